@@ -1,0 +1,3 @@
+#pragma once
+
+int bench_main(int argc, char** argv);

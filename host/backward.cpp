@@ -1,0 +1,58 @@
+// The gmm backward: d_lhs by gmm with the flipped transpose, d_rhs by tgmm reading lhs [m, k] as lhs^T.
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm {
+
+namespace {
+
+GmmProblem d_lhs_problem(const GmmProblem& f) {
+  GmmProblem p = f;
+  // d_lhs[m, k] = d_out[m, n] @ rhs^T: gmm with k and n swapped and the transpose flipped.
+  p.k = f.n;
+  p.n = f.k;
+  p.transpose_rhs = !f.transpose_rhs;
+  p.lhs_type = f.out_type;  // d_out
+  p.out_type = f.lhs_type;
+  p.existing_out = false;   // rows outside the active groups get zero gradient
+  return p;
+}
+
+TgmmProblem d_rhs_problem(const GmmProblem& f) {
+  TgmmProblem p;
+  p.m = f.m;
+  p.k = f.k;
+  p.n = f.n;
+  p.group_sizes = f.group_sizes;
+  p.group_offset = f.group_offset;
+  p.num_actual_groups = f.num_rhs_groups;  // -1 stays "G - group_offset", as for the forward's rhs
+  p.lhs_mk = true;                 // the forward's lhs [m, k] read as lhs^T
+  p.out_nk = f.transpose_rhs;      // the gradient has rhs's layout
+  p.lhs_type = f.lhs_type;
+  p.rhs_type = f.out_type;         // d_out
+  p.out_type = f.rhs_type;
+  p.tiling = f.tiling;
+  p.schedule = f.schedule;
+  return p;
+}
+
+}  // namespace
+
+GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward)
+    : d_lhs_(ctx, d_lhs_problem(forward)), d_rhs_(ctx, d_rhs_problem(forward)) {}
+
+void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const {
+  const GmmOperands d_lhs_ops{ops.d_out, ops.rhs, ops.d_lhs, {}};
+  const TgmmOperands d_rhs_ops{ops.lhs, ops.d_out, ops.d_rhs, {}};
+  // Check both before recording either, so a bad view records nothing.
+  d_lhs_.check(d_lhs_ops);
+  d_rhs_.check(d_rhs_ops);
+  d_lhs_.record(cb, d_lhs_ops);
+  d_rhs_.record(cb, d_rhs_ops);
+}
+
+void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops) {
+  GmmBackwardPlan plan(ctx, forward);
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+}
+
+}  // namespace vkgmm

@@ -1,0 +1,133 @@
+// `vkgmm info [--json]`: what the chosen device is and offers. Creating a Context is the whole test:
+// it picks the device the way `vkgmm run` does ($VKGMM_DEVICE, else the preference order), so what is
+// printed is what a run would get.
+#include "info.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vkgmm/context.hpp"
+#include "vkgmm/types.hpp"
+
+namespace {
+
+const char kUsage[] =
+    "usage: vkgmm info [--json]\n"
+    "\n"
+    "Prints the device vkgmm runs on (chosen by $VKGMM_DEVICE, an index or a name substring, else the\n"
+    "first discrete, integrated, virtual or CPU device), its limits and the features vkgmm uses.\n"
+    "--json prints the same as one JSON object.\n";
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual-gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+std::string api_version(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+// Device and driver names come from the driver: escape them rather than trust them.
+std::string json_string(const std::string& s) {
+  std::string r = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      r += '\\';
+      r += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      r += buf;
+    } else {
+      r += static_cast<char>(c);
+    }
+  }
+  return r + "\"";
+}
+
+// One row per fact, in order; printed as text or as JSON from the same list so the two never disagree.
+struct Row {
+  std::string key, text, json;
+};
+
+std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
+  auto num = [](auto v) { return std::to_string(v); };
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  auto yes = [](bool b) { return std::string(b ? "yes" : "no"); };
+  const std::string wg = num(d.max_workgroup_count[0]) + ", " + num(d.max_workgroup_count[1]) + ", " +
+                         num(d.max_workgroup_count[2]);
+  char period[32];
+  std::snprintf(period, sizeof period, "%g", static_cast<double>(d.timestamp_period_ns));
+  return {
+      {"name", d.name, json_string(d.name)},
+      {"driver", d.driver, json_string(d.driver)},
+      {"type", type_name(d.type), json_string(type_name(d.type))},
+      {"api_version", api_version(d.api_version), json_string(api_version(d.api_version))},
+      {"subgroup_size", num(d.subgroup_size), num(d.subgroup_size)},
+      {"max_shared_memory", num(d.max_shared_memory) + " bytes", num(d.max_shared_memory)},
+      {"max_workgroup_invocations", num(d.max_workgroup_invocations), num(d.max_workgroup_invocations)},
+      {"max_workgroup_count", wg, "[" + wg + "]"},
+      {"max_storage_buffer_range", num(d.max_storage_buffer_range) + " bytes", num(d.max_storage_buffer_range)},
+      {"min_storage_buffer_offset_alignment", num(d.min_storage_buffer_offset_alignment) + " bytes",
+       num(d.min_storage_buffer_offset_alignment)},
+      {"device_local_bytes", num(d.device_local_bytes) + " bytes (" + num(d.device_local_bytes >> 20) + " MiB)",
+       num(d.device_local_bytes)},
+      {"push_descriptor", yes(d.push_descriptor) + " (required)", flag(d.push_descriptor)},
+      {"storage_buffer_16bit", yes(d.storage_buffer_16bit) + " (f16 / bf16 storage)", flag(d.storage_buffer_16bit)},
+      {"timestamps", yes(d.timestamps), flag(d.timestamps)},
+      {"timestamp_period_ns", period, period},
+  };
+}
+
+int fail(int status, std::string msg) {
+  for (char& c : msg)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::fprintf(stderr, "vkgmm: error: %s\n", msg.c_str());
+  return status;
+}
+
+}  // namespace
+
+int info_main(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && !json)
+      json = true;
+    else
+      return fail(2, a == "--json" ? "--json given twice" : "unknown argument '" + a + "' for info (see vkgmm info --help)");
+  }
+  try {
+    vkgmm::Context ctx;
+    const std::vector<Row> rows = rows_of(ctx.info());
+    if (json) {
+      std::string out = "{";
+      for (size_t i = 0; i < rows.size(); ++i) out += (i ? ", " : "") + json_string(rows[i].key) + ": " + rows[i].json;
+      std::printf("%s}\n", out.c_str());
+    } else {
+      for (const Row& r : rows) std::printf("%-36s %s\n", (r.key + ":").c_str(), r.text.c_str());
+    }
+    return 0;
+  } catch (const vkgmm::Error& e) {
+    // As in `vkgmm run`: a bad $VKGMM_DEVICE is the user's argument (2); anything else is the device (1).
+    return fail(e.status() == vkgmm::Status::invalid_argument ? 2 : 1, e.what());
+  } catch (const std::exception& e) {
+    return fail(1, e.what());
+  }
+}

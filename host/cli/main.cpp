@@ -1,0 +1,69 @@
+// The `vkgmm` command: dispatch to run, info or bench. Each subcommand gets argv from its own name on,
+// so argv[0] is "run", "info" or "bench".
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "bench.hpp"
+#include "info.hpp"
+#include "run.hpp"
+
+namespace {
+
+const char kUsage[] =
+    "usage: vkgmm <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run gmm|tgmm   run one grouped matmul on .npy files (vkgmm run --help)\n"
+    "  info           show the device, its limits and the features vkgmm uses (vkgmm info --help)\n"
+    "  bench          measure gmm / tgmm throughput (vkgmm bench --help)\n"
+    "  help [command] show this, or a command's help\n"
+    "\n"
+    "Environment: VKGMM_DEVICE (device index or name substring), VKGMM_VALIDATE=1 (validation layer).\n";
+
+int dispatch(const std::string& cmd, int argc, char** argv) {
+  if (cmd == "run") return run_main(argc, argv);
+  if (cmd == "info") return info_main(argc, argv);
+  if (cmd == "bench") return bench_main(argc, argv);
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    const std::string cmd = argv[1];
+    if (cmd == "--help" || cmd == "-h" || (cmd == "help" && argc == 2)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (cmd == "help") {
+      // `vkgmm help run` is `vkgmm run --help`.
+      if (argc > 3) {
+        std::fprintf(stderr, "vkgmm: error: help takes at most one command\n");
+        return 2;
+      }
+      char help_flag[] = "--help";
+      char* sub_argv[] = {argv[2], help_flag, nullptr};
+      const int status = dispatch(argv[2], 2, sub_argv);
+      if (status >= 0) return status;
+    } else {
+      const int status = dispatch(cmd, argc - 1, argv + 1);
+      if (status >= 0) return status;
+    }
+    std::fprintf(stderr, "vkgmm: error: unknown command '%s' (expected run, info, bench or help)\n",
+                 cmd == "help" ? argv[2] : cmd.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    // The subcommands report their own errors; this is the last line of defence, still one line.
+    std::string msg = e.what();
+    for (char& c : msg)
+      if (c == '\n' || c == '\r') c = ' ';
+    std::fprintf(stderr, "vkgmm: error: %s\n", msg.c_str());
+    return 1;
+  }
+}

@@ -1,0 +1,38 @@
+// A strict reader and writer of NumPy .npy files, for the command line's inputs and outputs.
+//
+// Only what vkgmm needs: little-endian, C-order arrays of <f4, <f2, <i4 or <i8. Anything else is refused
+// with a std::runtime_error naming the file and the rule, rather than guessed at.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace npy {
+
+struct Array {
+  std::string descr;           // "<f4", "<f2", "<i4" or "<i8"
+  std::vector<int64_t> shape;  // empty for a 0-d array
+  std::vector<uint8_t> data;   // element_count() * item_size(descr) bytes, little-endian, C order
+
+  int64_t element_count() const;  // product of shape (1 for a 0-d array)
+};
+
+// Bytes per element of a supported descr; throws std::invalid_argument for any other.
+size_t item_size(const std::string& descr);
+
+// Reads a format 1.0, 2.0 or 3.0 file. Throws std::runtime_error("<path>: <problem>") on anything
+// malformed or unsupported, including trailing bytes after the data.
+Array read(const std::string& path);
+
+// Parses the same from bytes already in memory; `name` is used in messages only.
+Array parse(const std::vector<uint8_t>& bytes, const std::string& name);
+
+// Writes a format 1.0 file (2.0 only if the header could not fit 1.0's 16-bit length). The header is
+// padded with spaces to a multiple of 64 bytes and ends in '\n'. The file is written to a temporary name
+// in the target's directory and renamed into place, so a failure never leaves a partial `path`.
+// Throws std::runtime_error naming the path on failure, std::invalid_argument on an inconsistent array.
+void write(const std::string& path, const Array& array);
+
+}  // namespace npy

@@ -1,0 +1,176 @@
+// GmmPlan: validate a gmm problem, build and upload its visit list, record its dispatch.
+#include <numeric>
+#include <algorithm>
+#include <iterator>
+#include <string>
+
+#include "context_impl.hpp"
+#include "operands.hpp"
+#include "problem_checks.hpp"
+#include "tiling.hpp"
+#include "vkgmm/metadata.hpp"
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm::spirv {
+extern const uint32_t gmm[];
+extern const size_t gmm_words;
+}  // namespace vkgmm::spirv
+
+namespace vkgmm {
+
+namespace {
+
+// Mirrors the push constants of shaders/gmm.comp.
+struct GmmPush {
+  uint32_t m, k, n, num_visits, group_offset, active_begin, active_end;
+  uint32_t lhs_off, rhs_off, out_off, ex_off, visits_off;
+};
+
+}  // namespace
+
+struct GmmPlan::State {
+  std::shared_ptr<Context::Impl> ctx;
+  GmmProblem problem;
+  int64_t g_local = 0;
+  Tiling tiling;
+  KernelShape shape;
+  OperandSizes sizes;
+  int64_t num_tiles = 0;
+  uint32_t num_visits = 0;  // num_tiles + fill visits
+  uint32_t visits_off = 0;
+  uint32_t active_begin = 0, active_end = 0;
+  Buffer meta;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  uint32_t grid[3] = {0, 0, 0};
+
+  bool bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumBindings], GmmPush& push) const;
+};
+
+GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
+  auto st = std::make_shared<State>();
+  st->ctx = ctx.shared_impl();
+  st->problem = p;
+  const DeviceInfo& info = ctx.info();
+  const char* op = "gmm";
+
+  check_dims(op, p.m, p.k, p.n);
+  const int64_t G = check_group_sizes(op, p.group_sizes, p.m);
+  check_types(op, p.lhs_type, p.rhs_type, p.out_type);
+  if (p.group_offset < 0 || p.group_offset >= G)
+    throw Error(Status::invalid_argument, std::string(op) + ": group_offset = " + std::to_string(p.group_offset) +
+                                              " must be in [0, " + std::to_string(G) + ")");
+  st->g_local = p.num_rhs_groups < 0 ? G - p.group_offset : p.num_rhs_groups;
+  if (st->g_local < 1 || p.group_offset + st->g_local > G)
+    throw Error(Status::invalid_argument,
+                std::string(op) + ": rhs holds " + std::to_string(st->g_local) + " groups; with group_offset = " +
+                    std::to_string(p.group_offset) + " it needs 1 to " + std::to_string(G - p.group_offset) +
+                    " (group_offset + rhs groups <= len(group_sizes) = " + std::to_string(G) + ")");
+
+  const Schedule schedule = resolve_schedule(p.schedule, info);
+  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);
+  st->shape = make_kernel_shape(st->tiling.tm, st->tiling.tk, st->tiling.tn, p.m, p.k, p.n, schedule, info, op);
+  st->tiling = {st->shape.rows, st->shape.step, st->shape.cols};
+
+  st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.m) * p.k);
+  st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(st->g_local) * p.k * p.n);
+  st->sizes.out = operand_bytes(p.out_type, uint64_t(p.m) * p.n);
+  st->sizes.existing_out = p.existing_out ? st->sizes.out : 0;
+  check_operand_limits(op, info, {{"lhs", st->sizes.lhs}, {"rhs", st->sizes.rhs}, {"out", st->sizes.out}});
+
+  if (p.m > 0) {
+    const int64_t tm = st->shape.rows;
+    GroupMetadata md = make_group_metadata(p.group_sizes, p.m, tm, p.group_offset, st->g_local, false);
+    st->num_tiles = md.num_tiles;
+    st->active_begin = static_cast<uint32_t>(md.group_offsets[p.group_offset]);
+    st->active_end = static_cast<uint32_t>(md.group_offsets[p.group_offset + st->g_local]);
+    // Visits: the active groups' (group, m tile) pairs, then one fill visit (group -1) per m tile holding
+    // rows outside [active_begin, active_end).
+    std::vector<int32_t> groups(md.group_ids.begin(), md.group_ids.begin() + md.num_tiles);
+    std::vector<int32_t> tiles(md.m_tile_ids.begin(), md.m_tile_ids.begin() + md.num_tiles);
+    const int64_t tiles_m = (p.m + tm - 1) / tm;
+    for (int64_t t = 0; t < tiles_m; ++t) {
+      const int64_t lo = t * tm, hi = std::min<int64_t>(lo + tm, p.m);
+      if (lo < st->active_begin || hi > st->active_end) {
+        groups.push_back(-1);
+        tiles.push_back(static_cast<int32_t>(t));
+      }
+    }
+    st->num_visits = static_cast<uint32_t>(groups.size());
+    st->visits_off = static_cast<uint32_t>(md.group_offsets.size());
+    std::vector<int32_t> meta = md.group_offsets;
+    meta.insert(meta.end(), groups.begin(), groups.end());
+    meta.insert(meta.end(), tiles.begin(), tiles.end());
+    st->meta = ctx.create_buffer(meta.size() * sizeof(int32_t));
+    st->meta.upload(meta.data(), meta.size() * sizeof(int32_t));
+
+    const uint64_t n_tiles = (p.n + st->shape.cols - 1) / st->shape.cols;
+    const uint64_t y = std::min<uint64_t>(st->num_visits, info.max_workgroup_count[1]);
+    const uint64_t z = (st->num_visits + y - 1) / y;
+    check_grid(op, info, n_tiles, y, z);
+    st->grid[0] = static_cast<uint32_t>(n_tiles);
+    st->grid[1] = static_cast<uint32_t>(y);
+    st->grid[2] = static_cast<uint32_t>(z);
+
+    const KernelShape& s = st->shape;
+    std::vector<uint32_t> constants = {s.invocations(), s.rows, s.step, s.cols, s.tx, s.ty, s.rm, s.rn,
+                                       uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
+                                       p.transpose_rhs, s.use_shared, p.existing_out, s.shared_a, s.shared_b};
+    st->pipeline = st->ctx->pipeline(spirv::gmm, spirv::gmm_words, constants);
+  }
+  st->ctx->throw_if_validation_messages();
+  state_ = std::move(st);
+}
+
+const GmmProblem& GmmPlan::problem() const { return state_->problem; }
+Tiling GmmPlan::tiling() const { return state_->tiling; }
+OperandSizes GmmPlan::sizes() const { return state_->sizes; }
+int64_t GmmPlan::num_tiles() const { return state_->num_tiles; }
+
+// Checks the operand views and resolves them to descriptors and push constants.
+bool GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumBindings], GmmPush& push) const {
+  const State& st = *this;
+  const GmmProblem& p = st.problem;
+  const DeviceInfo& info = st.ctx->info;
+  const char* op = "gmm";
+  check_existing_view(op, p.existing_out, ops.existing_out, ops.out);
+  check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
+  if (p.m == 0) return false;  // nothing to compute or fill
+
+  const BoundOperand lhs = bind_operand(info, op, "lhs", ops.lhs, p.lhs_type, uint64_t(p.m) * p.k);
+  const BoundOperand rhs = bind_operand(info, op, "rhs", ops.rhs, p.rhs_type, uint64_t(st.g_local) * p.k * p.n);
+  const BoundOperand out = bind_operand(info, op, "out", ops.out, p.out_type, uint64_t(p.m) * p.n);
+  const BoundOperand ex = p.existing_out
+                              ? bind_operand(info, op, "existing_out", ops.existing_out, p.out_type, uint64_t(p.m) * p.n)
+                              : out;
+  const VkDescriptorBufferInfo meta{st.meta.handle(), 0, st.meta.size()};
+  const VkDescriptorBufferInfo bound[kNumBindings] = {lhs.info, rhs.info, out.info, ex.info, meta};
+
+  std::copy(std::begin(bound), std::end(bound), infos);
+  push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), st.num_visits, uint32_t(p.group_offset),
+               st.active_begin, st.active_end, lhs.element_offset, rhs.element_offset, out.element_offset,
+               ex.element_offset, st.visits_off};
+  return true;
+}
+
+void GmmPlan::check(const GmmOperands& ops) const {
+  VkDescriptorBufferInfo infos[kNumBindings];
+  GmmPush push;
+  state_->bind(ops, infos, push);
+}
+
+void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const {
+  if (cb == VK_NULL_HANDLE) throw Error(Status::invalid_argument, "gmm: command buffer is VK_NULL_HANDLE");
+  const State& st = *state_;
+  VkDescriptorBufferInfo infos[kNumBindings];
+  GmmPush push;
+  if (!st.bind(ops, infos, push)) return;
+  bind_and_push(*st.ctx, cb, st.pipeline, infos, &push, sizeof(push));
+  vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
+}
+
+void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops) {
+  GmmPlan plan(ctx, problem);
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+}
+
+}  // namespace vkgmm

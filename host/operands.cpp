@@ -1,0 +1,59 @@
+// Operand views -> push descriptors.
+#include "operands.hpp"
+
+#include <string>
+
+namespace vkgmm {
+
+VkDeviceSize operand_bytes(DType t, uint64_t count) { return (count * dtype_size(t) + 3) / 4 * 4; }
+
+BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* name, const BufferView& view,
+                          DType type, uint64_t count) {
+  auto fail = [&](const std::string& what) {
+    throw Error(Status::invalid_argument, std::string(op) + ": " + name + ": " + what);
+  };
+  if (view.buffer == VK_NULL_HANDLE) fail("buffer is VK_NULL_HANDLE");
+  const VkDeviceSize esize = dtype_size(type);
+  if (view.offset % esize != 0)
+    fail("offset " + std::to_string(view.offset) + " is not a multiple of the element size " + std::to_string(esize));
+  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
+  const VkDeviceSize base = view.offset / align * align;
+  const VkDeviceSize lead = view.offset - base;
+  // Whole words from the word holding the first element to the word holding the last.
+  const VkDeviceSize words_end = (lead + count * esize + 3) / 4 * 4;
+  const VkDeviceSize need = words_end - lead;
+  if (view.size < need)
+    fail("view of " + std::to_string(view.size) + " bytes is too small: " + std::to_string(count) + " " +
+         dtype_name(type) + " elements need " + std::to_string(need));
+  if (words_end > info.max_storage_buffer_range)
+    throw Error(Status::unsupported, std::string(op) + ": " + name + ": " + std::to_string(words_end) +
+                                         " bytes exceed the device's maxStorageBufferRange (" +
+                                         std::to_string(info.max_storage_buffer_range) + ")");
+  if (lead / esize + count > UINT32_MAX) fail("more than 2^32 elements");
+  BoundOperand b;
+  b.info = {view.buffer, base, words_end};
+  b.element_offset = static_cast<uint32_t>(lead / esize);
+  return b;
+}
+
+void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
+                   const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes) {
+  VkWriteDescriptorSet writes[kNumBindings];
+  for (uint32_t b = 0; b < kNumBindings; ++b) {
+    writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[b].dstBinding = b;
+    writes[b].descriptorCount = 1;
+    writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[b].pBufferInfo = &infos[b];
+  }
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+  ctx.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, ctx.pipeline_layout, 0, kNumBindings, writes);
+  vkCmdPushConstants(cb, ctx.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+}
+
+bool views_overlap(const BufferView& a, const BufferView& b) {
+  if (a.buffer != b.buffer) return false;
+  return a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+}  // namespace vkgmm

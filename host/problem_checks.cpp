@@ -1,0 +1,75 @@
+// The argument rules of CONTRACT.md shared by every plan.
+#include "problem_checks.hpp"
+
+#include <string>
+
+#include "operands.hpp"
+
+namespace vkgmm {
+
+namespace {
+[[noreturn]] void bad(const char* op, const std::string& what) {
+  throw Error(Status::invalid_argument, std::string(op) + ": " + what);
+}
+}  // namespace
+
+void check_dims(const char* op, int64_t m, int64_t k, int64_t n) {
+  if (m < 0) bad(op, "m = " + std::to_string(m) + " must be >= 0");
+  if (k < 1) bad(op, "k = " + std::to_string(k) + " must be >= 1");
+  if (n < 1) bad(op, "n = " + std::to_string(n) + " must be >= 1");
+  if (m > INT32_MAX || k > INT32_MAX || n > INT32_MAX)
+    throw Error(Status::unsupported, std::string(op) + ": m, k and n must each be below 2^31");
+}
+
+int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m) {
+  if (group_sizes.empty()) bad(op, "group_sizes must hold at least one group");
+  if (group_sizes.size() > 65535)
+    throw Error(Status::unsupported, std::string(op) + ": group_sizes: at most 65535 groups are supported");
+  int64_t sum = 0;
+  for (size_t g = 0; g < group_sizes.size(); ++g) {
+    if (group_sizes[g] < 0)
+      bad(op, "group_sizes[" + std::to_string(g) + "] = " + std::to_string(group_sizes[g]) + " is negative");
+    sum += group_sizes[g];
+  }
+  if (sum > m) bad(op, "sum(group_sizes) = " + std::to_string(sum) + " exceeds m = " + std::to_string(m));
+  return static_cast<int64_t>(group_sizes.size());
+}
+
+void check_types(const char* op, DType lhs, DType rhs, DType out) {
+  auto valid = [](DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; };
+  if (!valid(lhs)) bad(op, "lhs has an unsupported element type");
+  if (!valid(rhs)) bad(op, "rhs has an unsupported element type");
+  if (!valid(out)) bad(op, "the output (preferred_element_type) has an unsupported element type");
+}
+
+void check_operand_limits(const char* op, const DeviceInfo& info,
+                          std::initializer_list<std::pair<const char*, uint64_t>> operand_bytes) {
+  for (auto& [name, bytes] : operand_bytes)
+    if (bytes > info.max_storage_buffer_range)
+      throw Error(Status::unsupported, std::string(op) + ": " + name + " is " + std::to_string(bytes) +
+                                           " bytes, more than the device's maxStorageBufferRange (" +
+                                           std::to_string(info.max_storage_buffer_range) + ")");
+}
+
+void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, uint64_t z) {
+  if (x > info.max_workgroup_count[0] || y > info.max_workgroup_count[1] || z > info.max_workgroup_count[2])
+    throw Error(Status::unsupported, std::string(op) + ": the grid " + std::to_string(x) + " x " + std::to_string(y) +
+                                         " x " + std::to_string(z) +
+                                         " exceeds the device's maxComputeWorkGroupCount: use larger tiles");
+}
+
+void check_existing_view(const char* op, bool expected, const BufferView& existing, const BufferView& out) {
+  const bool given = existing.buffer != VK_NULL_HANDLE;
+  if (expected && !given) bad(op, "existing_out: the problem has existing_out but no view was given");
+  if (!expected && given) bad(op, "existing_out: a view was given but the problem has existing_out = false");
+  if (given && views_overlap(existing, out) && (existing.offset != out.offset))
+    bad(op, "existing_out overlaps out without being the same range");
+}
+
+void check_no_overlap(const char* op, const BufferView& out,
+                      std::initializer_list<std::pair<const char*, BufferView>> inputs) {
+  for (auto& [name, view] : inputs)
+    if (views_overlap(out, view)) bad(op, std::string("out overlaps ") + name);
+}
+
+}  // namespace vkgmm

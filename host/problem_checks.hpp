@@ -1,0 +1,27 @@
+// The argument rules of CONTRACT.md shared by every plan (internal). Each throws
+// Error(invalid_argument or unsupported) whose message names the op, the argument and the rule.
+#pragma once
+
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include "vkgmm/context.hpp"
+
+namespace vkgmm {
+
+void check_dims(const char* op, int64_t m, int64_t k, int64_t n);
+// Returns G. Rules: at least one group, every size >= 0, sum <= m.
+int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m);
+void check_types(const char* op, DType lhs, DType rhs, DType out);
+// Operands whose bytes exceed what one binding may address.
+void check_operand_limits(const char* op, const DeviceInfo& info,
+                          std::initializer_list<std::pair<const char*, uint64_t>> operand_bytes);
+void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, uint64_t z);
+// existing_out is given exactly when the problem says so, and is either `out` itself or disjoint from it.
+void check_existing_view(const char* op, bool expected, const BufferView& existing, const BufferView& out);
+// The output may not overlap an input (results would depend on the schedule).
+void check_no_overlap(const char* op, const BufferView& out,
+                      std::initializer_list<std::pair<const char*, BufferView>> inputs);
+
+}  // namespace vkgmm

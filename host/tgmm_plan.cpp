@@ -1,0 +1,152 @@
+// TgmmPlan: validate a tgmm problem, upload its group offsets, record its dispatch.
+#include <algorithm>
+#include <iterator>
+#include <string>
+
+#include "context_impl.hpp"
+#include "operands.hpp"
+#include "problem_checks.hpp"
+#include "tiling.hpp"
+#include "vkgmm/metadata.hpp"
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm::spirv {
+extern const uint32_t tgmm[];
+extern const size_t tgmm_words;
+}  // namespace vkgmm::spirv
+
+namespace vkgmm {
+
+namespace {
+
+// Mirrors the push constants of shaders/tgmm.comp.
+struct TgmmPush {
+  uint32_t m, k, n, num_groups, group_offset;
+  uint32_t lhs_off, rhs_off, out_off, ex_off;
+};
+
+}  // namespace
+
+struct TgmmPlan::State {
+  std::shared_ptr<Context::Impl> ctx;
+  TgmmProblem problem;
+  int64_t groups = 0;  // num_actual_groups
+  Tiling tiling;
+  KernelShape shape;
+  OperandSizes sizes;
+  Buffer meta;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  uint32_t grid[3] = {0, 0, 0};
+
+  bool bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumBindings], TgmmPush& push) const;
+};
+
+TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
+  auto st = std::make_shared<State>();
+  st->ctx = ctx.shared_impl();
+  st->problem = p;
+  const DeviceInfo& info = ctx.info();
+  const char* op = "tgmm";
+
+  check_dims(op, p.m, p.k, p.n);
+  const int64_t G = check_group_sizes(op, p.group_sizes, p.m);
+  check_types(op, p.lhs_type, p.rhs_type, p.out_type);
+  if (p.group_offset < 0 || p.group_offset >= G)
+    throw Error(Status::invalid_argument, std::string(op) + ": group_offset = " + std::to_string(p.group_offset) +
+                                              " must be in [0, " + std::to_string(G) + ")");
+  st->groups = p.num_actual_groups < 0 ? G - p.group_offset : p.num_actual_groups;
+  if (st->groups < 1 || p.group_offset + st->groups > G)
+    throw Error(Status::invalid_argument,
+                std::string(op) + ": num_actual_groups = " + std::to_string(st->groups) + " must be in [1, " +
+                    std::to_string(G - p.group_offset) + "] (group_offset + num_actual_groups <= len(group_sizes) = " +
+                    std::to_string(G) + ")");
+
+  const Schedule schedule = resolve_schedule(p.schedule, info);
+  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);
+  // The output block is [tk, tn]; the group's rows are the reduction, tm at a time.
+  st->shape = make_kernel_shape(st->tiling.tk, st->tiling.tm, st->tiling.tn, p.k, p.m, p.n, schedule, info, op);
+  st->tiling = {st->shape.step, st->shape.rows, st->shape.cols};
+
+  st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.k) * p.m);
+  st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(p.m) * p.n);
+  st->sizes.out = operand_bytes(p.out_type, uint64_t(st->groups) * p.k * p.n);
+  st->sizes.existing_out = p.existing_out ? st->sizes.out : 0;
+  check_operand_limits(op, info, {{"lhs", st->sizes.lhs}, {"rhs", st->sizes.rhs}, {"out", st->sizes.out}});
+
+  // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
+  // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
+  GroupMetadata md = make_group_metadata(p.group_sizes, p.m, std::max<int64_t>(st->shape.step, 1), p.group_offset,
+                                         st->groups, true);
+  st->meta = ctx.create_buffer(md.group_offsets.size() * sizeof(int32_t));
+  st->meta.upload(md.group_offsets.data(), md.group_offsets.size() * sizeof(int32_t));
+
+  const uint64_t x = (p.n + st->shape.cols - 1) / st->shape.cols;
+  const uint64_t y = (p.k + st->shape.rows - 1) / st->shape.rows;
+  check_grid(op, info, x, y, st->groups);
+  st->grid[0] = static_cast<uint32_t>(x);
+  st->grid[1] = static_cast<uint32_t>(y);
+  st->grid[2] = static_cast<uint32_t>(st->groups);
+
+  const KernelShape& s = st->shape;
+  std::vector<uint32_t> constants = {s.invocations(), s.step, s.rows, s.cols, s.tx, s.ty, s.rm, s.rn,
+                                     uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
+                                     p.lhs_mk, s.use_shared, p.existing_out, s.shared_a, s.shared_b, p.out_nk};
+  st->pipeline = st->ctx->pipeline(spirv::tgmm, spirv::tgmm_words, constants);
+  st->ctx->throw_if_validation_messages();
+  state_ = std::move(st);
+}
+
+const TgmmProblem& TgmmPlan::problem() const { return state_->problem; }
+Tiling TgmmPlan::tiling() const { return state_->tiling; }
+OperandSizes TgmmPlan::sizes() const { return state_->sizes; }
+
+// Checks the operand views and resolves them to descriptors and push constants.
+bool TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumBindings], TgmmPush& push) const {
+  const State& st = *this;
+  const TgmmProblem& p = st.problem;
+  const DeviceInfo& info = st.ctx->info;
+  const char* op = "tgmm";
+  check_existing_view(op, p.existing_out, ops.existing_out, ops.out);
+  check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
+
+  // m = 0 still writes every group's block (zeros or existing_out); bind a valid word for empty inputs.
+  const uint64_t lhs_count = std::max<uint64_t>(uint64_t(p.k) * p.m, 1);
+  const uint64_t rhs_count = std::max<uint64_t>(uint64_t(p.m) * p.n, 1);
+  const BoundOperand lhs = p.m ? bind_operand(info, op, "lhs", ops.lhs, p.lhs_type, lhs_count) : BoundOperand{};
+  const BoundOperand rhs = p.m ? bind_operand(info, op, "rhs", ops.rhs, p.rhs_type, rhs_count) : BoundOperand{};
+  const uint64_t out_count = uint64_t(st.groups) * p.k * p.n;
+  const BoundOperand out = bind_operand(info, op, "out", ops.out, p.out_type, out_count);
+  const BoundOperand ex =
+      p.existing_out ? bind_operand(info, op, "existing_out", ops.existing_out, p.out_type, out_count) : out;
+  const VkDescriptorBufferInfo meta{st.meta.handle(), 0, st.meta.size()};
+  const VkDescriptorBufferInfo bound[kNumBindings] = {p.m ? lhs.info : meta, p.m ? rhs.info : meta, out.info,
+                                                      ex.info, meta};
+
+  std::copy(std::begin(bound), std::end(bound), infos);
+  push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), uint32_t(st.groups), uint32_t(p.group_offset),
+                lhs.element_offset, rhs.element_offset, out.element_offset, ex.element_offset};
+  return true;
+}
+
+void TgmmPlan::check(const TgmmOperands& ops) const {
+  VkDescriptorBufferInfo infos[kNumBindings];
+  TgmmPush push;
+  state_->bind(ops, infos, push);
+}
+
+void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const {
+  if (cb == VK_NULL_HANDLE) throw Error(Status::invalid_argument, "tgmm: command buffer is VK_NULL_HANDLE");
+  const State& st = *state_;
+  VkDescriptorBufferInfo infos[kNumBindings];
+  TgmmPush push;
+  if (!st.bind(ops, infos, push)) return;
+  bind_and_push(*st.ctx, cb, st.pipeline, infos, &push, sizeof(push));
+  vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
+}
+
+void tgmm(Context& ctx, const TgmmProblem& problem, const TgmmOperands& ops) {
+  TgmmPlan plan(ctx, problem);
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+}
+
+}  // namespace vkgmm

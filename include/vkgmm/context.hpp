@@ -1,0 +1,118 @@
+// The device vkgmm runs on: either created by vkgmm or borrowed from the application.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkgmm/types.hpp"
+
+namespace vkgmm {
+
+// A range of an application's (or vkgmm's) VkBuffer. Offsets need only be element-aligned.
+struct BufferView {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize size = 0;
+};
+
+struct ContextOptions {
+  // Device index or a substring of its name. Empty: $VKGMM_DEVICE, else the first discrete, integrated,
+  // virtual or CPU device, in that order of preference (lavapipe is chosen when it is all there is).
+  std::string device;
+  // Enable VK_LAYER_KHRONOS_validation; every message becomes a Status::validation error.
+  // Unset: $VKGMM_VALIDATE=1 turns it on.
+  std::optional<bool> validate;
+};
+
+// Handles of an application's device. vkgmm uses them and destroys none of them.
+struct BorrowedDevice {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;  // used only by the submit-and-wait helpers
+  uint32_t queue_family = 0;
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::string driver;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t api_version = 0;
+  uint32_t subgroup_size = 0;
+  uint32_t max_shared_memory = 0;
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_workgroup_count[3] = {0, 0, 0};
+  uint64_t max_storage_buffer_range = 0;
+  uint64_t min_storage_buffer_offset_alignment = 0;
+  uint64_t device_local_bytes = 0;
+  bool push_descriptor = false;  // required
+  bool storage_buffer_16bit = false;
+  bool timestamps = false;
+  float timestamp_period_ns = 0;
+};
+
+class Context;
+
+// A host-visible device buffer made by a Context. Move-only; it keeps its device alive, so it may
+// outlive the Context object it came from.
+class Buffer {
+ public:
+  Buffer();
+  Buffer(Buffer&&) noexcept;
+  Buffer& operator=(Buffer&&) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  VkBuffer handle() const;
+  VkDeviceSize size() const { return size_; }
+  BufferView view() const { return {handle(), 0, size_}; }
+  BufferView view(VkDeviceSize offset, VkDeviceSize size) const { return {handle(), offset, size}; }
+
+  void upload(const void* data, size_t bytes, size_t offset = 0);
+  void download(void* data, size_t bytes, size_t offset = 0) const;
+
+ private:
+  friend class Context;
+  struct State;
+  std::unique_ptr<State> state_;
+  VkDeviceSize size_ = 0;
+};
+
+class Context {
+ public:
+  struct Impl;
+
+  explicit Context(const ContextOptions& options = {});
+  // Wrap an application's device: the handles stay the application's.
+  static Context wrap(const BorrowedDevice& device);
+
+  Context(Context&&) noexcept;
+  Context& operator=(Context&&) noexcept;
+  ~Context();
+
+  const DeviceInfo& info() const;
+  VkDevice device() const;
+
+  Buffer create_buffer(VkDeviceSize bytes);
+
+  // Record with `record` into a one-time command buffer, submit it and wait (bounded) for it.
+  void submit_and_wait(const std::function<void(VkCommandBuffer)>& record);
+
+  // Validation messages seen since the last call (the tests fail on any).
+  std::vector<std::string> take_validation_messages();
+
+  Impl& impl() const { return *impl_; }
+  std::shared_ptr<Impl> shared_impl() const { return impl_; }
+
+ private:
+  explicit Context(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace vkgmm

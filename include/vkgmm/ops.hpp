@@ -1,0 +1,118 @@
+// gmm, tgmm and the gmm backward: problems, plans (validate + metadata once) and recording.
+//
+// Plan, then record: a plan checks every argument against the contract and builds and uploads the group
+// metadata; record() writes dispatches into a command buffer the caller owns and submits. The plan must
+// outlive the execution of every command buffer it was recorded into. One plan may be recorded any number
+// of times, into any number of command buffers, from one thread at a time.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "vkgmm/context.hpp"
+#include "vkgmm/types.hpp"
+
+namespace vkgmm {
+
+// out[m, n]: rows of active group g = lhs[rows] @ rhs[g - group_offset] (rhs^T with transpose_rhs);
+// all other rows = existing_out (when given) or 0.
+struct GmmProblem {
+  int64_t m = 0, k = 0, n = 0;
+  std::vector<int32_t> group_sizes;  // all G groups
+  int64_t num_rhs_groups = -1;       // G_local, the groups rhs holds; -1: G - group_offset
+  int64_t group_offset = 0;
+  bool transpose_rhs = false;        // rhs is [G_local, n, k]
+  DType lhs_type = DType::f32, rhs_type = DType::f32, out_type = DType::f32;
+  bool existing_out = false;
+  TilingChoice tiling;
+  Schedule schedule = Schedule::automatic;
+};
+
+// existing_out: leave .buffer null when the problem has none; it may be the same range as out.
+struct GmmOperands {
+  BufferView lhs, rhs, out, existing_out;
+};
+
+// out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]).
+struct TgmmProblem {
+  int64_t m = 0, k = 0, n = 0;
+  std::vector<int32_t> group_sizes;
+  int64_t group_offset = 0;
+  int64_t num_actual_groups = -1;  // -1: G - group_offset
+  bool lhs_mk = false;             // lhs is stored [m, k] (the transpose of tgmm's [k, m])
+  bool out_nk = false;             // each output group is stored [n, k] instead of [k, n]
+  DType lhs_type = DType::f32, rhs_type = DType::f32, out_type = DType::f32;
+  bool existing_out = false;
+  TilingChoice tiling;
+  Schedule schedule = Schedule::automatic;
+};
+
+struct TgmmOperands {
+  BufferView lhs, rhs, out, existing_out;
+};
+
+// Byte sizes each operand's view must have at least. 16-bit operands are accessed in whole 32-bit words,
+// so their sizes are rounded up to a multiple of 4 (views should start 4-byte aligned, or cover the word).
+struct OperandSizes {
+  VkDeviceSize lhs = 0, rhs = 0, out = 0, existing_out = 0;
+};
+
+class GmmPlan {
+ public:
+  GmmPlan(Context& ctx, const GmmProblem& problem);
+  const GmmProblem& problem() const;
+  Tiling tiling() const;           // the tiling that runs (after clamping to the shape and shared memory)
+  OperandSizes sizes() const;
+  int64_t num_tiles() const;       // megablox's num_tiles: m-tile visits of the active groups
+  // Throws what record() would throw for these operands, recording nothing.
+  void check(const GmmOperands& ops) const;
+  void record(VkCommandBuffer cb, const GmmOperands& ops) const;
+
+  struct State;
+ private:
+  std::shared_ptr<const State> state_;
+};
+
+class TgmmPlan {
+ public:
+  TgmmPlan(Context& ctx, const TgmmProblem& problem);
+  const TgmmProblem& problem() const;
+  Tiling tiling() const;
+  OperandSizes sizes() const;
+  void check(const TgmmOperands& ops) const;
+  void record(VkCommandBuffer cb, const TgmmOperands& ops) const;
+
+  struct State;
+ private:
+  std::shared_ptr<const State> state_;
+};
+
+// The gradients of out = gmm(lhs, rhs, ...) for a cotangent d_out [m, n]:
+//   d_lhs = gmm(d_out, rhs, transpose_rhs = !transpose_rhs)                [m, k]
+//   d_rhs = tgmm(lhs^T, d_out) over the active groups                      [G_local, k, n] ([G_local, n, k]
+//           when transpose_rhs), read straight from lhs [m, k]: lhs^T is never materialised.
+// Rows outside the active groups get d_lhs = 0. d_out has the forward's out type; d_lhs and d_rhs have
+// the types of lhs and rhs, as in JAX.
+struct GmmBackwardOperands {
+  BufferView lhs, rhs, d_out, d_lhs, d_rhs;
+};
+
+class GmmBackwardPlan {
+ public:
+  GmmBackwardPlan(Context& ctx, const GmmProblem& forward);
+  const GmmPlan& d_lhs_plan() const { return d_lhs_; }
+  const TgmmPlan& d_rhs_plan() const { return d_rhs_; }
+  // Both dispatches are independent: no barrier between them.
+  void record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const;
+
+ private:
+  GmmPlan d_lhs_;
+  TgmmPlan d_rhs_;
+};
+
+// Conveniences: plan, record into a one-time command buffer, submit and wait.
+void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops);
+void tgmm(Context& ctx, const TgmmProblem& problem, const TgmmOperands& ops);
+void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops);
+
+}  // namespace vkgmm

@@ -1,0 +1,27 @@
+// CPU reference implementations: the oracle of the tests, the CLI's --check and the bench's check.
+// Inputs are the values the device sees (already rounded to their element types), as float; sums are
+// accumulated in double and the result rounded to the problem's out type.
+#pragma once
+
+#include <vector>
+
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm::reference {
+
+// lhs [m,k], rhs [G_local,k,n] (or [G_local,n,k]), existing_out [m,n] or empty. Returns [m,n].
+std::vector<float> gmm(const GmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
+                       const std::vector<float>& existing_out = {});
+
+// lhs [k,m] (or [m,k] with lhs_mk), rhs [m,n], existing_out or empty. Returns [groups,k,n] ([groups,n,k]
+// with out_nk).
+std::vector<float> tgmm(const TgmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
+                        const std::vector<float>& existing_out = {});
+
+struct Gradients {
+  std::vector<float> d_lhs, d_rhs;
+};
+Gradients gmm_backward(const GmmProblem& forward, const std::vector<float>& lhs,
+                       const std::vector<float>& rhs, const std::vector<float>& d_out);
+
+}  // namespace vkgmm::reference

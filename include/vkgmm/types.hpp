@@ -1,0 +1,68 @@
+// Element types, status codes, errors and tilings: the vocabulary every other header uses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace vkgmm {
+
+// The numeric values are shared with the shaders (shaders/dtype.glsl): keep them in step.
+enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2 };
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+std::optional<DType> parse_dtype(std::string_view name);
+
+enum class Status {
+  ok = 0,
+  invalid_argument,  // the caller's input breaks a rule of the contract
+  unsupported,       // valid input the device or build cannot run
+  out_of_memory,     // host or device allocation failed
+  device_lost,       // VK_ERROR_DEVICE_LOST or a wait that timed out
+  vulkan_error,      // any other failing VkResult
+  validation,        // the validation layer reported a message (VKGMM_VALIDATE=1)
+  internal,
+};
+const char* status_name(Status s);
+
+// Every failure of the library is an Error: a code for programs, a message naming the argument for people.
+class Error : public std::runtime_error {
+ public:
+  Error(Status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  Status status() const { return status_; }
+
+ private:
+  Status status_;
+};
+
+// Output tile rows, K step, output tile columns.
+struct Tiling {
+  int64_t tm = 0, tk = 0, tn = 0;
+  bool operator==(const Tiling&) const = default;
+};
+
+// A lookup function (m, k, n) -> tiling, returning nullopt when it has none for that shape (an error).
+using TilingFn = std::function<std::optional<Tiling>(int64_t m, int64_t k, int64_t n)>;
+
+// How the tiling is chosen: a fixed tuple, a lookup function, or automatic (neither set).
+struct TilingChoice {
+  std::optional<Tiling> fixed;
+  TilingFn lookup;
+
+  static TilingChoice automatic() { return {}; }
+  static TilingChoice of(Tiling t) { return {t, nullptr}; }
+  static TilingChoice of(TilingFn fn) { return {std::nullopt, std::move(fn)}; }
+};
+
+// Which kernel schedule runs: staged through shared memory (the GPU schedule), or register micro-tiles
+// read straight from the buffers (fast on CPU drivers such as lavapipe). Automatic picks by device type;
+// $VKGMM_SCHEDULE=shared|direct forces one for every plan (to exercise both paths on one device).
+enum class Schedule { automatic, shared, direct };
+const char* schedule_name(Schedule s);
+
+}  // namespace vkgmm

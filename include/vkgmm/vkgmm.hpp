@@ -1,0 +1,8 @@
+// vkgmm: grouped matrix multiplication (gmm, tgmm and the gmm backward) as Vulkan compute.
+#pragma once
+
+#include "vkgmm/context.hpp"
+#include "vkgmm/convert.hpp"
+#include "vkgmm/metadata.hpp"
+#include "vkgmm/ops.hpp"
+#include "vkgmm/types.hpp"

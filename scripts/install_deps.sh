@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what vkgmm needs to build, test and benchmark on Debian 12 (apt-get; run as root or with sudo).
+# Installs only what is missing, so it is quick on a machine that has everything.
+set -euo pipefail
+
+packages=(cmake g++ make libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
+          libgtest-dev googletest python3-numpy libopenblas-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "vkgmm: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,10 @@
+// The descriptor layout of every vkgmm pipeline (mirrors enum Binding in host/context_impl.hpp).
+// Operands are bound as uint words whatever their element type: 16-bit elements are unpacked from
+// 32-bit words, so no 16-bit storage feature is needed.
+layout(std430, set = 0, binding = 0) readonly buffer LhsBuf { uint lhs_buf[]; };
+layout(std430, set = 0, binding = 1) readonly buffer RhsBuf { uint rhs_buf[]; };
+layout(std430, set = 0, binding = 2) buffer OutBuf { uint out_buf[]; };
+// existing_out may be the very range bound as out (in-place accumulation): neither is `restrict`.
+layout(std430, set = 0, binding = 3) readonly buffer ExBuf { uint ex_buf[]; };
+// group_offsets[G+1], then the visit lists (gmm only), as int32.
+layout(std430, set = 0, binding = 4) readonly buffer MetaBuf { int meta[]; };

@@ -1,0 +1,37 @@
+// Element types (the numbers of enum class DType in include/vkgmm/types.hpp) and their loads/stores.
+// The type of each operand is a specialization constant, so every branch below folds away.
+const uint DT_F32 = 0u;
+const uint DT_F16 = 1u;
+const uint DT_BF16 = 2u;
+
+float decode16(uint h, uint type) {
+  return type == DT_F16 ? unpackHalf2x16(h).x : uintBitsToFloat(h << 16);
+}
+
+// Round to nearest even; NaN stays a (quiet) NaN.
+uint encode16(float v, uint type) {
+  if (type == DT_F16) return packHalf2x16(vec2(v, 0.0)) & 0xffffu;
+  uint b = floatBitsToUint(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return (b >> 16) | 0x40u;
+  return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+}
+
+// float NAME(uint element_index) reading BUF (a uint[] of elements of type TYPE).
+#define VKGMM_DEFINE_LOAD(NAME, BUF, TYPE)                              \
+  float NAME(uint i) {                                                  \
+    if (TYPE == DT_F32) return uintBitsToFloat(BUF[i]);                 \
+    uint w = BUF[i >> 1];                                               \
+    return decode16((i & 1u) != 0u ? (w >> 16) : (w & 0xffffu), TYPE); \
+  }
+
+// Store v as out element i. 16-bit elements share a word with a neighbour that another workgroup may be
+// writing at the same moment: clear and set only our half, each with one atomic on disjoint bits.
+void store_out(uint i, float v, uint type) {
+  if (type == DT_F32) {
+    out_buf[i] = floatBitsToUint(v);
+    return;
+  }
+  uint shift = (i & 1u) * 16u;
+  atomicAnd(out_buf[i >> 1], ~(0xffffu << shift));
+  atomicOr(out_buf[i >> 1], encode16(v, type) << shift);
+}

@@ -1,0 +1,25 @@
+#version 450
+// The device's practical FMA ceiling: every invocation runs CHAINS independent fma chains for ITERS
+// steps, from registers only (no memory traffic in the loop), and writes one word so nothing is elided.
+// FLOPs = invocations * ITERS * CHAINS * 2.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+
+#include "bindings.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ITERS = 4096;
+const uint CHAINS = 16;
+
+layout(push_constant) uniform Params { float seed; } pc;
+
+void main() {
+  float x[CHAINS];
+  [[unroll]] for (uint c = 0; c < CHAINS; ++c) x[c] = pc.seed * float(c + gl_LocalInvocationIndex);
+  const float a = 0.999, b = 0.0001;
+  for (uint it = 0; it < ITERS; ++it)
+    [[unroll]] for (uint c = 0; c < CHAINS; ++c) x[c] = fma(x[c], a, b);
+  float s = 0.0;
+  [[unroll]] for (uint c = 0; c < CHAINS; ++c) s += x[c];
+  out_buf[gl_GlobalInvocationID.x] = floatBitsToUint(s);
+}

@@ -1,0 +1,155 @@
+#version 450
+// gmm: out[m, n], each active group's rows of lhs[m, k] times its rhs[g] ([k, n], or [n, k] transposed).
+//
+// The grid is (n tiles) x (visits). A visit is a (group, m tile) pair from the host's group metadata; a
+// tile shared by several groups is visited once per group and each visit stores only its group's rows.
+// Visits with group -1 fill the rows outside the active groups with existing_out or zero, so every
+// output element is written exactly once by one dispatch.
+//
+// Two schedules from this one source (specialization constant USE_SHARED):
+//  - shared: the workgroup stages [TM, TK] of lhs and [TK, TN] of rhs in shared memory per K step
+//    (the classic GPU schedule);
+//  - direct: each invocation reads its operands straight from the buffers into a register micro-tile
+//    (faster where shared memory and barriers cost as much as memory, e.g. on lavapipe).
+// Both accumulate in fp32 registers: each invocation owns RM x RN outputs, rows ty + i*TY and columns
+// tx + j*TX of the tile, so neighbouring invocations touch neighbouring columns.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+
+#include "bindings.glsl"
+#include "dtype.glsl"
+
+layout(local_size_x_id = 0) in;  // TX * TY invocations
+layout(constant_id = 1) const uint TM = 64;
+layout(constant_id = 2) const uint TK = 16;
+layout(constant_id = 3) const uint TN = 64;
+layout(constant_id = 4) const uint TX = 16;
+layout(constant_id = 5) const uint TY = 16;
+layout(constant_id = 6) const uint RM = 4;  // ceil(TM / TY)
+layout(constant_id = 7) const uint RN = 4;  // ceil(TN / TX)
+layout(constant_id = 8) const uint LHS_TYPE = DT_F32;
+layout(constant_id = 9) const uint RHS_TYPE = DT_F32;
+layout(constant_id = 10) const uint OUT_TYPE = DT_F32;
+layout(constant_id = 11) const bool TRANSPOSE_RHS = false;
+layout(constant_id = 12) const bool USE_SHARED = true;
+layout(constant_id = 13) const bool HAS_EXISTING = false;
+layout(constant_id = 14) const uint SHARED_A = 1;  // TM * TK when USE_SHARED, else 1
+layout(constant_id = 15) const uint SHARED_B = 1;  // TK * TN when USE_SHARED, else 1
+
+// Offsets are in elements of each operand's type, relative to where its descriptor is bound.
+layout(push_constant) uniform Params {
+  uint m, k, n;
+  uint num_visits;
+  uint group_offset;   // the first active group; rhs holds groups from here on
+  uint active_begin;   // rows [active_begin, active_end) belong to active groups
+  uint active_end;
+  uint lhs_off, rhs_off, out_off, ex_off;
+  uint visits_off;     // meta index of the visit lists: groups at visits_off, m tiles after num_visits
+} pc;
+
+VKGMM_DEFINE_LOAD(load_lhs, lhs_buf, LHS_TYPE)
+VKGMM_DEFINE_LOAD(load_rhs, rhs_buf, RHS_TYPE)
+VKGMM_DEFINE_LOAD(load_ex, ex_buf, OUT_TYPE)
+
+shared float As[SHARED_A];
+shared float Bs[SHARED_B];
+
+// Element index of rhs[g][kk][col] (or rhs[g][col][kk] transposed), g relative to group_offset.
+uint rhs_index(uint g_local, uint kk, uint col) {
+  uint base = pc.rhs_off + g_local * pc.k * pc.n;
+  return TRANSPOSE_RHS ? base + col * pc.k + kk : base + kk * pc.n + col;
+}
+
+void fill_rows(uint m0, uint n0, uint tx, uint ty) {
+  [[unroll]] for (uint i = 0; i < RM; ++i) {
+    uint r = ty + i * TY;
+    uint row = m0 + r;
+    if (r >= TM || row >= pc.m || (row >= pc.active_begin && row < pc.active_end)) continue;
+    [[unroll]] for (uint j = 0; j < RN; ++j) {
+      uint c = tx + j * TX;
+      uint col = n0 + c;
+      if (c >= TN || col >= pc.n) continue;
+      uint idx = row * pc.n + col;
+      store_out(pc.out_off + idx, HAS_EXISTING ? load_ex(pc.ex_off + idx) : 0.0, OUT_TYPE);
+    }
+  }
+}
+
+void main() {
+  // Visits past 65535 are folded into the z dimension of the grid.
+  uint visit = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
+  if (visit >= pc.num_visits) return;
+  int group = meta[pc.visits_off + visit];
+  uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]) * TM;
+  uint n0 = gl_WorkGroupID.x * TN;
+  uint lid = gl_LocalInvocationIndex;
+  uint tx = lid % TX, ty = lid / TX;
+
+  if (group < 0) {
+    fill_rows(m0, n0, tx, ty);
+    return;
+  }
+  uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
+  uint g_local = uint(group) - pc.group_offset;
+
+  float acc[RM * RN];
+  [[unroll]] for (uint e = 0; e < RM * RN; ++e) acc[e] = 0.0;
+
+  if (USE_SHARED) {
+    for (uint k0 = 0; k0 < pc.k; k0 += TK) {
+      // Stage lhs[m0 : m0+TM, k0 : k0+TK] and rhs[k0 : k0+TK, n0 : n0+TN]; zeros past the edges.
+      for (uint e = lid; e < TM * TK; e += TX * TY) {
+        uint r = e / TK, c = e % TK;
+        uint row = m0 + r, kk = k0 + c;
+        As[e] = (row < pc.m && kk < pc.k) ? load_lhs(pc.lhs_off + row * pc.k + kk) : 0.0;
+      }
+      for (uint e = lid; e < TK * TN; e += TX * TY) {
+        // Walk memory order: along n normally, along k when rhs is transposed.
+        uint c = TRANSPOSE_RHS ? e % TK : e / TN;
+        uint j = TRANSPOSE_RHS ? e / TK : e % TN;
+        uint kk = k0 + c, col = n0 + j;
+        Bs[c * TN + j] = (kk < pc.k && col < pc.n) ? load_rhs(rhs_index(g_local, kk, col)) : 0.0;
+      }
+      barrier();
+      for (uint kk = 0; kk < TK; ++kk) {
+        float a[RM], b[RN];
+        [[unroll]] for (uint i = 0; i < RM; ++i) {
+          uint r = min(ty + i * TY, TM - 1);
+          a[i] = As[r * TK + kk];
+        }
+        [[unroll]] for (uint j = 0; j < RN; ++j) {
+          uint c = min(tx + j * TX, TN - 1);
+          b[j] = Bs[kk * TN + c];
+        }
+        [[unroll]] for (uint i = 0; i < RM; ++i)
+          [[unroll]] for (uint j = 0; j < RN; ++j) acc[i * RN + j] = fma(a[i], b[j], acc[i * RN + j]);
+      }
+      barrier();
+    }
+  } else {
+    // Clamped addresses keep every read in bounds; the rows and columns they duplicate are never stored.
+    uint arow[RM], bcol[RN];
+    [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + min(m0 + ty + i * TY, pc.m - 1) * pc.k;
+    [[unroll]] for (uint j = 0; j < RN; ++j) bcol[j] = min(n0 + tx + j * TX, pc.n - 1);
+    for (uint kk = 0; kk < pc.k; ++kk) {
+      float a[RM], b[RN];
+      [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load_lhs(arow[i] + kk);
+      [[unroll]] for (uint j = 0; j < RN; ++j) b[j] = load_rhs(rhs_index(g_local, kk, bcol[j]));
+      [[unroll]] for (uint i = 0; i < RM; ++i)
+        [[unroll]] for (uint j = 0; j < RN; ++j) acc[i * RN + j] = fma(a[i], b[j], acc[i * RN + j]);
+    }
+  }
+
+  // Store only this group's rows: the tile's other rows belong to other visits.
+  [[unroll]] for (uint i = 0; i < RM; ++i) {
+    uint r = ty + i * TY;
+    uint row = m0 + r;
+    if (r >= TM || row < gstart || row >= gend) continue;
+    [[unroll]] for (uint j = 0; j < RN; ++j) {
+      uint c = tx + j * TX;
+      uint col = n0 + c;
+      if (c >= TN || col >= pc.n) continue;
+      store_out(pc.out_off + row * pc.n + col, acc[i * RN + j], OUT_TYPE);
+    }
+  }
+}

@@ -1,0 +1,120 @@
+#version 450
+// tgmm: out[j, k, n] = lhs[:, rows(g)] @ rhs[rows(g), :] for g = group_offset + j (+ existing_out[j]).
+//
+// The grid is (n tiles) x (k tiles) x (active groups). A workgroup owns one [TK, TN] block of one group's
+// output, walks that group's rows TM at a time (the last chunk masked at the group's end), accumulates
+// in fp32 registers and stores the block once. An empty group's block is still stored (0 or existing_out).
+//
+// lhs is [k, m], or [m, k] with LHS_MK (the backward reads the forward's lhs as lhs^T in place);
+// the output block is stored [k, n], or [n, k] with OUT_NK (the gradient of a transposed rhs).
+// Schedules as in gmm.comp: USE_SHARED stages [TK, TM] of lhs and [TM, TN] of rhs in shared memory;
+// otherwise each invocation reads its micro-tile's operands straight from the buffers.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+
+#include "bindings.glsl"
+#include "dtype.glsl"
+
+layout(local_size_x_id = 0) in;  // TX * TY invocations
+layout(constant_id = 1) const uint TM = 64;  // rows of the group per step
+layout(constant_id = 2) const uint TK = 64;  // output block rows (k)
+layout(constant_id = 3) const uint TN = 64;  // output block columns (n)
+layout(constant_id = 4) const uint TX = 16;
+layout(constant_id = 5) const uint TY = 16;
+layout(constant_id = 6) const uint RK = 4;  // ceil(TK / TY)
+layout(constant_id = 7) const uint RN = 4;  // ceil(TN / TX)
+layout(constant_id = 8) const uint LHS_TYPE = DT_F32;
+layout(constant_id = 9) const uint RHS_TYPE = DT_F32;
+layout(constant_id = 10) const uint OUT_TYPE = DT_F32;
+layout(constant_id = 11) const bool LHS_MK = false;
+layout(constant_id = 12) const bool USE_SHARED = true;
+layout(constant_id = 13) const bool HAS_EXISTING = false;
+layout(constant_id = 14) const uint SHARED_A = 1;  // TK * TM when USE_SHARED, else 1
+layout(constant_id = 15) const uint SHARED_B = 1;  // TM * TN when USE_SHARED, else 1
+layout(constant_id = 16) const bool OUT_NK = false;
+
+layout(push_constant) uniform Params {
+  uint m, k, n;
+  uint num_groups;    // active groups (output groups)
+  uint group_offset;  // global index of output group 0
+  uint lhs_off, rhs_off, out_off, ex_off;
+} pc;
+
+VKGMM_DEFINE_LOAD(load_lhs, lhs_buf, LHS_TYPE)
+VKGMM_DEFINE_LOAD(load_rhs, rhs_buf, RHS_TYPE)
+VKGMM_DEFINE_LOAD(load_ex, ex_buf, OUT_TYPE)
+
+shared float As[SHARED_A];
+shared float Bs[SHARED_B];
+
+uint lhs_index(uint kk, uint row) {
+  return pc.lhs_off + (LHS_MK ? row * pc.k + kk : kk * pc.m + row);
+}
+
+void main() {
+  uint j_group = gl_WorkGroupID.z;
+  if (j_group >= pc.num_groups) return;
+  uint group = pc.group_offset + j_group;
+  uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
+  uint k0 = gl_WorkGroupID.y * TK;
+  uint n0 = gl_WorkGroupID.x * TN;
+  uint lid = gl_LocalInvocationIndex;
+  uint tx = lid % TX, ty = lid / TX;
+
+  float acc[RK * RN];
+  [[unroll]] for (uint e = 0; e < RK * RN; ++e) acc[e] = 0.0;
+
+  if (USE_SHARED) {
+    for (uint r0 = gstart; r0 < gend; r0 += TM) {
+      // Rows past the group's end read as zero: they belong to another group.
+      for (uint e = lid; e < TK * TM; e += TX * TY) {
+        // Walk memory order: along m for [k, m] lhs, along k for [m, k].
+        uint c = LHS_MK ? e / TK : e % TM;
+        uint kr = LHS_MK ? e % TK : e / TM;
+        uint row = r0 + c, kk = k0 + kr;
+        As[kr * TM + c] = (row < gend && kk < pc.k) ? load_lhs(lhs_index(kk, row)) : 0.0;
+      }
+      for (uint e = lid; e < TM * TN; e += TX * TY) {
+        uint c = e / TN, j = e % TN;
+        uint row = r0 + c, col = n0 + j;
+        Bs[e] = (row < gend && col < pc.n) ? load_rhs(pc.rhs_off + row * pc.n + col) : 0.0;
+      }
+      barrier();
+      for (uint c = 0; c < TM; ++c) {
+        float a[RK], b[RN];
+        [[unroll]] for (uint i = 0; i < RK; ++i) a[i] = As[min(ty + i * TY, TK - 1) * TM + c];
+        [[unroll]] for (uint j = 0; j < RN; ++j) b[j] = Bs[c * TN + min(tx + j * TX, TN - 1)];
+        [[unroll]] for (uint i = 0; i < RK; ++i)
+          [[unroll]] for (uint j = 0; j < RN; ++j) acc[i * RN + j] = fma(a[i], b[j], acc[i * RN + j]);
+      }
+      barrier();
+    }
+  } else {
+    uint krow[RK], bcol[RN];
+    [[unroll]] for (uint i = 0; i < RK; ++i) krow[i] = min(k0 + ty + i * TY, pc.k - 1);
+    [[unroll]] for (uint j = 0; j < RN; ++j) bcol[j] = min(n0 + tx + j * TX, pc.n - 1);
+    for (uint row = gstart; row < gend; ++row) {
+      float a[RK], b[RN];
+      [[unroll]] for (uint i = 0; i < RK; ++i) a[i] = load_lhs(lhs_index(krow[i], row));
+      [[unroll]] for (uint j = 0; j < RN; ++j) b[j] = load_rhs(pc.rhs_off + row * pc.n + bcol[j]);
+      [[unroll]] for (uint i = 0; i < RK; ++i)
+        [[unroll]] for (uint j = 0; j < RN; ++j) acc[i * RN + j] = fma(a[i], b[j], acc[i * RN + j]);
+    }
+  }
+
+  uint block = j_group * pc.k * pc.n;
+  [[unroll]] for (uint i = 0; i < RK; ++i) {
+    uint r = ty + i * TY;
+    uint kk = k0 + r;
+    if (r >= TK || kk >= pc.k) continue;
+    [[unroll]] for (uint j = 0; j < RN; ++j) {
+      uint c = tx + j * TX;
+      uint col = n0 + c;
+      if (c >= TN || col >= pc.n) continue;
+      uint idx = block + (OUT_NK ? col * pc.k + kk : kk * pc.n + col);
+      float v = acc[i * RN + j];
+      if (HAS_EXISTING) v += load_ex(pc.ex_off + idx);
+      store_out(pc.out_off + idx, v, OUT_TYPE);
+    }
+  }
+}

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""End-to-end check of `vkgmm run`: random .npy inputs, the CLI's output against a float64 numpy model of
+CONTRACT.md, and the error contract (exit 1 or 2, one stderr line, no output file).
+
+usage: check_run.py /path/to/vkgmm [--keep] [--only SUBSTRING]
+
+Shapes stay small (m <= 256, k, n <= 128): the device may be a CPU emulator.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+TIMEOUT_S = 600
+
+
+# --- element types ----------------------------------------------------------------------------------
+
+def bf16_round(x):
+    """Round float32 values to bf16 (nearest even), returned as float32."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    u = x.view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    r = u.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(x), x, r)
+
+
+def round_to(dtype, x):
+    """The value x becomes when stored as dtype ('f32', 'f16' or 'bf16'), as float64."""
+    x = np.asarray(x)
+    if dtype == "f32":
+        return x.astype(np.float32).astype(np.float64)
+    if dtype == "f16":
+        return x.astype(np.float16).astype(np.float64)
+    # float64 -> float32 -> bf16 double-rounds; the device rounds fp32 accumulators, so do the same.
+    return bf16_round(x.astype(np.float32)).astype(np.float64)
+
+
+def device_input(arr, input_dtype):
+    """What the device sees for a lhs / rhs file: f16 files as they are, f32 files maybe rounded to bf16."""
+    if arr.dtype == np.float16:
+        return arr.astype(np.float64), "f16"
+    if input_dtype == "bf16":
+        return bf16_round(arr).astype(np.float64), "bf16"
+    return arr.astype(np.float64), "f32"
+
+
+# --- the contract's semantics in float64 ----------------------------------------------------------
+
+def starts_of(gs):
+    return np.concatenate([[0], np.cumsum(gs)]).astype(np.int64)
+
+
+def ref_gmm(lhs, rhs, gs, group_offset, transpose_rhs, existing):
+    m = lhs.shape[0]
+    n = rhs.shape[1] if transpose_rhs else rhs.shape[2]
+    out = existing.copy() if existing is not None else np.zeros((m, n))
+    st = starts_of(gs)
+    for g in range(group_offset, group_offset + rhs.shape[0]):
+        w = rhs[g - group_offset]
+        if transpose_rhs:
+            w = w.T
+        out[st[g]:st[g + 1]] = lhs[st[g]:st[g + 1]] @ w
+    return out
+
+
+def ref_tgmm(lhs, rhs, gs, group_offset, num_groups, existing):
+    k, n = lhs.shape[0], rhs.shape[1]
+    out = np.zeros((num_groups, k, n)) if existing is None else existing.copy()
+    st = starts_of(gs)
+    for j in range(num_groups):
+        g = group_offset + j
+        out[j] += lhs[:, st[g]:st[g + 1]] @ rhs[st[g]:st[g + 1], :]
+    return out
+
+
+# --- cases ------------------------------------------------------------------------------------------
+
+def split_rows(rng, total, groups, empty=()):
+    """`groups` sizes summing to `total`, with the groups in `empty` forced to 0."""
+    live = [g for g in range(groups) if g not in empty]
+    cuts = np.sort(rng.integers(0, total + 1, size=len(live) - 1)) if live else []
+    sizes = np.diff(np.concatenate([[0], cuts, [total]])).astype(np.int64) if live else []
+    gs = np.zeros(groups, dtype=np.int64)
+    for g, s in zip(live, sizes):
+        gs[g] = s
+    return gs
+
+
+class Case:
+    def __init__(self, name, op, m, k, n, gs, *, group_offset=None, g_local=None, num_actual_groups=None,
+                 transpose_rhs=False, existing=False, lhs_dtype=np.float32, rhs_dtype=np.float32,
+                 input_dtype=None, out_dtype=None, tiling=None, gs_dtype=np.int32, check=False):
+        self.__dict__.update(locals())
+        del self.__dict__["self"]
+        self.gs = np.asarray(gs, dtype=np.int64)
+
+
+def gmm_cases(rng):
+    c = []
+    c.append(Case("gmm f32", "gmm", 64, 32, 48, split_rows(rng, 64, 4)))
+    c.append(Case("gmm transpose-rhs", "gmm", 64, 32, 48, split_rows(rng, 64, 4), transpose_rhs=True))
+    c.append(Case("gmm group-offset + existing-out", "gmm", 80, 24, 40, split_rows(rng, 80, 5),
+                  group_offset=1, g_local=3, existing=True))
+    c.append(Case("gmm group-offset, no existing-out", "gmm", 50, 16, 24, split_rows(rng, 50, 4),
+                  group_offset=2, g_local=2, transpose_rhs=True))
+    c.append(Case("gmm rows past sum(group_sizes)", "gmm", 96, 32, 32, split_rows(rng, 70, 3)))
+    c.append(Case("gmm empty groups", "gmm", 60, 20, 36, split_rows(rng, 60, 6, empty=(0, 2, 5))))
+    c.append(Case("gmm all groups empty + existing-out", "gmm", 20, 8, 8, [0, 0, 0], existing=True))
+    c.append(Case("gmm f16 inputs", "gmm", 64, 32, 32, split_rows(rng, 64, 3),
+                  lhs_dtype=np.float16, rhs_dtype=np.float16))
+    c.append(Case("gmm f16 inputs, f16 out, existing-out", "gmm", 48, 32, 24, split_rows(rng, 40, 3),
+                  lhs_dtype=np.float16, rhs_dtype=np.float16, out_dtype="f16", existing=True))
+    c.append(Case("gmm input-dtype bf16", "gmm", 64, 32, 40, split_rows(rng, 64, 4), input_dtype="bf16"))
+    c.append(Case("gmm input-dtype bf16, out bf16, existing-out", "gmm", 64, 48, 32, split_rows(rng, 64, 4),
+                  input_dtype="bf16", out_dtype="bf16", existing=True, transpose_rhs=True))
+    c.append(Case("gmm f32 in, out f16", "gmm", 40, 24, 24, split_rows(rng, 40, 2), out_dtype="f16"))
+    c.append(Case("gmm f32 in, out bf16", "gmm", 40, 24, 24, split_rows(rng, 40, 2), out_dtype="bf16"))
+    c.append(Case("gmm mixed f16 lhs, f32 rhs", "gmm", 32, 16, 16, split_rows(rng, 32, 2),
+                  lhs_dtype=np.float16))
+    c.append(Case("gmm odd shapes + tiling", "gmm", 37, 13, 7, split_rows(rng, 37, 3), tiling=(16, 8, 16)))
+    c.append(Case("gmm tiling 8,4,8", "gmm", 45, 19, 21, split_rows(rng, 45, 4, empty=(1,)), tiling=(8, 4, 8),
+                  existing=True))
+    c.append(Case("gmm int64 group sizes", "gmm", 32, 16, 16, split_rows(rng, 32, 3), gs_dtype=np.int64))
+    c.append(Case("gmm m = 0", "gmm", 0, 8, 8, [0, 0]))
+    c.append(Case("gmm larger", "gmm", 256, 128, 128, split_rows(rng, 256, 8)))
+    c.append(Case("gmm --check", "gmm", 64, 32, 32, split_rows(rng, 64, 4), existing=True, check=True))
+    c.append(Case("gmm --check bf16", "gmm", 64, 32, 32, split_rows(rng, 60, 4), input_dtype="bf16",
+                  out_dtype="bf16", check=True))
+    return c
+
+
+def tgmm_cases(rng):
+    c = []
+    c.append(Case("tgmm f32", "tgmm", 64, 32, 48, split_rows(rng, 64, 4)))
+    c.append(Case("tgmm group-offset + num-actual-groups + existing-out", "tgmm", 80, 24, 40,
+                  split_rows(rng, 80, 5), group_offset=1, num_actual_groups=2, existing=True))
+    c.append(Case("tgmm group-offset, default num-actual-groups", "tgmm", 60, 16, 24, split_rows(rng, 60, 4),
+                  group_offset=2))
+    c.append(Case("tgmm empty groups, rows past sum", "tgmm", 90, 20, 28, split_rows(rng, 70, 6, empty=(0, 3)),
+                  existing=True))
+    # num_actual_groups = 0 is left out: the contract is silent and the library refuses it (needs >= 1).
+    c.append(Case("tgmm f16 inputs, f16 out", "tgmm", 64, 32, 32, split_rows(rng, 64, 3),
+                  lhs_dtype=np.float16, rhs_dtype=np.float16, out_dtype="f16"))
+    c.append(Case("tgmm input-dtype bf16, out bf16, existing-out", "tgmm", 64, 24, 32, split_rows(rng, 64, 3),
+                  input_dtype="bf16", out_dtype="bf16", existing=True))
+    c.append(Case("tgmm out f16 + existing-out", "tgmm", 48, 16, 16, split_rows(rng, 48, 3), out_dtype="f16",
+                  existing=True))
+    c.append(Case("tgmm odd shapes + tiling", "tgmm", 41, 11, 9, split_rows(rng, 41, 3), tiling=(8, 16, 8)))
+    c.append(Case("tgmm larger", "tgmm", 256, 128, 128, split_rows(rng, 256, 8)))
+    c.append(Case("tgmm --check", "tgmm", 48, 16, 24, split_rows(rng, 48, 3), existing=True, check=True))
+    return c
+
+
+# --- running --------------------------------------------------------------------------------------
+
+def run(vkgmm, args):
+    try:
+        p = subprocess.run([vkgmm, "run"] + args, capture_output=True, text=True, timeout=TIMEOUT_S)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired:
+        return None, "", "timed out after %d s" % TIMEOUT_S
+
+
+def build_and_run(vkgmm, d, case, rng):
+    """Writes the case's inputs, runs vkgmm, returns None on success or a reason for failure."""
+    m, k, n, gs = case.m, case.k, case.n, case.gs
+    G = len(gs)
+    off = case.group_offset or 0
+    lhs_shape = (m, k) if case.op == "gmm" else (k, m)
+    lhs = rng.uniform(-1, 1, lhs_shape).astype(case.lhs_dtype)
+    if case.op == "gmm":
+        g_local = case.g_local if case.g_local is not None else G - off
+        rhs_shape = (g_local, n, k) if case.transpose_rhs else (g_local, k, n)
+    else:
+        rhs_shape = (m, n)
+    rhs = rng.uniform(-1, 1, rhs_shape).astype(case.rhs_dtype)
+    out_dtype = case.out_dtype or "f32"
+    if case.op == "gmm":
+        out_shape = (m, n)
+    else:
+        out_shape = (case.num_actual_groups if case.num_actual_groups is not None else G - off, k, n)
+    existing = rng.uniform(-1, 1, out_shape).astype(np.float32) if case.existing else None
+
+    paths = {f: os.path.join(d, f + ".npy") for f in ("lhs", "rhs", "gs", "existing", "out")}
+    np.save(paths["lhs"], lhs)
+    np.save(paths["rhs"], rhs)
+    np.save(paths["gs"], gs.astype(case.gs_dtype))
+    args = [case.op, "--lhs", paths["lhs"], "--rhs", paths["rhs"], "--group-sizes", paths["gs"],
+            "--out", paths["out"]]
+    if existing is not None:
+        np.save(paths["existing"], existing)
+        args += ["--existing-out", paths["existing"]]
+    if case.transpose_rhs:
+        args.append("--transpose-rhs")
+    if case.group_offset is not None:
+        args += ["--group-offset", str(case.group_offset)]
+    if case.num_actual_groups is not None:
+        args += ["--num-actual-groups", str(case.num_actual_groups)]
+    if case.out_dtype:
+        args += ["--out-dtype", case.out_dtype]
+    if case.input_dtype:
+        args += ["--input-dtype", case.input_dtype]
+    if case.tiling:
+        args += ["--tiling", ",".join(map(str, case.tiling))]
+    if case.check:
+        args.append("--check")
+
+    code, out, err = run(vkgmm, args)
+    if code != 0:
+        return "exit %s: %s" % (code, err.strip())
+    if err.strip():
+        return "unexpected stderr: " + err.strip()
+    if case.check and "max abs error" not in out:
+        return "--check printed no max abs error: " + out.strip()
+
+    # The model: inputs as the device sees them, float64 sums, rounded to the output type.
+    L, lt = device_input(lhs, case.input_dtype)
+    R, rt = device_input(rhs, case.input_dtype)
+    E = round_to(out_dtype, existing) if existing is not None else None
+    if case.op == "gmm":
+        want = ref_gmm(L, R, gs, off, case.transpose_rhs, E)
+    else:
+        want = ref_tgmm(L, R, gs, off, out_shape[0], E)
+    want = round_to(out_dtype, want)
+
+    got = np.load(paths["out"])
+    expect_dtype = np.float16 if out_dtype == "f16" else np.float32
+    if got.dtype != expect_dtype:
+        return "output dtype %s, expected %s" % (got.dtype, np.dtype(expect_dtype))
+    if got.shape != tuple(out_shape):
+        return "output shape %s, expected %s" % (got.shape, tuple(out_shape))
+    if out_dtype == "bf16" and not np.array_equal(bf16_round(got), got):
+        return "bf16 output holds values that are not bf16"
+    low = "f32" != lt or "f32" != rt or out_dtype != "f32"
+    atol, rtol = (1e-3, 1e-2) if low else (1e-3, 1e-5)
+    g64 = got.astype(np.float64)
+    bad = ~(np.abs(g64 - want) <= atol + rtol * np.abs(want))
+    if bad.any():
+        i = np.unravel_index(np.argmax(bad), bad.shape)
+        return "%d of %d elements out of tolerance (atol %g rtol %g), max abs error %.3g; first at %s: " \
+               "got %r, expected %r" % (bad.sum(), bad.size, atol, rtol, np.abs(g64 - want).max(), i,
+                                        float(g64[i]), float(want[i]))
+    return None
+
+
+def error_cases(d):
+    """(name, args, needle) where needle must appear in the error line. Inputs are written here."""
+    rng = np.random.default_rng(7)
+    p = lambda name: os.path.join(d, name)
+    np.save(p("lhs.npy"), rng.uniform(-1, 1, (32, 16)).astype(np.float32))
+    np.save(p("rhs.npy"), rng.uniform(-1, 1, (2, 16, 8)).astype(np.float32))
+    np.save(p("rhs_badk.npy"), rng.uniform(-1, 1, (2, 12, 8)).astype(np.float32))
+    np.save(p("gs.npy"), np.array([10, 22], np.int32))
+    np.save(p("gs_big.npy"), np.array([20, 20], np.int32))
+    np.save(p("gs_neg.npy"), np.array([-1, 20], np.int32))
+    np.save(p("gs_i8_range.npy"), np.array([2**31, 0], np.int64))
+    np.save(p("gs_f4.npy"), np.array([10, 22], np.float32))
+    np.save(p("gs_2d.npy"), np.array([[10, 22]], np.int32))
+    np.save(p("vec.npy"), np.zeros(16, np.float32))
+    np.save(p("be.npy"), np.zeros((32, 16), ">f4"))
+    np.save(p("f8.npy"), np.zeros((32, 16), np.float64))
+    np.save(p("ex_bad.npy"), np.zeros((32, 9), np.float32))
+    np.save(p("t_lhs.npy"), rng.uniform(-1, 1, (16, 32)).astype(np.float32))
+    np.save(p("t_rhs.npy"), rng.uniform(-1, 1, (32, 8)).astype(np.float32))
+    np.save(p("t_rhs_badm.npy"), rng.uniform(-1, 1, (30, 8)).astype(np.float32))
+    with open(p("trunc.npy"), "wb") as f:
+        f.write(open(p("lhs.npy"), "rb").read()[:-5])
+    out = p("out.npy")
+    base = ["--lhs", p("lhs.npy"), "--rhs", p("rhs.npy"), "--group-sizes", p("gs.npy"), "--out", out]
+    tbase = ["tgmm", "--lhs", p("t_lhs.npy"), "--rhs", p("t_rhs.npy"), "--group-sizes", p("gs.npy"), "--out", out]
+
+    def gmm_with(**repl):
+        a = ["gmm"] + list(base)
+        for flag, val in repl.items():
+            a[a.index("--" + flag.replace("_", "-")) + 1] = p(val)
+        return a
+
+    return out, [
+        ("missing lhs file", gmm_with(lhs="nope.npy"), "--lhs"),
+        ("lhs wrong rank", gmm_with(lhs="vec.npy"), "--lhs"),
+        ("rhs wrong rank", gmm_with(rhs="lhs.npy"), "--rhs"),
+        ("rhs k mismatch", gmm_with(rhs="rhs_badk.npy"), "--rhs"),
+        ("sum(group_sizes) > m", gmm_with(group_sizes="gs_big.npy"), "group"),
+        ("negative group size", gmm_with(group_sizes="gs_neg.npy"), "group"),
+        ("int64 group size out of int32 range", gmm_with(group_sizes="gs_i8_range.npy"), "--group-sizes"),
+        ("float group sizes", gmm_with(group_sizes="gs_f4.npy"), "--group-sizes"),
+        ("group sizes rank 2", gmm_with(group_sizes="gs_2d.npy"), "--group-sizes"),
+        ("big-endian lhs", gmm_with(lhs="be.npy"), "big-endian"),
+        ("float64 lhs", gmm_with(lhs="f8.npy"), "--lhs"),
+        ("truncated lhs", gmm_with(lhs="trunc.npy"), "truncated"),
+        ("existing-out wrong shape", ["gmm"] + base + ["--existing-out", p("ex_bad.npy")], "--existing-out"),
+        ("group-offset out of range", ["gmm"] + base + ["--group-offset", "1"], "offset"),
+        ("negative group-offset", ["gmm"] + base + ["--group-offset", "-1"], "--group-offset"),
+        ("tiling zero", ["gmm"] + base + ["--tiling", "0,8,8"], "tiling"),
+        ("tiling malformed", ["gmm"] + base + ["--tiling", "8,8"], "--tiling"),
+        ("bad out-dtype", ["gmm"] + base + ["--out-dtype", "f64"], "--out-dtype"),
+        ("bad input-dtype", ["gmm"] + base + ["--input-dtype", "f16"], "--input-dtype"),
+        ("unknown option", ["gmm"] + base + ["--frobnicate"], "--frobnicate"),
+        ("missing --out", ["gmm"] + base[:-2], "--out"),
+        ("out directory missing", ["gmm"] + base[:-1] + [p("nodir/out.npy")], "--out"),
+        ("unknown operation", ["gemm"] + base, "gemm"),
+        ("num-actual-groups on gmm", ["gmm"] + base + ["--num-actual-groups", "1"], "num-actual-groups"),
+        ("tgmm m mismatch", [tbase[0]] + [p("t_rhs_badm.npy") if a == p("t_rhs.npy") else a for a in tbase[1:]],
+         "--rhs"),
+        ("tgmm num-actual-groups too large", tbase + ["--num-actual-groups", "3"], "groups"),
+        ("tgmm existing-out wrong shape", tbase + ["--existing-out", p("ex_bad.npy")], "--existing-out"),
+        ("tgmm sum(group_sizes) > m", [a if a != p("gs.npy") else p("gs_big.npy") for a in tbase], "group"),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("vkgmm")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--only", default="", help="run only cases whose name contains this")
+    a = ap.parse_args()
+    vkgmm = os.path.abspath(a.vkgmm)
+    tmp = tempfile.mkdtemp(prefix="vkgmm_check_run_")
+    passed = failed = 0
+
+    def report(name, reason):
+        nonlocal passed, failed
+        if reason is None:
+            passed += 1
+            print("PASS  " + name, flush=True)
+        else:
+            failed += 1
+            print("FAIL  %s: %s" % (name, reason), flush=True)
+
+    try:
+        rng = np.random.default_rng(1234)
+        for i, case in enumerate(gmm_cases(rng) + tgmm_cases(rng)):
+            if a.only not in case.name:
+                continue
+            d = os.path.join(tmp, "case%02d" % i)
+            os.makedirs(d)
+            try:
+                reason = build_and_run(vkgmm, d, case, rng)
+            except Exception as e:  # a broken output file is a failure of the case, not of the script
+                reason = "%s: %s" % (type(e).__name__, e)
+            report(case.name, reason)
+
+        d = os.path.join(tmp, "errors")
+        os.makedirs(d)
+        out, cases = error_cases(d)
+        for name, args, needle in cases:
+            if a.only not in "error: " + name:
+                continue
+            code, stdout, err = run(vkgmm, args)
+            lines = err.splitlines()
+            reason = None
+            if code not in (1, 2):
+                reason = "exit status %s, expected 1 or 2" % code
+            elif len(lines) != 1:
+                reason = "%d stderr lines, expected 1: %r" % (len(lines), err)
+            elif not lines[0].startswith("vkgmm: error: "):
+                reason = "stderr line does not start with 'vkgmm: error: ': " + lines[0]
+            elif needle.lower() not in lines[0].lower():
+                reason = "error does not mention %r: %s" % (needle, lines[0])
+            elif os.path.exists(out) or os.path.exists(os.path.join(d, "nodir")):
+                reason = "an output file was left behind"
+            elif any(f.startswith(".out.npy") for f in os.listdir(d)):
+                reason = "a temporary output file was left behind"
+            report("error: " + name, reason)
+
+        if a.only in "run --help":
+            code, stdout, err = run(vkgmm, ["--help"])
+            report("run --help", None if code == 0 and "usage" in stdout and not err else
+                   "exit %s, stdout %r, stderr %r" % (code, stdout[:80], err))
+    finally:
+        if a.keep:
+            print("inputs kept in " + tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or passed == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+#include "gpu_harness.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+namespace vkgmm::test {
+
+Context& DeviceTest::ctx() {
+  // Created once per process; validation is forced on whatever the environment says.
+  static std::unique_ptr<Context> context = [] {
+    ContextOptions o;
+    o.validate = true;
+    return std::make_unique<Context>(o);
+  }();
+  return *context;
+}
+
+void DeviceTest::TearDown() {
+  auto messages = ctx().take_validation_messages();
+  for (auto& m : messages) ADD_FAILURE() << "validation message: " << m;
+}
+
+const char* sizes_name(Sizes kind) {
+  switch (kind) {
+    case Sizes::random: return "random";
+    case Sizes::empty_ends: return "empty_ends";
+    case Sizes::one_group_all: return "one_group_all";
+    case Sizes::split_tiles: return "split_tiles";
+    case Sizes::sum_below_m: return "sum_below_m";
+  }
+  return "?";
+}
+
+namespace {
+// A uniform random composition of `total` into G non-negative parts.
+std::vector<int32_t> random_split(int64_t total, int64_t G, std::mt19937& rng) {
+  std::vector<int64_t> cuts(G - 1);
+  std::uniform_int_distribution<int64_t> d(0, total);
+  for (auto& c : cuts) c = d(rng);
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<int32_t> sizes(G);
+  int64_t prev = 0;
+  for (int64_t g = 0; g < G - 1; ++g) {
+    sizes[g] = static_cast<int32_t>(cuts[g] - prev);
+    prev = cuts[g];
+  }
+  sizes[G - 1] = static_cast<int32_t>(total - prev);
+  return sizes;
+}
+}  // namespace
+
+std::vector<int32_t> make_group_sizes(Sizes kind, int64_t G, int64_t m, std::mt19937& rng) {
+  switch (kind) {
+    case Sizes::random:
+      return random_split(m, G, rng);
+    case Sizes::empty_ends: {
+      // Groups 0, G/2 and G-1 empty; the others share the rows (with G = 3, the middle one takes all).
+      std::vector<int32_t> sizes(G, 0);
+      if (G < 3) return random_split(m, G, rng);
+      if (G == 3) {
+        sizes[1] = static_cast<int32_t>(m);
+        return sizes;
+      }
+      std::vector<int32_t> inner = random_split(m, G - 3, rng);
+      size_t j = 0;
+      for (int64_t g = 0; g < G; ++g)
+        if (g != 0 && g != G / 2 && g != G - 1) sizes[g] = inner[j++];
+      return sizes;
+    }
+    case Sizes::one_group_all: {
+      std::vector<int32_t> sizes(G, 0);
+      sizes[G / 2] = static_cast<int32_t>(m);
+      return sizes;
+    }
+    case Sizes::split_tiles: {
+      // Odd sizes (3, 5, 7, ...) so group boundaries land inside tiles; the last group takes the rest.
+      std::vector<int32_t> sizes(G, 0);
+      int64_t left = m;
+      for (int64_t g = 0; g < G - 1; ++g) {
+        sizes[g] = static_cast<int32_t>(std::min<int64_t>(left, 2 * (g % 5) + 3));
+        left -= sizes[g];
+      }
+      sizes[G - 1] = static_cast<int32_t>(left);
+      return sizes;
+    }
+    case Sizes::sum_below_m: {
+      std::uniform_int_distribution<int64_t> d(0, m);
+      return random_split(d(rng) * 3 / 4, G, rng);
+    }
+  }
+  return {};
+}
+
+std::vector<float> random_values(size_t count, DType t, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (auto& x : v) x = round_to(t, d(rng));
+  return v;
+}
+
+namespace {
+
+Buffer upload(Context& ctx, DType t, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes = encode(t, values);
+  Buffer b = ctx.create_buffer(std::max<size_t>((bytes.size() + 3) / 4 * 4, 4));
+  if (!bytes.empty()) b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+std::vector<float> download(const Buffer& b, DType t, size_t count) {
+  std::vector<uint8_t> bytes(count * dtype_size(t));
+  if (!bytes.empty()) b.download(bytes.data(), bytes.size());
+  return decode(t, bytes.data(), count);
+}
+
+// A poisoned output buffer: any element the kernel fails to write shows up as NaN-ish garbage.
+Buffer poisoned(Context& ctx, size_t bytes) {
+  Buffer b = ctx.create_buffer(std::max<size_t>((bytes + 3) / 4 * 4, 4));
+  std::vector<uint8_t> junk(b.size(), 0xA5);
+  b.upload(junk.data(), junk.size());
+  return b;
+}
+
+}  // namespace
+
+std::vector<float> run_gmm(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                           const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
+  const size_t out_count = size_t(p.m) * p.n;
+  Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
+  Buffer e;
+  if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
+  gmm(ctx, p, {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}});
+  return download(o, p.out_type, out_count);
+}
+
+std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
+                            const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
+  const int64_t G = static_cast<int64_t>(p.group_sizes.size());
+  const int64_t groups = p.num_actual_groups < 0 ? G - p.group_offset : p.num_actual_groups;
+  const size_t out_count = size_t(groups) * p.k * p.n;
+  Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
+  Buffer e;
+  if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
+  tgmm(ctx, p, {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}});
+  return download(o, p.out_type, out_count);
+}
+
+reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                  const std::vector<float>& rhs, const std::vector<float>& d_out) {
+  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs), d = upload(ctx, p.out_type, d_out);
+  const size_t dl_count = size_t(p.m) * p.k;
+  const size_t dr_count = rhs.size();
+  Buffer dl = poisoned(ctx, dl_count * dtype_size(p.lhs_type));
+  Buffer dr = poisoned(ctx, dr_count * dtype_size(p.rhs_type));
+  gmm_backward(ctx, p, {l.view(), r.view(), d.view(), dl.view(), dr.view()});
+  return {download(dl, p.lhs_type, dl_count), download(dr, p.rhs_type, dr_count)};
+}
+
+::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want, double atol,
+                                     double rtol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  std::ostringstream os;
+  size_t bad = 0;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want[i];
+    bool ok;
+    if (std::isnan(w) || std::isnan(g))
+      ok = std::isnan(w) && std::isnan(g);
+    else
+      ok = std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    if (!ok) {
+      if (bad < 5) os << "\n  [" << i << "] got " << g << " want " << w;
+      ++bad;
+    }
+    if (!std::isnan(g) && !std::isnan(w)) worst = std::max(worst, std::fabs(g - w));
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << got.size() << " elements differ (max abs err " << worst
+                                       << ", atol " << atol << ", rtol " << rtol << "):" << os.str();
+}
+
+Tolerance tolerance_for(DType a, DType b, DType out) {
+  if (a == DType::f32 && b == DType::f32 && out == DType::f32) return {1e-3, 1e-5};
+  return {1e-3, 1e-2};
+}
+
+}  // namespace vkgmm::test

@@ -1,0 +1,57 @@
+// Shared pieces of the device tests: a validated context, random problems, and running an op from host
+// vectors so each test is a comparison against vkgmm::reference.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "vkgmm/reference.hpp"
+#include "vkgmm/vkgmm.hpp"
+
+namespace vkgmm::test {
+
+// One Context per test process, validation on; every test fails on any validation message.
+class DeviceTest : public ::testing::Test {
+ protected:
+  static Context& ctx();
+  void TearDown() override;
+};
+
+// Group-size generators (JAX tpu_gmm_test's cases and more). Sizes sum to at most m.
+enum class Sizes {
+  random,          // uniform random split of all m rows
+  empty_ends,      // empty first, middle and last groups
+  one_group_all,   // one (middle) group holds every row
+  split_tiles,     // sizes chosen to start and end inside tiles
+  sum_below_m,     // random, with rows left over at the end
+};
+std::vector<int32_t> make_group_sizes(Sizes kind, int64_t G, int64_t m, std::mt19937& rng);
+const char* sizes_name(Sizes kind);
+
+// Values exactly representable in t, in [-1, 1].
+std::vector<float> random_values(size_t count, DType t, std::mt19937& rng);
+
+// Run an op on the device from host float vectors (encoded to each operand's type); returns the output
+// decoded to float. existing_out may be empty when the problem has none.
+std::vector<float> run_gmm(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                           const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
+std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
+                            const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
+reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                  const std::vector<float>& rhs, const std::vector<float>& d_out);
+
+// |got - want| <= atol + rtol * |want| everywhere (NaN must match NaN); reports the first mismatches.
+::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want, double atol,
+                                     double rtol);
+
+// JAX's tolerances: f32 everywhere: atol 1e-3 + rtol 1e-5 (scaled by k for long sums); any 16-bit type:
+// atol 1e-3, rtol 1e-2.
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance tolerance_for(DType a, DType b, DType out);
+
+}  // namespace vkgmm::test

@@ -1,0 +1,89 @@
+// The gmm backward on the device: against the reference, and against central finite differences.
+#include <cmath>
+
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+struct BackwardCase {
+  bool transpose;
+  bool shard;
+  Schedule schedule;
+};
+
+class BackwardTest : public DeviceTest, public ::testing::WithParamInterface<BackwardCase> {};
+
+TEST_P(BackwardTest, MatchesReference) {
+  const BackwardCase& c = GetParam();
+  std::mt19937 rng(31 + c.transpose + 2 * c.shard);
+  GmmProblem p;
+  p.m = 70;
+  p.k = 18;
+  p.n = 14;
+  p.group_sizes = make_group_sizes(Sizes::empty_ends, 6, 60, rng);  // 10 rows past the groups
+  p.transpose_rhs = c.transpose;
+  p.schedule = c.schedule;
+  int64_t g_local = 6;
+  if (c.shard) {
+    p.group_offset = 2;
+    p.num_rhs_groups = g_local = 3;
+  }
+  auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  auto rhs = random_values(size_t(g_local) * p.k * p.n, DType::f32, rng);
+  auto d_out = random_values(size_t(p.m) * p.n, DType::f32, rng);
+  auto got = run_backward(ctx(), p, lhs, rhs, d_out);
+  auto want = reference::gmm_backward(p, lhs, rhs, d_out);
+  EXPECT_TRUE(all_close(got.d_lhs, want.d_lhs, 1e-3, 1e-5)) << "d_lhs";
+  EXPECT_TRUE(all_close(got.d_rhs, want.d_rhs, 1e-3, 1e-5)) << "d_rhs";
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, BackwardTest,
+                         ::testing::Values(BackwardCase{false, false, Schedule::direct},
+                                           BackwardCase{true, false, Schedule::shared},
+                                           BackwardCase{false, true, Schedule::shared},
+                                           BackwardCase{true, true, Schedule::direct}),
+                         [](const auto& info) {
+                           return std::string(info.param.transpose ? "T" : "N") + (info.param.shard ? "_shard" : "") +
+                                  "_" + schedule_name(info.param.schedule);
+                         });
+
+// The device's gradients of loss = sum(gmm(lhs, rhs) * w) against central differences of that loss,
+// each loss evaluated by the device's own forward gmm.
+TEST_F(DeviceTest, BackwardFiniteDifferences) {
+  for (bool transpose : {false, true}) {
+    std::mt19937 rng(17 + transpose);
+    GmmProblem p;
+    p.m = 9;
+    p.k = 4;
+    p.n = 3;
+    p.group_sizes = {4, 0, 5};
+    p.transpose_rhs = transpose;
+    auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+    auto rhs = random_values(size_t(3) * p.k * p.n, DType::f32, rng);
+    auto w = random_values(size_t(p.m) * p.n, DType::f32, rng);
+    auto loss = [&](const std::vector<float>& l, const std::vector<float>& r) {
+      auto out = run_gmm(ctx(), p, l, r);
+      double s = 0;
+      for (size_t i = 0; i < out.size(); ++i) s += double(out[i]) * w[i];
+      return s;
+    };
+    auto grads = run_backward(ctx(), p, lhs, rhs, w);  // d_out = dloss/dout = w
+    const float h = 1.0f / 64;                           // exact in f32; the loss is linear in each input
+    for (size_t i = 0; i < lhs.size(); ++i) {
+      auto lp = lhs, lm = lhs;
+      lp[i] += h;
+      lm[i] -= h;
+      EXPECT_NEAR(grads.d_lhs[i], (loss(lp, rhs) - loss(lm, rhs)) / (2 * h), 2e-3) << "d_lhs " << i;
+    }
+    for (size_t i = 0; i < rhs.size(); ++i) {
+      auto rp = rhs, rm = rhs;
+      rp[i] += h;
+      rm[i] -= h;
+      EXPECT_NEAR(grads.d_rhs[i], (loss(lhs, rp) - loss(lhs, rm)) / (2 * h), 2e-3) << "d_rhs " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vkgmm::test

@@ -1,0 +1,153 @@
+// Every error of the contract is refused before any GPU work, names its argument, writes nothing, and
+// leaves the context usable.
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+GmmProblem good_gmm() {
+  GmmProblem p;
+  p.m = 16;
+  p.k = 8;
+  p.n = 8;
+  p.group_sizes = {6, 10};
+  return p;
+}
+
+TgmmProblem good_tgmm() {
+  TgmmProblem p;
+  p.m = 16;
+  p.k = 8;
+  p.n = 8;
+  p.group_sizes = {6, 10};
+  return p;
+}
+
+// Expect Error(status) whose message contains `needle`.
+template <typename F>
+void expect_error(F&& f, Status status, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  }
+}
+
+TEST_F(DeviceTest, GmmPlanErrorsNameTheArgument) {
+  auto plan = [&](GmmProblem p) { GmmPlan(ctx(), p); };
+  auto with = [](auto edit) {
+    GmmProblem p = good_gmm();
+    edit(p);
+    return p;
+  };
+  expect_error([&] { plan(with([](GmmProblem& p) { p.m = -1; })); }, Status::invalid_argument, "m = -1");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.k = 0; })); }, Status::invalid_argument, "k = 0");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.n = 0; })); }, Status::invalid_argument, "n = 0");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.group_sizes = {}; })); }, Status::invalid_argument,
+               "group_sizes");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.group_sizes = {6, -1}; })); }, Status::invalid_argument,
+               "group_sizes[1] = -1");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.group_sizes = {6, 11}; })); }, Status::invalid_argument,
+               "sum(group_sizes) = 17 exceeds m = 16");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.group_offset = 2; })); }, Status::invalid_argument,
+               "group_offset = 2");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.group_offset = -1; })); }, Status::invalid_argument,
+               "group_offset = -1");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.group_offset = 1, p.num_rhs_groups = 2; })); },
+               Status::invalid_argument, "rhs holds 2 groups");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.num_rhs_groups = 0; })); }, Status::invalid_argument,
+               "rhs holds 0 groups");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.tiling = TilingChoice::of(Tiling{0, 8, 8}); })); },
+               Status::invalid_argument, "tiling (0, 8, 8)");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.tiling = TilingChoice::of(Tiling{8, -2, 8}); })); },
+               Status::invalid_argument, "must have positive");
+  expect_error(
+      [&] {
+        plan(with([](GmmProblem& p) {
+          p.tiling = TilingChoice::of([](int64_t, int64_t, int64_t) -> std::optional<Tiling> { return {}; });
+        }));
+      },
+      Status::invalid_argument, "(m, k, n) = (16, 8, 8)");
+  expect_error(
+      [&] {
+        plan(with([](GmmProblem& p) {
+          p.m = 4096, p.n = 4096, p.group_sizes = {1};
+          p.tiling = TilingChoice::of(Tiling{4096, 8, 4096});
+          p.schedule = Schedule::direct;
+        }));
+      },
+      Status::invalid_argument, "accumulators");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.lhs_type = static_cast<DType>(7); })); },
+               Status::invalid_argument, "lhs has an unsupported element type");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.out_type = static_cast<DType>(9); })); },
+               Status::invalid_argument, "unsupported element type");
+}
+
+TEST_F(DeviceTest, TgmmPlanErrorsNameTheArgument) {
+  auto plan = [&](TgmmProblem p) { TgmmPlan(ctx(), p); };
+  auto with = [](auto edit) {
+    TgmmProblem p = good_tgmm();
+    edit(p);
+    return p;
+  };
+  expect_error([&] { plan(with([](TgmmProblem& p) { p.num_actual_groups = 3; })); }, Status::invalid_argument,
+               "num_actual_groups = 3");
+  expect_error([&] { plan(with([](TgmmProblem& p) { p.group_offset = 1, p.num_actual_groups = 2; })); },
+               Status::invalid_argument, "num_actual_groups = 2");
+  expect_error([&] { plan(with([](TgmmProblem& p) { p.group_offset = 5; })); }, Status::invalid_argument,
+               "group_offset = 5");
+  expect_error([&] { plan(with([](TgmmProblem& p) { p.group_sizes = {20}; })); }, Status::invalid_argument,
+               "sum(group_sizes) = 20 exceeds m = 16");
+}
+
+// Bad views are refused at record time, before anything is recorded: the output stays as it was.
+TEST_F(DeviceTest, RecordErrorsWriteNothing) {
+  GmmProblem p = good_gmm();
+  GmmPlan plan(ctx(), p);
+  OperandSizes s = plan.sizes();
+  Buffer lhs = ctx().create_buffer(s.lhs), rhs = ctx().create_buffer(s.rhs), out = ctx().create_buffer(s.out);
+  std::vector<uint8_t> poison(s.out, 0x5A);
+  out.upload(poison.data(), poison.size());
+  auto run = [&](const GmmOperands& ops) { ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); }); };
+  expect_error([&] { run({lhs.view(0, s.lhs - 4), rhs.view(), out.view(), {}}); }, Status::invalid_argument,
+               "lhs: view of");
+  expect_error([&] { run({lhs.view(), rhs.view(0, 8), out.view(), {}}); }, Status::invalid_argument, "rhs: view of");
+  expect_error([&] { run({lhs.view(), rhs.view(), out.view(2, s.out - 2), {}}); }, Status::invalid_argument,
+               "out: offset 2");
+  expect_error([&] { run({lhs.view(), rhs.view(), BufferView{}, {}}); }, Status::invalid_argument,
+               "out: buffer is VK_NULL_HANDLE");
+  expect_error([&] { run({lhs.view(), rhs.view(), out.view(), out.view()}); }, Status::invalid_argument,
+               "existing_out: a view was given");
+  expect_error([&] { run({lhs.view(), rhs.view(), lhs.view(), {}}); }, Status::invalid_argument, "out overlaps lhs");
+  std::vector<uint8_t> after(s.out);
+  out.download(after.data(), after.size());
+  EXPECT_EQ(after, poison);
+
+  // The context still works.
+  std::mt19937 rng(1);
+  auto l = random_values(16 * 8, DType::f32, rng), r = random_values(2 * 8 * 8, DType::f32, rng);
+  EXPECT_TRUE(all_close(run_gmm(ctx(), p, l, r), reference::gmm(p, l, r), 1e-3, 1e-5));
+}
+
+TEST_F(DeviceTest, ExistingOutMustBeGivenWhenPlanned) {
+  GmmProblem p = good_gmm();
+  p.existing_out = true;
+  GmmPlan plan(ctx(), p);
+  Buffer b = ctx().create_buffer(4096);
+  expect_error([&] { plan.check({b.view(0, 512), b.view(512, 512), b.view(1024, 512), {}}); },
+               Status::invalid_argument, "the problem has existing_out but no view");
+  expect_error([&] { plan.check({b.view(0, 512), b.view(512, 512), b.view(1024, 512), b.view(1028, 512)}); },
+               Status::invalid_argument, "existing_out overlaps out");
+}
+
+TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {
+  GmmProblem p = good_gmm();
+  p.k = 1 << 20;
+  p.n = 1 << 10;  // rhs: 2 * 2^30 * 4 bytes, far past maxStorageBufferRange
+  expect_error([&] { GmmPlan(ctx(), p); }, Status::unsupported, "maxStorageBufferRange");
+}
+
+}  // namespace
+}  // namespace vkgmm::test

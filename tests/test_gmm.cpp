@@ -1,0 +1,233 @@
+// gmm on the device against vkgmm::reference: shapes, group-size patterns, transposes, tilings, both
+// schedules, sharding, existing_out, zero-fill and NaN isolation.
+#include <cmath>
+#include <limits>
+
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+struct GmmCase {
+  int64_t m, k, n, G;
+  Sizes sizes;
+  bool transpose;
+  std::optional<Tiling> tiling;  // nullopt: automatic
+  Schedule schedule;
+  bool shard;  // group_offset and a G_local window, with existing_out
+  uint32_t seed;
+};
+
+std::string case_name(const ::testing::TestParamInfo<GmmCase>& info) {
+  const GmmCase& c = info.param;
+  std::string s = "m" + std::to_string(c.m) + "k" + std::to_string(c.k) + "n" + std::to_string(c.n) + "g" +
+                  std::to_string(c.G) + "_" + sizes_name(c.sizes) + (c.transpose ? "_T" : "") + "_" +
+                  schedule_name(c.schedule);
+  if (c.tiling) s += "_t" + std::to_string(c.tiling->tm) + "x" + std::to_string(c.tiling->tk) + "x" +
+                     std::to_string(c.tiling->tn);
+  if (c.shard) s += "_shard";
+  return s + "_" + std::to_string(info.index);
+}
+
+std::vector<GmmCase> cases() {
+  std::vector<GmmCase> out;
+  struct Shape { int64_t m, k, n, G; };
+  const Shape shapes[] = {
+      {1, 1, 1, 1},       // the smallest problem
+      {37, 19, 23, 4},    // m, k, n multiples of nothing
+      {8, 3, 5, 6},       // k and n below a tile; more groups than m tiles
+      {96, 2048, 24, 3},  // long K
+      {200, 64, 72, 16},  // many groups
+  };
+  const Sizes kinds[] = {Sizes::random, Sizes::empty_ends, Sizes::one_group_all, Sizes::split_tiles,
+                         Sizes::sum_below_m};
+  const std::optional<Tiling> tilings[] = {std::nullopt, Tiling{128, 128, 128}, Tiling{64, 64, 64},
+                                           Tiling{32, 32, 32}, Tiling{16, 128, 64}};
+  uint32_t seed = 1;
+  int i = 0;
+  for (const Shape& s : shapes)
+    for (Sizes kind : kinds) {
+      if (s.G == 1 && kind != Sizes::random && kind != Sizes::sum_below_m) continue;
+      out.push_back({s.m, s.k, s.n, s.G, kind, i % 2 == 1, tilings[i % 5],
+                     i % 2 == 0 ? Schedule::direct : Schedule::shared, i % 3 == 2 && s.G > 1, seed++});
+      ++i;
+    }
+  // Every named tiling on both schedules, on one jagged shape.
+  for (const auto& t : tilings)
+    for (Schedule sch : {Schedule::shared, Schedule::direct})
+      out.push_back({130, 40, 70, 7, Sizes::split_tiles, false, t, sch, false, seed++});
+  return out;
+}
+
+class GmmTest : public DeviceTest, public ::testing::WithParamInterface<GmmCase> {};
+
+TEST_P(GmmTest, MatchesReference) {
+  const GmmCase& c = GetParam();
+  std::mt19937 rng(c.seed);
+  GmmProblem p;
+  p.m = c.m;
+  p.k = c.k;
+  p.n = c.n;
+  p.group_sizes = make_group_sizes(c.sizes, c.G, c.m, rng);
+  p.transpose_rhs = c.transpose;
+  if (c.tiling) p.tiling = TilingChoice::of(*c.tiling);
+  p.schedule = c.schedule;
+  int64_t g_local = c.G;
+  if (c.shard) {
+    p.group_offset = c.G / 3;
+    g_local = std::max<int64_t>(1, c.G / 2);
+    p.num_rhs_groups = g_local;
+    p.existing_out = true;
+  }
+  auto lhs = random_values(size_t(c.m) * c.k, p.lhs_type, rng);
+  auto rhs = random_values(size_t(g_local) * c.k * c.n, p.rhs_type, rng);
+  std::vector<float> ex;
+  if (p.existing_out) ex = random_values(size_t(c.m) * c.n, p.out_type, rng);
+  auto got = run_gmm(ctx(), p, lhs, rhs, ex);
+  auto want = reference::gmm(p, lhs, rhs, ex);
+  EXPECT_TRUE(all_close(got, want, 1e-3, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, GmmTest, ::testing::ValuesIn(cases()), case_name);
+
+// m = 0: nothing to do, and nothing goes wrong.
+TEST_F(DeviceTest, GmmEmptyM) {
+  GmmProblem p;
+  p.m = 0;
+  p.k = 4;
+  p.n = 4;
+  p.group_sizes = {0, 0};
+  std::mt19937 rng(5);
+  auto rhs = random_values(2 * 4 * 4, DType::f32, rng);
+  EXPECT_TRUE(run_gmm(ctx(), p, {}, rhs).empty());
+}
+
+// JAX's test_gmm_sharded_groups: computing shard by shard into existing_out equals one full gmm.
+TEST_F(DeviceTest, GmmShardedStitching) {
+  for (Schedule sch : {Schedule::direct, Schedule::shared}) {
+    std::mt19937 rng(11);
+    const int64_t m = 90, k = 24, n = 20, G = 8, shard = 2;
+    GmmProblem full;
+    full.m = m;
+    full.k = k;
+    full.n = n;
+    full.group_sizes = make_group_sizes(Sizes::split_tiles, G, m, rng);
+    full.group_sizes[3] = 0;
+    full.schedule = sch;
+    auto lhs = random_values(size_t(m) * k, DType::f32, rng);
+    auto rhs = random_values(size_t(G) * k * n, DType::f32, rng);
+    auto want = reference::gmm(full, lhs, rhs);
+
+    std::vector<float> out(size_t(m) * n, 0.0f);
+    for (int64_t off = 0; off < G; off += shard) {
+      GmmProblem p = full;
+      p.group_offset = off;
+      p.num_rhs_groups = shard;
+      p.existing_out = true;
+      std::vector<float> rhs_shard(rhs.begin() + off * k * n, rhs.begin() + (off + shard) * k * n);
+      out = run_gmm(ctx(), p, lhs, rhs_shard, out);
+    }
+    EXPECT_TRUE(all_close(out, want, 1e-3, 1e-5)) << schedule_name(sch);
+  }
+}
+
+// NaN weights of one group never reach another group's rows; that group's own rows are NaN.
+TEST_F(DeviceTest, GmmNaNIsolation) {
+  for (Schedule sch : {Schedule::direct, Schedule::shared}) {
+    std::mt19937 rng(3);
+    GmmProblem p;
+    p.m = 50;
+    p.k = 16;
+    p.n = 12;
+    p.group_sizes = {7, 0, 13, 30};  // group boundaries inside tiles
+    p.schedule = sch;
+    p.tiling = TilingChoice::of(Tiling{16, 8, 8});
+    auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+    auto rhs = random_values(size_t(4) * p.k * p.n, DType::f32, rng);
+    const size_t g2 = size_t(2) * p.k * p.n;
+    for (size_t i = 0; i < size_t(p.k * p.n); ++i) rhs[g2 + i] = std::numeric_limits<float>::quiet_NaN();
+    auto got = run_gmm(ctx(), p, lhs, rhs);
+    for (int64_t r = 0; r < p.m; ++r)
+      for (int64_t c = 0; c < p.n; ++c) {
+        const bool in_g2 = r >= 7 && r < 20;
+        EXPECT_EQ(std::isnan(got[r * p.n + c]), in_g2) << "row " << r << " col " << c << " " << schedule_name(sch);
+      }
+  }
+}
+
+// existing_out in place: the output buffer is also existing_out; inactive rows keep their values.
+TEST_F(DeviceTest, GmmExistingOutInPlace) {
+  std::mt19937 rng(9);
+  GmmProblem p;
+  p.m = 40;
+  p.k = 8;
+  p.n = 8;
+  p.group_sizes = {10, 10, 10, 5};
+  p.group_offset = 1;
+  p.num_rhs_groups = 2;
+  p.existing_out = true;
+  auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  auto rhs = random_values(size_t(2) * p.k * p.n, DType::f32, rng);
+  auto ex = random_values(size_t(p.m) * p.n, DType::f32, rng);
+  Buffer l = ctx().create_buffer(lhs.size() * 4), r = ctx().create_buffer(rhs.size() * 4),
+         o = ctx().create_buffer(ex.size() * 4);
+  l.upload(lhs.data(), lhs.size() * 4);
+  r.upload(rhs.data(), rhs.size() * 4);
+  o.upload(ex.data(), ex.size() * 4);
+  gmm(ctx(), p, {l.view(), r.view(), o.view(), o.view()});
+  std::vector<float> got(ex.size());
+  o.download(got.data(), got.size() * 4);
+  EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs, ex), 1e-3, 1e-5));
+}
+
+// A tiling lookup function is consulted with the problem's (m, k, n).
+TEST_F(DeviceTest, GmmTilingLookup) {
+  std::mt19937 rng(4);
+  GmmProblem p;
+  p.m = 33;
+  p.k = 9;
+  p.n = 17;
+  p.group_sizes = {11, 22};
+  int64_t seen_m = -1, seen_k = -1, seen_n = -1;
+  p.tiling = TilingChoice::of([&](int64_t m, int64_t k, int64_t n) -> std::optional<Tiling> {
+    seen_m = m, seen_k = k, seen_n = n;
+    return Tiling{8, 4, 8};
+  });
+  auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  auto rhs = random_values(size_t(2) * p.k * p.n, DType::f32, rng);
+  EXPECT_TRUE(all_close(run_gmm(ctx(), p, lhs, rhs), reference::gmm(p, lhs, rhs), 1e-3, 1e-5));
+  EXPECT_EQ(seen_m, 33);
+  EXPECT_EQ(seen_k, 9);
+  EXPECT_EQ(seen_n, 17);
+  GmmPlan plan(ctx(), p);
+  EXPECT_EQ(plan.tiling(), (Tiling{8, 4, 8}));
+}
+
+// Offsets into shared buffers: operands at element offsets that are not descriptor-aligned.
+TEST_F(DeviceTest, GmmUnalignedViews) {
+  std::mt19937 rng(21);
+  GmmProblem p;
+  p.m = 20;
+  p.k = 6;
+  p.n = 10;
+  p.group_sizes = {5, 15};
+  auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  auto rhs = random_values(size_t(2) * p.k * p.n, DType::f32, rng);
+  const size_t lo = 3, ro = 7, oo = 5;  // element offsets
+  Buffer b = ctx().create_buffer((lo + lhs.size() + ro + rhs.size() + oo + p.m * p.n) * 4);
+  b.upload(lhs.data(), lhs.size() * 4, lo * 4);
+  const size_t rb = (lo + lhs.size() + ro) * 4;
+  b.upload(rhs.data(), rhs.size() * 4, rb);
+  const size_t ob = rb + (rhs.size() + oo) * 4;
+  gmm(ctx(), p, {b.view(lo * 4, lhs.size() * 4), b.view(rb, rhs.size() * 4), b.view(ob, p.m * p.n * 4), {}});
+  std::vector<float> got(p.m * p.n);
+  b.download(got.data(), got.size() * 4, ob);
+  EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), 1e-3, 1e-5));
+  // The bytes before the operands are untouched.
+  std::vector<float> head(lo);
+  b.download(head.data(), lo * 4, 0);
+  for (float h : head) EXPECT_EQ(h, 0.0f);
+}
+
+}  // namespace
+}  // namespace vkgmm::test
