@@ -14,7 +14,6 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 #include <string_view>
 
