@@ -156,6 +156,26 @@ def tgmm_cases(rng):
     return c
 
 
+def jax_shape_cases(rng):
+    """JAX tpu_gmm_test's GROUPED_MATMUL_TESTS shapes (m, k, n), for both ops, f32 and 16-bit."""
+    c = []
+    for (m, k, n) in [(128, 128, 128), (512, 2048, 256), (128, 8, 16)]:
+        for g in (1, 8, 32):
+            gs = split_rows(rng, m, g)
+            c.append(Case("jax gmm %dx%dx%d G=%d" % (m, k, n, g), "gmm", m, k, n, gs, transpose_rhs=g == 8))
+            c.append(Case("jax tgmm %dx%dx%d G=%d" % (m, k, n, g), "tgmm", m, k, n, gs))
+        gs = split_rows(rng, m, 8)
+        c.append(Case("jax gmm %dx%dx%d bf16 in, bf16 out" % (m, k, n), "gmm", m, k, n, gs, input_dtype="bf16",
+                      out_dtype="bf16"))
+        c.append(Case("jax gmm %dx%dx%d f16 in, f16 out" % (m, k, n), "gmm", m, k, n, gs,
+                      lhs_dtype=np.float16, rhs_dtype=np.float16, out_dtype="f16"))
+        c.append(Case("jax tgmm %dx%dx%d bf16 in, bf16 out" % (m, k, n), "tgmm", m, k, n, gs, input_dtype="bf16",
+                      out_dtype="bf16"))
+        c.append(Case("jax tgmm %dx%dx%d f16 in, f16 out" % (m, k, n), "tgmm", m, k, n, gs,
+                      lhs_dtype=np.float16, rhs_dtype=np.float16, out_dtype="f16"))
+    return c
+
+
 # --- running --------------------------------------------------------------------------------------
 
 def run(vkgmm, args):
@@ -334,7 +354,7 @@ def main():
 
     try:
         rng = np.random.default_rng(1234)
-        for i, case in enumerate(gmm_cases(rng) + tgmm_cases(rng)):
+        for i, case in enumerate(gmm_cases(rng) + tgmm_cases(rng) + jax_shape_cases(rng)):
             if a.only not in case.name:
                 continue
             d = os.path.join(tmp, "case%02d" % i)
