@@ -7,14 +7,10 @@
 #include "context_impl.hpp"
 #include "operands.hpp"
 #include "problem_checks.hpp"
+#include "shader_modules.hpp"
 #include "tiling.hpp"
 #include "vkgmm/metadata.hpp"
 #include "vkgmm/ops.hpp"
-
-namespace vkgmm::spirv {
-extern const uint32_t gmm[];
-extern const size_t gmm_words;
-}  // namespace vkgmm::spirv
 
 namespace vkgmm {
 
@@ -115,7 +111,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     std::vector<uint32_t> constants = {s.invocations(), s.rows, s.step, s.cols, s.tx, s.ty, s.rm, s.rn,
                                        uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
                                        p.transpose_rhs, s.use_shared, p.existing_out, s.shared_a, s.shared_b};
-    st->pipeline = st->ctx->pipeline(spirv::gmm, spirv::gmm_words, constants);
+    const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
+  const ShaderCode code = shader_for(Op::gmm, info, any16);
+  st->pipeline = st->ctx->pipeline(code.code, code.words, constants);
   }
   st->ctx->throw_if_validation_messages();
   state_ = std::move(st);

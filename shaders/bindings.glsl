@@ -8,3 +8,14 @@ layout(std430, set = 0, binding = 2) buffer OutBuf { uint out_buf[]; };
 layout(std430, set = 0, binding = 3) readonly buffer ExBuf { uint ex_buf[]; };
 // group_offsets[G+1], then the visit lists (gmm only), as int32.
 layout(std430, set = 0, binding = 4) readonly buffer MetaBuf { int meta[]; };
+
+#ifdef VKGMM_STORAGE16
+// The 16-bit view of the same bindings (descriptor aliasing): 16-bit elements are loaded and stored
+// one at a time, without unpacking or read-modify-write atomics. Needs storageBuffer16BitAccess.
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
+layout(std430, set = 0, binding = 0) readonly buffer LhsBuf16 { uint16_t lhs_buf16[]; };
+layout(std430, set = 0, binding = 1) readonly buffer RhsBuf16 { uint16_t rhs_buf16[]; };
+layout(std430, set = 0, binding = 2) buffer OutBuf16 { uint16_t out_buf16[]; };
+layout(std430, set = 0, binding = 3) readonly buffer ExBuf16 { uint16_t ex_buf16[]; };
+#endif

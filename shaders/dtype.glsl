@@ -16,22 +16,35 @@ uint encode16(float v, uint type) {
   return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
 }
 
-// float NAME(uint element_index) reading BUF (a uint[] of elements of type TYPE).
+// float NAME(uint element_index) reading BUF (a uint[] of elements of type TYPE), or its 16-bit alias
+// BUF##16 in the VKGMM_STORAGE16 build.
+#ifdef VKGMM_STORAGE16
+#define VKGMM_DEFINE_LOAD(NAME, BUF, TYPE)                  \
+  float NAME(uint i) {                                      \
+    if (TYPE == DT_F32) return uintBitsToFloat(BUF[i]);     \
+    return decode16(uint(BUF##16[i]), TYPE);                \
+  }
+#else
 #define VKGMM_DEFINE_LOAD(NAME, BUF, TYPE)                              \
   float NAME(uint i) {                                                  \
     if (TYPE == DT_F32) return uintBitsToFloat(BUF[i]);                 \
     uint w = BUF[i >> 1];                                               \
     return decode16((i & 1u) != 0u ? (w >> 16) : (w & 0xffffu), TYPE); \
   }
+#endif
 
-// Store v as out element i. 16-bit elements share a word with a neighbour that another workgroup may be
+// Store v as out element i. Without 16-bit storage, 16-bit elements share a word with a neighbour that another workgroup may be
 // writing at the same moment: clear and set only our half, each with one atomic on disjoint bits.
 void store_out(uint i, float v, uint type) {
   if (type == DT_F32) {
     out_buf[i] = floatBitsToUint(v);
     return;
   }
+#ifdef VKGMM_STORAGE16
+  out_buf16[i] = uint16_t(encode16(v, type));
+#else
   uint shift = (i & 1u) * 16u;
   atomicAnd(out_buf[i >> 1], ~(0xffffu << shift));
   atomicOr(out_buf[i >> 1], encode16(v, type) << shift);
+#endif
 }

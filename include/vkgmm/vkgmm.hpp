@@ -5,4 +5,5 @@
 #include "vkgmm/convert.hpp"
 #include "vkgmm/metadata.hpp"
 #include "vkgmm/ops.hpp"
+#include "vkgmm/probe.hpp"
 #include "vkgmm/types.hpp"

@@ -1,0 +1,24 @@
+// The embedded SPIR-V modules and which one a plan uses (internal).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "vkgmm/context.hpp"
+
+namespace vkgmm {
+
+struct ShaderCode {
+  const uint32_t* code;
+  size_t words;
+};
+
+enum class Op { gmm, tgmm };
+
+// The module for `op`: the 16-bit-storage build when some operand is 16-bit and the device has
+// storageBuffer16BitAccess, unless $VKGMM_DISABLE_16BIT_STORAGE=1 forces the packed 32-bit path
+// (so one device tests both).
+ShaderCode shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand);
+ShaderCode fma_ceiling_shader();
+
+}  // namespace vkgmm

@@ -1,0 +1,18 @@
+// What the device can do at best, measured: the yardsticks the bench reports its results against.
+#pragma once
+
+#include "vkgmm/context.hpp"
+
+namespace vkgmm {
+
+struct DeviceCeilings {
+  double fma_gflops = 0;  // fp32 FMA throughput from registers only (an FMA counts as 2 FLOPs)
+  double copy_gbps = 0;   // vkCmdCopyBuffer between two vkgmm buffers, bytes read + bytes written per second
+};
+
+// Runs a register-only FMA shader and a buffer copy, a few times each, and keeps the best of each.
+// Timed with timestamp queries (host wall clock when the queue has none). Takes about a second on a
+// CPU driver such as lavapipe; the work is scaled to the device, so fast GPUs take less.
+DeviceCeilings measure_ceilings(Context& ctx);
+
+}  // namespace vkgmm
