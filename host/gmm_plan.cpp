@@ -1,6 +1,7 @@
 // GmmPlan: validate a gmm problem, build and upload its visit list, record its dispatch.
 #include <numeric>
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 #include <string>
 
@@ -36,6 +37,9 @@ struct GmmPlan::State {
   uint32_t visits_off = 0;
   uint32_t active_begin = 0, active_end = 0;
   Buffer meta;
+  bool vec4 = false;
+  ShaderCode code{};
+  std::vector<uint32_t> constants;  // the last one is VEC4
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t grid[3] = {0, 0, 0};
 
@@ -64,7 +68,11 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
   st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);
-  st->shape = make_kernel_shape(st->tiling.tm, st->tiling.tk, st->tiling.tn, p.m, p.k, p.n, schedule, info, op);
+  // The direct schedule loads 4 elements at a time where K (and N, unless rhs is transposed) allow it;
+  // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements.
+  st->vec4 = schedule == Schedule::direct && p.k % 4 == 0 && (p.transpose_rhs || p.n % 4 == 0) && !vec4_disabled();
+  st->shape = make_kernel_shape(st->tiling.tm, st->tiling.tk, st->tiling.tn, p.m, p.k, p.n, schedule, info, op,
+                                st->vec4 && !p.transpose_rhs ? 4 : 1);
   st->tiling = {st->shape.rows, st->shape.step, st->shape.cols};
 
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.m) * p.k);
@@ -108,12 +116,12 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     st->grid[2] = static_cast<uint32_t>(z);
 
     const KernelShape& s = st->shape;
-    std::vector<uint32_t> constants = {s.invocations(), s.rows, s.step, s.cols, s.tx, s.ty, s.rm, s.rn,
-                                       uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
-                                       p.transpose_rhs, s.use_shared, p.existing_out, s.shared_a, s.shared_b};
+    st->constants = {s.invocations(), s.rows, s.step, s.cols, s.tx, s.ty, s.rm, s.rn,
+                     uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
+                     p.transpose_rhs, s.use_shared, p.existing_out, s.shared_a, s.shared_b, st->vec4};
     const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
-  const ShaderCode code = shader_for(Op::gmm, info, any16);
-  st->pipeline = st->ctx->pipeline(code.code, code.words, constants);
+    st->code = shader_for(Op::gmm, info, any16);
+    st->pipeline = st->ctx->pipeline(st->code.code, st->code.words, st->constants);
   }
   st->ctx->throw_if_validation_messages();
   state_ = std::move(st);
@@ -162,7 +170,14 @@ void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const {
   VkDescriptorBufferInfo infos[kNumBindings];
   GmmPush push;
   if (!st.bind(ops, infos, push)) return;
-  bind_and_push(*st.ctx, cb, st.pipeline, infos, &push, sizeof(push));
+  VkPipeline pipeline = st.pipeline;
+  if (st.vec4 && (push.lhs_off % 4 != 0 || push.rhs_off % 4 != 0)) {
+    // Operands not 4-element aligned within their binding: the same kernel with scalar loads.
+    std::vector<uint32_t> scalar = st.constants;
+    scalar.back() = 0;
+    pipeline = st.ctx->pipeline(st.code.code, st.code.words, scalar);
+  }
+  bind_and_push(*st.ctx, cb, pipeline, infos, &push, sizeof(push));
   vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
 }
 

@@ -16,7 +16,8 @@ BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* na
   const VkDeviceSize esize = dtype_size(type);
   if (view.offset % esize != 0)
     fail("offset " + std::to_string(view.offset) + " is not a multiple of the element size " + std::to_string(esize));
-  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
+  // At least 16: the direct schedule's vector views index uvec4s from the descriptor's start.
+  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 16);
   const VkDeviceSize base = view.offset / align * align;
   const VkDeviceSize lead = view.offset - base;
   // Whole words from the word holding the first element to the word holding the last.

@@ -27,8 +27,8 @@ constexpr double kFlopsPerInvocation = 2.0 * kIters * kChains;
 
 // Each measurement should last long enough that launch overhead and timer resolution do not matter,
 // yet the whole probe stays near a second on lavapipe.
-constexpr double kTargetSeconds = 0.05;
-constexpr int kRuns = 3;
+constexpr double kTargetSeconds = 0.1;
+constexpr int kRuns = 5;
 
 // Seconds `record` takes on the device: timestamps around it when the queue has them, else the host's
 // clock around the submission (which also counts the submit and wait, so it can only underestimate).

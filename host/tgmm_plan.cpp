@@ -31,6 +31,9 @@ struct TgmmPlan::State {
   KernelShape shape;
   OperandSizes sizes;
   Buffer meta;
+  bool vec4 = false;
+  ShaderCode code{};
+  std::vector<uint32_t> constants;  // the last one is VEC4
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t grid[3] = {0, 0, 0};
 
@@ -60,7 +63,10 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   const Schedule schedule = resolve_schedule(p.schedule, info);
   st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);
   // The output block is [tk, tn]; the group's rows are the reduction, tm at a time.
-  st->shape = make_kernel_shape(st->tiling.tk, st->tiling.tm, st->tiling.tn, p.k, p.m, p.n, schedule, info, op);
+  // The direct schedule reads rhs as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp).
+  st->vec4 = schedule == Schedule::direct && p.n % 4 == 0 && !vec4_disabled();
+  st->shape = make_kernel_shape(st->tiling.tk, st->tiling.tm, st->tiling.tn, p.k, p.m, p.n, schedule, info, op,
+                                st->vec4 ? 4 : 1);
   st->tiling = {st->shape.step, st->shape.rows, st->shape.cols};
 
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.k) * p.m);
@@ -84,12 +90,12 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   st->grid[2] = static_cast<uint32_t>(st->groups);
 
   const KernelShape& s = st->shape;
-  std::vector<uint32_t> constants = {s.invocations(), s.step, s.rows, s.cols, s.tx, s.ty, s.rm, s.rn,
+  st->constants = {s.invocations(), s.step, s.rows, s.cols, s.tx, s.ty, s.rm, s.rn,
                                      uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
-                                     p.lhs_mk, s.use_shared, p.existing_out, s.shared_a, s.shared_b, p.out_nk};
+                                     p.lhs_mk, s.use_shared, p.existing_out, s.shared_a, s.shared_b, p.out_nk, st->vec4};
   const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
-  const ShaderCode code = shader_for(Op::tgmm, info, any16);
-  st->pipeline = st->ctx->pipeline(code.code, code.words, constants);
+  st->code = shader_for(Op::tgmm, info, any16);
+  st->pipeline = st->ctx->pipeline(st->code.code, st->code.words, st->constants);
   st->ctx->throw_if_validation_messages();
   state_ = std::move(st);
 }
@@ -138,7 +144,14 @@ void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const {
   VkDescriptorBufferInfo infos[kNumBindings];
   TgmmPush push;
   if (!st.bind(ops, infos, push)) return;
-  bind_and_push(*st.ctx, cb, st.pipeline, infos, &push, sizeof(push));
+  VkPipeline pipeline = st.pipeline;
+  if (st.vec4 && push.rhs_off % 4 != 0) {
+    // rhs not 4-element aligned within its binding: the same kernel with scalar loads.
+    std::vector<uint32_t> scalar = st.constants;
+    scalar.back() = 0;
+    pipeline = st.ctx->pipeline(st.code.code, st.code.words, scalar);
+  }
+  bind_and_push(*st.ctx, cb, pipeline, infos, &push, sizeof(push));
   vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
 }
 

@@ -44,6 +44,11 @@ Schedule resolve_schedule(Schedule requested, const DeviceInfo& info) {
   return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? Schedule::direct : Schedule::shared;
 }
 
+bool vec4_disabled() {
+  const char* v = std::getenv("VKGMM_DISABLE_VEC4");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
 Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
                       const char* op) {
   Tiling t;
@@ -68,7 +73,8 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 }
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
-                              int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op) {
+                              int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
+                              uint32_t col_group) {
   KernelShape s;
   s.use_shared = schedule == Schedule::shared;
   // A tile larger than the problem only wastes work: shrink it to the problem's next power of two.
@@ -80,13 +86,15 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // Invocations: 16x16 for the shared schedule (wide cooperative loads); 8x8 for the direct one, with
   // the 8 lanes of a SIMD group along the columns (measured best on lavapipe).
   const uint32_t lanes = s.use_shared ? 16 : 8;
-  s.tx = static_cast<uint32_t>(std::min<int64_t>(cols, lanes));
+  const int64_t col_units = (cols + col_group - 1) / col_group;
+  s.tx = static_cast<uint32_t>(std::min<int64_t>(col_units, lanes));
   s.ty = static_cast<uint32_t>(std::min<int64_t>(rows, lanes));
   while (s.tx * s.ty > info.max_workgroup_invocations) s.ty = std::max(1u, s.ty / 2);
   s.rows = static_cast<uint32_t>(rows);
-  s.cols = static_cast<uint32_t>(cols);
   s.rm = (s.rows + s.ty - 1) / s.ty;
-  s.rn = (s.cols + s.tx - 1) / s.tx;
+  s.rn = static_cast<uint32_t>((col_units + s.tx - 1) / s.tx) * col_group;
+  // With column groups the tile is exactly what the invocations cover.
+  s.cols = col_group > 1 ? s.tx * s.rn : static_cast<uint32_t>(cols);
   if (s.rm * s.rn > kMaxAccumulators)
     throw Error(Status::invalid_argument,
                 std::string(op) + ": tiling: a " + std::to_string(rows) + " x " + std::to_string(cols) +

@@ -6,6 +6,12 @@ layout(std430, set = 0, binding = 1) readonly buffer RhsBuf { uint rhs_buf[]; };
 layout(std430, set = 0, binding = 2) buffer OutBuf { uint out_buf[]; };
 // existing_out may be the very range bound as out (in-place accumulation): neither is `restrict`.
 layout(std430, set = 0, binding = 3) readonly buffer ExBuf { uint ex_buf[]; };
+// Vector views of the inputs (descriptor aliasing), for the direct schedule's 4-element loads: four f32
+// elements as a uvec4, or four 16-bit elements as a uvec2. Used only where the host checked alignment.
+layout(std430, set = 0, binding = 0) readonly buffer LhsV4 { uvec4 lhs_v4[]; };
+layout(std430, set = 0, binding = 0) readonly buffer LhsV2 { uvec2 lhs_v2[]; };
+layout(std430, set = 0, binding = 1) readonly buffer RhsV4 { uvec4 rhs_v4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer RhsV2 { uvec2 rhs_v2[]; };
 // group_offsets[G+1], then the visit lists (gmm only), as int32.
 layout(std430, set = 0, binding = 4) readonly buffer MetaBuf { int meta[]; };
 

@@ -33,6 +33,18 @@ uint encode16(float v, uint type) {
   }
 #endif
 
+vec4 decode16x4(uvec2 w, uint type) {
+  if (type == DT_F16) return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+  return uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
+}
+
+// vec4 NAME(uint element_index): elements i .. i+3, i a multiple of 4, from the vector views V4 / V2.
+#define VKGMM_DEFINE_LOAD4(NAME, V4, V2, TYPE)                   \
+  vec4 NAME(uint i) {                                            \
+    if (TYPE == DT_F32) return uintBitsToFloat(V4[i >> 2]);      \
+    return decode16x4(V2[i >> 2], TYPE);                         \
+  }
+
 // Store v as out element i. Without 16-bit storage, 16-bit elements share a word with a neighbour that another workgroup may be
 // writing at the same moment: clear and set only our half, each with one atomic on disjoint bits.
 void store_out(uint i, float v, uint type) {

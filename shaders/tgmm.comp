@@ -32,6 +32,10 @@ layout(constant_id = 13) const bool HAS_EXISTING = false;
 layout(constant_id = 14) const uint SHARED_A = 1;  // TK * TM when USE_SHARED, else 1
 layout(constant_id = 15) const uint SHARED_B = 1;  // TM * TN when USE_SHARED, else 1
 layout(constant_id = 16) const bool OUT_NK = false;
+// Direct schedule with rhs read as vec4 along N (n and rhs's offset multiples of 4): each invocation owns
+// RN/4 groups of 4 adjacent columns, and takes the group's rows 4 at a time so each accumulator gets
+// four FMAs per visit (a CPU driver keeps few of them in registers).
+layout(constant_id = 17) const bool VEC4 = false;
 
 layout(push_constant) uniform Params {
   uint m, k, n;
@@ -43,6 +47,13 @@ layout(push_constant) uniform Params {
 VKGMM_DEFINE_LOAD(load_lhs, lhs_buf, LHS_TYPE)
 VKGMM_DEFINE_LOAD(load_rhs, rhs_buf, RHS_TYPE)
 VKGMM_DEFINE_LOAD(load_ex, ex_buf, OUT_TYPE)
+VKGMM_DEFINE_LOAD4(load4_rhs, rhs_v4, rhs_v2, RHS_TYPE)
+
+// The output column of invocation tx's j-th column (see VEC4).
+uint col_of(uint tx, uint j) {
+  if (VEC4) return ((j >> 2) * TX + tx) * 4u + (j & 3u);
+  return tx + j * TX;
+}
 
 shared float As[SHARED_A];
 shared float Bs[SHARED_B];
@@ -89,6 +100,38 @@ void main() {
       }
       barrier();
     }
+  } else if (VEC4) {
+    const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 here; never 0, even where this branch is dead
+    uint krow[RK], bcol[VN];
+    [[unroll]] for (uint i = 0; i < RK; ++i) krow[i] = min(k0 + ty + i * TY, pc.k - 1);
+    [[unroll]] for (uint v = 0; v < VN; ++v) bcol[v] = min(n0 + col_of(tx, v * 4u), pc.n - 4u);
+    vec4 acc4[RK * VN];
+    [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
+    uint row = gstart;
+    for (; row + 4 <= gend; row += 4) {
+      vec4 a[RK];  // a[i][q] = lhs[krow[i]][row + q]
+      vec4 b[4 * VN];
+      [[unroll]] for (uint i = 0; i < RK; ++i)
+        [[unroll]] for (uint q = 0; q < 4; ++q) a[i][q] = load_lhs(lhs_index(krow[i], row + q));
+      [[unroll]] for (uint q = 0; q < 4; ++q)
+        [[unroll]] for (uint v = 0; v < VN; ++v) b[q * VN + v] = load4_rhs(pc.rhs_off + (row + q) * pc.n + bcol[v]);
+      [[unroll]] for (uint i = 0; i < RK; ++i)
+        [[unroll]] for (uint v = 0; v < VN; ++v) {
+          vec4 c = acc4[i * VN + v];
+          [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VN + v], c);
+          acc4[i * VN + v] = c;
+        }
+    }
+    for (; row < gend; ++row) {  // the group's last rows, one at a time (never rows of another group)
+      [[unroll]] for (uint i = 0; i < RK; ++i) {
+        float a = load_lhs(lhs_index(krow[i], row));
+        [[unroll]] for (uint v = 0; v < VN; ++v)
+          acc4[i * VN + v] = fma(vec4(a), load4_rhs(pc.rhs_off + row * pc.n + bcol[v]), acc4[i * VN + v]);
+      }
+    }
+    [[unroll]] for (uint i = 0; i < RK; ++i)
+      [[unroll]] for (uint v = 0; v < VN; ++v)
+        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RN + v * 4 + c] = acc4[i * VN + v][c];
   } else {
     uint krow[RK], bcol[RN];
     [[unroll]] for (uint i = 0; i < RK; ++i) krow[i] = min(k0 + ty + i * TY, pc.k - 1);
@@ -108,7 +151,7 @@ void main() {
     uint kk = k0 + r;
     if (r >= TK || kk >= pc.k) continue;
     [[unroll]] for (uint j = 0; j < RN; ++j) {
-      uint c = tx + j * TX;
+      uint c = col_of(tx, j);
       uint col = n0 + c;
       if (c >= TN || col >= pc.n) continue;
       uint idx = block + (OUT_NK ? col * pc.k + kk : kk * pc.n + col);

@@ -203,30 +203,38 @@ TEST_F(DeviceTest, GmmTilingLookup) {
   EXPECT_EQ(plan.tiling(), (Tiling{8, 4, 8}));
 }
 
-// Offsets into shared buffers: operands at element offsets that are not descriptor-aligned.
+// Offsets into shared buffers: operands at element offsets that are not descriptor-aligned, and not
+// multiples of 4 (the direct schedule's vector loads then fall back to scalar loads) or multiples of 4.
 TEST_F(DeviceTest, GmmUnalignedViews) {
-  std::mt19937 rng(21);
-  GmmProblem p;
-  p.m = 20;
-  p.k = 6;
-  p.n = 10;
-  p.group_sizes = {5, 15};
-  auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
-  auto rhs = random_values(size_t(2) * p.k * p.n, DType::f32, rng);
-  const size_t lo = 3, ro = 7, oo = 5;  // element offsets
-  Buffer b = ctx().create_buffer((lo + lhs.size() + ro + rhs.size() + oo + p.m * p.n) * 4);
-  b.upload(lhs.data(), lhs.size() * 4, lo * 4);
-  const size_t rb = (lo + lhs.size() + ro) * 4;
-  b.upload(rhs.data(), rhs.size() * 4, rb);
-  const size_t ob = rb + (rhs.size() + oo) * 4;
-  gmm(ctx(), p, {b.view(lo * 4, lhs.size() * 4), b.view(rb, rhs.size() * 4), b.view(ob, p.m * p.n * 4), {}});
-  std::vector<float> got(p.m * p.n);
-  b.download(got.data(), got.size() * 4, ob);
-  EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), 1e-3, 1e-5));
-  // The bytes before the operands are untouched.
-  std::vector<float> head(lo);
-  b.download(head.data(), lo * 4, 0);
-  for (float h : head) EXPECT_EQ(h, 0.0f);
+  for (size_t lo : {3, 4})
+    for (bool transpose : {false, true}) {
+      std::mt19937 rng(21);
+      GmmProblem p;
+      p.m = 20;
+      p.k = 8;  // k and n multiples of 4: vector loads where the offsets allow
+      p.n = 12;
+      p.group_sizes = {5, 15};
+      p.transpose_rhs = transpose;
+      p.schedule = Schedule::direct;
+      auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+      auto rhs = random_values(size_t(2) * p.k * p.n, DType::f32, rng);
+      const size_t ro = lo + 4, oo = 5;  // element gaps between the operands
+      Buffer b = ctx().create_buffer((lo + lhs.size() + ro + rhs.size() + oo + p.m * p.n) * 4);
+      std::vector<uint8_t> zeros(b.size(), 0);  // new device memory holds whatever was there before
+      b.upload(zeros.data(), zeros.size());
+      b.upload(lhs.data(), lhs.size() * 4, lo * 4);
+      const size_t rb = (lo + lhs.size() + ro) * 4;
+      b.upload(rhs.data(), rhs.size() * 4, rb);
+      const size_t ob = rb + (rhs.size() + oo) * 4;
+      gmm(ctx(), p, {b.view(lo * 4, lhs.size() * 4), b.view(rb, rhs.size() * 4), b.view(ob, p.m * p.n * 4), {}});
+      std::vector<float> got(p.m * p.n);
+      b.download(got.data(), got.size() * 4, ob);
+      EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), 1e-3, 1e-5)) << "offset " << lo << " T " << transpose;
+      // The bytes before the operands are untouched.
+      std::vector<float> head(lo);
+      b.download(head.data(), lo * 4, 0);
+      for (float h : head) EXPECT_EQ(h, 0.0f);
+    }
 }
 
 }  // namespace

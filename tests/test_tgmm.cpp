@@ -114,5 +114,28 @@ TEST_F(DeviceTest, TgmmAllEmpty) {
   }
 }
 
+// rhs at an element offset that is not a multiple of 4: the vector loads fall back to scalar loads.
+TEST_F(DeviceTest, TgmmUnalignedRhs) {
+  for (size_t ro : {3, 4}) {
+    std::mt19937 rng(12);
+    TgmmProblem p;
+    p.m = 30;
+    p.k = 6;
+    p.n = 8;
+    p.group_sizes = {13, 17};
+    p.schedule = Schedule::direct;
+    auto lhs = random_values(size_t(p.k) * p.m, DType::f32, rng);
+    auto rhs = random_values(size_t(p.m) * p.n, DType::f32, rng);
+    Buffer l = ctx().create_buffer(lhs.size() * 4), r = ctx().create_buffer((ro + rhs.size()) * 4),
+           o = ctx().create_buffer(2 * p.k * p.n * 4);
+    l.upload(lhs.data(), lhs.size() * 4);
+    r.upload(rhs.data(), rhs.size() * 4, ro * 4);
+    tgmm(ctx(), p, {l.view(), r.view(ro * 4, rhs.size() * 4), o.view(), {}});
+    std::vector<float> got(2 * p.k * p.n);
+    o.download(got.data(), got.size() * 4);
+    EXPECT_TRUE(all_close(got, reference::tgmm(p, lhs, rhs), 1e-3, 1e-5)) << "rhs offset " << ro;
+  }
+}
+
 }  // namespace
 }  // namespace vkgmm::test

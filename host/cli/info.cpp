@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vkgmm/context.hpp"
+#include "vkgmm/probe.hpp"
 #include "vkgmm/types.hpp"
 
 namespace {
@@ -18,7 +19,8 @@ const char kUsage[] =
     "usage: vkgmm info [--json]\n"
     "\n"
     "Prints the device vkgmm runs on (chosen by $VKGMM_DEVICE, an index or a name substring, else the\n"
-    "first discrete, integrated, virtual or CPU device), its limits and the features vkgmm uses.\n"
+    "first discrete, integrated, virtual or CPU device), its limits and the features vkgmm uses, then\n"
+    "measures its fp32 FMA ceiling and buffer copy bandwidth.\n"
     "--json prints the same as one JSON object.\n";
 
 const char* type_name(VkPhysicalDeviceType t) {
@@ -115,7 +117,14 @@ int info_main(int argc, char** argv) {
   }
   try {
     vkgmm::Context ctx;
-    const std::vector<Row> rows = rows_of(ctx.info());
+    std::vector<Row> rows = rows_of(ctx.info());
+    // Measured rather than queried (about a second on lavapipe): the yardsticks `vkgmm bench` reports against.
+    const vkgmm::DeviceCeilings ceilings = vkgmm::measure_ceilings(ctx);
+    char fma[32], copy[32];
+    std::snprintf(fma, sizeof fma, "%.1f", ceilings.fma_gflops);
+    std::snprintf(copy, sizeof copy, "%.1f", ceilings.copy_gbps);
+    rows.push_back({"fma_ceiling_gflops", std::string(fma) + " GFLOP/s (fp32 FMA from registers, measured)", fma});
+    rows.push_back({"copy_gbps", std::string(copy) + " GB/s (buffer copy, bytes read + written, measured)", copy});
     if (json) {
       std::string out = "{";
       for (size_t i = 0; i < rows.size(); ++i) out += (i ? ", " : "") + json_string(rows[i].key) + ": " + rows[i].json;
