@@ -1,8 +1,219 @@
+// `vkgmm bench`: check each workload against the CPU reference, then time it and its baselines.
 #include "bench.hpp"
 
+#include <chrono>
+#include <cstdarg>
 #include <cstdio>
+#include <exception>
+#include <set>
+#include <stdexcept>
+#include <string>
 
-int bench_main(int, char**) {
-  std::fprintf(stderr, "vkgmm bench: not built yet\n");
-  return 1;
+#include "args.hpp"
+#include "baselines.hpp"
+#include "check.hpp"
+#include "report.hpp"
+#include "runner.hpp"
+#include "timing.hpp"
+#include "tuning.hpp"
+#include "vkgmm/context.hpp"
+#include "vkgmm/probe.hpp"
+
+namespace bench {
+namespace {
+
+// A wrong result: the workload is refused, and nothing of the run is reported.
+struct Refused : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void progress(const char* fmt, ...) {
+  std::va_list args;
+  va_start(args, fmt);
+  std::fputs("vkgmm bench: ", stderr);
+  std::vfprintf(stderr, fmt, args);
+  std::fputc('\n', stderr);
+  va_end(args);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One untimed call of the current plans; its outputs must match the reference or the workload is refused.
+void check_or_refuse(GpuTimer& timer, Instance& inst, const std::vector<Output>& want, const std::string& what) {
+  timer.run_ms([&](VkCommandBuffer cb) { inst.record(cb); });
+  std::vector<Output> got = inst.download();
+  if (perturb_if_asked(got)) progress("[%s] VKGMM_BENCH_PERTURB=1: changed one element of %s", inst.work.name.c_str(),
+                                      got[0].name.c_str());
+  if (auto diff = compare(got, want, inst.work.dtype))
+    throw Refused("workload '" + inst.work.name + "' (" + what + "): the result differs from the CPU reference: " +
+                  *diff + "; refusing to time a wrong kernel");
+}
+
+std::vector<Output> reference_for(const Instance& inst) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Output> want = expected_outputs(inst);
+  progress("[%s] CPU reference computed in %.1f s", inst.work.name.c_str(), seconds_since(t0));
+  return want;
+}
+
+vkgmm::TilingChoice choose_tiling(const Options& o, const Workload& w, const std::filesystem::path& cache,
+                                  std::vector<std::string>& notes) {
+  switch (o.tiling_mode) {
+    case TilingMode::library: return vkgmm::TilingChoice::automatic();
+    case TilingMode::fixed: return vkgmm::TilingChoice::of(o.tiling);
+    case TilingMode::cached:
+      if (auto t = cached_tiling(cache, w)) {
+        notes.push_back("tiling " + tiling_text(*t) + " from the sweep cache " + cache.string());
+        return vkgmm::TilingChoice::of(*t);
+      }
+      notes.push_back("no cached tiling for this shape (run --sweep-tiling): the library's choice");
+      return vkgmm::TilingChoice::automatic();
+  }
+  return vkgmm::TilingChoice::automatic();
+}
+
+Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w, const RunInfo& run,
+               const std::filesystem::path& cache) {
+  const char* name = w.name.c_str();
+  progress("[%s] %s m=%lld k=%lld n=%lld groups=%lld %s: preparing inputs", name, op_name(w.op), (long long)w.m,
+           (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype));
+  Result r;
+  r.work = w;
+  r.reps = o.reps;
+  const vkgmm::TilingChoice tiling = choose_tiling(o, w, cache, r.notes);
+  Instance inst(ctx, w, tiling);
+  r.tiling = inst.tiling_text();
+  const std::vector<Output> want = reference_for(inst);
+  check_or_refuse(timer, inst, want, "tiling " + r.tiling);
+  progress("[%s] matches the reference; timing %d reps after %d warmup", name, o.reps, o.warmup);
+
+  const Samples s = time_calls(timer, o.reps, o.warmup, [&] { inst.plan(tiling); },
+                               [&](VkCommandBuffer cb) { inst.record(cb); });
+  r.gpu_ms_median = median(s.gpu_ms);
+  r.gpu_ms_min = minimum(s.gpu_ms);
+  r.wall_ms_median = median(s.wall_ms);
+  r.host_ms_median = median(s.host_ms);
+  r.gflops = flops(w) / (r.gpu_ms_median * 1e6);
+  r.gbps = bytes(w) / (r.gpu_ms_median * 1e6);
+  r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
+
+  // Baselines: each checked against the same reference, so a ratio never flatters a wrong answer.
+  if (const std::string why = NaiveLoop::unsupported_reason(w); !why.empty()) {
+    r.notes.push_back("naive baseline not run: " + why);
+  } else {
+    progress("[%s] naive baseline: one dispatch per group", name);
+    NaiveLoop naive(inst, tiling);
+    timer.run_ms([&](VkCommandBuffer cb) { naive.record(cb); });
+    if (auto diff = compare(naive.download(), want, w.dtype)) {
+      r.notes.push_back("naive baseline differs from the reference (" + *diff + "): not reported");
+    } else {
+      const Samples ns = time_calls(timer, o.reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { naive.record(cb); });
+      r.naive_ms = median(ns.gpu_ms);
+    }
+  }
+  if (run.openblas.empty()) {
+    r.notes.push_back("OpenBLAS baseline not run: built without OpenBLAS");
+  } else {
+    progress("[%s] OpenBLAS baseline: cblas_sgemm per group", name);
+    BlasLoop blas(inst);
+    blas.run();
+    if (auto diff = compare(blas.outputs(), want, w.dtype)) {
+      r.notes.push_back("OpenBLAS baseline differs from the reference (" + *diff + "): not reported");
+    } else {
+      r.openblas_ms = median(time_host(o.reps, o.warmup, [&] { blas.run(); }));
+    }
+  }
+  progress("[%s] gpu %.3f ms median, %.2f GFLOP/s", name, r.gpu_ms_median, r.gflops);
+  return r;
+}
+
+SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w,
+                  const std::filesystem::path& cache) {
+  const char* name = w.name.c_str();
+  progress("[%s] %s m=%lld k=%lld n=%lld groups=%lld %s: sweeping tilings", name, op_name(w.op), (long long)w.m,
+           (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype));
+  SweepResult res;
+  res.work = w;
+  res.cache_file = cache.string();
+  Instance inst(ctx, w, vkgmm::TilingChoice::automatic());
+  const std::vector<Output> want = reference_for(inst);
+
+  // The library's own choice first, then every candidate that plans (fits the device) and resolves to a
+  // tiling not tried yet. Each is checked before it is timed; the check's call doubles as the warmup.
+  std::vector<std::optional<vkgmm::Tiling>> choices = {std::nullopt};
+  for (const vkgmm::Tiling& t : sweep_candidates()) choices.push_back(t);
+  std::set<std::string> seen;
+  std::optional<vkgmm::Tiling> best_resolved;
+  for (const auto& choice : choices) {
+    const vkgmm::TilingChoice tc = choice ? vkgmm::TilingChoice::of(*choice) : vkgmm::TilingChoice::automatic();
+    try {
+      inst.plan(tc);
+    } catch (const vkgmm::Error& e) {
+      progress("[%s] tiling %s does not fit this device: %s", name, tiling_text(*choice).c_str(), e.what());
+      continue;
+    }
+    const std::string resolved = inst.tiling_text();
+    if (!seen.insert(resolved).second) continue;
+    if (!choice) res.default_tiling = resolved;
+    check_or_refuse(timer, inst, want, "tiling " + resolved);
+    const Samples s = time_calls(timer, o.reps, 0, [] {}, [&](VkCommandBuffer cb) { inst.record(cb); });
+    res.tried.push_back({resolved, median(s.gpu_ms)});
+    progress("[%s] tiling %-14s %10.3f ms", name, resolved.c_str(), res.tried.back().gpu_ms_median);
+    if (res.tried.back().gpu_ms_median < res.tried[res.best].gpu_ms_median || res.tried.size() == 1) {
+      res.best = res.tried.size() - 1;
+      // Cache what the winner's plans run: passed back explicitly, it resolves to the same kernels.
+      best_resolved = choice ? *choice : *parse_tiling(resolved.substr(0, resolved.find('/')));
+    }
+  }
+  if (res.tried.empty()) throw std::runtime_error("workload '" + w.name + "': no tiling fits this device");
+  store_tiling(cache, w, *best_resolved);
+  return res;
+}
+
+}  // namespace
+}  // namespace bench
+
+int bench_main(int argc, char** argv) {
+  using namespace bench;
+  Options o;
+  std::string error;
+  if (const int status = parse_args(argc, argv, o, error); status != 0) {
+    if (status == 1) return 0;
+    std::fprintf(stderr, "vkgmm bench: error: %s\n", error.c_str());
+    return 2;
+  }
+  try {
+    vkgmm::Context ctx;
+    RunInfo run;
+    run.device = ctx.info().name;
+    run.driver = ctx.info().driver;
+    run.openblas = openblas_description();
+    progress("measuring the device's FMA ceiling and copy bandwidth on %s", run.device.c_str());
+    run.ceilings = vkgmm::measure_ceilings(ctx);
+    GpuTimer timer(ctx);
+    const std::filesystem::path cache = cache_path(run.device);
+
+    if (o.sweep) {
+      std::vector<SweepResult> results;
+      for (const Workload& w : o.workloads) results.push_back(sweep(ctx, timer, o, w, cache));
+      (o.json ? print_sweep_json : print_sweep_table)(stdout, run, results);
+      return 0;
+    }
+    std::vector<Result> results;
+    for (const Workload& w : o.workloads) results.push_back(measure(ctx, timer, o, w, run, cache));
+    (o.json ? print_json : print_table)(stdout, run, results);
+    return 0;
+  } catch (const Refused& e) {
+    std::fprintf(stderr, "vkgmm bench: error: %s\n", e.what());
+    return 1;
+  } catch (const vkgmm::Error& e) {
+    // A workload the device refuses (too large, unsupported type) is the user's choice of arguments.
+    std::fprintf(stderr, "vkgmm bench: error: %s\n", e.what());
+    return e.status() == vkgmm::Status::invalid_argument ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vkgmm bench: error: %s\n", e.what());
+    return 1;
+  }
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "context_impl.hpp"
+#include "vkgmm/requirements.hpp"
 
 namespace vkgmm {
 
@@ -80,14 +81,6 @@ bool has_instance_extension(const char* name) {
   return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
-bool has_device_extension(VkPhysicalDevice pd, const char* name) {
-  uint32_t n = 0;
-  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> exts(n);
-  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data());
-  return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::strcmp(e.extensionName, name) == 0; });
-}
-
 int type_rank(VkPhysicalDeviceType t) {
   switch (t) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
@@ -145,12 +138,23 @@ uint32_t pick_compute_family(VkPhysicalDevice pd) {
 }  // namespace
 
 Context::Impl::~Impl() {
+  // Work whose wait timed out may still run: wait for it once more, bounded. If it still runs, destroying
+  // what it uses would be undefined behaviour: leak the device's objects rather than crash or hang.
+  if (device && command_pool && !settle_pending()) {
+    report_teardown_messages({"vkgmm: a submission still runs after its wait timed out twice; the Context's "
+                              "Vulkan objects are leaked rather than destroyed under the device"});
+    return;
+  }
   if (device) {
-    vkDeviceWaitIdle(device);
+    // Only a device vkgmm owns is waited idle: waiting on a borrowed one would need every one of the
+    // app's queues locked. vkgmm's own submissions are all complete here (waited or settled above).
+    if (owns_device) vkDeviceWaitIdle(device);
     for (auto& [key, p] : pipelines) vkDestroyPipeline(device, p, nullptr);
     if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
     if (pipeline_layout) vkDestroyPipelineLayout(device, pipeline_layout, nullptr);
     if (set_layout) vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
+    if (split_pipeline_layout) vkDestroyPipelineLayout(device, split_pipeline_layout, nullptr);
+    if (split_set_layout) vkDestroyDescriptorSetLayout(device, split_set_layout, nullptr);
     if (command_pool) vkDestroyCommandPool(device, command_pool, nullptr);
   }
   if (!owns_device) return;
@@ -161,6 +165,8 @@ Context::Impl::~Impl() {
     if (destroy) destroy(instance, messenger, nullptr);
   }
   if (instance) vkDestroyInstance(instance, nullptr);
+  // vkDestroyDevice and vkDestroyInstance report leaked objects through the messenger: keep them.
+  report_teardown_messages(std::move(validation_messages));
 }
 
 void Context::Impl::init_common() {
@@ -193,27 +199,39 @@ void Context::Impl::init_common() {
                     lim.timestampComputeAndGraphics;
   info.timestamp_period_ns = lim.timestampPeriod;
 
+  PFN_vkGetDeviceProcAddr get_device_proc_addr = vkGetDeviceProcAddr;
+  if (app_get_instance_proc_addr) {
+    auto p = app_get_instance_proc_addr(instance, "vkGetDeviceProcAddr");
+    if (!p) throw Error(Status::invalid_argument, "BorrowedDevice.get_instance_proc_addr: no vkGetDeviceProcAddr");
+    get_device_proc_addr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(p);
+  }
   push_descriptor_set =
-      reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(device, "vkCmdPushDescriptorSetKHR"));
+      reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(get_device_proc_addr(device, "vkCmdPushDescriptorSetKHR"));
   info.push_descriptor = push_descriptor_set != nullptr;
   if (!push_descriptor_set)
     throw Error(Status::unsupported, "device: VK_KHR_push_descriptor is required and was not enabled");
 
-  VkDescriptorSetLayoutBinding bindings[kNumBindings];
-  for (uint32_t b = 0; b < kNumBindings; ++b)
-    bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-  VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-  sl.bindingCount = kNumBindings;
-  sl.pBindings = bindings;
-  check_vk(vkCreateDescriptorSetLayout(device, &sl, nullptr, &set_layout), "vkCreateDescriptorSetLayout");
-  VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
-  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  pl.setLayoutCount = 1;
-  pl.pSetLayouts = &set_layout;
-  pl.pushConstantRangeCount = 1;
-  pl.pPushConstantRanges = &pc;
-  check_vk(vkCreatePipelineLayout(device, &pl, nullptr, &pipeline_layout), "vkCreatePipelineLayout");
+  // Two layouts of storage buffers, both pushed with vkCmdPushDescriptorSetKHR: the plain one and the
+  // split one for operands bound in parts (kNumSplitBindings must stay within maxPushDescriptors, >= 32).
+  auto make_layouts = [&](uint32_t count, VkDescriptorSetLayout& set, VkPipelineLayout& layout) {
+    VkDescriptorSetLayoutBinding bindings[kNumSplitBindings];
+    for (uint32_t b = 0; b < count; ++b)
+      bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    sl.bindingCount = count;
+    sl.pBindings = bindings;
+    check_vk(vkCreateDescriptorSetLayout(device, &sl, nullptr, &set), "vkCreateDescriptorSetLayout");
+    VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
+    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &set;
+    pl.pushConstantRangeCount = 1;
+    pl.pPushConstantRanges = &pc;
+    check_vk(vkCreatePipelineLayout(device, &pl, nullptr, &layout), "vkCreatePipelineLayout");
+  };
+  make_layouts(kNumBindings, set_layout, pipeline_layout);
+  make_layouts(kNumSplitBindings, split_set_layout, split_pipeline_layout);
   VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   check_vk(vkCreatePipelineCache(device, &pci, nullptr, &pipeline_cache), "vkCreatePipelineCache");
   VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -293,12 +311,8 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
   im.physical = pick_device(im.instance, want);
   im.queue_family = pick_compute_family(im.physical);
 
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(im.physical, &props);
-  if (props.apiVersion < VK_API_VERSION_1_2)
-    throw Error(Status::unsupported, std::string("device: ") + props.deviceName + " does not support Vulkan 1.2");
-  if (!has_device_extension(im.physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME))
-    throw Error(Status::unsupported, std::string("device: ") + props.deviceName + " lacks VK_KHR_push_descriptor");
+  const DeviceRequirements req = device_requirements(im.physical);
+  if (!req.supported) throw Error(Status::unsupported, "device: " + req.missing.front());
 
   // Optional features: enabled when present, never required.
   VkPhysicalDeviceVulkan11Features have11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -316,13 +330,12 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
   qci.queueFamilyIndex = im.queue_family;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
-  const char* dev_ext[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &en;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
-  dci.enabledExtensionCount = 1;
-  dci.ppEnabledExtensionNames = dev_ext;
+  dci.enabledExtensionCount = static_cast<uint32_t>(req.required_extensions.size());
+  dci.ppEnabledExtensionNames = req.required_extensions.data();
   check_vk(vkCreateDevice(im.physical, &dci, nullptr, &im.device), "vkCreateDevice");
   vkGetDeviceQueue(im.device, im.queue_family, 0, &im.queue);
   im.init_common();
@@ -334,7 +347,18 @@ Context Context::wrap(const BorrowedDevice& d) {
   if (!d.instance) throw Error(Status::invalid_argument, "BorrowedDevice.instance is null");
   if (!d.physical_device) throw Error(Status::invalid_argument, "BorrowedDevice.physical_device is null");
   if (!d.device) throw Error(Status::invalid_argument, "BorrowedDevice.device is null");
-  if (!d.queue) throw Error(Status::invalid_argument, "BorrowedDevice.queue is null");
+  const DeviceRequirements req = device_requirements(d.physical_device);
+  if (!req.supported) throw Error(Status::unsupported, "BorrowedDevice: " + req.missing.front());
+  if (d.storage_buffer_16bit && !req.storage_buffer_16bit)
+    throw Error(Status::invalid_argument,
+                "BorrowedDevice.storage_buffer_16bit is set but the device has no storageBuffer16BitAccess");
+  uint32_t nf = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(d.physical_device, &nf, nullptr);
+  std::vector<VkQueueFamilyProperties> fams(nf);
+  vkGetPhysicalDeviceQueueFamilyProperties(d.physical_device, &nf, fams.data());
+  if (d.queue_family >= nf || !(fams[d.queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    throw Error(Status::invalid_argument, "BorrowedDevice.queue_family = " + std::to_string(d.queue_family) +
+                                              " is not a queue family with VK_QUEUE_COMPUTE_BIT");
   auto impl = std::make_shared<Impl>();
   impl->owns_device = false;
   impl->instance = d.instance;
@@ -342,9 +366,10 @@ Context Context::wrap(const BorrowedDevice& d) {
   impl->device = d.device;
   impl->queue = d.queue;
   impl->queue_family = d.queue_family;
+  impl->app_get_instance_proc_addr = d.get_instance_proc_addr;
   impl->init_common();
-  // We cannot know which optional features the app enabled: stay on the paths that need none.
-  impl->info.storage_buffer_16bit = false;
+  // Only the app knows which optional features it enabled; without its word, the paths that need none.
+  impl->info.storage_buffer_16bit = d.storage_buffer_16bit;
   return Context(std::move(impl));
 }
 
@@ -356,136 +381,6 @@ std::vector<std::string> Context::take_validation_messages() {
   return std::exchange(impl_->validation_messages, {});
 }
 
-// ----- submit and wait ---------------------------------------------------------------------------------
-
-namespace {
-uint64_t wait_timeout_ns() {
-  // Bounded, so a hung device surfaces as an error instead of a hang. lavapipe runs large problems slowly.
-  const char* s = std::getenv("VKGMM_TIMEOUT_S");
-  double seconds = s ? std::atof(s) : 600.0;
-  if (seconds <= 0) seconds = 600.0;
-  return static_cast<uint64_t>(seconds * 1e9);
-}
-}  // namespace
-
-void Context::submit_and_wait(const std::function<void(VkCommandBuffer)>& record) {
-  Impl& im = *impl_;
-  VkDevice dev = im.device;
-  VkCommandBuffer cb = VK_NULL_HANDLE;
-  {
-    std::lock_guard lock(im.queue_mutex);
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = im.command_pool;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    check_vk(vkAllocateCommandBuffers(dev, &ai, &cb), "vkAllocateCommandBuffers");
-  }
-  VkFence fence = VK_NULL_HANDLE;
-  auto cleanup = [&] {
-    if (fence) vkDestroyFence(dev, fence, nullptr);
-    std::lock_guard lock(im.queue_mutex);
-    vkFreeCommandBuffers(dev, im.command_pool, 1, &cb);
-  };
-  try {
-    // Recording into a buffer from the shared pool must hold the pool's lock for the whole recording.
-    {
-      std::lock_guard lock(im.queue_mutex);
-      VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-      bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-      check_vk(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-      record(cb);
-      check_vk(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
-    }
-    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    check_vk(vkCreateFence(dev, &fi, nullptr, &fence), "vkCreateFence");
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cb;
-    {
-      std::lock_guard lock(im.queue_mutex);
-      check_vk(vkQueueSubmit(im.queue, 1, &si, fence), "vkQueueSubmit");
-    }
-    VkResult r = vkWaitForFences(dev, 1, &fence, VK_TRUE, wait_timeout_ns());
-    if (r == VK_TIMEOUT) throw Error(Status::device_lost, "vkWaitForFences timed out (VK_TIMEOUT): device hung?");
-    check_vk(r, "vkWaitForFences");
-  } catch (...) {
-    // After a failed wait the command buffer may still be pending: do not free it under the device.
-    if (fence && vkGetFenceStatus(dev, fence) != VK_SUCCESS) vkDeviceWaitIdle(dev);
-    cleanup();
-    throw;
-  }
-  cleanup();
-  im.throw_if_validation_messages();
-}
-
-// ----- buffers -----------------------------------------------------------------------------------------
-
-struct Buffer::State {
-  std::shared_ptr<Context::Impl> ctx;
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  uint8_t* mapped = nullptr;
-  ~State() {
-    if (!ctx) return;
-    if (memory && mapped) vkUnmapMemory(ctx->device, memory);
-    if (buffer) vkDestroyBuffer(ctx->device, buffer, nullptr);
-    if (memory) vkFreeMemory(ctx->device, memory, nullptr);
-  }
-};
-
-Buffer::Buffer() = default;
-Buffer::Buffer(Buffer&&) noexcept = default;
-Buffer& Buffer::operator=(Buffer&&) noexcept = default;
-Buffer::~Buffer() = default;
-VkBuffer Buffer::handle() const { return state_ ? state_->buffer : VK_NULL_HANDLE; }
-
-void Buffer::upload(const void* data, size_t bytes, size_t offset) {
-  if (!state_) throw Error(Status::invalid_argument, "upload: empty buffer");
-  if (offset > size_ || bytes > size_ - offset)
-    throw Error(Status::invalid_argument, "upload: " + std::to_string(bytes) + " bytes at offset " +
-                                              std::to_string(offset) + " exceed the buffer's " + std::to_string(size_));
-  if (bytes) std::memcpy(state_->mapped + offset, data, bytes);
-}
-
-void Buffer::download(void* data, size_t bytes, size_t offset) const {
-  if (!state_) throw Error(Status::invalid_argument, "download: empty buffer");
-  if (offset > size_ || bytes > size_ - offset)
-    throw Error(Status::invalid_argument, "download: " + std::to_string(bytes) + " bytes at offset " +
-                                              std::to_string(offset) + " exceed the buffer's " + std::to_string(size_));
-  if (bytes) std::memcpy(data, state_->mapped + offset, bytes);
-}
-
-Buffer Context::create_buffer(VkDeviceSize bytes) {
-  if (bytes == 0) throw Error(Status::invalid_argument, "create_buffer: size must be positive");
-  Impl& im = *impl_;
-  auto st = std::make_unique<Buffer::State>();
-  st->ctx = impl_;
-  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bci.size = bytes;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check_vk(vkCreateBuffer(im.device, &bci, nullptr, &st->buffer), "vkCreateBuffer");
-  VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(im.device, st->buffer, &req);
-  // Host-visible and coherent, device-local where the device has such memory (UMA, ReBAR, lavapipe).
-  const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  uint32_t type = im.find_memory_type(req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  if (type == UINT32_MAX) type = im.find_memory_type(req.memoryTypeBits, hv);
-  if (type == UINT32_MAX) throw Error(Status::unsupported, "create_buffer: no host-visible coherent memory type");
-  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  mai.allocationSize = req.size;
-  mai.memoryTypeIndex = type;
-  VkResult r = vkAllocateMemory(im.device, &mai, nullptr, &st->memory);
-  if (r != VK_SUCCESS)
-    check_vk(r, ("create_buffer: allocating " + std::to_string(bytes) + " bytes").c_str());
-  check_vk(vkBindBufferMemory(im.device, st->buffer, st->memory, 0), "vkBindBufferMemory");
-  void* p = nullptr;
-  check_vk(vkMapMemory(im.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
-  st->mapped = static_cast<uint8_t*>(p);
-  Buffer b;
-  b.state_ = std::move(st);
-  b.size_ = bytes;
-  return b;
-}
+// submit_and_wait: host/submit.cpp. Buffers: host/buffer.cpp.
 
 }  // namespace vkgmm

@@ -1,11 +1,14 @@
 // Context::Impl: the device vkgmm runs on, shared by buffers, plans and pipelines (internal header).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "faults.hpp"
 #include "vkgmm/context.hpp"
 
 namespace vkgmm {
@@ -18,6 +21,10 @@ const char* vk_result_name(VkResult r);
 // shaders/bindings.glsl): storage buffers at these bindings, pushed with vkCmdPushDescriptorSetKHR.
 enum Binding : uint32_t { kLhs = 0, kRhs = 1, kOut = 2, kExisting = 3, kMeta = 4, kNumBindings = 5 };
 constexpr uint32_t kPushConstantBytes = 128;
+// The split layout (VKGMM_SPLIT modules): operands larger than one binding may address are bound as up
+// to kMaxParts parts; part p > 0 of operand o (kLhs..kExisting) is at binding kNumBindings + 3 * o + p - 1.
+constexpr uint32_t kMaxParts = 4;
+constexpr uint32_t kNumSplitBindings = kNumBindings + 4 * (kMaxParts - 1);
 
 // Pipelines are cached by (shader, specialization constants).
 struct PipelineKey {
@@ -39,9 +46,13 @@ struct Context::Impl {
   DeviceInfo info;
   VkPhysicalDeviceMemoryProperties memory{};
 
+  // A wrapped app's vkGetInstanceProcAddr (null: the linked loader's), for extension entry points.
+  PFN_vkGetInstanceProcAddr app_get_instance_proc_addr = nullptr;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set = nullptr;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout split_set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout split_pipeline_layout = VK_NULL_HANDLE;
   VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
 
   std::mutex pipelines_mutex;  // guards `pipelines`
@@ -53,14 +64,50 @@ struct Context::Impl {
   std::mutex messages_mutex;
   std::vector<std::string> validation_messages;
 
+  // ----- robustness (host/submit.cpp, host/buffer.cpp) -----
+  // Submissions whose wait failed (a timeout, device loss) stay here, still pending, until their fence
+  // signals: freeing them earlier would free what the device may still be reading. Buffers destroyed
+  // meanwhile wait in `graveyard` too. Both guarded by queue_mutex; reaped by later submissions and,
+  // with a bounded wait, at teardown.
+  struct Pending {
+    VkCommandBuffer cb;
+    VkFence fence;
+  };
+  std::vector<Pending> pending;
+  std::vector<std::pair<VkBuffer, VkDeviceMemory>> graveyard;
+  std::atomic<bool> lost{false};  // VK_ERROR_DEVICE_LOST was seen: later submissions fail at once
+  FaultInjector faults;           // test-only (faults.hpp)
+
+  // vkgmm's own buffers with their sizes (views are checked against them) and the device memory they
+  // hold per heap (requests past a heap are refused up front; the resource tests bound the total).
+  mutable std::mutex buffers_mutex;
+  std::unordered_map<VkBuffer, VkDeviceSize> buffer_sizes;
+  std::atomic<uint64_t> heap_used[VK_MAX_MEMORY_HEAPS] = {};
+  std::atomic<int64_t> live_allocations{0};
+
+  // Frees what vkgmm's pending submissions no longer use (queue_mutex held).
+  void reap_pending_locked();
+  // Waits (bounded by VKGMM_TIMEOUT_S) for every pending submission; false if some still run.
+  bool settle_pending();
+  // Destroys a buffer and its memory now, or once the pending submissions are done.
+  void release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap);
+
   Impl() = default;
   Impl(const Impl&) = delete;
   ~Impl();
 
   void init_common();  // after the handles are set: info, layouts, pool
-  VkPipeline pipeline(const uint32_t* code, size_t words, const std::vector<uint32_t>& constants);
+  // `split`: the module uses the split layout (it was built with VKGMM_SPLIT).
+  VkPipeline pipeline(const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
+                      bool split = false);
   uint32_t find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags want) const;
   void throw_if_validation_messages();
 };
+
+// Validation messages that arrive while a Context is destroyed (vkDestroyDevice and vkDestroyInstance
+// report leaked objects) cannot be thrown: they are echoed to stderr and kept process-wide here, where
+// the tests collect them. Returns and clears them.
+void report_teardown_messages(std::vector<std::string> messages);
+std::vector<std::string> take_teardown_messages();
 
 }  // namespace vkgmm

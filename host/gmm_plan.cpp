@@ -6,10 +6,12 @@
 #include <string>
 
 #include "context_impl.hpp"
+#include "kernel.hpp"
 #include "operands.hpp"
 #include "problem_checks.hpp"
 #include "shader_modules.hpp"
 #include "tiling.hpp"
+#include "view_bounds.hpp"
 #include "vkgmm/metadata.hpp"
 #include "vkgmm/ops.hpp"
 
@@ -38,12 +40,13 @@ struct GmmPlan::State {
   uint32_t active_begin = 0, active_end = 0;
   Buffer meta;
   bool vec4 = false;
-  ShaderCode code{};
-  std::vector<uint32_t> constants;  // the last one is VEC4
-  VkPipeline pipeline = VK_NULL_HANDLE;
+  Kernel kernel;
+  VkDeviceSize part_bytes = 0;  // > 0: operands are bound in parts of this size (the split layout)
   uint32_t grid[3] = {0, 0, 0};
 
-  bool bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumBindings], GmmPush& push) const;
+  // Checks the operand views; fills the descriptors (returns their count, 0 when there is nothing to
+  // dispatch) and the push constants.
+  uint32_t bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings], GmmPush& push) const;
 };
 
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
@@ -68,18 +71,22 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
   st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);
-  // The direct schedule loads 4 elements at a time where K (and N, unless rhs is transposed) allow it;
-  // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements.
-  st->vec4 = schedule == Schedule::direct && p.k % 4 == 0 && (p.transpose_rhs || p.n % 4 == 0) && !vec4_disabled();
-  st->shape = make_kernel_shape(st->tiling.tm, st->tiling.tk, st->tiling.tn, p.m, p.k, p.n, schedule, info, op,
-                                st->vec4 && !p.transpose_rhs ? 4 : 1);
-  st->tiling = {st->shape.rows, st->shape.step, st->shape.cols};
-
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.m) * p.k);
   st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(st->g_local) * p.k * p.n);
   st->sizes.out = operand_bytes(p.out_type, uint64_t(p.m) * p.n);
   st->sizes.existing_out = p.existing_out ? st->sizes.out : 0;
-  check_operand_limits(op, info, {{"lhs", st->sizes.lhs}, {"rhs", st->sizes.rhs}, {"out", st->sizes.out}});
+  st->kernel.split =
+      check_operand_limits(op, info, {{"lhs", st->sizes.lhs}, {"rhs", st->sizes.rhs}, {"out", st->sizes.out}});
+  if (st->kernel.split) st->part_bytes = split_part_bytes(info);
+
+  // The direct schedule loads 4 elements at a time where K (and N, unless rhs is transposed) allow it;
+  // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements.
+  // Operands bound in parts are read a word at a time.
+  st->vec4 = schedule == Schedule::direct && p.k % 4 == 0 && (p.transpose_rhs || p.n % 4 == 0) &&
+             !st->kernel.split && !vec4_disabled();
+  st->shape = make_kernel_shape(st->tiling.tm, st->tiling.tk, st->tiling.tn, p.m, p.k, p.n, schedule, info, op,
+                                st->vec4 && !p.transpose_rhs ? 4 : 1);
+  st->tiling = {st->shape.rows, st->shape.step, st->shape.cols};
 
   if (p.m > 0) {
     const int64_t tm = st->shape.rows;
@@ -116,12 +123,14 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     st->grid[2] = static_cast<uint32_t>(z);
 
     const KernelShape& s = st->shape;
-    st->constants = {s.invocations(), s.rows, s.step, s.cols, s.tx, s.ty, s.rm, s.rn,
-                     uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
-                     p.transpose_rhs, s.use_shared, p.existing_out, s.shared_a, s.shared_b, st->vec4};
+    Kernel& kn = st->kernel;
+    kn.constants = {s.invocations(), s.rows, s.step, s.cols, s.tx, s.ty, s.rm, s.rn,
+                    uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
+                    p.transpose_rhs, s.use_shared, p.existing_out, s.shared_a, s.shared_b, st->vec4};
+    kn.vec4_id = 16;
     const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
-    st->code = shader_for(Op::gmm, info, any16);
-    st->pipeline = st->ctx->pipeline(st->code.code, st->code.words, st->constants);
+    kn.code = shader_for(Op::gmm, info, any16, kn.split);
+    kn.create(*st->ctx, st->part_bytes);
   }
   st->ctx->throw_if_validation_messages();
   state_ = std::move(st);
@@ -130,36 +139,41 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 const GmmProblem& GmmPlan::problem() const { return state_->problem; }
 Tiling GmmPlan::tiling() const { return state_->tiling; }
 OperandSizes GmmPlan::sizes() const { return state_->sizes; }
+VkDeviceSize GmmPlan::metadata_bytes() const { return state_->meta.size(); }
 int64_t GmmPlan::num_tiles() const { return state_->num_tiles; }
 
 // Checks the operand views and resolves them to descriptors and push constants.
-bool GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumBindings], GmmPush& push) const {
+uint32_t GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings],
+                              GmmPush& push) const {
   const State& st = *this;
   const GmmProblem& p = st.problem;
   const DeviceInfo& info = st.ctx->info;
   const char* op = "gmm";
   check_existing_view(op, p.existing_out, ops.existing_out, ops.out);
   check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
-  if (p.m == 0) return false;  // nothing to compute or fill
+  check_views_in_buffers(*st.ctx, op,
+                         {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"out", ops.out}, {"existing_out", ops.existing_out}});
+  if (p.m == 0) return 0;  // nothing to compute or fill
 
-  const BoundOperand lhs = bind_operand(info, op, "lhs", ops.lhs, p.lhs_type, uint64_t(p.m) * p.k);
-  const BoundOperand rhs = bind_operand(info, op, "rhs", ops.rhs, p.rhs_type, uint64_t(st.g_local) * p.k * p.n);
-  const BoundOperand out = bind_operand(info, op, "out", ops.out, p.out_type, uint64_t(p.m) * p.n);
-  const BoundOperand ex = p.existing_out
-                              ? bind_operand(info, op, "existing_out", ops.existing_out, p.out_type, uint64_t(p.m) * p.n)
-                              : out;
+  const VkDeviceSize pb = st.part_bytes;
+  const BoundOperand lhs = bind_operand(info, op, "lhs", ops.lhs, p.lhs_type, uint64_t(p.m) * p.k, pb);
+  const BoundOperand rhs =
+      bind_operand(info, op, "rhs", ops.rhs, p.rhs_type, uint64_t(st.g_local) * p.k * p.n, pb);
+  const BoundOperand out = bind_operand(info, op, "out", ops.out, p.out_type, uint64_t(p.m) * p.n, pb);
+  const BoundOperand ex =
+      p.existing_out
+          ? bind_operand(info, op, "existing_out", ops.existing_out, p.out_type, uint64_t(p.m) * p.n, pb)
+          : out;
   const VkDescriptorBufferInfo meta{st.meta.handle(), 0, st.meta.size()};
-  const VkDescriptorBufferInfo bound[kNumBindings] = {lhs.info, rhs.info, out.info, ex.info, meta};
-
-  std::copy(std::begin(bound), std::end(bound), infos);
+  const uint32_t count = layout_descriptors({lhs, rhs, out, ex}, meta, st.kernel.split, infos);
   push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), st.num_visits, uint32_t(p.group_offset),
                st.active_begin, st.active_end, lhs.element_offset, rhs.element_offset, out.element_offset,
                ex.element_offset, st.visits_off};
-  return true;
+  return count;
 }
 
 void GmmPlan::check(const GmmOperands& ops) const {
-  VkDescriptorBufferInfo infos[kNumBindings];
+  VkDescriptorBufferInfo infos[kNumSplitBindings];
   GmmPush push;
   state_->bind(ops, infos, push);
 }
@@ -167,17 +181,12 @@ void GmmPlan::check(const GmmOperands& ops) const {
 void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const {
   if (cb == VK_NULL_HANDLE) throw Error(Status::invalid_argument, "gmm: command buffer is VK_NULL_HANDLE");
   const State& st = *state_;
-  VkDescriptorBufferInfo infos[kNumBindings];
+  VkDescriptorBufferInfo infos[kNumSplitBindings];
   GmmPush push;
-  if (!st.bind(ops, infos, push)) return;
-  VkPipeline pipeline = st.pipeline;
-  if (st.vec4 && (push.lhs_off % 4 != 0 || push.rhs_off % 4 != 0)) {
-    // Operands not 4-element aligned within their binding: the same kernel with scalar loads.
-    std::vector<uint32_t> scalar = st.constants;
-    scalar.back() = 0;
-    pipeline = st.ctx->pipeline(st.code.code, st.code.words, scalar);
-  }
-  bind_and_push(*st.ctx, cb, pipeline, infos, &push, sizeof(push));
+  const uint32_t count = st.bind(ops, infos, push);
+  if (count == 0) return;
+  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.lhs_off % 4 == 0 && push.rhs_off % 4 == 0);
+  bind_and_push(*st.ctx, cb, pipeline, infos, count, &push, sizeof(push));
   vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
 }
 

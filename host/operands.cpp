@@ -1,14 +1,21 @@
 // Operand views -> push descriptors.
 #include "operands.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace vkgmm {
 
 VkDeviceSize operand_bytes(DType t, uint64_t count) { return (count * dtype_size(t) + 3) / 4 * 4; }
 
+VkDeviceSize split_part_bytes(const DeviceInfo& info) {
+  VkDeviceSize p = 1;
+  while (p * 2 <= info.max_storage_buffer_range) p *= 2;
+  return p;
+}
+
 BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* name, const BufferView& view,
-                          DType type, uint64_t count) {
+                          DType type, uint64_t count, VkDeviceSize part_bytes) {
   auto fail = [&](const std::string& what) {
     throw Error(Status::invalid_argument, std::string(op) + ": " + name + ": " + what);
   };
@@ -26,21 +33,47 @@ BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* na
   if (view.size < need)
     fail("view of " + std::to_string(view.size) + " bytes is too small: " + std::to_string(count) + " " +
          dtype_name(type) + " elements need " + std::to_string(need));
-  if (words_end > info.max_storage_buffer_range)
+  const VkDeviceSize limit = part_bytes ? part_bytes * kMaxParts : info.max_storage_buffer_range;
+  if (words_end > limit)
     throw Error(Status::unsupported, std::string(op) + ": " + name + ": " + std::to_string(words_end) +
-                                         " bytes exceed the device's maxStorageBufferRange (" +
-                                         std::to_string(info.max_storage_buffer_range) + ")");
+                                         " bytes exceed what vkgmm can bind on this device (" + std::to_string(limit) +
+                                         "; maxStorageBufferRange " + std::to_string(info.max_storage_buffer_range) +
+                                         ")");
   if (lead / esize + count > UINT32_MAX) fail("more than 2^32 elements");
   BoundOperand b;
-  b.info = {view.buffer, base, words_end};
   b.element_offset = static_cast<uint32_t>(lead / esize);
+  if (!part_bytes || words_end <= part_bytes) {
+    b.info = {view.buffer, base, words_end};
+    return b;
+  }
+  b.info = {view.buffer, base, part_bytes};
+  for (VkDeviceSize start = part_bytes; start < words_end; start += part_bytes)
+    b.more[b.parts++ - 1] = {view.buffer, base + start, std::min(part_bytes, words_end - start)};
   return b;
+}
+
+uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescriptorBufferInfo& meta, bool split,
+                            VkDescriptorBufferInfo (&out)[kNumSplitBindings]) {
+  for (uint32_t o = 0; o < 4; ++o) out[o] = operands[o].info;
+  out[kMeta] = meta;
+  if (!split) return kNumBindings;
+  for (uint32_t o = 0; o < 4; ++o)
+    for (uint32_t p = 1; p < kMaxParts; ++p)
+      out[kNumBindings + 3 * o + p - 1] = p < operands[o].parts ? operands[o].more[p - 1] : operands[o].info;
+  return kNumSplitBindings;
 }
 
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
                    const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes) {
-  VkWriteDescriptorSet writes[kNumBindings];
-  for (uint32_t b = 0; b < kNumBindings; ++b) {
+  bind_and_push(ctx, cb, pipeline, infos, kNumBindings, push, push_bytes);
+}
+
+void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
+                   uint32_t count, const void* push, uint32_t push_bytes) {
+  const bool split = count == kNumSplitBindings;
+  VkPipelineLayout layout = split ? ctx.split_pipeline_layout : ctx.pipeline_layout;
+  VkWriteDescriptorSet writes[kNumSplitBindings];
+  for (uint32_t b = 0; b < count; ++b) {
     writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[b].dstBinding = b;
     writes[b].descriptorCount = 1;
@@ -48,8 +81,8 @@ void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
     writes[b].pBufferInfo = &infos[b];
   }
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-  ctx.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, ctx.pipeline_layout, 0, kNumBindings, writes);
-  vkCmdPushConstants(cb, ctx.pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+  ctx.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, count, writes);
+  vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
 }
 
 bool views_overlap(const BufferView& a, const BufferView& b) {

@@ -9,18 +9,35 @@ namespace vkgmm {
 VkDeviceSize operand_bytes(DType t, uint64_t count);
 
 // A view as bound: the descriptor (its offset aligned down to the device's requirement) and the
-// element offset of the view's first element within it.
+// element offset of the view's first element within it. An operand bound in parts has `parts` > 1
+// descriptors of part_bytes each (the last one shorter); info is part 0.
 struct BoundOperand {
   VkDescriptorBufferInfo info{};
+  VkDescriptorBufferInfo more[kMaxParts - 1]{};
+  uint32_t parts = 1;
   uint32_t element_offset = 0;
 };
 
-// Checks the view (non-null, element-aligned offset, large enough, within the binding range limit) and
-// throws Error(invalid_argument) naming `op` and `name` otherwise.
+// Checks the view (non-null, element-aligned offset, large enough, within what one binding may
+// address, or with part_bytes > 0 within kMaxParts parts of part_bytes) and throws Error naming `op` and
+// `name` otherwise.
 BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* name, const BufferView& view,
-                          DType type, uint64_t count);
+                          DType type, uint64_t count, VkDeviceSize part_bytes = 0);
 
-// Bind `pipeline` and push the five descriptors (unused bindings repeat a valid one).
+// The largest power of two a binding may address: the part size of the split layout.
+VkDeviceSize split_part_bytes(const DeviceInfo& info);
+
+// The descriptors of lhs, rhs, out, existing_out and the metadata in binding order: kNumBindings of them,
+// or with `split` kNumSplitBindings (absent parts repeat part 0, which the shader never reads there).
+// Returns the count written to `out`.
+uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescriptorBufferInfo& meta, bool split,
+                            VkDescriptorBufferInfo (&out)[kNumSplitBindings]);
+
+// Bind `pipeline` and push its descriptors: `count` infos in binding order, for the plain layout
+// (kNumBindings) or the split one (kNumSplitBindings).
+void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
+                   uint32_t count, const void* push, uint32_t push_bytes);
+// The plain layout's five descriptors (unused bindings repeat a valid one).
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
                    const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes);
 

@@ -3,7 +3,8 @@
 
 namespace vkgmm {
 
-VkPipeline Context::Impl::pipeline(const uint32_t* code, size_t words, const std::vector<uint32_t>& constants) {
+VkPipeline Context::Impl::pipeline(const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
+                                   bool split) {
   PipelineKey key{code, constants};
   std::lock_guard lock(pipelines_mutex);
   if (auto it = pipelines.find(key); it != pipelines.end()) return it->second;
@@ -28,7 +29,7 @@ VkPipeline Context::Impl::pipeline(const uint32_t* code, size_t words, const std
   ci.stage.module = module;
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = &spec;
-  ci.layout = pipeline_layout;
+  ci.layout = split ? split_pipeline_layout : pipeline_layout;
   VkPipeline p = VK_NULL_HANDLE;
   VkResult r = vkCreateComputePipelines(device, pipeline_cache, 1, &ci, nullptr, &p);
   vkDestroyShaderModule(device, module, nullptr);

@@ -42,13 +42,22 @@ void check_types(const char* op, DType lhs, DType rhs, DType out) {
   if (!valid(out)) bad(op, "the output (preferred_element_type) has an unsupported element type");
 }
 
-void check_operand_limits(const char* op, const DeviceInfo& info,
+bool check_operand_limits(const char* op, const DeviceInfo& info,
                           std::initializer_list<std::pair<const char*, uint64_t>> operand_bytes) {
-  for (auto& [name, bytes] : operand_bytes)
-    if (bytes > info.max_storage_buffer_range)
+  // A view may start up to 15 bytes past its aligned binding offset (see bind_operand).
+  const uint64_t slack = 16;
+  const uint64_t limit = split_part_bytes(info) * kMaxParts;
+  bool split = false;
+  for (auto& [name, bytes] : operand_bytes) {
+    if (bytes + slack > limit)
       throw Error(Status::unsupported, std::string(op) + ": " + name + " is " + std::to_string(bytes) +
-                                           " bytes, more than the device's maxStorageBufferRange (" +
+                                           " bytes, more than vkgmm can bind on this device (" +
+                                           std::to_string(limit - slack) + ": " + std::to_string(kMaxParts) +
+                                           " parts of maxStorageBufferRange " +
                                            std::to_string(info.max_storage_buffer_range) + ")");
+    split = split || bytes + slack > info.max_storage_buffer_range;
+  }
+  return split;
 }
 
 void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, uint64_t z) {

@@ -14,8 +14,9 @@ void check_dims(const char* op, int64_t m, int64_t k, int64_t n);
 // Returns G. Rules: at least one group, every size >= 0, sum <= m.
 int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m);
 void check_types(const char* op, DType lhs, DType rhs, DType out);
-// Operands whose bytes exceed what one binding may address.
-void check_operand_limits(const char* op, const DeviceInfo& info,
+// Operands vkgmm cannot bind even in parts throw Error(unsupported). Returns true when some operand
+// needs the split layout (more than one binding may address, allowing for an unaligned view start).
+bool check_operand_limits(const char* op, const DeviceInfo& info,
                           std::initializer_list<std::pair<const char*, uint64_t>> operand_bytes);
 void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, uint64_t z);
 // existing_out is given exactly when the problem says so, and is either `out` itself or disjoint from it.

@@ -15,10 +15,10 @@ struct ShaderCode {
 
 enum class Op { gmm, tgmm };
 
-// The module for `op`: the 16-bit-storage build when some operand is 16-bit and the device has
-// storageBuffer16BitAccess, unless $VKGMM_DISABLE_16BIT_STORAGE=1 forces the packed 32-bit path
-// (so one device tests both).
-ShaderCode shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand);
+// The module for `op`: with `split`, the build that binds operands in parts (packed 32-bit access);
+// else the 16-bit-storage build when some operand is 16-bit and the device has storageBuffer16BitAccess,
+// unless $VKGMM_DISABLE_16BIT_STORAGE=1 forces the packed 32-bit path (so one device tests both).
+ShaderCode shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand, bool split);
 ShaderCode fma_ceiling_shader();
 
 }  // namespace vkgmm

@@ -4,10 +4,12 @@
 #include <string>
 
 #include "context_impl.hpp"
+#include "kernel.hpp"
 #include "operands.hpp"
 #include "problem_checks.hpp"
 #include "shader_modules.hpp"
 #include "tiling.hpp"
+#include "view_bounds.hpp"
 #include "vkgmm/metadata.hpp"
 #include "vkgmm/ops.hpp"
 
@@ -32,12 +34,12 @@ struct TgmmPlan::State {
   OperandSizes sizes;
   Buffer meta;
   bool vec4 = false;
-  ShaderCode code{};
-  std::vector<uint32_t> constants;  // the last one is VEC4
-  VkPipeline pipeline = VK_NULL_HANDLE;
+  Kernel kernel;
+  VkDeviceSize part_bytes = 0;  // > 0: operands are bound in parts of this size (the split layout)
   uint32_t grid[3] = {0, 0, 0};
 
-  bool bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumBindings], TgmmPush& push) const;
+  // Checks the operand views; fills the descriptors (returns their count) and the push constants.
+  uint32_t bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings], TgmmPush& push) const;
 };
 
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
@@ -62,18 +64,21 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
   st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);
-  // The output block is [tk, tn]; the group's rows are the reduction, tm at a time.
-  // The direct schedule reads rhs as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp).
-  st->vec4 = schedule == Schedule::direct && p.n % 4 == 0 && !vec4_disabled();
-  st->shape = make_kernel_shape(st->tiling.tk, st->tiling.tm, st->tiling.tn, p.k, p.m, p.n, schedule, info, op,
-                                st->vec4 ? 4 : 1);
-  st->tiling = {st->shape.step, st->shape.rows, st->shape.cols};
-
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.k) * p.m);
   st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(p.m) * p.n);
   st->sizes.out = operand_bytes(p.out_type, uint64_t(st->groups) * p.k * p.n);
   st->sizes.existing_out = p.existing_out ? st->sizes.out : 0;
-  check_operand_limits(op, info, {{"lhs", st->sizes.lhs}, {"rhs", st->sizes.rhs}, {"out", st->sizes.out}});
+  st->kernel.split =
+      check_operand_limits(op, info, {{"lhs", st->sizes.lhs}, {"rhs", st->sizes.rhs}, {"out", st->sizes.out}});
+  if (st->kernel.split) st->part_bytes = split_part_bytes(info);
+
+  // The output block is [tk, tn]; the group's rows are the reduction, tm at a time.
+  // The direct schedule reads rhs as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp);
+  // operands bound in parts are read a word at a time.
+  st->vec4 = schedule == Schedule::direct && p.n % 4 == 0 && !st->kernel.split && !vec4_disabled();
+  st->shape = make_kernel_shape(st->tiling.tk, st->tiling.tm, st->tiling.tn, p.k, p.m, p.n, schedule, info, op,
+                                st->vec4 ? 4 : 1);
+  st->tiling = {st->shape.step, st->shape.rows, st->shape.cols};
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
@@ -90,12 +95,14 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   st->grid[2] = static_cast<uint32_t>(st->groups);
 
   const KernelShape& s = st->shape;
-  st->constants = {s.invocations(), s.step, s.rows, s.cols, s.tx, s.ty, s.rm, s.rn,
-                                     uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
-                                     p.lhs_mk, s.use_shared, p.existing_out, s.shared_a, s.shared_b, p.out_nk, st->vec4};
+  Kernel& kn = st->kernel;
+  kn.constants = {s.invocations(), s.step, s.rows, s.cols, s.tx, s.ty, s.rm, s.rn,
+                  uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
+                  p.lhs_mk, s.use_shared, p.existing_out, s.shared_a, s.shared_b, p.out_nk, st->vec4};
+  kn.vec4_id = 17;
   const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
-  st->code = shader_for(Op::tgmm, info, any16);
-  st->pipeline = st->ctx->pipeline(st->code.code, st->code.words, st->constants);
+  kn.code = shader_for(Op::tgmm, info, any16, kn.split);
+  kn.create(*st->ctx, st->part_bytes);
   st->ctx->throw_if_validation_messages();
   state_ = std::move(st);
 }
@@ -103,37 +110,42 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
 const TgmmProblem& TgmmPlan::problem() const { return state_->problem; }
 Tiling TgmmPlan::tiling() const { return state_->tiling; }
 OperandSizes TgmmPlan::sizes() const { return state_->sizes; }
+VkDeviceSize TgmmPlan::metadata_bytes() const { return state_->meta.size(); }
 
 // Checks the operand views and resolves them to descriptors and push constants.
-bool TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumBindings], TgmmPush& push) const {
+uint32_t TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings],
+                               TgmmPush& push) const {
   const State& st = *this;
   const TgmmProblem& p = st.problem;
   const DeviceInfo& info = st.ctx->info;
   const char* op = "tgmm";
   check_existing_view(op, p.existing_out, ops.existing_out, ops.out);
   check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
+  check_views_in_buffers(*st.ctx, op,
+                         {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"out", ops.out}, {"existing_out", ops.existing_out}});
 
-  // m = 0 still writes every group's block (zeros or existing_out); bind a valid word for empty inputs.
-  const uint64_t lhs_count = std::max<uint64_t>(uint64_t(p.k) * p.m, 1);
-  const uint64_t rhs_count = std::max<uint64_t>(uint64_t(p.m) * p.n, 1);
-  const BoundOperand lhs = p.m ? bind_operand(info, op, "lhs", ops.lhs, p.lhs_type, lhs_count) : BoundOperand{};
-  const BoundOperand rhs = p.m ? bind_operand(info, op, "rhs", ops.rhs, p.rhs_type, rhs_count) : BoundOperand{};
-  const uint64_t out_count = uint64_t(st.groups) * p.k * p.n;
-  const BoundOperand out = bind_operand(info, op, "out", ops.out, p.out_type, out_count);
-  const BoundOperand ex =
-      p.existing_out ? bind_operand(info, op, "existing_out", ops.existing_out, p.out_type, out_count) : out;
+  const VkDeviceSize pb = st.part_bytes;
   const VkDescriptorBufferInfo meta{st.meta.handle(), 0, st.meta.size()};
-  const VkDescriptorBufferInfo bound[kNumBindings] = {p.m ? lhs.info : meta, p.m ? rhs.info : meta, out.info,
-                                                      ex.info, meta};
-
-  std::copy(std::begin(bound), std::end(bound), infos);
+  // m = 0 still writes every group's block (zeros or existing_out); empty inputs bind the metadata,
+  // which the shader never reads through them.
+  BoundOperand lhs, rhs;
+  lhs.info = rhs.info = meta;
+  if (p.m) {
+    lhs = bind_operand(info, op, "lhs", ops.lhs, p.lhs_type, uint64_t(p.k) * p.m, pb);
+    rhs = bind_operand(info, op, "rhs", ops.rhs, p.rhs_type, uint64_t(p.m) * p.n, pb);
+  }
+  const uint64_t out_count = uint64_t(st.groups) * p.k * p.n;
+  const BoundOperand out = bind_operand(info, op, "out", ops.out, p.out_type, out_count, pb);
+  const BoundOperand ex =
+      p.existing_out ? bind_operand(info, op, "existing_out", ops.existing_out, p.out_type, out_count, pb) : out;
+  const uint32_t count = layout_descriptors({lhs, rhs, out, ex}, meta, st.kernel.split, infos);
   push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), uint32_t(st.groups), uint32_t(p.group_offset),
                 lhs.element_offset, rhs.element_offset, out.element_offset, ex.element_offset};
-  return true;
+  return count;
 }
 
 void TgmmPlan::check(const TgmmOperands& ops) const {
-  VkDescriptorBufferInfo infos[kNumBindings];
+  VkDescriptorBufferInfo infos[kNumSplitBindings];
   TgmmPush push;
   state_->bind(ops, infos, push);
 }
@@ -141,17 +153,11 @@ void TgmmPlan::check(const TgmmOperands& ops) const {
 void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const {
   if (cb == VK_NULL_HANDLE) throw Error(Status::invalid_argument, "tgmm: command buffer is VK_NULL_HANDLE");
   const State& st = *state_;
-  VkDescriptorBufferInfo infos[kNumBindings];
+  VkDescriptorBufferInfo infos[kNumSplitBindings];
   TgmmPush push;
-  if (!st.bind(ops, infos, push)) return;
-  VkPipeline pipeline = st.pipeline;
-  if (st.vec4 && push.rhs_off % 4 != 0) {
-    // rhs not 4-element aligned within its binding: the same kernel with scalar loads.
-    std::vector<uint32_t> scalar = st.constants;
-    scalar.back() = 0;
-    pipeline = st.ctx->pipeline(st.code.code, st.code.words, scalar);
-  }
-  bind_and_push(*st.ctx, cb, pipeline, infos, &push, sizeof(push));
+  const uint32_t count = st.bind(ops, infos, push);
+  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.rhs_off % 4 == 0);
+  bind_and_push(*st.ctx, cb, pipeline, infos, count, &push, sizeof(push));
   vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
 }
 

@@ -15,6 +15,55 @@ layout(std430, set = 0, binding = 1) readonly buffer RhsV2 { uvec2 rhs_v2[]; };
 // group_offsets[G+1], then the visit lists (gmm only), as int32.
 layout(std430, set = 0, binding = 4) readonly buffer MetaBuf { int meta[]; };
 
+#ifdef VKGMM_SPLIT
+// Operands larger than one binding may address (maxStorageBufferRange) are bound as up to 4 parts of
+// 2^PART_SHIFT words each: part 0 at the binding above, parts 1-3 at bindings 5 + 3 * operand + part - 1
+// (the split layout in host/context.cpp). A word is read from its part by branching, not by indexing an
+// array of descriptors, so no non-uniform descriptor indexing is needed.
+layout(constant_id = 31) const uint PART_SHIFT = 25;
+layout(std430, set = 0, binding = 5) readonly buffer LhsP1 { uint lhs_p1[]; };
+layout(std430, set = 0, binding = 6) readonly buffer LhsP2 { uint lhs_p2[]; };
+layout(std430, set = 0, binding = 7) readonly buffer LhsP3 { uint lhs_p3[]; };
+layout(std430, set = 0, binding = 8) readonly buffer RhsP1 { uint rhs_p1[]; };
+layout(std430, set = 0, binding = 9) readonly buffer RhsP2 { uint rhs_p2[]; };
+layout(std430, set = 0, binding = 10) readonly buffer RhsP3 { uint rhs_p3[]; };
+layout(std430, set = 0, binding = 11) buffer OutP1 { uint out_p1[]; };
+layout(std430, set = 0, binding = 12) buffer OutP2 { uint out_p2[]; };
+layout(std430, set = 0, binding = 13) buffer OutP3 { uint out_p3[]; };
+layout(std430, set = 0, binding = 14) readonly buffer ExP1 { uint ex_p1[]; };
+layout(std430, set = 0, binding = 15) readonly buffer ExP2 { uint ex_p2[]; };
+layout(std430, set = 0, binding = 16) readonly buffer ExP3 { uint ex_p3[]; };
+
+#define VKGMM_DEFINE_WORD(NAME)                                  \
+  uint NAME##_word(uint i) {                                     \
+    uint part = i >> PART_SHIFT, j = i & ((1u << PART_SHIFT) - 1u); \
+    if (part == 0u) return NAME##_buf[j];                        \
+    if (part == 1u) return NAME##_p1[j];                         \
+    if (part == 2u) return NAME##_p2[j];                         \
+    return NAME##_p3[j];                                         \
+  }
+VKGMM_DEFINE_WORD(lhs)
+VKGMM_DEFINE_WORD(rhs)
+VKGMM_DEFINE_WORD(ex)
+
+// Apply OP(word, value) to out word i in its part (OP: a plain store or an atomic).
+#define VKGMM_OUT_STORE(x, v) x = (v)
+#define VKGMM_OUT_APPLY(OP, i, v)                                \
+  {                                                              \
+    uint part_ = (i) >> PART_SHIFT, j_ = (i) & ((1u << PART_SHIFT) - 1u); \
+    if (part_ == 0u) OP(out_buf[j_], v);                         \
+    else if (part_ == 1u) OP(out_p1[j_], v);                     \
+    else if (part_ == 2u) OP(out_p2[j_], v);                     \
+    else OP(out_p3[j_], v);                                      \
+  }
+#else
+uint lhs_word(uint i) { return lhs_buf[i]; }
+uint rhs_word(uint i) { return rhs_buf[i]; }
+uint ex_word(uint i) { return ex_buf[i]; }
+#define VKGMM_OUT_STORE(x, v) x = (v)
+#define VKGMM_OUT_APPLY(OP, i, v) OP(out_buf[i], v)
+#endif
+
 #ifdef VKGMM_STORAGE16
 // The 16-bit view of the same bindings (descriptor aliasing): 16-bit elements are loaded and stored
 // one at a time, without unpacking or read-modify-write atomics. Needs storageBuffer16BitAccess.

@@ -16,19 +16,20 @@ uint encode16(float v, uint type) {
   return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
 }
 
-// float NAME(uint element_index) reading BUF (a uint[] of elements of type TYPE), or its 16-bit alias
-// BUF##16 in the VKGMM_STORAGE16 build.
+// float NAME(uint element_index) reading operand OPND (lhs, rhs or ex: its words through OPND_word, see
+// bindings.glsl) holding elements of type TYPE; in the VKGMM_STORAGE16 build, 16-bit elements come
+// from the 16-bit alias OPND_buf16.
 #ifdef VKGMM_STORAGE16
-#define VKGMM_DEFINE_LOAD(NAME, BUF, TYPE)                  \
-  float NAME(uint i) {                                      \
-    if (TYPE == DT_F32) return uintBitsToFloat(BUF[i]);     \
-    return decode16(uint(BUF##16[i]), TYPE);                \
+#define VKGMM_DEFINE_LOAD(NAME, OPND, TYPE)                      \
+  float NAME(uint i) {                                           \
+    if (TYPE == DT_F32) return uintBitsToFloat(OPND##_word(i));  \
+    return decode16(uint(OPND##_buf16[i]), TYPE);                \
   }
 #else
-#define VKGMM_DEFINE_LOAD(NAME, BUF, TYPE)                              \
+#define VKGMM_DEFINE_LOAD(NAME, OPND, TYPE)                             \
   float NAME(uint i) {                                                  \
-    if (TYPE == DT_F32) return uintBitsToFloat(BUF[i]);                 \
-    uint w = BUF[i >> 1];                                               \
+    if (TYPE == DT_F32) return uintBitsToFloat(OPND##_word(i));         \
+    uint w = OPND##_word(i >> 1);                                       \
     return decode16((i & 1u) != 0u ? (w >> 16) : (w & 0xffffu), TYPE); \
   }
 #endif
@@ -49,14 +50,14 @@ vec4 decode16x4(uvec2 w, uint type) {
 // writing at the same moment: clear and set only our half, each with one atomic on disjoint bits.
 void store_out(uint i, float v, uint type) {
   if (type == DT_F32) {
-    out_buf[i] = floatBitsToUint(v);
+    VKGMM_OUT_APPLY(VKGMM_OUT_STORE, i, floatBitsToUint(v));
     return;
   }
 #ifdef VKGMM_STORAGE16
   out_buf16[i] = uint16_t(encode16(v, type));
 #else
   uint shift = (i & 1u) * 16u;
-  atomicAnd(out_buf[i >> 1], ~(0xffffu << shift));
-  atomicOr(out_buf[i >> 1], encode16(v, type) << shift);
+  VKGMM_OUT_APPLY(atomicAnd, i >> 1, ~(0xffffu << shift));
+  VKGMM_OUT_APPLY(atomicOr, i >> 1, encode16(v, type) << shift);
 #endif
 }

@@ -51,9 +51,9 @@ layout(push_constant) uniform Params {
   uint visits_off;     // meta index of the visit lists: groups at visits_off, m tiles after num_visits
 } pc;
 
-VKGMM_DEFINE_LOAD(load_lhs, lhs_buf, LHS_TYPE)
-VKGMM_DEFINE_LOAD(load_rhs, rhs_buf, RHS_TYPE)
-VKGMM_DEFINE_LOAD(load_ex, ex_buf, OUT_TYPE)
+VKGMM_DEFINE_LOAD(load_lhs, lhs, LHS_TYPE)
+VKGMM_DEFINE_LOAD(load_rhs, rhs, RHS_TYPE)
+VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 VKGMM_DEFINE_LOAD4(load4_lhs, lhs_v4, lhs_v2, LHS_TYPE)
 VKGMM_DEFINE_LOAD4(load4_rhs, rhs_v4, rhs_v2, RHS_TYPE)
 

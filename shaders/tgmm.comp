@@ -44,9 +44,9 @@ layout(push_constant) uniform Params {
   uint lhs_off, rhs_off, out_off, ex_off;
 } pc;
 
-VKGMM_DEFINE_LOAD(load_lhs, lhs_buf, LHS_TYPE)
-VKGMM_DEFINE_LOAD(load_rhs, rhs_buf, RHS_TYPE)
-VKGMM_DEFINE_LOAD(load_ex, ex_buf, OUT_TYPE)
+VKGMM_DEFINE_LOAD(load_lhs, lhs, LHS_TYPE)
+VKGMM_DEFINE_LOAD(load_rhs, rhs, RHS_TYPE)
+VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 VKGMM_DEFINE_LOAD4(load4_rhs, rhs_v4, rhs_v2, RHS_TYPE)
 
 // The output column of invocation tx's j-th column (see VEC4).

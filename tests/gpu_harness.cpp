@@ -1,19 +1,46 @@
 #include "gpu_harness.hpp"
 
+#include "context_impl.hpp"  // take_teardown_messages
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <sstream>
 
 namespace vkgmm::test {
 
+namespace {
+
+std::unique_ptr<Context>& shared_context() {
+  static std::unique_ptr<Context> context;
+  return context;
+}
+
+// The shared Context is destroyed before the program's result is final, and whatever the validation
+// layer reports while it goes (vkDestroyDevice / vkDestroyInstance list leaked objects) fails the run.
+class TeardownCheck : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    shared_context().reset();
+    for (const auto& m : take_teardown_messages()) ADD_FAILURE() << "at Context teardown: " << m;
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kTeardownCheck =
+    ::testing::AddGlobalTestEnvironment(new TeardownCheck);
+
+}  // namespace
+
 Context& DeviceTest::ctx() {
   // Created once per process; validation is forced on whatever the environment says.
-  static std::unique_ptr<Context> context = [] {
+  static std::mutex mutex;  // the thread tests may reach here first from several threads
+  std::lock_guard lock(mutex);
+  auto& context = shared_context();
+  if (!context) {
     ContextOptions o;
     o.validate = true;
-    return std::make_unique<Context>(o);
-  }();
+    context = std::make_unique<Context>(o);
+  }
   return *context;
 }
 

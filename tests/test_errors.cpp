@@ -142,6 +142,74 @@ TEST_F(DeviceTest, ExistingOutMustBeGivenWhenPlanned) {
                Status::invalid_argument, "existing_out overlaps out");
 }
 
+// A view must lie inside its buffer: past the end, the shader would read or write memory that is not the
+// buffer's. Refused at record time, exactly for vkgmm's buffers, and within the driver's alignment for the
+// app's own.
+TEST_F(DeviceTest, ViewPastTheEndOfItsBufferIsRefused) {
+  GmmProblem p = good_gmm();
+  GmmPlan plan(ctx(), p);
+  const OperandSizes s = plan.sizes();
+  Buffer lhs = ctx().create_buffer(s.lhs), rhs = ctx().create_buffer(s.rhs), out = ctx().create_buffer(s.out);
+  Buffer small = ctx().create_buffer(64);
+  expect_error([&] { plan.check({small.view(0, s.lhs), rhs.view(), out.view(), {}}); }, Status::invalid_argument,
+               "lhs: the view [0, 0 + " + std::to_string(s.lhs) + ") runs past the end of its 64-byte buffer");
+  expect_error([&] { plan.check({lhs.view(), rhs.view(), out.view(4, s.out), {}}); }, Status::invalid_argument,
+               "out: the view [4, 4 + " + std::to_string(s.out) + ")");
+  expect_error([&] { plan.check({lhs.view(), rhs.view(~VkDeviceSize{0} - 8, s.rhs), out.view(), {}}); },
+               Status::invalid_argument, "rhs: the view");
+
+  // The app's own VkBuffer, which vkgmm knows only through its memory requirements.
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = 64;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer app = VK_NULL_HANDLE;
+  ASSERT_EQ(vkCreateBuffer(ctx().device(), &bci, nullptr, &app), VK_SUCCESS);
+  expect_error([&] { plan.check({{app, 0, 1 << 20}, rhs.view(), out.view(), {}}); }, Status::invalid_argument,
+               "runs past the end of its at most");
+  vkDestroyBuffer(ctx().device(), app, nullptr);
+}
+
+TEST_F(DeviceTest, RecordErrorsOfTgmmAndExistingOut) {
+  TgmmProblem p = good_tgmm();
+  p.existing_out = true;
+  TgmmPlan plan(ctx(), p);
+  const OperandSizes s = plan.sizes();
+  Buffer lhs = ctx().create_buffer(s.lhs), rhs = ctx().create_buffer(s.rhs), out = ctx().create_buffer(s.out);
+  Buffer ex = ctx().create_buffer(s.existing_out);
+  expect_error([&] { plan.check({lhs.view(), rhs.view(), out.view(), ex.view(0, s.existing_out - 4)}); },
+               Status::invalid_argument, "existing_out: view of");
+  expect_error([&] { plan.check({lhs.view(), rhs.view(), out.view(0, 16), ex.view()}); }, Status::invalid_argument,
+               "out: view of 16 bytes is too small");
+  expect_error([&] { plan.check({lhs.view(), rhs.view(), rhs.view(), ex.view()}); }, Status::invalid_argument,
+               "out overlaps rhs");
+  expect_error([&] { plan.check({lhs.view(), rhs.view(), out.view(), {}}); }, Status::invalid_argument,
+               "existing_out");
+  expect_error([&] { plan.record(VK_NULL_HANDLE, {lhs.view(), rhs.view(), out.view(), ex.view()}); },
+               Status::invalid_argument, "command buffer is VK_NULL_HANDLE");
+}
+
+TEST_F(DeviceTest, MoreTgmmAndBackwardPlanErrors) {
+  auto tplan = [&](auto edit) {
+    TgmmProblem p = good_tgmm();
+    edit(p);
+    TgmmPlan(ctx(), p);
+  };
+  expect_error([&] { tplan([](TgmmProblem& p) { p.k = 0; }); }, Status::invalid_argument, "k = 0");
+  expect_error([&] { tplan([](TgmmProblem& p) { p.group_sizes = {-3, 4}; }); }, Status::invalid_argument,
+               "group_sizes[0] = -3");
+  expect_error([&] { tplan([](TgmmProblem& p) { p.group_offset = -1; }); }, Status::invalid_argument,
+               "group_offset = -1");
+  expect_error([&] { tplan([](TgmmProblem& p) { p.num_actual_groups = 0; }); }, Status::invalid_argument,
+               "num_actual_groups = 0");
+  expect_error([&] { tplan([](TgmmProblem& p) { p.tiling = TilingChoice::of(Tiling{8, 0, 8}); }); },
+               Status::invalid_argument, "tiling");
+  expect_error([&] { tplan([](TgmmProblem& p) { p.rhs_type = static_cast<DType>(5); }); },
+               Status::invalid_argument, "rhs has an unsupported element type");
+  GmmProblem f = good_gmm();
+  f.group_sizes = {20};
+  expect_error([&] { GmmBackwardPlan(ctx(), f); }, Status::invalid_argument, "sum(group_sizes) = 20 exceeds m = 16");
+}
+
 TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {
   GmmProblem p = good_gmm();
   p.k = 1 << 20;

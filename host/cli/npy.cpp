@@ -281,7 +281,8 @@ Array read(const std::string& path) {
   std::vector<uint8_t> text(hlen);
   // Header bytes already read along with a 1.0 preamble (which is 10 bytes, not 12).
   const size_t carried = got - plen;
-  std::memcpy(text.data(), pre + plen, carried < hlen ? carried : hlen);
+  // (Guarded: with hlen == 0, text.data() may be null, and memcpy from or to null is undefined.)
+  if (hlen > 0) std::memcpy(text.data(), pre + plen, carried < hlen ? carried : hlen);
   if (carried < hlen && std::fread(text.data() + carried, 1, hlen - carried, fc.f) != hlen - carried)
     fail(path, "truncated .npy header");
   Header h = parse_header_text(text.data(), hlen, pre[6] == 3, path);

@@ -29,13 +29,24 @@ struct ContextOptions {
   std::optional<bool> validate;
 };
 
-// Handles of an application's device. vkgmm uses them and destroys none of them.
+// Handles of an application's device. vkgmm uses them and destroys none of them. The device must have
+// been created with what device_requirements() (vkgmm/requirements.hpp) lists as required.
 struct BorrowedDevice {
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physical_device = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
-  VkQueue queue = VK_NULL_HANDLE;  // used only by the submit-and-wait helpers
-  uint32_t queue_family = 0;
+  // Used only by submit_and_wait() and the conveniences built on it; may be null for an app that only
+  // records. vkgmm locks it internally, but cannot see the app's own submits to it: those must not run
+  // concurrently with vkgmm's (Vulkan's rule for any queue).
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;  // of `queue`, and of the command buffers the app records vkgmm into
+  // Whether the app enabled storageBuffer16BitAccess on `device`. vkgmm cannot see the enabled features;
+  // false keeps 16-bit operands on the packed 32-bit path (same results, no feature needed).
+  bool storage_buffer_16bit = false;
+  // Optional: the vkGetInstanceProcAddr the app loads Vulkan with (volk or similar). vkgmm resolves its
+  // extension entry point (vkCmdPushDescriptorSetKHR) through it. Core entry points are still called
+  // through the loader vkgmm links (libvulkan.so.1), so the handles must come from that loader.
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
 };
 
 struct DeviceInfo {

@@ -64,6 +64,9 @@ class GmmPlan {
   Tiling tiling() const;           // the tiling that runs (after clamping to the shape and shared memory)
   OperandSizes sizes() const;
   int64_t num_tiles() const;       // megablox's num_tiles: m-tile visits of the active groups
+  // Device memory the plan holds for its group metadata (its workspace), allocated on the context's
+  // device at construction and read by every dispatch it records; 0 when there is nothing to run.
+  VkDeviceSize metadata_bytes() const;
   // Throws what record() would throw for these operands, recording nothing.
   void check(const GmmOperands& ops) const;
   void record(VkCommandBuffer cb, const GmmOperands& ops) const;
@@ -79,6 +82,7 @@ class TgmmPlan {
   const TgmmProblem& problem() const;
   Tiling tiling() const;
   OperandSizes sizes() const;
+  VkDeviceSize metadata_bytes() const;  // as GmmPlan::metadata_bytes()
   void check(const TgmmOperands& ops) const;
   void record(VkCommandBuffer cb, const TgmmOperands& ops) const;
 

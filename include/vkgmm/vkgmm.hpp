@@ -6,4 +6,5 @@
 #include "vkgmm/metadata.hpp"
 #include "vkgmm/ops.hpp"
 #include "vkgmm/probe.hpp"
+#include "vkgmm/requirements.hpp"
 #include "vkgmm/types.hpp"

@@ -178,9 +178,10 @@ def jax_shape_cases(rng):
 
 # --- running --------------------------------------------------------------------------------------
 
-def run(vkgmm, args):
+def run(vkgmm, args, env=None):
     try:
-        p = subprocess.run([vkgmm, "run"] + args, capture_output=True, text=True, timeout=TIMEOUT_S)
+        full_env = dict(os.environ, **env) if env else None
+        p = subprocess.run([vkgmm, "run"] + args, capture_output=True, text=True, timeout=TIMEOUT_S, env=full_env)
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         return None, "", "timed out after %d s" % TIMEOUT_S
@@ -269,7 +270,7 @@ def build_and_run(vkgmm, d, case, rng):
 
 
 def error_cases(d):
-    """(name, args, needle) where needle must appear in the error line. Inputs are written here."""
+    """(name, args, needle[, env]) where needle must appear in the error line. Inputs are written here."""
     rng = np.random.default_rng(7)
     p = lambda name: os.path.join(d, name)
     np.save(p("lhs.npy"), rng.uniform(-1, 1, (32, 16)).astype(np.float32))
@@ -290,6 +291,15 @@ def error_cases(d):
     np.save(p("t_rhs_badm.npy"), rng.uniform(-1, 1, (30, 8)).astype(np.float32))
     with open(p("trunc.npy"), "wb") as f:
         f.write(open(p("lhs.npy"), "rb").read()[:-5])
+    # Malformed files the reader must refuse (each also has a unit test in tests/test_npy.cpp).
+    np.save(p("fortran.npy"), np.asfortranarray(rng.uniform(-1, 1, (32, 16)).astype(np.float32)))
+    np.save(p("object.npy"), np.array([None] * 4, dtype=object), allow_pickle=True)
+    np.save(p("ex_i4.npy"), np.zeros((32, 8), np.int32))
+    good = open(p("lhs.npy"), "rb").read()
+    with open(p("magic.npy"), "wb") as f:
+        f.write(b"\x93NUMPZ" + good[6:])
+    with open(p("absurd.npy"), "wb") as f:  # format 2.0 claiming a 4 GiB header
+        f.write(b"\x93NUMPY\x02\x00\xff\xff\xff\xff" + good[10:])
     out = p("out.npy")
     base = ["--lhs", p("lhs.npy"), "--rhs", p("rhs.npy"), "--group-sizes", p("gs.npy"), "--out", out]
     tbase = ["tgmm", "--lhs", p("t_lhs.npy"), "--rhs", p("t_rhs.npy"), "--group-sizes", p("gs.npy"), "--out", out]
@@ -313,6 +323,15 @@ def error_cases(d):
         ("big-endian lhs", gmm_with(lhs="be.npy"), "big-endian"),
         ("float64 lhs", gmm_with(lhs="f8.npy"), "--lhs"),
         ("truncated lhs", gmm_with(lhs="trunc.npy"), "truncated"),
+        ("fortran-order lhs", gmm_with(lhs="fortran.npy"), "fortran_order"),
+        ("object-dtype rhs", gmm_with(rhs="object.npy"), "object dtype"),
+        ("bad magic lhs", gmm_with(lhs="magic.npy"), "bad magic"),
+        ("absurd header length", gmm_with(lhs="absurd.npy"), "absurd"),
+        ("existing-out int dtype", ["gmm"] + base + ["--existing-out", p("ex_i4.npy")], "--existing-out"),
+        # Device faults (injected, see host/faults.hpp): exit 1, the VkResult named, no output.
+        ("device lost", ["gmm"] + base, "VK_ERROR_DEVICE_LOST", {"VKGMM_INJECT_FAULT": "device_lost"}),
+        ("submit fails", ["gmm"] + base, "VK_ERROR_OUT_OF_HOST_MEMORY", {"VKGMM_INJECT_FAULT": "submit"}),
+        ("wait times out", tbase, "VK_TIMEOUT", {"VKGMM_INJECT_FAULT": "timeout"}),
         ("existing-out wrong shape", ["gmm"] + base + ["--existing-out", p("ex_bad.npy")], "--existing-out"),
         ("group-offset out of range", ["gmm"] + base + ["--group-offset", "1"], "offset"),
         ("negative group-offset", ["gmm"] + base + ["--group-offset", "-1"], "--group-offset"),
@@ -368,10 +387,10 @@ def main():
         d = os.path.join(tmp, "errors")
         os.makedirs(d)
         out, cases = error_cases(d)
-        for name, args, needle in cases:
+        for name, args, needle, *env in cases:
             if a.only not in "error: " + name:
                 continue
-            code, stdout, err = run(vkgmm, args)
+            code, stdout, err = run(vkgmm, args, env[0] if env else None)
             lines = err.splitlines()
             reason = None
             if code not in (1, 2):

@@ -1,0 +1,169 @@
+#include "args.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+#include "tuning.hpp"
+
+namespace bench {
+
+const char kBenchUsage[] =
+    "usage: vkgmm bench [--preset NAME]... [custom workload] [--dtype f32|f16|bf16]\n"
+    "                   [--tiling TM,TK,TN|auto] [--reps N] [--warmup N] [--json] [--sweep-tiling]\n"
+    "\n"
+    "Checks each workload against the CPU reference (a wrong result is refused, exit 1, never timed), then\n"
+    "times it: device time from timestamp queries, wall and host time per call, GFLOP/s, GB/s, percent of\n"
+    "the device's FMA ceiling, and ratios to a one-dispatch-per-group loop and to OpenBLAS (when built in).\n"
+    "With no workload options every preset runs.\n"
+    "\n"
+    "presets (--preset NAME, repeatable):\n"
+    "  moe-prefill  gmm, G=8, m=4096, k=1024, n=1024, random routing\n"
+    "  moe-fine     gmm, G=64, m=4096, k=512, n=512, zipf routing with 8 empty experts\n"
+    "  decode       gmm, G=8, m=16, k=1024, n=1024, random routing\n"
+    "  moe-grad     the backward of moe-prefill (d_lhs by gmm, d_rhs by tgmm)\n"
+    "\n"
+    "custom workload (any of these adds one, named 'custom'; unset ones take the values shown):\n"
+    "  --op gmm|tgmm|backward  (gmm)      --m M (1024)  --k K (512)  --n N (512)  --groups G (8)\n"
+    "  --dist uniform|random|zipf (random) --empty-groups E (0): E experts get no rows\n"
+    "\n"
+    "for every workload:\n"
+    "  --dtype T        element type of every operand (f32)\n"
+    "  --tiling T       TM,TK,TN for every plan; 'auto': what --sweep-tiling cached for this device and\n"
+    "                   shape, else the library's choice (default: the library's choice)\n"
+    "  --reps N         timed calls per measurement (5; 3 with --sweep-tiling)\n"
+    "  --warmup N       untimed calls before them (1)\n"
+    "  --seed S         seed of the routing and the inputs (1)\n"
+    "  --json           one JSON object on stdout instead of the table\n"
+    "  --sweep-tiling   time every tiling that fits the device per workload, print the best, and cache it\n"
+    "                   for --tiling auto ($XDG_CACHE_HOME/vkgmm, else ~/.cache/vkgmm)\n"
+    "\n"
+    "Progress goes to stderr. $VKGMM_BENCH_PERTURB=1 changes one output element before the check (a test\n"
+    "that the bench refuses wrong results).\n";
+
+namespace {
+
+bool parse_int(const std::string& s, long long lo, long long hi, long long& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  v = std::strtoll(s.c_str(), &end, 10);
+  return errno == 0 && *end == '\0' && v >= lo && v <= hi;
+}
+
+}  // namespace
+
+int parse_args(int argc, char** argv, Options& opts, std::string& error) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kBenchUsage, stdout);
+      return 1;
+    }
+  }
+  std::vector<std::string> presets;
+  Workload custom;
+  custom.name = "custom";
+  custom.m = 1024, custom.k = 512, custom.n = 512, custom.groups = 8;
+  bool has_custom = false;
+  std::optional<vkgmm::DType> dtype;
+  long long seed = 1;
+
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json") {
+      opts.json = true;
+      continue;
+    }
+    if (a == "--sweep-tiling") {
+      opts.sweep = true;
+      continue;
+    }
+    const bool takes_value = a == "--preset" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
+                             a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" ||
+                             a == "--tiling" || a == "--reps" || a == "--warmup" || a == "--seed";
+    if (!takes_value) {
+      error = "unknown argument '" + a + "' (see vkgmm bench --help)";
+      return 2;
+    }
+    if (i + 1 >= argc) {
+      error = a + " needs a value";
+      return 2;
+    }
+    const std::string v = argv[++i];
+    long long x = 0;
+    auto bad = [&](const std::string& rule) {
+      error = a + " " + v + ": " + rule;
+      return 2;
+    };
+    if (a == "--preset") {
+      Workload w;
+      if (!make_preset(v, w)) return bad("unknown preset (moe-prefill, moe-fine, decode, moe-grad)");
+      if (std::find(presets.begin(), presets.end(), v) == presets.end()) presets.push_back(v);
+    } else if (a == "--m" || a == "--k" || a == "--n" || a == "--groups") {
+      if (!parse_int(v, 1, INT32_MAX, x)) return bad("must be an integer in [1, 2^31)");
+      (a == "--m" ? custom.m : a == "--k" ? custom.k : a == "--n" ? custom.n : custom.groups) = x;
+      has_custom = true;
+    } else if (a == "--empty-groups") {
+      if (!parse_int(v, 0, INT32_MAX, x)) return bad("must be an integer >= 0");
+      custom.empty_groups = x;
+      has_custom = true;
+    } else if (a == "--dist") {
+      if (!parse_dist(v, custom.dist)) return bad("must be uniform, random or zipf");
+      has_custom = true;
+    } else if (a == "--op") {
+      if (!parse_op(v, custom.op)) return bad("must be gmm, tgmm or backward");
+      has_custom = true;
+    } else if (a == "--dtype") {
+      dtype = vkgmm::parse_dtype(v);
+      if (!dtype) return bad("must be f32, f16 or bf16");
+    } else if (a == "--tiling") {
+      if (v == "auto") {
+        opts.tiling_mode = TilingMode::cached;
+      } else if (auto t = parse_tiling(v)) {
+        opts.tiling_mode = TilingMode::fixed;
+        opts.tiling = *t;
+      } else {
+        return bad("must be TM,TK,TN (positive integers) or auto");
+      }
+    } else if (a == "--reps") {
+      if (!parse_int(v, 1, 100000, x)) return bad("must be an integer in [1, 100000]");
+      opts.reps = int(x);
+      opts.reps_given = true;
+    } else if (a == "--warmup") {
+      if (!parse_int(v, 0, 100000, x)) return bad("must be an integer in [0, 100000]");
+      opts.warmup = int(x);
+    } else if (a == "--seed") {
+      if (!parse_int(v, 0, UINT32_MAX, x)) return bad("must be an integer in [0, 2^32)");
+      seed = x;
+    }
+  }
+  if (has_custom && custom.empty_groups >= custom.groups) {
+    error = "--empty-groups " + std::to_string(custom.empty_groups) + " must be less than --groups " +
+            std::to_string(custom.groups) + " (some group must receive the rows)";
+    return 2;
+  }
+  if (opts.sweep && opts.tiling_mode != TilingMode::library) {
+    error = "--sweep-tiling tries the tilings itself: drop --tiling";
+    return 2;
+  }
+  if (opts.sweep && !opts.reps_given) opts.reps = 3;
+
+  if (presets.empty() && !has_custom) presets = preset_names();
+  for (const std::string& name : presets) {
+    Workload w;
+    make_preset(name, w);
+    opts.workloads.push_back(w);
+  }
+  if (has_custom) opts.workloads.push_back(custom);
+  for (Workload& w : opts.workloads) {
+    if (dtype) w.dtype = *dtype;
+    w.seed = static_cast<uint32_t>(seed);
+    w.group_sizes = make_group_sizes(w.m, w.groups, w.dist, w.empty_groups, w.seed);
+  }
+  return 0;
+}
+
+}  // namespace bench

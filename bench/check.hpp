@@ -1,0 +1,25 @@
+// The check before timing: the device's result against vkgmm::reference, computed once per workload.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner.hpp"
+
+namespace bench {
+
+// The expected outputs of `inst`'s workload, in the order Instance::download() returns them.
+// Computed by vkgmm::reference (double accumulation); see check.cpp for how it is kept fast.
+std::vector<Output> expected_outputs(const Instance& inst);
+
+// The first element outside tolerance, described for a person ("d_rhs[123]: got ..., expected ..."),
+// or nothing when every element of every output agrees.
+std::optional<std::string> compare(const std::vector<Output>& got, const std::vector<Output>& want,
+                                   vkgmm::DType dtype);
+
+// $VKGMM_BENCH_PERTURB=1: the test switch that proves a wrong result is refused. Changes one element of
+// the first output by 1.0; returns whether it did.
+bool perturb_if_asked(std::vector<Output>& got);
+
+}  // namespace bench

@@ -1,0 +1,160 @@
+#include "report.hpp"
+
+#include <cmath>
+
+namespace bench {
+
+namespace {
+
+std::string json_string(const std::string& s) {
+  std::string r = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      r += '\\';
+      r += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      r += buf;
+    } else {
+      r += static_cast<char>(c);
+    }
+  }
+  return r + "\"";
+}
+
+// JSON has no NaN or infinity: those (and absent values) become null.
+std::string json_number(std::optional<double> x) {
+  if (!x || !std::isfinite(*x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", *x);
+  return buf;
+}
+
+std::optional<double> ratio(std::optional<double> baseline_ms, double ms) {
+  if (!baseline_ms || ms <= 0) return std::nullopt;
+  return *baseline_ms / ms;
+}
+
+std::string fixed(std::optional<double> x, int decimals) {
+  if (!x || !std::isfinite(*x)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, *x);
+  return buf;
+}
+
+// Milliseconds with three significant digits or more: 0.0123, 1.23, 123, 12345.
+std::string ms_text(double ms) {
+  const int decimals = ms >= 100 ? 0 : ms >= 10 ? 1 : ms >= 1 ? 2 : ms >= 0.1 ? 3 : 4;
+  return fixed(ms, decimals);
+}
+
+void print_header(std::FILE* f, const RunInfo& run) {
+  std::fprintf(f, "device:  %s (%s)\n", run.device.c_str(), run.driver.c_str());
+  std::fprintf(f, "ceiling: %.1f GFLOP/s fp32 FMA, %.1f GB/s buffer copy (vkgmm info)\n", run.ceilings.fma_gflops,
+               run.ceilings.copy_gbps);
+  std::fprintf(f, "openblas: %s\n\n",
+               run.openblas.empty() ? "not built in (install libopenblas-dev and rebuild for the CPU baseline)"
+                                    : run.openblas.c_str());
+}
+
+}  // namespace
+
+void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results) {
+  print_header(f, run);
+  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %8s %7s %6s %7s %7s\n", "workload", "op", "m",
+               "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms", "GFLOP/s", "GB/s",
+               "%ceil", "naive x", "BLAS x");
+  for (const Result& r : results) {
+    const Workload& w = r.work;
+    std::fprintf(f, "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %8.2f %7.2f %5.1f%% %7s %7s\n",
+                 w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
+                 vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(r.gpu_ms_median).c_str(),
+                 ms_text(r.gpu_ms_min).c_str(), ms_text(r.wall_ms_median).c_str(), ms_text(r.host_ms_median).c_str(),
+                 r.gflops, r.gbps, 100.0 * r.ceiling_fraction, fixed(ratio(r.naive_ms, r.gpu_ms_median), 2).c_str(),
+                 fixed(ratio(r.openblas_ms, r.gpu_ms_median), 2).c_str());
+  }
+  std::fprintf(f,
+               "\ngpu ms: device time per call from timestamp queries (median and min of the reps); wall ms: the whole\n"
+               "call on the host (plan: validation + metadata build and upload, then record, submit, wait); host ms:\n"
+               "the plan part alone. GB/s: bytes of the inputs and outputs over gpu ms. %%ceil: GFLOP/s over the FMA\n"
+               "ceiling. naive x, BLAS x: time of one dispatch per group on this device (naive) and of cblas_sgemm per\n"
+               "group on the CPU (BLAS), over vkgmm's gpu ms; above 1 means vkgmm is faster, - means not measured.\n");
+  bool any_note = false;
+  for (const Result& r : results)
+    for (const std::string& note : r.notes) {
+      if (!any_note) std::fprintf(f, "\nnotes:\n");
+      any_note = true;
+      std::fprintf(f, "  %s: %s\n", r.work.name.c_str(), note.c_str());
+    }
+}
+
+void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& results) {
+  std::string s = "{\"device\": " + json_string(run.device) + ", \"driver\": " + json_string(run.driver) +
+                  ", \"ceiling_gflops\": " + json_number(run.ceilings.fma_gflops) +
+                  ", \"copy_gbps\": " + json_number(run.ceilings.copy_gbps) + ", \"openblas\": " +
+                  (run.openblas.empty() ? "null" : json_string(run.openblas)) + ", \"workloads\": [";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    const Workload& w = r.work;
+    std::string sizes = "[";
+    for (size_t g = 0; g < w.group_sizes.size(); ++g) sizes += (g ? ", " : "") + std::to_string(w.group_sizes[g]);
+    sizes += "]";
+    std::string notes = "[";
+    for (size_t j = 0; j < r.notes.size(); ++j) notes += (j ? ", " : "") + json_string(r.notes[j]);
+    notes += "]";
+    s += std::string(i ? ", " : "") + "{\"name\": " + json_string(w.name) + ", \"op\": " + json_string(op_name(w.op)) +
+         ", \"m\": " + std::to_string(w.m) + ", \"k\": " + std::to_string(w.k) + ", \"n\": " + std::to_string(w.n) +
+         ", \"groups\": " + std::to_string(w.groups) + ", \"dist\": " + json_string(dist_name(w.dist)) +
+         ", \"group_sizes\": " + sizes + ", \"dtype\": " + json_string(vkgmm::dtype_name(w.dtype)) +
+         ", \"tiling\": " + json_string(r.tiling) + ", \"reps\": " + std::to_string(r.reps) +
+         ", \"gpu_ms_median\": " + json_number(r.gpu_ms_median) + ", \"gpu_ms_min\": " + json_number(r.gpu_ms_min) +
+         ", \"wall_ms_median\": " + json_number(r.wall_ms_median) +
+         ", \"host_ms_median\": " + json_number(r.host_ms_median) + ", \"gflops\": " + json_number(r.gflops) +
+         ", \"gbps\": " + json_number(r.gbps) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
+         ", \"baseline_naive_ms\": " + json_number(r.naive_ms) +
+         ", \"baseline_naive_ratio\": " + json_number(ratio(r.naive_ms, r.gpu_ms_median)) +
+         ", \"baseline_openblas_ms\": " + json_number(r.openblas_ms) +
+         ", \"baseline_openblas_ratio\": " + json_number(ratio(r.openblas_ms, r.gpu_ms_median)) +
+         ", \"notes\": " + notes + "}";
+  }
+  s += "]}\n";
+  std::fputs(s.c_str(), f);
+}
+
+void print_sweep_table(std::FILE* f, const RunInfo& run, const std::vector<SweepResult>& results) {
+  print_header(f, run);
+  std::fprintf(f, "%-12s %-8s %-14s %10s %-14s %10s %8s\n", "workload", "op", "default tiling", "gpu ms",
+               "best tiling", "gpu ms", "speedup");
+  for (const SweepResult& r : results) {
+    const SweepResult::Tried& best = r.tried[r.best];
+    const SweepResult::Tried& def = r.tried.front();
+    std::fprintf(f, "%-12s %-8s %-14s %10s %-14s %10s %7.2fx\n", r.work.name.c_str(), op_name(r.work.op),
+                 def.tiling.c_str(), ms_text(def.gpu_ms_median).c_str(), best.tiling.c_str(),
+                 ms_text(best.gpu_ms_median).c_str(), def.gpu_ms_median / best.gpu_ms_median);
+  }
+  if (!results.empty())
+    std::fprintf(f, "\nsaved to %s: `vkgmm bench --tiling auto` runs these tilings.\n", results.front().cache_file.c_str());
+}
+
+void print_sweep_json(std::FILE* f, const RunInfo& run, const std::vector<SweepResult>& results) {
+  std::string s = "{\"device\": " + json_string(run.device) + ", \"ceiling_gflops\": " +
+                  json_number(run.ceilings.fma_gflops) + ", \"sweep\": [";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const SweepResult& r = results[i];
+    std::string tried = "[";
+    for (size_t j = 0; j < r.tried.size(); ++j)
+      tried += std::string(j ? ", " : "") + "{\"tiling\": " + json_string(r.tried[j].tiling) +
+               ", \"gpu_ms_median\": " + json_number(r.tried[j].gpu_ms_median) + "}";
+    tried += "]";
+    s += std::string(i ? ", " : "") + "{\"name\": " + json_string(r.work.name) + ", \"op\": " +
+         json_string(op_name(r.work.op)) + ", \"default_tiling\": " + json_string(r.default_tiling) +
+         ", \"best_tiling\": " + json_string(r.tried[r.best].tiling) +
+         ", \"best_gpu_ms_median\": " + json_number(r.tried[r.best].gpu_ms_median) + ", \"tried\": " + tried +
+         ", \"cache_file\": " + json_string(r.cache_file) + "}";
+  }
+  s += "]}\n";
+  std::fputs(s.c_str(), f);
+}
+
+}  // namespace bench

@@ -1,0 +1,51 @@
+// The bench's output: a table for people, or one JSON object for tools (--json). Both on stdout.
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkgmm/probe.hpp"
+#include "workloads.hpp"
+
+namespace bench {
+
+struct RunInfo {
+  std::string device, driver;
+  vkgmm::DeviceCeilings ceilings;
+  std::string openblas;  // description, or empty when the build has no OpenBLAS
+};
+
+struct Result {
+  Workload work;
+  std::string tiling;
+  int reps = 0;
+  double gpu_ms_median = 0, gpu_ms_min = 0, wall_ms_median = 0, host_ms_median = 0;
+  double gflops = 0, gbps = 0, ceiling_fraction = 0;
+  // Baseline times per call (ms); absent when the baseline did not run. Ratios are these over
+  // gpu_ms_median: above 1, vkgmm is faster.
+  std::optional<double> naive_ms, openblas_ms;
+  std::vector<std::string> notes;  // why a baseline is absent, which tiling source was used, ...
+};
+
+void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results);
+void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& results);
+
+// --sweep-tiling: every tiling tried for a workload, and the best.
+struct SweepResult {
+  Workload work;
+  struct Tried {
+    std::string tiling;
+    double gpu_ms_median;
+  };
+  std::vector<Tried> tried;  // in the order tried
+  size_t best = 0;           // index into tried
+  std::string default_tiling;  // what the library picks on its own (tried first)
+  std::string cache_file;
+};
+
+void print_sweep_table(std::FILE* f, const RunInfo& run, const std::vector<SweepResult>& results);
+void print_sweep_json(std::FILE* f, const RunInfo& run, const std::vector<SweepResult>& results);
+
+}  // namespace bench

@@ -1,0 +1,64 @@
+// One workload on the device: its inputs (host copies and device buffers), its plans, and one call.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vkgmm/context.hpp"
+#include "vkgmm/ops.hpp"
+#include "workloads.hpp"
+
+namespace bench {
+
+// One output of an op, as floats (16-bit outputs are widened exactly).
+struct Output {
+  std::string name;          // "out", "d_lhs", "d_rhs"
+  std::vector<float> values;
+  int64_t reduction = 0;     // the longest sum behind one element (what its rounding error grows with)
+};
+
+// Inputs are uniform in [-1, 1), rounded to the workload's dtype, so host copies are exactly what the
+// device sees. Layouts (row-major):
+//   gmm:      a = lhs [m, k], b = rhs [G, k, n]                 -> out [m, n]
+//   tgmm:     a = lhs [k, m], b = rhs [m, n]                    -> out [G, k, n]
+//   backward: a = lhs [m, k], b = rhs [G, k, n], c = d_out [m, n] -> d_lhs [m, k], d_rhs [G, k, n]
+class Instance {
+ public:
+  // Plans first (so a workload the device refuses fails before megabytes of inputs are made), then
+  // generates and uploads the inputs.
+  Instance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling);
+
+  // Builds the plans for `tiling`: validation, metadata build and upload, pipeline lookup. This is the
+  // host's share of a call, timed on its own.
+  void plan(const vkgmm::TilingChoice& tiling);
+  // The tiling the plans run, "tm,tk,tn" (backward: "d_lhs/d_rhs" when the two differ).
+  std::string tiling_text() const;
+  void record(VkCommandBuffer cb) const;
+  std::vector<Output> download() const;
+
+  // The problem as the forward gmm (gmm and backward) or tgmm sees it, without a tiling.
+  vkgmm::GmmProblem gmm_problem() const;
+  vkgmm::TgmmProblem tgmm_problem() const;
+
+  vkgmm::Context& ctx;
+  const Workload& work;
+  std::vector<float> a, b, c;
+  vkgmm::Buffer buf_a, buf_b, buf_c, out0, out1;  // out1 only for backward (d_rhs)
+
+ private:
+  std::optional<vkgmm::GmmPlan> gmm_;
+  std::optional<vkgmm::TgmmPlan> tgmm_;
+  std::optional<vkgmm::GmmBackwardPlan> backward_;
+};
+
+// Bytes of a buffer holding `count` elements of t: 16-bit buffers are rounded up to whole words.
+size_t buffer_bytes(vkgmm::DType t, size_t count);
+
+// Host data -> bytes of type t -> a new device buffer.
+vkgmm::Buffer upload(vkgmm::Context& ctx, vkgmm::DType t, const std::vector<float>& values);
+// A device buffer of `count` elements of type t, zero-filled.
+vkgmm::Buffer zeros(vkgmm::Context& ctx, vkgmm::DType t, size_t count);
+std::vector<float> download(const vkgmm::Buffer& buf, vkgmm::DType t, size_t count);
+
+}  // namespace bench

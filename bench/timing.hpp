@@ -1,0 +1,44 @@
+// Timing calls: device time from timestamp queries, wall time and the host's share from the host clock.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "vkgmm/context.hpp"
+
+namespace bench {
+
+// Times what `record` records on the device, with a timestamp before and after it in the same command
+// buffer. Requires DeviceInfo::timestamps (the bench refuses devices without them).
+class GpuTimer {
+ public:
+  explicit GpuTimer(vkgmm::Context& ctx);
+  ~GpuTimer();
+  GpuTimer(const GpuTimer&) = delete;
+  GpuTimer& operator=(const GpuTimer&) = delete;
+
+  // Records, submits and waits; returns the device milliseconds between the two timestamps.
+  double run_ms(const std::function<void(VkCommandBuffer)>& record);
+
+ private:
+  vkgmm::Context& ctx_;
+  VkQueryPool pool_ = VK_NULL_HANDLE;
+};
+
+// Per-call samples (milliseconds) of `reps` timed calls after `warmup` untimed ones.
+//   host: `prepare` alone (for vkgmm: building the plans, i.e. validation, metadata build and upload);
+//   gpu:  the recorded work between the timestamps;
+//   wall: prepare + record + submit + wait, what a caller of the one-call API waits for.
+struct Samples {
+  std::vector<double> gpu_ms, wall_ms, host_ms;
+};
+Samples time_calls(GpuTimer& timer, int reps, int warmup, const std::function<void()>& prepare,
+                   const std::function<void(VkCommandBuffer)>& record);
+
+// Milliseconds per call of a host-only function (the CPU baseline).
+std::vector<double> time_host(int reps, int warmup, const std::function<void()>& call);
+
+double median(std::vector<double> v);
+double minimum(const std::vector<double>& v);
+
+}  // namespace bench

@@ -1,0 +1,49 @@
+// What the bench measures: a workload is one op on one shape with one routing of rows to groups.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vkgmm/types.hpp"
+
+namespace bench {
+
+enum class Op { gmm, tgmm, backward };
+const char* op_name(Op op);
+bool parse_op(const std::string& s, Op& op);
+
+// How the m rows are routed to the G groups (experts).
+//   uniform: equal sizes (the remainder spread over the first groups).
+//   random:  each row picks a group uniformly at random (balanced top-k routing).
+//   zipf:    each row picks a group with probability ~ 1/rank^1.1 over a shuffled ranking: a few hot
+//            experts, a long tail, and some experts that receive nothing (as trained routers give).
+enum class Dist { uniform, random, zipf };
+const char* dist_name(Dist d);
+bool parse_dist(const std::string& s, Dist& d);
+
+struct Workload {
+  std::string name;
+  Op op = Op::gmm;
+  int64_t m = 0, k = 0, n = 0, groups = 0;
+  Dist dist = Dist::random;
+  int64_t empty_groups = 0;  // groups forced to receive no rows (on top of any the distribution leaves empty)
+  vkgmm::DType dtype = vkgmm::DType::f32;
+  uint32_t seed = 1;
+  std::vector<int32_t> group_sizes;  // filled by make_group_sizes; sums to m
+};
+
+// The named presets, in the order `vkgmm bench` runs them; false for an unknown name.
+const std::vector<std::string>& preset_names();
+bool make_preset(const std::string& name, Workload& w);
+
+// Deterministic for a given (m, groups, dist, empty_groups, seed). Requires empty_groups < groups.
+std::vector<int32_t> make_group_sizes(int64_t m, int64_t groups, Dist dist, int64_t empty_groups, uint32_t seed);
+
+// Useful FLOPs of one call (2 per multiply-add): gmm 2*rows*k*n over the rows of the groups; tgmm the
+// same over the groups' rows; backward both.
+double flops(const Workload& w);
+// Bytes one call must at least read and write: every input once, every output once.
+double bytes(const Workload& w);
+
+}  // namespace bench

@@ -1,0 +1,41 @@
+# The installable libraries, both built from the objects of the `vkgmm` OBJECT library (so the embedded
+# shaders are compiled once and land in both):
+#   vkgmm_shared  libvkgmm.so.<version>, SONAME libvkgmm.so.<major>, exported as vkgmm::vkgmm
+#   vkgmm_static  libvkgmm.a,                                         exported as vkgmm::vkgmm_static
+# In the tree, the tests and the CLI link the objects directly; the examples link vkgmm::vkgmm, the
+# shared library, as an installed consumer would.
+
+include(GNUInstallDirs)
+
+# The C API and the device-requirements query, beside the sources listed in CMakeLists.txt.
+target_sources(vkgmm PRIVATE
+  host/requirements.cpp
+  host/c_api/errors.cpp
+  host/c_api/devices.cpp
+  host/c_api/buffers.cpp
+  host/c_api/plans.cpp
+)
+# Only errors.cpp reports the version: a version bump rebuilds one file.
+set_source_files_properties(host/c_api/errors.cpp PROPERTIES
+  COMPILE_DEFINITIONS "VKGMM_VERSION_STRING=\"${PROJECT_VERSION}\"")
+# The same objects go into the shared library.
+set_target_properties(vkgmm PROPERTIES POSITION_INDEPENDENT_CODE ON)
+
+# SONAME libvkgmm.so.<major>: a consumer built against 0.x runs against any later 0.y that keeps the ABI.
+add_library(vkgmm_shared SHARED $<TARGET_OBJECTS:vkgmm>)
+set_target_properties(vkgmm_shared PROPERTIES
+  OUTPUT_NAME vkgmm EXPORT_NAME vkgmm VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
+add_library(vkgmm_static STATIC $<TARGET_OBJECTS:vkgmm>)
+set_target_properties(vkgmm_static PROPERTIES OUTPUT_NAME vkgmm EXPORT_NAME vkgmm_static)
+
+foreach(lib vkgmm_shared vkgmm_static)
+  target_include_directories(${lib} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  # Threads is PRIVATE: for the static library CMake still passes it on as a link-only dependency.
+  target_link_libraries(${lib} PUBLIC Vulkan::Vulkan PRIVATE Threads::Threads)
+  target_compile_features(${lib} INTERFACE cxx_std_20)
+endforeach()
+
+# The names an installed consumer uses, available in the tree too (the examples build either way).
+add_library(vkgmm::vkgmm ALIAS vkgmm_shared)
+add_library(vkgmm::vkgmm_static ALIAS vkgmm_static)

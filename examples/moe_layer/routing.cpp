@@ -1,0 +1,56 @@
+// Top-k routing, permutation and un-permutation on the host. An engine would run these as its own
+// kernels; they are plain loops here because the example is about the grouped matmuls between them.
+#include "routing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace moe {
+
+Routing route_top_k(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k) {
+  struct Choice {
+    int32_t token, expert;
+    float weight;
+  };
+  std::vector<Choice> choices;
+  choices.reserve(tokens * top_k);
+  std::vector<int32_t> order(experts);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* l = &logits[t * experts];
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+    // Softmax restricted to the chosen experts (Mixtral's renormalised top-k gate).
+    double sum = 0;
+    for (int64_t j = 0; j < top_k; ++j) sum += std::exp(double(l[order[j]]) - l[order[0]]);
+    for (int64_t j = 0; j < top_k; ++j)
+      choices.push_back({int32_t(t), order[j], float(std::exp(double(l[order[j]]) - l[order[0]]) / sum)});
+  }
+  // Expert-contiguous rows: a stable sort by expert keeps each expert's tokens in token order.
+  std::stable_sort(choices.begin(), choices.end(), [](const Choice& a, const Choice& b) { return a.expert < b.expert; });
+  Routing r;
+  r.group_sizes.assign(experts, 0);
+  for (const Choice& c : choices) {
+    ++r.group_sizes[c.expert];
+    r.token_of.push_back(c.token);
+    r.expert_of.push_back(c.expert);
+    r.weight_of.push_back(c.weight);
+  }
+  return r;
+}
+
+std::vector<float> permute(const Routing& r, const std::vector<float>& x, int64_t width) {
+  std::vector<float> rows(r.token_of.size() * width);
+  for (size_t i = 0; i < r.token_of.size(); ++i)
+    std::copy_n(&x[r.token_of[i] * width], width, &rows[i * width]);
+  return rows;
+}
+
+std::vector<float> unpermute(const Routing& r, const std::vector<float>& rows, int64_t tokens, int64_t width) {
+  std::vector<float> y(tokens * width, 0.f);
+  for (size_t i = 0; i < r.token_of.size(); ++i)
+    for (int64_t j = 0; j < width; ++j) y[r.token_of[i] * width + j] += r.weight_of[i] * rows[i * width + j];
+  return y;
+}
+
+}  // namespace moe

@@ -1,0 +1,28 @@
+// Top-k routing and the permutation into expert-contiguous rows: the host-side glue of an MoE layer.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace moe {
+
+// Each token goes to its top_k experts. Row i of the permuted activations is token token_of[i], weighted
+// by weight_of[i] when un-permuting; rows are grouped by expert (expert 0's rows first), which is the
+// layout gmm's group_sizes describe.
+struct Routing {
+  std::vector<int32_t> group_sizes;  // [experts]: rows per expert (may be 0)
+  std::vector<int32_t> token_of;     // [tokens * top_k]
+  std::vector<int32_t> expert_of;    // [tokens * top_k]
+  std::vector<float> weight_of;      // [tokens * top_k]: softmax over the chosen experts' logits
+};
+
+// logits [tokens, experts], row-major. Ties go to the lower expert index.
+Routing route_top_k(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k);
+
+// rows[i] = x[token_of[i]] for x [tokens, width]: the permutation into expert-contiguous rows.
+std::vector<float> permute(const Routing& r, const std::vector<float>& x, int64_t width);
+
+// y[token_of[i]] += weight_of[i] * rows[i]: the weighted un-permutation back to token order.
+std::vector<float> unpermute(const Routing& r, const std::vector<float>& rows, int64_t tokens, int64_t width);
+
+}  // namespace moe

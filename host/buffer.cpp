@@ -1,0 +1,152 @@
+// vkgmm's own buffers: host-visible device memory, refused up front (out_of_memory, naming the size and
+// the heap) when a request cannot fit, registered so that views of them are checked against their real
+// size, and destroyed only once no pending submission can still read them.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "context_impl.hpp"
+
+namespace vkgmm {
+
+struct Buffer::State {
+  std::shared_ptr<Context::Impl> ctx;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize allocated = 0;  // bytes counted against `heap` (0 until the allocation succeeded)
+  uint32_t heap = 0;
+  uint8_t* mapped = nullptr;
+  ~State() {
+    if (ctx) ctx->release_buffer(buffer, memory, allocated, heap);
+  }
+};
+
+void Context::Impl::release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap) {
+  if (buffer) {
+    std::lock_guard lock(buffers_mutex);
+    buffer_sizes.erase(buffer);
+  }
+  if (memory) {
+    heap_used[heap] -= bytes;
+    --live_allocations;
+  }
+  std::lock_guard lock(queue_mutex);
+  if (!pending.empty()) {
+    // A submission that outlived its wait may still read this buffer: destroy it once that is over.
+    graveyard.emplace_back(buffer, memory);
+    return;
+  }
+  if (buffer) vkDestroyBuffer(device, buffer, nullptr);
+  if (memory) vkFreeMemory(device, memory, nullptr);  // also unmaps it
+}
+
+Buffer::Buffer() = default;
+Buffer::Buffer(Buffer&&) noexcept = default;
+Buffer& Buffer::operator=(Buffer&&) noexcept = default;
+Buffer::~Buffer() = default;
+VkBuffer Buffer::handle() const { return state_ ? state_->buffer : VK_NULL_HANDLE; }
+
+void Buffer::upload(const void* data, size_t bytes, size_t offset) {
+  if (!state_) throw Error(Status::invalid_argument, "upload: empty buffer");
+  if (offset > size_ || bytes > size_ - offset)
+    throw Error(Status::invalid_argument, "upload: " + std::to_string(bytes) + " bytes at offset " +
+                                              std::to_string(offset) + " exceed the buffer's " + std::to_string(size_));
+  if (bytes) std::memcpy(state_->mapped + offset, data, bytes);
+}
+
+void Buffer::download(void* data, size_t bytes, size_t offset) const {
+  if (!state_) throw Error(Status::invalid_argument, "download: empty buffer");
+  if (offset > size_ || bytes > size_ - offset)
+    throw Error(Status::invalid_argument, "download: " + std::to_string(bytes) + " bytes at offset " +
+                                              std::to_string(offset) + " exceed the buffer's " + std::to_string(size_));
+  if (bytes) std::memcpy(data, state_->mapped + offset, bytes);
+}
+
+namespace {
+
+// The largest single allocation the device allows (maxMemoryAllocationSize, Vulkan 1.1).
+VkDeviceSize max_allocation(VkPhysicalDevice physical) {
+  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &m3;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  return m3.maxMemoryAllocationSize;
+}
+
+[[noreturn]] void out_of_memory(VkDeviceSize bytes, const std::string& why) {
+  throw Error(Status::out_of_memory, "create_buffer: " + std::to_string(bytes) + " bytes: " + why);
+}
+
+}  // namespace
+
+Buffer Context::create_buffer(VkDeviceSize bytes) {
+  if (bytes == 0) throw Error(Status::invalid_argument, "create_buffer: size must be positive");
+  Impl& im = *impl_;
+  if (im.lost) throw Error(Status::device_lost,
+                                "create_buffer: the device was lost earlier (VK_ERROR_DEVICE_LOST); create a new Context");
+  // Drivers may accept a huge allocation lazily (lavapipe does) and fail later, or the OS may; a request
+  // no heap could hold is refused here, before any Vulkan call.
+  const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  VkDeviceSize largest_heap = 0;
+  for (uint32_t t = 0; t < im.memory.memoryTypeCount; ++t)
+    if ((im.memory.memoryTypes[t].propertyFlags & hv) == hv)
+      largest_heap = std::max(largest_heap, im.memory.memoryHeaps[im.memory.memoryTypes[t].heapIndex].size);
+  if (bytes > largest_heap)
+    out_of_memory(bytes, "larger than the largest host-visible memory heap (" + std::to_string(largest_heap) +
+                             " bytes)");
+  const VkDeviceSize max_alloc = max_allocation(im.physical);
+  if (max_alloc && bytes > max_alloc)
+    out_of_memory(bytes, "larger than the device's maxMemoryAllocationSize (" + std::to_string(max_alloc) + ")");
+
+  auto st = std::make_unique<Buffer::State>();
+  st->ctx = impl_;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = bytes;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check_vk(vkCreateBuffer(im.device, &bci, nullptr, &st->buffer), "create_buffer: vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(im.device, st->buffer, &req);
+  // Host-visible and coherent, device-local where the device has such memory (UMA, ReBAR, lavapipe).
+  uint32_t type = im.find_memory_type(req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (type == UINT32_MAX) type = im.find_memory_type(req.memoryTypeBits, hv);
+  if (type == UINT32_MAX) throw Error(Status::unsupported, "create_buffer: no host-visible coherent memory type");
+  const uint32_t heap = im.memory.memoryTypes[type].heapIndex;
+  const VkDeviceSize heap_size = im.memory.memoryHeaps[heap].size;
+  // What vkgmm already holds counts too: the heap is the device's memory, not a per-request limit.
+  const uint64_t used = im.heap_used[heap].fetch_add(req.size) + req.size;
+  st->allocated = req.size;  // released by ~State, whatever happens below
+  st->heap = heap;
+  if (used > heap_size) {
+    im.heap_used[heap] -= req.size;
+    st->allocated = 0;
+    out_of_memory(bytes, "memory heap " + std::to_string(heap) + " holds " + std::to_string(heap_size) +
+                             " bytes, of which vkgmm's buffers already use " + std::to_string(used - req.size));
+  }
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = type;
+  const VkResult r = vkAllocateMemory(im.device, &mai, nullptr, &st->memory);
+  if (r != VK_SUCCESS) {
+    im.heap_used[heap] -= req.size;
+    st->allocated = 0;
+    check_vk(r, ("create_buffer: vkAllocateMemory of " + std::to_string(req.size) + " bytes in heap " +
+                 std::to_string(heap))
+                    .c_str());
+  }
+  ++im.live_allocations;
+  check_vk(vkBindBufferMemory(im.device, st->buffer, st->memory, 0), "create_buffer: vkBindBufferMemory");
+  void* p = nullptr;
+  check_vk(vkMapMemory(im.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
+  st->mapped = static_cast<uint8_t*>(p);
+  {
+    std::lock_guard lock(im.buffers_mutex);
+    im.buffer_sizes[st->buffer] = bytes;
+  }
+  Buffer b;
+  b.state_ = std::move(st);
+  b.size_ = bytes;
+  return b;
+}
+
+}  // namespace vkgmm

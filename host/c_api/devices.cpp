@@ -1,0 +1,90 @@
+// C API: device requirements, contexts (created or wrapped) and submit-and-wait.
+#include "c_api.hpp"
+#include "vkgmm/requirements.hpp"
+
+using vkgmm::c_api::guarded;
+using vkgmm::c_api::require;
+
+extern "C" {
+
+vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out) {
+  // The extension names are static strings; the array holding them must outlive the call, so it is static.
+  static const vkgmm::DeviceRequirements base = vkgmm::device_requirements();
+  std::string missing;
+  vkgmm_status s = guarded([&] {
+    require(out, "out");
+    *out = {};
+    out->min_api_version = base.min_api_version;
+    out->required_extension_count = static_cast<uint32_t>(base.required_extensions.size());
+    out->required_extensions = base.required_extensions.data();
+    out->supported = 1;
+    if (physical_device == VK_NULL_HANDLE) return;
+    const vkgmm::DeviceRequirements r = vkgmm::device_requirements(physical_device);
+    out->supported = r.supported ? 1 : 0;
+    out->storage_buffer_16bit = r.storage_buffer_16bit ? 1 : 0;
+    for (const std::string& m : r.missing) missing += (missing.empty() ? "" : "; ") + m;
+  });
+  // Documented: an unsupported device is a successful answer, with the reasons as the message.
+  if (s == VKGMM_OK && !missing.empty()) vkgmm::c_api::set_error(VKGMM_OK, missing.c_str());
+  return s;
+}
+
+vkgmm_status vkgmm_context_create(const vkgmm_context_options* options, vkgmm_context** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    vkgmm::ContextOptions o;
+    if (options) {
+      if (options->device) o.device = options->device;
+      if (options->validate > 0) o.validate = true;
+      if (options->validate < 0) o.validate = false;
+    }
+    *out = new vkgmm_context{vkgmm::Context(o)};
+  });
+}
+
+vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_context** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(device, "device");
+    vkgmm::BorrowedDevice d;
+    d.instance = device->instance;
+    d.physical_device = device->physical_device;
+    d.device = device->device;
+    d.queue = device->queue;
+    d.queue_family = device->queue_family;
+    d.storage_buffer_16bit = device->storage_buffer_16bit != 0;
+    d.get_instance_proc_addr = device->get_instance_proc_addr;
+    *out = new vkgmm_context{vkgmm::Context::wrap(d)};
+  });
+}
+
+void vkgmm_context_destroy(vkgmm_context* ctx) {
+  try {
+    delete ctx;
+  } catch (...) {
+    // A destructor that throws cannot be reported through a void function; the handles are gone anyway.
+  }
+}
+
+const char* vkgmm_context_device_name(const vkgmm_context* ctx) { return ctx ? ctx->ctx.info().name.c_str() : ""; }
+
+VkDevice vkgmm_context_device(const vkgmm_context* ctx) { return ctx ? ctx->ctx.device() : VK_NULL_HANDLE; }
+
+vkgmm_status vkgmm_submit_and_wait(vkgmm_context* ctx, vkgmm_record_fn record, void* user) {
+  return guarded([&] {
+    require(ctx, "ctx");
+    require(reinterpret_cast<const void*>(record), "record");
+    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) {
+      const vkgmm_status s = record(cb, user);
+      if (s == VKGMM_OK) return;
+      // Keep the message of the vkgmm call that failed inside the callback, if there was one.
+      std::string why = vkgmm_last_error_message();
+      if (why.empty()) why = std::string("the record callback returned ") + vkgmm_status_string(s);
+      throw vkgmm::Error(vkgmm::c_api::from_c(s), why);
+    });
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,69 @@
+// C API: status names, the thread-local error message, the version.
+#include <cstring>
+
+#include "c_api.hpp"
+
+namespace vkgmm::c_api {
+
+namespace {
+// Per thread, so concurrent callers each see their own last failure.
+thread_local std::string last_message;
+}  // namespace
+
+void clear_error() noexcept { last_message.clear(); }
+
+vkgmm_status set_error(vkgmm_status status, const char* message) noexcept {
+  try {
+    last_message = message ? message : "";
+  } catch (...) {
+    last_message.clear();  // no memory for the message: the status still says what happened
+  }
+  return status;
+}
+
+// The C and C++ codes share their numbering; these checks keep it so.
+static_assert(int(VKGMM_INVALID_ARGUMENT) == int(Status::invalid_argument));
+static_assert(int(VKGMM_UNSUPPORTED) == int(Status::unsupported));
+static_assert(int(VKGMM_OUT_OF_MEMORY) == int(Status::out_of_memory));
+static_assert(int(VKGMM_DEVICE_LOST) == int(Status::device_lost));
+static_assert(int(VKGMM_VULKAN_ERROR) == int(Status::vulkan_error));
+static_assert(int(VKGMM_VALIDATION) == int(Status::validation));
+static_assert(int(VKGMM_INTERNAL) == int(Status::internal));
+static_assert(int(VKGMM_F32) == int(DType::f32) && int(VKGMM_F16) == int(DType::f16) &&
+              int(VKGMM_BF16) == int(DType::bf16));
+
+vkgmm_status to_c(Status s) noexcept {
+  return (s >= Status::ok && s <= Status::internal) ? static_cast<vkgmm_status>(s) : VKGMM_INTERNAL;
+}
+
+Status from_c(vkgmm_status s) noexcept {
+  return (s >= VKGMM_OK && s <= VKGMM_INTERNAL) ? static_cast<Status>(s) : Status::internal;
+}
+
+void require(const void* p, const char* what) {
+  if (!p) throw Error(Status::invalid_argument, std::string(what) + " is NULL");
+}
+
+}  // namespace vkgmm::c_api
+
+extern "C" {
+
+const char* vkgmm_status_string(vkgmm_status status) {
+  switch (status) {
+    case VKGMM_OK: return "VKGMM_OK";
+    case VKGMM_INVALID_ARGUMENT: return "VKGMM_INVALID_ARGUMENT";
+    case VKGMM_UNSUPPORTED: return "VKGMM_UNSUPPORTED";
+    case VKGMM_OUT_OF_MEMORY: return "VKGMM_OUT_OF_MEMORY";
+    case VKGMM_DEVICE_LOST: return "VKGMM_DEVICE_LOST";
+    case VKGMM_VULKAN_ERROR: return "VKGMM_VULKAN_ERROR";
+    case VKGMM_VALIDATION: return "VKGMM_VALIDATION";
+    case VKGMM_INTERNAL: return "VKGMM_INTERNAL";
+  }
+  return "VKGMM_UNKNOWN_STATUS";
+}
+
+const char* vkgmm_last_error_message(void) { return vkgmm::c_api::last_message.c_str(); }
+
+const char* vkgmm_version_string(void) { return VKGMM_VERSION_STRING; }
+
+}  // extern "C"

@@ -1,0 +1,274 @@
+// C API: gmm, tgmm and backward plans — C problem structs to C++ problems, then the C++ plans as they are.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "c_api.hpp"
+
+using vkgmm::c_api::guarded;
+using vkgmm::c_api::require;
+
+namespace {
+
+using vkgmm::Error;
+using vkgmm::Status;
+
+[[noreturn]] void bad(const char* op, const std::string& what) {
+  throw Error(Status::invalid_argument, std::string(op) + ": " + what);
+}
+
+vkgmm::DType dtype(const char* op, const char* name, vkgmm_dtype t) {
+  if (t != VKGMM_F32 && t != VKGMM_F16 && t != VKGMM_BF16)
+    bad(op, std::string(name) + " = " + std::to_string(int(t)) + " is not a vkgmm_dtype");
+  return static_cast<vkgmm::DType>(t);
+}
+
+vkgmm::Schedule schedule(const char* op, vkgmm_schedule s) {
+  switch (s) {
+    case VKGMM_SCHEDULE_AUTO: return vkgmm::Schedule::automatic;
+    case VKGMM_SCHEDULE_SHARED: return vkgmm::Schedule::shared;
+    case VKGMM_SCHEDULE_DIRECT: return vkgmm::Schedule::direct;
+  }
+  bad(op, "schedule = " + std::to_string(int(s)) + " is not a vkgmm_schedule");
+}
+
+std::vector<int32_t> group_sizes(const char* op, const int32_t* sizes, int64_t count) {
+  if (count < 0) bad(op, "num_groups = " + std::to_string(count) + " must be >= 0");
+  if (count > 0 && !sizes) bad(op, "group_sizes is NULL with num_groups = " + std::to_string(count));
+  return count ? std::vector<int32_t>(sizes, sizes + count) : std::vector<int32_t>{};
+}
+
+vkgmm::TilingChoice tiling(vkgmm_tiling fixed, vkgmm_tiling_fn fn, void* user) {
+  if (fn) {
+    return vkgmm::TilingChoice::of(vkgmm::TilingFn(
+        [fn, user](int64_t m, int64_t k, int64_t n) -> std::optional<vkgmm::Tiling> {
+          vkgmm_tiling t{0, 0, 0};
+          if (!fn(m, k, n, &t, user)) return std::nullopt;
+          return vkgmm::Tiling{t.tm, t.tk, t.tn};
+        }));
+  }
+  if (fixed.tm == 0 && fixed.tk == 0 && fixed.tn == 0) return vkgmm::TilingChoice::automatic();
+  return vkgmm::TilingChoice::of(vkgmm::Tiling{fixed.tm, fixed.tk, fixed.tn});
+}
+
+// Zero means "the default" in C; the C++ default is -1. A negative C value is an error, not a default.
+int64_t count_or_default(const char* op, const char* name, int64_t v) {
+  if (v < 0) bad(op, std::string(name) + " = " + std::to_string(v) + " must be >= 0 (0: the default)");
+  return v == 0 ? -1 : v;
+}
+
+vkgmm::GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
+  const char* op = "gmm";
+  vkgmm::GmmProblem p;
+  p.m = c.m;
+  p.k = c.k;
+  p.n = c.n;
+  p.group_sizes = group_sizes(op, c.group_sizes, c.num_groups);
+  p.num_rhs_groups = count_or_default(op, "num_rhs_groups", c.num_rhs_groups);
+  p.group_offset = c.group_offset;
+  p.transpose_rhs = c.transpose_rhs != 0;
+  p.lhs_type = dtype(op, "lhs_type", c.lhs_type);
+  p.rhs_type = dtype(op, "rhs_type", c.rhs_type);
+  p.out_type = dtype(op, "out_type", c.out_type);
+  p.existing_out = c.existing_out != 0;
+  p.tiling = tiling(c.tiling, c.tiling_fn, c.tiling_user);
+  p.schedule = schedule(op, c.schedule);
+  return p;
+}
+
+vkgmm::TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
+  const char* op = "tgmm";
+  vkgmm::TgmmProblem p;
+  p.m = c.m;
+  p.k = c.k;
+  p.n = c.n;
+  p.group_sizes = group_sizes(op, c.group_sizes, c.num_groups);
+  p.group_offset = c.group_offset;
+  p.num_actual_groups = count_or_default(op, "num_actual_groups", c.num_actual_groups);
+  p.lhs_mk = c.lhs_mk != 0;
+  p.out_nk = c.out_nk != 0;
+  p.lhs_type = dtype(op, "lhs_type", c.lhs_type);
+  p.rhs_type = dtype(op, "rhs_type", c.rhs_type);
+  p.out_type = dtype(op, "out_type", c.out_type);
+  p.existing_out = c.existing_out != 0;
+  p.tiling = tiling(c.tiling, c.tiling_fn, c.tiling_user);
+  p.schedule = schedule(op, c.schedule);
+  return p;
+}
+
+vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.offset, v.size}; }
+
+void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::Context::Impl>& owner) {
+  require(ctx, "ctx");
+  if (ctx->ctx.shared_impl() != owner)
+    throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
+}
+
+vkgmm_operand_sizes sizes(const vkgmm::OperandSizes& s, VkDeviceSize metadata) {
+  return {s.lhs, s.rhs, s.out, s.existing_out, metadata};
+}
+
+vkgmm::GmmOperands gmm_ops(const vkgmm_gmm_operands& o) {
+  return {view(o.lhs), view(o.rhs), view(o.out), view(o.existing_out)};
+}
+
+vkgmm::TgmmOperands tgmm_ops(const vkgmm_tgmm_operands& o) {
+  return {view(o.lhs), view(o.rhs), view(o.out), view(o.existing_out)};
+}
+
+vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands& o) {
+  return {view(o.lhs), view(o.rhs), view(o.d_out), view(o.d_lhs), view(o.d_rhs)};
+}
+
+}  // namespace
+
+extern "C" {
+
+// ----- gmm ---------------------------------------------------------------------------------------------
+
+vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    require(problem, "problem");
+    *out = new vkgmm_gmm_plan{vkgmm::GmmPlan(ctx->ctx, to_cpp(*problem)), ctx->ctx.shared_impl()};
+  });
+}
+
+void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan) { delete plan; }
+
+vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    *out = sizes(plan->plan.sizes(), plan->plan.metadata_bytes());
+  });
+}
+
+vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    const vkgmm::Tiling t = plan->plan.tiling();
+    *out = {t.tm, t.tk, t.tn};
+  });
+}
+
+vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(ops, "ops");
+    plan->plan.record(cmd, gmm_ops(*ops));
+  });
+}
+
+vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(ops, "ops");
+    same_context(ctx, plan->owner);
+    const vkgmm::GmmOperands o = gmm_ops(*ops);
+    plan->plan.check(o);  // refuse bad views before a command buffer is even allocated
+    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
+  });
+}
+
+// ----- tgmm --------------------------------------------------------------------------------------------
+
+vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    require(problem, "problem");
+    *out = new vkgmm_tgmm_plan{vkgmm::TgmmPlan(ctx->ctx, to_cpp(*problem)), ctx->ctx.shared_impl()};
+  });
+}
+
+void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan) { delete plan; }
+
+vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    *out = sizes(plan->plan.sizes(), plan->plan.metadata_bytes());
+  });
+}
+
+vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    const vkgmm::Tiling t = plan->plan.tiling();
+    *out = {t.tm, t.tk, t.tn};
+  });
+}
+
+vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd,
+                                    const vkgmm_tgmm_operands* ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(ops, "ops");
+    plan->plan.record(cmd, tgmm_ops(*ops));
+  });
+}
+
+vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(ops, "ops");
+    same_context(ctx, plan->owner);
+    const vkgmm::TgmmOperands o = tgmm_ops(*ops);
+    plan->plan.check(o);
+    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
+  });
+}
+
+// ----- backward ----------------------------------------------------------------------------------------
+
+vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
+                                            vkgmm_gmm_backward_plan** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    require(forward, "forward");
+    *out = new vkgmm_gmm_backward_plan{vkgmm::GmmBackwardPlan(ctx->ctx, to_cpp(*forward)), ctx->ctx.shared_impl()};
+  });
+}
+
+void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan) { delete plan; }
+
+vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    // d_lhs = gmm(d_out, rhs) and d_rhs = tgmm(lhs^T, d_out): each operand's size is in one of the two.
+    const vkgmm::OperandSizes a = plan->plan.d_lhs_plan().sizes(), b = plan->plan.d_rhs_plan().sizes();
+    *out = {b.lhs, a.rhs, a.lhs, a.out, b.out,
+            plan->plan.d_lhs_plan().metadata_bytes() + plan->plan.d_rhs_plan().metadata_bytes()};
+  });
+}
+
+vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
+                                            const vkgmm_gmm_backward_operands* ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(ops, "ops");
+    plan->plan.record(cmd, backward_ops(*ops));
+  });
+}
+
+vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
+                                         const vkgmm_gmm_backward_operands* ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(ops, "ops");
+    same_context(ctx, plan->owner);
+    const vkgmm::GmmBackwardOperands o = backward_ops(*ops);
+    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,35 @@
+// A view past the end of its buffer would bind a descriptor range the buffer does not have: the shader
+// would read or write outside it. Refused before anything is recorded.
+#include "view_bounds.hpp"
+
+#include <string>
+
+namespace vkgmm {
+
+void check_views_in_buffers(const Context::Impl& ctx, const char* op,
+                            std::initializer_list<std::pair<const char*, BufferView>> views) {
+  for (const auto& [name, view] : views) {
+    if (view.buffer == VK_NULL_HANDLE) continue;
+    VkDeviceSize size = 0;
+    bool exact = false;
+    {
+      std::lock_guard lock(ctx.buffers_mutex);
+      if (auto it = ctx.buffer_sizes.find(view.buffer); it != ctx.buffer_sizes.end()) {
+        size = it->second;
+        exact = true;
+      }
+    }
+    if (!exact) {
+      VkMemoryRequirements req;
+      vkGetBufferMemoryRequirements(ctx.device, view.buffer, &req);
+      size = req.size;
+    }
+    if (view.offset > size || view.size > size - view.offset)
+      throw Error(Status::invalid_argument,
+                  std::string(op) + ": " + name + ": the view [" + std::to_string(view.offset) + ", " +
+                      std::to_string(view.offset) + " + " + std::to_string(view.size) + ") runs past the end of its " +
+                      (exact ? "" : "at most ") + std::to_string(size) + "-byte buffer");
+  }
+}
+
+}  // namespace vkgmm

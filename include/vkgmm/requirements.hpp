@@ -1,0 +1,35 @@
+// What vkgmm needs from a device, for an application that creates the device itself and then hands it to
+// Context::wrap(). Ask before vkCreateDevice: enable the required extensions, and the optional features
+// the device has; then tell wrap() which optional features you enabled (BorrowedDevice).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <string>
+#include <vector>
+
+namespace vkgmm {
+
+struct DeviceRequirements {
+  // The device (and the instance's apiVersion) must be at least this.
+  uint32_t min_api_version = VK_API_VERSION_1_2;
+  // Device extensions to enable; the pointers are static strings, ready for ppEnabledExtensionNames.
+  std::vector<const char*> required_extensions;
+  // Optional features vkgmm uses when enabled and can do without, by their Vulkan names
+  // ("storageBuffer16BitAccess", in VkPhysicalDeviceVulkan11Features): 16-bit operands are then read and
+  // written natively instead of through packed 32-bit words.
+  std::vector<const char*> optional_features;
+
+  // Filled by device_requirements(VkPhysicalDevice) only:
+  bool supported = true;              // the device has everything required
+  std::vector<std::string> missing;   // what it lacks, one line each (empty when supported)
+  bool storage_buffer_16bit = false;  // the device has storageBuffer16BitAccess: enable it if you like
+};
+
+// The requirements alone (supported = true, nothing probed).
+DeviceRequirements device_requirements();
+// The requirements checked against a physical device: supported / missing say whether wrap() will accept
+// a device made from it (with the required extensions enabled), storage_buffer_16bit what it offers.
+DeviceRequirements device_requirements(VkPhysicalDevice physical_device);
+
+}  // namespace vkgmm

@@ -1,0 +1,217 @@
+/* vkgmm C API: grouped matmul (gmm, tgmm, gmm backward) on Vulkan, for C, FFI and engines built
+ * without exceptions. It is a thin layer over the C++ API (vkgmm/vkgmm.hpp): same checks, same kernels.
+ *
+ * Conventions
+ * - Every function that can fail returns a vkgmm_status; VKGMM_OK is 0. On failure nothing was created
+ *   or recorded, and vkgmm_last_error_message() names the argument and the rule that failed.
+ * - Handles are opaque; each *_create / *_wrap has a *_destroy that accepts NULL.
+ * - Structs are zero-initialisable and zero means "the default" for every field ({0} is a valid
+ *   starting point), except the sizes that describe the problem (m, k, n, group sizes).
+ * - A plan and every buffer keep their device alive: they may be destroyed after the context.
+ */
+#ifndef VKGMM_H_
+#define VKGMM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <vulkan/vulkan.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vkgmm_status {
+  VKGMM_OK = 0,
+  VKGMM_INVALID_ARGUMENT = 1, /* the input breaks a rule of the contract */
+  VKGMM_UNSUPPORTED = 2,      /* valid input the device or build cannot run */
+  VKGMM_OUT_OF_MEMORY = 3,    /* host or device allocation failed */
+  VKGMM_DEVICE_LOST = 4,      /* VK_ERROR_DEVICE_LOST or a wait that timed out */
+  VKGMM_VULKAN_ERROR = 5,     /* any other failing VkResult */
+  VKGMM_VALIDATION = 6,       /* the validation layer reported a message (validation on) */
+  VKGMM_INTERNAL = 7
+} vkgmm_status;
+
+/* A static name for a status ("VKGMM_INVALID_ARGUMENT"); "VKGMM_UNKNOWN_STATUS" for other values. */
+const char* vkgmm_status_string(vkgmm_status status);
+/* The message of the last call on this thread: why it failed, "" when it succeeded (except
+ * vkgmm_device_requirements_query, which leaves what an unsupported device lacks). Valid until the next
+ * vkgmm call on this thread. */
+const char* vkgmm_last_error_message(void);
+/* The library's version, "major.minor.patch". */
+const char* vkgmm_version_string(void);
+
+/* Element types; the values match the C++ vkgmm::DType. */
+typedef enum vkgmm_dtype { VKGMM_F32 = 0, VKGMM_F16 = 1, VKGMM_BF16 = 2 } vkgmm_dtype;
+
+typedef enum vkgmm_schedule {
+  VKGMM_SCHEDULE_AUTO = 0,   /* by device type */
+  VKGMM_SCHEDULE_SHARED = 1, /* tiles staged in shared memory (GPUs) */
+  VKGMM_SCHEDULE_DIRECT = 2  /* register micro-tiles, reads straight from the buffers (CPU drivers) */
+} vkgmm_schedule;
+
+typedef struct vkgmm_context vkgmm_context;
+typedef struct vkgmm_buffer vkgmm_buffer;
+typedef struct vkgmm_gmm_plan vkgmm_gmm_plan;
+typedef struct vkgmm_tgmm_plan vkgmm_tgmm_plan;
+typedef struct vkgmm_gmm_backward_plan vkgmm_gmm_backward_plan;
+
+/* ----- devices ------------------------------------------------------------------------------------ */
+
+/* What vkgmm needs from a device the app creates (see vkgmm/requirements.hpp). */
+typedef struct vkgmm_device_requirements {
+  uint32_t min_api_version;                /* VK_API_VERSION_1_2 */
+  uint32_t required_extension_count;
+  const char* const* required_extensions;  /* static strings, ready for ppEnabledExtensionNames */
+  int supported;            /* the physical device has everything required (1 when none was given) */
+  int storage_buffer_16bit; /* the device offers storageBuffer16BitAccess (optional: enable it if you like) */
+} vkgmm_device_requirements;
+
+/* physical_device may be VK_NULL_HANDLE: the requirements alone. Otherwise, when the device lacks
+ * something required, out->supported = 0 and vkgmm_last_error_message() says what (the call still
+ * returns VKGMM_OK). */
+vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
+
+typedef struct vkgmm_context_options {
+  const char* device; /* index or name substring; NULL or "": $VKGMM_DEVICE, else the best device */
+  int validate;       /* 0: $VKGMM_VALIDATE decides; 1: on; -1: off */
+} vkgmm_context_options;
+
+/* An app's device; vkgmm destroys none of these handles. */
+typedef struct vkgmm_borrowed_device {
+  VkInstance instance;
+  VkPhysicalDevice physical_device;
+  VkDevice device;
+  VkQueue queue;         /* may be VK_NULL_HANDLE when the app only records (no *_run, no submit) */
+  uint32_t queue_family; /* of queue, and of the command buffers vkgmm is recorded into */
+  int storage_buffer_16bit; /* the app enabled storageBuffer16BitAccess */
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr; /* optional, see BorrowedDevice in context.hpp */
+} vkgmm_borrowed_device;
+
+/* options may be NULL (all defaults). */
+vkgmm_status vkgmm_context_create(const vkgmm_context_options* options, vkgmm_context** out);
+vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_context** out);
+void vkgmm_context_destroy(vkgmm_context* ctx);
+/* The device's name (valid while ctx lives). */
+const char* vkgmm_context_device_name(const vkgmm_context* ctx);
+VkDevice vkgmm_context_device(const vkgmm_context* ctx);
+
+/* Record with `record` into a one-time command buffer, submit it and wait. A non-OK status from
+ * `record` abandons the command buffer unsubmitted and is returned. */
+typedef vkgmm_status (*vkgmm_record_fn)(VkCommandBuffer cmd, void* user);
+vkgmm_status vkgmm_submit_and_wait(vkgmm_context* ctx, vkgmm_record_fn record, void* user);
+
+/* ----- buffers and views -------------------------------------------------------------------------- */
+
+/* A range of any VkBuffer with VK_BUFFER_USAGE_STORAGE_BUFFER_BIT; offsets need only be element-aligned. */
+typedef struct vkgmm_buffer_view {
+  VkBuffer buffer;
+  VkDeviceSize offset;
+  VkDeviceSize size;
+} vkgmm_buffer_view;
+
+/* A host-visible, coherent storage buffer on the context's device. */
+vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize bytes, vkgmm_buffer** out);
+void vkgmm_buffer_destroy(vkgmm_buffer* buffer);
+vkgmm_status vkgmm_buffer_upload(vkgmm_buffer* buffer, const void* data, size_t bytes, size_t offset);
+vkgmm_status vkgmm_buffer_download(const vkgmm_buffer* buffer, void* data, size_t bytes, size_t offset);
+/* The whole buffer as a view (a zero view for NULL). */
+vkgmm_buffer_view vkgmm_buffer_whole(const vkgmm_buffer* buffer);
+
+/* ----- problems ----------------------------------------------------------------------------------- */
+
+typedef struct vkgmm_tiling {
+  int64_t tm, tk, tn; /* all 0: automatic */
+} vkgmm_tiling;
+
+/* A tiling lookup (m, k, n) -> tiling: return nonzero and fill *out, or 0 for "none" (an error). Called
+ * only while a plan is created. */
+typedef int (*vkgmm_tiling_fn)(int64_t m, int64_t k, int64_t n, vkgmm_tiling* out, void* user);
+
+/* out[m, n]: rows of active group g = lhs[rows] @ rhs[g - group_offset]; other rows = existing_out or 0. */
+typedef struct vkgmm_gmm_problem {
+  int64_t m, k, n;
+  const int32_t* group_sizes; /* all G groups (copied at plan creation) */
+  int64_t num_groups;         /* G */
+  int64_t num_rhs_groups;     /* G_local; 0: G - group_offset */
+  int64_t group_offset;
+  int transpose_rhs;          /* rhs is [G_local, n, k] */
+  vkgmm_dtype lhs_type, rhs_type, out_type;
+  int existing_out;
+  vkgmm_tiling tiling;            /* used when tiling_fn is NULL */
+  vkgmm_tiling_fn tiling_fn;
+  void* tiling_user;
+  vkgmm_schedule schedule;
+} vkgmm_gmm_problem;
+
+/* out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]). */
+typedef struct vkgmm_tgmm_problem {
+  int64_t m, k, n;
+  const int32_t* group_sizes;
+  int64_t num_groups;
+  int64_t group_offset;
+  int64_t num_actual_groups; /* 0: G - group_offset */
+  int lhs_mk;                /* lhs is stored [m, k] */
+  int out_nk;                /* each output group is stored [n, k] */
+  vkgmm_dtype lhs_type, rhs_type, out_type;
+  int existing_out;
+  vkgmm_tiling tiling;
+  vkgmm_tiling_fn tiling_fn;
+  void* tiling_user;
+  vkgmm_schedule schedule;
+} vkgmm_tgmm_problem;
+
+/* Bytes each view must cover at least (16-bit operands in whole 32-bit words), and the device memory
+ * the plan itself holds for its group metadata. */
+typedef struct vkgmm_operand_sizes {
+  VkDeviceSize lhs, rhs, out, existing_out, metadata;
+} vkgmm_operand_sizes;
+
+/* existing_out.buffer = VK_NULL_HANDLE when the problem has none; it may be the same range as out. */
+typedef struct vkgmm_gmm_operands {
+  vkgmm_buffer_view lhs, rhs, out, existing_out;
+} vkgmm_gmm_operands;
+typedef struct vkgmm_tgmm_operands {
+  vkgmm_buffer_view lhs, rhs, out, existing_out;
+} vkgmm_tgmm_operands;
+typedef struct vkgmm_gmm_backward_operands {
+  vkgmm_buffer_view lhs, rhs, d_out, d_lhs, d_rhs;
+} vkgmm_gmm_backward_operands;
+typedef struct vkgmm_gmm_backward_sizes {
+  VkDeviceSize lhs, rhs, d_out, d_lhs, d_rhs, metadata;
+} vkgmm_gmm_backward_sizes;
+
+/* ----- plans: validate + metadata once; record any number of times; never submit -------------------- */
+/* record() writes dispatches into cmd (recording, of the context's queue family) and submits nothing;
+ * the barriers around it are the app's (README: "Recording into your command buffer"). A plan must
+ * outlive the execution of every command buffer it was recorded into. *_run = record + submit + wait. */
+
+vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out);
+void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan);
+vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out);
+vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out);
+vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops);
+vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops);
+
+vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out);
+void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan);
+vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out);
+vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out);
+vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd, const vkgmm_tgmm_operands* ops);
+vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops);
+
+/* The gradients of out = gmm(lhs, rhs, ...) (the forward problem): d_lhs [m, k] and d_rhs [G_local, k, n]
+ * ([G_local, n, k] with transpose_rhs); two independent dispatches. */
+vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
+                                            vkgmm_gmm_backward_plan** out);
+void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan);
+vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out);
+vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
+                                            const vkgmm_gmm_backward_operands* ops);
+vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
+                                         const vkgmm_gmm_backward_operands* ops);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VKGMM_H_ */

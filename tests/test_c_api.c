@@ -1,0 +1,264 @@
+/* The C API from C11: a gmm, tgmm and backward against plain loops, the record path through a
+ * submit callback, and the error paths (status, message, nothing created). Validation is on: any
+ * validation message turns a run into VKGMM_VALIDATION and fails the test. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <vkgmm/vkgmm.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                             \
+  do {                                                                          \
+    if (!(cond)) {                                                              \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed; last message: %s\n", __FILE__, \
+              __LINE__, #cond, vkgmm_last_error_message());                     \
+      ++failures;                                                               \
+    }                                                                           \
+  } while (0)
+
+#define M 10
+#define K 8
+#define N 6
+#define G 3
+
+static const int32_t sizes[G] = {3, 0, 5}; /* an empty group; rows 8 and 9 belong to none */
+
+static float lhs[M * K], rhs[G * K * N], out[M * N];
+
+static int near(float got, double want) { return fabs(got - want) <= 1e-4 * (1 + fabs(want)); }
+
+static void fill(float* v, int count, int seed) {
+  for (int i = 0; i < count; ++i) v[i] = (float)((i * 37 + seed * 11) % 17 - 8) / 8.0f;
+}
+
+static vkgmm_buffer* make_buffer(vkgmm_context* ctx, const float* data, size_t count) {
+  vkgmm_buffer* b = NULL;
+  CHECK(vkgmm_buffer_create(ctx, count * sizeof(float), &b) == VKGMM_OK);
+  if (b && data) CHECK(vkgmm_buffer_upload(b, data, count * sizeof(float), 0) == VKGMM_OK);
+  return b;
+}
+
+/* gmm's expected value at (r, j): group g's rows times rhs[g], zero outside the groups. */
+static double gmm_want(int r, int j) {
+  int start = 0;
+  for (int g = 0; g < G; ++g) {
+    if (r >= start && r < start + sizes[g]) {
+      double s = 0;
+      for (int i = 0; i < K; ++i) s += (double)lhs[r * K + i] * rhs[(g * K + i) * N + j];
+      return s;
+    }
+    start += sizes[g];
+  }
+  return 0;
+}
+
+static vkgmm_gmm_problem gmm_problem(void) {
+  vkgmm_gmm_problem p;
+  memset(&p, 0, sizeof p); /* zero = every default: f32, no offset, automatic tiling */
+  p.m = M;
+  p.k = K;
+  p.n = N;
+  p.group_sizes = sizes;
+  p.num_groups = G;
+  return p;
+}
+
+struct record_args {
+  const vkgmm_gmm_plan* plan;
+  vkgmm_gmm_operands ops;
+  vkgmm_status force; /* returned instead of recording, when not VKGMM_OK */
+};
+
+static vkgmm_status record_gmm(VkCommandBuffer cmd, void* user) {
+  struct record_args* a = (struct record_args*)user;
+  if (a->force != VKGMM_OK) return a->force;
+  return vkgmm_gmm_plan_record(a->plan, cmd, &a->ops);
+}
+
+static void test_gmm(vkgmm_context* ctx) {
+  vkgmm_gmm_problem p = gmm_problem();
+  vkgmm_gmm_plan* plan = NULL;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_OK);
+  if (!plan) return;
+  vkgmm_operand_sizes s;
+  CHECK(vkgmm_gmm_plan_sizes(plan, &s) == VKGMM_OK);
+  CHECK(s.lhs == M * K * 4 && s.rhs == G * K * N * 4 && s.out == M * N * 4 && s.metadata > 0);
+  vkgmm_tiling t;
+  CHECK(vkgmm_gmm_plan_tiling(plan, &t) == VKGMM_OK && t.tm > 0 && t.tk > 0 && t.tn > 0);
+
+  vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *br = make_buffer(ctx, rhs, G * K * N),
+               *bo = make_buffer(ctx, NULL, M * N);
+  vkgmm_gmm_operands ops = {vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bo), {0}};
+
+  /* The convenience path, then the record path through a callback: both must give the reference. */
+  for (int path = 0; path < 2; ++path) {
+    memset(out, 0xff, sizeof out);
+    CHECK(vkgmm_buffer_upload(bo, out, sizeof out, 0) == VKGMM_OK);
+    if (path == 0) {
+      CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
+    } else {
+      struct record_args a = {plan, ops, VKGMM_OK};
+      CHECK(vkgmm_submit_and_wait(ctx, record_gmm, &a) == VKGMM_OK);
+    }
+    CHECK(vkgmm_buffer_download(bo, out, sizeof out, 0) == VKGMM_OK);
+    int bad = 0;
+    for (int r = 0; r < M; ++r)
+      for (int j = 0; j < N; ++j) bad += !near(out[r * N + j], gmm_want(r, j));
+    CHECK(bad == 0);
+    CHECK(strcmp(vkgmm_last_error_message(), "") == 0);
+  }
+
+  /* A callback that fails: its status comes back, nothing was submitted. */
+  struct record_args failing = {plan, ops, VKGMM_UNSUPPORTED};
+  CHECK(vkgmm_submit_and_wait(ctx, record_gmm, &failing) == VKGMM_UNSUPPORTED);
+  /* A view too small for out: refused, naming the operand. */
+  vkgmm_gmm_operands small = ops;
+  small.out.size = 8;
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &small) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "out") != NULL);
+  /* The context stays usable. */
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
+
+  vkgmm_gmm_plan_destroy(plan);
+  vkgmm_buffer_destroy(bl);
+  vkgmm_buffer_destroy(br);
+  vkgmm_buffer_destroy(bo);
+}
+
+static void test_tgmm_and_backward(vkgmm_context* ctx) {
+  /* tgmm: out[g] = lhs[:, rows(g)] @ d[rows(g), :] with lhs [K, M]; here lhs^T is read from [M, K]. */
+  vkgmm_tgmm_problem p;
+  memset(&p, 0, sizeof p);
+  p.m = M;
+  p.k = K;
+  p.n = N;
+  p.group_sizes = sizes;
+  p.num_groups = G;
+  p.lhs_mk = 1;
+  vkgmm_tgmm_plan* plan = NULL;
+  CHECK(vkgmm_tgmm_plan_create(ctx, &p, &plan) == VKGMM_OK);
+  float d[M * N], tout[G * K * N];
+  fill(d, M * N, 3);
+  vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *bd = make_buffer(ctx, d, M * N), *bo = make_buffer(ctx, NULL, G * K * N);
+  vkgmm_tgmm_operands ops = {vkgmm_buffer_whole(bl), vkgmm_buffer_whole(bd), vkgmm_buffer_whole(bo), {0}};
+  CHECK(vkgmm_tgmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bo, tout, sizeof tout, 0) == VKGMM_OK);
+  int bad = 0, start = 0;
+  for (int g = 0; g < G; ++g) {
+    for (int i = 0; i < K; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0;
+        for (int r = start; r < start + sizes[g]; ++r) s += (double)lhs[r * K + i] * d[r * N + j];
+        bad += !near(tout[(g * K + i) * N + j], s);
+      }
+    start += sizes[g];
+  }
+  CHECK(bad == 0);
+
+  /* The backward of gmm with cotangent d: d_lhs = d @ rhs[g]^T on the groups' rows; d_rhs = the tgmm above. */
+  vkgmm_gmm_problem f = gmm_problem();
+  vkgmm_gmm_backward_plan* bw = NULL;
+  CHECK(vkgmm_gmm_backward_plan_create(ctx, &f, &bw) == VKGMM_OK);
+  vkgmm_gmm_backward_sizes bs;
+  CHECK(vkgmm_gmm_backward_plan_sizes(bw, &bs) == VKGMM_OK);
+  CHECK(bs.lhs == M * K * 4 && bs.d_out == M * N * 4 && bs.d_lhs == M * K * 4 && bs.d_rhs == G * K * N * 4);
+  float dl[M * K], dr[G * K * N];
+  vkgmm_buffer *br = make_buffer(ctx, rhs, G * K * N), *bdl = make_buffer(ctx, NULL, M * K),
+               *bdr = make_buffer(ctx, NULL, G * K * N);
+  vkgmm_gmm_backward_operands bops = {vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bd),
+                                      vkgmm_buffer_whole(bdl), vkgmm_buffer_whole(bdr)};
+  CHECK(vkgmm_gmm_backward_plan_run(ctx, bw, &bops) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdl, dl, sizeof dl, 0) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdr, dr, sizeof dr, 0) == VKGMM_OK);
+  bad = 0;
+  start = 0;
+  for (int g = 0; g <= G; ++g) {
+    const int rows = g < G ? sizes[g] : M - start;
+    for (int r = start; r < start + rows; ++r)
+      for (int i = 0; i < K; ++i) {
+        double s = 0;
+        if (g < G)
+          for (int j = 0; j < N; ++j) s += (double)d[r * N + j] * rhs[(g * K + i) * N + j];
+        bad += !near(dl[r * K + i], s);
+      }
+    start += rows;
+  }
+  for (int i = 0; i < G * K * N; ++i) bad += !near(dr[i], tout[i]);
+  CHECK(bad == 0);
+
+  vkgmm_gmm_backward_plan_destroy(bw);
+  vkgmm_tgmm_plan_destroy(plan);
+  vkgmm_buffer_destroy(bl);
+  vkgmm_buffer_destroy(bd);
+  vkgmm_buffer_destroy(bo);
+  vkgmm_buffer_destroy(br);
+  vkgmm_buffer_destroy(bdl);
+  vkgmm_buffer_destroy(bdr);
+}
+
+static void test_errors(vkgmm_context* ctx) {
+  /* sum(group_sizes) > m: refused with a message naming the rule; nothing created. */
+  vkgmm_gmm_problem p = gmm_problem();
+  p.m = 4;
+  vkgmm_gmm_plan* plan = (vkgmm_gmm_plan*)&p; /* must be reset to NULL */
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
+  CHECK(plan == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "group_sizes") != NULL);
+
+  p = gmm_problem();
+  p.lhs_type = (vkgmm_dtype)7;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "lhs_type") != NULL);
+  p = gmm_problem();
+  p.num_rhs_groups = -2;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
+  p = gmm_problem();
+  p.tiling.tm = 16; /* a partial tiling is a non-positive one */
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
+
+  CHECK(vkgmm_gmm_plan_create(ctx, NULL, &plan) == VKGMM_INVALID_ARGUMENT);
+  CHECK(vkgmm_gmm_plan_create(NULL, &p, &plan) == VKGMM_INVALID_ARGUMENT);
+  CHECK(vkgmm_buffer_create(ctx, 0, NULL) == VKGMM_INVALID_ARGUMENT);
+
+  vkgmm_borrowed_device none;
+  memset(&none, 0, sizeof none);
+  vkgmm_context* wrapped = NULL;
+  CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
+
+  /* A successful call clears the message. */
+  vkgmm_device_requirements req;
+  CHECK(vkgmm_device_requirements_query(VK_NULL_HANDLE, &req) == VKGMM_OK);
+  CHECK(strcmp(vkgmm_last_error_message(), "") == 0);
+  CHECK(req.min_api_version >= VK_API_VERSION_1_2 && req.required_extension_count == 1 && req.supported == 1);
+  CHECK(strcmp(req.required_extensions[0], "VK_KHR_push_descriptor") == 0);
+
+  vkgmm_gmm_plan_destroy(NULL); /* NULL is fine everywhere a handle is destroyed */
+  vkgmm_buffer_destroy(NULL);
+  vkgmm_context_destroy(NULL);
+}
+
+int main(void) {
+  CHECK(strcmp(vkgmm_status_string(VKGMM_INVALID_ARGUMENT), "VKGMM_INVALID_ARGUMENT") == 0);
+  CHECK(strcmp(vkgmm_status_string((vkgmm_status)99), "VKGMM_UNKNOWN_STATUS") == 0);
+  CHECK(strlen(vkgmm_version_string()) >= 5);
+  fill(lhs, M * K, 1);
+  fill(rhs, G * K * N, 2);
+
+  vkgmm_context_options o = {NULL, 1}; /* validation on */
+  vkgmm_context* ctx = NULL;
+  if (vkgmm_context_create(&o, &ctx) != VKGMM_OK) {
+    fprintf(stderr, "vkgmm_context_create: %s\n", vkgmm_last_error_message());
+    return 1;
+  }
+  printf("vkgmm %s on %s\n", vkgmm_version_string(), vkgmm_context_device_name(ctx));
+  test_gmm(ctx);
+  test_tgmm_and_backward(ctx);
+  test_errors(ctx);
+  vkgmm_context_destroy(ctx);
+  if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+  else printf("all C API checks passed\n");
+  return failures ? 1 : 0;
+}

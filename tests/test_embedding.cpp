@@ -1,0 +1,219 @@
+// Embedding vkgmm in an app that owns the device: device_requirements() before vkCreateDevice,
+// Context::wrap() on the app's handles (never destroying them), a queue-less record-only context, and
+// the plan's workspace size. The test plays the app: its own instance (validation layer + a messenger
+// that fails the test on any message), device, command pool and submits.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vkgmm/vkgmm.hpp"
+
+namespace {
+
+struct App {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t family = 0;
+  std::vector<std::string> messages;
+
+  static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                   VkDebugUtilsMessageTypeFlagsEXT,
+                                                   const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT)
+      static_cast<App*>(user)->messages.emplace_back(data->pMessage ? data->pMessage : "");
+    return VK_FALSE;
+  }
+
+  App() {
+    VkApplicationInfo ai{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    ai.apiVersion = VK_API_VERSION_1_2;
+    const char* layer = "VK_LAYER_KHRONOS_validation";
+    const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    VkDebugUtilsMessengerCreateInfoEXT dm{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    dm.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    dm.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+    dm.pfnUserCallback = on_message;
+    dm.pUserData = this;
+    VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ici.pNext = &dm;
+    ici.pApplicationInfo = &ai;
+    ici.enabledLayerCount = 1;
+    ici.ppEnabledLayerNames = &layer;
+    ici.enabledExtensionCount = 1;
+    ici.ppEnabledExtensionNames = &ext;
+    EXPECT_EQ(vkCreateInstance(&ici, nullptr, &instance), VK_SUCCESS);
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+    create(instance, &dm, nullptr, &messenger);
+    uint32_t n = 1;
+    vkEnumeratePhysicalDevices(instance, &n, &physical);  // VK_INCOMPLETE is fine: the first device
+    const vkgmm::DeviceRequirements req = vkgmm::device_requirements(physical);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &n, nullptr);
+    std::vector<VkQueueFamilyProperties> fams(n);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &n, fams.data());
+    while (family < n && !(fams[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+    const float priority = 1.f;
+    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qci.queueFamilyIndex = family;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &priority;
+    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    dci.enabledExtensionCount = static_cast<uint32_t>(req.required_extensions.size());
+    dci.ppEnabledExtensionNames = req.required_extensions.data();
+    EXPECT_EQ(vkCreateDevice(physical, &dci, nullptr, &device), VK_SUCCESS);
+    vkGetDeviceQueue(device, family, 0, &queue);
+  }
+
+  ~App() {
+    vkDestroyDevice(device, nullptr);
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+    destroy(instance, messenger, nullptr);
+    vkDestroyInstance(instance, nullptr);
+    for (const std::string& m : messages) ADD_FAILURE() << "validation message: " << m;
+  }
+
+  vkgmm::BorrowedDevice borrowed() const { return {instance, physical, device, queue, family}; }
+};
+
+vkgmm::GmmProblem small_problem() {
+  vkgmm::GmmProblem p;
+  p.m = 12;
+  p.k = 8;
+  p.n = 4;
+  p.group_sizes = {5, 0, 6};
+  return p;
+}
+
+vkgmm::Status status_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const vkgmm::Error& e) {
+    return e.status();
+  }
+  return vkgmm::Status::ok;
+}
+
+TEST(Embedding, RequirementsListWhatToEnable) {
+  const vkgmm::DeviceRequirements r = vkgmm::device_requirements();
+  EXPECT_EQ(r.min_api_version, VK_API_VERSION_1_2);
+  ASSERT_EQ(r.required_extensions.size(), 1u);
+  EXPECT_STREQ(r.required_extensions[0], VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  ASSERT_EQ(r.optional_features.size(), 1u);
+  EXPECT_STREQ(r.optional_features[0], "storageBuffer16BitAccess");
+  const vkgmm::DeviceRequirements none = vkgmm::device_requirements(VK_NULL_HANDLE);
+  EXPECT_FALSE(none.supported);
+  EXPECT_FALSE(none.missing.empty());
+}
+
+TEST(Embedding, RequirementsOfARealDevice) {
+  App app;
+  const vkgmm::DeviceRequirements r = vkgmm::device_requirements(app.physical);
+  EXPECT_TRUE(r.supported) << (r.missing.empty() ? "" : r.missing.front());
+  EXPECT_TRUE(r.missing.empty());
+}
+
+TEST(Embedding, WrapRefusesBadHandles) {
+  App app;
+  vkgmm::BorrowedDevice d = app.borrowed();
+  d.device = VK_NULL_HANDLE;
+  EXPECT_EQ(status_of([&] { vkgmm::Context::wrap(d); }), vkgmm::Status::invalid_argument);
+  d = app.borrowed();
+  d.queue_family = 99;
+  EXPECT_EQ(status_of([&] { vkgmm::Context::wrap(d); }), vkgmm::Status::invalid_argument);
+  d = app.borrowed();
+  d.get_instance_proc_addr = [](VkInstance, const char*) -> PFN_vkVoidFunction { return nullptr; };
+  EXPECT_EQ(status_of([&] { vkgmm::Context::wrap(d); }), vkgmm::Status::invalid_argument);
+}
+
+// The app's device outlives vkgmm's context and plans, and is still whole after them.
+TEST(Embedding, WrapRunsAndDestroysNothingBorrowed) {
+  App app;
+  vkgmm::BorrowedDevice d = app.borrowed();
+  d.get_instance_proc_addr = vkGetInstanceProcAddr;  // the app's loader entry, used for the extension
+  {
+    vkgmm::Context ctx = vkgmm::Context::wrap(d);
+    vkgmm::GmmPlan plan(ctx, small_problem());
+    EXPECT_GT(plan.metadata_bytes(), 0u);
+    vkgmm::Buffer lhs = ctx.create_buffer(plan.sizes().lhs), rhs = ctx.create_buffer(plan.sizes().rhs),
+                  out = ctx.create_buffer(plan.sizes().out);
+    std::vector<float> ones(12 * 8, 1.f), w(3 * 8 * 4, 0.5f), y(12 * 4, -1.f);
+    lhs.upload(ones.data(), ones.size() * 4);
+    rhs.upload(w.data(), w.size() * 4);
+    ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {lhs.view(), rhs.view(), out.view(), {}}); });
+    out.download(y.data(), y.size() * 4);
+    for (int r = 0; r < 12; ++r) EXPECT_EQ(y[r * 4], r < 11 ? 4.f : 0.f) << "row " << r;
+  }
+  // Still the app's: a queue wait and an object round trip on the device work after vkgmm is gone.
+  EXPECT_EQ(vkQueueWaitIdle(app.queue), VK_SUCCESS);
+  VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence = VK_NULL_HANDLE;
+  EXPECT_EQ(vkCreateFence(app.device, &fci, nullptr, &fence), VK_SUCCESS);
+  vkDestroyFence(app.device, fence, nullptr);
+}
+
+// Without a queue, vkgmm only records: submit_and_wait refuses, the app's own submit runs the plan.
+TEST(Embedding, QueuelessContextRecordsIntoTheAppsCommandBuffer) {
+  App app;
+  vkgmm::BorrowedDevice d = app.borrowed();
+  d.queue = VK_NULL_HANDLE;
+  vkgmm::Context ctx = vkgmm::Context::wrap(d);
+  vkgmm::GmmProblem p = small_problem();
+  vkgmm::GmmPlan plan(ctx, p);
+  vkgmm::Buffer lhs = ctx.create_buffer(plan.sizes().lhs), rhs = ctx.create_buffer(plan.sizes().rhs),
+                out = ctx.create_buffer(plan.sizes().out);
+  std::vector<float> x(12 * 8, 2.f), w(3 * 8 * 4, 0.25f), y(12 * 4, -1.f);
+  lhs.upload(x.data(), x.size() * 4);
+  rhs.upload(w.data(), w.size() * 4);
+  const vkgmm::GmmOperands ops{lhs.view(), rhs.view(), out.view(), {}};
+  EXPECT_EQ(status_of([&] { ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); }); }),
+            vkgmm::Status::invalid_argument);
+
+  VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  cpi.queueFamilyIndex = app.family;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  ASSERT_EQ(vkCreateCommandPool(app.device, &cpi, nullptr, &pool), VK_SUCCESS);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  ASSERT_EQ(vkAllocateCommandBuffers(app.device, &ai, &cb), VK_SUCCESS);
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  vkBeginCommandBuffer(cb, &bi);
+  plan.record(cb, ops);
+  // Shader writes -> the host's read after the wait.
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
+                       0, nullptr);
+  vkEndCommandBuffer(cb);
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cb;
+  ASSERT_EQ(vkQueueSubmit(app.queue, 1, &si, VK_NULL_HANDLE), VK_SUCCESS);
+  ASSERT_EQ(vkQueueWaitIdle(app.queue), VK_SUCCESS);
+  vkDestroyCommandPool(app.device, pool, nullptr);
+  out.download(y.data(), y.size() * 4);
+  for (int r = 0; r < 12; ++r) EXPECT_EQ(y[r * 4], r < 11 ? 4.f : 0.f) << "row " << r;
+}
+
+TEST(Embedding, EmptyProblemHoldsNoMetadata) {
+  App app;
+  vkgmm::Context ctx = vkgmm::Context::wrap(app.borrowed());
+  vkgmm::GmmProblem p = small_problem();
+  p.m = 0;
+  p.group_sizes = {0, 0};
+  EXPECT_EQ(vkgmm::GmmPlan(ctx, p).metadata_bytes(), 0u);
+}
+
+}  // namespace

@@ -1,0 +1,213 @@
+// Resource limits: a request larger than device memory is an out_of_memory error that leaves the context
+// usable; 10,000 consecutive calls keep host and device memory flat; every Vulkan object is destroyed
+// at teardown (the validation layer's leak reports are collected, not lost).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "context_impl.hpp"
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+template <typename F>
+void expect_error(F&& f, Status status, const std::vector<std::string>& needles) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
+}
+
+// Resident set size of this process (/proc/self/statm: the second field, in pages).
+uint64_t rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+GmmProblem small_gmm() {
+  GmmProblem p;
+  p.m = 24;
+  p.k = 8;
+  p.n = 8;
+  p.group_sizes = {5, 0, 19};
+  return p;
+}
+
+void expect_gmm_works(Context& c) {
+  std::mt19937 rng(11);
+  GmmProblem p = small_gmm();
+  auto l = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  auto r = random_values(3 * size_t(p.k) * p.n, DType::f32, rng);
+  EXPECT_TRUE(all_close(run_gmm(c, p, l, r), reference::gmm(p, l, r), 1e-3, 1e-5));
+}
+
+VkDeviceSize largest_heap(const Context& c) {
+  VkDeviceSize h = 0;
+  for (uint32_t i = 0; i < c.impl().memory.memoryHeapCount; ++i) h = std::max(h, c.impl().memory.memoryHeaps[i].size);
+  return h;
+}
+
+TEST_F(DeviceTest, BufferLargerThanDeviceMemoryIsOutOfMemory) {
+  const VkDeviceSize heap = largest_heap(ctx());
+  expect_error([&] { ctx().create_buffer(heap + 1); }, Status::out_of_memory,
+               {"create_buffer", std::to_string(heap + 1), "heap", std::to_string(heap)});
+  expect_error([&] { ctx().create_buffer(VkDeviceSize{1} << 62); }, Status::out_of_memory, {"create_buffer"});
+  expect_gmm_works(ctx());
+  EXPECT_EQ(ctx().impl().live_allocations.load(), 0);
+}
+
+// Requests that fit one at a time but not together: vkgmm counts what it holds against the heap.
+TEST_F(DeviceTest, BuffersPastTheHeapTogetherAreOutOfMemory) {
+  const VkDeviceSize heap = largest_heap(ctx());
+  const VkDeviceSize max_alloc = [&] {
+    VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    props.pNext = &m3;
+    vkGetPhysicalDeviceProperties2(ctx().impl().physical, &props);
+    return m3.maxMemoryAllocationSize;
+  }();
+  // Pieces of at most maxMemoryAllocationSize until the heap is (by vkgmm's count) full. Untouched, so
+  // drivers that allocate lazily (lavapipe) use no real memory for them.
+  const VkDeviceSize piece = std::min(max_alloc, heap / 2) / 4096 * 4096;
+  std::vector<Buffer> held;
+  bool refused = false;
+  for (int i = 0; i < 64 && !refused; ++i) {
+    try {
+      held.push_back(ctx().create_buffer(piece));
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::out_of_memory) << e.what();
+      EXPECT_NE(std::string(e.what()).find("already use"), std::string::npos) << e.what();
+      refused = true;
+    }
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_LE(held.size() * piece, heap);
+  held.clear();
+  expect_gmm_works(ctx());
+}
+
+// 10,000 calls: a reused plan (record + submit), plans made and dropped, the tgmm and gmm conveniences.
+// Host memory (RSS, which on lavapipe is device memory too) and vkgmm's device allocations stay flat.
+TEST_F(DeviceTest, TenThousandCallsKeepMemoryFlat) {
+  Context& c = ctx();
+  std::mt19937 rng(5);
+  GmmProblem gp = small_gmm();
+  TgmmProblem tp;
+  tp.m = 24, tp.k = 8, tp.n = 8, tp.group_sizes = {5, 0, 19};
+  const auto gl = random_values(size_t(gp.m) * gp.k, DType::f32, rng);
+  const auto gr = random_values(3 * size_t(gp.k) * gp.n, DType::f32, rng);
+  const auto tl = random_values(size_t(tp.k) * tp.m, DType::f32, rng);
+  const auto tr = random_values(size_t(tp.m) * tp.n, DType::f32, rng);
+  const auto gwant = reference::gmm(gp, gl, gr);
+  const auto twant = reference::tgmm(tp, tl, tr);
+
+  GmmPlan plan(c, gp);
+  Buffer lhs = c.create_buffer(plan.sizes().lhs), rhs = c.create_buffer(plan.sizes().rhs);
+  Buffer out = c.create_buffer(plan.sizes().out);
+  lhs.upload(gl.data(), gl.size() * 4);
+  rhs.upload(gr.data(), gr.size() * 4);
+  const GmmOperands ops{lhs.view(), rhs.view(), out.view(), {}};
+
+  auto call = [&](int i) {
+    switch (i % 4) {
+      case 0:
+      case 2:
+        c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+        break;
+      case 1: {
+        GmmPlan fresh(c, gp);  // a plan made and dropped: its metadata buffer comes and goes
+        c.submit_and_wait([&](VkCommandBuffer cb) { fresh.record(cb, ops); });
+        break;
+      }
+      case 3: {
+        // The tgmm convenience on buffers made and dropped each time.
+        Buffer l = c.create_buffer(tl.size() * 4), r = c.create_buffer(tr.size() * 4);
+        Buffer o = c.create_buffer(twant.size() * 4);
+        l.upload(tl.data(), tl.size() * 4);
+        r.upload(tr.data(), tr.size() * 4);
+        tgmm(c, tp, {l.view(), r.view(), o.view(), {}});
+        if (i % 1000 == 3) {
+          std::vector<float> got(twant.size());
+          o.download(got.data(), got.size() * 4);
+          EXPECT_TRUE(all_close(got, twant, 1e-3, 1e-5)) << "call " << i;
+        }
+        break;
+      }
+    }
+  };
+
+  // Warm-up: pipelines, the driver's and the validation layer's tables, the allocator's pools.
+  for (int i = 0; i < 400; ++i) call(i);
+  const uint64_t rss0 = rss_bytes();
+  const int64_t allocations0 = c.impl().live_allocations.load();
+  const auto t0 = std::chrono::steady_clock::now();
+  constexpr int kCalls = 10000;
+  for (int i = 0; i < kCalls; ++i) call(i);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const uint64_t rss1 = rss_bytes();
+
+  std::vector<float> got(gwant.size());
+  out.download(got.data(), got.size() * 4);
+  EXPECT_TRUE(all_close(got, gwant, 1e-3, 1e-5));
+  EXPECT_EQ(c.impl().live_allocations.load(), allocations0);
+  const double growth_mib = (double(rss1) - double(rss0)) / (1 << 20);
+  std::printf("%d calls in %.1f s; RSS %.1f MiB -> %.1f MiB (%+.2f MiB); %lld live allocations\n", kCalls, seconds,
+              rss0 / 1048576.0, rss1 / 1048576.0, growth_mib, static_cast<long long>(allocations0));
+  EXPECT_LT(growth_mib, 16.0) << "host memory grew over " << kCalls << " calls";
+}
+
+// With validation on, vkDestroyDevice lists every object left alive. A Context that ran each op (and
+// refused bad input, and survived an injected fault) must leave none, and the report must not be lost.
+TEST(Teardown, EveryVulkanObjectIsDestroyed) {
+  take_teardown_messages();
+  {
+    ContextOptions o;
+    o.validate = true;
+    Context c(o);
+    std::mt19937 rng(2);
+    GmmProblem p = small_gmm();
+    auto l = random_values(size_t(p.m) * p.k, DType::f32, rng);
+    auto r = random_values(3 * size_t(p.k) * p.n, DType::f32, rng);
+    run_gmm(c, p, l, r);
+    TgmmProblem tp;
+    tp.m = 24, tp.k = 8, tp.n = 8, tp.group_sizes = {5, 0, 19};
+    run_tgmm(c, tp, l, random_values(size_t(tp.m) * tp.n, DType::f32, rng));
+    run_backward(c, p, l, r, random_values(size_t(p.m) * p.n, DType::f32, rng));
+    p.group_sizes = {-1};
+    EXPECT_THROW(GmmPlan(c, p), Error);
+    c.impl().faults.arm(FaultPoint::wait, VK_TIMEOUT);
+    EXPECT_THROW(run_gmm(c, small_gmm(), l, r), Error);
+    EXPECT_TRUE(c.take_validation_messages().empty());
+  }
+  const auto messages = take_teardown_messages();
+  for (const auto& m : messages) ADD_FAILURE() << "at teardown: " << m;
+}
+
+// The check above can fail: an object leaked on purpose is reported at teardown.
+TEST(Teardown, LeakedObjectIsReported) {
+  take_teardown_messages();
+  {
+    ContextOptions o;
+    o.validate = true;
+    Context c(o);
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence = VK_NULL_HANDLE;
+    ASSERT_EQ(vkCreateFence(c.device(), &fi, nullptr, &fence), VK_SUCCESS);  // never destroyed
+  }
+  const auto messages = take_teardown_messages();
+  ASSERT_FALSE(messages.empty()) << "the leaked VkFence was not reported";
+  bool names_fence = false;
+  for (const auto& m : messages) names_fence |= m.find("VkFence") != std::string::npos;
+  EXPECT_TRUE(names_fence) << messages.front();
+}
+
+}  // namespace
+}  // namespace vkgmm::test
