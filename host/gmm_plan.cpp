@@ -70,7 +70,12 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
                     " (group_offset + rhs groups <= len(group_sizes) = " + std::to_string(G) + ")");
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
-  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);
+  int64_t active_rows = 0, nonempty = 0;
+  for (int64_t g = p.group_offset; g < p.group_offset + st->g_local; ++g) {
+    active_rows += p.group_sizes[g];
+    nonempty += p.group_sizes[g] > 0;
+  }
+  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op, nonempty ? active_rows / nonempty : 0);
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.m) * p.k);
   st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(st->g_local) * p.k * p.n);
   st->sizes.out = operand_bytes(p.out_type, uint64_t(p.m) * p.n);

@@ -17,9 +17,10 @@ struct KernelShape {
 };
 
 // The tiling the caller asked for (tuple, lookup or automatic), checked positive. `op` names the op in
-// errors ("gmm" / "tgmm").
+// errors ("gmm" / "tgmm"). rows_per_group: the mean rows of the non-empty active groups (gmm's automatic
+// tiling sizes its m tile to it, so small groups do not compute whole tiles of other groups' rows).
 Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
-                      const char* op);
+                      const char* op, int64_t rows_per_group = 0);
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info);
 

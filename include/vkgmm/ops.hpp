@@ -3,7 +3,8 @@
 // Plan, then record: a plan checks every argument against the contract and builds and uploads the group
 // metadata; record() writes dispatches into a command buffer the caller owns and submits. The plan must
 // outlive the execution of every command buffer it was recorded into. One plan may be recorded any number
-// of times, into any number of command buffers, from one thread at a time.
+// of times, into any number of command buffers, from any number of threads at once (a plan does not
+// change after construction; see "Robustness" in the README for what else is thread-safe).
 #pragma once
 
 #include <memory>
