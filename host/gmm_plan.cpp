@@ -59,15 +59,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   check_dims(op, p.m, p.k, p.n);
   const int64_t G = check_group_sizes(op, p.group_sizes, p.m);
   check_types(op, p.lhs_type, p.rhs_type, p.out_type);
-  if (p.group_offset < 0 || p.group_offset >= G)
-    throw Error(Status::invalid_argument, std::string(op) + ": group_offset = " + std::to_string(p.group_offset) +
-                                              " must be in [0, " + std::to_string(G) + ")");
-  st->g_local = p.num_rhs_groups < 0 ? G - p.group_offset : p.num_rhs_groups;
-  if (st->g_local < 1 || p.group_offset + st->g_local > G)
-    throw Error(Status::invalid_argument,
-                std::string(op) + ": rhs holds " + std::to_string(st->g_local) + " groups; with group_offset = " +
-                    std::to_string(p.group_offset) + " it needs 1 to " + std::to_string(G - p.group_offset) +
-                    " (group_offset + rhs groups <= len(group_sizes) = " + std::to_string(G) + ")");
+  st->g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
   int64_t active_rows = 0, nonempty = 0;

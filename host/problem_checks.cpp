@@ -42,6 +42,18 @@ void check_types(const char* op, DType lhs, DType rhs, DType out) {
   if (!valid(out)) bad(op, "the output (preferred_element_type) has an unsupported element type");
 }
 
+int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int64_t requested,
+                           const char* count_name) {
+  if (group_offset < 0 || group_offset >= G)
+    bad(op, "group_offset = " + std::to_string(group_offset) + " must be in [0, " + std::to_string(G) + ")");
+  const int64_t count = requested < 0 ? G - group_offset : requested;
+  if (count < 1 || group_offset + count > G)
+    bad(op, std::string(count_name) + " = " + std::to_string(count) + " must be in [1, " +
+                std::to_string(G - group_offset) + "] (group_offset + " + count_name +
+                " <= len(group_sizes) = " + std::to_string(G) + ")");
+  return count;
+}
+
 bool check_operand_limits(const char* op, const DeviceInfo& info,
                           std::initializer_list<std::pair<const char*, uint64_t>> operand_bytes) {
   // A view may start up to 15 bytes past its aligned binding offset (see bind_operand).

@@ -14,6 +14,10 @@ void check_dims(const char* op, int64_t m, int64_t k, int64_t n);
 // Returns G. Rules: at least one group, every size >= 0, sum <= m.
 int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m);
 void check_types(const char* op, DType lhs, DType rhs, DType out);
+// The window of active groups: 0 <= group_offset < G and 1 <= count <= G - group_offset, where count
+// (named `count_name` in errors) is `requested`, or G - group_offset when requested < 0. Returns count.
+int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int64_t requested,
+                           const char* count_name);
 // Operands vkgmm cannot bind even in parts throw Error(unsupported). Returns true when some operand
 // needs the split layout (more than one binding may address, allowing for an unaligned view start).
 bool check_operand_limits(const char* op, const DeviceInfo& info,

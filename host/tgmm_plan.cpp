@@ -52,15 +52,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   check_dims(op, p.m, p.k, p.n);
   const int64_t G = check_group_sizes(op, p.group_sizes, p.m);
   check_types(op, p.lhs_type, p.rhs_type, p.out_type);
-  if (p.group_offset < 0 || p.group_offset >= G)
-    throw Error(Status::invalid_argument, std::string(op) + ": group_offset = " + std::to_string(p.group_offset) +
-                                              " must be in [0, " + std::to_string(G) + ")");
-  st->groups = p.num_actual_groups < 0 ? G - p.group_offset : p.num_actual_groups;
-  if (st->groups < 1 || p.group_offset + st->groups > G)
-    throw Error(Status::invalid_argument,
-                std::string(op) + ": num_actual_groups = " + std::to_string(st->groups) + " must be in [1, " +
-                    std::to_string(G - p.group_offset) + "] (group_offset + num_actual_groups <= len(group_sizes) = " +
-                    std::to_string(G) + ")");
+  st->groups = check_group_window(op, G, p.group_offset, p.num_actual_groups, "num_actual_groups");
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
   st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);

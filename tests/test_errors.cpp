@@ -56,9 +56,9 @@ TEST_F(DeviceTest, GmmPlanErrorsNameTheArgument) {
   expect_error([&] { plan(with([](GmmProblem& p) { p.group_offset = -1; })); }, Status::invalid_argument,
                "group_offset = -1");
   expect_error([&] { plan(with([](GmmProblem& p) { p.group_offset = 1, p.num_rhs_groups = 2; })); },
-               Status::invalid_argument, "rhs holds 2 groups");
+               Status::invalid_argument, "rhs groups (rhs.shape[0]) = 2 must be in [1, 1]");
   expect_error([&] { plan(with([](GmmProblem& p) { p.num_rhs_groups = 0; })); }, Status::invalid_argument,
-               "rhs holds 0 groups");
+               "rhs groups (rhs.shape[0]) = 0");
   expect_error([&] { plan(with([](GmmProblem& p) { p.tiling = TilingChoice::of(Tiling{0, 8, 8}); })); },
                Status::invalid_argument, "tiling (0, 8, 8)");
   expect_error([&] { plan(with([](GmmProblem& p) { p.tiling = TilingChoice::of(Tiling{8, -2, 8}); })); },
