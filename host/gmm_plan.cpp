@@ -62,12 +62,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   st->g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
-  int64_t active_rows = 0, nonempty = 0;
-  for (int64_t g = p.group_offset; g < p.group_offset + st->g_local; ++g) {
-    active_rows += p.group_sizes[g];
-    nonempty += p.group_sizes[g] > 0;
-  }
-  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op, nonempty ? active_rows / nonempty : 0);
+  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op, {&p.group_sizes, p.group_offset, st->g_local});
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.m) * p.k);
   st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(st->g_local) * p.k * p.n);
   st->sizes.out = operand_bytes(p.out_type, uint64_t(p.m) * p.n);

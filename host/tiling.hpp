@@ -1,6 +1,8 @@
 // Turning a TilingChoice into the kernel shape that runs (internal).
 #pragma once
 
+#include <vector>
+
 #include "vkgmm/context.hpp"
 #include "vkgmm/types.hpp"
 
@@ -16,11 +18,22 @@ struct KernelShape {
   uint32_t invocations() const { return tx * ty; }
 };
 
+// The rows of the active groups, for gmm's automatic choice of the m tile.
+struct ActiveGroups {
+  const std::vector<int32_t>* sizes = nullptr;  // all G groups
+  int64_t offset = 0, count = 0;
+};
+
 // The tiling the caller asked for (tuple, lookup or automatic), checked positive. `op` names the op in
-// errors ("gmm" / "tgmm"). rows_per_group: the mean rows of the non-empty active groups (gmm's automatic
-// tiling sizes its m tile to it, so small groups do not compute whole tiles of other groups' rows).
+// errors ("gmm" / "tgmm"). With `groups`, gmm's automatic tiling picks the m tile that computes the
+// fewest rows in all (see pick_tm).
 Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
-                      const char* op, int64_t rows_per_group = 0);
+                      const char* op, const ActiveGroups& groups = {});
+
+// The m tile (a power of two up to `largest`) for which the tiles the active groups touch hold the
+// fewest rows, counting a tile of fewer than `full` rows as `full` (below that an invocation's
+// micro-tile shrinks and the tile costs about as much as a full one); ties go to the smaller tile.
+int64_t pick_tm(const ActiveGroups& groups, int64_t largest, int64_t full);
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info);
 
