@@ -163,8 +163,10 @@ SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const 
     progress("[%s] tiling %-14s %10.3f ms", name, resolved.c_str(), res.tried.back().gpu_ms_median);
     if (res.tried.back().gpu_ms_median < res.tried[res.best].gpu_ms_median || res.tried.size() == 1) {
       res.best = res.tried.size() - 1;
-      // Cache what the winner's plans run: passed back explicitly, it resolves to the same kernels.
-      best_resolved = choice ? *choice : *parse_tiling(resolved.substr(0, resolved.find('/')));
+      // Cache the tiling the winner's plans ran (passed back explicitly, it resolves to itself). A
+      // backward whose two plans resolved differently keeps the tiling that was asked for.
+      const bool one = resolved.find('/') == std::string::npos;
+      best_resolved = one || !choice ? parse_tiling(resolved.substr(0, resolved.find('/'))) : choice;
     }
   }
   if (res.tried.empty()) throw std::runtime_error("workload '" + w.name + "': no tiling fits this device");

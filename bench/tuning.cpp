@@ -10,8 +10,8 @@
 namespace bench {
 
 std::vector<vkgmm::Tiling> sweep_candidates() {
-  // Output blocks from 16x64 to 128x128 with K steps of 32 to 128: the range where either schedule
-  // keeps enough accumulators per invocation without spilling (at most 256).
+  // Output blocks of 16 to 128 rows by 32 to 128 columns, K steps of 32 to 128: the range where either
+  // schedule keeps its accumulators per invocation within the limit (256) without tiny tiles.
   return {{64, 64, 64},  {32, 64, 64},  {64, 64, 32},  {16, 64, 64},   {128, 64, 64}, {64, 64, 128},
           {128, 64, 128}, {64, 32, 64}, {64, 128, 64}, {32, 128, 128}, {128, 32, 32}};
 }

@@ -8,12 +8,9 @@
 #include <vector>
 
 #include "context_impl.hpp"
+#include "shader_modules.hpp"
 #include "operands.hpp"
 
-namespace vkgmm::spirv {
-extern const uint32_t fma_ceiling[];
-extern const size_t fma_ceiling_words;
-}  // namespace vkgmm::spirv
 
 namespace vkgmm {
 
@@ -91,7 +88,8 @@ double best_rate(uint64_t units, uint64_t max_units, const std::function<double(
 double measure_fma(Context& ctx, Stopwatch& watch) {
   Context::Impl& im = ctx.impl();
   const DeviceInfo& info = ctx.info();
-  const VkPipeline pipeline = im.pipeline(spirv::fma_ceiling, spirv::fma_ceiling_words, {kLocalSize, kIters});
+  const ShaderCode code = fma_ceiling_shader();
+  const VkPipeline pipeline = im.pipeline(code.code, code.words, {kLocalSize, kIters});
   // Workgroups spread over x (and y beyond x's limit); each x column writes its own words, so the buffer
   // needs one word per invocation of a row. Rows past the first rewrite the same words: harmless.
   const uint64_t max_x = std::min<uint64_t>(info.max_workgroup_count[0], 65535);
