@@ -1,10 +1,12 @@
-// CPU oracle for gmm, tgmm and the gmm backward: plain loops, written for obviousness, not speed.
+// CPU oracle for gmm, tgmm and the gmm backward: plain loops, written for obviousness (ordered so they
+// walk memory contiguously, which keeps bench-sized problems to seconds).
 //
 // Sums are accumulated in double (so the oracle's own error is negligible next to the device's fp32
 // accumulation) and each result is rounded once, to float and then to the problem's out type, which is
 // the path the device's value takes. Arguments are assumed valid (the plans validate); sizes are asserted.
 #include "vkgmm/reference.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 
@@ -43,17 +45,25 @@ std::vector<float> gmm(const GmmProblem& p, const std::vector<float>& lhs, const
   for (int64_t j = 0; j < g_local; ++j) {
     const int64_t g = p.group_offset + j;
     const float* w = rhs.data() + idx(j * p.k * p.n);  // [k,n], or [n,k] with transpose_rhs
+    std::vector<double> acc(idx(p.n));
     for (int64_t r = start[idx(g)]; r < start[idx(g + 1)]; ++r) {
       const float* a = lhs.data() + idx(r * p.k);
-      for (int64_t c = 0; c < p.n; ++c) {
-        double acc = 0.0;
+      // Each output sums over kk in order; the loops walk memory contiguously (rows of w, or with
+      // transpose_rhs its rows of K), which keeps the oracle usable on bench-sized problems.
+      std::fill(acc.begin(), acc.end(), 0.0);
+      if (p.transpose_rhs) {
+        for (int64_t c = 0; c < p.n; ++c)
+          for (int64_t kk = 0; kk < p.k; ++kk)
+            acc[idx(c)] += static_cast<double>(a[kk]) * static_cast<double>(w[idx(c * p.k + kk)]);
+      } else {
         for (int64_t kk = 0; kk < p.k; ++kk) {
-          const float b = p.transpose_rhs ? w[idx(c * p.k + kk)] : w[idx(kk * p.n + c)];
-          acc += static_cast<double>(a[kk]) * static_cast<double>(b);
+          const double av = a[kk];
+          const float* wrow = w + idx(kk * p.n);
+          for (int64_t c = 0; c < p.n; ++c) acc[idx(c)] += av * static_cast<double>(wrow[c]);
         }
-        // gmm overwrites active rows: existing_out only supplies the rows outside the active groups.
-        out[idx(r * p.n + c)] = round_to(p.out_type, static_cast<float>(acc));
       }
+      // gmm overwrites active rows: existing_out only supplies the rows outside the active groups.
+      for (int64_t c = 0; c < p.n; ++c) out[idx(r * p.n + c)] = round_to(p.out_type, static_cast<float>(acc[idx(c)]));
     }
   }
   return out;
@@ -74,18 +84,19 @@ std::vector<float> tgmm(const TgmmProblem& p, const std::vector<float>& lhs, con
   std::vector<float> out(idx(groups) * per_group);
   for (int64_t j = 0; j < groups; ++j) {
     const int64_t g = p.group_offset + j;
+    std::vector<double> acc(idx(p.n));
     for (int64_t kk = 0; kk < p.k; ++kk) {
-      for (int64_t c = 0; c < p.n; ++c) {
-        // existing_out shares out's layout, so one position serves both.
-        const size_t o = idx(j) * per_group + (p.out_nk ? idx(c * p.k + kk) : idx(kk * p.n + c));
-        // tgmm adds existing_out (megablox does); an empty group leaves just that, or 0.
-        double acc = existing_out.empty() ? 0.0 : static_cast<double>(existing_out[o]);
-        for (int64_t r = start[idx(g)]; r < start[idx(g + 1)]; ++r) {
-          const float a = p.lhs_mk ? lhs[idx(r * p.k + kk)] : lhs[idx(kk * p.m + r)];
-          acc += static_cast<double>(a) * static_cast<double>(rhs[idx(r * p.n + c)]);
-        }
-        out[o] = round_to(p.out_type, static_cast<float>(acc));
+      // existing_out shares out's layout, so one position serves both.
+      auto pos = [&](int64_t c) { return idx(j) * per_group + (p.out_nk ? idx(c * p.k + kk) : idx(kk * p.n + c)); };
+      // tgmm adds existing_out (megablox does); an empty group leaves just that, or 0.
+      for (int64_t c = 0; c < p.n; ++c) acc[idx(c)] = existing_out.empty() ? 0.0 : double(existing_out[pos(c)]);
+      // Each output sums over the group's rows in order, walking rows of rhs contiguously.
+      for (int64_t r = start[idx(g)]; r < start[idx(g + 1)]; ++r) {
+        const double a = p.lhs_mk ? lhs[idx(r * p.k + kk)] : lhs[idx(kk * p.m + r)];
+        const float* brow = rhs.data() + idx(r * p.n);
+        for (int64_t c = 0; c < p.n; ++c) acc[idx(c)] += a * static_cast<double>(brow[c]);
       }
+      for (int64_t c = 0; c < p.n; ++c) out[pos(c)] = round_to(p.out_type, static_cast<float>(acc[idx(c)]));
     }
   }
   return out;
