@@ -120,6 +120,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
                     uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
                     p.transpose_rhs, s.use_shared, p.existing_out, s.shared_a, s.shared_b, st->vec4};
     kn.vec4_id = 16;
+    kn.vec4_needs_lhs = true;
     const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
     kn.code = shader_for(Op::gmm, info, any16, kn.split);
     kn.create(*st->ctx, st->part_bytes);
@@ -177,7 +178,7 @@ void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const {
   GmmPush push;
   const uint32_t count = st.bind(ops, infos, push);
   if (count == 0) return;
-  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.lhs_off % 4 == 0 && push.rhs_off % 4 == 0);
+  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.lhs_off, push.rhs_off);
   bind_and_push(*st.ctx, cb, pipeline, infos, count, &push, sizeof(push));
   vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
 }

@@ -12,11 +12,16 @@ void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
   pipeline = ctx.pipeline(code.code, code.words, constants, split);
 }
 
-VkPipeline Kernel::for_offsets(Context::Impl& ctx, bool offsets_vec4_aligned) const {
-  if (offsets_vec4_aligned || vec4_id >= constants.size() || constants[vec4_id] == 0) return pipeline;
-  std::vector<uint32_t> scalar = constants;
-  scalar[vec4_id] = 0;
-  return ctx.pipeline(code.code, code.words, scalar, split);
+VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset) const {
+  auto on = [&](uint32_t id) { return id != 0 && id < constants.size() && constants[id] != 0; };
+  const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = rhs_offset % 4 == 0;
+  const bool vec4_off = on(vec4_id) && (!rhs_ok || (vec4_needs_lhs && !lhs_ok));
+  const bool vec4_lhs_off = on(vec4_lhs_id) && (vec4_off || !lhs_ok);
+  if (!vec4_off && !vec4_lhs_off) return pipeline;
+  std::vector<uint32_t> adjusted = constants;
+  if (vec4_off) adjusted[vec4_id] = 0;
+  if (vec4_lhs_off) adjusted[vec4_lhs_id] = 0;
+  return ctx.pipeline(code.code, code.words, adjusted, split);
 }
 
 }  // namespace vkgmm

@@ -14,15 +14,19 @@ constexpr uint32_t kPartShiftId = 31;
 struct Kernel {
   ShaderCode code{};
   std::vector<uint32_t> constants;  // constants[id] is constant_id id
-  uint32_t vec4_id = 0;             // constant_id of the shader's VEC4 switch
+  // The shader's 4-element-load switches: VEC4 (needs rhs, and with vec4_needs_lhs also lhs, 4-element
+  // aligned) and optionally VEC4_LHS (needs lhs aligned, and VEC4 on). 0: the shader has none.
+  uint32_t vec4_id = 0;
+  bool vec4_needs_lhs = false;
+  uint32_t vec4_lhs_id = 0;
   bool split = false;               // the module and layout bind operands in parts
   VkPipeline pipeline = VK_NULL_HANDLE;
 
   // Sets PART_SHIFT for split kernels and creates (or finds) the pipeline.
   void create(Context::Impl& ctx, VkDeviceSize part_bytes);
-  // The planned pipeline; when it uses 4-element loads but the operands' offsets are not 4-element
-  // aligned, the same kernel with scalar loads.
-  VkPipeline for_offsets(Context::Impl& ctx, bool offsets_vec4_aligned) const;
+  // The planned pipeline; where it uses 4-element loads of an operand whose offset (in elements, within
+  // its binding) is not a multiple of 4, the same kernel with those loads scalar.
+  VkPipeline for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset) const;
 };
 
 }  // namespace vkgmm

@@ -68,8 +68,10 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // The direct schedule reads rhs as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp);
   // operands bound in parts are read a word at a time.
   st->vec4 = schedule == Schedule::direct && p.n % 4 == 0 && !st->kernel.split && !vec4_disabled();
+  // With lhs stored [m, k], the block's k rows are read 4 at a time too.
+  const bool vec4_lhs = st->vec4 && p.lhs_mk && p.k % 4 == 0;
   st->shape = make_kernel_shape(st->tiling.tk, st->tiling.tm, st->tiling.tn, p.k, p.m, p.n, schedule, info, op,
-                                st->vec4 ? 4 : 1);
+                                st->vec4 ? 4 : 1, vec4_lhs ? 4 : 1);
   st->tiling = {st->shape.step, st->shape.rows, st->shape.cols};
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
@@ -90,8 +92,9 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   Kernel& kn = st->kernel;
   kn.constants = {s.invocations(), s.step, s.rows, s.cols, s.tx, s.ty, s.rm, s.rn,
                   uint32_t(p.lhs_type), uint32_t(p.rhs_type), uint32_t(p.out_type),
-                  p.lhs_mk, s.use_shared, p.existing_out, s.shared_a, s.shared_b, p.out_nk, st->vec4};
+                  p.lhs_mk, s.use_shared, p.existing_out, s.shared_a, s.shared_b, p.out_nk, st->vec4, vec4_lhs};
   kn.vec4_id = 17;
+  kn.vec4_lhs_id = 18;
   const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
   kn.code = shader_for(Op::tgmm, info, any16, kn.split);
   kn.create(*st->ctx, st->part_bytes);
@@ -148,7 +151,7 @@ void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const {
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   TgmmPush push;
   const uint32_t count = st.bind(ops, infos, push);
-  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.rhs_off % 4 == 0);
+  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.lhs_off, push.rhs_off);
   bind_and_push(*st.ctx, cb, pipeline, infos, count, &push, sizeof(push));
   vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
 }

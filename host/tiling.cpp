@@ -97,7 +97,7 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
-                              uint32_t col_group) {
+                              uint32_t col_group, uint32_t row_group) {
   KernelShape s;
   s.use_shared = schedule == Schedule::shared;
   // A tile larger than the problem only wastes work: shrink it to the problem's next power of two.
@@ -115,8 +115,10 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   s.ty = static_cast<uint32_t>(s.use_shared ? std::min<int64_t>(rows, lanes)
                                             : std::clamp<int64_t>(rows / 16, 1, lanes));
   while (s.tx * s.ty > info.max_workgroup_invocations) s.ty = std::max(1u, s.ty / 2);
-  s.rows = static_cast<uint32_t>(rows);
-  s.rm = (s.rows + s.ty - 1) / s.ty;
+  const int64_t row_units = (rows + row_group - 1) / row_group;
+  s.rm = static_cast<uint32_t>((row_units + s.ty - 1) / s.ty) * row_group;
+  // With row groups the tile is exactly what the invocations cover.
+  s.rows = row_group > 1 ? s.ty * s.rm : static_cast<uint32_t>(rows);
   s.rn = static_cast<uint32_t>((col_units + s.tx - 1) / s.tx) * col_group;
   // With column groups the tile is exactly what the invocations cover.
   s.cols = col_group > 1 ? s.tx * s.rn : static_cast<uint32_t>(cols);

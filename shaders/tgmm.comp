@@ -36,6 +36,9 @@ layout(constant_id = 16) const bool OUT_NK = false;
 // RN/4 groups of 4 adjacent columns, and takes the group's rows 4 at a time so each accumulator gets
 // four FMAs per visit (a CPU driver keeps few of them in registers).
 layout(constant_id = 17) const bool VEC4 = false;
+// With VEC4 and lhs stored [m, k] (LHS_MK; k and lhs's offset multiples of 4): each invocation owns RK/4
+// groups of 4 adjacent k rows of the block, and reads them for a row of lhs as one vec4.
+layout(constant_id = 18) const bool VEC4_LHS = false;
 
 layout(push_constant) uniform Params {
   uint m, k, n;
@@ -48,6 +51,14 @@ VKGMM_DEFINE_LOAD(load_lhs, lhs, LHS_TYPE)
 VKGMM_DEFINE_LOAD(load_rhs, rhs, RHS_TYPE)
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 VKGMM_DEFINE_LOAD4(load4_rhs, rhs_v4, rhs_v2, RHS_TYPE)
+VKGMM_DEFINE_LOAD4(load4_lhs, lhs_v4, lhs_v2, LHS_TYPE)
+
+// The block row (k) of invocation ty's i-th row: one per invocation at stride TY, or with VEC4_LHS
+// groups of 4 adjacent rows at stride 4 * TY.
+uint krow_of(uint ty, uint i) {
+  if (VEC4_LHS) return ((i >> 2) * TY + ty) * 4u + (i & 3u);
+  return ty + i * TY;
+}
 
 // The output column of invocation tx's j-th column (see VEC4).
 uint col_of(uint tx, uint j) {
@@ -103,7 +114,9 @@ void main() {
   } else if (VEC4) {
     const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 here; never 0, even where this branch is dead
     uint krow[RK], bcol[VN];
-    [[unroll]] for (uint i = 0; i < RK; ++i) krow[i] = min(k0 + ty + i * TY, pc.k - 1);
+    // With VEC4_LHS, krow[4 * u] starts a group of 4 adjacent rows, all in range or all past it (k % 4 == 0).
+    [[unroll]] for (uint i = 0; i < RK; ++i)
+      krow[i] = VEC4_LHS ? min(k0 + krow_of(ty, i), pc.k - 4u + (i & 3u)) : min(k0 + krow_of(ty, i), pc.k - 1);
     [[unroll]] for (uint v = 0; v < VN; ++v) bcol[v] = min(n0 + col_of(tx, v * 4u), pc.n - 4u);
     vec4 acc4[RK * VN];
     [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
@@ -111,8 +124,16 @@ void main() {
     for (; row + 4 <= gend; row += 4) {
       vec4 a[RK];  // a[i][q] = lhs[krow[i]][row + q]
       vec4 b[4 * VN];
-      [[unroll]] for (uint i = 0; i < RK; ++i)
-        [[unroll]] for (uint q = 0; q < 4; ++q) a[i][q] = load_lhs(lhs_index(krow[i], row + q));
+      if (VEC4_LHS) {
+        [[unroll]] for (uint q = 0; q < 4; ++q)
+          [[unroll]] for (uint u = 0; u < RK / 4; ++u) {
+            vec4 a4 = load4_lhs(pc.lhs_off + (row + q) * pc.k + krow[4 * u]);
+            [[unroll]] for (uint c = 0; c < 4; ++c) a[4 * u + c][q] = a4[c];
+          }
+      } else {
+        [[unroll]] for (uint i = 0; i < RK; ++i)
+          [[unroll]] for (uint q = 0; q < 4; ++q) a[i][q] = load_lhs(lhs_index(krow[i], row + q));
+      }
       [[unroll]] for (uint q = 0; q < 4; ++q)
         [[unroll]] for (uint v = 0; v < VN; ++v) b[q * VN + v] = load4_rhs(pc.rhs_off + (row + q) * pc.n + bcol[v]);
       [[unroll]] for (uint i = 0; i < RK; ++i)
@@ -147,7 +168,7 @@ void main() {
 
   uint block = j_group * pc.k * pc.n;
   [[unroll]] for (uint i = 0; i < RK; ++i) {
-    uint r = ty + i * TY;
+    uint r = krow_of(ty, i);
     uint kk = k0 + r;
     if (r >= TK || kk >= pc.k) continue;
     [[unroll]] for (uint j = 0; j < RN; ++j) {

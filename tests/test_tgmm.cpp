@@ -137,5 +137,33 @@ TEST_F(DeviceTest, TgmmUnalignedRhs) {
   }
 }
 
+// The direct schedule's vector loads of both operands (lhs stored [m, k], k and n multiples of 4), with
+// each operand at a 4-aligned and an unaligned element offset (the kernel then falls back per operand).
+TEST_F(DeviceTest, TgmmVectorLoadsLhsMk) {
+  for (size_t lo : {0, 3})
+    for (size_t ro : {0, 1}) {
+      std::mt19937 rng(40 + lo + ro);
+      TgmmProblem p;
+      p.m = 47;
+      p.k = 20;
+      p.n = 16;
+      p.group_sizes = {9, 0, 30, 6};  // group ends not multiples of 4; one empty group; 2 rows past them
+      p.lhs_mk = true;
+      p.out_nk = ro == 1;
+      p.schedule = Schedule::direct;
+      p.tiling = TilingChoice::of(Tiling{4, 16, 8});  // several k blocks, k groups of 4 past the end
+      auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+      auto rhs = random_values(size_t(p.m) * p.n, DType::f32, rng);
+      Buffer l = ctx().create_buffer((lo + lhs.size()) * 4), r = ctx().create_buffer((ro + rhs.size()) * 4),
+             o = ctx().create_buffer(4 * p.k * p.n * 4);
+      l.upload(lhs.data(), lhs.size() * 4, lo * 4);
+      r.upload(rhs.data(), rhs.size() * 4, ro * 4);
+      tgmm(ctx(), p, {l.view(lo * 4, lhs.size() * 4), r.view(ro * 4, rhs.size() * 4), o.view(), {}});
+      std::vector<float> got(4 * p.k * p.n);
+      o.download(got.data(), got.size() * 4);
+      EXPECT_TRUE(all_close(got, reference::tgmm(p, lhs, rhs), 1e-3, 1e-5)) << "lhs offset " << lo << ", rhs offset " << ro;
+    }
+}
+
 }  // namespace
 }  // namespace vkgmm::test
