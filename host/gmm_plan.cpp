@@ -86,23 +86,14 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     st->num_tiles = md.num_tiles;
     st->active_begin = static_cast<uint32_t>(md.group_offsets[p.group_offset]);
     st->active_end = static_cast<uint32_t>(md.group_offsets[p.group_offset + st->g_local]);
-    // Visits: the active groups' (group, m tile) pairs, then one fill visit (group -1) per m tile holding
-    // rows outside [active_begin, active_end).
-    std::vector<int32_t> groups(md.group_ids.begin(), md.group_ids.begin() + md.num_tiles);
-    std::vector<int32_t> tiles(md.m_tile_ids.begin(), md.m_tile_ids.begin() + md.num_tiles);
-    const int64_t tiles_m = (p.m + tm - 1) / tm;
-    for (int64_t t = 0; t < tiles_m; ++t) {
-      const int64_t lo = t * tm, hi = std::min<int64_t>(lo + tm, p.m);
-      if (lo < st->active_begin || hi > st->active_end) {
-        groups.push_back(-1);
-        tiles.push_back(static_cast<int32_t>(t));
-      }
-    }
-    st->num_visits = static_cast<uint32_t>(groups.size());
+    // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
+    // outside [active_begin, active_end) (see make_gmm_visits).
+    const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, st->g_local);
+    st->num_visits = static_cast<uint32_t>(visits.groups.size());
     st->visits_off = static_cast<uint32_t>(md.group_offsets.size());
     std::vector<int32_t> meta = md.group_offsets;
-    meta.insert(meta.end(), groups.begin(), groups.end());
-    meta.insert(meta.end(), tiles.begin(), tiles.end());
+    meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
+    meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
     st->meta = ctx.create_buffer(meta.size() * sizeof(int32_t));
     st->meta.upload(meta.data(), meta.size() * sizeof(int32_t));
 

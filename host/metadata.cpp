@@ -85,4 +85,21 @@ GroupMetadata make_group_metadata(std::span<const int32_t> group_sizes, int64_t 
   return md;
 }
 
+GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int64_t tm, int64_t first_group,
+                          int64_t num_groups) {
+  assert(tm >= 1 && first_group >= 0 && first_group + num_groups + 1 <= int64_t(group_offsets.size()));
+  GmmVisits v;
+  auto cover = [&](int32_t group, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; r += tm) {
+      v.groups.push_back(group);
+      v.row_starts.push_back(static_cast<int32_t>(r));
+    }
+  };
+  for (int64_t g = first_group; g < first_group + num_groups; ++g)
+    cover(static_cast<int32_t>(g), group_offsets[g], group_offsets[g + 1]);
+  cover(-1, 0, group_offsets[first_group]);
+  cover(-1, group_offsets[first_group + num_groups], m);
+  return v;
+}
+
 }  // namespace vkgmm

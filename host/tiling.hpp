@@ -30,10 +30,10 @@ struct ActiveGroups {
 Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
                       const char* op, const ActiveGroups& groups = {});
 
-// The m tile (a power of two up to `largest`) for which the tiles the active groups touch hold the
-// fewest rows, counting a tile of fewer than `full` rows as `full` (below that an invocation's
-// micro-tile shrinks and the tile costs about as much as a full one); ties go to the smaller tile.
-int64_t pick_tm(const ActiveGroups& groups, int64_t largest, int64_t full);
+// The m tile (a power of two from `smallest` to `largest`) that minimises the estimated cost of gmm's
+// visits (make_gmm_visits: ceil(rows / tm) per group), each costing tm rows plus a fixed overhead of
+// `overhead` rows' worth (loading the group's weights); ties go to the smaller tile.
+int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead);
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info);
 

@@ -1,10 +1,10 @@
 #version 450
 // gmm: out[m, n], each active group's rows of lhs[m, k] times its rhs[g] ([k, n], or [n, k] transposed).
 //
-// The grid is (n tiles) x (visits). A visit is a (group, m tile) pair from the host's group metadata; a
-// tile shared by several groups is visited once per group and each visit stores only its group's rows.
-// Visits with group -1 fill the rows outside the active groups with existing_out or zero, so every
-// output element is written exactly once by one dispatch.
+// The grid is (n tiles) x (visits). A visit is a (group, first row) pair from the host's metadata
+// (make_gmm_visits): TM rows from the group's first row on, storing only rows of that group. Visits with
+// group -1 fill the rows outside the active groups with existing_out or zero, so every output element is
+// written exactly once by one dispatch.
 //
 // Two schedules from this one source (specialization constant USE_SHARED):
 //  - shared: the workgroup stages [TM, TK] of lhs and [TK, TN] of rhs in shared memory per K step
@@ -48,7 +48,7 @@ layout(push_constant) uniform Params {
   uint active_begin;   // rows [active_begin, active_end) belong to active groups
   uint active_end;
   uint lhs_off, rhs_off, out_off, ex_off;
-  uint visits_off;     // meta index of the visit lists: groups at visits_off, m tiles after num_visits
+  uint visits_off;     // meta index of the visit lists: groups at visits_off, first rows after num_visits
 } pc;
 
 VKGMM_DEFINE_LOAD(load_lhs, lhs, LHS_TYPE)
@@ -93,7 +93,7 @@ void main() {
   uint visit = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
   if (visit >= pc.num_visits) return;
   int group = meta[pc.visits_off + visit];
-  uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]) * TM;
+  uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]);
   uint n0 = gl_WorkGroupID.x * TN;
   uint lid = gl_LocalInvocationIndex;
   uint tx = lid % TX, ty = lid / TX;

@@ -26,4 +26,17 @@ struct GroupMetadata {
 GroupMetadata make_group_metadata(std::span<const int32_t> group_sizes, int64_t m, int64_t tm,
                                   int64_t start_group, int64_t num_groups, bool visit_empty_groups);
 
+// gmm's visit list. Unlike megablox's m tiles, gmm's tiles start at each group's first row: tm rows at a
+// time through every non-empty group of [first_group, first_group + num_groups), so no tile holds rows
+// of two groups and no boundary costs an extra tile (megablox aligns tiles to m because a TPU output
+// block must be revisited consecutively; gmm's visits never accumulate into each other). Then fill
+// visits (group -1), tm rows at a time through the rows outside the active groups. Every row of
+// [0, m) is in exactly one visit; a visit's rows are [row_start, min(row_start + tm, end of its range)).
+struct GmmVisits {
+  std::vector<int32_t> groups;      // the group, or -1 for a fill visit
+  std::vector<int32_t> row_starts;  // its first row
+};
+GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int64_t tm, int64_t first_group,
+                          int64_t num_groups);
+
 }  // namespace vkgmm
