@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -15,15 +16,27 @@ namespace vkgmm::fuzz {
 
 namespace {
 
-// A scratch directory of this process, made once: npy::read needs a real file.
-const std::string& scratch_dir() {
-  static const std::string dir = [] {
+// A scratch directory of this process, made once and removed at exit: npy::read needs a real file.
+class ScratchDir {
+ public:
+  ScratchDir() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/vkgmm_fuzz_npy_XXXXXX";
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot create a scratch directory");
-    return pattern;
-  }();
-  return dir;
+    path_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/vkgmm_fuzz_npy_XXXXXX";
+    if (!mkdtemp(path_.data())) throw std::runtime_error("cannot create a scratch directory");
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const std::string& scratch_dir() {
+  static const ScratchDir dir;
+  return dir.path();
 }
 
 void put_file(const std::string& path, const uint8_t* data, size_t size) {

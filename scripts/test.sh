@@ -18,10 +18,16 @@ if [ "${1:-}" = "--sanitize" ]; then
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
   cmake --build "$build" -j"$(nproc)"
   # Leaks inside the Vulkan loader, Mesa and the validation layer are theirs: suppressed by library name
-  # (scripts/lsan.supp), never for vkgmm's own code. Every sanitizer report makes its process exit non-zero.
-  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=23:strict_string_checks=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  # (scripts/lsan.supp), never for vkgmm's own code. So that the names are known when LeakSanitizer runs
+  # at exit, dlclose() is made a no-op (scripts/keep_loaded.c, preloaded; hence verify_asan_link_order=0).
+  # Every sanitizer report makes its process exit non-zero.
+  cc -shared -fPIC -O2 -o "$build/libvkgmm_keep_loaded.so" "$root/scripts/keep_loaded.c"
+  export LD_PRELOAD="$build/libvkgmm_keep_loaded.so${LD_PRELOAD:+:$LD_PRELOAD}"
+  export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:exitcode=23:strict_string_checks=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
   export LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+  # Programs the tests build against the installed library (tests/install) link its sanitized objects.
+  export CFLAGS="$flags" CXXFLAGS="$flags" LDFLAGS="-fsanitize=address,undefined"
   cd "$build"
   ctest -j"$(nproc)" --output-on-failure --timeout 1800
   exit

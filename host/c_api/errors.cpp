@@ -49,7 +49,10 @@ void require(const void* p, const char* what) {
 extern "C" {
 
 const char* vkgmm_status_string(vkgmm_status status) {
-  switch (status) {
+  // A C caller may pass any int: switch on the bytes, not on a (possibly out-of-range) enum value.
+  int raw;
+  std::memcpy(&raw, &status, sizeof raw);
+  switch (raw) {
     case VKGMM_OK: return "VKGMM_OK";
     case VKGMM_INVALID_ARGUMENT: return "VKGMM_INVALID_ARGUMENT";
     case VKGMM_UNSUPPORTED: return "VKGMM_UNSUPPORTED";

@@ -1,4 +1,5 @@
 // C API: gmm, tgmm and backward plans — C problem structs to C++ problems, then the C++ plans as they are.
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,13 +18,25 @@ using vkgmm::Status;
   throw Error(Status::invalid_argument, std::string(op) + ": " + what);
 }
 
-vkgmm::DType dtype(const char* op, const char* name, vkgmm_dtype t) {
+// The int a C caller stored in an enum field. C lets any int sit there; in C++ loading a value of the enum
+// type outside the enumerators' range is undefined behaviour (UBSan reports it), so read the bytes.
+template <typename E>
+int raw_enum(const E& field) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
+
+vkgmm::DType dtype(const char* op, const char* name, const vkgmm_dtype& field) {
+  const int t = raw_enum(field);
   if (t != VKGMM_F32 && t != VKGMM_F16 && t != VKGMM_BF16)
-    bad(op, std::string(name) + " = " + std::to_string(int(t)) + " is not a vkgmm_dtype");
+    bad(op, std::string(name) + " = " + std::to_string(t) + " is not a vkgmm_dtype");
   return static_cast<vkgmm::DType>(t);
 }
 
-vkgmm::Schedule schedule(const char* op, vkgmm_schedule s) {
+vkgmm::Schedule schedule(const char* op, const vkgmm_schedule& field) {
+  const int s = raw_enum(field);
   switch (s) {
     case VKGMM_SCHEDULE_AUTO: return vkgmm::Schedule::automatic;
     case VKGMM_SCHEDULE_SHARED: return vkgmm::Schedule::shared;
