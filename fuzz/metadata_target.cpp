@@ -97,6 +97,28 @@ std::string metadata_one(const uint8_t* data, size_t size) {
     if (md.m_tile_ids[i] < 0 || md.m_tile_ids[i] >= std::max<int64_t>(tiles_m, 1))
       return at("m_tile_ids", i) + " (padding) is out of range";
   }
+
+  // gmm's visit list over the same window: every row of [0, m) in exactly one visit, each visit's rows
+  // inside its group (or, for a fill visit, outside the active groups), at most tm of them.
+  const GmmVisits gv = make_gmm_visits(md.group_offsets, m, tm, start, num);
+  if (gv.groups.size() != gv.row_starts.size()) return "gmm visits: lists of different lengths";
+  const int64_t active_lo = md.group_offsets[start], active_hi = md.group_offsets[start + num];
+  std::vector<uint8_t> covered(static_cast<size_t>(m), 0);
+  for (size_t i = 0; i < gv.groups.size(); ++i) {
+    const int64_t g = gv.groups[i], r0 = gv.row_starts[i];
+    int64_t lo, hi;
+    if (g >= 0) {
+      if (g < start || g >= start + num) return at("gmm visit", i) + " names an inactive group";
+      lo = md.group_offsets[g], hi = md.group_offsets[g + 1];
+    } else {
+      lo = r0 < active_lo ? 0 : active_hi, hi = r0 < active_lo ? active_lo : m;
+    }
+    if (r0 < lo || r0 >= hi || (r0 - lo) % tm != 0) return at("gmm visit", i) + " starts outside its range";
+    for (int64_t r = r0; r < std::min(r0 + tm, hi); ++r)
+      if (covered[static_cast<size_t>(r)]++) return "gmm visits: row " + std::to_string(r) + " visited twice";
+  }
+  for (int64_t r = 0; r < m; ++r)
+    if (!covered[static_cast<size_t>(r)]) return "gmm visits: row " + std::to_string(r) + " never visited";
   return "";
 }
 
