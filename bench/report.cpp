@@ -1,27 +1,14 @@
 #include "report.hpp"
 
+#include "json.hpp"
+
 #include <cmath>
 
 namespace bench {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      r += '\\';
-      r += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      r += buf;
-    } else {
-      r += static_cast<char>(c);
-    }
-  }
-  return r + "\"";
-}
+using cli::json_string;
 
 // JSON has no NaN or infinity: those (and absent values) become null.
 std::string json_number(std::optional<double> x) {

@@ -3,6 +3,8 @@
 // printed is what a run would get.
 #include "info.hpp"
 
+#include "json.hpp"
+
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -38,23 +40,7 @@ std::string api_version(uint32_t v) {
          std::to_string(VK_API_VERSION_PATCH(v));
 }
 
-// Device and driver names come from the driver: escape them rather than trust them.
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      r += '\\';
-      r += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      r += buf;
-    } else {
-      r += static_cast<char>(c);
-    }
-  }
-  return r + "\"";
-}
+using cli::json_string;
 
 // One row per fact, in order; printed as text or as JSON from the same list so the two never disagree.
 struct Row {

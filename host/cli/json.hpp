@@ -1,0 +1,12 @@
+// JSON output helpers shared by `vkgmm info --json` and `vkgmm bench --json`.
+#pragma once
+
+#include <string>
+
+namespace cli {
+
+// s as a JSON string literal, quoted and escaped (device and driver names come from the driver: escape
+// them rather than trust them).
+std::string json_string(const std::string& s);
+
+}  // namespace cli
