@@ -1,8 +1,8 @@
 #include "report.hpp"
 
-#include "json.hpp"
-
 #include <cmath>
+
+#include "json.hpp"
 
 namespace bench {
 

@@ -133,6 +133,59 @@ vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands& o) {
   return {view(o.lhs), view(o.rhs), view(o.d_out), view(o.d_lhs), view(o.d_rhs)};
 }
 
+// The bodies every plan kind shares; the C entry points below only name their types.
+template <typename Handle, typename Plan, typename CProblem>
+vkgmm_status create_plan(vkgmm_context* ctx, const CProblem* problem, const char* problem_name, Handle** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    require(problem, problem_name);
+    *out = new Handle{Plan(ctx->ctx, to_cpp(*problem)), ctx->ctx.shared_impl()};
+  });
+}
+
+template <typename Handle>
+vkgmm_status plan_sizes(const Handle* plan, vkgmm_operand_sizes* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    *out = sizes(plan->plan.sizes(), plan->plan.metadata_bytes());
+  });
+}
+
+template <typename Handle>
+vkgmm_status plan_tiling(const Handle* plan, vkgmm_tiling* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    const vkgmm::Tiling t = plan->plan.tiling();
+    *out = {t.tm, t.tk, t.tn};
+  });
+}
+
+template <typename Handle, typename COps, typename ToCpp>
+vkgmm_status plan_record(const Handle* plan, VkCommandBuffer cmd, const COps* ops, ToCpp to_ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(ops, "ops");
+    plan->plan.record(cmd, to_ops(*ops));
+  });
+}
+
+template <typename Handle, typename COps, typename ToCpp>
+vkgmm_status plan_run(vkgmm_context* ctx, const Handle* plan, const COps* ops, ToCpp to_ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(ops, "ops");
+    same_context(ctx, plan->owner);
+    const auto o = to_ops(*ops);
+    if constexpr (requires { plan->plan.check(o); })
+      plan->plan.check(o);  // refuse bad views before a command buffer is even allocated
+    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -140,115 +193,49 @@ extern "C" {
 // ----- gmm ---------------------------------------------------------------------------------------------
 
 vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out) {
-  return guarded([&] {
-    require(out, "out");
-    *out = nullptr;
-    require(ctx, "ctx");
-    require(problem, "problem");
-    *out = new vkgmm_gmm_plan{vkgmm::GmmPlan(ctx->ctx, to_cpp(*problem)), ctx->ctx.shared_impl()};
-  });
+  return create_plan<vkgmm_gmm_plan, vkgmm::GmmPlan>(ctx, problem, "problem", out);
 }
 
 void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan) { delete plan; }
 
-vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(out, "out");
-    *out = sizes(plan->plan.sizes(), plan->plan.metadata_bytes());
-  });
-}
+vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out) { return plan_sizes(plan, out); }
 
-vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(out, "out");
-    const vkgmm::Tiling t = plan->plan.tiling();
-    *out = {t.tm, t.tk, t.tn};
-  });
-}
+vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out) { return plan_tiling(plan, out); }
 
 vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(ops, "ops");
-    plan->plan.record(cmd, gmm_ops(*ops));
-  });
+  return plan_record(plan, cmd, ops, gmm_ops);
 }
 
 vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(ops, "ops");
-    same_context(ctx, plan->owner);
-    const vkgmm::GmmOperands o = gmm_ops(*ops);
-    plan->plan.check(o);  // refuse bad views before a command buffer is even allocated
-    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
-  });
+  return plan_run(ctx, plan, ops, gmm_ops);
 }
 
 // ----- tgmm --------------------------------------------------------------------------------------------
 
 vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out) {
-  return guarded([&] {
-    require(out, "out");
-    *out = nullptr;
-    require(ctx, "ctx");
-    require(problem, "problem");
-    *out = new vkgmm_tgmm_plan{vkgmm::TgmmPlan(ctx->ctx, to_cpp(*problem)), ctx->ctx.shared_impl()};
-  });
+  return create_plan<vkgmm_tgmm_plan, vkgmm::TgmmPlan>(ctx, problem, "problem", out);
 }
 
 void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan) { delete plan; }
 
-vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(out, "out");
-    *out = sizes(plan->plan.sizes(), plan->plan.metadata_bytes());
-  });
-}
+vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out) { return plan_sizes(plan, out); }
 
-vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(out, "out");
-    const vkgmm::Tiling t = plan->plan.tiling();
-    *out = {t.tm, t.tk, t.tn};
-  });
-}
+vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out) { return plan_tiling(plan, out); }
 
 vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd,
                                     const vkgmm_tgmm_operands* ops) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(ops, "ops");
-    plan->plan.record(cmd, tgmm_ops(*ops));
-  });
+  return plan_record(plan, cmd, ops, tgmm_ops);
 }
 
 vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(ops, "ops");
-    same_context(ctx, plan->owner);
-    const vkgmm::TgmmOperands o = tgmm_ops(*ops);
-    plan->plan.check(o);
-    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
-  });
+  return plan_run(ctx, plan, ops, tgmm_ops);
 }
 
 // ----- backward ----------------------------------------------------------------------------------------
 
 vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
                                             vkgmm_gmm_backward_plan** out) {
-  return guarded([&] {
-    require(out, "out");
-    *out = nullptr;
-    require(ctx, "ctx");
-    require(forward, "forward");
-    *out = new vkgmm_gmm_backward_plan{vkgmm::GmmBackwardPlan(ctx->ctx, to_cpp(*forward)), ctx->ctx.shared_impl()};
-  });
+  return create_plan<vkgmm_gmm_backward_plan, vkgmm::GmmBackwardPlan>(ctx, forward, "forward", out);
 }
 
 void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan) { delete plan; }
@@ -266,22 +253,12 @@ vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, 
 
 vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
                                             const vkgmm_gmm_backward_operands* ops) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(ops, "ops");
-    plan->plan.record(cmd, backward_ops(*ops));
-  });
+  return plan_record(plan, cmd, ops, backward_ops);
 }
 
 vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
                                          const vkgmm_gmm_backward_operands* ops) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(ops, "ops");
-    same_context(ctx, plan->owner);
-    const vkgmm::GmmBackwardOperands o = backward_ops(*ops);
-    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
-  });
+  return plan_run(ctx, plan, ops, backward_ops);
 }
 
 }  // extern "C"
