@@ -100,7 +100,8 @@ std::string metadata_one(const uint8_t* data, size_t size) {
 
   // gmm's visit list over the same window: every row of [0, m) in exactly one visit, each visit's rows
   // inside its group (or, for a fill visit, outside the active groups), at most tm of them.
-  const GmmVisits gv = make_gmm_visits(md.group_offsets, m, tm, start, num);
+  const int64_t fill = tm * (1 + static_cast<int64_t>(flags >> 4) % 4);
+  const GmmVisits gv = make_gmm_visits(md.group_offsets, m, tm, start, num, fill);
   if (gv.groups.size() != gv.row_starts.size()) return "gmm visits: lists of different lengths";
   const int64_t active_lo = md.group_offsets[start], active_hi = md.group_offsets[start + num];
   std::vector<uint8_t> covered(static_cast<size_t>(m), 0);
@@ -113,8 +114,9 @@ std::string metadata_one(const uint8_t* data, size_t size) {
     } else {
       lo = r0 < active_lo ? 0 : active_hi, hi = r0 < active_lo ? active_lo : m;
     }
-    if (r0 < lo || r0 >= hi || (r0 - lo) % tm != 0) return at("gmm visit", i) + " starts outside its range";
-    for (int64_t r = r0; r < std::min(r0 + tm, hi); ++r)
+    const int64_t stride = g >= 0 ? tm : fill;
+    if (r0 < lo || r0 >= hi || (r0 - lo) % stride != 0) return at("gmm visit", i) + " starts outside its range";
+    for (int64_t r = r0; r < std::min(r0 + stride, hi); ++r)
       if (covered[static_cast<size_t>(r)]++) return "gmm visits: row " + std::to_string(r) + " visited twice";
   }
   for (int64_t r = 0; r < m; ++r)

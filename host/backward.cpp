@@ -1,4 +1,5 @@
 // The gmm backward: d_lhs by gmm with the flipped transpose, d_rhs by tgmm reading lhs [m, k] as lhs^T.
+#include "problem_checks.hpp"
 #include "vkgmm/ops.hpp"
 
 namespace vkgmm {
@@ -43,9 +44,12 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward)
 void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const {
   const GmmOperands d_lhs_ops{ops.d_out, ops.rhs, ops.d_lhs, {}};
   const TgmmOperands d_rhs_ops{ops.lhs, ops.d_out, ops.d_rhs, {}};
-  // Check both before recording either, so a bad view records nothing.
+  // Check both before recording either, so a bad view records nothing. The two dispatches run with no
+  // barrier between them, so neither output may overlap anything the other reads or writes.
   d_lhs_.check(d_lhs_ops);
   d_rhs_.check(d_rhs_ops);
+  check_no_overlap("gmm_backward", ops.d_lhs, {{"lhs", ops.lhs}, {"d_rhs", ops.d_rhs}}, "d_lhs");
+  check_no_overlap("gmm_backward", ops.d_rhs, {{"rhs", ops.rhs}}, "d_rhs");
   d_lhs_.record(cb, d_lhs_ops);
   d_rhs_.record(cb, d_rhs_ops);
 }

@@ -140,7 +140,7 @@ uint32_t pick_compute_family(VkPhysicalDevice pd) {
 Context::Impl::~Impl() {
   // Work whose wait timed out may still run: wait for it once more, bounded. If it still runs, destroying
   // what it uses would be undefined behaviour: leak the device's objects rather than crash or hang.
-  if (device && command_pool && !settle_pending()) {
+  if (device && !settle_pending()) {
     report_teardown_messages({"vkgmm: a submission still runs after its wait timed out twice; the Context's "
                               "Vulkan objects are leaked rather than destroyed under the device"});
     return;
@@ -155,7 +155,6 @@ Context::Impl::~Impl() {
     if (set_layout) vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
     if (split_pipeline_layout) vkDestroyPipelineLayout(device, split_pipeline_layout, nullptr);
     if (split_set_layout) vkDestroyDescriptorSetLayout(device, split_set_layout, nullptr);
-    if (command_pool) vkDestroyCommandPool(device, command_pool, nullptr);
   }
   if (!owns_device) return;
   if (device) vkDestroyDevice(device, nullptr);
@@ -234,10 +233,6 @@ void Context::Impl::init_common() {
   make_layouts(kNumSplitBindings, split_set_layout, split_pipeline_layout);
   VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   check_vk(vkCreatePipelineCache(device, &pci, nullptr, &pipeline_cache), "vkCreatePipelineCache");
-  VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  cp.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  cp.queueFamilyIndex = queue_family;
-  check_vk(vkCreateCommandPool(device, &cp, nullptr, &command_pool), "vkCreateCommandPool");
 }
 
 uint32_t Context::Impl::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags want) const {

@@ -58,8 +58,10 @@ struct Context::Impl {
   std::mutex pipelines_mutex;  // guards `pipelines`
   std::map<PipelineKey, VkPipeline> pipelines;
 
-  std::mutex queue_mutex;  // guards the queue and the command pool
-  VkCommandPool command_pool = VK_NULL_HANDLE;
+  // Guards the queue, `pending` and `graveyard`. Each submit_and_wait records into a command pool of its
+  // own, so recording takes no lock (threads record concurrently, and a record callback may create or
+  // destroy vkgmm objects).
+  std::mutex queue_mutex;
 
   std::mutex messages_mutex;
   std::vector<std::string> validation_messages;
@@ -70,7 +72,7 @@ struct Context::Impl {
   // meanwhile wait in `graveyard` too. Both guarded by queue_mutex; reaped by later submissions and,
   // with a bounded wait, at teardown.
   struct Pending {
-    VkCommandBuffer cb;
+    VkCommandPool pool;  // holds the submission's command buffer
     VkFence fence;
   };
   std::vector<Pending> pending;

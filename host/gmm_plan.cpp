@@ -22,7 +22,7 @@ namespace {
 // Mirrors the push constants of shaders/gmm.comp.
 struct GmmPush {
   uint32_t m, k, n, num_visits, group_offset, active_begin, active_end;
-  uint32_t lhs_off, rhs_off, out_off, ex_off, visits_off;
+  uint32_t lhs_off, rhs_off, out_off, ex_off, visits_off, fill_rows;
 };
 
 }  // namespace
@@ -37,6 +37,7 @@ struct GmmPlan::State {
   int64_t num_tiles = 0;
   uint32_t num_visits = 0;  // num_tiles + fill visits
   uint32_t visits_off = 0;
+  uint32_t fill_rows = 0;   // rows per fill visit
   uint32_t active_begin = 0, active_end = 0;
   Buffer meta;
   bool vec4 = false;
@@ -88,12 +89,18 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     st->active_end = static_cast<uint32_t>(md.group_offsets[p.group_offset + st->g_local]);
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
     // outside [active_begin, active_end) (see make_gmm_visits).
-    const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, st->g_local);
+    // Fill visits only copy or zero rows: give each at least 256 of them, so inactive rows (which the
+    // m tile was not sized for) cannot multiply the visits.
+    st->fill_rows = static_cast<uint32_t>(tm * ((256 + tm - 1) / tm));
+    const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, st->g_local, st->fill_rows);
     st->num_visits = static_cast<uint32_t>(visits.groups.size());
     st->visits_off = static_cast<uint32_t>(md.group_offsets.size());
     std::vector<int32_t> meta = md.group_offsets;
     meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
     meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
+    if (meta.size() * sizeof(int32_t) > info.max_storage_buffer_range)
+      throw Error(Status::unsupported, std::string(op) + ": the visit list (" + std::to_string(meta.size() * 4) +
+                                           " bytes) exceeds maxStorageBufferRange: use a larger tm");
     st->meta = ctx.create_buffer(meta.size() * sizeof(int32_t));
     st->meta.upload(meta.data(), meta.size() * sizeof(int32_t));
 
@@ -152,14 +159,15 @@ uint32_t GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&i
   const uint32_t count = layout_descriptors({lhs, rhs, out, ex}, meta, st.kernel.split, infos);
   push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), st.num_visits, uint32_t(p.group_offset),
                st.active_begin, st.active_end, lhs.element_offset, rhs.element_offset, out.element_offset,
-               ex.element_offset, st.visits_off};
+               ex.element_offset, st.visits_off, st.fill_rows};
   return count;
 }
 
 void GmmPlan::check(const GmmOperands& ops) const {
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   GmmPush push;
-  state_->bind(ops, infos, push);
+  // Also creates the pipeline these offsets need, so record() cannot fail after a check that passed.
+  if (state_->bind(ops, infos, push)) state_->kernel.for_offsets(*state_->ctx, push.lhs_off, push.rhs_off);
 }
 
 void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const {

@@ -86,11 +86,12 @@ GroupMetadata make_group_metadata(std::span<const int32_t> group_sizes, int64_t 
 }
 
 GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int64_t tm, int64_t first_group,
-                          int64_t num_groups) {
-  assert(tm >= 1 && first_group >= 0 && first_group + num_groups + 1 <= int64_t(group_offsets.size()));
+                          int64_t num_groups, int64_t fill_rows) {
+  assert(tm >= 1 && fill_rows >= 1 && first_group >= 0 && first_group + num_groups + 1 <= int64_t(group_offsets.size()));
   GmmVisits v;
   auto cover = [&](int32_t group, int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; r += tm) {
+    const int64_t stride = group < 0 ? fill_rows : tm;
+    for (int64_t r = begin; r < end; r += stride) {
       v.groups.push_back(group);
       v.row_starts.push_back(static_cast<int32_t>(r));
     }

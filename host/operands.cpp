@@ -39,7 +39,9 @@ BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* na
                                          " bytes exceed what vkgmm can bind on this device (" + std::to_string(limit) +
                                          "; maxStorageBufferRange " + std::to_string(info.max_storage_buffer_range) +
                                          ")");
-  if (lead / esize + count > UINT32_MAX) fail("more than 2^32 elements");
+  if (lead / esize + count > UINT32_MAX)
+    throw Error(Status::unsupported, std::string(op) + ": " + name + ": more than 2^32 elements (element " +
+                                         "indices are 32-bit)");
   BoundOperand b;
   b.element_offset = static_cast<uint32_t>(lead / esize);
   if (!part_bytes || words_end <= part_bytes) {

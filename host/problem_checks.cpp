@@ -1,6 +1,7 @@
 // The argument rules of CONTRACT.md shared by every plan.
 #include "problem_checks.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "operands.hpp"
@@ -56,8 +57,8 @@ int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int6
 
 bool check_operand_limits(const char* op, const DeviceInfo& info,
                           std::initializer_list<std::pair<const char*, uint64_t>> operand_bytes) {
-  // A view may start up to 15 bytes past its aligned binding offset (see bind_operand).
-  const uint64_t slack = 16;
+  // A view may start up to max(alignment, 16) - 1 bytes past its aligned binding offset (bind_operand).
+  const uint64_t slack = std::max<uint64_t>(info.min_storage_buffer_offset_alignment, 16);
   const uint64_t limit = split_part_bytes(info) * kMaxParts;
   bool split = false;
   for (auto& [name, bytes] : operand_bytes) {
@@ -88,9 +89,9 @@ void check_existing_view(const char* op, bool expected, const BufferView& existi
 }
 
 void check_no_overlap(const char* op, const BufferView& out,
-                      std::initializer_list<std::pair<const char*, BufferView>> inputs) {
+                      std::initializer_list<std::pair<const char*, BufferView>> inputs, const char* out_name) {
   for (auto& [name, view] : inputs)
-    if (views_overlap(out, view)) bad(op, std::string("out overlaps ") + name);
+    if (views_overlap(out, view)) bad(op, std::string(out_name) + " overlaps " + name);
 }
 
 }  // namespace vkgmm

@@ -27,6 +27,6 @@ void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, 
 void check_existing_view(const char* op, bool expected, const BufferView& existing, const BufferView& out);
 // The output may not overlap an input (results would depend on the schedule).
 void check_no_overlap(const char* op, const BufferView& out,
-                      std::initializer_list<std::pair<const char*, BufferView>> inputs);
+                      std::initializer_list<std::pair<const char*, BufferView>> inputs, const char* out_name = "out");
 
 }  // namespace vkgmm

@@ -34,7 +34,7 @@ void Context::Impl::reap_pending_locked() {
     if (r == VK_SUCCESS || r == VK_ERROR_DEVICE_LOST) {
       if (r == VK_ERROR_DEVICE_LOST) lost = true;
       vkDestroyFence(device, pending[i].fence, nullptr);
-      vkFreeCommandBuffers(device, command_pool, 1, &pending[i].cb);
+      vkDestroyCommandPool(device, pending[i].pool, nullptr);  // frees its command buffer
       pending[i] = pending.back();
       pending.pop_back();
     } else {
@@ -66,28 +66,31 @@ void Context::submit_and_wait(const std::function<void(VkCommandBuffer)>& record
                                           "(BorrowedDevice.queue is null): record into your own command buffer");
   if (im.lost) throw_lost("the device was lost by an earlier submission");
   VkDevice dev = im.device;
-  VkCommandBuffer cb = VK_NULL_HANDLE;
   {
     std::lock_guard lock(im.queue_mutex);
     im.reap_pending_locked();
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = im.command_pool;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    check_vk(vkAllocateCommandBuffers(dev, &ai, &cb), "submit_and_wait: vkAllocateCommandBuffers");
   }
+  // A transient pool of this call's own: recording needs no lock, so concurrent callers record in
+  // parallel and a callback may create or destroy vkgmm objects (which take the queue lock).
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  cp.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  cp.queueFamilyIndex = im.queue_family;
+  check_vk(vkCreateCommandPool(dev, &cp, nullptr, &pool), "submit_and_wait: vkCreateCommandPool");
+  VkCommandBuffer cb = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   bool submitted = false;
   try {
-    // Recording into a buffer from the shared pool must hold the pool's lock for the whole recording.
-    {
-      std::lock_guard lock(im.queue_mutex);
-      VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-      bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-      check_vk(vkBeginCommandBuffer(cb, &bi), "submit_and_wait: vkBeginCommandBuffer");
-      record(cb);
-      check_vk(vkEndCommandBuffer(cb), "submit_and_wait: vkEndCommandBuffer");
-    }
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check_vk(vkAllocateCommandBuffers(dev, &ai, &cb), "submit_and_wait: vkAllocateCommandBuffers");
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check_vk(vkBeginCommandBuffer(cb, &bi), "submit_and_wait: vkBeginCommandBuffer");
+    record(cb);
+    check_vk(vkEndCommandBuffer(cb), "submit_and_wait: vkEndCommandBuffer");
     VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     check_vk(vkCreateFence(dev, &fi, nullptr, &fence), "submit_and_wait: vkCreateFence");
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -118,18 +121,15 @@ void Context::submit_and_wait(const std::function<void(VkCommandBuffer)>& record
     std::lock_guard lock(im.queue_mutex);
     if (submitted && vkGetFenceStatus(dev, fence) == VK_NOT_READY) {
       // Still running (or the device hung): park it. Freeing it now would free what the device reads.
-      im.pending.push_back({cb, fence});
+      im.pending.push_back({pool, fence});
     } else {
       if (fence) vkDestroyFence(dev, fence, nullptr);
-      vkFreeCommandBuffers(dev, im.command_pool, 1, &cb);
+      vkDestroyCommandPool(dev, pool, nullptr);
     }
     throw;
   }
-  {
-    std::lock_guard lock(im.queue_mutex);
-    vkDestroyFence(dev, fence, nullptr);
-    vkFreeCommandBuffers(dev, im.command_pool, 1, &cb);
-  }
+  vkDestroyFence(dev, fence, nullptr);
+  vkDestroyCommandPool(dev, pool, nullptr);
   im.throw_if_validation_messages();
 }
 

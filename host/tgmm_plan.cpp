@@ -142,7 +142,8 @@ uint32_t TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (
 void TgmmPlan::check(const TgmmOperands& ops) const {
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   TgmmPush push;
-  state_->bind(ops, infos, push);
+  // Also creates the pipeline these offsets need, so record() cannot fail after a check that passed.
+  if (state_->bind(ops, infos, push)) state_->kernel.for_offsets(*state_->ctx, push.lhs_off, push.rhs_off);
 }
 
 void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const {

@@ -35,6 +35,9 @@ constexpr uint32_t kMaxAccumulators = 256;
 }  // namespace
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info) {
+  if (requested != Schedule::automatic && requested != Schedule::shared && requested != Schedule::direct)
+    throw Error(Status::invalid_argument, "schedule: " + std::to_string(static_cast<int>(requested)) +
+                                              " is not automatic, shared or direct");
   if (const char* env = std::getenv("VKGMM_SCHEDULE")) {
     if (std::strcmp(env, "shared") == 0) return Schedule::shared;
     if (std::strcmp(env, "direct") == 0) return Schedule::direct;
@@ -114,11 +117,22 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
                                             : std::clamp<int64_t>(rows / 16, 1, lanes));
   while (s.tx * s.ty > info.max_workgroup_invocations) s.ty = std::max(1u, s.ty / 2);
   const int64_t row_units = (rows + row_group - 1) / row_group;
-  s.rm = static_cast<uint32_t>((row_units + s.ty - 1) / s.ty) * row_group;
-  // With row groups the tile is exactly what the invocations cover.
+  auto per_invocation = [&] {
+    s.rm = static_cast<uint32_t>((row_units + s.ty - 1) / s.ty) * row_group;
+    s.rn = static_cast<uint32_t>((col_units + s.tx - 1) / s.tx) * col_group;
+  };
+  per_invocation();
+  // A tile too large for the accumulators one invocation may hold gets more invocations, up to the
+  // device's limit, before it is refused.
+  while (s.rm * s.rn > kMaxAccumulators && s.tx * s.ty * 2 <= info.max_workgroup_invocations) {
+    const bool grow_y = s.rm >= s.rn ? s.ty < row_units : !(s.tx < col_units);
+    if (grow_y && s.ty < row_units) s.ty *= 2;
+    else if (s.tx < col_units) s.tx *= 2;
+    else break;
+    per_invocation();
+  }
+  // With row or column groups the tile is exactly what the invocations cover.
   s.rows = row_group > 1 ? s.ty * s.rm : static_cast<uint32_t>(rows);
-  s.rn = static_cast<uint32_t>((col_units + s.tx - 1) / s.tx) * col_group;
-  // With column groups the tile is exactly what the invocations cover.
   s.cols = col_group > 1 ? s.tx * s.rn : static_cast<uint32_t>(cols);
   if (s.rm * s.rn > kMaxAccumulators)
     throw Error(Status::invalid_argument,

@@ -49,6 +49,7 @@ layout(push_constant) uniform Params {
   uint active_end;
   uint lhs_off, rhs_off, out_off, ex_off;
   uint visits_off;     // meta index of the visit lists: groups at visits_off, first rows after num_visits
+  uint fill_rows;      // rows per fill visit, a multiple of TM
 } pc;
 
 VKGMM_DEFINE_LOAD(load_lhs, lhs, LHS_TYPE)
@@ -73,17 +74,23 @@ uint col_of(uint tx, uint j) {
   return tx + j * TX;
 }
 
+// A fill visit: fill_rows rows from m0 on, within its stretch of inactive rows (below active_begin when
+// it starts there, else up to m), so no row is written by two visits (on the packed 16-bit path a second
+// read-modify-write of a half-word could race with the first).
 void fill_rows(uint m0, uint n0, uint tx, uint ty) {
-  [[unroll]] for (uint i = 0; i < RM; ++i) {
-    uint r = ty + i * TY;
-    uint row = m0 + r;
-    if (r >= TM || row >= pc.m || (row >= pc.active_begin && row < pc.active_end)) continue;
-    [[unroll]] for (uint j = 0; j < RN; ++j) {
-      uint c = col_of(tx, j);
-      uint col = n0 + c;
-      if (c >= TN || col >= pc.n) continue;
-      uint idx = row * pc.n + col;
-      store_out(pc.out_off + idx, HAS_EXISTING ? load_ex(pc.ex_off + idx) : 0.0, OUT_TYPE);
+  uint end = m0 < pc.active_begin ? pc.active_begin : pc.m;
+  for (uint s = 0; s < pc.fill_rows; s += TM) {
+    [[unroll]] for (uint i = 0; i < RM; ++i) {
+      uint r = ty + i * TY;
+      uint row = m0 + s + r;
+      if (r >= TM || row >= end) continue;
+      [[unroll]] for (uint j = 0; j < RN; ++j) {
+        uint c = col_of(tx, j);
+        uint col = n0 + c;
+        if (c >= TN || col >= pc.n) continue;
+        uint idx = row * pc.n + col;
+        store_out(pc.out_off + idx, HAS_EXISTING ? load_ex(pc.ex_off + idx) : 0.0, OUT_TYPE);
+      }
     }
   }
 }

@@ -79,6 +79,8 @@ TEST_F(DeviceTest, GmmPlanErrorsNameTheArgument) {
         }));
       },
       Status::invalid_argument, "accumulators");
+  expect_error([&] { plan(with([](GmmProblem& p) { p.schedule = static_cast<Schedule>(9); })); },
+               Status::invalid_argument, "schedule: 9");
   expect_error([&] { plan(with([](GmmProblem& p) { p.lhs_type = static_cast<DType>(7); })); },
                Status::invalid_argument, "lhs has an unsupported element type");
   expect_error([&] { plan(with([](GmmProblem& p) { p.out_type = static_cast<DType>(9); })); },
@@ -208,6 +210,21 @@ TEST_F(DeviceTest, MoreTgmmAndBackwardPlanErrors) {
   GmmProblem f = good_gmm();
   f.group_sizes = {20};
   expect_error([&] { GmmBackwardPlan(ctx(), f); }, Status::invalid_argument, "sum(group_sizes) = 20 exceeds m = 16");
+}
+
+// The backward's two dispatches have no barrier between them: outputs may not overlap the other's operands.
+TEST_F(DeviceTest, BackwardOutputsMayNotOverlapInputs) {
+  GmmProblem p = good_gmm();
+  GmmBackwardPlan plan(ctx(), p);
+  Buffer b = ctx().create_buffer(8192);
+  const BufferView lhs = b.view(0, 512), rhs = b.view(512, 512), d_out = b.view(1024, 512),
+                   d_lhs = b.view(1536, 512), d_rhs = b.view(2048, 512);
+  auto run = [&](const GmmBackwardOperands& ops) {
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  };
+  expect_error([&] { run({lhs, rhs, d_out, lhs, d_rhs}); }, Status::invalid_argument, "d_lhs overlaps lhs");
+  expect_error([&] { run({lhs, rhs, d_out, d_lhs, rhs}); }, Status::invalid_argument, "d_rhs overlaps rhs");
+  expect_error([&] { run({lhs, rhs, d_out, d_lhs, d_lhs}); }, Status::invalid_argument, "d_lhs overlaps d_rhs");
 }
 
 TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {

@@ -9,16 +9,18 @@
 namespace vkgmm {
 namespace {
 
-void check_visits(const std::vector<int32_t>& sizes, int64_t m, int64_t tm, int64_t first, int64_t count) {
+void check_visits(const std::vector<int32_t>& sizes, int64_t m, int64_t tm, int64_t first, int64_t count,
+                  int64_t fill = 0) {
+  if (fill == 0) fill = tm;
   std::vector<int32_t> offsets(sizes.size() + 1, 0);
   for (size_t g = 0; g < sizes.size(); ++g) offsets[g + 1] = offsets[g] + sizes[g];
-  const GmmVisits v = make_gmm_visits(offsets, m, tm, first, count);
+  const GmmVisits v = make_gmm_visits(offsets, m, tm, first, count, fill);
   ASSERT_EQ(v.groups.size(), v.row_starts.size());
   const int64_t active_begin = offsets[first], active_end = offsets[first + count];
   std::vector<int> seen(m, 0);
   size_t expected_visits = 0;
   for (int64_t g = first; g < first + count; ++g) expected_visits += (sizes[g] + tm - 1) / tm;
-  expected_visits += (active_begin + tm - 1) / tm + (m - active_end + tm - 1) / tm;
+  expected_visits += (active_begin + fill - 1) / fill + (m - active_end + fill - 1) / fill;
   EXPECT_EQ(v.groups.size(), expected_visits);
   for (size_t i = 0; i < v.groups.size(); ++i) {
     const int32_t g = v.groups[i];
@@ -33,11 +35,11 @@ void check_visits(const std::vector<int32_t>& sizes, int64_t m, int64_t tm, int6
     } else {
       lo = active_end, hi = m;
     }
-    const int64_t start = v.row_starts[i];
+    const int64_t start = v.row_starts[i], stride = g >= 0 ? tm : fill;
     ASSERT_GE(start, lo);
     ASSERT_LT(start, hi) << "a visit with no rows";
-    EXPECT_EQ((start - lo) % tm, 0) << "tiles start at their range's first row";
-    for (int64_t r = start; r < std::min(start + tm, hi); ++r) ++seen[r];
+    EXPECT_EQ((start - lo) % stride, 0) << "tiles start at their range's first row";
+    for (int64_t r = start; r < std::min(start + stride, hi); ++r) ++seen[r];
   }
   for (int64_t r = 0; r < m; ++r) EXPECT_EQ(seen[r], 1) << "row " << r;
 }
@@ -62,7 +64,7 @@ TEST(GmmVisits, RandomSweep) {
     }
     const int64_t tm = int64_t(1) << (rng() % 8);
     const int64_t first = rng() % G, count = 1 + rng() % (G - first);
-    check_visits(sizes, m, tm, first, count);
+    check_visits(sizes, m, tm, first, count, tm * (1 + rng() % 4));
   }
 }
 

@@ -30,13 +30,14 @@ GroupMetadata make_group_metadata(std::span<const int32_t> group_sizes, int64_t 
 // time through every non-empty group of [first_group, first_group + num_groups), so no tile holds rows
 // of two groups and no boundary costs an extra tile (megablox aligns tiles to m because a TPU output
 // block must be revisited consecutively; gmm's visits never accumulate into each other). Then fill
-// visits (group -1), tm rows at a time through the rows outside the active groups. Every row of
-// [0, m) is in exactly one visit; a visit's rows are [row_start, min(row_start + tm, end of its range)).
+// visits (group -1), fill_rows rows at a time (cheap work, so fewer visits) through the rows outside the
+// active groups. Every row of [0, m) is in exactly one visit; a visit's rows are
+// [row_start, min(row_start + its stride, end of its range)), the stride tm or fill_rows.
 struct GmmVisits {
   std::vector<int32_t> groups;      // the group, or -1 for a fill visit
   std::vector<int32_t> row_starts;  // its first row
 };
 GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int64_t tm, int64_t first_group,
-                          int64_t num_groups);
+                          int64_t num_groups, int64_t fill_rows);
 
 }  // namespace vkgmm
