@@ -256,6 +256,24 @@ vkgmm::Buffer upload(vkgmm::Context& ctx, const Operand& op, VkDeviceSize needed
   return buf;
 }
 
+// Uploads the operands, runs the plan once (submit and wait) and returns the output buffer.
+template <typename Plan, typename Operands>
+vkgmm::Buffer run_plan(vkgmm::Context& ctx, const Plan& plan, const Operand& L, const Operand& R,
+                       const std::optional<Operand>& E) {
+  const vkgmm::OperandSizes sz = plan.sizes();
+  vkgmm::Buffer lb = upload(ctx, L, sz.lhs, "lhs");
+  vkgmm::Buffer rb = upload(ctx, R, sz.rhs, "rhs");
+  vkgmm::Buffer ob = ctx.create_buffer(std::max<VkDeviceSize>(4, sz.out));
+  vkgmm::Buffer eb;  // stays empty without --existing-out
+  Operands ops{lb.view(), rb.view(), ob.view(), {}};
+  if (E) {
+    eb = upload(ctx, *E, sz.existing_out, "existing-out");
+    ops.existing_out = eb.view();
+  }
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  return ob;
+}
+
 // Compares device output with the reference; prints the max abs error and throws when out of tolerance.
 void check_against(const std::vector<float>& got, const std::vector<float>& want, bool low_precision) {
   const double atol = 1e-3, rtol = low_precision ? 1e-2 : 1e-5;
@@ -377,17 +395,7 @@ void run_gmm(Job& j) {
 
   vkgmm::Context ctx;
   const vkgmm::GmmPlan plan(ctx, p);  // the contract's checks; throws vkgmm::Error naming the argument
-  const vkgmm::OperandSizes sz = plan.sizes();
-  vkgmm::Buffer lb = upload(ctx, L, sz.lhs, "lhs");
-  vkgmm::Buffer rb = upload(ctx, R, sz.rhs, "rhs");
-  vkgmm::Buffer ob = ctx.create_buffer(std::max<VkDeviceSize>(4, sz.out));
-  vkgmm::Buffer eb;  // stays empty without --existing-out
-  vkgmm::GmmOperands ops{lb.view(), rb.view(), ob.view(), {}};
-  if (E) {
-    eb = upload(ctx, *E, sz.existing_out, "existing-out");
-    ops.existing_out = eb.view();
-  }
-  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  const vkgmm::Buffer ob = run_plan<vkgmm::GmmPlan, vkgmm::GmmOperands>(ctx, plan, L, R, E);
 
   std::vector<uint8_t> out(static_cast<size_t>(m * n) * vkgmm::dtype_size(j.out_type));
   if (!out.empty()) ob.download(out.data(), out.size());
@@ -442,17 +450,7 @@ void run_tgmm(Job& j) {
   if (!groups_valid)  // the plan should have refused this; never size buffers from bad counts
     throw vkgmm::Error(vkgmm::Status::internal, "--group-offset / --num-actual-groups out of range");
   if (p.existing_out) E = existing_operand(std::move(e_arr), j.out_type);
-  const vkgmm::OperandSizes sz = plan.sizes();
-  vkgmm::Buffer lb = upload(ctx, L, sz.lhs, "lhs");
-  vkgmm::Buffer rb = upload(ctx, R, sz.rhs, "rhs");
-  vkgmm::Buffer ob = ctx.create_buffer(std::max<VkDeviceSize>(4, sz.out));
-  vkgmm::Buffer eb;  // stays empty without --existing-out
-  vkgmm::TgmmOperands ops{lb.view(), rb.view(), ob.view(), {}};
-  if (E) {
-    eb = upload(ctx, *E, sz.existing_out, "existing-out");
-    ops.existing_out = eb.view();
-  }
-  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  const vkgmm::Buffer ob = run_plan<vkgmm::TgmmPlan, vkgmm::TgmmOperands>(ctx, plan, L, R, E);
 
   std::vector<uint8_t> out(static_cast<size_t>(groups * k * n) * vkgmm::dtype_size(j.out_type));
   if (!out.empty()) ob.download(out.data(), out.size());
