@@ -23,14 +23,19 @@ std::vector<int32_t> repeat_to(const std::vector<int32_t>& values, const std::ve
 
 }  // namespace
 
+std::vector<int32_t> make_group_offsets(std::span<const int32_t> group_sizes) {
+  std::vector<int32_t> offsets(group_sizes.size() + 1, 0);
+  for (size_t g = 0; g < group_sizes.size(); ++g) offsets[g + 1] = offsets[g] + group_sizes[g];
+  return offsets;
+}
+
 GroupMetadata make_group_metadata(std::span<const int32_t> group_sizes, int64_t m, int64_t tm,
                                   int64_t start_group, int64_t num_groups, bool visit_empty_groups) {
   const int64_t G = static_cast<int64_t>(group_sizes.size());
   assert(tm >= 1 && m >= 0 && start_group >= 0 && num_groups >= 0 && start_group + num_groups <= G);
 
   GroupMetadata md;
-  md.group_offsets.assign(G + 1, 0);
-  for (int64_t g = 0; g < G; ++g) md.group_offsets[g + 1] = md.group_offsets[g] + group_sizes[g];
+  md.group_offsets = make_group_offsets(group_sizes);
   assert(md.group_offsets[G] <= m);
 
   // The last tile may be partial: it still counts as a tile.

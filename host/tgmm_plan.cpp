@@ -76,10 +76,9 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
-  GroupMetadata md = make_group_metadata(p.group_sizes, p.m, std::max<int64_t>(st->shape.step, 1), p.group_offset,
-                                         st->groups, true);
-  st->meta = ctx.create_buffer(md.group_offsets.size() * sizeof(int32_t));
-  st->meta.upload(md.group_offsets.data(), md.group_offsets.size() * sizeof(int32_t));
+  const std::vector<int32_t> offsets = make_group_offsets(p.group_sizes);
+  st->meta = ctx.create_buffer(offsets.size() * sizeof(int32_t));
+  st->meta.upload(offsets.data(), offsets.size() * sizeof(int32_t));
 
   const uint64_t x = (p.n + st->shape.cols - 1) / st->shape.cols;
   const uint64_t y = (p.k + st->shape.rows - 1) / st->shape.rows;

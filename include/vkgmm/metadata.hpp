@@ -21,6 +21,9 @@ struct GroupMetadata {
   int64_t num_tiles = 0;
 };
 
+// The row where each group starts: [G+1] prefix sums of group_sizes, starting at 0.
+std::vector<int32_t> make_group_offsets(std::span<const int32_t> group_sizes);
+
 // Preconditions (checked by the plans, asserted here): group sizes >= 0 with sum <= m, tm >= 1,
 // 0 <= start_group, start_group + num_groups <= G.
 GroupMetadata make_group_metadata(std::span<const int32_t> group_sizes, int64_t m, int64_t tm,
