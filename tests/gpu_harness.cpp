@@ -187,6 +187,13 @@ reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::
   return {download(dl, p.lhs_type, dl_count), download(dr, p.rhs_type, dr_count)};
 }
 
+void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto l = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  auto r = random_values(p.group_sizes.size() * size_t(p.k) * p.n, DType::f32, rng);
+  EXPECT_TRUE(all_close(run_gmm(ctx, p, l, r), reference::gmm(p, l, r), 1e-3, 1e-5));
+}
+
 ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want, double atol,
                                      double rtol) {
   if (got.size() != want.size())

@@ -43,6 +43,9 @@ std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vecto
 reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& d_out);
 
+// Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.
+void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed);
+
 // |got - want| <= atol + rtol * |want| everywhere (NaN must match NaN); reports the first mismatches.
 ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want, double atol,
                                      double rtol);
