@@ -6,6 +6,7 @@
 #include <string>
 
 #include "context_impl.hpp"
+#include "texel_views.hpp"
 
 namespace vkgmm {
 
@@ -16,15 +17,17 @@ struct Buffer::State {
   VkDeviceSize allocated = 0;  // bytes counted against `heap` (0 until the allocation succeeded)
   uint32_t heap = 0;
   uint8_t* mapped = nullptr;
+  VkBufferView texel_views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
   ~State() {
-    if (ctx) ctx->release_buffer(buffer, memory, allocated, heap);
+    if (ctx) ctx->release_buffer(buffer, memory, allocated, heap, texel_views);
   }
 };
 
-void Context::Impl::release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap) {
+void Context::Impl::release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap,
+                                   const VkBufferView (&texel_views)[2]) {
   if (buffer) {
     std::lock_guard lock(buffers_mutex);
-    buffer_sizes.erase(buffer);
+    own_buffers.erase(buffer);
   }
   if (memory) {
     heap_used[heap] -= bytes;
@@ -33,9 +36,11 @@ void Context::Impl::release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDev
   std::lock_guard lock(queue_mutex);
   if (!pending.empty()) {
     // A submission that outlived its wait may still read this buffer: destroy it once that is over.
-    graveyard.emplace_back(buffer, memory);
+    graveyard.push_back({buffer, memory, {texel_views[0], texel_views[1]}});
     return;
   }
+  for (VkBufferView v : texel_views)
+    if (v) vkDestroyBufferView(device, v, nullptr);
   if (buffer) vkDestroyBuffer(device, buffer, nullptr);
   if (memory) vkFreeMemory(device, memory, nullptr);  // also unmaps it
 }
@@ -102,7 +107,8 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   st->ctx = impl_;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = bytes;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check_vk(vkCreateBuffer(im.device, &bci, nullptr, &st->buffer), "create_buffer: vkCreateBuffer");
   VkMemoryRequirements req;
@@ -139,9 +145,10 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   void* p = nullptr;
   check_vk(vkMapMemory(im.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
   st->mapped = static_cast<uint8_t*>(p);
+  create_texel_views(im, st->buffer, bytes, st->texel_views);
   {
     std::lock_guard lock(im.buffers_mutex);
-    im.buffer_sizes[st->buffer] = bytes;
+    im.own_buffers[st->buffer] = {bytes, {st->texel_views[0], st->texel_views[1]}};
   }
   Buffer b;
   b.state_ = std::move(st);

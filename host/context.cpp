@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "context_impl.hpp"
+#include "texel_views.hpp"
 #include "vkgmm/requirements.hpp"
 
 namespace vkgmm {
@@ -187,6 +188,7 @@ void Context::Impl::init_common() {
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = lim.maxComputeWorkGroupCount[i];
   info.max_storage_buffer_range = lim.maxStorageBufferRange;
   info.min_storage_buffer_offset_alignment = lim.minStorageBufferOffsetAlignment;
+  query_texel_support(physical, lim, info);
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
@@ -210,12 +212,16 @@ void Context::Impl::init_common() {
   if (!push_descriptor_set)
     throw Error(Status::unsupported, "device: VK_KHR_push_descriptor is required and was not enabled");
 
-  // Two layouts of storage buffers, both pushed with vkCmdPushDescriptorSetKHR: the plain one and the
-  // split one for operands bound in parts (kNumSplitBindings must stay within maxPushDescriptors, >= 32).
+  // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
+  // inputs' texel views) and the split one of storage buffers for operands bound in parts
+  // (kNumSplitBindings must stay within maxPushDescriptors, >= 32).
   auto make_layouts = [&](uint32_t count, VkDescriptorSetLayout& set, VkPipelineLayout& layout) {
     VkDescriptorSetLayoutBinding bindings[kNumSplitBindings];
-    for (uint32_t b = 0; b < count; ++b)
-      bindings[b] = {b, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    for (uint32_t b = 0; b < count; ++b) {
+      const bool texel = count == kNumPlainBindings && (b == kLhsTexel || b == kRhsTexel);
+      bindings[b] = {b, texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
+                     VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    }
     VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
     sl.bindingCount = count;
@@ -229,7 +235,7 @@ void Context::Impl::init_common() {
     pl.pPushConstantRanges = &pc;
     check_vk(vkCreatePipelineLayout(device, &pl, nullptr, &layout), "vkCreatePipelineLayout");
   };
-  make_layouts(kNumBindings, set_layout, pipeline_layout);
+  make_layouts(kNumPlainBindings, set_layout, pipeline_layout);
   make_layouts(kNumSplitBindings, split_set_layout, split_pipeline_layout);
   VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   check_vk(vkCreatePipelineCache(device, &pci, nullptr, &pipeline_cache), "vkCreatePipelineCache");

@@ -20,6 +20,9 @@ const char* vk_result_name(VkResult r);
 // The one descriptor layout of every vkgmm pipeline (one source of truth, mirrored in
 // shaders/bindings.glsl): storage buffers at these bindings, pushed with vkCmdPushDescriptorSetKHR.
 enum Binding : uint32_t { kLhs = 0, kRhs = 1, kOut = 2, kExisting = 3, kMeta = 4, kNumBindings = 5 };
+// The plain layout also holds texel views of lhs and rhs (uniform texel buffers), which only the
+// VKGMM_TEXEL modules declare and only their pipelines push.
+enum TexelBinding : uint32_t { kLhsTexel = kNumBindings, kRhsTexel = kNumBindings + 1, kNumPlainBindings = kNumBindings + 2 };
 constexpr uint32_t kPushConstantBytes = 128;
 // The split layout (VKGMM_SPLIT modules): operands larger than one binding may address are bound as up
 // to kMaxParts parts; part p > 0 of operand o (kLhs..kExisting) is at binding kNumBindings + 3 * o + p - 1.
@@ -76,14 +79,23 @@ struct Context::Impl {
     VkFence fence;
   };
   std::vector<Pending> pending;
-  std::vector<std::pair<VkBuffer, VkDeviceMemory>> graveyard;
+  struct Grave {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkBufferView texel_views[2];
+  };
+  std::vector<Grave> graveyard;
   std::atomic<bool> lost{false};  // VK_ERROR_DEVICE_LOST was seen: later submissions fail at once
   FaultInjector faults;           // test-only (faults.hpp)
 
   // vkgmm's own buffers with their sizes (views are checked against them) and the device memory they
   // hold per heap (requests past a heap are refused up front; the resource tests bound the total).
   mutable std::mutex buffers_mutex;
-  std::unordered_map<VkBuffer, VkDeviceSize> buffer_sizes;
+  struct OwnBuffer {
+    VkDeviceSize size = 0;
+    VkBufferView texel_views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};  // by texel_format_index (texel_views.hpp)
+  };
+  std::unordered_map<VkBuffer, OwnBuffer> own_buffers;
   std::atomic<uint64_t> heap_used[VK_MAX_MEMORY_HEAPS] = {};
   std::atomic<int64_t> live_allocations{0};
 
@@ -92,7 +104,8 @@ struct Context::Impl {
   // Waits (bounded by VKGMM_TIMEOUT_S) for every pending submission; false if some still run.
   bool settle_pending();
   // Destroys a buffer and its memory now, or once the pending submissions are done.
-  void release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap);
+  void release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap,
+                      const VkBufferView (&texel_views)[2]);
 
   Impl() = default;
   Impl(const Impl&) = delete;

@@ -10,6 +10,7 @@
 #include "operands.hpp"
 #include "problem_checks.hpp"
 #include "shader_modules.hpp"
+#include "texel_views.hpp"
 #include "tiling.hpp"
 #include "view_bounds.hpp"
 #include "vkgmm/metadata.hpp"
@@ -46,8 +47,10 @@ struct GmmPlan::State {
   uint32_t grid[3] = {0, 0, 0};
 
   // Checks the operand views; fills the descriptors (returns their count, 0 when there is nothing to
-  // dispatch) and the push constants.
-  uint32_t bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings], GmmPush& push) const;
+  // dispatch), the push constants and, where lhs and rhs can be read through texel views, those views
+  // (else texels[0] is null).
+  uint32_t bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings], GmmPush& push,
+                VkBufferView (&texels)[2]) const;
 };
 
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
@@ -121,6 +124,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     kn.vec4_needs_lhs = true;
     const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
     kn.code = shader_for(Op::gmm, info, any16, kn.split);
+    if (!kn.split && texel_loads_usable(info, p.lhs_type, p.rhs_type))
+      kn.texel_code = texel_shader_for(Op::gmm, info, any16);
     kn.create(*st->ctx, st->part_bytes);
   }
   st->ctx->throw_if_validation_messages();
@@ -135,7 +140,8 @@ int64_t GmmPlan::num_tiles() const { return state_->num_tiles; }
 
 // Checks the operand views and resolves them to descriptors and push constants.
 uint32_t GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings],
-                              GmmPush& push) const {
+                              GmmPush& push, VkBufferView (&texels)[2]) const {
+  texels[0] = texels[1] = VK_NULL_HANDLE;
   const State& st = *this;
   const GmmProblem& p = st.problem;
   const DeviceInfo& info = st.ctx->info;
@@ -160,14 +166,33 @@ uint32_t GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&i
   push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), st.num_visits, uint32_t(p.group_offset),
                st.active_begin, st.active_end, lhs.element_offset, rhs.element_offset, out.element_offset,
                ex.element_offset, st.visits_off, st.fill_rows};
+  if (st.kernel.texel_code.code) {
+    const TexelOperand tl = texel_operand(*st.ctx, ops.lhs, p.lhs_type, uint64_t(p.m) * p.k);
+    const TexelOperand tr = texel_operand(*st.ctx, ops.rhs, p.rhs_type, uint64_t(st.g_local) * p.k * p.n);
+    if (tl.view && tr.view) {
+      texels[0] = tl.view;
+      texels[1] = tr.view;
+      push.lhs_off = tl.element_offset;
+      push.rhs_off = tr.element_offset;
+    }
+  }
   return count;
 }
 
 void GmmPlan::check(const GmmOperands& ops) const {
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   GmmPush push;
+  VkBufferView texels[2];
   // Also creates the pipeline these offsets need, so record() cannot fail after a check that passed.
-  if (state_->bind(ops, infos, push)) state_->kernel.for_offsets(*state_->ctx, push.lhs_off, push.rhs_off);
+  if (state_->bind(ops, infos, push, texels))
+    state_->kernel.for_offsets(*state_->ctx, push.lhs_off, push.rhs_off, texels[0] != VK_NULL_HANDLE);
+}
+
+bool GmmPlan::texel_loads(const GmmOperands& ops) const {
+  VkDescriptorBufferInfo infos[kNumSplitBindings];
+  GmmPush push;
+  VkBufferView texels[2];
+  return state_->bind(ops, infos, push, texels) && texels[0] != VK_NULL_HANDLE;
 }
 
 void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const {
@@ -175,10 +200,12 @@ void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const {
   const State& st = *state_;
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   GmmPush push;
-  const uint32_t count = st.bind(ops, infos, push);
+  VkBufferView texels[2];
+  const uint32_t count = st.bind(ops, infos, push, texels);
   if (count == 0) return;
-  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.lhs_off, push.rhs_off);
-  bind_and_push(*st.ctx, cb, pipeline, infos, count, &push, sizeof(push));
+  const bool texel = texels[0] != VK_NULL_HANDLE;
+  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.lhs_off, push.rhs_off, texel);
+  bind_and_push(*st.ctx, cb, pipeline, infos, count, &push, sizeof(push), texel ? texels : nullptr);
   vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
 }
 

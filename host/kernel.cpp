@@ -9,19 +9,26 @@ void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
     constants.resize(kPartShiftId + 1, 0);                     // ids in between are unused: ignored
     constants[kPartShiftId] = shift;
   }
-  pipeline = ctx.pipeline(code.code, code.words, constants, split);
+  // Only the pipeline vkgmm's own buffers will use is compiled now (compiling is slow on CPU drivers);
+  // for_offsets compiles the other on first use.
+  if (texel_code.code)
+    texel_pipeline = ctx.pipeline(texel_code.code, texel_code.words, constants, false);
+  else
+    pipeline = ctx.pipeline(code.code, code.words, constants, split);
 }
 
-VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset) const {
+VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset, bool texel) const {
+  const ShaderCode& c = texel ? texel_code : code;
   auto on = [&](uint32_t id) { return id != 0 && id < constants.size() && constants[id] != 0; };
   const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = rhs_offset % 4 == 0;
   const bool vec4_off = on(vec4_id) && (!rhs_ok || (vec4_needs_lhs && !lhs_ok));
   const bool vec4_lhs_off = on(vec4_lhs_id) && (vec4_off || !lhs_ok);
-  if (!vec4_off && !vec4_lhs_off) return pipeline;
+  const VkPipeline planned = texel ? texel_pipeline : pipeline;
+  if (!vec4_off && !vec4_lhs_off && planned) return planned;
   std::vector<uint32_t> adjusted = constants;
   if (vec4_off) adjusted[vec4_id] = 0;
   if (vec4_lhs_off) adjusted[vec4_lhs_id] = 0;
-  return ctx.pipeline(code.code, code.words, adjusted, split);
+  return ctx.pipeline(c.code, c.words, adjusted, split);
 }
 
 }  // namespace vkgmm

@@ -20,13 +20,16 @@ struct Kernel {
   bool vec4_needs_lhs = false;
   uint32_t vec4_lhs_id = 0;
   bool split = false;               // the module and layout bind operands in parts
-  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;  // null until first needed when there is a texel pipeline
+  // The VKGMM_TEXEL build of the module (null code: none) and its pipeline with the same constants.
+  ShaderCode texel_code{};
+  VkPipeline texel_pipeline = VK_NULL_HANDLE;
 
-  // Sets PART_SHIFT for split kernels and creates (or finds) the pipeline.
+  // Sets PART_SHIFT for split kernels and creates (or finds) the pipelines.
   void create(Context::Impl& ctx, VkDeviceSize part_bytes);
-  // The planned pipeline; where it uses 4-element loads of an operand whose offset (in elements, within
-  // its binding) is not a multiple of 4, the same kernel with those loads scalar.
-  VkPipeline for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset) const;
+  // The planned pipeline (the texel one with `texel`); where it uses 4-element loads of an operand whose
+  // offset (in elements, as pushed) is not a multiple of 4, the same kernel with those loads scalar.
+  VkPipeline for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset, bool texel = false) const;
 };
 
 }  // namespace vkgmm

@@ -66,15 +66,16 @@ uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescripto
 }
 
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
-                   const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes) {
-  bind_and_push(ctx, cb, pipeline, infos, kNumBindings, push, push_bytes);
+                   const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes,
+                   const VkBufferView* texels) {
+  bind_and_push(ctx, cb, pipeline, infos, kNumBindings, push, push_bytes, texels);
 }
 
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
-                   uint32_t count, const void* push, uint32_t push_bytes) {
+                   uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels) {
   const bool split = count == kNumSplitBindings;
   VkPipelineLayout layout = split ? ctx.split_pipeline_layout : ctx.pipeline_layout;
-  VkWriteDescriptorSet writes[kNumSplitBindings];
+  VkWriteDescriptorSet writes[kNumSplitBindings + 2];
   for (uint32_t b = 0; b < count; ++b) {
     writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[b].dstBinding = b;
@@ -82,8 +83,19 @@ void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, 
     writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[b].pBufferInfo = &infos[b];
   }
+  uint32_t n = count;
+  if (texels && !split) {
+    for (uint32_t t = 0; t < 2; ++t) {
+      VkWriteDescriptorSet& w = writes[n++];
+      w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      w.dstBinding = t == 0 ? kLhsTexel : kRhsTexel;
+      w.descriptorCount = 1;
+      w.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      w.pTexelBufferView = &texels[t];
+    }
+  }
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-  ctx.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, count, writes);
+  ctx.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, n, writes);
   vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
 }
 

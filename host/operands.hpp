@@ -34,12 +34,14 @@ uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescripto
                             VkDescriptorBufferInfo (&out)[kNumSplitBindings]);
 
 // Bind `pipeline` and push its descriptors: `count` infos in binding order, for the plain layout
-// (kNumBindings) or the split one (kNumSplitBindings).
+// (kNumBindings) or the split one (kNumSplitBindings); for a texel pipeline also the texel views of lhs
+// and rhs (`texels`, plain layout only).
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
-                   uint32_t count, const void* push, uint32_t push_bytes);
+                   uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels = nullptr);
 // The plain layout's five descriptors (unused bindings repeat a valid one).
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
-                   const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes);
+                   const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes,
+                   const VkBufferView* texels = nullptr);
 
 // Every operand view of a problem with `count` elements must be free of overlap with the output
 // (except existing_out, which may be the output itself).

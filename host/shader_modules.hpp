@@ -19,6 +19,8 @@ enum class Op { gmm, tgmm };
 // else the 16-bit-storage build when some operand is 16-bit and the device has storageBuffer16BitAccess,
 // unless $VKGMM_DISABLE_16BIT_STORAGE=1 forces the packed 32-bit path (so one device tests both).
 ShaderCode shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand, bool split);
+// The same module with lhs and rhs read through texel views (VKGMM_TEXEL; never split).
+ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand);
 ShaderCode fma_ceiling_shader();
 
 }  // namespace vkgmm

@@ -42,9 +42,11 @@ void Context::Impl::reap_pending_locked() {
     }
   }
   if (!pending.empty()) return;
-  for (auto& [buffer, memory] : graveyard) {
-    vkDestroyBuffer(device, buffer, nullptr);
-    vkFreeMemory(device, memory, nullptr);  // also unmaps it
+  for (const Grave& g : graveyard) {
+    for (VkBufferView v : g.texel_views)
+      if (v) vkDestroyBufferView(device, v, nullptr);
+    vkDestroyBuffer(device, g.buffer, nullptr);
+    vkFreeMemory(device, g.memory, nullptr);  // also unmaps it
   }
   graveyard.clear();
 }

@@ -8,6 +8,7 @@
 #include "operands.hpp"
 #include "problem_checks.hpp"
 #include "shader_modules.hpp"
+#include "texel_views.hpp"
 #include "tiling.hpp"
 #include "view_bounds.hpp"
 #include "vkgmm/metadata.hpp"
@@ -39,7 +40,9 @@ struct TgmmPlan::State {
   uint32_t grid[3] = {0, 0, 0};
 
   // Checks the operand views; fills the descriptors (returns their count) and the push constants.
-  uint32_t bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings], TgmmPush& push) const;
+  // (texels: as GmmPlan's; null when lhs and rhs are read as storage buffers)
+  uint32_t bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings], TgmmPush& push,
+                VkBufferView (&texels)[2]) const;
 };
 
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
@@ -96,6 +99,8 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   kn.vec4_lhs_id = 18;
   const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
   kn.code = shader_for(Op::tgmm, info, any16, kn.split);
+  if (!kn.split && texel_loads_usable(info, p.lhs_type, p.rhs_type))
+    kn.texel_code = texel_shader_for(Op::tgmm, info, any16);
   kn.create(*st->ctx, st->part_bytes);
   st->ctx->throw_if_validation_messages();
   state_ = std::move(st);
@@ -108,7 +113,8 @@ VkDeviceSize TgmmPlan::metadata_bytes() const { return state_->meta.size(); }
 
 // Checks the operand views and resolves them to descriptors and push constants.
 uint32_t TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (&infos)[kNumSplitBindings],
-                               TgmmPush& push) const {
+                               TgmmPush& push, VkBufferView (&texels)[2]) const {
+  texels[0] = texels[1] = VK_NULL_HANDLE;
   const State& st = *this;
   const TgmmProblem& p = st.problem;
   const DeviceInfo& info = st.ctx->info;
@@ -135,14 +141,33 @@ uint32_t TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (
   const uint32_t count = layout_descriptors({lhs, rhs, out, ex}, meta, st.kernel.split, infos);
   push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), uint32_t(st.groups), uint32_t(p.group_offset),
                 lhs.element_offset, rhs.element_offset, out.element_offset, ex.element_offset};
+  if (st.kernel.texel_code.code && p.m) {
+    const TexelOperand tl = texel_operand(*st.ctx, ops.lhs, p.lhs_type, uint64_t(p.k) * p.m);
+    const TexelOperand tr = texel_operand(*st.ctx, ops.rhs, p.rhs_type, uint64_t(p.m) * p.n);
+    if (tl.view && tr.view) {
+      texels[0] = tl.view;
+      texels[1] = tr.view;
+      push.lhs_off = tl.element_offset;
+      push.rhs_off = tr.element_offset;
+    }
+  }
   return count;
 }
 
 void TgmmPlan::check(const TgmmOperands& ops) const {
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   TgmmPush push;
+  VkBufferView texels[2];
   // Also creates the pipeline these offsets need, so record() cannot fail after a check that passed.
-  if (state_->bind(ops, infos, push)) state_->kernel.for_offsets(*state_->ctx, push.lhs_off, push.rhs_off);
+  if (state_->bind(ops, infos, push, texels))
+    state_->kernel.for_offsets(*state_->ctx, push.lhs_off, push.rhs_off, texels[0] != VK_NULL_HANDLE);
+}
+
+bool TgmmPlan::texel_loads(const TgmmOperands& ops) const {
+  VkDescriptorBufferInfo infos[kNumSplitBindings];
+  TgmmPush push;
+  VkBufferView texels[2];
+  return state_->bind(ops, infos, push, texels) && texels[0] != VK_NULL_HANDLE;
 }
 
 void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const {
@@ -150,9 +175,11 @@ void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const {
   const State& st = *state_;
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   TgmmPush push;
-  const uint32_t count = st.bind(ops, infos, push);
-  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.lhs_off, push.rhs_off);
-  bind_and_push(*st.ctx, cb, pipeline, infos, count, &push, sizeof(push));
+  VkBufferView texels[2];
+  const uint32_t count = st.bind(ops, infos, push, texels);
+  const bool texel = texels[0] != VK_NULL_HANDLE;
+  VkPipeline pipeline = st.kernel.for_offsets(*st.ctx, push.lhs_off, push.rhs_off, texel);
+  bind_and_push(*st.ctx, cb, pipeline, infos, count, &push, sizeof(push), texel ? texels : nullptr);
   vkCmdDispatch(cb, st.grid[0], st.grid[1], st.grid[2]);
 }
 

@@ -14,8 +14,8 @@ void check_views_in_buffers(const Context::Impl& ctx, const char* op,
     bool exact = false;
     {
       std::lock_guard lock(ctx.buffers_mutex);
-      if (auto it = ctx.buffer_sizes.find(view.buffer); it != ctx.buffer_sizes.end()) {
-        size = it->second;
+      if (auto it = ctx.own_buffers.find(view.buffer); it != ctx.own_buffers.end()) {
+        size = it->second.size;
         exact = true;
       }
     }

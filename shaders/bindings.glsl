@@ -15,6 +15,15 @@ layout(std430, set = 0, binding = 1) readonly buffer RhsV2 { uvec2 rhs_v2[]; };
 // group_offsets[G+1], then the visit lists (gmm only), as int32.
 layout(std430, set = 0, binding = 4) readonly buffer MetaBuf { int meta[]; };
 
+#ifdef VKGMM_TEXEL
+// Uniform texel buffer views of the inputs (host/texel_views.hpp): 4 elements per texel, as
+// R32G32B32A32_UINT for f32 and R16G16B16A16_UINT for 16-bit types, each view from the start of its
+// buffer. lhs and rhs are read only through these in this build (element offsets count from the buffer's
+// start): drivers such as lavapipe gather texels several times faster than they load storage buffers.
+layout(set = 0, binding = 5) uniform usamplerBuffer lhs_tex;
+layout(set = 0, binding = 6) uniform usamplerBuffer rhs_tex;
+#endif
+
 #ifdef VKGMM_SPLIT
 // Operands larger than one binding may address (maxStorageBufferRange) are bound as up to 4 parts of
 // 2^PART_SHIFT words each: part 0 at the binding above, parts 1-3 at bindings 5 + 3 * operand + part - 1

@@ -39,12 +39,28 @@ vec4 decode16x4(uvec2 w, uint type) {
   return uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
 }
 
-// vec4 NAME(uint element_index): elements i .. i+3, i a multiple of 4, from the vector views V4 / V2.
-#define VKGMM_DEFINE_LOAD4(NAME, V4, V2, TYPE)                   \
-  vec4 NAME(uint i) {                                            \
-    if (TYPE == DT_F32) return uintBitsToFloat(V4[i >> 2]);      \
-    return decode16x4(V2[i >> 2], TYPE);                         \
+// The inputs (OPND lhs or rhs): float NAME(uint element_index) and vec4 NAME4(uint element_index), the
+// latter for elements i .. i+3 with i a multiple of 4, from the vector views OPND_v4 / OPND_v2 or, in the
+// VKGMM_TEXEL build, from the texel view OPND_tex.
+#ifdef VKGMM_TEXEL
+vec4 decode_texel(uvec4 t, uint type) {
+  if (type == DT_F32) return uintBitsToFloat(t);
+  return decode16x4(uvec2(t.x | (t.y << 16), t.z | (t.w << 16)), type);
+}
+#define VKGMM_DEFINE_INPUT_LOADS(NAME, NAME4, OPND, TYPE)                       \
+  vec4 NAME4(uint i) { return decode_texel(texelFetch(OPND##_tex, int(i >> 2)), TYPE); } \
+  float NAME(uint i) {                                                          \
+    uint x = texelFetch(OPND##_tex, int(i >> 2))[i & 3u];                       \
+    return TYPE == DT_F32 ? uintBitsToFloat(x) : decode16(x, TYPE);             \
   }
+#else
+#define VKGMM_DEFINE_INPUT_LOADS(NAME, NAME4, OPND, TYPE)      \
+  VKGMM_DEFINE_LOAD(NAME, OPND, TYPE)                          \
+  vec4 NAME4(uint i) {                                         \
+    if (TYPE == DT_F32) return uintBitsToFloat(OPND##_v4[i >> 2]); \
+    return decode16x4(OPND##_v2[i >> 2], TYPE);                \
+  }
+#endif
 
 // Store v as out element i. Without 16-bit storage, 16-bit elements share a word with a neighbour that another workgroup may be
 // writing at the same moment: clear and set only our half, each with one atomic on disjoint bits.

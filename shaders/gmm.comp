@@ -52,11 +52,9 @@ layout(push_constant) uniform Params {
   uint fill_rows;      // rows per fill visit, a multiple of TM
 } pc;
 
-VKGMM_DEFINE_LOAD(load_lhs, lhs, LHS_TYPE)
-VKGMM_DEFINE_LOAD(load_rhs, rhs, RHS_TYPE)
+VKGMM_DEFINE_INPUT_LOADS(load_lhs, load4_lhs, lhs, LHS_TYPE)
+VKGMM_DEFINE_INPUT_LOADS(load_rhs, load4_rhs, rhs, RHS_TYPE)
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
-VKGMM_DEFINE_LOAD4(load4_lhs, lhs_v4, lhs_v2, LHS_TYPE)
-VKGMM_DEFINE_LOAD4(load4_rhs, rhs_v4, rhs_v2, RHS_TYPE)
 
 shared float As[SHARED_A];
 shared float Bs[SHARED_B];

@@ -47,11 +47,9 @@ layout(push_constant) uniform Params {
   uint lhs_off, rhs_off, out_off, ex_off;
 } pc;
 
-VKGMM_DEFINE_LOAD(load_lhs, lhs, LHS_TYPE)
-VKGMM_DEFINE_LOAD(load_rhs, rhs, RHS_TYPE)
+VKGMM_DEFINE_INPUT_LOADS(load_lhs, load4_lhs, lhs, LHS_TYPE)
+VKGMM_DEFINE_INPUT_LOADS(load_rhs, load4_rhs, rhs, RHS_TYPE)
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
-VKGMM_DEFINE_LOAD4(load4_rhs, rhs_v4, rhs_v2, RHS_TYPE)
-VKGMM_DEFINE_LOAD4(load4_lhs, lhs_v4, lhs_v2, LHS_TYPE)
 
 // The block row (k) of invocation ty's i-th row: one per invocation at stride TY, or with VEC4_LHS
 // groups of 4 adjacent rows at stride 4 * TY.

@@ -70,6 +70,10 @@ class GmmPlan {
   VkDeviceSize metadata_bytes() const;
   // Throws what record() would throw for these operands, recording nothing.
   void check(const GmmOperands& ops) const;
+  // Whether record() with these (checked) operands reads lhs and rhs through texel views: only buffers
+  // made by vkgmm's Context have them, where the device supports the formats (DeviceInfo); views of an
+  // app's own VkBuffers are read as storage buffers, which is slower on CPU drivers such as lavapipe.
+  bool texel_loads(const GmmOperands& ops) const;
   void record(VkCommandBuffer cb, const GmmOperands& ops) const;
 
   struct State;
@@ -85,6 +89,7 @@ class TgmmPlan {
   OperandSizes sizes() const;
   VkDeviceSize metadata_bytes() const;  // as GmmPlan::metadata_bytes()
   void check(const TgmmOperands& ops) const;
+  bool texel_loads(const TgmmOperands& ops) const;  // as GmmPlan::texel_loads()
   void record(VkCommandBuffer cb, const TgmmOperands& ops) const;
 
   struct State;

@@ -1,0 +1,70 @@
+#include "texel_views.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace vkgmm {
+
+namespace {
+constexpr VkDeviceSize kTexelBytes[2] = {16, 8};
+
+bool texel_disabled() {
+  const char* v = std::getenv("VKGMM_DISABLE_TEXEL");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+}  // namespace
+
+void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits& limits, DeviceInfo& info) {
+  bool ok[2];
+  for (int i = 0; i < 2; ++i) {
+    VkFormatProperties fp{};
+    vkGetPhysicalDeviceFormatProperties(physical, kTexelFormats[i], &fp);
+    ok[i] = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  }
+  info.texel_loads_32bit = ok[0];
+  info.texel_loads_16bit = ok[1];
+  info.max_texel_buffer_elements = limits.maxTexelBufferElements;
+}
+
+void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]) {
+  const bool supported[2] = {ctx.info.texel_loads_32bit, ctx.info.texel_loads_16bit};
+  for (int i = 0; i < 2; ++i) {
+    views[i] = VK_NULL_HANDLE;
+    const VkDeviceSize texels = std::min<VkDeviceSize>(bytes / kTexelBytes[i], ctx.info.max_texel_buffer_elements);
+    if (!supported[i] || texels == 0) continue;
+    VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    ci.buffer = buffer;
+    ci.format = kTexelFormats[i];
+    ci.offset = 0;
+    ci.range = texels * kTexelBytes[i];
+    check_vk(vkCreateBufferView(ctx.device, &ci, nullptr, &views[i]), "create_buffer: vkCreateBufferView");
+  }
+}
+
+bool texel_loads_usable(const DeviceInfo& info, DType a, DType b) {
+  const bool supported[2] = {info.texel_loads_32bit, info.texel_loads_16bit};
+  return supported[texel_format_index(a)] && supported[texel_format_index(b)] && !texel_disabled();
+}
+
+TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, uint64_t count) {
+  const uint32_t f = texel_format_index(t);
+  const VkDeviceSize esize = dtype_size(t);
+  VkBufferView v = VK_NULL_HANDLE;
+  VkDeviceSize bytes = 0;
+  {
+    std::lock_guard lock(ctx.buffers_mutex);
+    if (auto it = ctx.own_buffers.find(view.buffer); it != ctx.own_buffers.end()) {
+      v = it->second.texel_views[f];
+      bytes = it->second.size;
+    }
+  }
+  if (!v || view.offset % esize != 0) return {};
+  const uint64_t first = view.offset / esize;
+  const uint64_t texels = std::min<uint64_t>(bytes / kTexelBytes[f], ctx.info.max_texel_buffer_elements);
+  // Element indices are 32-bit in the shaders.
+  if (first + count > UINT32_MAX || (first + count + 3) / 4 > texels) return {};
+  return {v, static_cast<uint32_t>(first)};
+}
+
+}  // namespace vkgmm

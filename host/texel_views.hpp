@@ -1,0 +1,40 @@
+// Texel views of vkgmm's own buffers: how the VKGMM_TEXEL modules read lhs and rhs (internal).
+//
+// Drivers that run shaders on the CPU gather texels with vector instructions but load storage buffers
+// one lane at a time: on lavapipe a uniform texel buffer streams ~3x faster than a storage buffer (and
+// than vkCmdCopyBuffer). Each vkgmm Buffer gets one view per texel format over its whole size when it is
+// created, and loses them with the buffer; an app's own VkBuffers have no views (vkgmm cannot know when
+// such a buffer dies), so plans read them as storage buffers.
+#pragma once
+
+#include "context_impl.hpp"
+
+namespace vkgmm {
+
+// Four elements per texel: [0] for 32-bit element types, [1] for 16-bit ones (unsigned formats: the
+// shader decodes the bits itself, so one sampler type serves every element type).
+constexpr VkFormat kTexelFormats[2] = {VK_FORMAT_R32G32B32A32_UINT, VK_FORMAT_R16G16B16A16_UINT};
+inline uint32_t texel_format_index(DType t) { return dtype_size(t) == 4 ? 0 : 1; }
+
+// Fills DeviceInfo's texel fields: which formats the device reads as uniform texel buffers, and its
+// maxTexelBufferElements.
+void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits& limits, DeviceInfo& info);
+
+// The views of a new vkgmm buffer of `bytes` (null where the format is unsupported or the buffer holds
+// no whole texel); they cover the buffer from offset 0, up to maxTexelBufferElements texels.
+void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]);
+
+// True when the device reads both element types through texel views and $VKGMM_DISABLE_TEXEL is unset:
+// plans then also build their VKGMM_TEXEL pipeline.
+bool texel_loads_usable(const DeviceInfo& info, DType a, DType b);
+
+// `count` elements of type t at `view` through its buffer's texel view: the view and the element offset
+// of the first element from the buffer's start; a null view when the buffer is not vkgmm's, the offset is
+// not a whole number of elements, or the elements run past the view.
+struct TexelOperand {
+  VkBufferView view = VK_NULL_HANDLE;
+  uint32_t element_offset = 0;
+};
+TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, uint64_t count);
+
+}  // namespace vkgmm

@@ -1,0 +1,121 @@
+// The texel-view read path: vkgmm's own buffers are read through uniform texel buffers wherever the
+// device supports the formats; the switch, odd offsets and operands a view cannot cover fall back or
+// read single elements, and every result still matches the reference.
+#include <cstdlib>
+
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+// The formats are mandatory for uniform texel buffers in Vulkan, so every device must report them.
+TEST_F(DeviceTest, TexelFormatsAreReported) {
+  EXPECT_TRUE(ctx().info().texel_loads_32bit);
+  EXPECT_TRUE(ctx().info().texel_loads_16bit);
+  EXPECT_GE(ctx().info().max_texel_buffer_elements, 65536u);
+}
+
+// gmm and tgmm on vkgmm buffers take the texel path (f32 and bf16 inputs), at an element offset that is
+// a multiple of 4 (vector texel loads) and one that is not (single elements out of texels).
+TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
+  for (DType t : {DType::f32, DType::bf16})
+    for (size_t lead : {0, 4, 3}) {
+      std::mt19937 rng(5 + unsigned(lead));
+      GmmProblem p;
+      p.m = 45;
+      p.k = 24;
+      p.n = 36;
+      p.group_sizes = make_group_sizes(Sizes::empty_ends, 5, p.m, rng);
+      p.lhs_type = p.rhs_type = p.out_type = t;
+      const auto lhs = random_values(size_t(p.m) * p.k, t, rng);
+      const auto rhs = random_values(size_t(5) * p.k * p.n, t, rng);
+      const size_t es = dtype_size(t);
+      // lhs at `lead` elements into its buffer; rhs at `lead` elements after lhs in the same buffer. The
+      // views run to the next operand or the end (16-bit views cover whole words), and 16 spare bytes
+      // keep rhs's last texel whole.
+      Buffer in = ctx().create_buffer((2 * lead + lhs.size() + rhs.size()) * es + 16);
+      in.upload(encode(t, lhs).data(), lhs.size() * es, lead * es);
+      const size_t rhs_at = (2 * lead + lhs.size()) * es;
+      in.upload(encode(t, rhs).data(), rhs.size() * es, rhs_at);
+      Buffer out = ctx().create_buffer(size_t(p.m) * p.n * es);
+      const GmmOperands ops{in.view(lead * es, rhs_at - lead * es), in.view(rhs_at, in.size() - rhs_at), out.view(), {}};
+      GmmPlan plan(ctx(), p);
+      EXPECT_TRUE(plan.texel_loads(ops)) << dtype_name(t) << " lead " << lead;
+      ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+      std::vector<uint8_t> raw(out.size());
+      out.download(raw.data(), raw.size());
+      const std::vector<float> got = decode(t, raw.data(), size_t(p.m) * p.n);
+      const Tolerance tol = tolerance_for(t, t, t);
+      EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), tol.atol, tol.rtol))
+          << dtype_name(t) << " lead " << lead;
+
+      // tgmm: lhs [k, m] and rhs [m, n] from the same buffer, same offsets.
+      TgmmProblem q;
+      q.m = p.m;
+      q.k = p.k;
+      q.n = p.n;
+      q.group_sizes = p.group_sizes;
+      q.lhs_type = q.rhs_type = q.out_type = t;
+      const auto tl = random_values(size_t(q.k) * q.m, t, rng);
+      const auto tr = random_values(size_t(q.m) * q.n, t, rng);
+      Buffer tin = ctx().create_buffer((2 * lead + tl.size() + tr.size()) * es + 16);
+      tin.upload(encode(t, tl).data(), tl.size() * es, lead * es);
+      const size_t tr_at = (2 * lead + tl.size()) * es;
+      tin.upload(encode(t, tr).data(), tr.size() * es, tr_at);
+      Buffer tout = ctx().create_buffer(size_t(5) * q.k * q.n * es);
+      const TgmmOperands tops{tin.view(lead * es, tr_at - lead * es), tin.view(tr_at, tin.size() - tr_at), tout.view(), {}};
+      TgmmPlan tplan(ctx(), q);
+      EXPECT_TRUE(tplan.texel_loads(tops)) << dtype_name(t) << " lead " << lead;
+      ctx().submit_and_wait([&](VkCommandBuffer cb) { tplan.record(cb, tops); });
+      std::vector<uint8_t> traw(tout.size());
+      tout.download(traw.data(), traw.size());
+      const std::vector<float> tgot = decode(t, traw.data(), size_t(5) * q.k * q.n);
+      EXPECT_TRUE(all_close(tgot, reference::tgmm(q, tl, tr), tol.atol, tol.rtol)) << dtype_name(t) << " lead " << lead;
+    }
+}
+
+// The last elements of a bf16 operand in a buffer that ends inside a texel: the view holds whole texels
+// only, so the plan reads that operand as a storage buffer, and gets the same result.
+TEST_F(DeviceTest, OperandPastTheLastWholeTexelFallsBack) {
+  std::mt19937 rng(8);
+  GmmProblem p;
+  p.m = 3;
+  p.k = 3;
+  p.n = 5;
+  p.group_sizes = {1, 2};
+  p.lhs_type = p.rhs_type = DType::bf16;
+  const auto lhs = random_values(9, DType::bf16, rng);  // 18 bytes (20 with the word): 2 whole 8-byte texels and a part
+  const auto rhs = random_values(30, DType::bf16, rng);
+  Buffer a = ctx().create_buffer(20), b = ctx().create_buffer(60), out = ctx().create_buffer(60);
+  a.upload(encode(DType::bf16, lhs).data(), 18);
+  b.upload(encode(DType::bf16, rhs).data(), 60);
+  const GmmOperands ops{a.view(), b.view(), out.view(), {}};
+  GmmPlan plan(ctx(), p);
+  EXPECT_FALSE(plan.texel_loads(ops));
+  ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  std::vector<float> got(15);
+  out.download(got.data(), 60);
+  EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), 1e-3, 1e-2));
+}
+
+// $VKGMM_DISABLE_TEXEL=1 makes new plans read storage buffers (how the suite tests that path here).
+TEST_F(DeviceTest, TexelSwitchForcesStorageBuffers) {
+  std::mt19937 rng(2);
+  GmmProblem p;
+  p.m = 16;
+  p.k = 8;
+  p.n = 8;
+  p.group_sizes = {10, 6};
+  Buffer lhs = ctx().create_buffer(16 * 8 * 4), rhs = ctx().create_buffer(2 * 8 * 8 * 4), out = ctx().create_buffer(16 * 8 * 4);
+  const GmmOperands ops{lhs.view(), rhs.view(), out.view(), {}};
+  setenv("VKGMM_DISABLE_TEXEL", "1", 1);
+  GmmPlan off(ctx(), p);
+  expect_gmm_matches_reference(ctx(), p, 3);  // its plan is made with the switch on
+  unsetenv("VKGMM_DISABLE_TEXEL");
+  GmmPlan on(ctx(), p);
+  EXPECT_FALSE(off.texel_loads(ops));
+  EXPECT_TRUE(on.texel_loads(ops));
+}
+
+}  // namespace
+}  // namespace vkgmm::test
