@@ -66,7 +66,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   st->g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
-  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op, {&p.group_sizes, p.group_offset, st->g_local});
+  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op, {&p.group_sizes, p.group_offset, st->g_local},
+                              !p.transpose_rhs);
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.m) * p.k);
   st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(st->g_local) * p.k * p.n);
   st->sizes.out = operand_bytes(p.out_type, uint64_t(p.m) * p.n);

@@ -32,6 +32,9 @@ int64_t pow2_at_least(int64_t x) {
 // Accumulators one invocation may hold before the kernel spills hopelessly.
 constexpr uint32_t kMaxAccumulators = 256;
 
+// What a gmm visit costs beyond its rows, in rows (see resolve_tiling).
+constexpr int64_t kVisitOverheadRows = 2;
+
 }  // namespace
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info) {
@@ -65,7 +68,7 @@ int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, i
 }
 
 Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
-                      const char* op, const ActiveGroups& groups) {
+                      const char* op, const ActiveGroups& groups, bool rhs_rows_contiguous) {
   Tiling t;
   if (choice.fixed) {
     t = *choice.fixed;
@@ -84,11 +87,23 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
     // tgmm's output block is [tk, tn] and tm its reduction step: the same shapes, roles swapped.
     if (std::strcmp(op, "tgmm") == 0) std::swap(t.tm, t.tk);
     // A group's last tile is ragged and costs a whole tile: size the tile to the groups (decode,
-    // fine-grained experts). On lavapipe a visit of a 1024 x 128 weight slice costs about 7 rows'
-    // worth beyond its rows (decode: 2-row tiles ~7x faster per visit than 16-row ones, measured);
+    // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
+    // worth beyond its rows on lavapipe (the overhead that picks the fastest m tile measured in one
+    // process: 16 rows on moe-fine, 42 vs 46 ms for 32; 32 on moe-prefill, 146 vs 151 ms for 64);
     // the shared schedule wants at least 16 rows per tile.
     else if (groups.sizes)
-      t.tm = pick_tm(groups, schedule == Schedule::direct ? 1 : 16, t.tm, 7);
+      t.tm = pick_tm(groups, schedule == Schedule::direct ? 1 : 16, t.tm, kVisitOverheadRows);
+    // Visits of a few rows each stream their weights and reuse little of them: there, one workgroup
+    // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =
+    // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more
+    // than 1024 columns cannot be one tile (accumulators): there 128 columns stay (256 x 4096: 2.4 ms,
+    // vs 3.1 for 1024 columns). At most 2 rows per visit with tiles of 512 columns or more (accumulators
+    // again; also measured faster than 4 there).
+    if (schedule == Schedule::direct && groups.sizes && rhs_rows_contiguous && t.tm <= 4 && n <= 1024 &&
+        std::strcmp(op, "gmm") == 0) {
+      t.tn = std::max<int64_t>(128, pow2_at_least(n));
+      t.tm = pick_tm(groups, 1, t.tn >= 512 ? 2 : 4, kVisitOverheadRows);
+    }
   }
   if (t.tm <= 0 || t.tk <= 0 || t.tn <= 0)
     throw Error(Status::invalid_argument,

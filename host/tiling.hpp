@@ -26,9 +26,10 @@ struct ActiveGroups {
 
 // The tiling the caller asked for (tuple, lookup or automatic), checked positive. `op` names the op in
 // errors ("gmm" / "tgmm"). With `groups`, gmm's automatic tiling picks the m tile that computes the
-// fewest rows in all (see pick_tm).
+// fewest rows in all (see pick_tm), and with `rhs_rows_contiguous` (rhs [k, n], not transposed) the
+// n tile that streams whole weight rows when visits are a few rows each (decode).
 Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
-                      const char* op, const ActiveGroups& groups = {});
+                      const char* op, const ActiveGroups& groups = {}, bool rhs_rows_contiguous = false);
 
 // The m tile (a power of two from `smallest` to `largest`) that minimises the estimated cost of gmm's
 // visits (make_gmm_visits: ceil(rows / tm) per group), each costing tm rows plus a fixed overhead of

@@ -205,6 +205,32 @@ TEST_F(DeviceTest, GmmTilingLookup) {
 
 // Offsets into shared buffers: operands at element offsets that are not descriptor-aligned, and not
 // multiples of 4 (the direct schedule's vector loads then fall back to scalar loads) or multiples of 4.
+// Visits of a few rows (decode) read whole weight rows per workgroup where n allows (up to 1024
+// columns), else 128-column slices; either way the result matches the reference.
+TEST_F(DeviceTest, GmmDecodeTilesStreamWholeWeightRows) {
+  struct Case {
+    int64_t n;
+    bool transpose;
+    Tiling want;
+  };
+  for (const Case& c : {Case{1024, false, {2, 4, 1024}}, Case{200, false, {4, 4, 256}},
+                        Case{1024, true, {4, 4, 128}}, Case{2048, false, {4, 4, 128}}}) {
+    std::mt19937 rng(uint32_t(c.n));
+    GmmProblem p;
+    p.m = 16;
+    p.k = 24;
+    p.n = c.n;
+    p.group_sizes = make_group_sizes(Sizes::random, 8, p.m, rng);
+    p.transpose_rhs = c.transpose;
+    p.schedule = Schedule::direct;
+    const GmmPlan plan(ctx(), p);
+    // The m tile follows the group sizes (1 or 2 rows for these, at most 2 with wide tiles).
+    EXPECT_LE(plan.tiling().tm, c.want.tm) << "n " << c.n << " T " << c.transpose;
+    EXPECT_EQ(plan.tiling().tn, c.want.tn) << "n " << c.n << " T " << c.transpose;
+    expect_gmm_matches_reference(ctx(), p, 40 + uint32_t(c.n));
+  }
+}
+
 TEST_F(DeviceTest, GmmUnalignedViews) {
   for (size_t lo : {3, 4})
     for (bool transpose : {false, true}) {
