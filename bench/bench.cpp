@@ -98,6 +98,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   r.gflops = flops(w) / (r.gpu_ms_median * 1e6);
   r.gbps = bytes(w) / (r.gpu_ms_median * 1e6);
   r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
+  r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
 
   // Baselines: each checked against the same reference, so a ratio never flatters a wrong answer.
   if (const std::string why = NaiveLoop::unsupported_reason(w); !why.empty()) {
@@ -111,6 +112,24 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     } else {
       const Samples ns = time_calls(timer, o.reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { naive.record(cb); });
       r.naive_ms = median(ns.gpu_ms);
+    }
+  }
+  if (w.groups > 1) {
+    // The same m, k, n as one group: what grouping costs per FLOP (ragged tiles, more visits).
+    progress("[%s] one-group baseline: the same shape as a single group", name);
+    Workload dw = w;
+    dw.groups = 1;
+    dw.empty_groups = 0;
+    dw.group_sizes = {static_cast<int32_t>(w.m)};
+    Instance dense(ctx, dw, tiling);
+    const std::vector<Output> dense_want = reference_for(dense);
+    timer.run_ms([&](VkCommandBuffer cb) { dense.record(cb); });
+    if (auto diff = compare(dense.download(), dense_want, w.dtype)) {
+      r.notes.push_back("one-group baseline differs from the reference (" + *diff + "): not reported");
+    } else {
+      const Samples ds = time_calls(timer, o.reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { dense.record(cb); });
+      r.one_group_ms = median(ds.gpu_ms);
+      r.one_group_flops = flops(dw);
     }
   }
   if (run.openblas.empty()) {

@@ -23,6 +23,13 @@ std::optional<double> ratio(std::optional<double> baseline_ms, double ms) {
   return *baseline_ms / ms;
 }
 
+// The single-group run's cost per FLOP over the grouped call's.
+std::optional<double> one_group_ratio(const Result& r) {
+  const double f = flops(r.work);
+  if (!r.one_group_ms || r.gpu_ms_median <= 0 || f <= 0 || r.one_group_flops <= 0) return std::nullopt;
+  return (*r.one_group_ms / r.one_group_flops) / (r.gpu_ms_median / f);
+}
+
 std::string fixed(std::optional<double> x, int decimals) {
   if (!x || !std::isfinite(*x)) return "-";
   char buf[32];
@@ -49,24 +56,27 @@ void print_header(std::FILE* f, const RunInfo& run) {
 
 void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results) {
   print_header(f, run);
-  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %8s %7s %6s %7s %7s\n", "workload", "op", "m",
-               "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms", "GFLOP/s", "GB/s",
-               "%ceil", "naive x", "BLAS x");
+  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %8s %7s %6s %6s %7s %7s %7s\n", "workload",
+               "op", "m", "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms", "GFLOP/s",
+               "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
   for (const Result& r : results) {
     const Workload& w = r.work;
-    std::fprintf(f, "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %8.2f %7.2f %5.1f%% %7s %7s\n",
+    std::fprintf(f, "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %8.2f %7.2f %5.1f%% %5.1f%% %7s %7s %7s\n",
                  w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
                  vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(r.gpu_ms_median).c_str(),
                  ms_text(r.gpu_ms_min).c_str(), ms_text(r.wall_ms_median).c_str(), ms_text(r.host_ms_median).c_str(),
-                 r.gflops, r.gbps, 100.0 * r.ceiling_fraction, fixed(ratio(r.naive_ms, r.gpu_ms_median), 2).c_str(),
+                 r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
+                 fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, r.gpu_ms_median), 2).c_str(),
                  fixed(ratio(r.openblas_ms, r.gpu_ms_median), 2).c_str());
   }
   std::fprintf(f,
                "\ngpu ms: device time per call from timestamp queries (median and min of the reps); wall ms: the whole\n"
                "call on the host (plan: validation + metadata build and upload, then record, submit, wait); host ms:\n"
-               "the plan part alone. GB/s: bytes of the inputs and outputs over gpu ms. %%ceil: GFLOP/s over the FMA\n"
-               "ceiling. naive x, BLAS x: time of one dispatch per group on this device (naive) and of cblas_sgemm per\n"
-               "group on the CPU (BLAS), over vkgmm's gpu ms; above 1 means vkgmm is faster, - means not measured.\n");
+               "the plan part alone. GB/s: bytes of the inputs and outputs over gpu ms; %%copy: that over the copy\n"
+               "bandwidth. %%ceil: GFLOP/s over the FMA ceiling. G=1 x: the same shape as a single group, its cost per\n"
+               "FLOP over the grouped call's (below 1: grouping costs that much more per FLOP). naive x, BLAS x: time\n"
+               "of one dispatch per group on this device (naive) and of cblas_sgemm per group on the CPU (BLAS), over\n"
+               "vkgmm's gpu ms. Ratios above 1 mean vkgmm is faster; - means not measured.\n");
   bool any_note = false;
   for (const Result& r : results)
     for (const std::string& note : r.notes) {
@@ -99,6 +109,9 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"wall_ms_median\": " + json_number(r.wall_ms_median) +
          ", \"host_ms_median\": " + json_number(r.host_ms_median) + ", \"gflops\": " + json_number(r.gflops) +
          ", \"gbps\": " + json_number(r.gbps) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
+         ", \"copy_fraction\": " + json_number(r.copy_fraction) +
+         ", \"baseline_one_group_ms\": " + json_number(r.one_group_ms) +
+         ", \"baseline_one_group_ratio\": " + json_number(one_group_ratio(r)) +
          ", \"baseline_naive_ms\": " + json_number(r.naive_ms) +
          ", \"baseline_naive_ratio\": " + json_number(ratio(r.naive_ms, r.gpu_ms_median)) +
          ", \"baseline_openblas_ms\": " + json_number(r.openblas_ms) +

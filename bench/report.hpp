@@ -26,6 +26,10 @@ struct Result {
   // Baseline times per call (ms); absent when the baseline did not run. Ratios are these over
   // gpu_ms_median: above 1, vkgmm is faster.
   std::optional<double> naive_ms, openblas_ms;
+  // The same shape as a single group (G = 1), in ms, and its FLOPs: what grouping costs per FLOP.
+  std::optional<double> one_group_ms;
+  double one_group_flops = 0;
+  double copy_fraction = 0;  // GB/s over the copy bandwidth (1: as fast as vkCmdCopyBuffer moves bytes)
   std::vector<std::string> notes;  // why a baseline is absent, which tiling source was used, ...
 };
 

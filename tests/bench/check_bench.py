@@ -17,8 +17,8 @@ import tempfile
 TIMEOUT_S = 600
 TINY = ["--m", "96", "--k", "64", "--n", "80", "--groups", "5", "--reps", "2", "--warmup", "1"]
 FIELDS = ["name", "op", "m", "k", "n", "groups", "dtype", "tiling", "gpu_ms_median", "gpu_ms_min",
-          "wall_ms_median", "host_ms_median", "gflops", "gbps", "ceiling_fraction", "baseline_naive_ratio",
-          "baseline_openblas_ratio"]
+          "wall_ms_median", "host_ms_median", "gflops", "gbps", "copy_fraction", "ceiling_fraction",
+          "baseline_one_group_ratio", "baseline_naive_ratio", "baseline_openblas_ratio"]
 
 
 def run(exe, args, env_extra=None):
@@ -80,8 +80,8 @@ def check_json_run(exe, extra, op, dtype):
     for key, value in expect.items():
         if w[key] != value:
             fail(f"{key} = {w[key]!r}, expected {value!r}", out)
-    for key in ["gpu_ms_median", "gpu_ms_min", "wall_ms_median", "gflops", "gbps", "ceiling_fraction",
-                "baseline_naive_ratio"]:
+    for key in ["gpu_ms_median", "gpu_ms_min", "wall_ms_median", "gflops", "gbps", "copy_fraction",
+                "ceiling_fraction", "baseline_one_group_ratio", "baseline_naive_ratio"]:
         if not positive(w[key]):
             fail(f"{key} = {w[key]!r} is not a positive number", out)
     if not (isinstance(w["host_ms_median"], (int, float)) and w["host_ms_median"] >= 0):
