@@ -72,9 +72,10 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // operands bound in parts are read a word at a time.
   st->vec4 = schedule == Schedule::direct && p.n % 4 == 0 && !st->kernel.split && !vec4_disabled();
   // With lhs stored [m, k], the block's k rows are read 4 at a time too.
-  const bool vec4_lhs = st->vec4 && p.lhs_mk && p.k % 4 == 0;
+  // lhs stored [k, m] is read 4 rows of the group at a time instead (m a multiple of 4).
+  const bool vec4_lhs = st->vec4 && (p.lhs_mk ? p.k % 4 == 0 : p.m % 4 == 0);
   st->shape = make_kernel_shape(st->tiling.tk, st->tiling.tm, st->tiling.tn, p.k, p.m, p.n, schedule, info, op,
-                                st->vec4 ? 4 : 1, vec4_lhs ? 4 : 1);
+                                st->vec4 ? 4 : 1, vec4_lhs && p.lhs_mk ? 4 : 1);
   st->tiling = {st->shape.step, st->shape.rows, st->shape.cols};
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:

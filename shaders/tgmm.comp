@@ -36,8 +36,10 @@ layout(constant_id = 16) const bool OUT_NK = false;
 // RN/4 groups of 4 adjacent columns, and takes the group's rows 4 at a time so each accumulator gets
 // four FMAs per visit (a CPU driver keeps few of them in registers).
 layout(constant_id = 17) const bool VEC4 = false;
-// With VEC4 and lhs stored [m, k] (LHS_MK; k and lhs's offset multiples of 4): each invocation owns RK/4
-// groups of 4 adjacent k rows of the block, and reads them for a row of lhs as one vec4.
+// VEC4 and lhs read 4 elements at a time (lhs's offset a multiple of 4). With lhs stored [m, k] (LHS_MK,
+// k a multiple of 4): each invocation owns RK/4 groups of 4 adjacent k rows of the block, and reads them
+// for a row of lhs as one vec4. With lhs [k, m] (m a multiple of 4): a k row's elements for 4 rows of the
+// group are one vec4.
 layout(constant_id = 18) const bool VEC4_LHS = false;
 
 layout(push_constant) uniform Params {
@@ -54,7 +56,7 @@ VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 // The block row (k) of invocation ty's i-th row: one per invocation at stride TY, or with VEC4_LHS
 // groups of 4 adjacent rows at stride 4 * TY.
 uint krow_of(uint ty, uint i) {
-  if (VEC4_LHS) return ((i >> 2) * TY + ty) * 4u + (i & 3u);
+  if (VEC4_LHS && LHS_MK) return ((i >> 2) * TY + ty) * 4u + (i & 3u);
   return ty + i * TY;
 }
 
@@ -70,6 +72,17 @@ shared float Bs[SHARED_B];
 uint lhs_index(uint kk, uint row) {
   return pc.lhs_off + (LHS_MK ? row * pc.k + kk : kk * pc.m + row);
 }
+
+// The VEC4 schedule: vec4 column groups per invocation (RN is a multiple of 4 there; never 0, even where
+// that branch is dead), and its step for one row of the group (a macro: arrays sized by specialization
+// constants cannot be passed to functions).
+const uint VN = (RN + 3) / 4;
+#define VKGMM_ADD_ROW(row)                                                                               \
+  [[unroll]] for (uint i = 0; i < RK; ++i) {                                                             \
+    float a1 = load_lhs(lhs_index(krow[i], row));                                                        \
+    [[unroll]] for (uint v = 0; v < VN; ++v)                                                             \
+      acc4[i * VN + v] = fma(vec4(a1), load4_rhs(pc.rhs_off + (row) * pc.n + bcol[v]), acc4[i * VN + v]); \
+  }
 
 void main() {
   uint j_group = gl_WorkGroupID.z;
@@ -110,24 +123,29 @@ void main() {
       barrier();
     }
   } else if (VEC4) {
-    const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 here; never 0, even where this branch is dead
     uint krow[RK], bcol[VN];
     // With VEC4_LHS, krow[4 * u] starts a group of 4 adjacent rows, all in range or all past it (k % 4 == 0).
     [[unroll]] for (uint i = 0; i < RK; ++i)
-      krow[i] = VEC4_LHS ? min(k0 + krow_of(ty, i), pc.k - 4u + (i & 3u)) : min(k0 + krow_of(ty, i), pc.k - 1);
+      krow[i] = VEC4_LHS && LHS_MK ? min(k0 + krow_of(ty, i), pc.k - 4u + (i & 3u)) : min(k0 + krow_of(ty, i), pc.k - 1);
     [[unroll]] for (uint v = 0; v < VN; ++v) bcol[v] = min(n0 + col_of(tx, v * 4u), pc.n - 4u);
     vec4 acc4[RK * VN];
     [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
+    // VEC4_LHS with lhs [k, m] (m and lhs's offset multiples of 4): once the row is a multiple of 4,
+    // lhs[krow][row .. row + 3] is one vec4; the group's first rows, up to there, go one at a time.
     uint row = gstart;
+    if (VEC4_LHS && !LHS_MK)
+      for (; row < gend && ((pc.lhs_off + row) & 3u) != 0; ++row) { VKGMM_ADD_ROW(row) }
     for (; row + 4 <= gend; row += 4) {
       vec4 a[RK];  // a[i][q] = lhs[krow[i]][row + q]
       vec4 b[4 * VN];
-      if (VEC4_LHS) {
+      if (VEC4_LHS && LHS_MK) {
         [[unroll]] for (uint q = 0; q < 4; ++q)
           [[unroll]] for (uint u = 0; u < RK / 4; ++u) {
             vec4 a4 = load4_lhs(pc.lhs_off + (row + q) * pc.k + krow[4 * u]);
             [[unroll]] for (uint c = 0; c < 4; ++c) a[4 * u + c][q] = a4[c];
           }
+      } else if (VEC4_LHS) {
+        [[unroll]] for (uint i = 0; i < RK; ++i) a[i] = load4_lhs(lhs_index(krow[i], row));
       } else {
         [[unroll]] for (uint i = 0; i < RK; ++i)
           [[unroll]] for (uint q = 0; q < 4; ++q) a[i][q] = load_lhs(lhs_index(krow[i], row + q));
@@ -141,13 +159,7 @@ void main() {
           acc4[i * VN + v] = c;
         }
     }
-    for (; row < gend; ++row) {  // the group's last rows, one at a time (never rows of another group)
-      [[unroll]] for (uint i = 0; i < RK; ++i) {
-        float a = load_lhs(lhs_index(krow[i], row));
-        [[unroll]] for (uint v = 0; v < VN; ++v)
-          acc4[i * VN + v] = fma(vec4(a), load4_rhs(pc.rhs_off + row * pc.n + bcol[v]), acc4[i * VN + v]);
-      }
-    }
+    for (; row < gend; ++row) { VKGMM_ADD_ROW(row) }  // the group's last rows (never another's)
     [[unroll]] for (uint i = 0; i < RK; ++i)
       [[unroll]] for (uint v = 0; v < VN; ++v)
         [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RN + v * 4 + c] = acc4[i * VN + v][c];
