@@ -1,7 +1,9 @@
 // `vkgmm bench`: check each workload against the CPU reference, then time it and its baselines.
 #include "bench.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <exception>
@@ -74,6 +76,13 @@ vkgmm::TilingChoice choose_tiling(const Options& o, const Workload& w, const std
   return vkgmm::TilingChoice::automatic();
 }
 
+// Timed calls per measurement: --reps, or without it at least 5 and enough for ~0.25 s of device time
+// (up to 100): a median of 5 two-millisecond calls moves with every hiccup of a shared machine.
+int reps_for(const Options& o, double call_ms) {
+  if (o.reps_given || !(call_ms > 0)) return o.reps;
+  return std::clamp(static_cast<int>(std::ceil(250.0 / call_ms)), o.reps, 100);
+}
+
 Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w, const RunInfo& run,
                const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
@@ -81,15 +90,16 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
            (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype));
   Result r;
   r.work = w;
-  r.reps = o.reps;
   const vkgmm::TilingChoice tiling = choose_tiling(o, w, cache, r.notes);
   Instance inst(ctx, w, tiling);
   r.tiling = inst.tiling_text();
   const std::vector<Output> want = reference_for(inst);
   check_or_refuse(timer, inst, want, "tiling " + r.tiling);
-  progress("[%s] matches the reference; timing %d reps after %d warmup", name, o.reps, o.warmup);
+  const int reps = reps_for(o, timer.run_ms([&](VkCommandBuffer cb) { inst.record(cb); }));
+  r.reps = reps;
+  progress("[%s] matches the reference; timing %d reps after %d warmup", name, reps, o.warmup);
 
-  const Samples s = time_calls(timer, o.reps, o.warmup, [&] { inst.plan(tiling); },
+  const Samples s = time_calls(timer, reps, o.warmup, [&] { inst.plan(tiling); },
                                [&](VkCommandBuffer cb) { inst.record(cb); });
   r.gpu_ms_median = median(s.gpu_ms);
   r.gpu_ms_min = minimum(s.gpu_ms);
@@ -110,7 +120,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     if (auto diff = compare(naive.download(), want, w.dtype)) {
       r.notes.push_back("naive baseline differs from the reference (" + *diff + "): not reported");
     } else {
-      const Samples ns = time_calls(timer, o.reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { naive.record(cb); });
+      const Samples ns = time_calls(timer, reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { naive.record(cb); });
       r.naive_ms = median(ns.gpu_ms);
     }
   }
@@ -127,7 +137,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     if (auto diff = compare(dense.download(), dense_want, w.dtype)) {
       r.notes.push_back("one-group baseline differs from the reference (" + *diff + "): not reported");
     } else {
-      const Samples ds = time_calls(timer, o.reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { dense.record(cb); });
+      const Samples ds = time_calls(timer, reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { dense.record(cb); });
       r.one_group_ms = median(ds.gpu_ms);
       r.one_group_flops = flops(dw);
     }
@@ -141,7 +151,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     if (auto diff = compare(blas.outputs(), want, w.dtype)) {
       r.notes.push_back("OpenBLAS baseline differs from the reference (" + *diff + "): not reported");
     } else {
-      r.openblas_ms = median(time_host(o.reps, o.warmup, [&] { blas.run(); }));
+      r.openblas_ms = median(time_host(reps, o.warmup, [&] { blas.run(); }));
     }
   }
   progress("[%s] gpu %.3f ms median, %.2f GFLOP/s", name, r.gpu_ms_median, r.gflops);
