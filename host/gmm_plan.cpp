@@ -82,7 +82,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   st->vec4 = schedule == Schedule::direct && p.k % 4 == 0 && (p.transpose_rhs || p.n % 4 == 0) &&
              !st->kernel.split && !vec4_disabled();
   st->shape = make_kernel_shape(st->tiling.tm, st->tiling.tk, st->tiling.tn, p.m, p.k, p.n, schedule, info, op,
-                                st->vec4 && !p.transpose_rhs ? 4 : 1);
+                                st->vec4 ? 4 : 1);
   st->tiling = {st->shape.rows, st->shape.step, st->shape.cols};
 
   if (p.m > 0) {

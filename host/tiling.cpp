@@ -80,9 +80,9 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
                                                 std::to_string(n) + ")");
     t = *found;
   } else {
-    // Direct schedule: 128 x 128 tiles, 16 x 16 accumulators per invocation (the best measured on
-    // lavapipe, f32 and bf16, for gmm and tgmm alike; the K step is unused). Shared schedule: 64 x 64
-    // tiles with 16-deep shared stages, 4 x 4 accumulators per invocation.
+    // Direct schedule: 128 x 128 tiles, 16 x 16 accumulators per invocation (tgmm's block; gmm sizes its
+    // tile below; the K step is unused). Shared schedule: 64 x 64 tiles with 16-deep shared stages,
+    // 4 x 4 accumulators per invocation.
     t = schedule == Schedule::direct ? Tiling{128, 4, 128} : Tiling{64, 16, 64};
     // tgmm's output block is [tk, tn] and tm its reduction step: the same shapes, roles swapped.
     if (std::strcmp(op, "tgmm") == 0) std::swap(t.tm, t.tk);
@@ -91,8 +91,16 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
     // worth beyond its rows on lavapipe (the overhead that picks the fastest m tile measured in one
     // process: 16 rows on moe-fine, 42 vs 46 ms for 32; 32 on moe-prefill, 146 vs 151 ms for 64);
     // the shared schedule wants at least 16 rows per tile.
-    else if (groups.sizes)
-      t.tm = pick_tm(groups, schedule == Schedule::direct ? 1 : 16, t.tm, kVisitOverheadRows);
+    else if (groups.sizes && schedule != Schedule::direct)
+      t.tm = pick_tm(groups, 16, t.tm, kVisitOverheadRows);
+    // gmm, direct: at most 32 rows, one invocation row of the workgroup; 32-row tiles get 64 columns, so
+    // each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load of
+    // rhs serves twice the rows. Measured in one process on moe-prefill's shape, (tm, tn) = (32, 64) vs
+    // (32, 128) vs (128, 64): rhs [n, k] 164 vs 203 vs 200 ms; rhs [k, n] 142 vs 154 vs 153 ms.
+    else if (groups.sizes) {
+      t.tm = pick_tm(groups, 1, 32, kVisitOverheadRows);
+      t.tn = t.tm >= 32 ? 64 : 128;
+    }
     // Visits of a few rows each stream their weights and reuse little of them: there, one workgroup
     // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =
     // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more
@@ -123,13 +131,16 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   if (rows > 65536 || cols > 65536 || step > 65536)
     throw Error(Status::invalid_argument, std::string(op) + ": tiling: tile sizes above 65536 cannot run");
   // Invocations: 16x16 for the shared schedule (wide cooperative loads). The direct one puts the 8 lanes
-  // of a SIMD group along the columns (measured best on lavapipe) and gives each invocation up to 16
-  // rows, so short tiles keep their rows in one invocation and every load is reused across them.
+  // of a SIMD group along the columns (measured best on lavapipe) and gives each invocation as many rows
+  // as its accumulators allow with its columns (at least 16: 32 rows with 8 columns each, 16 with 16),
+  // so short tiles keep their rows in one invocation and every load is reused across them.
   const uint32_t lanes = s.use_shared ? 16 : 8;
   const int64_t col_units = (cols + col_group - 1) / col_group;
   s.tx = static_cast<uint32_t>(std::min<int64_t>(col_units, lanes));
+  const int64_t cols_per_lane = std::max<int64_t>(1, (cols + s.tx - 1) / s.tx);
+  const int64_t rows_per_lane = std::max<int64_t>(16, kMaxAccumulators / cols_per_lane);
   s.ty = static_cast<uint32_t>(s.use_shared ? std::min<int64_t>(rows, lanes)
-                                            : std::clamp<int64_t>(rows / 16, 1, lanes));
+                                            : std::clamp<int64_t>(rows / rows_per_lane, 1, lanes));
   while (s.tx * s.ty > info.max_workgroup_invocations) s.ty = std::max(1u, s.ty / 2);
   const int64_t row_units = (rows + row_group - 1) / row_group;
   auto per_invocation = [&] {
@@ -154,7 +165,9 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
                 std::string(op) + ": tiling: a " + std::to_string(rows) + " x " + std::to_string(cols) +
                     " output tile needs " + std::to_string(s.rm * s.rn) + " accumulators per invocation (at most " +
                     std::to_string(kMaxAccumulators) + "): use smaller tiles");
-  s.step = static_cast<uint32_t>(step);
+  // The direct schedule has no reduction step (it walks K, or tgmm's rows, 4 at a time): one value for
+  // every requested step keeps its pipelines, and the tilings a sweep tries, distinct only where they differ.
+  s.step = s.use_shared ? static_cast<uint32_t>(step) : 4u;
   if (s.use_shared) {
     // Staged tiles must fit the device's shared memory: shrink the reduction step until they do.
     const uint64_t per_step = (uint64_t(s.rows) + s.cols) * sizeof(float);

@@ -35,9 +35,10 @@ layout(constant_id = 12) const bool USE_SHARED = true;
 layout(constant_id = 13) const bool HAS_EXISTING = false;
 layout(constant_id = 14) const uint SHARED_A = 1;  // TM * TK when USE_SHARED, else 1
 layout(constant_id = 15) const uint SHARED_B = 1;  // TK * TN when USE_SHARED, else 1
-// Direct schedule with 4-element loads (k, n and the operands' offsets multiples of 4): lhs is read as
-// vec4 along K; rhs as vec4 along N (each invocation owns RN/4 vec4 column groups, lanes side by side),
-// or along K when transposed. Reuse per load is 4x the scalar direct schedule's.
+// Direct schedule with 4-element loads (k, n unless rhs is transposed, and the operands' offsets
+// multiples of 4): lhs is read as vec4 along K; rhs as vec4 along N (each invocation owns RN/4 groups of
+// 4 adjacent columns, lanes side by side), or along K when transposed. Reuse per load is 4x the scalar
+// direct schedule's.
 layout(constant_id = 16) const bool VEC4 = false;
 
 // Offsets are in elements of each operand's type, relative to where its descriptor is bound.
@@ -66,9 +67,9 @@ uint rhs_index(uint g_local, uint kk, uint col) {
 }
 
 // Column of the tile's j-th column owned by invocation tx: lanes side by side, either one column each
-// (stride TX) or, for vec4 loads along N, four adjacent columns each (groups of 4 at stride 4 * TX).
+// (stride TX) or, with VEC4, four adjacent columns each (groups of 4 at stride 4 * TX).
 uint col_of(uint tx, uint j) {
-  if (VEC4 && !TRANSPOSE_RHS) return ((j >> 2) * TX + tx) * 4u + (j & 3u);
+  if (VEC4) return ((j >> 2) * TX + tx) * 4u + (j & 3u);
   return tx + j * TX;
 }
 
@@ -117,43 +118,46 @@ void main() {
     uint arow[RM];
     [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + min(m0 + ty + i * TY, pc.m - 1) * pc.k;
     uint rbase = pc.rhs_off + g_local * pc.k * pc.n;
-    if (TRANSPOSE_RHS) {
-      // rhs[g] is [n, k]: a column's K run is contiguous, so out = sum over K of dot(a4, b4).
-      uint bcol[RN];
-      [[unroll]] for (uint j = 0; j < RN; ++j) bcol[j] = rbase + min(n0 + tx + j * TX, pc.n - 1) * pc.k;
-      for (uint kk = 0; kk < pc.k; kk += 4) {
-        vec4 a[RM], b[RN];
-        [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk);
-        [[unroll]] for (uint j = 0; j < RN; ++j) b[j] = load4_rhs(bcol[j] + kk);
-        [[unroll]] for (uint i = 0; i < RM; ++i)
-          [[unroll]] for (uint j = 0; j < RN; ++j) acc[i * RN + j] += dot(a[i], b[j]);
-      }
-    } else {
-      // rhs[g] is [k, n]: each invocation loads RN/4 vec4s of a K row and reuses each against RM rows.
-      const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 here; never 0, even where this branch is dead
-      vec4 acc4[RM * VN];
-      [[unroll]] for (uint e = 0; e < RM * VN; ++e) acc4[e] = vec4(0.0);
-      uint bcol[VN];
-      [[unroll]] for (uint v = 0; v < VN; ++v) bcol[v] = min(n0 + col_of(tx, v * 4u), pc.n - 4u);
-      for (uint kk = 0; kk < pc.k; kk += 4) {
-        vec4 a[RM];
-        [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk);
-        // All four K rows of B first, then each accumulator takes its four FMAs in a row: a CPU
-        // driver keeps few accumulators in registers, so touch each one once per four K steps.
-        vec4 b[4 * VN];
+    // Each invocation owns RN/4 groups of 4 adjacent columns (col_of). Per 4 K steps it gathers the 4
+    // K rows of those columns as b[q * VN + v] (q: the K step), then each accumulator takes its four
+    // FMAs in a row: a CPU driver keeps few accumulators in registers, so touch each one once per four
+    // K steps. rhs [k, n] gives those rows as vec4s along N directly. rhs [n, k] gives vec4s along K,
+    // one per column: 4 of them are the 4 x 4 block transposed, which costs nothing where vectors are
+    // held component by component (a CPU driver's SoA registers).
+    const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 here; never 0, even where this branch is dead
+    vec4 acc4[RM * VN];
+    [[unroll]] for (uint e = 0; e < RM * VN; ++e) acc4[e] = vec4(0.0);
+    uint bcol[VN];      // rhs [k, n]: the group's first column (clamped so the vec4 stays in the row)
+    uint bcol_t[4 * VN];  // rhs [n, k]: each column's K run (columns past n clamped; never stored)
+    [[unroll]] for (uint v = 0; v < VN; ++v) {
+      bcol[v] = min(n0 + col_of(tx, v * 4u), pc.n - 4u);
+      [[unroll]] for (uint c = 0; c < 4; ++c)
+        bcol_t[4 * v + c] = rbase + min(n0 + col_of(tx, v * 4u) + c, pc.n - 1) * pc.k;
+    }
+    for (uint kk = 0; kk < pc.k; kk += 4) {
+      vec4 a[RM];
+      [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk);
+      vec4 b[4 * VN];
+      if (TRANSPOSE_RHS) {
+        [[unroll]] for (uint v = 0; v < VN; ++v)
+          [[unroll]] for (uint c = 0; c < 4; ++c) {
+            vec4 t = load4_rhs(bcol_t[4 * v + c] + kk);
+            [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VN + v][c] = t[q];
+          }
+      } else {
         [[unroll]] for (uint q = 0; q < 4; ++q)
           [[unroll]] for (uint v = 0; v < VN; ++v) b[q * VN + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]);
-        [[unroll]] for (uint i = 0; i < RM; ++i)
-          [[unroll]] for (uint v = 0; v < VN; ++v) {
-            vec4 c = acc4[i * VN + v];
-            [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VN + v], c);
-            acc4[i * VN + v] = c;
-          }
       }
       [[unroll]] for (uint i = 0; i < RM; ++i)
-        [[unroll]] for (uint v = 0; v < VN; ++v)
-          [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RN + v * 4 + c] = acc4[i * VN + v][c];
+        [[unroll]] for (uint v = 0; v < VN; ++v) {
+          vec4 c = acc4[i * VN + v];
+          [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VN + v], c);
+          acc4[i * VN + v] = c;
+        }
     }
+    [[unroll]] for (uint i = 0; i < RM; ++i)
+      [[unroll]] for (uint v = 0; v < VN; ++v)
+        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RN + v * 4 + c] = acc4[i * VN + v][c];
   } else if (USE_SHARED) {
     for (uint k0 = 0; k0 < pc.k; k0 += TK) {
       // Stage lhs[m0 : m0+TM, k0 : k0+TK] and rhs[k0 : k0+TK, n0 : n0+TN]; zeros past the edges.
