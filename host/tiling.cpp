@@ -93,13 +93,14 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
     // the shared schedule wants at least 16 rows per tile.
     else if (groups.sizes && schedule != Schedule::direct)
       t.tm = pick_tm(groups, 16, t.tm, kVisitOverheadRows);
-    // gmm, direct: at most 32 rows, one invocation row of the workgroup; 32-row tiles get 64 columns, so
-    // each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load of
-    // rhs serves twice the rows. Measured in one process on moe-prefill's shape, (tm, tn) = (32, 64) vs
-    // (32, 128) vs (128, 64): rhs [n, k] 164 vs 203 vs 200 ms; rhs [k, n] 142 vs 154 vs 153 ms.
+    // gmm, direct: at most 32 rows (more were no faster). With rhs [n, k], 32-row tiles get 64 columns,
+    // so each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load
+    // of rhs serves twice the rows. Measured in one process on moe-prefill's shape, (tm, tn) = (32, 64)
+    // vs (32, 128): rhs [n, k] f32 164 vs 203 ms, bf16 143 vs 170; rhs [k, n] f32 149 vs 147 (even), bf16
+    // 167 vs 136 (each row's 16-bit lhs decoded for half the columns), so [k, n] keeps 128 columns.
     else if (groups.sizes) {
       t.tm = pick_tm(groups, 1, 32, kVisitOverheadRows);
-      t.tn = t.tm >= 32 ? 64 : 128;
+      t.tn = t.tm >= 32 && !rhs_rows_contiguous ? 64 : 128;
     }
     // Visits of a few rows each stream their weights and reuse little of them: there, one workgroup
     // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =

@@ -71,6 +71,10 @@ std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
        num(d.device_local_bytes)},
       {"push_descriptor", yes(d.push_descriptor) + " (required)", flag(d.push_descriptor)},
       {"storage_buffer_16bit", yes(d.storage_buffer_16bit) + " (f16 / bf16 storage)", flag(d.storage_buffer_16bit)},
+      {"texel_loads_32bit", yes(d.texel_loads_32bit) + " (f32 inputs of vkgmm buffers read as texels)",
+       flag(d.texel_loads_32bit)},
+      {"texel_loads_16bit", yes(d.texel_loads_16bit) + " (f16 / bf16 inputs likewise)", flag(d.texel_loads_16bit)},
+      {"max_texel_buffer_elements", num(d.max_texel_buffer_elements), num(d.max_texel_buffer_elements)},
       {"timestamps", yes(d.timestamps), flag(d.timestamps)},
       {"timestamp_period_ns", period, period},
   };

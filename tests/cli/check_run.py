@@ -7,6 +7,7 @@ usage: check_run.py /path/to/vkgmm [--keep] [--only SUBSTRING]
 Shapes stay small (m <= 256, k, n <= 128): the device may be a CPU emulator.
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -406,6 +407,26 @@ def main():
             elif any(f.startswith(".out.npy") for f in os.listdir(d)):
                 reason = "a temporary output file was left behind"
             report("error: " + name, reason)
+
+        if a.only in "info --json":
+            p = subprocess.run([vkgmm, "info", "--json"], capture_output=True, text=True, timeout=TIMEOUT_S)
+            code, stdout, err = p.returncode, p.stdout, p.stderr
+            reason = None
+            try:
+                info = json.loads(stdout)
+                for key in ["name", "driver", "type", "subgroup_size", "max_storage_buffer_range", "push_descriptor",
+                            "storage_buffer_16bit", "texel_loads_32bit", "texel_loads_16bit",
+                            "max_texel_buffer_elements"]:
+                    if key not in info:
+                        reason = "no %r in %r" % (key, sorted(info))
+                # The texel formats are mandatory in Vulkan: every device reads inputs through them.
+                if reason is None and not (info["texel_loads_32bit"] is True and info["texel_loads_16bit"] is True):
+                    reason = "texel loads not reported: %r %r" % (info["texel_loads_32bit"], info["texel_loads_16bit"])
+            except (ValueError, KeyError) as e:
+                reason = "exit %s, not the JSON expected (%s): %r" % (code, e, stdout[:200])
+            if reason is None and code != 0:
+                reason = "exit status %s: %s" % (code, err)
+            report("info --json", reason)
 
         if a.only in "run --help":
             code, stdout, err = run(vkgmm, ["--help"])
