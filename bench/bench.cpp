@@ -170,15 +170,22 @@ SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const 
   const std::vector<Output> want = reference_for(inst);
 
   // The library's own choice first, then every candidate that plans (fits the device) and resolves to a
-  // tiling not tried yet. Each is checked before it is timed; the check's call doubles as the warmup.
+  // tiling not tried yet; each is checked against the reference (that call is also its warmup).
+  struct Candidate {
+    std::optional<vkgmm::Tiling> choice;  // nullopt: the library's automatic choice
+    std::string resolved;
+    std::vector<double> ms;
+  };
+  auto tiling_choice = [](const std::optional<vkgmm::Tiling>& c) {
+    return c ? vkgmm::TilingChoice::of(*c) : vkgmm::TilingChoice::automatic();
+  };
   std::vector<std::optional<vkgmm::Tiling>> choices = {std::nullopt};
   for (const vkgmm::Tiling& t : sweep_candidates()) choices.push_back(t);
   std::set<std::string> seen;
-  std::optional<vkgmm::Tiling> best_resolved;
+  std::vector<Candidate> cands;
   for (const auto& choice : choices) {
-    const vkgmm::TilingChoice tc = choice ? vkgmm::TilingChoice::of(*choice) : vkgmm::TilingChoice::automatic();
     try {
-      inst.plan(tc);
+      inst.plan(tiling_choice(choice));
     } catch (const vkgmm::Error& e) {
       progress("[%s] tiling %s does not fit this device: %s", name, tiling_text(*choice).c_str(), e.what());
       continue;
@@ -187,15 +194,26 @@ SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const 
     if (!seen.insert(resolved).second) continue;
     if (!choice) res.default_tiling = resolved;
     check_or_refuse(timer, inst, want, "tiling " + resolved);
-    const Samples s = time_calls(timer, o.reps, 0, [] {}, [&](VkCommandBuffer cb) { inst.record(cb); });
-    res.tried.push_back({resolved, median(s.gpu_ms)});
-    progress("[%s] tiling %-14s %10.3f ms", name, resolved.c_str(), res.tried.back().gpu_ms_median);
+    cands.push_back({choice, resolved, {}});
+  }
+  // Timed round-robin, one call of each candidate per round: a disturbance of the shared machine then
+  // hits every candidate alike instead of whichever ran during it (plans are rebuilt per call; their
+  // pipelines are cached).
+  for (int rep = 0; rep < o.reps; ++rep)
+    for (Candidate& c : cands) {
+      inst.plan(tiling_choice(c.choice));
+      c.ms.push_back(timer.run_ms([&](VkCommandBuffer cb) { inst.record(cb); }));
+    }
+  std::optional<vkgmm::Tiling> best_resolved;
+  for (const Candidate& c : cands) {
+    res.tried.push_back({c.resolved, median(c.ms)});
+    progress("[%s] tiling %-14s %10.3f ms", name, c.resolved.c_str(), res.tried.back().gpu_ms_median);
     if (res.tried.back().gpu_ms_median < res.tried[res.best].gpu_ms_median || res.tried.size() == 1) {
       res.best = res.tried.size() - 1;
       // Cache the tiling the winner's plans ran (passed back explicitly, it resolves to itself). A
       // backward whose two plans resolved differently keeps the tiling that was asked for.
-      const bool one = resolved.find('/') == std::string::npos;
-      best_resolved = one || !choice ? parse_tiling(resolved.substr(0, resolved.find('/'))) : choice;
+      const bool one = c.resolved.find('/') == std::string::npos;
+      best_resolved = one || !c.choice ? parse_tiling(c.resolved.substr(0, c.resolved.find('/'))) : c.choice;
     }
   }
   if (res.tried.empty()) throw std::runtime_error("workload '" + w.name + "': no tiling fits this device");
