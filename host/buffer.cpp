@@ -110,7 +110,11 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
               VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check_vk(vkCreateBuffer(im.device, &bci, nullptr, &st->buffer), "create_buffer: vkCreateBuffer");
+  // Handles are created into locals: a failed call leaves its output undefined, and ~State destroys
+  // whatever st holds.
+  VkBuffer buffer = VK_NULL_HANDLE;
+  check_vk(vkCreateBuffer(im.device, &bci, nullptr, &buffer), "create_buffer: vkCreateBuffer");
+  st->buffer = buffer;
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(im.device, st->buffer, &req);
   // Host-visible and coherent, device-local where the device has such memory (UMA, ReBAR, lavapipe).
@@ -132,7 +136,9 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = type;
-  const VkResult r = vkAllocateMemory(im.device, &mai, nullptr, &st->memory);
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  const VkResult r = vkAllocateMemory(im.device, &mai, nullptr, &memory);
+  if (r == VK_SUCCESS) st->memory = memory;
   if (r != VK_SUCCESS) {
     im.heap_used[heap] -= req.size;
     st->allocated = 0;

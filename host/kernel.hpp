@@ -19,6 +19,7 @@ struct Kernel {
   uint32_t vec4_id = 0;
   bool vec4_needs_lhs = false;
   uint32_t vec4_lhs_id = 0;
+  bool vec4_lhs_any_offset = false;  // VEC4_LHS aligns its own loads (tgmm's lhs [k, m]): any offset will do
   bool split = false;               // the module and layout bind operands in parts
   VkPipeline pipeline = VK_NULL_HANDLE;  // null until first needed when there is a texel pipeline
   // The VKGMM_TEXEL build of the module (null code: none) and its pipeline with the same constants.

@@ -38,7 +38,10 @@ void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize 
     ci.format = kTexelFormats[i];
     ci.offset = 0;
     ci.range = texels * kTexelBytes[i];
-    check_vk(vkCreateBufferView(ctx.device, &ci, nullptr, &views[i]), "create_buffer: vkCreateBufferView");
+    // Into a local first: on failure the handle is undefined, and views[i] is destroyed later.
+    VkBufferView view = VK_NULL_HANDLE;
+    check_vk(vkCreateBufferView(ctx.device, &ci, nullptr, &view), "create_buffer: vkCreateBufferView");
+    views[i] = view;
   }
 }
 

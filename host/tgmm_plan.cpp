@@ -98,6 +98,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
                   p.lhs_mk, s.use_shared, p.existing_out, s.shared_a, s.shared_b, p.out_nk, st->vec4, vec4_lhs};
   kn.vec4_id = 17;
   kn.vec4_lhs_id = 18;
+  kn.vec4_lhs_any_offset = !p.lhs_mk;  // the shader peels rows up to an aligned one
   const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
   kn.code = shader_for(Op::tgmm, info, any16, kn.split);
   if (!kn.split && texel_loads_usable(info, p.lhs_type, p.rhs_type))

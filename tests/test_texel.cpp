@@ -18,8 +18,14 @@ TEST_F(DeviceTest, TexelFormatsAreReported) {
 // gmm and tgmm on vkgmm buffers take the texel path (f32 and bf16 inputs), at an element offset that is
 // a multiple of 4 (vector texel loads) and one that is not (single elements out of texels).
 TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
+  // The same cases on storage-buffer loads (tgmm's lhs [k, m] peels to alignment on either path).
+  for (bool texel : {true, false})
   for (DType t : {DType::f32, DType::bf16})
     for (size_t lead : {0, 4, 3}) {
+      if (texel)
+        unsetenv("VKGMM_DISABLE_TEXEL");
+      else
+        setenv("VKGMM_DISABLE_TEXEL", "1", 1);
       std::mt19937 rng(5 + unsigned(lead));
       GmmProblem p;
       p.m = 48;  // a multiple of 4: tgmm reads lhs [k, m] 4 rows at a time where the offset allows
@@ -40,7 +46,7 @@ TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
       Buffer out = ctx().create_buffer(size_t(p.m) * p.n * es);
       const GmmOperands ops{in.view(lead * es, rhs_at - lead * es), in.view(rhs_at, in.size() - rhs_at), out.view(), {}};
       GmmPlan plan(ctx(), p);
-      EXPECT_TRUE(plan.texel_loads(ops)) << dtype_name(t) << " lead " << lead;
+      EXPECT_EQ(plan.texel_loads(ops), texel) << dtype_name(t) << " lead " << lead;
       ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
       std::vector<uint8_t> raw(out.size());
       out.download(raw.data(), raw.size());
@@ -65,13 +71,14 @@ TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
       Buffer tout = ctx().create_buffer(size_t(5) * q.k * q.n * es);
       const TgmmOperands tops{tin.view(lead * es, tr_at - lead * es), tin.view(tr_at, tin.size() - tr_at), tout.view(), {}};
       TgmmPlan tplan(ctx(), q);
-      EXPECT_TRUE(tplan.texel_loads(tops)) << dtype_name(t) << " lead " << lead;
+      EXPECT_EQ(tplan.texel_loads(tops), texel) << dtype_name(t) << " lead " << lead;
       ctx().submit_and_wait([&](VkCommandBuffer cb) { tplan.record(cb, tops); });
       std::vector<uint8_t> traw(tout.size());
       tout.download(traw.data(), traw.size());
       const std::vector<float> tgot = decode(t, traw.data(), size_t(5) * q.k * q.n);
       EXPECT_TRUE(all_close(tgot, reference::tgmm(q, tl, tr), tol.atol, tol.rtol)) << dtype_name(t) << " lead " << lead;
     }
+  unsetenv("VKGMM_DISABLE_TEXEL");
 }
 
 // The last elements of a bf16 operand in a buffer that ends inside a texel: the view holds whole texels

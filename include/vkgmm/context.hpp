@@ -43,11 +43,6 @@ struct BorrowedDevice {
   // Whether the app enabled storageBuffer16BitAccess on `device`. vkgmm cannot see the enabled features;
   // false keeps 16-bit operands on the packed 32-bit path (same results, no feature needed).
   bool storage_buffer_16bit = false;
-  // Uniform texel buffers of R32G32B32A32_UINT / R16G16B16A16_UINT: vkgmm reads the inputs held in its
-  // own buffers through them where the device supports them (faster on CPU drivers such as lavapipe).
-  bool texel_loads_32bit = false;
-  bool texel_loads_16bit = false;
-  uint64_t max_texel_buffer_elements = 0;
   // Optional: the vkGetInstanceProcAddr the app loads Vulkan with (volk or similar). vkgmm resolves its
   // extension entry point (vkCmdPushDescriptorSetKHR) through it. Core entry points are still called
   // through the loader vkgmm links (libvulkan.so.1), so the handles must come from that loader.
