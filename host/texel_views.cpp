@@ -28,7 +28,8 @@ void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits
 }
 
 void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]) {
-  const bool supported[2] = {ctx.info.texel_loads_32bit, ctx.info.texel_loads_16bit};
+  const bool cpu = ctx.info.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const bool supported[2] = {cpu && ctx.info.texel_loads_32bit, cpu && ctx.info.texel_loads_16bit};
   for (int i = 0; i < 2; ++i) {
     views[i] = VK_NULL_HANDLE;
     const VkDeviceSize texels = std::min<VkDeviceSize>(bytes / kTexelBytes[i], ctx.info.max_texel_buffer_elements);
@@ -46,6 +47,7 @@ void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize 
 }
 
 bool texel_loads_usable(const DeviceInfo& info, DType a, DType b) {
+  if (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return false;
   const bool supported[2] = {info.texel_loads_32bit, info.texel_loads_16bit};
   return supported[texel_format_index(a)] && supported[texel_format_index(b)] && !texel_disabled();
 }

@@ -2,9 +2,11 @@
 //
 // Drivers that run shaders on the CPU gather texels with vector instructions but load storage buffers
 // one lane at a time: on lavapipe a uniform texel buffer streams ~3x faster than a storage buffer (and
-// than vkCmdCopyBuffer). Each vkgmm Buffer gets one view per texel format over its whole size when it is
-// created, and loses them with the buffer; an app's own VkBuffers have no views (vkgmm cannot know when
-// such a buffer dies), so plans read them as storage buffers.
+// than vkCmdCopyBuffer). On such devices each vkgmm Buffer gets one view per texel format over its whole
+// size when it is created, and loses them with the buffer; an app's own VkBuffers have no views (vkgmm
+// cannot know when such a buffer dies), so plans read them as storage buffers. GPUs keep storage
+// buffers: the gain was measured on a CPU driver only, and the shared-memory schedule's scalar loads
+// would fetch whole texels for one element.
 #pragma once
 
 #include "context_impl.hpp"
@@ -20,12 +22,12 @@ inline uint32_t texel_format_index(DType t) { return dtype_size(t) == 4 ? 0 : 1;
 // maxTexelBufferElements.
 void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits& limits, DeviceInfo& info);
 
-// The views of a new vkgmm buffer of `bytes` (null where the format is unsupported or the buffer holds
-// no whole texel); they cover the buffer from offset 0, up to maxTexelBufferElements texels.
+// The views of a new vkgmm buffer of `bytes` (null on GPUs, where the format is unsupported, or where the
+// buffer holds no whole texel); they cover the buffer from offset 0, up to maxTexelBufferElements texels.
 void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]);
 
-// True when the device reads both element types through texel views and $VKGMM_DISABLE_TEXEL is unset:
-// plans then also build their VKGMM_TEXEL pipeline.
+// True on a CPU device that reads both element types through texel views, unless $VKGMM_DISABLE_TEXEL
+// is set: plans then build their VKGMM_TEXEL pipeline.
 bool texel_loads_usable(const DeviceInfo& info, DType a, DType b);
 
 // `count` elements of type t at `view` through its buffer's texel view: the view and the element offset
