@@ -67,7 +67,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
   st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op, {&p.group_sizes, p.group_offset, st->g_local},
-                              !p.transpose_rhs);
+                              {!p.transpose_rhs, false});
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.m) * p.k);
   st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(st->g_local) * p.k * p.n);
   st->sizes.out = operand_bytes(p.out_type, uint64_t(p.m) * p.n);

@@ -58,7 +58,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   st->groups = check_group_window(op, G, p.group_offset, p.num_actual_groups, "num_actual_groups");
 
   const Schedule schedule = resolve_schedule(p.schedule, info);
-  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op);
+  st->tiling = resolve_tiling(p.tiling, p.m, p.k, p.n, schedule, op, {}, {false, p.lhs_mk});
   st->sizes.lhs = operand_bytes(p.lhs_type, uint64_t(p.k) * p.m);
   st->sizes.rhs = operand_bytes(p.rhs_type, uint64_t(p.m) * p.n);
   st->sizes.out = operand_bytes(p.out_type, uint64_t(st->groups) * p.k * p.n);

@@ -24,12 +24,19 @@ struct ActiveGroups {
   int64_t offset = 0, count = 0;
 };
 
+// How the operands are laid out, for the automatic tiling: gmm's rhs [k, n] (not transposed), tgmm's
+// lhs [m, k] (lhs_mk).
+struct OperandLayout {
+  bool rhs_rows_contiguous = false;
+  bool lhs_mk = false;
+};
+
 // The tiling the caller asked for (tuple, lookup or automatic), checked positive. `op` names the op in
 // errors ("gmm" / "tgmm"). With `groups`, gmm's automatic tiling picks the m tile that computes the
-// fewest rows in all (see pick_tm), and with `rhs_rows_contiguous` (rhs [k, n], not transposed) the
-// n tile that streams whole weight rows when visits are a few rows each (decode).
+// fewest rows in all (see pick_tm), and with rhs [k, n] the n tile that streams whole weight rows when
+// visits are a few rows each (decode).
 Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
-                      const char* op, const ActiveGroups& groups = {}, bool rhs_rows_contiguous = false);
+                      const char* op, const ActiveGroups& groups = {}, OperandLayout layout = {});
 
 // The m tile (a power of two from `smallest` to `largest`) that minimises the estimated cost of gmm's
 // visits (make_gmm_visits: ceil(rows / tm) per group), each costing tm rows plus a fixed overhead of
