@@ -17,17 +17,20 @@ struct Buffer::State {
   VkDeviceSize allocated = 0;  // bytes counted against `heap` (0 until the allocation succeeded)
   uint32_t heap = 0;
   uint8_t* mapped = nullptr;
-  VkBufferView texel_views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
   ~State() {
-    if (ctx) ctx->release_buffer(buffer, memory, allocated, heap, texel_views);
+    if (ctx) ctx->release_buffer(buffer, memory, allocated, heap);
   }
 };
 
-void Context::Impl::release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap,
-                                   const VkBufferView (&texel_views)[2]) {
+void Context::Impl::release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap) {
+  Grave g{buffer, memory, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
   if (buffer) {
     std::lock_guard lock(buffers_mutex);
-    own_buffers.erase(buffer);
+    if (auto it = own_buffers.find(buffer); it != own_buffers.end()) {
+      g.texel_views[0] = it->second.texel_views[0];
+      g.texel_views[1] = it->second.texel_views[1];
+      own_buffers.erase(it);
+    }
   }
   if (memory) {
     heap_used[heap] -= bytes;
@@ -36,13 +39,17 @@ void Context::Impl::release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDev
   std::lock_guard lock(queue_mutex);
   if (!pending.empty()) {
     // A submission that outlived its wait may still read this buffer: destroy it once that is over.
-    graveyard.push_back({buffer, memory, {texel_views[0], texel_views[1]}});
+    graveyard.push_back(g);
     return;
   }
-  for (VkBufferView v : texel_views)
+  destroy_now(g);
+}
+
+void Context::Impl::destroy_now(const Grave& g) {
+  for (VkBufferView v : g.texel_views)
     if (v) vkDestroyBufferView(device, v, nullptr);
-  if (buffer) vkDestroyBuffer(device, buffer, nullptr);
-  if (memory) vkFreeMemory(device, memory, nullptr);  // also unmaps it
+  if (g.buffer) vkDestroyBuffer(device, g.buffer, nullptr);
+  if (g.memory) vkFreeMemory(device, g.memory, nullptr);  // also unmaps it
 }
 
 Buffer::Buffer() = default;
@@ -151,10 +158,11 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   void* p = nullptr;
   check_vk(vkMapMemory(im.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
   st->mapped = static_cast<uint8_t*>(p);
-  create_texel_views(im, st->buffer, bytes, st->texel_views);
+  Impl::OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
+  create_texel_views(im, st->buffer, bytes, own.texel_views);  // destroys its own views if it throws
   {
     std::lock_guard lock(im.buffers_mutex);
-    im.own_buffers[st->buffer] = {bytes, {st->texel_views[0], st->texel_views[1]}};
+    im.own_buffers[st->buffer] = own;  // from here on, release_buffer destroys the views with the buffer
   }
   Buffer b;
   b.state_ = std::move(st);

@@ -79,6 +79,7 @@ struct Context::Impl {
     VkFence fence;
   };
   std::vector<Pending> pending;
+  // A vkgmm buffer's Vulkan objects, destroyed together (destroy_now).
   struct Grave {
     VkBuffer buffer;
     VkDeviceMemory memory;
@@ -103,9 +104,10 @@ struct Context::Impl {
   void reap_pending_locked();
   // Waits (bounded by VKGMM_TIMEOUT_S) for every pending submission; false if some still run.
   bool settle_pending();
-  // Destroys a buffer and its memory now, or once the pending submissions are done.
-  void release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap,
-                      const VkBufferView (&texel_views)[2]);
+  // Destroys a buffer, its texel views (own_buffers) and its memory now, or once the pending
+  // submissions are done.
+  void release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap);
+  void destroy_now(const Grave& g);
 
   Impl() = default;
   Impl(const Impl&) = delete;

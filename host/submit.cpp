@@ -42,12 +42,7 @@ void Context::Impl::reap_pending_locked() {
     }
   }
   if (!pending.empty()) return;
-  for (const Grave& g : graveyard) {
-    for (VkBufferView v : g.texel_views)
-      if (v) vkDestroyBufferView(device, v, nullptr);
-    vkDestroyBuffer(device, g.buffer, nullptr);
-    vkFreeMemory(device, g.memory, nullptr);  // also unmaps it
-  }
+  for (const Grave& g : graveyard) destroy_now(g);
   graveyard.clear();
 }
 

@@ -39,9 +39,16 @@ void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize 
     ci.format = kTexelFormats[i];
     ci.offset = 0;
     ci.range = texels * kTexelBytes[i];
-    // Into a local first: on failure the handle is undefined, and views[i] is destroyed later.
+    // Into a local first: on failure the handle is undefined. Views made before a failure are destroyed
+    // here: nothing else knows of them yet.
     VkBufferView view = VK_NULL_HANDLE;
-    check_vk(vkCreateBufferView(ctx.device, &ci, nullptr, &view), "create_buffer: vkCreateBufferView");
+    const VkResult r = vkCreateBufferView(ctx.device, &ci, nullptr, &view);
+    if (r != VK_SUCCESS) {
+      for (int j = 0; j < i; ++j)
+        if (views[j]) vkDestroyBufferView(ctx.device, views[j], nullptr);
+      views[0] = views[1] = VK_NULL_HANDLE;
+      check_vk(r, "create_buffer: vkCreateBufferView");
+    }
     views[i] = view;
   }
 }
