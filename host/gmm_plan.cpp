@@ -167,16 +167,9 @@ uint32_t GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&i
   push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), st.num_visits, uint32_t(p.group_offset),
                st.active_begin, st.active_end, lhs.element_offset, rhs.element_offset, out.element_offset,
                ex.element_offset, st.visits_off, st.fill_rows};
-  if (st.kernel.texel_code.code) {
-    const TexelOperand tl = texel_operand(*st.ctx, ops.lhs, p.lhs_type, uint64_t(p.m) * p.k);
-    const TexelOperand tr = texel_operand(*st.ctx, ops.rhs, p.rhs_type, uint64_t(st.g_local) * p.k * p.n);
-    if (tl.view && tr.view) {
-      texels[0] = tl.view;
-      texels[1] = tr.view;
-      push.lhs_off = tl.element_offset;
-      push.rhs_off = tr.element_offset;
-    }
-  }
+  if (st.kernel.texel_code.code)
+    bind_texel_inputs(*st.ctx, ops.lhs, p.lhs_type, uint64_t(p.m) * p.k, ops.rhs, p.rhs_type,
+                      uint64_t(st.g_local) * p.k * p.n, texels, push.lhs_off, push.rhs_off);
   return count;
 }
 

@@ -13,51 +13,20 @@ bool texel_disabled() {
   const char* v = std::getenv("VKGMM_DISABLE_TEXEL");
   return v && *v && std::strcmp(v, "0") != 0;
 }
-}  // namespace
 
-void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits& limits, DeviceInfo& info) {
-  bool ok[2];
-  for (int i = 0; i < 2; ++i) {
-    VkFormatProperties fp{};
-    vkGetPhysicalDeviceFormatProperties(physical, kTexelFormats[i], &fp);
-    ok[i] = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
-  }
-  info.texel_loads_32bit = ok[0];
-  info.texel_loads_16bit = ok[1];
-  info.max_texel_buffer_elements = limits.maxTexelBufferElements;
-}
-
-void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]) {
-  const bool cpu = ctx.info.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  const bool supported[2] = {cpu && ctx.info.texel_loads_32bit, cpu && ctx.info.texel_loads_16bit};
-  for (int i = 0; i < 2; ++i) {
-    views[i] = VK_NULL_HANDLE;
-    const VkDeviceSize texels = std::min<VkDeviceSize>(bytes / kTexelBytes[i], ctx.info.max_texel_buffer_elements);
-    if (!supported[i] || texels == 0) continue;
-    VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
-    ci.buffer = buffer;
-    ci.format = kTexelFormats[i];
-    ci.offset = 0;
-    ci.range = texels * kTexelBytes[i];
-    // Into a local first: on failure the handle is undefined. Views made before a failure are destroyed
-    // here: nothing else knows of them yet.
-    VkBufferView view = VK_NULL_HANDLE;
-    const VkResult r = vkCreateBufferView(ctx.device, &ci, nullptr, &view);
-    if (r != VK_SUCCESS) {
-      for (int j = 0; j < i; ++j)
-        if (views[j]) vkDestroyBufferView(ctx.device, views[j], nullptr);
-      views[0] = views[1] = VK_NULL_HANDLE;
-      check_vk(r, "create_buffer: vkCreateBufferView");
-    }
-    views[i] = view;
-  }
-}
-
-bool texel_loads_usable(const DeviceInfo& info, DType a, DType b) {
+// Whether vkgmm reads elements of texel format f through views on this device: CPU devices only (see
+// texel_views.hpp), where the format is supported.
+bool format_used(const DeviceInfo& info, uint32_t f) {
   if (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return false;
-  const bool supported[2] = {info.texel_loads_32bit, info.texel_loads_16bit};
-  return supported[texel_format_index(a)] && supported[texel_format_index(b)] && !texel_disabled();
+  return f == 0 ? info.texel_loads_32bit : info.texel_loads_16bit;
 }
+
+// `count` elements of type t at `view` through its buffer's texel view: the view (null if none, see
+// bind_texel_inputs) and the element offset of the first element from the buffer's start.
+struct TexelOperand {
+  VkBufferView view = VK_NULL_HANDLE;
+  uint32_t element_offset = 0;
+};
 
 TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, uint64_t count) {
   const uint32_t f = texel_format_index(t);
@@ -77,6 +46,60 @@ TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, 
   // Element indices are 32-bit in the shaders.
   if (first + count > UINT32_MAX || (first + count + 3) / 4 > texels) return {};
   return {v, static_cast<uint32_t>(first)};
+}
+}  // namespace
+
+void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits& limits, DeviceInfo& info) {
+  bool ok[2];
+  for (int i = 0; i < 2; ++i) {
+    VkFormatProperties fp{};
+    vkGetPhysicalDeviceFormatProperties(physical, kTexelFormats[i], &fp);
+    ok[i] = (fp.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
+  }
+  info.texel_loads_32bit = ok[0];
+  info.texel_loads_16bit = ok[1];
+  info.max_texel_buffer_elements = limits.maxTexelBufferElements;
+}
+
+void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]) {
+  for (uint32_t i = 0; i < 2; ++i) {
+    views[i] = VK_NULL_HANDLE;
+    const VkDeviceSize texels = std::min<VkDeviceSize>(bytes / kTexelBytes[i], ctx.info.max_texel_buffer_elements);
+    if (!format_used(ctx.info, i) || texels == 0) continue;
+    VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    ci.buffer = buffer;
+    ci.format = kTexelFormats[i];
+    ci.offset = 0;
+    ci.range = texels * kTexelBytes[i];
+    // Into a local first: on failure the handle is undefined. Views made before a failure are destroyed
+    // here: nothing else knows of them yet.
+    VkBufferView view = VK_NULL_HANDLE;
+    const VkResult r = vkCreateBufferView(ctx.device, &ci, nullptr, &view);
+    if (r != VK_SUCCESS) {
+      for (uint32_t j = 0; j < i; ++j)
+        if (views[j]) vkDestroyBufferView(ctx.device, views[j], nullptr);
+      views[0] = views[1] = VK_NULL_HANDLE;
+      check_vk(r, "create_buffer: vkCreateBufferView");
+    }
+    views[i] = view;
+  }
+}
+
+bool texel_loads_usable(const DeviceInfo& info, DType a, DType b) {
+  return format_used(info, texel_format_index(a)) && format_used(info, texel_format_index(b)) && !texel_disabled();
+}
+
+void bind_texel_inputs(Context::Impl& ctx, const BufferView& lhs, DType lhs_t, uint64_t lhs_count,
+                       const BufferView& rhs, DType rhs_t, uint64_t rhs_count, VkBufferView (&texels)[2],
+                       uint32_t& lhs_off, uint32_t& rhs_off) {
+  texels[0] = texels[1] = VK_NULL_HANDLE;
+  const TexelOperand l = texel_operand(ctx, lhs, lhs_t, lhs_count);
+  const TexelOperand r = texel_operand(ctx, rhs, rhs_t, rhs_count);
+  if (!l.view || !r.view) return;
+  texels[0] = l.view;
+  texels[1] = r.view;
+  lhs_off = l.element_offset;
+  rhs_off = r.element_offset;
 }
 
 }  // namespace vkgmm

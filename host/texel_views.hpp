@@ -31,13 +31,13 @@ void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize 
 // is set: plans then build their VKGMM_TEXEL pipeline.
 bool texel_loads_usable(const DeviceInfo& info, DType a, DType b);
 
-// `count` elements of type t at `view` through its buffer's texel view: the view and the element offset
-// of the first element from the buffer's start; a null view when the buffer is not vkgmm's, the offset is
-// not a whole number of elements, or the elements run past the view.
-struct TexelOperand {
-  VkBufferView view = VK_NULL_HANDLE;
-  uint32_t element_offset = 0;
-};
-TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, uint64_t count);
+// Both inputs through texel views, or neither: when lhs (`lhs_count` elements of lhs_t) and rhs both
+// have one, fills `texels` and replaces the pushed element offsets with theirs (counted from the
+// buffer's start); else leaves them and sets texels to null. An operand has none when its buffer is not
+// vkgmm's, its offset is not a whole number of elements, or its elements run past the view. What gmm's
+// and tgmm's plans bind for a VKGMM_TEXEL pipeline.
+void bind_texel_inputs(Context::Impl& ctx, const BufferView& lhs, DType lhs_t, uint64_t lhs_count,
+                       const BufferView& rhs, DType rhs_t, uint64_t rhs_count, VkBufferView (&texels)[2],
+                       uint32_t& lhs_off, uint32_t& rhs_off);
 
 }  // namespace vkgmm

@@ -143,16 +143,9 @@ uint32_t TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (
   const uint32_t count = layout_descriptors({lhs, rhs, out, ex}, meta, st.kernel.split, infos);
   push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), uint32_t(st.groups), uint32_t(p.group_offset),
                 lhs.element_offset, rhs.element_offset, out.element_offset, ex.element_offset};
-  if (st.kernel.texel_code.code && p.m) {
-    const TexelOperand tl = texel_operand(*st.ctx, ops.lhs, p.lhs_type, uint64_t(p.k) * p.m);
-    const TexelOperand tr = texel_operand(*st.ctx, ops.rhs, p.rhs_type, uint64_t(p.m) * p.n);
-    if (tl.view && tr.view) {
-      texels[0] = tl.view;
-      texels[1] = tr.view;
-      push.lhs_off = tl.element_offset;
-      push.rhs_off = tr.element_offset;
-    }
-  }
+  if (st.kernel.texel_code.code && p.m)
+    bind_texel_inputs(*st.ctx, ops.lhs, p.lhs_type, uint64_t(p.k) * p.m, ops.rhs, p.rhs_type,
+                      uint64_t(p.m) * p.n, texels, push.lhs_off, push.rhs_off);
   return count;
 }
 
