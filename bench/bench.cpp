@@ -7,6 +7,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -83,6 +85,21 @@ int reps_for(const Options& o, double call_ms) {
   return static_cast<int>(std::clamp(std::ceil(250.0 / call_ms), double(o.reps), 100.0));
 }
 
+// A device baseline: one call checked against `want` (a disagreement becomes a note naming `label`,
+// and no time), then the median device ms of `reps` timed calls.
+std::optional<double> time_checked(GpuTimer& timer, int reps, int warmup, const std::string& label,
+                                   const std::function<void(VkCommandBuffer)>& record,
+                                   const std::function<std::vector<Output>()>& download,
+                                   const std::vector<Output>& want, vkgmm::DType dtype,
+                                   std::vector<std::string>& notes) {
+  timer.run_ms(record);
+  if (auto diff = compare(download(), want, dtype)) {
+    notes.push_back(label + " differs from the reference (" + *diff + "): not reported");
+    return std::nullopt;
+  }
+  return median(time_calls(timer, reps, warmup, [] {}, record).gpu_ms);
+}
+
 Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w, const RunInfo& run,
                const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
@@ -116,13 +133,9 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   } else {
     progress("[%s] naive baseline: one dispatch per group", name);
     NaiveLoop naive(inst, tiling);
-    timer.run_ms([&](VkCommandBuffer cb) { naive.record(cb); });
-    if (auto diff = compare(naive.download(), want, w.dtype)) {
-      r.notes.push_back("naive baseline differs from the reference (" + *diff + "): not reported");
-    } else {
-      const Samples ns = time_calls(timer, reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { naive.record(cb); });
-      r.naive_ms = median(ns.gpu_ms);
-    }
+    r.naive_ms = time_checked(
+        timer, reps, o.warmup, "naive baseline", [&](VkCommandBuffer cb) { naive.record(cb); },
+        [&] { return naive.download(); }, want, w.dtype, r.notes);
   }
   if (w.groups > 1) {
     // The same m, k, n as one group: what grouping costs per FLOP (ragged tiles, more visits).
@@ -137,15 +150,10 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
         o.tiling_mode == TilingMode::fixed ? tiling : vkgmm::TilingChoice::automatic();
     try {
       Instance dense(ctx, dw, dense_tiling);
-      const std::vector<Output> dense_want = reference_for(dense);
-      timer.run_ms([&](VkCommandBuffer cb) { dense.record(cb); });
-      if (auto diff = compare(dense.download(), dense_want, w.dtype)) {
-        r.notes.push_back("one-group baseline differs from the reference (" + *diff + "): not reported");
-      } else {
-        const Samples ds = time_calls(timer, reps, o.warmup, [] {}, [&](VkCommandBuffer cb) { dense.record(cb); });
-        r.one_group_ms = median(ds.gpu_ms);
-        r.one_group_flops = flops(dw);
-      }
+      r.one_group_ms = time_checked(
+          timer, reps, o.warmup, "one-group baseline", [&](VkCommandBuffer cb) { dense.record(cb); },
+          [&] { return dense.download(); }, reference_for(dense), w.dtype, r.notes);
+      r.one_group_flops = flops(dw);
     } catch (const vkgmm::Error& e) {
       r.notes.push_back(std::string("one-group baseline not run: ") + e.what());
     }
