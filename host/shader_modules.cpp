@@ -14,9 +14,12 @@ extern const size_t gmm_words, gmm_s16_words, gmm_split_words, gmm_texel_words, 
 namespace vkgmm {
 
 namespace {
-bool storage16_disabled() {
+// The 16-bit-storage build: some operand is 16-bit, the device has storageBuffer16BitAccess, and
+// $VKGMM_DISABLE_16BIT_STORAGE does not force the packed path.
+bool use_storage16(const DeviceInfo& info, bool any_16bit_operand) {
   const char* v = std::getenv("VKGMM_DISABLE_16BIT_STORAGE");
-  return v && *v && std::strcmp(v, "0") != 0;
+  const bool disabled = v && *v && std::strcmp(v, "0") != 0;
+  return any_16bit_operand && info.storage_buffer_16bit && !disabled;
 }
 }  // namespace
 
@@ -24,13 +27,13 @@ ShaderCode shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand, boo
   if (split)
     return op == Op::gmm ? ShaderCode{spirv::gmm_split, spirv::gmm_split_words}
                          : ShaderCode{spirv::tgmm_split, spirv::tgmm_split_words};
-  const bool s16 = any_16bit_operand && info.storage_buffer_16bit && !storage16_disabled();
+  const bool s16 = use_storage16(info, any_16bit_operand);
   if (op == Op::gmm) return s16 ? ShaderCode{spirv::gmm_s16, spirv::gmm_s16_words} : ShaderCode{spirv::gmm, spirv::gmm_words};
   return s16 ? ShaderCode{spirv::tgmm_s16, spirv::tgmm_s16_words} : ShaderCode{spirv::tgmm, spirv::tgmm_words};
 }
 
 ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand) {
-  const bool s16 = any_16bit_operand && info.storage_buffer_16bit && !storage16_disabled();
+  const bool s16 = use_storage16(info, any_16bit_operand);
   if (op == Op::gmm)
     return s16 ? ShaderCode{spirv::gmm_texel_s16, spirv::gmm_texel_s16_words}
                : ShaderCode{spirv::gmm_texel, spirv::gmm_texel_words};
