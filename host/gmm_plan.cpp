@@ -123,10 +123,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
                     p.transpose_rhs, s.use_shared, p.existing_out, s.shared_a, s.shared_b, st->vec4};
     kn.vec4_id = 16;
     kn.vec4_needs_lhs = true;
-    const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
-    kn.code = shader_for(Op::gmm, info, any16, kn.split);
-    if (!kn.split && texel_loads_usable(info, p.lhs_type, p.rhs_type))
-      kn.texel_code = texel_shader_for(Op::gmm, info, any16);
+    kn.choose_modules(Op::gmm, info, p.lhs_type, p.rhs_type, p.out_type);
     kn.create(*st->ctx, st->part_bytes);
   }
   st->ctx->throw_if_validation_messages();

@@ -1,6 +1,14 @@
 #include "kernel.hpp"
 
+#include "texel_views.hpp"
+
 namespace vkgmm {
+
+void Kernel::choose_modules(Op op, const DeviceInfo& info, DType lhs, DType rhs, DType out) {
+  const bool any16 = lhs != DType::f32 || rhs != DType::f32 || out != DType::f32;
+  code = shader_for(op, info, any16, split);
+  if (!split && texel_loads_usable(info, lhs, rhs)) texel_code = texel_shader_for(op, info, any16);
+}
 
 void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
   if (split) {

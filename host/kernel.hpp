@@ -26,6 +26,9 @@ struct Kernel {
   ShaderCode texel_code{};
   VkPipeline texel_pipeline = VK_NULL_HANDLE;
 
+  // Picks `code` (and `texel_code` where the inputs can be read through texel views) for op with these
+  // element types; `split` must be set first.
+  void choose_modules(Op op, const DeviceInfo& info, DType lhs, DType rhs, DType out);
   // Sets PART_SHIFT for split kernels and creates (or finds) the pipelines.
   void create(Context::Impl& ctx, VkDeviceSize part_bytes);
   // The planned pipeline (the texel one with `texel`); where it uses 4-element loads of an operand whose

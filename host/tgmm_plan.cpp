@@ -99,10 +99,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   kn.vec4_id = 17;
   kn.vec4_lhs_id = 18;
   kn.vec4_lhs_any_offset = !p.lhs_mk;  // the shader peels rows up to an aligned one
-  const bool any16 = p.lhs_type != DType::f32 || p.rhs_type != DType::f32 || p.out_type != DType::f32;
-  kn.code = shader_for(Op::tgmm, info, any16, kn.split);
-  if (!kn.split && texel_loads_usable(info, p.lhs_type, p.rhs_type))
-    kn.texel_code = texel_shader_for(Op::tgmm, info, any16);
+  kn.choose_modules(Op::tgmm, info, p.lhs_type, p.rhs_type, p.out_type);
   kn.create(*st->ctx, st->part_bytes);
   st->ctx->throw_if_validation_messages();
   state_ = std::move(st);
