@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "context_impl.hpp"
+#include "interface.hpp"
 #include "texel_views.hpp"
 #include "vkgmm/requirements.hpp"
 
@@ -51,10 +52,7 @@ void check_vk(VkResult r, const char* what) {
 
 namespace {
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::strcmp(v, "0") != 0;
-}
+const char* env_lookup(const char* name) { return std::getenv(name); }
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                 VkDebugUtilsMessageTypeFlagsEXT,
@@ -215,19 +213,17 @@ void Context::Impl::init_common() {
   // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
   // inputs' texel views) and the split one of storage buffers for operands bound in parts
   // (kNumSplitBindings must stay within maxPushDescriptors, >= 32).
-  auto make_layouts = [&](uint32_t count, VkDescriptorSetLayout& set, VkPipelineLayout& layout) {
+  auto make_layouts = [&](bool split, VkDescriptorSetLayout& set, VkPipelineLayout& layout) {
     VkDescriptorSetLayoutBinding bindings[kNumSplitBindings];
-    for (uint32_t b = 0; b < count; ++b) {
-      const bool texel = count == kNumPlainBindings && (b == kLhsTexel || b == kRhsTexel);
-      bindings[b] = {b, texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
-                     VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-    }
+    const uint32_t count = binding_count(split);
+    for (uint32_t b = 0; b < count; ++b)
+      bindings[b] = {b, binding_type(b, split), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
     VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
     sl.bindingCount = count;
     sl.pBindings = bindings;
     check_vk(vkCreateDescriptorSetLayout(device, &sl, nullptr, &set), "vkCreateDescriptorSetLayout");
-    VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
+    VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, abi::kPushConstantBytes};
     VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     pl.setLayoutCount = 1;
     pl.pSetLayouts = &set;
@@ -235,8 +231,8 @@ void Context::Impl::init_common() {
     pl.pPushConstantRanges = &pc;
     check_vk(vkCreatePipelineLayout(device, &pl, nullptr, &layout), "vkCreatePipelineLayout");
   };
-  make_layouts(kNumPlainBindings, set_layout, pipeline_layout);
-  make_layouts(kNumSplitBindings, split_set_layout, split_pipeline_layout);
+  make_layouts(false, set_layout, pipeline_layout);
+  make_layouts(true, split_set_layout, split_pipeline_layout);
   VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   check_vk(vkCreatePipelineCache(device, &pci, nullptr, &pipeline_cache), "vkCreatePipelineCache");
 }
@@ -265,7 +261,9 @@ Context::~Context() = default;
 Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()) {
   Impl& im = *impl_;
   im.owns_device = true;
-  const bool validate = options.validate.value_or(env_flag("VKGMM_VALIDATE"));
+  im.options = resolve_options(options, env_lookup);
+  im.faults.configure(im.options.inject_fault);
+  const bool validate = im.options.validate;
   const char* layer = "VK_LAYER_KHRONOS_validation";
   std::vector<const char*> layers, extensions;
   if (validate) {
@@ -307,9 +305,7 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
     check_vk(create(im.instance, &dm, nullptr, &im.messenger), "vkCreateDebugUtilsMessengerEXT");
   }
 
-  std::string want = options.device;
-  if (want.empty() && std::getenv("VKGMM_DEVICE")) want = std::getenv("VKGMM_DEVICE");
-  im.physical = pick_device(im.instance, want);
+  im.physical = pick_device(im.instance, im.options.device);
   im.queue_family = pick_compute_family(im.physical);
 
   const DeviceRequirements req = device_requirements(im.physical);
@@ -344,7 +340,8 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
   im.throw_if_validation_messages();
 }
 
-Context Context::wrap(const BorrowedDevice& d) {
+Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
+  ResolvedOptions resolved = resolve_options(options, env_lookup);
   if (!d.instance) throw Error(Status::invalid_argument, "BorrowedDevice.instance is null");
   if (!d.physical_device) throw Error(Status::invalid_argument, "BorrowedDevice.physical_device is null");
   if (!d.device) throw Error(Status::invalid_argument, "BorrowedDevice.device is null");
@@ -362,6 +359,8 @@ Context Context::wrap(const BorrowedDevice& d) {
                                               " is not a queue family with VK_QUEUE_COMPUTE_BIT");
   auto impl = std::make_shared<Impl>();
   impl->owns_device = false;
+  impl->options = std::move(resolved);
+  impl->faults.configure(impl->options.inject_fault);
   impl->instance = d.instance;
   impl->physical = d.physical_device;
   impl->device = d.device;
@@ -375,6 +374,7 @@ Context Context::wrap(const BorrowedDevice& d) {
 }
 
 const DeviceInfo& Context::info() const { return impl_->info; }
+ContextOptions Context::options() const { return to_public(impl_->options); }
 VkDevice Context::device() const { return impl_->device; }
 
 std::vector<std::string> Context::take_validation_messages() {

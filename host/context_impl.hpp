@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "faults.hpp"
+#include "interface.h"
+#include "options.hpp"
 #include "vkgmm/context.hpp"
 
 namespace vkgmm {
@@ -17,17 +19,35 @@ namespace vkgmm {
 void check_vk(VkResult r, const char* what);
 const char* vk_result_name(VkResult r);
 
-// The one descriptor layout of every vkgmm pipeline (one source of truth, mirrored in
-// shaders/bindings.glsl): storage buffers at these bindings, pushed with vkCmdPushDescriptorSetKHR.
-enum Binding : uint32_t { kLhs = 0, kRhs = 1, kOut = 2, kExisting = 3, kMeta = 4, kNumBindings = 5 };
+// The one descriptor layout of every vkgmm pipeline (shaders/interface.h): storage buffers at these
+// bindings, pushed with vkCmdPushDescriptorSetKHR.
+enum Binding : uint32_t {
+  kLhs = VKGMM_BINDING_LHS,
+  kRhs = VKGMM_BINDING_RHS,
+  kOut = VKGMM_BINDING_OUT,
+  kExisting = VKGMM_BINDING_EXISTING,
+  kMeta = VKGMM_BINDING_META,
+  kNumBindings = VKGMM_NUM_BINDINGS
+};
 // The plain layout also holds texel views of lhs and rhs (uniform texel buffers), which only the
 // VKGMM_TEXEL modules declare and only their pipelines push.
-enum TexelBinding : uint32_t { kLhsTexel = kNumBindings, kRhsTexel = kNumBindings + 1, kNumPlainBindings = kNumBindings + 2 };
-constexpr uint32_t kPushConstantBytes = 128;
+enum TexelBinding : uint32_t {
+  kLhsTexel = VKGMM_BINDING_LHS_TEXEL,
+  kRhsTexel = VKGMM_BINDING_RHS_TEXEL,
+  kNumPlainBindings = VKGMM_NUM_PLAIN_BINDINGS
+};
 // The split layout (VKGMM_SPLIT modules): operands larger than one binding may address are bound as up
 // to kMaxParts parts; part p > 0 of operand o (kLhs..kExisting) is at binding kNumBindings + 3 * o + p - 1.
-constexpr uint32_t kMaxParts = 4;
-constexpr uint32_t kNumSplitBindings = kNumBindings + 4 * (kMaxParts - 1);
+constexpr uint32_t kMaxParts = VKGMM_MAX_PARTS;
+constexpr uint32_t kNumSplitBindings = VKGMM_NUM_SPLIT_BINDINGS;
+static_assert(kNumSplitBindings == kNumBindings + 4 * (kMaxParts - 1));
+static_assert(uint32_t(kLhsTexel) == uint32_t(kNumBindings) && uint32_t(kNumPlainBindings) == kNumBindings + 2u);
+// What the host's layouts declare at `binding`: the plain layout (kNumPlainBindings) or the split one.
+inline VkDescriptorType binding_type(uint32_t binding, bool split) {
+  const bool texel = !split && (binding == kLhsTexel || binding == kRhsTexel);
+  return texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+}
+inline uint32_t binding_count(bool split) { return split ? kNumSplitBindings : kNumPlainBindings; }
 
 // Pipelines are cached by (shader, specialization constants).
 struct PipelineKey {
@@ -48,6 +68,7 @@ struct Context::Impl {
   uint32_t queue_family = 0;
   DeviceInfo info;
   VkPhysicalDeviceMemoryProperties memory{};
+  ResolvedOptions options;  // read once, when the Context is made
 
   // A wrapped app's vkGetInstanceProcAddr (null: the linked loader's), for extension entry points.
   PFN_vkGetInstanceProcAddr app_get_instance_proc_addr = nullptr;

@@ -49,20 +49,22 @@ void parse_fault(const std::string& text, FaultPoint& point, VkResult& result) {
                   "VK_ERROR_UNKNOWN");
 }
 
+void FaultInjector::configure(const std::string& text) { configured_ = text; }
+
 void FaultInjector::arm(FaultPoint point, VkResult result, int times) {
   std::lock_guard lock(mutex_);
   armed_[static_cast<int>(point)] = {result, times};
 }
 
 VkResult FaultInjector::take(FaultPoint point) {
-  // The environment arms one fault per Context, on first use (so a bad value fails the first submission,
-  // with a message naming the variable, rather than some unrelated constructor).
-  std::call_once(env_once_, [&] {
-    const char* v = std::getenv("VKGMM_INJECT_FAULT");
-    if (!v || !*v) return;
+  // The configured text (VKGMM_INJECT_FAULT, read with the Context's options) arms one fault per Context,
+  // on first use (so a bad value fails the first submission, with a message naming the variable, rather
+  // than some unrelated constructor).
+  std::call_once(configured_once_, [&] {
+    if (configured_.empty()) return;
     FaultPoint p;
     VkResult r;
-    parse_fault(v, p, r);
+    parse_fault(configured_, p, r);
     arm(p, r, 1);
   });
   std::lock_guard lock(mutex_);

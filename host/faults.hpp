@@ -1,7 +1,7 @@
 // Test-only fault injection: make a Context's next submission or wait fail as if the driver had returned
 // an error, so the error paths (bounded waits, device loss, recovery) run on any device, lavapipe included.
-// Internal: the tests reach it through Context::impl(); the CLI and other programs through the
-// environment variable VKGMM_INJECT_FAULT (read once per Context, on its first submission).
+// Internal: the tests reach it through the Context's internals; the CLI and other programs through the
+// environment variable VKGMM_INJECT_FAULT (read with the Context's options, armed on its first submission).
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -18,6 +18,9 @@ enum class FaultPoint {
 
 class FaultInjector {
  public:
+  // A VKGMM_INJECT_FAULT value ("" = none), parsed and armed on the first take() (before any thread
+  // submits: the Context sets it when it is made).
+  void configure(const std::string& text);
   // The next `times` calls at `point` fail with `result`.
   void arm(FaultPoint point, VkResult result, int times = 1);
   // VK_SUCCESS when nothing is armed at `point`, else the injected result (one use consumed).
@@ -28,7 +31,8 @@ class FaultInjector {
     VkResult result = VK_SUCCESS;
     int times = 0;
   };
-  std::once_flag env_once_;
+  std::string configured_;
+  std::once_flag configured_once_;
   std::mutex mutex_;
   Armed armed_[2];
 };

@@ -1,21 +1,47 @@
 #include "kernel.hpp"
 
+#include <string>
+
 #include "texel_views.hpp"
 
 namespace vkgmm {
 
-void Kernel::choose_modules(Op op, const DeviceInfo& info, DType lhs, DType rhs, DType out) {
+void Kernel::set(uint32_t id, uint32_t value) {
+  bool known = split && id == abi::kSplitConstant.id;
+  for (const abi::SpecConstant& c : abi::kCommonConstants) known = known || c.id == id;
+  for (size_t i = 0; i < declared_count && !known; ++i) known = declared[i].id == id;
+  if (!known) throw Error(Status::internal, "specialization constant " + std::to_string(id) + " is not declared");
+  if (constants.size() <= id) constants.resize(id + 1, 0);
+  constants[id] = value;
+}
+
+void Kernel::set_shape(const KernelShape& s) {
+  set(VKGMM_ID_INVOCATIONS, s.invocations());
+  set(VKGMM_ID_BLOCK_ROWS, s.rows);
+  set(VKGMM_ID_STEP, s.step);
+  set(VKGMM_ID_BLOCK_COLS, s.cols);
+  set(VKGMM_ID_TX, s.tx);
+  set(VKGMM_ID_TY, s.ty);
+  set(VKGMM_ID_ROWS_PER_INV, s.rm);
+  set(VKGMM_ID_COLS_PER_INV, s.rn);
+  set(VKGMM_ID_USE_SHARED, s.use_shared);
+  set(VKGMM_ID_SHARED_A, s.shared_a);
+  set(VKGMM_ID_SHARED_B, s.shared_b);
+}
+
+void Kernel::choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions& options, DType lhs, DType rhs,
+                            DType out) {
   const bool any16 = lhs != DType::f32 || rhs != DType::f32 || out != DType::f32;
-  code = shader_for(op, info, any16, split);
-  if (!split && texel_loads_usable(info, lhs, rhs)) texel_code = texel_shader_for(op, info, any16);
+  code = shader_for(op, info, options.storage16, any16, split);
+  if (!split && texel_loads_usable(info, options.texel_loads, lhs, rhs))
+    texel_code = texel_shader_for(op, info, options.storage16, any16);
 }
 
 void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
   if (split) {
     uint32_t shift = 0;
     while ((VkDeviceSize(4) << shift) < part_bytes) ++shift;  // words per part = 2^shift
-    constants.resize(kPartShiftId + 1, 0);                     // ids in between are unused: ignored
-    constants[kPartShiftId] = shift;
+    set(VKGMM_ID_PART_SHIFT, shift);
   }
   // Only the pipeline vkgmm's own buffers will use is compiled now (compiling is slow on CPU drivers);
   // for_offsets compiles the other on first use.
@@ -29,12 +55,12 @@ VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t
   const ShaderCode& c = texel ? texel_code : code;
   auto on = [&](uint32_t id) { return id != 0 && id < constants.size() && constants[id] != 0; };
   const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = rhs_offset % 4 == 0;
-  const bool vec4_off = on(vec4_id) && (!rhs_ok || (vec4_needs_lhs && !lhs_ok));
+  const bool vec4_off = on(VKGMM_ID_VEC4) && (!rhs_ok || (vec4_needs_lhs && !lhs_ok));
   const bool vec4_lhs_off = on(vec4_lhs_id) && (vec4_off || (!lhs_ok && !vec4_lhs_any_offset));
   const VkPipeline planned = texel ? texel_pipeline : pipeline;
   if (!vec4_off && !vec4_lhs_off && planned) return planned;
   std::vector<uint32_t> adjusted = constants;
-  if (vec4_off) adjusted[vec4_id] = 0;
+  if (vec4_off) adjusted[VKGMM_ID_VEC4] = 0;
   if (vec4_lhs_off) adjusted[vec4_lhs_id] = 0;
   return ctx.pipeline(c.code, c.words, adjusted, split);
 }

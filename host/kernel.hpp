@@ -1,34 +1,47 @@
-// A planned kernel: its module, specialization constants and pipeline, shared by the plans (internal).
+// A planned kernel: its module, specialization constants and pipelines (internal; the plan core's).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "context_impl.hpp"
+#include "interface.hpp"
 #include "shader_modules.hpp"
+#include "tiling.hpp"
 
 namespace vkgmm {
 
-// Specialization constant ids both op shaders share (see shaders/bindings.glsl for PART_SHIFT).
-constexpr uint32_t kPartShiftId = 31;
-
 struct Kernel {
   ShaderCode code{};
-  std::vector<uint32_t> constants;  // constants[id] is constant_id id
-  // The shader's 4-element-load switches: VEC4 (needs rhs, and with vec4_needs_lhs also lhs, 4-element
-  // aligned) and optionally VEC4_LHS (needs lhs aligned, and VEC4 on). 0: the shader has none.
-  uint32_t vec4_id = 0;
+  // The op's declared constants (abi::kGmmConstants, ...) beside abi::kCommonConstants: set() refuses
+  // any other id.
+  const abi::SpecConstant* declared = nullptr;
+  size_t declared_count = 0;
+  std::vector<uint32_t> constants;  // constants[id] is constant_id id (ids not set stay 0, unused)
+  // The shader's 4-element loads: VKGMM_ID_VEC4 needs rhs's offset, and with vec4_needs_lhs also lhs's,
+  // a multiple of 4 elements; an optional second switch (vec4_lhs_id, needs VEC4 on) needs lhs's
+  // aligned unless vec4_lhs_any_offset (the shader aligns its own loads).
   bool vec4_needs_lhs = false;
-  uint32_t vec4_lhs_id = 0;
-  bool vec4_lhs_any_offset = false;  // VEC4_LHS aligns its own loads (tgmm's lhs [k, m]): any offset will do
+  uint32_t vec4_lhs_id = 0;  // 0: none
+  bool vec4_lhs_any_offset = false;
   bool split = false;               // the module and layout bind operands in parts
   VkPipeline pipeline = VK_NULL_HANDLE;  // null until first needed when there is a texel pipeline
   // The VKGMM_TEXEL build of the module (null code: none) and its pipeline with the same constants.
   ShaderCode texel_code{};
   VkPipeline texel_pipeline = VK_NULL_HANDLE;
 
+  template <size_t N>
+  void declare(const abi::SpecConstant (&table)[N]) {
+    declared = table;
+    declared_count = N;
+  }
+  // Sets constant `id`; throws Error(internal) when the module family does not declare it.
+  void set(uint32_t id, uint32_t value);
+  // The constants every kernel shape sets (the block, invocations, accumulators, schedule, shared sizes).
+  void set_shape(const KernelShape& s);
   // Picks `code` (and `texel_code` where the inputs can be read through texel views) for op with these
   // element types; `split` must be set first.
-  void choose_modules(Op op, const DeviceInfo& info, DType lhs, DType rhs, DType out);
+  void choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions& options, DType lhs, DType rhs, DType out);
   // Sets PART_SHIFT for split kernels and creates (or finds) the pipelines.
   void create(Context::Impl& ctx, VkDeviceSize part_bytes);
   // The planned pipeline (the texel one with `texel`); where it uses 4-element loads of an operand whose

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "context_impl.hpp"
+#include "interface.hpp"
 #include "shader_modules.hpp"
 #include "operands.hpp"
 
@@ -89,7 +90,10 @@ double measure_fma(Context& ctx, Stopwatch& watch) {
   Context::Impl& im = ctx.impl();
   const DeviceInfo& info = ctx.info();
   const ShaderCode code = fma_ceiling_shader();
-  const VkPipeline pipeline = im.pipeline(code.code, code.words, {kLocalSize, kIters});
+  std::vector<uint32_t> constants(VKGMM_ID_CEILING_ITERS + 1);
+  constants[VKGMM_ID_INVOCATIONS] = kLocalSize;
+  constants[VKGMM_ID_CEILING_ITERS] = kIters;
+  const VkPipeline pipeline = im.pipeline(code.code, code.words, constants);
   // Workgroups spread over x (and y beyond x's limit); each x column writes its own words, so the buffer
   // needs one word per invocation of a row. Rows past the first rewrite the same words: harmless.
   const uint64_t max_x = std::min<uint64_t>(info.max_workgroup_count[0], 65535);
@@ -97,7 +101,7 @@ double measure_fma(Context& ctx, Stopwatch& watch) {
   Buffer out = ctx.create_buffer(max_x * kLocalSize * sizeof(uint32_t));
   const VkDescriptorBufferInfo word{out.handle(), 0, out.size()};
   const VkDescriptorBufferInfo infos[kNumBindings] = {word, word, word, word, word};
-  const float seed = 1.0f;
+  const abi::CeilingPush seed{1.0f};
   const double groups_per_second = best_rate(64, max_groups, [&](uint64_t groups) {
     const uint32_t x = static_cast<uint32_t>(std::min(groups, max_x));
     const uint32_t y = static_cast<uint32_t>((groups + x - 1) / x);

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
+#include "op.hpp"
 #include "vkgmm/context.hpp"
 
 namespace vkgmm {
@@ -13,14 +15,22 @@ struct ShaderCode {
   size_t words;
 };
 
-enum class Op { gmm, tgmm };
-
 // The module for `op`: with `split`, the build that binds operands in parts (packed 32-bit access);
-// else the 16-bit-storage build when some operand is 16-bit and the device has storageBuffer16BitAccess,
-// unless $VKGMM_DISABLE_16BIT_STORAGE=1 forces the packed 32-bit path (so one device tests both).
-ShaderCode shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand, bool split);
+// else the 16-bit-storage build when some operand is 16-bit, the device has storageBuffer16BitAccess
+// and `storage16` (ContextOptions::storage16) allows it; else the packed 32-bit build.
+ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand, bool split);
 // The same module with lhs and rhs read through texel views (VKGMM_TEXEL; never split).
-ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand);
+ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand);
 ShaderCode fma_ceiling_shader();
+
+// Every embedded module of the plans' ops, by the name cmake/shaders.cmake gave it, with what it is
+// built for (its constants and layout): for tools and tests that look at all of them.
+struct EmbeddedModule {
+  const char* name;
+  Op op;
+  bool split;  // the VKGMM_SPLIT build: the split layout, and PART_SHIFT
+  ShaderCode code;
+};
+std::vector<EmbeddedModule> embedded_op_modules();
 
 }  // namespace vkgmm

@@ -1,7 +1,6 @@
 // Context::submit_and_wait and what keeps it safe when the device misbehaves: bounded waits, failed
 // submissions that leave the context usable, device loss reported once and then refused fast, and work
 // that outlived its wait (a timeout) kept alive until the device is done with it.
-#include <cstdlib>
 #include <string>
 
 #include "context_impl.hpp"
@@ -9,14 +8,6 @@
 namespace vkgmm {
 
 namespace {
-
-double wait_timeout_s() {
-  // Bounded, so a hung device surfaces as an error instead of a hang. lavapipe runs large problems slowly.
-  const char* s = std::getenv("VKGMM_TIMEOUT_S");
-  double seconds = s ? std::atof(s) : 600.0;
-  if (!(seconds > 0)) seconds = 600.0;
-  return seconds;
-}
 
 uint64_t to_ns(double seconds) { return static_cast<uint64_t>(seconds * 1e9); }
 
@@ -49,7 +40,7 @@ void Context::Impl::reap_pending_locked() {
 bool Context::Impl::settle_pending() {
   std::lock_guard lock(queue_mutex);
   for (const Pending& p : pending) {
-    const VkResult r = vkWaitForFences(device, 1, &p.fence, VK_TRUE, to_ns(wait_timeout_s()));
+    const VkResult r = vkWaitForFences(device, 1, &p.fence, VK_TRUE, to_ns(options.timeout_s));
     if (r == VK_ERROR_DEVICE_LOST) lost = true;
   }
   reap_pending_locked();
@@ -101,13 +92,13 @@ void Context::submit_and_wait(const std::function<void(VkCommandBuffer)>& record
       check_vk(r, "submit_and_wait: vkQueueSubmit");
       submitted = true;
     }
-    const double timeout = wait_timeout_s();
+    const double timeout = im.options.timeout_s;
     VkResult r = vkWaitForFences(dev, 1, &fence, VK_TRUE, to_ns(timeout));
     if (const VkResult injected = im.faults.take(FaultPoint::wait); injected != VK_SUCCESS) r = injected;
     if (r == VK_TIMEOUT)
       throw Error(Status::device_lost,
                   "submit_and_wait: vkWaitForFences returned VK_TIMEOUT after " + std::to_string(timeout) +
-                      " s (VKGMM_TIMEOUT_S): the device may be hung; the work stays queued and later "
+                      " s (ContextOptions::timeout_s, VKGMM_TIMEOUT_S): the device may be hung; the work stays queued and later "
                       "submissions run after it");
     if (r == VK_ERROR_DEVICE_LOST) {
       im.lost = true;

@@ -1,18 +1,11 @@
 #include "texel_views.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 namespace vkgmm {
 
 namespace {
 constexpr VkDeviceSize kTexelBytes[2] = {16, 8};
-
-bool texel_disabled() {
-  const char* v = std::getenv("VKGMM_DISABLE_TEXEL");
-  return v && *v && std::strcmp(v, "0") != 0;
-}
 
 // Whether vkgmm reads elements of texel format f through views on this device: CPU devices only (see
 // texel_views.hpp), where the format is supported.
@@ -85,8 +78,8 @@ void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize 
   }
 }
 
-bool texel_loads_usable(const DeviceInfo& info, DType a, DType b) {
-  return format_used(info, texel_format_index(a)) && format_used(info, texel_format_index(b)) && !texel_disabled();
+bool texel_loads_usable(const DeviceInfo& info, bool allowed, DType a, DType b) {
+  return allowed && format_used(info, texel_format_index(a)) && format_used(info, texel_format_index(b));
 }
 
 void bind_texel_inputs(Context::Impl& ctx, const BufferView& lhs, DType lhs_t, uint64_t lhs_count,

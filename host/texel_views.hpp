@@ -27,9 +27,9 @@ void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits
 // Throws with none left behind when one cannot be created.
 void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]);
 
-// True on a CPU device that reads both element types through texel views, unless $VKGMM_DISABLE_TEXEL
-// is set: plans then build their VKGMM_TEXEL pipeline.
-bool texel_loads_usable(const DeviceInfo& info, DType a, DType b);
+// True on a CPU device that reads both element types through texel views, where `allowed`
+// (ContextOptions::texel_loads): plans then build their VKGMM_TEXEL pipeline.
+bool texel_loads_usable(const DeviceInfo& info, bool allowed, DType a, DType b);
 
 // Both inputs through texel views, or neither: when lhs (`lhs_count` elements of lhs_t) and rhs both
 // have one, fills `texels` and replaces the pushed element offsets with theirs (counted from the

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
+#include <functional>
 #include <string>
 
 namespace vkgmm {
@@ -37,22 +37,14 @@ constexpr int64_t kVisitOverheadRows = 2;
 
 }  // namespace
 
-Schedule resolve_schedule(Schedule requested, const DeviceInfo& info) {
+Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule forced) {
   if (requested != Schedule::automatic && requested != Schedule::shared && requested != Schedule::direct)
     throw Error(Status::invalid_argument, "schedule: " + std::to_string(static_cast<int>(requested)) +
                                               " is not automatic, shared or direct");
-  if (const char* env = std::getenv("VKGMM_SCHEDULE")) {
-    if (std::strcmp(env, "shared") == 0) return Schedule::shared;
-    if (std::strcmp(env, "direct") == 0) return Schedule::direct;
-  }
+  if (forced != Schedule::automatic) return forced;
   if (requested != Schedule::automatic) return requested;
   // Measured on lavapipe: shared-memory staging and barriers cost more than they save on a CPU.
   return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? Schedule::direct : Schedule::shared;
-}
-
-bool vec4_disabled() {
-  const char* v = std::getenv("VKGMM_DISABLE_VEC4");
-  return v && *v && std::strcmp(v, "0") != 0;
 }
 
 int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead) {
@@ -67,9 +59,8 @@ int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, i
   return best_tm;
 }
 
-Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
-                      const char* op, const ActiveGroups& groups, OperandLayout layout) {
-  const bool rhs_rows_contiguous = layout.rhs_rows_contiguous;
+Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, const char* op,
+                      const std::function<Tiling()>& automatic) {
   Tiling t;
   if (choice.fixed) {
     t = *choice.fixed;
@@ -81,49 +72,55 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
                                                 std::to_string(n) + ")");
     t = *found;
   } else {
-    // Direct schedule: 128 x 128 tiles, 16 x 16 accumulators per invocation (tgmm's block; gmm sizes its
-    // tile below; the K step is unused). Shared schedule: 64 x 64 tiles with 16-deep shared stages,
-    // 4 x 4 accumulators per invocation.
-    t = schedule == Schedule::direct ? Tiling{128, 4, 128} : Tiling{64, 16, 64};
-    // tgmm's output block is [tk, tn] and tm its reduction step: the same shapes, roles swapped. With lhs
-    // [m, k] a 64 x 64 block (32 x 8 per invocation) is faster, with lhs [k, m] 128 x 128 (in one
-    // process, m = 4096, k = n = 1024, G = 8: [m, k] 143 vs 158 ms; [k, m] 134 vs 144 ms).
-    if (std::strcmp(op, "tgmm") == 0) {
-      std::swap(t.tm, t.tk);
-      if (schedule == Schedule::direct && layout.lhs_mk) t.tk = t.tn = 64;
-    }
-    // A group's last tile is ragged and costs a whole tile: size the tile to the groups (decode,
-    // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
-    // worth beyond its rows on lavapipe (the overhead that picks the fastest m tile measured in one
-    // process: 16 rows on moe-fine, 42 vs 46 ms for 32; 32 on moe-prefill, 146 vs 151 ms for 64);
-    // the shared schedule wants at least 16 rows per tile.
-    else if (groups.sizes && schedule != Schedule::direct)
-      t.tm = pick_tm(groups, 16, t.tm, kVisitOverheadRows);
-    // gmm, direct: at most 32 rows (more were no faster). With rhs [n, k], 32-row tiles get 64 columns,
-    // so each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load
-    // of rhs serves twice the rows. Measured in one process on moe-prefill's shape, (tm, tn) = (32, 64)
-    // vs (32, 128): rhs [n, k] f32 164 vs 203 ms, bf16 143 vs 170; rhs [k, n] f32 149 vs 147 (even), bf16
-    // 167 vs 136 (each row's 16-bit lhs decoded for half the columns), so [k, n] keeps 128 columns.
-    else if (groups.sizes) {
-      t.tm = pick_tm(groups, 1, 32, kVisitOverheadRows);
-      t.tn = t.tm >= 32 && !rhs_rows_contiguous ? 64 : 128;
-    }
-    // Visits of a few rows each stream their weights and reuse little of them: there, one workgroup
-    // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =
-    // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more
-    // than 1024 columns cannot be one tile (accumulators): there 128 columns stay (256 x 4096: 2.4 ms,
-    // vs 3.1 for 1024 columns). At most 2 rows per visit with tiles of 512 columns or more (accumulators
-    // again; also measured faster than 4 there).
-    if (schedule == Schedule::direct && groups.sizes && rhs_rows_contiguous && t.tm <= 4 && n <= 1024 &&
-        std::strcmp(op, "gmm") == 0) {
-      t.tn = std::max<int64_t>(128, pow2_at_least(n));
-      t.tm = pick_tm(groups, 1, t.tn >= 512 ? 2 : 4, kVisitOverheadRows);
-    }
+    t = automatic();
   }
   if (t.tm <= 0 || t.tk <= 0 || t.tn <= 0)
     throw Error(Status::invalid_argument,
                 std::string(op) + ": tiling " + tiling_text(t) + " must have positive tm, tk and tn");
   return t;
+}
+
+// Direct schedule: 128 x 128 output blocks, 16 x 16 accumulators per invocation (the K step is unused).
+// Shared schedule: 64 x 64 blocks with 16-deep shared stages, 4 x 4 accumulators per invocation.
+Tiling gmm_auto_tiling(Schedule schedule, const ActiveGroups& groups, bool rhs_rows_contiguous, int64_t n) {
+  Tiling t = schedule == Schedule::direct ? Tiling{128, 4, 128} : Tiling{64, 16, 64};
+  // A group's last tile is ragged and costs a whole tile: size the tile to the groups (decode,
+  // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
+  // worth beyond its rows on lavapipe (the overhead that picks the fastest m tile measured in one
+  // process: 16 rows on moe-fine, 42 vs 46 ms for 32; 32 on moe-prefill, 146 vs 151 ms for 64);
+  // the shared schedule wants at least 16 rows per tile.
+  if (schedule != Schedule::direct) {
+    t.tm = pick_tm(groups, 16, t.tm, kVisitOverheadRows);
+    return t;
+  }
+  // Direct: at most 32 rows (more were no faster). With rhs [n, k], 32-row tiles get 64 columns,
+  // so each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load
+  // of rhs serves twice the rows. Measured in one process on moe-prefill's shape, (tm, tn) = (32, 64)
+  // vs (32, 128): rhs [n, k] f32 164 vs 203 ms, bf16 143 vs 170; rhs [k, n] f32 149 vs 147 (even), bf16
+  // 167 vs 136 (each row's 16-bit lhs decoded for half the columns), so [k, n] keeps 128 columns.
+  t.tm = pick_tm(groups, 1, 32, kVisitOverheadRows);
+  t.tn = t.tm >= 32 && !rhs_rows_contiguous ? 64 : 128;
+  // Visits of a few rows each stream their weights and reuse little of them: there, one workgroup
+  // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =
+  // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more
+  // than 1024 columns cannot be one tile (accumulators): there 128 columns stay (256 x 4096: 2.4 ms,
+  // vs 3.1 for 1024 columns). At most 2 rows per visit with tiles of 512 columns or more (accumulators
+  // again; also measured faster than 4 there).
+  if (rhs_rows_contiguous && t.tm <= 4 && n <= 1024) {
+    t.tn = std::max<int64_t>(128, pow2_at_least(n));
+    t.tm = pick_tm(groups, 1, t.tn >= 512 ? 2 : 4, kVisitOverheadRows);
+  }
+  return t;
+}
+
+// tgmm's output block is [block_k, block_n], walking its group's rows rows_per_step at a time: the
+// same shapes as gmm's defaults with the roles of tm and tk swapped. Direct schedule: with lhs [m, k]
+// a 64 x 64 block (32 x 8 per invocation) is faster, with lhs [k, m] 128 x 128 (in one process,
+// m = 4096, k = n = 1024, G = 8: [m, k] 143 vs 158 ms; [k, m] 134 vs 144 ms).
+TgmmTiles tgmm_auto_tiles(Schedule schedule, bool lhs_mk) {
+  if (schedule != Schedule::direct) return {/*rows_per_step=*/16, /*block_k=*/64, /*block_n=*/64};
+  if (lhs_mk) return {4, 64, 64};
+  return {4, 128, 128};
 }
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,

@@ -1,6 +1,7 @@
 // Turning a TilingChoice into the kernel shape that runs (internal).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "vkgmm/context.hpp"
@@ -24,30 +25,33 @@ struct ActiveGroups {
   int64_t offset = 0, count = 0;
 };
 
-// How the operands are laid out, for the automatic tiling: gmm's rhs [k, n] (not transposed), tgmm's
-// lhs [m, k] (lhs_mk).
-struct OperandLayout {
-  bool rhs_rows_contiguous = false;
-  bool lhs_mk = false;
-};
+// The tiling the caller asked for (tuple, lookup, or `automatic()` when neither is set), checked
+// positive. `op` names the op in errors.
+Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, const char* op,
+                      const std::function<Tiling()>& automatic);
 
-// The tiling the caller asked for (tuple, lookup or automatic), checked positive. `op` names the op in
-// errors ("gmm" / "tgmm"). With `groups`, gmm's automatic tiling picks the m tile that computes the
-// fewest rows in all (see pick_tm), and with rhs [k, n] the n tile that streams whole weight rows when
+// gmm's automatic tiling: the m tile that computes the fewest rows in all over the active groups (see
+// pick_tm), and with rhs [k, n] (rhs_rows_contiguous) the n tile that streams whole weight rows when
 // visits are a few rows each (decode).
-Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, Schedule schedule,
-                      const char* op, const ActiveGroups& groups = {}, OperandLayout layout = {});
+Tiling gmm_auto_tiling(Schedule schedule, const ActiveGroups& groups, bool rhs_rows_contiguous, int64_t n);
+
+// tgmm's tiling tuple (tm, tk, tn), by what each means: an output block of block_k x block_n per
+// workgroup, reduced over its group's rows rows_per_step at a time.
+struct TgmmTiles {
+  int64_t rows_per_step = 0, block_k = 0, block_n = 0;
+  static TgmmTiles of(const Tiling& t) { return {t.tm, t.tk, t.tn}; }
+  Tiling tiling() const { return {rows_per_step, block_k, block_n}; }
+};
+TgmmTiles tgmm_auto_tiles(Schedule schedule, bool lhs_mk);
 
 // The m tile (a power of two from `smallest` to `largest`) that minimises the estimated cost of gmm's
 // visits (make_gmm_visits: ceil(rows / tm) per group), each costing tm rows plus a fixed overhead of
 // `overhead` rows' worth (loading the group's weights); ties go to the smaller tile.
 int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead);
 
-Schedule resolve_schedule(Schedule requested, const DeviceInfo& info);
-
-// $VKGMM_DISABLE_VEC4=1: the direct schedule uses scalar loads only (to test that path on shapes where
-// 4-element loads would be chosen).
-bool vec4_disabled();
+// The problem's schedule: `forced` (ContextOptions::schedule) when not automatic, else `requested`,
+// else by device type.
+Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule forced);
 
 // rows/cols: the output block; step: the reduction step; extents: the problem's sizes along each, used to
 // shrink tiles larger than the problem (to a power of two, so pipelines stay few). col_group / row_group:

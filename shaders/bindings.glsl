@@ -1,47 +1,49 @@
-// The descriptor layout of every vkgmm pipeline (mirrors enum Binding in host/context_impl.hpp).
+// The descriptor layout of every vkgmm pipeline, at the bindings of shaders/interface.h.
+#include "interface.h"
+
 // Operands are bound as uint words whatever their element type: 16-bit elements are unpacked from
 // 32-bit words, so no 16-bit storage feature is needed.
-layout(std430, set = 0, binding = 0) readonly buffer LhsBuf { uint lhs_buf[]; };
-layout(std430, set = 0, binding = 1) readonly buffer RhsBuf { uint rhs_buf[]; };
-layout(std430, set = 0, binding = 2) buffer OutBuf { uint out_buf[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer LhsBuf { uint lhs_buf[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_RHS) readonly buffer RhsBuf { uint rhs_buf[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_OUT) buffer OutBuf { uint out_buf[]; };
 // existing_out may be the very range bound as out (in-place accumulation): neither is `restrict`.
-layout(std430, set = 0, binding = 3) readonly buffer ExBuf { uint ex_buf[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_EXISTING) readonly buffer ExBuf { uint ex_buf[]; };
 // Vector views of the inputs (descriptor aliasing), for the direct schedule's 4-element loads: four f32
 // elements as a uvec4, or four 16-bit elements as a uvec2. Used only where the host checked alignment.
-layout(std430, set = 0, binding = 0) readonly buffer LhsV4 { uvec4 lhs_v4[]; };
-layout(std430, set = 0, binding = 0) readonly buffer LhsV2 { uvec2 lhs_v2[]; };
-layout(std430, set = 0, binding = 1) readonly buffer RhsV4 { uvec4 rhs_v4[]; };
-layout(std430, set = 0, binding = 1) readonly buffer RhsV2 { uvec2 rhs_v2[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer LhsV4 { uvec4 lhs_v4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer LhsV2 { uvec2 lhs_v2[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_RHS) readonly buffer RhsV4 { uvec4 rhs_v4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_RHS) readonly buffer RhsV2 { uvec2 rhs_v2[]; };
 // group_offsets[G+1], then the visit lists (gmm only), as int32.
-layout(std430, set = 0, binding = 4) readonly buffer MetaBuf { int meta[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_META) readonly buffer MetaBuf { int meta[]; };
 
 #ifdef VKGMM_TEXEL
 // Uniform texel buffer views of the inputs (host/texel_views.hpp): 4 elements per texel, as
 // R32G32B32A32_UINT for f32 and R16G16B16A16_UINT for 16-bit types, each view from the start of its
 // buffer. lhs and rhs are read only through these in this build (element offsets count from the buffer's
 // start): drivers such as lavapipe gather texels several times faster than they load storage buffers.
-layout(set = 0, binding = 5) uniform usamplerBuffer lhs_tex;
-layout(set = 0, binding = 6) uniform usamplerBuffer rhs_tex;
+layout(set = 0, binding = VKGMM_BINDING_LHS_TEXEL) uniform usamplerBuffer lhs_tex;
+layout(set = 0, binding = VKGMM_BINDING_RHS_TEXEL) uniform usamplerBuffer rhs_tex;
 #endif
 
 #ifdef VKGMM_SPLIT
 // Operands larger than one binding may address (maxStorageBufferRange) are bound as up to 4 parts of
-// 2^PART_SHIFT words each: part 0 at the binding above, parts 1-3 at bindings 5 + 3 * operand + part - 1
+// 2^PART_SHIFT words each: part 0 at the binding above, parts 1-3 at bindings VKGMM_NUM_BINDINGS + 3 * operand + part - 1
 // (the split layout in host/context.cpp). A word is read from its part by branching, not by indexing an
 // array of descriptors, so no non-uniform descriptor indexing is needed.
-layout(constant_id = 31) const uint PART_SHIFT = 25;
-layout(std430, set = 0, binding = 5) readonly buffer LhsP1 { uint lhs_p1[]; };
-layout(std430, set = 0, binding = 6) readonly buffer LhsP2 { uint lhs_p2[]; };
-layout(std430, set = 0, binding = 7) readonly buffer LhsP3 { uint lhs_p3[]; };
-layout(std430, set = 0, binding = 8) readonly buffer RhsP1 { uint rhs_p1[]; };
-layout(std430, set = 0, binding = 9) readonly buffer RhsP2 { uint rhs_p2[]; };
-layout(std430, set = 0, binding = 10) readonly buffer RhsP3 { uint rhs_p3[]; };
-layout(std430, set = 0, binding = 11) buffer OutP1 { uint out_p1[]; };
-layout(std430, set = 0, binding = 12) buffer OutP2 { uint out_p2[]; };
-layout(std430, set = 0, binding = 13) buffer OutP3 { uint out_p3[]; };
-layout(std430, set = 0, binding = 14) readonly buffer ExP1 { uint ex_p1[]; };
-layout(std430, set = 0, binding = 15) readonly buffer ExP2 { uint ex_p2[]; };
-layout(std430, set = 0, binding = 16) readonly buffer ExP3 { uint ex_p3[]; };
+layout(constant_id = VKGMM_ID_PART_SHIFT) const uint PART_SHIFT = 25;
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 0) readonly buffer LhsP1 { uint lhs_p1[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 1) readonly buffer LhsP2 { uint lhs_p2[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 2) readonly buffer LhsP3 { uint lhs_p3[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 3) readonly buffer RhsP1 { uint rhs_p1[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 4) readonly buffer RhsP2 { uint rhs_p2[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 5) readonly buffer RhsP3 { uint rhs_p3[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 6) buffer OutP1 { uint out_p1[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 7) buffer OutP2 { uint out_p2[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 8) buffer OutP3 { uint out_p3[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 9) readonly buffer ExP1 { uint ex_p1[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 10) readonly buffer ExP2 { uint ex_p2[]; };
+layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 11) readonly buffer ExP3 { uint ex_p3[]; };
 
 #define VKGMM_DEFINE_WORD(NAME)                                  \
   uint NAME##_word(uint i) {                                     \
@@ -78,8 +80,8 @@ uint ex_word(uint i) { return ex_buf[i]; }
 // one at a time, without unpacking or read-modify-write atomics. Needs storageBuffer16BitAccess.
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
-layout(std430, set = 0, binding = 0) readonly buffer LhsBuf16 { uint16_t lhs_buf16[]; };
-layout(std430, set = 0, binding = 1) readonly buffer RhsBuf16 { uint16_t rhs_buf16[]; };
-layout(std430, set = 0, binding = 2) buffer OutBuf16 { uint16_t out_buf16[]; };
-layout(std430, set = 0, binding = 3) readonly buffer ExBuf16 { uint16_t ex_buf16[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer LhsBuf16 { uint16_t lhs_buf16[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_RHS) readonly buffer RhsBuf16 { uint16_t rhs_buf16[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_OUT) buffer OutBuf16 { uint16_t out_buf16[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_EXISTING) readonly buffer ExBuf16 { uint16_t ex_buf16[]; };
 #endif

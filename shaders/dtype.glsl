@@ -1,8 +1,8 @@
-// Element types (the numbers of enum class DType in include/vkgmm/types.hpp) and their loads/stores.
+// Element types (shaders/interface.h: the numbers of enum class DType in include/vkgmm/types.hpp) and their loads/stores.
 // The type of each operand is a specialization constant, so every branch below folds away.
-const uint DT_F32 = 0u;
-const uint DT_F16 = 1u;
-const uint DT_BF16 = 2u;
+const uint DT_F32 = VKGMM_DT_F32;
+const uint DT_F16 = VKGMM_DT_F16;
+const uint DT_BF16 = VKGMM_DT_BF16;
 
 float decode16(uint h, uint type) {
   return type == DT_F16 ? unpackHalf2x16(h).x : uintBitsToFloat(h << 16);

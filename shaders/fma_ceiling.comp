@@ -7,11 +7,11 @@
 
 #include "bindings.glsl"
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint ITERS = 4096;
+layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
+layout(constant_id = VKGMM_ID_CEILING_ITERS) const uint ITERS = 4096;
 const uint CHAINS = 16;
 
-layout(push_constant) uniform Params { float seed; } pc;
+layout(push_constant) uniform Params { VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD) } pc;
 
 void main() {
   float x[CHAINS];

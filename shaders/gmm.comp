@@ -19,39 +19,30 @@
 #include "bindings.glsl"
 #include "dtype.glsl"
 
-layout(local_size_x_id = 0) in;  // TX * TY invocations
-layout(constant_id = 1) const uint TM = 64;
-layout(constant_id = 2) const uint TK = 16;
-layout(constant_id = 3) const uint TN = 64;
-layout(constant_id = 4) const uint TX = 16;
-layout(constant_id = 5) const uint TY = 16;
-layout(constant_id = 6) const uint RM = 4;  // ceil(TM / TY)
-layout(constant_id = 7) const uint RN = 4;  // ceil(TN / TX)
-layout(constant_id = 8) const uint LHS_TYPE = DT_F32;
-layout(constant_id = 9) const uint RHS_TYPE = DT_F32;
-layout(constant_id = 10) const uint OUT_TYPE = DT_F32;
-layout(constant_id = 11) const bool TRANSPOSE_RHS = false;
-layout(constant_id = 12) const bool USE_SHARED = true;
-layout(constant_id = 13) const bool HAS_EXISTING = false;
-layout(constant_id = 14) const uint SHARED_A = 1;  // TM * TK when USE_SHARED, else 1
-layout(constant_id = 15) const uint SHARED_B = 1;  // TK * TN when USE_SHARED, else 1
+layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;  // TX * TY invocations
+layout(constant_id = VKGMM_ID_BLOCK_ROWS) const uint TM = 64;
+layout(constant_id = VKGMM_ID_STEP) const uint TK = 16;
+layout(constant_id = VKGMM_ID_BLOCK_COLS) const uint TN = 64;
+layout(constant_id = VKGMM_ID_TX) const uint TX = 16;
+layout(constant_id = VKGMM_ID_TY) const uint TY = 16;
+layout(constant_id = VKGMM_ID_ROWS_PER_INV) const uint RM = 4;  // ceil(TM / TY)
+layout(constant_id = VKGMM_ID_COLS_PER_INV) const uint RN = 4;  // ceil(TN / TX)
+layout(constant_id = VKGMM_ID_LHS_TYPE) const uint LHS_TYPE = DT_F32;
+layout(constant_id = VKGMM_ID_RHS_TYPE) const uint RHS_TYPE = DT_F32;
+layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;
+layout(constant_id = VKGMM_ID_GMM_TRANSPOSE_RHS) const bool TRANSPOSE_RHS = false;
+layout(constant_id = VKGMM_ID_USE_SHARED) const bool USE_SHARED = true;
+layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
+layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;  // TM * TK when USE_SHARED, else 1
+layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TK * TN when USE_SHARED, else 1
 // Direct schedule with 4-element loads (k, n unless rhs is transposed, and the operands' offsets
 // multiples of 4): lhs is read as vec4 along K; rhs as vec4 along N (each invocation owns RN/4 groups of
 // 4 adjacent columns, lanes side by side), or along K when transposed. Reuse per load is 4x the scalar
 // direct schedule's.
-layout(constant_id = 16) const bool VEC4 = false;
+layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 
 // Offsets are in elements of each operand's type, relative to where its descriptor is bound.
-layout(push_constant) uniform Params {
-  uint m, k, n;
-  uint num_visits;
-  uint group_offset;   // the first active group; rhs holds groups from here on
-  uint active_begin;   // rows [active_begin, active_end) belong to active groups
-  uint active_end;
-  uint lhs_off, rhs_off, out_off, ex_off;
-  uint visits_off;     // meta index of the visit lists: groups at visits_off, first rows after num_visits
-  uint fill_rows;      // rows per fill visit, a multiple of TM
-} pc;
+layout(push_constant) uniform Params { VKGMM_GMM_PUSH(VKGMM_PUSH_FIELD) } pc;
 
 VKGMM_DEFINE_INPUT_LOADS(load_lhs, load4_lhs, lhs, LHS_TYPE)
 VKGMM_DEFINE_INPUT_LOADS(load_rhs, load4_rhs, rhs, RHS_TYPE)

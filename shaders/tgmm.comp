@@ -15,39 +15,34 @@
 #include "bindings.glsl"
 #include "dtype.glsl"
 
-layout(local_size_x_id = 0) in;  // TX * TY invocations
-layout(constant_id = 1) const uint TM = 64;  // rows of the group per step
-layout(constant_id = 2) const uint TK = 64;  // output block rows (k)
-layout(constant_id = 3) const uint TN = 64;  // output block columns (n)
-layout(constant_id = 4) const uint TX = 16;
-layout(constant_id = 5) const uint TY = 16;
-layout(constant_id = 6) const uint RK = 4;  // ceil(TK / TY)
-layout(constant_id = 7) const uint RN = 4;  // ceil(TN / TX)
-layout(constant_id = 8) const uint LHS_TYPE = DT_F32;
-layout(constant_id = 9) const uint RHS_TYPE = DT_F32;
-layout(constant_id = 10) const uint OUT_TYPE = DT_F32;
-layout(constant_id = 11) const bool LHS_MK = false;
-layout(constant_id = 12) const bool USE_SHARED = true;
-layout(constant_id = 13) const bool HAS_EXISTING = false;
-layout(constant_id = 14) const uint SHARED_A = 1;  // TK * TM when USE_SHARED, else 1
-layout(constant_id = 15) const uint SHARED_B = 1;  // TM * TN when USE_SHARED, else 1
-layout(constant_id = 16) const bool OUT_NK = false;
+layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;  // TX * TY invocations
+layout(constant_id = VKGMM_ID_STEP) const uint TM = 64;  // rows of the group per step
+layout(constant_id = VKGMM_ID_BLOCK_ROWS) const uint TK = 64;  // output block rows (k)
+layout(constant_id = VKGMM_ID_BLOCK_COLS) const uint TN = 64;  // output block columns (n)
+layout(constant_id = VKGMM_ID_TX) const uint TX = 16;
+layout(constant_id = VKGMM_ID_TY) const uint TY = 16;
+layout(constant_id = VKGMM_ID_ROWS_PER_INV) const uint RK = 4;  // ceil(TK / TY)
+layout(constant_id = VKGMM_ID_COLS_PER_INV) const uint RN = 4;  // ceil(TN / TX)
+layout(constant_id = VKGMM_ID_LHS_TYPE) const uint LHS_TYPE = DT_F32;
+layout(constant_id = VKGMM_ID_RHS_TYPE) const uint RHS_TYPE = DT_F32;
+layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;
+layout(constant_id = VKGMM_ID_TGMM_LHS_MK) const bool LHS_MK = false;
+layout(constant_id = VKGMM_ID_USE_SHARED) const bool USE_SHARED = true;
+layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
+layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;  // TK * TM when USE_SHARED, else 1
+layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TM * TN when USE_SHARED, else 1
+layout(constant_id = VKGMM_ID_TGMM_OUT_NK) const bool OUT_NK = false;
 // Direct schedule with rhs read as vec4 along N (n and rhs's offset multiples of 4): each invocation owns
 // RN/4 groups of 4 adjacent columns, and takes the group's rows 4 at a time so each accumulator gets
 // four FMAs per visit (a CPU driver keeps few of them in registers).
-layout(constant_id = 17) const bool VEC4 = false;
+layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 // VEC4 and lhs read 4 elements at a time (lhs's offset a multiple of 4). With lhs stored [m, k] (LHS_MK,
 // k a multiple of 4): each invocation owns RK/4 groups of 4 adjacent k rows of the block, and reads them
 // for a row of lhs as one vec4. With lhs [k, m] (m a multiple of 4): a k row's elements for 4 rows of the
 // group are one vec4.
-layout(constant_id = 18) const bool VEC4_LHS = false;
+layout(constant_id = VKGMM_ID_TGMM_VEC4_LHS) const bool VEC4_LHS = false;
 
-layout(push_constant) uniform Params {
-  uint m, k, n;
-  uint num_groups;    // active groups (output groups)
-  uint group_offset;  // global index of output group 0
-  uint lhs_off, rhs_off, out_off, ex_off;
-} pc;
+layout(push_constant) uniform Params { VKGMM_TGMM_PUSH(VKGMM_PUSH_FIELD) } pc;
 
 VKGMM_DEFINE_INPUT_LOADS(load_lhs, load4_lhs, lhs, LHS_TYPE)
 VKGMM_DEFINE_INPUT_LOADS(load_rhs, load4_rhs, rhs, RHS_TYPE)

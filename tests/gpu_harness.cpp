@@ -44,6 +44,11 @@ Context& DeviceTest::ctx() {
   return *context;
 }
 
+Context DeviceTest::make_context(ContextOptions options) {
+  options.validate = true;
+  return Context(options);
+}
+
 void DeviceTest::TearDown() {
   auto messages = ctx().take_validation_messages();
   for (auto& m : messages) ADD_FAILURE() << "validation message: " << m;

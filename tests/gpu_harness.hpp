@@ -15,8 +15,13 @@ namespace vkgmm::test {
 
 // One Context per test process, validation on; every test fails on any validation message.
 class DeviceTest : public ::testing::Test {
- protected:
+ public:
   static Context& ctx();
+  // A context of the test's own with these options, to force a path. Validation is forced on: a message
+  // becomes an Error at the next plan or submission on it.
+  static Context make_context(ContextOptions options);
+
+ protected:
   void TearDown() override;
 };
 

@@ -272,7 +272,9 @@ namespace {
 // Fill visits write every inactive row once: with existing_out the very range of out, on the packed
 // 16-bit path (read-modify-write of half-words), a row written by two visits could lose its value.
 TEST_F(DeviceTest, GmmFillInPlacePacked16) {
-  setenv("VKGMM_DISABLE_16BIT_STORAGE", "1", 1);
+  ContextOptions packed;
+  packed.storage16 = false;
+  Context c = make_context(packed);
   std::mt19937 rng(13);
   GmmProblem p;
   p.m = 256;
@@ -288,20 +290,19 @@ TEST_F(DeviceTest, GmmFillInPlacePacked16) {
   auto rhs = random_values(size_t(p.k) * p.n, DType::f32, rng);
   auto ex = random_values(size_t(p.m) * p.n, DType::bf16, rng);
   auto want = reference::gmm(p, lhs, rhs, ex);
-  Buffer l = ctx().create_buffer(lhs.size() * 4), r = ctx().create_buffer(rhs.size() * 4),
-         o = ctx().create_buffer(ex.size() * 2);
+  Buffer l = c.create_buffer(lhs.size() * 4), r = c.create_buffer(rhs.size() * 4),
+         o = c.create_buffer(ex.size() * 2);
   l.upload(lhs.data(), lhs.size() * 4);
   r.upload(rhs.data(), rhs.size() * 4);
-  GmmPlan plan(ctx(), p);
+  GmmPlan plan(c, p);
   const std::vector<uint8_t> ex_bytes = encode(DType::bf16, ex);
   for (int iter = 0; iter < 20; ++iter) {
     o.upload(ex_bytes.data(), ex_bytes.size());
-    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), r.view(), o.view(), o.view()}); });
+    c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), r.view(), o.view(), o.view()}); });
     std::vector<uint8_t> got(ex_bytes.size());
     o.download(got.data(), got.size());
     ASSERT_TRUE(all_close(decode(DType::bf16, got.data(), ex.size()), want, 1e-3, 1e-2)) << "iteration " << iter;
   }
-  unsetenv("VKGMM_DISABLE_16BIT_STORAGE");
 }
 
 // A tiling too large for one invocation's accumulators runs with more invocations, as the contract asks

@@ -1,8 +1,6 @@
 // The texel-view read path: on CPU devices (lavapipe here; GPUs keep storage buffers) vkgmm's own
 // buffers are read through uniform texel buffers; the switch, odd offsets and operands a view cannot cover fall back or
 // read single elements, and every result still matches the reference.
-#include <cstdlib>
-
 #include "gpu_harness.hpp"
 
 namespace vkgmm::test {
@@ -20,13 +18,12 @@ TEST_F(DeviceTest, TexelFormatsAreReported) {
 TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
   // The same cases on storage-buffer loads (tgmm's lhs [k, m] peels to alignment on either path).
   const bool cpu = ctx().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  for (bool texel : {true, false})
+  for (bool texel : {true, false}) {
+    ContextOptions options;
+    options.texel_loads = texel;
+    Context c = make_context(options);
   for (DType t : {DType::f32, DType::bf16})
     for (size_t lead : {0, 4, 3}) {
-      if (texel)
-        unsetenv("VKGMM_DISABLE_TEXEL");
-      else
-        setenv("VKGMM_DISABLE_TEXEL", "1", 1);
       std::mt19937 rng(5 + unsigned(lead));
       GmmProblem p;
       p.m = 48;  // a multiple of 4: tgmm reads lhs [k, m] 4 rows at a time where the offset allows
@@ -40,15 +37,15 @@ TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
       // lhs at `lead` elements into its buffer; rhs at `lead` elements after lhs in the same buffer. The
       // views run to the next operand or the end (16-bit views cover whole words), and 16 spare bytes
       // keep rhs's last texel whole.
-      Buffer in = ctx().create_buffer((2 * lead + lhs.size() + rhs.size()) * es + 16);
+      Buffer in = c.create_buffer((2 * lead + lhs.size() + rhs.size()) * es + 16);
       in.upload(encode(t, lhs).data(), lhs.size() * es, lead * es);
       const size_t rhs_at = (2 * lead + lhs.size()) * es;
       in.upload(encode(t, rhs).data(), rhs.size() * es, rhs_at);
-      Buffer out = ctx().create_buffer(size_t(p.m) * p.n * es);
+      Buffer out = c.create_buffer(size_t(p.m) * p.n * es);
       const GmmOperands ops{in.view(lead * es, rhs_at - lead * es), in.view(rhs_at, in.size() - rhs_at), out.view(), {}};
-      GmmPlan plan(ctx(), p);
+      GmmPlan plan(c, p);
       EXPECT_EQ(plan.texel_loads(ops), texel && cpu) << dtype_name(t) << " lead " << lead;
-      ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+      c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
       std::vector<uint8_t> raw(out.size());
       out.download(raw.data(), raw.size());
       const std::vector<float> got = decode(t, raw.data(), size_t(p.m) * p.n);
@@ -65,21 +62,21 @@ TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
       q.lhs_type = q.rhs_type = q.out_type = t;
       const auto tl = random_values(size_t(q.k) * q.m, t, rng);
       const auto tr = random_values(size_t(q.m) * q.n, t, rng);
-      Buffer tin = ctx().create_buffer((2 * lead + tl.size() + tr.size()) * es + 16);
+      Buffer tin = c.create_buffer((2 * lead + tl.size() + tr.size()) * es + 16);
       tin.upload(encode(t, tl).data(), tl.size() * es, lead * es);
       const size_t tr_at = (2 * lead + tl.size()) * es;
       tin.upload(encode(t, tr).data(), tr.size() * es, tr_at);
-      Buffer tout = ctx().create_buffer(size_t(5) * q.k * q.n * es);
+      Buffer tout = c.create_buffer(size_t(5) * q.k * q.n * es);
       const TgmmOperands tops{tin.view(lead * es, tr_at - lead * es), tin.view(tr_at, tin.size() - tr_at), tout.view(), {}};
-      TgmmPlan tplan(ctx(), q);
+      TgmmPlan tplan(c, q);
       EXPECT_EQ(tplan.texel_loads(tops), texel && cpu) << dtype_name(t) << " lead " << lead;
-      ctx().submit_and_wait([&](VkCommandBuffer cb) { tplan.record(cb, tops); });
+      c.submit_and_wait([&](VkCommandBuffer cb) { tplan.record(cb, tops); });
       std::vector<uint8_t> traw(tout.size());
       tout.download(traw.data(), traw.size());
       const std::vector<float> tgot = decode(t, traw.data(), size_t(5) * q.k * q.n);
       EXPECT_TRUE(all_close(tgot, reference::tgmm(q, tl, tr), tol.atol, tol.rtol)) << dtype_name(t) << " lead " << lead;
     }
-  unsetenv("VKGMM_DISABLE_TEXEL");
+  }
 }
 
 // The last elements of a bf16 operand in a buffer that ends inside a texel: the view holds whole texels
@@ -106,23 +103,25 @@ TEST_F(DeviceTest, OperandPastTheLastWholeTexelFallsBack) {
   EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), 1e-3, 1e-2));
 }
 
-// $VKGMM_DISABLE_TEXEL=1 makes new plans read storage buffers (how the suite tests that path here).
+// ContextOptions::texel_loads = false (default: not $VKGMM_DISABLE_TEXEL, how the suite tests that path
+// here) makes the context's plans read storage buffers.
 TEST_F(DeviceTest, TexelSwitchForcesStorageBuffers) {
-  std::mt19937 rng(2);
   GmmProblem p;
   p.m = 16;
   p.k = 8;
   p.n = 8;
   p.group_sizes = {10, 6};
-  Buffer lhs = ctx().create_buffer(16 * 8 * 4), rhs = ctx().create_buffer(2 * 8 * 8 * 4), out = ctx().create_buffer(16 * 8 * 4);
-  const GmmOperands ops{lhs.view(), rhs.view(), out.view(), {}};
-  setenv("VKGMM_DISABLE_TEXEL", "1", 1);
-  GmmPlan off(ctx(), p);
-  expect_gmm_matches_reference(ctx(), p, 3);  // its plan is made with the switch on
-  unsetenv("VKGMM_DISABLE_TEXEL");
-  GmmPlan on(ctx(), p);
-  EXPECT_FALSE(off.texel_loads(ops));
-  EXPECT_EQ(on.texel_loads(ops), ctx().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+  for (bool texel : {false, true}) {
+    ContextOptions options;
+    options.texel_loads = texel;
+    Context c = make_context(options);
+    EXPECT_EQ(*c.options().texel_loads, texel);
+    Buffer lhs = c.create_buffer(16 * 8 * 4), rhs = c.create_buffer(2 * 8 * 8 * 4), out = c.create_buffer(16 * 8 * 4);
+    const GmmOperands ops{lhs.view(), rhs.view(), out.view(), {}};
+    GmmPlan plan(c, p);
+    EXPECT_EQ(plan.texel_loads(ops), texel && c.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+    expect_gmm_matches_reference(c, p, 3);
+  }
 }
 
 }  // namespace

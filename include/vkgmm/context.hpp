@@ -20,13 +20,33 @@ struct BufferView {
   VkDeviceSize size = 0;
 };
 
+// How a Context runs its work. Every field is read once, when the Context is made; an unset field takes
+// its default from the environment variable named beside it (so a deployment can flip a switch without
+// a rebuild), else the default given. The switches exist to force each code path on one device (the
+// tests run every path on lavapipe this way) and to work around a driver; the defaults are the fast ones.
 struct ContextOptions {
   // Device index or a substring of its name. Empty: $VKGMM_DEVICE, else the first discrete, integrated,
   // virtual or CPU device, in that order of preference (lavapipe is chosen when it is all there is).
+  // Ignored by Context::wrap.
   std::string device;
   // Enable VK_LAYER_KHRONOS_validation; every message becomes a Status::validation error.
-  // Unset: $VKGMM_VALIDATE=1 turns it on.
+  // Unset: $VKGMM_VALIDATE=1 turns it on. Ignored by Context::wrap (the app creates the instance).
   std::optional<bool> validate;
+  // shared or direct: every plan made on this context uses that schedule, whatever its problem asks.
+  // automatic: each problem's own choice. Unset: $VKGMM_SCHEDULE=shared|direct, else automatic.
+  std::optional<Schedule> schedule;
+  // Read and write 16-bit operands natively where the device has storageBuffer16BitAccess (else they
+  // are packed in 32-bit words: same results). Unset: true unless $VKGMM_DISABLE_16BIT_STORAGE=1.
+  std::optional<bool> storage16;
+  // The direct schedule's 4-element loads where the shapes and offsets allow (else scalar loads).
+  // Unset: true unless $VKGMM_DISABLE_VEC4=1.
+  std::optional<bool> vec4_loads;
+  // Read lhs and rhs held in vkgmm's own buffers through texel views on CPU devices (else as storage
+  // buffers). Unset: true unless $VKGMM_DISABLE_TEXEL=1.
+  std::optional<bool> texel_loads;
+  // Bound on every wait for the device, in seconds (a hung device becomes an Error, not a hang).
+  // Unset: $VKGMM_TIMEOUT_S, else 600.
+  std::optional<double> timeout_s;
 };
 
 // Handles of an application's device. vkgmm uses them and destroys none of them. The device must have
@@ -105,14 +125,17 @@ class Context {
   struct Impl;
 
   explicit Context(const ContextOptions& options = {});
-  // Wrap an application's device: the handles stay the application's.
-  static Context wrap(const BorrowedDevice& device);
+  // Wrap an application's device: the handles stay the application's. `options.device` and
+  // `options.validate` do not apply (the app made the device and the instance).
+  static Context wrap(const BorrowedDevice& device, const ContextOptions& options = {});
 
   Context(Context&&) noexcept;
   Context& operator=(Context&&) noexcept;
   ~Context();
 
   const DeviceInfo& info() const;
+  // The options in force, every field set (defaults and environment resolved).
+  ContextOptions options() const;
   VkDevice device() const;
 
   Buffer create_buffer(VkDeviceSize bytes);

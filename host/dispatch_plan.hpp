@@ -1,0 +1,96 @@
+// The plan core: what every grouped op's plan has in common, written once (internal).
+//
+// After CUTLASS's base_grouped (can_implement / initialize / run for every grouped kernel): an op's plan
+// is this core plus a small per-op part (host/gmm_plan.cpp, host/tgmm_plan.cpp) that validates its
+// problem, picks its tiling, and fills in the core: operand types and element counts, the kernel shape
+// and its own specialization constants, the metadata the kernel reads, the grid and the push constants.
+// The core does the rest for every op: operand sizes and binding limits, the modules and pipelines,
+// the metadata workspace, and at record time checking the views, binding them (storage buffers, parts
+// or texel views), pushing and dispatching. A new op is a new per-op part, never a copy of this.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "interface.hpp"
+#include "kernel.hpp"
+#include "op.hpp"
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm {
+
+// The four operand views of every op, in binding order (GmmOperands and TgmmOperands are these).
+struct OperandViews {
+  BufferView lhs, rhs, out, existing_out;
+};
+
+// An operand as the kernel reads it: its element type and count. A count of 0 is an input the
+// dispatch never reads (tgmm with m = 0): it is neither checked nor bound (the metadata stands in).
+struct OperandSpec {
+  DType type = DType::f32;
+  uint64_t count = 0;
+};
+
+class DispatchPlan {
+ public:
+  DispatchPlan(Context& ctx, Op op);
+
+  // ----- made by the op's part, once, in this order -----
+  const DeviceInfo& info() const;
+  const ResolvedOptions& options() const;
+  const char* name() const { return op_name(op_); }
+  // lhs, rhs and out; existing_out (when the problem has one) is read with out's type and count.
+  // Sets sizes() and whether operands are bound in parts.
+  void set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out, bool existing_out);
+  // Whether the direct schedule may use 4-element loads at all (the op adds its shape's conditions).
+  bool vec4_allowed(Schedule schedule) const;
+  // The kernel's shape and the constants every op shares (types, existing_out); then the op's own
+  // constants with kernel().set().
+  void set_shape(const KernelShape& shape);
+  Kernel& kernel() { return kernel_; }
+  // The metadata the kernel reads at VKGMM_BINDING_META (the plan's workspace), in a buffer of `ctx`.
+  void set_metadata(Context& ctx, const std::vector<int32_t>& words);
+  // The workgroup grid (checked against the device's limits); never set: nothing to dispatch.
+  void set_grid(uint64_t x, uint64_t y, uint64_t z);
+  // The op's push constants, a struct from shaders/interface.h whose operand offsets the core fills in
+  // at record time.
+  template <class Push>
+  void set_push(const Push& push) {
+    static_assert(abi::starts_with_operand_offsets<Push>() && sizeof(Push) <= abi::kPushConstantBytes);
+    push_.resize(sizeof(Push) / 4);
+    std::memcpy(push_.data(), &push, sizeof(Push));
+  }
+  // Picks the modules and creates the pipelines (when there is a grid).
+  void build();
+
+  // ----- what the op's plan forwards -----
+  const OperandSizes& sizes() const { return sizes_; }
+  VkDeviceSize metadata_bytes() const { return meta_.size(); }
+  void check(const OperandViews& ops) const;
+  bool texel_loads(const OperandViews& ops) const;
+  void record(VkCommandBuffer cb, const OperandViews& ops) const;
+
+ private:
+  struct Bound;
+  Bound bind(const OperandViews& ops) const;
+  bool dispatches() const { return grid_[0] != 0; }
+
+  std::shared_ptr<Context::Impl> ctx_;
+  Op op_;
+  OperandSpec operands_[4];  // lhs, rhs, out, existing_out (count 0: none)
+  OperandSizes sizes_;
+  VkDeviceSize part_bytes_ = 0;  // > 0: operands are bound in parts of this size (the split layout)
+  Kernel kernel_;
+  Buffer meta_;
+  uint32_t grid_[3] = {0, 0, 0};
+  std::vector<uint32_t> push_;
+};
+
+// The views of any op's operand struct (they all hold lhs, rhs, out and existing_out).
+template <class Operands>
+OperandViews views_of(const Operands& ops) {
+  return {ops.lhs, ops.rhs, ops.out, ops.existing_out};
+}
+
+}  // namespace vkgmm

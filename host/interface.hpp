@@ -1,0 +1,123 @@
+// The host's side of shaders/interface.h: binding numbers, specialization constant ids and the
+// push-constant structs, from the very lines the shaders compile (internal).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "interface.h"
+#include "vkgmm/types.hpp"
+
+namespace vkgmm::abi {
+
+using uint = uint32_t;  // the GLSL type name the field lists use
+
+struct OperandOffsets {
+  VKGMM_PUSH_OPERAND_OFFSETS(VKGMM_PUSH_FIELD)
+};
+struct GmmPush {
+  VKGMM_GMM_PUSH(VKGMM_PUSH_FIELD)
+};
+struct TgmmPush {
+  VKGMM_TGMM_PUSH(VKGMM_PUSH_FIELD)
+};
+struct CeilingPush {
+  VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD)
+};
+
+// A push-constant field by name and byte offset, as the host lays it out (what the interface test
+// compares with the offsets glslc gave the shader's block).
+struct PushField {
+  const char* name;
+  uint32_t offset;
+};
+#define VKGMM_PUSH_FIELD_ENTRY(type, name) {#name, static_cast<uint32_t>(offsetof(Struct, name))},
+template <class Struct>
+struct PushLayout;
+template <>
+struct PushLayout<GmmPush> {
+  using Struct = GmmPush;
+  static constexpr PushField fields[] = {VKGMM_GMM_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
+template <>
+struct PushLayout<TgmmPush> {
+  using Struct = TgmmPush;
+  static constexpr PushField fields[] = {VKGMM_TGMM_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
+template <>
+struct PushLayout<CeilingPush> {
+  using Struct = CeilingPush;
+  static constexpr PushField fields[] = {VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
+#undef VKGMM_PUSH_FIELD_ENTRY
+
+// Every op's push block starts with its operands' offsets, where the plan core writes them.
+template <class Push>
+constexpr bool starts_with_operand_offsets() {
+  return offsetof(Push, lhs_off) == offsetof(OperandOffsets, lhs_off) &&
+         offsetof(Push, rhs_off) == offsetof(OperandOffsets, rhs_off) &&
+         offsetof(Push, out_off) == offsetof(OperandOffsets, out_off) &&
+         offsetof(Push, ex_off) == offsetof(OperandOffsets, ex_off);
+}
+static_assert(starts_with_operand_offsets<GmmPush>() && starts_with_operand_offsets<TgmmPush>());
+static_assert(sizeof(OperandOffsets) == VKGMM_PUSH_OPERAND_WORDS * 4);
+
+// The pipeline layout's push range; Vulkan guarantees at least 128 bytes.
+constexpr uint32_t kPushConstantBytes = 128;
+static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPushConstantBytes);
+
+static_assert(uint32_t(DType::f32) == VKGMM_DT_F32 && uint32_t(DType::f16) == VKGMM_DT_F16 &&
+              uint32_t(DType::bf16) == VKGMM_DT_BF16);
+
+// A specialization constant by id and the name the shader gives it, per module family (the interface
+// test checks both against every built module).
+struct SpecConstant {
+  uint32_t id;
+  const char* name;
+};
+
+}  // namespace vkgmm::abi
+
+namespace vkgmm::abi {
+
+// Each module family's constants: the ids the host sets, with the shader's names for them. Those every
+// op's kernel has (kCommonConstants), then each op's: the block's rows, its step and the rows per
+// invocation under each shader's own names (gmm's block is [TM, TN] stepped by TK, tgmm's [TK, TN]
+// stepped by TM), and the op's switches. Kernel::set refuses any other id.
+inline constexpr SpecConstant kCommonConstants[] = {
+    {VKGMM_ID_INVOCATIONS, nullptr},  // local_size_x_id: glslc gives it no name
+    {VKGMM_ID_BLOCK_COLS, "TN"},
+    {VKGMM_ID_TX, "TX"},
+    {VKGMM_ID_TY, "TY"},
+    {VKGMM_ID_COLS_PER_INV, "RN"},
+    {VKGMM_ID_LHS_TYPE, "LHS_TYPE"},
+    {VKGMM_ID_RHS_TYPE, "RHS_TYPE"},
+    {VKGMM_ID_OUT_TYPE, "OUT_TYPE"},
+    {VKGMM_ID_USE_SHARED, "USE_SHARED"},
+    {VKGMM_ID_HAS_EXISTING, "HAS_EXISTING"},
+    {VKGMM_ID_SHARED_A, "SHARED_A"},
+    {VKGMM_ID_SHARED_B, "SHARED_B"},
+    {VKGMM_ID_VEC4, "VEC4"},
+};
+inline constexpr SpecConstant kGmmConstants[] = {
+    {VKGMM_ID_BLOCK_ROWS, "TM"},
+    {VKGMM_ID_STEP, "TK"},
+    {VKGMM_ID_ROWS_PER_INV, "RM"},
+    {VKGMM_ID_GMM_TRANSPOSE_RHS, "TRANSPOSE_RHS"},
+};
+inline constexpr SpecConstant kTgmmConstants[] = {
+    {VKGMM_ID_BLOCK_ROWS, "TK"},
+    {VKGMM_ID_STEP, "TM"},
+    {VKGMM_ID_ROWS_PER_INV, "RK"},
+    {VKGMM_ID_TGMM_LHS_MK, "LHS_MK"},
+    {VKGMM_ID_TGMM_OUT_NK, "OUT_NK"},
+    {VKGMM_ID_TGMM_VEC4_LHS, "VEC4_LHS"},
+};
+// Declared by the VKGMM_SPLIT builds only.
+inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
+inline constexpr SpecConstant kCeilingConstants[] = {
+    {VKGMM_ID_INVOCATIONS, nullptr},
+    {VKGMM_ID_CEILING_ITERS, "ITERS"},
+};
+
+}  // namespace vkgmm::abi

@@ -1,0 +1,65 @@
+// Reading ContextOptions and their environment defaults, once per Context.
+#include "options.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace vkgmm {
+
+namespace {
+
+bool flag(EnvLookup getenv, const char* name) {
+  const char* v = getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+}  // namespace
+
+ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
+  ResolvedOptions r;
+  r.device = o.device;
+  if (r.device.empty())
+    if (const char* d = getenv("VKGMM_DEVICE")) r.device = d;
+  r.validate = o.validate.value_or(flag(getenv, "VKGMM_VALIDATE"));
+  if (o.schedule) {
+    const Schedule s = *o.schedule;
+    if (s != Schedule::automatic && s != Schedule::shared && s != Schedule::direct)
+      throw Error(Status::invalid_argument, "ContextOptions.schedule: " + std::to_string(static_cast<int>(s)) +
+                                                " is not automatic, shared or direct");
+    r.schedule = s;
+  } else if (const char* s = getenv("VKGMM_SCHEDULE")) {
+    // Unknown values leave the choice to each problem, as before the option existed.
+    if (std::strcmp(s, "shared") == 0) r.schedule = Schedule::shared;
+    if (std::strcmp(s, "direct") == 0) r.schedule = Schedule::direct;
+  }
+  r.storage16 = o.storage16.value_or(!flag(getenv, "VKGMM_DISABLE_16BIT_STORAGE"));
+  r.vec4_loads = o.vec4_loads.value_or(!flag(getenv, "VKGMM_DISABLE_VEC4"));
+  r.texel_loads = o.texel_loads.value_or(!flag(getenv, "VKGMM_DISABLE_TEXEL"));
+  if (o.timeout_s) {
+    if (!(*o.timeout_s > 0) || !std::isfinite(*o.timeout_s))
+      throw Error(Status::invalid_argument,
+                  "ContextOptions.timeout_s: " + std::to_string(*o.timeout_s) + " must be a positive number of seconds");
+    r.timeout_s = *o.timeout_s;
+  } else if (const char* t = getenv("VKGMM_TIMEOUT_S")) {
+    // Bounded, so a hung device surfaces as an error instead of a hang; nonsense keeps the default.
+    const double seconds = std::atof(t);
+    if (seconds > 0 && std::isfinite(seconds)) r.timeout_s = seconds;
+  }
+  if (const char* f = getenv("VKGMM_INJECT_FAULT")) r.inject_fault = f;
+  return r;
+}
+
+ContextOptions to_public(const ResolvedOptions& r) {
+  ContextOptions o;
+  o.device = r.device;
+  o.validate = r.validate;
+  o.schedule = r.schedule;
+  o.storage16 = r.storage16;
+  o.vec4_loads = r.vec4_loads;
+  o.texel_loads = r.texel_loads;
+  o.timeout_s = r.timeout_s;
+  return o;
+}
+
+}  // namespace vkgmm

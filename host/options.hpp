@@ -1,0 +1,32 @@
+// ContextOptions resolved once, when a Context is made: every switch a plan or a submission reads,
+// with the environment consulted only here (internal).
+#pragma once
+
+#include <string>
+
+#include "vkgmm/context.hpp"
+
+namespace vkgmm {
+
+struct ResolvedOptions {
+  std::string device;                       // "" = the best device
+  bool validate = false;
+  Schedule schedule = Schedule::automatic;  // shared / direct: forced on every plan of the context
+  bool storage16 = true;                    // the 16-bit-storage modules where the device allows
+  bool vec4_loads = true;                   // the direct schedule's 4-element loads where shapes allow
+  bool texel_loads = true;                  // inputs through texel views where the device allows
+  double timeout_s = 600;                   // every wait on the device
+  std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
+};
+
+// Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,
+// $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
+// $VKGMM_TIMEOUT_S. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
+// an option out of range (a schedule that is no Schedule, a timeout that is not positive).
+using EnvLookup = const char* (*)(const char*);
+ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);
+
+// The options as the public struct, every field set (Context::options()).
+ContextOptions to_public(const ResolvedOptions& o);
+
+}  // namespace vkgmm

@@ -1,0 +1,87 @@
+// The host <-> shader interface of every vkgmm pipeline, in one place: descriptor bindings,
+// specialization constant ids and push-constant blocks. Read by the GLSL (through
+// GL_GOOGLE_include_directive) and by the C++ host (host/interface.hpp), so neither side can drift:
+// the shaders declare their constants with these ids and their push blocks from these field lists, and
+// the host fills the same ids and the same structs. tests/test_interface.cpp reflects the built SPIR-V
+// and checks it against the host's view.
+//
+// Only the preprocessor is shared: plain #defines and X-macro field lists, valid in both languages.
+// A push block is declared from its list with VKGMM_PUSH_FIELD, which both sides define alike.
+#ifndef VKGMM_INTERFACE_H
+#define VKGMM_INTERFACE_H
+
+#define VKGMM_PUSH_FIELD(type, name) type name;
+
+// ----- descriptor set 0 (pushed with vkCmdPushDescriptorSetKHR) -------------------------------------
+#define VKGMM_BINDING_LHS 0
+#define VKGMM_BINDING_RHS 1
+#define VKGMM_BINDING_OUT 2
+#define VKGMM_BINDING_EXISTING 3
+#define VKGMM_BINDING_META 4   // the plan's metadata (workspace), int32 words
+#define VKGMM_NUM_BINDINGS 5
+// The plain layout adds uniform texel views of lhs and rhs (only VKGMM_TEXEL modules declare them).
+#define VKGMM_BINDING_LHS_TEXEL 5
+#define VKGMM_BINDING_RHS_TEXEL 6
+#define VKGMM_NUM_PLAIN_BINDINGS 7
+// The split layout (VKGMM_SPLIT modules) binds each of lhs, rhs, out and existing_out as up to
+// VKGMM_MAX_PARTS parts: part p > 0 of operand o (0..3, in binding order) is at binding
+// VKGMM_NUM_BINDINGS + 3 * o + p - 1.
+#define VKGMM_MAX_PARTS 4
+#define VKGMM_NUM_SPLIT_BINDINGS 17
+
+// ----- specialization constants ------------------------------------------------------------------------
+// Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced
+// STEP at a time by TX x TY invocations, each holding ROWS_PER_INV x COLS_PER_INV accumulators.
+// gmm's block is [tm, tn] with K step tk; tgmm's block is [tk, tn] and its step tm rows of the group.
+#define VKGMM_ID_INVOCATIONS 0   // local_size_x = TX * TY
+#define VKGMM_ID_BLOCK_ROWS 1
+#define VKGMM_ID_STEP 2
+#define VKGMM_ID_BLOCK_COLS 3
+#define VKGMM_ID_TX 4
+#define VKGMM_ID_TY 5
+#define VKGMM_ID_ROWS_PER_INV 6
+#define VKGMM_ID_COLS_PER_INV 7
+#define VKGMM_ID_LHS_TYPE 8      // element types: VKGMM_DT_*
+#define VKGMM_ID_RHS_TYPE 9
+#define VKGMM_ID_OUT_TYPE 10
+#define VKGMM_ID_USE_SHARED 11   // the shared-memory schedule, else the direct one
+#define VKGMM_ID_HAS_EXISTING 12
+#define VKGMM_ID_SHARED_A 13     // shared array lengths (1 when unused)
+#define VKGMM_ID_SHARED_B 14
+#define VKGMM_ID_VEC4 15         // the direct schedule's 4-element loads (see each shader)
+// Per op, from 16 on.
+#define VKGMM_ID_GMM_TRANSPOSE_RHS 16
+#define VKGMM_ID_TGMM_LHS_MK 16
+#define VKGMM_ID_TGMM_OUT_NK 17
+#define VKGMM_ID_TGMM_VEC4_LHS 18
+// Operands bound in parts (VKGMM_SPLIT): words per part = 2^PART_SHIFT.
+#define VKGMM_ID_PART_SHIFT 31
+
+// Element types (vkgmm::DType's values).
+#define VKGMM_DT_F32 0
+#define VKGMM_DT_F16 1
+#define VKGMM_DT_BF16 2
+
+// ----- push constants -----------------------------------------------------------------------------------
+// Every op's block starts with its operands' element offsets (relative to where each descriptor is
+// bound, or to the buffer's start for texel views): the plan core writes them per record(); the op
+// writes the rest once, when the plan is made. Fields are F(type, name) with 32-bit types (uint, float).
+#define VKGMM_PUSH_OPERAND_OFFSETS(F) F(uint, lhs_off) F(uint, rhs_off) F(uint, out_off) F(uint, ex_off)
+#define VKGMM_PUSH_OPERAND_WORDS 4
+
+// gmm: rows [active_begin, active_end) belong to active groups; the metadata holds group_offsets[G + 1]
+// then the visit list (groups at visits_off, first rows num_visits after them); fill visits cover
+// fill_rows rows each (a multiple of the block rows).
+#define VKGMM_GMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
+  F(uint, m) F(uint, k) F(uint, n) F(uint, num_visits) F(uint, group_offset) F(uint, active_begin) \
+  F(uint, active_end) F(uint, visits_off) F(uint, fill_rows)
+
+// tgmm: num_groups output groups, the first being global group group_offset.
+#define VKGMM_TGMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
+  F(uint, m) F(uint, k) F(uint, n) F(uint, num_groups) F(uint, group_offset)
+
+// The bench's FMA ceiling kernel (shaders/fma_ceiling.comp).
+#define VKGMM_ID_CEILING_ITERS 1
+#define VKGMM_CEILING_PUSH(F) F(float, seed)
+
+#endif

@@ -1,0 +1,104 @@
+// Reads the few instructions the interface test needs (SPIR-V 1.x, section 2.3 "Physical Layout"):
+// names, decorations, pointer and image types, and variables.
+#include "spirv_reflect.hpp"
+
+#include <stdexcept>
+
+namespace vkgmm::test {
+
+namespace {
+
+enum : uint32_t {
+  kOpName = 5,
+  kOpMemberName = 6,
+  kOpTypeImage = 25,
+  kOpTypeSampledImage = 27,
+  kOpTypePointer = 32,
+  kOpVariable = 59,
+  kOpDecorate = 71,
+  kOpMemberDecorate = 72,
+  kDecorationSpecId = 1,
+  kDecorationBinding = 33,
+  kDecorationDescriptorSet = 34,
+  kDecorationOffset = 35,
+  kStorageUniformConstant = 0,
+  kStorageUniform = 2,
+  kStoragePushConstant = 9,
+  kStorageStorageBuffer = 12,
+  kDimBuffer = 5,
+};
+
+// A literal string operand: nul-terminated UTF-8 packed into words.
+std::string literal(const uint32_t* w, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i)
+    for (int b = 0; b < 4; ++b) {
+      const char c = static_cast<char>((w[i] >> (8 * b)) & 0xff);
+      if (c == 0) return s;
+      s += c;
+    }
+  return s;
+}
+
+}  // namespace
+
+Reflection reflect(const uint32_t* words, size_t count) {
+  if (count < 5 || words[0] != 0x07230203u) throw std::runtime_error("not a SPIR-V module");
+  std::map<uint32_t, std::string> names;
+  std::map<std::pair<uint32_t, uint32_t>, std::string> member_names;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> member_offsets;
+  std::map<uint32_t, uint32_t> spec_ids, binding_of, set_of;
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> pointers;  // id -> (storage class, pointee)
+  std::map<uint32_t, uint32_t> image_dim, sampled_image_of;
+  struct Var {
+    uint32_t id, pointer, storage;
+  };
+  std::vector<Var> vars;
+  for (size_t i = 5; i < count;) {
+    const uint32_t n = words[i] >> 16, op = words[i] & 0xffff;
+    if (n == 0 || i + n > count) throw std::runtime_error("truncated instruction");
+    const uint32_t* a = words + i + 1;  // operands
+    switch (op) {
+      case kOpName: names[a[0]] = literal(a + 1, n - 2); break;
+      case kOpMemberName: member_names[{a[0], a[1]}] = literal(a + 2, n - 3); break;
+      case kOpTypeImage: image_dim[a[0]] = a[2]; break;
+      case kOpTypeSampledImage: sampled_image_of[a[0]] = a[1]; break;
+      case kOpTypePointer: pointers[a[0]] = {a[1], a[2]}; break;
+      case kOpVariable: vars.push_back({a[1], a[0], a[2]}); break;
+      case kOpDecorate:
+        if (a[1] == kDecorationSpecId) spec_ids[a[0]] = a[2];
+        if (a[1] == kDecorationBinding) binding_of[a[0]] = a[2];
+        if (a[1] == kDecorationDescriptorSet) set_of[a[0]] = a[2];
+        break;
+      case kOpMemberDecorate:
+        if (a[2] == kDecorationOffset) member_offsets[{a[0], a[1]}] = a[3];
+        break;
+      default: break;
+    }
+    i += n;
+  }
+  Reflection r;
+  for (const auto& [id, spec] : spec_ids) r.spec_constants[spec] = names.count(id) ? names[id] : "";
+  for (const Var& v : vars) {
+    const auto [storage, pointee] = pointers.at(v.pointer);
+    if (storage == kStoragePushConstant) {
+      for (uint32_t m = 0; member_offsets.count({pointee, m}); ++m)
+        r.push_members.push_back({member_names[{pointee, m}], member_offsets[{pointee, m}]});
+    }
+    if (!binding_of.count(v.id)) continue;
+    if (set_of[v.id] != 0) r.other_sets = true;
+    BindingKind kind = BindingKind::other;
+    if (storage == kStorageStorageBuffer || storage == kStorageUniform) kind = BindingKind::storage_buffer;
+    if (storage == kStorageUniformConstant) {
+      uint32_t image = sampled_image_of.count(pointee) ? sampled_image_of[pointee] : pointee;
+      if (image_dim.count(image) && image_dim[image] == kDimBuffer) kind = BindingKind::texel_buffer;
+    }
+    // Aliased declarations of one binding (descriptor aliasing) must agree on the kind.
+    const uint32_t b = binding_of[v.id];
+    if (r.bindings.count(b) && r.bindings[b] != kind) kind = BindingKind::other;
+    r.bindings[b] = kind;
+  }
+  return r;
+}
+
+}  // namespace vkgmm::test

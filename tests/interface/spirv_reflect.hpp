@@ -1,0 +1,30 @@
+// A small SPIR-V reader for the interface test: what a compute module declares to the host (its
+// specialization constants, its push-constant block and its descriptor bindings), read from the words.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vkgmm::test {
+
+struct ReflectedMember {
+  std::string name;
+  uint32_t offset = 0;
+};
+
+enum class BindingKind { storage_buffer, texel_buffer, other };
+
+struct Reflection {
+  std::map<uint32_t, std::string> spec_constants;  // SpecId -> the constant's name ("" when unnamed)
+  std::vector<ReflectedMember> push_members;        // the push-constant block's members, in order
+  std::map<uint32_t, BindingKind> bindings;         // set-0 binding -> what is declared there
+  bool other_sets = false;                          // some variable is in a set other than 0
+};
+
+// Throws std::runtime_error on words that are not a SPIR-V module.
+Reflection reflect(const uint32_t* words, size_t count);
+
+}  // namespace vkgmm::test

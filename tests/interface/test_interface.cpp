@@ -1,0 +1,130 @@
+// The host and the shaders agree on every constant id, push-constant field and binding: each embedded
+// module, reflected from its SPIR-V, against what the host sets and lays out (host/interface.hpp,
+// host/context_impl.hpp). A shader that declares a constant the host does not know (or under another
+// name), drops one the host sets, moves a push-constant field or binds something the layout lacks fails
+// here, before any device runs it.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "context_impl.hpp"
+#include "interface.hpp"
+#include "shader_modules.hpp"
+#include "spirv_reflect.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+template <size_t N, class Push>
+std::vector<std::string> compare(const Reflection& r, bool op_module, const abi::SpecConstant (&constants)[N],
+                                 bool split, const Push&) {
+  std::vector<std::string> bad;
+  std::map<uint32_t, const char*> host;
+  if (op_module)
+    for (const abi::SpecConstant& c : abi::kCommonConstants) host[c.id] = c.name;
+  for (const abi::SpecConstant& c : constants) host[c.id] = c.name;
+  if (split) host[abi::kSplitConstant.id] = abi::kSplitConstant.name;
+  for (const auto& [id, name] : r.spec_constants) {
+    if (!host.count(id))
+      bad.push_back("shader constant " + name + " (id " + std::to_string(id) + ") is unknown to the host");
+    else if (host[id] && name != host[id])
+      bad.push_back("constant id " + std::to_string(id) + " is " + name + " in the shader, " + host[id] + " on the host");
+  }
+  for (const auto& [id, name] : host)
+    if (!r.spec_constants.count(id))
+      bad.push_back("the host sets constant id " + std::to_string(id) + " (" + (name ? name : "local size") +
+                    "), which the shader does not declare");
+  const auto& fields = abi::PushLayout<Push>::fields;
+  if (r.push_members.size() != std::size(fields))
+    bad.push_back("push block: " + std::to_string(r.push_members.size()) + " members in the shader, " +
+                  std::to_string(std::size(fields)) + " on the host");
+  for (size_t i = 0; i < std::min(r.push_members.size(), std::size(fields)); ++i)
+    if (r.push_members[i].name != fields[i].name || r.push_members[i].offset != fields[i].offset)
+      bad.push_back("push member " + std::to_string(i) + ": " + r.push_members[i].name + " at " +
+                    std::to_string(r.push_members[i].offset) + " in the shader, " + fields[i].name + " at " +
+                    std::to_string(fields[i].offset) + " on the host");
+  if (r.other_sets) bad.push_back("a binding outside descriptor set 0");
+  for (const auto& [b, kind] : r.bindings) {
+    if (b >= binding_count(split)) {
+      bad.push_back("binding " + std::to_string(b) + " is past the host's layout");
+      continue;
+    }
+    const BindingKind want = binding_type(b, split) == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                 ? BindingKind::texel_buffer
+                                 : BindingKind::storage_buffer;
+    if (kind != want) bad.push_back("binding " + std::to_string(b) + " has another descriptor type than the host's");
+  }
+  return bad;
+}
+
+std::vector<std::string> compare_op(const Reflection& r, Op op, bool split) {
+  return op == Op::gmm ? compare(r, true, abi::kGmmConstants, split, abi::GmmPush{})
+                       : compare(r, true, abi::kTgmmConstants, split, abi::TgmmPush{});
+}
+
+Reflection reflect(const ShaderCode& c) { return test::reflect(c.code, c.words); }
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += "\n  " + x;
+  return s;
+}
+
+TEST(Interface, EveryOpModuleMatchesTheHost) {
+  const auto modules = embedded_op_modules();
+  ASSERT_EQ(modules.size(), 10u);
+  for (const EmbeddedModule& m : modules) {
+    const Reflection r = reflect(m.code);
+    EXPECT_FALSE(r.push_members.empty()) << m.name;
+    EXPECT_TRUE(r.bindings.count(VKGMM_BINDING_META)) << m.name;
+    const auto bad = compare_op(r, m.op, m.split);
+    EXPECT_TRUE(bad.empty()) << m.name << ":" << joined(bad);
+  }
+}
+
+TEST(Interface, CeilingModuleMatchesTheHost) {
+  const auto bad = compare(reflect(fma_ceiling_shader()), false, abi::kCeilingConstants, false, abi::CeilingPush{});
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+}
+
+// The texel builds declare the texel bindings; the split builds the parts; the plain ones neither.
+TEST(Interface, EachBuildDeclaresItsBindings) {
+  for (const EmbeddedModule& m : embedded_op_modules()) {
+    const Reflection r = reflect(m.code);
+    const bool texel = std::string(m.name).find("texel") != std::string::npos;
+    const bool texel_bound = r.bindings.count(VKGMM_BINDING_LHS_TEXEL) &&
+                             r.bindings.at(VKGMM_BINDING_LHS_TEXEL) == BindingKind::texel_buffer;
+    EXPECT_EQ(texel_bound, texel && !m.split) << m.name;
+    EXPECT_EQ(r.bindings.count(VKGMM_NUM_SPLIT_BINDINGS - 1) == 1, m.split) << m.name;
+  }
+}
+
+// The check itself can fail: a module whose VEC4 constant moved to another id, and whose push block
+// lost a field's offset, is reported on both counts.
+TEST(Interface, ADriftedModuleIsCaught) {
+  const ShaderCode gmm = embedded_op_modules().front().code;
+  std::vector<uint32_t> words(gmm.code, gmm.code + gmm.words);
+  bool moved_constant = false, moved_field = false;
+  for (size_t i = 5; i < words.size(); i += words[i] >> 16) {
+    const uint32_t op = words[i] & 0xffff, n = words[i] >> 16;
+    if (op == 71 && n == 4 && words[i + 2] == 1 && words[i + 3] == VKGMM_ID_VEC4 && !moved_constant)
+      words[i + 3] = 30, moved_constant = true;  // OpDecorate SpecId
+    if (op == 72 && n == 5 && words[i + 3] == 35 && words[i + 4] == 4 * VKGMM_PUSH_OPERAND_WORDS && !moved_field)
+      words[i + 4] += 4, moved_field = true;  // OpMemberDecorate Offset of the first op field
+  }
+  ASSERT_TRUE(moved_constant && moved_field);
+  const std::string bad = joined(compare_op(test::reflect(words.data(), words.size()), Op::gmm, false));
+  EXPECT_NE(bad.find("id 30) is unknown"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("VEC4), which the shader does not declare"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("push member 4: m at 20"), std::string::npos) << bad;
+}
+
+TEST(Interface, NotSpirvIsRefused) {
+  const uint32_t junk[6] = {1, 2, 3, 4, 5, 6};
+  EXPECT_THROW(test::reflect(junk, 6), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace vkgmm::test

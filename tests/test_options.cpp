@@ -1,0 +1,126 @@
+// ContextOptions are resolved once per Context (host/options.cpp): a field the app sets wins, an unset
+// one takes its default from the VKGMM_* variable, else the built-in default. Tested with a lookup of
+// the test's own, so no test changes the process environment (setenv races with getenv in threads).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "options.hpp"
+
+namespace vkgmm {
+namespace {
+
+std::map<std::string, std::string>& fake_env() {
+  static std::map<std::string, std::string> env;
+  return env;
+}
+const char* lookup(const char* name) {
+  auto it = fake_env().find(name);
+  return it == fake_env().end() ? nullptr : it->second.c_str();
+}
+ResolvedOptions resolve(const ContextOptions& o, std::map<std::string, std::string> env) {
+  fake_env() = std::move(env);
+  return resolve_options(o, lookup);
+}
+
+TEST(Options, DefaultsWithoutEnvironment) {
+  const ResolvedOptions r = resolve({}, {});
+  EXPECT_EQ(r.device, "");
+  EXPECT_FALSE(r.validate);
+  EXPECT_EQ(r.schedule, Schedule::automatic);
+  EXPECT_TRUE(r.storage16);
+  EXPECT_TRUE(r.vec4_loads);
+  EXPECT_TRUE(r.texel_loads);
+  EXPECT_EQ(r.timeout_s, 600);
+  EXPECT_EQ(r.inject_fault, "");
+}
+
+TEST(Options, EnvironmentGivesTheDefaults) {
+  const ResolvedOptions r = resolve({}, {{"VKGMM_DEVICE", "llvmpipe"},
+                                         {"VKGMM_VALIDATE", "1"},
+                                         {"VKGMM_SCHEDULE", "shared"},
+                                         {"VKGMM_DISABLE_16BIT_STORAGE", "1"},
+                                         {"VKGMM_DISABLE_VEC4", "1"},
+                                         {"VKGMM_DISABLE_TEXEL", "yes"},
+                                         {"VKGMM_TIMEOUT_S", "2.5"},
+                                         {"VKGMM_INJECT_FAULT", "timeout"}});
+  EXPECT_EQ(r.device, "llvmpipe");
+  EXPECT_TRUE(r.validate);
+  EXPECT_EQ(r.schedule, Schedule::shared);
+  EXPECT_FALSE(r.storage16);
+  EXPECT_FALSE(r.vec4_loads);
+  EXPECT_FALSE(r.texel_loads);
+  EXPECT_EQ(r.timeout_s, 2.5);
+  EXPECT_EQ(r.inject_fault, "timeout");
+  EXPECT_EQ(resolve({}, {{"VKGMM_SCHEDULE", "direct"}}).schedule, Schedule::direct);
+}
+
+// "0" and "" switch nothing; values that mean nothing keep the defaults, as the variables always did.
+TEST(Options, OffAndNonsenseValuesKeepTheDefaults) {
+  const ResolvedOptions r = resolve({}, {{"VKGMM_VALIDATE", "0"},
+                                         {"VKGMM_SCHEDULE", "fastest"},
+                                         {"VKGMM_DISABLE_16BIT_STORAGE", "0"},
+                                         {"VKGMM_DISABLE_VEC4", ""},
+                                         {"VKGMM_TIMEOUT_S", "-3"}});
+  EXPECT_FALSE(r.validate);
+  EXPECT_EQ(r.schedule, Schedule::automatic);
+  EXPECT_TRUE(r.storage16);
+  EXPECT_TRUE(r.vec4_loads);
+  EXPECT_EQ(r.timeout_s, 600);
+  EXPECT_EQ(resolve({}, {{"VKGMM_TIMEOUT_S", "soon"}}).timeout_s, 600);
+}
+
+TEST(Options, FieldsTheAppSetsWinOverTheEnvironment) {
+  ContextOptions o;
+  o.device = "1";
+  o.validate = false;
+  o.schedule = Schedule::direct;
+  o.storage16 = true;
+  o.vec4_loads = true;
+  o.texel_loads = true;
+  o.timeout_s = 7;
+  const ResolvedOptions r = resolve(o, {{"VKGMM_DEVICE", "0"},
+                                        {"VKGMM_VALIDATE", "1"},
+                                        {"VKGMM_SCHEDULE", "shared"},
+                                        {"VKGMM_DISABLE_16BIT_STORAGE", "1"},
+                                        {"VKGMM_DISABLE_VEC4", "1"},
+                                        {"VKGMM_DISABLE_TEXEL", "1"},
+                                        {"VKGMM_TIMEOUT_S", "1"}});
+  EXPECT_EQ(r.device, "1");
+  EXPECT_FALSE(r.validate);
+  EXPECT_EQ(r.schedule, Schedule::direct);
+  EXPECT_TRUE(r.storage16 && r.vec4_loads && r.texel_loads);
+  EXPECT_EQ(r.timeout_s, 7);
+  // An explicit automatic schedule also wins: each problem chooses.
+  o.schedule = Schedule::automatic;
+  EXPECT_EQ(resolve(o, {{"VKGMM_SCHEDULE", "shared"}}).schedule, Schedule::automatic);
+}
+
+TEST(Options, BadFieldsAreRefusedNamingThem) {
+  for (double t : {0.0, -1.0, 1.0 / 0.0}) {
+    ContextOptions o;
+    o.timeout_s = t;
+    try {
+      resolve(o, {});
+      ADD_FAILURE() << "timeout " << t << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("ContextOptions.timeout_s"), std::string::npos) << e.what();
+    }
+  }
+  ContextOptions o;
+  o.schedule = static_cast<Schedule>(9);
+  EXPECT_THROW(resolve(o, {}), Error);
+}
+
+// Context::options() reports what is in force, every field set.
+TEST(Options, PublicViewHasEveryFieldSet) {
+  const ContextOptions p = to_public(resolve({}, {{"VKGMM_DISABLE_VEC4", "1"}}));
+  ASSERT_TRUE(p.validate && p.schedule && p.storage16 && p.vec4_loads && p.texel_loads && p.timeout_s);
+  EXPECT_FALSE(*p.vec4_loads);
+  EXPECT_EQ(*p.timeout_s, 600);
+}
+
+}  // namespace
+}  // namespace vkgmm
