@@ -18,39 +18,21 @@ struct Buffer::State {
   uint32_t heap = 0;
   uint8_t* mapped = nullptr;
   ~State() {
-    if (ctx) ctx->release_buffer(buffer, memory, allocated, heap);
+    if (!ctx) return;
+    // Forget the buffer first (its texel views go with it), then free it now or once parked work is done.
+    DeadBuffer dead{buffer, memory, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
+    if (buffer) {
+      const OwnBuffer own = ctx->buffers.remove(buffer);
+      dead.texel_views[0] = own.texel_views[0];
+      dead.texel_views[1] = own.texel_views[1];
+    }
+    if (memory) {
+      ctx->buffers.refund(heap, allocated);
+      ctx->buffers.count_allocation(-1);
+    }
+    ctx->submitter.retire(dead);
   }
 };
-
-void Context::Impl::release_buffer(VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize bytes, uint32_t heap) {
-  Grave g{buffer, memory, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
-  if (buffer) {
-    std::lock_guard lock(buffers_mutex);
-    if (auto it = own_buffers.find(buffer); it != own_buffers.end()) {
-      g.texel_views[0] = it->second.texel_views[0];
-      g.texel_views[1] = it->second.texel_views[1];
-      own_buffers.erase(it);
-    }
-  }
-  if (memory) {
-    heap_used[heap] -= bytes;
-    --live_allocations;
-  }
-  std::lock_guard lock(queue_mutex);
-  if (!pending.empty()) {
-    // A submission that outlived its wait may still read this buffer: destroy it once that is over.
-    graveyard.push_back(g);
-    return;
-  }
-  destroy_now(g);
-}
-
-void Context::Impl::destroy_now(const Grave& g) {
-  for (VkBufferView v : g.texel_views)
-    if (v) vkDestroyBufferView(device, v, nullptr);
-  if (g.buffer) vkDestroyBuffer(device, g.buffer, nullptr);
-  if (g.memory) vkFreeMemory(device, g.memory, nullptr);  // also unmaps it
-}
 
 Buffer::Buffer() = default;
 Buffer::Buffer(Buffer&&) noexcept = default;
@@ -94,19 +76,20 @@ VkDeviceSize max_allocation(VkPhysicalDevice physical) {
 Buffer Context::create_buffer(VkDeviceSize bytes) {
   if (bytes == 0) throw Error(Status::invalid_argument, "create_buffer: size must be positive");
   Impl& im = *impl_;
-  if (im.lost) throw Error(Status::device_lost,
+  const Device& dev = im.dev;
+  if (im.submitter.lost()) throw Error(Status::device_lost,
                                 "create_buffer: the device was lost earlier (VK_ERROR_DEVICE_LOST); create a new Context");
   // Drivers may accept a huge allocation lazily (lavapipe does) and fail later, or the OS may; a request
   // no heap could hold is refused here, before any Vulkan call.
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   VkDeviceSize largest_heap = 0;
-  for (uint32_t t = 0; t < im.memory.memoryTypeCount; ++t)
-    if ((im.memory.memoryTypes[t].propertyFlags & hv) == hv)
-      largest_heap = std::max(largest_heap, im.memory.memoryHeaps[im.memory.memoryTypes[t].heapIndex].size);
+  for (uint32_t t = 0; t < dev.memory.memoryTypeCount; ++t)
+    if ((dev.memory.memoryTypes[t].propertyFlags & hv) == hv)
+      largest_heap = std::max(largest_heap, dev.memory.memoryHeaps[dev.memory.memoryTypes[t].heapIndex].size);
   if (bytes > largest_heap)
     out_of_memory(bytes, "larger than the largest host-visible memory heap (" + std::to_string(largest_heap) +
                              " bytes)");
-  const VkDeviceSize max_alloc = max_allocation(im.physical);
+  const VkDeviceSize max_alloc = max_allocation(dev.physical);
   if (max_alloc && bytes > max_alloc)
     out_of_memory(bytes, "larger than the device's maxMemoryAllocationSize (" + std::to_string(max_alloc) + ")");
 
@@ -120,50 +103,43 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   // Handles are created into locals: a failed call leaves its output undefined, and ~State destroys
   // whatever st holds.
   VkBuffer buffer = VK_NULL_HANDLE;
-  check_vk(vkCreateBuffer(im.device, &bci, nullptr, &buffer), "create_buffer: vkCreateBuffer");
+  check_vk(vkCreateBuffer(dev.device, &bci, nullptr, &buffer), "create_buffer: vkCreateBuffer");
   st->buffer = buffer;
   VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(im.device, st->buffer, &req);
+  vkGetBufferMemoryRequirements(dev.device, st->buffer, &req);
   // Host-visible and coherent, device-local where the device has such memory (UMA, ReBAR, lavapipe).
-  uint32_t type = im.find_memory_type(req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  if (type == UINT32_MAX) type = im.find_memory_type(req.memoryTypeBits, hv);
+  uint32_t type = dev.find_memory_type(req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, hv);
   if (type == UINT32_MAX) throw Error(Status::unsupported, "create_buffer: no host-visible coherent memory type");
-  const uint32_t heap = im.memory.memoryTypes[type].heapIndex;
-  const VkDeviceSize heap_size = im.memory.memoryHeaps[heap].size;
-  // What vkgmm already holds counts too: the heap is the device's memory, not a per-request limit.
-  const uint64_t used = im.heap_used[heap].fetch_add(req.size) + req.size;
+  const uint32_t heap = dev.memory.memoryTypes[type].heapIndex;
+  const VkDeviceSize heap_size = dev.memory.memoryHeaps[heap].size;
+  uint64_t held = 0;
+  if (!im.buffers.charge(heap, req.size, heap_size, held))
+    out_of_memory(bytes, "memory heap " + std::to_string(heap) + " holds " + std::to_string(heap_size) +
+                             " bytes, of which vkgmm's buffers already use " + std::to_string(held));
   st->allocated = req.size;  // released by ~State, whatever happens below
   st->heap = heap;
-  if (used > heap_size) {
-    im.heap_used[heap] -= req.size;
-    st->allocated = 0;
-    out_of_memory(bytes, "memory heap " + std::to_string(heap) + " holds " + std::to_string(heap_size) +
-                             " bytes, of which vkgmm's buffers already use " + std::to_string(used - req.size));
-  }
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = type;
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  const VkResult r = vkAllocateMemory(im.device, &mai, nullptr, &memory);
+  const VkResult r = vkAllocateMemory(dev.device, &mai, nullptr, &memory);
   if (r == VK_SUCCESS) st->memory = memory;
   if (r != VK_SUCCESS) {
-    im.heap_used[heap] -= req.size;
+    im.buffers.refund(heap, req.size);
     st->allocated = 0;
     check_vk(r, ("create_buffer: vkAllocateMemory of " + std::to_string(req.size) + " bytes in heap " +
                  std::to_string(heap))
                     .c_str());
   }
-  ++im.live_allocations;
-  check_vk(vkBindBufferMemory(im.device, st->buffer, st->memory, 0), "create_buffer: vkBindBufferMemory");
+  im.buffers.count_allocation(+1);
+  check_vk(vkBindBufferMemory(dev.device, st->buffer, st->memory, 0), "create_buffer: vkBindBufferMemory");
   void* p = nullptr;
-  check_vk(vkMapMemory(im.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
+  check_vk(vkMapMemory(dev.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
   st->mapped = static_cast<uint8_t*>(p);
-  Impl::OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
-  create_texel_views(im, st->buffer, bytes, own.texel_views);  // destroys its own views if it throws
-  {
-    std::lock_guard lock(im.buffers_mutex);
-    im.own_buffers[st->buffer] = own;  // from here on, release_buffer destroys the views with the buffer
-  }
+  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
+  create_texel_views(dev, st->buffer, bytes, own.texel_views);  // destroys its own views if it throws
+  im.buffers.add(st->buffer, own);  // from here on, ~State destroys the views with the buffer
   Buffer b;
   b.state_ = std::move(st);
   b.size_ = bytes;

@@ -1,4 +1,4 @@
-// Creating or wrapping a device, buffers, and the submit-and-wait helper.
+// Creating or wrapping a device into a Context, and tearing it down.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -12,44 +12,6 @@
 
 namespace vkgmm {
 
-const char* vk_result_name(VkResult r) {
-  switch (r) {
-#define VKGMM_CASE(x) \
-  case x:             \
-    return #x;
-    VKGMM_CASE(VK_SUCCESS)
-    VKGMM_CASE(VK_NOT_READY)
-    VKGMM_CASE(VK_TIMEOUT)
-    VKGMM_CASE(VK_INCOMPLETE)
-    VKGMM_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
-    VKGMM_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
-    VKGMM_CASE(VK_ERROR_INITIALIZATION_FAILED)
-    VKGMM_CASE(VK_ERROR_DEVICE_LOST)
-    VKGMM_CASE(VK_ERROR_MEMORY_MAP_FAILED)
-    VKGMM_CASE(VK_ERROR_LAYER_NOT_PRESENT)
-    VKGMM_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
-    VKGMM_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
-    VKGMM_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
-    VKGMM_CASE(VK_ERROR_TOO_MANY_OBJECTS)
-    VKGMM_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
-    VKGMM_CASE(VK_ERROR_FRAGMENTED_POOL)
-    VKGMM_CASE(VK_ERROR_UNKNOWN)
-    VKGMM_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
-#undef VKGMM_CASE
-    default:
-      return "VkResult(unknown)";
-  }
-}
-
-void check_vk(VkResult r, const char* what) {
-  if (r == VK_SUCCESS) return;
-  std::string msg = std::string(what) + " failed: " + vk_result_name(r);
-  if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY)
-    throw Error(Status::out_of_memory, msg);
-  if (r == VK_ERROR_DEVICE_LOST || r == VK_TIMEOUT) throw Error(Status::device_lost, msg);
-  throw Error(Status::vulkan_error, msg);
-}
-
 namespace {
 
 const char* env_lookup(const char* name) { return std::getenv(name); }
@@ -58,9 +20,7 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagB
                                                 VkDebugUtilsMessageTypeFlagsEXT,
                                                 const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
   if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
-  auto* impl = static_cast<Context::Impl*>(user);
-  std::lock_guard lock(impl->messages_mutex);
-  impl->validation_messages.emplace_back(data && data->pMessage ? data->pMessage : "(no message)");
+  static_cast<ValidationLog*>(user)->add(data && data->pMessage ? data->pMessage : "(no message)");
   return VK_FALSE;
 }
 
@@ -139,116 +99,29 @@ uint32_t pick_compute_family(VkPhysicalDevice pd) {
 Context::Impl::~Impl() {
   // Work whose wait timed out may still run: wait for it once more, bounded. If it still runs, destroying
   // what it uses would be undefined behaviour: leak the device's objects rather than crash or hang.
-  if (device && !settle_pending()) {
+  if (dev.device && !submitter.settle()) {
     report_teardown_messages({"vkgmm: a submission still runs after its wait timed out twice; the Context's "
                               "Vulkan objects are leaked rather than destroyed under the device"});
     return;
   }
-  if (device) {
+  if (dev.device) {
     // Only a device vkgmm owns is waited idle: waiting on a borrowed one would need every one of the
     // app's queues locked. vkgmm's own submissions are all complete here (waited or settled above).
-    if (owns_device) vkDeviceWaitIdle(device);
-    for (auto& [key, p] : pipelines) vkDestroyPipeline(device, p, nullptr);
-    if (pipeline_cache) vkDestroyPipelineCache(device, pipeline_cache, nullptr);
-    if (pipeline_layout) vkDestroyPipelineLayout(device, pipeline_layout, nullptr);
-    if (set_layout) vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
-    if (split_pipeline_layout) vkDestroyPipelineLayout(device, split_pipeline_layout, nullptr);
-    if (split_set_layout) vkDestroyDescriptorSetLayout(device, split_set_layout, nullptr);
+    if (dev.owns) vkDeviceWaitIdle(dev.device);
+    pipelines.destroy(dev.device);
   }
-  if (!owns_device) return;
-  if (device) vkDestroyDevice(device, nullptr);
-  if (messenger) {
-    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
-    if (destroy) destroy(instance, messenger, nullptr);
-  }
-  if (instance) vkDestroyInstance(instance, nullptr);
+  if (!dev.owns) return;
+  dev.destroy();
   // vkDestroyDevice and vkDestroyInstance report leaked objects through the messenger: keep them.
-  report_teardown_messages(std::move(validation_messages));
+  report_teardown_messages(log.take());
 }
 
-void Context::Impl::init_common() {
-  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-  subgroup.pNext = &driver;
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &subgroup;
-  vkGetPhysicalDeviceProperties2(physical, &props);
-  vkGetPhysicalDeviceMemoryProperties(physical, &memory);
-  const auto& lim = props.properties.limits;
-  info.name = props.properties.deviceName;
-  info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
-  info.type = props.properties.deviceType;
-  info.api_version = props.properties.apiVersion;
-  info.subgroup_size = subgroup.subgroupSize;
-  info.max_shared_memory = lim.maxComputeSharedMemorySize;
-  info.max_workgroup_invocations = lim.maxComputeWorkGroupInvocations;
-  for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = lim.maxComputeWorkGroupCount[i];
-  info.max_storage_buffer_range = lim.maxStorageBufferRange;
-  info.min_storage_buffer_offset_alignment = lim.minStorageBufferOffsetAlignment;
-  query_texel_support(physical, lim, info);
-  for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
-    if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
-      info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
-  uint32_t nf = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nf, nullptr);
-  std::vector<VkQueueFamilyProperties> fams(nf);
-  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nf, fams.data());
-  info.timestamps = queue_family < nf && fams[queue_family].timestampValidBits > 0 &&
-                    lim.timestampComputeAndGraphics;
-  info.timestamp_period_ns = lim.timestampPeriod;
-
-  PFN_vkGetDeviceProcAddr get_device_proc_addr = vkGetDeviceProcAddr;
-  if (app_get_instance_proc_addr) {
-    auto p = app_get_instance_proc_addr(instance, "vkGetDeviceProcAddr");
-    if (!p) throw Error(Status::invalid_argument, "BorrowedDevice.get_instance_proc_addr: no vkGetDeviceProcAddr");
-    get_device_proc_addr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(p);
-  }
-  push_descriptor_set =
-      reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(get_device_proc_addr(device, "vkCmdPushDescriptorSetKHR"));
-  info.push_descriptor = push_descriptor_set != nullptr;
-  if (!push_descriptor_set)
-    throw Error(Status::unsupported, "device: VK_KHR_push_descriptor is required and was not enabled");
-
-  // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
-  // inputs' texel views) and the split one of storage buffers for operands bound in parts
-  // (kNumSplitBindings must stay within maxPushDescriptors, >= 32).
-  auto make_layouts = [&](bool split, VkDescriptorSetLayout& set, VkPipelineLayout& layout) {
-    VkDescriptorSetLayoutBinding bindings[kNumSplitBindings];
-    const uint32_t count = binding_count(split);
-    for (uint32_t b = 0; b < count; ++b)
-      bindings[b] = {b, binding_type(b, split), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
-    VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-    sl.bindingCount = count;
-    sl.pBindings = bindings;
-    check_vk(vkCreateDescriptorSetLayout(device, &sl, nullptr, &set), "vkCreateDescriptorSetLayout");
-    VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, abi::kPushConstantBytes};
-    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    pl.setLayoutCount = 1;
-    pl.pSetLayouts = &set;
-    pl.pushConstantRangeCount = 1;
-    pl.pPushConstantRanges = &pc;
-    check_vk(vkCreatePipelineLayout(device, &pl, nullptr, &layout), "vkCreatePipelineLayout");
-  };
-  make_layouts(false, set_layout, pipeline_layout);
-  make_layouts(true, split_set_layout, split_pipeline_layout);
-  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  check_vk(vkCreatePipelineCache(device, &pci, nullptr, &pipeline_cache), "vkCreatePipelineCache");
-}
-
-uint32_t Context::Impl::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags want) const {
-  for (uint32_t i = 0; i < memory.memoryTypeCount; ++i)
-    if ((type_bits & (1u << i)) && (memory.memoryTypes[i].propertyFlags & want) == want) return i;
-  return UINT32_MAX;
-}
-
-void Context::Impl::throw_if_validation_messages() {
-  std::lock_guard lock(messages_mutex);
-  if (validation_messages.empty()) return;
-  std::string first = validation_messages.front();
-  size_t count = validation_messages.size();
-  validation_messages.clear();
+void ValidationLog::throw_if_any() {
+  std::lock_guard lock(mutex_);
+  if (messages_.empty()) return;
+  std::string first = messages_.front();
+  size_t count = messages_.size();
+  messages_.clear();
   throw Error(Status::validation, "validation layer: " + first +
                                       (count > 1 ? " (and " + std::to_string(count - 1) + " more)" : ""));
 }
@@ -260,10 +133,11 @@ Context::~Context() = default;
 
 Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()) {
   Impl& im = *impl_;
-  im.owns_device = true;
-  im.options = resolve_options(options, env_lookup);
-  im.faults.configure(im.options.inject_fault);
-  const bool validate = im.options.validate;
+  Device& dev = im.dev;
+  dev.owns = true;
+  dev.options = resolve_options(options, env_lookup);
+  im.submitter.faults.configure(dev.options.inject_fault);
+  const bool validate = dev.options.validate;
   const char* layer = "VK_LAYER_KHRONOS_validation";
   std::vector<const char*> layers, extensions;
   if (validate) {
@@ -289,7 +163,7 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
   dm.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
                    VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   dm.pfnUserCallback = on_debug_message;
-  dm.pUserData = &im;
+  dm.pUserData = &im.log;
   VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ici.pNext = debug_utils ? &dm : nullptr;  // also catches messages from instance creation itself
   ici.flags = flags;
@@ -298,24 +172,24 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
   ici.ppEnabledLayerNames = layers.data();
   ici.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   ici.ppEnabledExtensionNames = extensions.data();
-  check_vk(vkCreateInstance(&ici, nullptr, &im.instance), "vkCreateInstance");
+  check_vk(vkCreateInstance(&ici, nullptr, &dev.instance), "vkCreateInstance");
   if (debug_utils) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(im.instance, "vkCreateDebugUtilsMessengerEXT"));
-    check_vk(create(im.instance, &dm, nullptr, &im.messenger), "vkCreateDebugUtilsMessengerEXT");
+        vkGetInstanceProcAddr(dev.instance, "vkCreateDebugUtilsMessengerEXT"));
+    check_vk(create(dev.instance, &dm, nullptr, &dev.messenger), "vkCreateDebugUtilsMessengerEXT");
   }
 
-  im.physical = pick_device(im.instance, im.options.device);
-  im.queue_family = pick_compute_family(im.physical);
+  dev.physical = pick_device(dev.instance, dev.options.device);
+  dev.queue_family = pick_compute_family(dev.physical);
 
-  const DeviceRequirements req = device_requirements(im.physical);
+  const DeviceRequirements req = device_requirements(dev.physical);
   if (!req.supported) throw Error(Status::unsupported, "device: " + req.missing.front());
 
   // Optional features: enabled when present, never required.
   VkPhysicalDeviceVulkan11Features have11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceFeatures2 have{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   have.pNext = &have11;
-  vkGetPhysicalDeviceFeatures2(im.physical, &have);
+  vkGetPhysicalDeviceFeatures2(dev.physical, &have);
   VkPhysicalDeviceVulkan11Features en11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   en11.storageBuffer16BitAccess = have11.storageBuffer16BitAccess;
   VkPhysicalDeviceFeatures2 en{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -324,7 +198,7 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-  qci.queueFamilyIndex = im.queue_family;
+  qci.queueFamilyIndex = dev.queue_family;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
@@ -333,11 +207,12 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(req.required_extensions.size());
   dci.ppEnabledExtensionNames = req.required_extensions.data();
-  check_vk(vkCreateDevice(im.physical, &dci, nullptr, &im.device), "vkCreateDevice");
-  vkGetDeviceQueue(im.device, im.queue_family, 0, &im.queue);
-  im.init_common();
-  im.info.storage_buffer_16bit = en11.storageBuffer16BitAccess;
-  im.throw_if_validation_messages();
+  check_vk(vkCreateDevice(dev.physical, &dci, nullptr, &dev.device), "vkCreateDevice");
+  vkGetDeviceQueue(dev.device, dev.queue_family, 0, &dev.queue);
+  dev.query();
+  im.pipelines.init(dev.device);
+  dev.info.storage_buffer_16bit = en11.storageBuffer16BitAccess;
+  im.log.throw_if_any();
 }
 
 Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
@@ -358,30 +233,29 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
     throw Error(Status::invalid_argument, "BorrowedDevice.queue_family = " + std::to_string(d.queue_family) +
                                               " is not a queue family with VK_QUEUE_COMPUTE_BIT");
   auto impl = std::make_shared<Impl>();
-  impl->owns_device = false;
-  impl->options = std::move(resolved);
-  impl->faults.configure(impl->options.inject_fault);
-  impl->instance = d.instance;
-  impl->physical = d.physical_device;
-  impl->device = d.device;
-  impl->queue = d.queue;
-  impl->queue_family = d.queue_family;
-  impl->app_get_instance_proc_addr = d.get_instance_proc_addr;
-  impl->init_common();
+  Device& dev = impl->dev;
+  dev.owns = false;
+  dev.options = std::move(resolved);
+  impl->submitter.faults.configure(dev.options.inject_fault);
+  dev.instance = d.instance;
+  dev.physical = d.physical_device;
+  dev.device = d.device;
+  dev.queue = d.queue;
+  dev.queue_family = d.queue_family;
+  dev.app_get_instance_proc_addr = d.get_instance_proc_addr;
+  dev.query();
+  impl->pipelines.init(dev.device);
   // Only the app knows which optional features it enabled; without its word, the paths that need none.
-  impl->info.storage_buffer_16bit = d.storage_buffer_16bit;
+  dev.info.storage_buffer_16bit = d.storage_buffer_16bit;
   return Context(std::move(impl));
 }
 
-const DeviceInfo& Context::info() const { return impl_->info; }
-ContextOptions Context::options() const { return to_public(impl_->options); }
-VkDevice Context::device() const { return impl_->device; }
+const DeviceInfo& Context::info() const { return impl_->dev.info; }
+ContextOptions Context::options() const { return to_public(impl_->dev.options); }
+VkDevice Context::device() const { return impl_->dev.device; }
 
-std::vector<std::string> Context::take_validation_messages() {
-  std::lock_guard lock(impl_->messages_mutex);
-  return std::exchange(impl_->validation_messages, {});
-}
+std::vector<std::string> Context::take_validation_messages() { return impl_->log.take(); }
 
-// submit_and_wait: host/submit.cpp. Buffers: host/buffer.cpp.
+// submit_and_wait: host/submitter.cpp. Buffers: host/buffer.cpp.
 
 }  // namespace vkgmm

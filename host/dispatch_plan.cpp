@@ -10,15 +10,15 @@
 
 namespace vkgmm {
 
-DispatchPlan::DispatchPlan(Context& ctx, Op op) : ctx_(ctx.shared_impl()), op_(op) {
+DispatchPlan::DispatchPlan(Context& ctx, Op op) : ctx_(ContextInternals::shared(ctx)), op_(op) {
   if (op == Op::gmm)
     kernel_.declare(abi::kGmmConstants);
   else
     kernel_.declare(abi::kTgmmConstants);
 }
 
-const DeviceInfo& DispatchPlan::info() const { return ctx_->info; }
-const ResolvedOptions& DispatchPlan::options() const { return ctx_->options; }
+const DeviceInfo& DispatchPlan::info() const { return ctx_->dev.info; }
+const ResolvedOptions& DispatchPlan::options() const { return ctx_->dev.options; }
 
 void DispatchPlan::set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out, bool existing_out) {
   operands_[0] = lhs;
@@ -68,7 +68,7 @@ void DispatchPlan::build() {
     kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, operands_[2].type);
     kernel_.create(*ctx_, part_bytes_);
   }
-  ctx_->throw_if_validation_messages();
+  ctx_->log.throw_if_any();
 }
 
 // The views checked and resolved: descriptors in binding order, push constants with the operands'

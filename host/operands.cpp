@@ -74,7 +74,7 @@ void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
                    uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels) {
   const bool split = count == kNumSplitBindings;
-  VkPipelineLayout layout = split ? ctx.split_pipeline_layout : ctx.pipeline_layout;
+  VkPipelineLayout layout = ctx.pipelines.layout(split);
   VkWriteDescriptorSet writes[kNumSplitBindings + 2];
   for (uint32_t b = 0; b < count; ++b) {
     writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
@@ -95,7 +95,7 @@ void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, 
     }
   }
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-  ctx.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, n, writes);
+  ctx.dev.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, n, writes);
   vkCmdPushConstants(cb, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
 }
 

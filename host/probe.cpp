@@ -87,7 +87,7 @@ double best_rate(uint64_t units, uint64_t max_units, const std::function<double(
 }
 
 double measure_fma(Context& ctx, Stopwatch& watch) {
-  Context::Impl& im = ctx.impl();
+  Context::Impl& im = ContextInternals::of(ctx);
   const DeviceInfo& info = ctx.info();
   const ShaderCode code = fma_ceiling_shader();
   std::vector<uint32_t> constants(VKGMM_ID_CEILING_ITERS + 1);
@@ -136,7 +136,7 @@ DeviceCeilings measure_ceilings(Context& ctx) {
   DeviceCeilings c;
   c.fma_gflops = measure_fma(ctx, watch);
   c.copy_gbps = measure_copy(ctx, watch);
-  ctx.impl().throw_if_validation_messages();
+  ContextInternals::of(ctx).log.throw_if_any();
   return c;
 }
 

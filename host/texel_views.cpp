@@ -26,16 +26,13 @@ TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, 
   const VkDeviceSize esize = dtype_size(t);
   VkBufferView v = VK_NULL_HANDLE;
   VkDeviceSize bytes = 0;
-  {
-    std::lock_guard lock(ctx.buffers_mutex);
-    if (auto it = ctx.own_buffers.find(view.buffer); it != ctx.own_buffers.end()) {
-      v = it->second.texel_views[f];
-      bytes = it->second.size;
-    }
+  if (const std::optional<OwnBuffer> own = ctx.buffers.find(view.buffer)) {
+    v = own->texel_views[f];
+    bytes = own->size;
   }
   if (!v || view.offset % esize != 0) return {};
   const uint64_t first = view.offset / esize;
-  const uint64_t texels = std::min<uint64_t>(bytes / kTexelBytes[f], ctx.info.max_texel_buffer_elements);
+  const uint64_t texels = std::min<uint64_t>(bytes / kTexelBytes[f], ctx.dev.info.max_texel_buffer_elements);
   // Element indices are 32-bit in the shaders.
   if (first + count > UINT32_MAX || (first + count + 3) / 4 > texels) return {};
   return {v, static_cast<uint32_t>(first)};
@@ -54,11 +51,11 @@ void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits
   info.max_texel_buffer_elements = limits.maxTexelBufferElements;
 }
 
-void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]) {
+void create_texel_views(const Device& dev, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]) {
   for (uint32_t i = 0; i < 2; ++i) {
     views[i] = VK_NULL_HANDLE;
-    const VkDeviceSize texels = std::min<VkDeviceSize>(bytes / kTexelBytes[i], ctx.info.max_texel_buffer_elements);
-    if (!format_used(ctx.info, i) || texels == 0) continue;
+    const VkDeviceSize texels = std::min<VkDeviceSize>(bytes / kTexelBytes[i], dev.info.max_texel_buffer_elements);
+    if (!format_used(dev.info, i) || texels == 0) continue;
     VkBufferViewCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
     ci.buffer = buffer;
     ci.format = kTexelFormats[i];
@@ -67,10 +64,10 @@ void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize 
     // Into a local first: on failure the handle is undefined. Views made before a failure are destroyed
     // here: nothing else knows of them yet.
     VkBufferView view = VK_NULL_HANDLE;
-    const VkResult r = vkCreateBufferView(ctx.device, &ci, nullptr, &view);
+    const VkResult r = vkCreateBufferView(dev.device, &ci, nullptr, &view);
     if (r != VK_SUCCESS) {
       for (uint32_t j = 0; j < i; ++j)
-        if (views[j]) vkDestroyBufferView(ctx.device, views[j], nullptr);
+        if (views[j]) vkDestroyBufferView(dev.device, views[j], nullptr);
       views[0] = views[1] = VK_NULL_HANDLE;
       check_vk(r, "create_buffer: vkCreateBufferView");
     }

@@ -25,7 +25,7 @@ void query_texel_support(VkPhysicalDevice physical, const VkPhysicalDeviceLimits
 // The views of a new vkgmm buffer of `bytes` (null on GPUs, where the format is unsupported, or where the
 // buffer holds no whole texel); they cover the buffer from offset 0, up to maxTexelBufferElements texels.
 // Throws with none left behind when one cannot be created.
-void create_texel_views(const Context::Impl& ctx, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]);
+void create_texel_views(const Device& dev, VkBuffer buffer, VkDeviceSize bytes, VkBufferView (&views)[2]);
 
 // True on a CPU device that reads both element types through texel views, where `allowed`
 // (ContextOptions::texel_loads): plans then build their VKGMM_TEXEL pipeline.

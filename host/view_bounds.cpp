@@ -12,16 +12,13 @@ void check_views_in_buffers(const Context::Impl& ctx, const char* op,
     if (view.buffer == VK_NULL_HANDLE) continue;
     VkDeviceSize size = 0;
     bool exact = false;
-    {
-      std::lock_guard lock(ctx.buffers_mutex);
-      if (auto it = ctx.own_buffers.find(view.buffer); it != ctx.own_buffers.end()) {
-        size = it->second.size;
-        exact = true;
-      }
+    if (const std::optional<OwnBuffer> own = ctx.buffers.find(view.buffer)) {
+      size = own->size;
+      exact = true;
     }
     if (!exact) {
       VkMemoryRequirements req;
-      vkGetBufferMemoryRequirements(ctx.device, view.buffer, &req);
+      vkGetBufferMemoryRequirements(ctx.dev.device, view.buffer, &req);
       size = req.size;
     }
     if (view.offset > size || view.size > size - view.offset)

@@ -43,21 +43,21 @@ TEST_F(DeviceTest, FailedSubmitIsAnErrorAndRunsNothing) {
   Buffer out = ctx().create_buffer(plan.sizes().out);
   std::vector<uint8_t> poison(plan.sizes().out, 0x5A), after(plan.sizes().out);
   out.upload(poison.data(), poison.size());
-  ctx().impl().faults.arm(FaultPoint::submit, VK_ERROR_OUT_OF_HOST_MEMORY);
+  ContextInternals::of(ctx()).submitter.faults.arm(FaultPoint::submit, VK_ERROR_OUT_OF_HOST_MEMORY);
   expect_error([&] { ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {lhs.view(), rhs.view(), out.view(), {}}); }); },
                Status::out_of_memory, {"vkQueueSubmit", "VK_ERROR_OUT_OF_HOST_MEMORY"});
   out.download(after.data(), after.size());
   EXPECT_EQ(after, poison);
-  ctx().impl().faults.arm(FaultPoint::submit, VK_ERROR_UNKNOWN);
+  ContextInternals::of(ctx()).submitter.faults.arm(FaultPoint::submit, VK_ERROR_UNKNOWN);
   expect_error([&] { expect_gmm_works(ctx()); }, Status::vulkan_error, {"VK_ERROR_UNKNOWN"});
   expect_gmm_works(ctx());  // usable afterwards
 }
 
 TEST_F(DeviceTest, InjectedTimeoutIsAnErrorAndTheContextStaysUsable) {
-  ctx().impl().faults.arm(FaultPoint::wait, VK_TIMEOUT);
+  ContextInternals::of(ctx()).submitter.faults.arm(FaultPoint::wait, VK_TIMEOUT);
   expect_error([&] { expect_gmm_works(ctx()); }, Status::device_lost, {"vkWaitForFences", "VK_TIMEOUT"});
   expect_gmm_works(ctx());
-  ctx().impl().faults.arm(FaultPoint::wait, VK_ERROR_OUT_OF_DEVICE_MEMORY);
+  ContextInternals::of(ctx()).submitter.faults.arm(FaultPoint::wait, VK_ERROR_OUT_OF_DEVICE_MEMORY);
   expect_error([&] { expect_gmm_works(ctx()); }, Status::out_of_memory, {"VK_ERROR_OUT_OF_DEVICE_MEMORY"});
   expect_gmm_works(ctx());
 }
@@ -79,24 +79,23 @@ TEST_F(DeviceTest, RealTimeoutIsBoundedAndRecoverable) {
   EXPECT_LT(seconds, 30.0);
   // The timed-out work and the buffers it used were parked, not freed under the device; the context
   // keeps working (its bound lifted here, through the internals, so the next run can finish).
-  c.impl().options.timeout_s = 600;
+  ContextInternals::of(c).dev.options.timeout_s = 600;
   EXPECT_TRUE(all_close(run_gmm(c, p, l, r), reference::gmm(p, l, r), 1e-3, 1e-5));
-  EXPECT_TRUE(c.impl().settle_pending());
-  std::lock_guard lock(c.impl().queue_mutex);
-  EXPECT_TRUE(c.impl().graveyard.empty());
+  EXPECT_TRUE(ContextInternals::of(c).submitter.settle());
+  EXPECT_TRUE(ContextInternals::of(c).submitter.idle());
 }
 
 TEST_F(DeviceTest, DeviceLossIsReportedThenRefusedFast) {
   Context c = validated_context();
   expect_gmm_works(c);
-  c.impl().faults.arm(FaultPoint::wait, VK_ERROR_DEVICE_LOST);
+  ContextInternals::of(c).submitter.faults.arm(FaultPoint::wait, VK_ERROR_DEVICE_LOST);
   expect_error([&] { expect_gmm_works(c); }, Status::device_lost, {"vkWaitForFences", "VK_ERROR_DEVICE_LOST"});
   // Every later submission fails at once (a lost device never comes back), naming the loss.
   expect_error([&] { expect_gmm_works(c); }, Status::device_lost, {"VK_ERROR_DEVICE_LOST", "new Context"});
   EXPECT_TRUE(c.take_validation_messages().empty());
   // A lost submission at vkQueueSubmit is reported the same way, on a fresh context.
   Context d = validated_context();
-  d.impl().faults.arm(FaultPoint::submit, VK_ERROR_DEVICE_LOST);
+  ContextInternals::of(d).submitter.faults.arm(FaultPoint::submit, VK_ERROR_DEVICE_LOST);
   expect_error([&] { expect_gmm_works(d); }, Status::device_lost, {"vkQueueSubmit", "VK_ERROR_DEVICE_LOST"});
   expect_error([&] { d.create_buffer(64); }, Status::device_lost, {"VK_ERROR_DEVICE_LOST"});
 }
@@ -106,11 +105,11 @@ TEST_F(DeviceTest, DeviceLossIsReportedThenRefusedFast) {
 // at its first submission.
 TEST_F(DeviceTest, ConfiguredFaultArmsOnce) {
   Context c = validated_context();
-  c.impl().faults.configure("wait:VK_ERROR_UNKNOWN");
+  ContextInternals::of(c).submitter.faults.configure("wait:VK_ERROR_UNKNOWN");
   expect_error([&] { expect_gmm_works(c); }, Status::vulkan_error, {"VK_ERROR_UNKNOWN"});
   expect_gmm_works(c);  // armed once
   Context d = validated_context();
-  d.impl().faults.configure("sometimes");
+  ContextInternals::of(d).submitter.faults.configure("sometimes");
   expect_error([&] { expect_gmm_works(d); }, Status::invalid_argument, {"VKGMM_INJECT_FAULT", "sometimes"});
 }
 

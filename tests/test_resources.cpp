@@ -59,7 +59,7 @@ void expect_gmm_works(Context& c) { expect_gmm_matches_reference(c, small_gmm(),
 
 VkDeviceSize largest_heap(const Context& c) {
   VkDeviceSize h = 0;
-  for (uint32_t i = 0; i < c.impl().memory.memoryHeapCount; ++i) h = std::max(h, c.impl().memory.memoryHeaps[i].size);
+  for (uint32_t i = 0; i < ContextInternals::of(c).dev.memory.memoryHeapCount; ++i) h = std::max(h, ContextInternals::of(c).dev.memory.memoryHeaps[i].size);
   return h;
 }
 
@@ -69,7 +69,7 @@ TEST_F(DeviceTest, BufferLargerThanDeviceMemoryIsOutOfMemory) {
                {"create_buffer", std::to_string(heap + 1), "heap", std::to_string(heap)});
   expect_error([&] { ctx().create_buffer(VkDeviceSize{1} << 62); }, Status::out_of_memory, {"create_buffer"});
   expect_gmm_works(ctx());
-  EXPECT_EQ(ctx().impl().live_allocations.load(), 0);
+  EXPECT_EQ(ContextInternals::of(ctx()).buffers.live_allocations(), 0);
 }
 
 // Requests that fit one at a time but not together: vkgmm counts what it holds against the heap.
@@ -79,7 +79,7 @@ TEST_F(DeviceTest, BuffersPastTheHeapTogetherAreOutOfMemory) {
     VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props.pNext = &m3;
-    vkGetPhysicalDeviceProperties2(ctx().impl().physical, &props);
+    vkGetPhysicalDeviceProperties2(ContextInternals::of(ctx()).dev.physical, &props);
     return m3.maxMemoryAllocationSize;
   }();
   // Pieces of at most maxMemoryAllocationSize until the heap is (by vkgmm's count) full. Untouched, so
@@ -155,7 +155,7 @@ TEST_F(DeviceTest, TenThousandCallsKeepMemoryFlat) {
   // Warm-up: pipelines, the driver's and the validation layer's tables, the allocator's pools.
   for (int i = 0; i < 400; ++i) call(i);
   const uint64_t rss0 = rss_bytes();
-  const int64_t allocations0 = c.impl().live_allocations.load();
+  const int64_t allocations0 = ContextInternals::of(c).buffers.live_allocations();
   const auto t0 = std::chrono::steady_clock::now();
   constexpr int kCalls = 10000;
   for (int i = 0; i < kCalls; ++i) call(i);
@@ -165,7 +165,7 @@ TEST_F(DeviceTest, TenThousandCallsKeepMemoryFlat) {
   std::vector<float> got(gwant.size());
   out.download(got.data(), got.size() * 4);
   EXPECT_TRUE(all_close(got, gwant, 1e-3, 1e-5));
-  EXPECT_EQ(c.impl().live_allocations.load(), allocations0);
+  EXPECT_EQ(ContextInternals::of(c).buffers.live_allocations(), allocations0);
   const double growth_mib = (double(rss1) - double(rss0)) / (1 << 20);
   std::printf("%d calls in %.1f s; RSS %.1f MiB -> %.1f MiB (%+.2f MiB); %lld live allocations\n", kCalls, seconds,
               rss0 / 1048576.0, rss1 / 1048576.0, growth_mib, static_cast<long long>(allocations0));
@@ -191,7 +191,7 @@ TEST(Teardown, EveryVulkanObjectIsDestroyed) {
     run_backward(c, p, l, r, random_values(size_t(p.m) * p.n, DType::f32, rng));
     p.group_sizes = {-1};
     EXPECT_THROW(GmmPlan(c, p), Error);
-    c.impl().faults.arm(FaultPoint::wait, VK_TIMEOUT);
+    ContextInternals::of(c).submitter.faults.arm(FaultPoint::wait, VK_TIMEOUT);
     EXPECT_THROW(run_gmm(c, small_gmm(), l, r), Error);
     EXPECT_TRUE(c.take_validation_messages().empty());
   }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "../context_impl.hpp"
 #include "c_api.hpp"
 
 using vkgmm::c_api::guarded;
@@ -113,7 +114,7 @@ vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.offset,
 
 void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::Context::Impl>& owner) {
   require(ctx, "ctx");
-  if (ctx->ctx.shared_impl() != owner)
+  if (vkgmm::ContextInternals::shared(ctx->ctx) != owner)
     throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
 }
 
@@ -141,7 +142,7 @@ vkgmm_status create_plan(vkgmm_context* ctx, const CProblem* problem, const char
     *out = nullptr;
     require(ctx, "ctx");
     require(problem, problem_name);
-    *out = new Handle{Plan(ctx->ctx, to_cpp(*problem)), ctx->ctx.shared_impl()};
+    *out = new Handle{Plan(ctx->ctx, to_cpp(*problem)), vkgmm::ContextInternals::shared(ctx->ctx)};
   });
 }
 

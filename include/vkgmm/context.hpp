@@ -120,9 +120,10 @@ class Buffer {
   VkDeviceSize size_ = 0;
 };
 
+struct ContextInternals;
+
 class Context {
  public:
-  struct Impl;
 
   explicit Context(const ContextOptions& options = {});
   // Wrap an application's device: the handles stay the application's. `options.device` and
@@ -146,10 +147,10 @@ class Context {
   // Validation messages seen since the last call (the tests fail on any).
   std::vector<std::string> take_validation_messages();
 
-  Impl& impl() const { return *impl_; }
-  std::shared_ptr<Impl> shared_impl() const { return impl_; }
+  struct Impl;  // opaque: defined inside the library
 
  private:
+  friend struct ContextInternals;  // the library's own access to the parts
   explicit Context(std::shared_ptr<Impl> impl);
   std::shared_ptr<Impl> impl_;
 };

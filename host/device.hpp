@@ -1,0 +1,39 @@
+// The Vulkan device a Context runs on, made by vkgmm or borrowed from the app, and what vkgmm learned
+// of it once (internal; a part of Context::Impl).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include "options.hpp"
+#include "vkgmm/context.hpp"
+
+namespace vkgmm {
+
+// Throw an Error naming `what` when r is not VK_SUCCESS (device loss and OOM get their own codes).
+void check_vk(VkResult r, const char* what);
+const char* vk_result_name(VkResult r);
+
+struct Device {
+  bool owns = false;  // vkgmm made the instance and device, and destroys them
+  VkInstance instance = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;  // may be null for a borrowed device that only records
+  uint32_t queue_family = 0;
+  // A wrapped app's vkGetInstanceProcAddr (null: the linked loader's), for extension entry points.
+  PFN_vkGetInstanceProcAddr app_get_instance_proc_addr = nullptr;
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set = nullptr;
+
+  DeviceInfo info;
+  VkPhysicalDeviceMemoryProperties memory{};
+  ResolvedOptions options;  // read once, when the Context is made
+
+  // After the handles are set: fills info and memory, resolves push_descriptor_set (required).
+  void query();
+  uint32_t find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags want) const;
+  // Destroys the messenger, the device and the instance when vkgmm owns them.
+  void destroy();
+};
+
+}  // namespace vkgmm

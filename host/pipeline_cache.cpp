@@ -1,0 +1,84 @@
+// The pipeline cache: the descriptor layouts, and one VkPipeline per (shader, specialization
+// constants), created on first use.
+#include "pipeline_cache.hpp"
+
+#include "device.hpp"
+#include "interface.hpp"
+
+namespace vkgmm {
+
+void PipelineCache::init(VkDevice device) {
+  // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
+  // inputs' texel views) and the split one of storage buffers for operands bound in parts
+  // (kNumSplitBindings must stay within maxPushDescriptors, >= 32).
+  auto make_layouts = [&](bool split, VkDescriptorSetLayout& set, VkPipelineLayout& layout) {
+    VkDescriptorSetLayoutBinding bindings[kNumSplitBindings];
+    const uint32_t count = binding_count(split);
+    for (uint32_t b = 0; b < count; ++b)
+      bindings[b] = {b, binding_type(b, split), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+    sl.bindingCount = count;
+    sl.pBindings = bindings;
+    check_vk(vkCreateDescriptorSetLayout(device, &sl, nullptr, &set), "vkCreateDescriptorSetLayout");
+    VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, abi::kPushConstantBytes};
+    VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    pl.setLayoutCount = 1;
+    pl.pSetLayouts = &set;
+    pl.pushConstantRangeCount = 1;
+    pl.pPushConstantRanges = &pc;
+    check_vk(vkCreatePipelineLayout(device, &pl, nullptr, &layout), "vkCreatePipelineLayout");
+  };
+  make_layouts(false, set_layout_, layout_);
+  make_layouts(true, split_set_layout_, split_layout_);
+  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  check_vk(vkCreatePipelineCache(device, &pci, nullptr, &cache_), "vkCreatePipelineCache");
+}
+
+
+void PipelineCache::destroy(VkDevice device) {
+  for (auto& [key, p] : pipelines_) vkDestroyPipeline(device, p, nullptr);
+  pipelines_.clear();
+  if (cache_) vkDestroyPipelineCache(device, cache_, nullptr);
+  if (layout_) vkDestroyPipelineLayout(device, layout_, nullptr);
+  if (set_layout_) vkDestroyDescriptorSetLayout(device, set_layout_, nullptr);
+  if (split_layout_) vkDestroyPipelineLayout(device, split_layout_, nullptr);
+  if (split_set_layout_) vkDestroyDescriptorSetLayout(device, split_set_layout_, nullptr);
+}
+
+VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t words,
+                              const std::vector<uint32_t>& constants, bool split) {
+  Key key{code, constants};
+  std::lock_guard lock(mutex_);
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+
+  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  smi.codeSize = words * sizeof(uint32_t);
+  smi.pCode = code;
+  VkShaderModule module = VK_NULL_HANDLE;
+  check_vk(vkCreateShaderModule(device, &smi, nullptr, &module), "vkCreateShaderModule");
+
+  std::vector<VkSpecializationMapEntry> entries(constants.size());
+  for (uint32_t i = 0; i < constants.size(); ++i) entries[i] = {i, i * 4u, 4};
+  VkSpecializationInfo spec{};
+  spec.mapEntryCount = static_cast<uint32_t>(entries.size());
+  spec.pMapEntries = entries.data();
+  spec.dataSize = constants.size() * 4;
+  spec.pData = constants.data();
+
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = module;
+  ci.stage.pName = "main";
+  ci.stage.pSpecializationInfo = &spec;
+  ci.layout = layout(split);
+  VkPipeline p = VK_NULL_HANDLE;
+  VkResult r = vkCreateComputePipelines(device, cache_, 1, &ci, nullptr, &p);
+  vkDestroyShaderModule(device, module, nullptr);
+  check_vk(r, "vkCreateComputePipelines");
+  pipelines_.emplace(std::move(key), p);
+  return p;
+}
+
+}  // namespace vkgmm

@@ -1,0 +1,71 @@
+// The pipelines of a Context (internal; a part of Context::Impl): the two descriptor layouts every
+// vkgmm module binds to, and one VkPipeline per (module, specialization constants), made on first use.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "interface.h"
+
+namespace vkgmm {
+
+// The one descriptor layout of every vkgmm pipeline (shaders/interface.h): storage buffers at these
+// bindings, pushed with vkCmdPushDescriptorSetKHR.
+enum Binding : uint32_t {
+  kLhs = VKGMM_BINDING_LHS,
+  kRhs = VKGMM_BINDING_RHS,
+  kOut = VKGMM_BINDING_OUT,
+  kExisting = VKGMM_BINDING_EXISTING,
+  kMeta = VKGMM_BINDING_META,
+  kNumBindings = VKGMM_NUM_BINDINGS
+};
+// The plain layout also holds texel views of lhs and rhs (uniform texel buffers), which only the
+// VKGMM_TEXEL modules declare and only their pipelines push.
+enum TexelBinding : uint32_t {
+  kLhsTexel = VKGMM_BINDING_LHS_TEXEL,
+  kRhsTexel = VKGMM_BINDING_RHS_TEXEL,
+  kNumPlainBindings = VKGMM_NUM_PLAIN_BINDINGS
+};
+// The split layout (VKGMM_SPLIT modules): operands larger than one binding may address are bound as up
+// to kMaxParts parts; part p > 0 of operand o (kLhs..kExisting) is at binding kNumBindings + 3 * o + p - 1.
+constexpr uint32_t kMaxParts = VKGMM_MAX_PARTS;
+constexpr uint32_t kNumSplitBindings = VKGMM_NUM_SPLIT_BINDINGS;
+static_assert(kNumSplitBindings == kNumBindings + 4 * (kMaxParts - 1));
+static_assert(uint32_t(kLhsTexel) == uint32_t(kNumBindings) && uint32_t(kNumPlainBindings) == kNumBindings + 2u);
+// What the host's layouts declare at `binding`: the plain layout (kNumPlainBindings) or the split one.
+inline VkDescriptorType binding_type(uint32_t binding, bool split) {
+  const bool texel = !split && (binding == kLhsTexel || binding == kRhsTexel);
+  return texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+}
+inline uint32_t binding_count(bool split) { return split ? kNumSplitBindings : kNumPlainBindings; }
+
+
+class PipelineCache {
+ public:
+  // The plain layout (storage buffers and the inputs' texel views) and the split one (operands in
+  // parts), both pushed with vkCmdPushDescriptorSetKHR, and a VkPipelineCache.
+  void init(VkDevice device);
+  void destroy(VkDevice device);
+  // `split`: the module was built with VKGMM_SPLIT and binds the split layout. constants[i] is
+  // constant_id i (ids the module does not declare are ignored).
+  VkPipeline get(VkDevice device, const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
+                 bool split = false);
+  VkPipelineLayout layout(bool split) const { return split ? split_layout_ : layout_; }
+
+ private:
+  struct Key {
+    const uint32_t* code = nullptr;
+    std::vector<uint32_t> constants;
+    bool operator<(const Key& o) const { return code != o.code ? code < o.code : constants < o.constants; }
+  };
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE, split_set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE, split_layout_ = VK_NULL_HANDLE;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::mutex mutex_;  // guards pipelines_; a pipeline is created under it on first use
+  std::map<Key, VkPipeline> pipelines_;
+};
+
+}  // namespace vkgmm
