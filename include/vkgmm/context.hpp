@@ -76,7 +76,7 @@ class Context;
 
 // A host-visible device buffer made by a Context. Move-only; it keeps its device alive, so it may
 // outlive the Context object it came from.
-class Buffer {
+class VKGMM_API Buffer {
  public:
   Buffer();
   Buffer(Buffer&&) noexcept;
@@ -95,14 +95,14 @@ class Buffer {
 
  private:
   friend class Context;
-  struct State;
+  struct VKGMM_HIDDEN State;
   std::unique_ptr<State> state_;
   VkDeviceSize size_ = 0;
 };
 
-class Context {
+class VKGMM_API Context {
  public:
-  struct Impl;
+  struct VKGMM_HIDDEN Impl;  // the library's, exported with nothing
 
   explicit Context(const ContextOptions& options = {});
   // Wrap an application's device: the handles stay the application's.
@@ -127,7 +127,7 @@ class Context {
   std::shared_ptr<Impl> shared_impl() const { return impl_; }
 
  private:
-  explicit Context(std::shared_ptr<Impl> impl);
+  VKGMM_HIDDEN explicit Context(std::shared_ptr<Impl> impl);  // wrap()'s, inside the library
   std::shared_ptr<Impl> impl_;
 };
 

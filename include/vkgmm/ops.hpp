@@ -58,7 +58,7 @@ struct OperandSizes {
   VkDeviceSize lhs = 0, rhs = 0, out = 0, existing_out = 0;
 };
 
-class GmmPlan {
+class VKGMM_API GmmPlan {
  public:
   GmmPlan(Context& ctx, const GmmProblem& problem);
   const GmmProblem& problem() const;
@@ -76,12 +76,12 @@ class GmmPlan {
   bool texel_loads(const GmmOperands& ops) const;
   void record(VkCommandBuffer cb, const GmmOperands& ops) const;
 
-  struct State;
+  struct VKGMM_HIDDEN State;  // the library's, exported with nothing
  private:
   std::shared_ptr<const State> state_;
 };
 
-class TgmmPlan {
+class VKGMM_API TgmmPlan {
  public:
   TgmmPlan(Context& ctx, const TgmmProblem& problem);
   const TgmmProblem& problem() const;
@@ -92,7 +92,7 @@ class TgmmPlan {
   bool texel_loads(const TgmmOperands& ops) const;  // as GmmPlan::texel_loads()
   void record(VkCommandBuffer cb, const TgmmOperands& ops) const;
 
-  struct State;
+  struct VKGMM_HIDDEN State;  // the library's, exported with nothing
  private:
   std::shared_ptr<const State> state_;
 };
@@ -107,7 +107,7 @@ struct GmmBackwardOperands {
   BufferView lhs, rhs, d_out, d_lhs, d_rhs;
 };
 
-class GmmBackwardPlan {
+class VKGMM_API GmmBackwardPlan {
  public:
   GmmBackwardPlan(Context& ctx, const GmmProblem& forward);
   const GmmPlan& d_lhs_plan() const { return d_lhs_; }
@@ -121,8 +121,8 @@ class GmmBackwardPlan {
 };
 
 // Conveniences: plan, record into a one-time command buffer, submit and wait.
-void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops);
-void tgmm(Context& ctx, const TgmmProblem& problem, const TgmmOperands& ops);
-void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops);
+VKGMM_API void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops);
+VKGMM_API void tgmm(Context& ctx, const TgmmProblem& problem, const TgmmOperands& ops);
+VKGMM_API void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops);
 
 }  // namespace vkgmm

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include "vkgmm/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,13 +34,13 @@ typedef enum vkgmm_status {
 } vkgmm_status;
 
 /* A static name for a status ("VKGMM_INVALID_ARGUMENT"); "VKGMM_UNKNOWN_STATUS" for other values. */
-const char* vkgmm_status_string(vkgmm_status status);
+VKGMM_API const char* vkgmm_status_string(vkgmm_status status);
 /* The message of the last call on this thread: why it failed, "" when it succeeded (except
  * vkgmm_device_requirements_query, which leaves what an unsupported device lacks). Valid until the next
  * vkgmm call on this thread. */
-const char* vkgmm_last_error_message(void);
+VKGMM_API const char* vkgmm_last_error_message(void);
 /* The library's version, "major.minor.patch". */
-const char* vkgmm_version_string(void);
+VKGMM_API const char* vkgmm_version_string(void);
 
 /* Element types; the values match the C++ vkgmm::DType. */
 typedef enum vkgmm_dtype { VKGMM_F32 = 0, VKGMM_F16 = 1, VKGMM_BF16 = 2 } vkgmm_dtype;
@@ -69,7 +71,7 @@ typedef struct vkgmm_device_requirements {
 /* physical_device may be VK_NULL_HANDLE: the requirements alone. Otherwise, when the device lacks
  * something required, out->supported = 0 and vkgmm_last_error_message() says what (the call still
  * returns VKGMM_OK). */
-vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
+VKGMM_API vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
 
 typedef struct vkgmm_context_options {
   const char* device; /* index or name substring; NULL or "": $VKGMM_DEVICE, else the best device */
@@ -88,17 +90,17 @@ typedef struct vkgmm_borrowed_device {
 } vkgmm_borrowed_device;
 
 /* options may be NULL (all defaults). */
-vkgmm_status vkgmm_context_create(const vkgmm_context_options* options, vkgmm_context** out);
-vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_context** out);
-void vkgmm_context_destroy(vkgmm_context* ctx);
+VKGMM_API vkgmm_status vkgmm_context_create(const vkgmm_context_options* options, vkgmm_context** out);
+VKGMM_API vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_context** out);
+VKGMM_API void vkgmm_context_destroy(vkgmm_context* ctx);
 /* The device's name (valid while ctx lives). */
-const char* vkgmm_context_device_name(const vkgmm_context* ctx);
-VkDevice vkgmm_context_device(const vkgmm_context* ctx);
+VKGMM_API const char* vkgmm_context_device_name(const vkgmm_context* ctx);
+VKGMM_API VkDevice vkgmm_context_device(const vkgmm_context* ctx);
 
 /* Record with `record` into a one-time command buffer, submit it and wait. A non-OK status from
  * `record` abandons the command buffer unsubmitted and is returned. */
 typedef vkgmm_status (*vkgmm_record_fn)(VkCommandBuffer cmd, void* user);
-vkgmm_status vkgmm_submit_and_wait(vkgmm_context* ctx, vkgmm_record_fn record, void* user);
+VKGMM_API vkgmm_status vkgmm_submit_and_wait(vkgmm_context* ctx, vkgmm_record_fn record, void* user);
 
 /* ----- buffers and views -------------------------------------------------------------------------- */
 
@@ -110,12 +112,12 @@ typedef struct vkgmm_buffer_view {
 } vkgmm_buffer_view;
 
 /* A host-visible, coherent storage buffer on the context's device. */
-vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize bytes, vkgmm_buffer** out);
-void vkgmm_buffer_destroy(vkgmm_buffer* buffer);
-vkgmm_status vkgmm_buffer_upload(vkgmm_buffer* buffer, const void* data, size_t bytes, size_t offset);
-vkgmm_status vkgmm_buffer_download(const vkgmm_buffer* buffer, void* data, size_t bytes, size_t offset);
+VKGMM_API vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize bytes, vkgmm_buffer** out);
+VKGMM_API void vkgmm_buffer_destroy(vkgmm_buffer* buffer);
+VKGMM_API vkgmm_status vkgmm_buffer_upload(vkgmm_buffer* buffer, const void* data, size_t bytes, size_t offset);
+VKGMM_API vkgmm_status vkgmm_buffer_download(const vkgmm_buffer* buffer, void* data, size_t bytes, size_t offset);
 /* The whole buffer as a view (a zero view for NULL). */
-vkgmm_buffer_view vkgmm_buffer_whole(const vkgmm_buffer* buffer);
+VKGMM_API vkgmm_buffer_view vkgmm_buffer_whole(const vkgmm_buffer* buffer);
 
 /* ----- problems ----------------------------------------------------------------------------------- */
 
@@ -185,30 +187,30 @@ typedef struct vkgmm_gmm_backward_sizes {
  * the barriers around it are the app's (README: "Recording into your command buffer"). A plan must
  * outlive the execution of every command buffer it was recorded into. *_run = record + submit + wait. */
 
-vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out);
-void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan);
-vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out);
-vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out);
-vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops);
-vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out);
+VKGMM_API void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops);
 
-vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out);
-void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan);
-vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out);
-vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out);
-vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd, const vkgmm_tgmm_operands* ops);
-vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out);
+VKGMM_API void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd, const vkgmm_tgmm_operands* ops);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops);
 
 /* The gradients of out = gmm(lhs, rhs, ...) (the forward problem): d_lhs [m, k] and d_rhs [G_local, k, n]
  * ([G_local, n, k] with transpose_rhs); two independent dispatches. */
-vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
-                                            vkgmm_gmm_backward_plan** out);
-void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan);
-vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out);
-vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
-                                            const vkgmm_gmm_backward_operands* ops);
-vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
-                                         const vkgmm_gmm_backward_operands* ops);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
+                                                      vkgmm_gmm_backward_plan** out);
+VKGMM_API void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
+                                                      const vkgmm_gmm_backward_operands* ops);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
+                                                   const vkgmm_gmm_backward_operands* ops);
 
 #ifdef __cplusplus
 }
