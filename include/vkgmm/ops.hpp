@@ -107,11 +107,18 @@ struct GmmBackwardOperands {
   BufferView lhs, rhs, d_out, d_lhs, d_rhs;
 };
 
+// Byte sizes each view of GmmBackwardOperands must have at least (rounded as OperandSizes' are).
+struct GmmBackwardSizes {
+  VkDeviceSize lhs = 0, rhs = 0, d_out = 0, d_lhs = 0, d_rhs = 0;
+};
+
 class VKGMM_API GmmBackwardPlan {
  public:
   GmmBackwardPlan(Context& ctx, const GmmProblem& forward);
   const GmmPlan& d_lhs_plan() const { return d_lhs_; }
   const TgmmPlan& d_rhs_plan() const { return d_rhs_; }
+  GmmBackwardSizes sizes() const;
+  VkDeviceSize metadata_bytes() const;  // both plans' (as GmmPlan::metadata_bytes())
   // Both dispatches are independent: no barrier between them.
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const;
 

@@ -5,8 +5,20 @@
  * - Every function that can fail returns a vkgmm_status; VKGMM_OK is 0. On failure nothing was created
  *   or recorded, and vkgmm_last_error_message() names the argument and the rule that failed.
  * - Handles are opaque; each *_create / *_wrap has a *_destroy that accepts NULL.
- * - Structs are zero-initialisable and zero means "the default" for every field ({0} is a valid
- *   starting point), except the sizes that describe the problem (m, k, n, group sizes).
+ * - Structs are zero-initialisable and zero means "the default" for every field except the sizes that
+ *   describe the problem (m, k, n, group sizes) and struct_size, below.
+ * - Growing structs: every struct a caller passes in or gets filled (options, devices, problems,
+ *   operands, requirements, sizes) starts with `size_t struct_size`, which the caller sets to
+ *   sizeof(the struct) as its vkgmm.h declares it:
+ *       vkgmm_gmm_problem p;  memset(&p, 0, sizeof p);  p.struct_size = sizeof p;
+ *   Later versions only append fields, whose zero keeps the old behaviour, so both sides stay compatible:
+ *   - a caller built against an older vkgmm.h passes a smaller struct_size: vkgmm reads the fields it has
+ *     and takes the defaults for the rest;
+ *   - a caller built against a newer vkgmm.h passes a larger struct_size: vkgmm accepts it when every
+ *     field it does not know is zero (its default), and refuses it with VKGMM_UNSUPPORTED otherwise;
+ *   - vkgmm fills a struct it returns up to the caller's struct_size (zero past the fields it knows);
+ *   - struct_size 0, or smaller than the struct's first published size, is VKGMM_INVALID_ARGUMENT.
+ *   The small value types embedded in them (vkgmm_buffer_view, vkgmm_tiling) are fixed and have none.
  * - A plan and every buffer keep their device alive: they may be destroyed after the context.
  */
 #ifndef VKGMM_H_
@@ -61,6 +73,7 @@ typedef struct vkgmm_gmm_backward_plan vkgmm_gmm_backward_plan;
 
 /* What vkgmm needs from a device the app creates (see vkgmm/requirements.hpp). */
 typedef struct vkgmm_device_requirements {
+  size_t struct_size;                      /* set by the caller; vkgmm fills the rest */
   uint32_t min_api_version;                /* VK_API_VERSION_1_2 */
   uint32_t required_extension_count;
   const char* const* required_extensions;  /* static strings, ready for ppEnabledExtensionNames */
@@ -74,12 +87,14 @@ typedef struct vkgmm_device_requirements {
 VKGMM_API vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
 
 typedef struct vkgmm_context_options {
+  size_t struct_size;
   const char* device; /* index or name substring; NULL or "": $VKGMM_DEVICE, else the best device */
   int validate;       /* 0: $VKGMM_VALIDATE decides; 1: on; -1: off */
 } vkgmm_context_options;
 
 /* An app's device; vkgmm destroys none of these handles. */
 typedef struct vkgmm_borrowed_device {
+  size_t struct_size;
   VkInstance instance;
   VkPhysicalDevice physical_device;
   VkDevice device;
@@ -131,6 +146,7 @@ typedef int (*vkgmm_tiling_fn)(int64_t m, int64_t k, int64_t n, vkgmm_tiling* ou
 
 /* out[m, n]: rows of active group g = lhs[rows] @ rhs[g - group_offset]; other rows = existing_out or 0. */
 typedef struct vkgmm_gmm_problem {
+  size_t struct_size;
   int64_t m, k, n;
   const int32_t* group_sizes; /* all G groups (copied at plan creation) */
   int64_t num_groups;         /* G */
@@ -147,6 +163,7 @@ typedef struct vkgmm_gmm_problem {
 
 /* out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]). */
 typedef struct vkgmm_tgmm_problem {
+  size_t struct_size;
   int64_t m, k, n;
   const int32_t* group_sizes;
   int64_t num_groups;
@@ -165,20 +182,25 @@ typedef struct vkgmm_tgmm_problem {
 /* Bytes each view must cover at least (16-bit operands in whole 32-bit words), and the device memory
  * the plan itself holds for its group metadata. */
 typedef struct vkgmm_operand_sizes {
+  size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, out, existing_out, metadata;
 } vkgmm_operand_sizes;
 
 /* existing_out.buffer = VK_NULL_HANDLE when the problem has none; it may be the same range as out. */
 typedef struct vkgmm_gmm_operands {
+  size_t struct_size;
   vkgmm_buffer_view lhs, rhs, out, existing_out;
 } vkgmm_gmm_operands;
 typedef struct vkgmm_tgmm_operands {
+  size_t struct_size;
   vkgmm_buffer_view lhs, rhs, out, existing_out;
 } vkgmm_tgmm_operands;
 typedef struct vkgmm_gmm_backward_operands {
+  size_t struct_size;
   vkgmm_buffer_view lhs, rhs, d_out, d_lhs, d_rhs;
 } vkgmm_gmm_backward_operands;
 typedef struct vkgmm_gmm_backward_sizes {
+  size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, d_out, d_lhs, d_rhs, metadata;
 } vkgmm_gmm_backward_sizes;
 
