@@ -1,4 +1,4 @@
-# `cmake --install`: headers, both libraries, the CLI, a CMake package (find_package(vkgmm) ->
+# `cmake --install`: the public headers, both libraries, the CLI, a CMake package (find_package(vkgmm) ->
 # vkgmm::vkgmm, vkgmm::vkgmm_static) and a pkg-config file. Everything is found relative to where it was
 # installed, so an installed tree may be moved.
 include(GNUInstallDirs)
@@ -10,7 +10,7 @@ install(TARGETS vkgmm_shared vkgmm_static EXPORT vkgmmTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS vkgmm_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY include/vkgmm DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${VKGMM_PUBLIC_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/vkgmm)  # public headers only
 
 install(EXPORT vkgmmTargets NAMESPACE vkgmm:: DESTINATION ${VKGMM_CMAKE_DIR})
 configure_package_config_file(cmake/vkgmmConfig.cmake.in ${PROJECT_BINARY_DIR}/vkgmmConfig.cmake

@@ -1,4 +1,6 @@
 // The gmm backward: d_lhs by gmm with the flipped transpose, d_rhs by tgmm reading lhs [m, k] as lhs^T.
+#include <algorithm>
+
 #include "problem_checks.hpp"
 #include "vkgmm/ops.hpp"
 
@@ -40,6 +42,14 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
 
 GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward)
     : d_lhs_(ctx, d_lhs_problem(forward)), d_rhs_(ctx, d_rhs_problem(forward)) {}
+
+GmmBackwardSizes GmmBackwardPlan::sizes() const {
+  // d_lhs = gmm(d_out, rhs) -> d_lhs and d_rhs = tgmm(lhs^T, d_out) -> d_rhs; d_out is read by both.
+  const OperandSizes a = d_lhs_.sizes(), b = d_rhs_.sizes();
+  return {b.lhs, a.rhs, std::max(a.lhs, b.rhs), a.out, b.out};
+}
+
+VkDeviceSize GmmBackwardPlan::metadata_bytes() const { return d_lhs_.metadata_bytes() + d_rhs_.metadata_bytes(); }
 
 void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const {
   const GmmOperands d_lhs_ops{ops.d_out, ops.rhs, ops.d_lhs, {}};

@@ -85,5 +85,41 @@ TEST_F(DeviceTest, BackwardFiniteDifferences) {
   }
 }
 
+// GmmBackwardPlan::sizes(): each operand's bytes, 16-bit ones rounded up to whole words, for a sharded
+// problem with three element types (d_out has out's type, d_lhs lhs's, d_rhs rhs's); and the same as the
+// two plans it is made of.
+TEST_F(DeviceTest, BackwardSizes) {
+  for (bool transpose : {false, true}) {
+    GmmProblem p;
+    p.m = 11;
+    p.k = 5;
+    p.n = 3;
+    p.group_sizes = {4, 0, 5, 1};
+    p.group_offset = 1;
+    p.num_rhs_groups = 2;
+    p.transpose_rhs = transpose;
+    p.lhs_type = DType::f32;
+    p.rhs_type = DType::bf16;
+    p.out_type = DType::f16;
+    const GmmBackwardPlan plan(ctx(), p);
+    const GmmBackwardSizes s = plan.sizes();
+    const auto words = [](VkDeviceSize bytes) { return (bytes + 3) / 4 * 4; };
+    EXPECT_EQ(s.lhs, 11u * 5 * 4);
+    EXPECT_EQ(s.rhs, words(2u * 5 * 3 * 2));
+    EXPECT_EQ(s.d_out, words(11u * 3 * 2));
+    EXPECT_EQ(s.d_lhs, 11u * 5 * 4);
+    EXPECT_EQ(s.d_rhs, s.rhs);
+    const OperandSizes a = plan.d_lhs_plan().sizes(), b = plan.d_rhs_plan().sizes();
+    EXPECT_EQ(s.lhs, b.lhs);
+    EXPECT_EQ(s.rhs, a.rhs);
+    EXPECT_EQ(s.d_out, a.lhs);
+    EXPECT_EQ(s.d_out, b.rhs);
+    EXPECT_EQ(s.d_lhs, a.out);
+    EXPECT_EQ(s.d_rhs, b.out);
+    EXPECT_EQ(plan.metadata_bytes(), plan.d_lhs_plan().metadata_bytes() + plan.d_rhs_plan().metadata_bytes());
+    EXPECT_GT(plan.metadata_bytes(), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace vkgmm::test

@@ -57,6 +57,7 @@ static double gmm_want(int r, int j) {
 static vkgmm_gmm_problem gmm_problem(void) {
   vkgmm_gmm_problem p;
   memset(&p, 0, sizeof p); /* zero = every default: f32, no offset, automatic tiling */
+  p.struct_size = sizeof p;
   p.m = M;
   p.k = K;
   p.n = N;
@@ -82,7 +83,7 @@ static void test_gmm(vkgmm_context* ctx) {
   vkgmm_gmm_plan* plan = NULL;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_OK);
   if (!plan) return;
-  vkgmm_operand_sizes s;
+  vkgmm_operand_sizes s = {sizeof s};
   CHECK(vkgmm_gmm_plan_sizes(plan, &s) == VKGMM_OK);
   CHECK(s.lhs == M * K * 4 && s.rhs == G * K * N * 4 && s.out == M * N * 4 && s.metadata > 0);
   vkgmm_tiling t;
@@ -90,7 +91,7 @@ static void test_gmm(vkgmm_context* ctx) {
 
   vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *br = make_buffer(ctx, rhs, G * K * N),
                *bo = make_buffer(ctx, NULL, M * N);
-  vkgmm_gmm_operands ops = {vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bo), {0}};
+  vkgmm_gmm_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bo), {0}};
 
   /* The convenience path, then the record path through a callback: both must give the reference. */
   for (int path = 0; path < 2; ++path) {
@@ -131,6 +132,7 @@ static void test_tgmm_and_backward(vkgmm_context* ctx) {
   /* tgmm: out[g] = lhs[:, rows(g)] @ d[rows(g), :] with lhs [K, M]; here lhs^T is read from [M, K]. */
   vkgmm_tgmm_problem p;
   memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
   p.m = M;
   p.k = K;
   p.n = N;
@@ -142,7 +144,7 @@ static void test_tgmm_and_backward(vkgmm_context* ctx) {
   float d[M * N], tout[G * K * N];
   fill(d, M * N, 3);
   vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *bd = make_buffer(ctx, d, M * N), *bo = make_buffer(ctx, NULL, G * K * N);
-  vkgmm_tgmm_operands ops = {vkgmm_buffer_whole(bl), vkgmm_buffer_whole(bd), vkgmm_buffer_whole(bo), {0}};
+  vkgmm_tgmm_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(bd), vkgmm_buffer_whole(bo), {0}};
   CHECK(vkgmm_tgmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
   CHECK(vkgmm_buffer_download(bo, tout, sizeof tout, 0) == VKGMM_OK);
   int bad = 0, start = 0;
@@ -161,14 +163,15 @@ static void test_tgmm_and_backward(vkgmm_context* ctx) {
   vkgmm_gmm_problem f = gmm_problem();
   vkgmm_gmm_backward_plan* bw = NULL;
   CHECK(vkgmm_gmm_backward_plan_create(ctx, &f, &bw) == VKGMM_OK);
-  vkgmm_gmm_backward_sizes bs;
+  vkgmm_gmm_backward_sizes bs = {sizeof bs};
   CHECK(vkgmm_gmm_backward_plan_sizes(bw, &bs) == VKGMM_OK);
-  CHECK(bs.lhs == M * K * 4 && bs.d_out == M * N * 4 && bs.d_lhs == M * K * 4 && bs.d_rhs == G * K * N * 4);
+  CHECK(bs.lhs == M * K * 4 && bs.rhs == G * K * N * 4 && bs.d_out == M * N * 4 && bs.d_lhs == M * K * 4 &&
+        bs.d_rhs == G * K * N * 4 && bs.metadata > 0);
   float dl[M * K], dr[G * K * N];
   vkgmm_buffer *br = make_buffer(ctx, rhs, G * K * N), *bdl = make_buffer(ctx, NULL, M * K),
                *bdr = make_buffer(ctx, NULL, G * K * N);
-  vkgmm_gmm_backward_operands bops = {vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bd),
-                                      vkgmm_buffer_whole(bdl), vkgmm_buffer_whole(bdr)};
+  vkgmm_gmm_backward_operands bops = {sizeof bops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br),
+                                      vkgmm_buffer_whole(bd), vkgmm_buffer_whole(bdl), vkgmm_buffer_whole(bdr)};
   CHECK(vkgmm_gmm_backward_plan_run(ctx, bw, &bops) == VKGMM_OK);
   CHECK(vkgmm_buffer_download(bdl, dl, sizeof dl, 0) == VKGMM_OK);
   CHECK(vkgmm_buffer_download(bdr, dr, sizeof dr, 0) == VKGMM_OK);
@@ -224,12 +227,13 @@ static void test_errors(vkgmm_context* ctx) {
 
   vkgmm_borrowed_device none;
   memset(&none, 0, sizeof none);
+  none.struct_size = sizeof none;
   vkgmm_context* wrapped = NULL;
   CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
   CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
 
   /* A successful call clears the message. */
-  vkgmm_device_requirements req;
+  vkgmm_device_requirements req = {sizeof req};
   CHECK(vkgmm_device_requirements_query(VK_NULL_HANDLE, &req) == VKGMM_OK);
   CHECK(strcmp(vkgmm_last_error_message(), "") == 0);
   CHECK(req.min_api_version >= VK_API_VERSION_1_2 && req.required_extension_count == 1 && req.supported == 1);
@@ -240,6 +244,54 @@ static void test_errors(vkgmm_context* ctx) {
   vkgmm_context_destroy(NULL);
 }
 
+/* struct_size: how the C structs grow without breaking callers built against another vkgmm.h. */
+struct newer_problem { /* a vkgmm_gmm_problem as a later vkgmm.h might declare it: one field more */
+  vkgmm_gmm_problem p;
+  int64_t future_field;
+};
+struct newer_sizes {
+  vkgmm_operand_sizes s;
+  uint64_t future_field;
+};
+
+static void test_struct_sizes(vkgmm_context* ctx) {
+  vkgmm_gmm_plan* plan = NULL;
+  /* Not set (0), or smaller than any vkgmm_gmm_problem: refused, naming struct_size. */
+  vkgmm_gmm_problem p = gmm_problem();
+  p.struct_size = 0;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "struct_size") != NULL);
+  p.struct_size = sizeof p - sizeof(int64_t);
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
+
+  /* A newer caller: accepted while the fields this vkgmm does not know are zero (their defaults). */
+  struct newer_problem np;
+  memset(&np, 0, sizeof np);
+  np.p = gmm_problem();
+  np.p.struct_size = sizeof np;
+  CHECK(vkgmm_gmm_plan_create(ctx, &np.p, &plan) == VKGMM_OK && plan != NULL);
+  /* ... and vkgmm fills a newer caller's output up to its struct_size, zero past what it knows. */
+  struct newer_sizes ns;
+  memset(&ns, 0xff, sizeof ns);
+  ns.s.struct_size = sizeof ns;
+  CHECK(vkgmm_gmm_plan_sizes(plan, &ns.s) == VKGMM_OK);
+  CHECK(ns.s.struct_size == sizeof ns && ns.s.lhs == M * K * 4 && ns.s.metadata > 0 && ns.future_field == 0);
+  ns.s.struct_size = 0;
+  CHECK(vkgmm_gmm_plan_sizes(plan, &ns.s) == VKGMM_INVALID_ARGUMENT);
+  /* Operands too: a record with struct_size 0 is refused and records nothing. */
+  vkgmm_gmm_operands ops;
+  memset(&ops, 0, sizeof ops);
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "ops->struct_size") != NULL);
+  vkgmm_gmm_plan_destroy(plan);
+  plan = NULL;
+
+  /* A newer field set to something this vkgmm cannot honour: refused as unsupported, not ignored. */
+  np.future_field = 1;
+  CHECK(vkgmm_gmm_plan_create(ctx, &np.p, &plan) == VKGMM_UNSUPPORTED && plan == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "struct_size") != NULL);
+}
+
 int main(void) {
   CHECK(strcmp(vkgmm_status_string(VKGMM_INVALID_ARGUMENT), "VKGMM_INVALID_ARGUMENT") == 0);
   CHECK(strcmp(vkgmm_status_string((vkgmm_status)99), "VKGMM_UNKNOWN_STATUS") == 0);
@@ -247,7 +299,7 @@ int main(void) {
   fill(lhs, M * K, 1);
   fill(rhs, G * K * N, 2);
 
-  vkgmm_context_options o = {NULL, 1}; /* validation on */
+  vkgmm_context_options o = {sizeof o, NULL, 1}; /* validation on */
   vkgmm_context* ctx = NULL;
   if (vkgmm_context_create(&o, &ctx) != VKGMM_OK) {
     fprintf(stderr, "vkgmm_context_create: %s\n", vkgmm_last_error_message());
@@ -257,6 +309,7 @@ int main(void) {
   test_gmm(ctx);
   test_tgmm_and_backward(ctx);
   test_errors(ctx);
+  test_struct_sizes(ctx);
   vkgmm_context_destroy(ctx);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");

@@ -3,6 +3,7 @@
 #include "vkgmm/requirements.hpp"
 
 using vkgmm::c_api::guarded;
+using vkgmm::c_api::read_struct;
 using vkgmm::c_api::require;
 
 extern "C" {
@@ -12,17 +13,18 @@ vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, v
   static const vkgmm::DeviceRequirements base = vkgmm::device_requirements();
   std::string missing;
   vkgmm_status s = guarded([&] {
-    require(out, "out");
-    *out = {};
-    out->min_api_version = base.min_api_version;
-    out->required_extension_count = static_cast<uint32_t>(base.required_extensions.size());
-    out->required_extensions = base.required_extensions.data();
-    out->supported = 1;
-    if (physical_device == VK_NULL_HANDLE) return;
-    const vkgmm::DeviceRequirements r = vkgmm::device_requirements(physical_device);
-    out->supported = r.supported ? 1 : 0;
-    out->storage_buffer_16bit = r.storage_buffer_16bit ? 1 : 0;
-    for (const std::string& m : r.missing) missing += (missing.empty() ? "" : "; ") + m;
+    vkgmm_device_requirements answer{};
+    answer.min_api_version = base.min_api_version;
+    answer.required_extension_count = static_cast<uint32_t>(base.required_extensions.size());
+    answer.required_extensions = base.required_extensions.data();
+    answer.supported = 1;
+    if (physical_device != VK_NULL_HANDLE) {
+      const vkgmm::DeviceRequirements r = vkgmm::device_requirements(physical_device);
+      answer.supported = r.supported ? 1 : 0;
+      answer.storage_buffer_16bit = r.storage_buffer_16bit ? 1 : 0;
+      for (const std::string& m : r.missing) missing += (missing.empty() ? "" : "; ") + m;
+    }
+    vkgmm::c_api::write_struct(out, answer, "out", "vkgmm_device_requirements");
   });
   // Documented: an unsupported device is a successful answer, with the reasons as the message.
   if (s == VKGMM_OK && !missing.empty()) vkgmm::c_api::set_error(VKGMM_OK, missing.c_str());
@@ -35,9 +37,10 @@ vkgmm_status vkgmm_context_create(const vkgmm_context_options* options, vkgmm_co
     *out = nullptr;
     vkgmm::ContextOptions o;
     if (options) {
-      if (options->device) o.device = options->device;
-      if (options->validate > 0) o.validate = true;
-      if (options->validate < 0) o.validate = false;
+      const vkgmm_context_options c = read_struct(options, "options", "vkgmm_context_options");
+      if (c.device) o.device = c.device;
+      if (c.validate > 0) o.validate = true;
+      if (c.validate < 0) o.validate = false;
     }
     *out = new vkgmm_context{vkgmm::Context(o)};
   });
@@ -47,15 +50,15 @@ vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_conte
   return guarded([&] {
     require(out, "out");
     *out = nullptr;
-    require(device, "device");
+    const vkgmm_borrowed_device c = read_struct(device, "device", "vkgmm_borrowed_device");
     vkgmm::BorrowedDevice d;
-    d.instance = device->instance;
-    d.physical_device = device->physical_device;
-    d.device = device->device;
-    d.queue = device->queue;
-    d.queue_family = device->queue_family;
-    d.storage_buffer_16bit = device->storage_buffer_16bit != 0;
-    d.get_instance_proc_addr = device->get_instance_proc_addr;
+    d.instance = c.instance;
+    d.physical_device = c.physical_device;
+    d.device = c.device;
+    d.queue = c.queue;
+    d.queue_family = c.queue_family;
+    d.storage_buffer_16bit = c.storage_buffer_16bit != 0;
+    d.get_instance_proc_addr = c.get_instance_proc_addr;
     *out = new vkgmm_context{vkgmm::Context::wrap(d)};
   });
 }

@@ -44,6 +44,25 @@ void require(const void* p, const char* what) {
   if (!p) throw Error(Status::invalid_argument, std::string(what) + " is NULL");
 }
 
+void check_struct_size(const char* what, const char* type, size_t size, size_t known, size_t first,
+                       const void* bytes) {
+  const std::string name = std::string(what) + "->struct_size = " + std::to_string(size);
+  if (size == 0)
+    throw Error(Status::invalid_argument, name + ": set it to sizeof(" + type + ")");
+  if (size < first)
+    throw Error(Status::invalid_argument, name + " is less than any " + type + " (" + std::to_string(first) +
+                                              " bytes): set it to sizeof(" + type + ")");
+  if (!bytes || size <= known) return;
+  const auto* tail = static_cast<const unsigned char*>(bytes);
+  for (size_t i = known; i < size; ++i) {
+    if (tail[i] != 0)
+      throw Error(Status::unsupported, name + ": a newer " + type + " with fields this vkgmm (" +
+                                           VKGMM_VERSION_STRING + ", " + std::to_string(known) +
+                                           " bytes) does not know, set to other than their defaults (byte " +
+                                           std::to_string(i) + ")");
+  }
+}
+
 }  // namespace vkgmm::c_api
 
 extern "C" {

@@ -8,7 +8,10 @@
 #include "c_api.hpp"
 
 using vkgmm::c_api::guarded;
+using vkgmm::c_api::read_struct;
 using vkgmm::c_api::require;
+using vkgmm::c_api::to_cpp;
+using vkgmm::c_api::write_struct;
 
 namespace {
 
@@ -71,7 +74,89 @@ int64_t count_or_default(const char* op, const char* name, int64_t v) {
   return v == 0 ? -1 : v;
 }
 
-vkgmm::GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
+vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.offset, v.size}; }
+
+void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::Context::Impl>& owner) {
+  require(ctx, "ctx");
+  if (vkgmm::ContextInternals::shared(ctx->ctx) != owner)
+    throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
+}
+
+vkgmm_operand_sizes sizes(const vkgmm::OperandSizes& s, VkDeviceSize metadata) {
+  return {sizeof(vkgmm_operand_sizes), s.lhs, s.rhs, s.out, s.existing_out, metadata};
+}
+
+vkgmm::GmmOperands gmm_ops(const vkgmm_gmm_operands* ops) {
+  const vkgmm_gmm_operands o = read_struct(ops, "ops", "vkgmm_gmm_operands");
+  return {view(o.lhs), view(o.rhs), view(o.out), view(o.existing_out)};
+}
+
+vkgmm::TgmmOperands tgmm_ops(const vkgmm_tgmm_operands* ops) {
+  const vkgmm_tgmm_operands o = read_struct(ops, "ops", "vkgmm_tgmm_operands");
+  return {view(o.lhs), view(o.rhs), view(o.out), view(o.existing_out)};
+}
+
+vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands* ops) {
+  const vkgmm_gmm_backward_operands o = read_struct(ops, "ops", "vkgmm_gmm_backward_operands");
+  return {view(o.lhs), view(o.rhs), view(o.d_out), view(o.d_lhs), view(o.d_rhs)};
+}
+
+// The bodies every plan kind shares; the C entry points below only name their types.
+template <typename Handle, typename Plan, typename CProblem>
+vkgmm_status create_plan(vkgmm_context* ctx, const CProblem* problem, const char* problem_name,
+                         const char* type_name, Handle** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    const CProblem c = read_struct(problem, problem_name, type_name);
+    *out = new Handle{Plan(ctx->ctx, to_cpp(c)), vkgmm::ContextInternals::shared(ctx->ctx)};
+  });
+}
+
+template <typename Handle>
+vkgmm_status plan_sizes(const Handle* plan, vkgmm_operand_sizes* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    write_struct(out, sizes(plan->plan.sizes(), plan->plan.metadata_bytes()), "out", "vkgmm_operand_sizes");
+  });
+}
+
+template <typename Handle>
+vkgmm_status plan_tiling(const Handle* plan, vkgmm_tiling* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    const vkgmm::Tiling t = plan->plan.tiling();
+    *out = {t.tm, t.tk, t.tn};
+  });
+}
+
+template <typename Handle, typename COps, typename ToCpp>
+vkgmm_status plan_record(const Handle* plan, VkCommandBuffer cmd, const COps* ops, ToCpp to_ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    plan->plan.record(cmd, to_ops(ops));
+  });
+}
+
+template <typename Handle, typename COps, typename ToCpp>
+vkgmm_status plan_run(vkgmm_context* ctx, const Handle* plan, const COps* ops, ToCpp to_ops) {
+  return guarded([&] {
+    require(plan, "plan");
+    const auto o = to_ops(ops);
+    same_context(ctx, plan->owner);
+    if constexpr (requires { plan->plan.check(o); })
+      plan->plan.check(o);  // refuse bad views before a command buffer is even allocated
+    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
+  });
+}
+
+}  // namespace
+
+namespace vkgmm::c_api {
+
+GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
   const char* op = "gmm";
   vkgmm::GmmProblem p;
   p.m = c.m;
@@ -90,7 +175,7 @@ vkgmm::GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
   return p;
 }
 
-vkgmm::TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
+TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
   const char* op = "tgmm";
   vkgmm::TgmmProblem p;
   p.m = c.m;
@@ -110,91 +195,14 @@ vkgmm::TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
   return p;
 }
 
-vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.offset, v.size}; }
-
-void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::Context::Impl>& owner) {
-  require(ctx, "ctx");
-  if (vkgmm::ContextInternals::shared(ctx->ctx) != owner)
-    throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
-}
-
-vkgmm_operand_sizes sizes(const vkgmm::OperandSizes& s, VkDeviceSize metadata) {
-  return {s.lhs, s.rhs, s.out, s.existing_out, metadata};
-}
-
-vkgmm::GmmOperands gmm_ops(const vkgmm_gmm_operands& o) {
-  return {view(o.lhs), view(o.rhs), view(o.out), view(o.existing_out)};
-}
-
-vkgmm::TgmmOperands tgmm_ops(const vkgmm_tgmm_operands& o) {
-  return {view(o.lhs), view(o.rhs), view(o.out), view(o.existing_out)};
-}
-
-vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands& o) {
-  return {view(o.lhs), view(o.rhs), view(o.d_out), view(o.d_lhs), view(o.d_rhs)};
-}
-
-// The bodies every plan kind shares; the C entry points below only name their types.
-template <typename Handle, typename Plan, typename CProblem>
-vkgmm_status create_plan(vkgmm_context* ctx, const CProblem* problem, const char* problem_name, Handle** out) {
-  return guarded([&] {
-    require(out, "out");
-    *out = nullptr;
-    require(ctx, "ctx");
-    require(problem, problem_name);
-    *out = new Handle{Plan(ctx->ctx, to_cpp(*problem)), vkgmm::ContextInternals::shared(ctx->ctx)};
-  });
-}
-
-template <typename Handle>
-vkgmm_status plan_sizes(const Handle* plan, vkgmm_operand_sizes* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(out, "out");
-    *out = sizes(plan->plan.sizes(), plan->plan.metadata_bytes());
-  });
-}
-
-template <typename Handle>
-vkgmm_status plan_tiling(const Handle* plan, vkgmm_tiling* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(out, "out");
-    const vkgmm::Tiling t = plan->plan.tiling();
-    *out = {t.tm, t.tk, t.tn};
-  });
-}
-
-template <typename Handle, typename COps, typename ToCpp>
-vkgmm_status plan_record(const Handle* plan, VkCommandBuffer cmd, const COps* ops, ToCpp to_ops) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(ops, "ops");
-    plan->plan.record(cmd, to_ops(*ops));
-  });
-}
-
-template <typename Handle, typename COps, typename ToCpp>
-vkgmm_status plan_run(vkgmm_context* ctx, const Handle* plan, const COps* ops, ToCpp to_ops) {
-  return guarded([&] {
-    require(plan, "plan");
-    require(ops, "ops");
-    same_context(ctx, plan->owner);
-    const auto o = to_ops(*ops);
-    if constexpr (requires { plan->plan.check(o); })
-      plan->plan.check(o);  // refuse bad views before a command buffer is even allocated
-    ctx->ctx.submit_and_wait([&](VkCommandBuffer cb) { plan->plan.record(cb, o); });
-  });
-}
-
-}  // namespace
+}  // namespace vkgmm::c_api
 
 extern "C" {
 
 // ----- gmm ---------------------------------------------------------------------------------------------
 
 vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out) {
-  return create_plan<vkgmm_gmm_plan, vkgmm::GmmPlan>(ctx, problem, "problem", out);
+  return create_plan<vkgmm_gmm_plan, vkgmm::GmmPlan>(ctx, problem, "problem", "vkgmm_gmm_problem", out);
 }
 
 void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan) { delete plan; }
@@ -214,7 +222,7 @@ vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, 
 // ----- tgmm --------------------------------------------------------------------------------------------
 
 vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out) {
-  return create_plan<vkgmm_tgmm_plan, vkgmm::TgmmPlan>(ctx, problem, "problem", out);
+  return create_plan<vkgmm_tgmm_plan, vkgmm::TgmmPlan>(ctx, problem, "problem", "vkgmm_tgmm_problem", out);
 }
 
 void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan) { delete plan; }
@@ -236,7 +244,7 @@ vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan
 
 vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
                                             vkgmm_gmm_backward_plan** out) {
-  return create_plan<vkgmm_gmm_backward_plan, vkgmm::GmmBackwardPlan>(ctx, forward, "forward", out);
+  return create_plan<vkgmm_gmm_backward_plan, vkgmm::GmmBackwardPlan>(ctx, forward, "forward", "vkgmm_gmm_problem", out);
 }
 
 void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan) { delete plan; }
@@ -244,11 +252,9 @@ void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan) { delete pla
 vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out) {
   return guarded([&] {
     require(plan, "plan");
-    require(out, "out");
-    // d_lhs = gmm(d_out, rhs) and d_rhs = tgmm(lhs^T, d_out): each operand's size is in one of the two.
-    const vkgmm::OperandSizes a = plan->plan.d_lhs_plan().sizes(), b = plan->plan.d_rhs_plan().sizes();
-    *out = {b.lhs, a.rhs, a.lhs, a.out, b.out,
-            plan->plan.d_lhs_plan().metadata_bytes() + plan->plan.d_rhs_plan().metadata_bytes()};
+    const vkgmm::GmmBackwardSizes s = plan->plan.sizes();
+    const vkgmm_gmm_backward_sizes c{sizeof c, s.lhs, s.rhs, s.d_out, s.d_lhs, s.d_rhs, plan->plan.metadata_bytes()};
+    write_struct(out, c, "out", "vkgmm_gmm_backward_sizes");
   });
 }
 

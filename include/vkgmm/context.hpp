@@ -96,7 +96,7 @@ class Context;
 
 // A host-visible device buffer made by a Context. Move-only; it keeps its device alive, so it may
 // outlive the Context object it came from.
-class Buffer {
+class VKGMM_API Buffer {
  public:
   Buffer();
   Buffer(Buffer&&) noexcept;
@@ -115,14 +115,14 @@ class Buffer {
 
  private:
   friend class Context;
-  struct State;
+  struct VKGMM_HIDDEN State;
   std::unique_ptr<State> state_;
   VkDeviceSize size_ = 0;
 };
 
 struct ContextInternals;
 
-class Context {
+class VKGMM_API Context {
  public:
 
   explicit Context(const ContextOptions& options = {});
@@ -147,11 +147,11 @@ class Context {
   // Validation messages seen since the last call (the tests fail on any).
   std::vector<std::string> take_validation_messages();
 
-  struct Impl;  // opaque: defined inside the library
+  struct VKGMM_HIDDEN Impl;  // opaque: the library's, exported with nothing
 
  private:
   friend struct ContextInternals;  // the library's own access to the parts
-  explicit Context(std::shared_ptr<Impl> impl);
+  VKGMM_HIDDEN explicit Context(std::shared_ptr<Impl> impl);  // wrap()'s, inside the library
   std::shared_ptr<Impl> impl_;
 };
 

@@ -8,16 +8,16 @@
 
 namespace vkgmm {
 
-uint16_t f32_to_f16(float x);
-float f16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float x);
-float bf16_to_f32(uint16_t h);
+VKGMM_API uint16_t f32_to_f16(float x);
+VKGMM_API float f16_to_f32(uint16_t h);
+VKGMM_API uint16_t f32_to_bf16(float x);
+VKGMM_API float bf16_to_f32(uint16_t h);
 
 // The value x becomes when stored as type t.
-float round_to(DType t, float x);
+VKGMM_API float round_to(DType t, float x);
 
 // Pack floats into the bytes of type t, and back.
-std::vector<uint8_t> encode(DType t, const std::vector<float>& values);
-std::vector<float> decode(DType t, const void* bytes, size_t count);
+VKGMM_API std::vector<uint8_t> encode(DType t, const std::vector<float>& values);
+VKGMM_API std::vector<float> decode(DType t, const void* bytes, size_t count);
 
 }  // namespace vkgmm

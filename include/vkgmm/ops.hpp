@@ -58,7 +58,7 @@ struct OperandSizes {
   VkDeviceSize lhs = 0, rhs = 0, out = 0, existing_out = 0;
 };
 
-class GmmPlan {
+class VKGMM_API GmmPlan {
  public:
   GmmPlan(Context& ctx, const GmmProblem& problem);
   const GmmProblem& problem() const;
@@ -76,12 +76,13 @@ class GmmPlan {
   bool texel_loads(const GmmOperands& ops) const;
   void record(VkCommandBuffer cb, const GmmOperands& ops) const;
 
-  struct State;
+
  private:
+  struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
 };
 
-class TgmmPlan {
+class VKGMM_API TgmmPlan {
  public:
   TgmmPlan(Context& ctx, const TgmmProblem& problem);
   const TgmmProblem& problem() const;
@@ -92,8 +93,9 @@ class TgmmPlan {
   bool texel_loads(const TgmmOperands& ops) const;  // as GmmPlan::texel_loads()
   void record(VkCommandBuffer cb, const TgmmOperands& ops) const;
 
-  struct State;
+
  private:
+  struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
 };
 
@@ -107,11 +109,18 @@ struct GmmBackwardOperands {
   BufferView lhs, rhs, d_out, d_lhs, d_rhs;
 };
 
-class GmmBackwardPlan {
+// Byte sizes each view of GmmBackwardOperands must have at least (rounded as OperandSizes' are).
+struct GmmBackwardSizes {
+  VkDeviceSize lhs = 0, rhs = 0, d_out = 0, d_lhs = 0, d_rhs = 0;
+};
+
+class VKGMM_API GmmBackwardPlan {
  public:
   GmmBackwardPlan(Context& ctx, const GmmProblem& forward);
   const GmmPlan& d_lhs_plan() const { return d_lhs_; }
   const TgmmPlan& d_rhs_plan() const { return d_rhs_; }
+  GmmBackwardSizes sizes() const;
+  VkDeviceSize metadata_bytes() const;  // both plans' (as GmmPlan::metadata_bytes())
   // Both dispatches are independent: no barrier between them.
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const;
 
@@ -121,8 +130,8 @@ class GmmBackwardPlan {
 };
 
 // Conveniences: plan, record into a one-time command buffer, submit and wait.
-void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops);
-void tgmm(Context& ctx, const TgmmProblem& problem, const TgmmOperands& ops);
-void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops);
+VKGMM_API void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops);
+VKGMM_API void tgmm(Context& ctx, const TgmmProblem& problem, const TgmmOperands& ops);
+VKGMM_API void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops);
 
 }  // namespace vkgmm

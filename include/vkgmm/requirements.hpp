@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "vkgmm/export.h"
+
 namespace vkgmm {
 
 struct DeviceRequirements {
@@ -27,9 +29,9 @@ struct DeviceRequirements {
 };
 
 // The requirements alone (supported = true, nothing probed).
-DeviceRequirements device_requirements();
+VKGMM_API DeviceRequirements device_requirements();
 // The requirements checked against a physical device: supported / missing say whether wrap() will accept
 // a device made from it (with the required extensions enabled), storage_buffer_16bit what it offers.
-DeviceRequirements device_requirements(VkPhysicalDevice physical_device);
+VKGMM_API DeviceRequirements device_requirements(VkPhysicalDevice physical_device);
 
 }  // namespace vkgmm

@@ -9,14 +9,16 @@
 #include <string>
 #include <string_view>
 
+#include "vkgmm/export.h"
+
 namespace vkgmm {
 
 // The numeric values are shared with the shaders (shaders/dtype.glsl): keep them in step.
 enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2 };
 
-size_t dtype_size(DType t);
-const char* dtype_name(DType t);
-std::optional<DType> parse_dtype(std::string_view name);
+VKGMM_API size_t dtype_size(DType t);
+VKGMM_API const char* dtype_name(DType t);
+VKGMM_API std::optional<DType> parse_dtype(std::string_view name);
 
 enum class Status {
   ok = 0,
@@ -28,10 +30,12 @@ enum class Status {
   validation,        // the validation layer reported a message (VKGMM_VALIDATE=1)
   internal,
 };
-const char* status_name(Status s);
+VKGMM_API const char* status_name(Status s);
 
 // Every failure of the library is an Error: a code for programs, a message naming the argument for people.
-class Error : public std::runtime_error {
+// Exported (default visibility) so that its typeinfo is one across the library boundary: an app catches
+// what libvkgmm.so throws.
+class VKGMM_API Error : public std::runtime_error {
  public:
   Error(Status status, const std::string& message) : std::runtime_error(message), status_(status) {}
   Status status() const { return status_; }
@@ -43,7 +47,9 @@ class Error : public std::runtime_error {
 // Output tile rows, K step, output tile columns.
 struct Tiling {
   int64_t tm = 0, tk = 0, tn = 0;
-  bool operator==(const Tiling&) const = default;
+  // Spelled out: the public headers are C++17 (a defaulted operator== is C++20).
+  bool operator==(const Tiling& o) const { return tm == o.tm && tk == o.tk && tn == o.tn; }
+  bool operator!=(const Tiling& o) const { return !(*this == o); }
 };
 
 // A lookup function (m, k, n) -> tiling, returning nullopt when it has none for that shape (an error).
@@ -63,6 +69,6 @@ struct TilingChoice {
 // read straight from the buffers (fast on CPU drivers such as lavapipe). Automatic picks by device type;
 // $VKGMM_SCHEDULE=shared|direct forces one for every plan (to exercise both paths on one device).
 enum class Schedule { automatic, shared, direct };
-const char* schedule_name(Schedule s);
+VKGMM_API const char* schedule_name(Schedule s);
 
 }  // namespace vkgmm

@@ -5,8 +5,20 @@
  * - Every function that can fail returns a vkgmm_status; VKGMM_OK is 0. On failure nothing was created
  *   or recorded, and vkgmm_last_error_message() names the argument and the rule that failed.
  * - Handles are opaque; each *_create / *_wrap has a *_destroy that accepts NULL.
- * - Structs are zero-initialisable and zero means "the default" for every field ({0} is a valid
- *   starting point), except the sizes that describe the problem (m, k, n, group sizes).
+ * - Structs are zero-initialisable and zero means "the default" for every field except the sizes that
+ *   describe the problem (m, k, n, group sizes) and struct_size, below.
+ * - Growing structs: every struct a caller passes in or gets filled (options, devices, problems,
+ *   operands, requirements, sizes) starts with `size_t struct_size`, which the caller sets to
+ *   sizeof(the struct) as its vkgmm.h declares it:
+ *       vkgmm_gmm_problem p;  memset(&p, 0, sizeof p);  p.struct_size = sizeof p;
+ *   Later versions only append fields, whose zero keeps the old behaviour, so both sides stay compatible:
+ *   - a caller built against an older vkgmm.h passes a smaller struct_size: vkgmm reads the fields it has
+ *     and takes the defaults for the rest;
+ *   - a caller built against a newer vkgmm.h passes a larger struct_size: vkgmm accepts it when every
+ *     field it does not know is zero (its default), and refuses it with VKGMM_UNSUPPORTED otherwise;
+ *   - vkgmm fills a struct it returns up to the caller's struct_size (zero past the fields it knows);
+ *   - struct_size 0, or smaller than the struct's first published size, is VKGMM_INVALID_ARGUMENT.
+ *   The small value types embedded in them (vkgmm_buffer_view, vkgmm_tiling) are fixed and have none.
  * - A plan and every buffer keep their device alive: they may be destroyed after the context.
  */
 #ifndef VKGMM_H_
@@ -15,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <vulkan/vulkan.h>
+
+#include "vkgmm/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,13 +46,13 @@ typedef enum vkgmm_status {
 } vkgmm_status;
 
 /* A static name for a status ("VKGMM_INVALID_ARGUMENT"); "VKGMM_UNKNOWN_STATUS" for other values. */
-const char* vkgmm_status_string(vkgmm_status status);
+VKGMM_API const char* vkgmm_status_string(vkgmm_status status);
 /* The message of the last call on this thread: why it failed, "" when it succeeded (except
  * vkgmm_device_requirements_query, which leaves what an unsupported device lacks). Valid until the next
  * vkgmm call on this thread. */
-const char* vkgmm_last_error_message(void);
+VKGMM_API const char* vkgmm_last_error_message(void);
 /* The library's version, "major.minor.patch". */
-const char* vkgmm_version_string(void);
+VKGMM_API const char* vkgmm_version_string(void);
 
 /* Element types; the values match the C++ vkgmm::DType. */
 typedef enum vkgmm_dtype { VKGMM_F32 = 0, VKGMM_F16 = 1, VKGMM_BF16 = 2 } vkgmm_dtype;
@@ -59,6 +73,7 @@ typedef struct vkgmm_gmm_backward_plan vkgmm_gmm_backward_plan;
 
 /* What vkgmm needs from a device the app creates (see vkgmm/requirements.hpp). */
 typedef struct vkgmm_device_requirements {
+  size_t struct_size;                      /* set by the caller; vkgmm fills the rest */
   uint32_t min_api_version;                /* VK_API_VERSION_1_2 */
   uint32_t required_extension_count;
   const char* const* required_extensions;  /* static strings, ready for ppEnabledExtensionNames */
@@ -69,15 +84,17 @@ typedef struct vkgmm_device_requirements {
 /* physical_device may be VK_NULL_HANDLE: the requirements alone. Otherwise, when the device lacks
  * something required, out->supported = 0 and vkgmm_last_error_message() says what (the call still
  * returns VKGMM_OK). */
-vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
+VKGMM_API vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
 
 typedef struct vkgmm_context_options {
+  size_t struct_size;
   const char* device; /* index or name substring; NULL or "": $VKGMM_DEVICE, else the best device */
   int validate;       /* 0: $VKGMM_VALIDATE decides; 1: on; -1: off */
 } vkgmm_context_options;
 
 /* An app's device; vkgmm destroys none of these handles. */
 typedef struct vkgmm_borrowed_device {
+  size_t struct_size;
   VkInstance instance;
   VkPhysicalDevice physical_device;
   VkDevice device;
@@ -88,17 +105,17 @@ typedef struct vkgmm_borrowed_device {
 } vkgmm_borrowed_device;
 
 /* options may be NULL (all defaults). */
-vkgmm_status vkgmm_context_create(const vkgmm_context_options* options, vkgmm_context** out);
-vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_context** out);
-void vkgmm_context_destroy(vkgmm_context* ctx);
+VKGMM_API vkgmm_status vkgmm_context_create(const vkgmm_context_options* options, vkgmm_context** out);
+VKGMM_API vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_context** out);
+VKGMM_API void vkgmm_context_destroy(vkgmm_context* ctx);
 /* The device's name (valid while ctx lives). */
-const char* vkgmm_context_device_name(const vkgmm_context* ctx);
-VkDevice vkgmm_context_device(const vkgmm_context* ctx);
+VKGMM_API const char* vkgmm_context_device_name(const vkgmm_context* ctx);
+VKGMM_API VkDevice vkgmm_context_device(const vkgmm_context* ctx);
 
 /* Record with `record` into a one-time command buffer, submit it and wait. A non-OK status from
  * `record` abandons the command buffer unsubmitted and is returned. */
 typedef vkgmm_status (*vkgmm_record_fn)(VkCommandBuffer cmd, void* user);
-vkgmm_status vkgmm_submit_and_wait(vkgmm_context* ctx, vkgmm_record_fn record, void* user);
+VKGMM_API vkgmm_status vkgmm_submit_and_wait(vkgmm_context* ctx, vkgmm_record_fn record, void* user);
 
 /* ----- buffers and views -------------------------------------------------------------------------- */
 
@@ -110,12 +127,12 @@ typedef struct vkgmm_buffer_view {
 } vkgmm_buffer_view;
 
 /* A host-visible, coherent storage buffer on the context's device. */
-vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize bytes, vkgmm_buffer** out);
-void vkgmm_buffer_destroy(vkgmm_buffer* buffer);
-vkgmm_status vkgmm_buffer_upload(vkgmm_buffer* buffer, const void* data, size_t bytes, size_t offset);
-vkgmm_status vkgmm_buffer_download(const vkgmm_buffer* buffer, void* data, size_t bytes, size_t offset);
+VKGMM_API vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize bytes, vkgmm_buffer** out);
+VKGMM_API void vkgmm_buffer_destroy(vkgmm_buffer* buffer);
+VKGMM_API vkgmm_status vkgmm_buffer_upload(vkgmm_buffer* buffer, const void* data, size_t bytes, size_t offset);
+VKGMM_API vkgmm_status vkgmm_buffer_download(const vkgmm_buffer* buffer, void* data, size_t bytes, size_t offset);
 /* The whole buffer as a view (a zero view for NULL). */
-vkgmm_buffer_view vkgmm_buffer_whole(const vkgmm_buffer* buffer);
+VKGMM_API vkgmm_buffer_view vkgmm_buffer_whole(const vkgmm_buffer* buffer);
 
 /* ----- problems ----------------------------------------------------------------------------------- */
 
@@ -129,6 +146,7 @@ typedef int (*vkgmm_tiling_fn)(int64_t m, int64_t k, int64_t n, vkgmm_tiling* ou
 
 /* out[m, n]: rows of active group g = lhs[rows] @ rhs[g - group_offset]; other rows = existing_out or 0. */
 typedef struct vkgmm_gmm_problem {
+  size_t struct_size;
   int64_t m, k, n;
   const int32_t* group_sizes; /* all G groups (copied at plan creation) */
   int64_t num_groups;         /* G */
@@ -145,6 +163,7 @@ typedef struct vkgmm_gmm_problem {
 
 /* out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]). */
 typedef struct vkgmm_tgmm_problem {
+  size_t struct_size;
   int64_t m, k, n;
   const int32_t* group_sizes;
   int64_t num_groups;
@@ -163,20 +182,25 @@ typedef struct vkgmm_tgmm_problem {
 /* Bytes each view must cover at least (16-bit operands in whole 32-bit words), and the device memory
  * the plan itself holds for its group metadata. */
 typedef struct vkgmm_operand_sizes {
+  size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, out, existing_out, metadata;
 } vkgmm_operand_sizes;
 
 /* existing_out.buffer = VK_NULL_HANDLE when the problem has none; it may be the same range as out. */
 typedef struct vkgmm_gmm_operands {
+  size_t struct_size;
   vkgmm_buffer_view lhs, rhs, out, existing_out;
 } vkgmm_gmm_operands;
 typedef struct vkgmm_tgmm_operands {
+  size_t struct_size;
   vkgmm_buffer_view lhs, rhs, out, existing_out;
 } vkgmm_tgmm_operands;
 typedef struct vkgmm_gmm_backward_operands {
+  size_t struct_size;
   vkgmm_buffer_view lhs, rhs, d_out, d_lhs, d_rhs;
 } vkgmm_gmm_backward_operands;
 typedef struct vkgmm_gmm_backward_sizes {
+  size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, d_out, d_lhs, d_rhs, metadata;
 } vkgmm_gmm_backward_sizes;
 
@@ -185,30 +209,30 @@ typedef struct vkgmm_gmm_backward_sizes {
  * the barriers around it are the app's (README: "Recording into your command buffer"). A plan must
  * outlive the execution of every command buffer it was recorded into. *_run = record + submit + wait. */
 
-vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out);
-void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan);
-vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out);
-vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out);
-vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops);
-vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out);
+VKGMM_API void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops);
+VKGMM_API vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops);
 
-vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out);
-void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan);
-vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out);
-vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out);
-vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd, const vkgmm_tgmm_operands* ops);
-vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out);
+VKGMM_API void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd, const vkgmm_tgmm_operands* ops);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops);
 
 /* The gradients of out = gmm(lhs, rhs, ...) (the forward problem): d_lhs [m, k] and d_rhs [G_local, k, n]
  * ([G_local, n, k] with transpose_rhs); two independent dispatches. */
-vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
-                                            vkgmm_gmm_backward_plan** out);
-void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan);
-vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out);
-vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
-                                            const vkgmm_gmm_backward_operands* ops);
-vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
-                                         const vkgmm_gmm_backward_operands* ops);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
+                                                      vkgmm_gmm_backward_plan** out);
+VKGMM_API void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
+                                                      const vkgmm_gmm_backward_operands* ops);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
+                                                   const vkgmm_gmm_backward_operands* ops);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,6 @@
 
 #include "vkgmm/context.hpp"
 #include "vkgmm/convert.hpp"
-#include "vkgmm/metadata.hpp"
 #include "vkgmm/ops.hpp"
-#include "vkgmm/probe.hpp"
 #include "vkgmm/requirements.hpp"
 #include "vkgmm/types.hpp"

@@ -1,6 +1,7 @@
 // CPU reference implementations: the oracle of the tests, the CLI's --check and the bench's check.
 // Inputs are the values the device sees (already rounded to their element types), as float; sums are
 // accumulated in double and the result rounded to the problem's out type.
+// Internal (host/internal_include/, not installed): for the tests, fuzz targets, CLI and bench only.
 #pragma once
 
 #include <vector>

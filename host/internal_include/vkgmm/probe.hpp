@@ -1,4 +1,5 @@
 // What the device can do at best, measured: the yardsticks the bench reports its results against.
+// Internal (host/internal_include/, not installed): for the tests, fuzz targets, CLI and bench only.
 #pragma once
 
 #include "vkgmm/context.hpp"

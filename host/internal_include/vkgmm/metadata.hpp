@@ -1,4 +1,5 @@
 // Group metadata: which (group, m tile) pairs a grid visits. One source of truth for the visit rules.
+// Internal (host/internal_include/, not installed): for the tests, fuzz targets, CLI and bench only.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,202 @@
+// The C API's defaults are the C++ API's: a zero C problem (struct_size, sizes and group sizes set) turns
+// into the default C++ problem, and plans made from each on the same device agree. And the growing-struct
+// rules (vkgmm.h, "Growing structs") on a struct that has grown by one field.
+#include <cstddef>
+#include <cstring>
+#include <functional>
+
+#include "c_api/c_api.hpp"
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+constexpr int32_t kSizes[] = {3, 0, 5, 2};
+constexpr int64_t kGroups = 4;
+
+// A C problem (vkgmm_gmm_problem, vkgmm_tgmm_problem) with only what has no default set.
+template <typename C>
+C default_c() {
+  C c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.m = 12;
+  c.k = 7;
+  c.n = 5;
+  c.group_sizes = kSizes;
+  c.num_groups = kGroups;
+  return c;
+}
+
+// The same C++ problem (GmmProblem, TgmmProblem).
+template <typename P>
+P default_cpp() {
+  P p;
+  p.m = 12;
+  p.k = 7;
+  p.n = 5;
+  p.group_sizes.assign(kSizes, kSizes + kGroups);
+  return p;
+}
+
+// The fields GmmProblem and TgmmProblem share.
+template <typename P>
+void expect_same_common_fields(const P& c, const P& p) {
+  EXPECT_EQ(c.m, p.m);
+  EXPECT_EQ(c.k, p.k);
+  EXPECT_EQ(c.n, p.n);
+  EXPECT_EQ(c.group_sizes, p.group_sizes);
+  EXPECT_EQ(c.group_offset, p.group_offset);
+  EXPECT_EQ(c.lhs_type, p.lhs_type);
+  EXPECT_EQ(c.rhs_type, p.rhs_type);
+  EXPECT_EQ(c.out_type, p.out_type);
+  EXPECT_EQ(c.existing_out, p.existing_out);
+  EXPECT_EQ(c.tiling.fixed, p.tiling.fixed);
+  EXPECT_EQ(bool(c.tiling.lookup), bool(p.tiling.lookup));
+  EXPECT_EQ(c.schedule, p.schedule);
+}
+
+TEST(CDefaults, GmmProblemIsTheCppDefault) {
+  const GmmProblem c = c_api::to_cpp(default_c<vkgmm_gmm_problem>()), p = default_cpp<GmmProblem>();
+  expect_same_common_fields(c, p);
+  EXPECT_EQ(c.num_rhs_groups, p.num_rhs_groups);  // C's 0 is C++'s -1: G - group_offset
+  EXPECT_EQ(c.transpose_rhs, p.transpose_rhs);
+}
+
+TEST(CDefaults, TgmmProblemIsTheCppDefault) {
+  const TgmmProblem c = c_api::to_cpp(default_c<vkgmm_tgmm_problem>()), p = default_cpp<TgmmProblem>();
+  expect_same_common_fields(c, p);
+  EXPECT_EQ(c.num_actual_groups, p.num_actual_groups);  // C's 0 is C++'s -1
+  EXPECT_EQ(c.lhs_mk, p.lhs_mk);
+  EXPECT_EQ(c.out_nk, p.out_nk);
+}
+
+// Through the public entry points: a plan from the default C problem and one from the default C++ problem,
+// on one device, pick the same tiling and ask for the same operand and workspace sizes.
+class CDefaultsPlans : public DeviceTest {
+ protected:
+  void SetUp() override {
+    vkgmm_context_options o;
+    std::memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    ASSERT_EQ(vkgmm_context_create(&o, &c_ctx_), VKGMM_OK) << vkgmm_last_error_message();
+  }
+  void TearDown() override {
+    vkgmm_context_destroy(c_ctx_);
+    DeviceTest::TearDown();
+  }
+  vkgmm_context* c_ctx_ = nullptr;
+};
+
+// A C plan's tiling and sizes against a C++ plan's.
+template <typename CPlan, typename Plan>
+void expect_same_plan(const CPlan* c_plan, const Plan& plan, vkgmm_status (*tiling)(const CPlan*, vkgmm_tiling*),
+                      vkgmm_status (*sizes)(const CPlan*, vkgmm_operand_sizes*)) {
+  vkgmm_tiling t{};
+  vkgmm_operand_sizes s{sizeof s};
+  ASSERT_EQ(tiling(c_plan, &t), VKGMM_OK);
+  ASSERT_EQ(sizes(c_plan, &s), VKGMM_OK);
+  EXPECT_EQ(Tiling({t.tm, t.tk, t.tn}), plan.tiling());
+  EXPECT_EQ(s.lhs, plan.sizes().lhs);
+  EXPECT_EQ(s.rhs, plan.sizes().rhs);
+  EXPECT_EQ(s.out, plan.sizes().out);
+  EXPECT_EQ(s.existing_out, plan.sizes().existing_out);
+  EXPECT_EQ(s.metadata, plan.metadata_bytes());
+}
+
+TEST_F(CDefaultsPlans, GmmAndBackwardPlansAgree) {
+  const auto c = default_c<vkgmm_gmm_problem>();
+  vkgmm_gmm_plan* c_plan = nullptr;
+  ASSERT_EQ(vkgmm_gmm_plan_create(c_ctx_, &c, &c_plan), VKGMM_OK) << vkgmm_last_error_message();
+  expect_same_plan(c_plan, GmmPlan(ctx(), default_cpp<GmmProblem>()), vkgmm_gmm_plan_tiling, vkgmm_gmm_plan_sizes);
+  vkgmm_gmm_plan_destroy(c_plan);
+
+  vkgmm_gmm_backward_plan* c_backward = nullptr;
+  ASSERT_EQ(vkgmm_gmm_backward_plan_create(c_ctx_, &c, &c_backward), VKGMM_OK) << vkgmm_last_error_message();
+  const GmmBackwardPlan backward(ctx(), default_cpp<GmmProblem>());
+  vkgmm_gmm_backward_sizes b{sizeof b};
+  ASSERT_EQ(vkgmm_gmm_backward_plan_sizes(c_backward, &b), VKGMM_OK);
+  const GmmBackwardSizes want = backward.sizes();
+  EXPECT_EQ(b.lhs, want.lhs);
+  EXPECT_EQ(b.rhs, want.rhs);
+  EXPECT_EQ(b.d_out, want.d_out);
+  EXPECT_EQ(b.d_lhs, want.d_lhs);
+  EXPECT_EQ(b.d_rhs, want.d_rhs);
+  EXPECT_EQ(b.metadata, backward.metadata_bytes());
+  vkgmm_gmm_backward_plan_destroy(c_backward);
+}
+
+TEST_F(CDefaultsPlans, TgmmPlansAgree) {
+  const auto c = default_c<vkgmm_tgmm_problem>();
+  vkgmm_tgmm_plan* c_plan = nullptr;
+  ASSERT_EQ(vkgmm_tgmm_plan_create(c_ctx_, &c, &c_plan), VKGMM_OK) << vkgmm_last_error_message();
+  expect_same_plan(c_plan, TgmmPlan(ctx(), default_cpp<TgmmProblem>()), vkgmm_tgmm_plan_tiling,
+                   vkgmm_tgmm_plan_sizes);
+  vkgmm_tgmm_plan_destroy(c_plan);
+}
+
+// A struct as a later vkgmm.h would have it: first published without new_field.
+struct Grown {
+  size_t struct_size;
+  int64_t old_field;
+  int64_t new_field;
+};
+
+}  // namespace
+}  // namespace vkgmm::test
+
+template <>
+inline constexpr size_t vkgmm::c_api::first_size<vkgmm::test::Grown> = offsetof(vkgmm::test::Grown, new_field);
+
+namespace vkgmm::test {
+namespace {
+
+Status status_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return Status::ok;
+}
+
+TEST(GrowingStructs, ReadAnyPublishedSize) {
+  // An older caller's struct ends before new_field; what lies past it is not the caller's.
+  unsigned char older[sizeof(Grown)];
+  std::memset(older, 0xab, sizeof older);
+  Grown head{offsetof(Grown, new_field), 5, 0};
+  std::memcpy(older, &head, offsetof(Grown, new_field));
+  const Grown read = c_api::read_struct(reinterpret_cast<const Grown*>(older), "g", "Grown");
+  EXPECT_EQ(read.old_field, 5);
+  EXPECT_EQ(read.new_field, 0);  // the default
+  // A newer caller's: its unknown tail must be zero.
+  struct Newer {
+    Grown g;
+    int64_t newer_field;
+  } newer{{sizeof(Newer), 5, 6}, 0};
+  EXPECT_EQ(c_api::read_struct(&newer.g, "g", "Grown").new_field, 6);
+  newer.newer_field = 1;
+  EXPECT_EQ(status_of([&] { c_api::read_struct(&newer.g, "g", "Grown"); }), Status::unsupported);
+  // Unset, or smaller than the first published struct.
+  Grown bad{0, 5, 6};
+  EXPECT_EQ(status_of([&] { c_api::read_struct(&bad, "g", "Grown"); }), Status::invalid_argument);
+  bad.struct_size = offsetof(Grown, old_field);
+  EXPECT_EQ(status_of([&] { c_api::read_struct(&bad, "g", "Grown"); }), Status::invalid_argument);
+}
+
+TEST(GrowingStructs, WriteUpToTheCallersSize) {
+  const Grown value{sizeof(Grown), 7, 8};
+  unsigned char older[sizeof(Grown) + 8];  // the caller's struct, then memory that is not
+  std::memset(older, 0xab, sizeof older);
+  const size_t older_size = offsetof(Grown, new_field);
+  std::memcpy(older, &older_size, sizeof older_size);
+  c_api::write_struct(reinterpret_cast<Grown*>(older), value, "g", "Grown");
+  Grown got;
+  std::memcpy(&got, older, older_size);
+  EXPECT_EQ(got.struct_size, older_size);  // the caller's, kept
+  EXPECT_EQ(got.old_field, 7);
+  for (size_t i = older_size; i < sizeof older; ++i) EXPECT_EQ(older[i], 0xab) << "byte " << i << " written";
+}
+
+}  // namespace
+}  // namespace vkgmm::test
