@@ -142,7 +142,6 @@ uint32_t GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&i
   texels[0] = texels[1] = VK_NULL_HANDLE;
   const State& st = *this;
   const GmmProblem& p = st.problem;
-  const DeviceInfo& info = st.ctx->info;
   const char* op = "gmm";
   check_existing_view(op, p.existing_out, ops.existing_out, ops.out);
   check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
@@ -151,13 +150,13 @@ uint32_t GmmPlan::State::bind(const GmmOperands& ops, VkDescriptorBufferInfo (&i
   if (p.m == 0) return 0;  // nothing to compute or fill
 
   const VkDeviceSize pb = st.part_bytes;
-  const BoundOperand lhs = bind_operand(info, op, "lhs", ops.lhs, p.lhs_type, uint64_t(p.m) * p.k, pb);
+  const BoundOperand lhs = bind_operand(*st.ctx, op, "lhs", ops.lhs, p.lhs_type, uint64_t(p.m) * p.k, pb);
   const BoundOperand rhs =
-      bind_operand(info, op, "rhs", ops.rhs, p.rhs_type, uint64_t(st.g_local) * p.k * p.n, pb);
-  const BoundOperand out = bind_operand(info, op, "out", ops.out, p.out_type, uint64_t(p.m) * p.n, pb);
+      bind_operand(*st.ctx, op, "rhs", ops.rhs, p.rhs_type, uint64_t(st.g_local) * p.k * p.n, pb);
+  const BoundOperand out = bind_operand(*st.ctx, op, "out", ops.out, p.out_type, uint64_t(p.m) * p.n, pb);
   const BoundOperand ex =
       p.existing_out
-          ? bind_operand(info, op, "existing_out", ops.existing_out, p.out_type, uint64_t(p.m) * p.n, pb)
+          ? bind_operand(*st.ctx, op, "existing_out", ops.existing_out, p.out_type, uint64_t(p.m) * p.n, pb)
           : out;
   const VkDescriptorBufferInfo meta{st.meta.handle(), 0, st.meta.size()};
   const uint32_t count = layout_descriptors({lhs, rhs, out, ex}, meta, st.kernel.split, infos);

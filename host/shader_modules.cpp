@@ -13,15 +13,11 @@ extern const size_t gmm_words, gmm_s16_words, gmm_split_words, gmm_texel_words, 
 
 namespace vkgmm {
 
-namespace {
-// The 16-bit-storage build: some operand is 16-bit, the device has storageBuffer16BitAccess, and
-// $VKGMM_DISABLE_16BIT_STORAGE does not force the packed path.
 bool use_storage16(const DeviceInfo& info, bool any_16bit_operand) {
   const char* v = std::getenv("VKGMM_DISABLE_16BIT_STORAGE");
   const bool disabled = v && *v && std::strcmp(v, "0") != 0;
   return any_16bit_operand && info.storage_buffer_16bit && !disabled;
 }
-}  // namespace
 
 ShaderCode shader_for(Op op, const DeviceInfo& info, bool any_16bit_operand, bool split) {
   if (split)

@@ -116,7 +116,6 @@ uint32_t TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (
   texels[0] = texels[1] = VK_NULL_HANDLE;
   const State& st = *this;
   const TgmmProblem& p = st.problem;
-  const DeviceInfo& info = st.ctx->info;
   const char* op = "tgmm";
   check_existing_view(op, p.existing_out, ops.existing_out, ops.out);
   check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
@@ -130,13 +129,13 @@ uint32_t TgmmPlan::State::bind(const TgmmOperands& ops, VkDescriptorBufferInfo (
   BoundOperand lhs, rhs;
   lhs.info = rhs.info = meta;
   if (p.m) {
-    lhs = bind_operand(info, op, "lhs", ops.lhs, p.lhs_type, uint64_t(p.k) * p.m, pb);
-    rhs = bind_operand(info, op, "rhs", ops.rhs, p.rhs_type, uint64_t(p.m) * p.n, pb);
+    lhs = bind_operand(*st.ctx, op, "lhs", ops.lhs, p.lhs_type, uint64_t(p.k) * p.m, pb);
+    rhs = bind_operand(*st.ctx, op, "rhs", ops.rhs, p.rhs_type, uint64_t(p.m) * p.n, pb);
   }
   const uint64_t out_count = uint64_t(st.groups) * p.k * p.n;
-  const BoundOperand out = bind_operand(info, op, "out", ops.out, p.out_type, out_count, pb);
+  const BoundOperand out = bind_operand(*st.ctx, op, "out", ops.out, p.out_type, out_count, pb);
   const BoundOperand ex =
-      p.existing_out ? bind_operand(info, op, "existing_out", ops.existing_out, p.out_type, out_count, pb) : out;
+      p.existing_out ? bind_operand(*st.ctx, op, "existing_out", ops.existing_out, p.out_type, out_count, pb) : out;
   const uint32_t count = layout_descriptors({lhs, rhs, out, ex}, meta, st.kernel.split, infos);
   push = {uint32_t(p.m), uint32_t(p.k), uint32_t(p.n), uint32_t(st.groups), uint32_t(p.group_offset),
                 lhs.element_offset, rhs.element_offset, out.element_offset, ex.element_offset};

@@ -32,4 +32,10 @@ void check_views_in_buffers(const Context::Impl& ctx, const char* op,
   }
 }
 
+VkDeviceSize own_buffer_capacity(const Context::Impl& ctx, VkBuffer buffer) {
+  std::lock_guard lock(ctx.buffers_mutex);
+  const auto it = ctx.own_buffers.find(buffer);
+  return it == ctx.own_buffers.end() ? 0 : whole_words(it->second.size);
+}
+
 }  // namespace vkgmm

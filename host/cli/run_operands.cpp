@@ -101,7 +101,8 @@ vkgmm::Buffer upload(vkgmm::Context& ctx, const Operand& op, VkDeviceSize needed
     throw vkgmm::Error(vkgmm::Status::internal, std::string("--") + flag + ": holds " +
                                                     std::to_string(op.bytes.size()) + " bytes, the plan needs " +
                                                     std::to_string(needed));
-  // Never a zero-size buffer: an empty operand still gets a (unread) 4-byte buffer.
+  // Exactly the operand's bytes (vkgmm pads its own buffers to whole words, whatever the element count);
+  // never a zero-size buffer: an empty operand still gets a (unread) 4-byte buffer.
   vkgmm::Buffer buf = ctx.create_buffer(std::max<VkDeviceSize>(4, op.bytes.size()));
   if (!op.bytes.empty()) buf.upload(op.bytes.data(), op.bytes.size());
   return buf;
