@@ -186,17 +186,23 @@ TEST_P(OddCountTypes, TgmmEveryOperand) {
   }
 }
 
-// Views inside one buffer that end mid-word next to another operand's elements: the neighbour's half
-// of the shared word is read (and discarded) but never changed.
-TEST_P(OddCountTypes, NeighbourHalfWordsSurvive) {
-  const DType t = GetParam();
-  std::mt19937 rng(13 + uint32_t(t));
+// gmm with lhs [3, 7], rhs [1, 7, 5] and out [3, 5] of type t: 21, 35 and 15 elements, all odd.
+GmmProblem small_odd_gmm(DType t) {
   GmmProblem p;
   p.m = 3;
   p.k = 7;
   p.n = 5;
   p.group_sizes = {3};
   p.lhs_type = p.rhs_type = p.out_type = t;
+  return p;
+}
+
+// Views inside one buffer that end mid-word next to another operand's elements: the neighbour's half
+// of the shared word is read (and discarded) but never changed.
+TEST_P(OddCountTypes, NeighbourHalfWordsSurvive) {
+  const DType t = GetParam();
+  std::mt19937 rng(13 + uint32_t(t));
+  const GmmProblem p = small_odd_gmm(t);
   const auto lhs = random_values(21, t, rng), rhs = random_values(35, t, rng);
   // One buffer: out (15 elements) at element 0, then a sentinel element sharing out's last word.
   std::vector<float> init(16, 0.25f);
@@ -242,12 +248,7 @@ TEST_P(OddCountTypes, AppBufferEndingMidWord) {
     ASSERT_EQ(vkMapMemory(im.device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), VK_SUCCESS);
     std::memcpy(b.mapped, bytes.data(), bytes.size());
   };
-  GmmProblem p;
-  p.m = 3;
-  p.k = 7;
-  p.n = 5;
-  p.group_sizes = {3};
-  p.lhs_type = p.rhs_type = p.out_type = t;
+  const GmmProblem p = small_odd_gmm(t);
   const auto lhs = random_values(21, t, rng), rhs = random_values(35, t, rng);
   AppBuffer l{im.device}, r{im.device}, o{im.device};
   make(l, encode(t, lhs));
