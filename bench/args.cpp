@@ -1,11 +1,11 @@
 #include "args.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 
+#include "flags.hpp"
 #include "tuning.hpp"
 
 namespace bench {
@@ -44,25 +44,10 @@ const char kBenchUsage[] =
     "Progress goes to stderr. $VKGMM_BENCH_PERTURB=1 changes one output element before the check (a test\n"
     "that the bench refuses wrong results).\n";
 
-namespace {
-
-bool parse_int(const std::string& s, long long lo, long long hi, long long& v) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  v = std::strtoll(s.c_str(), &end, 10);
-  return errno == 0 && *end == '\0' && v >= lo && v <= hi;
-}
-
-}  // namespace
-
 int parse_args(int argc, char** argv, Options& opts, std::string& error) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kBenchUsage, stdout);
-      return 1;
-    }
+  if (tool::wants_help(argc, argv)) {
+    std::fputs(kBenchUsage, stdout);
+    return 1;
   }
   std::vector<std::string> presets;
   Workload custom;
@@ -94,7 +79,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       return 2;
     }
     const std::string v = argv[++i];
-    long long x = 0;
+    std::optional<int64_t> x;
     auto bad = [&](const std::string& rule) {
       error = a + " " + v + ": " + rule;
       return 2;
@@ -104,12 +89,12 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       if (!make_preset(v, w)) return bad("unknown preset (moe-prefill, moe-fine, decode, moe-grad)");
       if (std::find(presets.begin(), presets.end(), v) == presets.end()) presets.push_back(v);
     } else if (a == "--m" || a == "--k" || a == "--n" || a == "--groups") {
-      if (!parse_int(v, 1, INT32_MAX, x)) return bad("must be an integer in [1, 2^31)");
-      (a == "--m" ? custom.m : a == "--k" ? custom.k : a == "--n" ? custom.n : custom.groups) = x;
+      if (!(x = tool::parse_int(v, 1, INT32_MAX))) return bad("must be an integer in [1, 2^31)");
+      (a == "--m" ? custom.m : a == "--k" ? custom.k : a == "--n" ? custom.n : custom.groups) = *x;
       has_custom = true;
     } else if (a == "--empty-groups") {
-      if (!parse_int(v, 0, INT32_MAX, x)) return bad("must be an integer >= 0");
-      custom.empty_groups = x;
+      if (!(x = tool::parse_int(v, 0, INT32_MAX))) return bad("must be an integer >= 0");
+      custom.empty_groups = *x;
       has_custom = true;
     } else if (a == "--dist") {
       if (!parse_dist(v, custom.dist)) return bad("must be uniform, random or zipf");
@@ -130,15 +115,15 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
         return bad("must be TM,TK,TN (positive integers) or auto");
       }
     } else if (a == "--reps") {
-      if (!parse_int(v, 1, 100000, x)) return bad("must be an integer in [1, 100000]");
-      opts.reps = int(x);
+      if (!(x = tool::parse_int(v, 1, 100000))) return bad("must be an integer in [1, 100000]");
+      opts.reps = int(*x);
       opts.reps_given = true;
     } else if (a == "--warmup") {
-      if (!parse_int(v, 0, 100000, x)) return bad("must be an integer in [0, 100000]");
-      opts.warmup = int(x);
+      if (!(x = tool::parse_int(v, 0, 100000))) return bad("must be an integer in [0, 100000]");
+      opts.warmup = int(*x);
     } else if (a == "--seed") {
-      if (!parse_int(v, 0, UINT32_MAX, x)) return bad("must be an integer in [0, 2^32)");
-      seed = x;
+      if (!(x = tool::parse_int(v, 0, UINT32_MAX))) return bad("must be an integer in [0, 2^32)");
+      seed = *x;
     }
   }
   if (has_custom && custom.empty_groups >= custom.groups) {

@@ -2,7 +2,6 @@
 #include "bench.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include "args.hpp"
 #include "baselines.hpp"
 #include "check.hpp"
+#include "fail.hpp"
 #include "report.hpp"
 #include "runner.hpp"
 #include "timing.hpp"
@@ -25,6 +25,9 @@
 
 namespace bench {
 namespace {
+
+// Errors are reported as "vkgmm bench: error: ...".
+constexpr char kProgram[] = "vkgmm bench";
 
 // A wrong result: the workload is refused, and nothing of the run is reported.
 struct Refused : std::runtime_error {
@@ -40,8 +43,10 @@ void progress(const char* fmt, ...) {
   va_end(args);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// The progress line that starts a workload: its name, shape and what happens next.
+void announce(const Workload& w, const char* what) {
+  progress("[%s] %s m=%lld k=%lld n=%lld groups=%lld %s: %s", w.name.c_str(), op_name(w.op), (long long)w.m,
+           (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype), what);
 }
 
 // One untimed call of the current plans; its outputs must match the reference or the workload is refused.
@@ -56,9 +61,9 @@ void check_or_refuse(GpuTimer& timer, Instance& inst, const std::vector<Output>&
 }
 
 std::vector<Output> reference_for(const Instance& inst) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const tool::Stopwatch clock;
   std::vector<Output> want = expected_outputs(inst);
-  progress("[%s] CPU reference computed in %.1f s", inst.work.name.c_str(), seconds_since(t0));
+  progress("[%s] CPU reference computed in %.1f s", inst.work.name.c_str(), clock.seconds());
   return want;
 }
 
@@ -103,8 +108,7 @@ std::optional<double> time_checked(GpuTimer& timer, int reps, int warmup, const 
 Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w, const RunInfo& run,
                const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
-  progress("[%s] %s m=%lld k=%lld n=%lld groups=%lld %s: preparing inputs", name, op_name(w.op), (long long)w.m,
-           (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype));
+  announce(w, "preparing inputs");
   Result r;
   r.work = w;
   const vkgmm::TilingChoice tiling = choose_tiling(o, w, cache, r.notes);
@@ -177,8 +181,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
 SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w,
                   const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
-  progress("[%s] %s m=%lld k=%lld n=%lld groups=%lld %s: sweeping tilings", name, op_name(w.op), (long long)w.m,
-           (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype));
+  announce(w, "sweeping tilings");
   SweepResult res;
   res.work = w;
   res.cache_file = cache.string();
@@ -244,11 +247,8 @@ int bench_main(int argc, char** argv) {
   using namespace bench;
   Options o;
   std::string error;
-  if (const int status = parse_args(argc, argv, o, error); status != 0) {
-    if (status == 1) return 0;
-    std::fprintf(stderr, "vkgmm bench: error: %s\n", error.c_str());
-    return 2;
-  }
+  if (const int status = parse_args(argc, argv, o, error); status != 0)
+    return status == 1 ? 0 : tool::fail(2, error, kProgram);
   try {
     vkgmm::Context ctx;
     RunInfo run;
@@ -271,14 +271,11 @@ int bench_main(int argc, char** argv) {
     (o.json ? print_json : print_table)(stdout, run, results);
     return 0;
   } catch (const Refused& e) {
-    std::fprintf(stderr, "vkgmm bench: error: %s\n", e.what());
-    return 1;
+    return tool::fail(1, e.what(), kProgram);
   } catch (const vkgmm::Error& e) {
     // A workload the device refuses (too large, unsupported type) is the user's choice of arguments.
-    std::fprintf(stderr, "vkgmm bench: error: %s\n", e.what());
-    return e.status() == vkgmm::Status::invalid_argument ? 2 : 1;
+    return tool::fail(e.status() == vkgmm::Status::invalid_argument ? 2 : 1, e.what(), kProgram);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "vkgmm bench: error: %s\n", e.what());
-    return 1;
+    return tool::fail(1, e.what(), kProgram);
   }
 }

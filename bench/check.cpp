@@ -10,12 +10,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <thread>
 
+#include "tolerance.hpp"
 #include "vkgmm/reference.hpp"
 
 namespace bench {
@@ -138,21 +138,16 @@ std::optional<std::string> compare(const std::vector<Output>& got, const std::ve
     const Output& w = want[o];
     if (g.values.size() != w.values.size())
       return w.name + ": " + std::to_string(g.values.size()) + " elements, expected " + std::to_string(w.values.size());
-    // fp32 rounding error grows about with the square root of the sum's length: widen the absolute
-    // tolerance past 128 terms accordingly. 16-bit outputs are allowed about one unit in the last place.
-    const double atol = 1e-3 * std::sqrt(std::max<double>(double(w.reduction), 128.0) / 128.0);
-    const double rtol = f32 ? 1e-5 : 1e-2;
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < w.values.size(); ++i) {
-      const double x = g.values[i], y = w.values[i];
-      if (!(std::fabs(x - y) <= atol + rtol * std::fabs(y))) {  // NaN fails too
-        if (bad++ == 0) first = i;
-      }
-    }
-    if (bad)
+    // The absolute tolerance widens with the length of the sums behind the output (tools/tolerance.hpp).
+    const tool::Tolerance tol = tool::tolerance_for(!f32, w.reduction);
+    const tool::Comparison c = tool::compare(g.values, w.values, tol);
+    if (c.bad) {
+      const size_t first = c.first_bad;
       return w.name + "[" + std::to_string(first) + "]: got " + number(g.values[first]) + ", expected " +
-             number(w.values[first]) + " (tolerance " + number(atol) + " + " + number(rtol) + " * |expected|; " +
-             std::to_string(bad) + " of " + std::to_string(w.values.size()) + " elements differ)";
+             number(w.values[first]) + " (tolerance " + number(tol.atol) + " + " + number(tol.rtol) +
+             " * |expected|; " + std::to_string(c.bad) + " of " + std::to_string(w.values.size()) +
+             " elements differ)";
+    }
   }
   return std::nullopt;
 }

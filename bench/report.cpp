@@ -8,7 +8,7 @@ namespace bench {
 
 namespace {
 
-using cli::json_string;
+using tool::json_string;
 
 // JSON has no NaN or infinity: those (and absent values) become null.
 std::string json_number(std::optional<double> x) {

@@ -25,7 +25,7 @@ int64_t largest_group(const Workload& w) {
 }  // namespace
 
 size_t buffer_bytes(vkgmm::DType t, size_t count) {
-  return std::max<size_t>(4, (count * vkgmm::dtype_size(t) + 3) / 4 * 4);
+  return std::max<size_t>(4, count * vkgmm::dtype_size(t));
 }
 
 vkgmm::Buffer upload(vkgmm::Context& ctx, vkgmm::DType t, const std::vector<float>& values) {

@@ -52,7 +52,8 @@ class Instance {
   std::optional<vkgmm::GmmBackwardPlan> backward_;
 };
 
-// Bytes of a buffer holding `count` elements of t: 16-bit buffers are rounded up to whole words.
+// Bytes of a buffer holding `count` elements of t (at least 4: never a zero-size buffer). No rounding:
+// vkgmm pads its own buffers.
 size_t buffer_bytes(vkgmm::DType t, size_t count);
 
 // Host data -> bytes of type t -> a new device buffer.

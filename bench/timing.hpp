@@ -1,29 +1,16 @@
-// Timing calls: device time from timestamp queries, wall time and the host's share from the host clock.
+// Timing calls: device time from timestamp queries, wall time and the host's share from the host clock
+// (the clocks themselves are tools/timers.hpp).
 #pragma once
 
 #include <functional>
 #include <vector>
 
+#include "timers.hpp"
 #include "vkgmm/context.hpp"
 
 namespace bench {
 
-// Times what `record` records on the device, with a timestamp before and after it in the same command
-// buffer. Requires DeviceInfo::timestamps (the bench refuses devices without them).
-class GpuTimer {
- public:
-  explicit GpuTimer(vkgmm::Context& ctx);
-  ~GpuTimer();
-  GpuTimer(const GpuTimer&) = delete;
-  GpuTimer& operator=(const GpuTimer&) = delete;
-
-  // Records, submits and waits; returns the device milliseconds between the two timestamps.
-  double run_ms(const std::function<void(VkCommandBuffer)>& record);
-
- private:
-  vkgmm::Context& ctx_;
-  VkQueryPool pool_ = VK_NULL_HANDLE;
-};
+using tool::GpuTimer;
 
 // Per-call samples (milliseconds) of `reps` timed calls after `warmup` untimed ones.
 //   host: `prepare` alone (for vkgmm: building the plans, i.e. validation, metadata build and upload);

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 
 namespace bench {
@@ -18,21 +17,6 @@ std::vector<vkgmm::Tiling> sweep_candidates() {
           {128, 64, 128}, {64, 32, 64}, {64, 128, 64}, {32, 128, 128}, {128, 32, 32},
           {128, 4, 128},  {64, 4, 128}, {32, 4, 128},  {16, 4, 128},   {4, 4, 128},   {2, 4, 128},
           {4, 4, 256},    {4, 4, 512},  {2, 4, 512},   {2, 4, 1024},   {1, 4, 1024}};
-}
-
-std::string tiling_text(const vkgmm::Tiling& t) {
-  return std::to_string(t.tm) + "," + std::to_string(t.tk) + "," + std::to_string(t.tn);
-}
-
-std::optional<vkgmm::Tiling> parse_tiling(const std::string& s) {
-  int64_t v[3];
-  std::istringstream in(s);
-  for (int i = 0; i < 3; ++i) {
-    if (i > 0 && in.get() != ',') return std::nullopt;
-    if (!(in >> v[i]) || v[i] <= 0) return std::nullopt;
-  }
-  if (in.peek() != std::char_traits<char>::eof()) return std::nullopt;
-  return vkgmm::Tiling{v[0], v[1], v[2]};
 }
 
 std::filesystem::path cache_path(const std::string& device_name) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tiling_text.hpp"
 #include "vkgmm/types.hpp"
 #include "workloads.hpp"
 
@@ -20,9 +21,9 @@ namespace bench {
 // tried (tiles are clamped to the problem), are skipped by the sweep itself.
 std::vector<vkgmm::Tiling> sweep_candidates();
 
-std::string tiling_text(const vkgmm::Tiling& t);
-// "TM,TK,TN" with positive integers.
-std::optional<vkgmm::Tiling> parse_tiling(const std::string& s);
+// The cache spells tilings as tool::tiling_text does ("TM,TK,TN").
+using tool::parse_tiling;
+using tool::tiling_text;
 
 // The cache file for a device name; empty when neither $XDG_CACHE_HOME nor $HOME is set.
 std::filesystem::path cache_path(const std::string& device_name);

@@ -7,6 +7,7 @@
 
 #include "context_impl.hpp"
 #include "texel_views.hpp"
+#include "view_bounds.hpp"
 
 namespace vkgmm {
 
@@ -96,7 +97,10 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   auto st = std::make_unique<Buffer::State>();
   st->ctx = impl_;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bci.size = bytes;
+  // Whole 32-bit words, whatever was asked: a 16-bit operand with an odd element count ends mid-word, and
+  // the packed shaders (no 16-bit storage) read and write that last word whole. With the padding, the
+  // descriptor covering it stays inside the VkBuffer (own_buffer_capacity), so callers never round.
+  bci.size = whole_words(bytes);
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
               VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;

@@ -98,7 +98,8 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   BoundOperand bound[4];
   for (int o = 0; o < 4; ++o) {
     if (operands_[o].count)
-      bound[o] = bind_operand(info(), op, kNames[o], *views[o], operands_[o].type, operands_[o].count, part_bytes_);
+      bound[o] = bind_operand(*ctx_, op, kNames[o], *views[o], operands_[o].type, operands_[o].count, part_bytes_,
+                              !kernel_.storage16);
     else
       bound[o].info = meta;  // never read through (existing_out: absent, the shader reads none)
   }

@@ -33,6 +33,7 @@ void Kernel::choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions
                             DType out) {
   const bool any16 = lhs != DType::f32 || rhs != DType::f32 || out != DType::f32;
   code = shader_for(op, info, options.storage16, any16, split);
+  storage16 = !split && use_storage16(info, options.storage16, any16);
   if (!split && texel_loads_usable(info, options.texel_loads, lhs, rhs))
     texel_code = texel_shader_for(op, info, options.storage16, any16);
 }

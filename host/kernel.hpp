@@ -25,6 +25,7 @@ struct Kernel {
   uint32_t vec4_lhs_id = 0;  // 0: none
   bool vec4_lhs_any_offset = false;
   bool split = false;               // the module and layout bind operands in parts
+  bool storage16 = false;           // the module reads and writes 16-bit elements natively (else in words)
   VkPipeline pipeline = VK_NULL_HANDLE;  // null until first needed when there is a texel pipeline
   // The VKGMM_TEXEL build of the module (null code: none) and its pipeline with the same constants.
   ShaderCode texel_code{};

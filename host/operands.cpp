@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <string>
 
+#include "view_bounds.hpp"
+
 namespace vkgmm {
 
-VkDeviceSize operand_bytes(DType t, uint64_t count) { return (count * dtype_size(t) + 3) / 4 * 4; }
+VkDeviceSize operand_bytes(DType t, uint64_t count) { return count * dtype_size(t); }
 
 VkDeviceSize split_part_bytes(const DeviceInfo& info) {
   VkDeviceSize p = 1;
@@ -14,8 +16,9 @@ VkDeviceSize split_part_bytes(const DeviceInfo& info) {
   return p;
 }
 
-BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* name, const BufferView& view,
-                          DType type, uint64_t count, VkDeviceSize part_bytes) {
+BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                          DType type, uint64_t count, VkDeviceSize part_bytes, bool packed) {
+  const DeviceInfo& info = ctx.dev.info;
   auto fail = [&](const std::string& what) {
     throw Error(Status::invalid_argument, std::string(op) + ": " + name + ": " + what);
   };
@@ -27,15 +30,33 @@ BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* na
   const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 16);
   const VkDeviceSize base = view.offset / align * align;
   const VkDeviceSize lead = view.offset - base;
-  // Whole words from the word holding the first element to the word holding the last.
-  const VkDeviceSize words_end = (lead + count * esize + 3) / 4 * 4;
-  const VkDeviceSize need = words_end - lead;
+  const VkDeviceSize need = count * esize;
   if (view.size < need)
     fail("view of " + std::to_string(view.size) + " bytes is too small: " + std::to_string(count) + " " +
          dtype_name(type) + " elements need " + std::to_string(need));
+  // From the descriptor's start: the end of the last element, and of the word holding it. The word
+  // holding the first element starts at or after `base`, inside the buffer.
+  const VkDeviceSize data_end = lead + need;
+  VkDeviceSize end = whole_words(data_end);
+  if (end != data_end) {
+    // The last element ends mid-word. Bind the whole word only where the buffer surely has it: binding
+    // past a buffer's end is invalid and its accesses undefined. Reading the other half is harmless (it is
+    // discarded), and the packed build writes only our half of it (atomicAnd / atomicOr on disjoint bits).
+    const VkDeviceSize capacity = own_buffer_capacity(ctx, view.buffer);
+    const bool has_word = lead + view.size >= end || (capacity && base + end <= capacity);
+    if (!has_word) {
+      if (packed)
+        fail("its " + std::to_string(count) + " " + dtype_name(type) + " elements end mid-way through a 32-bit " +
+             "word that the view does not cover, and without 16-bit storage (storageBuffer16BitAccess) vkgmm " +
+             "reads and writes 16-bit data in whole words: in an app's own VkBuffer the view must extend " +
+             std::to_string(end - data_end) + " bytes past its last element (the buffer must hold them), " +
+             "or use a buffer from Context::create_buffer, which vkgmm pads itself");
+      end = data_end;  // the 16-bit-storage build accesses exactly the elements
+    }
+  }
   const VkDeviceSize limit = part_bytes ? part_bytes * kMaxParts : info.max_storage_buffer_range;
-  if (words_end > limit)
-    throw Error(Status::unsupported, std::string(op) + ": " + name + ": " + std::to_string(words_end) +
+  if (end > limit)
+    throw Error(Status::unsupported, std::string(op) + ": " + name + ": " + std::to_string(end) +
                                          " bytes exceed what vkgmm can bind on this device (" + std::to_string(limit) +
                                          "; maxStorageBufferRange " + std::to_string(info.max_storage_buffer_range) +
                                          ")");
@@ -44,13 +65,13 @@ BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* na
                                          "indices are 32-bit)");
   BoundOperand b;
   b.element_offset = static_cast<uint32_t>(lead / esize);
-  if (!part_bytes || words_end <= part_bytes) {
-    b.info = {view.buffer, base, words_end};
+  if (!part_bytes || end <= part_bytes) {
+    b.info = {view.buffer, base, end};
     return b;
   }
   b.info = {view.buffer, base, part_bytes};
-  for (VkDeviceSize start = part_bytes; start < words_end; start += part_bytes)
-    b.more[b.parts++ - 1] = {view.buffer, base + start, std::min(part_bytes, words_end - start)};
+  for (VkDeviceSize start = part_bytes; start < end; start += part_bytes)
+    b.more[b.parts++ - 1] = {view.buffer, base + start, std::min(part_bytes, end - start)};
   return b;
 }
 

@@ -5,7 +5,7 @@
 
 namespace vkgmm {
 
-// Bytes a view of `count` elements of type t must cover: whole 32-bit words (see OperandSizes).
+// Bytes a view of `count` elements of type t must cover: exactly its elements (see OperandSizes).
 VkDeviceSize operand_bytes(DType t, uint64_t count);
 
 // A view as bound: the descriptor (its offset aligned down to the device's requirement) and the
@@ -21,8 +21,15 @@ struct BoundOperand {
 // Checks the view (non-null, element-aligned offset, large enough, within what one binding may
 // address, or with part_bytes > 0 within kMaxParts parts of part_bytes) and throws Error naming `op` and
 // `name` otherwise.
-BoundOperand bind_operand(const DeviceInfo& info, const char* op, const char* name, const BufferView& view,
-                          DType type, uint64_t count, VkDeviceSize part_bytes = 0);
+//
+// 16-bit elements whose last one ends mid-word: the descriptor covers the whole last word wherever the
+// buffer is known to have it (the view reaches it, or the buffer is vkgmm's, allocated in whole words);
+// else it ends at the last element, which the 16-bit-storage build reads and writes element by element.
+// The packed build (`packed`: the kernel's module has no 16-bit storage, e.g. the split one) can only
+// access whole words: there an app's view that ends mid-word, and does not cover the rest of the word,
+// is refused (invalid_argument) rather than bound past what the app vouched for.
+BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                          DType type, uint64_t count, VkDeviceSize part_bytes, bool packed);
 
 // The largest power of two a binding may address: the part size of the split layout.
 VkDeviceSize split_part_bytes(const DeviceInfo& info);

@@ -11,13 +11,9 @@ extern const size_t gmm_words, gmm_s16_words, gmm_split_words, gmm_texel_words, 
 
 namespace vkgmm {
 
-namespace {
-// The 16-bit-storage build: some operand is 16-bit, the device has storageBuffer16BitAccess, and the
-// context's options allow it.
 bool use_storage16(const DeviceInfo& info, bool storage16, bool any_16bit_operand) {
   return any_16bit_operand && info.storage_buffer_16bit && storage16;
 }
-}  // namespace
 
 ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand, bool split) {
   if (split)

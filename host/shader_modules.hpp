@@ -15,6 +15,10 @@ struct ShaderCode {
   size_t words;
 };
 
+// The 16-bit-storage build is used: some operand is 16-bit, the device has storageBuffer16BitAccess, and
+// `storage16` (ContextOptions::storage16) allows it.
+bool use_storage16(const DeviceInfo& info, bool storage16, bool any_16bit_operand);
+
 // The module for `op`: with `split`, the build that binds operands in parts (packed 32-bit access);
 // else the 16-bit-storage build when some operand is 16-bit, the device has storageBuffer16BitAccess
 // and `storage16` (ContextOptions::storage16) allows it; else the packed 32-bit build.

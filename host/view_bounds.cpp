@@ -29,4 +29,9 @@ void check_views_in_buffers(const Context::Impl& ctx, const char* op,
   }
 }
 
+VkDeviceSize own_buffer_capacity(const Context::Impl& ctx, VkBuffer buffer) {
+  const std::optional<OwnBuffer> own = ctx.buffers.find(buffer);
+  return own ? whole_words(own->size) : 0;
+}
+
 }  // namespace vkgmm

@@ -8,6 +8,15 @@
 
 namespace vkgmm {
 
+// `bytes` rounded up to whole 32-bit words: the unit in which the packed shaders (no 16-bit storage)
+// read and write 16-bit elements.
+constexpr VkDeviceSize whole_words(VkDeviceSize bytes) { return (bytes + 3) / 4 * 4; }
+
+// The size of the VkBuffer behind a vkgmm Buffer: what create_buffer was asked for, rounded up to whole
+// words (Buffer::size() still reports what was asked). 0 for an app's own buffer, whose size vkgmm
+// cannot know (Vulkan has no query for it): past a view's end, an app's buffer may have no byte at all.
+VkDeviceSize own_buffer_capacity(const Context::Impl& ctx, VkBuffer buffer);
+
 // Throws Error(invalid_argument) naming `op` and the operand when a view runs past the end of its buffer.
 // Exact for buffers made by Context::create_buffer; for the app's own buffers the bound is the buffer's
 // memory requirement (its size rounded up to the driver's alignment), the tightest Vulkan can tell.

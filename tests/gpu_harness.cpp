@@ -136,7 +136,8 @@ namespace {
 
 Buffer upload(Context& ctx, DType t, const std::vector<float>& values) {
   std::vector<uint8_t> bytes = encode(t, values);
-  Buffer b = ctx.create_buffer(std::max<size_t>((bytes.size() + 3) / 4 * 4, 4));
+  // Exactly the elements' bytes (odd 16-bit counts end mid-word): padding is vkgmm's job.
+  Buffer b = ctx.create_buffer(std::max<size_t>(bytes.size(), 4));
   if (!bytes.empty()) b.upload(bytes.data(), bytes.size());
   return b;
 }
@@ -149,7 +150,7 @@ std::vector<float> download(const Buffer& b, DType t, size_t count) {
 
 // A poisoned output buffer: any element the kernel fails to write shows up as NaN-ish garbage.
 Buffer poisoned(Context& ctx, size_t bytes) {
-  Buffer b = ctx.create_buffer(std::max<size_t>((bytes + 3) / 4 * 4, 4));
+  Buffer b = ctx.create_buffer(std::max<size_t>(bytes, 4));
   std::vector<uint8_t> junk(b.size(), 0xA5);
   b.upload(junk.data(), junk.size());
   return b;

@@ -103,10 +103,10 @@ TEST_F(DeviceTest, BackwardSizes) {
     p.out_type = DType::f16;
     const GmmBackwardPlan plan(ctx(), p);
     const GmmBackwardSizes s = plan.sizes();
-    const auto words = [](VkDeviceSize bytes) { return (bytes + 3) / 4 * 4; };
+    // Exactly the elements' bytes, odd 16-bit counts included (33 f16 elements of d_out).
     EXPECT_EQ(s.lhs, 11u * 5 * 4);
-    EXPECT_EQ(s.rhs, words(2u * 5 * 3 * 2));
-    EXPECT_EQ(s.d_out, words(11u * 3 * 2));
+    EXPECT_EQ(s.rhs, 2u * 5 * 3 * 2);
+    EXPECT_EQ(s.d_out, 11u * 3 * 2);
     EXPECT_EQ(s.d_lhs, 11u * 5 * 4);
     EXPECT_EQ(s.d_rhs, s.rhs);
     const OperandSizes a = plan.d_lhs_plan().sizes(), b = plan.d_rhs_plan().sizes();

@@ -292,6 +292,112 @@ static void test_struct_sizes(vkgmm_context* ctx) {
   CHECK(strstr(vkgmm_last_error_message(), "struct_size") != NULL);
 }
 
+/* ----- 16-bit operands of odd element counts, in buffers of exactly their bytes ---------------------- */
+
+/* bf16 bits of a float that bf16 holds exactly (the values below are multiples of 1/8 in [-1, 1]). */
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* A buffer of exactly count bf16 elements (count odd: the data ends mid-word; vkgmm pads its own). */
+static vkgmm_buffer* make_bf16(vkgmm_context* ctx, const float* values, int count) {
+  uint16_t bits[128];
+  for (int i = 0; i < count; ++i) bits[i] = values ? to_bf16(values[i]) : 0;
+  vkgmm_buffer* b = NULL;
+  CHECK(vkgmm_buffer_create(ctx, (size_t)count * 2, &b) == VKGMM_OK);
+  if (b) CHECK(vkgmm_buffer_upload(b, bits, (size_t)count * 2, 0) == VKGMM_OK);
+  return b;
+}
+
+static int near16(float got, double want) { return fabs(got - want) <= 1e-3 + 1e-2 * fabs(want); }
+
+/* gmm and tgmm with every operand bf16 and odd: m = 3, k = 7, n = 5, three groups of one row. */
+static void test_odd_counts(vkgmm_context* ctx) {
+  enum { OM = 3, OK_ = 7, ON = 5, OG = 3 };
+  static const int32_t ones[OG] = {1, 1, 1};
+  float a[OM * OK_], b[OG * OK_ * ON], ex[OG * OK_ * ON];
+  uint16_t got[OG * OK_ * ON];
+  fill(a, OM * OK_, 3);
+  fill(b, OG * OK_ * ON, 4);
+  fill(ex, OG * OK_ * ON, 5);
+
+  /* gmm: lhs [3, 7] (21), rhs [3, 7, 5] (105), out and existing_out [3, 5] (15). */
+  vkgmm_gmm_problem p;
+  memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  p.m = OM, p.k = OK_, p.n = ON, p.group_sizes = ones, p.num_groups = OG;
+  p.lhs_type = p.rhs_type = p.out_type = VKGMM_BF16;
+  p.existing_out = 1;
+  vkgmm_gmm_plan* plan = NULL;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_OK);
+  if (plan) {
+    vkgmm_operand_sizes s = {sizeof s};
+    CHECK(vkgmm_gmm_plan_sizes(plan, &s) == VKGMM_OK);
+    CHECK(s.lhs == 42 && s.rhs == 210 && s.out == 30 && s.existing_out == 30);
+    vkgmm_buffer *bl = make_bf16(ctx, a, OM * OK_), *br = make_bf16(ctx, b, OG * OK_ * ON),
+                 *bo = make_bf16(ctx, NULL, OM * ON), *be = make_bf16(ctx, ex, OM * ON);
+    vkgmm_gmm_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bo),
+                              vkgmm_buffer_whole(be)};
+    CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
+    CHECK(vkgmm_buffer_download(bo, got, OM * ON * 2, 0) == VKGMM_OK);
+    int bad = 0;
+    for (int r = 0; r < OM; ++r)
+      for (int j = 0; j < ON; ++j) {
+        double want = 0; /* every row is in an active group: existing_out fills only the others */
+        for (int kk = 0; kk < OK_; ++kk) want += (double)a[r * OK_ + kk] * b[(r * OK_ + kk) * ON + j];
+        bad += !near16(from_bf16(got[r * ON + j]), want);
+      }
+    CHECK(bad == 0);
+    vkgmm_gmm_plan_destroy(plan);
+    vkgmm_buffer_destroy(bl);
+    vkgmm_buffer_destroy(br);
+    vkgmm_buffer_destroy(bo);
+    vkgmm_buffer_destroy(be);
+  }
+
+  /* tgmm: lhs [7, 3] (21), rhs [3, 5] (15), out and existing_out [3, 7, 5] (105). */
+  vkgmm_tgmm_problem q;
+  memset(&q, 0, sizeof q);
+  q.struct_size = sizeof q;
+  q.m = OM, q.k = OK_, q.n = ON, q.group_sizes = ones, q.num_groups = OG;
+  q.lhs_type = q.rhs_type = q.out_type = VKGMM_BF16;
+  q.existing_out = 1;
+  vkgmm_tgmm_plan* tplan = NULL;
+  CHECK(vkgmm_tgmm_plan_create(ctx, &q, &tplan) == VKGMM_OK);
+  if (tplan) {
+    vkgmm_operand_sizes s = {sizeof s};
+    CHECK(vkgmm_tgmm_plan_sizes(tplan, &s) == VKGMM_OK);
+    CHECK(s.lhs == 42 && s.rhs == 30 && s.out == 210 && s.existing_out == 210);
+    vkgmm_buffer *bl = make_bf16(ctx, a, OK_ * OM), *br = make_bf16(ctx, b, OM * ON),
+                 *bo = make_bf16(ctx, NULL, OG * OK_ * ON), *be = make_bf16(ctx, ex, OG * OK_ * ON);
+    vkgmm_tgmm_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bo),
+                               vkgmm_buffer_whole(be)};
+    CHECK(vkgmm_tgmm_plan_run(ctx, tplan, &ops) == VKGMM_OK);
+    CHECK(vkgmm_buffer_download(bo, got, OG * OK_ * ON * 2, 0) == VKGMM_OK);
+    int bad = 0;
+    for (int g = 0; g < OG; ++g) /* group g holds row g alone */
+      for (int kk = 0; kk < OK_; ++kk)
+        for (int j = 0; j < ON; ++j) {
+          const int i = (g * OK_ + kk) * ON + j;
+          bad += !near16(from_bf16(got[i]), ex[i] + (double)a[kk * OM + g] * b[g * ON + j]);
+        }
+    CHECK(bad == 0);
+    vkgmm_tgmm_plan_destroy(tplan);
+    vkgmm_buffer_destroy(bl);
+    vkgmm_buffer_destroy(br);
+    vkgmm_buffer_destroy(bo);
+    vkgmm_buffer_destroy(be);
+  }
+}
+
 int main(void) {
   CHECK(strcmp(vkgmm_status_string(VKGMM_INVALID_ARGUMENT), "VKGMM_INVALID_ARGUMENT") == 0);
   CHECK(strcmp(vkgmm_status_string((vkgmm_status)99), "VKGMM_UNKNOWN_STATUS") == 0);
@@ -308,6 +414,7 @@ int main(void) {
   printf("vkgmm %s on %s\n", vkgmm_version_string(), vkgmm_context_device_name(ctx));
   test_gmm(ctx);
   test_tgmm_and_backward(ctx);
+  test_odd_counts(ctx);
   test_errors(ctx);
   test_struct_sizes(ctx);
   vkgmm_context_destroy(ctx);

@@ -22,8 +22,8 @@ namespace {
 constexpr int64_t kTokens = 64, kModel = 64, kFF = 128, kExperts = 8, kTopK = 2;
 constexpr vkgmm::DType kWeightType = vkgmm::DType::bf16;
 
-// Bytes of `count` elements of type t, in whole 32-bit words (vkgmm reads 16-bit operands by the word).
-VkDeviceSize stored_bytes(vkgmm::DType t, size_t count) { return (count * vkgmm::dtype_size(t) + 3) / 4 * 4; }
+// Bytes of `count` elements of type t (any count: vkgmm pads its own buffers to whole words).
+VkDeviceSize stored_bytes(vkgmm::DType t, size_t count) { return count * vkgmm::dtype_size(t); }
 
 // An operand in a vkgmm buffer: encoded to its type, uploaded.
 vkgmm::Buffer upload(vkgmm::Context& ctx, vkgmm::DType t, const std::vector<float>& values, VkDeviceSize bytes) {

@@ -3,6 +3,8 @@
 // printed is what a run would get.
 #include "info.hpp"
 
+#include "fail.hpp"
+#include "flags.hpp"
 #include "json.hpp"
 
 #include <cstdio>
@@ -40,7 +42,8 @@ std::string api_version(uint32_t v) {
          std::to_string(VK_API_VERSION_PATCH(v));
 }
 
-using cli::json_string;
+using tool::fail;
+using tool::json_string;
 
 // One row per fact, in order; printed as text or as JSON from the same list so the two never disagree.
 struct Row {
@@ -80,23 +83,13 @@ std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
   };
 }
 
-int fail(int status, std::string msg) {
-  for (char& c : msg)
-    if (c == '\n' || c == '\r') c = ' ';
-  std::fprintf(stderr, "vkgmm: error: %s\n", msg.c_str());
-  return status;
-}
-
 }  // namespace
 
 int info_main(int argc, char** argv) {
   bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
+  if (tool::wants_help(argc, argv)) {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bench.hpp"
+#include "fail.hpp"
 #include "info.hpp"
 #include "run.hpp"
 
@@ -44,8 +45,7 @@ int main(int argc, char** argv) {
     if (cmd == "help") {
       // `vkgmm help run` is `vkgmm run --help`.
       if (argc > 3) {
-        std::fprintf(stderr, "vkgmm: error: help takes at most one command\n");
-        return 2;
+        return tool::fail(2, "help takes at most one command");
       }
       char help_flag[] = "--help";
       char* sub_argv[] = {argv[2], help_flag, nullptr};
@@ -55,15 +55,10 @@ int main(int argc, char** argv) {
       const int status = dispatch(cmd, argc - 1, argv + 1);
       if (status >= 0) return status;
     }
-    std::fprintf(stderr, "vkgmm: error: unknown command '%s' (expected run, info, bench or help)\n",
-                 cmd == "help" ? argv[2] : cmd.c_str());
-    return 2;
+    return tool::fail(2, "unknown command '" + std::string(cmd == "help" ? argv[2] : cmd) +
+                             "' (expected run, info, bench or help)");
   } catch (const std::exception& e) {
     // The subcommands report their own errors; this is the last line of defence, still one line.
-    std::string msg = e.what();
-    for (char& c : msg)
-      if (c == '\n' || c == '\r') c = ' ';
-    std::fprintf(stderr, "vkgmm: error: %s\n", msg.c_str());
-    return 1;
+    return tool::fail(1, e.what());
   }
 }

@@ -52,8 +52,12 @@ struct TgmmOperands {
   BufferView lhs, rhs, out, existing_out;
 };
 
-// Byte sizes each operand's view must have at least. 16-bit operands are accessed in whole 32-bit words,
-// so their sizes are rounded up to a multiple of 4 (views should start 4-byte aligned, or cover the word).
+// Byte sizes each operand's view must have at least: exactly its elements (count * element size), for
+// any element count. On devices without 16-bit storage vkgmm reads and writes 16-bit data in whole
+// 32-bit words; a vkgmm Buffer (Context::create_buffer) is allocated padded to whole words, so its views
+// need nothing more. A view in an app's own VkBuffer whose 16-bit data ends mid-word must, on such a
+// device only, also cover the rest of that word (vkgmm cannot know the buffer has it, and never binds past
+// a view it cannot vouch for): otherwise record() refuses it with invalid_argument naming the operand.
 struct OperandSizes {
   VkDeviceSize lhs = 0, rhs = 0, out = 0, existing_out = 0;
 };

@@ -179,7 +179,7 @@ typedef struct vkgmm_tgmm_problem {
   vkgmm_schedule schedule;
 } vkgmm_tgmm_problem;
 
-/* Bytes each view must cover at least (16-bit operands in whole 32-bit words), and the device memory
+/* Bytes each view must cover at least (exactly the elements; see OperandSizes in ops.hpp), and the device memory
  * the plan itself holds for its group metadata. */
 typedef struct vkgmm_operand_sizes {
   size_t struct_size; /* set by the caller; vkgmm fills the rest */

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace cli {
+namespace tool {
 
 std::string json_string(const std::string& s) {
   std::string r = "\"";
@@ -21,4 +21,4 @@ std::string json_string(const std::string& s) {
   return r + "\"";
 }
 
-}  // namespace cli
+}  // namespace tool

@@ -3,10 +3,10 @@
 
 #include <string>
 
-namespace cli {
+namespace tool {
 
 // s as a JSON string literal, quoted and escaped (device and driver names come from the driver: escape
 // them rather than trust them).
 std::string json_string(const std::string& s);
 
-}  // namespace cli
+}  // namespace tool

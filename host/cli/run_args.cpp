@@ -1,0 +1,117 @@
+#include "run_args.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "flags.hpp"
+#include "run_output.hpp"
+#include "tiling_text.hpp"
+#include "usage_error.hpp"
+
+const char kRunUsage[] =
+    "usage:\n"
+    "  vkgmm run gmm  --lhs L.npy --rhs R.npy --group-sizes GS.npy --out OUT.npy\n"
+    "                 [--transpose-rhs] [--group-offset N] [--existing-out E.npy]\n"
+    "                 [--out-dtype f32|f16|bf16] [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
+    "  vkgmm run tgmm --lhs L.npy --rhs R.npy --group-sizes GS.npy --out OUT.npy\n"
+    "                 [--group-offset N] [--num-actual-groups N] [--existing-out E.npy]\n"
+    "                 [--out-dtype f32|f16|bf16] [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
+    "\n"
+    "gmm:  lhs [m, k], rhs [G_local, k, n] ([G_local, n, k] with --transpose-rhs), out [m, n].\n"
+    "      rhs holds the active groups group_offset .. group_offset + G_local; other rows get\n"
+    "      existing_out (or 0).\n"
+    "tgmm: lhs [k, m], rhs [m, n], out [num_actual_groups, k, n] (+ existing_out).\n"
+    "\n"
+    "Inputs are .npy files (format 1.0-3.0, little-endian, C order): <f4 (f32) or <f2 (f16);\n"
+    "--input-dtype bf16 rounds f32 inputs to bf16. group sizes: <i4 or <i8, all G groups.\n"
+    "existing_out: <f4 or <f2, converted to the output type. The output is <f4 for f32 and bf16\n"
+    "(widened exactly) and <f2 for f16; the default output type is f32.\n"
+    "--check compares with the CPU reference and fails (status 1) outside atol 1e-3 + rtol 1e-5\n"
+    "(rtol 1e-2 when any type is 16-bit).\n"
+    "\n"
+    "Exit status: 0 ok, 2 bad arguments or input, 1 runtime or device error. On error: one line on\n"
+    "stderr and no output file.\n";
+
+const std::string* Args::get(const std::string& flag) const {
+  auto it = values.find(flag);
+  return it == values.end() ? nullptr : &it->second;
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  if (tool::wants_help(argc, argv)) {
+    a.help = true;
+    return a;
+  }
+  std::vector<std::string> words(argv + (argc > 0 ? 1 : 0), argv + argc);
+  if (words.empty()) throw UsageError("missing operation: expected 'gmm' or 'tgmm' (see vkgmm run --help)");
+  a.op = words[0];
+  if (a.op != "gmm" && a.op != "tgmm")
+    throw UsageError("unknown operation '" + a.op + "': expected 'gmm' or 'tgmm'");
+
+  std::vector<std::string> valued = {"lhs", "rhs", "group-sizes", "out", "group-offset", "existing-out",
+                                     "out-dtype", "input-dtype", "tiling"};
+  if (a.op == "tgmm") valued.push_back("num-actual-groups");
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + w + "'");
+    std::string name = w.substr(2), value;
+    const size_t eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    if (name == "check" || (name == "transpose-rhs" && a.op == "gmm")) {
+      if (inline_value) throw UsageError("--" + name + " takes no value");
+      bool& flag = name == "check" ? a.check : a.transpose_rhs;
+      if (flag) throw UsageError("--" + name + " given twice");
+      flag = true;
+      continue;
+    }
+    if (std::find(valued.begin(), valued.end(), name) == valued.end())
+      throw UsageError("unknown option '--" + name + "' for " + a.op);
+    if (!inline_value) {
+      if (i + 1 >= words.size()) throw UsageError("--" + name + " needs a value");
+      value = words[++i];
+    }
+    if (value.empty()) throw UsageError("--" + name + " needs a non-empty value");
+    if (!a.values.emplace(name, value).second) throw UsageError("--" + name + " given twice");
+  }
+  for (const char* required : {"lhs", "rhs", "group-sizes", "out"})
+    if (!a.get(required)) throw UsageError(std::string("missing required option --") + required);
+  return a;
+}
+
+int64_t optional_count(const Args& a, const std::string& flag, int64_t fallback) {
+  const std::string* v = a.get(flag);
+  if (!v) return fallback;
+  const std::optional<int64_t> count = tool::parse_int(*v, 0, std::numeric_limits<int64_t>::max());
+  if (!count) throw UsageError("--" + flag + ": expected a non-negative integer, got '" + *v + "'");
+  return *count;
+}
+
+Job prepare(const Args& args) {
+  Job j;
+  j.args = args;
+  if (const std::string* t = args.get("out-dtype")) {
+    const auto d = vkgmm::parse_dtype(*t);
+    if (!d) throw UsageError("--out-dtype: expected f32, f16 or bf16, got '" + *t + "'");
+    j.out_type = *d;
+  }
+  if (const std::string* t = args.get("input-dtype")) {
+    if (*t != "bf16")
+      throw UsageError("--input-dtype: only bf16 is accepted (f32 and f16 come from the .npy dtype), got '" + *t + "'");
+    j.to_bf16 = true;
+  }
+  j.tiling = vkgmm::TilingChoice::automatic();
+  if (const std::string* t = args.get("tiling")) {
+    std::string why;
+    const std::optional<vkgmm::Tiling> tiling = tool::parse_tiling(*t, &why);
+    if (!tiling) throw UsageError("--tiling: " + why + ", got '" + *t + "'");
+    j.tiling = vkgmm::TilingChoice::of(*tiling);
+  }
+  check_out_path(*args.get("out"));
+  return j;
+}

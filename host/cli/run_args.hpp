@@ -1,0 +1,40 @@
+// `vkgmm run`'s command line: the words on it, then the options that do not depend on the operation,
+// parsed and checked before any file is read (the order of the CLI's error messages depends on it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "vkgmm/types.hpp"
+
+extern const char kRunUsage[];
+
+struct Args {
+  std::string op;                             // "gmm" or "tgmm"
+  std::map<std::string, std::string> values;  // flags with a value, without the leading "--"
+  bool transpose_rhs = false;
+  bool check = false;
+  bool help = false;
+
+  const std::string* get(const std::string& flag) const;
+};
+
+// Throws UsageError for an unknown, repeated or incomplete option. --help anywhere wins: `help` is set
+// and nothing else is looked at.
+Args parse_args(int argc, char** argv);
+
+// An optional count flag (--group-offset, --num-actual-groups): `fallback` when absent, else a
+// non-negative integer or UsageError naming the flag.
+int64_t optional_count(const Args& a, const std::string& flag, int64_t fallback);
+
+// The options every operation shares, resolved.
+struct Job {
+  Args args;
+  vkgmm::DType out_type = vkgmm::DType::f32;
+  bool to_bf16 = false;  // --input-dtype bf16
+  vkgmm::TilingChoice tiling;
+};
+
+// Resolves --out-dtype, --input-dtype and --tiling and refuses an unwritable --out (UsageError).
+Job prepare(const Args& args);

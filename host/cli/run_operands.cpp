@@ -1,0 +1,115 @@
+#include "run_operands.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "usage_error.hpp"
+#include "vkgmm/convert.hpp"
+
+// .npy data is little-endian and is uploaded as-is.
+static_assert(std::endian::native == std::endian::little, "vkgmm run assumes a little-endian host");
+
+using vkgmm::DType;
+
+namespace {
+
+std::vector<float> f32_values(const npy::Array& arr) {
+  std::vector<float> v(arr.data.size() / 4);
+  if (!v.empty()) std::memcpy(v.data(), arr.data.data(), arr.data.size());
+  return v;
+}
+
+std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * 4);
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+}  // namespace
+
+npy::Array load(const Args& a, const std::string& flag) {
+  try {
+    return npy::read(*a.get(flag));
+  } catch (const std::runtime_error& e) {
+    throw UsageError("--" + flag + ": " + e.what());
+  }
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+void expect_rank(const npy::Array& arr, const std::string& flag, size_t rank, const char* layout) {
+  if (arr.shape.size() != rank)
+    throw UsageError("--" + flag + ": expected rank " + std::to_string(rank) + " " + layout + ", got shape " +
+                     shape_str(arr.shape));
+}
+
+std::vector<float> Operand::values() const {
+  if (type == DType::f32) {
+    std::vector<float> v(bytes.size() / 4);
+    if (!v.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
+  }
+  return vkgmm::decode(type, bytes.data(), bytes.size() / 2);
+}
+
+Operand input_operand(npy::Array&& arr, const std::string& flag, bool to_bf16) {
+  if (arr.descr == "<f2") return {DType::f16, std::move(arr.data)};
+  if (arr.descr != "<f4") throw UsageError("--" + flag + ": expected dtype <f4 or <f2, got " + arr.descr);
+  if (to_bf16) return {DType::bf16, vkgmm::encode(DType::bf16, f32_values(arr))};
+  return {DType::f32, std::move(arr.data)};
+}
+
+Operand existing_operand(npy::Array&& arr, DType out_type) {
+  if (arr.descr != "<f4" && arr.descr != "<f2")
+    throw UsageError("--existing-out: expected dtype <f4 or <f2, got " + arr.descr);
+  const DType from = arr.descr == "<f4" ? DType::f32 : DType::f16;
+  if (from == out_type) return {out_type, std::move(arr.data)};
+  const std::vector<float> v =
+      from == DType::f32 ? f32_values(arr) : vkgmm::decode(DType::f16, arr.data.data(), arr.data.size() / 2);
+  return {out_type, out_type == DType::f32 ? f32_bytes(v) : vkgmm::encode(out_type, v)};
+}
+
+std::vector<int32_t> group_sizes_of(const npy::Array& arr) {
+  expect_rank(arr, "group-sizes", 1, "[G]");
+  std::vector<int32_t> gs(static_cast<size_t>(arr.shape[0]));
+  for (size_t i = 0; i < gs.size(); ++i) {
+    if (arr.descr == "<i4") {
+      std::memcpy(&gs[i], arr.data.data() + 4 * i, 4);
+    } else if (arr.descr == "<i8") {
+      int64_t v;
+      std::memcpy(&v, arr.data.data() + 8 * i, 8);
+      if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+        throw UsageError("--group-sizes: value " + std::to_string(v) + " at index " + std::to_string(i) +
+                         " does not fit int32");
+      gs[i] = static_cast<int32_t>(v);
+    } else {
+      throw UsageError("--group-sizes: expected dtype <i4 or <i8, got " + arr.descr);
+    }
+  }
+  return gs;
+}
+
+vkgmm::Buffer upload(vkgmm::Context& ctx, const Operand& op, VkDeviceSize needed, const char* flag) {
+  if (op.bytes.size() < needed)
+    throw vkgmm::Error(vkgmm::Status::internal, std::string("--") + flag + ": holds " +
+                                                    std::to_string(op.bytes.size()) + " bytes, the plan needs " +
+                                                    std::to_string(needed));
+  // Exactly the operand's bytes (vkgmm pads its own buffers to whole words, whatever the element count);
+  // never a zero-size buffer: an empty operand still gets a (unread) 4-byte buffer.
+  vkgmm::Buffer buf = ctx.create_buffer(std::max<VkDeviceSize>(4, op.bytes.size()));
+  if (!op.bytes.empty()) buf.upload(op.bytes.data(), op.bytes.size());
+  return buf;
+}
+
+npy::Array output_array(DType type, const std::vector<uint8_t>& bytes, std::vector<int64_t> shape) {
+  if (type == DType::f32) return {"<f4", std::move(shape), bytes};
+  if (type == DType::f16) return {"<f2", std::move(shape), bytes};
+  return {"<f4", std::move(shape), f32_bytes(vkgmm::decode(DType::bf16, bytes.data(), bytes.size() / 2))};
+}

@@ -1,0 +1,48 @@
+// `vkgmm run`'s .npy files <-> the operands the device sees: reading and checking input files, converting
+// them to the element types the plan runs (f32, f16, bf16), uploading them, and turning the output's
+// bytes back into an .npy array. Messages name the CLI flag (--lhs, --rhs, ...).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "npy.hpp"
+#include "run_args.hpp"
+#include "vkgmm/context.hpp"
+#include "vkgmm/types.hpp"
+
+// The file of flag `flag`, read; UsageError("--flag: ...") when it is missing or malformed.
+npy::Array load(const Args& a, const std::string& flag);
+
+// "(3, 4)", as numpy prints a shape.
+std::string shape_str(const std::vector<int64_t>& s);
+
+// UsageError unless `arr` has rank `rank`; `layout` ("[m, k]") says what the dimensions mean.
+void expect_rank(const npy::Array& arr, const std::string& flag, size_t rank, const char* layout);
+
+// An operand as the device will see it: its element type and bytes (exactly its elements: 16-bit
+// operands of an odd element count are not padded here; padding device buffers is vkgmm's job).
+struct Operand {
+  vkgmm::DType type = vkgmm::DType::f32;
+  std::vector<uint8_t> bytes;
+
+  // The values the device sees, for the reference.
+  std::vector<float> values() const;
+};
+
+// lhs / rhs: <f4 is f32 (or bf16, rounded, with --input-dtype bf16); <f2 is f16.
+Operand input_operand(npy::Array&& arr, const std::string& flag, bool to_bf16);
+
+// existing_out: any float file, converted to the output type (exact when widening).
+Operand existing_operand(npy::Array&& arr, vkgmm::DType out_type);
+
+// --group-sizes: <i4, or <i8 whose values fit int32, of rank 1.
+std::vector<int32_t> group_sizes_of(const npy::Array& arr);
+
+// A device buffer holding `op`, which must hold at least `needed` bytes (the plan's OperandSizes);
+// `flag` names the operand in the error.
+vkgmm::Buffer upload(vkgmm::Context& ctx, const Operand& op, VkDeviceSize needed, const char* flag);
+
+// The output file's array: <f4 for f32 and bf16 (widened exactly), <f2 for f16.
+npy::Array output_array(vkgmm::DType type, const std::vector<uint8_t>& bytes, std::vector<int64_t> shape);

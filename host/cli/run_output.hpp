@@ -1,0 +1,21 @@
+// `vkgmm run`'s output step: --out is checked before any device work (a run that cannot write its
+// result should fail before it spends the time), and written last, atomically (npy::write renames a
+// finished temporary file into place), so that any failure, a failed --check included, leaves no file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vkgmm/context.hpp"
+#include "vkgmm/types.hpp"
+
+// UsageError when `out` is a directory or its directory does not exist.
+void check_out_path(const std::string& out);
+
+// The first `elements` elements of type t in `buf`, as bytes (exactly those: no padding).
+std::vector<uint8_t> download_output(const vkgmm::Buffer& buf, vkgmm::DType t, uint64_t elements);
+
+// Writes `bytes` (elements of type t) to `path` as an .npy of `shape`.
+void write_output(const std::string& path, vkgmm::DType t, const std::vector<uint8_t>& bytes,
+                  std::vector<int64_t> shape);
