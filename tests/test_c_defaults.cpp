@@ -160,6 +160,46 @@ Status status_of(const std::function<void()>& f) {
   return Status::ok;
 }
 
+// A zero vkgmm_context_options (struct_size set) is ContextOptions{}; each C field reaches its option.
+TEST(CDefaults, ContextOptionsAreTheCppDefault) {
+  auto same = [](const ContextOptions& a, const ContextOptions& b) {
+    EXPECT_EQ(a.device, b.device);
+    EXPECT_EQ(a.validate, b.validate);
+    EXPECT_EQ(a.schedule, b.schedule);
+    EXPECT_EQ(a.storage16, b.storage16);
+    EXPECT_EQ(a.vec4_loads, b.vec4_loads);
+    EXPECT_EQ(a.texel_loads, b.texel_loads);
+    EXPECT_EQ(a.timeout_s, b.timeout_s);
+  };
+  vkgmm_context_options c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.validate = 1;
+  vkgmm_context* c_ctx = nullptr;
+  ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
+  ContextOptions o;
+  o.validate = true;
+  same(c_ctx->ctx.options(), Context(o).options());
+  vkgmm_context_destroy(c_ctx);
+
+  c.schedule = VKGMM_SCHEDULE_DIRECT;
+  c.storage16 = c.vec4_loads = c.texel_loads = -1;
+  c.timeout_s = 5;
+  ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
+  o.schedule = Schedule::direct;
+  o.storage16 = o.vec4_loads = o.texel_loads = false;
+  o.timeout_s = 5;
+  same(c_ctx->ctx.options(), Context(o).options());
+  vkgmm_context_destroy(c_ctx);
+
+  c.timeout_s = -1;
+  EXPECT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(vkgmm_last_error_message()).find("timeout_s"), std::string::npos);
+  c.timeout_s = 0;
+  c.schedule = static_cast<vkgmm_schedule>(7);
+  EXPECT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_INVALID_ARGUMENT);
+}
+
 TEST(GrowingStructs, ReadAnyPublishedSize) {
   // An older caller's struct ends before new_field; what lies past it is not the caller's.
   unsigned char older[sizeof(Grown)];

@@ -1,4 +1,5 @@
 // C API: device requirements, contexts (created or wrapped) and submit-and-wait.
+#include <optional>
 #include "c_api.hpp"
 #include "vkgmm/requirements.hpp"
 
@@ -31,18 +32,36 @@ vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, v
   return s;
 }
 
+namespace {
+
+// A C tri-state (0: the default; > 0 on; < 0 off) as an unset or set C++ option.
+std::optional<bool> tri_state(int v) {
+  if (v == 0) return std::nullopt;
+  return v > 0;
+}
+
+// NULL: every default.
+vkgmm::ContextOptions context_options(const vkgmm_context_options* options, const char* what) {
+  vkgmm::ContextOptions o;
+  if (!options) return o;
+  const vkgmm_context_options c = read_struct(options, what, "vkgmm_context_options");
+  if (c.device) o.device = c.device;
+  o.validate = tri_state(c.validate);
+  if (c.schedule != VKGMM_SCHEDULE_AUTO) o.schedule = static_cast<vkgmm::Schedule>(c.schedule);
+  o.storage16 = tri_state(c.storage16);
+  o.vec4_loads = tri_state(c.vec4_loads);
+  o.texel_loads = tri_state(c.texel_loads);
+  if (c.timeout_s != 0) o.timeout_s = c.timeout_s;
+  return o;
+}
+
+}  // namespace
+
 vkgmm_status vkgmm_context_create(const vkgmm_context_options* options, vkgmm_context** out) {
   return guarded([&] {
     require(out, "out");
     *out = nullptr;
-    vkgmm::ContextOptions o;
-    if (options) {
-      const vkgmm_context_options c = read_struct(options, "options", "vkgmm_context_options");
-      if (c.device) o.device = c.device;
-      if (c.validate > 0) o.validate = true;
-      if (c.validate < 0) o.validate = false;
-    }
-    *out = new vkgmm_context{vkgmm::Context(o)};
+    *out = new vkgmm_context{vkgmm::Context(context_options(options, "options"))};
   });
 }
 
@@ -59,7 +78,7 @@ vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_conte
     d.queue_family = c.queue_family;
     d.storage_buffer_16bit = c.storage_buffer_16bit != 0;
     d.get_instance_proc_addr = c.get_instance_proc_addr;
-    *out = new vkgmm_context{vkgmm::Context::wrap(d)};
+    *out = new vkgmm_context{vkgmm::Context::wrap(d, context_options(c.options, "device->options"))};
   });
 }
 

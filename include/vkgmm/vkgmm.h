@@ -86,10 +86,19 @@ typedef struct vkgmm_device_requirements {
  * returns VKGMM_OK). */
 VKGMM_API vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
 
+/* How a context runs (vkgmm::ContextOptions): read once when it is made. 0 in a field means "the
+ * default", which the environment variable named beside it gives where set. */
 typedef struct vkgmm_context_options {
   size_t struct_size;
   const char* device; /* index or name substring; NULL or "": $VKGMM_DEVICE, else the best device */
   int validate;       /* 0: $VKGMM_VALIDATE decides; 1: on; -1: off */
+  /* SHARED or DIRECT: every plan on the context uses that schedule. AUTO (0): $VKGMM_SCHEDULE
+   * (shared|direct) decides, else each problem's own. */
+  vkgmm_schedule schedule;
+  int storage16;   /* 16-bit storage where the device has it. 0: on unless $VKGMM_DISABLE_16BIT_STORAGE=1; 1 on; -1 off */
+  int vec4_loads;  /* 4-element loads of the direct schedule. 0: on unless $VKGMM_DISABLE_VEC4=1; 1 on; -1 off */
+  int texel_loads; /* inputs through texel views on CPU devices. 0: on unless $VKGMM_DISABLE_TEXEL=1; 1; -1 */
+  double timeout_s; /* bound on every wait. 0: $VKGMM_TIMEOUT_S, else 600; negative: refused */
 } vkgmm_context_options;
 
 /* An app's device; vkgmm destroys none of these handles. */
@@ -102,6 +111,8 @@ typedef struct vkgmm_borrowed_device {
   uint32_t queue_family; /* of queue, and of the command buffers vkgmm is recorded into */
   int storage_buffer_16bit; /* the app enabled storageBuffer16BitAccess */
   PFN_vkGetInstanceProcAddr get_instance_proc_addr; /* optional, see BorrowedDevice in context.hpp */
+  /* Optional (NULL: defaults): the context's options; device and validate do not apply here. */
+  const vkgmm_context_options* options;
 } vkgmm_borrowed_device;
 
 /* options may be NULL (all defaults). */
