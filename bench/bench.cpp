@@ -21,7 +21,7 @@
 #include "timing.hpp"
 #include "tuning.hpp"
 #include "vkgmm/context.hpp"
-#include "vkgmm/probe.hpp"
+#include "probe.hpp"
 
 namespace bench {
 namespace {

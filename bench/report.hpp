@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vkgmm/probe.hpp"
+#include "probe.hpp"
 #include "workloads.hpp"
 
 namespace bench {

@@ -10,11 +10,14 @@
 
 namespace vkgmm {
 
-DispatchPlan::DispatchPlan(Context& ctx, Op op) : ctx_(ContextInternals::shared(ctx)), op_(op) {
-  if (op == Op::gmm)
-    kernel_.declare(abi::kGmmConstants);
-  else
-    kernel_.declare(abi::kTgmmConstants);
+DispatchPlan::DispatchPlan(Context& ctx, Op op) : ctx_(ContextInternals::shared(ctx)), op_(op) {}
+
+int64_t DispatchPlan::check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
+                                    DType lhs, DType rhs, DType out) const {
+  check_dims(name(), m, k, n);
+  const int64_t G = check_group_sizes(name(), group_sizes, m);
+  check_types(name(), lhs, rhs, out);
+  return G;
 }
 
 const DeviceInfo& DispatchPlan::info() const { return ctx_->dev.info; }
@@ -24,7 +27,7 @@ void DispatchPlan::set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec ou
   operands_[0] = lhs;
   operands_[1] = rhs;
   operands_[2] = out;
-  operands_[3] = existing_out ? out : OperandSpec{out.type, 0};
+  has_existing_ = existing_out;
   sizes_.lhs = operand_bytes(lhs.type, lhs.count);
   sizes_.rhs = operand_bytes(rhs.type, rhs.count);
   sizes_.out = operand_bytes(out.type, out.count);
@@ -44,15 +47,15 @@ void DispatchPlan::set_shape(const KernelShape& shape) {
   kernel_.set(VKGMM_ID_LHS_TYPE, uint32_t(operands_[0].type));
   kernel_.set(VKGMM_ID_RHS_TYPE, uint32_t(operands_[1].type));
   kernel_.set(VKGMM_ID_OUT_TYPE, uint32_t(operands_[2].type));
-  kernel_.set(VKGMM_ID_HAS_EXISTING, sizes_.existing_out != 0);
+  kernel_.set(VKGMM_ID_HAS_EXISTING, has_existing_);
 }
 
-void DispatchPlan::set_metadata(Context& ctx, const std::vector<int32_t>& words) {
+void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
   const VkDeviceSize bytes = words.size() * sizeof(int32_t);
   if (bytes > info().max_storage_buffer_range)
     throw Error(Status::unsupported, std::string(name()) + ": the metadata (" + std::to_string(bytes) +
                                          " bytes) exceeds maxStorageBufferRange: use a larger tm");
-  meta_ = ctx.create_buffer(bytes);
+  meta_ = ContextInternals::adopt(ctx_).create_buffer(bytes);
   meta_.upload(words.data(), bytes);
 }
 
@@ -65,6 +68,7 @@ void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
 
 void DispatchPlan::build() {
   if (dispatches()) {
+    if (push_.empty()) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
     kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, operands_[2].type);
     kernel_.create(*ctx_, part_bytes_);
   }
@@ -84,8 +88,7 @@ struct DispatchPlan::Bound {
 
 DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   const char* op = name();
-  const bool has_existing = operands_[3].count != 0;
-  check_existing_view(op, has_existing, ops.existing_out, ops.out);
+  check_existing_view(op, has_existing_, ops.existing_out, ops.out);
   check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
   check_views_in_buffers(*ctx_, op,
                          {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"out", ops.out}, {"existing_out", ops.existing_out}});
@@ -97,13 +100,14 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   const BufferView* views[4] = {&ops.lhs, &ops.rhs, &ops.out, &ops.existing_out};
   BoundOperand bound[4];
   for (int o = 0; o < 4; ++o) {
-    if (operands_[o].count)
-      bound[o] = bind_operand(*ctx_, op, kNames[o], *views[o], operands_[o].type, operands_[o].count, part_bytes_,
-                              !kernel_.storage16);
+    const OperandSpec& spec = operands_[o < 3 ? o : 2];  // existing_out: out's type and count
+    if (o == 3 && !has_existing_)
+      bound[3] = bound[2];  // the shader reads none: any valid descriptor
+    else if (spec.count)
+      bound[o] = bind_operand(*ctx_, op, kNames[o], *views[o], spec.type, spec.count, part_bytes_, !kernel_.storage16);
     else
-      bound[o].info = meta;  // never read through (existing_out: absent, the shader reads none)
+      bound[o].info = meta;  // an input never read
   }
-  if (!has_existing) bound[3] = bound[2];
   b.count = layout_descriptors(bound, meta, kernel_.split, b.infos);
   std::memcpy(b.push, push_.data(), push_.size() * 4);
   abi::OperandOffsets& off = b.offsets();

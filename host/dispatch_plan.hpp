@@ -25,8 +25,8 @@ struct OperandViews {
   BufferView lhs, rhs, out, existing_out;
 };
 
-// An operand as the kernel reads it: its element type and count. A count of 0 is an input the
-// dispatch never reads (tgmm with m = 0): it is neither checked nor bound (the metadata stands in).
+// An operand as the kernel reads it: its element type and count. An input of count 0 (tgmm with m = 0)
+// is never read: it is neither checked nor bound (the metadata stands in).
 struct OperandSpec {
   DType type = DType::f32;
   uint64_t count = 0;
@@ -34,7 +34,11 @@ struct OperandSpec {
 
 class DispatchPlan {
  public:
-  DispatchPlan(Context& ctx, Op op);
+  // `constants`: the op's specialization constants beside abi::kCommonConstants (abi::kGmmConstants, ...).
+  template <size_t N>
+  DispatchPlan(Context& ctx, Op op, const abi::SpecConstant (&constants)[N]) : DispatchPlan(ctx, op) {
+    kernel_.declare(constants);
+  }
 
   // ----- made by the op's part, once, in this order -----
   const DeviceInfo& info() const;
@@ -49,8 +53,11 @@ class DispatchPlan {
   // constants with kernel().set().
   void set_shape(const KernelShape& shape);
   Kernel& kernel() { return kernel_; }
-  // The metadata the kernel reads at VKGMM_BINDING_META (the plan's workspace), in a buffer of `ctx`.
-  void set_metadata(Context& ctx, const std::vector<int32_t>& words);
+  // The rules every op's problem shares: dims, group sizes (returns G), element types.
+  int64_t check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes, DType lhs,
+                        DType rhs, DType out) const;
+  // The metadata the kernel reads at VKGMM_BINDING_META (the plan's workspace).
+  void set_metadata(const std::vector<int32_t>& words);
   // The workgroup grid (checked against the device's limits); never set: nothing to dispatch.
   void set_grid(uint64_t x, uint64_t y, uint64_t z);
   // The op's push constants, a struct from shaders/interface.h whose operand offsets the core fills in
@@ -72,13 +79,15 @@ class DispatchPlan {
   void record(VkCommandBuffer cb, const OperandViews& ops) const;
 
  private:
+  DispatchPlan(Context& ctx, Op op);
   struct Bound;
   Bound bind(const OperandViews& ops) const;
   bool dispatches() const { return grid_[0] != 0; }
 
   std::shared_ptr<Context::Impl> ctx_;
   Op op_;
-  OperandSpec operands_[4];  // lhs, rhs, out, existing_out (count 0: none)
+  OperandSpec operands_[3];  // lhs, rhs, out (existing_out: out's type and count)
+  bool has_existing_ = false;
   OperandSizes sizes_;
   VkDeviceSize part_bytes_ = 0;  // > 0: operands are bound in parts of this size (the split layout)
   Kernel kernel_;

@@ -14,7 +14,7 @@ struct GmmPlan::State {
   Tiling tiling;
   int64_t num_tiles = 0;
   DispatchPlan core;
-  State(Context& ctx, const GmmProblem& p) : problem(p), core(ctx, Op::gmm) {}
+  State(Context& ctx, const GmmProblem& p) : problem(p), core(ctx, Op::gmm, abi::kGmmConstants) {}
 };
 
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
@@ -23,9 +23,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const DeviceInfo& info = core.info();
   const char* op = core.name();
 
-  check_dims(op, p.m, p.k, p.n);
-  const int64_t G = check_group_sizes(op, p.group_sizes, p.m);
-  check_types(op, p.lhs_type, p.rhs_type, p.out_type);
+  const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.lhs_type, p.rhs_type, p.out_type);
   const int64_t g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
@@ -66,7 +64,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     std::vector<int32_t> meta = md.group_offsets;
     meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
     meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
-    core.set_metadata(ctx, meta);
+    core.set_metadata(meta);
     core.set_push(push);
 
     // Grid: (n tiles) x (visits), the visits spread over y and z beyond y's limit.

@@ -11,8 +11,9 @@ void Kernel::set(uint32_t id, uint32_t value) {
   for (const abi::SpecConstant& c : abi::kCommonConstants) known = known || c.id == id;
   for (size_t i = 0; i < declared_count && !known; ++i) known = declared[i].id == id;
   if (!known) throw Error(Status::internal, "specialization constant " + std::to_string(id) + " is not declared");
-  if (constants.size() <= id) constants.resize(id + 1, 0);
+  if (constants.size() <= id) constants.resize(id + 1, 0), is_set.resize(id + 1, false);
   constants[id] = value;
+  is_set[id] = true;
 }
 
 void Kernel::set_shape(const KernelShape& s) {
@@ -44,6 +45,14 @@ void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
     while ((VkDeviceSize(4) << shift) < part_bytes) ++shift;  // words per part = 2^shift
     set(VKGMM_ID_PART_SHIFT, shift);
   }
+  // A declared constant the plan forgot would run with 0, silently: refuse it here instead.
+  auto require_set = [&](const abi::SpecConstant& c) {
+    if (c.id >= is_set.size() || !is_set[c.id])
+      throw Error(Status::internal, std::string("specialization constant ") + (c.name ? c.name : "local size") +
+                                        " (id " + std::to_string(c.id) + ") was not set");
+  };
+  for (const abi::SpecConstant& c : abi::kCommonConstants) require_set(c);
+  for (size_t i = 0; i < declared_count; ++i) require_set(declared[i]);
   // Only the pipeline vkgmm's own buffers will use is compiled now (compiling is slow on CPU drivers);
   // for_offsets compiles the other on first use.
   if (texel_code.code)

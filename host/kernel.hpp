@@ -17,7 +17,8 @@ struct Kernel {
   // any other id.
   const abi::SpecConstant* declared = nullptr;
   size_t declared_count = 0;
-  std::vector<uint32_t> constants;  // constants[id] is constant_id id (ids not set stay 0, unused)
+  std::vector<uint32_t> constants;  // constants[id] is constant_id id (ids not declared stay 0, ignored)
+  std::vector<bool> is_set;         // by id: set() was called (create() refuses a declared id left unset)
   // The shader's 4-element loads: VKGMM_ID_VEC4 needs rhs's offset, and with vec4_needs_lhs also lhs's,
   // a multiple of 4 elements; an optional second switch (vec4_lhs_id, needs VEC4 on) needs lhs's
   // aligned unless vec4_lhs_any_offset (the shader aligns its own loads).

@@ -11,7 +11,7 @@ struct TgmmPlan::State {
   TgmmProblem problem;
   Tiling tiling;
   DispatchPlan core;
-  State(Context& ctx, const TgmmProblem& p) : problem(p), core(ctx, Op::tgmm) {}
+  State(Context& ctx, const TgmmProblem& p) : problem(p), core(ctx, Op::tgmm, abi::kTgmmConstants) {}
 };
 
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
@@ -20,9 +20,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   const DeviceInfo& info = core.info();
   const char* op = core.name();
 
-  check_dims(op, p.m, p.k, p.n);
-  const int64_t G = check_group_sizes(op, p.group_sizes, p.m);
-  check_types(op, p.lhs_type, p.rhs_type, p.out_type);
+  const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.lhs_type, p.rhs_type, p.out_type);
   const int64_t groups = check_group_window(op, G, p.group_offset, p.num_actual_groups, "num_actual_groups");
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
@@ -44,7 +42,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
   // m = 0 still writes every group's block (zeros or existing_out).
-  core.set_metadata(ctx, make_group_offsets(p.group_sizes));
+  core.set_metadata(make_group_offsets(p.group_sizes));
   abi::TgmmPush push{};
   push.m = uint32_t(p.m);
   push.k = uint32_t(p.k);

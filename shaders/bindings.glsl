@@ -29,7 +29,7 @@ layout(set = 0, binding = VKGMM_BINDING_RHS_TEXEL) uniform usamplerBuffer rhs_te
 #ifdef VKGMM_SPLIT
 // Operands larger than one binding may address (maxStorageBufferRange) are bound as up to 4 parts of
 // 2^PART_SHIFT words each: part 0 at the binding above, parts 1-3 at bindings VKGMM_NUM_BINDINGS + 3 * operand + part - 1
-// (the split layout in host/context.cpp). A word is read from its part by branching, not by indexing an
+// (the split layout of host/pipeline_cache.cpp). A word is read from its part by branching, not by indexing an
 // array of descriptors, so no non-uniform descriptor indexing is needed.
 layout(constant_id = VKGMM_ID_PART_SHIFT) const uint PART_SHIFT = 25;
 layout(std430, set = 0, binding = VKGMM_NUM_BINDINGS + 0) readonly buffer LhsP1 { uint lhs_p1[]; };

@@ -9,7 +9,7 @@
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
 layout(constant_id = VKGMM_ID_CEILING_ITERS) const uint ITERS = 4096;
-const uint CHAINS = 16;
+const uint CHAINS = VKGMM_CEILING_CHAINS;
 
 layout(push_constant) uniform Params { VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD) } pc;
 

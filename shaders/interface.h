@@ -2,7 +2,7 @@
 // specialization constant ids and push-constant blocks. Read by the GLSL (through
 // GL_GOOGLE_include_directive) and by the C++ host (host/interface.hpp), so neither side can drift:
 // the shaders declare their constants with these ids and their push blocks from these field lists, and
-// the host fills the same ids and the same structs. tests/test_interface.cpp reflects the built SPIR-V
+// the host fills the same ids and the same structs. tests/interface/test_interface.cpp reflects the built SPIR-V
 // and checks it against the host's view.
 //
 // Only the preprocessor is shared: plain #defines and X-macro field lists, valid in both languages.
@@ -82,6 +82,7 @@
 
 // The bench's FMA ceiling kernel (shaders/fma_ceiling.comp).
 #define VKGMM_ID_CEILING_ITERS 1
+#define VKGMM_CEILING_CHAINS 16  // independent FMA chains per invocation
 #define VKGMM_CEILING_PUSH(F) F(float, seed)
 
 #endif

@@ -85,7 +85,7 @@ TEST_F(DeviceTest, BackwardFiniteDifferences) {
   }
 }
 
-// GmmBackwardPlan::sizes(): each operand's bytes, 16-bit ones rounded up to whole words, for a sharded
+// GmmBackwardPlan::sizes(): each operand's exact bytes (odd 16-bit counts included), for a sharded
 // problem with three element types (d_out has out's type, d_lhs lhs's, d_rhs rhs's); and the same as the
 // two plans it is made of.
 TEST_F(DeviceTest, BackwardSizes) {

@@ -263,6 +263,11 @@ static void test_struct_sizes(vkgmm_context* ctx) {
   CHECK(strstr(vkgmm_last_error_message(), "struct_size") != NULL);
   p.struct_size = sizeof p - sizeof(int64_t);
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
+  /* The reserved field that keeps the struct free of tail padding must stay 0. */
+  p = gmm_problem();
+  p.reserved = 1;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "reserved") != NULL);
 
   /* A newer caller: accepted while the fields this vkgmm does not know are zero (their defaults). */
   struct newer_problem np;

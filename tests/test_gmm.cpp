@@ -102,6 +102,27 @@ TEST_F(DeviceTest, GmmEmptyM) {
   EXPECT_TRUE(run_gmm(ctx(), p, {}, rhs).empty());
 }
 
+// An empty shard (m = 0) with existing_out: the view is expected exactly as for any m (nothing is
+// written), and one missing is refused.
+TEST_F(DeviceTest, GmmEmptyMWithExistingOut) {
+  GmmProblem p;
+  p.m = 0;
+  p.k = 4;
+  p.n = 4;
+  p.group_sizes = {0, 0};
+  p.existing_out = true;
+  Buffer in = ctx().create_buffer(4), rhs = ctx().create_buffer(2 * 4 * 4 * 4), out = ctx().create_buffer(4);
+  GmmPlan plan(ctx(), p);
+  ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {in.view(), rhs.view(), out.view(), out.view()}); });
+  try {
+    plan.check({in.view(), rhs.view(), out.view(), {}});
+    ADD_FAILURE() << "a missing existing_out view was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("existing_out"), std::string::npos) << e.what();
+  }
+}
+
 // JAX's test_gmm_sharded_groups: computing shard by shard into existing_out equals one full gmm.
 TEST_F(DeviceTest, GmmShardedStitching) {
   for (Schedule sch : {Schedule::direct, Schedule::shared}) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -51,6 +52,22 @@ void require(const void* p, const char* what);
 // ----- growing structs (vkgmm.h, "Growing structs") -------------------------------------------------------
 // The smallest struct_size accepted for T: its size when it was first published. All are 0.1's; when a
 // field is appended to one, specialise this to the old size (offsetof(T, new_field)).
+// No C struct ends in padding: a field appended later then starts at the old sizeof, so struct_size tells
+// old callers from new ones (a field placed in tail padding would hide behind an unchanged size).
+#define VKGMM_NO_TAIL_PADDING(T, last) \
+  static_assert(sizeof(T) == offsetof(T, last) + sizeof(T::last), #T " ends in padding: add a reserved field")
+VKGMM_NO_TAIL_PADDING(vkgmm_context_options, timeout_s);
+VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, options);
+VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, storage_buffer_16bit);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, reserved);
+VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_problem, reserved);
+VKGMM_NO_TAIL_PADDING(vkgmm_operand_sizes, metadata);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_operands, existing_out);
+VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_operands, existing_out);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_operands, d_rhs);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, metadata);
+#undef VKGMM_NO_TAIL_PADDING
+
 template <typename T>
 inline constexpr size_t first_size = sizeof(T);
 
@@ -100,6 +117,30 @@ vkgmm_status guarded(F&& body) noexcept {
   } catch (...) {
     return set_error(VKGMM_INTERNAL, "unknown exception");
   }
+}
+
+[[noreturn]] inline void bad(const char* op, const std::string& what) {
+  throw vkgmm::Error(vkgmm::Status::invalid_argument, std::string(op) + ": " + what);
+}
+
+// The int a C caller stored in an enum field. C lets any int sit there; in C++ loading a value of the enum
+// type outside the enumerators' range is undefined behaviour (UBSan reports it), so read the bytes.
+template <typename E>
+inline int raw_enum(const E& field) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
+
+inline vkgmm::Schedule schedule(const char* op, const vkgmm_schedule& field) {
+  const int s = raw_enum(field);
+  switch (s) {
+    case VKGMM_SCHEDULE_AUTO: return vkgmm::Schedule::automatic;
+    case VKGMM_SCHEDULE_SHARED: return vkgmm::Schedule::shared;
+    case VKGMM_SCHEDULE_DIRECT: return vkgmm::Schedule::direct;
+  }
+  bad(op, "schedule = " + std::to_string(int(s)) + " is not a vkgmm_schedule");
 }
 
 }  // namespace vkgmm::c_api

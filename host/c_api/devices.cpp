@@ -47,7 +47,8 @@ vkgmm::ContextOptions context_options(const vkgmm_context_options* options, cons
   const vkgmm_context_options c = read_struct(options, what, "vkgmm_context_options");
   if (c.device) o.device = c.device;
   o.validate = tri_state(c.validate);
-  if (c.schedule != VKGMM_SCHEDULE_AUTO) o.schedule = static_cast<vkgmm::Schedule>(c.schedule);
+  if (const vkgmm::Schedule s = vkgmm::c_api::schedule(what, c.schedule); s != vkgmm::Schedule::automatic)
+    o.schedule = s;
   o.storage16 = tri_state(c.storage16);
   o.vec4_loads = tri_state(c.vec4_loads);
   o.texel_loads = tri_state(c.texel_loads);

@@ -12,41 +12,20 @@ using vkgmm::c_api::read_struct;
 using vkgmm::c_api::require;
 using vkgmm::c_api::to_cpp;
 using vkgmm::c_api::write_struct;
+using vkgmm::c_api::bad;
+using vkgmm::c_api::raw_enum;
+using vkgmm::c_api::schedule;
 
 namespace {
 
 using vkgmm::Error;
 using vkgmm::Status;
 
-[[noreturn]] void bad(const char* op, const std::string& what) {
-  throw Error(Status::invalid_argument, std::string(op) + ": " + what);
-}
-
-// The int a C caller stored in an enum field. C lets any int sit there; in C++ loading a value of the enum
-// type outside the enumerators' range is undefined behaviour (UBSan reports it), so read the bytes.
-template <typename E>
-int raw_enum(const E& field) {
-  static_assert(sizeof(E) == sizeof(int));
-  int v;
-  std::memcpy(&v, &field, sizeof v);
-  return v;
-}
-
 vkgmm::DType dtype(const char* op, const char* name, const vkgmm_dtype& field) {
   const int t = raw_enum(field);
   if (t != VKGMM_F32 && t != VKGMM_F16 && t != VKGMM_BF16)
     bad(op, std::string(name) + " = " + std::to_string(t) + " is not a vkgmm_dtype");
   return static_cast<vkgmm::DType>(t);
-}
-
-vkgmm::Schedule schedule(const char* op, const vkgmm_schedule& field) {
-  const int s = raw_enum(field);
-  switch (s) {
-    case VKGMM_SCHEDULE_AUTO: return vkgmm::Schedule::automatic;
-    case VKGMM_SCHEDULE_SHARED: return vkgmm::Schedule::shared;
-    case VKGMM_SCHEDULE_DIRECT: return vkgmm::Schedule::direct;
-  }
-  bad(op, "schedule = " + std::to_string(int(s)) + " is not a vkgmm_schedule");
 }
 
 std::vector<int32_t> group_sizes(const char* op, const int32_t* sizes, int64_t count) {
@@ -156,16 +135,18 @@ vkgmm_status plan_run(vkgmm_context* ctx, const Handle* plan, const COps* ops, T
 
 namespace vkgmm::c_api {
 
-GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
-  const char* op = "gmm";
-  vkgmm::GmmProblem p;
+namespace {
+
+// The fields gmm's and tgmm's C problems share, by the same names, into the C++ problem P.
+template <typename P, typename C>
+P common_fields(const char* op, const C& c) {
+  if (c.reserved != 0) bad(op, "reserved = " + std::to_string(c.reserved) + " must be 0");
+  P p;
   p.m = c.m;
   p.k = c.k;
   p.n = c.n;
   p.group_sizes = group_sizes(op, c.group_sizes, c.num_groups);
-  p.num_rhs_groups = count_or_default(op, "num_rhs_groups", c.num_rhs_groups);
   p.group_offset = c.group_offset;
-  p.transpose_rhs = c.transpose_rhs != 0;
   p.lhs_type = dtype(op, "lhs_type", c.lhs_type);
   p.rhs_type = dtype(op, "rhs_type", c.rhs_type);
   p.out_type = dtype(op, "out_type", c.out_type);
@@ -175,23 +156,20 @@ GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
   return p;
 }
 
+}  // namespace
+
+GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
+  GmmProblem p = common_fields<GmmProblem>("gmm", c);
+  p.num_rhs_groups = count_or_default("gmm", "num_rhs_groups", c.num_rhs_groups);
+  p.transpose_rhs = c.transpose_rhs != 0;
+  return p;
+}
+
 TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
-  const char* op = "tgmm";
-  vkgmm::TgmmProblem p;
-  p.m = c.m;
-  p.k = c.k;
-  p.n = c.n;
-  p.group_sizes = group_sizes(op, c.group_sizes, c.num_groups);
-  p.group_offset = c.group_offset;
-  p.num_actual_groups = count_or_default(op, "num_actual_groups", c.num_actual_groups);
+  TgmmProblem p = common_fields<TgmmProblem>("tgmm", c);
+  p.num_actual_groups = count_or_default("tgmm", "num_actual_groups", c.num_actual_groups);
   p.lhs_mk = c.lhs_mk != 0;
   p.out_nk = c.out_nk != 0;
-  p.lhs_type = dtype(op, "lhs_type", c.lhs_type);
-  p.rhs_type = dtype(op, "rhs_type", c.rhs_type);
-  p.out_type = dtype(op, "out_type", c.out_type);
-  p.existing_out = c.existing_out != 0;
-  p.tiling = tiling(c.tiling, c.tiling_fn, c.tiling_user);
-  p.schedule = schedule(op, c.schedule);
   return p;
 }
 

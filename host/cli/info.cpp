@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "vkgmm/context.hpp"
-#include "vkgmm/probe.hpp"
+#include "probe.hpp"
 #include "vkgmm/types.hpp"
 
 namespace {

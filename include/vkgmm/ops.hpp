@@ -53,11 +53,13 @@ struct TgmmOperands {
 };
 
 // Byte sizes each operand's view must have at least: exactly its elements (count * element size), for
-// any element count. On devices without 16-bit storage vkgmm reads and writes 16-bit data in whole
-// 32-bit words; a vkgmm Buffer (Context::create_buffer) is allocated padded to whole words, so its views
-// need nothing more. A view in an app's own VkBuffer whose 16-bit data ends mid-word must, on such a
-// device only, also cover the rest of that word (vkgmm cannot know the buffer has it, and never binds past
-// a view it cannot vouch for): otherwise record() refuses it with invalid_argument naming the operand.
+// any element count. Where 16-bit storage is not used (the device or a wrapped app's device lacks
+// storageBuffer16BitAccess, ContextOptions::storage16 is off, or an operand is too large for one binding)
+// vkgmm reads and writes 16-bit data in whole 32-bit words; a vkgmm Buffer (Context::create_buffer) is
+// allocated padded to whole words, so its views need nothing more. There, a view in an app's own VkBuffer
+// whose 16-bit data ends mid-word must also cover the rest of that word (vkgmm cannot know the buffer has
+// it, and never binds past a view it cannot vouch for): otherwise record() refuses it with
+// invalid_argument naming the operand.
 struct OperandSizes {
   VkDeviceSize lhs = 0, rhs = 0, out = 0, existing_out = 0;
 };
@@ -113,7 +115,7 @@ struct GmmBackwardOperands {
   BufferView lhs, rhs, d_out, d_lhs, d_rhs;
 };
 
-// Byte sizes each view of GmmBackwardOperands must have at least (rounded as OperandSizes' are).
+// Byte sizes each view of GmmBackwardOperands must have at least (exactly, as OperandSizes').
 struct GmmBackwardSizes {
   VkDeviceSize lhs = 0, rhs = 0, d_out = 0, d_lhs = 0, d_rhs = 0;
 };

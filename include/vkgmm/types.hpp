@@ -13,7 +13,7 @@
 
 namespace vkgmm {
 
-// The numeric values are shared with the shaders (shaders/dtype.glsl): keep them in step.
+// The numeric values are the shaders' (VKGMM_DT_* in shaders/interface.h; the library static_asserts them).
 enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2 };
 
 VKGMM_API size_t dtype_size(DType t);

@@ -170,6 +170,7 @@ typedef struct vkgmm_gmm_problem {
   vkgmm_tiling_fn tiling_fn;
   void* tiling_user;
   vkgmm_schedule schedule;
+  int32_t reserved; /* must be 0: no struct ends in padding, so a field added later starts past the old size */
 } vkgmm_gmm_problem;
 
 /* out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]). */
@@ -188,6 +189,7 @@ typedef struct vkgmm_tgmm_problem {
   vkgmm_tiling_fn tiling_fn;
   void* tiling_user;
   vkgmm_schedule schedule;
+  int32_t reserved; /* must be 0 (as vkgmm_gmm_problem's) */
 } vkgmm_tgmm_problem;
 
 /* Bytes each view must cover at least (exactly the elements; see OperandSizes in ops.hpp), and the device memory

@@ -1,6 +1,6 @@
 // The host and the shaders agree on every constant id, push-constant field and binding: each embedded
 // module, reflected from its SPIR-V, against what the host sets and lays out (host/interface.hpp,
-// host/context_impl.hpp). A shader that declares a constant the host does not know (or under another
+// host/pipeline_cache.hpp). A shader that declares a constant the host does not know (or under another
 // name), drops one the host sets, moves a push-constant field or binds something the layout lacks fails
 // here, before any device runs it.
 #include <gtest/gtest.h>

@@ -1,8 +1,9 @@
-// measure_ceilings: the FMA ceiling (shaders/fma_ceiling.comp) and the buffer copy bandwidth.
-#include "vkgmm/probe.hpp"
+// measure_ceilings: the FMA ceiling (shaders/fma_ceiling.comp) and the buffer copy bandwidth. It reaches
+// into the library's internals (the pipeline cache, push descriptors) to run a module of its own.
+#include "probe.hpp"
 
 #include <algorithm>
-#include <chrono>
+#include <optional>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -11,16 +12,16 @@
 #include "interface.hpp"
 #include "shader_modules.hpp"
 #include "operands.hpp"
-
+#include "timers.hpp"
 
 namespace vkgmm {
 
 namespace {
 
-// Mirrors shaders/fma_ceiling.comp: CHAINS independent chains of ITERS fmas per invocation.
+// shaders/fma_ceiling.comp: VKGMM_CEILING_CHAINS independent chains of ITERS fmas per invocation.
 constexpr uint32_t kLocalSize = 64;
 constexpr uint32_t kIters = 1024;
-constexpr uint32_t kChains = 16;
+constexpr uint32_t kChains = VKGMM_CEILING_CHAINS;
 constexpr double kFlopsPerInvocation = 2.0 * kIters * kChains;
 
 // Each measurement should last long enough that launch overhead and timer resolution do not matter,
@@ -28,48 +29,24 @@ constexpr double kFlopsPerInvocation = 2.0 * kIters * kChains;
 constexpr double kTargetSeconds = 0.1;
 constexpr int kRuns = 5;
 
-// Seconds `record` takes on the device: timestamps around it when the queue has them, else the host's
-// clock around the submission (which also counts the submit and wait, so it can only underestimate).
-class Stopwatch {
+// Seconds `record` takes on the device: tool::GpuTimer's timestamps when the queue has them, else the
+// host's stopwatch around the submission (which also counts the submit and wait, so it can only
+// underestimate the rate).
+class DeviceSeconds {
  public:
-  explicit Stopwatch(Context& ctx) : ctx_(ctx) {
-    const DeviceInfo& info = ctx.info();
-    if (!info.timestamps) return;
-    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = 2;
-    check_vk(vkCreateQueryPool(ctx.device(), &qi, nullptr, &pool_), "vkCreateQueryPool");
-    period_ns_ = info.timestamp_period_ns;
+  explicit DeviceSeconds(Context& ctx) : ctx_(ctx) {
+    if (ctx.info().timestamps) timer_.emplace(ctx);
   }
-  ~Stopwatch() {
-    if (pool_) vkDestroyQueryPool(ctx_.device(), pool_, nullptr);
-  }
-  Stopwatch(const Stopwatch&) = delete;
-  Stopwatch& operator=(const Stopwatch&) = delete;
-
-  double seconds(const std::function<void(VkCommandBuffer)>& record) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ctx_.submit_and_wait([&](VkCommandBuffer cb) {
-      if (pool_) {
-        vkCmdResetQueryPool(cb, pool_, 0, 2);
-        vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool_, 0);
-      }
-      record(cb);
-      if (pool_) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool_, 1);
-    });
-    const auto t1 = std::chrono::steady_clock::now();
-    if (!pool_) return std::chrono::duration<double>(t1 - t0).count();
-    uint64_t ticks[2] = {0, 0};
-    check_vk(vkGetQueryPoolResults(ctx_.device(), pool_, 0, 2, sizeof ticks, ticks, sizeof(uint64_t),
-                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-             "vkGetQueryPoolResults");
-    return double(ticks[1] - ticks[0]) * period_ns_ * 1e-9;
+  double operator()(const std::function<void(VkCommandBuffer)>& record) {
+    if (timer_) return timer_->run_ms(record) * 1e-3;
+    const tool::Stopwatch watch;
+    ctx_.submit_and_wait(record);
+    return watch.seconds();
   }
 
  private:
   Context& ctx_;
-  VkQueryPool pool_ = VK_NULL_HANDLE;
-  double period_ns_ = 1;
+  std::optional<tool::GpuTimer> timer_;
 };
 
 // Grows the work until one run lasts about kTargetSeconds, then keeps the best of kRuns.
@@ -86,7 +63,7 @@ double best_rate(uint64_t units, uint64_t max_units, const std::function<double(
   return best;
 }
 
-double measure_fma(Context& ctx, Stopwatch& watch) {
+double measure_fma(Context& ctx, DeviceSeconds& seconds) {
   Context::Impl& im = ContextInternals::of(ctx);
   const DeviceInfo& info = ctx.info();
   const ShaderCode code = fma_ceiling_shader();
@@ -105,7 +82,7 @@ double measure_fma(Context& ctx, Stopwatch& watch) {
   const double groups_per_second = best_rate(64, max_groups, [&](uint64_t groups) {
     const uint32_t x = static_cast<uint32_t>(std::min(groups, max_x));
     const uint32_t y = static_cast<uint32_t>((groups + x - 1) / x);
-    return watch.seconds([&](VkCommandBuffer cb) {
+    return seconds([&](VkCommandBuffer cb) {
       bind_and_push(im, cb, pipeline, infos, &seed, sizeof seed);
       vkCmdDispatch(cb, x, y, 1);
     });
@@ -113,7 +90,7 @@ double measure_fma(Context& ctx, Stopwatch& watch) {
   return groups_per_second * kLocalSize * kFlopsPerInvocation * 1e-9;
 }
 
-double measure_copy(Context& ctx, Stopwatch& watch) {
+double measure_copy(Context& ctx, DeviceSeconds& seconds) {
   // Large enough to leave the caches, small enough for any device's allocation limits.
   const uint64_t max_bytes = 64ull << 20;
   Buffer src = ctx.create_buffer(max_bytes), dst = ctx.create_buffer(max_bytes);
@@ -121,7 +98,7 @@ double measure_copy(Context& ctx, Stopwatch& watch) {
   src.upload(fill.data(), fill.size());
   dst.upload(fill.data(), fill.size());
   const double bytes_per_second = best_rate(4ull << 20, max_bytes, [&](uint64_t bytes) {
-    return watch.seconds([&](VkCommandBuffer cb) {
+    return seconds([&](VkCommandBuffer cb) {
       const VkBufferCopy region{0, 0, bytes};
       vkCmdCopyBuffer(cb, src.handle(), dst.handle(), 1, &region);
     });
@@ -132,10 +109,10 @@ double measure_copy(Context& ctx, Stopwatch& watch) {
 }  // namespace
 
 DeviceCeilings measure_ceilings(Context& ctx) {
-  Stopwatch watch(ctx);
+  DeviceSeconds seconds(ctx);
   DeviceCeilings c;
-  c.fma_gflops = measure_fma(ctx, watch);
-  c.copy_gbps = measure_copy(ctx, watch);
+  c.fma_gflops = measure_fma(ctx, seconds);
+  c.copy_gbps = measure_copy(ctx, seconds);
   ContextInternals::of(ctx).log.throw_if_any();
   return c;
 }

@@ -1,5 +1,5 @@
 // What the device can do at best, measured: the yardsticks the bench reports its results against.
-// Internal (host/internal_include/, not installed): for the tests, fuzz targets, CLI and bench only.
+// Internal (tools/, vkgmm_tool_support; not installed): for `vkgmm info` and the bench.
 #pragma once
 
 #include "vkgmm/context.hpp"
