@@ -1,6 +1,9 @@
 // The gmm backward: d_lhs by gmm with the flipped transpose, d_rhs by tgmm reading lhs [m, k] as lhs^T.
 #include <algorithm>
 
+#include <algorithm>
+#include <string>
+
 #include "problem_checks.hpp"
 #include "vkgmm/ops.hpp"
 
@@ -26,6 +29,7 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
   p.k = f.k;
   p.n = f.n;
   p.group_sizes = f.group_sizes;
+  p.device_group_sizes = f.device_group_sizes;
   p.group_offset = f.group_offset;
   p.num_actual_groups = f.num_rhs_groups;  // -1 stays "G - group_offset", as for the forward's rhs
   p.lhs_mk = true;                 // the forward's lhs [m, k] read as lhs^T
@@ -41,7 +45,15 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
 }  // namespace
 
 GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward)
-    : d_lhs_(ctx, d_lhs_problem(forward)), d_rhs_(ctx, d_rhs_problem(forward)) {}
+    : d_lhs_(ctx, d_lhs_problem(forward)), d_rhs_(ctx, d_rhs_problem(forward)) {
+  // An app's workspace holds d_lhs's then d_rhs's, each at a binding offset.
+  const VkDeviceSize align = std::max<VkDeviceSize>(ctx.info().min_storage_buffer_offset_alignment, 4);
+  d_rhs_workspace_offset_ = (d_lhs_.workspace_bytes() + align - 1) / align * align;
+}
+
+VkDeviceSize GmmBackwardPlan::workspace_bytes() const {
+  return d_rhs_.workspace_bytes() ? d_rhs_workspace_offset_ + d_rhs_.workspace_bytes() : 0;
+}
 
 GmmBackwardSizes GmmBackwardPlan::sizes() const {
   // d_lhs = gmm(d_out, rhs) -> d_lhs and d_rhs = tgmm(lhs^T, d_out) -> d_rhs; d_out is read by both.
@@ -52,8 +64,19 @@ GmmBackwardSizes GmmBackwardPlan::sizes() const {
 VkDeviceSize GmmBackwardPlan::metadata_bytes() const { return d_lhs_.metadata_bytes() + d_rhs_.metadata_bytes(); }
 
 void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const {
-  const GmmOperands d_lhs_ops{ops.d_out, ops.rhs, ops.d_lhs, {}};
-  const TgmmOperands d_rhs_ops{ops.lhs, ops.d_out, ops.d_rhs, {}};
+  // Device group sizes: both read them; the workspace is split between the two; the status word is
+  // d_rhs's to write (its tgmm always runs, even with m = 0).
+  BufferView lhs_work, rhs_work;
+  if (ops.workspace.buffer) {
+    if (ops.workspace.size < workspace_bytes())
+      throw Error(Status::invalid_argument, "gmm_backward: workspace: view of " + std::to_string(ops.workspace.size) +
+                                                " bytes is too small: the plan needs " +
+                                                std::to_string(workspace_bytes()) + " (workspace_bytes())");
+    lhs_work = {ops.workspace.buffer, ops.workspace.offset, d_lhs_.workspace_bytes()};
+    rhs_work = {ops.workspace.buffer, ops.workspace.offset + d_rhs_workspace_offset_, d_rhs_.workspace_bytes()};
+  }
+  const GmmOperands d_lhs_ops{ops.d_out, ops.rhs, ops.d_lhs, {}, ops.group_sizes, lhs_work, {}};
+  const TgmmOperands d_rhs_ops{ops.lhs, ops.d_out, ops.d_rhs, {}, ops.group_sizes, rhs_work, ops.status};
   // Check both before recording either, so a bad view records nothing. The two dispatches run with no
   // barrier between them, so neither output may overlap anything the other reads or writes.
   d_lhs_.check(d_lhs_ops);

@@ -12,10 +12,24 @@ namespace vkgmm {
 
 DispatchPlan::DispatchPlan(Context& ctx, Op op) : ctx_(ContextInternals::shared(ctx)), op_(op) {}
 
+namespace {
+
+// Compute-to-compute dependency of the commands before on the commands after, for these accesses.
+void compute_barrier(VkCommandBuffer cb, VkAccessFlags before, VkAccessFlags after) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = before;
+  mb.dstAccessMask = after;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                       nullptr, 0, nullptr);
+}
+
+}  // namespace
+
 int64_t DispatchPlan::check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
-                                    DType lhs, DType rhs, DType out) const {
+                                    const DeviceGroupSizes& device, DType lhs, DType rhs, DType out) const {
   check_dims(name(), m, k, n);
-  const int64_t G = check_group_sizes(name(), group_sizes, m);
+  const int64_t G = device.count || device.expected_rows ? check_device_group_sizes(name(), group_sizes, device)
+                                                          : check_group_sizes(name(), group_sizes, m);
   check_types(name(), lhs, rhs, out);
   return G;
 }
@@ -59,6 +73,17 @@ void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
   meta_.upload(words.data(), bytes);
 }
 
+void DispatchPlan::set_device_metadata(const DeviceMetadata& d) {
+  device_meta_ = d;
+  const uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) : 0) + 1;
+  workspace_bytes_ = words * sizeof(int32_t);
+  if (workspace_bytes_ > info().max_storage_buffer_range)
+    throw Error(Status::unsupported, std::string(name()) + ": the workspace (" + std::to_string(workspace_bytes_) +
+                                         " bytes) exceeds maxStorageBufferRange: use a larger tm");
+  // The plan's own workspace, for operands that bring none.
+  meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_bytes_);
+}
+
 void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
   check_grid(name(), info(), x, y, z);
   grid_[0] = static_cast<uint32_t>(x);
@@ -72,12 +97,23 @@ void DispatchPlan::build() {
     kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, operands_[2].type);
     kernel_.create(*ctx_, part_bytes_);
   }
+  if (device_meta_) {
+    std::vector<uint32_t> constants(VKGMM_ID_META_VISITS + 1, 0);
+    constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
+    constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
+    const ShaderCode code = metadata_shader();
+    meta_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
+  }
   ctx_->log.throw_if_any();
 }
 
 // The views checked and resolved: descriptors in binding order, push constants with the operands'
 // offsets, and the inputs' texel views (texel false: read as storage buffers).
 struct DispatchPlan::Bound {
+  // With device metadata: the metadata module's descriptors (plain layout) and push constants.
+  bool device_meta = false;
+  VkDescriptorBufferInfo meta_infos[kNumBindings];
+  abi::MetadataPush meta_push{};
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   uint32_t count = 0;  // 0: nothing to dispatch
   VkBufferView texels[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
@@ -91,11 +127,26 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   check_existing_view(op, has_existing_, ops.existing_out, ops.out);
   check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
   check_views_in_buffers(*ctx_, op,
-                         {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"out", ops.out}, {"existing_out", ops.existing_out}});
+                         {{"lhs", ops.lhs},
+                          {"rhs", ops.rhs},
+                          {"out", ops.out},
+                          {"existing_out", ops.existing_out},
+                          {"group_sizes", ops.group_sizes},
+                          {"workspace", ops.workspace},
+                          {"status", ops.status}});
   Bound b;
+  VkDescriptorBufferInfo meta{meta_.handle(), 0, meta_.size()};
+  if (device_meta_) {
+    meta = bind_device_metadata(ops, b);
+  } else {
+    for (const auto& [what, view] : {std::pair{"group_sizes", ops.group_sizes}, {"workspace", ops.workspace},
+                                     {"status", ops.status}})
+      if (view.buffer)
+        throw Error(Status::invalid_argument, std::string(op) + ": " + what +
+                                                  ": a view was given but the problem's group sizes are on the host");
+  }
   if (!dispatches()) return b;
 
-  const VkDescriptorBufferInfo meta{meta_.handle(), 0, meta_.size()};
   static const char* const kNames[4] = {"lhs", "rhs", "out", "existing_out"};
   const BufferView* views[4] = {&ops.lhs, &ops.rhs, &ops.out, &ops.existing_out};
   BoundOperand bound[4];
@@ -123,6 +174,66 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   return b;
 }
 
+VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& ops, Bound& b) const {
+  const char* op = name();
+  const DeviceMetadata& d = *device_meta_;
+  auto bad = [&](const std::string& what) { throw Error(Status::invalid_argument, std::string(op) + ": " + what); };
+  if (!ops.group_sizes.buffer) bad("group_sizes: the problem's group sizes are on the device but no view was given");
+  // The sizes and the status word: int32 / uint32 words at any 4-byte offset (read, written once).
+  const BoundOperand sizes =
+      bind_operand(*ctx_, op, "group_sizes", ops.group_sizes, DType::f32, d.num_groups, 0, false);
+  // The workspace is read from its first word by the op's kernel: its offset must be a binding offset.
+  VkDescriptorBufferInfo work{meta_.handle(), 0, workspace_bytes_};
+  if (ops.workspace.buffer) {
+    const VkDeviceSize align = info().min_storage_buffer_offset_alignment;
+    if (align && ops.workspace.offset % align != 0)
+      bad("workspace: offset " + std::to_string(ops.workspace.offset) +
+          " is not a multiple of minStorageBufferOffsetAlignment (" + std::to_string(align) + ")");
+    if (ops.workspace.size < workspace_bytes_)
+      bad("workspace: view of " + std::to_string(ops.workspace.size) + " bytes is too small: the plan needs " +
+          std::to_string(workspace_bytes_) + " (workspace_bytes())");
+    work = {ops.workspace.buffer, ops.workspace.offset, workspace_bytes_};
+  }
+  const BufferView work_view{work.buffer, work.offset, work.range};
+  check_no_overlap(op, work_view,
+                   {{"lhs", ops.lhs},
+                    {"rhs", ops.rhs},
+                    {"out", ops.out},
+                    {"existing_out", ops.existing_out},
+                    {"group_sizes", ops.group_sizes},
+                    {"status", ops.status}},
+                   "workspace");
+  check_no_overlap(op, ops.status,
+                   {{"lhs", ops.lhs},
+                    {"rhs", ops.rhs},
+                    {"out", ops.out},
+                    {"existing_out", ops.existing_out},
+                    {"group_sizes", ops.group_sizes}},
+                   "status");
+  b.device_meta = true;
+  b.meta_push.sizes_off = sizes.element_offset;
+  VkDescriptorBufferInfo status = work;  // no status view: the workspace's last word takes it
+  b.meta_push.status_off = static_cast<uint32_t>(workspace_bytes_ / 4 - 1);
+  if (ops.status.buffer) {
+    const BoundOperand s = bind_operand(*ctx_, op, "status", ops.status, DType::f32, 1, 0, false);
+    status = s.info;
+    b.meta_push.status_off = s.element_offset;
+  }
+  b.meta_push.num_groups = d.num_groups;
+  b.meta_push.group_offset = d.group_offset;
+  b.meta_push.num_local = d.num_local;
+  b.meta_push.m = d.m;
+  b.meta_push.tm = d.tm;
+  b.meta_push.fill_rows = d.fill_rows;
+  b.meta_push.visits_off = d.num_groups + 1;
+  b.meta_push.max_visits = d.max_visits;
+  // Bindings the module does not use repeat the workspace (any valid descriptor).
+  for (VkDescriptorBufferInfo& i : b.meta_infos) i = work;
+  b.meta_infos[VKGMM_BINDING_LHS] = sizes.info;
+  b.meta_infos[VKGMM_BINDING_EXISTING] = status;
+  return work;
+}
+
 void DispatchPlan::check(const OperandViews& ops) const {
   // Also creates the pipeline these offsets need, so record() cannot fail after a check that passed.
   Bound b = bind(ops);
@@ -136,6 +247,14 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
   Bound b = bind(ops);
   if (!b.count) return;
+  if (b.device_meta) {
+    // Earlier work of this plan may still read the workspace (write after read), then the metadata
+    // must be visible to the dispatch (read after write).
+    compute_barrier(cb, 0, VK_ACCESS_SHADER_WRITE_BIT);
+    bind_and_push(*ctx_, cb, meta_pipeline_, b.meta_infos, &b.meta_push, sizeof(b.meta_push));
+    vkCmdDispatch(cb, 1, 1, 1);
+    compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
+  }
   VkPipeline pipeline = kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.texel);
   bind_and_push(*ctx_, cb, pipeline, b.infos, b.count, b.push, static_cast<uint32_t>(push_.size() * 4),
                 b.texel ? b.texels : nullptr);

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "interface.hpp"
@@ -20,9 +21,11 @@
 
 namespace vkgmm {
 
-// The four operand views of every op, in binding order (GmmOperands and TgmmOperands are these).
+// The operand views of every op: lhs, rhs, out, existing_out in binding order, then, with device group
+// sizes, the sizes, the workspace and the status word (GmmOperands and TgmmOperands are these).
 struct OperandViews {
   BufferView lhs, rhs, out, existing_out;
+  BufferView group_sizes, workspace, status;
 };
 
 // An operand as the kernel reads it: its element type and count. An input of count 0 (tgmm with m = 0)
@@ -53,11 +56,20 @@ class DispatchPlan {
   // constants with kernel().set().
   void set_shape(const KernelShape& shape);
   Kernel& kernel() { return kernel_; }
-  // The rules every op's problem shares: dims, group sizes (returns G), element types.
-  int64_t check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes, DType lhs,
-                        DType rhs, DType out) const;
-  // The metadata the kernel reads at VKGMM_BINDING_META (the plan's workspace).
+  // The rules every op's problem shares: dims, group sizes on the host or their count on the device
+  // (returns G), element types.
+  int64_t check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
+                        const DeviceGroupSizes& device, DType lhs, DType rhs, DType out) const;
+  // The metadata the kernel reads at VKGMM_BINDING_META, built on the host now.
   void set_metadata(const std::vector<int32_t>& words);
+  // ... or built on the device by record() (group sizes in a device buffer): the metadata module writes
+  // group_offsets[G + 1] and, with `visits`, the visit list padded to max_visits at visits_off = G + 1,
+  // into the workspace (the operands' or the plan's own), then the dispatch reads it there.
+  struct DeviceMetadata {
+    uint32_t num_groups = 0, group_offset = 0, num_local = 0, m = 0, tm = 1, fill_rows = 1, max_visits = 0;
+    bool visits = false;
+  };
+  void set_device_metadata(const DeviceMetadata& d);
   // The workgroup grid (checked against the device's limits); never set: nothing to dispatch.
   void set_grid(uint64_t x, uint64_t y, uint64_t z);
   // The op's push constants, a struct from shaders/interface.h whose operand offsets the core fills in
@@ -74,6 +86,7 @@ class DispatchPlan {
   // ----- what the op's plan forwards -----
   const OperandSizes& sizes() const { return sizes_; }
   VkDeviceSize metadata_bytes() const { return meta_.size(); }
+  VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_bytes_ : 0; }
   void check(const OperandViews& ops) const;
   bool texel_loads(const OperandViews& ops) const;
   void record(VkCommandBuffer cb, const OperandViews& ops) const;
@@ -82,6 +95,9 @@ class DispatchPlan {
   DispatchPlan(Context& ctx, Op op);
   struct Bound;
   Bound bind(const OperandViews& ops) const;
+  // Checks the group sizes, workspace and status views, fills b's metadata dispatch; returns the
+  // workspace's descriptor (what the op's kernel reads as its metadata).
+  VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b) const;
   bool dispatches() const { return grid_[0] != 0; }
 
   std::shared_ptr<Context::Impl> ctx_;
@@ -94,12 +110,17 @@ class DispatchPlan {
   Buffer meta_;
   uint32_t grid_[3] = {0, 0, 0};
   std::vector<uint32_t> push_;
+  // Device metadata: its parameters, the workspace's size (the status slot is its last word) and the
+  // metadata module's pipeline.
+  std::optional<DeviceMetadata> device_meta_;
+  VkDeviceSize workspace_bytes_ = 0;
+  VkPipeline meta_pipeline_ = VK_NULL_HANDLE;
 };
 
 // The views of any op's operand struct (they all hold lhs, rhs, out and existing_out).
 template <class Operands>
 OperandViews views_of(const Operands& ops) {
-  return {ops.lhs, ops.rhs, ops.out, ops.existing_out};
+  return {ops.lhs, ops.rhs, ops.out, ops.existing_out, ops.group_sizes, ops.workspace, ops.status};
 }
 
 }  // namespace vkgmm

@@ -23,11 +23,20 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const DeviceInfo& info = core.info();
   const char* op = core.name();
 
-  const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.lhs_type, p.rhs_type, p.out_type);
+  const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
+                                       p.out_type);
   const int64_t g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
+  const bool on_device = p.device_group_sizes.count > 0;
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
-  const ActiveGroups active{&p.group_sizes, p.group_offset, g_local};
+  // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
+  // expected rows of each (the hint, else m / G).
+  std::vector<int32_t> expected;
+  if (on_device) {
+    const int64_t rows = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (p.m + G - 1) / G;
+    expected.assign(size_t(G), static_cast<int32_t>(std::min<int64_t>(rows, INT32_MAX)));
+  }
+  const ActiveGroups active{on_device ? &expected : &p.group_sizes, p.group_offset, g_local};
   const Tiling asked = resolve_tiling(p.tiling, p.m, p.k, p.n, op, [&] {
     return gmm_auto_tiling(schedule, active, !p.transpose_rhs, p.n);
   });
@@ -44,10 +53,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 
   if (p.m > 0) {
     const int64_t tm = shape.rows;
-    GroupMetadata md = make_group_metadata(p.group_sizes, p.m, tm, p.group_offset, g_local, false);
-    st->num_tiles = md.num_tiles;
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
-    // outside [active_begin, active_end) (see make_gmm_visits).
+    // outside the active groups' (see make_gmm_visits).
     // Fill visits only copy or zero rows: give each at least 256 of them, so inactive rows (which the
     // m tile was not sized for) cannot multiply the visits.
     abi::GmmPush push{};
@@ -55,16 +62,26 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     push.k = uint32_t(p.k);
     push.n = uint32_t(p.n);
     push.group_offset = uint32_t(p.group_offset);
-    push.active_begin = uint32_t(md.group_offsets[p.group_offset]);
-    push.active_end = uint32_t(md.group_offsets[p.group_offset + g_local]);
     push.fill_rows = static_cast<uint32_t>(tm * ((256 + tm - 1) / tm));
-    const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, g_local, push.fill_rows);
-    push.num_visits = static_cast<uint32_t>(visits.groups.size());
-    push.visits_off = static_cast<uint32_t>(md.group_offsets.size());
-    std::vector<int32_t> meta = md.group_offsets;
-    meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
-    meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
-    core.set_metadata(meta);
+    push.visits_off = static_cast<uint32_t>(G + 1);
+    if (on_device) {
+      // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
+      // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows
+      // fill visits (fill_rows >= tm), so fewer than m / tm + G_local + 2 visits in all.
+      st->num_tiles = -1;
+      push.num_visits = static_cast<uint32_t>((p.m + tm - 1) / tm + g_local + 2);
+      core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(g_local), uint32_t(p.m),
+                                uint32_t(tm), push.fill_rows, push.num_visits, true});
+    } else {
+      GroupMetadata md = make_group_metadata(p.group_sizes, p.m, tm, p.group_offset, g_local, false);
+      st->num_tiles = md.num_tiles;
+      const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, g_local, push.fill_rows);
+      push.num_visits = static_cast<uint32_t>(visits.groups.size());
+      std::vector<int32_t> meta = md.group_offsets;
+      meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
+      meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
+      core.set_metadata(meta);
+    }
     core.set_push(push);
 
     // Grid: (n tiles) x (visits), the visits spread over y and z beyond y's limit.
@@ -84,6 +101,7 @@ const GmmProblem& GmmPlan::problem() const { return state_->problem; }
 Tiling GmmPlan::tiling() const { return state_->tiling; }
 OperandSizes GmmPlan::sizes() const { return state_->core.sizes(); }
 VkDeviceSize GmmPlan::metadata_bytes() const { return state_->core.metadata_bytes(); }
+VkDeviceSize GmmPlan::workspace_bytes() const { return state_->core.workspace_bytes(); }
 int64_t GmmPlan::num_tiles() const { return state_->num_tiles; }
 void GmmPlan::check(const GmmOperands& ops) const { state_->core.check(views_of(ops)); }
 bool GmmPlan::texel_loads(const GmmOperands& ops) const { return state_->core.texel_loads(views_of(ops)); }

@@ -24,6 +24,9 @@ struct TgmmPush {
 struct CeilingPush {
   VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD)
 };
+struct MetadataPush {
+  VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD)
+};
 
 // A push-constant field by name and byte offset, as the host lays it out (what the interface test
 // compares with the offsets glslc gave the shader's block).
@@ -48,6 +51,11 @@ template <>
 struct PushLayout<CeilingPush> {
   using Struct = CeilingPush;
   static constexpr PushField fields[] = {VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
+template <>
+struct PushLayout<MetadataPush> {
+  using Struct = MetadataPush;
+  static constexpr PushField fields[] = {VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
 };
 #undef VKGMM_PUSH_FIELD_ENTRY
 
@@ -115,6 +123,10 @@ inline constexpr SpecConstant kTgmmConstants[] = {
 };
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
+inline constexpr SpecConstant kMetadataConstants[] = {
+    {VKGMM_ID_INVOCATIONS, nullptr},
+    {VKGMM_ID_META_VISITS, "VISITS"},
+};
 inline constexpr SpecConstant kCeilingConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_CEILING_ITERS, "ITERS"},

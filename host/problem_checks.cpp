@@ -36,6 +36,19 @@ int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_size
   return static_cast<int64_t>(group_sizes.size());
 }
 
+int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& host_sizes,
+                                 const DeviceGroupSizes& device) {
+  if (device.count < 1)
+    bad(op, "device_group_sizes.count = " + std::to_string(device.count) + " must be >= 1 (G)");
+  if (device.count > 65535)
+    throw Error(Status::unsupported, std::string(op) + ": device_group_sizes.count: at most 65535 groups are supported");
+  if (!host_sizes.empty())
+    bad(op, "group_sizes: the problem has device_group_sizes; leave the host group_sizes empty");
+  if (device.expected_rows < 0)
+    bad(op, "device_group_sizes.expected_rows = " + std::to_string(device.expected_rows) + " must be >= 0");
+  return device.count;
+}
+
 void check_types(const char* op, DType lhs, DType rhs, DType out) {
   auto valid = [](DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; };
   if (!valid(lhs)) bad(op, "lhs has an unsupported element type");

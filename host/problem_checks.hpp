@@ -7,12 +7,17 @@
 #include <vector>
 
 #include "vkgmm/context.hpp"
+#include "vkgmm/ops.hpp"
 
 namespace vkgmm {
 
 void check_dims(const char* op, int64_t m, int64_t k, int64_t n);
 // Returns G. Rules: at least one group, every size >= 0, sum <= m.
 int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m);
+// Group sizes on the device: their count (returns it) within what a plan supports, no host sizes beside
+// them, a hint that is not negative.
+int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& host_sizes,
+                                 const DeviceGroupSizes& device);
 void check_types(const char* op, DType lhs, DType rhs, DType out);
 // The window of active groups: 0 <= group_offset < G and 1 <= count <= G - group_offset, where count
 // (named `count_name` in errors) is `requested`, or G - group_offset when requested < 0. Returns count.

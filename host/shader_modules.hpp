@@ -26,6 +26,8 @@ ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16
 // The same module with lhs and rhs read through texel views (VKGMM_TEXEL; never split).
 ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand);
 ShaderCode fma_ceiling_shader();
+// The device metadata build (shaders/metadata.comp).
+ShaderCode metadata_shader();
 
 // Every embedded module of the plans' ops, by the name cmake/shaders.cmake gave it, with what it is
 // built for (its constants and layout): for tools and tests that look at all of them.

@@ -20,7 +20,8 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   const DeviceInfo& info = core.info();
   const char* op = core.name();
 
-  const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.lhs_type, p.rhs_type, p.out_type);
+  const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
+                                       p.out_type);
   const int64_t groups = check_group_window(op, G, p.group_offset, p.num_actual_groups, "num_actual_groups");
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
@@ -42,7 +43,11 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
   // m = 0 still writes every group's block (zeros or existing_out).
-  core.set_metadata(make_group_offsets(p.group_sizes));
+  // With the sizes on the device, record() builds the offsets there.
+  if (p.device_group_sizes.count > 0)
+    core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false});
+  else
+    core.set_metadata(make_group_offsets(p.group_sizes));
   abi::TgmmPush push{};
   push.m = uint32_t(p.m);
   push.k = uint32_t(p.k);
@@ -68,6 +73,7 @@ const TgmmProblem& TgmmPlan::problem() const { return state_->problem; }
 Tiling TgmmPlan::tiling() const { return state_->tiling; }
 OperandSizes TgmmPlan::sizes() const { return state_->core.sizes(); }
 VkDeviceSize TgmmPlan::metadata_bytes() const { return state_->core.metadata_bytes(); }
+VkDeviceSize TgmmPlan::workspace_bytes() const { return state_->core.workspace_bytes(); }
 void TgmmPlan::check(const TgmmOperands& ops) const { state_->core.check(views_of(ops)); }
 bool TgmmPlan::texel_loads(const TgmmOperands& ops) const { return state_->core.texel_loads(views_of(ops)); }
 void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const { state_->core.record(cb, views_of(ops)); }

@@ -64,11 +64,12 @@ uint col_of(uint tx, uint j) {
   return tx + j * TX;
 }
 
-// A fill visit: fill_rows rows from m0 on, within its stretch of inactive rows (below active_begin when
-// it starts there, else up to m), so no row is written by two visits (on the packed 16-bit path a second
-// read-modify-write of a half-word could race with the first).
+// A fill visit: fill_rows rows from m0 on, within its stretch of inactive rows (below the first active
+// group's first row when it starts there, else up to m), so no row is written by two visits (on the
+// packed 16-bit path a second read-modify-write of a half-word could race with the first).
 void fill_rows(uint m0, uint n0, uint tx, uint ty) {
-  uint end = m0 < pc.active_begin ? pc.active_begin : pc.m;
+  uint active_begin = uint(meta[pc.group_offset]);
+  uint end = m0 < active_begin ? active_begin : pc.m;
   for (uint s = 0; s < pc.fill_rows; s += TM) {
     [[unroll]] for (uint i = 0; i < RM; ++i) {
       uint r = ty + i * TY;
@@ -90,12 +91,14 @@ void main() {
   uint visit = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
   if (visit >= pc.num_visits) return;
   int group = meta[pc.visits_off + visit];
+  // Visit lists built on the device are padded to the plan's bound with VKGMM_NO_VISIT entries.
+  if (group < VKGMM_FILL_VISIT) return;
   uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]);
   uint n0 = gl_WorkGroupID.x * TN;
   uint lid = gl_LocalInvocationIndex;
   uint tx = lid % TX, ty = lid / TX;
 
-  if (group < 0) {
+  if (group == VKGMM_FILL_VISIT) {
     fill_rows(m0, n0, tx, ty);
     return;
   }

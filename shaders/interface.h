@@ -69,16 +69,34 @@
 #define VKGMM_PUSH_OPERAND_OFFSETS(F) F(uint, lhs_off) F(uint, rhs_off) F(uint, out_off) F(uint, ex_off)
 #define VKGMM_PUSH_OPERAND_WORDS 4
 
-// gmm: rows [active_begin, active_end) belong to active groups; the metadata holds group_offsets[G + 1]
-// then the visit list (groups at visits_off, first rows num_visits after them); fill visits cover
-// fill_rows rows each (a multiple of the block rows).
+// gmm: the metadata holds group_offsets[G + 1] then the visit list (groups at visits_off, first rows
+// num_visits after them); fill visits cover fill_rows rows each (a multiple of the block rows), outside
+// the active groups' rows [group_offsets[group_offset], group_offsets[group_offset + G_local]).
 #define VKGMM_GMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
-  F(uint, m) F(uint, k) F(uint, n) F(uint, num_visits) F(uint, group_offset) F(uint, active_begin) \
-  F(uint, active_end) F(uint, visits_off) F(uint, fill_rows)
+  F(uint, m) F(uint, k) F(uint, n) F(uint, num_visits) F(uint, group_offset) F(uint, visits_off) \
+  F(uint, fill_rows)
+// A visit's group: an active group's index, or one of these.
+#define VKGMM_FILL_VISIT (-1)  // rows outside the active groups: existing_out or 0
+#define VKGMM_NO_VISIT (-2)    // padding of a list built on the device: the workgroup exits
 
 // tgmm: num_groups output groups, the first being global group group_offset.
 #define VKGMM_TGMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
   F(uint, m) F(uint, k) F(uint, n) F(uint, num_groups) F(uint, group_offset)
+
+// The metadata build on the device (shaders/metadata.comp), for group sizes that live in a device
+// buffer: group_offsets[G + 1] (clamped prefix sums) into the workspace and, for gmm, the visit list
+// padded to max_visits entries (VKGMM_NO_VISIT); the status word gets the VKGMM_STATUS_* bits.
+// Bindings: the sizes (int32 [G]) at VKGMM_BINDING_LHS, the workspace at VKGMM_BINDING_OUT, the status
+// word at VKGMM_BINDING_EXISTING; offsets in 32-bit words from where each is bound.
+#define VKGMM_ID_META_VISITS 16  // build gmm's visit list too (else the offsets only: tgmm)
+#define VKGMM_METADATA_PUSH(F) F(uint, sizes_off) F(uint, status_off) F(uint, num_groups) \
+  F(uint, group_offset) F(uint, num_local) F(uint, m) F(uint, tm) F(uint, fill_rows) F(uint, visits_off) \
+  F(uint, max_visits)
+#define VKGMM_METADATA_INVOCATIONS 256
+// Status bits: what the device found in the group sizes, and how it was taken.
+#define VKGMM_STATUS_NEGATIVE_SIZE 1u  // a size was negative: taken as 0
+#define VKGMM_STATUS_SUM_ABOVE_M 2u    // the sizes add up to more than m: every offset clamped at m
+#define VKGMM_STATUS_VISITS_CUT 4u     // more visits than the plan's bound (cannot happen; rows left unwritten)
 
 // The bench's FMA ceiling kernel (shaders/fma_ceiling.comp).
 #define VKGMM_ID_CEILING_ITERS 1

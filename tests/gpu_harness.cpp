@@ -2,6 +2,7 @@
 
 #include "context_impl.hpp"  // take_teardown_messages
 
+#include <cstring>
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -191,6 +192,98 @@ reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::
   Buffer dr = poisoned(ctx, dr_count * dtype_size(p.rhs_type));
   gmm_backward(ctx, p, {l.view(), r.view(), d.view(), dl.view(), dr.view()});
   return {download(dl, p.lhs_type, dl_count), download(dr, p.rhs_type, dr_count)};
+}
+
+namespace {
+
+// The problem q with its host group sizes moved to a device buffer (returned), and the tiling the host
+// path's plan chose for p.
+template <typename Problem, typename Plan>
+Buffer to_device_sizes(Context& ctx, const Problem& p, Problem& q) {
+  q = p;
+  q.tiling = TilingChoice::of(Plan(ctx, p).tiling());
+  q.device_group_sizes.count = static_cast<int64_t>(p.group_sizes.size());
+  q.group_sizes.clear();
+  Buffer sizes = ctx.create_buffer(p.group_sizes.size() * 4);
+  sizes.upload(p.group_sizes.data(), p.group_sizes.size() * 4);
+  EXPECT_EQ(Plan(ctx, q).tiling(), Plan(ctx, p).tiling()) << "the device path must run the host path's tiling";
+  return sizes;
+}
+
+// A status word that starts as all ones, so that a run that never writes it fails too.
+Buffer status_word(Context& ctx) {
+  Buffer s = ctx.create_buffer(4);
+  const uint32_t ones = ~0u;
+  s.upload(&ones, 4);
+  return s;
+}
+
+void expect_clean_status(const Buffer& s) {
+  uint32_t v = ~0u;
+  s.download(&v, 4);
+  EXPECT_EQ(v, 0u) << "device status word";
+}
+
+}  // namespace
+
+std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                  const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+  GmmProblem q;
+  Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
+  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
+  const size_t out_count = size_t(p.m) * p.n;
+  Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
+  Buffer e;
+  if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
+  gmm(ctx, q, {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}, sizes.view(), {}, status.view()});
+  if (p.m > 0) expect_clean_status(status);  // gmm with m = 0 dispatches nothing
+  return download(o, p.out_type, out_count);
+}
+
+std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
+                                   const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+  TgmmProblem q;
+  Buffer sizes = to_device_sizes<TgmmProblem, TgmmPlan>(ctx, p, q), status = status_word(ctx);
+  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
+  const int64_t G = static_cast<int64_t>(p.group_sizes.size());
+  const int64_t groups = p.num_actual_groups < 0 ? G - p.group_offset : p.num_actual_groups;
+  const size_t out_count = size_t(groups) * p.k * p.n;
+  Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
+  Buffer e;
+  if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
+  tgmm(ctx, q, {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}, sizes.view(), {}, status.view()});
+  expect_clean_status(status);
+  return download(o, p.out_type, out_count);
+}
+
+reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                         const std::vector<float>& rhs, const std::vector<float>& d_out) {
+  GmmProblem q;
+  Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
+  // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.
+  q.tiling = p.tiling;
+  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs), d = upload(ctx, p.out_type, d_out);
+  const size_t dl_count = size_t(p.m) * p.k;
+  const size_t dr_count = rhs.size();
+  Buffer dl = poisoned(ctx, dl_count * dtype_size(p.lhs_type));
+  Buffer dr = poisoned(ctx, dr_count * dtype_size(p.rhs_type));
+  // An app workspace this time (the plans' own are tested by gmm and tgmm above).
+  const GmmBackwardPlan plan(ctx, q);
+  Buffer work = ctx.create_buffer(plan.workspace_bytes());
+  ctx.submit_and_wait([&](VkCommandBuffer cb) {
+    plan.record(cb, {l.view(), r.view(), d.view(), dl.view(), dr.view(), sizes.view(), work.view(), status.view()});
+  });
+  expect_clean_status(status);
+  return {download(dl, p.lhs_type, dl_count), download(dr, p.rhs_type, dr_count)};
+}
+
+::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size())
+    return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
+      return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " vs " << b[i];
+  return ::testing::AssertionSuccess();
 }
 
 void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed) {

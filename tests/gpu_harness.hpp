@@ -48,6 +48,17 @@ std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vecto
 reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& d_out);
 
+// The same runs with the group sizes in a device buffer (DeviceGroupSizes), with the tiling the host path's
+// plan chose; each also expects the device status word to read 0 and the plans' tilings to agree.
+std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                  const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
+std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
+                                   const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
+reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                         const std::vector<float>& rhs, const std::vector<float>& d_out);
+// Every element bit for bit (the device path promises the host path's bits).
+::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b);
+
 // Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.
 void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed);
 

@@ -36,6 +36,9 @@ TEST_P(BackwardTest, MatchesReference) {
   auto want = reference::gmm_backward(p, lhs, rhs, d_out);
   EXPECT_TRUE(all_close(got.d_lhs, want.d_lhs, 1e-3, 1e-5)) << "d_lhs";
   EXPECT_TRUE(all_close(got.d_rhs, want.d_rhs, 1e-3, 1e-5)) << "d_rhs";
+  const reference::Gradients dev = run_backward_device(ctx(), p, lhs, rhs, d_out);
+  EXPECT_TRUE(same_bits(dev.d_lhs, got.d_lhs)) << "d_lhs, device group sizes";
+  EXPECT_TRUE(same_bits(dev.d_rhs, got.d_rhs)) << "d_rhs, device group sizes";
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, BackwardTest,

@@ -71,6 +71,7 @@ TEST_P(TgmmTest, MatchesReference) {
   if (p.existing_out) ex = random_values(size_t(groups) * c.k * c.n, p.out_type, rng);
   auto got = run_tgmm(ctx(), p, lhs, rhs, ex);
   EXPECT_TRUE(all_close(got, reference::tgmm(p, lhs, rhs, ex), 1e-3, 1e-5));
+  EXPECT_TRUE(same_bits(run_tgmm_device(ctx(), p, lhs, rhs, ex), got)) << "device group sizes";
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, TgmmTest, ::testing::ValuesIn(cases()), case_name);

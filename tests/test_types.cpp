@@ -51,8 +51,9 @@ TEST_P(GmmTypes, MatchesReference) {
   const Tolerance t = tolerance_for(c.lhs, c.rhs, c.out);
   for (Schedule s : {Schedule::direct, Schedule::shared}) {
     p.schedule = s;
-    EXPECT_TRUE(all_close(run_gmm(ctx(), p, lhs, rhs, ex), reference::gmm(p, lhs, rhs, ex), t.atol, t.rtol))
-        << schedule_name(s);
+    const auto got = run_gmm(ctx(), p, lhs, rhs, ex);
+    EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs, ex), t.atol, t.rtol)) << schedule_name(s);
+    EXPECT_TRUE(same_bits(run_gmm_device(ctx(), p, lhs, rhs, ex), got)) << schedule_name(s) << ", device sizes";
   }
 }
 
@@ -76,8 +77,9 @@ TEST_P(TgmmTypes, MatchesReference) {
   const Tolerance t = tolerance_for(c.lhs, c.rhs, c.out);
   for (Schedule s : {Schedule::direct, Schedule::shared}) {
     p.schedule = s;
-    EXPECT_TRUE(all_close(run_tgmm(ctx(), p, lhs, rhs, ex), reference::tgmm(p, lhs, rhs, ex), t.atol, t.rtol))
-        << schedule_name(s);
+    const auto got = run_tgmm(ctx(), p, lhs, rhs, ex);
+    EXPECT_TRUE(all_close(got, reference::tgmm(p, lhs, rhs, ex), t.atol, t.rtol)) << schedule_name(s);
+    EXPECT_TRUE(same_bits(run_tgmm_device(ctx(), p, lhs, rhs, ex), got)) << schedule_name(s) << ", device sizes";
   }
 }
 
@@ -101,6 +103,9 @@ TEST_P(BackwardTypes, MatchesReference) {
   auto want = reference::gmm_backward(p, lhs, rhs, d_out);
   EXPECT_TRUE(all_close(got.d_lhs, want.d_lhs, t.atol, t.rtol)) << "d_lhs";
   EXPECT_TRUE(all_close(got.d_rhs, want.d_rhs, t.atol, t.rtol)) << "d_rhs";
+  const reference::Gradients dev = run_backward_device(ctx(), p, lhs, rhs, d_out);
+  EXPECT_TRUE(same_bits(dev.d_lhs, got.d_lhs)) << "d_lhs, device group sizes";
+  EXPECT_TRUE(same_bits(dev.d_rhs, got.d_rhs)) << "d_rhs, device group sizes";
 }
 
 INSTANTIATE_TEST_SUITE_P(All, GmmTypes, ::testing::ValuesIn(all_combinations()), type_case_name);

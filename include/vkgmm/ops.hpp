@@ -15,11 +15,33 @@
 
 namespace vkgmm {
 
+// Group sizes that live in a device buffer (CONTRACT.md, "Device-resident group sizes"), written by the
+// app's own shaders earlier in the same command buffer: no host round trip. The plan is made from what
+// the host knows (m as the row capacity, G, the window, the shapes); record() first builds the group
+// metadata on the device, in the workspace, then runs the op on it. Results are bit-identical to the
+// host path's for the same sizes and tiling.
+//
+// Sizes that break the contract are not refused (nothing reads them before the GPU runs) but taken as
+// follows, so that nothing is read or written outside the operands' views and every dispatch ends: a
+// negative size as 0, and every group offset clamped at m (rows past m belong to no group). The
+// optional status word reports what was found (DeviceStatus bits; 0 for sizes that keep the contract).
+struct DeviceGroupSizes {
+  int64_t count = 0;          // G; 0: the problem's group_sizes are on the host (the default)
+  int64_t expected_rows = 0;  // the automatic tiling's guess of one group's rows (0: m / G)
+};
+// Bits of the device status word.
+namespace device_status {
+constexpr uint32_t negative_size = 1;  // some size was negative (taken as 0)
+constexpr uint32_t sum_above_m = 2;    // the sizes add up to more than m (offsets clamped at m)
+constexpr uint32_t visits_cut = 4;     // internal: more visits than the plan's bound (never expected)
+}  // namespace device_status
+
 // out[m, n]: rows of active group g = lhs[rows] @ rhs[g - group_offset] (rhs^T with transpose_rhs);
 // all other rows = existing_out (when given) or 0.
 struct GmmProblem {
   int64_t m = 0, k = 0, n = 0;
-  std::vector<int32_t> group_sizes;  // all G groups
+  std::vector<int32_t> group_sizes;  // all G groups (empty with device_group_sizes)
+  DeviceGroupSizes device_group_sizes;
   int64_t num_rhs_groups = -1;       // G_local, the groups rhs holds; -1: G - group_offset
   int64_t group_offset = 0;
   bool transpose_rhs = false;        // rhs is [G_local, n, k]
@@ -30,14 +52,21 @@ struct GmmProblem {
 };
 
 // existing_out: leave .buffer null when the problem has none; it may be the same range as out.
+// With device group sizes: group_sizes is the int32 [G] view (written before the commands record()
+// adds run: your barrier, shader write -> shader read); workspace a view of the plan's
+// workspace_bytes() whose offset is a multiple of minStorageBufferOffsetAlignment (null: the plan's own,
+// which then makes executions of the plan that overlap in time race); status an optional uint32 word
+// (null: none). All three stay null on the host path.
 struct GmmOperands {
   BufferView lhs, rhs, out, existing_out;
+  BufferView group_sizes, workspace, status;
 };
 
 // out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]).
 struct TgmmProblem {
   int64_t m = 0, k = 0, n = 0;
-  std::vector<int32_t> group_sizes;
+  std::vector<int32_t> group_sizes;  // all G groups (empty with device_group_sizes)
+  DeviceGroupSizes device_group_sizes;
   int64_t group_offset = 0;
   int64_t num_actual_groups = -1;  // -1: G - group_offset
   bool lhs_mk = false;             // lhs is stored [m, k] (the transpose of tgmm's [k, m])
@@ -48,8 +77,9 @@ struct TgmmProblem {
   Schedule schedule = Schedule::automatic;
 };
 
-struct TgmmOperands {
+struct TgmmOperands {  // as GmmOperands
   BufferView lhs, rhs, out, existing_out;
+  BufferView group_sizes, workspace, status;
 };
 
 // Byte sizes each operand's view must have at least: exactly its elements (count * element size), for
@@ -70,10 +100,13 @@ class VKGMM_API GmmPlan {
   const GmmProblem& problem() const;
   Tiling tiling() const;           // the tiling that runs (after clamping to the shape and shared memory)
   OperandSizes sizes() const;
-  int64_t num_tiles() const;       // megablox's num_tiles: m-tile visits of the active groups
-  // Device memory the plan holds for its group metadata (its workspace), allocated on the context's
-  // device at construction and read by every dispatch it records; 0 when there is nothing to run.
+  int64_t num_tiles() const;       // megablox's num_tiles: m-tile visits of the active groups (-1: on the device)
+  // Device memory the plan holds for its group metadata, allocated on the context's device at
+  // construction and read by every dispatch it records; 0 when there is nothing to run. With device
+  // group sizes, the plan's own workspace (used when the operands give none).
   VkDeviceSize metadata_bytes() const;
+  // With device group sizes: the bytes of the workspace record() builds the metadata in; else 0.
+  VkDeviceSize workspace_bytes() const;
   // Throws what record() would throw for these operands, recording nothing.
   void check(const GmmOperands& ops) const;
   // Whether record() with these (checked) operands reads lhs and rhs through texel views: only buffers
@@ -94,7 +127,8 @@ class VKGMM_API TgmmPlan {
   const TgmmProblem& problem() const;
   Tiling tiling() const;
   OperandSizes sizes() const;
-  VkDeviceSize metadata_bytes() const;  // as GmmPlan::metadata_bytes()
+  VkDeviceSize metadata_bytes() const;   // as GmmPlan::metadata_bytes()
+  VkDeviceSize workspace_bytes() const;  // as GmmPlan::workspace_bytes()
   void check(const TgmmOperands& ops) const;
   bool texel_loads(const TgmmOperands& ops) const;  // as GmmPlan::texel_loads()
   void record(VkCommandBuffer cb, const TgmmOperands& ops) const;
@@ -111,8 +145,11 @@ class VKGMM_API TgmmPlan {
 //           when transpose_rhs), read straight from lhs [m, k]: lhs^T is never materialised.
 // Rows outside the active groups get d_lhs = 0. d_out has the forward's out type; d_lhs and d_rhs have
 // the types of lhs and rhs, as in JAX.
+// With device group sizes, group_sizes, workspace (workspace_bytes(), aligned as GmmOperands') and status
+// as GmmOperands'.
 struct GmmBackwardOperands {
   BufferView lhs, rhs, d_out, d_lhs, d_rhs;
+  BufferView group_sizes, workspace, status;
 };
 
 // Byte sizes each view of GmmBackwardOperands must have at least (exactly, as OperandSizes').
@@ -126,13 +163,15 @@ class VKGMM_API GmmBackwardPlan {
   const GmmPlan& d_lhs_plan() const { return d_lhs_; }
   const TgmmPlan& d_rhs_plan() const { return d_rhs_; }
   GmmBackwardSizes sizes() const;
-  VkDeviceSize metadata_bytes() const;  // both plans' (as GmmPlan::metadata_bytes())
+  VkDeviceSize metadata_bytes() const;   // both plans' (as GmmPlan::metadata_bytes())
+  VkDeviceSize workspace_bytes() const;  // both plans', each at an aligned offset
   // Both dispatches are independent: no barrier between them.
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const;
 
  private:
   GmmPlan d_lhs_;
   TgmmPlan d_rhs_;
+  VkDeviceSize d_rhs_workspace_offset_ = 0;  // in an app's workspace
 };
 
 // Conveniences: plan, record into a one-time command buffer, submit and wait.

@@ -89,6 +89,13 @@ TEST(Interface, CeilingModuleMatchesTheHost) {
   EXPECT_TRUE(bad.empty()) << joined(bad);
 }
 
+TEST(Interface, MetadataModuleMatchesTheHost) {
+  const Reflection r = reflect(metadata_shader());
+  const auto bad = compare(r, false, abi::kMetadataConstants, false, abi::MetadataPush{});
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+  EXPECT_EQ(r.bindings.size(), 3u);  // sizes, workspace, status
+}
+
 // The texel builds declare the texel bindings; the split builds the parts; the plain ones neither.
 TEST(Interface, EachBuildDeclaresItsBindings) {
   for (const EmbeddedModule& m : embedded_op_modules()) {

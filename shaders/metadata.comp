@@ -1,0 +1,127 @@
+#version 450
+// Group metadata built on the device, from group sizes the app's shaders wrote (int32 [G], never read
+// on the host): the same words the host path uploads (host/metadata.cpp), into the plan's workspace.
+//
+// - group_offsets[G + 1]: prefix sums of the sizes, each size taken in [0, m] and every sum clamped at
+//   m, so whatever the sizes hold no offset leaves [0, m] and no kernel reads or writes a row past m.
+// - with VISITS (gmm): the visit list of make_gmm_visits, in its order (each active group's tiles from
+//   its first row, then fill visits below and above the active rows), padded to max_visits entries with
+//   VKGMM_NO_VISIT, which the gmm kernel's workgroups skip. max_visits is the plan's bound on the list.
+// - the status word: VKGMM_STATUS_* bits, 0 for sizes that keep the contract.
+//
+// One workgroup: each invocation takes a contiguous chunk of groups, the chunks' sums are scanned in
+// shared memory by invocation 0 (at most 256 terms). Every loop is bounded by G, G_local or max_visits.
+#extension GL_GOOGLE_include_directive : require
+
+#include "interface.h"
+
+layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
+layout(constant_id = VKGMM_ID_META_VISITS) const bool VISITS = false;
+
+layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer SizesBuf { int sizes[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_OUT) buffer WorkBuf { int work[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_EXISTING) buffer StatusBuf { uint status_word[]; };
+
+layout(push_constant) uniform Params { VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD) } pc;
+
+shared uint part[VKGMM_METADATA_INVOCATIONS];
+shared uint flags;
+shared uint total_tiles;
+
+// Group g's size as taken: negative -> 0 (flagged), at most m.
+uint size_of(uint g, inout uint bad) {
+  int s = sizes[pc.sizes_off + g];
+  if (s < 0) bad |= VKGMM_STATUS_NEGATIVE_SIZE;
+  return s < 0 ? 0u : min(uint(s), pc.m);
+}
+
+// a + b clamped at m (a, b <= m < 2^31, so a + b does not wrap).
+uint add_clamped(uint a, uint b, inout uint bad) {
+  uint t = a + b;
+  if (t > pc.m) bad |= VKGMM_STATUS_SUM_ABOVE_M;
+  return min(t, pc.m);
+}
+
+// Exclusive scan of part[] (invocation 0; the others wait at the barriers around it). Returns nothing:
+// part[i] becomes the sum before chunk i, clamped at `limit` when `clamp` (offsets), else plain (tiles).
+void scan_parts(bool clamp, inout uint bad) {
+  barrier();
+  if (gl_LocalInvocationIndex == 0u) {
+    uint run = 0u;
+    for (uint i = 0u; i < gl_WorkGroupSize.x; ++i) {
+      uint t = part[i];
+      part[i] = run;
+      run = clamp ? add_clamped(run, t, bad) : run + t;
+    }
+    if (!clamp) total_tiles = run;
+  }
+  barrier();
+}
+
+void main() {
+  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
+  uint bad = 0u;
+  if (lid == 0u) flags = 0u;
+
+  // group_offsets: chunk sums, their scan, then each chunk's offsets.
+  const uint G = pc.num_groups;
+  const uint chunk = (G + lanes - 1u) / lanes;
+  const uint g0 = min(lid * chunk, G), g1 = min(g0 + chunk, G);
+  uint local_sum = 0u;
+  for (uint g = g0; g < g1; ++g) local_sum = add_clamped(local_sum, size_of(g, bad), bad);
+  part[lid] = local_sum;
+  scan_parts(true, bad);
+  uint offset = part[lid];
+  if (lid == 0u) work[0] = 0;
+  for (uint g = g0; g < g1; ++g) {
+    offset = add_clamped(offset, size_of(g, bad), bad);
+    work[g + 1u] = int(offset);
+  }
+  memoryBarrierBuffer();
+  barrier();
+
+  if (VISITS) {
+    // Tiles of the active groups, from each group's first row, tm rows each.
+    const uint GL = pc.num_local, go = pc.group_offset, V = pc.max_visits;
+    const uint groups_off = pc.visits_off, rows_off = pc.visits_off + V;
+    const uint achunk = (GL + lanes - 1u) / lanes;
+    const uint a0 = min(lid * achunk, GL), a1 = min(a0 + achunk, GL);
+    uint tiles = 0u;
+    for (uint j = a0; j < a1; ++j) {
+      uint rows = uint(work[go + j + 1u]) - uint(work[go + j]);
+      tiles += (rows + pc.tm - 1u) / pc.tm;
+    }
+    part[lid] = tiles;
+    scan_parts(false, bad);
+    uint v = part[lid];
+    for (uint j = a0; j < a1; ++j) {
+      uint end = uint(work[go + j + 1u]);
+      for (uint r = uint(work[go + j]); r < end; r += pc.tm, ++v) {
+        if (v < V) {
+          work[groups_off + v] = int(go + j);
+          work[rows_off + v] = int(r);
+        }
+      }
+    }
+    // Fill visits of the rows outside the active groups, below them and then above them.
+    const uint T = total_tiles, fr = pc.fill_rows;
+    const uint below = uint(work[go]), above = uint(work[go + GL]);
+    const uint f1 = (below + fr - 1u) / fr, f2 = (pc.m - above + fr - 1u) / fr;
+    for (uint i = lid; i < f1 + f2; i += lanes) {
+      uint at = T + i;
+      if (at < V) {
+        work[groups_off + at] = VKGMM_FILL_VISIT;
+        work[rows_off + at] = int(i < f1 ? i * fr : above + (i - f1) * fr);
+      }
+    }
+    for (uint at = T + f1 + f2 + lid; at < V; at += lanes) {
+      work[groups_off + at] = VKGMM_NO_VISIT;
+      work[rows_off + at] = 0;
+    }
+    if (T + f1 + f2 > V) bad |= VKGMM_STATUS_VISITS_CUT;
+  }
+
+  atomicOr(flags, bad);
+  barrier();
+  if (lid == 0u) status_word[pc.status_off] = flags;
+}

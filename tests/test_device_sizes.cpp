@@ -1,0 +1,238 @@
+// Group sizes in a device buffer (DeviceGroupSizes): sizes that break the contract are taken as
+// documented (negative as 0, offsets clamped at m) and reported in the status word, and nothing outside
+// the views is touched: every operand, the sizes, the workspace and the status word sit between guard
+// regions that are poisoned before and compared after. (Sizes that keep the contract: the sweeps and
+// type tests run the device path beside the host path and compare bits.)
+#include <cstring>
+
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+constexpr VkDeviceSize kGuard = 256;
+constexpr uint8_t kPoison = 0xa5;
+
+// A view of `bytes` in the middle of a buffer whose other bytes are kPoison.
+struct Guarded {
+  Buffer buffer;
+  VkDeviceSize bytes = 0;
+  Guarded(Context& ctx, VkDeviceSize n) : buffer(ctx.create_buffer(n + 2 * kGuard)), bytes(n) {
+    const std::vector<uint8_t> poison(n + 2 * kGuard, kPoison);
+    buffer.upload(poison.data(), poison.size());
+  }
+  BufferView view() const { return buffer.view(kGuard, bytes); }
+  void set(const void* data, size_t n) { buffer.upload(data, n, kGuard); }
+  std::vector<uint8_t> get() const {
+    std::vector<uint8_t> v(bytes);
+    buffer.download(v.data(), v.size(), kGuard);
+    return v;
+  }
+  ::testing::AssertionResult guards_intact() const {
+    std::vector<uint8_t> all(bytes + 2 * kGuard);
+    buffer.download(all.data(), all.size());
+    for (size_t i = 0; i < all.size(); ++i)
+      if ((i < kGuard || i >= kGuard + bytes) && all[i] != kPoison)
+        return ::testing::AssertionFailure() << "guard byte " << i << " changed";
+    return ::testing::AssertionSuccess();
+  }
+};
+
+Guarded guarded_floats(Context& ctx, const std::vector<float>& v) {
+  Guarded g(ctx, v.size() * 4);
+  g.set(v.data(), v.size() * 4);
+  return g;
+}
+
+std::vector<float> floats(const Guarded& g) {
+  const std::vector<uint8_t> raw = g.get();
+  std::vector<float> v(raw.size() / 4);
+  std::memcpy(v.data(), raw.data(), raw.size());
+  return v;
+}
+
+// What the device makes of `sizes` (vkgmm::DeviceGroupSizes): negative -> 0, offsets clamped at m.
+std::vector<int32_t> taken(const std::vector<int32_t>& sizes, int64_t m, uint32_t& status) {
+  std::vector<int32_t> t;
+  int64_t at = 0;
+  status = 0;
+  for (int32_t s : sizes) {
+    if (s < 0) status |= device_status::negative_size;
+    const int64_t want = at + std::max<int32_t>(s, 0);
+    if (want > m) status |= device_status::sum_above_m;
+    const int64_t end = std::min<int64_t>(want, m);
+    t.push_back(static_cast<int32_t>(end - at));
+    at = end;
+  }
+  return t;
+}
+
+const std::vector<std::vector<int32_t>> kHostile = {
+    {5, -3, 20, 4},                          // a negative size
+    {30, 30, 30, 30},                        // sum 120 > m
+    {INT32_MAX, INT32_MAX, INT32_MAX, 1},    // huge
+    {-1, -INT32_MAX - 1, 0, 60},             // the most negative, then all of m
+    {0, 0, 0, 0},                            // nothing active
+    {64, 0, 0, 0},                           // exactly m in the first group
+};
+
+TEST_F(DeviceTest, HostileGmmSizesStayInsideTheViews) {
+  for (Schedule schedule : {Schedule::direct, Schedule::shared})
+    for (const auto& sizes : kHostile) {
+      std::mt19937 rng(7);
+      GmmProblem host;
+      host.m = 64;
+      host.k = 12;
+      host.n = 20;
+      host.group_offset = 1;
+      host.num_rhs_groups = 2;
+      host.existing_out = true;
+      host.schedule = schedule;
+      uint32_t want_status = 0;
+      host.group_sizes = taken(sizes, host.m, want_status);
+      const auto lhs = random_values(size_t(host.m) * host.k, DType::f32, rng);
+      const auto rhs = random_values(2 * size_t(host.k) * host.n, DType::f32, rng);
+      const auto ex = random_values(size_t(host.m) * host.n, DType::f32, rng);
+      const std::vector<float> want = run_gmm(ctx(), host, lhs, rhs, ex);
+
+      GmmProblem dev = host;
+      dev.tiling = TilingChoice::of(GmmPlan(ctx(), host).tiling());
+      dev.group_sizes.clear();
+      dev.device_group_sizes.count = 4;
+      GmmPlan plan(ctx(), dev);
+      Guarded l = guarded_floats(ctx(), lhs), r = guarded_floats(ctx(), rhs), e = guarded_floats(ctx(), ex);
+      Guarded o(ctx(), want.size() * 4), s(ctx(), 16), status(ctx(), 4), work(ctx(), plan.workspace_bytes());
+      s.set(sizes.data(), 16);
+      ctx().submit_and_wait([&](VkCommandBuffer cb) {
+        plan.record(cb, {l.view(), r.view(), o.view(), e.view(), s.view(), work.view(), status.view()});
+      });
+      EXPECT_TRUE(same_bits(floats(o), want)) << sizes[0] << ", " << sizes[1] << ", ...";
+      uint32_t got_status = 0;
+      std::memcpy(&got_status, status.get().data(), 4);
+      EXPECT_EQ(got_status, want_status);
+      for (const Guarded* g : {&l, &r, &e, &o, &s, &status, &work}) EXPECT_TRUE(g->guards_intact());
+    }
+}
+
+TEST_F(DeviceTest, HostileTgmmSizesStayInsideTheViews) {
+  for (const auto& sizes : kHostile) {
+    std::mt19937 rng(9);
+    TgmmProblem host;
+    host.m = 64;
+    host.k = 10;
+    host.n = 18;
+    host.group_offset = 1;
+    host.num_actual_groups = 3;
+    uint32_t want_status = 0;
+    host.group_sizes = taken(sizes, host.m, want_status);
+    const auto lhs = random_values(size_t(host.k) * host.m, DType::f32, rng);
+    const auto rhs = random_values(size_t(host.m) * host.n, DType::f32, rng);
+    const std::vector<float> want = run_tgmm(ctx(), host, lhs, rhs);
+
+    TgmmProblem dev = host;
+    dev.tiling = TilingChoice::of(TgmmPlan(ctx(), host).tiling());
+    dev.group_sizes.clear();
+    dev.device_group_sizes.count = 4;
+    TgmmPlan plan(ctx(), dev);
+    Guarded l = guarded_floats(ctx(), lhs), r = guarded_floats(ctx(), rhs);
+    Guarded o(ctx(), want.size() * 4), s(ctx(), 16), status(ctx(), 4);
+    s.set(sizes.data(), 16);
+    // No workspace given: the plan's own.
+    ctx().submit_and_wait([&](VkCommandBuffer cb) {
+      plan.record(cb, {l.view(), r.view(), o.view(), {}, s.view(), {}, status.view()});
+    });
+    EXPECT_TRUE(same_bits(floats(o), want)) << sizes[0] << ", " << sizes[1] << ", ...";
+    uint32_t got_status = 0;
+    std::memcpy(&got_status, status.get().data(), 4);
+    EXPECT_EQ(got_status, want_status);
+    for (const Guarded* g : {&l, &r, &o, &s, &status}) EXPECT_TRUE(g->guards_intact());
+  }
+}
+
+// Many groups (more than the metadata build's 256 invocations hold one each) and a status word left
+// out: the workspace's own slot takes it.
+TEST_F(DeviceTest, DeviceSizesWithManyGroups) {
+  std::mt19937 rng(3);
+  GmmProblem p;
+  p.m = 700;
+  p.k = 8;
+  p.n = 8;
+  p.group_sizes = make_group_sizes(Sizes::empty_ends, 600, 650, rng);
+  const auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  const auto rhs = random_values(600 * size_t(p.k) * p.n, DType::f32, rng);
+  EXPECT_TRUE(same_bits(run_gmm_device(ctx(), p, lhs, rhs), run_gmm(ctx(), p, lhs, rhs)));
+  TgmmProblem t;
+  t.m = p.m;
+  t.k = 8;
+  t.n = 8;
+  t.group_sizes = p.group_sizes;
+  t.group_offset = 100;
+  const auto tl = random_values(size_t(t.k) * t.m, DType::f32, rng);
+  const auto tr = random_values(size_t(t.m) * t.n, DType::f32, rng);
+  EXPECT_TRUE(same_bits(run_tgmm_device(ctx(), t, tl, tr), run_tgmm(ctx(), t, tl, tr)));
+}
+
+// The rules of the device path's arguments, refused before anything is recorded.
+TEST_F(DeviceTest, DeviceSizesErrors) {
+  GmmProblem p;
+  p.m = 16;
+  p.k = 4;
+  p.n = 4;
+  p.device_group_sizes.count = 2;
+  auto expect_error = [](const std::function<void()>& f, const char* needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error, expected " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  GmmProblem both = p;
+  both.group_sizes = {8, 8};
+  expect_error([&] { GmmPlan(ctx(), both); }, "leave the host group_sizes empty");
+  GmmProblem none = p;
+  none.device_group_sizes.count = 0;
+  none.device_group_sizes.expected_rows = 4;
+  expect_error([&] { GmmPlan(ctx(), none); }, "device_group_sizes.count = 0");
+  GmmProblem hint = p;
+  hint.device_group_sizes.expected_rows = -1;
+  expect_error([&] { GmmPlan(ctx(), hint); }, "expected_rows = -1");
+
+  GmmPlan plan(ctx(), p);
+  EXPECT_GT(plan.workspace_bytes(), 0u);
+  EXPECT_EQ(plan.num_tiles(), -1);
+  Buffer l = ctx().create_buffer(16 * 4 * 4), r = ctx().create_buffer(2 * 4 * 4 * 4), o = ctx().create_buffer(16 * 4 * 4);
+  Buffer sizes = ctx().create_buffer(8), work = ctx().create_buffer(plan.workspace_bytes() + 64);
+  const GmmOperands base{l.view(), r.view(), o.view(), {}, sizes.view(), {}, {}};
+  plan.check(base);
+  GmmOperands o1 = base;
+  o1.group_sizes = {};
+  expect_error([&] { plan.check(o1); }, "group_sizes: the problem's group sizes are on the device");
+  GmmOperands o2 = base;
+  o2.group_sizes = sizes.view(0, 4);
+  expect_error([&] { plan.check(o2); }, "group_sizes: view of 4 bytes is too small");
+  GmmOperands o3 = base;
+  o3.workspace = work.view(4, plan.workspace_bytes());
+  expect_error([&] { plan.check(o3); }, "minStorageBufferOffsetAlignment");
+  GmmOperands o4 = base;
+  o4.workspace = work.view(0, plan.workspace_bytes() - 4);
+  expect_error([&] { plan.check(o4); }, "workspace: view of");
+  GmmOperands o5 = base;
+  o5.workspace = o.view();
+  expect_error([&] { plan.check(o5); }, "workspace overlaps out");
+  GmmOperands o6 = base;
+  o6.status = sizes.view(0, 4);
+  expect_error([&] { plan.check(o6); }, "status overlaps group_sizes");
+
+  // On the host path the device views must stay null.
+  GmmProblem host = p;
+  host.device_group_sizes = {};
+  host.group_sizes = {8, 8};
+  GmmPlan host_plan(ctx(), host);
+  EXPECT_EQ(host_plan.workspace_bytes(), 0u);
+  expect_error([&] { host_plan.check(base); }, "group_sizes: a view was given but the problem's group sizes are on the host");
+}
+
+}  // namespace
+}  // namespace vkgmm::test
