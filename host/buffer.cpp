@@ -17,11 +17,12 @@ struct Buffer::State {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize allocated = 0;  // bytes counted against `heap` (0 until the allocation succeeded)
   uint32_t heap = 0;
-  uint8_t* mapped = nullptr;
+  uint8_t* mapped = nullptr;  // null for a borrowed buffer
+  bool borrowed = false;      // the VkBuffer is the app's: only the views are vkgmm's to destroy
   ~State() {
     if (!ctx) return;
     // Forget the buffer first (its texel views go with it), then free it now or once parked work is done.
-    DeadBuffer dead{buffer, memory, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
+    DeadBuffer dead{borrowed ? VK_NULL_HANDLE : buffer, memory, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
     if (buffer) {
       const OwnBuffer own = ctx->buffers.remove(buffer);
       dead.texel_views[0] = own.texel_views[0];
@@ -46,6 +47,7 @@ void Buffer::upload(const void* data, size_t bytes, size_t offset) {
   if (offset > size_ || bytes > size_ - offset)
     throw Error(Status::invalid_argument, "upload: " + std::to_string(bytes) + " bytes at offset " +
                                               std::to_string(offset) + " exceed the buffer's " + std::to_string(size_));
+  if (!state_->mapped) throw Error(Status::invalid_argument, "upload: a borrowed buffer has no host mapping");
   if (bytes) std::memcpy(state_->mapped + offset, data, bytes);
 }
 
@@ -54,6 +56,7 @@ void Buffer::download(void* data, size_t bytes, size_t offset) const {
   if (offset > size_ || bytes > size_ - offset)
     throw Error(Status::invalid_argument, "download: " + std::to_string(bytes) + " bytes at offset " +
                                               std::to_string(offset) + " exceed the buffer's " + std::to_string(size_));
+  if (!state_->mapped) throw Error(Status::invalid_argument, "download: a borrowed buffer has no host mapping");
   if (bytes) std::memcpy(data, state_->mapped + offset, bytes);
 }
 
@@ -144,6 +147,28 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
   create_texel_views(dev, st->buffer, bytes, own.texel_views);  // destroys its own views if it throws
   im.buffers.add(st->buffer, own);  // from here on, ~State destroys the views with the buffer
+  Buffer b;
+  b.state_ = std::move(st);
+  b.size_ = bytes;
+  return b;
+}
+
+Buffer Context::borrow_buffer(VkBuffer buffer, VkDeviceSize bytes, bool texel_usage) {
+  if (buffer == VK_NULL_HANDLE) throw Error(Status::invalid_argument, "borrow_buffer: buffer is VK_NULL_HANDLE");
+  if (bytes == 0) throw Error(Status::invalid_argument, "borrow_buffer: size must be positive");
+  Impl& im = *impl_;
+  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, true};
+  if (texel_usage) create_texel_views(im.dev, buffer, bytes, own.texel_views);
+  if (!im.buffers.add(buffer, own)) {
+    for (VkBufferView v : own.texel_views)
+      if (v) vkDestroyBufferView(im.dev.device, v, nullptr);
+    throw Error(Status::invalid_argument,
+                "borrow_buffer: this VkBuffer is a vkgmm Buffer already (made or borrowed by vkgmm)");
+  }
+  auto st = std::make_unique<Buffer::State>();
+  st->ctx = impl_;
+  st->buffer = buffer;
+  st->borrowed = true;
   Buffer b;
   b.state_ = std::move(st);
   b.size_ = bytes;

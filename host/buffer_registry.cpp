@@ -3,9 +3,9 @@
 
 namespace vkgmm {
 
-void BufferRegistry::add(VkBuffer buffer, const OwnBuffer& own) {
+bool BufferRegistry::add(VkBuffer buffer, const OwnBuffer& own) {
   std::lock_guard lock(mutex_);
-  buffers_[buffer] = own;
+  return buffers_.emplace(buffer, own).second;
 }
 
 OwnBuffer BufferRegistry::remove(VkBuffer buffer) {

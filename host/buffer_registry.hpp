@@ -15,11 +15,13 @@ namespace vkgmm {
 struct OwnBuffer {
   VkDeviceSize size = 0;
   VkBufferView texel_views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};  // by texel_format_index (texel_views.hpp)
+  bool borrowed = false;  // an app's VkBuffer (Context::borrow_buffer): exactly `size`, not padded
 };
 
 class BufferRegistry {
  public:
-  void add(VkBuffer buffer, const OwnBuffer& own);
+  // False (nothing added) when the buffer is known already.
+  bool add(VkBuffer buffer, const OwnBuffer& own);
   // Forgets the buffer and returns what it had ({} when it is not vkgmm's).
   OwnBuffer remove(VkBuffer buffer);
   std::optional<OwnBuffer> find(VkBuffer buffer) const;

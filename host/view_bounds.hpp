@@ -13,8 +13,9 @@ namespace vkgmm {
 constexpr VkDeviceSize whole_words(VkDeviceSize bytes) { return (bytes + 3) / 4 * 4; }
 
 // The size of the VkBuffer behind a vkgmm Buffer: what create_buffer was asked for, rounded up to whole
-// words (Buffer::size() still reports what was asked). 0 for an app's own buffer, whose size vkgmm
-// cannot know (Vulkan has no query for it): past a view's end, an app's buffer may have no byte at all.
+// words (Buffer::size() still reports what was asked), or exactly what the app declared of a borrowed
+// one. 0 for an app's own buffer vkgmm does not know, whose size Vulkan cannot tell: past a view's end,
+// an app's buffer may have no byte at all.
 VkDeviceSize own_buffer_capacity(const Context::Impl& ctx, VkBuffer buffer);
 
 // Throws Error(invalid_argument) naming `op` and the operand when a view runs past the end of its buffer.

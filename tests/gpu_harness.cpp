@@ -277,6 +277,30 @@ reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, cons
   return {download(dl, p.lhs_type, dl_count), download(dr, p.rhs_type, dr_count)};
 }
 
+AppBuffer::AppBuffer(Context& ctx, const std::vector<uint8_t>& bytes, VkBufferUsageFlags usage)
+    : device(ctx.device()) {
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = bytes.size();
+  bci.usage = usage;
+  if (vkCreateBuffer(device, &bci, nullptr, &buffer) != VK_SUCCESS) throw std::runtime_error("vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device, buffer, &req);
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = ContextInternals::of(ctx).dev.find_memory_type(
+      req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  if (vkAllocateMemory(device, &mai, nullptr, &memory) != VK_SUCCESS ||
+      vkBindBufferMemory(device, buffer, memory, 0) != VK_SUCCESS ||
+      vkMapMemory(device, memory, 0, VK_WHOLE_SIZE, 0, &mapped) != VK_SUCCESS)
+    throw std::runtime_error("app buffer memory");
+  std::memcpy(mapped, bytes.data(), bytes.size());
+}
+
+AppBuffer::~AppBuffer() {
+  vkDestroyBuffer(device, buffer, nullptr);
+  vkFreeMemory(device, memory, nullptr);
+}
+
 ::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size())
     return ::testing::AssertionFailure() << "sizes differ: " << a.size() << " vs " << b.size();

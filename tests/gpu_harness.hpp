@@ -56,6 +56,19 @@ std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std
                                    const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                          const std::vector<float>& rhs, const std::vector<float>& d_out);
+// An app's own host-visible VkBuffer of exactly `bytes`, holding `bytes` data (when given), made on the
+// context's device the way an engine would, and destroyed with this object.
+struct AppBuffer {
+  AppBuffer(Context& ctx, const std::vector<uint8_t>& bytes, VkBufferUsageFlags usage);
+  ~AppBuffer();
+  AppBuffer(const AppBuffer&) = delete;
+  AppBuffer& operator=(const AppBuffer&) = delete;
+  VkDevice device = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;
+};
+
 // Every element bit for bit (the device path promises the host path's bits).
 ::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b);
 

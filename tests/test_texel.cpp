@@ -1,6 +1,8 @@
 // The texel-view read path: on CPU devices (lavapipe here; GPUs keep storage buffers) vkgmm's own
 // buffers are read through uniform texel buffers; the switch, odd offsets and operands a view cannot cover fall back or
 // read single elements, and every result still matches the reference.
+#include <cstring>
+
 #include "gpu_harness.hpp"
 
 namespace vkgmm::test {
@@ -122,6 +124,57 @@ TEST_F(DeviceTest, TexelSwitchForcesStorageBuffers) {
     EXPECT_EQ(plan.texel_loads(ops), texel && c.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU);
     expect_gmm_matches_reference(c, p, 3);
   }
+}
+
+// An app's own VkBuffers, borrowed (Context::borrow_buffer): read through texel views like vkgmm's own
+// buffers, views checked exactly against the declared size, no host mapping, one borrower at a time;
+// destroying the borrowed Buffer leaves the app's VkBuffer to the app.
+TEST_F(DeviceTest, BorrowedAppBuffersTakeTheTexelPath) {
+  std::mt19937 rng(21);
+  GmmProblem p;
+  p.m = 24;
+  p.k = 16;
+  p.n = 12;
+  p.group_sizes = {10, 0, 14};
+  const auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  const auto rhs = random_values(3 * size_t(p.k) * p.n, DType::f32, rng);
+  const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
+  AppBuffer l(ctx(), encode(DType::f32, lhs), usage), r(ctx(), encode(DType::f32, rhs), usage),
+      o(ctx(), std::vector<uint8_t>(size_t(p.m) * p.n * 4, 0), usage);
+  for (bool borrowed : {false, true}) {
+    Buffer bl, br, bo;
+    if (borrowed) {
+      bl = ctx().borrow_buffer(l.buffer, lhs.size() * 4);
+      br = ctx().borrow_buffer(r.buffer, rhs.size() * 4);
+      bo = ctx().borrow_buffer(o.buffer, size_t(p.m) * p.n * 4);
+      EXPECT_EQ(bl.handle(), l.buffer);
+    }
+    const GmmOperands ops{{l.buffer, 0, lhs.size() * 4}, {r.buffer, 0, rhs.size() * 4}, {o.buffer, 0, size_t(p.m) * p.n * 4}, {}};
+    GmmPlan plan(ctx(), p);
+    EXPECT_EQ(plan.texel_loads(ops), borrowed && ctx().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+    std::vector<float> got(size_t(p.m) * p.n);
+    std::memcpy(got.data(), o.mapped, got.size() * 4);
+    EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), 1e-3, 1e-5)) << "borrowed " << borrowed;
+    if (!borrowed) continue;
+    // Exact bounds: a view one byte past the declared size is refused.
+    GmmOperands past = ops;
+    past.out.size += 4;
+    try {
+      plan.check(past);
+      ADD_FAILURE() << "a view past a borrowed buffer's size was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("runs past the end"), std::string::npos) << e.what();
+    }
+    float x = 0;
+    EXPECT_THROW(bl.upload(&x, 4), Error);
+    EXPECT_THROW(bl.download(&x, 4), Error);
+    EXPECT_THROW(ctx().borrow_buffer(l.buffer, 4), Error);
+    EXPECT_THROW(ctx().borrow_buffer(VK_NULL_HANDLE, 4), Error);
+  }
+  // Borrowed again after the first borrower is gone (its views were destroyed, the VkBuffer is intact).
+  Buffer again = ctx().borrow_buffer(l.buffer, lhs.size() * 4, false);
+  EXPECT_EQ(again.size(), lhs.size() * 4);
 }
 
 }  // namespace

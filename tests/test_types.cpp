@@ -227,39 +227,12 @@ TEST_P(OddCountTypes, NeighbourHalfWordsSurvive) {
 TEST_P(OddCountTypes, AppBufferEndingMidWord) {
   const DType t = GetParam();
   std::mt19937 rng(17 + uint32_t(t));
-  const Device& im = ContextInternals::of(ctx()).dev;
-  struct AppBuffer {
-    VkDevice device;
-    VkBuffer buffer = VK_NULL_HANDLE;
-    VkDeviceMemory memory = VK_NULL_HANDLE;
-    void* mapped = nullptr;
-    ~AppBuffer() {
-      vkDestroyBuffer(device, buffer, nullptr);
-      vkFreeMemory(device, memory, nullptr);
-    }
-  };
-  auto make = [&](AppBuffer& b, const std::vector<uint8_t>& bytes) {
-    VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-    bci.size = bytes.size();
-    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-    ASSERT_EQ(vkCreateBuffer(im.device, &bci, nullptr, &b.buffer), VK_SUCCESS);
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(im.device, b.buffer, &req);
-    VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    mai.allocationSize = req.size;
-    mai.memoryTypeIndex = im.find_memory_type(
-        req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-    ASSERT_EQ(vkAllocateMemory(im.device, &mai, nullptr, &b.memory), VK_SUCCESS);
-    ASSERT_EQ(vkBindBufferMemory(im.device, b.buffer, b.memory, 0), VK_SUCCESS);
-    ASSERT_EQ(vkMapMemory(im.device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), VK_SUCCESS);
-    std::memcpy(b.mapped, bytes.data(), bytes.size());
-  };
+
   const GmmProblem p = small_odd_gmm(t);
   const auto lhs = random_values(21, t, rng), rhs = random_values(35, t, rng);
-  AppBuffer l{im.device}, r{im.device}, o{im.device};
-  make(l, encode(t, lhs));
-  make(r, encode(t, rhs));
-  make(o, std::vector<uint8_t>(30, 0));
+  AppBuffer l(ctx(), encode(t, lhs), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT),
+      r(ctx(), encode(t, rhs), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT),
+      o(ctx(), std::vector<uint8_t>(30, 0), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
   const GmmOperands ops{{l.buffer, 0, 42}, {r.buffer, 0, 70}, {o.buffer, 0, 30}, {}};
   // The packed path, by the rule of host/shader_modules.cpp (the context's options decide).
   if (!use_storage16(ctx().info(), *ctx().options().storage16, true)) {
