@@ -2,6 +2,7 @@
  * submit callback, and the error paths (status, message, nothing created). Validation is on: any
  * validation message turns a run into VKGMM_VALIDATION and fails the test. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,18 +41,35 @@ static vkgmm_buffer* make_buffer(vkgmm_context* ctx, const float* data, size_t c
   return b;
 }
 
-/* gmm's expected value at (r, j): group g's rows times rhs[g], zero outside the groups. */
-static double gmm_want(int r, int j) {
+/* gmm's expected value at (r, j) for G groups of sizes gs: group g's rows times rhs[g], zero outside. */
+static double gmm_want_for(const int32_t* gs, int r, int j) {
   int start = 0;
   for (int g = 0; g < G; ++g) {
-    if (r >= start && r < start + sizes[g]) {
+    if (r >= start && r < start + gs[g]) {
       double s = 0;
       for (int i = 0; i < K; ++i) s += (double)lhs[r * K + i] * rhs[(g * K + i) * N + j];
       return s;
     }
-    start += sizes[g];
+    start += gs[g];
   }
   return 0;
+}
+static double gmm_want(int r, int j) { return gmm_want_for(sizes, r, j); }
+
+/* Elements of a tgmm output got[G, K, N] (lhs read as [M, K], rhs d [M, N]) that differ from
+ * lhs[rows(g)]^T @ d[rows(g)] for G groups of sizes gs. */
+static int tgmm_mismatches(const int32_t* gs, const float* d, const float* got) {
+  int bad = 0, start = 0;
+  for (int g = 0; g < G; ++g) {
+    for (int i = 0; i < K; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0;
+        for (int r = start; r < start + gs[g]; ++r) s += (double)lhs[r * K + i] * d[r * N + j];
+        bad += !near(got[(g * K + i) * N + j], s);
+      }
+    start += gs[g];
+  }
+  return bad;
 }
 
 static vkgmm_gmm_problem gmm_problem(void) {
@@ -147,16 +165,7 @@ static void test_tgmm_and_backward(vkgmm_context* ctx) {
   vkgmm_tgmm_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(bd), vkgmm_buffer_whole(bo), {0}};
   CHECK(vkgmm_tgmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
   CHECK(vkgmm_buffer_download(bo, tout, sizeof tout, 0) == VKGMM_OK);
-  int bad = 0, start = 0;
-  for (int g = 0; g < G; ++g) {
-    for (int i = 0; i < K; ++i)
-      for (int j = 0; j < N; ++j) {
-        double s = 0;
-        for (int r = start; r < start + sizes[g]; ++r) s += (double)lhs[r * K + i] * d[r * N + j];
-        bad += !near(tout[(g * K + i) * N + j], s);
-      }
-    start += sizes[g];
-  }
+  int bad = tgmm_mismatches(sizes, d, tout);
   CHECK(bad == 0);
 
   /* The backward of gmm with cotangent d: d_lhs = d @ rhs[g]^T on the groups' rows; d_rhs = the tgmm above. */
@@ -176,7 +185,7 @@ static void test_tgmm_and_backward(vkgmm_context* ctx) {
   CHECK(vkgmm_buffer_download(bdl, dl, sizeof dl, 0) == VKGMM_OK);
   CHECK(vkgmm_buffer_download(bdr, dr, sizeof dr, 0) == VKGMM_OK);
   bad = 0;
-  start = 0;
+  int start = 0;
   for (int g = 0; g <= G; ++g) {
     const int rows = g < G ? sizes[g] : M - start;
     for (int r = start; r < start + rows; ++r)
@@ -199,6 +208,154 @@ static void test_tgmm_and_backward(vkgmm_context* ctx) {
   vkgmm_buffer_destroy(br);
   vkgmm_buffer_destroy(bdl);
   vkgmm_buffer_destroy(bdr);
+}
+
+/* ----- group sizes on the device ----------------------------------------------------------------- */
+
+/* What the device makes of sizes that break the contract (vkgmm_device_status_bits): a negative size
+ * as 0, every group's end clamped at M; *status gets the bits the status word must hold. */
+static void taken_sizes(const int32_t* in, int32_t* out, uint32_t* status) {
+  int64_t at = 0;
+  *status = 0;
+  for (int g = 0; g < G; ++g) {
+    if (in[g] < 0) *status |= VKGMM_DEVICE_STATUS_NEGATIVE_SIZE;
+    int64_t end = at + (in[g] > 0 ? in[g] : 0);
+    if (end > M) {
+      *status |= VKGMM_DEVICE_STATUS_SUM_ABOVE_M;
+      end = M;
+    }
+    out[g] = (int32_t)(end - at);
+    at = end;
+  }
+}
+
+/* Sizes to put on the device: the contract's, then hostile ones (negative, a sum above M, the extremes). */
+#define CASES 4
+static const int32_t device_cases[CASES][G] = {
+    {3, 0, 5}, {4, -2, 20}, {-2147483647 - 1, 2147483647, 2147483647}, {0, 0, 0}};
+
+/* gmm and tgmm with device_group_count = G: the sizes uploaded to a buffer (here by the host; in an app
+ * by its own shaders), an app workspace, and a status word poisoned before each run. */
+static void test_device_sizes(vkgmm_context* ctx) {
+  vkgmm_gmm_problem p = gmm_problem();
+  p.group_sizes = NULL;
+  p.num_groups = 0;
+  p.device_group_count = G;
+  vkgmm_gmm_plan* plan = NULL;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_OK);
+  vkgmm_tgmm_problem q;
+  memset(&q, 0, sizeof q);
+  q.struct_size = sizeof q;
+  q.m = M, q.k = K, q.n = N, q.device_group_count = G, q.expected_group_rows = 3, q.lhs_mk = 1;
+  vkgmm_tgmm_plan* tplan = NULL;
+  CHECK(vkgmm_tgmm_plan_create(ctx, &q, &tplan) == VKGMM_OK);
+  if (!plan || !tplan) return;
+  vkgmm_operand_sizes s = {sizeof s}, ts = {sizeof ts};
+  CHECK(vkgmm_gmm_plan_sizes(plan, &s) == VKGMM_OK && s.workspace > 0);
+  CHECK(vkgmm_tgmm_plan_sizes(tplan, &ts) == VKGMM_OK && ts.workspace > 0);
+
+  float d[M * N], tout[G * K * N];
+  fill(d, M * N, 3);
+  vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *br = make_buffer(ctx, rhs, G * K * N),
+               *bo = make_buffer(ctx, NULL, M * N), *bd = make_buffer(ctx, d, M * N),
+               *bto = make_buffer(ctx, NULL, G * K * N), *bs = NULL, *bw = NULL, *bst = NULL;
+  CHECK(vkgmm_buffer_create(ctx, sizeof(int32_t) * G, &bs) == VKGMM_OK);
+  CHECK(vkgmm_buffer_create(ctx, s.workspace > ts.workspace ? s.workspace : ts.workspace, &bw) == VKGMM_OK);
+  CHECK(vkgmm_buffer_create(ctx, 8, &bst) == VKGMM_OK); /* the status word at offset 4 */
+  if (!bs || !bw || !bst) return;
+  const vkgmm_buffer_view status = {vkgmm_buffer_whole(bst).buffer, 4, 4};
+  vkgmm_gmm_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bo), {0},
+                            vkgmm_buffer_whole(bs), vkgmm_buffer_whole(bw), status};
+  vkgmm_tgmm_operands tops = {sizeof tops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(bd), vkgmm_buffer_whole(bto),
+                              {0}, vkgmm_buffer_whole(bs), {0}, status}; /* the plan's own workspace */
+
+  for (int c = 0; c < CASES; ++c) {
+    int32_t taken[G];
+    uint32_t want_status, got_status[2], poison[2] = {0xdeadbeefu, 0xdeadbeefu};
+    taken_sizes(device_cases[c], taken, &want_status);
+    CHECK(vkgmm_buffer_upload(bs, device_cases[c], sizeof device_cases[c], 0) == VKGMM_OK);
+
+    memset(out, 0xff, sizeof out);
+    CHECK(vkgmm_buffer_upload(bo, out, sizeof out, 0) == VKGMM_OK);
+    CHECK(vkgmm_buffer_upload(bst, poison, sizeof poison, 0) == VKGMM_OK);
+    CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
+    CHECK(vkgmm_buffer_download(bo, out, sizeof out, 0) == VKGMM_OK);
+    CHECK(vkgmm_buffer_download(bst, got_status, sizeof got_status, 0) == VKGMM_OK);
+    int bad = 0;
+    for (int r = 0; r < M; ++r)
+      for (int j = 0; j < N; ++j) bad += !near(out[r * N + j], gmm_want_for(taken, r, j));
+    CHECK(bad == 0);
+    CHECK(got_status[1] == want_status);
+    CHECK(got_status[0] == 0xdeadbeefu); /* the word before the view: untouched */
+    if (bad || got_status[1] != want_status) fprintf(stderr, "  gmm, device sizes case %d\n", c);
+
+    CHECK(vkgmm_buffer_upload(bst, poison, sizeof poison, 0) == VKGMM_OK);
+    CHECK(vkgmm_tgmm_plan_run(ctx, tplan, &tops) == VKGMM_OK);
+    CHECK(vkgmm_buffer_download(bto, tout, sizeof tout, 0) == VKGMM_OK);
+    CHECK(vkgmm_buffer_download(bst, got_status, sizeof got_status, 0) == VKGMM_OK);
+    bad = tgmm_mismatches(taken, d, tout);
+    CHECK(bad == 0);
+    CHECK(got_status[1] == want_status);
+    if (bad || got_status[1] != want_status) fprintf(stderr, "  tgmm, device sizes case %d\n", c);
+  }
+
+  /* The backward on the same device sizes: d_rhs is the tgmm above (the last case's sizes). */
+  vkgmm_gmm_backward_plan* bw_plan = NULL;
+  CHECK(vkgmm_gmm_backward_plan_create(ctx, &p, &bw_plan) == VKGMM_OK);
+  if (bw_plan) {
+    vkgmm_gmm_backward_sizes b = {sizeof b};
+    CHECK(vkgmm_gmm_backward_plan_sizes(bw_plan, &b) == VKGMM_OK && b.workspace >= s.workspace);
+    vkgmm_buffer *bdl = make_buffer(ctx, NULL, M * K), *bdr = make_buffer(ctx, NULL, G * K * N);
+    CHECK(vkgmm_buffer_upload(bs, sizes, sizeof sizes, 0) == VKGMM_OK);
+    vkgmm_gmm_backward_operands bops = {sizeof bops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br),
+                                        vkgmm_buffer_whole(bd), vkgmm_buffer_whole(bdl), vkgmm_buffer_whole(bdr),
+                                        vkgmm_buffer_whole(bs), {0}, status};
+    CHECK(vkgmm_gmm_backward_plan_run(ctx, bw_plan, &bops) == VKGMM_OK);
+    float dr[G * K * N];
+    CHECK(vkgmm_buffer_download(bdr, dr, sizeof dr, 0) == VKGMM_OK);
+    CHECK(tgmm_mismatches(sizes, d, dr) == 0);
+    vkgmm_gmm_backward_plan_destroy(bw_plan);
+    vkgmm_buffer_destroy(bdl);
+    vkgmm_buffer_destroy(bdr);
+  }
+
+  /* Views that break the rules: refused before anything is recorded, naming the view. */
+  vkgmm_gmm_operands bad_ops = ops;
+  bad_ops.status.size = 2; /* a status word of 2 bytes */
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &bad_ops) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "status") != NULL);
+  bad_ops = ops;
+  bad_ops.status = (vkgmm_buffer_view){ops.status.buffer, 2, 4}; /* not at a word */
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &bad_ops) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "status") != NULL);
+  bad_ops = ops;
+  bad_ops.workspace.size = s.workspace - 4;
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &bad_ops) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "workspace") != NULL);
+  bad_ops = ops;
+  bad_ops.group_sizes.buffer = VK_NULL_HANDLE;
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &bad_ops) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "group_sizes") != NULL);
+  /* Host and device sizes at once; a negative count. */
+  vkgmm_gmm_plan* none = NULL;
+  p.group_sizes = sizes;
+  p.num_groups = G;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &none) == VKGMM_INVALID_ARGUMENT && none == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "device_group_count") != NULL);
+  p = gmm_problem();
+  p.device_group_count = -1;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &none) == VKGMM_INVALID_ARGUMENT && none == NULL);
+  /* The device views on a host-sizes plan. */
+  p = gmm_problem();
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &none) == VKGMM_OK);
+  CHECK(vkgmm_gmm_plan_run(ctx, none, &ops) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "on the host") != NULL);
+  vkgmm_gmm_plan_destroy(none);
+
+  vkgmm_gmm_plan_destroy(plan);
+  vkgmm_tgmm_plan_destroy(tplan);
+  vkgmm_buffer* all[] = {bl, br, bo, bd, bto, bs, bw, bst};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) vkgmm_buffer_destroy(all[i]);
 }
 
 static void test_errors(vkgmm_context* ctx) {
@@ -261,8 +418,13 @@ static void test_struct_sizes(vkgmm_context* ctx) {
   p.struct_size = 0;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
   CHECK(strstr(vkgmm_last_error_message(), "struct_size") != NULL);
-  p.struct_size = sizeof p - sizeof(int64_t);
+  p.struct_size = offsetof(vkgmm_gmm_problem, reserved); /* before the first published size */
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
+  /* One built against the vkgmm.h before device group sizes: accepted, on the host path. */
+  p.struct_size = offsetof(vkgmm_gmm_problem, device_group_count);
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_OK && plan != NULL);
+  vkgmm_gmm_plan_destroy(plan);
+  plan = NULL;
   /* The reserved field that keeps the struct free of tail padding must stay 0. */
   p = gmm_problem();
   p.reserved = 1;
@@ -420,6 +582,7 @@ int main(void) {
   test_gmm(ctx);
   test_tgmm_and_backward(ctx);
   test_odd_counts(ctx);
+  test_device_sizes(ctx);
   test_errors(ctx);
   test_struct_sizes(ctx);
   vkgmm_context_destroy(ctx);

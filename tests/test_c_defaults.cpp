@@ -46,6 +46,8 @@ void expect_same_common_fields(const P& c, const P& p) {
   EXPECT_EQ(c.k, p.k);
   EXPECT_EQ(c.n, p.n);
   EXPECT_EQ(c.group_sizes, p.group_sizes);
+  EXPECT_EQ(c.device_group_sizes.count, p.device_group_sizes.count);
+  EXPECT_EQ(c.device_group_sizes.expected_rows, p.device_group_sizes.expected_rows);
   EXPECT_EQ(c.group_offset, p.group_offset);
   EXPECT_EQ(c.lhs_type, p.lhs_type);
   EXPECT_EQ(c.rhs_type, p.rhs_type);
@@ -102,6 +104,7 @@ void expect_same_plan(const CPlan* c_plan, const Plan& plan, vkgmm_status (*tili
   EXPECT_EQ(s.out, plan.sizes().out);
   EXPECT_EQ(s.existing_out, plan.sizes().existing_out);
   EXPECT_EQ(s.metadata, plan.metadata_bytes());
+  EXPECT_EQ(s.workspace, plan.workspace_bytes());
 }
 
 TEST_F(CDefaultsPlans, GmmAndBackwardPlansAgree) {
@@ -123,6 +126,7 @@ TEST_F(CDefaultsPlans, GmmAndBackwardPlansAgree) {
   EXPECT_EQ(b.d_lhs, want.d_lhs);
   EXPECT_EQ(b.d_rhs, want.d_rhs);
   EXPECT_EQ(b.metadata, backward.metadata_bytes());
+  EXPECT_EQ(b.workspace, backward.workspace_bytes());
   vkgmm_gmm_backward_plan_destroy(c_backward);
 }
 
@@ -133,6 +137,123 @@ TEST_F(CDefaultsPlans, TgmmPlansAgree) {
   expect_same_plan(c_plan, TgmmPlan(ctx(), default_cpp<TgmmProblem>()), vkgmm_tgmm_plan_tiling,
                    vkgmm_tgmm_plan_sizes);
   vkgmm_tgmm_plan_destroy(c_plan);
+}
+
+// Device group sizes: device_group_count and expected_group_rows are DeviceGroupSizes' count and
+// expected_rows (0 the default in both), and the plans agree on tiling, sizes and workspace.
+template <typename C>
+C device_c(int64_t expected_rows) {
+  C c = default_c<C>();
+  c.group_sizes = nullptr;
+  c.num_groups = 0;
+  c.device_group_count = kGroups;
+  c.expected_group_rows = expected_rows;
+  return c;
+}
+template <typename P>
+P device_cpp(int64_t expected_rows) {
+  P p = default_cpp<P>();
+  p.group_sizes.clear();
+  p.device_group_sizes = {kGroups, expected_rows};
+  return p;
+}
+
+TEST(CDefaults, DeviceGroupSizesAreTheCppOnes) {
+  for (int64_t rows : {0, 9}) {
+    expect_same_common_fields(c_api::to_cpp(device_c<vkgmm_gmm_problem>(rows)), device_cpp<GmmProblem>(rows));
+    expect_same_common_fields(c_api::to_cpp(device_c<vkgmm_tgmm_problem>(rows)), device_cpp<TgmmProblem>(rows));
+  }
+  // The rules, under the C names.
+  auto message = [](const vkgmm_gmm_problem& c) -> std::string {
+    try {
+      c_api::to_cpp(c);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::invalid_argument);
+      return e.what();
+    }
+    return "no error";
+  };
+  auto c = device_c<vkgmm_gmm_problem>(0);
+  c.device_group_count = -1;
+  EXPECT_NE(message(c).find("device_group_count = -1"), std::string::npos) << message(c);
+  c = device_c<vkgmm_gmm_problem>(-2);
+  EXPECT_NE(message(c).find("expected_group_rows = -2"), std::string::npos) << message(c);
+  c = device_c<vkgmm_gmm_problem>(0);
+  c.num_groups = kGroups;
+  c.group_sizes = kSizes;
+  EXPECT_NE(message(c).find("leave group_sizes NULL"), std::string::npos) << message(c);
+  c = default_c<vkgmm_gmm_problem>();
+  c.expected_group_rows = 4;
+  EXPECT_NE(message(c).find("device_group_count = 0"), std::string::npos) << message(c);
+}
+
+TEST_F(CDefaultsPlans, DevicePlansAgree) {
+  for (int64_t rows : {0, 2}) {
+    const auto g = device_c<vkgmm_gmm_problem>(rows);
+    vkgmm_gmm_plan* gp = nullptr;
+    ASSERT_EQ(vkgmm_gmm_plan_create(c_ctx_, &g, &gp), VKGMM_OK) << vkgmm_last_error_message();
+    const GmmPlan cpp_gmm(ctx(), device_cpp<GmmProblem>(rows));
+    EXPECT_GT(cpp_gmm.workspace_bytes(), 0u);
+    expect_same_plan(gp, cpp_gmm, vkgmm_gmm_plan_tiling, vkgmm_gmm_plan_sizes);
+    vkgmm_gmm_plan_destroy(gp);
+
+    vkgmm_gmm_backward_plan* bp = nullptr;
+    ASSERT_EQ(vkgmm_gmm_backward_plan_create(c_ctx_, &g, &bp), VKGMM_OK) << vkgmm_last_error_message();
+    vkgmm_gmm_backward_sizes b{sizeof b};
+    ASSERT_EQ(vkgmm_gmm_backward_plan_sizes(bp, &b), VKGMM_OK);
+    EXPECT_EQ(b.workspace, GmmBackwardPlan(ctx(), device_cpp<GmmProblem>(rows)).workspace_bytes());
+    vkgmm_gmm_backward_plan_destroy(bp);
+
+    const auto t = device_c<vkgmm_tgmm_problem>(rows);
+    vkgmm_tgmm_plan* tp = nullptr;
+    ASSERT_EQ(vkgmm_tgmm_plan_create(c_ctx_, &t, &tp), VKGMM_OK) << vkgmm_last_error_message();
+    expect_same_plan(tp, TgmmPlan(ctx(), device_cpp<TgmmProblem>(rows)), vkgmm_tgmm_plan_tiling,
+                     vkgmm_tgmm_plan_sizes);
+    vkgmm_tgmm_plan_destroy(tp);
+  }
+}
+
+// A caller built against the vkgmm.h before device group sizes: its smaller structs are read with the
+// new fields at their defaults (the host path), and its smaller vkgmm_operand_sizes is filled up to its size.
+TEST_F(CDefaultsPlans, StructsFromBeforeDeviceGroupSizes) {
+  auto g = default_c<vkgmm_gmm_problem>();
+  g.struct_size = offsetof(vkgmm_gmm_problem, device_group_count);
+  g.device_group_count = 99;  // past the caller's struct: not read
+  g.expected_group_rows = -5;
+  EXPECT_EQ(c_api::to_cpp(c_api::read_struct(&g, "problem", "vkgmm_gmm_problem")).device_group_sizes.count, 0);
+  vkgmm_gmm_plan* gp = nullptr;
+  ASSERT_EQ(vkgmm_gmm_plan_create(c_ctx_, &g, &gp), VKGMM_OK) << vkgmm_last_error_message();
+  vkgmm_operand_sizes s;
+  std::memset(&s, 0xab, sizeof s);
+  s.struct_size = offsetof(vkgmm_operand_sizes, workspace);
+  ASSERT_EQ(vkgmm_gmm_plan_sizes(gp, &s), VKGMM_OK) << vkgmm_last_error_message();
+  EXPECT_EQ(s.metadata, GmmPlan(ctx(), default_cpp<GmmProblem>()).metadata_bytes());
+  EXPECT_EQ(s.workspace, 0xababababababababull);  // not the caller's: left alone
+  // Operands without the device views: the host path's zero views, whatever lies past the caller's struct.
+  vkgmm_buffer *l = nullptr, *r = nullptr, *o = nullptr;
+  ASSERT_EQ(vkgmm_buffer_create(c_ctx_, s.lhs, &l), VKGMM_OK);
+  ASSERT_EQ(vkgmm_buffer_create(c_ctx_, s.rhs, &r), VKGMM_OK);
+  ASSERT_EQ(vkgmm_buffer_create(c_ctx_, s.out, &o), VKGMM_OK);
+  vkgmm_gmm_operands ops;
+  std::memset(&ops, 0xcd, sizeof ops);
+  ops.struct_size = offsetof(vkgmm_gmm_operands, group_sizes);
+  ops.lhs = vkgmm_buffer_whole(l);
+  ops.rhs = vkgmm_buffer_whole(r);
+  ops.out = vkgmm_buffer_whole(o);
+  ops.existing_out = {};
+  EXPECT_EQ(vkgmm_gmm_plan_run(c_ctx_, gp, &ops), VKGMM_OK) << vkgmm_last_error_message();
+  for (vkgmm_buffer* b : {l, r, o}) vkgmm_buffer_destroy(b);
+  vkgmm_gmm_plan_destroy(gp);
+
+  auto t = default_c<vkgmm_tgmm_problem>();
+  t.struct_size = offsetof(vkgmm_tgmm_problem, device_group_count);
+  t.device_group_count = 99;
+  vkgmm_tgmm_plan* tp = nullptr;
+  ASSERT_EQ(vkgmm_tgmm_plan_create(c_ctx_, &t, &tp), VKGMM_OK) << vkgmm_last_error_message();
+  vkgmm_tgmm_plan_destroy(tp);
+  // Smaller than that is still refused.
+  g.struct_size = offsetof(vkgmm_gmm_problem, reserved);
+  EXPECT_EQ(vkgmm_gmm_plan_create(c_ctx_, &g, &gp), VKGMM_INVALID_ARGUMENT);
 }
 
 // A struct as a later vkgmm.h would have it: first published without new_field.

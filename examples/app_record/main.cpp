@@ -1,9 +1,12 @@
 // An app that owns its Vulkan device and buffers, and records a vkgmm grouped matmul into its own
-// command buffer between two passes of its own:
-//   pass 1 (transfer): upload lhs and rhs from a staging buffer; poison the output with NaNs
-//   vkgmm:             out = gmm(lhs, rhs, group_sizes)            (recorded, not submitted, by vkgmm)
-//   pass 2 (transfer): copy the output to a readback buffer
-// then submits once, checks the result against a CPU loop and fails on any validation message.
+// command buffer between passes of its own, with the group sizes computed on the device:
+//   pass 1 (transfer): upload lhs, rhs and each row's expert from a staging buffer; zero the group
+//                      sizes; poison the output with NaNs
+//   pass 2 (compute):  count_rows.comp, the app's shader, counts the rows of each expert into group_sizes
+//   vkgmm:             out = gmm(lhs, rhs, group_sizes on the device)  (recorded, not submitted, by vkgmm)
+//   pass 3 (transfer): copy the output, the group sizes and vkgmm's status word to a readback buffer
+// then submits once — no host read between the sizes and vkgmm — checks the result against a CPU loop
+// and fails on any validation message (synchronization validation included).
 // Run with VKGMM_VALIDATE=1 to turn on the app's validation layer (the tests do).
 #include <cmath>
 #include <cstdio>
@@ -15,6 +18,7 @@
 #include <vkgmm/vkgmm.hpp>
 
 #include "app_device.hpp"
+#include "router.hpp"
 
 namespace {
 
@@ -30,17 +34,26 @@ void barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags s
 VkDeviceSize align_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
 
 int run(app::AppDevice& dev) {
-  // The problem: 4 experts, one of them empty, and rows past sum(group_sizes) that must come out zero.
-  // Activations f32, expert weights bf16 (half the bytes), output f32.
+  // The problem: 4 experts, one of them empty, and rows no expert took, which must come out zero.
+  // Activations f32, expert weights bf16 (half the bytes), output f32. The host knows m (the row
+  // capacity), k, n and G; the group sizes exist only on the device, counted by the app's shader.
+  const int64_t G = 4;
   vkgmm::GmmProblem p;
   p.m = 200;
   p.k = 96;
   p.n = 80;
-  p.group_sizes = {50, 0, 90, 40};
+  p.device_group_sizes.count = G;
+  p.device_group_sizes.expected_rows = 50;  // a hint for the automatic tiling (default m / G)
   p.lhs_type = vkgmm::DType::f32;
   p.rhs_type = vkgmm::DType::bf16;
   p.out_type = vkgmm::DType::f32;
-  const int64_t G = static_cast<int64_t>(p.group_sizes.size());
+
+  // The router's output, rows already sorted by expert: 50 rows to expert 0, none to 1, 90 to 2, 40 to
+  // 3, and the last 20 rows to none (-1).
+  std::vector<int32_t> expert(p.m, -1);
+  const int64_t want_sizes[G] = {50, 0, 90, 40};
+  for (int64_t g = 0, row = 0; g < G; row += want_sizes[g], ++g)
+    for (int64_t r = row; r < row + want_sizes[g]; ++r) expert[r] = static_cast<int32_t>(g);
 
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -60,30 +73,47 @@ int run(app::AppDevice& dev) {
   borrowed.get_instance_proc_addr = vkGetInstanceProcAddr;
   vkgmm::Context ctx = vkgmm::Context::wrap(borrowed);
 
-  // Plan: checks the problem, uploads the group metadata (its workspace, held by the plan).
+  // Plan: checks the problem and sizes the workspace the metadata is built in on the device.
   vkgmm::GmmPlan plan(ctx, p);
   const vkgmm::OperandSizes need = plan.sizes();
-  std::printf("device: %s; tiling %lldx%lldx%lld; metadata %llu bytes\n", ctx.info().name.c_str(),
+  const VkDeviceSize workspace_bytes = plan.workspace_bytes();
+  std::printf("device: %s; tiling %lldx%lldx%lld; workspace %llu bytes\n", ctx.info().name.c_str(),
               (long long)plan.tiling().tm, (long long)plan.tiling().tk, (long long)plan.tiling().tn,
-              (unsigned long long)plan.metadata_bytes());
+              (unsigned long long)workspace_bytes);
 
-  // The app's buffers: activations and output share one device-local buffer (views at offsets),
-  // the weights have their own; staging and readback are host-visible.
+  // The app's buffers: activations and output share one device-local buffer (views at offsets), the
+  // weights have their own, and one holds the routing: each row's expert, the group sizes, vkgmm's
+  // status word, and the workspace (at an offset that is a multiple of minStorageBufferOffsetAlignment,
+  // as a workspace must be). Staging and readback are host-visible.
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(dev.physical, &props);
+  const VkDeviceSize expert_bytes = p.m * sizeof(int32_t), sizes_bytes = G * sizeof(int32_t);
+  const VkDeviceSize sizes_offset = expert_bytes, status_offset = sizes_offset + sizes_bytes;
+  const VkDeviceSize workspace_offset = align_up(status_offset + 4, props.limits.minStorageBufferOffsetAlignment);
   const VkDeviceSize out_offset = align_up(need.lhs, 256);
   app::AppDevice::Buffer activations = dev.create_buffer(out_offset + need.out, false);
   app::AppDevice::Buffer weights = dev.create_buffer(need.rhs, false);
+  app::AppDevice::Buffer routing = dev.create_buffer(workspace_offset + workspace_bytes, false);
   const VkDeviceSize rhs_staging_offset = align_up(need.lhs, 16);
-  app::AppDevice::Buffer staging = dev.create_buffer(rhs_staging_offset + need.rhs, true);
-  app::AppDevice::Buffer readback = dev.create_buffer(need.out, true);
-  std::memcpy(staging.mapped, lhs.data(), lhs.size() * sizeof(float));
-  std::memcpy(static_cast<uint8_t*>(staging.mapped) + rhs_staging_offset, rhs_bf16.data(), rhs_bf16.size());
+  const VkDeviceSize expert_staging_offset = align_up(rhs_staging_offset + need.rhs, 16);
+  app::AppDevice::Buffer staging = dev.create_buffer(expert_staging_offset + expert_bytes, true);
+  app::AppDevice::Buffer readback = dev.create_buffer(need.out + sizes_bytes + 4, true);
+  auto* staged = static_cast<uint8_t*>(staging.mapped);
+  std::memcpy(staged, lhs.data(), lhs.size() * sizeof(float));
+  std::memcpy(staged + rhs_staging_offset, rhs_bf16.data(), rhs_bf16.size());
+  std::memcpy(staged + expert_staging_offset, expert.data(), expert_bytes);
 
   const vkgmm::GmmOperands ops{
-      {activations.buffer, 0, need.lhs},           // lhs: read
-      {weights.buffer, 0, need.rhs},               // rhs: read
-      {activations.buffer, out_offset, need.out},  // out: written, every element
-      {}};                                         // no existing_out
+      {activations.buffer, 0, need.lhs},                     // lhs: read
+      {weights.buffer, 0, need.rhs},                         // rhs: read
+      {activations.buffer, out_offset, need.out},            // out: written, every element
+      {},                                                    // no existing_out
+      {routing.buffer, sizes_offset, sizes_bytes},           // group_sizes: read (int32 [G])
+      {routing.buffer, workspace_offset, workspace_bytes},   // workspace: written, then read
+      {routing.buffer, status_offset, 4}};                   // status: written (device_status bits)
+  plan.check(ops);  // what record() would throw, before anything is recorded
 
+  app::CountRows count_rows(dev.device);
   VkCommandPool pool = VK_NULL_HANDLE;
   VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cpi.queueFamilyIndex = dev.queue_family;
@@ -98,24 +128,38 @@ int run(app::AppDevice& dev) {
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   app::vk(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
 
-  // Pass 1 (the app's): uploads, and NaNs in the output so that any element vkgmm missed would show.
+  // Pass 1 (the app's): uploads, zero group sizes for the count, and NaNs in the output so that any
+  // element vkgmm missed would show.
   const VkBufferCopy lhs_copy{0, 0, need.lhs};
   const VkBufferCopy rhs_copy{rhs_staging_offset, 0, need.rhs};
+  const VkBufferCopy expert_copy{expert_staging_offset, 0, expert_bytes};
   vkCmdCopyBuffer(cb, staging.buffer, activations.buffer, 1, &lhs_copy);
   vkCmdCopyBuffer(cb, staging.buffer, weights.buffer, 1, &rhs_copy);
+  vkCmdCopyBuffer(cb, staging.buffer, routing.buffer, 1, &expert_copy);
+  vkCmdFillBuffer(cb, routing.buffer, sizes_offset, sizes_bytes, 0);
   vkCmdFillBuffer(cb, activations.buffer, out_offset, need.out, 0x7fc00000u);
 
-  // Transfer writes -> vkgmm's shader reads (lhs, rhs) and writes (out).
+  // Transfer writes -> the count's reads and atomic adds, and vkgmm's reads (lhs, rhs) and writes (out).
   barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  plan.record(cb, ops);  // binds its pipeline, pushes descriptors and constants, dispatches
-  // vkgmm's shader writes -> pass 2's transfer read.
+  // Pass 2 (the app's): the group sizes, written on the device.
+  count_rows.record(cb, {routing.buffer, 0, expert_bytes}, {routing.buffer, sizes_offset, sizes_bytes},
+                    static_cast<uint32_t>(p.m), static_cast<uint32_t>(G));
+  // The count's writes -> vkgmm's read of the group sizes (its metadata build, a compute shader).
+  barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+          VK_ACCESS_SHADER_READ_BIT);
+  // vkgmm: the metadata build (reads the sizes, writes the workspace and the status word), its own
+  // barrier, then the gmm. It binds its pipeline, pushes descriptors and constants: ours are gone.
+  plan.record(cb, ops);
+  // vkgmm's shader writes (out, status) -> pass 3's transfer reads.
   barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
           VK_ACCESS_TRANSFER_READ_BIT);
 
-  // Pass 2 (the app's): read the output back.
+  // Pass 3 (the app's): read the output, the group sizes and the status word back.
   const VkBufferCopy out_copy{out_offset, 0, need.out};
+  const VkBufferCopy routing_copy{sizes_offset, need.out, sizes_bytes + 4};  // sizes, then status
   vkCmdCopyBuffer(cb, activations.buffer, readback.buffer, 1, &out_copy);
+  vkCmdCopyBuffer(cb, routing.buffer, readback.buffer, 1, &routing_copy);
   // Transfer writes -> host reads after the fence.
   barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
           VK_ACCESS_HOST_READ_BIT);
@@ -130,13 +174,22 @@ int run(app::AppDevice& dev) {
   app::vk(vkQueueSubmit(dev.queue, 1, &si, fence), "vkQueueSubmit");
   app::vk(vkWaitForFences(dev.device, 1, &fence, VK_TRUE, 600ull * 1000 * 1000 * 1000), "vkWaitForFences");
 
+  // What the device counted, and what vkgmm made of it (0: the sizes kept the contract).
+  const auto* back = static_cast<const uint8_t*>(readback.mapped);
+  int32_t got_sizes[G];
+  uint32_t status = 0;
+  std::memcpy(got_sizes, back + need.out, sizes_bytes);
+  std::memcpy(&status, back + need.out + sizes_bytes, 4);
+  int64_t bad_sizes = 0;
+  for (int64_t g = 0; g < G; ++g) bad_sizes += got_sizes[g] != want_sizes[g];
+
   // The CPU reference: rows of group g times rhs[g]; rows past the groups are zero.
   std::vector<float> out(p.m * p.n);
-  std::memcpy(out.data(), readback.mapped, out.size() * sizeof(float));
+  std::memcpy(out.data(), back, out.size() * sizeof(float));
   double max_err = 0;
   int64_t bad = 0, row = 0;
   for (int64_t g = 0; g <= G; ++g) {
-    const int64_t rows = g < G ? p.group_sizes[g] : p.m - row;
+    const int64_t rows = g < G ? want_sizes[g] : p.m - row;
     for (int64_t r = row; r < row + rows; ++r)
       for (int64_t j = 0; j < p.n; ++j) {
         double want = 0;
@@ -151,14 +204,19 @@ int run(app::AppDevice& dev) {
 
   vkDestroyFence(dev.device, fence, nullptr);
   vkDestroyCommandPool(dev.device, pool, nullptr);
-  for (auto* b : {&activations, &weights, &staging, &readback}) dev.destroy_buffer(*b);
+  for (auto* b : {&activations, &weights, &routing, &staging, &readback}) dev.destroy_buffer(*b);
+  if (bad_sizes || status != 0) {
+    std::fprintf(stderr, "FAIL: group sizes counted on the device %d %d %d %d (want 50 0 90 40), status %u\n",
+                 got_sizes[0], got_sizes[1], got_sizes[2], got_sizes[3], status);
+    return 1;
+  }
   if (bad) {
     std::fprintf(stderr, "FAIL: %lld of %lld elements differ from the CPU reference (max error %g)\n",
                  (long long)bad, (long long)out.size(), max_err);
     return 1;
   }
-  std::printf("gmm recorded into the app's command buffer: %lld elements match the CPU reference "
-              "(max error %.2e)\n", (long long)out.size(), max_err);
+  std::printf("gmm on group sizes counted on the device, recorded into the app's command buffer: %lld elements "
+              "match the CPU reference (max error %.2e), status word 0\n", (long long)out.size(), max_err);
   return 0;
 }
 

@@ -59,17 +59,35 @@ void require(const void* p, const char* what);
 VKGMM_NO_TAIL_PADDING(vkgmm_context_options, timeout_s);
 VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, options);
 VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, storage_buffer_16bit);
-VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, reserved);
-VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_problem, reserved);
-VKGMM_NO_TAIL_PADDING(vkgmm_operand_sizes, metadata);
-VKGMM_NO_TAIL_PADDING(vkgmm_gmm_operands, existing_out);
-VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_operands, existing_out);
-VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_operands, d_rhs);
-VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, metadata);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, expected_group_rows);
+VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_problem, expected_group_rows);
+VKGMM_NO_TAIL_PADDING(vkgmm_operand_sizes, workspace);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_operands, status);
+VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_operands, status);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_operands, status);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, workspace);
 #undef VKGMM_NO_TAIL_PADDING
 
 template <typename T>
 inline constexpr size_t first_size = sizeof(T);
+// Grown by the device group sizes (issue 13): a caller built against the vkgmm.h before them passes the
+// old size and gets the host path (its zero views, its zero counts).
+#define VKGMM_GROWN_AT(T, first_new_field) \
+  template <>                             \
+  inline constexpr size_t first_size<T> = offsetof(T, first_new_field)
+VKGMM_GROWN_AT(vkgmm_gmm_problem, device_group_count);
+VKGMM_GROWN_AT(vkgmm_tgmm_problem, device_group_count);
+VKGMM_GROWN_AT(vkgmm_operand_sizes, workspace);
+VKGMM_GROWN_AT(vkgmm_gmm_operands, group_sizes);
+VKGMM_GROWN_AT(vkgmm_tgmm_operands, group_sizes);
+VKGMM_GROWN_AT(vkgmm_gmm_backward_operands, group_sizes);
+VKGMM_GROWN_AT(vkgmm_gmm_backward_sizes, workspace);
+#undef VKGMM_GROWN_AT
+
+// The C status bits are the C++ ones.
+static_assert(VKGMM_DEVICE_STATUS_NEGATIVE_SIZE == device_status::negative_size);
+static_assert(VKGMM_DEVICE_STATUS_SUM_ABOVE_M == device_status::sum_above_m);
+static_assert(VKGMM_DEVICE_STATUS_VISITS_CUT == device_status::visits_cut);
 
 // Throws unless `size` (the caller's struct_size of a `type`, this library's being `known`) is at least
 // `first`, and, when larger than `known`, every byte of `bytes` from `known` to `size` is zero.

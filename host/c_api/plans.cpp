@@ -61,23 +61,29 @@ void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::Context
     throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
 }
 
-vkgmm_operand_sizes sizes(const vkgmm::OperandSizes& s, VkDeviceSize metadata) {
-  return {sizeof(vkgmm_operand_sizes), s.lhs, s.rhs, s.out, s.existing_out, metadata};
+template <typename Plan>
+vkgmm_operand_sizes sizes(const Plan& plan) {
+  const vkgmm::OperandSizes s = plan.sizes();
+  return {sizeof(vkgmm_operand_sizes), s.lhs, s.rhs, s.out, s.existing_out, plan.metadata_bytes(),
+          plan.workspace_bytes()};
 }
 
 vkgmm::GmmOperands gmm_ops(const vkgmm_gmm_operands* ops) {
   const vkgmm_gmm_operands o = read_struct(ops, "ops", "vkgmm_gmm_operands");
-  return {view(o.lhs), view(o.rhs), view(o.out), view(o.existing_out)};
+  return {view(o.lhs),         view(o.rhs),       view(o.out),   view(o.existing_out),
+          view(o.group_sizes), view(o.workspace), view(o.status)};
 }
 
 vkgmm::TgmmOperands tgmm_ops(const vkgmm_tgmm_operands* ops) {
   const vkgmm_tgmm_operands o = read_struct(ops, "ops", "vkgmm_tgmm_operands");
-  return {view(o.lhs), view(o.rhs), view(o.out), view(o.existing_out)};
+  return {view(o.lhs),         view(o.rhs),       view(o.out),   view(o.existing_out),
+          view(o.group_sizes), view(o.workspace), view(o.status)};
 }
 
 vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands* ops) {
   const vkgmm_gmm_backward_operands o = read_struct(ops, "ops", "vkgmm_gmm_backward_operands");
-  return {view(o.lhs), view(o.rhs), view(o.d_out), view(o.d_lhs), view(o.d_rhs)};
+  return {view(o.lhs),         view(o.rhs),       view(o.d_out), view(o.d_lhs), view(o.d_rhs),
+          view(o.group_sizes), view(o.workspace), view(o.status)};
 }
 
 // The bodies every plan kind shares; the C entry points below only name their types.
@@ -97,7 +103,7 @@ template <typename Handle>
 vkgmm_status plan_sizes(const Handle* plan, vkgmm_operand_sizes* out) {
   return guarded([&] {
     require(plan, "plan");
-    write_struct(out, sizes(plan->plan.sizes(), plan->plan.metadata_bytes()), "out", "vkgmm_operand_sizes");
+    write_struct(out, sizes(plan->plan), "out", "vkgmm_operand_sizes");
   });
 }
 
@@ -137,6 +143,25 @@ namespace vkgmm::c_api {
 
 namespace {
 
+// device_group_count and expected_group_rows, checked under their C names (the C++ checks name the C++ fields).
+template <typename C>
+DeviceGroupSizes device_group_sizes(const char* op, const C& c) {
+  if (c.device_group_count < 0)
+    bad(op, "device_group_count = " + std::to_string(c.device_group_count) + " must be >= 0 (0: sizes on the host)");
+  if (c.expected_group_rows < 0)
+    bad(op, "expected_group_rows = " + std::to_string(c.expected_group_rows) + " must be >= 0 (0: m / G)");
+  if (c.device_group_count == 0) {
+    if (c.expected_group_rows != 0)
+      bad(op, "expected_group_rows = " + std::to_string(c.expected_group_rows) +
+                  " is a hint for device group sizes, but device_group_count = 0");
+    return {};
+  }
+  if (c.num_groups != 0 || c.group_sizes)
+    bad(op, "device_group_count = " + std::to_string(c.device_group_count) +
+                ": the group sizes are on the device; leave group_sizes NULL and num_groups 0");
+  return {c.device_group_count, c.expected_group_rows};
+}
+
 // The fields gmm's and tgmm's C problems share, by the same names, into the C++ problem P.
 template <typename P, typename C>
 P common_fields(const char* op, const C& c) {
@@ -146,6 +171,7 @@ P common_fields(const char* op, const C& c) {
   p.k = c.k;
   p.n = c.n;
   p.group_sizes = group_sizes(op, c.group_sizes, c.num_groups);
+  p.device_group_sizes = device_group_sizes(op, c);
   p.group_offset = c.group_offset;
   p.lhs_type = dtype(op, "lhs_type", c.lhs_type);
   p.rhs_type = dtype(op, "rhs_type", c.rhs_type);
@@ -231,7 +257,8 @@ vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, 
   return guarded([&] {
     require(plan, "plan");
     const vkgmm::GmmBackwardSizes s = plan->plan.sizes();
-    const vkgmm_gmm_backward_sizes c{sizeof c, s.lhs, s.rhs, s.d_out, s.d_lhs, s.d_rhs, plan->plan.metadata_bytes()};
+    const vkgmm_gmm_backward_sizes c{sizeof c, s.lhs,   s.rhs, s.d_out, s.d_lhs, s.d_rhs, plan->plan.metadata_bytes(),
+                                     plan->plan.workspace_bytes()};
     write_struct(out, c, "out", "vkgmm_gmm_backward_sizes");
   });
 }

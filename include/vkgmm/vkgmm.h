@@ -159,8 +159,8 @@ typedef int (*vkgmm_tiling_fn)(int64_t m, int64_t k, int64_t n, vkgmm_tiling* ou
 typedef struct vkgmm_gmm_problem {
   size_t struct_size;
   int64_t m, k, n;
-  const int32_t* group_sizes; /* all G groups (copied at plan creation) */
-  int64_t num_groups;         /* G */
+  const int32_t* group_sizes; /* all G groups (copied at plan creation); NULL with device_group_count */
+  int64_t num_groups;         /* G; 0 with device_group_count */
   int64_t num_rhs_groups;     /* G_local; 0: G - group_offset */
   int64_t group_offset;
   int transpose_rhs;          /* rhs is [G_local, n, k] */
@@ -171,6 +171,11 @@ typedef struct vkgmm_gmm_problem {
   void* tiling_user;
   vkgmm_schedule schedule;
   int32_t reserved; /* must be 0: no struct ends in padding, so a field added later starts past the old size */
+  /* Group sizes on the device (vkgmm::DeviceGroupSizes): G, with group_sizes NULL and num_groups 0; the
+   * int32 [G] sizes are the operands' group_sizes view, written by the app's commands before record()'s.
+   * 0: the sizes are the host's group_sizes (the default). */
+  int64_t device_group_count;
+  int64_t expected_group_rows; /* the automatic tiling's guess of one group's rows; 0: m / G */
 } vkgmm_gmm_problem;
 
 /* out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]). */
@@ -190,37 +195,65 @@ typedef struct vkgmm_tgmm_problem {
   void* tiling_user;
   vkgmm_schedule schedule;
   int32_t reserved; /* must be 0 (as vkgmm_gmm_problem's) */
+  int64_t device_group_count;  /* as vkgmm_gmm_problem's */
+  int64_t expected_group_rows; /* as vkgmm_gmm_problem's */
 } vkgmm_tgmm_problem;
+
+/* Bits of the status word a device-sizes record() writes (vkgmm::device_status): 0 when the sizes keep
+ * the contract. Sizes that break it are taken as the C++ DeviceGroupSizes says (a negative size as 0,
+ * group offsets clamped at m); nothing is read or written outside the views either way. */
+typedef enum vkgmm_device_status_bits {
+  VKGMM_DEVICE_STATUS_NEGATIVE_SIZE = 1, /* some size was negative (taken as 0) */
+  VKGMM_DEVICE_STATUS_SUM_ABOVE_M = 2,   /* the sizes add up to more than m (offsets clamped at m) */
+  VKGMM_DEVICE_STATUS_VISITS_CUT = 4     /* internal: more visits than the plan's bound (never expected) */
+} vkgmm_device_status_bits;
 
 /* Bytes each view must cover at least (exactly the elements; see OperandSizes in ops.hpp), and the device memory
  * the plan itself holds for its group metadata. */
 typedef struct vkgmm_operand_sizes {
   size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, out, existing_out, metadata;
+  /* With device group sizes: the bytes of the workspace view (GmmPlan::workspace_bytes()); else 0. */
+  VkDeviceSize workspace;
 } vkgmm_operand_sizes;
 
-/* existing_out.buffer = VK_NULL_HANDLE when the problem has none; it may be the same range as out. */
+/* existing_out.buffer = VK_NULL_HANDLE when the problem has none; it may be the same range as out.
+ * With device group sizes (device_group_count > 0), as GmmOperands' in ops.hpp:
+ * - group_sizes: the int32 [G] sizes (4-byte aligned), written before record()'s commands run (your
+ *   barrier: the writer's stage and access -> COMPUTE_SHADER + SHADER_READ);
+ * - workspace: optional, at least vkgmm_operand_sizes.workspace bytes at an offset that is a multiple of
+ *   minStorageBufferOffsetAlignment (a zero view: the plan's own, so that executions of the plan that
+ *   overlap in time race);
+ * - status: optional, one uint32 word the metadata build overwrites with vkgmm_device_status_bits (a
+ *   zero view: none).
+ * All three stay zero views on the host path. */
 typedef struct vkgmm_gmm_operands {
   size_t struct_size;
   vkgmm_buffer_view lhs, rhs, out, existing_out;
+  vkgmm_buffer_view group_sizes, workspace, status;
 } vkgmm_gmm_operands;
 typedef struct vkgmm_tgmm_operands {
   size_t struct_size;
   vkgmm_buffer_view lhs, rhs, out, existing_out;
+  vkgmm_buffer_view group_sizes, workspace, status; /* as vkgmm_gmm_operands' */
 } vkgmm_tgmm_operands;
 typedef struct vkgmm_gmm_backward_operands {
   size_t struct_size;
   vkgmm_buffer_view lhs, rhs, d_out, d_lhs, d_rhs;
+  /* As vkgmm_gmm_operands'; the workspace is vkgmm_gmm_backward_sizes.workspace bytes (both plans'). */
+  vkgmm_buffer_view group_sizes, workspace, status;
 } vkgmm_gmm_backward_operands;
 typedef struct vkgmm_gmm_backward_sizes {
   size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, d_out, d_lhs, d_rhs, metadata;
+  VkDeviceSize workspace; /* as vkgmm_operand_sizes' (GmmBackwardPlan::workspace_bytes()) */
 } vkgmm_gmm_backward_sizes;
 
 /* ----- plans: validate + metadata once; record any number of times; never submit -------------------- */
 /* record() writes dispatches into cmd (recording, of the context's queue family) and submits nothing;
- * the barriers around it are the app's (README: "Recording into your command buffer"). A plan must
- * outlive the execution of every command buffer it was recorded into. *_run = record + submit + wait. */
+ * the barriers around it are the app's (README: "Embedding in a GPU app"). With device group sizes it
+ * records the metadata build (a dispatch of its own), a compute -> compute barrier, then the op. A plan
+ * must outlive the execution of every command buffer it was recorded into. *_run = record + submit + wait. */
 
 VKGMM_API vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out);
 VKGMM_API void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan);
