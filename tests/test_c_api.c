@@ -381,6 +381,15 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(vkgmm_gmm_plan_create(ctx, NULL, &plan) == VKGMM_INVALID_ARGUMENT);
   CHECK(vkgmm_gmm_plan_create(NULL, &p, &plan) == VKGMM_INVALID_ARGUMENT);
   CHECK(vkgmm_buffer_create(ctx, 0, NULL) == VKGMM_INVALID_ARGUMENT);
+  /* Borrowing: a null VkBuffer, and one that is a vkgmm buffer already, are refused (the positive path:
+   * DeviceTest.BorrowedAppBuffersTakeTheTexelPath). */
+  vkgmm_buffer* borrowed = NULL;
+  CHECK(vkgmm_buffer_borrow(ctx, VK_NULL_HANDLE, 16, 1, &borrowed) == VKGMM_INVALID_ARGUMENT && borrowed == NULL);
+  vkgmm_buffer* own = NULL;
+  CHECK(vkgmm_buffer_create(ctx, 16, &own) == VKGMM_OK);
+  CHECK(vkgmm_buffer_borrow(ctx, vkgmm_buffer_whole(own).buffer, 16, 1, &borrowed) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "already") != NULL && borrowed == NULL);
+  vkgmm_buffer_destroy(own);
 
   vkgmm_borrowed_device none;
   memset(&none, 0, sizeof none);

@@ -1,4 +1,4 @@
-// C API: vkgmm-made host-visible buffers.
+// C API: vkgmm-made host-visible buffers, and an app's VkBuffers borrowed.
 #include "c_api.hpp"
 
 using vkgmm::c_api::guarded;
@@ -12,6 +12,16 @@ vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize bytes, vkgmm_b
     *out = nullptr;
     require(ctx, "ctx");
     *out = new vkgmm_buffer{ctx->ctx.create_buffer(bytes)};
+  });
+}
+
+vkgmm_status vkgmm_buffer_borrow(vkgmm_context* ctx, VkBuffer buffer, VkDeviceSize bytes, int texel_usage,
+                                 vkgmm_buffer** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    *out = new vkgmm_buffer{ctx->ctx.borrow_buffer(buffer, bytes, texel_usage != 0)};
   });
 }
 

@@ -139,6 +139,13 @@ typedef struct vkgmm_buffer_view {
 
 /* A host-visible, coherent storage buffer on the context's device. */
 VKGMM_API vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize bytes, vkgmm_buffer** out);
+/* The app's own VkBuffer of `bytes`, known to vkgmm until vkgmm_buffer_destroy (Context::borrow_buffer):
+ * views of it are checked exactly and, on CPU devices, read through texel views (the fast path). The app
+ * keeps the VkBuffer alive until then and until the work recorded with it completed; destroying the
+ * handle destroys only vkgmm's views. texel_usage: the buffer has VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT
+ * (nonzero) or not (0: storage-buffer loads). No host mapping: upload / download fail. */
+VKGMM_API vkgmm_status vkgmm_buffer_borrow(vkgmm_context* ctx, VkBuffer buffer, VkDeviceSize bytes, int texel_usage,
+                                           vkgmm_buffer** out);
 VKGMM_API void vkgmm_buffer_destroy(vkgmm_buffer* buffer);
 VKGMM_API vkgmm_status vkgmm_buffer_upload(vkgmm_buffer* buffer, const void* data, size_t bytes, size_t offset);
 VKGMM_API vkgmm_status vkgmm_buffer_download(const vkgmm_buffer* buffer, void* data, size_t bytes, size_t offset);
