@@ -12,7 +12,8 @@ namespace bench {
 
 const char kBenchUsage[] =
     "usage: vkgmm bench [--preset NAME]... [custom workload] [--dtype f32|f16|bf16]\n"
-    "                   [--tiling TM,TK,TN|auto] [--reps N] [--warmup N] [--json] [--sweep-tiling]\n"
+    "                   [--tiling TM,TK,TN|auto] [--metadata host|device|both] [--reps N] [--warmup N]\n"
+    "                   [--json] [--sweep-tiling]\n"
     "\n"
     "Checks each workload against the CPU reference (a wrong result is refused, exit 1, never timed), then\n"
     "times it: device time from timestamp queries, wall and host time per call, GFLOP/s, GB/s, percent of\n"
@@ -33,6 +34,10 @@ const char kBenchUsage[] =
     "  --dtype T        element type of every operand (f32)\n"
     "  --tiling T       TM,TK,TN for every plan; 'auto': what --sweep-tiling cached for this device and\n"
     "                   shape, else the library's choice (default: the library's choice)\n"
+    "  --metadata M     where the group sizes live: host (the plan builds the group metadata), device\n"
+    "                   (uploaded once to a device buffer; every call builds the metadata on the GPU, with\n"
+    "                   the host path's tiling), or both (default): each timed alternately, and the\n"
+    "                   device path's gpu ms and its ratio to the host path's reported\n"
     "  --reps N         timed calls per measurement (default: at least 5 and ~0.25 s of device time,\n"
     "                   at most 100; 3 with --sweep-tiling)\n"
     "  --warmup N       untimed calls before them (1)\n"
@@ -43,6 +48,15 @@ const char kBenchUsage[] =
     "\n"
     "Progress goes to stderr. $VKGMM_BENCH_PERTURB=1 changes one output element before the check (a test\n"
     "that the bench refuses wrong results).\n";
+
+const char* metadata_name(Metadata m) {
+  switch (m) {
+    case Metadata::host: return "host";
+    case Metadata::device: return "device";
+    case Metadata::both: return "both";
+  }
+  return "?";
+}
 
 int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   if (tool::wants_help(argc, argv)) {
@@ -69,7 +83,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     }
     const bool takes_value = a == "--preset" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
                              a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" ||
-                             a == "--tiling" || a == "--reps" || a == "--warmup" || a == "--seed";
+                             a == "--tiling" || a == "--metadata" || a == "--reps" || a == "--warmup" || a == "--seed";
     if (!takes_value) {
       error = "unknown argument '" + a + "' (see vkgmm bench --help)";
       return 2;
@@ -114,6 +128,11 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       } else {
         return bad("must be TM,TK,TN (positive integers) or auto");
       }
+    } else if (a == "--metadata") {
+      if (v == "host") opts.metadata = Metadata::host;
+      else if (v == "device") opts.metadata = Metadata::device;
+      else if (v == "both") opts.metadata = Metadata::both;
+      else return bad("must be host, device or both");
     } else if (a == "--reps") {
       if (!(x = tool::parse_int(v, 1, 100000))) return bad("must be an integer in [1, 100000]");
       opts.reps = int(*x);
@@ -133,6 +152,10 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   }
   if (opts.sweep && opts.tiling_mode != TilingMode::library) {
     error = "--sweep-tiling tries the tilings itself: drop --tiling";
+    return 2;
+  }
+  if (opts.sweep && opts.metadata == Metadata::device) {
+    error = "--sweep-tiling times the host path's tilings: drop --metadata device";
     return 2;
   }
   if (opts.sweep && !opts.reps_given) opts.reps = 3;

@@ -16,9 +16,15 @@ enum class TilingMode {
   cached,   // --tiling auto: the sweep's cached choice for the workload, else the library's
 };
 
+// Where the timed calls' group sizes live: on the host (the plan builds the metadata), in a device
+// buffer (record() builds it on the device), or both, timed alternately.
+enum class Metadata { host, device, both };
+const char* metadata_name(Metadata m);
+
 struct Options {
   std::vector<Workload> workloads;  // presets in the order given, then the custom one
   TilingMode tiling_mode = TilingMode::library;
+  Metadata metadata = Metadata::both;
   vkgmm::Tiling tiling;
   int reps = 5, warmup = 1;
   bool reps_given = false;

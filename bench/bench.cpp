@@ -49,9 +49,13 @@ void announce(const Workload& w, const char* what) {
            (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype), what);
 }
 
-// One untimed call of the current plans; its outputs must match the reference or the workload is refused.
+// One untimed call of the current plans; its outputs must match the reference (and the device path's
+// status word be clean: the host path never writes it) or the workload is refused.
 void check_or_refuse(GpuTimer& timer, Instance& inst, const std::vector<Output>& want, const std::string& what) {
   timer.run_ms([&](VkCommandBuffer cb) { inst.record(cb); });
+  if (const uint32_t status = inst.device_status())
+    throw Refused("workload '" + inst.work.name + "' (" + what + "): device status word " + std::to_string(status) +
+                  " for valid group sizes; refusing to time it");
   std::vector<Output> got = inst.download();
   if (perturb_if_asked(got)) progress("[%s] VKGMM_BENCH_PERTURB=1: changed one element of %s", inst.work.name.c_str(),
                                       got[0].name.c_str());
@@ -113,21 +117,39 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   r.work = w;
   const vkgmm::TilingChoice tiling = choose_tiling(o, w, cache, r.notes);
   Instance inst(ctx, w, tiling);
+  r.metadata = metadata_name(o.metadata);
   r.tiling = inst.tiling_text();
   const std::vector<Output> want = reference_for(inst);
-  check_or_refuse(timer, inst, want, "tiling " + r.tiling);
-  const int reps = reps_for(o, timer.run_ms([&](VkCommandBuffer cb) { inst.record(cb); }));
+  const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
+  std::vector<Call> calls;  // the host path's calls, then the device path's; each rebuilds its plans
+  if (o.metadata != Metadata::device) {
+    check_or_refuse(timer, inst, want, "tiling " + r.tiling);
+    calls.push_back({[&] { inst.plan(tiling); }, record});
+  }
+  if (o.metadata != Metadata::host) {
+    // The device path runs the tiling the host path's plans picked for these sizes (the automatic one
+    // would size its tiles from m / G): the ratio is the cost of building the metadata on the device.
+    // A backward whose two plans differ cannot pass both: it keeps the choice, sized from m / G.
+    const std::optional<vkgmm::Tiling> host_tiling = inst.single_tiling();
+    const vkgmm::TilingChoice device_tiling = host_tiling ? vkgmm::TilingChoice::of(*host_tiling) : tiling;
+    inst.plan(device_tiling, true);
+    const std::string ran = inst.tiling_text();
+    if (ran != r.tiling)
+      r.notes.push_back("the device path ran tiling " + ran + ", the host path's is " + r.tiling);
+    check_or_refuse(timer, inst, want, "device metadata, tiling " + ran);
+    (o.metadata == Metadata::device ? r.tiling : r.device_tiling) = ran;
+    calls.push_back({[&, device_tiling] { inst.plan(device_tiling, true); }, record});
+  }
+  const int reps = reps_for(o, timer.run_ms(record));
   r.reps = reps;
-  progress("[%s] matches the reference; timing %d reps after %d warmup", name, reps, o.warmup);
+  progress("[%s] matches the reference; timing %d reps after %d warmup (group sizes: %s)", name, reps, o.warmup,
+           r.metadata.c_str());
 
-  const Samples s = time_calls(timer, reps, o.warmup, [&] { inst.plan(tiling); },
-                               [&](VkCommandBuffer cb) { inst.record(cb); });
-  r.gpu_ms_median = median(s.gpu_ms);
-  r.gpu_ms_min = minimum(s.gpu_ms);
-  r.wall_ms_median = median(s.wall_ms);
-  r.host_ms_median = median(s.host_ms);
-  r.gflops = flops(w) / (r.gpu_ms_median * 1e6);
-  r.gbps = bytes(w) / (r.gpu_ms_median * 1e6);
+  const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls);
+  r.time = summarize(s.front());
+  if (s.size() == 2) r.device = summarize(s.back());
+  r.gflops = flops(w) / (r.time.gpu_ms_median * 1e6);
+  r.gbps = bytes(w) / (r.time.gpu_ms_median * 1e6);
   r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
   r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
 
@@ -174,7 +196,10 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
       r.openblas_ms = median(time_host(reps, o.warmup, [&] { blas.run(); }));
     }
   }
-  progress("[%s] gpu %.3f ms median, %.2f GFLOP/s", name, r.gpu_ms_median, r.gflops);
+  progress("[%s] gpu %.3f ms median, %.2f GFLOP/s", name, r.time.gpu_ms_median, r.gflops);
+  if (r.device)
+    progress("[%s] device path: gpu %.3f ms median, %.3f x the host path's", name, r.device->gpu_ms_median,
+             r.device->gpu_ms_median / r.time.gpu_ms_median);
   return r;
 }
 

@@ -26,8 +26,14 @@ std::optional<double> ratio(std::optional<double> baseline_ms, double ms) {
 // The single-group run's cost per FLOP over the grouped call's.
 std::optional<double> one_group_ratio(const Result& r) {
   const double f = flops(r.work);
-  if (!r.one_group_ms || r.gpu_ms_median <= 0 || f <= 0 || r.one_group_flops <= 0) return std::nullopt;
-  return (*r.one_group_ms / r.one_group_flops) / (r.gpu_ms_median / f);
+  if (!r.one_group_ms || r.time.gpu_ms_median <= 0 || f <= 0 || r.one_group_flops <= 0) return std::nullopt;
+  return (*r.one_group_ms / r.one_group_flops) / (r.time.gpu_ms_median / f);
+}
+
+// The device path's gpu ms over the host path's (--metadata both): above 1, the device path is slower.
+std::optional<double> device_ratio(const Result& r) {
+  if (!r.device) return std::nullopt;
+  return ratio(r.device->gpu_ms_median, r.time.gpu_ms_median);
 }
 
 std::string fixed(std::optional<double> x, int decimals) {
@@ -56,27 +62,36 @@ void print_header(std::FILE* f, const RunInfo& run) {
 
 void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results) {
   print_header(f, run);
-  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %8s %7s %6s %6s %7s %7s %7s\n", "workload",
-               "op", "m", "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms", "GFLOP/s",
-               "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
+  if (!results.empty() && results.front().metadata == "device")
+    std::fprintf(f, "--metadata device: the times are the device path's (group sizes in a device buffer)\n\n");
+  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %9s %8s %8s %7s %6s %6s %7s %7s %7s\n",
+               "workload", "op", "m", "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
+               "dev ms", "dev/host", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
   for (const Result& r : results) {
     const Workload& w = r.work;
-    std::fprintf(f, "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %8.2f %7.2f %5.1f%% %5.1f%% %7s %7s %7s\n",
+    const Times& t = r.time;
+    std::fprintf(f,
+                 "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %9s %8s %8.2f %7.2f %5.1f%% %5.1f%% %7s "
+                 "%7s %7s\n",
                  w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
-                 vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(r.gpu_ms_median).c_str(),
-                 ms_text(r.gpu_ms_min).c_str(), ms_text(r.wall_ms_median).c_str(), ms_text(r.host_ms_median).c_str(),
+                 vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
+                 ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
+                 r.device ? ms_text(r.device->gpu_ms_median).c_str() : "-", fixed(device_ratio(r), 3).c_str(),
                  r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
-                 fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, r.gpu_ms_median), 2).c_str(),
-                 fixed(ratio(r.openblas_ms, r.gpu_ms_median), 2).c_str());
+                 fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, t.gpu_ms_median), 2).c_str(),
+                 fixed(ratio(r.openblas_ms, t.gpu_ms_median), 2).c_str());
   }
   std::fprintf(f,
                "\ngpu ms: device time per call from timestamp queries (median and min of the reps); wall ms: the whole\n"
                "call on the host (plan: validation + metadata build and upload, then record, submit, wait); host ms:\n"
-               "the plan part alone. GB/s: bytes of the inputs and outputs over gpu ms; %%copy: that over the copy\n"
-               "bandwidth. %%ceil: GFLOP/s over the FMA ceiling. G=1 x: the same shape as a single group, its cost per\n"
-               "FLOP over the grouped call's (below 1: grouping costs that much more per FLOP). naive x, BLAS x: time\n"
-               "of one dispatch per group on this device (naive) and of cblas_sgemm per group on the CPU (BLAS), over\n"
-               "vkgmm's gpu ms. Ratios above 1 mean vkgmm is faster; - means not measured.\n");
+               "the plan part alone. dev ms: the same call with the group sizes in a device buffer (--metadata both:\n"
+               "the metadata built on the GPU by every call, the host path's tiling), timed alternately with the\n"
+               "host path's; dev/host: its gpu ms over the host path's (above 1: the device path costs more). GB/s:\n"
+               "bytes of the inputs and outputs over gpu ms; %%copy: that over the copy bandwidth. %%ceil: GFLOP/s\n"
+               "over the FMA ceiling. G=1 x: the same shape as a single group, its cost per FLOP over the grouped\n"
+               "call's (below 1: grouping costs that much more per FLOP). naive x, BLAS x: time of one dispatch per\n"
+               "group on this device (naive) and of cblas_sgemm per group on the CPU (BLAS), over vkgmm's gpu ms.\n"
+               "Ratios above 1 mean vkgmm is faster (dev/host aside); - means not measured.\n");
   bool any_note = false;
   for (const Result& r : results)
     for (const std::string& note : r.notes) {
@@ -97,6 +112,10 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
     std::string sizes = "[";
     for (size_t g = 0; g < w.group_sizes.size(); ++g) sizes += (g ? ", " : "") + std::to_string(w.group_sizes[g]);
     sizes += "]";
+    const auto dev = [&](double Times::*field) -> std::optional<double> {
+      if (!r.device) return std::nullopt;
+      return (*r.device).*field;
+    };
     std::string notes = "[";
     for (size_t j = 0; j < r.notes.size(); ++j) notes += (j ? ", " : "") + json_string(r.notes[j]);
     notes += "]";
@@ -104,18 +123,26 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"m\": " + std::to_string(w.m) + ", \"k\": " + std::to_string(w.k) + ", \"n\": " + std::to_string(w.n) +
          ", \"groups\": " + std::to_string(w.groups) + ", \"dist\": " + json_string(dist_name(w.dist)) +
          ", \"group_sizes\": " + sizes + ", \"dtype\": " + json_string(vkgmm::dtype_name(w.dtype)) +
+         ", \"metadata\": " + json_string(r.metadata) +
          ", \"tiling\": " + json_string(r.tiling) + ", \"reps\": " + std::to_string(r.reps) +
-         ", \"gpu_ms_median\": " + json_number(r.gpu_ms_median) + ", \"gpu_ms_min\": " + json_number(r.gpu_ms_min) +
-         ", \"wall_ms_median\": " + json_number(r.wall_ms_median) +
-         ", \"host_ms_median\": " + json_number(r.host_ms_median) + ", \"gflops\": " + json_number(r.gflops) +
+         ", \"gpu_ms_median\": " + json_number(r.time.gpu_ms_median) +
+         ", \"gpu_ms_min\": " + json_number(r.time.gpu_ms_min) +
+         ", \"wall_ms_median\": " + json_number(r.time.wall_ms_median) +
+         ", \"host_ms_median\": " + json_number(r.time.host_ms_median) +
+         ", \"device_tiling\": " + (r.device ? json_string(r.device_tiling) : "null") +
+         ", \"device_gpu_ms_median\": " + json_number(dev(&Times::gpu_ms_median)) +
+         ", \"device_gpu_ms_min\": " + json_number(dev(&Times::gpu_ms_min)) +
+         ", \"device_wall_ms_median\": " + json_number(dev(&Times::wall_ms_median)) +
+         ", \"device_host_ms_median\": " + json_number(dev(&Times::host_ms_median)) +
+         ", \"device_ratio\": " + json_number(device_ratio(r)) + ", \"gflops\": " + json_number(r.gflops) +
          ", \"gbps\": " + json_number(r.gbps) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
          ", \"copy_fraction\": " + json_number(r.copy_fraction) +
          ", \"baseline_one_group_ms\": " + json_number(r.one_group_ms) +
          ", \"baseline_one_group_ratio\": " + json_number(one_group_ratio(r)) +
          ", \"baseline_naive_ms\": " + json_number(r.naive_ms) +
-         ", \"baseline_naive_ratio\": " + json_number(ratio(r.naive_ms, r.gpu_ms_median)) +
+         ", \"baseline_naive_ratio\": " + json_number(ratio(r.naive_ms, r.time.gpu_ms_median)) +
          ", \"baseline_openblas_ms\": " + json_number(r.openblas_ms) +
-         ", \"baseline_openblas_ratio\": " + json_number(ratio(r.openblas_ms, r.gpu_ms_median)) +
+         ", \"baseline_openblas_ratio\": " + json_number(ratio(r.openblas_ms, r.time.gpu_ms_median)) +
          ", \"notes\": " + notes + "}";
   }
   s += "]}\n";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "probe.hpp"
+#include "timing.hpp"
 #include "workloads.hpp"
 
 namespace bench {
@@ -19,10 +20,17 @@ struct RunInfo {
 
 struct Result {
   Workload work;
+  std::string metadata = "host";  // --metadata: host, device or both
   std::string tiling;
   int reps = 0;
-  double gpu_ms_median = 0, gpu_ms_min = 0, wall_ms_median = 0, host_ms_median = 0;
+  // The calls timed: the host path's (the device path's with --metadata device). Everything below that
+  // is not device_* is of these calls.
+  Times time;
   double gflops = 0, gbps = 0, ceiling_fraction = 0;
+  // --metadata both: the device path's calls (the same inputs and tiling, the sizes in a device buffer),
+  // timed alternately with the host path's, and the tiling they ran.
+  std::optional<Times> device;
+  std::string device_tiling;
   // Baseline times per call (ms); absent when the baseline did not run. Ratios are these over
   // gpu_ms_median: above 1, vkgmm is faster.
   std::optional<double> naive_ms, openblas_ms;

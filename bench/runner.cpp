@@ -77,6 +77,11 @@ Instance::Instance(vkgmm::Context& context, const Workload& w, const vkgmm::Tili
   }
   buf_a = upload(ctx, t, a);
   buf_b = upload(ctx, t, b);
+  buf_sizes = ctx.create_buffer(w.group_sizes.size() * 4);
+  buf_sizes.upload(w.group_sizes.data(), w.group_sizes.size() * 4);
+  buf_status = ctx.create_buffer(4);
+  const uint32_t zero = 0;
+  buf_status.upload(&zero, 4);
 }
 
 vkgmm::GmmProblem Instance::gmm_problem() const {
@@ -95,31 +100,46 @@ vkgmm::TgmmProblem Instance::tgmm_problem() const {
   return p;
 }
 
-void Instance::plan(const vkgmm::TilingChoice& tiling) {
+namespace {
+
+// The problem with `tiling`, and with device_sizes its group sizes moved to the device.
+template <typename Problem>
+Problem planned(Problem p, const vkgmm::TilingChoice& tiling, bool device_sizes) {
+  p.tiling = tiling;
+  if (device_sizes) {
+    p.device_group_sizes.count = static_cast<int64_t>(p.group_sizes.size());
+    p.group_sizes.clear();
+  }
+  return p;
+}
+
+}  // namespace
+
+void Instance::plan(const vkgmm::TilingChoice& tiling, bool device_sizes) {
   // Drop the old plans first so that a call's cost never includes keeping two sets alive.
   gmm_.reset();
   tgmm_.reset();
   backward_.reset();
+  device_sizes_ = device_sizes;
   switch (work.op) {
-    case Op::gmm: {
-      vkgmm::GmmProblem p = gmm_problem();
-      p.tiling = tiling;
-      gmm_.emplace(ctx, p);
-      break;
-    }
-    case Op::tgmm: {
-      vkgmm::TgmmProblem p = tgmm_problem();
-      p.tiling = tiling;
-      tgmm_.emplace(ctx, p);
-      break;
-    }
-    case Op::backward: {
-      vkgmm::GmmProblem p = gmm_problem();
-      p.tiling = tiling;
-      backward_.emplace(ctx, p);
-      break;
-    }
+    case Op::gmm: gmm_.emplace(ctx, planned(gmm_problem(), tiling, device_sizes)); break;
+    case Op::tgmm: tgmm_.emplace(ctx, planned(tgmm_problem(), tiling, device_sizes)); break;
+    case Op::backward: backward_.emplace(ctx, planned(gmm_problem(), tiling, device_sizes)); break;
   }
+}
+
+std::optional<vkgmm::Tiling> Instance::single_tiling() const {
+  if (gmm_) return gmm_->tiling();
+  if (tgmm_) return tgmm_->tiling();
+  if (backward_ && backward_->d_lhs_plan().tiling() == backward_->d_rhs_plan().tiling())
+    return backward_->d_lhs_plan().tiling();
+  return std::nullopt;
+}
+
+uint32_t Instance::device_status() const {
+  uint32_t word = 0;
+  buf_status.download(&word, 4);
+  return word;
 }
 
 std::string Instance::tiling_text() const {
@@ -134,9 +154,13 @@ std::string Instance::tiling_text() const {
 }
 
 void Instance::record(VkCommandBuffer cb) const {
-  if (gmm_) gmm_->record(cb, {buf_a.view(), buf_b.view(), out0.view(), {}});
-  if (tgmm_) tgmm_->record(cb, {buf_a.view(), buf_b.view(), out0.view(), {}});
-  if (backward_) backward_->record(cb, {buf_a.view(), buf_b.view(), buf_c.view(), out0.view(), out1.view()});
+  // The device path: the sizes, no workspace (the plans' own), the status word.
+  const vkgmm::BufferView sizes = device_sizes_ ? buf_sizes.view() : vkgmm::BufferView{};
+  const vkgmm::BufferView status = device_sizes_ ? buf_status.view() : vkgmm::BufferView{};
+  if (gmm_) gmm_->record(cb, {buf_a.view(), buf_b.view(), out0.view(), {}, sizes, {}, status});
+  if (tgmm_) tgmm_->record(cb, {buf_a.view(), buf_b.view(), out0.view(), {}, sizes, {}, status});
+  if (backward_)
+    backward_->record(cb, {buf_a.view(), buf_b.view(), buf_c.view(), out0.view(), out1.view(), sizes, {}, status});
 }
 
 std::vector<Output> Instance::download() const {

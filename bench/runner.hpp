@@ -30,11 +30,18 @@ class Instance {
   Instance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling);
 
   // Builds the plans for `tiling`: validation, metadata build and upload, pipeline lookup. This is the
-  // host's share of a call, timed on its own.
-  void plan(const vkgmm::TilingChoice& tiling);
+  // host's share of a call, timed on its own. device_sizes: the device path, the group sizes read from
+  // buf_sizes (the metadata is then built on the device by every recorded call, in the plans' own
+  // workspace) and the device status written to buf_status.
+  void plan(const vkgmm::TilingChoice& tiling, bool device_sizes = false);
   // The tiling the plans run, "tm,tk,tn" (backward: "d_lhs/d_rhs" when the two differ).
   std::string tiling_text() const;
+  // The tiling the plans run, when it is one (nullopt for a backward whose two plans differ): passed
+  // back as a fixed choice it resolves to itself.
+  std::optional<vkgmm::Tiling> single_tiling() const;
   void record(VkCommandBuffer cb) const;
+  // The device status word of the last call on the device path (vkgmm::device_status bits).
+  uint32_t device_status() const;
   std::vector<Output> download() const;
 
   // The problem as the forward gmm (gmm and backward) or tgmm sees it, without a tiling.
@@ -45,11 +52,13 @@ class Instance {
   const Workload& work;
   std::vector<float> a, b, c;
   vkgmm::Buffer buf_a, buf_b, buf_c, out0, out1;  // out1 only for backward (d_rhs)
+  vkgmm::Buffer buf_sizes, buf_status;            // the device path's group sizes (int32 [G]) and status
 
  private:
   std::optional<vkgmm::GmmPlan> gmm_;
   std::optional<vkgmm::TgmmPlan> tgmm_;
   std::optional<vkgmm::GmmBackwardPlan> backward_;
+  bool device_sizes_ = false;
 };
 
 // Bytes of a buffer holding `count` elements of t (at least 4: never a zero-size buffer). No rounding:

@@ -6,19 +6,28 @@ namespace bench {
 
 Samples time_calls(GpuTimer& timer, int reps, int warmup, const std::function<void()>& prepare,
                    const std::function<void(VkCommandBuffer)>& record) {
-  Samples s;
-  for (int i = 0; i < warmup + reps; ++i) {
-    const tool::Stopwatch call;
-    prepare();
-    const double host = call.ms();
-    const double gpu = timer.run_ms(record);
-    const double wall = call.ms();
-    if (i < warmup) continue;
-    s.gpu_ms.push_back(gpu);
-    s.wall_ms.push_back(wall);
-    s.host_ms.push_back(host);
-  }
-  return s;
+  return time_alternating(timer, reps, warmup, {{prepare, record}}).front();
+}
+
+std::vector<Samples> time_alternating(GpuTimer& timer, int reps, int warmup, const std::vector<Call>& calls) {
+  std::vector<Samples> out(calls.size());
+  for (int i = 0; i < warmup + reps; ++i)
+    for (size_t c = 0; c < calls.size(); ++c) {
+      const tool::Stopwatch call;
+      calls[c].prepare();
+      const double host = call.ms();
+      const double gpu = timer.run_ms(calls[c].record);
+      const double wall = call.ms();
+      if (i < warmup) continue;
+      out[c].gpu_ms.push_back(gpu);
+      out[c].wall_ms.push_back(wall);
+      out[c].host_ms.push_back(host);
+    }
+  return out;
+}
+
+Times summarize(const Samples& s) {
+  return {median(s.gpu_ms), minimum(s.gpu_ms), median(s.wall_ms), median(s.host_ms)};
 }
 
 std::vector<double> time_host(int reps, int warmup, const std::function<void()>& call) {

@@ -22,6 +22,22 @@ struct Samples {
 Samples time_calls(GpuTimer& timer, int reps, int warmup, const std::function<void()>& prepare,
                    const std::function<void(VkCommandBuffer)>& record);
 
+// One kind of call: its host part and what it records.
+struct Call {
+  std::function<void()> prepare;
+  std::function<void(VkCommandBuffer)> record;
+};
+// As time_calls for several kinds of call, alternating: each round (warmup rounds included) makes one
+// call of each, in order, so that a disturbance of a shared machine hits every kind alike instead of
+// whichever ran during it. Samples per kind, in the order of `calls`.
+std::vector<Samples> time_alternating(GpuTimer& timer, int reps, int warmup, const std::vector<Call>& calls);
+
+// The medians (and the gpu minimum) of a path's samples.
+struct Times {
+  double gpu_ms_median = 0, gpu_ms_min = 0, wall_ms_median = 0, host_ms_median = 0;
+};
+Times summarize(const Samples& s);
+
 // Milliseconds per call of a host-only function (the CPU baseline).
 std::vector<double> time_host(int reps, int warmup, const std::function<void()>& call);
 

@@ -31,10 +31,24 @@ namespace {
 using vkgmm::DType;
 using tool::fail;
 
-// Uploads the operands, runs the plan once (submit and wait) and returns the output buffer.
-template <typename Plan, typename Operands>
-vkgmm::Buffer run_plan(vkgmm::Context& ctx, const Plan& plan, const Operand& L, const Operand& R,
-                       const std::optional<Operand>& E) {
+// --device-metadata: the problem with its group sizes moved to a device buffer (the library's device
+// path), run with the tiling the host path's plan picked for those sizes, so that the output is the host
+// path's bit for bit (an automatic tiling would size its tiles from m / G instead of the sizes).
+template <typename Problem, typename Plan>
+Problem on_device(const Problem& p, const Plan& host_plan) {
+  Problem q = p;
+  q.tiling = vkgmm::TilingChoice::of(host_plan.tiling());
+  q.device_group_sizes.count = static_cast<int64_t>(p.group_sizes.size());
+  q.group_sizes.clear();
+  return q;
+}
+
+// Uploads the operands, runs the problem once (submit and wait) and returns the output buffer: through
+// `plan` (the host path, which has checked the problem, the group sizes included), or with
+// --device-metadata through a device-path plan of the same problem, the sizes uploaded to a buffer.
+template <typename Plan, typename Operands, typename Problem>
+vkgmm::Buffer run_plan(vkgmm::Context& ctx, const Problem& p, const Plan& plan, bool device_metadata,
+                       const Operand& L, const Operand& R, const std::optional<Operand>& E) {
   const vkgmm::OperandSizes sz = plan.sizes();
   vkgmm::Buffer lb = upload(ctx, L, sz.lhs, "lhs");
   vkgmm::Buffer rb = upload(ctx, R, sz.rhs, "rhs");
@@ -45,7 +59,28 @@ vkgmm::Buffer run_plan(vkgmm::Context& ctx, const Plan& plan, const Operand& L, 
     eb = upload(ctx, *E, sz.existing_out, "existing-out");
     ops.existing_out = eb.view();
   }
-  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  if (!device_metadata) {
+    ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+    return ob;
+  }
+  const Plan device_plan(ctx, on_device(p, plan));
+  const std::vector<int32_t>& gs = p.group_sizes;  // G >= 1: the host plan refuses G = 0
+  vkgmm::Buffer sizes = ctx.create_buffer(gs.size() * 4), status = ctx.create_buffer(4);
+  const uint32_t zero = 0;
+  sizes.upload(gs.data(), gs.size() * 4);
+  status.upload(&zero, 4);
+  // A device-path plan with nothing to run (gmm with m = 0) has no workspace, and its record() refuses
+  // the views (as if the sizes were on the host): it gets none, and dispatches nothing either way.
+  if (device_plan.workspace_bytes() > 0) {
+    ops.group_sizes = sizes.view();
+    ops.status = status.view();  // no workspace view: the plan's own
+  }
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { device_plan.record(cb, ops); });
+  uint32_t word = 0;
+  status.download(&word, 4);
+  if (word != 0)  // the host plan accepted these sizes: the device must have taken them as they are
+    throw vkgmm::Error(vkgmm::Status::internal,
+                       "--device-metadata: the device status word is " + std::to_string(word) + " for valid sizes");
   return ob;
 }
 
@@ -99,7 +134,7 @@ void run_gmm(Job& j) {
 
   vkgmm::Context ctx;
   const vkgmm::GmmPlan plan(ctx, p);  // the contract's checks; throws vkgmm::Error naming the argument
-  const vkgmm::Buffer ob = run_plan<vkgmm::GmmPlan, vkgmm::GmmOperands>(ctx, plan, L, R, E);
+  const vkgmm::Buffer ob = run_plan<vkgmm::GmmPlan, vkgmm::GmmOperands>(ctx, p, plan, a.device_metadata, L, R, E);
 
   const std::vector<uint8_t> out = download_output(ob, j.out_type, uint64_t(m * n));
   if (a.check)
@@ -146,7 +181,7 @@ void run_tgmm(Job& j) {
   if (!groups_valid)  // the plan should have refused this; never size buffers from bad counts
     throw vkgmm::Error(vkgmm::Status::internal, "--group-offset / --num-actual-groups out of range");
   if (p.existing_out) E = existing_operand(std::move(e_arr), j.out_type);
-  const vkgmm::Buffer ob = run_plan<vkgmm::TgmmPlan, vkgmm::TgmmOperands>(ctx, plan, L, R, E);
+  const vkgmm::Buffer ob = run_plan<vkgmm::TgmmPlan, vkgmm::TgmmOperands>(ctx, p, plan, a.device_metadata, L, R, E);
 
   const std::vector<uint8_t> out = download_output(ob, j.out_type, uint64_t(groups * k * n));
   if (a.check)

@@ -14,9 +14,11 @@ const char kRunUsage[] =
     "  vkgmm run gmm  --lhs L.npy --rhs R.npy --group-sizes GS.npy --out OUT.npy\n"
     "                 [--transpose-rhs] [--group-offset N] [--existing-out E.npy]\n"
     "                 [--out-dtype f32|f16|bf16] [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
+    "                 [--device-metadata]\n"
     "  vkgmm run tgmm --lhs L.npy --rhs R.npy --group-sizes GS.npy --out OUT.npy\n"
     "                 [--group-offset N] [--num-actual-groups N] [--existing-out E.npy]\n"
     "                 [--out-dtype f32|f16|bf16] [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
+    "                 [--device-metadata]\n"
     "\n"
     "gmm:  lhs [m, k], rhs [G_local, k, n] ([G_local, n, k] with --transpose-rhs), out [m, n].\n"
     "      rhs holds the active groups group_offset .. group_offset + G_local; other rows get\n"
@@ -29,6 +31,9 @@ const char kRunUsage[] =
     "(widened exactly) and <f2 for f16; the default output type is f32.\n"
     "--check compares with the CPU reference and fails (status 1) outside atol 1e-3 + rtol 1e-5\n"
     "(rtol 1e-2 when any type is 16-bit).\n"
+    "--device-metadata uploads the group sizes to a device buffer and runs the library's device path\n"
+    "(group metadata built on the GPU), with the tiling the host path picks for these sizes (or\n"
+    "--tiling): the output file is the same, bit for bit. The sizes are still checked on the host first.\n"
     "\n"
     "Exit status: 0 ok, 2 bad arguments or input, 1 runtime or device error. On error: one line on\n"
     "stderr and no output file.\n";
@@ -63,9 +68,9 @@ Args parse_args(int argc, char** argv) {
       value = name.substr(eq + 1);
       name.resize(eq);
     }
-    if (name == "check" || (name == "transpose-rhs" && a.op == "gmm")) {
+    if (name == "check" || name == "device-metadata" || (name == "transpose-rhs" && a.op == "gmm")) {
       if (inline_value) throw UsageError("--" + name + " takes no value");
-      bool& flag = name == "check" ? a.check : a.transpose_rhs;
+      bool& flag = name == "check" ? a.check : name == "device-metadata" ? a.device_metadata : a.transpose_rhs;
       if (flag) throw UsageError("--" + name + " given twice");
       flag = true;
       continue;

@@ -15,6 +15,7 @@ struct Args {
   std::map<std::string, std::string> values;  // flags with a value, without the leading "--"
   bool transpose_rhs = false;
   bool check = false;
+  bool device_metadata = false;  // --device-metadata: the group sizes in a device buffer (the device path)
   bool help = false;
 
   const std::string* get(const std::string& flag) const;

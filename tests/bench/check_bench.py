@@ -3,8 +3,10 @@
 
 usage: check_bench.py /path/to/vkgmm refuse|json|sweep
 
-  refuse: with VKGMM_BENCH_PERTURB=1 the bench must name the workload, exit 1 and time nothing.
-  json:   --json must be one object with the documented fields, for gmm, tgmm (bf16) and backward.
+  refuse: with VKGMM_BENCH_PERTURB=1 the bench must name the workload, exit 1 and time nothing (on the
+          host path and, with --metadata device, on the device path).
+  json:   --json must be one object with the documented fields, for gmm, tgmm (bf16) and backward, with
+          --metadata both (the default), device and host.
   sweep:  --sweep-tiling must cache a tiling that --tiling auto then runs (in a scratch cache directory).
 """
 import json
@@ -18,7 +20,10 @@ TIMEOUT_S = 600
 TINY = ["--m", "96", "--k", "64", "--n", "80", "--groups", "5", "--reps", "2", "--warmup", "1"]
 FIELDS = ["name", "op", "m", "k", "n", "groups", "dtype", "tiling", "gpu_ms_median", "gpu_ms_min",
           "wall_ms_median", "host_ms_median", "gflops", "gbps", "copy_fraction", "ceiling_fraction",
-          "baseline_one_group_ratio", "baseline_naive_ratio", "baseline_openblas_ratio"]
+          "baseline_one_group_ratio", "baseline_naive_ratio", "baseline_openblas_ratio", "metadata"]
+DEVICE_FIELDS = ["device_tiling", "device_gpu_ms_median", "device_gpu_ms_min", "device_wall_ms_median",
+                 "device_host_ms_median", "device_ratio"]
+FIELDS += DEVICE_FIELDS
 
 
 def run(exe, args, env_extra=None):
@@ -38,15 +43,16 @@ def fail(msg, out="", err=""):
 
 
 def check_refuse(exe):
-    code, out, err = run(exe, TINY, {"VKGMM_BENCH_PERTURB": "1"})
-    if code != 1:
-        fail(f"exit status {code}, expected 1", out, err)
-    if "workload 'custom'" not in err or "differs from the CPU reference" not in err:
-        fail("stderr does not name the workload and the mismatch", out, err)
-    if out.strip():
-        fail("a refused run printed results", out, err)
-    if "timing" in err or "baseline" in err:
-        fail("a refused workload was timed", out, err)
+    for extra, needle in (([], "tiling"), (["--metadata", "device"], "device metadata")):
+        code, out, err = run(exe, TINY + extra, {"VKGMM_BENCH_PERTURB": "1"})
+        if code != 1:
+            fail(f"{extra}: exit status {code}, expected 1", out, err)
+        if "workload 'custom' (" + needle not in err or "differs from the CPU reference" not in err:
+            fail(f"{extra}: stderr does not name the workload, the path and the mismatch", out, err)
+        if out.strip():
+            fail(f"{extra}: a refused run printed results", out, err)
+        if "timing" in err or "baseline" in err:
+            fail(f"{extra}: a refused workload was timed", out, err)
     # Without the switch the same workload passes: the refusal came from the perturbation.
     code, out, err = run(exe, TINY)
     if code != 0:
@@ -57,7 +63,21 @@ def positive(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
 
 
-def check_json_run(exe, extra, op, dtype):
+def check_times(w, prefix, out):
+    """One path's times (prefix "" or "device_"): positive, min <= median, host part <= wall."""
+    t = {key: w[prefix + key] for key in ["gpu_ms_median", "gpu_ms_min", "wall_ms_median", "host_ms_median"]}
+    for key in ["gpu_ms_median", "gpu_ms_min", "wall_ms_median"]:
+        if not positive(t[key]):
+            fail(f"{prefix}{key} = {t[key]!r} is not a positive number", out)
+    if not (isinstance(t["host_ms_median"], (int, float)) and t["host_ms_median"] >= 0):
+        fail(f"{prefix}host_ms_median = {t['host_ms_median']!r}", out)
+    if t["gpu_ms_min"] > t["gpu_ms_median"]:
+        fail(f"{prefix}gpu_ms_min > {prefix}gpu_ms_median", out)
+    if t["wall_ms_median"] < t["host_ms_median"]:
+        fail(f"{prefix}wall time shorter than its host part", out)
+
+
+def check_json_run(exe, extra, op, dtype, metadata="both"):
     code, out, err = run(exe, TINY + extra + ["--json"])
     if code != 0:
         fail(f"--json {' '.join(extra)}: exit status {code}", out, err)
@@ -76,20 +96,16 @@ def check_json_run(exe, extra, op, dtype):
     missing = [f for f in FIELDS if f not in w]
     if missing:
         fail(f"workload lacks {missing}", out)
-    expect = {"name": "custom", "op": op, "m": 96, "k": 64, "n": 80, "groups": 5, "dtype": dtype}
+    expect = {"name": "custom", "op": op, "m": 96, "k": 64, "n": 80, "groups": 5, "dtype": dtype,
+              "metadata": metadata}
     for key, value in expect.items():
         if w[key] != value:
             fail(f"{key} = {w[key]!r}, expected {value!r}", out)
-    for key in ["gpu_ms_median", "gpu_ms_min", "wall_ms_median", "gflops", "gbps", "copy_fraction",
-                "ceiling_fraction", "baseline_one_group_ratio", "baseline_naive_ratio"]:
+    for key in ["gflops", "gbps", "copy_fraction", "ceiling_fraction", "baseline_one_group_ratio",
+                "baseline_naive_ratio"]:
         if not positive(w[key]):
             fail(f"{key} = {w[key]!r} is not a positive number", out)
-    if not (isinstance(w["host_ms_median"], (int, float)) and w["host_ms_median"] >= 0):
-        fail(f"host_ms_median = {w['host_ms_median']!r}", out)
-    if w["gpu_ms_min"] > w["gpu_ms_median"]:
-        fail("gpu_ms_min > gpu_ms_median", out)
-    if w["wall_ms_median"] < w["host_ms_median"]:
-        fail("wall time shorter than its host part", out)
+    check_times(w, "", out)
     if sum(w["group_sizes"]) != 96 or len(w["group_sizes"]) != 5:
         fail(f"group_sizes {w['group_sizes']} do not route 96 rows to 5 groups", out)
     # The OpenBLAS ratio is there exactly when the build has OpenBLAS.
@@ -97,6 +113,22 @@ def check_json_run(exe, extra, op, dtype):
         fail("baseline_openblas_ratio disagrees with the openblas entry", out)
     if w["baseline_openblas_ratio"] is not None and not positive(w["baseline_openblas_ratio"]):
         fail("baseline_openblas_ratio is not a positive number", out)
+    # The device path's times are there exactly with --metadata both (else the main fields are the one
+    # path timed); its ratio is its gpu ms over the host path's, and it runs the host path's tiling.
+    if metadata == "both":
+        check_times(w, "device_", out)
+        if not positive(w["device_ratio"]):
+            fail(f"device_ratio = {w['device_ratio']!r} is not a positive number", out)
+        if abs(w["device_ratio"] - w["device_gpu_ms_median"] / w["gpu_ms_median"]) > 1e-3 * w["device_ratio"]:
+            fail("device_ratio is not device_gpu_ms_median / gpu_ms_median", out)
+        if op != "backward" and w["device_tiling"] != w["tiling"]:
+            fail(f"the device path ran {w['device_tiling']}, the host path {w['tiling']}", out)
+        if w["device_tiling"] != w["tiling"] and not any("device path ran tiling" in n for n in w["notes"]):
+            fail("the device path's tiling differs from the host path's without a note", out)
+    else:
+        for key in DEVICE_FIELDS:
+            if w[key] is not None:
+                fail(f"--metadata {metadata}: {key} = {w[key]!r}, expected null", out)
     flop = 2 * 96 * 64 * 80 * (2 if op == "backward" else 1)
     if abs(w["gflops"] - flop / (w["gpu_ms_median"] * 1e6)) > 1e-3 * w["gflops"]:
         fail("gflops does not match the FLOP count over gpu_ms_median", out)
@@ -104,8 +136,9 @@ def check_json_run(exe, extra, op, dtype):
 
 def check_json(exe):
     check_json_run(exe, ["--dist", "zipf", "--empty-groups", "1"], "gmm", "f32")
-    check_json_run(exe, ["--op", "tgmm", "--dtype", "bf16"], "tgmm", "bf16")
+    check_json_run(exe, ["--op", "tgmm", "--dtype", "bf16", "--metadata", "device"], "tgmm", "bf16", "device")
     check_json_run(exe, ["--op", "backward", "--dist", "uniform", "--tiling", "32,32,32"], "backward", "f32")
+    check_json_run(exe, ["--op", "backward", "--metadata", "host"], "backward", "f32", "host")
 
 
 def check_sweep(exe):

@@ -95,7 +95,8 @@ def split_rows(rng, total, groups, empty=()):
 class Case:
     def __init__(self, name, op, m, k, n, gs, *, group_offset=None, g_local=None, num_actual_groups=None,
                  transpose_rhs=False, existing=False, lhs_dtype=np.float32, rhs_dtype=np.float32,
-                 input_dtype=None, out_dtype=None, tiling=None, gs_dtype=np.int32, check=False, env=None):
+                 input_dtype=None, out_dtype=None, tiling=None, gs_dtype=np.int32, check=False, env=None,
+                 device=False):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         self.gs = np.asarray(gs, dtype=np.int64)
@@ -197,6 +198,36 @@ def jax_shape_cases(rng):
     return c
 
 
+def device_cases(rng):
+    """--device-metadata (the group sizes in a device buffer): each case also runs without the flag, and
+    the two output files must be equal byte for byte (the device path runs the host path's tiling)."""
+    c = []
+    for (m, k, n) in [(128, 128, 128), (512, 2048, 256), (128, 8, 16)]:
+        for g in (1, 8, 32):
+            gs = split_rows(rng, m, g)
+            c.append(Case("device jax gmm %dx%dx%d G=%d" % (m, k, n, g), "gmm", m, k, n, gs, transpose_rhs=g == 8,
+                          device=True))
+            c.append(Case("device jax tgmm %dx%dx%d G=%d" % (m, k, n, g), "tgmm", m, k, n, gs, device=True))
+    c.append(Case("device gmm group-offset + existing-out", "gmm", 80, 24, 40, split_rows(rng, 80, 5),
+                  group_offset=1, g_local=3, existing=True, device=True))
+    c.append(Case("device gmm empty groups, rows past sum, --check", "gmm", 96, 32, 32,
+                  split_rows(rng, 70, 6, empty=(0, 3)), existing=True, check=True, device=True))
+    c.append(Case("device gmm m = 0", "gmm", 0, 8, 8, [0, 0], device=True))
+    c.append(Case("device gmm tiling 8,4,8, bf16", "gmm", 45, 19, 21, split_rows(rng, 45, 4, empty=(1,)),
+                  tiling=(8, 4, 8), input_dtype="bf16", out_dtype="bf16", device=True))
+    c.append(Case("device tgmm group-offset + num-actual-groups + existing-out", "tgmm", 80, 24, 40,
+                  split_rows(rng, 80, 5), group_offset=1, num_actual_groups=2, existing=True, device=True))
+    c.append(Case("device tgmm empty groups, rows past sum, --check", "tgmm", 90, 20, 28,
+                  split_rows(rng, 70, 6, empty=(0, 3)), existing=True, check=True, device=True))
+    c.append(Case("device gmm f16, packed", "gmm", 64, 36, 30, split_rows(rng, 64, 4), lhs_dtype=np.float16,
+                  rhs_dtype=np.float16, out_dtype="f16", existing=True, transpose_rhs=True, device=True,
+                  env={"VKGMM_DISABLE_16BIT_STORAGE": "1"}))
+    c.append(Case("device tgmm bf16 odd counts, packed", "tgmm", 3, 259, 5, [1, 1, 1], input_dtype="bf16",
+                  out_dtype="bf16", existing=True, check=True, device=True,
+                  env={"VKGMM_DISABLE_16BIT_STORAGE": "1"}))
+    return c
+
+
 # --- running --------------------------------------------------------------------------------------
 
 def run(vkgmm, args, env=None):
@@ -252,6 +283,14 @@ def build_and_run(vkgmm, d, case, rng):
     if case.check:
         args.append("--check")
 
+    host_out = None
+    if case.device:  # the host path's file first, then the device path's in its place
+        code, out, err = run(vkgmm, args, case.env)
+        if code != 0 or err.strip():
+            return "without --device-metadata: exit %s: %s" % (code, err.strip())
+        host_out = os.path.join(d, "out_host.npy")
+        os.rename(paths["out"], host_out)
+        args.append("--device-metadata")
     code, out, err = run(vkgmm, args, case.env)
     if code != 0:
         return "exit %s: %s" % (code, err.strip())
@@ -259,6 +298,8 @@ def build_and_run(vkgmm, d, case, rng):
         return "unexpected stderr: " + err.strip()
     if case.check and "max abs error" not in out:
         return "--check printed no max abs error: " + out.strip()
+    if host_out is not None and open(host_out, "rb").read() != open(paths["out"], "rb").read():
+        return "the --device-metadata output file differs from the host path's"
 
     # The model: inputs as the device sees them, float64 sums, rounded to the output type.
     L, lt = device_input(lhs, case.input_dtype)
@@ -370,6 +411,17 @@ def error_cases(d):
         ("tgmm num-actual-groups too large", tbase + ["--num-actual-groups", "3"], "groups"),
         ("tgmm existing-out wrong shape", tbase + ["--existing-out", p("ex_bad.npy")], "--existing-out"),
         ("tgmm sum(group_sizes) > m", [a if a != p("gs.npy") else p("gs_big.npy") for a in tbase], "group"),
+        # --device-metadata: the sizes are still checked on the host, as without the flag.
+        ("device-metadata with a value", ["gmm"] + base + ["--device-metadata=1"], "--device-metadata"),
+        ("device-metadata given twice", ["gmm"] + base + ["--device-metadata"] * 2, "--device-metadata"),
+        ("device-metadata, sum(group_sizes) > m", gmm_with(group_sizes="gs_big.npy") + ["--device-metadata"],
+         "group"),
+        ("device-metadata, negative group size", gmm_with(group_sizes="gs_neg.npy") + ["--device-metadata"],
+         "group"),
+        ("device-metadata, tgmm num-actual-groups too large",
+         tbase + ["--num-actual-groups", "3", "--device-metadata"], "groups"),
+        ("device-metadata, device lost", ["gmm"] + base + ["--device-metadata"], "VK_ERROR_DEVICE_LOST",
+         {"VKGMM_INJECT_FAULT": "device_lost"}),
     ]
 
 
@@ -394,7 +446,8 @@ def main():
 
     try:
         rng = np.random.default_rng(1234)
-        for i, case in enumerate(gmm_cases(rng) + tgmm_cases(rng) + odd_count_cases(rng) + jax_shape_cases(rng)):
+        for i, case in enumerate(gmm_cases(rng) + tgmm_cases(rng) + odd_count_cases(rng) + jax_shape_cases(rng) +
+                                   device_cases(rng)):
             if a.only not in case.name:
                 continue
             d = os.path.join(tmp, "case%02d" % i)
