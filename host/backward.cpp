@@ -1,7 +1,6 @@
 // The gmm backward: d_lhs by gmm with the flipped transpose, d_rhs by tgmm reading lhs [m, k] as lhs^T.
 #include <algorithm>
 
-#include <algorithm>
 #include <string>
 
 #include "problem_checks.hpp"

@@ -92,6 +92,11 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     kn.set(VKGMM_ID_GMM_TRANSPOSE_RHS, p.transpose_rhs);
     kn.set(VKGMM_ID_VEC4, vec4);
     kn.vec4_needs_lhs = true;
+  } else if (on_device) {
+    // Nothing to run, but the operands are those of the device path all the same (an empty shard
+    // records nothing and takes the same views as any other).
+    st->num_tiles = -1;
+    core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(g_local), 0, 1, 1, 0, true});
   }
   core.build();
   state_ = std::move(st);

@@ -225,6 +225,13 @@ TEST_F(DeviceTest, DeviceSizesErrors) {
   o6.status = sizes.view(0, 4);
   expect_error([&] { plan.check(o6); }, "status overlaps group_sizes");
 
+  // An empty shard (m = 0) takes the device path's views like any other and records nothing.
+  GmmProblem empty = p;
+  empty.m = 0;
+  GmmPlan empty_plan(ctx(), empty);
+  EXPECT_GT(empty_plan.workspace_bytes(), 0u);
+  ctx().submit_and_wait([&](VkCommandBuffer cb) { empty_plan.record(cb, {{}, r.view(), {}, {}, sizes.view(), {}, {}}); });
+
   // On the host path the device views must stay null.
   GmmProblem host = p;
   host.device_group_sizes = {};
