@@ -92,7 +92,10 @@
 #define VKGMM_METADATA_PUSH(F) F(uint, sizes_off) F(uint, status_off) F(uint, num_groups) \
   F(uint, group_offset) F(uint, num_local) F(uint, m) F(uint, tm) F(uint, fill_rows) F(uint, visits_off) \
   F(uint, max_visits)
-#define VKGMM_METADATA_INVOCATIONS 256
+// Invocations of the metadata build: few, because on CPU drivers every barrier() of a workgroup switches
+// between all its invocations (decode with its device sizes, lavapipe: dev/host 1.04-1.36 with 32,
+// 1.55-1.64 with 8, 1.20-1.65 with 256); each takes a chunk of G / 32 groups.
+#define VKGMM_METADATA_INVOCATIONS 32
 // Status bits: what the device found in the group sizes, and how it was taken.
 #define VKGMM_STATUS_NEGATIVE_SIZE 1u  // a size was negative: taken as 0
 #define VKGMM_STATUS_SUM_ABOVE_M 2u    // the sizes add up to more than m: every offset clamped at m

@@ -4,13 +4,14 @@
 //
 // - group_offsets[G + 1]: prefix sums of the sizes, each size taken in [0, m] and every sum clamped at
 //   m, so whatever the sizes hold no offset leaves [0, m] and no kernel reads or writes a row past m.
-// - with VISITS (gmm): the visit list of make_gmm_visits, in its order (each active group's tiles from
-//   its first row, then fill visits below and above the active rows), padded to max_visits entries with
-//   VKGMM_NO_VISIT, which the gmm kernel's workgroups skip. max_visits is the plan's bound on the list.
+// - with VISITS (gmm): the visits of make_gmm_visits (each active group's tiles from its first row, then
+//   fill visits below and above the active rows), spread evenly over max_visits slots, the plan's bound
+//   on the list, with VKGMM_NO_VISIT in the others, which the gmm kernel's workgroups skip.
 // - the status word: VKGMM_STATUS_* bits, 0 for sizes that keep the contract.
 //
 // One workgroup: each invocation takes a contiguous chunk of groups, the chunks' sums are scanned in
-// shared memory by invocation 0 (at most 256 terms). Every loop is bounded by G, G_local or max_visits.
+// shared memory by invocation 0 (VKGMM_METADATA_INVOCATIONS terms). Every loop is bounded by G,
+// G_local or max_visits.
 #extension GL_GOOGLE_include_directive : require
 
 #include "interface.h"
@@ -58,6 +59,17 @@ void scan_parts(bool clamp, inout uint bad) {
   barrier();
 }
 
+// The slot of real visit e (< R) among V: e * V / R, spreading the R real visits evenly (exact in 32 bits
+// while V < 65536; past that, in order from slot 0, where a few surplus slots no longer matter).
+uint slot_of(uint e, uint R, uint V) { return V < 65536u ? (e * V) / R : e; }
+
+// Whether slot s holds a real visit: the one real visit that could land there is ceil(s * R / V).
+bool slot_used(uint s, uint R, uint V) {
+  if (V >= 65536u) return s < R;
+  uint e = (s * R + V - 1u) / V;
+  return e < R && (e * V) / R == s;
+}
+
 void main() {
   const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
   uint bad = 0u;
@@ -93,32 +105,38 @@ void main() {
     }
     part[lid] = tiles;
     scan_parts(false, bad);
+    // R real visits: the tiles, then the fill visits of the rows outside the active groups (below them,
+    // then above them). They are spread over the V slots (slot_of) with the padding between them, so
+    // that a driver handing each thread a contiguous range of workgroups (lavapipe does) gives each about
+    // the same work: padding left at the end cost decode 1.5x its host-path time on 2 threads.
+    const uint T = total_tiles, fr = pc.fill_rows;
+    const uint below = uint(work[go]), above = uint(work[go + GL]);
+    const uint f1 = (below + fr - 1u) / fr, f2 = (pc.m - above + fr - 1u) / fr;
+    if (T + f1 + f2 > V) bad |= VKGMM_STATUS_VISITS_CUT;
+    const uint R = min(T + f1 + f2, V);
     uint v = part[lid];
     for (uint j = a0; j < a1; ++j) {
       uint end = uint(work[go + j + 1u]);
       for (uint r = uint(work[go + j]); r < end; r += pc.tm, ++v) {
-        if (v < V) {
-          work[groups_off + v] = int(go + j);
-          work[rows_off + v] = int(r);
+        if (v < R) {
+          work[groups_off + slot_of(v, R, V)] = int(go + j);
+          work[rows_off + slot_of(v, R, V)] = int(r);
         }
       }
     }
-    // Fill visits of the rows outside the active groups, below them and then above them.
-    const uint T = total_tiles, fr = pc.fill_rows;
-    const uint below = uint(work[go]), above = uint(work[go + GL]);
-    const uint f1 = (below + fr - 1u) / fr, f2 = (pc.m - above + fr - 1u) / fr;
     for (uint i = lid; i < f1 + f2; i += lanes) {
       uint at = T + i;
-      if (at < V) {
-        work[groups_off + at] = VKGMM_FILL_VISIT;
-        work[rows_off + at] = int(i < f1 ? i * fr : above + (i - f1) * fr);
+      if (at < R) {
+        work[groups_off + slot_of(at, R, V)] = VKGMM_FILL_VISIT;
+        work[rows_off + slot_of(at, R, V)] = int(i < f1 ? i * fr : above + (i - f1) * fr);
       }
     }
-    for (uint at = T + f1 + f2 + lid; at < V; at += lanes) {
-      work[groups_off + at] = VKGMM_NO_VISIT;
-      work[rows_off + at] = 0;
+    for (uint at = lid; at < V; at += lanes) {
+      if (!slot_used(at, R, V)) {
+        work[groups_off + at] = VKGMM_NO_VISIT;
+        work[rows_off + at] = 0;
+      }
     }
-    if (T + f1 + f2 > V) bad |= VKGMM_STATUS_VISITS_CUT;
   }
 
   atomicOr(flags, bad);
