@@ -148,6 +148,23 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls);
   r.time = summarize(s.front());
   if (s.size() == 2) r.device = summarize(s.back());
+  // App-owned buffers: the host path's call on copies of the operands in VkBuffers of the bench's own,
+  // lent with Context::borrow_buffer, against the same call on vkgmm's buffers, alternately.
+  progress("[%s] app buffers: the operands in app-owned VkBuffers, borrowed", name);
+  inst.make_app_copies();
+  inst.plan(tiling);
+  inst.use_app_buffers(true);
+  timer.run_ms(record);
+  if (auto diff = compare(inst.download(), want, w.dtype)) {
+    r.notes.push_back("app buffers differ from the reference (" + *diff + "): not reported");
+  } else {
+    const std::vector<Samples> own_app =
+        time_alternating(timer, reps, o.warmup, {{[&] { inst.use_app_buffers(false); }, record},
+                                                 {[&] { inst.use_app_buffers(true); }, record}});
+    r.app_ms = median(own_app[1].gpu_ms);
+    r.app_ratio = *r.app_ms / median(own_app[0].gpu_ms);
+  }
+  inst.use_app_buffers(false);
   r.gflops = flops(w) / (r.time.gpu_ms_median * 1e6);
   r.gbps = bytes(w) / (r.time.gpu_ms_median * 1e6);
   r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;

@@ -64,19 +64,20 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& re
   print_header(f, run);
   if (!results.empty() && results.front().metadata == "device")
     std::fprintf(f, "--metadata device: the times are the device path's (group sizes in a device buffer)\n\n");
-  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %9s %8s %8s %7s %6s %6s %7s %7s %7s\n",
+  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %8s %7s %6s %6s %7s %7s %7s\n",
                "workload", "op", "m", "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
-               "dev ms", "dev/host", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
+               "dev ms", "dev/host", "app/own", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
   for (const Result& r : results) {
     const Workload& w = r.work;
     const Times& t = r.time;
     std::fprintf(f,
-                 "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %9s %8s %8.2f %7.2f %5.1f%% %5.1f%% %7s "
-                 "%7s %7s\n",
+                 "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %8.2f %7.2f %5.1f%% %5.1f%% "
+                 "%7s %7s %7s\n",
                  w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
                  vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
                  r.device ? ms_text(r.device->gpu_ms_median).c_str() : "-", fixed(device_ratio(r), 3).c_str(),
+                 fixed(r.app_ratio, 3).c_str(),
                  r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
                  fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, t.gpu_ms_median), 2).c_str(),
                  fixed(ratio(r.openblas_ms, t.gpu_ms_median), 2).c_str());
@@ -86,7 +87,9 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& re
                "call on the host (plan: validation + metadata build and upload, then record, submit, wait); host ms:\n"
                "the plan part alone. dev ms: the same call with the group sizes in a device buffer (--metadata both:\n"
                "the metadata built on the GPU by every call, the host path's tiling), timed alternately with the\n"
-               "host path's; dev/host: its gpu ms over the host path's (above 1: the device path costs more). GB/s:\n"
+               "host path's; dev/host: its gpu ms over the host path's (above 1: the device path costs more).\n"
+               "app/own: the host path's call on app-owned VkBuffers lent with borrow_buffer over the same call on\n"
+               "vkgmm's own buffers, timed alternately (above 1: the app's buffers cost more). GB/s:\n"
                "bytes of the inputs and outputs over gpu ms; %%copy: that over the copy bandwidth. %%ceil: GFLOP/s\n"
                "over the FMA ceiling. G=1 x: the same shape as a single group, its cost per FLOP over the grouped\n"
                "call's (below 1: grouping costs that much more per FLOP). naive x, BLAS x: time of one dispatch per\n"
@@ -134,7 +137,9 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"device_gpu_ms_min\": " + json_number(dev(&Times::gpu_ms_min)) +
          ", \"device_wall_ms_median\": " + json_number(dev(&Times::wall_ms_median)) +
          ", \"device_host_ms_median\": " + json_number(dev(&Times::host_ms_median)) +
-         ", \"device_ratio\": " + json_number(device_ratio(r)) + ", \"gflops\": " + json_number(r.gflops) +
+         ", \"device_ratio\": " + json_number(device_ratio(r)) +
+         ", \"app_buffers_gpu_ms_median\": " + json_number(r.app_ms) +
+         ", \"app_buffers_ratio\": " + json_number(r.app_ratio) + ", \"gflops\": " + json_number(r.gflops) +
          ", \"gbps\": " + json_number(r.gbps) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
          ", \"copy_fraction\": " + json_number(r.copy_fraction) +
          ", \"baseline_one_group_ms\": " + json_number(r.one_group_ms) +

@@ -38,6 +38,9 @@ struct Result {
   std::optional<double> one_group_ms;
   double one_group_flops = 0;
   double copy_fraction = 0;  // GB/s over the copy bandwidth (1: as fast as vkCmdCopyBuffer moves bytes)
+  // The host path's call with the operands in app-owned VkBuffers, borrowed (Context::borrow_buffer),
+  // and that over the same call on vkgmm's own buffers, the two timed alternately.
+  std::optional<double> app_ms, app_ratio;
   std::vector<std::string> notes;  // why a baseline is absent, which tiling source was used, ...
 };
 

@@ -1,6 +1,10 @@
 // Instance: inputs, buffers, plans and one recorded call of a workload.
 #include "runner.hpp"
 
+#include <stdexcept>
+
+#include "context_impl.hpp"  // the memory-type choice of the app copies
+
 #include <algorithm>
 #include <random>
 
@@ -153,25 +157,79 @@ std::string Instance::tiling_text() const {
   return "";
 }
 
+// An app's own VkBuffer holding a copy of a vkgmm buffer's bytes, and vkgmm's borrowed Buffer of it.
+struct Instance::AppCopy {
+  VkDevice device = VK_NULL_HANDLE;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;
+  vkgmm::Buffer borrowed;
+  ~AppCopy() {
+    borrowed = vkgmm::Buffer();  // vkgmm's views go before the buffer they view
+    if (buffer) vkDestroyBuffer(device, buffer, nullptr);
+    if (memory) vkFreeMemory(device, memory, nullptr);
+  }
+};
+
+void Instance::make_app_copies() {
+  const vkgmm::Buffer* own[5] = {&buf_a, &buf_b, &buf_c, &out0, &out1};
+  // Host-visible coherent memory, as vkgmm's own buffers have (the library's memory-type choice, reached
+  // through its internals: the bench is vkgmm's own program).
+  const vkgmm::Device& dev = vkgmm::ContextInternals::of(ctx).dev;
+  app_.assign(5, nullptr);
+  for (size_t i = 0; i < 5; ++i) {
+    if (!own[i]->handle()) continue;
+    auto c = std::make_shared<AppCopy>();
+    c->device = ctx.device();
+    VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bci.size = own[i]->size();
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
+    if (vkCreateBuffer(c->device, &bci, nullptr, &c->buffer) != VK_SUCCESS)
+      throw std::runtime_error("app buffers: vkCreateBuffer failed");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(c->device, c->buffer, &req);
+    VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    mai.allocationSize = req.size;
+    mai.memoryTypeIndex = dev.find_memory_type(
+        req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    if (vkAllocateMemory(c->device, &mai, nullptr, &c->memory) != VK_SUCCESS ||
+        vkBindBufferMemory(c->device, c->buffer, c->memory, 0) != VK_SUCCESS ||
+        vkMapMemory(c->device, c->memory, 0, VK_WHOLE_SIZE, 0, &c->mapped) != VK_SUCCESS)
+      throw std::runtime_error("app buffers: memory for a copy failed");
+    own[i]->download(c->mapped, own[i]->size());
+    c->borrowed = ctx.borrow_buffer(c->buffer, own[i]->size());
+    app_[i] = std::move(c);
+  }
+}
+
+const vkgmm::Buffer& Instance::pick(const vkgmm::Buffer& own, size_t index) const {
+  return app_mode_ && index < app_.size() && app_[index] ? app_[index]->borrowed : own;
+}
+
+std::vector<float> Instance::download_from(const vkgmm::Buffer& own, size_t index, size_t count) const {
+  if (!app_mode_ || index >= app_.size() || !app_[index]) return bench::download(own, work.dtype, count);
+  return vkgmm::decode(work.dtype, static_cast<const uint8_t*>(app_[index]->mapped), count);
+}
+
 void Instance::record(VkCommandBuffer cb) const {
   // The device path: the sizes, no workspace (the plans' own), the status word.
   const vkgmm::BufferView sizes = device_sizes_ ? buf_sizes.view() : vkgmm::BufferView{};
   const vkgmm::BufferView status = device_sizes_ ? buf_status.view() : vkgmm::BufferView{};
-  if (gmm_) gmm_->record(cb, {buf_a.view(), buf_b.view(), out0.view(), {}, sizes, {}, status});
-  if (tgmm_) tgmm_->record(cb, {buf_a.view(), buf_b.view(), out0.view(), {}, sizes, {}, status});
-  if (backward_)
-    backward_->record(cb, {buf_a.view(), buf_b.view(), buf_c.view(), out0.view(), out1.view(), sizes, {}, status});
+  const vkgmm::BufferView a = pick(buf_a, 0).view(), b = pick(buf_b, 1).view(), c = pick(buf_c, 2).view();
+  const vkgmm::BufferView o0 = pick(out0, 3).view(), o1 = pick(out1, 4).view();
+  if (gmm_) gmm_->record(cb, {a, b, o0, {}, sizes, {}, status});
+  if (tgmm_) tgmm_->record(cb, {a, b, o0, {}, sizes, {}, status});
+  if (backward_) backward_->record(cb, {a, b, c, o0, o1, sizes, {}, status});
 }
 
 std::vector<Output> Instance::download() const {
   const size_t m = size_t(work.m), k = size_t(work.k), n = size_t(work.n), g = size_t(work.groups);
-  const vkgmm::DType t = work.dtype;
   switch (work.op) {
-    case Op::gmm: return {{"out", bench::download(out0, t, m * n), work.k}};
-    case Op::tgmm: return {{"out", bench::download(out0, t, g * k * n), largest_group(work)}};
+    case Op::gmm: return {{"out", download_from(out0, 3, m * n), work.k}};
+    case Op::tgmm: return {{"out", download_from(out0, 3, g * k * n), largest_group(work)}};
     case Op::backward:
-      return {{"d_lhs", bench::download(out0, t, m * k), work.n},
-              {"d_rhs", bench::download(out1, t, g * k * n), largest_group(work)}};
+      return {{"d_lhs", download_from(out0, 3, m * k), work.n},
+              {"d_rhs", download_from(out1, 4, g * k * n), largest_group(work)}};
   }
   return {};
 }

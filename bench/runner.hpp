@@ -1,6 +1,7 @@
 // One workload on the device: its inputs (host copies and device buffers), its plans, and one call.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,11 @@ class Instance {
   void record(VkCommandBuffer cb) const;
   // The device status word of the last call on the device path (vkgmm::device_status bits).
   uint32_t device_status() const;
+  // The inputs and outputs as an engine passes them: copies in VkBuffers of the bench's own (host-visible,
+  // like vkgmm's), borrowed with Context::borrow_buffer. use_app_buffers() picks the set record() and
+  // download() use (make_app_copies() first).
+  void make_app_copies();
+  void use_app_buffers(bool on) { app_mode_ = on; }
   std::vector<Output> download() const;
 
   // The problem as the forward gmm (gmm and backward) or tgmm sees it, without a tiling.
@@ -59,6 +65,12 @@ class Instance {
   std::optional<vkgmm::TgmmPlan> tgmm_;
   std::optional<vkgmm::GmmBackwardPlan> backward_;
   bool device_sizes_ = false;
+  struct AppCopy;
+  std::vector<std::shared_ptr<AppCopy>> app_;  // of buf_a, buf_b, buf_c, out0, out1 (null where absent)
+  bool app_mode_ = false;
+  // The buffer record() and download() use in place of own (index: its place in app_).
+  const vkgmm::Buffer& pick(const vkgmm::Buffer& own, size_t index) const;
+  std::vector<float> download_from(const vkgmm::Buffer& own, size_t index, size_t count) const;
 };
 
 // Bytes of a buffer holding `count` elements of t (at least 4: never a zero-size buffer). No rounding:

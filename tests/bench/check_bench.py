@@ -23,7 +23,7 @@ FIELDS = ["name", "op", "m", "k", "n", "groups", "dtype", "tiling", "gpu_ms_medi
           "baseline_one_group_ratio", "baseline_naive_ratio", "baseline_openblas_ratio", "metadata"]
 DEVICE_FIELDS = ["device_tiling", "device_gpu_ms_median", "device_gpu_ms_min", "device_wall_ms_median",
                  "device_host_ms_median", "device_ratio"]
-FIELDS += DEVICE_FIELDS
+FIELDS += DEVICE_FIELDS + ["app_buffers_gpu_ms_median", "app_buffers_ratio"]
 
 
 def run(exe, args, env_extra=None):
@@ -106,6 +106,10 @@ def check_json_run(exe, extra, op, dtype, metadata="both"):
         if not positive(w[key]):
             fail(f"{key} = {w[key]!r} is not a positive number", out)
     check_times(w, "", out)
+    # App-owned buffers (borrowed): checked against the reference, then timed beside vkgmm's own.
+    for key in ["app_buffers_gpu_ms_median", "app_buffers_ratio"]:
+        if not positive(w[key]):
+            fail(f"{key} = {w[key]!r} is not a positive number", out)
     if sum(w["group_sizes"]) != 96 or len(w["group_sizes"]) != 5:
         fail(f"group_sizes {w['group_sizes']} do not route 96 rows to 5 groups", out)
     # The OpenBLAS ratio is there exactly when the build has OpenBLAS.
