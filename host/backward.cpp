@@ -80,8 +80,17 @@ void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops)
   // barrier between them, so neither output may overlap anything the other reads or writes.
   d_lhs_.check(d_lhs_ops);
   d_rhs_.check(d_rhs_ops);
-  check_no_overlap("gmm_backward", ops.d_lhs, {{"lhs", ops.lhs}, {"d_rhs", ops.d_rhs}}, "d_lhs");
-  check_no_overlap("gmm_backward", ops.d_rhs, {{"rhs", ops.rhs}}, "d_rhs");
+  // The two halves run one after the other on the device path: what either writes (its workspace
+  // share, the status word) may overlap nothing the other reads or writes.
+  const std::initializer_list<std::pair<const char*, BufferView>> all = {
+      {"lhs", ops.lhs}, {"rhs", ops.rhs}, {"d_out", ops.d_out}, {"d_lhs", ops.d_lhs}, {"d_rhs", ops.d_rhs},
+      {"group_sizes", ops.group_sizes}};
+  check_no_overlap("gmm_backward", ops.workspace, all, "workspace");
+  check_no_overlap("gmm_backward", ops.status, all, "status");
+  check_no_overlap("gmm_backward", ops.status, {{"workspace", ops.workspace}}, "status");
+  check_no_overlap("gmm_backward", ops.d_lhs, {{"lhs", ops.lhs}, {"d_rhs", ops.d_rhs}, {"group_sizes", ops.group_sizes}},
+                   "d_lhs");
+  check_no_overlap("gmm_backward", ops.d_rhs, {{"rhs", ops.rhs}, {"group_sizes", ops.group_sizes}}, "d_rhs");
   d_lhs_.record(cb, d_lhs_ops);
   d_rhs_.record(cb, d_rhs_ops);
 }

@@ -146,7 +146,15 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   st->mapped = static_cast<uint8_t*>(p);
   OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
   create_texel_views(dev, st->buffer, bytes, own.texel_views);  // destroys its own views if it throws
-  im.buffers.add(st->buffer, own);  // from here on, ~State destroys the views with the buffer
+  // From here on, ~State destroys the views with the buffer. A new VkBuffer cannot be known already
+  // unless an app destroyed a VkBuffer it had lent (borrow_buffer) before its vkgmm Buffer and the
+  // driver reused the handle: refuse rather than inherit that entry.
+  if (!im.buffers.add(st->buffer, own)) {
+    for (VkBufferView v : own.texel_views)
+      if (v) vkDestroyBufferView(dev.device, v, nullptr);
+    throw Error(Status::internal, "create_buffer: the new VkBuffer's handle is still lent to vkgmm (an app "
+                                  "destroyed a borrowed VkBuffer before its vkgmm Buffer)");
+  }
   Buffer b;
   b.state_ = std::move(st);
   b.size_ = bytes;
@@ -157,6 +165,13 @@ Buffer Context::borrow_buffer(VkBuffer buffer, VkDeviceSize bytes, bool texel_us
   if (buffer == VK_NULL_HANDLE) throw Error(Status::invalid_argument, "borrow_buffer: buffer is VK_NULL_HANDLE");
   if (bytes == 0) throw Error(Status::invalid_argument, "borrow_buffer: size must be positive");
   Impl& im = *impl_;
+  // vkgmm cannot read a VkBuffer's size back; its memory requirement bounds it from above.
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(im.dev.device, buffer, &req);
+  if (bytes > req.size)
+    throw Error(Status::invalid_argument, "borrow_buffer: " + std::to_string(bytes) +
+                                              " bytes is more than the buffer holds (its memory requirement is " +
+                                              std::to_string(req.size) + " bytes)");
   OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, true};
   if (texel_usage) create_texel_views(im.dev, buffer, bytes, own.texel_views);
   if (!im.buffers.add(buffer, own)) {

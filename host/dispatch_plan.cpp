@@ -1,6 +1,7 @@
 // The plan core (see dispatch_plan.hpp): sizes and limits, pipelines, workspace, binding and recording.
 #include "dispatch_plan.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "operands.hpp"
@@ -125,7 +126,7 @@ struct DispatchPlan::Bound {
 DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   const char* op = name();
   check_existing_view(op, has_existing_, ops.existing_out, ops.out);
-  check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}});
+  check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"group_sizes", ops.group_sizes}});
   check_views_in_buffers(*ctx_, op,
                          {{"lhs", ops.lhs},
                           {"rhs", ops.rhs},
@@ -185,8 +186,8 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   // The workspace is read from its first word by the op's kernel: its offset must be a binding offset.
   VkDescriptorBufferInfo work{meta_.handle(), 0, workspace_bytes_};
   if (ops.workspace.buffer) {
-    const VkDeviceSize align = info().min_storage_buffer_offset_alignment;
-    if (align && ops.workspace.offset % align != 0)
+    const VkDeviceSize align = std::max<VkDeviceSize>(info().min_storage_buffer_offset_alignment, 4);
+    if (ops.workspace.offset % align != 0)
       bad("workspace: offset " + std::to_string(ops.workspace.offset) +
           " is not a multiple of minStorageBufferOffsetAlignment (" + std::to_string(align) + ")");
     if (ops.workspace.size < workspace_bytes_)
@@ -246,7 +247,8 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
   Bound b = bind(ops);
-  if (!b.count) return;
+  // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
+  // is written by every record().
   if (b.device_meta) {
     // Earlier work of this plan may still read the workspace (write after read), then the metadata
     // must be visible to the dispatch (read after write).
@@ -255,6 +257,7 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
     vkCmdDispatch(cb, 1, 1, 1);
     compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
   }
+  if (!b.count) return;
   VkPipeline pipeline = kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.texel);
   bind_and_push(*ctx_, cb, pipeline, b.infos, b.count, b.push, static_cast<uint32_t>(push_.size() * 4),
                 b.texel ? b.texels : nullptr);

@@ -20,7 +20,8 @@ layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
 layout(constant_id = VKGMM_ID_META_VISITS) const bool VISITS = false;
 
 layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer SizesBuf { int sizes[]; };
-layout(std430, set = 0, binding = VKGMM_BINDING_OUT) buffer WorkBuf { int work[]; };
+// coherent: invocations read offsets other invocations wrote (after memoryBarrierBuffer + barrier).
+layout(std430, set = 0, binding = VKGMM_BINDING_OUT) coherent buffer WorkBuf { int work[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_EXISTING) buffer StatusBuf { uint status_word[]; };
 
 layout(push_constant) uniform Params { VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD) } pc;
@@ -29,10 +30,11 @@ shared uint part[VKGMM_METADATA_INVOCATIONS];
 shared uint flags;
 shared uint total_tiles;
 
-// Group g's size as taken: negative -> 0 (flagged), at most m.
+// Group g's size as taken: negative -> 0, more than m -> m (both flagged).
 uint size_of(uint g, inout uint bad) {
   int s = sizes[pc.sizes_off + g];
   if (s < 0) bad |= VKGMM_STATUS_NEGATIVE_SIZE;
+  if (s > 0 && uint(s) > pc.m) bad |= VKGMM_STATUS_SUM_ABOVE_M;  // one size past m: the sum is too
   return s < 0 ? 0u : min(uint(s), pc.m);
 }
 

@@ -230,7 +230,19 @@ TEST_F(DeviceTest, DeviceSizesErrors) {
   empty.m = 0;
   GmmPlan empty_plan(ctx(), empty);
   EXPECT_GT(empty_plan.workspace_bytes(), 0u);
-  ctx().submit_and_wait([&](VkCommandBuffer cb) { empty_plan.record(cb, {{}, r.view(), {}, {}, sizes.view(), {}, {}}); });
+  // ... but its metadata build still runs: the status word reports hostile sizes all the same.
+  Buffer status = ctx().create_buffer(4);
+  const int32_t hostile[2] = {-1, 3};
+  sizes.upload(hostile, 8);
+  ctx().submit_and_wait(
+      [&](VkCommandBuffer cb) { empty_plan.record(cb, {{}, r.view(), {}, {}, sizes.view(), {}, status.view()}); });
+  uint32_t word = 0;
+  status.download(&word, 4);
+  EXPECT_EQ(word, device_status::negative_size | device_status::sum_above_m);
+  // Sizes the op overwrites are refused (the next record would read its own output).
+  GmmOperands over = base;
+  over.group_sizes = o.view(0, 8);
+  expect_error([&] { plan.check(over); }, "out overlaps group_sizes");
 
   // On the host path the device views must stay null.
   GmmProblem host = p;

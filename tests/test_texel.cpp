@@ -172,6 +172,8 @@ TEST_F(DeviceTest, BorrowedAppBuffersTakeTheTexelPath) {
     EXPECT_THROW(ctx().borrow_buffer(l.buffer, 4), Error);
     EXPECT_THROW(ctx().borrow_buffer(VK_NULL_HANDLE, 4), Error);
   }
+  // A size past what the buffer can hold is refused (its memory requirement bounds it).
+  EXPECT_THROW(ctx().borrow_buffer(r.buffer, (uint64_t(1) << 40)), Error);
   // Borrowed again after the first borrower is gone (its views were destroyed, the VkBuffer is intact).
   Buffer again = ctx().borrow_buffer(l.buffer, lhs.size() * 4, false);
   EXPECT_EQ(again.size(), lhs.size() * 4);
