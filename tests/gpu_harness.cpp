@@ -159,19 +159,31 @@ Buffer poisoned(Context& ctx, size_t bytes) {
 
 }  // namespace
 
-std::vector<float> run_gmm(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
-                           const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+namespace {
+
+// The device path's views (all null on the host path): group sizes, workspace, status word.
+struct DevicePathViews {
+  BufferView group_sizes, workspace, status;
+};
+
+// Runs `run` (p itself, or p with its group sizes on the device) on p's data; the one body of the host
+// and device runs below.
+std::vector<float> gmm_on(Context& ctx, const GmmProblem& run, const GmmProblem& p, const std::vector<float>& lhs,
+                          const std::vector<float>& rhs, const std::vector<float>& existing_out,
+                          const DevicePathViews& dv) {
   Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
   const size_t out_count = size_t(p.m) * p.n;
   Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
   Buffer e;
   if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
-  gmm(ctx, p, {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}});
+  gmm(ctx, run,
+      {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}, dv.group_sizes, dv.workspace, dv.status});
   return download(o, p.out_type, out_count);
 }
 
-std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
-                            const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+std::vector<float> tgmm_on(Context& ctx, const TgmmProblem& run, const TgmmProblem& p, const std::vector<float>& lhs,
+                           const std::vector<float>& rhs, const std::vector<float>& existing_out,
+                           const DevicePathViews& dv) {
   Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
   const int64_t G = static_cast<int64_t>(p.group_sizes.size());
   const int64_t groups = p.num_actual_groups < 0 ? G - p.group_offset : p.num_actual_groups;
@@ -179,19 +191,47 @@ std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vecto
   Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
   Buffer e;
   if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
-  tgmm(ctx, p, {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}});
+  tgmm(ctx, run,
+       {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}, dv.group_sizes, dv.workspace, dv.status});
   return download(o, p.out_type, out_count);
 }
 
-reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
-                                  const std::vector<float>& rhs, const std::vector<float>& d_out) {
+// With `app_workspace`, the backward gets a workspace of the test's own (workspace_bytes()).
+reference::Gradients backward_on(Context& ctx, const GmmProblem& run, const GmmProblem& p,
+                                 const std::vector<float>& lhs, const std::vector<float>& rhs,
+                                 const std::vector<float>& d_out, DevicePathViews dv, bool app_workspace) {
   Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs), d = upload(ctx, p.out_type, d_out);
   const size_t dl_count = size_t(p.m) * p.k;
   const size_t dr_count = rhs.size();
   Buffer dl = poisoned(ctx, dl_count * dtype_size(p.lhs_type));
   Buffer dr = poisoned(ctx, dr_count * dtype_size(p.rhs_type));
-  gmm_backward(ctx, p, {l.view(), r.view(), d.view(), dl.view(), dr.view()});
+  const GmmBackwardPlan plan(ctx, run);
+  Buffer work;
+  if (app_workspace) {
+    work = ctx.create_buffer(plan.workspace_bytes());
+    dv.workspace = work.view();
+  }
+  ctx.submit_and_wait([&](VkCommandBuffer cb) {
+    plan.record(cb, {l.view(), r.view(), d.view(), dl.view(), dr.view(), dv.group_sizes, dv.workspace, dv.status});
+  });
   return {download(dl, p.lhs_type, dl_count), download(dr, p.rhs_type, dr_count)};
+}
+
+}  // namespace
+
+std::vector<float> run_gmm(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                           const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+  return gmm_on(ctx, p, p, lhs, rhs, existing_out, {});
+}
+
+std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
+                            const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+  return tgmm_on(ctx, p, p, lhs, rhs, existing_out, {});
+}
+
+reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                  const std::vector<float>& rhs, const std::vector<float>& d_out) {
+  return backward_on(ctx, p, p, lhs, rhs, d_out, {}, false);
 }
 
 namespace {
@@ -230,30 +270,18 @@ std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out) {
   GmmProblem q;
   Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
-  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
-  const size_t out_count = size_t(p.m) * p.n;
-  Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
-  Buffer e;
-  if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
-  gmm(ctx, q, {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}, sizes.view(), {}, status.view()});
-  if (p.m > 0) expect_clean_status(status);  // gmm with m = 0 dispatches nothing
-  return download(o, p.out_type, out_count);
+  std::vector<float> out = gmm_on(ctx, q, p, lhs, rhs, existing_out, {sizes.view(), {}, status.view()});
+  expect_clean_status(status);  // written even when m = 0 (the metadata build runs)
+  return out;
 }
 
 std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
                                    const std::vector<float>& rhs, const std::vector<float>& existing_out) {
   TgmmProblem q;
   Buffer sizes = to_device_sizes<TgmmProblem, TgmmPlan>(ctx, p, q), status = status_word(ctx);
-  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
-  const int64_t G = static_cast<int64_t>(p.group_sizes.size());
-  const int64_t groups = p.num_actual_groups < 0 ? G - p.group_offset : p.num_actual_groups;
-  const size_t out_count = size_t(groups) * p.k * p.n;
-  Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
-  Buffer e;
-  if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
-  tgmm(ctx, q, {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}, sizes.view(), {}, status.view()});
+  std::vector<float> out = tgmm_on(ctx, q, p, lhs, rhs, existing_out, {sizes.view(), {}, status.view()});
   expect_clean_status(status);
-  return download(o, p.out_type, out_count);
+  return out;
 }
 
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
@@ -262,19 +290,10 @@ reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, cons
   Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
   // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.
   q.tiling = p.tiling;
-  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs), d = upload(ctx, p.out_type, d_out);
-  const size_t dl_count = size_t(p.m) * p.k;
-  const size_t dr_count = rhs.size();
-  Buffer dl = poisoned(ctx, dl_count * dtype_size(p.lhs_type));
-  Buffer dr = poisoned(ctx, dr_count * dtype_size(p.rhs_type));
   // An app workspace this time (the plans' own are tested by gmm and tgmm above).
-  const GmmBackwardPlan plan(ctx, q);
-  Buffer work = ctx.create_buffer(plan.workspace_bytes());
-  ctx.submit_and_wait([&](VkCommandBuffer cb) {
-    plan.record(cb, {l.view(), r.view(), d.view(), dl.view(), dr.view(), sizes.view(), work.view(), status.view()});
-  });
+  reference::Gradients g = backward_on(ctx, q, p, lhs, rhs, d_out, {sizes.view(), {}, status.view()}, true);
   expect_clean_status(status);
-  return {download(dl, p.lhs_type, dl_count), download(dr, p.rhs_type, dr_count)};
+  return g;
 }
 
 AppBuffer::AppBuffer(Context& ctx, const std::vector<uint8_t>& bytes, VkBufferUsageFlags usage)
