@@ -27,7 +27,7 @@ size_t idx(int64_t i) { return static_cast<size_t>(i); }
 }  // namespace
 
 std::vector<float> gmm(const GmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
-                       const std::vector<float>& existing_out) {
+                       const std::vector<float>& existing_out, const std::vector<float>& bias) {
   const int64_t G = static_cast<int64_t>(p.group_sizes.size());
   const int64_t g_local = p.num_rhs_groups < 0 ? G - p.group_offset : p.num_rhs_groups;
   const auto start = group_starts(p.group_sizes);

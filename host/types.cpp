@@ -1,6 +1,8 @@
 // Names and sizes of the vocabulary types in types.hpp.
 #include "vkgmm/types.hpp"
 
+#include "vkgmm/ops.hpp"
+
 #include <string>
 
 namespace vkgmm {
@@ -44,6 +46,14 @@ const char* status_name(Status s) {
     case Status::vulkan_error: return "vulkan_error";
     case Status::validation: return "validation";
     case Status::internal: return "internal";
+  }
+  return "unknown";
+}
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::none: return "none";
+    case Activation::swiglu: return "swiglu";
   }
   return "unknown";
 }

@@ -34,10 +34,45 @@ namespace device_status {
 constexpr uint32_t negative_size = 1;  // some size was negative (taken as 0)
 constexpr uint32_t sum_above_m = 2;    // the sizes add up to more than m (offsets clamped at m)
 constexpr uint32_t visits_cut = 4;     // internal: more visits than the plan's bound (never expected)
+constexpr uint32_t bad_id = 8;         // routing: an id below -1, or >= Routing::num_experts (skipped)
 }  // namespace device_status
+
+// Routing by expert ids (CONTRACT.md, "Routing by expert ids"): gmm takes the router's output as it
+// comes, ids [T, top_k] int32 in a device buffer (an expert index, or -1 for none), with T = the
+// problem's m. record() counts the slots of each expert in the window [group_offset, group_offset +
+// G_local) on the device, orders them (token order within an expert), gathers each slot's lhs row and
+// writes the results per slot, or combined in token order with the routing weights, in one command
+// sequence: no permutation pass and no host round trip. Ids outside the window (and -1) are skipped:
+// shards of the experts accumulate through existing_out.
+//   per slot (combine false):  out [T, top_k, n_out], out[t, j] = epi(lhs_row(t, j) @ W(ids[t, j])) for
+//                              local slots, existing_out[t, j] (or 0) for the others;
+//   combined (combine true):   out [T, n_out], out[t] = sum over local j, ascending, of
+//                              weights[t, j] * epi(...), + existing_out[t] (or 0). Deterministic: per-slot
+//                              fp32 results in the workspace, then an ordered sum (no float atomics).
+// lhs_row(t, j) = lhs[t] ([T, k]), or lhs[t, j] with lhs_per_slot ([T, top_k, k]).
+struct Routing {
+  int64_t top_k = 0;          // slots per token; 0: no routing (rows grouped by group sizes)
+  bool lhs_per_slot = false;  // lhs is [T, top_k, k], one row per slot (e.g. a down projection's input)
+  bool combine = false;       // weights [T, top_k] f32 given: out in token order, [T, n_out]
+  int64_t num_experts = 0;    // E, when known: ids >= E are counted in the status word (0: unknown)
+};
+
+// The epilogue fused into gmm's store (CONTRACT.md, "Epilogues"), with group sizes or ids: product
+// (+ bias) -> activation -> routing weight -> sum over slots -> + existing_out, all in fp32; only the
+// stored value is rounded to the output type.
+enum class Activation : uint32_t { none = 0, swiglu = 1 };
+VKGMM_API const char* activation_name(Activation a);
+struct Epilogue {
+  bool bias = false;  // bias [G_local, n] f32 (n: the product's width), added before the activation
+  // swiglu: the product's n columns are [gate | up] (n even); out has n_out = n / 2 columns,
+  // silu(gate) * up with silu(x) = x / (1 + exp(-x)).
+  Activation activation = Activation::none;
+};
 
 // out[m, n]: rows of active group g = lhs[rows] @ rhs[g - group_offset] (rhs^T with transpose_rhs);
 // all other rows = existing_out (when given) or 0.
+// With routing, m is the number of tokens T, group_sizes stay empty and num_rhs_groups (E_local) is
+// required. n is always the product's width (rhs's columns); out has n_out = n, or n / 2 with swiglu.
 struct GmmProblem {
   int64_t m = 0, k = 0, n = 0;
   std::vector<int32_t> group_sizes;  // all G groups (empty with device_group_sizes)
@@ -49,6 +84,8 @@ struct GmmProblem {
   bool existing_out = false;
   TilingChoice tiling;
   Schedule schedule = Schedule::automatic;
+  Routing routing;
+  Epilogue epilogue;
 };
 
 // existing_out: leave .buffer null when the problem has none; it may be the same range as out.
@@ -57,9 +94,13 @@ struct GmmProblem {
 // workspace_bytes() whose offset is a multiple of minStorageBufferOffsetAlignment (null: the plan's own,
 // which then makes executions of the plan that overlap in time race); status an optional uint32 word
 // (null: none). All three stay null on the host path.
+// With routing: ids (int32 [T, top_k], written before record()'s commands run, like device group sizes),
+// weights (f32 [T, top_k], with Routing::combine), workspace and status as with device group sizes.
+// bias: f32 [G_local, n] with Epilogue::bias.
 struct GmmOperands {
   BufferView lhs, rhs, out, existing_out;
   BufferView group_sizes, workspace, status;
+  BufferView ids, weights, bias;
 };
 
 // out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]).

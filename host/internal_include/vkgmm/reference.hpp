@@ -10,9 +10,18 @@
 
 namespace vkgmm::reference {
 
-// lhs [m,k], rhs [G_local,k,n] (or [G_local,n,k]), existing_out [m,n] or empty. Returns [m,n].
+// lhs [m,k], rhs [G_local,k,n] (or [G_local,n,k]), existing_out [m,n_out] or empty, bias [G_local,n] with
+// p.epilogue.bias. Applies p.epilogue. Returns [m,n_out] (n_out = n, or n / 2 with swiglu).
 std::vector<float> gmm(const GmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
-                       const std::vector<float>& existing_out = {});
+                       const std::vector<float>& existing_out = {}, const std::vector<float>& bias = {});
+
+// gmm routed by expert ids (p.routing.top_k > 0; T = p.m): lhs [T,k] or [T,top_k,k], ids [T,top_k] (ids
+// outside the window, -1 and out-of-range ones are skipped), weights [T,top_k] with p.routing.combine,
+// bias as above, existing_out of the output's shape or empty. Returns [T,top_k,n_out] or, combined,
+// [T,n_out].
+std::vector<float> gmm_routed(const GmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
+                              const std::vector<int32_t>& ids, const std::vector<float>& weights = {},
+                              const std::vector<float>& existing_out = {}, const std::vector<float>& bias = {});
 
 // lhs [k,m] (or [m,k] with lhs_mk), rhs [m,n], existing_out or empty. Returns [groups,k,n] ([groups,n,k]
 // with out_nk).
