@@ -61,8 +61,21 @@ void DispatchPlan::set_shape(const KernelShape& shape) {
   kernel_.set_shape(shape);
   kernel_.set(VKGMM_ID_LHS_TYPE, uint32_t(operands_[0].type));
   kernel_.set(VKGMM_ID_RHS_TYPE, uint32_t(operands_[1].type));
-  kernel_.set(VKGMM_ID_OUT_TYPE, uint32_t(operands_[2].type));
-  kernel_.set(VKGMM_ID_HAS_EXISTING, has_existing_);
+  // With a combine, existing_out is the combine's to add.
+  kernel_.set(VKGMM_ID_OUT_TYPE, uint32_t(kernel_out_type()));
+  kernel_.set(VKGMM_ID_HAS_EXISTING, has_existing_ && !combines());
+}
+
+void DispatchPlan::set_bias(uint64_t count) { bias_count_ = count; }
+
+DispatchPlan::RoutingWords DispatchPlan::set_routing(const Routing& r) {
+  if (!device_meta_) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata first");
+  if (kernel_.split)
+    throw Error(Status::unsupported, std::string(name()) + ": routing by expert ids with an operand larger than "
+                                                           "maxStorageBufferRange is not supported: split the tokens");
+  routing_ = r;
+  size_workspace();
+  return {static_cast<uint32_t>(workspace_.map), static_cast<uint32_t>(workspace_.weight_rows)};
 }
 
 void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
@@ -76,13 +89,33 @@ void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
 
 void DispatchPlan::set_device_metadata(const DeviceMetadata& d) {
   device_meta_ = d;
-  const uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) : 0) + 1;
-  workspace_bytes_ = words * sizeof(int32_t);
-  if (workspace_bytes_ > info().max_storage_buffer_range)
-    throw Error(Status::unsupported, std::string(name()) + ": the workspace (" + std::to_string(workspace_bytes_) +
-                                         " bytes) exceeds maxStorageBufferRange: use a larger tm");
-  // The plan's own workspace, for operands that bring none.
-  meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_bytes_);
+  size_workspace();
+}
+
+void DispatchPlan::size_workspace() {
+  const DeviceMetadata& d = *device_meta_;
+  Workspace& w = workspace_;
+  uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) : 0);
+  if (routing_) {
+    const Routing& r = *routing_;
+    const uint64_t slots = uint64_t(r.tokens) * r.top_k;
+    w.sizes = words;
+    words += r.num_local;
+    w.counts = words;
+    words += uint64_t(VKGMM_METADATA_INVOCATIONS) * (r.num_local + 1);
+    w.map = words;
+    words += slots;
+    w.weight_rows = words;
+    if (r.combine) words += slots;
+    w.partial = words;
+    if (r.combine) words += slots * r.out_n;
+  }
+  w.status = words;
+  if (w.bytes() > info().max_storage_buffer_range)
+    throw Error(Status::unsupported,
+                std::string(name()) + ": the workspace (" + std::to_string(w.bytes()) +
+                    " bytes) exceeds maxStorageBufferRange" +
+                    (combines() ? ": it holds every slot's fp32 result; combine fewer tokens per call" : ": use a larger tm"));
 }
 
 void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
@@ -95,15 +128,35 @@ void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
 void DispatchPlan::build() {
   if (dispatches()) {
     if (push_.empty()) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
-    kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, operands_[2].type);
+    kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, kernel_out_type());
     kernel_.create(*ctx_, part_bytes_);
   }
   if (device_meta_) {
-    std::vector<uint32_t> constants(VKGMM_ID_META_VISITS + 1, 0);
+    // The plan's own workspace, for operands that bring none.
+    meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
+    std::vector<uint32_t> constants(VKGMM_ID_META_MERGE_STATUS + 1, 0);
     constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
     constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
+    constants[VKGMM_ID_META_MERGE_STATUS] = routing_.has_value();
     const ShaderCode code = metadata_shader();
     meta_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
+  }
+  if (routing_) {
+    std::vector<uint32_t> constants(VKGMM_ID_ROUTE_WEIGHTED + 1, 0);
+    constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
+    constants[VKGMM_ID_ROUTE_WEIGHTED] = routing_->combine;
+    const ShaderCode code = routing_shader();
+    routing_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
+  }
+  if (combines()) {
+    check_grid(name(), info(), (routing_->out_n + VKGMM_COMBINE_INVOCATIONS - 1) / VKGMM_COMBINE_INVOCATIONS,
+               std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
+    std::vector<uint32_t> constants(VKGMM_ID_HAS_EXISTING + 1, 0);
+    constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
+    constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
+    constants[VKGMM_ID_HAS_EXISTING] = has_existing_;
+    const ShaderCode code = combine_shader();
+    combine_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
   }
   ctx_->log.throw_if_any();
 }
@@ -111,10 +164,18 @@ void DispatchPlan::build() {
 // The views checked and resolved: descriptors in binding order, push constants with the operands'
 // offsets, and the inputs' texel views (texel false: read as storage buffers).
 struct DispatchPlan::Bound {
-  // With device metadata: the metadata module's descriptors (plain layout) and push constants.
+  // With device metadata: the metadata module's descriptors (plain layout) and push constants; with
+  // routing, the routing build's, and with a combine, the combine's and its grid.
   bool device_meta = false;
   VkDescriptorBufferInfo meta_infos[kNumBindings];
   abi::MetadataPush meta_push{};
+  bool routed = false;
+  VkDescriptorBufferInfo route_infos[kNumBindings];
+  abi::RoutingPush route_push{};
+  bool combine = false;
+  VkDescriptorBufferInfo combine_infos[kNumBindings];
+  abi::CombinePush combine_push{};
+  uint32_t combine_grid[3] = {0, 0, 0};
   VkDescriptorBufferInfo infos[kNumSplitBindings];
   uint32_t count = 0;  // 0: nothing to dispatch
   VkBufferView texels[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
@@ -126,7 +187,13 @@ struct DispatchPlan::Bound {
 DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   const char* op = name();
   check_existing_view(op, has_existing_, ops.existing_out, ops.out);
-  check_no_overlap(op, ops.out, {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"group_sizes", ops.group_sizes}});
+  check_no_overlap(op, ops.out,
+                   {{"lhs", ops.lhs},
+                    {"rhs", ops.rhs},
+                    {"group_sizes", ops.group_sizes},
+                    {"ids", ops.ids},
+                    {"weights", ops.weights},
+                    {"bias", ops.bias}});
   check_views_in_buffers(*ctx_, op,
                          {{"lhs", ops.lhs},
                           {"rhs", ops.rhs},
@@ -134,7 +201,18 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
                           {"existing_out", ops.existing_out},
                           {"group_sizes", ops.group_sizes},
                           {"workspace", ops.workspace},
-                          {"status", ops.status}});
+                          {"status", ops.status},
+                          {"ids", ops.ids},
+                          {"weights", ops.weights},
+                          {"bias", ops.bias}});
+  auto refuse_given = [&](const char* what, const BufferView& view, const char* why) {
+    if (view.buffer) throw Error(Status::invalid_argument, std::string(op) + ": " + what + ": a view was given but " + why);
+  };
+  if (!routing_) {
+    refuse_given("ids", ops.ids, "the problem is not routed (Routing::top_k is 0)");
+    refuse_given("weights", ops.weights, "the problem is not routed (Routing::top_k is 0)");
+  }
+  if (!bias_count_) refuse_given("bias", ops.bias, "the problem has no bias (Epilogue::bias)");
   Bound b;
   VkDescriptorBufferInfo meta{meta_.handle(), 0, meta_.size()};
   if (device_meta_) {
@@ -142,9 +220,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   } else {
     for (const auto& [what, view] : {std::pair{"group_sizes", ops.group_sizes}, {"workspace", ops.workspace},
                                      {"status", ops.status}})
-      if (view.buffer)
-        throw Error(Status::invalid_argument, std::string(op) + ": " + what +
-                                                  ": a view was given but the problem's group sizes are on the host");
+      refuse_given(what, view, "the problem's group sizes are on the host");
   }
   if (!dispatches()) return b;
 
@@ -160,13 +236,53 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
     else
       bound[o].info = meta;  // an input never read
   }
-  b.count = layout_descriptors(bound, meta, kernel_.split, b.infos);
+  if (combines()) {
+    // The kernel writes the per-slot results into the workspace; the combine reads them there and
+    // writes out (its module packs 16-bit elements in words), adding existing_out.
+    b.combine = true;
+    b.combine_infos[VKGMM_BINDING_LHS] = meta;
+    b.combine_infos[VKGMM_BINDING_RHS] = meta;
+    b.combine_infos[VKGMM_BINDING_OUT] = bound[2].info;
+    b.combine_infos[VKGMM_BINDING_EXISTING] = bound[3].info;
+    b.combine_infos[VKGMM_BINDING_META] = meta;
+    b.combine_infos[VKGMM_BINDING_BIAS] = meta;
+    if (!kernel_.storage16) {
+      b.combine_push.out_off = bound[2].element_offset;
+      b.combine_push.ex_off = bound[3].element_offset;
+    } else {
+      const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
+      const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
+                                                          operands_[2].type, operands_[2].count, 0, true)
+                                           : o;
+      b.combine_infos[VKGMM_BINDING_OUT] = o.info;
+      b.combine_infos[VKGMM_BINDING_EXISTING] = e.info;
+      b.combine_push.out_off = o.element_offset;
+      b.combine_push.ex_off = e.element_offset;
+    }
+    b.combine_push.lhs_off = static_cast<uint32_t>(workspace_.partial);
+    b.combine_push.tokens = routing_->tokens;
+    b.combine_push.top_k = routing_->top_k;
+    b.combine_push.out_n = routing_->out_n;
+    const uint32_t y = std::min<uint32_t>(routing_->tokens, info().max_workgroup_count[1]);
+    b.combine_grid[0] = (routing_->out_n + VKGMM_COMBINE_INVOCATIONS - 1) / VKGMM_COMBINE_INVOCATIONS;
+    b.combine_grid[1] = y;
+    b.combine_grid[2] = y ? (routing_->tokens + y - 1) / y : 0;
+    bound[2] = BoundOperand{};
+    bound[2].info = meta;
+    bound[2].element_offset = static_cast<uint32_t>(workspace_.partial);
+    bound[3] = bound[2];
+  }
+  BoundOperand bias;
+  bias.info = meta;  // no bias: any valid descriptor
+  if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
+  b.count = layout_descriptors(bound, meta, bias.info, kernel_.split, b.infos);
   std::memcpy(b.push, push_.data(), push_.size() * 4);
   abi::OperandOffsets& off = b.offsets();
   off.lhs_off = bound[0].element_offset;
   off.rhs_off = bound[1].element_offset;
   off.out_off = bound[2].element_offset;
   off.ex_off = bound[3].element_offset;
+  off.bias_off = bias.element_offset;
   if (kernel_.texel_code.code && operands_[0].count && operands_[1].count) {
     bind_texel_inputs(*ctx_, ops.lhs, operands_[0].type, operands_[0].count, ops.rhs, operands_[1].type,
                       operands_[1].count, b.texels, off.lhs_off, off.rhs_off);
@@ -179,22 +295,29 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   const char* op = name();
   const DeviceMetadata& d = *device_meta_;
   auto bad = [&](const std::string& what) { throw Error(Status::invalid_argument, std::string(op) + ": " + what); };
-  if (!ops.group_sizes.buffer) bad("group_sizes: the problem's group sizes are on the device but no view was given");
-  // The sizes and the status word: int32 / uint32 words at any 4-byte offset (read, written once).
-  const BoundOperand sizes =
-      bind_operand(*ctx_, op, "group_sizes", ops.group_sizes, DType::f32, d.num_groups, 0, false);
+  if (routing_ && ops.group_sizes.buffer)
+    bad("group_sizes: a view was given but the problem is routed by expert ids (the ids give the groups)");
+  if (!routing_ && !ops.group_sizes.buffer)
+    bad("group_sizes: the problem's group sizes are on the device but no view was given");
+  const VkDeviceSize workspace_bytes = workspace_.bytes();
   // The workspace is read from its first word by the op's kernel: its offset must be a binding offset.
-  VkDescriptorBufferInfo work{meta_.handle(), 0, workspace_bytes_};
+  VkDescriptorBufferInfo work{meta_.handle(), 0, workspace_bytes};
   if (ops.workspace.buffer) {
     const VkDeviceSize align = std::max<VkDeviceSize>(info().min_storage_buffer_offset_alignment, 4);
     if (ops.workspace.offset % align != 0)
       bad("workspace: offset " + std::to_string(ops.workspace.offset) +
           " is not a multiple of minStorageBufferOffsetAlignment (" + std::to_string(align) + ")");
-    if (ops.workspace.size < workspace_bytes_)
+    if (ops.workspace.size < workspace_bytes)
       bad("workspace: view of " + std::to_string(ops.workspace.size) + " bytes is too small: the plan needs " +
-          std::to_string(workspace_bytes_) + " (workspace_bytes())");
-    work = {ops.workspace.buffer, ops.workspace.offset, workspace_bytes_};
+          std::to_string(workspace_bytes) + " (workspace_bytes())");
+    work = {ops.workspace.buffer, ops.workspace.offset, workspace_bytes};
   }
+  // The sizes and the status word: int32 / uint32 words at any 4-byte offset (read, written once). A
+  // routed problem's sizes are the routing build's counts, in the workspace.
+  BoundOperand sizes;
+  sizes.info = work;
+  sizes.element_offset = static_cast<uint32_t>(workspace_.sizes);
+  if (!routing_) sizes = bind_operand(*ctx_, op, "group_sizes", ops.group_sizes, DType::f32, d.num_groups, 0, false);
   const BufferView work_view{work.buffer, work.offset, work.range};
   check_no_overlap(op, work_view,
                    {{"lhs", ops.lhs},
@@ -202,19 +325,25 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
                     {"out", ops.out},
                     {"existing_out", ops.existing_out},
                     {"group_sizes", ops.group_sizes},
-                    {"status", ops.status}},
+                    {"status", ops.status},
+                    {"ids", ops.ids},
+                    {"weights", ops.weights},
+                    {"bias", ops.bias}},
                    "workspace");
   check_no_overlap(op, ops.status,
                    {{"lhs", ops.lhs},
                     {"rhs", ops.rhs},
                     {"out", ops.out},
                     {"existing_out", ops.existing_out},
-                    {"group_sizes", ops.group_sizes}},
+                    {"group_sizes", ops.group_sizes},
+                    {"ids", ops.ids},
+                    {"weights", ops.weights},
+                    {"bias", ops.bias}},
                    "status");
   b.device_meta = true;
   b.meta_push.sizes_off = sizes.element_offset;
   VkDescriptorBufferInfo status = work;  // no status view: the workspace's last word takes it
-  b.meta_push.status_off = static_cast<uint32_t>(workspace_bytes_ / 4 - 1);
+  b.meta_push.status_off = static_cast<uint32_t>(workspace_.status);
   if (ops.status.buffer) {
     const BoundOperand s = bind_operand(*ctx_, op, "status", ops.status, DType::f32, 1, 0, false);
     status = s.info;
@@ -232,7 +361,46 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   for (VkDescriptorBufferInfo& i : b.meta_infos) i = work;
   b.meta_infos[VKGMM_BINDING_LHS] = sizes.info;
   b.meta_infos[VKGMM_BINDING_EXISTING] = status;
+  if (routing_) bind_routing(ops, work, status, b);
   return work;
+}
+
+void DispatchPlan::bind_routing(const OperandViews& ops, const VkDescriptorBufferInfo& work,
+                                const VkDescriptorBufferInfo& status, Bound& b) const {
+  const char* op = name();
+  const Routing& r = *routing_;
+  const uint32_t slots = r.tokens * r.top_k;
+  if (!ops.ids.buffer) throw Error(Status::invalid_argument, std::string(op) + ": ids: the problem is routed but no view was given");
+  if (r.combine && !ops.weights.buffer)
+    throw Error(Status::invalid_argument,
+                std::string(op) + ": weights: the problem combines the slots (Routing::combine) but no view was given");
+  if (!r.combine && ops.weights.buffer)
+    throw Error(Status::invalid_argument, std::string(op) +
+                                              ": weights: a view was given but the problem writes every slot's "
+                                              "result (Routing::combine is off)");
+  // ids (int32) and weights (f32): words at any 4-byte offset. A problem of no tokens reads neither.
+  for (VkDescriptorBufferInfo& i : b.route_infos) i = work;
+  b.route_infos[VKGMM_BINDING_EXISTING] = status;
+  if (slots) {
+    const BoundOperand ids = bind_operand(*ctx_, op, "ids", ops.ids, DType::f32, slots, 0, false);
+    b.route_infos[VKGMM_BINDING_LHS] = ids.info;
+    b.route_push.ids_off = ids.element_offset;
+    if (r.combine) {
+      const BoundOperand w = bind_operand(*ctx_, op, "weights", ops.weights, DType::f32, slots, 0, false);
+      b.route_infos[VKGMM_BINDING_RHS] = w.info;
+      b.route_push.weights_off = w.element_offset;
+    }
+  }
+  b.routed = true;
+  b.route_push.status_off = b.meta_push.status_off;
+  b.route_push.slots = slots;
+  b.route_push.group_offset = r.group_offset;
+  b.route_push.num_local = r.num_local;
+  b.route_push.num_experts = r.num_experts;
+  b.route_push.sizes_off = static_cast<uint32_t>(workspace_.sizes);
+  b.route_push.counts_off = static_cast<uint32_t>(workspace_.counts);
+  b.route_push.map_off = static_cast<uint32_t>(workspace_.map);
+  b.route_push.weight_rows_off = static_cast<uint32_t>(workspace_.weight_rows);
 }
 
 void DispatchPlan::check(const OperandViews& ops) const {
@@ -253,6 +421,12 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
     // Earlier work of this plan may still read the workspace (write after read), then the metadata
     // must be visible to the dispatch (read after write).
     compute_barrier(cb, 0, VK_ACCESS_SHADER_WRITE_BIT);
+    if (b.routed) {
+      // The slots ordered by expert: the counts (the metadata build's group sizes), the row map.
+      bind_and_push(*ctx_, cb, routing_pipeline_, b.route_infos, &b.route_push, sizeof(b.route_push));
+      vkCmdDispatch(cb, 1, 1, 1);
+      compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+    }
     bind_and_push(*ctx_, cb, meta_pipeline_, b.meta_infos, &b.meta_push, sizeof(b.meta_push));
     vkCmdDispatch(cb, 1, 1, 1);
     compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
@@ -262,6 +436,12 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   bind_and_push(*ctx_, cb, pipeline, b.infos, b.count, b.push, static_cast<uint32_t>(push_.size() * 4),
                 b.texel ? b.texels : nullptr);
   vkCmdDispatch(cb, grid_[0], grid_[1], grid_[2]);
+  if (b.combine && b.combine_grid[1]) {
+    // Every slot's result written, then summed per token in slot order.
+    compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
+    bind_and_push(*ctx_, cb, combine_pipeline_, b.combine_infos, &b.combine_push, sizeof(b.combine_push));
+    vkCmdDispatch(cb, b.combine_grid[0], b.combine_grid[1], b.combine_grid[2]);
+  }
 }
 
 }  // namespace vkgmm

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "interface.hpp"
@@ -22,10 +23,12 @@
 namespace vkgmm {
 
 // The operand views of every op: lhs, rhs, out, existing_out in binding order, then, with device group
-// sizes, the sizes, the workspace and the status word (GmmOperands and TgmmOperands are these).
+// sizes, the sizes, the workspace and the status word; gmm's routing ids and weights and its epilogue's
+// bias (GmmOperands and TgmmOperands are these).
 struct OperandViews {
   BufferView lhs, rhs, out, existing_out;
   BufferView group_sizes, workspace, status;
+  BufferView ids, weights, bias;
 };
 
 // An operand as the kernel reads it: its element type and count. An input of count 0 (tgmm with m = 0)
@@ -70,6 +73,20 @@ class DispatchPlan {
     bool visits = false;
   };
   void set_device_metadata(const DeviceMetadata& d);
+  // The epilogue's bias, f32 [count] at VKGMM_BINDING_BIAS (its offset pushed as bias_off).
+  void set_bias(uint64_t count);
+  // Routing by expert ids (after set_device_metadata, whose group sizes are then the routing build's
+  // counts): record() first orders the slots on the device (shaders/routing.comp); with `combine` the
+  // kernel writes fp32 per-slot results into the workspace and an ordered sum (shaders/combine.comp)
+  // writes out. Returns where the row map and the rows' weights are, in workspace words.
+  struct Routing {
+    uint32_t tokens = 0, top_k = 0, group_offset = 0, num_local = 0, num_experts = 0, out_n = 0;
+    bool combine = false;
+  };
+  struct RoutingWords {
+    uint32_t map = 0, weight_rows = 0;
+  };
+  RoutingWords set_routing(const Routing& r);
   // The workgroup grid (checked against the device's limits); never set: nothing to dispatch.
   void set_grid(uint64_t x, uint64_t y, uint64_t z);
   // The op's push constants, a struct from shaders/interface.h whose operand offsets the core fills in
@@ -86,7 +103,7 @@ class DispatchPlan {
   // ----- what the op's plan forwards -----
   const OperandSizes& sizes() const { return sizes_; }
   VkDeviceSize metadata_bytes() const { return meta_.size(); }
-  VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_bytes_ : 0; }
+  VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_.bytes() : 0; }
   void check(const OperandViews& ops) const;
   bool texel_loads(const OperandViews& ops) const;
   void record(VkCommandBuffer cb, const OperandViews& ops) const;
@@ -95,10 +112,15 @@ class DispatchPlan {
   DispatchPlan(Context& ctx, Op op);
   struct Bound;
   Bound bind(const OperandViews& ops) const;
-  // Checks the group sizes, workspace and status views, fills b's metadata dispatch; returns the
-  // workspace's descriptor (what the op's kernel reads as its metadata).
+  // Checks the group sizes (or ids), workspace and status views, fills b's metadata and routing
+  // dispatches; returns the workspace's descriptor (what the op's kernel reads as its metadata).
   VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b) const;
+  void bind_routing(const OperandViews& ops, const VkDescriptorBufferInfo& work, const VkDescriptorBufferInfo& status,
+                    Bound& b) const;
   bool dispatches() const { return grid_[0] != 0; }
+  bool combines() const { return routing_ && routing_->combine; }
+  // The kernel's output: out, or with a combine the fp32 per-slot results in the workspace.
+  DType kernel_out_type() const { return combines() ? DType::f32 : operands_[2].type; }
 
   std::shared_ptr<Context::Impl> ctx_;
   Op op_;
@@ -110,17 +132,29 @@ class DispatchPlan {
   Buffer meta_;
   uint32_t grid_[3] = {0, 0, 0};
   std::vector<uint32_t> push_;
-  // Device metadata: its parameters, the workspace's size (the status slot is its last word) and the
-  // metadata module's pipeline.
+  uint64_t bias_count_ = 0;  // 0: no bias
+  // Device metadata: its parameters, the workspace's layout and the metadata module's pipeline.
   std::optional<DeviceMetadata> device_meta_;
-  VkDeviceSize workspace_bytes_ = 0;
-  VkPipeline meta_pipeline_ = VK_NULL_HANDLE;
+  std::optional<Routing> routing_;
+  // The workspace in 32-bit words: the group metadata (offsets, visits), then with routing the counts
+  // as group sizes, the routing build's scratch, the row map and the rows' weights, the per-slot
+  // results (combine), and last the status slot (used when the app gives no status view).
+  struct Workspace {
+    uint64_t sizes = 0, counts = 0, map = 0, weight_rows = 0, partial = 0, status = 0;
+    VkDeviceSize bytes() const { return (status + 1) * 4; }
+  } workspace_;
+  void size_workspace();
+  VkPipeline meta_pipeline_ = VK_NULL_HANDLE, routing_pipeline_ = VK_NULL_HANDLE, combine_pipeline_ = VK_NULL_HANDLE;
 };
 
 // The views of any op's operand struct (they all hold lhs, rhs, out and existing_out).
 template <class Operands>
 OperandViews views_of(const Operands& ops) {
-  return {ops.lhs, ops.rhs, ops.out, ops.existing_out, ops.group_sizes, ops.workspace, ops.status};
+  if constexpr (std::is_same_v<Operands, GmmOperands>)
+    return {ops.lhs, ops.rhs, ops.out, ops.existing_out, ops.group_sizes, ops.workspace, ops.status,
+            ops.ids, ops.weights, ops.bias};
+  else
+    return {ops.lhs, ops.rhs, ops.out, ops.existing_out, ops.group_sizes, ops.workspace, ops.status};
 }
 
 }  // namespace vkgmm

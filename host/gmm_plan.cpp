@@ -23,80 +23,108 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const DeviceInfo& info = core.info();
   const char* op = core.name();
 
-  const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
-                                       p.out_type);
-  const int64_t g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
-  const bool on_device = p.device_group_sizes.count > 0;
+  // Routed by expert ids, the kernel's rows are the T * top_k slots in expert order (the routing build's
+  // row map) and its groups the E_local local experts, from group 0; else the problem's rows and groups.
+  const int64_t routed_experts = check_routing(op, p);
+  const bool routed = routed_experts >= 0;
+  const Routing& route = p.routing;
+  int64_t G = 0, g_local = 0, group_offset = p.group_offset, rows = p.m;
+  if (routed) {
+    check_dims(op, p.m, p.k, p.n);
+    check_types(op, p.lhs_type, p.rhs_type, p.out_type);
+    G = g_local = routed_experts;
+    group_offset = 0;
+    rows = p.m * route.top_k;
+  } else {
+    G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type, p.out_type);
+    g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
+  }
+  const int64_t out_n = check_epilogue(op, p.epilogue, p.n);
+  const bool swiglu = p.epilogue.activation == Activation::swiglu;
+  const bool on_device = routed || p.device_group_sizes.count > 0;
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
   // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
-  // expected rows of each (the hint, else m / G).
+  // expected rows of each (the hint, else the rows spread evenly).
   std::vector<int32_t> expected;
-  if (on_device) {
-    const int64_t rows = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (p.m + G - 1) / G;
-    expected.assign(size_t(G), static_cast<int32_t>(std::min<int64_t>(rows, INT32_MAX)));
+  if (on_device && G > 0) {
+    const int64_t each = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (rows + G - 1) / G;
+    expected.assign(size_t(G), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
   }
-  const ActiveGroups active{on_device ? &expected : &p.group_sizes, p.group_offset, g_local};
-  const Tiling asked = resolve_tiling(p.tiling, p.m, p.k, p.n, op, [&] {
-    return gmm_auto_tiling(schedule, active, !p.transpose_rhs, p.n);
+  const ActiveGroups active{on_device ? &expected : &p.group_sizes, group_offset, g_local};
+  const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
+    return gmm_auto_tiling(schedule, active, !p.transpose_rhs, out_n);
   });
-  core.set_operands({p.lhs_type, uint64_t(p.m) * p.k}, {p.rhs_type, uint64_t(g_local) * p.k * p.n},
-                    {p.out_type, uint64_t(p.m) * p.n}, p.existing_out);
+  // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
+  const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
+  const int64_t out_rows = routed && route.combine ? p.m : rows;
+  core.set_operands({p.lhs_type, uint64_t(lhs_rows) * p.k}, {p.rhs_type, uint64_t(g_local) * p.k * p.n},
+                    {p.out_type, uint64_t(out_rows) * out_n}, p.existing_out);
+  if (p.epilogue.bias) core.set_bias(uint64_t(g_local) * p.n);
 
   // The direct schedule loads 4 elements at a time where K (and N, unless rhs is transposed) allow it;
-  // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements.
-  const bool vec4 = core.vec4_allowed(schedule) && p.k % 4 == 0 && (p.transpose_rhs || p.n % 4 == 0);
-  // gmm's output block is [tm, tn], reduced over K tk at a time.
-  const KernelShape shape =
-      make_kernel_shape(asked.tm, asked.tk, asked.tn, p.m, p.k, p.n, schedule, info, op, vec4 ? 4 : 1);
+  // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements. With
+  // swiglu the up half starts at column out_n, which must keep the 4-element alignment too.
+  const bool vec4 = core.vec4_allowed(schedule) && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
+  // gmm's output block is [tm, tn], reduced over K tk at a time; with swiglu each output column needs
+  // two product columns (gate and up), two accumulator halves.
+  const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, info, op,
+                                              vec4 ? 4 : 1, 1, swiglu ? 2 : 1);
   st->tiling = {shape.rows, shape.step, shape.cols};
 
-  if (p.m > 0) {
-    const int64_t tm = shape.rows;
+  const int64_t tm = shape.rows;
+  abi::GmmPush push{};
+  push.m = uint32_t(rows);
+  push.k = uint32_t(p.k);
+  push.n = uint32_t(p.n);
+  push.out_n = uint32_t(out_n);
+  push.lhs_div = routed && !route.lhs_per_slot ? uint32_t(route.top_k) : 1u;
+  push.group_offset = uint32_t(group_offset);
+  // Fill visits only copy or zero rows: give each at least 256 of them, so inactive rows (which the
+  // m tile was not sized for) cannot multiply the visits.
+  push.fill_rows = static_cast<uint32_t>(tm * ((256 + tm - 1) / tm));
+  push.visits_off = static_cast<uint32_t>(G + 1);
+  if (on_device) {
+    // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
+    // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows
+    // fill visits (fill_rows >= tm), so fewer than m / tm + G_local + 2 visits in all.
+    st->num_tiles = -1;
+    push.num_visits = rows > 0 ? static_cast<uint32_t>((rows + tm - 1) / tm + g_local + 2) : 0;
+    core.set_device_metadata({uint32_t(G), uint32_t(group_offset), uint32_t(g_local), uint32_t(rows),
+                              uint32_t(tm), push.fill_rows, push.num_visits, true});
+    if (routed) {
+      const DispatchPlan::RoutingWords words =
+          core.set_routing({uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset), uint32_t(g_local),
+                            uint32_t(route.num_experts), uint32_t(out_n), route.combine});
+      push.map_off = words.map;
+      push.weight_off = words.weight_rows;
+    }
+  } else if (rows > 0) {
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
     // outside the active groups' (see make_gmm_visits).
-    // Fill visits only copy or zero rows: give each at least 256 of them, so inactive rows (which the
-    // m tile was not sized for) cannot multiply the visits.
-    abi::GmmPush push{};
-    push.m = uint32_t(p.m);
-    push.k = uint32_t(p.k);
-    push.n = uint32_t(p.n);
-    push.group_offset = uint32_t(p.group_offset);
-    push.fill_rows = static_cast<uint32_t>(tm * ((256 + tm - 1) / tm));
-    push.visits_off = static_cast<uint32_t>(G + 1);
-    if (on_device) {
-      // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
-      // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows
-      // fill visits (fill_rows >= tm), so fewer than m / tm + G_local + 2 visits in all.
-      st->num_tiles = -1;
-      push.num_visits = static_cast<uint32_t>((p.m + tm - 1) / tm + g_local + 2);
-      core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(g_local), uint32_t(p.m),
-                                uint32_t(tm), push.fill_rows, push.num_visits, true});
-    } else {
-      GroupMetadata md = make_group_metadata(p.group_sizes, p.m, tm, p.group_offset, g_local, false);
-      st->num_tiles = md.num_tiles;
-      const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, g_local, push.fill_rows);
-      push.num_visits = static_cast<uint32_t>(visits.groups.size());
-      std::vector<int32_t> meta = md.group_offsets;
-      meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
-      meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
-      core.set_metadata(meta);
-    }
+    GroupMetadata md = make_group_metadata(p.group_sizes, p.m, tm, p.group_offset, g_local, false);
+    st->num_tiles = md.num_tiles;
+    const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, g_local, push.fill_rows);
+    push.num_visits = static_cast<uint32_t>(visits.groups.size());
+    std::vector<int32_t> meta = md.group_offsets;
+    meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
+    meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
+    core.set_metadata(meta);
+  }
+  if (rows > 0) {
     core.set_push(push);
-
     // Grid: (n tiles) x (visits), the visits spread over y and z beyond y's limit.
     const uint64_t y = std::min<uint64_t>(push.num_visits, info.max_workgroup_count[1]);
-    core.set_grid((p.n + shape.cols - 1) / shape.cols, y, (push.num_visits + y - 1) / y);
+    core.set_grid((out_n + shape.cols - 1) / shape.cols, y, (push.num_visits + y - 1) / y);
     core.set_shape(shape);
     Kernel& kn = core.kernel();
     kn.set(VKGMM_ID_GMM_TRANSPOSE_RHS, p.transpose_rhs);
     kn.set(VKGMM_ID_VEC4, vec4);
+    kn.set(VKGMM_ID_GMM_ROUTED, routed);
+    kn.set(VKGMM_ID_GMM_WEIGHTED, routed && route.combine);
+    kn.set(VKGMM_ID_GMM_BIAS, p.epilogue.bias);
+    kn.set(VKGMM_ID_GMM_SWIGLU, swiglu);
     kn.vec4_needs_lhs = true;
-  } else if (on_device) {
-    // Nothing to run, but the operands are those of the device path all the same (an empty shard
-    // records nothing and takes the same views as any other).
-    st->num_tiles = -1;
-    core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(g_local), 0, 1, 1, 0, true});
   }
   core.build();
   state_ = std::move(st);

@@ -27,6 +27,12 @@ struct CeilingPush {
 struct MetadataPush {
   VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD)
 };
+struct RoutingPush {
+  VKGMM_ROUTING_PUSH(VKGMM_PUSH_FIELD)
+};
+struct CombinePush {
+  VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD)
+};
 
 // A push-constant field by name and byte offset, as the host lays it out (what the interface test
 // compares with the offsets glslc gave the shader's block).
@@ -57,6 +63,16 @@ struct PushLayout<MetadataPush> {
   using Struct = MetadataPush;
   static constexpr PushField fields[] = {VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
 };
+template <>
+struct PushLayout<RoutingPush> {
+  using Struct = RoutingPush;
+  static constexpr PushField fields[] = {VKGMM_ROUTING_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
+template <>
+struct PushLayout<CombinePush> {
+  using Struct = CombinePush;
+  static constexpr PushField fields[] = {VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
 #undef VKGMM_PUSH_FIELD_ENTRY
 
 // Every op's push block starts with its operands' offsets, where the plan core writes them.
@@ -65,14 +81,17 @@ constexpr bool starts_with_operand_offsets() {
   return offsetof(Push, lhs_off) == offsetof(OperandOffsets, lhs_off) &&
          offsetof(Push, rhs_off) == offsetof(OperandOffsets, rhs_off) &&
          offsetof(Push, out_off) == offsetof(OperandOffsets, out_off) &&
-         offsetof(Push, ex_off) == offsetof(OperandOffsets, ex_off);
+         offsetof(Push, ex_off) == offsetof(OperandOffsets, ex_off) &&
+         offsetof(Push, bias_off) == offsetof(OperandOffsets, bias_off);
 }
-static_assert(starts_with_operand_offsets<GmmPush>() && starts_with_operand_offsets<TgmmPush>());
+static_assert(starts_with_operand_offsets<GmmPush>() && starts_with_operand_offsets<TgmmPush>() &&
+              starts_with_operand_offsets<CombinePush>());
 static_assert(sizeof(OperandOffsets) == VKGMM_PUSH_OPERAND_WORDS * 4);
 
 // The pipeline layout's push range; Vulkan guarantees at least 128 bytes.
 constexpr uint32_t kPushConstantBytes = 128;
-static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPushConstantBytes);
+static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPushConstantBytes &&
+              sizeof(RoutingPush) <= kPushConstantBytes && sizeof(CombinePush) <= kPushConstantBytes);
 
 static_assert(uint32_t(DType::f32) == VKGMM_DT_F32 && uint32_t(DType::f16) == VKGMM_DT_F16 &&
               uint32_t(DType::bf16) == VKGMM_DT_BF16);
@@ -112,6 +131,10 @@ inline constexpr SpecConstant kGmmConstants[] = {
     {VKGMM_ID_STEP, "TK"},
     {VKGMM_ID_ROWS_PER_INV, "RM"},
     {VKGMM_ID_GMM_TRANSPOSE_RHS, "TRANSPOSE_RHS"},
+    {VKGMM_ID_GMM_ROUTED, "ROUTED"},
+    {VKGMM_ID_GMM_WEIGHTED, "WEIGHTED"},
+    {VKGMM_ID_GMM_BIAS, "BIAS"},
+    {VKGMM_ID_GMM_SWIGLU, "SWIGLU"},
 };
 inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_BLOCK_ROWS, "TK"},
@@ -126,6 +149,16 @@ inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT
 inline constexpr SpecConstant kMetadataConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_META_VISITS, "VISITS"},
+    {VKGMM_ID_META_MERGE_STATUS, "MERGE_STATUS"},
+};
+inline constexpr SpecConstant kRoutingConstants[] = {
+    {VKGMM_ID_INVOCATIONS, nullptr},
+    {VKGMM_ID_ROUTE_WEIGHTED, "WEIGHTED"},
+};
+inline constexpr SpecConstant kCombineConstants[] = {
+    {VKGMM_ID_INVOCATIONS, nullptr},
+    {VKGMM_ID_OUT_TYPE, "OUT_TYPE"},
+    {VKGMM_ID_HAS_EXISTING, "HAS_EXISTING"},
 };
 inline constexpr SpecConstant kCeilingConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

@@ -75,10 +75,12 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
   return b;
 }
 
-uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescriptorBufferInfo& meta, bool split,
+uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescriptorBufferInfo& meta,
+                            const VkDescriptorBufferInfo& bias, bool split,
                             VkDescriptorBufferInfo (&out)[kNumSplitBindings]) {
   for (uint32_t o = 0; o < 4; ++o) out[o] = operands[o].info;
   out[kMeta] = meta;
+  out[kBias] = bias;
   if (!split) return kNumBindings;
   for (uint32_t o = 0; o < 4; ++o)
     for (uint32_t p = 1; p < kMaxParts; ++p)

@@ -34,10 +34,11 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
 // The largest power of two a binding may address: the part size of the split layout.
 VkDeviceSize split_part_bytes(const DeviceInfo& info);
 
-// The descriptors of lhs, rhs, out, existing_out and the metadata in binding order: kNumBindings of them,
-// or with `split` kNumSplitBindings (absent parts repeat part 0, which the shader never reads there).
-// Returns the count written to `out`.
-uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescriptorBufferInfo& meta, bool split,
+// The descriptors of lhs, rhs, out, existing_out, the metadata and the bias in binding order: kNumBindings
+// of them, or with `split` kNumSplitBindings (absent parts repeat part 0, which the shader never reads
+// there). Returns the count written to `out`.
+uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescriptorBufferInfo& meta,
+                            const VkDescriptorBufferInfo& bias, bool split,
                             VkDescriptorBufferInfo (&out)[kNumSplitBindings]);
 
 // Bind `pipeline` and push its descriptors: `count` infos in binding order, for the plain layout
@@ -45,7 +46,7 @@ uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescripto
 // and rhs (`texels`, plain layout only).
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
                    uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels = nullptr);
-// The plain layout's five descriptors (unused bindings repeat a valid one).
+// The plain layout's kNumBindings descriptors (unused bindings repeat a valid one).
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
                    const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes,
                    const VkBufferView* texels = nullptr);

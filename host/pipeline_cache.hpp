@@ -20,6 +20,7 @@ enum Binding : uint32_t {
   kOut = VKGMM_BINDING_OUT,
   kExisting = VKGMM_BINDING_EXISTING,
   kMeta = VKGMM_BINDING_META,
+  kBias = VKGMM_BINDING_BIAS,
   kNumBindings = VKGMM_NUM_BINDINGS
 };
 // The plain layout also holds texel views of lhs and rhs (uniform texel buffers), which only the

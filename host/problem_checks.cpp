@@ -22,6 +22,42 @@ void check_dims(const char* op, int64_t m, int64_t k, int64_t n) {
     throw Error(Status::unsupported, std::string(op) + ": m, k and n must each be below 2^31");
 }
 
+int64_t check_routing(const char* op, const GmmProblem& p) {
+  const Routing& r = p.routing;
+  if (r.top_k < 0) bad(op, "routing.top_k = " + std::to_string(r.top_k) + " must be >= 0 (0: not routed)");
+  if (r.top_k == 0) {
+    if (r.combine) bad(op, "routing.combine: set, but the problem is not routed (routing.top_k = 0)");
+    if (r.lhs_per_slot) bad(op, "routing.lhs_per_slot: set, but the problem is not routed (routing.top_k = 0)");
+    if (r.num_experts) bad(op, "routing.num_experts: set, but the problem is not routed (routing.top_k = 0)");
+    return -1;
+  }
+  if (!p.group_sizes.empty() || p.device_group_sizes.count || p.device_group_sizes.expected_rows)
+    bad(op, "group_sizes: given, but the problem is routed by expert ids (routing.top_k > 0): give one or the other");
+  if (p.num_rhs_groups < 0)
+    bad(op, "num_rhs_groups: a routed problem must give the experts rhs holds (E_local >= 0)");
+  if (p.group_offset < 0) bad(op, "group_offset = " + std::to_string(p.group_offset) + " must be >= 0");
+  if (r.num_experts < 0) bad(op, "routing.num_experts = " + std::to_string(r.num_experts) + " must be >= 0 (0: unknown)");
+  if (r.num_experts && p.group_offset + p.num_rhs_groups > r.num_experts)
+    bad(op, "routing.num_experts = " + std::to_string(r.num_experts) + " is smaller than group_offset + E_local = " +
+                std::to_string(p.group_offset + p.num_rhs_groups));
+  if (p.group_offset > INT32_MAX || p.num_rhs_groups > 65535 || r.num_experts > INT32_MAX)
+    throw Error(Status::unsupported, std::string(op) + ": routing: at most 65535 local experts, ids below 2^31");
+  if (r.top_k > INT32_MAX || p.m * r.top_k > INT32_MAX)
+    throw Error(Status::unsupported, std::string(op) + ": routing: T * top_k = " + std::to_string(p.m * r.top_k) +
+                                         " slots, at most 2^31 - 1 are supported");
+  return p.num_rhs_groups;
+}
+
+int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n) {
+  switch (e.activation) {
+    case Activation::none: return n;
+    case Activation::swiglu:
+      if (n % 2) bad(op, "n = " + std::to_string(n) + ": activation swiglu needs an even product width ([gate | up])");
+      return n / 2;
+  }
+  bad(op, "epilogue.activation = " + std::to_string(uint32_t(e.activation)) + " is not an activation vkgmm knows");
+}
+
 int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m) {
   if (group_sizes.empty()) bad(op, "group_sizes must hold at least one group");
   if (group_sizes.size() > 65535)

@@ -19,6 +19,12 @@ int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_size
 int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& host_sizes,
                                  const DeviceGroupSizes& device);
 void check_types(const char* op, DType lhs, DType rhs, DType out);
+// gmm routed by expert ids: top_k >= 0; with top_k > 0 no group sizes, E_local (num_rhs_groups) given,
+// the window inside num_experts when that is known, T * top_k slots within what a plan supports.
+// Without routing, none of routing's switches set. Returns E_local (routed) or -1.
+int64_t check_routing(const char* op, const GmmProblem& p);
+// gmm's epilogue: a known activation; swiglu needs an even product width n. Returns the output width.
+int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n);
 // The window of active groups: 0 <= group_offset < G and 1 <= count <= G - group_offset, where count
 // (named `count_name` in errors) is `requested`, or G - group_offset when requested < 0. Returns count.
 int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int64_t requested,

@@ -125,7 +125,7 @@ TgmmTiles tgmm_auto_tiles(Schedule schedule, bool lhs_mk) {
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
-                              uint32_t col_group, uint32_t row_group) {
+                              uint32_t col_group, uint32_t row_group, uint32_t halves) {
   KernelShape s;
   s.use_shared = schedule == Schedule::shared;
   // A tile larger than the problem only wastes work: shrink it to the problem's next power of two.
@@ -154,7 +154,7 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   per_invocation();
   // A tile too large for the accumulators one invocation may hold gets more invocations, up to the
   // device's limit, before it is refused.
-  while (s.rm * s.rn > kMaxAccumulators && s.tx * s.ty * 2 <= info.max_workgroup_invocations) {
+  while (s.rm * s.rn * halves > kMaxAccumulators && s.tx * s.ty * 2 <= info.max_workgroup_invocations) {
     const bool grow_y = s.rm >= s.rn ? s.ty < row_units : !(s.tx < col_units);
     if (grow_y && s.ty < row_units) s.ty *= 2;
     else if (s.tx < col_units) s.tx *= 2;
@@ -164,17 +164,17 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // With row or column groups the tile is exactly what the invocations cover.
   s.rows = row_group > 1 ? s.ty * s.rm : static_cast<uint32_t>(rows);
   s.cols = col_group > 1 ? s.tx * s.rn : static_cast<uint32_t>(cols);
-  if (s.rm * s.rn > kMaxAccumulators)
+  if (s.rm * s.rn * halves > kMaxAccumulators)
     throw Error(Status::invalid_argument,
                 std::string(op) + ": tiling: a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                    " output tile needs " + std::to_string(s.rm * s.rn) + " accumulators per invocation (at most " +
+                    " output tile needs " + std::to_string(s.rm * s.rn * halves) + " accumulators per invocation (at most " +
                     std::to_string(kMaxAccumulators) + "): use smaller tiles");
   // The direct schedule has no reduction step (it walks K, or tgmm's rows, 4 at a time): one value for
   // every requested step keeps its pipelines, and the tilings a sweep tries, distinct only where they differ.
   s.step = s.use_shared ? static_cast<uint32_t>(step) : 4u;
   if (s.use_shared) {
     // Staged tiles must fit the device's shared memory: shrink the reduction step until they do.
-    const uint64_t per_step = (uint64_t(s.rows) + s.cols) * sizeof(float);
+    const uint64_t per_step = (uint64_t(s.rows) + uint64_t(s.cols) * halves) * sizeof(float);
     const uint64_t fit = info.max_shared_memory / per_step;
     if (fit < 1)
       throw Error(Status::unsupported, std::string(op) + ": tiling: a " + std::to_string(rows) + " x " +
@@ -182,7 +182,7 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
                                            std::to_string(info.max_shared_memory) + " bytes of shared memory");
     s.step = static_cast<uint32_t>(std::min<uint64_t>(s.step, fit));
     s.shared_a = s.rows * s.step;
-    s.shared_b = s.step * s.cols;
+    s.shared_b = s.step * s.cols * halves;
   }
   return s;
 }

@@ -56,9 +56,10 @@ Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule f
 // rows/cols: the output block; step: the reduction step; extents: the problem's sizes along each, used to
 // shrink tiles larger than the problem (to a power of two, so pipelines stay few). col_group / row_group:
 // columns / rows an invocation owns side by side (4 for vec4 loads along them, else 1); RN / RM is a
-// multiple of it.
+// multiple of it. halves: accumulator sets per output column (2 for gmm's SwiGLU: gate and up), which
+// multiply the accumulators and the staged rhs columns.
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
-                              uint32_t col_group = 1, uint32_t row_group = 1);
+                              uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1);
 
 }  // namespace vkgmm

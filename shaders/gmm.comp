@@ -40,6 +40,16 @@ layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TK * TN whe
 // 4 adjacent columns, lanes side by side), or along K when transposed. Reuse per load is 4x the scalar
 // direct schedule's.
 layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
+// Routing by expert ids and the fused epilogue (interface.h, VKGMM_GMM_PUSH): rows gathered and scattered
+// through the row map, weighted, biased, and SwiGLU over [gate | up] product columns. With SWIGLU every
+// invocation holds its RN output columns twice, NH = 2 halves of accumulators: the gate's and the up
+// projection's (product columns c and out_n + c), so both meet in one invocation's registers at the store.
+layout(constant_id = VKGMM_ID_GMM_ROUTED) const bool ROUTED = false;
+layout(constant_id = VKGMM_ID_GMM_WEIGHTED) const bool WEIGHTED = false;
+layout(constant_id = VKGMM_ID_GMM_BIAS) const bool BIAS = false;
+layout(constant_id = VKGMM_ID_GMM_SWIGLU) const bool SWIGLU = false;
+const uint NH = SWIGLU ? 2u : 1u;
+const uint RNH = RN * NH;  // accumulator columns per row: half h, column j at h * RN + j
 
 // Offsets are in elements of each operand's type, relative to where its descriptor is bound.
 layout(push_constant) uniform Params { VKGMM_GMM_PUSH(VKGMM_PUSH_FIELD) } pc;
@@ -49,7 +59,14 @@ VKGMM_DEFINE_INPUT_LOADS(load_rhs, load4_rhs, rhs, RHS_TYPE)
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 
 shared float As[SHARED_A];
-shared float Bs[SHARED_B];
+shared float Bs[SHARED_B];  // TK x (TN * NH): the tile's product columns, half by half
+
+layout(std430, set = 0, binding = VKGMM_BINDING_BIAS) readonly buffer BiasBuf { float bias[]; };
+
+// Row r's slot (routed) or r itself: where its output goes.
+uint slot_of_row(uint r) { return ROUTED ? uint(meta[pc.map_off + r]) : r; }
+// Row r's lhs row: the slot's token (lhs [T, k]) or the slot itself (lhs per slot).
+uint lhs_row(uint r) { return ROUTED ? uint(meta[pc.map_off + r]) / pc.lhs_div : r; }
 
 // Element index of rhs[g][kk][col] (or rhs[g][col][kk] transposed), g relative to group_offset.
 uint rhs_index(uint g_local, uint kk, uint col) {
@@ -64,6 +81,9 @@ uint col_of(uint tx, uint j) {
   return tx + j * TX;
 }
 
+// The product column of output column `col` in half h (SWIGLU: 0 gate, 1 up).
+uint product_col(uint h, uint col) { return h * pc.out_n + col; }
+
 // A fill visit: fill_rows rows from m0 on, within its stretch of inactive rows (below the first active
 // group's first row when it starts there, else up to m), so no row is written by two visits (on the
 // packed 16-bit path a second read-modify-write of a half-word could race with the first).
@@ -75,15 +95,31 @@ void fill_rows(uint m0, uint n0, uint tx, uint ty) {
       uint r = ty + i * TY;
       uint row = m0 + s + r;
       if (r >= TM || row >= end) continue;
+      uint orow = slot_of_row(row);
       [[unroll]] for (uint j = 0; j < RN; ++j) {
         uint c = col_of(tx, j);
         uint col = n0 + c;
-        if (c >= TN || col >= pc.n) continue;
-        uint idx = row * pc.n + col;
+        if (c >= TN || col >= pc.out_n) continue;
+        uint idx = orow * pc.out_n + col;
         store_out(pc.out_off + idx, HAS_EXISTING ? load_ex(pc.ex_off + idx) : 0.0, OUT_TYPE);
       }
     }
   }
+}
+
+float silu(float x) { return x / (1.0 + exp(-x)); }
+
+// The epilogue of one output value: the gate (or only) product v, the up product u (SWIGLU), of group
+// g_local at output column col, for row r: + bias, activation, routing weight; all in fp32.
+float epilogue(float v, float u, uint g_local, uint col, uint r) {
+  if (BIAS) {
+    uint brow = pc.bias_off + g_local * pc.n;
+    v += bias[brow + product_col(0u, col)];
+    if (SWIGLU) u += bias[brow + product_col(1u, col)];
+  }
+  if (SWIGLU) v = silu(v) * u;
+  if (WEIGHTED) v *= intBitsToFloat(meta[pc.weight_off + r]);
+  return v;
 }
 
 void main() {
@@ -94,7 +130,7 @@ void main() {
   // Visit lists built on the device are padded to the plan's bound with VKGMM_NO_VISIT entries.
   if (group < VKGMM_FILL_VISIT) return;
   uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]);
-  uint n0 = gl_WorkGroupID.x * TN;
+  uint n0 = gl_WorkGroupID.x * TN;  // the tile's first output column
   uint lid = gl_LocalInvocationIndex;
   uint tx = lid % TX, ty = lid / TX;
 
@@ -105,12 +141,12 @@ void main() {
   uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
   uint g_local = uint(group) - pc.group_offset;
 
-  float acc[RM * RN];
-  [[unroll]] for (uint e = 0; e < RM * RN; ++e) acc[e] = 0.0;
+  float acc[RM * RNH];
+  [[unroll]] for (uint e = 0; e < RM * RNH; ++e) acc[e] = 0.0;
 
   if (VEC4) {
     uint arow[RM];
-    [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + min(m0 + ty + i * TY, pc.m - 1) * pc.k;
+    [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
     uint rbase = pc.rhs_off + g_local * pc.k * pc.n;
     // Each invocation owns RN/4 groups of 4 adjacent columns (col_of). Per 4 K steps it gathers the 4
     // K rows of those columns as b[q * VN + v] (q: the K step), then each accumulator takes its four
@@ -119,81 +155,84 @@ void main() {
     // one per column: 4 of them are the 4 x 4 block transposed, which costs nothing where vectors are
     // held component by component (a CPU driver's SoA registers).
     const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 here; never 0, even where this branch is dead
-    vec4 acc4[RM * VN];
-    [[unroll]] for (uint e = 0; e < RM * VN; ++e) acc4[e] = vec4(0.0);
-    uint bcol[VN];      // rhs [k, n]: the group's first column (clamped so the vec4 stays in the row)
-    uint bcol_t[4 * VN];  // rhs [n, k]: each column's K run (columns past n clamped; never stored)
-    [[unroll]] for (uint v = 0; v < VN; ++v) {
-      bcol[v] = min(n0 + col_of(tx, v * 4u), pc.n - 4u);
-      [[unroll]] for (uint c = 0; c < 4; ++c)
-        bcol_t[4 * v + c] = rbase + min(n0 + col_of(tx, v * 4u) + c, pc.n - 1) * pc.k;
+    const uint VNH = VN * NH;      // vec4 column groups over both halves: half v / VN
+    vec4 acc4[RM * VNH];
+    [[unroll]] for (uint e = 0; e < RM * VNH; ++e) acc4[e] = vec4(0.0);
+    uint bcol[VNH];      // rhs [k, n]: the group's first column (clamped so the vec4 stays in the row)
+    uint bcol_t[4 * VNH];  // rhs [n, k]: each column's K run (columns past n clamped; never stored)
+    [[unroll]] for (uint v = 0; v < VNH; ++v) {
+      uint col = product_col(v / VN, n0 + col_of(tx, (v % VN) * 4u));
+      bcol[v] = min(col, pc.n - 4u);
+      [[unroll]] for (uint c = 0; c < 4; ++c) bcol_t[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
     }
     for (uint kk = 0; kk < pc.k; kk += 4) {
       vec4 a[RM];
       [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk);
-      vec4 b[4 * VN];
+      vec4 b[4 * VNH];
       if (TRANSPOSE_RHS) {
-        [[unroll]] for (uint v = 0; v < VN; ++v)
+        [[unroll]] for (uint v = 0; v < VNH; ++v)
           [[unroll]] for (uint c = 0; c < 4; ++c) {
             vec4 t = load4_rhs(bcol_t[4 * v + c] + kk);
-            [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VN + v][c] = t[q];
+            [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VNH + v][c] = t[q];
           }
       } else {
         [[unroll]] for (uint q = 0; q < 4; ++q)
-          [[unroll]] for (uint v = 0; v < VN; ++v) b[q * VN + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]);
+          [[unroll]] for (uint v = 0; v < VNH; ++v) b[q * VNH + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]);
       }
       [[unroll]] for (uint i = 0; i < RM; ++i)
-        [[unroll]] for (uint v = 0; v < VN; ++v) {
-          vec4 c = acc4[i * VN + v];
-          [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VN + v], c);
-          acc4[i * VN + v] = c;
+        [[unroll]] for (uint v = 0; v < VNH; ++v) {
+          vec4 c = acc4[i * VNH + v];
+          [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VNH + v], c);
+          acc4[i * VNH + v] = c;
         }
     }
+    // Column j of half h is acc4 group h * VN + j / 4 (RN = 4 * VN): the same layout, h * RN + j.
     [[unroll]] for (uint i = 0; i < RM; ++i)
-      [[unroll]] for (uint v = 0; v < VN; ++v)
-        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RN + v * 4 + c] = acc4[i * VN + v][c];
+      [[unroll]] for (uint v = 0; v < VNH; ++v)
+        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RNH + v * 4 + c] = acc4[i * VNH + v][c];
   } else if (USE_SHARED) {
     for (uint k0 = 0; k0 < pc.k; k0 += TK) {
       // Stage lhs[m0 : m0+TM, k0 : k0+TK] and rhs[k0 : k0+TK, n0 : n0+TN]; zeros past the edges.
       for (uint e = lid; e < TM * TK; e += TX * TY) {
         uint r = e / TK, c = e % TK;
         uint row = m0 + r, kk = k0 + c;
-        As[e] = (row < pc.m && kk < pc.k) ? load_lhs(pc.lhs_off + row * pc.k + kk) : 0.0;
+        As[e] = (row < pc.m && kk < pc.k) ? load_lhs(pc.lhs_off + lhs_row(row) * pc.k + kk) : 0.0;
       }
-      for (uint e = lid; e < TK * TN; e += TX * TY) {
+      const uint TNH = TN * NH;
+      for (uint e = lid; e < TK * TNH; e += TX * TY) {
         // Walk memory order: along n normally, along k when rhs is transposed.
-        uint c = TRANSPOSE_RHS ? e % TK : e / TN;
-        uint j = TRANSPOSE_RHS ? e / TK : e % TN;
-        uint kk = k0 + c, col = n0 + j;
-        Bs[c * TN + j] = (kk < pc.k && col < pc.n) ? load_rhs(rhs_index(g_local, kk, col)) : 0.0;
+        uint c = TRANSPOSE_RHS ? e % TK : e / TNH;
+        uint j = TRANSPOSE_RHS ? e / TK : e % TNH;
+        uint kk = k0 + c, col = n0 + j % TN;
+        Bs[c * TNH + j] = (kk < pc.k && col < pc.out_n) ? load_rhs(rhs_index(g_local, kk, product_col(j / TN, col))) : 0.0;
       }
       barrier();
       for (uint kk = 0; kk < TK; ++kk) {
-        float a[RM], b[RN];
+        float a[RM], b[RNH];
         [[unroll]] for (uint i = 0; i < RM; ++i) {
           uint r = min(ty + i * TY, TM - 1);
           a[i] = As[r * TK + kk];
         }
-        [[unroll]] for (uint j = 0; j < RN; ++j) {
-          uint c = min(tx + j * TX, TN - 1);
-          b[j] = Bs[kk * TN + c];
+        [[unroll]] for (uint j = 0; j < RNH; ++j) {
+          uint c = min(tx + (j % RN) * TX, TN - 1);
+          b[j] = Bs[kk * TNH + (j / RN) * TN + c];
         }
         [[unroll]] for (uint i = 0; i < RM; ++i)
-          [[unroll]] for (uint j = 0; j < RN; ++j) acc[i * RN + j] = fma(a[i], b[j], acc[i * RN + j]);
+          [[unroll]] for (uint j = 0; j < RNH; ++j) acc[i * RNH + j] = fma(a[i], b[j], acc[i * RNH + j]);
       }
       barrier();
     }
   } else {
     // Clamped addresses keep every read in bounds; the rows and columns they duplicate are never stored.
-    uint arow[RM], bcol[RN];
-    [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + min(m0 + ty + i * TY, pc.m - 1) * pc.k;
-    [[unroll]] for (uint j = 0; j < RN; ++j) bcol[j] = min(n0 + tx + j * TX, pc.n - 1);
+    uint arow[RM], bcol[RNH];
+    [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
+    [[unroll]] for (uint j = 0; j < RNH; ++j) bcol[j] = min(product_col(j / RN, n0 + tx + (j % RN) * TX), pc.n - 1);
     for (uint kk = 0; kk < pc.k; ++kk) {
-      float a[RM], b[RN];
+      float a[RM], b[RNH];
       [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load_lhs(arow[i] + kk);
-      [[unroll]] for (uint j = 0; j < RN; ++j) b[j] = load_rhs(rhs_index(g_local, kk, bcol[j]));
+      [[unroll]] for (uint j = 0; j < RNH; ++j) b[j] = load_rhs(rhs_index(g_local, kk, bcol[j]));
       [[unroll]] for (uint i = 0; i < RM; ++i)
-        [[unroll]] for (uint j = 0; j < RN; ++j) acc[i * RN + j] = fma(a[i], b[j], acc[i * RN + j]);
+        [[unroll]] for (uint j = 0; j < RNH; ++j) acc[i * RNH + j] = fma(a[i], b[j], acc[i * RNH + j]);
     }
   }
 
@@ -202,11 +241,14 @@ void main() {
     uint r = ty + i * TY;
     uint row = m0 + r;
     if (r >= TM || row < gstart || row >= gend) continue;
+    uint orow = slot_of_row(row);
     [[unroll]] for (uint j = 0; j < RN; ++j) {
       uint c = col_of(tx, j);
       uint col = n0 + c;
-      if (c >= TN || col >= pc.n) continue;
-      store_out(pc.out_off + row * pc.n + col, acc[i * RN + j], OUT_TYPE);
+      if (c >= TN || col >= pc.out_n) continue;
+      float v = acc[i * RNH + j];
+      if (BIAS || SWIGLU || WEIGHTED) v = epilogue(v, acc[i * RNH + (NH - 1u) * RN + j], g_local, col, row);
+      store_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
     }
   }
 }

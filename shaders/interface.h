@@ -18,16 +18,17 @@
 #define VKGMM_BINDING_OUT 2
 #define VKGMM_BINDING_EXISTING 3
 #define VKGMM_BINDING_META 4   // the plan's metadata (workspace), int32 words
-#define VKGMM_NUM_BINDINGS 5
+#define VKGMM_BINDING_BIAS 5   // gmm's epilogue bias, f32 [G_local, n] (other modules: any valid view)
+#define VKGMM_NUM_BINDINGS 6
 // The plain layout adds uniform texel views of lhs and rhs (only VKGMM_TEXEL modules declare them).
-#define VKGMM_BINDING_LHS_TEXEL 5
-#define VKGMM_BINDING_RHS_TEXEL 6
-#define VKGMM_NUM_PLAIN_BINDINGS 7
+#define VKGMM_BINDING_LHS_TEXEL 6
+#define VKGMM_BINDING_RHS_TEXEL 7
+#define VKGMM_NUM_PLAIN_BINDINGS 8
 // The split layout (VKGMM_SPLIT modules) binds each of lhs, rhs, out and existing_out as up to
 // VKGMM_MAX_PARTS parts: part p > 0 of operand o (0..3, in binding order) is at binding
 // VKGMM_NUM_BINDINGS + 3 * o + p - 1.
 #define VKGMM_MAX_PARTS 4
-#define VKGMM_NUM_SPLIT_BINDINGS 17
+#define VKGMM_NUM_SPLIT_BINDINGS 18
 
 // ----- specialization constants ------------------------------------------------------------------------
 // Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced
@@ -51,6 +52,10 @@
 #define VKGMM_ID_VEC4 15         // the direct schedule's 4-element loads (see each shader)
 // Per op, from 16 on.
 #define VKGMM_ID_GMM_TRANSPOSE_RHS 16
+#define VKGMM_ID_GMM_ROUTED 17     // rows are slots routed by expert ids: gather lhs, scatter out (map_off)
+#define VKGMM_ID_GMM_WEIGHTED 18   // each row's value times its routing weight (weight_off)
+#define VKGMM_ID_GMM_BIAS 19       // + bias[g_local, column] before the activation
+#define VKGMM_ID_GMM_SWIGLU 20     // product columns [gate | up]: out = silu(gate) * up, out_n = n / 2
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18
@@ -66,15 +71,19 @@
 // Every op's block starts with its operands' element offsets (relative to where each descriptor is
 // bound, or to the buffer's start for texel views): the plan core writes them per record(); the op
 // writes the rest once, when the plan is made. Fields are F(type, name) with 32-bit types (uint, float).
-#define VKGMM_PUSH_OPERAND_OFFSETS(F) F(uint, lhs_off) F(uint, rhs_off) F(uint, out_off) F(uint, ex_off)
-#define VKGMM_PUSH_OPERAND_WORDS 4
+#define VKGMM_PUSH_OPERAND_OFFSETS(F) F(uint, lhs_off) F(uint, rhs_off) F(uint, out_off) F(uint, ex_off) \
+  F(uint, bias_off)
+#define VKGMM_PUSH_OPERAND_WORDS 5
 
 // gmm: the metadata holds group_offsets[G + 1] then the visit list (groups at visits_off, first rows
 // num_visits after them); fill visits cover fill_rows rows each (a multiple of the block rows), outside
 // the active groups' rows [group_offsets[group_offset], group_offsets[group_offset + G_local]).
+// n is the product's width, out_n the output's (n / 2 with SWIGLU). Routed (ROUTED): row r of the m
+// rows is slot meta[map_off + r] (t * top_k + j), its lhs row that slot / lhs_div (top_k, or 1 for an
+// lhs per slot), its out row the slot; with WEIGHTED its weight is meta[weight_off + r] (float bits).
 #define VKGMM_GMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
   F(uint, m) F(uint, k) F(uint, n) F(uint, num_visits) F(uint, group_offset) F(uint, visits_off) \
-  F(uint, fill_rows)
+  F(uint, fill_rows) F(uint, out_n) F(uint, lhs_div) F(uint, map_off) F(uint, weight_off)
 // A visit's group: an active group's index, or one of these.
 #define VKGMM_FILL_VISIT (-1)  // rows outside the active groups: existing_out or 0
 #define VKGMM_NO_VISIT (-2)    // padding of a list built on the device: the workgroup exits
@@ -89,6 +98,7 @@
 // Bindings: the sizes (int32 [G]) at VKGMM_BINDING_LHS, the workspace at VKGMM_BINDING_OUT, the status
 // word at VKGMM_BINDING_EXISTING; offsets in 32-bit words from where each is bound.
 #define VKGMM_ID_META_VISITS 16  // build gmm's visit list too (else the offsets only: tgmm)
+#define VKGMM_ID_META_MERGE_STATUS 18  // OR the status word the routing build wrote, rather than replace it
 #define VKGMM_METADATA_PUSH(F) F(uint, sizes_off) F(uint, status_off) F(uint, num_groups) \
   F(uint, group_offset) F(uint, num_local) F(uint, m) F(uint, tm) F(uint, fill_rows) F(uint, visits_off) \
   F(uint, max_visits)
@@ -100,6 +110,26 @@
 #define VKGMM_STATUS_NEGATIVE_SIZE 1u  // a size was negative: taken as 0
 #define VKGMM_STATUS_SUM_ABOVE_M 2u    // the sizes add up to more than m: every offset clamped at m
 #define VKGMM_STATUS_VISITS_CUT 4u     // more visits than the plan's bound (cannot happen; rows left unwritten)
+#define VKGMM_STATUS_BAD_ID 8u         // routing: an id below -1 or >= num_experts (the slot skipped)
+
+// Routing by expert ids (shaders/routing.comp), before the metadata build: counts each local expert's
+// slots of ids [slots] (int32, at VKGMM_BINDING_LHS), writes the counts as the metadata build's group
+// sizes (num_local words at sizes_off of the workspace, at VKGMM_BINDING_OUT), and the stable order of
+// the slots: map[r] (at map_off) is the slot of row r, the local experts' slots first, expert by expert
+// in slot order, then every other slot in slot order; with WEIGHTED, weights (f32 [slots], at
+// VKGMM_BINDING_RHS) in that order at weight_rows_off. counts_off: scratch of
+// VKGMM_METADATA_INVOCATIONS * (num_local + 1) words. The status word (VKGMM_BINDING_EXISTING) gets
+// VKGMM_STATUS_BAD_ID or 0.
+#define VKGMM_ID_ROUTE_WEIGHTED 16
+#define VKGMM_ROUTING_PUSH(F) F(uint, ids_off) F(uint, weights_off) F(uint, status_off) F(uint, slots) \
+  F(uint, group_offset) F(uint, num_local) F(uint, num_experts) F(uint, sizes_off) F(uint, counts_off) \
+  F(uint, map_off) F(uint, weight_rows_off)
+
+// The ordered combine of routed slots (shaders/combine.comp): out[t, c] = sum over j ascending of the
+// per-slot fp32 results part[t * top_k + j, c] (at VKGMM_BINDING_LHS), + existing_out[t, c] with
+// HAS_EXISTING, rounded once to OUT_TYPE. One invocation per output element: (out_n / 64) x tokens.
+#define VKGMM_COMBINE_INVOCATIONS 64
+#define VKGMM_COMBINE_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) F(uint, tokens) F(uint, top_k) F(uint, out_n)
 
 // The bench's FMA ceiling kernel (shaders/fma_ceiling.comp).
 #define VKGMM_ID_CEILING_ITERS 1

@@ -18,6 +18,8 @@
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
 layout(constant_id = VKGMM_ID_META_VISITS) const bool VISITS = false;
+// After the routing build (shaders/routing.comp), which wrote its own findings to the status word first.
+layout(constant_id = VKGMM_ID_META_MERGE_STATUS) const bool MERGE_STATUS = false;
 
 layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer SizesBuf { int sizes[]; };
 // coherent: invocations read offsets other invocations wrote (after memoryBarrierBuffer + barrier).
@@ -143,5 +145,5 @@ void main() {
 
   atomicOr(flags, bad);
   barrier();
-  if (lid == 0u) status_word[pc.status_off] = flags;
+  if (lid == 0u) status_word[pc.status_off] = flags | (MERGE_STATUS ? status_word[pc.status_off] : 0u);
 }

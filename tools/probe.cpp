@@ -77,7 +77,7 @@ double measure_fma(Context& ctx, DeviceSeconds& seconds) {
   const uint64_t max_groups = max_x * std::min<uint64_t>(info.max_workgroup_count[1], 65535);
   Buffer out = ctx.create_buffer(max_x * kLocalSize * sizeof(uint32_t));
   const VkDescriptorBufferInfo word{out.handle(), 0, out.size()};
-  const VkDescriptorBufferInfo infos[kNumBindings] = {word, word, word, word, word};
+  const VkDescriptorBufferInfo infos[kNumBindings] = {word, word, word, word, word, word};
   const abi::CeilingPush seed{1.0f};
   const double groups_per_second = best_rate(64, max_groups, [&](uint64_t groups) {
     const uint32_t x = static_cast<uint32_t>(std::min(groups, max_x));

@@ -96,6 +96,21 @@ TEST(Interface, MetadataModuleMatchesTheHost) {
   EXPECT_EQ(r.bindings.size(), 3u);  // sizes, workspace, status
 }
 
+TEST(Interface, RoutingModuleMatchesTheHost) {
+  const Reflection r = reflect(routing_shader());
+  const auto bad = compare(r, false, abi::kRoutingConstants, false, abi::RoutingPush{});
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+  EXPECT_EQ(r.bindings.size(), 4u);  // ids, weights, workspace, status
+}
+
+TEST(Interface, CombineModuleMatchesTheHost) {
+  const Reflection r = reflect(combine_shader());
+  const auto bad = compare(r, false, abi::kCombineConstants, false, abi::CombinePush{});
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+  EXPECT_TRUE(r.bindings.count(VKGMM_BINDING_LHS) && r.bindings.count(VKGMM_BINDING_OUT) &&
+              r.bindings.count(VKGMM_BINDING_EXISTING));
+}
+
 // The texel builds declare the texel bindings; the split builds the parts; the plain ones neither.
 TEST(Interface, EachBuildDeclaresItsBindings) {
   for (const EmbeddedModule& m : embedded_op_modules()) {
@@ -125,7 +140,9 @@ TEST(Interface, ADriftedModuleIsCaught) {
   const std::string bad = joined(compare_op(test::reflect(words.data(), words.size()), Op::gmm, false));
   EXPECT_NE(bad.find("id 30) is unknown"), std::string::npos) << bad;
   EXPECT_NE(bad.find("VEC4), which the shader does not declare"), std::string::npos) << bad;
-  EXPECT_NE(bad.find("push member 4: m at 20"), std::string::npos) << bad;
+  const std::string first = "push member " + std::to_string(VKGMM_PUSH_OPERAND_WORDS) + ": m at " +
+                            std::to_string(4 * VKGMM_PUSH_OPERAND_WORDS + 4);
+  EXPECT_NE(bad.find(first), std::string::npos) << bad;
 }
 
 TEST(Interface, NotSpirvIsRefused) {

@@ -1,0 +1,32 @@
+#version 450
+// The ordered combine of routed slots (VKGMM_COMBINE_PUSH): each token's output is the sum of its slots'
+// fp32 results in slot order (j ascending), + existing_out, rounded once to the output type. A fixed
+// order and one owner per output element, no float atomics: the same inputs give the same bits on every
+// run. Slots of no local expert hold 0 (the gmm kernel's fill), which leaves the sum unchanged.
+#extension GL_GOOGLE_include_directive : require
+
+#include "bindings.glsl"
+#include "dtype.glsl"
+
+layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
+layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;
+layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
+
+// lhs_off: the per-slot results [T * top_k, out_n] (f32, at VKGMM_BINDING_LHS); out and existing_out
+// [T, out_n] of OUT_TYPE.
+layout(push_constant) uniform Params { VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD) } pc;
+
+VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
+
+void main() {
+  // Tokens past 65535 are folded into the z dimension of the grid.
+  uint t = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
+  uint col = gl_GlobalInvocationID.x;
+  if (t >= pc.tokens || col >= pc.out_n) return;
+  float sum = 0.0;
+  uint slot = t * pc.top_k;
+  for (uint j = 0u; j < pc.top_k; ++j) sum += uintBitsToFloat(lhs_word(pc.lhs_off + (slot + j) * pc.out_n + col));
+  uint idx = t * pc.out_n + col;
+  if (HAS_EXISTING) sum += load_ex(pc.ex_off + idx);
+  store_out(pc.out_off + idx, sum, OUT_TYPE);
+}
