@@ -103,7 +103,9 @@ void expert_rows(const GmmProblem& p, const std::vector<float>& rhs, const std::
   }
 }
 
-int64_t local_groups(const GmmProblem& p, int64_t G) { return p.num_rhs_groups < 0 ? G - p.group_offset : p.num_rhs_groups; }
+int64_t local_groups(const GmmProblem& p, int64_t G) {
+  return p.num_rhs_groups < 0 ? G - p.group_offset : p.num_rhs_groups;
+}
 
 void assert_operands(const GmmProblem& p, int64_t g_local, const std::vector<float>& rhs,
                      const std::vector<float>& bias) {

@@ -200,7 +200,8 @@ TEST_F(DeviceTest, DeviceSizesErrors) {
   host.group_sizes = {8, 8};
   GmmPlan host_plan(ctx(), host);
   EXPECT_EQ(host_plan.workspace_bytes(), 0u);
-  expect_invalid_argument([&] { host_plan.check(base); }, "group_sizes: a view was given but the problem's group sizes are on the host");
+  expect_invalid_argument([&] { host_plan.check(base); },
+                          "group_sizes: a view was given but the problem's group sizes are on the host");
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <climits>
 #include <cstring>
 #include <numeric>
+#include <optional>
+#include <ostream>
 
 #include "gpu_harness.hpp"
 
