@@ -284,6 +284,7 @@ TEST_F(DeviceTest, RoutingHostileIdsAreSkippedAndReported) {
         EXPECT_TRUE(close_to_reference(clean, want_bits));
 
         const GmmPlan plan(cx, r.p);
+        ASSERT_GT(plan.workspace_bytes(), 0u) << "routing orders the slots in a workspace";
         Guarded l = guarded_floats(cx, r.lhs), w = guarded_floats(cx, r.rhs), e = guarded_floats(cx, r.existing_out),
                 b = guarded_floats(cx, r.bias), o(cx, want_bits.size() * 4), ids(cx, r.ids.size() * 4),
                 status(cx, 4), work(cx, plan.workspace_bytes());
@@ -292,7 +293,7 @@ TEST_F(DeviceTest, RoutingHostileIdsAreSkippedAndReported) {
         ops.ids = ids.view();
         ops.bias = b.view();
         ops.status = status.view();
-        ops.workspace = work.view();
+        ops.workspace = work.view();  // the app's (routing needs one: the per-slot results, the counts)
         std::optional<Guarded> weights;
         if (combine) ops.weights = weights.emplace(guarded_floats(cx, r.weights)).view();
         cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
