@@ -1,13 +1,17 @@
-// CPU oracle for gmm, tgmm and the gmm backward: plain loops, written for obviousness (ordered so they
-// walk memory contiguously, which keeps bench-sized problems to seconds).
+// CPU oracle for gmm (grouped or routed by expert ids, with its epilogue), tgmm and the gmm backward: plain
+// loops, written for obviousness (ordered so they walk memory contiguously, which keeps bench-sized problems
+// to seconds).
 //
-// Sums are accumulated in double (so the oracle's own error is negligible next to the device's fp32
-// accumulation) and each result is rounded once, to float and then to the problem's out type, which is
-// the path the device's value takes. Arguments are assumed valid (the plans validate); sizes are asserted.
+// Sums over k are accumulated in double (so the oracle's own error is negligible next to the device's fp32
+// accumulation) and each product rounded once to float, which is the path the device's value takes. What
+// follows the product (bias, activation, routing weight, the sum over slots, + existing_out) is done in
+// fp32 in the contract's order, as the device does it, and only the stored value is rounded to the out
+// type. Arguments are assumed valid (the plans validate); sizes are asserted.
 #include "vkgmm/reference.hpp"
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstddef>
 
 #include "vkgmm/convert.hpp"
@@ -24,47 +28,194 @@ std::vector<int64_t> group_starts(const std::vector<int32_t>& sizes) {
 
 size_t idx(int64_t i) { return static_cast<size_t>(i); }
 
+// Rows multiplied by one expert's weights together: each row of the weights then serves the whole batch
+// while it is in cache (the weights of one expert are far larger than the cache at bench sizes).
+constexpr size_t kBatch = 8;
+
+// The product rows of one expert's weights: for the lhs rows `rows` (at most kBatch), prod[i][c] =
+// sum over kk, in order, of rows[i][kk] * w[kk, c] (w[c, kk] with transpose_rhs), in double, rounded to
+// float. The loops walk w contiguously either way.
+void products(const GmmProblem& p, const float* w, const std::vector<const float*>& rows,
+              std::vector<std::vector<float>>& prod) {
+  assert(rows.size() <= kBatch);
+  std::vector<double> acc(rows.size() * idx(p.n), 0.0);
+  if (p.transpose_rhs) {
+    // The batch's sums advance together: independent chains, where one row's dot product alone would
+    // wait on each addition.
+    double s[kBatch];
+    for (int64_t c = 0; c < p.n; ++c) {
+      const float* wcol = w + idx(c * p.k);
+      std::fill(s, s + kBatch, 0.0);
+      for (int64_t kk = 0; kk < p.k; ++kk) {
+        const double wv = wcol[kk];
+        for (size_t i = 0; i < rows.size(); ++i) s[i] += static_cast<double>(rows[i][kk]) * wv;
+      }
+      for (size_t i = 0; i < rows.size(); ++i) acc[i * idx(p.n) + idx(c)] = s[i];
+    }
+  } else {
+    for (int64_t kk = 0; kk < p.k; ++kk) {
+      const float* wrow = w + idx(kk * p.n);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const double av = rows[i][kk];
+        double* a = acc.data() + i * idx(p.n);
+        for (int64_t c = 0; c < p.n; ++c) a[c] += av * static_cast<double>(wrow[c]);
+      }
+    }
+  }
+  prod.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    prod[i].resize(idx(p.n));
+    for (int64_t c = 0; c < p.n; ++c) prod[i][idx(c)] = static_cast<float>(acc[i * idx(p.n) + idx(c)]);
+  }
+}
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// The epilogue on one product row, in fp32 and in place: + bias (a row of n, or null), then the
+// activation. Afterwards the first out_columns(p) values are the result.
+void epilogue(const GmmProblem& p, const float* bias_row, std::vector<float>& v) {
+  if (bias_row)
+    for (int64_t c = 0; c < p.n; ++c) v[idx(c)] += bias_row[c];
+  if (p.epilogue.activation == Activation::swiglu) {
+    // [gate | up]: out[c] reads only columns c and c + half, which later columns never write.
+    const int64_t half = p.n / 2;
+    for (int64_t c = 0; c < half; ++c) v[idx(c)] = silu(v[idx(c)]) * v[idx(c + half)];
+  }
+}
+
+// Calls each(i, values) for the i-th of `rows` (lhs rows that all meet expert j's weights, j local),
+// with its product after the epilogue (out_columns(p) values, fp32): the body shared by gmm and routed gmm.
+template <typename Each>
+void expert_rows(const GmmProblem& p, const std::vector<float>& rhs, const std::vector<float>& bias, int64_t j,
+                 const std::vector<const float*>& rows, Each&& each) {
+  const float* w = rhs.data() + idx(j * p.k * p.n);  // [k,n], or [n,k] with transpose_rhs
+  const float* bias_row = p.epilogue.bias ? bias.data() + idx(j * p.n) : nullptr;
+  std::vector<std::vector<float>> prod;
+  std::vector<const float*> batch;
+  for (size_t first = 0; first < rows.size(); first += kBatch) {
+    batch.assign(rows.begin() + static_cast<std::ptrdiff_t>(first),
+                 rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), first + kBatch)));
+    products(p, w, batch, prod);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      epilogue(p, bias_row, prod[i]);
+      each(first + i, prod[i].data());
+    }
+  }
+}
+
+int64_t local_groups(const GmmProblem& p, int64_t G) {
+  return p.num_rhs_groups < 0 ? G - p.group_offset : p.num_rhs_groups;
+}
+
+void assert_operands(const GmmProblem& p, int64_t g_local, const std::vector<float>& rhs,
+                     const std::vector<float>& bias) {
+  assert(rhs.size() == idx(g_local * p.k * p.n));
+  assert(p.epilogue.bias ? bias.size() == idx(g_local * p.n) : bias.empty());
+  assert(p.epilogue.activation != Activation::swiglu || p.n % 2 == 0);
+  (void)p, (void)g_local, (void)rhs, (void)bias;
+}
+
 }  // namespace
+
+int64_t out_columns(const GmmProblem& p) { return p.epilogue.activation == Activation::swiglu ? p.n / 2 : p.n; }
 
 std::vector<float> gmm(const GmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
                        const std::vector<float>& existing_out, const std::vector<float>& bias) {
   const int64_t G = static_cast<int64_t>(p.group_sizes.size());
-  const int64_t g_local = p.num_rhs_groups < 0 ? G - p.group_offset : p.num_rhs_groups;
+  const int64_t g_local = local_groups(p, G);
+  const int64_t n_out = out_columns(p);
   const auto start = group_starts(p.group_sizes);
+  assert(p.routing.top_k == 0);
   assert(p.group_offset >= 0 && g_local >= 0 && p.group_offset + g_local <= G);
   assert(start[idx(G)] <= p.m);
   assert(lhs.size() == idx(p.m * p.k));
-  assert(rhs.size() == idx(g_local * p.k * p.n));
-  assert(existing_out.empty() || existing_out.size() == idx(p.m * p.n));
+  assert(existing_out.empty() || existing_out.size() == idx(p.m * n_out));
+  assert_operands(p, g_local, rhs, bias);
 
   // Rows no active group covers keep existing_out (rounded, as the device stores it) or become 0.
-  std::vector<float> out(idx(p.m * p.n), 0.0f);
+  std::vector<float> out(idx(p.m * n_out), 0.0f);
   if (!existing_out.empty())
     for (size_t i = 0; i < out.size(); ++i) out[i] = round_to(p.out_type, existing_out[i]);
 
   for (int64_t j = 0; j < g_local; ++j) {
     const int64_t g = p.group_offset + j;
-    const float* w = rhs.data() + idx(j * p.k * p.n);  // [k,n], or [n,k] with transpose_rhs
-    std::vector<double> acc(idx(p.n));
-    for (int64_t r = start[idx(g)]; r < start[idx(g + 1)]; ++r) {
-      const float* a = lhs.data() + idx(r * p.k);
-      // Each output sums over kk in order; the loops walk memory contiguously (rows of w, or with
-      // transpose_rhs its rows of K), which keeps the oracle usable on bench-sized problems.
-      std::fill(acc.begin(), acc.end(), 0.0);
-      if (p.transpose_rhs) {
-        for (int64_t c = 0; c < p.n; ++c)
-          for (int64_t kk = 0; kk < p.k; ++kk)
-            acc[idx(c)] += static_cast<double>(a[kk]) * static_cast<double>(w[idx(c * p.k + kk)]);
-      } else {
-        for (int64_t kk = 0; kk < p.k; ++kk) {
-          const double av = a[kk];
-          const float* wrow = w + idx(kk * p.n);
-          for (int64_t c = 0; c < p.n; ++c) acc[idx(c)] += av * static_cast<double>(wrow[c]);
-        }
+    std::vector<const float*> rows;
+    for (int64_t r = start[idx(g)]; r < start[idx(g + 1)]; ++r) rows.push_back(lhs.data() + idx(r * p.k));
+    // gmm overwrites active rows: existing_out only supplies the rows outside the active groups.
+    expert_rows(p, rhs, bias, j, rows, [&](size_t i, const float* v) {
+      float* o = out.data() + idx((start[idx(g)] + static_cast<int64_t>(i)) * n_out);
+      for (int64_t c = 0; c < n_out; ++c) o[c] = round_to(p.out_type, v[c]);
+    });
+  }
+  return out;
+}
+
+std::vector<float> gmm_routed(const GmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
+                              const std::vector<int32_t>& ids, const std::vector<float>& weights,
+                              const std::vector<float>& existing_out, const std::vector<float>& bias) {
+  const int64_t T = p.m, top_k = p.routing.top_k, e_local = p.num_rhs_groups, n_out = out_columns(p);
+  const int64_t slots = T * top_k;
+  const bool combine = p.routing.combine;
+  assert(top_k > 0 && p.group_sizes.empty() && e_local >= 0 && p.group_offset >= 0);
+  assert(p.routing.num_experts <= 0 || p.routing.num_experts >= p.group_offset + e_local);
+  assert(lhs.size() == idx((p.routing.lhs_per_slot ? slots : T) * p.k));
+  assert(ids.size() == idx(slots));
+  assert(combine ? weights.size() == idx(slots) : weights.empty());
+  assert(existing_out.empty() || existing_out.size() == idx((combine ? T : slots) * n_out));
+  assert_operands(p, e_local, rhs, bias);
+
+  // The expert of slot s in the window (its rhs index), or -1: ids outside [group_offset, group_offset +
+  // E_local), -1 and ids past num_experts (when known) are skipped alike.
+  auto local = [&](int64_t s) -> int64_t {
+    const int64_t id = ids[idx(s)];
+    const bool in = id >= p.group_offset && id < p.group_offset + e_local &&
+                    (p.routing.num_experts <= 0 || id < p.routing.num_experts);
+    return in ? id - p.group_offset : -1;
+  };
+
+  // Each local slot's epi(product), fp32, as the device keeps it in its workspace: expert by expert,
+  // slots in token order.
+  std::vector<float> value(idx(slots * n_out), 0.0f);
+  for (int64_t j = 0; j < e_local; ++j) {
+    std::vector<int64_t> mine;
+    std::vector<const float*> rows;
+    for (int64_t s = 0; s < slots; ++s)
+      if (local(s) == j) {
+        mine.push_back(s);
+        rows.push_back(lhs.data() + idx((p.routing.lhs_per_slot ? s : s / top_k) * p.k));
       }
-      // gmm overwrites active rows: existing_out only supplies the rows outside the active groups.
-      for (int64_t c = 0; c < p.n; ++c) out[idx(r * p.n + c)] = round_to(p.out_type, static_cast<float>(acc[idx(c)]));
+    expert_rows(p, rhs, bias, j, rows, [&](size_t i, const float* v) {
+      std::copy(v, v + n_out, value.begin() + static_cast<std::ptrdiff_t>(mine[i] * n_out));
+    });
+  }
+
+  if (!combine) {
+    // Local slots are overwritten; the others keep existing_out (as stored in the out type) or get 0.
+    std::vector<float> out(idx(slots * n_out), 0.0f);
+    for (int64_t s = 0; s < slots; ++s)
+      for (int64_t c = 0; c < n_out; ++c) {
+        const size_t i = idx(s * n_out + c);
+        if (local(s) >= 0) out[i] = round_to(p.out_type, value[i]);
+        else if (!existing_out.empty()) out[i] = round_to(p.out_type, existing_out[i]);
+      }
+    return out;
+  }
+
+  // Combined: the weighted sum over local slots in ascending j, then + existing_out, all in fp32 (the
+  // order is the contract's: it fixes the bits), rounded once.
+  std::vector<float> out(idx(T * n_out));
+  std::vector<float> acc(idx(n_out));
+  for (int64_t t = 0; t < T; ++t) {
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t jj = 0; jj < top_k; ++jj) {
+      const int64_t s = t * top_k + jj;
+      if (local(s) < 0) continue;
+      const float w = weights[idx(s)];
+      for (int64_t c = 0; c < n_out; ++c) acc[idx(c)] += w * value[idx(s * n_out + c)];
     }
+    if (!existing_out.empty())
+      for (int64_t c = 0; c < n_out; ++c) acc[idx(c)] += existing_out[idx(t * n_out + c)];
+    for (int64_t c = 0; c < n_out; ++c) out[idx(t * n_out + c)] = round_to(p.out_type, acc[idx(c)]);
   }
   return out;
 }

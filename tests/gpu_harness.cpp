@@ -13,17 +13,19 @@ namespace vkgmm::test {
 
 namespace {
 
-std::unique_ptr<Context>& shared_context() {
-  static std::unique_ptr<Context> context;
-  return context;
+// The process's contexts, by the schedule they force (automatic: the shared one, forcing nothing).
+std::unique_ptr<Context>& context_slot(Schedule schedule) {
+  static std::unique_ptr<Context> contexts[3];
+  return contexts[static_cast<size_t>(schedule)];
 }
+constexpr Schedule kSchedules[] = {Schedule::automatic, Schedule::shared, Schedule::direct};
 
-// The shared Context is destroyed before the program's result is final, and whatever the validation
-// layer reports while it goes (vkDestroyDevice / vkDestroyInstance list leaked objects) fails the run.
+// The shared Contexts are destroyed before the program's result is final, and whatever the validation
+// layer reports while they go (vkDestroyDevice / vkDestroyInstance list leaked objects) fails the run.
 class TeardownCheck : public ::testing::Environment {
  public:
   void TearDown() override {
-    shared_context().reset();
+    for (Schedule s : kSchedules) context_slot(s).reset();
     for (const auto& m : take_teardown_messages()) ADD_FAILURE() << "at Context teardown: " << m;
   }
 };
@@ -32,14 +34,17 @@ class TeardownCheck : public ::testing::Environment {
 
 }  // namespace
 
-Context& DeviceTest::ctx() {
+Context& DeviceTest::ctx() { return ctx(Schedule::automatic); }
+
+Context& DeviceTest::ctx(Schedule schedule) {
   // Created once per process; validation is forced on whatever the environment says.
   static std::mutex mutex;  // the thread tests may reach here first from several threads
   std::lock_guard lock(mutex);
-  auto& context = shared_context();
+  auto& context = context_slot(schedule);
   if (!context) {
     ContextOptions o;
     o.validate = true;
+    if (schedule != Schedule::automatic) o.schedule = schedule;
     context = std::make_unique<Context>(o);
   }
   return *context;
@@ -51,8 +56,10 @@ Context DeviceTest::make_context(ContextOptions options) {
 }
 
 void DeviceTest::TearDown() {
-  auto messages = ctx().take_validation_messages();
-  for (auto& m : messages) ADD_FAILURE() << "validation message: " << m;
+  for (Schedule s : kSchedules) {
+    if (s != Schedule::automatic && !context_slot(s)) continue;
+    for (auto& m : ctx(s).take_validation_messages()) ADD_FAILURE() << "validation message: " << m;
+  }
 }
 
 const char* sizes_name(Sizes kind) {
@@ -170,14 +177,17 @@ struct DevicePathViews {
 // and device runs below.
 std::vector<float> gmm_on(Context& ctx, const GmmProblem& run, const GmmProblem& p, const std::vector<float>& lhs,
                           const std::vector<float>& rhs, const std::vector<float>& existing_out,
-                          const DevicePathViews& dv) {
+                          const std::vector<float>& bias, const DevicePathViews& dv) {
   Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
-  const size_t out_count = size_t(p.m) * p.n;
+  const size_t out_count = gmm_out_elements(p);
   Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type));
-  Buffer e;
+  Buffer e, b;
   if (p.existing_out) e = upload(ctx, p.out_type, existing_out);
-  gmm(ctx, run,
-      {l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}, dv.group_sizes, dv.workspace, dv.status});
+  if (p.epilogue.bias) b = upload(ctx, DType::f32, bias);
+  GmmOperands ops{l.view(), r.view(), o.view(), p.existing_out ? e.view() : BufferView{}, dv.group_sizes, dv.workspace,
+                  dv.status};
+  if (p.epilogue.bias) ops.bias = b.view();
+  gmm(ctx, run, ops);
   return download(o, p.out_type, out_count);
 }
 
@@ -220,8 +230,9 @@ reference::Gradients backward_on(Context& ctx, const GmmProblem& run, const GmmP
 }  // namespace
 
 std::vector<float> run_gmm(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
-                           const std::vector<float>& rhs, const std::vector<float>& existing_out) {
-  return gmm_on(ctx, p, p, lhs, rhs, existing_out, {});
+                           const std::vector<float>& rhs, const std::vector<float>& existing_out,
+                           const std::vector<float>& bias) {
+  return gmm_on(ctx, p, p, lhs, rhs, existing_out, bias, {});
 }
 
 std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
@@ -258,21 +269,51 @@ Buffer status_word(Context& ctx) {
   return s;
 }
 
-void expect_clean_status(const Buffer& s) {
+void expect_status(const Buffer& s, uint32_t want) {
   uint32_t v = ~0u;
   s.download(&v, 4);
-  EXPECT_EQ(v, 0u) << "device status word";
+  EXPECT_EQ(v, want) << "device status word";
 }
+
+void expect_clean_status(const Buffer& s) { expect_status(s, 0); }
 
 }  // namespace
 
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
-                                  const std::vector<float>& rhs, const std::vector<float>& existing_out) {
+                                  const std::vector<float>& rhs, const std::vector<float>& existing_out,
+                                  const std::vector<float>& bias) {
   GmmProblem q;
   Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
-  std::vector<float> out = gmm_on(ctx, q, p, lhs, rhs, existing_out, {sizes.view(), {}, status.view()});
+  std::vector<float> out = gmm_on(ctx, q, p, lhs, rhs, existing_out, bias, {sizes.view(), {}, status.view()});
   expect_clean_status(status);  // written even when m = 0 (the metadata build runs)
   return out;
+}
+
+size_t gmm_out_elements(const GmmProblem& p) {
+  const size_t rows = p.routing.top_k > 0 && !p.routing.combine ? size_t(p.m) * size_t(p.routing.top_k) : size_t(p.m);
+  return rows * size_t(reference::out_columns(p));
+}
+
+std::vector<float> run_gmm_routed(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                  const std::vector<float>& rhs, const std::vector<int32_t>& ids,
+                                  const std::vector<float>& weights, const std::vector<float>& existing_out,
+                                  const std::vector<float>& bias, uint32_t expected_status) {
+  const GmmPlan plan(ctx, p);
+  Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs);
+  Buffer i = ctx.create_buffer(std::max<size_t>(ids.size() * 4, 4));
+  if (!ids.empty()) i.upload(ids.data(), ids.size() * 4);
+  const size_t out_count = gmm_out_elements(p);
+  Buffer o = poisoned(ctx, out_count * dtype_size(p.out_type)), status = status_word(ctx);
+  Buffer e, w, b;
+  GmmOperands ops{l.view(), r.view(), o.view()};
+  ops.ids = i.view(0, ids.size() * 4);
+  ops.status = status.view();
+  if (p.existing_out) ops.existing_out = (e = upload(ctx, p.out_type, existing_out)).view();
+  if (p.routing.combine) ops.weights = (w = upload(ctx, DType::f32, weights)).view();
+  if (p.epilogue.bias) ops.bias = (b = upload(ctx, DType::f32, bias)).view();
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  expect_status(status, expected_status);
+  return download(o, p.out_type, out_count);
 }
 
 std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
@@ -318,6 +359,49 @@ AppBuffer::AppBuffer(Context& ctx, const std::vector<uint8_t>& bytes, VkBufferUs
 AppBuffer::~AppBuffer() {
   vkDestroyBuffer(device, buffer, nullptr);
   vkFreeMemory(device, memory, nullptr);
+}
+
+Guarded::Guarded(Context& ctx, VkDeviceSize n) : buffer(ctx.create_buffer(n + 2 * kGuard)), bytes(n) {
+  const std::vector<uint8_t> poison(n + 2 * kGuard, kPoison);
+  buffer.upload(poison.data(), poison.size());
+}
+
+std::vector<uint8_t> Guarded::get() const {
+  std::vector<uint8_t> v(bytes);
+  buffer.download(v.data(), v.size(), kGuard);
+  return v;
+}
+
+::testing::AssertionResult Guarded::guards_intact() const {
+  std::vector<uint8_t> all(bytes + 2 * kGuard);
+  buffer.download(all.data(), all.size());
+  for (size_t i = 0; i < all.size(); ++i)
+    if ((i < kGuard || i >= kGuard + bytes) && all[i] != kPoison)
+      return ::testing::AssertionFailure() << "guard byte " << i << " changed";
+  return ::testing::AssertionSuccess();
+}
+
+Guarded guarded_floats(Context& ctx, const std::vector<float>& v) {
+  Guarded g(ctx, v.size() * 4);
+  g.set(v.data(), v.size() * 4);
+  return g;
+}
+
+std::vector<float> floats(const Guarded& g) {
+  const std::vector<uint8_t> raw = g.get();
+  std::vector<float> v(raw.size() / 4);
+  std::memcpy(v.data(), raw.data(), raw.size());
+  return v;
+}
+
+void expect_invalid_argument(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected invalid_argument mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
+  }
 }
 
 ::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ namespace vkgmm::test {
 class DeviceTest : public ::testing::Test {
  public:
   static Context& ctx();
+  // ctx() for automatic; for shared or direct, a context of the process's own whose options force that
+  // schedule on every plan (ContextOptions::schedule), checked like ctx().
+  static Context& ctx(Schedule schedule);
   // A context of the test's own with these options, to force a path. Validation is forced on: a message
   // becomes an Error at the next plan or submission on it.
   static Context make_context(ContextOptions options);
@@ -40,9 +44,10 @@ const char* sizes_name(Sizes kind);
 std::vector<float> random_values(size_t count, DType t, std::mt19937& rng);
 
 // Run an op on the device from host float vectors (encoded to each operand's type); returns the output
-// decoded to float. existing_out may be empty when the problem has none.
+// decoded to float. existing_out may be empty when the problem has none; bias (f32) when it has none.
 std::vector<float> run_gmm(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
-                           const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
+                           const std::vector<float>& rhs, const std::vector<float>& existing_out = {},
+                           const std::vector<float>& bias = {});
 std::vector<float> run_tgmm(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
                             const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
 reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
@@ -51,7 +56,38 @@ reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::
 // The same runs with the group sizes in a device buffer (DeviceGroupSizes), with the tiling the host path's
 // plan chose; each also expects the device status word to read 0 and the plans' tilings to agree.
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
-                                  const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
+                                  const std::vector<float>& rhs, const std::vector<float>& existing_out = {},
+                                  const std::vector<float>& bias = {});
+
+// gmm routed by expert ids (p.routing.top_k > 0): ids int32 [T, top_k] in a device buffer, weights (f32,
+// with p.routing.combine), existing_out and bias as above, the plan's own workspace and a status word,
+// which must read expected_status afterwards (0 unless the ids break the contract). Returns out,
+// [T, top_k, n_out] or, combined, [T, n_out].
+std::vector<float> run_gmm_routed(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
+                                  const std::vector<float>& rhs, const std::vector<int32_t>& ids,
+                                  const std::vector<float>& weights = {}, const std::vector<float>& existing_out = {},
+                                  const std::vector<float>& bias = {}, uint32_t expected_status = 0);
+// The elements of gmm's out: m * n_out, or with routing T * top_k * n_out ([T, n_out] combined).
+size_t gmm_out_elements(const GmmProblem& p);
+
+// A view of `bytes` in the middle of a buffer whose other bytes are poison, to show that an op touched
+// nothing outside its views.
+struct Guarded {
+  static constexpr VkDeviceSize kGuard = 256;
+  static constexpr uint8_t kPoison = 0xa5;
+  Buffer buffer;
+  VkDeviceSize bytes = 0;
+  Guarded(Context& ctx, VkDeviceSize n);
+  BufferView view() const { return buffer.view(kGuard, bytes); }
+  void set(const void* data, size_t n) { buffer.upload(data, n, kGuard); }
+  std::vector<uint8_t> get() const;
+  ::testing::AssertionResult guards_intact() const;
+};
+Guarded guarded_floats(Context& ctx, const std::vector<float>& v);
+std::vector<float> floats(const Guarded& g);
+
+// Expects f to throw Error(invalid_argument) whose message contains `needle`.
+void expect_invalid_argument(const std::function<void()>& f, const std::string& needle);
 std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
                                    const std::vector<float>& rhs, const std::vector<float>& existing_out = {});
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,

@@ -1,12 +1,15 @@
-// The oracle tested on its own: hand-computed gmm/tgmm results, layout equivalences, the backward against
-// finite differences of the forward, and the f16/bf16 conversions it rounds with.
+// The oracle tested on its own: hand-computed gmm/tgmm results, gmm's epilogue and routing by expert ids
+// (by hand, and routed == grouped gmm on sorted rows), layout equivalences, the backward against finite
+// differences of the forward, and the f16/bf16 conversions it rounds with.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -228,6 +231,230 @@ TEST(ReferenceBackward, GradientsHaveTheInputTypes) {
   const auto g = vkgmm::reference::gmm_backward(p, lhs, rhs, d_out);
   for (float x : g.d_lhs) EXPECT_EQ(vkgmm::round_to(DType::bf16, x), x);
   for (float x : g.d_rhs) EXPECT_EQ(vkgmm::round_to(DType::f16, x), x);
+}
+
+// --- gmm epilogue ---------------------------------------------------------------------------------------
+
+TEST(ReferenceEpilogue, BiasThenSwigluByHand) {
+  // One row, one group: the product is the rhs row [1, 2, -1, 3] = [gate | up].
+  auto p = gmm_problem(1, 1, 4, {1});
+  const V lhs = {1}, rhs = {1, 2, -1, 3}, bias = {1, -2, 0.5f, 1};
+  p.epilogue.bias = true;
+  EXPECT_EQ(vkgmm::reference::gmm(p, lhs, rhs, {}, bias), (V{2, 0, -0.5f, 4}));
+  // swiglu alone: silu([1, 2]) * [-1, 3]; silu(x) = x / (1 + e^-x).
+  p.epilogue = {false, vkgmm::Activation::swiglu};
+  EXPECT_EQ(vkgmm::reference::out_columns(p), 2);
+  V out = vkgmm::reference::gmm(p, lhs, rhs);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FLOAT_EQ(out[0], -0.7310585786300049f);
+  EXPECT_FLOAT_EQ(out[1], 5.284782467867294f);
+  // The bias comes first: [2, 0 | -0.5, 4] -> [silu(2) * -0.5, silu(0) * 4].
+  p.epilogue.bias = true;
+  out = vkgmm::reference::gmm(p, lhs, rhs, {}, bias);
+  EXPECT_FLOAT_EQ(out[0], -0.8807970779778823f);
+  EXPECT_EQ(out[1], 0.0f);
+}
+
+TEST(ReferenceEpilogue, BiasRowsFollowTheWindowAndExistingOutHasNOutColumns) {
+  // Groups of one row; the window is group 1 alone, so its bias is bias row 0. Row 0 is inactive and
+  // keeps existing_out, which has n_out = 1 column.
+  auto p = gmm_problem(2, 1, 2, {1, 1});
+  p.group_offset = 1;
+  p.num_rhs_groups = 1;
+  p.epilogue = {true, vkgmm::Activation::swiglu};
+  // Row 1: [3 * 1, 3 * 2] + [-3, 1] = [0 | 7] -> silu(0) * 7 = 0; with gate bias 0 instead: silu(3) * 7.
+  EXPECT_EQ(vkgmm::reference::gmm(p, {5, 3}, {1, 2}, {-9, -9}, {-3, 1}), (V{-9, 0}));
+  const V out = vkgmm::reference::gmm(p, {5, 3}, {1, 2}, {-9, -9}, {0, 1});
+  EXPECT_FLOAT_EQ(out[1], static_cast<float>(3 / (1 + std::exp(-3.0)) * 7));
+}
+
+TEST(ReferenceEpilogue, ProductIsRoundedToFloatBeforeTheBias) {
+  // The product 1 + 2^-24 is exact in double but a tie in float, which goes to 1: + bias -1 gives 0
+  // in fp32, where a double epilogue would keep 2^-24.
+  auto p = gmm_problem(1, 2, 1, {1});
+  p.epilogue.bias = true;
+  EXPECT_EQ(vkgmm::reference::gmm(p, {1, std::ldexp(1.0f, -24)}, {1, 1}, {}, {-1}), (V{0}));
+}
+
+// --- gmm routed by expert ids ---------------------------------------------------------------------------
+
+// Routing over experts [offset, offset + e_local): T = m, num_rhs_groups = e_local.
+vkgmm::GmmProblem routed_problem(int64_t T, int64_t top_k, int64_t k, int64_t n, int64_t offset, int64_t e_local,
+                                 bool combine) {
+  vkgmm::GmmProblem p;
+  p.m = T;
+  p.k = k;
+  p.n = n;
+  p.group_offset = offset;
+  p.num_rhs_groups = e_local;
+  p.routing.top_k = top_k;
+  p.routing.combine = combine;
+  return p;
+}
+
+// Three experts [k=2, n=2]: identity, 2 * identity, the swap.
+const V kThreeExperts = {1, 0, 0, 1, 2, 0, 0, 2, 0, 1, 1, 0};
+// Token 0 -> experts 0 and 2; token 1 -> none and expert 1.
+const std::vector<int32_t> kIds = {0, 2, -1, 1};
+const V kTokens = {1, 2, 3, 4};
+
+TEST(ReferenceRouted, PerSlotByHand) {
+  auto p = routed_problem(2, 2, 2, 2, 0, 3, false);
+  // [1,2] @ I, [1,2] @ swap, nothing, [3,4] @ 2I.
+  EXPECT_EQ(vkgmm::reference::gmm_routed(p, kTokens, kThreeExperts, kIds), (V{1, 2, 2, 1, 0, 0, 6, 8}));
+  // Only slots without a local expert keep existing_out; local slots are overwritten.
+  p.existing_out = true;
+  EXPECT_EQ(vkgmm::reference::gmm_routed(p, kTokens, kThreeExperts, kIds, {}, {10, 11, 12, 13, 14, 15, 16, 17}),
+            (V{1, 2, 2, 1, 14, 15, 6, 8}));
+}
+
+TEST(ReferenceRouted, CombinedByHand) {
+  auto p = routed_problem(2, 2, 2, 2, 0, 3, true);
+  const V weights = {0.5f, 0.25f, 7, 2};  // the -1 slot's weight plays no part
+  // 0.5 * [1,2] + 0.25 * [2,1]; 2 * [6,8].
+  EXPECT_EQ(vkgmm::reference::gmm_routed(p, kTokens, kThreeExperts, kIds, weights), (V{1, 1.25f, 12, 16}));
+  p.existing_out = true;  // added, not overwritten
+  EXPECT_EQ(vkgmm::reference::gmm_routed(p, kTokens, kThreeExperts, kIds, weights, {1, 1, -1, -1}),
+            (V{2, 2.25f, 11, 15}));
+}
+
+TEST(ReferenceRouted, OnlyIdsInTheWindowAreLocal) {
+  // The window is expert 1 alone (rhs holds just it); ids 0 and 2 are other shards', -1 and -5 nobody's,
+  // 7 past num_experts.
+  auto p = routed_problem(3, 2, 2, 2, 1, 1, false);
+  p.routing.num_experts = 3;
+  const V two_identity = {2, 0, 0, 2};
+  const std::vector<int32_t> ids = {0, 1, 2, -5, 7, 1};
+  const V lhs = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(vkgmm::reference::gmm_routed(p, lhs, two_identity, ids), (V{0, 0, 2, 4, 0, 0, 0, 0, 0, 0, 10, 12}));
+  p.routing.combine = true;
+  EXPECT_EQ(vkgmm::reference::gmm_routed(p, lhs, two_identity, ids, {9, 1, 9, 9, 9, 0.5f}), (V{2, 4, 0, 0, 5, 6}));
+}
+
+TEST(ReferenceRouted, LhsPerSlot) {
+  // Each slot brings its own row: [T=2, top_k=2, k=2].
+  auto p = routed_problem(2, 2, 2, 2, 0, 3, false);
+  p.routing.lhs_per_slot = true;
+  const V lhs = {1, 2, 5, 7, 0, 0, 3, 4};
+  EXPECT_EQ(vkgmm::reference::gmm_routed(p, lhs, kThreeExperts, kIds), (V{1, 2, 7, 5, 0, 0, 6, 8}));
+}
+
+TEST(ReferenceRouted, EpilogueAppliesPerSlotBeforeTheWeight) {
+  // One token, two slots on experts 0 and 1 (k = 1, n = 2: [gate | up]); bias per expert.
+  auto p = routed_problem(1, 2, 1, 2, 0, 2, true);
+  p.epilogue = {true, vkgmm::Activation::swiglu};
+  const V rhs = {1, 1, 2, 3}, bias = {-1, 1, 0, 0};
+  // Slot 0: [2,2] + [-1,1] = [1 | 3] -> silu(1) * 3; slot 1: [4 | 6] -> silu(4) * 6; weights 0.5, 2.
+  auto silu = [](double x) { return x / (1 + std::exp(-x)); };
+  const V out = vkgmm::reference::gmm_routed(p, {2}, rhs, {0, 1}, {0.5f, 2}, {}, bias);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NEAR(out[0], 0.5 * silu(1) * 3 + 2 * silu(4) * 6, 1e-5);  // fp32 steps: a few ulps
+}
+
+TEST(ReferenceRouted, CombineSumsSlotsInAscendingOrderInFloat) {
+  // Three slots of one token, every expert the identity on k = n = 1: the weights are the terms.
+  auto p = routed_problem(1, 3, 1, 1, 0, 3, true);
+  const V lhs = {1}, rhs = {1, 1, 1};
+  const std::vector<int32_t> ids = {0, 1, 2};
+  auto combined = [&](V weights, V existing = {}) {
+    p.existing_out = !existing.empty();
+    return vkgmm::reference::gmm_routed(p, lhs, rhs, ids, weights, existing)[0];
+  };
+  // fp32, not double: 1e8 + 1 is 1e8 (the spacing there is 8), so the 1 is lost.
+  EXPECT_EQ(combined({1e8f, 1, -1e8f}), 0.0f);
+  // Ascending j: (1e8 - 1e8) + 1 = 1, where descending order would give (1 - 1e8) + 1e8 = 0.
+  EXPECT_EQ(combined({1e8f, -1e8f, 1}), 1.0f);
+  // existing_out comes last: (1e8 + 1 + 0) - 1e8 = 0, where adding it first would give 1.
+  EXPECT_EQ(combined({1e8f, 1, 0}, {-1e8f}), 0.0f);
+}
+
+// A top-k router over random logits: top_k distinct experts of [0, E) per token, best first; then
+// about one slot in six is dropped (-1), as capacity limits do.
+std::vector<int32_t> random_routing(std::mt19937& rng, int64_t T, int64_t top_k, int64_t E) {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> experts(static_cast<size_t>(E));
+  for (int64_t t = 0; t < T; ++t) {
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), rng);
+    for (int64_t j = 0; j < top_k; ++j) ids.push_back(rng() % 6 == 0 ? -1 : experts[static_cast<size_t>(j)]);
+  }
+  return ids;
+}
+
+struct EquivalenceCase {
+  bool lhs_per_slot, transpose, bias, swiglu;
+};
+
+// Routed per-slot output == plain grouped gmm over the local slots' rows sorted stably by expert, then
+// put back in slot order; and the combined output is the fp32 weighted sum of those per-slot rows.
+void check_routed_equals_sorted_gmm(const EquivalenceCase& c) {
+  SCOPED_TRACE(std::string(c.lhs_per_slot ? "lhs_per_slot" : "lhs_2d") + (c.transpose ? " T" : "") +
+               (c.bias ? " bias" : "") + (c.swiglu ? " swiglu" : ""));
+  std::mt19937 rng(40 + c.lhs_per_slot + 2 * c.transpose + 4 * c.bias + 8 * c.swiglu);
+  const int64_t T = 23, top_k = 3, E = 6, offset = 1, e_local = 3, k = 5, n = 8;
+  auto p = routed_problem(T, top_k, k, n, offset, e_local, false);
+  p.routing.lhs_per_slot = c.lhs_per_slot;
+  p.routing.num_experts = E;
+  p.transpose_rhs = c.transpose;
+  p.epilogue = {c.bias, c.swiglu ? vkgmm::Activation::swiglu : vkgmm::Activation::none};
+  p.existing_out = true;
+  const int64_t slots = T * top_k, n_out = vkgmm::reference::out_columns(p);
+  const auto ids = random_routing(rng, T, top_k, E);
+  const V lhs = random_values(rng, size_t((c.lhs_per_slot ? slots : T) * k));
+  const V rhs = random_values(rng, size_t(e_local * k * n));
+  const V bias = c.bias ? random_values(rng, size_t(e_local * n)) : V{};
+  const V existing = random_values(rng, size_t(slots * n_out));
+  const V per_slot = vkgmm::reference::gmm_routed(p, lhs, rhs, ids, {}, existing, bias);
+
+  // The local slots, stably sorted by expert (token order within one), as rows of a grouped gmm over all E.
+  std::vector<int64_t> order;
+  for (int64_t s = 0; s < slots; ++s)
+    if (ids[size_t(s)] >= offset && ids[size_t(s)] < offset + e_local) order.push_back(s);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
+  ASSERT_GT(order.size(), 10u) << "too few local slots to mean anything";
+  auto g = gmm_problem(int64_t(order.size()), k, n, std::vector<int32_t>(size_t(E), 0));
+  g.group_offset = offset;
+  g.num_rhs_groups = e_local;
+  g.transpose_rhs = c.transpose;
+  g.epilogue = p.epilogue;
+  V rows;
+  for (int64_t s : order) {
+    ++g.group_sizes[size_t(ids[size_t(s)])];
+    const int64_t r = c.lhs_per_slot ? s : s / top_k;
+    rows.insert(rows.end(), lhs.begin() + r * k, lhs.begin() + (r + 1) * k);
+  }
+  const V grouped = vkgmm::reference::gmm(g, rows, rhs, {}, bias);
+  V want = existing;
+  for (size_t i = 0; i < order.size(); ++i)
+    std::copy(grouped.begin() + int64_t(i) * n_out, grouped.begin() + int64_t(i + 1) * n_out,
+              want.begin() + order[i] * n_out);
+  EXPECT_EQ(per_slot, want);
+
+  // Combined: the per-slot rows (f32, so exactly the fp32 values) summed in slot order, + existing_out.
+  p.routing.combine = true;
+  const V weights = random_values(rng, size_t(slots));
+  const V existing_t = random_values(rng, size_t(T * n_out));
+  V sum(size_t(T * n_out));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t cc = 0; cc < n_out; ++cc) {
+      float acc = 0;
+      for (int64_t j = 0; j < top_k; ++j) {
+        const int64_t s = t * top_k + j;
+        if (ids[size_t(s)] >= offset && ids[size_t(s)] < offset + e_local) {
+          const float term = weights[size_t(s)] * per_slot[size_t(s * n_out + cc)];
+          acc += term;
+        }
+      }
+      sum[size_t(t * n_out + cc)] = acc + existing_t[size_t(t * n_out + cc)];
+    }
+  EXPECT_EQ(vkgmm::reference::gmm_routed(p, lhs, rhs, ids, weights, existing_t, bias), sum);
+}
+
+TEST(ReferenceRouted, PerSlotEqualsGroupedGmmOnSortedRows) {
+  for (bool per_slot : {false, true})
+    for (bool transpose : {false, true})
+      for (bool bias : {false, true})
+        for (bool swiglu : {false, true}) check_routed_equals_sorted_gmm({per_slot, transpose, bias, swiglu});
 }
 
 // --- conversions ----------------------------------------------------------------------------------------

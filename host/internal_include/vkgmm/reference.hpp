@@ -1,6 +1,7 @@
 // CPU reference implementations: the oracle of the tests, the CLI's --check and the bench's check.
-// Inputs are the values the device sees (already rounded to their element types), as float; sums are
-// accumulated in double and the result rounded to the problem's out type.
+// Inputs are the values the device sees (already rounded to their element types), as float; sums over k
+// are accumulated in double and rounded to float; gmm's epilogue (bias, activation, routing weight, sum
+// over slots, + existing_out) follows in fp32, as on the device; the result is rounded to the out type.
 // Internal (host/internal_include/, not installed): for the tests, fuzz targets, CLI and bench only.
 #pragma once
 
@@ -9,6 +10,9 @@
 #include "vkgmm/ops.hpp"
 
 namespace vkgmm::reference {
+
+// gmm's output columns: n, or n / 2 with swiglu.
+int64_t out_columns(const GmmProblem& p);
 
 // lhs [m,k], rhs [G_local,k,n] (or [G_local,n,k]), existing_out [m,n_out] or empty, bias [G_local,n] with
 // p.epilogue.bias. Applies p.epilogue. Returns [m,n_out] (n_out = n, or n / 2 with swiglu).

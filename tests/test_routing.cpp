@@ -1,0 +1,463 @@
+// gmm routed by expert ids, and gmm's fused epilogue (bias, swiglu), on the device against
+// vkgmm::reference: a sweep over token counts, top_k, expert windows, element types, layouts and both
+// modes; shards stitched through existing_out; hostile ids on the device (skipped, counted in the status
+// word, nothing outside the views touched); determinism of the combined mode; the epilogue with group
+// sizes; and the arguments refused before any GPU work.
+#include <climits>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <ostream>
+
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+// How the ids are made.
+enum class Route {
+  top_k,   // a top-k router over random logits: distinct experts per token, best first
+  skewed,  // every token's slot j to the same expert (hot + j): one expert takes all T tokens
+  dropped, // top_k with about a quarter of the slots -1 (capacity drops)
+  uniform, // ids uniform in [-1, E): repeats within a token allowed
+};
+
+const char* route_name(Route r) {
+  switch (r) {
+    case Route::top_k: return "topk";
+    case Route::skewed: return "skewed";
+    case Route::dropped: return "dropped";
+    case Route::uniform: return "uniform";
+  }
+  return "?";
+}
+
+// ids [T, top_k] over experts [0, E); `hot` is the skewed route's expert for slot 0.
+std::vector<int32_t> make_ids(Route route, int64_t T, int64_t top_k, int64_t E, int64_t hot, std::mt19937& rng) {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> experts(size_t(E), 0);
+  for (int64_t t = 0; t < T; ++t) {
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), rng);  // the order of random logits
+    for (int64_t j = 0; j < top_k; ++j) {
+      int32_t id = experts[size_t(j % E)];
+      if (route == Route::skewed) id = int32_t((hot + j) % E);
+      if (route == Route::dropped && rng() % 4 == 0) id = -1;
+      if (route == Route::uniform) id = int32_t(std::uniform_int_distribution<int64_t>(-1, E - 1)(rng));
+      ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+// Router weights: positive, summing to 1 over a token's slots (as after a softmax over the top k).
+std::vector<float> make_weights(int64_t T, int64_t top_k, std::mt19937& rng) {
+  std::uniform_real_distribution<float> d(0.05f, 1.0f);
+  std::vector<float> w(size_t(T * top_k));
+  for (int64_t t = 0; t < T; ++t) {
+    float sum = 0;
+    for (int64_t j = 0; j < top_k; ++j) sum += (w[size_t(t * top_k + j)] = d(rng));
+    for (int64_t j = 0; j < top_k; ++j) w[size_t(t * top_k + j)] /= sum;
+  }
+  return w;
+}
+
+struct RoutingCase {
+  int64_t T, top_k, E, offset, e_local, k, n;
+  Route route;
+  DType lhs, rhs, out;
+  bool transpose, lhs_per_slot, combine, existing_out, bias, swiglu;
+  Schedule schedule;  // forced through the context (ContextOptions::schedule)
+  uint32_t seed;
+};
+
+std::string case_name(const RoutingCase& c) {
+  std::string s = "T" + std::to_string(c.T) + "k" + std::to_string(c.top_k) + "_E" + std::to_string(c.E) + "w" +
+                  std::to_string(c.offset) + "l" + std::to_string(c.e_local) + "_K" + std::to_string(c.k) + "N" +
+                  std::to_string(c.n) + "_" + route_name(c.route) + "_" + dtype_name(c.lhs) + dtype_name(c.rhs) +
+                  dtype_name(c.out);
+  if (c.transpose) s += "_T";
+  if (c.lhs_per_slot) s += "_perslotlhs";
+  s += c.combine ? "_combined" : "_perslot";
+  if (c.existing_out) s += "_ex";
+  if (c.bias) s += "_bias";
+  if (c.swiglu) s += "_swiglu";
+  return s + "_" + schedule_name(c.schedule);
+}
+
+// gtest prints a failing case's parameter with this (its name, not its bytes).
+void PrintTo(const RoutingCase& c, std::ostream* os) { *os << case_name(c); }
+
+// A case's problem and data (values exact in their types; weights and bias f32).
+struct Routed {
+  GmmProblem p;
+  std::vector<float> lhs, rhs, weights, existing_out, bias;
+  std::vector<int32_t> ids;
+};
+
+Routed make_routed(const RoutingCase& c) {
+  std::mt19937 rng(c.seed);
+  Routed r;
+  GmmProblem& p = r.p;
+  p.m = c.T;
+  p.k = c.k;
+  p.n = c.n;
+  p.group_offset = c.offset;
+  p.num_rhs_groups = c.e_local;
+  p.transpose_rhs = c.transpose;
+  p.lhs_type = c.lhs;
+  p.rhs_type = c.rhs;
+  p.out_type = c.out;
+  p.existing_out = c.existing_out;
+  p.routing = {c.top_k, c.lhs_per_slot, c.combine, c.E};
+  p.epilogue = {c.bias, c.swiglu ? Activation::swiglu : Activation::none};
+  r.ids = make_ids(c.route, c.T, c.top_k, c.E, c.offset + c.e_local / 2, rng);
+  r.lhs = random_values(size_t(c.T * (c.lhs_per_slot ? c.top_k : 1) * c.k), c.lhs, rng);
+  r.rhs = random_values(size_t(c.e_local * c.k * c.n), c.rhs, rng);
+  if (c.combine) r.weights = make_weights(c.T, c.top_k, rng);
+  if (c.existing_out) r.existing_out = random_values(gmm_out_elements(p), c.out, rng);
+  if (c.bias) r.bias = random_values(size_t(c.e_local * c.n), DType::f32, rng);
+  return r;
+}
+
+std::vector<float> run(Context& ctx, const Routed& r, uint32_t expected_status = 0) {
+  return run_gmm_routed(ctx, r.p, r.lhs, r.rhs, r.ids, r.weights, r.existing_out, r.bias, expected_status);
+}
+
+std::vector<float> want(const Routed& r) {
+  return reference::gmm_routed(r.p, r.lhs, r.rhs, r.ids, r.weights, r.existing_out, r.bias);
+}
+
+::testing::AssertionResult close_to_reference(const Routed& r, const std::vector<float>& got) {
+  const Tolerance tol = tolerance_for(r.p.lhs_type, r.p.rhs_type, r.p.out_type);
+  return all_close(got, want(r), tol.atol, tol.rtol);
+}
+
+// The sweep: every axis cycles through all its values with its own pattern, chosen so that almost every
+// pair of values of two axes meets in some case (all pairs of the flags, types and windows) without a
+// full product.
+std::vector<RoutingCase> sweep_cases() {
+  const int64_t Ts[] = {1, 3, 8, 37, 130};
+  const int64_t top_ks[] = {1, 2, 8};
+  struct Window { int64_t E, offset, e_local; };
+  const Window windows[] = {{8, 0, 8}, {8, 2, 3}, {16, 5, 7}, {12, 11, 1}};
+  struct Shape { int64_t k, n; };
+  const Shape shapes[] = {{16, 24}, {40, 74}, {64, 37}, {9, 130}, {128, 48}, {24, 8}, {33, 2}};
+  const Route routes[] = {Route::top_k, Route::dropped, Route::skewed, Route::uniform};
+  struct Types { DType lhs, rhs, out; };
+  const Types types[] = {{DType::f32, DType::f32, DType::f32},   {DType::f16, DType::f16, DType::f16},
+                         {DType::bf16, DType::bf16, DType::bf16}, {DType::bf16, DType::f32, DType::f32},
+                         {DType::f32, DType::f16, DType::bf16},   {DType::f16, DType::bf16, DType::f32}};
+  std::vector<RoutingCase> out;
+  for (uint32_t i = 0; i < 36; ++i) {
+    RoutingCase c{};
+    c.T = Ts[i % 5];
+    c.top_k = top_ks[i % 3];
+    const Window& w = windows[i % 4];
+    c.E = w.E, c.offset = w.offset, c.e_local = w.e_local;
+    const Shape& s = shapes[i % 7];
+    c.k = s.k, c.n = s.n;
+    c.route = routes[(i / 4 + i) % 4];
+    const Types& t = types[(i / 6) % 6];
+    c.lhs = t.lhs, c.rhs = t.rhs, c.out = t.out;
+    c.transpose = (i + i / 9) % 2 == 1;
+    c.lhs_per_slot = (i / 2 + i / 3) % 2 == 1;
+    c.combine = (i / 3 + i / 6) % 2 == 0;
+    c.existing_out = (i / 5 + i / 4) % 2 == 1;
+    c.bias = (i + i / 3) % 3 != 0;
+    c.swiglu = s.n % 2 == 0 && (i / 7 + i) % 2 == 0;  // an odd product width cannot be split
+    c.schedule = (i / 6 + i / 5) % 2 == 0 ? Schedule::shared : Schedule::direct;
+    c.seed = 100 + i;
+    out.push_back(c);
+  }
+  return out;
+}
+
+class RoutingSweep : public DeviceTest, public ::testing::WithParamInterface<RoutingCase> {};
+
+TEST_P(RoutingSweep, MatchesReference) {
+  const RoutingCase& c = GetParam();
+  SCOPED_TRACE(case_name(c));
+  const Routed r = make_routed(c);
+  EXPECT_TRUE(close_to_reference(r, run(ctx(c.schedule), r)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, RoutingSweep, ::testing::ValuesIn(sweep_cases()),
+                         [](const ::testing::TestParamInfo<RoutingCase>& info) {
+                           return case_name(info.param) + "_" + std::to_string(info.index);
+                         });
+
+// A moderately sized problem for the tests below: all 16 experts local, swiglu with bias.
+RoutingCase base_case(bool combine, Schedule schedule) {
+  return {40, 4, 16, 0, 16, 24, 2 * 19, Route::top_k, DType::f32, DType::f32, DType::f32,
+          false, false, combine, false, true, true, schedule, 7};
+}
+
+// Experts [lo, hi) of a full problem: the window's rhs and bias rows, the same tiling as the full call
+// (so that every slot is computed the same way), existing_out = the previous shard's out.
+Routed shard(Context& ctx, const Routed& full, int64_t lo, int64_t hi, std::vector<float> existing_out) {
+  Routed s = full;
+  s.p.tiling = TilingChoice::of(GmmPlan(ctx, full.p).tiling());
+  s.p.group_offset = lo;
+  s.p.num_rhs_groups = hi - lo;
+  s.p.existing_out = !existing_out.empty();
+  s.existing_out = std::move(existing_out);
+  const size_t w = size_t(full.p.k * full.p.n), b = size_t(full.p.n);
+  s.rhs.assign(full.rhs.begin() + std::ptrdiff_t(lo * w), full.rhs.begin() + std::ptrdiff_t(hi * w));
+  if (full.p.epilogue.bias)
+    s.bias.assign(full.bias.begin() + std::ptrdiff_t(lo * b), full.bias.begin() + std::ptrdiff_t(hi * b));
+  return s;
+}
+
+// Expert parallelism: two calls over disjoint windows, the second taking the first's out as existing_out,
+// equal one call over all experts. Per slot, each slot is written by exactly one shard: the same bits.
+// Combined, the second shard adds its slots' sum to the first's, which changes the order of the fp32 sum
+// (and rounds in between for 16-bit outs): close, not equal.
+TEST_F(DeviceTest, RoutingShardsStitchThroughExistingOut) {
+  for (bool combine : {false, true})
+    for (Schedule schedule : {Schedule::shared, Schedule::direct}) {
+      RoutingCase c = base_case(combine, schedule);
+      c.route = Route::dropped;
+      if (!combine) c.out = DType::bf16;  // a 16-bit existing_out passes through unchanged
+      SCOPED_TRACE(case_name(c));
+      Context& cx = ctx(schedule);
+      const Routed full = make_routed(c);
+      const std::vector<float> one = run(cx, full);
+      const std::vector<float> first = run(cx, shard(cx, full, 0, 6, {}));
+      const std::vector<float> both = run(cx, shard(cx, full, 6, 16, first));
+      if (combine)
+        EXPECT_TRUE(all_close(both, one, 1e-3, 1e-5));
+      else
+        EXPECT_TRUE(same_bits(both, one));
+      EXPECT_TRUE(close_to_reference(full, one));
+    }
+}
+
+// The combined mode sums per-slot fp32 results in slot order (no float atomics): two runs, the same bits,
+// with skewed routing so that one expert's many slots are computed by many workgroups at once.
+TEST_F(DeviceTest, RoutingCombinedIsDeterministic) {
+  for (Schedule schedule : {Schedule::shared, Schedule::direct}) {
+    RoutingCase c = base_case(true, schedule);
+    c.T = 130, c.top_k = 8, c.route = Route::skewed, c.existing_out = true;
+    SCOPED_TRACE(case_name(c));
+    const Routed r = make_routed(c);
+    const std::vector<float> a = run(ctx(schedule), r), b = run(ctx(schedule), r);
+    EXPECT_TRUE(same_bits(a, b));
+    EXPECT_TRUE(close_to_reference(r, a));
+  }
+}
+
+// Ids that break the contract, which only the device sees: each is skipped like an id outside the window
+// (the valid slots' results are the bits of a run with -1 in their place), the status word says bad_id
+// when an id is below -1 or, with num_experts known, >= num_experts, and nothing outside the operands'
+// views is written. Every operand sits between guard regions.
+struct HostileCase {
+  const char* name;
+  int64_t num_experts;                // 0: unknown, so ids past the window are merely other shards'
+  std::vector<int32_t> bad;           // ids written over some slots
+  uint32_t status;                    // the status word expected
+};
+
+TEST_F(DeviceTest, RoutingHostileIdsAreSkippedAndReported) {
+  const HostileCase hostile[] = {
+      {"below_and_above", 16, {-2, 16, INT32_MAX, INT32_MIN, 1 << 20, -1000}, device_status::bad_id},
+      {"above_unknown_E", 0, {16, INT32_MAX, 1 << 20}, 0},
+      {"below_unknown_E", 0, {-2, INT32_MIN}, device_status::bad_id},
+  };
+  for (const HostileCase& h : hostile)
+    for (bool combine : {false, true})
+      for (Schedule schedule : {Schedule::shared, Schedule::direct}) {
+        RoutingCase c = base_case(combine, schedule);
+        c.existing_out = true;
+        c.offset = 3, c.e_local = 9;
+        SCOPED_TRACE(std::string(h.name) + " " + case_name(c));
+        Context& cx = ctx(schedule);
+        Routed r = make_routed(c);
+        r.p.routing.num_experts = h.num_experts;
+        // Every third slot gets a bad id; the same slots get -1 in the clean run.
+        Routed clean = r;
+        for (size_t s = 0, i = 0; s < r.ids.size(); s += 3, ++i) {
+          r.ids[s] = h.bad[i % h.bad.size()];
+          clean.ids[s] = -1;
+        }
+        const std::vector<float> want_bits = run(cx, clean);
+        EXPECT_TRUE(close_to_reference(clean, want_bits));
+
+        const GmmPlan plan(cx, r.p);
+        ASSERT_GT(plan.workspace_bytes(), 0u) << "routing orders the slots in a workspace";
+        Guarded l = guarded_floats(cx, r.lhs), w = guarded_floats(cx, r.rhs), e = guarded_floats(cx, r.existing_out),
+                b = guarded_floats(cx, r.bias), o(cx, want_bits.size() * 4), ids(cx, r.ids.size() * 4),
+                status(cx, 4), work(cx, plan.workspace_bytes());
+        ids.set(r.ids.data(), r.ids.size() * 4);
+        GmmOperands ops{l.view(), w.view(), o.view(), e.view()};
+        ops.ids = ids.view();
+        ops.bias = b.view();
+        ops.status = status.view();
+        ops.workspace = work.view();  // the app's (routing needs one: the per-slot results, the counts)
+        std::optional<Guarded> weights;
+        if (combine) ops.weights = weights.emplace(guarded_floats(cx, r.weights)).view();
+        cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+
+        EXPECT_TRUE(same_bits(floats(o), want_bits));
+        uint32_t word = ~0u;
+        std::memcpy(&word, status.get().data(), 4);
+        EXPECT_EQ(word, h.status);
+        for (const Guarded* g : {&l, &w, &e, &b, &o, &ids, &status, &work}) EXPECT_TRUE(g->guards_intact());
+        if (weights) EXPECT_TRUE(weights->guards_intact());
+      }
+}
+
+// --- the epilogue with group sizes -----------------------------------------------------------------------
+
+struct EpilogueCase {
+  bool bias, swiglu, transpose, existing_out, device_sizes;
+  DType lhs, rhs, out;
+  Schedule schedule;
+};
+
+std::string epilogue_name(const EpilogueCase& c) {
+  return std::string(c.bias ? "bias" : "nobias") + (c.swiglu ? "_swiglu" : "") + (c.transpose ? "_T" : "") +
+         (c.existing_out ? "_ex" : "") + (c.device_sizes ? "_devsizes" : "") + "_" + dtype_name(c.lhs) +
+         dtype_name(c.rhs) + dtype_name(c.out) + "_" + schedule_name(c.schedule);
+}
+
+void PrintTo(const EpilogueCase& c, std::ostream* os) { *os << epilogue_name(c); }
+
+class EpilogueSweep : public DeviceTest, public ::testing::WithParamInterface<EpilogueCase> {};
+
+// gmm with group sizes and bias / swiglu against the reference; with device group sizes too, which must
+// give the host path's bits.
+TEST_P(EpilogueSweep, MatchesReference) {
+  const EpilogueCase& c = GetParam();
+  SCOPED_TRACE(epilogue_name(c));
+  std::mt19937 rng(uint32_t(c.bias + 2 * c.swiglu + 4 * c.transpose + 8 * c.existing_out));
+  GmmProblem p;
+  p.m = 70;
+  p.k = 24;
+  p.n = 2 * 37;  // n_out = 37 with swiglu
+  p.group_sizes = make_group_sizes(Sizes::split_tiles, 6, p.m, rng);
+  p.group_offset = 1;
+  p.num_rhs_groups = 4;
+  p.transpose_rhs = c.transpose;
+  p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
+  p.existing_out = c.existing_out;
+  p.epilogue = {c.bias, c.swiglu ? Activation::swiglu : Activation::none};
+  const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
+  const auto rhs = random_values(size_t(4 * p.k * p.n), c.rhs, rng);
+  const auto bias = c.bias ? random_values(size_t(4 * p.n), DType::f32, rng) : std::vector<float>{};
+  const auto ex = c.existing_out ? random_values(gmm_out_elements(p), c.out, rng) : std::vector<float>{};
+  Context& cx = ctx(c.schedule);
+  const std::vector<float> got = run_gmm(cx, p, lhs, rhs, ex, bias);
+  const Tolerance tol = tolerance_for(c.lhs, c.rhs, c.out);
+  EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs, ex, bias), tol.atol, tol.rtol));
+  if (c.device_sizes) EXPECT_TRUE(same_bits(run_gmm_device(cx, p, lhs, rhs, ex, bias), got)) << "device group sizes";
+}
+
+std::vector<EpilogueCase> epilogue_cases() {
+  const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  return {
+      {true, false, false, false, true, f32, f32, f32, Schedule::shared},
+      {false, true, false, true, false, f32, f32, f32, Schedule::direct},
+      {true, true, true, false, true, f32, f32, f32, Schedule::shared},
+      {true, true, false, true, true, bf16, bf16, bf16, Schedule::direct},
+      {true, true, true, true, false, f16, f16, f16, Schedule::direct},
+      {false, true, true, false, true, f16, bf16, f32, Schedule::shared},
+      {true, false, true, true, true, f32, f16, bf16, Schedule::direct},
+      {true, true, false, false, false, bf16, f32, f16, Schedule::shared},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, EpilogueSweep, ::testing::ValuesIn(epilogue_cases()),
+                         [](const ::testing::TestParamInfo<EpilogueCase>& info) {
+                           return epilogue_name(info.param) + "_" + std::to_string(info.index);
+                         });
+
+// --- errors ----------------------------------------------------------------------------------------------
+
+GmmProblem good_routed() {
+  GmmProblem p;
+  p.m = 16;
+  p.k = 8;
+  p.n = 8;
+  p.num_rhs_groups = 4;
+  p.routing.top_k = 2;
+  return p;
+}
+
+// The problem's rules, refused when the plan is made.
+TEST_F(DeviceTest, RoutingPlanErrorsNameTheArgument) {
+  auto refused = [&](const std::function<void(GmmProblem&)>& edit, const std::string& needle) {
+    GmmProblem p = good_routed();
+    edit(p);
+    SCOPED_TRACE(needle);
+    expect_invalid_argument([&] { GmmPlan(ctx(), p); }, needle);
+  };
+  refused([](GmmProblem& p) { p.group_sizes = {8, 8, 0, 0}; }, "group_sizes");
+  refused([](GmmProblem& p) { p.num_rhs_groups = -1; }, "num_rhs_groups");
+  refused([](GmmProblem& p) { p.routing.top_k = -1; }, "top_k");
+  refused([](GmmProblem& p) { p.routing.num_experts = 3; }, "num_experts");
+  refused([](GmmProblem& p) { p.group_offset = 2, p.routing.num_experts = 5; }, "num_experts");
+  refused([](GmmProblem& p) { p.n = 7, p.epilogue.activation = Activation::swiglu; }, "swiglu");
+  refused([](GmmProblem& p) { p.epilogue.activation = static_cast<Activation>(7); }, "activation");
+  // The epilogue's rules hold with group sizes too.
+  refused([](GmmProblem& p) {
+    p.routing = {};
+    p.group_sizes = {8, 8, 0, 0};
+    p.n = 9, p.epilogue.activation = Activation::swiglu;
+  }, "swiglu");
+}
+
+// The operands' rules, refused by check() (and so by record()) before anything is recorded.
+TEST_F(DeviceTest, RoutingOperandErrorsNameTheArgument) {
+  struct Variant {
+    bool combine, bias;
+  };
+  for (const Variant v : {Variant{false, false}, Variant{true, true}}) {
+    GmmProblem p = good_routed();
+    p.routing.combine = v.combine;
+    p.epilogue.bias = v.bias;
+    SCOPED_TRACE(std::string(v.combine ? "combined" : "per slot") + (v.bias ? " bias" : ""));
+    const GmmPlan plan(ctx(), p);
+    Buffer lhs = ctx().create_buffer(16 * 8 * 4), rhs = ctx().create_buffer(4 * 8 * 8 * 4),
+           out = ctx().create_buffer(16 * 2 * 8 * 4), ids = ctx().create_buffer(16 * 2 * 4),
+           weights = ctx().create_buffer(16 * 2 * 4), bias = ctx().create_buffer(4 * 8 * 4);
+    GmmOperands good{lhs.view(), rhs.view(), out.view()};
+    good.ids = ids.view();
+    if (v.combine) good.weights = weights.view();
+    if (v.bias) good.bias = bias.view();
+    auto refused = [&](const std::function<void(GmmOperands&)>& edit, const std::string& needle) {
+      GmmOperands ops = good;
+      edit(ops);
+      SCOPED_TRACE(needle);
+      expect_invalid_argument([&] { plan.check(ops); }, needle);
+    };
+    refused([](GmmOperands& o) { o.ids = {}; }, "ids");
+    refused([&](GmmOperands& o) { o.ids = ids.view(0, 16 * 2 * 4 - 4); }, "ids: view of");
+    if (v.combine) {
+      refused([](GmmOperands& o) { o.weights = {}; }, "weights");
+      refused([&](GmmOperands& o) { o.weights = weights.view(0, 8); }, "weights: view of");
+    } else {
+      refused([&](GmmOperands& o) { o.weights = weights.view(); }, "weights");
+    }
+    if (v.bias) {
+      refused([](GmmOperands& o) { o.bias = {}; }, "bias");
+      refused([&](GmmOperands& o) { o.bias = bias.view(0, 4 * 8 * 4 - 4); }, "bias: view of");
+    } else {
+      refused([&](GmmOperands& o) { o.bias = bias.view(); }, "bias");
+    }
+    plan.check(good);  // and the good operands pass
+  }
+  // ids on a problem routed by group sizes.
+  GmmProblem grouped = good_routed();
+  grouped.routing = {};
+  grouped.group_sizes = {8, 8, 0, 0};
+  const GmmPlan plan(ctx(), grouped);
+  Buffer b = ctx().create_buffer(4096);
+  GmmOperands ops{b.view(0, 512), b.view(512, 1024), b.view(1536, 512)};
+  plan.check(ops);
+  ops.ids = b.view(2048, 128);
+  expect_invalid_argument([&] { plan.check(ops); }, "ids");
+}
+
+}  // namespace
+}  // namespace vkgmm::test
