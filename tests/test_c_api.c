@@ -468,6 +468,81 @@ static void test_struct_sizes(vkgmm_context* ctx) {
   CHECK(strstr(vkgmm_last_error_message(), "struct_size") != NULL);
 }
 
+/* ----- routing by expert ids and the epilogue: the fields and their rules ---------------------------- */
+
+/* The new fields' rules surface as VKGMM_INVALID_ARGUMENT naming the C field, and callers built against
+ * the vkgmm.h before them (smaller struct_size) get no routing and no epilogue, whatever lies past their
+ * structs. (The routed runs themselves are tested in C++ and through `vkgmm run`.) */
+/* vkgmm_gmm_plan_create refuses p with VKGMM_INVALID_ARGUMENT, a message naming `field`, and no plan. */
+static void expect_refused(vkgmm_context* ctx, const vkgmm_gmm_problem* p, const char* field) {
+  vkgmm_gmm_plan* plan = (vkgmm_gmm_plan*)&plan; /* must be reset to NULL */
+  CHECK(vkgmm_gmm_plan_create(ctx, p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
+  if (!strstr(vkgmm_last_error_message(), field)) {
+    fprintf(stderr, "  the message does not name %s: %s\n", field, vkgmm_last_error_message());
+    ++failures;
+  }
+}
+
+static void test_routing_fields(vkgmm_context* ctx) {
+  CHECK(VKGMM_DEVICE_STATUS_BAD_ID == 8);
+  CHECK(VKGMM_ACTIVATION_NONE == 0 && VKGMM_ACTIVATION_SWIGLU == 1);
+  vkgmm_gmm_problem p = gmm_problem();
+  p.top_k = -1;
+  expect_refused(ctx, &p, "top_k");
+  p = gmm_problem();
+  p.num_experts = -3;
+  expect_refused(ctx, &p, "num_experts");
+  p = gmm_problem(); /* routing fields without top_k */
+  p.combine = 1;
+  expect_refused(ctx, &p, "combine");
+  p = gmm_problem();
+  p.lhs_per_slot = 1;
+  expect_refused(ctx, &p, "lhs_per_slot");
+  p = gmm_problem();
+  p.num_experts = 4;
+  expect_refused(ctx, &p, "num_experts");
+  p = gmm_problem();
+  p.activation = (vkgmm_activation)5;
+  expect_refused(ctx, &p, "activation");
+  p = gmm_problem(); /* group sizes and ids at once */
+  p.top_k = 2;
+  p.num_rhs_groups = G;
+  expect_refused(ctx, &p, "group_sizes");
+  p.group_sizes = NULL;
+  p.num_groups = 0;
+  p.device_group_count = G;
+  expect_refused(ctx, &p, "device_group_count");
+  p.device_group_count = 0;
+  p.num_rhs_groups = 0; /* E_local is required with ids */
+  expect_refused(ctx, &p, "num_rhs_groups");
+
+  /* A problem from the vkgmm.h before routing: what lies past its struct_size is not read. */
+  p = gmm_problem();
+  p.struct_size = offsetof(vkgmm_gmm_problem, top_k);
+  p.top_k = -7, p.combine = 3, p.num_experts = -1, p.bias = 1, p.activation = (vkgmm_activation)9;
+  vkgmm_gmm_plan* plan = NULL;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_OK && plan != NULL);
+  if (!plan) return;
+  /* ... and operands from before ids / weights / bias: a plain gmm, garbage past the caller's struct. */
+  vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *br = make_buffer(ctx, rhs, G * K * N),
+               *bo = make_buffer(ctx, NULL, M * N);
+  vkgmm_gmm_operands ops;
+  memset(&ops, 0, sizeof ops);
+  ops.struct_size = offsetof(vkgmm_gmm_operands, ids);
+  ops.lhs = vkgmm_buffer_whole(bl), ops.rhs = vkgmm_buffer_whole(br), ops.out = vkgmm_buffer_whole(bo);
+  ops.ids = ops.weights = ops.bias = vkgmm_buffer_whole(bl); /* past struct_size: ignored */
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bo, out, sizeof out, 0) == VKGMM_OK);
+  int wrong = 0;
+  for (int r = 0; r < M; ++r)
+    for (int j = 0; j < N; ++j) wrong += !near(out[r * N + j], gmm_want(r, j));
+  CHECK(wrong == 0);
+  vkgmm_gmm_plan_destroy(plan);
+  vkgmm_buffer_destroy(bl);
+  vkgmm_buffer_destroy(br);
+  vkgmm_buffer_destroy(bo);
+}
+
 /* ----- 16-bit operands of odd element counts, in buffers of exactly their bytes ---------------------- */
 
 /* bf16 bits of a float that bf16 holds exactly (the values below are multiples of 1/8 in [-1, 1]). */
@@ -594,6 +669,7 @@ int main(void) {
   test_device_sizes(ctx);
   test_errors(ctx);
   test_struct_sizes(ctx);
+  test_routing_fields(ctx);
   vkgmm_context_destroy(ctx);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <iterator>
 
 #include "c_api/c_api.hpp"
 #include "gpu_harness.hpp"
@@ -58,11 +59,171 @@ void expect_same_common_fields(const P& c, const P& p) {
   EXPECT_EQ(c.schedule, p.schedule);
 }
 
+void expect_same_routing(const GmmProblem& c, const GmmProblem& p) {
+  EXPECT_EQ(c.routing.top_k, p.routing.top_k);
+  EXPECT_EQ(c.routing.lhs_per_slot, p.routing.lhs_per_slot);
+  EXPECT_EQ(c.routing.combine, p.routing.combine);
+  EXPECT_EQ(c.routing.num_experts, p.routing.num_experts);
+  EXPECT_EQ(c.epilogue.bias, p.epilogue.bias);
+  EXPECT_EQ(c.epilogue.activation, p.epilogue.activation);
+}
+
 TEST(CDefaults, GmmProblemIsTheCppDefault) {
   const GmmProblem c = c_api::to_cpp(default_c<vkgmm_gmm_problem>()), p = default_cpp<GmmProblem>();
   expect_same_common_fields(c, p);
   EXPECT_EQ(c.num_rhs_groups, p.num_rhs_groups);  // C's 0 is C++'s -1: G - group_offset
   EXPECT_EQ(c.transpose_rhs, p.transpose_rhs);
+  expect_same_routing(c, p);  // no routing, no epilogue
+}
+
+// Routing by expert ids and the epilogue: each C field reaches its C++ field.
+TEST(CDefaults, RoutingAndEpilogueAreTheCppOnes) {
+  auto c = default_c<vkgmm_gmm_problem>();
+  c.group_sizes = nullptr;
+  c.num_groups = 0;
+  c.num_rhs_groups = 3;
+  c.group_offset = 2;
+  c.top_k = 2;
+  c.lhs_per_slot = 1;
+  c.combine = 1;
+  c.num_experts = 8;
+  c.bias = 1;
+  c.activation = VKGMM_ACTIVATION_SWIGLU;
+  auto p = default_cpp<GmmProblem>();
+  p.group_sizes.clear();
+  p.num_rhs_groups = 3;
+  p.group_offset = 2;
+  p.routing = {2, true, true, 8};
+  p.epilogue = {true, Activation::swiglu};
+  const GmmProblem got = c_api::to_cpp(c);
+  expect_same_common_fields(got, p);
+  EXPECT_EQ(got.num_rhs_groups, 3);
+  expect_same_routing(got, p);
+  // One at a time: each flag on its own, and the epilogue with group sizes (no routing).
+  c.lhs_per_slot = 0;
+  EXPECT_FALSE(c_api::to_cpp(c).routing.lhs_per_slot);
+  EXPECT_TRUE(c_api::to_cpp(c).routing.combine);
+  c.combine = 0;
+  c.num_experts = 0;
+  EXPECT_EQ(c_api::to_cpp(c).routing.num_experts, 0);
+  EXPECT_FALSE(c_api::to_cpp(c).routing.combine);
+  auto e = default_c<vkgmm_gmm_problem>();
+  e.activation = VKGMM_ACTIVATION_SWIGLU;
+  EXPECT_EQ(c_api::to_cpp(e).epilogue.activation, Activation::swiglu);
+  EXPECT_FALSE(c_api::to_cpp(e).epilogue.bias);
+  EXPECT_EQ(c_api::to_cpp(e).routing.top_k, 0);
+  e.activation = VKGMM_ACTIVATION_NONE;
+  e.bias = 7;  // any nonzero int is true, as the other C flags
+  EXPECT_TRUE(c_api::to_cpp(e).epilogue.bias);
+  EXPECT_EQ(c_api::to_cpp(e).epilogue.activation, Activation::none);
+  EXPECT_STREQ(activation_name(Activation::swiglu), "swiglu");
+  EXPECT_STREQ(activation_name(Activation::none), "none");
+}
+
+// The rules of the new fields, under their C names (the C++ checks name the C++ fields).
+TEST(CDefaults, RoutingRulesUnderTheCNames) {
+  auto message = [](const vkgmm_gmm_problem& c) -> std::string {
+    try {
+      c_api::to_cpp(c);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::invalid_argument);
+      return e.what();
+    }
+    return "no error";
+  };
+  auto routed = [] {
+    auto c = default_c<vkgmm_gmm_problem>();
+    c.group_sizes = nullptr;
+    c.num_groups = 0;
+    c.num_rhs_groups = 2;
+    c.top_k = 2;
+    return c;
+  };
+  EXPECT_EQ(message(routed()), "no error");
+  auto c = routed();
+  c.top_k = -1;
+  EXPECT_NE(message(c).find("top_k = -1"), std::string::npos) << message(c);
+  c = routed();
+  c.num_experts = -4;
+  EXPECT_NE(message(c).find("num_experts = -4"), std::string::npos) << message(c);
+  c = routed();
+  c.num_rhs_groups = 0;
+  EXPECT_NE(message(c).find("num_rhs_groups"), std::string::npos) << message(c);
+  c = routed();
+  c.num_groups = kGroups;
+  c.group_sizes = kSizes;
+  EXPECT_NE(message(c).find("leave group_sizes NULL"), std::string::npos) << message(c);
+  c = routed();
+  c.device_group_count = kGroups;
+  EXPECT_NE(message(c).find("device_group_count 0"), std::string::npos) << message(c);
+  // Routing fields without top_k.
+  c = default_c<vkgmm_gmm_problem>();
+  c.lhs_per_slot = 1;
+  EXPECT_NE(message(c).find("lhs_per_slot is set, but top_k = 0"), std::string::npos) << message(c);
+  c = default_c<vkgmm_gmm_problem>();
+  c.combine = 1;
+  EXPECT_NE(message(c).find("combine is set, but top_k = 0"), std::string::npos) << message(c);
+  c = default_c<vkgmm_gmm_problem>();
+  c.num_experts = 5;
+  EXPECT_NE(message(c).find("num_experts is set, but top_k = 0"), std::string::npos) << message(c);
+  c = default_c<vkgmm_gmm_problem>();
+  const int bad_activation = 2;
+  std::memcpy(&c.activation, &bad_activation, sizeof bad_activation);
+  EXPECT_NE(message(c).find("activation = 2 is not a vkgmm_activation"), std::string::npos) << message(c);
+}
+
+// The operands' views, ids / weights / bias included, reach the C++ operands as they are.
+TEST(CDefaults, GmmOperandsAreTheCppOnes) {
+  vkgmm_gmm_operands c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  vkgmm_buffer_view* views[] = {&c.lhs,       &c.rhs,    &c.out, &c.existing_out, &c.group_sizes,
+                                &c.workspace, &c.status, &c.ids, &c.weights,      &c.bias};
+  for (size_t i = 0; i < std::size(views); ++i)
+    *views[i] = {reinterpret_cast<VkBuffer>(uintptr_t(0x1000 + i)), 4 * i, 100 + i};
+  const GmmOperands o = c_api::to_cpp(c_api::read_struct(&c, "ops", "vkgmm_gmm_operands"));
+  const BufferView got[] = {o.lhs,       o.rhs,    o.out, o.existing_out, o.group_sizes,
+                            o.workspace, o.status, o.ids, o.weights,      o.bias};
+  for (size_t i = 0; i < std::size(got); ++i) {
+    EXPECT_EQ(got[i].buffer, views[i]->buffer) << "view " << i;
+    EXPECT_EQ(got[i].offset, views[i]->offset) << "view " << i;
+    EXPECT_EQ(got[i].size, views[i]->size) << "view " << i;
+  }
+}
+
+// A caller built against the vkgmm.h before routing and the epilogue: its smaller problem and operands
+// are read with no routing, no epilogue and zero ids / weights / bias views, whatever lies past them.
+TEST(CDefaults, StructsFromBeforeRouting) {
+  auto g = default_c<vkgmm_gmm_problem>();
+  g.struct_size = offsetof(vkgmm_gmm_problem, top_k);
+  g.top_k = -3;  // past the caller's struct: not read
+  g.combine = 1;
+  g.num_experts = -1;
+  g.bias = 1;
+  std::memset(&g.activation, 0x7f, sizeof g.activation);
+  const GmmProblem p = c_api::to_cpp(c_api::read_struct(&g, "problem", "vkgmm_gmm_problem"));
+  expect_same_routing(p, default_cpp<GmmProblem>());
+
+  vkgmm_gmm_operands ops;
+  std::memset(&ops, 0xcd, sizeof ops);
+  ops.struct_size = offsetof(vkgmm_gmm_operands, ids);
+  const GmmOperands o = c_api::to_cpp(c_api::read_struct(&ops, "ops", "vkgmm_gmm_operands"));
+  for (const BufferView& v : {o.ids, o.weights, o.bias}) {
+    EXPECT_EQ(v.buffer, VkBuffer(VK_NULL_HANDLE));
+    EXPECT_EQ(v.offset, 0u);
+    EXPECT_EQ(v.size, 0u);
+  }
+  EXPECT_NE(o.status.buffer, VkBuffer(VK_NULL_HANDLE));  // the caller's (0xcd...): read as given
+  // A newer caller's: the struct is accepted while its unknown tail is zero.
+  struct {
+    vkgmm_gmm_problem p;
+    int64_t future;
+  } newer{};
+  newer.p = default_c<vkgmm_gmm_problem>();
+  newer.p.struct_size = sizeof newer;
+  newer.p.activation = VKGMM_ACTIVATION_SWIGLU;
+  EXPECT_EQ(c_api::to_cpp(c_api::read_struct(&newer.p, "problem", "vkgmm_gmm_problem")).epilogue.activation,
+            Activation::swiglu);
 }
 
 TEST(CDefaults, TgmmProblemIsTheCppDefault) {

@@ -59,10 +59,10 @@ void require(const void* p, const char* what);
 VKGMM_NO_TAIL_PADDING(vkgmm_context_options, timeout_s);
 VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, options);
 VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, storage_buffer_16bit);
-VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, expected_group_rows);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, activation);
 VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_problem, expected_group_rows);
 VKGMM_NO_TAIL_PADDING(vkgmm_operand_sizes, workspace);
-VKGMM_NO_TAIL_PADDING(vkgmm_gmm_operands, status);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_operands, bias);
 VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_operands, status);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_operands, status);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, workspace);
@@ -71,7 +71,9 @@ VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, workspace);
 template <typename T>
 inline constexpr size_t first_size = sizeof(T);
 // Grown by the device group sizes (issue 13): a caller built against the vkgmm.h before them passes the
-// old size and gets the host path (its zero views, its zero counts).
+// old size and gets the host path (its zero views, its zero counts). Grown again by routing and the
+// epilogue (issue 14: vkgmm_gmm_problem from top_k, vkgmm_gmm_operands from ids), which leaves the first
+// published sizes as they were: a caller of either older vkgmm.h gets no routing and no epilogue.
 #define VKGMM_GROWN_AT(T, first_new_field) \
   template <>                             \
   inline constexpr size_t first_size<T> = offsetof(T, first_new_field)
@@ -88,6 +90,10 @@ VKGMM_GROWN_AT(vkgmm_gmm_backward_sizes, workspace);
 static_assert(VKGMM_DEVICE_STATUS_NEGATIVE_SIZE == device_status::negative_size);
 static_assert(VKGMM_DEVICE_STATUS_SUM_ABOVE_M == device_status::sum_above_m);
 static_assert(VKGMM_DEVICE_STATUS_VISITS_CUT == device_status::visits_cut);
+static_assert(VKGMM_DEVICE_STATUS_BAD_ID == device_status::bad_id);
+// The C activations are the C++ ones.
+static_assert(VKGMM_ACTIVATION_NONE == static_cast<int>(Activation::none));
+static_assert(VKGMM_ACTIVATION_SWIGLU == static_cast<int>(Activation::swiglu));
 
 // Throws unless `size` (the caller's struct_size of a `type`, this library's being `known`) is at least
 // `first`, and, when larger than `known`, every byte of `bytes` from `known` to `size` is zero.
@@ -119,6 +125,9 @@ void write_struct(T* out, T value, const char* what, const char* type) {
 // The C problems as the C++ problems they stand for (what the plans are made from).
 GmmProblem to_cpp(const vkgmm_gmm_problem& problem);
 TgmmProblem to_cpp(const vkgmm_tgmm_problem& problem);
+// The C operands (read with read_struct) as the C++ operands.
+GmmOperands to_cpp(const vkgmm_gmm_operands& ops);
+TgmmOperands to_cpp(const vkgmm_tgmm_operands& ops);
 
 template <class F>
 vkgmm_status guarded(F&& body) noexcept {
@@ -150,6 +159,8 @@ inline int raw_enum(const E& field) {
   std::memcpy(&v, &field, sizeof v);
   return v;
 }
+
+inline vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.offset, v.size}; }
 
 inline vkgmm::Schedule schedule(const char* op, const vkgmm_schedule& field) {
   const int s = raw_enum(field);

@@ -15,6 +15,7 @@ using vkgmm::c_api::write_struct;
 using vkgmm::c_api::bad;
 using vkgmm::c_api::raw_enum;
 using vkgmm::c_api::schedule;
+using vkgmm::c_api::view;
 
 namespace {
 
@@ -53,8 +54,6 @@ int64_t count_or_default(const char* op, const char* name, int64_t v) {
   return v == 0 ? -1 : v;
 }
 
-vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.offset, v.size}; }
-
 void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::Context::Impl>& owner) {
   require(ctx, "ctx");
   if (vkgmm::ContextInternals::shared(ctx->ctx) != owner)
@@ -69,15 +68,11 @@ vkgmm_operand_sizes sizes(const Plan& plan) {
 }
 
 vkgmm::GmmOperands gmm_ops(const vkgmm_gmm_operands* ops) {
-  const vkgmm_gmm_operands o = read_struct(ops, "ops", "vkgmm_gmm_operands");
-  return {view(o.lhs),         view(o.rhs),       view(o.out),   view(o.existing_out),
-          view(o.group_sizes), view(o.workspace), view(o.status)};
+  return to_cpp(read_struct(ops, "ops", "vkgmm_gmm_operands"));
 }
 
 vkgmm::TgmmOperands tgmm_ops(const vkgmm_tgmm_operands* ops) {
-  const vkgmm_tgmm_operands o = read_struct(ops, "ops", "vkgmm_tgmm_operands");
-  return {view(o.lhs),         view(o.rhs),       view(o.out),   view(o.existing_out),
-          view(o.group_sizes), view(o.workspace), view(o.status)};
+  return to_cpp(read_struct(ops, "ops", "vkgmm_tgmm_operands"));
 }
 
 vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands* ops) {
@@ -162,6 +157,41 @@ DeviceGroupSizes device_group_sizes(const char* op, const C& c) {
   return {c.device_group_count, c.expected_group_rows};
 }
 
+// top_k, lhs_per_slot, combine and num_experts, checked under their C names (as device_group_sizes).
+Routing routing(const char* op, const vkgmm_gmm_problem& c) {
+  if (c.top_k < 0) bad(op, "top_k = " + std::to_string(c.top_k) + " must be >= 0 (0: no routing)");
+  if (c.num_experts < 0)
+    bad(op, "num_experts = " + std::to_string(c.num_experts) + " must be >= 0 (0: unknown)");
+  if (c.top_k == 0) {
+    const char* set = c.lhs_per_slot ? "lhs_per_slot" : c.combine ? "combine" : c.num_experts ? "num_experts" : nullptr;
+    if (set) bad(op, std::string(set) + " is set, but top_k = 0 (no routing by expert ids)");
+    return {};
+  }
+  const std::string k = "top_k = " + std::to_string(c.top_k);
+  if (c.num_groups != 0 || c.group_sizes || c.device_group_count != 0)
+    bad(op, k + ": the rows are routed by ids; leave group_sizes NULL, num_groups 0 and device_group_count 0");
+  if (c.num_rhs_groups == 0)
+    bad(op, k + ": num_rhs_groups (E_local, the experts rhs holds) is required with routing; 0 is no default here");
+  Routing r;
+  r.top_k = c.top_k;
+  r.lhs_per_slot = c.lhs_per_slot != 0;
+  r.combine = c.combine != 0;
+  r.num_experts = c.num_experts;
+  return r;
+}
+
+Epilogue epilogue(const char* op, const vkgmm_gmm_problem& c) {
+  Epilogue e;
+  e.bias = c.bias != 0;
+  const int a = raw_enum(c.activation);
+  switch (a) {
+    case VKGMM_ACTIVATION_NONE: e.activation = Activation::none; break;
+    case VKGMM_ACTIVATION_SWIGLU: e.activation = Activation::swiglu; break;
+    default: bad(op, "activation = " + std::to_string(a) + " is not a vkgmm_activation");
+  }
+  return e;
+}
+
 // The fields gmm's and tgmm's C problems share, by the same names, into the C++ problem P.
 template <typename P, typename C>
 P common_fields(const char* op, const C& c) {
@@ -188,7 +218,29 @@ GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
   GmmProblem p = common_fields<GmmProblem>("gmm", c);
   p.num_rhs_groups = count_or_default("gmm", "num_rhs_groups", c.num_rhs_groups);
   p.transpose_rhs = c.transpose_rhs != 0;
+  p.routing = routing("gmm", c);
+  p.epilogue = epilogue("gmm", c);
   return p;
+}
+
+GmmOperands to_cpp(const vkgmm_gmm_operands& o) {
+  GmmOperands ops;
+  ops.lhs = view(o.lhs);
+  ops.rhs = view(o.rhs);
+  ops.out = view(o.out);
+  ops.existing_out = view(o.existing_out);
+  ops.group_sizes = view(o.group_sizes);
+  ops.workspace = view(o.workspace);
+  ops.status = view(o.status);
+  ops.ids = view(o.ids);
+  ops.weights = view(o.weights);
+  ops.bias = view(o.bias);
+  return ops;
+}
+
+TgmmOperands to_cpp(const vkgmm_tgmm_operands& o) {
+  return {view(o.lhs),         view(o.rhs),       view(o.out),   view(o.existing_out),
+          view(o.group_sizes), view(o.workspace), view(o.status)};
 }
 
 TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "flags.hpp"
@@ -13,27 +14,44 @@ const char kRunUsage[] =
     "usage:\n"
     "  vkgmm run gmm  --lhs L.npy --rhs R.npy --group-sizes GS.npy --out OUT.npy\n"
     "                 [--transpose-rhs] [--group-offset N] [--existing-out E.npy]\n"
+    "                 [--bias B.npy] [--activation swiglu]\n"
     "                 [--out-dtype f32|f16|bf16] [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
     "                 [--device-metadata]\n"
+    "  vkgmm run gmm  --lhs X.npy --ids IDS.npy --rhs R.npy --out OUT.npy [--weights W.npy]\n"
+    "                 [--group-offset N] [--num-experts E] [--transpose-rhs] [--bias B.npy]\n"
+    "                 [--activation swiglu] [--existing-out E.npy] [--out-dtype f32|f16|bf16]\n"
+    "                 [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
     "  vkgmm run tgmm --lhs L.npy --rhs R.npy --group-sizes GS.npy --out OUT.npy\n"
     "                 [--group-offset N] [--num-actual-groups N] [--existing-out E.npy]\n"
     "                 [--out-dtype f32|f16|bf16] [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
     "                 [--device-metadata]\n"
     "\n"
-    "gmm:  lhs [m, k], rhs [G_local, k, n] ([G_local, n, k] with --transpose-rhs), out [m, n].\n"
+    "gmm:  lhs [m, k], rhs [G_local, k, n] ([G_local, n, k] with --transpose-rhs), out [m, n_out].\n"
     "      rhs holds the active groups group_offset .. group_offset + G_local; other rows get\n"
     "      existing_out (or 0).\n"
+    "gmm --ids (routing by expert ids, instead of --group-sizes): ids [T, top_k] (<i4 or <i8), each an\n"
+    "      expert or -1 (none); lhs [T, k] (shared by a token's slots) or [T, top_k, k] (one row per\n"
+    "      slot); rhs holds experts group_offset .. group_offset + E_local. Without --weights out is\n"
+    "      per slot, [T, top_k, n_out]; with --weights W [T, top_k] (<f4) it is combined, [T, n_out]:\n"
+    "      the sum over the token's local slots of W * result, + existing_out. Slots whose expert is\n"
+    "      outside the window get existing_out (or 0). --num-experts E: ids >= E are an error; ids\n"
+    "      below -1 always are.\n"
+    "Epilogue (gmm, with --group-sizes or --ids): --bias B [G_local, n] (<f4) is added to each\n"
+    "      product row of its group; --activation swiglu takes the product's n columns as\n"
+    "      [gate | up] (n even) and gives n_out = n / 2: silu(gate) * up. Else n_out = n.\n"
     "tgmm: lhs [k, m], rhs [m, n], out [num_actual_groups, k, n] (+ existing_out).\n"
     "\n"
     "Inputs are .npy files (format 1.0-3.0, little-endian, C order): <f4 (f32) or <f2 (f16);\n"
-    "--input-dtype bf16 rounds f32 inputs to bf16. group sizes: <i4 or <i8, all G groups.\n"
-    "existing_out: <f4 or <f2, converted to the output type. The output is <f4 for f32 and bf16\n"
-    "(widened exactly) and <f2 for f16; the default output type is f32.\n"
+    "--input-dtype bf16 rounds f32 lhs and rhs to bf16 (never bias, weights or existing_out).\n"
+    "group sizes: <i4 or <i8, all G groups. existing_out: <f4 or <f2, the output's shape, converted\n"
+    "to the output type. The output is <f4 for f32 and bf16 (widened exactly) and <f2 for f16; the\n"
+    "default output type is f32.\n"
     "--check compares with the CPU reference and fails (status 1) outside atol 1e-3 + rtol 1e-5\n"
     "(rtol 1e-2 when any type is 16-bit).\n"
     "--device-metadata uploads the group sizes to a device buffer and runs the library's device path\n"
     "(group metadata built on the GPU), with the tiling the host path picks for these sizes (or\n"
     "--tiling): the output file is the same, bit for bit. The sizes are still checked on the host first.\n"
+    "Ids always go to the device (no --device-metadata with --ids); they are checked on the host first.\n"
     "\n"
     "Exit status: 0 ok, 2 bad arguments or input, 1 runtime or device error. On error: one line on\n"
     "stderr and no output file.\n";
@@ -55,8 +73,10 @@ Args parse_args(int argc, char** argv) {
   if (a.op != "gmm" && a.op != "tgmm")
     throw UsageError("unknown operation '" + a.op + "': expected 'gmm' or 'tgmm'");
 
-  std::vector<std::string> valued = {"lhs", "rhs", "group-sizes", "out", "group-offset", "existing-out",
-                                     "out-dtype", "input-dtype", "tiling"};
+  // gmm's routing and epilogue flags are known to tgmm too, so that prepare() can say they are gmm only.
+  std::vector<std::string> valued = {"lhs",         "rhs",    "group-sizes", "out",     "group-offset",
+                                     "existing-out", "out-dtype", "input-dtype", "tiling", "ids",
+                                     "weights",     "num-experts", "bias",     "activation"};
   if (a.op == "tgmm") valued.push_back("num-actual-groups");
   for (size_t i = 1; i < words.size(); ++i) {
     const std::string& w = words[i];
@@ -84,9 +104,9 @@ Args parse_args(int argc, char** argv) {
     if (value.empty()) throw UsageError("--" + name + " needs a non-empty value");
     if (!a.values.emplace(name, value).second) throw UsageError("--" + name + " given twice");
   }
-  for (const char* required : {"lhs", "rhs", "group-sizes", "out"})
+  for (const char* required : {"lhs", "rhs", "out"})
     if (!a.get(required)) throw UsageError(std::string("missing required option --") + required);
-  return a;
+  return a;  // --group-sizes (or gmm's --ids): prepare()
 }
 
 int64_t optional_count(const Args& a, const std::string& flag, int64_t fallback) {
@@ -96,6 +116,46 @@ int64_t optional_count(const Args& a, const std::string& flag, int64_t fallback)
   if (!count) throw UsageError("--" + flag + ": expected a non-negative integer, got '" + *v + "'");
   return *count;
 }
+
+namespace {
+
+// The flags of routing by expert ids and of the epilogue (CONTRACT.md, "`vkgmm run` additions"), resolved
+// into `j`; the combinations the contract refuses are refused here, naming the flag.
+void routing_and_epilogue(Job& j) {
+  const Args& a = j.args;
+  if (a.op == "tgmm") {  // routing and epilogues are gmm's alone
+    for (const char* flag : {"ids", "weights", "num-experts"})
+      if (a.get(flag)) throw UsageError(std::string("--") + flag + ": routing by expert ids is gmm only, not tgmm");
+    for (const char* flag : {"bias", "activation"})
+      if (a.get(flag)) throw UsageError(std::string("--") + flag + ": epilogues are gmm only, not tgmm");
+    if (!a.get("group-sizes")) throw UsageError("missing required option --group-sizes");
+    return;
+  }
+  j.routed = a.get("ids") != nullptr;
+  if (j.routed && a.get("group-sizes"))
+    throw UsageError("--ids replaces --group-sizes: give one of them, not both");
+  if (!j.routed && !a.get("group-sizes")) throw UsageError("missing required option --group-sizes (or --ids)");
+  if (!j.routed) {
+    for (const char* flag : {"weights", "num-experts"})
+      if (a.get(flag)) throw UsageError(std::string("--") + flag + " needs --ids (routing by expert ids)");
+  } else if (a.device_metadata) {
+    throw UsageError("--device-metadata applies to --group-sizes; with --ids the ids always go to the device");
+  }
+  j.combine = a.get("weights") != nullptr;
+  if (const std::string* e = a.get("num-experts")) {
+    const std::optional<int64_t> v = tool::parse_int(*e, 1, std::numeric_limits<int32_t>::max());
+    if (!v) throw UsageError("--num-experts: expected a positive integer, got '" + *e + "'");
+    j.num_experts = *v;
+  }
+  if (const std::string* t = a.get("activation")) {
+    if (*t == "swiglu")
+      j.activation = vkgmm::Activation::swiglu;
+    else if (*t != "none")
+      throw UsageError("--activation: expected swiglu (or none), got '" + *t + "'");
+  }
+}
+
+}  // namespace
 
 Job prepare(const Args& args) {
   Job j;
@@ -117,6 +177,7 @@ Job prepare(const Args& args) {
     if (!tiling) throw UsageError("--tiling: " + why + ", got '" + *t + "'");
     j.tiling = vkgmm::TilingChoice::of(*tiling);
   }
+  routing_and_epilogue(j);
   check_out_path(*args.get("out"));
   return j;
 }

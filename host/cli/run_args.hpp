@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "vkgmm/ops.hpp"
 #include "vkgmm/types.hpp"
 
 extern const char kRunUsage[];
@@ -35,7 +36,13 @@ struct Job {
   vkgmm::DType out_type = vkgmm::DType::f32;
   bool to_bf16 = false;  // --input-dtype bf16
   vkgmm::TilingChoice tiling;
+  bool routed = false;   // gmm --ids: rows routed by expert ids instead of --group-sizes
+  bool combine = false;  // --weights: the slots combined into [T, n_out]
+  int64_t num_experts = 0;  // --num-experts (0: not given)
+  vkgmm::Activation activation = vkgmm::Activation::none;  // --activation
 };
 
-// Resolves --out-dtype, --input-dtype and --tiling and refuses an unwritable --out (UsageError).
+// Resolves --out-dtype, --input-dtype, --tiling, --activation and --num-experts, refuses the flags that
+// do not go together (--ids with --group-sizes, --weights without --ids, routing or an epilogue with
+// tgmm, ...) and an unwritable --out (UsageError), all before any file is read.
 Job prepare(const Args& args);

@@ -76,24 +76,57 @@ Operand existing_operand(npy::Array&& arr, DType out_type) {
   return {out_type, out_type == DType::f32 ? f32_bytes(v) : vkgmm::encode(out_type, v)};
 }
 
+namespace {
+
+// The values of an integer file (<i4, or <i8 range-checked to int32), in order; UsageError naming `flag`.
+std::vector<int32_t> int32_values(const npy::Array& arr, const std::string& flag) {
+  if (arr.descr != "<i4" && arr.descr != "<i8")
+    throw UsageError("--" + flag + ": expected dtype <i4 or <i8, got " + arr.descr);
+  std::vector<int32_t> v(static_cast<size_t>(arr.element_count()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (arr.descr == "<i4") {
+      std::memcpy(&v[i], arr.data.data() + 4 * i, 4);
+      continue;
+    }
+    int64_t x;
+    std::memcpy(&x, arr.data.data() + 8 * i, 8);
+    if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
+      throw UsageError("--" + flag + ": value " + std::to_string(x) + " at index " + std::to_string(i) +
+                       " does not fit int32");
+    v[i] = static_cast<int32_t>(x);
+  }
+  return v;
+}
+
+}  // namespace
+
 std::vector<int32_t> group_sizes_of(const npy::Array& arr) {
   expect_rank(arr, "group-sizes", 1, "[G]");
-  std::vector<int32_t> gs(static_cast<size_t>(arr.shape[0]));
-  for (size_t i = 0; i < gs.size(); ++i) {
-    if (arr.descr == "<i4") {
-      std::memcpy(&gs[i], arr.data.data() + 4 * i, 4);
-    } else if (arr.descr == "<i8") {
-      int64_t v;
-      std::memcpy(&v, arr.data.data() + 8 * i, 8);
-      if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-        throw UsageError("--group-sizes: value " + std::to_string(v) + " at index " + std::to_string(i) +
-                         " does not fit int32");
-      gs[i] = static_cast<int32_t>(v);
-    } else {
-      throw UsageError("--group-sizes: expected dtype <i4 or <i8, got " + arr.descr);
-    }
+  return int32_values(arr, "group-sizes");
+}
+
+std::vector<int32_t> ids_of(const npy::Array& arr, int64_t num_experts) {
+  expect_rank(arr, "ids", 2, "[T, top_k]");
+  if (arr.shape[1] < 1)
+    throw UsageError("--ids: shape " + shape_str(arr.shape) + " has top_k = 0; each token needs a slot or more");
+  const std::vector<int32_t> ids = int32_values(arr, "ids");
+  const int64_t top_k = arr.shape[1];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    const std::string at = " at [" + std::to_string(int64_t(i) / top_k) + ", " + std::to_string(int64_t(i) % top_k) + "]";
+    if (id < -1) throw UsageError("--ids: id " + std::to_string(id) + at + " is below -1 (-1: no expert)");
+    if (num_experts > 0 && id >= num_experts)
+      throw UsageError("--ids: id " + std::to_string(id) + at + " is not below --num-experts " +
+                       std::to_string(num_experts));
   }
-  return gs;
+  return ids;
+}
+
+Operand f32_operand(npy::Array&& arr, const std::string& flag, const std::vector<int64_t>& shape, const char* layout) {
+  if (arr.descr != "<f4") throw UsageError("--" + flag + ": expected dtype <f4, got " + arr.descr);
+  if (arr.shape != shape)
+    throw UsageError("--" + flag + ": expected shape " + shape_str(shape) + " " + layout + ", got " + shape_str(arr.shape));
+  return {DType::f32, std::move(arr.data)};
 }
 
 vkgmm::Buffer upload(vkgmm::Context& ctx, const Operand& op, VkDeviceSize needed, const char* flag) {

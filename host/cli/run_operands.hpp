@@ -40,6 +40,14 @@ Operand existing_operand(npy::Array&& arr, vkgmm::DType out_type);
 // --group-sizes: <i4, or <i8 whose values fit int32, of rank 1.
 std::vector<int32_t> group_sizes_of(const npy::Array& arr);
 
+// --ids: <i4, or <i8 whose values fit int32, of rank 2 [T, top_k] with top_k >= 1; every id is an expert
+// (>= 0) or -1 (none), and below num_experts when that is given (> 0). UsageError naming --ids otherwise.
+std::vector<int32_t> ids_of(const npy::Array& arr, int64_t num_experts);
+
+// --weights, --bias: <f4 of exactly `shape` (`layout` says what it means), kept f32: --input-dtype never
+// rounds them. UsageError naming the flag otherwise.
+Operand f32_operand(npy::Array&& arr, const std::string& flag, const std::vector<int64_t>& shape, const char* layout);
+
 // A device buffer holding `op`, which must hold at least `needed` bytes (the plan's OperandSizes);
 // `flag` names the operand in the error.
 vkgmm::Buffer upload(vkgmm::Context& ctx, const Operand& op, VkDeviceSize needed, const char* flag);

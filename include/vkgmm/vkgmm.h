@@ -154,6 +154,12 @@ VKGMM_API vkgmm_buffer_view vkgmm_buffer_whole(const vkgmm_buffer* buffer);
 
 /* ----- problems ----------------------------------------------------------------------------------- */
 
+/* The activation of gmm's epilogue; the values match the C++ vkgmm::Activation. */
+typedef enum vkgmm_activation {
+  VKGMM_ACTIVATION_NONE = 0,
+  VKGMM_ACTIVATION_SWIGLU = 1 /* product [gate | up] (n columns, gate first) -> silu(gate) * up (n / 2 columns) */
+} vkgmm_activation;
+
 typedef struct vkgmm_tiling {
   int64_t tm, tk, tn; /* all 0: automatic */
 } vkgmm_tiling;
@@ -183,6 +189,19 @@ typedef struct vkgmm_gmm_problem {
    * 0: the sizes are the host's group_sizes (the default). */
   int64_t device_group_count;
   int64_t expected_group_rows; /* the automatic tiling's guess of one group's rows; 0: m / G */
+  /* Routing by expert ids (vkgmm::Routing; CONTRACT.md, "Routing by expert ids"): top_k > 0 routes the rows
+   * by the operands' ids [T, top_k] (int32, on the device; an expert index or -1) instead of group sizes:
+   * m is T (tokens), group_sizes NULL, num_groups 0, device_group_count 0, and num_rhs_groups (E_local, the
+   * experts rhs holds: [group_offset, group_offset + E_local)) is required. 0: no routing (the default).
+   * The output is [T, top_k, n_out] per slot, or [T, n_out] with combine. */
+  int64_t top_k;
+  int lhs_per_slot;    /* lhs is [T, top_k, k] (one row per slot); 0: [T, k] (a token's row for all its slots) */
+  int combine;         /* the operands' weights [T, top_k] f32 combine the slots: out [T, n_out] in token order */
+  int64_t num_experts; /* E, when known: ids >= E are counted in the status word (VKGMM_DEVICE_STATUS_BAD_ID); 0: unknown */
+  /* The epilogue fused into the store (vkgmm::Epilogue; CONTRACT.md, "Epilogues"), with group sizes or ids:
+   * product (+ bias) -> activation -> routing weight -> sum over slots -> + existing_out, in fp32. */
+  int bias;                    /* the operands' bias [G_local, n] f32 is added to each product row of its group */
+  vkgmm_activation activation; /* SWIGLU: n (the product's width) even, out has n_out = n / 2 columns */
 } vkgmm_gmm_problem;
 
 /* out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]). */
@@ -206,13 +225,14 @@ typedef struct vkgmm_tgmm_problem {
   int64_t expected_group_rows; /* as vkgmm_gmm_problem's */
 } vkgmm_tgmm_problem;
 
-/* Bits of the status word a device-sizes record() writes (vkgmm::device_status): 0 when the sizes keep
- * the contract. Sizes that break it are taken as the C++ DeviceGroupSizes says (a negative size as 0,
+/* Bits of the status word a device-sizes or routed record() writes (vkgmm::device_status): 0 when the
+ * sizes and ids keep the contract. Sizes that break it are taken as the C++ DeviceGroupSizes says (a negative size as 0,
  * group offsets clamped at m); nothing is read or written outside the views either way. */
 typedef enum vkgmm_device_status_bits {
   VKGMM_DEVICE_STATUS_NEGATIVE_SIZE = 1, /* some size was negative (taken as 0) */
   VKGMM_DEVICE_STATUS_SUM_ABOVE_M = 2,   /* the sizes add up to more than m (offsets clamped at m) */
-  VKGMM_DEVICE_STATUS_VISITS_CUT = 4     /* internal: more visits than the plan's bound (never expected) */
+  VKGMM_DEVICE_STATUS_VISITS_CUT = 4,    /* internal: more visits than the plan's bound (never expected) */
+  VKGMM_DEVICE_STATUS_BAD_ID = 8         /* routing: an id below -1, or >= num_experts (skipped) */
 } vkgmm_device_status_bits;
 
 /* Bytes each view must cover at least (exactly the elements; see OperandSizes in ops.hpp), and the device memory
@@ -233,11 +253,17 @@ typedef struct vkgmm_operand_sizes {
  *   overlap in time race);
  * - status: optional, one uint32 word the metadata build overwrites with vkgmm_device_status_bits (a
  *   zero view: none).
- * All three stay zero views on the host path. */
+ * All three stay zero views on the host path.
+ * With routing (top_k > 0): ids, the int32 [T, top_k] expert ids (4-byte aligned), written before
+ * record()'s commands run (as device group sizes); weights, f32 [T, top_k], with combine (a zero view
+ * otherwise); workspace and status as with device group sizes (the status bits include
+ * VKGMM_DEVICE_STATUS_BAD_ID); group_sizes stays a zero view.
+ * bias: f32 [G_local, n] with the problem's bias (a zero view otherwise). */
 typedef struct vkgmm_gmm_operands {
   size_t struct_size;
   vkgmm_buffer_view lhs, rhs, out, existing_out;
   vkgmm_buffer_view group_sizes, workspace, status;
+  vkgmm_buffer_view ids, weights, bias;
 } vkgmm_gmm_operands;
 typedef struct vkgmm_tgmm_operands {
   size_t struct_size;

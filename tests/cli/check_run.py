@@ -56,16 +56,64 @@ def starts_of(gs):
     return np.concatenate([[0], np.cumsum(gs)]).astype(np.int64)
 
 
-def ref_gmm(lhs, rhs, gs, group_offset, transpose_rhs, existing):
+def silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def epilogue(prod, bias_row, activation):
+    """CONTRACT.md, "Epilogues": product (+ bias) -> activation ([gate | up] -> silu(gate) * up)."""
+    if bias_row is not None:
+        prod = prod + bias_row
+    if activation == "swiglu":
+        half = prod.shape[-1] // 2
+        prod = silu(prod[..., :half]) * prod[..., half:]
+    return prod
+
+
+def n_out_of(n, activation):
+    return n // 2 if activation == "swiglu" else n
+
+
+def ref_gmm(lhs, rhs, gs, group_offset, transpose_rhs, existing, bias=None, activation=None):
     m = lhs.shape[0]
     n = rhs.shape[1] if transpose_rhs else rhs.shape[2]
-    out = existing.copy() if existing is not None else np.zeros((m, n))
+    out = existing.copy() if existing is not None else np.zeros((m, n_out_of(n, activation)))
     st = starts_of(gs)
     for g in range(group_offset, group_offset + rhs.shape[0]):
         w = rhs[g - group_offset]
         if transpose_rhs:
             w = w.T
-        out[st[g]:st[g + 1]] = lhs[st[g]:st[g + 1]] @ w
+        b = bias[g - group_offset] if bias is not None else None
+        out[st[g]:st[g + 1]] = epilogue(lhs[st[g]:st[g + 1]] @ w, b, activation)
+    return out
+
+
+def ref_routed(lhs, rhs, ids, group_offset, transpose_rhs, weights, existing, bias=None, activation=None):
+    """CONTRACT.md, "Routing by expert ids": per slot [T, top_k, n_out], or combined [T, n_out] with weights
+    (the local slots in ascending j, then + existing_out). Slots outside the window: existing_out or 0."""
+    T, top_k = ids.shape
+    n = rhs.shape[1] if transpose_rhs else rhs.shape[2]
+    n_out = n_out_of(n, activation)
+    e_local = rhs.shape[0]
+    if weights is None:
+        out = existing.copy() if existing is not None else np.zeros((T, top_k, n_out))
+    else:
+        out = np.zeros((T, n_out))
+    for t in range(T):
+        acc = np.zeros(n_out)
+        for j in range(top_k):
+            e = int(ids[t, j])
+            if not group_offset <= e < group_offset + e_local:  # -1, or another shard's expert
+                continue
+            row = lhs[t, j] if lhs.ndim == 3 else lhs[t]
+            w = rhs[e - group_offset].T if transpose_rhs else rhs[e - group_offset]
+            y = epilogue(row @ w, bias[e - group_offset] if bias is not None else None, activation)
+            if weights is None:
+                out[t, j] = y
+            else:
+                acc += weights[t, j] * y
+        if weights is not None:
+            out[t] = acc + (existing[t] if existing is not None else 0)
     return out
 
 
@@ -96,10 +144,13 @@ class Case:
     def __init__(self, name, op, m, k, n, gs, *, group_offset=None, g_local=None, num_actual_groups=None,
                  transpose_rhs=False, existing=False, lhs_dtype=np.float32, rhs_dtype=np.float32,
                  input_dtype=None, out_dtype=None, tiling=None, gs_dtype=np.int32, check=False, env=None,
-                 device=False):
+                 device=False, bias=False, activation=None, top_k=None, num_experts=None, lhs_per_slot=False,
+                 weights=False, ids_dtype=np.int32):
+        """Routed by ids when top_k is set: m is T, gs unused, ids drawn from [-1, num_experts) (or a
+        window of experts around group_offset + g_local when num_experts is None)."""
         self.__dict__.update(locals())
         del self.__dict__["self"]
-        self.gs = np.asarray(gs, dtype=np.int64)
+        self.gs = np.asarray(gs if gs is not None else [], dtype=np.int64)
 
 
 def gmm_cases(rng):
@@ -133,6 +184,47 @@ def gmm_cases(rng):
     c.append(Case("gmm --check", "gmm", 64, 32, 32, split_rows(rng, 64, 4), existing=True, check=True))
     c.append(Case("gmm --check bf16", "gmm", 64, 32, 32, split_rows(rng, 60, 4), input_dtype="bf16",
                   out_dtype="bf16", check=True))
+    return c
+
+
+def epilogue_cases(rng):
+    """--bias and --activation swiglu with --group-sizes (the product's n even; out has n / 2 columns)."""
+    c = []
+    c.append(Case("gmm bias", "gmm", 48, 16, 24, split_rows(rng, 48, 3), bias=True))
+    c.append(Case("gmm swiglu", "gmm", 48, 16, 24, split_rows(rng, 40, 3), activation="swiglu"))
+    c.append(Case("gmm bias + swiglu, group-offset + existing-out", "gmm", 60, 20, 32, split_rows(rng, 60, 5),
+                  group_offset=1, g_local=3, existing=True, bias=True, activation="swiglu", transpose_rhs=True))
+    c.append(Case("gmm bias + swiglu, bf16 in and out", "gmm", 40, 24, 16, split_rows(rng, 40, 2), bias=True,
+                  activation="swiglu", input_dtype="bf16", out_dtype="bf16", existing=True))
+    c.append(Case("gmm bias + swiglu --check", "gmm", 32, 16, 16, split_rows(rng, 32, 2), bias=True,
+                  activation="swiglu", check=True))
+    c.append(Case("device gmm bias + swiglu", "gmm", 64, 32, 48, split_rows(rng, 64, 4), bias=True,
+                  activation="swiglu", existing=True, device=True))
+    return c
+
+
+def routed_cases(rng):
+    """--ids (routing by expert ids): per slot and combined (--weights), lhs [T, k] and [T, top_k, k],
+    a window of experts (--group-offset, E_local = rhs.shape[0]) with ids of other shards and -1."""
+    c = []
+    c.append(Case("routed per-slot", "gmm", 24, 16, 24, None, top_k=2, group_offset=2, g_local=3,
+                  num_experts=6, existing=True))
+    c.append(Case("routed combined", "gmm", 20, 16, 20, None, top_k=3, g_local=4, weights=True, existing=True,
+                  transpose_rhs=True))
+    c.append(Case("routed combined, no existing-out, group-offset", "gmm", 33, 12, 10, None, top_k=2,
+                  group_offset=1, g_local=2, weights=True, num_experts=4))
+    c.append(Case("routed per-slot, lhs per slot, int64 ids, f16 out", "gmm", 17, 8, 12, None, top_k=2,
+                  g_local=3, lhs_per_slot=True, ids_dtype=np.int64, out_dtype="f16", existing=True))
+    c.append(Case("routed combined, lhs per slot, bias + swiglu, bf16", "gmm", 16, 16, 24, None, top_k=2,
+                  g_local=4, lhs_per_slot=True, weights=True, bias=True, activation="swiglu", input_dtype="bf16",
+                  out_dtype="bf16", existing=True, num_experts=4))
+    c.append(Case("routed per-slot, bias + swiglu, tiling", "gmm", 21, 12, 14, None, top_k=3, group_offset=1,
+                  g_local=2, bias=True, activation="swiglu", tiling=(8, 4, 8), num_experts=5))
+    c.append(Case("routed T = 0", "gmm", 0, 8, 8, None, top_k=2, g_local=2, weights=True))
+    c.append(Case("routed combined --check", "gmm", 24, 16, 16, None, top_k=2, g_local=3, weights=True,
+                  existing=True, bias=True, check=True, num_experts=3))
+    c.append(Case("routed per-slot --check, f16 inputs", "gmm", 24, 16, 16, None, top_k=2, g_local=3,
+                  lhs_dtype=np.float16, rhs_dtype=np.float16, check=True))
     return c
 
 
@@ -242,9 +334,13 @@ def run(vkgmm, args, env=None):
 def build_and_run(vkgmm, d, case, rng):
     """Writes the case's inputs, runs vkgmm, returns None on success or a reason for failure."""
     m, k, n, gs = case.m, case.k, case.n, case.gs
-    G = len(gs)
+    routed = case.top_k is not None
+    G = len(gs) if not routed else 0
     off = case.group_offset or 0
-    lhs_shape = (m, k) if case.op == "gmm" else (k, m)
+    if routed:
+        lhs_shape = (m, case.top_k, k) if case.lhs_per_slot else (m, k)
+    else:
+        lhs_shape = (m, k) if case.op == "gmm" else (k, m)
     lhs = rng.uniform(-1, 1, lhs_shape).astype(case.lhs_dtype)
     if case.op == "gmm":
         g_local = case.g_local if case.g_local is not None else G - off
@@ -253,18 +349,43 @@ def build_and_run(vkgmm, d, case, rng):
         rhs_shape = (m, n)
     rhs = rng.uniform(-1, 1, rhs_shape).astype(case.rhs_dtype)
     out_dtype = case.out_dtype or "f32"
-    if case.op == "gmm":
-        out_shape = (m, n)
+    n_out = n_out_of(n, case.activation)
+    if routed:
+        out_shape = (m, n_out) if case.weights else (m, case.top_k, n_out)
+    elif case.op == "gmm":
+        out_shape = (m, n_out)
     else:
         out_shape = (case.num_actual_groups if case.num_actual_groups is not None else G - off, k, n)
     existing = rng.uniform(-1, 1, out_shape).astype(np.float32) if case.existing else None
+    bias = rng.uniform(-1, 1, (g_local, n)).astype(np.float32) if case.bias else None
+    ids = weights = None
+    if routed:
+        # Every kind of slot: -1, experts below and past the window (other shards), and local ones.
+        hi = case.num_experts if case.num_experts is not None else off + g_local + 2
+        ids = rng.integers(-1, hi, size=(m, case.top_k))
+        weights = rng.uniform(0, 1, (m, case.top_k)).astype(np.float32) if case.weights else None
 
-    paths = {f: os.path.join(d, f + ".npy") for f in ("lhs", "rhs", "gs", "existing", "out")}
+    paths = {f: os.path.join(d, f + ".npy")
+             for f in ("lhs", "rhs", "gs", "existing", "out", "ids", "weights", "bias")}
     np.save(paths["lhs"], lhs)
     np.save(paths["rhs"], rhs)
-    np.save(paths["gs"], gs.astype(case.gs_dtype))
-    args = [case.op, "--lhs", paths["lhs"], "--rhs", paths["rhs"], "--group-sizes", paths["gs"],
-            "--out", paths["out"]]
+    args = [case.op, "--lhs", paths["lhs"], "--rhs", paths["rhs"], "--out", paths["out"]]
+    if routed:
+        np.save(paths["ids"], ids.astype(case.ids_dtype))
+        args += ["--ids", paths["ids"]]
+    else:
+        np.save(paths["gs"], gs.astype(case.gs_dtype))
+        args += ["--group-sizes", paths["gs"]]
+    if weights is not None:
+        np.save(paths["weights"], weights)
+        args += ["--weights", paths["weights"]]
+    if case.num_experts is not None:
+        args += ["--num-experts", str(case.num_experts)]
+    if bias is not None:
+        np.save(paths["bias"], bias)
+        args += ["--bias", paths["bias"]]
+    if case.activation:
+        args += ["--activation", case.activation]
     if existing is not None:
         np.save(paths["existing"], existing)
         args += ["--existing-out", paths["existing"]]
@@ -305,8 +426,12 @@ def build_and_run(vkgmm, d, case, rng):
     L, lt = device_input(lhs, case.input_dtype)
     R, rt = device_input(rhs, case.input_dtype)
     E = round_to(out_dtype, existing) if existing is not None else None
-    if case.op == "gmm":
-        want = ref_gmm(L, R, gs, off, case.transpose_rhs, E)
+    B = bias.astype(np.float64) if bias is not None else None  # f32 always: --input-dtype leaves it alone
+    if routed:
+        W = weights.astype(np.float64) if weights is not None else None
+        want = ref_routed(L, R, ids, off, case.transpose_rhs, W, E, B, case.activation)
+    elif case.op == "gmm":
+        want = ref_gmm(L, R, gs, off, case.transpose_rhs, E, B, case.activation)
     else:
         want = ref_tgmm(L, R, gs, off, out_shape[0], E)
     want = round_to(out_dtype, want)
@@ -362,8 +487,35 @@ def error_cases(d):
         f.write(b"\x93NUMPZ" + good[6:])
     with open(p("absurd.npy"), "wb") as f:  # format 2.0 claiming a 4 GiB header
         f.write(b"\x93NUMPY\x02\x00\xff\xff\xff\xff" + good[10:])
+    # Routing by ids and epilogues: T = 32 tokens, top_k = 2, rhs [2, 16, 8] (E_local = 2).
+    np.save(p("ids.npy"), rng.integers(-1, 4, (32, 2)).astype(np.int32))
+    np.save(p("ids_low.npy"), np.full((32, 2), -2, np.int32))
+    np.save(p("ids_i8_range.npy"), np.full((32, 2), 2**31, np.int64))
+    np.save(p("ids_f4.npy"), np.zeros((32, 2), np.float32))
+    np.save(p("ids_1d.npy"), np.zeros(32, np.int32))
+    np.save(p("ids_k0.npy"), np.zeros((32, 0), np.int32))
+    np.save(p("ids_t31.npy"), np.zeros((31, 2), np.int32))
+    np.save(p("ids_big.npy"), np.array([[0, 5]] * 32, np.int32))
+    np.save(p("lhs_slot3.npy"), rng.uniform(-1, 1, (32, 3, 16)).astype(np.float32))
+    np.save(p("lhs_slot.npy"), rng.uniform(-1, 1, (32, 2, 16)).astype(np.float32))
+    np.save(p("w.npy"), rng.uniform(0, 1, (32, 2)).astype(np.float32))
+    np.save(p("w_bad.npy"), rng.uniform(0, 1, (32, 3)).astype(np.float32))
+    np.save(p("w_f2.npy"), rng.uniform(0, 1, (32, 2)).astype(np.float16))
+    np.save(p("bias.npy"), np.zeros((2, 8), np.float32))
+    np.save(p("bias_bad.npy"), np.zeros((2, 4), np.float32))
+    np.save(p("bias_f2.npy"), np.zeros((2, 8), np.float16))
+    np.save(p("rhs_odd.npy"), rng.uniform(-1, 1, (2, 16, 7)).astype(np.float32))
+    np.save(p("ex_slot.npy"), np.zeros((32, 2, 8), np.float32))
+    np.save(p("ex_tok.npy"), np.zeros((32, 8), np.float32))
     out = p("out.npy")
     base = ["--lhs", p("lhs.npy"), "--rhs", p("rhs.npy"), "--group-sizes", p("gs.npy"), "--out", out]
+    routed = ["gmm", "--lhs", p("lhs.npy"), "--ids", p("ids.npy"), "--rhs", p("rhs.npy"), "--out", out]
+
+    def routed_with(**repl):
+        a = list(routed)
+        for flag, val in repl.items():
+            a[a.index("--" + flag.replace("_", "-")) + 1] = p(val)
+        return a
     tbase = ["tgmm", "--lhs", p("t_lhs.npy"), "--rhs", p("t_rhs.npy"), "--group-sizes", p("gs.npy"), "--out", out]
 
     def gmm_with(**repl):
@@ -422,6 +574,45 @@ def error_cases(d):
          tbase + ["--num-actual-groups", "3", "--device-metadata"], "groups"),
         ("device-metadata, device lost", ["gmm"] + base + ["--device-metadata"], "VK_ERROR_DEVICE_LOST",
          {"VKGMM_INJECT_FAULT": "device_lost"}),
+        # Routing by expert ids and epilogues (CONTRACT.md, "`vkgmm run` additions"): all refused on the host.
+        ("ids with group-sizes", routed + ["--group-sizes", p("gs.npy")], "--ids"),
+        ("neither ids nor group-sizes", ["gmm", "--lhs", p("lhs.npy"), "--rhs", p("rhs.npy"), "--out", out],
+         "--group-sizes"),
+        ("ids with tgmm", tbase + ["--ids", p("ids.npy")], "--ids"),
+        ("weights with tgmm", tbase + ["--weights", p("w.npy")], "--weights"),
+        ("num-experts with tgmm", tbase + ["--num-experts", "4"], "--num-experts"),
+        ("bias with tgmm", tbase + ["--bias", p("bias.npy")], "--bias"),
+        ("activation with tgmm", tbase + ["--activation", "swiglu"], "--activation"),
+        ("weights without ids", ["gmm"] + base + ["--weights", p("w.npy")], "--weights"),
+        ("num-experts without ids", ["gmm"] + base + ["--num-experts", "4"], "--num-experts"),
+        ("device-metadata with ids", routed + ["--device-metadata"], "--device-metadata"),
+        ("id below -1", routed_with(ids="ids_low.npy"), "--ids"),
+        ("id >= num-experts", routed_with(ids="ids_big.npy") + ["--num-experts", "5"], "--ids"),
+        ("int64 id out of int32 range", routed_with(ids="ids_i8_range.npy"), "--ids"),
+        ("float ids", routed_with(ids="ids_f4.npy"), "--ids"),
+        ("ids rank 1", routed_with(ids="ids_1d.npy"), "--ids"),
+        ("ids top_k = 0", routed_with(ids="ids_k0.npy"), "--ids"),
+        ("missing ids file", routed_with(ids="nope.npy"), "--ids"),
+        ("lhs rows != T", routed_with(ids="ids_t31.npy"), "--lhs"),
+        ("3-D lhs, top_k mismatch", routed_with(lhs="lhs_slot3.npy"), "--lhs"),
+        ("3-D lhs without ids", gmm_with(lhs="lhs_slot.npy"), "--lhs"),
+        ("routed rhs k mismatch", routed_with(rhs="rhs_badk.npy"), "--rhs"),
+        ("num-experts below the window", routed + ["--group-offset", "3", "--num-experts", "4"], "--num-experts"),
+        ("num-experts not a positive integer", routed + ["--num-experts", "0"], "--num-experts"),
+        ("weights wrong shape", routed + ["--weights", p("w_bad.npy")], "--weights"),
+        ("weights f16", routed + ["--weights", p("w_f2.npy")], "--weights"),
+        ("bias wrong shape, routed", routed + ["--bias", p("bias_bad.npy")], "--bias"),
+        ("bias wrong shape, group sizes", ["gmm"] + base + ["--bias", p("bias_bad.npy")], "--bias"),
+        ("bias f16", ["gmm"] + base + ["--bias", p("bias_f2.npy")], "--bias"),
+        ("swiglu odd n, group sizes", gmm_with(rhs="rhs_odd.npy") + ["--activation", "swiglu"], "--activation"),
+        ("swiglu odd n, routed", routed_with(rhs="rhs_odd.npy") + ["--activation", "swiglu"], "--activation"),
+        ("unknown activation", ["gmm"] + base + ["--activation", "gelu"], "--activation"),
+        ("existing-out per-slot shape on a combined run", routed + ["--weights", p("w.npy"), "--existing-out",
+                                                                     p("ex_slot.npy")], "--existing-out"),
+        ("existing-out combined shape on a per-slot run", routed + ["--existing-out", p("ex_tok.npy")],
+         "--existing-out"),
+        ("existing-out of n columns with swiglu", ["gmm"] + base + ["--activation", "swiglu", "--existing-out",
+                                                                    p("ex_tok.npy")], "--existing-out"),
     ]
 
 
@@ -446,8 +637,8 @@ def main():
 
     try:
         rng = np.random.default_rng(1234)
-        for i, case in enumerate(gmm_cases(rng) + tgmm_cases(rng) + odd_count_cases(rng) + jax_shape_cases(rng) +
-                                   device_cases(rng)):
+        for i, case in enumerate(gmm_cases(rng) + epilogue_cases(rng) + routed_cases(rng) + tgmm_cases(rng) +
+                                 odd_count_cases(rng) + jax_shape_cases(rng) + device_cases(rng)):
             if a.only not in case.name:
                 continue
             d = os.path.join(tmp, "case%02d" % i)
@@ -503,7 +694,9 @@ def main():
 
         if a.only in "run --help":
             code, stdout, err = run(vkgmm, ["--help"])
-            report("run --help", None if code == 0 and "usage" in stdout and not err else
+            ok = code == 0 and "usage" in stdout and not err and all(
+                f in stdout for f in ("--ids", "--weights", "--num-experts", "--bias", "--activation"))
+            report("run --help", None if ok else
                    "exit %s, stdout %r, stderr %r" % (code, stdout[:80], err))
     finally:
         if a.keep:
