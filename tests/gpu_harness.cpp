@@ -1,6 +1,7 @@
 #include "gpu_harness.hpp"
 
 #include "context_impl.hpp"  // take_teardown_messages
+#include "options.hpp"       // device_grid
 
 #include <cstring>
 #include <algorithm>
@@ -18,11 +19,18 @@ std::unique_ptr<Context>& shared_context() {
   return context;
 }
 
+// The context forced to the grid ctx() does not take (grid_ctx), made when first asked for.
+std::unique_ptr<Context>& other_grid_context() {
+  static std::unique_ptr<Context> context;
+  return context;
+}
+
 // The shared Context is destroyed before the program's result is final, and whatever the validation
 // layer reports while it goes (vkDestroyDevice / vkDestroyInstance list leaked objects) fails the run.
 class TeardownCheck : public ::testing::Environment {
  public:
   void TearDown() override {
+    other_grid_context().reset();
     shared_context().reset();
     for (const auto& m : take_teardown_messages()) ADD_FAILURE() << "at Context teardown: " << m;
   }
@@ -50,8 +58,28 @@ Context DeviceTest::make_context(ContextOptions options) {
   return Context(options);
 }
 
+Context& DeviceTest::grid_ctx(DeviceGrid grid) {
+  Context& shared = ctx();
+  const Context::Impl& im = ContextInternals::of(shared);
+  if (device_grid(im.dev.options, im.dev.info) == grid) return shared;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto& context = other_grid_context();
+  if (!context) {
+    ContextOptions o;
+    o.validate = true;
+    o.device_grid = grid;
+    context = std::make_unique<Context>(o);
+  }
+  return *context;
+}
+
 void DeviceTest::TearDown() {
   auto messages = ctx().take_validation_messages();
+  if (auto& other = other_grid_context()) {
+    auto more = other->take_validation_messages();
+    messages.insert(messages.end(), more.begin(), more.end());
+  }
   for (auto& m : messages) ADD_FAILURE() << "validation message: " << m;
 }
 
@@ -264,15 +292,26 @@ void expect_clean_status(const Buffer& s) {
   EXPECT_EQ(v, 0u) << "device status word";
 }
 
+// ctx's grid first, then the other one's context (DeviceTest::grid_ctx).
+std::vector<Context*> both_grids(Context& ctx) {
+  const Context::Impl& im = ContextInternals::of(ctx);
+  const DeviceGrid mine = device_grid(im.dev.options, im.dev.info);
+  return {&ctx, &DeviceTest::grid_ctx(mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect)};
+}
+
 }  // namespace
 
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out) {
-  GmmProblem q;
-  Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
-  std::vector<float> out = gmm_on(ctx, q, p, lhs, rhs, existing_out, {sizes.view(), {}, status.view()});
-  expect_clean_status(status);  // written even when m = 0 (the metadata build runs)
-  return out;
+  std::vector<std::vector<float>> outs;
+  for (Context* c : both_grids(ctx)) {
+    GmmProblem q;
+    Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(*c, p, q), status = status_word(*c);
+    outs.push_back(gmm_on(*c, q, p, lhs, rhs, existing_out, {sizes.view(), {}, status.view()}));
+    expect_clean_status(status);  // written even when m = 0 (the metadata build runs)
+  }
+  EXPECT_TRUE(same_bits(outs[1], outs[0])) << "the indirect and upper-bound grids must agree";
+  return outs[0];
 }
 
 std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,
@@ -286,14 +325,19 @@ std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std
 
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                          const std::vector<float>& rhs, const std::vector<float>& d_out) {
-  GmmProblem q;
-  Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
-  // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.
-  q.tiling = p.tiling;
-  // An app workspace this time (the plans' own are tested by gmm and tgmm above).
-  reference::Gradients g = backward_on(ctx, q, p, lhs, rhs, d_out, {sizes.view(), {}, status.view()}, true);
-  expect_clean_status(status);
-  return g;
+  std::vector<reference::Gradients> gs;
+  for (Context* c : both_grids(ctx)) {
+    GmmProblem q;
+    Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(*c, p, q), status = status_word(*c);
+    // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.
+    q.tiling = p.tiling;
+    // An app workspace this time (the plans' own are tested by gmm and tgmm above).
+    gs.push_back(backward_on(*c, q, p, lhs, rhs, d_out, {sizes.view(), {}, status.view()}, true));
+    expect_clean_status(status);
+  }
+  EXPECT_TRUE(same_bits(gs[1].d_lhs, gs[0].d_lhs)) << "d_lhs: the indirect and upper-bound grids must agree";
+  EXPECT_TRUE(same_bits(gs[1].d_rhs, gs[0].d_rhs)) << "d_rhs";
+  return gs[0];
 }
 
 AppBuffer::AppBuffer(Context& ctx, const std::vector<uint8_t>& bytes, VkBufferUsageFlags usage)
