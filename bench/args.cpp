@@ -13,7 +13,7 @@ namespace bench {
 const char kBenchUsage[] =
     "usage: vkgmm bench [--preset NAME]... [custom workload] [--dtype f32|f16|bf16]\n"
     "                   [--tiling TM,TK,TN|auto] [--metadata host|device|both] [--reps N] [--warmup N]\n"
-    "                   [--json] [--sweep-tiling]\n"
+    "                   [--device-grid auto|indirect|bound|both] [--json] [--sweep-tiling]\n"
     "\n"
     "Checks each workload against the CPU reference (a wrong result is refused, exit 1, never timed), then\n"
     "times it: device time from timestamp queries, wall and host time per call, GFLOP/s, GB/s, percent of\n"
@@ -38,6 +38,11 @@ const char kBenchUsage[] =
     "                   (uploaded once to a device buffer; every call builds the metadata on the GPU, with\n"
     "                   the host path's tiling), or both (default): each timed alternately, and the\n"
     "                   device path's gpu ms and its ratio to the host path's reported\n"
+    "  --device-grid G  the device path's gmm grid: auto (the library's, default), indirect\n"
+    "                   (vkCmdDispatchIndirect), bound (the upper-bound grid), or both: the device path\n"
+    "                   timed on each alternately, each with a workspace of the bench's own (lent as an\n"
+    "                   indirect buffer, and not: the library then takes the upper-bound grid), dev ms being\n"
+    "                   the indirect grid's and ind/bnd its gpu ms over the upper-bound grid's\n"
     "  --reps N         timed calls per measurement (default: at least 5 and ~0.25 s of device time,\n"
     "                   at most 100; 3 with --sweep-tiling)\n"
     "  --warmup N       untimed calls before them (1)\n"
@@ -48,6 +53,16 @@ const char kBenchUsage[] =
     "\n"
     "Progress goes to stderr. $VKGMM_BENCH_PERTURB=1 changes one output element before the check (a test\n"
     "that the bench refuses wrong results).\n";
+
+const char* grid_run_name(GridRun g) {
+  switch (g) {
+    case GridRun::automatic: return "auto";
+    case GridRun::indirect: return "indirect";
+    case GridRun::bound: return "bound";
+    case GridRun::both: return "both";
+  }
+  return "?";
+}
 
 const char* metadata_name(Metadata m) {
   switch (m) {
@@ -83,7 +98,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     }
     const bool takes_value = a == "--preset" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
                              a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" ||
-                             a == "--tiling" || a == "--metadata" || a == "--reps" || a == "--warmup" || a == "--seed";
+                             a == "--tiling" || a == "--metadata" || a == "--device-grid" || a == "--reps" || a == "--warmup" || a == "--seed";
     if (!takes_value) {
       error = "unknown argument '" + a + "' (see vkgmm bench --help)";
       return 2;
@@ -133,6 +148,12 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       else if (v == "device") opts.metadata = Metadata::device;
       else if (v == "both") opts.metadata = Metadata::both;
       else return bad("must be host, device or both");
+    } else if (a == "--device-grid") {
+      if (v == "auto") opts.grid = GridRun::automatic;
+      else if (v == "indirect") opts.grid = GridRun::indirect;
+      else if (v == "bound") opts.grid = GridRun::bound;
+      else if (v == "both") opts.grid = GridRun::both;
+      else return bad("must be auto, indirect, bound or both");
     } else if (a == "--reps") {
       if (!(x = tool::parse_int(v, 1, 100000))) return bad("must be an integer in [1, 100000]");
       opts.reps = int(*x);
@@ -156,6 +177,10 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   }
   if (opts.sweep && opts.metadata == Metadata::device) {
     error = "--sweep-tiling times the host path's tilings: drop --metadata device";
+    return 2;
+  }
+  if (opts.grid == GridRun::both && opts.metadata == Metadata::host) {
+    error = "--device-grid both times the device path: drop --metadata host";
     return 2;
   }
   if (opts.sweep && !opts.reps_given) opts.reps = 3;

@@ -21,10 +21,16 @@ enum class TilingMode {
 enum class Metadata { host, device, both };
 const char* metadata_name(Metadata m);
 
+// The device path's gmm grid (vkgmm::DeviceGrid): the library's choice, one forced, or both timed
+// alternately (indirect, and bound through a workspace that is no indirect buffer: the library's fallback).
+enum class GridRun { automatic, indirect, bound, both };
+const char* grid_run_name(GridRun g);
+
 struct Options {
   std::vector<Workload> workloads;  // presets in the order given, then the custom one
   TilingMode tiling_mode = TilingMode::library;
   Metadata metadata = Metadata::both;
+  GridRun grid = GridRun::automatic;
   vkgmm::Tiling tiling;
   int reps = 5, warmup = 1;
   bool reps_given = false;

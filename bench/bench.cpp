@@ -118,6 +118,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   const vkgmm::TilingChoice tiling = choose_tiling(o, w, cache, r.notes);
   Instance inst(ctx, w, tiling);
   r.metadata = metadata_name(o.metadata);
+  r.grid = grid_run_name(o.grid);
   r.tiling = inst.tiling_text();
   const std::vector<Output> want = reference_for(inst);
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
@@ -136,9 +137,26 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     const std::string ran = inst.tiling_text();
     if (ran != r.tiling)
       r.notes.push_back("the device path ran tiling " + ran + ", the host path's is " + r.tiling);
-    check_or_refuse(timer, inst, want, "device metadata, tiling " + ran);
     (o.metadata == Metadata::device ? r.tiling : r.device_tiling) = ran;
-    calls.push_back({[&, device_tiling] { inst.plan(device_tiling, true); }, record});
+    if (o.grid != GridRun::both) {
+      check_or_refuse(timer, inst, want, "device metadata, tiling " + ran);
+      calls.push_back({[&, device_tiling] { inst.plan(device_tiling, true); }, record});
+    } else {
+      // Both grids on one context (made with the indirect grid): the same call, its workspace one of the
+      // bench's lent as an indirect buffer or not, so the two differ in the grid alone.
+      inst.make_workspaces();
+      for (const auto w : {Instance::Workspace::indirect, Instance::Workspace::not_indirect}) {
+        inst.use_workspace(w);
+        check_or_refuse(timer, inst, want,
+                        std::string("device metadata, ") + (w == Instance::Workspace::indirect ? "indirect" : "upper-bound") +
+                            " grid, tiling " + ran);
+        calls.push_back({[&, device_tiling, w] {
+                           inst.plan(device_tiling, true);
+                           inst.use_workspace(w);
+                         },
+                         record});
+      }
+    }
   }
   const int reps = reps_for(o, timer.run_ms(record));
   r.reps = reps;
@@ -146,8 +164,12 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
            r.metadata.c_str());
 
   const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls);
+  // The host path's, the device path's (its indirect grid's with both), the upper-bound grid's.
+  const bool device_only = o.metadata == Metadata::device;
   r.time = summarize(s.front());
-  if (s.size() == 2) r.device = summarize(s.back());
+  if (!device_only && s.size() >= 2) r.device = summarize(s[1]);
+  if (o.grid == GridRun::both) r.bound_ms = median(s.back().gpu_ms);
+  inst.use_workspace(Instance::Workspace::plans_own);
   // App-owned buffers: the host path's call on copies of the operands in VkBuffers of the bench's own,
   // lent with Context::borrow_buffer, against the same call on vkgmm's buffers, alternately.
   progress("[%s] app buffers: the operands in app-owned VkBuffers, borrowed", name);
@@ -292,7 +314,12 @@ int bench_main(int argc, char** argv) {
   if (const int status = parse_args(argc, argv, o, error); status != 0)
     return status == 1 ? 0 : tool::fail(2, error, kProgram);
   try {
-    vkgmm::Context ctx;
+    // The grid the device path takes: forced by --device-grid (both: the indirect grid, and the upper-bound
+    // one through a workspace that is no indirect buffer); auto leaves the library's ($VKGMM_DEVICE_GRID).
+    vkgmm::ContextOptions copts;
+    if (o.grid == GridRun::indirect || o.grid == GridRun::both) copts.device_grid = vkgmm::DeviceGrid::indirect;
+    if (o.grid == GridRun::bound) copts.device_grid = vkgmm::DeviceGrid::upper_bound;
+    vkgmm::Context ctx(copts);
     RunInfo run;
     run.device = ctx.info().name;
     run.driver = ctx.info().driver;

@@ -36,6 +36,13 @@ std::optional<double> device_ratio(const Result& r) {
   return ratio(r.device->gpu_ms_median, r.time.gpu_ms_median);
 }
 
+// --device-grid both: the indirect grid's gpu ms over the upper-bound grid's (below 1: indirect is faster).
+std::optional<double> grid_ratio(const Result& r) {
+  if (!r.bound_ms) return std::nullopt;
+  const double indirect = r.device ? r.device->gpu_ms_median : r.time.gpu_ms_median;
+  return indirect > 0 && *r.bound_ms > 0 ? std::optional<double>(indirect / *r.bound_ms) : std::nullopt;
+}
+
 std::string fixed(std::optional<double> x, int decimals) {
   if (!x || !std::isfinite(*x)) return "-";
   char buf[32];
@@ -64,20 +71,20 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& re
   print_header(f, run);
   if (!results.empty() && results.front().metadata == "device")
     std::fprintf(f, "--metadata device: the times are the device path's (group sizes in a device buffer)\n\n");
-  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %8s %7s %6s %6s %7s %7s %7s\n",
+  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8s %7s %6s %6s %7s %7s %7s\n",
                "workload", "op", "m", "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
-               "dev ms", "dev/host", "app/own", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
+               "dev ms", "dev/host", "ind/bnd", "app/own", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
   for (const Result& r : results) {
     const Workload& w = r.work;
     const Times& t = r.time;
     std::fprintf(f,
-                 "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %8.2f %7.2f %5.1f%% %5.1f%% "
+                 "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8.2f %7.2f %5.1f%% %5.1f%% "
                  "%7s %7s %7s\n",
                  w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
                  vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
                  r.device ? ms_text(r.device->gpu_ms_median).c_str() : "-", fixed(device_ratio(r), 3).c_str(),
-                 fixed(r.app_ratio, 3).c_str(),
+                 fixed(grid_ratio(r), 3).c_str(), fixed(r.app_ratio, 3).c_str(),
                  r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
                  fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, t.gpu_ms_median), 2).c_str(),
                  fixed(ratio(r.openblas_ms, t.gpu_ms_median), 2).c_str());
@@ -88,6 +95,8 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& re
                "the plan part alone. dev ms: the same call with the group sizes in a device buffer (--metadata both:\n"
                "the metadata built on the GPU by every call, the host path's tiling), timed alternately with the\n"
                "host path's; dev/host: its gpu ms over the host path's (above 1: the device path costs more).\n"
+               "ind/bnd (--device-grid both): the device path's gpu ms on the indirect grid over the upper-bound\n"
+               "grid's, timed alternately (below 1: vkCmdDispatchIndirect is faster).\n"
                "app/own: the host path's call on app-owned VkBuffers lent with borrow_buffer over the same call on\n"
                "vkgmm's own buffers, timed alternately (above 1: the app's buffers cost more). GB/s:\n"
                "bytes of the inputs and outputs over gpu ms; %%copy: that over the copy bandwidth. %%ceil: GFLOP/s\n"
@@ -137,7 +146,9 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"device_gpu_ms_min\": " + json_number(dev(&Times::gpu_ms_min)) +
          ", \"device_wall_ms_median\": " + json_number(dev(&Times::wall_ms_median)) +
          ", \"device_host_ms_median\": " + json_number(dev(&Times::host_ms_median)) +
-         ", \"device_ratio\": " + json_number(device_ratio(r)) +
+         ", \"device_ratio\": " + json_number(device_ratio(r)) + ", \"device_grid\": " + json_string(r.grid) +
+         ", \"bound_gpu_ms_median\": " + json_number(r.bound_ms) +
+         ", \"indirect_over_bound\": " + json_number(grid_ratio(r)) +
          ", \"app_buffers_gpu_ms_median\": " + json_number(r.app_ms) +
          ", \"app_buffers_ratio\": " + json_number(r.app_ratio) + ", \"gflops\": " + json_number(r.gflops) +
          ", \"gbps\": " + json_number(r.gbps) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +

@@ -31,6 +31,10 @@ struct Result {
   // timed alternately with the host path's, and the tiling they ran.
   std::optional<Times> device;
   std::string device_tiling;
+  // --device-grid: auto, indirect, bound or both; with both, `device` (or `time` with --metadata device)
+  // is the indirect grid's and bound_ms the upper-bound grid's gpu ms median, timed alternately.
+  std::string grid = "auto";
+  std::optional<double> bound_ms;
   // Baseline times per call (ms); absent when the baseline did not run. Ratios are these over
   // gpu_ms_median: above 1, vkgmm is faster.
   std::optional<double> naive_ms, openblas_ms;

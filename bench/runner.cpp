@@ -171,35 +171,56 @@ struct Instance::AppCopy {
   }
 };
 
-void Instance::make_app_copies() {
-  const vkgmm::Buffer* own[5] = {&buf_a, &buf_b, &buf_c, &out0, &out1};
+std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage) const {
   // Host-visible coherent memory, as vkgmm's own buffers have (the library's memory-type choice, reached
   // through its internals: the bench is vkgmm's own program).
   const vkgmm::Device& dev = vkgmm::ContextInternals::of(ctx).dev;
+  auto c = std::make_shared<AppCopy>();
+  c->device = ctx.device();
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = bytes;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | usage;
+  if (vkCreateBuffer(c->device, &bci, nullptr, &c->buffer) != VK_SUCCESS)
+    throw std::runtime_error("app buffers: vkCreateBuffer failed");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(c->device, c->buffer, &req);
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = dev.find_memory_type(
+      req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  if (vkAllocateMemory(c->device, &mai, nullptr, &c->memory) != VK_SUCCESS ||
+      vkBindBufferMemory(c->device, c->buffer, c->memory, 0) != VK_SUCCESS ||
+      vkMapMemory(c->device, c->memory, 0, VK_WHOLE_SIZE, 0, &c->mapped) != VK_SUCCESS)
+    throw std::runtime_error("app buffers: memory for a buffer failed");
+  c->borrowed = ctx.borrow_buffer(c->buffer, bytes, (usage & VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT) != 0,
+                                  (usage & VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT) != 0);
+  return c;
+}
+
+void Instance::make_app_copies() {
+  const vkgmm::Buffer* own[5] = {&buf_a, &buf_b, &buf_c, &out0, &out1};
   app_.assign(5, nullptr);
   for (size_t i = 0; i < 5; ++i) {
     if (!own[i]->handle()) continue;
-    auto c = std::make_shared<AppCopy>();
-    c->device = ctx.device();
-    VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-    bci.size = own[i]->size();
-    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
-    if (vkCreateBuffer(c->device, &bci, nullptr, &c->buffer) != VK_SUCCESS)
-      throw std::runtime_error("app buffers: vkCreateBuffer failed");
-    VkMemoryRequirements req;
-    vkGetBufferMemoryRequirements(c->device, c->buffer, &req);
-    VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    mai.allocationSize = req.size;
-    mai.memoryTypeIndex = dev.find_memory_type(
-        req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-    if (vkAllocateMemory(c->device, &mai, nullptr, &c->memory) != VK_SUCCESS ||
-        vkBindBufferMemory(c->device, c->buffer, c->memory, 0) != VK_SUCCESS ||
-        vkMapMemory(c->device, c->memory, 0, VK_WHOLE_SIZE, 0, &c->mapped) != VK_SUCCESS)
-      throw std::runtime_error("app buffers: memory for a copy failed");
+    std::shared_ptr<AppCopy> c = app_buffer(own[i]->size(), VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT);
     own[i]->download(c->mapped, own[i]->size());
-    c->borrowed = ctx.borrow_buffer(c->buffer, own[i]->size());
     app_[i] = std::move(c);
   }
+}
+
+void Instance::make_workspaces() {
+  VkDeviceSize bytes = 0;
+  if (gmm_) bytes = gmm_->workspace_bytes();
+  if (tgmm_) bytes = tgmm_->workspace_bytes();
+  if (backward_) bytes = backward_->workspace_bytes();
+  if (bytes == 0) throw std::runtime_error("device grids: the plans have no workspace (not the device path)");
+  workspaces_[0] = app_buffer(bytes, VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT);
+  workspaces_[1] = app_buffer(bytes, 0);
+}
+
+vkgmm::BufferView Instance::workspace_view() const {
+  if (!device_sizes_ || workspace_ == Workspace::plans_own) return {};
+  return workspaces_[workspace_ == Workspace::indirect ? 0 : 1]->borrowed.view();
 }
 
 const vkgmm::Buffer& Instance::pick(const vkgmm::Buffer& own, size_t index) const {
@@ -212,14 +233,16 @@ std::vector<float> Instance::download_from(const vkgmm::Buffer& own, size_t inde
 }
 
 void Instance::record(VkCommandBuffer cb) const {
-  // The device path: the sizes, no workspace (the plans' own), the status word.
+  // The device path: the sizes, the workspace (the plans' own unless one of the bench's is in use), the
+  // status word.
   const vkgmm::BufferView sizes = device_sizes_ ? buf_sizes.view() : vkgmm::BufferView{};
   const vkgmm::BufferView status = device_sizes_ ? buf_status.view() : vkgmm::BufferView{};
   const vkgmm::BufferView a = pick(buf_a, 0).view(), b = pick(buf_b, 1).view(), c = pick(buf_c, 2).view();
   const vkgmm::BufferView o0 = pick(out0, 3).view(), o1 = pick(out1, 4).view();
-  if (gmm_) gmm_->record(cb, {a, b, o0, {}, sizes, {}, status});
-  if (tgmm_) tgmm_->record(cb, {a, b, o0, {}, sizes, {}, status});
-  if (backward_) backward_->record(cb, {a, b, c, o0, o1, sizes, {}, status});
+  const vkgmm::BufferView work = workspace_view();
+  if (gmm_) gmm_->record(cb, {a, b, o0, {}, sizes, work, status});
+  if (tgmm_) tgmm_->record(cb, {a, b, o0, {}, sizes, work, status});
+  if (backward_) backward_->record(cb, {a, b, c, o0, o1, sizes, work, status});
 }
 
 std::vector<Output> Instance::download() const {

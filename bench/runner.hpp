@@ -48,6 +48,12 @@ class Instance {
   // download() use (make_app_copies() first).
   void make_app_copies();
   void use_app_buffers(bool on) { app_mode_ = on; }
+  // The device path's workspace (--device-grid both): the plans' own (none), or one of the bench's own
+  // VkBuffers of the plans' workspace_bytes(), lent as an indirect buffer or not (then the library takes
+  // the upper-bound grid). make_workspaces() after a plan(.., true).
+  enum class Workspace { plans_own, indirect, not_indirect };
+  void make_workspaces();
+  void use_workspace(Workspace w) { workspace_ = w; }
   std::vector<Output> download() const;
 
   // The problem as the forward gmm (gmm and backward) or tgmm sees it, without a tiling.
@@ -68,6 +74,11 @@ class Instance {
   struct AppCopy;
   std::vector<std::shared_ptr<AppCopy>> app_;  // of buf_a, buf_b, buf_c, out0, out1 (null where absent)
   bool app_mode_ = false;
+  std::shared_ptr<AppCopy> workspaces_[2];  // lent as an indirect buffer, and not
+  Workspace workspace_ = Workspace::plans_own;
+  // A host-visible VkBuffer of the bench's own, lent to vkgmm with `usage` (texel / indirect bits).
+  std::shared_ptr<AppCopy> app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage) const;
+  vkgmm::BufferView workspace_view() const;
   // The buffer record() and download() use in place of own (index: its place in app_).
   const vkgmm::Buffer& pick(const vkgmm::Buffer& own, size_t index) const;
   std::vector<float> download_from(const vkgmm::Buffer& own, size_t index, size_t count) const;

@@ -104,8 +104,9 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   // the packed shaders (no 16-bit storage) read and write that last word whole. With the padding, the
   // descriptor covering it stays inside the VkBuffer (own_buffer_capacity), so callers never round.
   bci.size = whole_words(bytes);
+  // INDIRECT_BUFFER: any of vkgmm's buffers may be a workspace that the indirect grid's command is read from.
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
-              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   // Handles are created into locals: a failed call leaves its output undefined, and ~State destroys
   // whatever st holds.
@@ -144,7 +145,7 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   void* p = nullptr;
   check_vk(vkMapMemory(dev.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
   st->mapped = static_cast<uint8_t*>(p);
-  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
+  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, false, true};
   create_texel_views(dev, st->buffer, bytes, own.texel_views);  // destroys its own views if it throws
   // From here on, ~State destroys the views with the buffer. A new VkBuffer cannot be known already
   // unless an app destroyed a VkBuffer it had lent (borrow_buffer) before its vkgmm Buffer and the
@@ -161,7 +162,7 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   return b;
 }
 
-Buffer Context::borrow_buffer(VkBuffer buffer, VkDeviceSize bytes, bool texel_usage) {
+Buffer Context::borrow_buffer(VkBuffer buffer, VkDeviceSize bytes, bool texel_usage, bool indirect_usage) {
   if (buffer == VK_NULL_HANDLE) throw Error(Status::invalid_argument, "borrow_buffer: buffer is VK_NULL_HANDLE");
   if (bytes == 0) throw Error(Status::invalid_argument, "borrow_buffer: size must be positive");
   Impl& im = *impl_;
@@ -172,7 +173,7 @@ Buffer Context::borrow_buffer(VkBuffer buffer, VkDeviceSize bytes, bool texel_us
     throw Error(Status::invalid_argument, "borrow_buffer: " + std::to_string(bytes) +
                                               " bytes is more than the buffer holds (its memory requirement is " +
                                               std::to_string(req.size) + " bytes)");
-  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, true};
+  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, true, indirect_usage};
   if (texel_usage) create_texel_views(im.dev, buffer, bytes, own.texel_views);
   if (!im.buffers.add(buffer, own)) {
     for (VkBufferView v : own.texel_views)

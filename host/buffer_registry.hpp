@@ -16,6 +16,8 @@ struct OwnBuffer {
   VkDeviceSize size = 0;
   VkBufferView texel_views[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};  // by texel_format_index (texel_views.hpp)
   bool borrowed = false;  // an app's VkBuffer (Context::borrow_buffer): exactly `size`, not padded
+  // Made with VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT: a workspace here can hold the indirect grid's command.
+  bool indirect = false;
 };
 
 class BufferRegistry {

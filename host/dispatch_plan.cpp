@@ -5,6 +5,7 @@
 #include <string>
 
 #include "operands.hpp"
+#include "options.hpp"
 #include "problem_checks.hpp"
 #include "texel_views.hpp"
 #include "view_bounds.hpp"
@@ -15,13 +16,15 @@ DispatchPlan::DispatchPlan(Context& ctx, Op op) : ctx_(ContextInternals::shared(
 
 namespace {
 
-// Compute-to-compute dependency of the commands before on the commands after, for these accesses.
-void compute_barrier(VkCommandBuffer cb, VkAccessFlags before, VkAccessFlags after) {
+// Dependency of the commands before on the commands after, for these accesses: compute to compute, plus
+// the indirect command read (DRAW_INDIRECT stage) on the side given.
+void compute_barrier(VkCommandBuffer cb, VkAccessFlags before, VkAccessFlags after,
+                     VkPipelineStageFlags extra_before = 0, VkPipelineStageFlags extra_after = 0) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = before;
   mb.dstAccessMask = after;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
-                       nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | extra_before,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | extra_after, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 }  // namespace
@@ -89,13 +92,17 @@ void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
 
 void DispatchPlan::set_device_metadata(const DeviceMetadata& d) {
   device_meta_ = d;
+  // gmm's list may run on the indirect grid (options; record() may still fall back per workspace).
+  indirect_ = d.visits && device_grid(options(), info()) == DeviceGrid::indirect;
   size_workspace();
 }
 
 void DispatchPlan::size_workspace() {
   const DeviceMetadata& d = *device_meta_;
   Workspace& w = workspace_;
-  uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) : 0);
+  // group_offsets, the visit list (groups, then first rows), the indirect grid's command (there whichever
+  // grid runs, so the workspace's size does not depend on the option).
+  uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) + kDispatchWords : 0);
   if (routing_) {
     const Routing& r = *routing_;
     const uint64_t slots = uint64_t(r.tokens) * r.top_k;
@@ -167,6 +174,9 @@ struct DispatchPlan::Bound {
   // With device metadata: the metadata module's descriptors (plain layout) and push constants; with
   // routing, the routing build's, and with a combine, the combine's and its grid.
   bool device_meta = false;
+  // Set: the op's dispatch is vkCmdDispatchIndirect with the command the metadata build writes there.
+  VkBuffer indirect_buffer = VK_NULL_HANDLE;
+  VkDeviceSize indirect_offset = 0;
   VkDescriptorBufferInfo meta_infos[kNumBindings];
   abi::MetadataPush meta_push{};
   bool routed = false;
@@ -357,6 +367,17 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   b.meta_push.fill_rows = d.fill_rows;
   b.meta_push.visits_off = d.num_groups + 1;
   b.meta_push.max_visits = d.max_visits;
+  // The indirect grid, when the plan takes it and the workspace can be read as an indirect buffer:
+  // vkgmm's own buffers can; an app's only when lent with indirect_usage; an unregistered VkBuffer's
+  // usage cannot be seen, so it gets the upper-bound grid.
+  const std::optional<OwnBuffer> own = ctx_->buffers.find(work.buffer);
+  if (indirect_ && dispatches() && own && own->indirect) {
+    b.meta_push.dispatch_off = d.num_groups + 1 + 2 * d.max_visits;
+    b.meta_push.grid_x = grid_[0];
+    b.meta_push.grid_y = grid_[1];  // min(max_visits, maxComputeWorkGroupCount[1])
+    b.indirect_buffer = work.buffer;
+    b.indirect_offset = work.offset + VkDeviceSize(b.meta_push.dispatch_off) * 4;
+  }
   // Bindings the module does not use repeat the workspace (any valid descriptor).
   for (VkDescriptorBufferInfo& i : b.meta_infos) i = work;
   b.meta_infos[VKGMM_BINDING_LHS] = sizes.info;
@@ -418,9 +439,11 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
   // is written by every record().
   if (b.device_meta) {
-    // Earlier work of this plan may still read the workspace (write after read), then the metadata
-    // must be visible to the dispatch (read after write).
-    compute_barrier(cb, 0, VK_ACCESS_SHADER_WRITE_BIT);
+    // Earlier work of this plan may still read the workspace (write after read), its indirect command
+    // too when the plan takes that grid, then the metadata must be visible to the dispatch (read after
+    // write), the command to its indirect read.
+    const VkPipelineStageFlags reads_command = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
+    compute_barrier(cb, 0, VK_ACCESS_SHADER_WRITE_BIT, reads_command, 0);
     if (b.routed) {
       // The slots ordered by expert: the counts (the metadata build's group sizes), the row map.
       bind_and_push(*ctx_, cb, routing_pipeline_, b.route_infos, &b.route_push, sizeof(b.route_push));
@@ -429,13 +452,20 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
     }
     bind_and_push(*ctx_, cb, meta_pipeline_, b.meta_infos, &b.meta_push, sizeof(b.meta_push));
     vkCmdDispatch(cb, 1, 1, 1);
-    compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
+    if (b.indirect_buffer)
+      compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT, 0,
+                      VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT);
+    else
+      compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
   }
   if (!b.count) return;
   VkPipeline pipeline = kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.texel);
   bind_and_push(*ctx_, cb, pipeline, b.infos, b.count, b.push, static_cast<uint32_t>(push_.size() * 4),
                 b.texel ? b.texels : nullptr);
-  vkCmdDispatch(cb, grid_[0], grid_[1], grid_[2]);
+  if (b.indirect_buffer)
+    vkCmdDispatchIndirect(cb, b.indirect_buffer, b.indirect_offset);
+  else
+    vkCmdDispatch(cb, grid_[0], grid_[1], grid_[2]);
   if (b.combine && b.combine_grid[1]) {
     // Every slot's result written, then summed per token in slot order.
     compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);

@@ -67,7 +67,8 @@ class DispatchPlan {
   void set_metadata(const std::vector<int32_t>& words);
   // ... or built on the device by record() (group sizes in a device buffer): the metadata module writes
   // group_offsets[G + 1] and, with `visits`, the visit list padded to max_visits at visits_off = G + 1,
-  // into the workspace (the operands' or the plan's own), then the dispatch reads it there.
+  // into the workspace (the operands' or the plan's own), then the dispatch reads it there. With the
+  // indirect grid (options), the build writes the op's grid there too and the dispatch is indirect.
   struct DeviceMetadata {
     uint32_t num_groups = 0, group_offset = 0, num_local = 0, m = 0, tm = 1, fill_rows = 1, max_visits = 0;
     bool visits = false;
@@ -145,6 +146,10 @@ class DispatchPlan {
   } workspace_;
   void size_workspace();
   VkPipeline meta_pipeline_ = VK_NULL_HANDLE, routing_pipeline_ = VK_NULL_HANDLE, combine_pipeline_ = VK_NULL_HANDLE;
+  // The plan takes the indirect grid (gmm's visit list, ContextOptions::device_grid), where its workspace
+  // allows; the workspace holds the command's kDispatchWords after the visit list either way.
+  bool indirect_ = false;
+  static constexpr uint32_t kDispatchWords = 3;  // VkDispatchIndirectCommand {x, y, z}
 };
 
 // The views of any op's operand struct (they all hold lhs, rhs, out and existing_out).

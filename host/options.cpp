@@ -36,6 +36,17 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
   r.storage16 = o.storage16.value_or(!flag(getenv, "VKGMM_DISABLE_16BIT_STORAGE"));
   r.vec4_loads = o.vec4_loads.value_or(!flag(getenv, "VKGMM_DISABLE_VEC4"));
   r.texel_loads = o.texel_loads.value_or(!flag(getenv, "VKGMM_DISABLE_TEXEL"));
+  if (o.device_grid) {
+    const DeviceGrid g = *o.device_grid;
+    if (g != DeviceGrid::automatic && g != DeviceGrid::indirect && g != DeviceGrid::upper_bound)
+      throw Error(Status::invalid_argument, "ContextOptions.device_grid: " + std::to_string(static_cast<int>(g)) +
+                                                " is not automatic, indirect or upper_bound");
+    r.device_grid = g;
+  } else if (const char* g = getenv("VKGMM_DEVICE_GRID")) {
+    // As $VKGMM_SCHEDULE: unknown values leave the automatic choice.
+    if (std::strcmp(g, "indirect") == 0) r.device_grid = DeviceGrid::indirect;
+    if (std::strcmp(g, "upper_bound") == 0) r.device_grid = DeviceGrid::upper_bound;
+  }
   if (o.timeout_s) {
     if (!(*o.timeout_s > 0) || !std::isfinite(*o.timeout_s))
       throw Error(Status::invalid_argument,
@@ -58,8 +69,17 @@ ContextOptions to_public(const ResolvedOptions& r) {
   o.storage16 = r.storage16;
   o.vec4_loads = r.vec4_loads;
   o.texel_loads = r.texel_loads;
+  o.device_grid = r.device_grid;
   o.timeout_s = r.timeout_s;
   return o;
+}
+
+DeviceGrid device_grid(const ResolvedOptions& o, const DeviceInfo& info) {
+  // One default for every device type: measured on lavapipe only (README, "Group sizes on the device"),
+  // where the indirect grid was faster on every preset; no GPU measurement gives a reason to differ.
+  (void)info;
+  if (o.device_grid != DeviceGrid::automatic) return o.device_grid;
+  return DeviceGrid::indirect;
 }
 
 }  // namespace vkgmm

@@ -15,18 +15,22 @@ struct ResolvedOptions {
   bool storage16 = true;                    // the 16-bit-storage modules where the device allows
   bool vec4_loads = true;                   // the direct schedule's 4-element loads where shapes allow
   bool texel_loads = true;                  // inputs through texel views where the device allows
+  DeviceGrid device_grid = DeviceGrid::automatic;  // gmm's grid with device group sizes
   double timeout_s = 600;                   // every wait on the device
   std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
 };
 
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
-// $VKGMM_TIMEOUT_S. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
+// $VKGMM_DEVICE_GRID, $VKGMM_TIMEOUT_S. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
 // an option out of range (a schedule that is no Schedule, a timeout that is not positive).
 using EnvLookup = const char* (*)(const char*);
 ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);
 
 // The options as the public struct, every field set (Context::options()).
 ContextOptions to_public(const ResolvedOptions& o);
+
+// The grid a plan takes with device group sizes: the option, automatic resolved for the device.
+DeviceGrid device_grid(const ResolvedOptions& o, const DeviceInfo& info);
 
 }  // namespace vkgmm

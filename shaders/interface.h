@@ -99,9 +99,17 @@
 // word at VKGMM_BINDING_EXISTING; offsets in 32-bit words from where each is bound.
 #define VKGMM_ID_META_VISITS 16  // build gmm's visit list too (else the offsets only: tgmm)
 #define VKGMM_ID_META_MERGE_STATUS 18  // OR the status word the routing build wrote, rather than replace it
+// The gmm grid has two forms (ContextOptions::device_grid), chosen per record() by dispatch_off:
+// - 0, the upper-bound grid: the host dispatches (n tiles) x max_visits, the R real visits are spread
+//   over the max_visits slots and the surplus workgroups exit at once;
+// - else the indirect grid: the R real visits fill slots [0, R), and the build writes the
+//   VkDispatchIndirectCommand {grid_x, y, z} at word dispatch_off of the workspace (y = min(R, grid_y),
+//   z = ceil(R / y); R = 0: a dispatch of no workgroups), which vkCmdDispatchIndirect reads.
+// A push field, not a specialization constant: whether the workspace can be an indirect buffer is
+// known only at record() (an app's workspace), and one pipeline then serves both.
 #define VKGMM_METADATA_PUSH(F) F(uint, sizes_off) F(uint, status_off) F(uint, num_groups) \
   F(uint, group_offset) F(uint, num_local) F(uint, m) F(uint, tm) F(uint, fill_rows) F(uint, visits_off) \
-  F(uint, max_visits)
+  F(uint, max_visits) F(uint, dispatch_off) F(uint, grid_x) F(uint, grid_y)
 // Invocations of the metadata build: few, because on CPU drivers every barrier() of a workgroup switches
 // between all its invocations (decode with its device sizes, lavapipe: dev/host 1.04-1.36 with 32,
 // 1.55-1.64 with 8, 1.20-1.65 with 256); each takes a chunk of G / 32 groups.

@@ -5,8 +5,10 @@
 // - group_offsets[G + 1]: prefix sums of the sizes, each size taken in [0, m] and every sum clamped at
 //   m, so whatever the sizes hold no offset leaves [0, m] and no kernel reads or writes a row past m.
 // - with VISITS (gmm): the visits of make_gmm_visits (each active group's tiles from its first row, then
-//   fill visits below and above the active rows), spread evenly over max_visits slots, the plan's bound
-//   on the list, with VKGMM_NO_VISIT in the others, which the gmm kernel's workgroups skip.
+//   fill visits below and above the active rows) in max_visits slots, the plan's bound on the list, with
+//   VKGMM_NO_VISIT in the others, which the gmm kernel's workgroups skip. For the upper-bound grid the
+//   visits are spread evenly over the slots; for the indirect grid (dispatch_off > 0) they fill the first
+//   R slots and the dispatch command for R visits is written too (interface.h).
 // - the status word: VKGMM_STATUS_* bits, 0 for sizes that keep the contract.
 //
 // One workgroup: each invocation takes a contiguous chunk of groups, the chunks' sums are scanned in
@@ -63,13 +65,17 @@ void scan_parts(bool clamp, inout uint bad) {
   barrier();
 }
 
+// Whether the visits are spread over the slots (the upper-bound grid) or packed first (indirect).
+bool spread() { return pc.dispatch_off == 0u; }
+
 // The slot of real visit e (< R) among V: e * V / R, spreading the R real visits evenly (exact in 32 bits
-// while V < 65536; past that, in order from slot 0, where a few surplus slots no longer matter).
-uint slot_of(uint e, uint R, uint V) { return V < 65536u ? (e * V) / R : e; }
+// while V < 65536; past that, in order from slot 0, where a few surplus slots no longer matter). The
+// indirect grid runs only the first R slots: visit e is slot e.
+uint slot_of(uint e, uint R, uint V) { return spread() && V < 65536u ? (e * V) / R : e; }
 
 // Whether slot s holds a real visit: the one real visit that could land there is ceil(s * R / V).
 bool slot_used(uint s, uint R, uint V) {
-  if (V >= 65536u) return s < R;
+  if (!spread() || V >= 65536u) return s < R;
   uint e = (s * R + V - 1u) / V;
   return e < R && (e * V) / R == s;
 }
@@ -140,6 +146,15 @@ void main() {
         work[groups_off + at] = VKGMM_NO_VISIT;
         work[rows_off + at] = 0;
       }
+    }
+    // The indirect grid's command: (n tiles) x R visits, folded into z past grid_y (<= the device's
+    // maxComputeWorkGroupCount[1]) as the plan's upper-bound grid is, so z <= the plan's checked z.
+    // The gmm kernel's workgroups past R (y * z > R) read VKGMM_NO_VISIT slots or stop at max_visits.
+    if (!spread() && lid == 0u) {
+      const uint y = min(R, pc.grid_y);
+      work[pc.dispatch_off] = int(R == 0u ? 0u : pc.grid_x);
+      work[pc.dispatch_off + 1u] = int(y);
+      work[pc.dispatch_off + 2u] = int(y == 0u ? 0u : (R + y - 1u) / y);
     }
   }
 

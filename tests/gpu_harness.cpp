@@ -1,6 +1,7 @@
 #include "gpu_harness.hpp"
 
 #include "context_impl.hpp"  // take_teardown_messages
+#include "options.hpp"       // device_grid
 
 #include <cstring>
 #include <algorithm>
@@ -20,12 +21,19 @@ std::unique_ptr<Context>& context_slot(Schedule schedule) {
 }
 constexpr Schedule kSchedules[] = {Schedule::automatic, Schedule::shared, Schedule::direct};
 
+// Per schedule, the context forced to the grid ctx(schedule) does not take (grid_ctx), made when first
+// asked for.
+std::unique_ptr<Context>& other_grid_context(Schedule schedule) {
+  static std::unique_ptr<Context> contexts[3];
+  return contexts[static_cast<size_t>(schedule)];
+}
+
 // The shared Contexts are destroyed before the program's result is final, and whatever the validation
 // layer reports while they go (vkDestroyDevice / vkDestroyInstance list leaked objects) fails the run.
 class TeardownCheck : public ::testing::Environment {
  public:
   void TearDown() override {
-    for (Schedule s : kSchedules) context_slot(s).reset();
+    for (Schedule s : kSchedules) other_grid_context(s).reset(), context_slot(s).reset();
     for (const auto& m : take_teardown_messages()) ADD_FAILURE() << "at Context teardown: " << m;
   }
 };
@@ -55,11 +63,31 @@ Context DeviceTest::make_context(ContextOptions options) {
   return Context(options);
 }
 
+Context& DeviceTest::grid_ctx(DeviceGrid grid, Schedule schedule) {
+  Context& shared = ctx(schedule);
+  const Context::Impl& im = ContextInternals::of(shared);
+  if (device_grid(im.dev.options, im.dev.info) == grid) return shared;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto& context = other_grid_context(schedule);
+  if (!context) {
+    ContextOptions o = to_public(im.dev.options);
+    o.validate = true;
+    o.device_grid = grid;
+    if (schedule != Schedule::automatic) o.schedule = schedule;
+    context = std::make_unique<Context>(o);
+  }
+  return *context;
+}
+
 void DeviceTest::TearDown() {
   for (Schedule s : kSchedules) {
     if (s != Schedule::automatic && !context_slot(s)) continue;
     for (auto& m : ctx(s).take_validation_messages()) ADD_FAILURE() << "validation message: " << m;
   }
+  for (Schedule s : kSchedules)
+    if (auto& other = other_grid_context(s))
+      for (auto& m : other->take_validation_messages()) ADD_FAILURE() << "validation message: " << m;
 }
 
 const char* sizes_name(Sizes kind) {
@@ -277,16 +305,28 @@ void expect_status(const Buffer& s, uint32_t want) {
 
 void expect_clean_status(const Buffer& s) { expect_status(s, 0); }
 
+// ctx's grid first, then the other one's context (DeviceTest::grid_ctx).
+std::vector<Context*> both_grids(Context& ctx) {
+  const Context::Impl& im = ContextInternals::of(ctx);
+  const DeviceGrid mine = device_grid(im.dev.options, im.dev.info);
+  const DeviceGrid other = mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect;
+  return {&ctx, &DeviceTest::grid_ctx(other, im.dev.options.schedule)};
+}
+
 }  // namespace
 
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out,
                                   const std::vector<float>& bias) {
-  GmmProblem q;
-  Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
-  std::vector<float> out = gmm_on(ctx, q, p, lhs, rhs, existing_out, bias, {sizes.view(), {}, status.view()});
-  expect_clean_status(status);  // written even when m = 0 (the metadata build runs)
-  return out;
+  std::vector<std::vector<float>> outs;
+  for (Context* c : both_grids(ctx)) {
+    GmmProblem q;
+    Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(*c, p, q), status = status_word(*c);
+    outs.push_back(gmm_on(*c, q, p, lhs, rhs, existing_out, bias, {sizes.view(), {}, status.view()}));
+    expect_clean_status(status);  // written even when m = 0 (the metadata build runs)
+  }
+  EXPECT_TRUE(same_bits(outs[1], outs[0])) << "the indirect and upper-bound grids must agree";
+  return outs[0];
 }
 
 size_t gmm_out_elements(const GmmProblem& p) {
@@ -327,14 +367,19 @@ std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std
 
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                          const std::vector<float>& rhs, const std::vector<float>& d_out) {
-  GmmProblem q;
-  Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
-  // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.
-  q.tiling = p.tiling;
-  // An app workspace this time (the plans' own are tested by gmm and tgmm above).
-  reference::Gradients g = backward_on(ctx, q, p, lhs, rhs, d_out, {sizes.view(), {}, status.view()}, true);
-  expect_clean_status(status);
-  return g;
+  std::vector<reference::Gradients> gs;
+  for (Context* c : both_grids(ctx)) {
+    GmmProblem q;
+    Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(*c, p, q), status = status_word(*c);
+    // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.
+    q.tiling = p.tiling;
+    // An app workspace this time (the plans' own are tested by gmm and tgmm above).
+    gs.push_back(backward_on(*c, q, p, lhs, rhs, d_out, {sizes.view(), {}, status.view()}, true));
+    expect_clean_status(status);
+  }
+  EXPECT_TRUE(same_bits(gs[1].d_lhs, gs[0].d_lhs)) << "d_lhs: the indirect and upper-bound grids must agree";
+  EXPECT_TRUE(same_bits(gs[1].d_rhs, gs[0].d_rhs)) << "d_rhs";
+  return gs[0];
 }
 
 AppBuffer::AppBuffer(Context& ctx, const std::vector<uint8_t>& bytes, VkBufferUsageFlags usage)

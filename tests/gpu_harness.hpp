@@ -24,6 +24,10 @@ class DeviceTest : public ::testing::Test {
   // A context of the test's own with these options, to force a path. Validation is forced on: a message
   // becomes an Error at the next plan or submission on it.
   static Context make_context(ContextOptions options);
+  // A shared context whose gmm takes this grid with device group sizes: ctx(schedule) where its automatic
+  // choice is that grid, else one more context forced to it and to the schedule (validation on, checked
+  // like ctx()'s).
+  static Context& grid_ctx(DeviceGrid grid, Schedule schedule = Schedule::automatic);
 
  protected:
   void TearDown() override;
@@ -54,7 +58,9 @@ reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::
                                   const std::vector<float>& rhs, const std::vector<float>& d_out);
 
 // The same runs with the group sizes in a device buffer (DeviceGroupSizes), with the tiling the host path's
-// plan chose; each also expects the device status word to read 0 and the plans' tilings to agree.
+// plan chose; each also expects the device status word to read 0 and the plans' tilings to agree. gmm and
+// the backward (whose d_lhs is a gmm) run on both grids (DeviceGrid), ctx's and the other's, which must
+// agree bit for bit; the result is ctx's.
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out = {},
                                   const std::vector<float>& bias = {});

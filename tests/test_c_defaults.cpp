@@ -452,6 +452,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
     EXPECT_EQ(a.vec4_loads, b.vec4_loads);
     EXPECT_EQ(a.texel_loads, b.texel_loads);
     EXPECT_EQ(a.timeout_s, b.timeout_s);
+    EXPECT_EQ(a.device_grid, b.device_grid);
   };
   vkgmm_context_options c;
   std::memset(&c, 0, sizeof c);
@@ -467,10 +468,12 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   c.schedule = VKGMM_SCHEDULE_DIRECT;
   c.storage16 = c.vec4_loads = c.texel_loads = -1;
   c.timeout_s = 5;
+  c.device_grid = VKGMM_DEVICE_GRID_UPPER_BOUND;
   ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
   o.schedule = Schedule::direct;
   o.storage16 = o.vec4_loads = o.texel_loads = false;
   o.timeout_s = 5;
+  o.device_grid = DeviceGrid::upper_bound;
   same(c_ctx->ctx.options(), Context(o).options());
   vkgmm_context_destroy(c_ctx);
 
@@ -480,6 +483,15 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   c.timeout_s = 0;
   c.schedule = static_cast<vkgmm_schedule>(7);
   EXPECT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_INVALID_ARGUMENT);
+  c.schedule = VKGMM_SCHEDULE_AUTO;
+  c.device_grid = static_cast<vkgmm_device_grid>(5);
+  EXPECT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(vkgmm_last_error_message()).find("device_grid"), std::string::npos);
+  // A caller built before device_grid passes the older size: accepted, the automatic grid.
+  c.device_grid = VKGMM_DEVICE_GRID_AUTO;
+  c.struct_size = offsetof(vkgmm_context_options, device_grid);
+  ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
+  vkgmm_context_destroy(c_ctx);
 }
 
 TEST(GrowingStructs, ReadAnyPublishedSize) {

@@ -35,9 +35,12 @@ const std::vector<std::vector<int32_t>> kHostile = {
     {64, 0, 0, 0},                           // exactly m in the first group
 };
 
+// On both grids (DeviceGrid): the indirect one's command is written in the workspace, inside its view.
 TEST_F(DeviceTest, HostileGmmSizesStayInsideTheViews) {
+  for (DeviceGrid grid : {DeviceGrid::indirect, DeviceGrid::upper_bound})
   for (Schedule schedule : {Schedule::direct, Schedule::shared})
     for (const auto& sizes : kHostile) {
+      Context& c = grid_ctx(grid);
       std::mt19937 rng(7);
       GmmProblem host;
       host.m = 64;
@@ -52,17 +55,17 @@ TEST_F(DeviceTest, HostileGmmSizesStayInsideTheViews) {
       const auto lhs = random_values(size_t(host.m) * host.k, DType::f32, rng);
       const auto rhs = random_values(2 * size_t(host.k) * host.n, DType::f32, rng);
       const auto ex = random_values(size_t(host.m) * host.n, DType::f32, rng);
-      const std::vector<float> want = run_gmm(ctx(), host, lhs, rhs, ex);
+      const std::vector<float> want = run_gmm(c, host, lhs, rhs, ex);
 
       GmmProblem dev = host;
-      dev.tiling = TilingChoice::of(GmmPlan(ctx(), host).tiling());
+      dev.tiling = TilingChoice::of(GmmPlan(c, host).tiling());
       dev.group_sizes.clear();
       dev.device_group_sizes.count = 4;
-      GmmPlan plan(ctx(), dev);
-      Guarded l = guarded_floats(ctx(), lhs), r = guarded_floats(ctx(), rhs), e = guarded_floats(ctx(), ex);
-      Guarded o(ctx(), want.size() * 4), s(ctx(), 16), status(ctx(), 4), work(ctx(), plan.workspace_bytes());
+      GmmPlan plan(c, dev);
+      Guarded l = guarded_floats(c, lhs), r = guarded_floats(c, rhs), e = guarded_floats(c, ex);
+      Guarded o(c, want.size() * 4), s(c, 16), status(c, 4), work(c, plan.workspace_bytes());
       s.set(sizes.data(), 16);
-      ctx().submit_and_wait([&](VkCommandBuffer cb) {
+      c.submit_and_wait([&](VkCommandBuffer cb) {
         plan.record(cb, {l.view(), r.view(), o.view(), e.view(), s.view(), work.view(), status.view()});
       });
       EXPECT_TRUE(same_bits(floats(o), want)) << sizes[0] << ", " << sizes[1] << ", ...";
@@ -202,6 +205,60 @@ TEST_F(DeviceTest, DeviceSizesErrors) {
   EXPECT_EQ(host_plan.workspace_bytes(), 0u);
   expect_invalid_argument([&] { host_plan.check(base); },
                           "group_sizes: a view was given but the problem's group sizes are on the host");
+}
+
+// The indirect grid reads its command from the workspace, so an app's workspace must be an indirect
+// buffer: one lent without indirect_usage, or never lent, gets the upper-bound grid; one lent with it
+// the indirect grid. Each is checked against the host path, with the validation layer watching the
+// indirect dispatch's buffer usage.
+TEST_F(DeviceTest, AppWorkspacesTakeTheIndirectGridOnlyWhenLentAsIndirectBuffers) {
+  Context& c = grid_ctx(DeviceGrid::indirect);
+  std::mt19937 rng(11);
+  GmmProblem host;
+  host.m = 96;
+  host.k = 8;
+  host.n = 12;
+  host.group_sizes = {40, 0, 50};
+  const auto lhs = random_values(size_t(host.m) * host.k, DType::f32, rng);
+  const auto rhs = random_values(3 * size_t(host.k) * host.n, DType::f32, rng);
+  const std::vector<float> want = run_gmm(c, host, lhs, rhs);
+  GmmProblem dev = host;
+  dev.tiling = TilingChoice::of(GmmPlan(c, host).tiling());
+  dev.group_sizes.clear();
+  dev.device_group_sizes.count = 3;
+  const GmmPlan plan(c, dev);
+  Buffer l = c.create_buffer(lhs.size() * 4), r = c.create_buffer(rhs.size() * 4), o = c.create_buffer(want.size() * 4);
+  l.upload(lhs.data(), lhs.size() * 4);
+  r.upload(rhs.data(), rhs.size() * 4);
+  Buffer sizes = c.create_buffer(12);
+  sizes.upload(host.group_sizes.data(), 12);
+  const VkBufferUsageFlags storage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  AppBuffer plain(c, std::vector<uint8_t>(plan.workspace_bytes()), storage);
+  AppBuffer indirect(c, std::vector<uint8_t>(plan.workspace_bytes()), storage | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT);
+  AppBuffer unlent(c, std::vector<uint8_t>(plan.workspace_bytes()), storage);
+  Buffer lent_plain = c.borrow_buffer(plain.buffer, plan.workspace_bytes(), false);
+  Buffer lent_indirect = c.borrow_buffer(indirect.buffer, plan.workspace_bytes(), false, true);
+  for (VkBuffer work : {plain.buffer, indirect.buffer, unlent.buffer}) {
+    const std::vector<float> poison(want.size(), -7.0f);
+    o.upload(poison.data(), poison.size() * 4);
+    c.submit_and_wait([&](VkCommandBuffer cb) {
+      plan.record(cb, {l.view(), r.view(), o.view(), {}, sizes.view(), {work, 0, plan.workspace_bytes()}, {}});
+    });
+    std::vector<float> got(want.size());
+    o.download(got.data(), got.size() * 4);
+    EXPECT_TRUE(same_bits(got, want)) << (work == indirect.buffer ? "lent as indirect" : "not an indirect buffer");
+  }
+  // The indirect one holds the command the build wrote: (n tiles) x the real visits, in y.
+  uint32_t command[3];
+  const size_t at = plan.workspace_bytes() - 4 * sizeof(uint32_t);  // before the status word
+  std::memcpy(command, static_cast<const uint8_t*>(indirect.mapped) + at, sizeof command);
+  EXPECT_GE(command[0], 1u);
+  EXPECT_GE(command[1], 1u);
+  EXPECT_EQ(command[2], 1u);
+  // ... and the plain one was left to the upper-bound grid: no command there.
+  uint32_t plain_command[3];
+  std::memcpy(plain_command, static_cast<const uint8_t*>(plain.mapped) + at, sizeof plain_command);
+  EXPECT_EQ(plain_command[0], 0u);
 }
 
 }  // namespace

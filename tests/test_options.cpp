@@ -54,6 +54,17 @@ TEST(Options, EnvironmentGivesTheDefaults) {
   EXPECT_EQ(r.timeout_s, 2.5);
   EXPECT_EQ(r.inject_fault, "timeout");
   EXPECT_EQ(resolve({}, {{"VKGMM_SCHEDULE", "direct"}}).schedule, Schedule::direct);
+  EXPECT_EQ(r.device_grid, DeviceGrid::automatic);
+  EXPECT_EQ(resolve({}, {{"VKGMM_DEVICE_GRID", "indirect"}}).device_grid, DeviceGrid::indirect);
+  EXPECT_EQ(resolve({}, {{"VKGMM_DEVICE_GRID", "upper_bound"}}).device_grid, DeviceGrid::upper_bound);
+  EXPECT_EQ(resolve({}, {{"VKGMM_DEVICE_GRID", "bogus"}}).device_grid, DeviceGrid::automatic);
+  // The option wins over the variable; automatic resolves to a grid.
+  ContextOptions o;
+  o.device_grid = DeviceGrid::upper_bound;
+  EXPECT_EQ(resolve(o, {{"VKGMM_DEVICE_GRID", "indirect"}}).device_grid, DeviceGrid::upper_bound);
+  EXPECT_NE(device_grid(resolve({}, {}), DeviceInfo{}), DeviceGrid::automatic);
+  o.device_grid = static_cast<DeviceGrid>(9);
+  EXPECT_THROW(resolve(o, {}), Error);
 }
 
 // "0" and "" switch nothing; values that mean nothing keep the defaults, as the variables always did.
@@ -117,7 +128,8 @@ TEST(Options, BadFieldsAreRefusedNamingThem) {
 // Context::options() reports what is in force, every field set.
 TEST(Options, PublicViewHasEveryFieldSet) {
   const ContextOptions p = to_public(resolve({}, {{"VKGMM_DISABLE_VEC4", "1"}}));
-  ASSERT_TRUE(p.validate && p.schedule && p.storage16 && p.vec4_loads && p.texel_loads && p.timeout_s);
+  ASSERT_TRUE(p.validate && p.schedule && p.storage16 && p.vec4_loads && p.texel_loads && p.timeout_s &&
+              p.device_grid);
   EXPECT_FALSE(*p.vec4_loads);
   EXPECT_EQ(*p.timeout_s, 600);
 }

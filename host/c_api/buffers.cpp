@@ -25,6 +25,17 @@ vkgmm_status vkgmm_buffer_borrow(vkgmm_context* ctx, VkBuffer buffer, VkDeviceSi
   });
 }
 
+vkgmm_status vkgmm_buffer_borrow_usage(vkgmm_context* ctx, VkBuffer buffer, VkDeviceSize bytes,
+                                       VkBufferUsageFlags usage, vkgmm_buffer** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    *out = new vkgmm_buffer{ctx->ctx.borrow_buffer(buffer, bytes, (usage & VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT) != 0,
+                                                   (usage & VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT) != 0)};
+  });
+}
+
 void vkgmm_buffer_destroy(vkgmm_buffer* buffer) { delete buffer; }
 
 vkgmm_status vkgmm_buffer_upload(vkgmm_buffer* buffer, const void* data, size_t bytes, size_t offset) {

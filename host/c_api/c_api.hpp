@@ -56,7 +56,7 @@ void require(const void* p, const char* what);
 // old callers from new ones (a field placed in tail padding would hide behind an unchanged size).
 #define VKGMM_NO_TAIL_PADDING(T, last) \
   static_assert(sizeof(T) == offsetof(T, last) + sizeof(T::last), #T " ends in padding: add a reserved field")
-VKGMM_NO_TAIL_PADDING(vkgmm_context_options, timeout_s);
+VKGMM_NO_TAIL_PADDING(vkgmm_context_options, reserved);
 VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, options);
 VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, storage_buffer_16bit);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, activation);
@@ -84,6 +84,8 @@ VKGMM_GROWN_AT(vkgmm_gmm_operands, group_sizes);
 VKGMM_GROWN_AT(vkgmm_tgmm_operands, group_sizes);
 VKGMM_GROWN_AT(vkgmm_gmm_backward_operands, group_sizes);
 VKGMM_GROWN_AT(vkgmm_gmm_backward_sizes, workspace);
+// Grown by the device grid switch: an older caller's options take the automatic grid.
+VKGMM_GROWN_AT(vkgmm_context_options, device_grid);
 #undef VKGMM_GROWN_AT
 
 // The C status bits are the C++ ones.
@@ -170,6 +172,16 @@ inline vkgmm::Schedule schedule(const char* op, const vkgmm_schedule& field) {
     case VKGMM_SCHEDULE_DIRECT: return vkgmm::Schedule::direct;
   }
   bad(op, "schedule = " + std::to_string(int(s)) + " is not a vkgmm_schedule");
+}
+
+inline vkgmm::DeviceGrid device_grid(const char* what, const vkgmm_device_grid& field) {
+  const int g = raw_enum(field);
+  switch (g) {
+    case VKGMM_DEVICE_GRID_AUTO: return vkgmm::DeviceGrid::automatic;
+    case VKGMM_DEVICE_GRID_INDIRECT: return vkgmm::DeviceGrid::indirect;
+    case VKGMM_DEVICE_GRID_UPPER_BOUND: return vkgmm::DeviceGrid::upper_bound;
+  }
+  bad(what, "device_grid = " + std::to_string(g) + " is not a vkgmm_device_grid");
 }
 
 }  // namespace vkgmm::c_api

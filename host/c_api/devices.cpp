@@ -53,6 +53,10 @@ vkgmm::ContextOptions context_options(const vkgmm_context_options* options, cons
   o.vec4_loads = tri_state(c.vec4_loads);
   o.texel_loads = tri_state(c.texel_loads);
   if (c.timeout_s != 0) o.timeout_s = c.timeout_s;
+  // AUTO leaves the option unset, so $VKGMM_DEVICE_GRID still decides (as schedule's AUTO does).
+  if (const vkgmm::DeviceGrid g = vkgmm::c_api::device_grid(what, c.device_grid); g != vkgmm::DeviceGrid::automatic)
+    o.device_grid = g;
+  if (c.reserved != 0) vkgmm::c_api::bad(what, "reserved must be 0");
   return o;
 }
 

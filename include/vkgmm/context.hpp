@@ -44,6 +44,11 @@ struct ContextOptions {
   // Read lhs and rhs held in vkgmm's own buffers through texel views on CPU devices (else as storage
   // buffers). Unset: true unless $VKGMM_DISABLE_TEXEL=1.
   std::optional<bool> texel_loads;
+  // gmm's grid with device group sizes (DeviceGrid). indirect needs the workspace to be an indirect
+  // buffer: vkgmm's own buffers are; an app's only when lent with indirect_usage (borrow_buffer), else
+  // that record() takes the upper-bound grid. Unset: $VKGMM_DEVICE_GRID=indirect|upper_bound, else
+  // automatic.
+  std::optional<DeviceGrid> device_grid;
   // Bound on every wait for the device, in seconds (a hung device becomes an Error, not a hang).
   // Unset: $VKGMM_TIMEOUT_S, else 600.
   std::optional<double> timeout_s;
@@ -148,7 +153,9 @@ class VKGMM_API Context {
   // VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, and VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT unless
   // `texel_usage` is false (then no views: storage-buffer loads). The Buffer has no host mapping (upload
   // and download refuse); its handle() is the app's. A VkBuffer is borrowed by one Buffer at a time.
-  Buffer borrow_buffer(VkBuffer buffer, VkDeviceSize bytes, bool texel_usage = true);
+  // `indirect_usage`: the VkBuffer has VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT, so a workspace in it can hold
+  // the indirect grid's dispatch command (ContextOptions::device_grid); else the upper-bound grid.
+  Buffer borrow_buffer(VkBuffer buffer, VkDeviceSize bytes, bool texel_usage = true, bool indirect_usage = false);
 
   // Record with `record` into a one-time command buffer, submit it and wait (bounded) for it.
   void submit_and_wait(const std::function<void(VkCommandBuffer)>& record);

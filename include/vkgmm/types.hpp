@@ -71,4 +71,10 @@ struct TilingChoice {
 enum class Schedule { automatic, shared, direct };
 VKGMM_API const char* schedule_name(Schedule s);
 
+// gmm's grid when its group sizes are on the device (DeviceGroupSizes): the visit count is known only
+// there. indirect: the metadata build writes the grid and the op runs with vkCmdDispatchIndirect.
+// upper_bound: the host dispatches the plan's bound on the visits and the surplus workgroups exit at
+// once. automatic: the faster on the device (README, "Group sizes on the device").
+enum class DeviceGrid { automatic, indirect, upper_bound };
+
 }  // namespace vkgmm

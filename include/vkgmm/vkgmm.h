@@ -63,6 +63,13 @@ typedef enum vkgmm_schedule {
   VKGMM_SCHEDULE_DIRECT = 2  /* register micro-tiles, reads straight from the buffers (CPU drivers) */
 } vkgmm_schedule;
 
+/* gmm's grid with device group sizes (vkgmm::DeviceGrid). */
+typedef enum vkgmm_device_grid {
+  VKGMM_DEVICE_GRID_AUTO = 0,       /* the faster on the device (README) */
+  VKGMM_DEVICE_GRID_INDIRECT = 1,   /* vkCmdDispatchIndirect with the grid the metadata build writes */
+  VKGMM_DEVICE_GRID_UPPER_BOUND = 2 /* the plan's bound on the grid; surplus workgroups exit at once */
+} vkgmm_device_grid;
+
 typedef struct vkgmm_context vkgmm_context;
 typedef struct vkgmm_buffer vkgmm_buffer;
 typedef struct vkgmm_gmm_plan vkgmm_gmm_plan;
@@ -99,6 +106,11 @@ typedef struct vkgmm_context_options {
   int vec4_loads;  /* 4-element loads of the direct schedule. 0: on unless $VKGMM_DISABLE_VEC4=1; 1 on; -1 off */
   int texel_loads; /* inputs through texel views on CPU devices. 0: on unless $VKGMM_DISABLE_TEXEL=1; 1; -1 */
   double timeout_s; /* bound on every wait. 0: $VKGMM_TIMEOUT_S, else 600; negative: refused */
+  /* INDIRECT or UPPER_BOUND: gmm's grid with device group sizes. AUTO (0): $VKGMM_DEVICE_GRID
+   * (indirect|upper_bound) decides, else the faster. INDIRECT needs a workspace that is an indirect
+   * buffer (vkgmm's own, or lent with vkgmm_buffer_borrow_usage): else that record takes UPPER_BOUND. */
+  vkgmm_device_grid device_grid;
+  int32_t reserved; /* must be 0: no struct ends in padding */
 } vkgmm_context_options;
 
 /* An app's device; vkgmm destroys none of these handles. */
@@ -146,6 +158,11 @@ VKGMM_API vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize byte
  * (nonzero) or not (0: storage-buffer loads). No host mapping: upload / download fail. */
 VKGMM_API vkgmm_status vkgmm_buffer_borrow(vkgmm_context* ctx, VkBuffer buffer, VkDeviceSize bytes, int texel_usage,
                                            vkgmm_buffer** out);
+/* vkgmm_buffer_borrow with the usage flags the app created the VkBuffer with: texel views where it has
+ * VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT, and a workspace in it can take the indirect grid where it has
+ * VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT (vkgmm_buffer_borrow lends it without: the upper-bound grid). */
+VKGMM_API vkgmm_status vkgmm_buffer_borrow_usage(vkgmm_context* ctx, VkBuffer buffer, VkDeviceSize bytes,
+                                                 VkBufferUsageFlags usage, vkgmm_buffer** out);
 VKGMM_API void vkgmm_buffer_destroy(vkgmm_buffer* buffer);
 VKGMM_API vkgmm_status vkgmm_buffer_upload(vkgmm_buffer* buffer, const void* data, size_t bytes, size_t offset);
 VKGMM_API vkgmm_status vkgmm_buffer_download(const vkgmm_buffer* buffer, void* data, size_t bytes, size_t offset);
@@ -285,7 +302,8 @@ typedef struct vkgmm_gmm_backward_sizes {
 /* ----- plans: validate + metadata once; record any number of times; never submit -------------------- */
 /* record() writes dispatches into cmd (recording, of the context's queue family) and submits nothing;
  * the barriers around it are the app's (README: "Embedding in a GPU app"). With device group sizes it
- * records the metadata build (a dispatch of its own), a compute -> compute barrier, then the op. A plan
+ * records the metadata build (a dispatch of its own), a compute -> compute barrier (also -> the indirect
+ * command read on the indirect grid, vkgmm_device_grid), then the op. A plan
  * must outlive the execution of every command buffer it was recorded into. *_run = record + submit + wait. */
 
 VKGMM_API vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* problem, vkgmm_gmm_plan** out);

@@ -6,7 +6,8 @@ usage: check_bench.py /path/to/vkgmm refuse|json|sweep
   refuse: with VKGMM_BENCH_PERTURB=1 the bench must name the workload, exit 1 and time nothing (on the
           host path and, with --metadata device, on the device path).
   json:   --json must be one object with the documented fields, for gmm, tgmm (bf16) and backward, with
-          --metadata both (the default), device and host.
+          --metadata both (the default), device and host, and --device-grid both / bound (the indirect
+          over upper-bound ratio there exactly with both).
   sweep:  --sweep-tiling must cache a tiling that --tiling auto then runs (in a scratch cache directory).
 """
 import json
@@ -23,7 +24,8 @@ FIELDS = ["name", "op", "m", "k", "n", "groups", "dtype", "tiling", "gpu_ms_medi
           "baseline_one_group_ratio", "baseline_naive_ratio", "baseline_openblas_ratio", "metadata"]
 DEVICE_FIELDS = ["device_tiling", "device_gpu_ms_median", "device_gpu_ms_min", "device_wall_ms_median",
                  "device_host_ms_median", "device_ratio"]
-FIELDS += DEVICE_FIELDS + ["app_buffers_gpu_ms_median", "app_buffers_ratio"]
+GRID_FIELDS = ["bound_gpu_ms_median", "indirect_over_bound"]
+FIELDS += DEVICE_FIELDS + GRID_FIELDS + ["app_buffers_gpu_ms_median", "app_buffers_ratio", "device_grid"]
 
 
 def run(exe, args, env_extra=None):
@@ -77,7 +79,7 @@ def check_times(w, prefix, out):
         fail(f"{prefix}wall time shorter than its host part", out)
 
 
-def check_json_run(exe, extra, op, dtype, metadata="both"):
+def check_json_run(exe, extra, op, dtype, metadata="both", grid="auto"):
     code, out, err = run(exe, TINY + extra + ["--json"])
     if code != 0:
         fail(f"--json {' '.join(extra)}: exit status {code}", out, err)
@@ -97,7 +99,7 @@ def check_json_run(exe, extra, op, dtype, metadata="both"):
     if missing:
         fail(f"workload lacks {missing}", out)
     expect = {"name": "custom", "op": op, "m": 96, "k": 64, "n": 80, "groups": 5, "dtype": dtype,
-              "metadata": metadata}
+              "metadata": metadata, "device_grid": grid}
     for key, value in expect.items():
         if w[key] != value:
             fail(f"{key} = {w[key]!r}, expected {value!r}", out)
@@ -133,6 +135,19 @@ def check_json_run(exe, extra, op, dtype, metadata="both"):
         for key in DEVICE_FIELDS:
             if w[key] is not None:
                 fail(f"--metadata {metadata}: {key} = {w[key]!r}, expected null", out)
+    # --device-grid both: the upper-bound grid's time beside the indirect grid's (the device path's:
+    # device_* with --metadata both, else the main fields), and their ratio; null otherwise.
+    if grid == "both":
+        indirect = w["device_gpu_ms_median"] if metadata == "both" else w["gpu_ms_median"]
+        for key in GRID_FIELDS:
+            if not positive(w[key]):
+                fail(f"{key} = {w[key]!r} is not a positive number", out)
+        if abs(w["indirect_over_bound"] - indirect / w["bound_gpu_ms_median"]) > 1e-3 * w["indirect_over_bound"]:
+            fail("indirect_over_bound is not the indirect grid's gpu ms over bound_gpu_ms_median", out)
+    else:
+        for key in GRID_FIELDS:
+            if w[key] is not None:
+                fail(f"--device-grid {grid}: {key} = {w[key]!r}, expected null", out)
     flop = 2 * 96 * 64 * 80 * (2 if op == "backward" else 1)
     if abs(w["gflops"] - flop / (w["gpu_ms_median"] * 1e6)) > 1e-3 * w["gflops"]:
         fail("gflops does not match the FLOP count over gpu_ms_median", out)
@@ -143,6 +158,10 @@ def check_json(exe):
     check_json_run(exe, ["--op", "tgmm", "--dtype", "bf16", "--metadata", "device"], "tgmm", "bf16", "device")
     check_json_run(exe, ["--op", "backward", "--dist", "uniform", "--tiling", "32,32,32"], "backward", "f32")
     check_json_run(exe, ["--op", "backward", "--metadata", "host"], "backward", "f32", "host")
+    check_json_run(exe, ["--device-grid", "both"], "gmm", "f32", "both", "both")
+    check_json_run(exe, ["--op", "backward", "--metadata", "device", "--device-grid", "both"], "backward", "f32",
+                   "device", "both")
+    check_json_run(exe, ["--device-grid", "bound"], "gmm", "f32", "both", "bound")
 
 
 def check_sweep(exe):
