@@ -11,6 +11,14 @@ namespace vkgmm {
 namespace {
 
 GmmProblem d_lhs_problem(const GmmProblem& f) {
+  // The gradients of a routed or fused forward (the gather, the combine's weights, bias and SwiGLU) are not
+  // the two grouped matmuls below: refuse rather than return those of another function.
+  if (f.routing.top_k != 0)
+    throw Error(Status::invalid_argument, "gmm_backward: routing.top_k: the backward of a gmm routed by expert ids is "
+                                          "not supported (sort the rows by expert and use group sizes)");
+  if (f.epilogue.bias || f.epilogue.activation != Activation::none)
+    throw Error(Status::invalid_argument, "gmm_backward: epilogue: the backward of gmm with a fused bias or "
+                                          "activation is not supported");
   GmmProblem p = f;
   // d_lhs[m, k] = d_out[m, n] @ rhs^T: gmm with k and n swapped and the transpose flipped.
   p.k = f.n;

@@ -69,7 +69,10 @@ void DispatchPlan::set_shape(const KernelShape& shape) {
   kernel_.set(VKGMM_ID_HAS_EXISTING, has_existing_ && !combines());
 }
 
-void DispatchPlan::set_bias(uint64_t count) { bias_count_ = count; }
+void DispatchPlan::set_bias(uint64_t count) {
+  has_bias_ = true;
+  bias_count_ = count;
+}
 
 DispatchPlan::RoutingWords DispatchPlan::set_routing(const Routing& r) {
   if (!device_meta_) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata first");
@@ -222,7 +225,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
     refuse_given("ids", ops.ids, "the problem is not routed (Routing::top_k is 0)");
     refuse_given("weights", ops.weights, "the problem is not routed (Routing::top_k is 0)");
   }
-  if (!bias_count_) refuse_given("bias", ops.bias, "the problem has no bias (Epilogue::bias)");
+  if (!has_bias_) refuse_given("bias", ops.bias, "the problem has no bias (Epilogue::bias)");
   Bound b;
   VkDescriptorBufferInfo meta{meta_.handle(), 0, meta_.size()};
   if (device_meta_) {
@@ -283,7 +286,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
     bound[3] = bound[2];
   }
   BoundOperand bias;
-  bias.info = meta;  // no bias: any valid descriptor
+  bias.info = meta;  // no bias (or one of no elements: no local expert): any valid descriptor
   if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
   b.count = layout_descriptors(bound, meta, bias.info, kernel_.split, b.infos);
   std::memcpy(b.push, push_.data(), push_.size() * 4);

@@ -133,7 +133,8 @@ class DispatchPlan {
   Buffer meta_;
   uint32_t grid_[3] = {0, 0, 0};
   std::vector<uint32_t> push_;
-  uint64_t bias_count_ = 0;  // 0: no bias
+  bool has_bias_ = false;
+  uint64_t bias_count_ = 0;  // 0 with a bias: one of no elements, never read
   // Device metadata: its parameters, the workspace's layout and the metadata module's pipeline.
   std::optional<DeviceMetadata> device_meta_;
   std::optional<Routing> routing_;

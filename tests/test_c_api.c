@@ -389,6 +389,14 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(vkgmm_buffer_create(ctx, 16, &own) == VKGMM_OK);
   CHECK(vkgmm_buffer_borrow(ctx, vkgmm_buffer_whole(own).buffer, 16, 1, &borrowed) == VKGMM_INVALID_ARGUMENT);
   CHECK(strstr(vkgmm_last_error_message(), "already") != NULL && borrowed == NULL);
+  /* ... and so through vkgmm_buffer_borrow_usage, whatever the usage flags say. */
+  CHECK(vkgmm_buffer_borrow_usage(ctx, VK_NULL_HANDLE, 16, VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT, &borrowed) ==
+            VKGMM_INVALID_ARGUMENT &&
+        borrowed == NULL);
+  CHECK(vkgmm_buffer_borrow_usage(ctx, vkgmm_buffer_whole(own).buffer, 16,
+                                  VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
+                                  &borrowed) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "already") != NULL && borrowed == NULL);
   vkgmm_buffer_destroy(own);
 
   vkgmm_borrowed_device none;

@@ -405,6 +405,41 @@ TEST_F(DeviceTest, RoutingPlanErrorsNameTheArgument) {
     p.group_sizes = {8, 8, 0, 0};
     p.n = 9, p.epilogue.activation = Activation::swiglu;
   }, "swiglu");
+  // Routing's switches mean nothing without routing.
+  refused([](GmmProblem& p) { p.routing = {0, false, true, 0}, p.group_sizes = {8, 8, 0, 0}; }, "routing.combine");
+  refused([](GmmProblem& p) { p.routing = {0, true, false, 0}, p.group_sizes = {8, 8, 0, 0}; }, "routing.lhs_per_slot");
+}
+
+// A routed or fused forward has no backward in vkgmm: refused, not differentiated as another function.
+TEST_F(DeviceTest, RoutedOrFusedBackwardIsRefused) {
+  expect_invalid_argument([&] { GmmBackwardPlan(ctx(), good_routed()); }, "routing.top_k");
+  GmmProblem p;
+  p.m = 8, p.k = 4, p.n = 6, p.group_sizes = {8};
+  p.epilogue.activation = Activation::swiglu;
+  expect_invalid_argument([&] { GmmBackwardPlan(ctx(), p); }, "epilogue");
+}
+
+// The edges of routing: more local experts than the routing build has invocations (each takes a chunk of
+// the experts' counts), no local expert at all (every slot filled), and no tokens (nothing to compute,
+// the status word still written), in both modes.
+TEST_F(DeviceTest, RoutingEdges) {
+  struct Edge {
+    const char* name;
+    int64_t T, top_k, E, offset, e_local;
+  };
+  for (const Edge e : {Edge{"many_experts", 9, 8, 128, 0, 128}, Edge{"many_experts_window", 21, 6, 100, 37, 45},
+                       Edge{"no_local_expert", 11, 2, 8, 3, 0}, Edge{"no_tokens", 0, 4, 8, 0, 8},
+                       Edge{"one_token_one_slot", 1, 1, 1, 0, 1}})
+    for (bool combine : {false, true})
+      for (Schedule schedule : {Schedule::shared, Schedule::direct}) {
+        RoutingCase c = base_case(combine, schedule);
+        c.T = e.T, c.top_k = e.top_k, c.E = e.E, c.offset = e.offset, c.e_local = e.e_local;
+        c.existing_out = true;
+        c.k = 12, c.n = 10;
+        SCOPED_TRACE(std::string(e.name) + " " + case_name(c));
+        const Routed r = make_routed(c);
+        EXPECT_TRUE(close_to_reference(r, run(ctx(schedule), r)));
+      }
 }
 
 // The operands' rules, refused by check() (and so by record()) before anything is recorded.
