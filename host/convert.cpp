@@ -97,9 +97,10 @@ float round_to(DType t, float x) {
     case DType::f32: return x;
     case DType::f16: return f16_to_f32(f32_to_f16(x));
     case DType::bf16: return bf16_to_f32(f32_to_bf16(x));
+    default: break;
   }
-  throw Error(Status::invalid_argument, "round_to: unknown element type " +
-                                            std::to_string(static_cast<uint32_t>(t)));
+  // Block formats have no per-value rounding: a value is whatever its block encodes.
+  throw Error(Status::invalid_argument, std::string("round_to: ") + dtype_name(t) + " is not an element type");
 }
 
 std::vector<uint8_t> encode(DType t, const std::vector<float>& values) {

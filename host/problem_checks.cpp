@@ -88,7 +88,7 @@ int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& hos
 void check_types(const char* op, DType lhs, DType rhs, DType out) {
   auto valid = [](DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; };
   if (!valid(lhs)) bad(op, "lhs has an unsupported element type");
-  if (!valid(rhs)) bad(op, "rhs has an unsupported element type");
+  if (!valid(rhs)) bad(op, std::string("rhs has an unsupported element type (") + dtype_name(rhs) + ")");
   if (!valid(out)) bad(op, "the output (preferred_element_type) has an unsupported element type");
 }
 

@@ -7,14 +7,46 @@
 
 namespace vkgmm {
 
+namespace {
+
+// GGUF's block formats: values per block and bytes per block (ggml's block_q8_0 {half d; int8 qs[32]},
+// block_q4_0 {half d; uint8 qs[16]}, block_q4_K {half d, dmin; uint8 scales[12], qs[128]}, block_q6_K
+// {uint8 ql[128], qh[64]; int8 scales[16]; half d}, block_mxfp4 {uint8 e; uint8 qs[16]}).
+struct BlockFormat {
+  DType type;
+  const char* name;
+  size_t elements, bytes;
+};
+constexpr BlockFormat kBlockFormats[] = {
+    {DType::q8_0, "q8_0", 32, 34},  {DType::q4_0, "q4_0", 32, 18},   {DType::q4_K, "q4_K", 256, 144},
+    {DType::q6_K, "q6_K", 256, 210}, {DType::mxfp4, "mxfp4", 32, 17},
+};
+
+const BlockFormat* block_format(DType t) {
+  for (const BlockFormat& f : kBlockFormats)
+    if (f.type == t) return &f;
+  return nullptr;
+}
+
+// An enum value outside the list can only come from a cast; refuse it rather than size a buffer by 0.
+[[noreturn]] void unknown_type(DType t) {
+  throw Error(Status::invalid_argument, "unknown element type " + std::to_string(static_cast<uint32_t>(t)));
+}
+
+}  // namespace
+
 size_t dtype_size(DType t) {
   switch (t) {
     case DType::f32: return 4;
     case DType::f16: return 2;
     case DType::bf16: return 2;
+    default: break;
   }
-  // An enum value outside the list can only come from a cast; refuse it rather than size a buffer by 0.
-  throw Error(Status::invalid_argument, "unknown element type " + std::to_string(static_cast<uint32_t>(t)));
+  if (const BlockFormat* f = block_format(t))
+    throw Error(Status::invalid_argument, std::string(f->name) + " is a block format: " +
+                                              std::to_string(f->bytes) + " bytes per block of " +
+                                              std::to_string(f->elements) + " values, no size per element");
+  unknown_type(t);
 }
 
 const char* dtype_name(DType t) {
@@ -22,7 +54,9 @@ const char* dtype_name(DType t) {
     case DType::f32: return "f32";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    default: break;
   }
+  if (const BlockFormat* f = block_format(t)) return f->name;
   // Used while building error messages, so it must not throw itself.
   return "unknown";
 }
@@ -33,7 +67,36 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "f32" || name == "float32") return DType::f32;
   if (name == "f16" || name == "float16") return DType::f16;
   if (name == "bf16" || name == "bfloat16") return DType::bf16;
+  // Block formats in any case: GGUF writes Q4_K, ggml q4_K, users q4_k.
+  auto lower = [](std::string_view s) {
+    std::string l(s);
+    for (char& c : l) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    return l;
+  };
+  for (const BlockFormat& f : kBlockFormats)
+    if (lower(name) == lower(f.name)) return f.type;
   return std::nullopt;
+}
+
+bool is_quantized(DType t) { return block_format(t) != nullptr; }
+
+size_t block_elements(DType t) {
+  if (const BlockFormat* f = block_format(t)) return f->elements;
+  dtype_size(t);  // throws for a value that is no type
+  return 1;
+}
+
+size_t block_bytes(DType t) {
+  if (const BlockFormat* f = block_format(t)) return f->bytes;
+  return dtype_size(t);
+}
+
+uint64_t storage_bytes(DType t, uint64_t count) {
+  const uint64_t per = block_elements(t);
+  if (count % per != 0)
+    throw Error(Status::invalid_argument, std::to_string(count) + " values of " + dtype_name(t) +
+                                              " are not whole blocks of " + std::to_string(per));
+  return count / per * block_bytes(t);
 }
 
 const char* status_name(Status s) {

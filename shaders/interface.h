@@ -66,6 +66,12 @@
 #define VKGMM_DT_F32 0
 #define VKGMM_DT_F16 1
 #define VKGMM_DT_BF16 2
+// GGUF's block formats (gmm's rhs only): blocks along k of each expert's [n, k] rows.
+#define VKGMM_DT_Q8_0 3
+#define VKGMM_DT_Q4_0 4
+#define VKGMM_DT_Q4_K 5
+#define VKGMM_DT_Q6_K 6
+#define VKGMM_DT_MXFP4 7
 
 // ----- push constants -----------------------------------------------------------------------------------
 // Every op's block starts with its operands' element offsets (relative to where each descriptor is

@@ -14,11 +14,23 @@
 namespace vkgmm {
 
 // The numeric values are the shaders' (VKGMM_DT_* in shaders/interface.h; the library static_asserts them).
-enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2 };
+// f32, f16 and bf16 are element types of any operand. The others are GGUF's block formats, byte for byte
+// ggml's block_* structs (CONTRACT.md, "Quantized expert weights"), for gmm's rhs only: `block_elements`
+// values along k stored in `block_bytes` bytes.
+enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2, q8_0 = 3, q4_0 = 4, q4_K = 5, q6_K = 6, mxfp4 = 7 };
 
+// Bytes of one element; throws Error(invalid_argument) for a block format (see storage_bytes).
 VKGMM_API size_t dtype_size(DType t);
 VKGMM_API const char* dtype_name(DType t);
+// "f32", "float32", ..., and the block formats by GGUF's names ("q8_0", "q4_K", "mxfp4"; any case).
 VKGMM_API std::optional<DType> parse_dtype(std::string_view name);
+VKGMM_API bool is_quantized(DType t);
+// Values per block (1 for the element types) and bytes per block (dtype_size for the element types).
+VKGMM_API size_t block_elements(DType t);
+VKGMM_API size_t block_bytes(DType t);
+// Bytes of `count` values of type t; for a block format count must be a multiple of block_elements
+// (throws Error(invalid_argument) otherwise).
+VKGMM_API uint64_t storage_bytes(DType t, uint64_t count);
 
 enum class Status {
   ok = 0,
