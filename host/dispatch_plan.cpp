@@ -34,7 +34,7 @@ int64_t DispatchPlan::check_problem(int64_t m, int64_t k, int64_t n, const std::
   check_dims(name(), m, k, n);
   const int64_t G = device.count || device.expected_rows ? check_device_group_sizes(name(), group_sizes, device)
                                                           : check_group_sizes(name(), group_sizes, m);
-  check_types(name(), lhs, rhs, out);
+  check_types(name(), lhs, rhs, out, op_ == Op::gmm);  // gmm's rhs may be a block format
   return G;
 }
 

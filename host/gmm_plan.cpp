@@ -31,7 +31,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   int64_t G = 0, g_local = 0, group_offset = p.group_offset, rows = p.m;
   if (routed) {
     check_dims(op, p.m, p.k, p.n);
-    check_types(op, p.lhs_type, p.rhs_type, p.out_type);
+    check_types(op, p.lhs_type, p.rhs_type, p.out_type, true);
     G = g_local = routed_experts;
     group_offset = 0;
     rows = p.m * route.top_k;
@@ -40,6 +40,16 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
   }
   const int64_t out_n = check_epilogue(op, p.epilogue, p.n);
+  if (is_quantized(p.rhs_type)) {
+    // Blocks lie along rhs's contiguous axis, each row whole blocks (GGUF's [n, k] expert rows).
+    const int64_t B = int64_t(block_elements(p.rhs_type)), along = p.transpose_rhs ? p.k : p.n;
+    if (along % B != 0)
+      throw Error(Status::invalid_argument,
+                  std::string(op) + ": rhs: " + dtype_name(p.rhs_type) + " blocks of " + std::to_string(B) +
+                      " values lie along rhs's rows: " + (p.transpose_rhs ? "k" : "n") + " = " + std::to_string(along) +
+                      " must be a multiple of " + std::to_string(B) +
+                      (p.transpose_rhs ? " (rhs [G_local, n, k])" : " (rhs [G_local, k, n])"));
+  }
   const bool swiglu = p.epilogue.activation == Activation::swiglu;
   const bool on_device = routed || p.device_group_sizes.count > 0;
 

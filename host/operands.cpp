@@ -8,7 +8,7 @@
 
 namespace vkgmm {
 
-VkDeviceSize operand_bytes(DType t, uint64_t count) { return count * dtype_size(t); }
+VkDeviceSize operand_bytes(DType t, uint64_t count) { return storage_bytes(t, count); }
 
 VkDeviceSize split_part_bytes(const DeviceInfo& info) {
   VkDeviceSize p = 1;
@@ -23,17 +23,24 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
     throw Error(Status::invalid_argument, std::string(op) + ": " + name + ": " + what);
   };
   if (view.buffer == VK_NULL_HANDLE) fail("buffer is VK_NULL_HANDLE");
-  const VkDeviceSize esize = dtype_size(type);
+  // Block formats are addressed in bytes from the descriptor's start, which must be the view's: the shader
+  // finds value i's block at (i / B) * S (shaders/quant.glsl), and reads them a word at a time.
+  const bool blocks = is_quantized(type);
+  const VkDeviceSize esize = blocks ? 1 : dtype_size(type);
   if (view.offset % esize != 0)
     fail("offset " + std::to_string(view.offset) + " is not a multiple of the element size " + std::to_string(esize));
   // At least 16: the direct schedule's vector views index uvec4s from the descriptor's start.
   const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 16);
+  if (blocks && view.offset % align != 0)
+    fail("offset " + std::to_string(view.offset) + " of " + dtype_name(type) + " blocks is not a multiple of " +
+         std::to_string(align) + " (minStorageBufferOffsetAlignment, at least 16)");
   const VkDeviceSize base = view.offset / align * align;
   const VkDeviceSize lead = view.offset - base;
-  const VkDeviceSize need = count * esize;
+  const VkDeviceSize need = storage_bytes(type, count);
   if (view.size < need)
     fail("view of " + std::to_string(view.size) + " bytes is too small: " + std::to_string(count) + " " +
-         dtype_name(type) + " elements need " + std::to_string(need));
+         dtype_name(type) + " values need " + std::to_string(need));
+  packed = packed || blocks;
   // From the descriptor's start: the end of the last element, and of the word holding it. The word
   // holding the first element starts at or after `base`, inside the buffer.
   const VkDeviceSize data_end = lead + need;
@@ -46,9 +53,10 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
     const bool has_word = lead + view.size >= end || (capacity && base + end <= capacity);
     if (!has_word) {
       if (packed)
-        fail("its " + std::to_string(count) + " " + dtype_name(type) + " elements end mid-way through a 32-bit " +
-             "word that the view does not cover, and without 16-bit storage (storageBuffer16BitAccess) vkgmm " +
-             "reads and writes 16-bit data in whole words: in an app's own VkBuffer the view must extend " +
+        fail("its " + std::to_string(count) + " " + dtype_name(type) + " values end mid-way through a 32-bit " +
+             "word that the view does not cover, and vkgmm reads " +
+             (blocks ? std::string("block formats") : "16-bit data without 16-bit storage (storageBuffer16BitAccess)") +
+             " in whole words: in an app's own VkBuffer the view must extend " +
              std::to_string(end - data_end) + " bytes past its last element (the buffer must hold them), " +
              "or use a buffer from Context::create_buffer, which vkgmm pads itself");
       end = data_end;  // the 16-bit-storage build accesses exactly the elements

@@ -85,8 +85,9 @@ int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& hos
   return device.count;
 }
 
-void check_types(const char* op, DType lhs, DType rhs, DType out) {
+void check_types(const char* op, DType lhs, DType rhs, DType out, bool rhs_blocks) {
   auto valid = [](DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; };
+  if (rhs_blocks && is_quantized(rhs)) rhs = DType::f32;  // stands for any block format here
   if (!valid(lhs)) bad(op, "lhs has an unsupported element type");
   if (!valid(rhs)) bad(op, std::string("rhs has an unsupported element type (") + dtype_name(rhs) + ")");
   if (!valid(out)) bad(op, "the output (preferred_element_type) has an unsupported element type");

@@ -76,6 +76,8 @@ void create_texel_views(const Device& dev, VkBuffer buffer, VkDeviceSize bytes, 
 }
 
 bool texel_loads_usable(const DeviceInfo& info, bool allowed, DType a, DType b) {
+  // Block formats are read a word at a time from the storage buffer (shaders/quant.glsl).
+  if (is_quantized(a) || is_quantized(b)) return false;
   return allowed && format_used(info, texel_format_index(a)) && format_used(info, texel_format_index(b));
 }
 
