@@ -51,26 +51,47 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
 
 }  // namespace
 
-GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward)
-    : d_lhs_(ctx, d_lhs_problem(forward)), d_rhs_(ctx, d_rhs_problem(forward)) {
+GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward) : d_lhs_(ctx, d_lhs_problem(forward)) {
+  // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
+  if (!is_quantized(forward.rhs_type)) d_rhs_.emplace(ctx, d_rhs_problem(forward));
   // An app's workspace holds d_lhs's then d_rhs's, each at a binding offset.
   const VkDeviceSize align = std::max<VkDeviceSize>(ctx.info().min_storage_buffer_offset_alignment, 4);
   d_rhs_workspace_offset_ = (d_lhs_.workspace_bytes() + align - 1) / align * align;
 }
 
+const TgmmPlan& GmmBackwardPlan::d_rhs_plan() const {
+  if (!d_rhs_)
+    throw Error(Status::invalid_argument, "gmm_backward: d_rhs_plan: the weights are in a block format, frozen: "
+                                          "their gradient is not computed");
+  return *d_rhs_;
+}
+
 VkDeviceSize GmmBackwardPlan::workspace_bytes() const {
-  return d_rhs_.workspace_bytes() ? d_rhs_workspace_offset_ + d_rhs_.workspace_bytes() : 0;
+  if (!d_rhs_) return d_lhs_.workspace_bytes();
+  return d_rhs_->workspace_bytes() ? d_rhs_workspace_offset_ + d_rhs_->workspace_bytes() : 0;
 }
 
 GmmBackwardSizes GmmBackwardPlan::sizes() const {
   // d_lhs = gmm(d_out, rhs) -> d_lhs and d_rhs = tgmm(lhs^T, d_out) -> d_rhs; d_out is read by both.
-  const OperandSizes a = d_lhs_.sizes(), b = d_rhs_.sizes();
+  const OperandSizes a = d_lhs_.sizes();
+  if (!d_rhs_) return {0, a.rhs, a.lhs, a.out, 0};
+  const OperandSizes b = d_rhs_->sizes();
   return {b.lhs, a.rhs, std::max(a.lhs, b.rhs), a.out, b.out};
 }
 
-VkDeviceSize GmmBackwardPlan::metadata_bytes() const { return d_lhs_.metadata_bytes() + d_rhs_.metadata_bytes(); }
+VkDeviceSize GmmBackwardPlan::metadata_bytes() const {
+  return d_lhs_.metadata_bytes() + (d_rhs_ ? d_rhs_->metadata_bytes() : 0);
+}
 
 void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const {
+  if (!d_rhs_) {
+    // Frozen weights: d_lhs alone, which then writes the status word.
+    if (ops.d_rhs.buffer)
+      throw Error(Status::invalid_argument, "gmm_backward: d_rhs: a view was given but the weights are in a block "
+                                            "format, frozen: their gradient is not computed");
+    d_lhs_.record(cb, {ops.d_out, ops.rhs, ops.d_lhs, {}, ops.group_sizes, ops.workspace, ops.status});
+    return;
+  }
   // Device group sizes: both read them; the workspace is split between the two; the status word is
   // d_rhs's to write (its tgmm always runs, even with m = 0).
   BufferView lhs_work, rhs_work;
@@ -80,14 +101,14 @@ void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops)
                                                 " bytes is too small: the plan needs " +
                                                 std::to_string(workspace_bytes()) + " (workspace_bytes())");
     lhs_work = {ops.workspace.buffer, ops.workspace.offset, d_lhs_.workspace_bytes()};
-    rhs_work = {ops.workspace.buffer, ops.workspace.offset + d_rhs_workspace_offset_, d_rhs_.workspace_bytes()};
+    rhs_work = {ops.workspace.buffer, ops.workspace.offset + d_rhs_workspace_offset_, d_rhs_->workspace_bytes()};
   }
   const GmmOperands d_lhs_ops{ops.d_out, ops.rhs, ops.d_lhs, {}, ops.group_sizes, lhs_work, {}};
   const TgmmOperands d_rhs_ops{ops.lhs, ops.d_out, ops.d_rhs, {}, ops.group_sizes, rhs_work, ops.status};
   // Check both before recording either, so a bad view records nothing. The two dispatches run with no
   // barrier between them, so neither output may overlap anything the other reads or writes.
   d_lhs_.check(d_lhs_ops);
-  d_rhs_.check(d_rhs_ops);
+  d_rhs_->check(d_rhs_ops);
   // The two halves run one after the other on the device path: what either writes (its workspace
   // share, the status word) may overlap nothing the other reads or writes.
   const std::initializer_list<std::pair<const char*, BufferView>> all = {
@@ -100,7 +121,7 @@ void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops)
                    "d_lhs");
   check_no_overlap("gmm_backward", ops.d_rhs, {{"rhs", ops.rhs}, {"group_sizes", ops.group_sizes}}, "d_rhs");
   d_lhs_.record(cb, d_lhs_ops);
-  d_rhs_.record(cb, d_rhs_ops);
+  d_rhs_->record(cb, d_rhs_ops);
 }
 
 void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops) {

@@ -70,15 +70,16 @@ void DispatchPlan::set_shape(const KernelShape& shape) {
 }
 
 void DispatchPlan::set_bias(uint64_t count) {
+  if (count * 4 > info().max_storage_buffer_range)
+    throw Error(Status::unsupported, std::string(name()) + ": bias: " + std::to_string(count * 4) +
+                                         " bytes exceed maxStorageBufferRange (" +
+                                         std::to_string(info().max_storage_buffer_range) + "), bound whole");
   has_bias_ = true;
   bias_count_ = count;
 }
 
 DispatchPlan::RoutingWords DispatchPlan::set_routing(const Routing& r) {
   if (!device_meta_) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata first");
-  if (kernel_.split)
-    throw Error(Status::unsupported, std::string(name()) + ": routing by expert ids with an operand larger than "
-                                                           "maxStorageBufferRange is not supported: split the tokens");
   routing_ = r;
   size_workspace();
   return {static_cast<uint32_t>(workspace_.map), static_cast<uint32_t>(workspace_.weight_rows)};
@@ -125,7 +126,9 @@ void DispatchPlan::size_workspace() {
     throw Error(Status::unsupported,
                 std::string(name()) + ": the workspace (" + std::to_string(w.bytes()) +
                     " bytes) exceeds maxStorageBufferRange" +
-                    (combines() ? ": it holds every slot's fp32 result; combine fewer tokens per call" : ": use a larger tm"));
+                    (combines()  ? ": it holds every slot's fp32 result; combine fewer tokens per call"
+                     : routing_ ? ": it holds the routing's row map; route fewer tokens per call"
+                                : ": use a larger tm"));
 }
 
 void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
@@ -159,8 +162,8 @@ void DispatchPlan::build() {
     routing_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
   }
   if (combines()) {
-    check_grid(name(), info(), (routing_->out_n + VKGMM_COMBINE_INVOCATIONS - 1) / VKGMM_COMBINE_INVOCATIONS,
-               std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
+    const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
+    check_grid(name(), info(), combine_columns(), y, (routing_->tokens + y - 1) / y);
     std::vector<uint32_t> constants(VKGMM_ID_HAS_EXISTING + 1, 0);
     constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
     constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
@@ -255,29 +258,23 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
     b.combine = true;
     b.combine_infos[VKGMM_BINDING_LHS] = meta;
     b.combine_infos[VKGMM_BINDING_RHS] = meta;
-    b.combine_infos[VKGMM_BINDING_OUT] = bound[2].info;
-    b.combine_infos[VKGMM_BINDING_EXISTING] = bound[3].info;
     b.combine_infos[VKGMM_BINDING_META] = meta;
     b.combine_infos[VKGMM_BINDING_BIAS] = meta;
-    if (!kernel_.storage16) {
-      b.combine_push.out_off = bound[2].element_offset;
-      b.combine_push.ex_off = bound[3].element_offset;
-    } else {
-      const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
-      const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
-                                                          operands_[2].type, operands_[2].count, 0, true)
-                                           : o;
-      b.combine_infos[VKGMM_BINDING_OUT] = o.info;
-      b.combine_infos[VKGMM_BINDING_EXISTING] = e.info;
-      b.combine_push.out_off = o.element_offset;
-      b.combine_push.ex_off = e.element_offset;
-    }
+    // out and existing_out [T, n_out] bound whole (the plain layout), in words.
+    const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
+    const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
+                                                        operands_[2].type, operands_[2].count, 0, true)
+                                         : o;
+    b.combine_infos[VKGMM_BINDING_OUT] = o.info;
+    b.combine_infos[VKGMM_BINDING_EXISTING] = e.info;
+    b.combine_push.out_off = o.element_offset;
+    b.combine_push.ex_off = e.element_offset;
     b.combine_push.lhs_off = static_cast<uint32_t>(workspace_.partial);
     b.combine_push.tokens = routing_->tokens;
     b.combine_push.top_k = routing_->top_k;
     b.combine_push.out_n = routing_->out_n;
     const uint32_t y = std::min<uint32_t>(routing_->tokens, info().max_workgroup_count[1]);
-    b.combine_grid[0] = (routing_->out_n + VKGMM_COMBINE_INVOCATIONS - 1) / VKGMM_COMBINE_INVOCATIONS;
+    b.combine_grid[0] = combine_columns();
     b.combine_grid[1] = y;
     b.combine_grid[2] = y ? (routing_->tokens + y - 1) / y : 0;
     bound[2] = BoundOperand{};

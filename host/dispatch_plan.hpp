@@ -120,6 +120,12 @@ class DispatchPlan {
                     Bound& b) const;
   bool dispatches() const { return grid_[0] != 0; }
   bool combines() const { return routing_ && routing_->combine; }
+  // The combine's workgroups along the columns: one per 64, at most the device's limit (the shader
+  // strides over the rest).
+  uint32_t combine_columns() const {
+    const uint64_t x = (uint64_t(routing_->out_n) + VKGMM_COMBINE_INVOCATIONS - 1) / VKGMM_COMBINE_INVOCATIONS;
+    return static_cast<uint32_t>(std::min<uint64_t>(x, info().max_workgroup_count[0]));
+  }
   // The kernel's output: out, or with a combine the fp32 per-slot results in the workspace.
   DType kernel_out_type() const { return combines() ? DType::f32 : operands_[2].type; }
 

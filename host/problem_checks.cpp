@@ -40,9 +40,12 @@ int64_t check_routing(const char* op, const GmmProblem& p) {
   if (r.num_experts && p.group_offset + p.num_rhs_groups > r.num_experts)
     bad(op, "routing.num_experts = " + std::to_string(r.num_experts) + " is smaller than group_offset + E_local = " +
                 std::to_string(p.group_offset + p.num_rhs_groups));
-  if (p.group_offset > INT32_MAX || p.num_rhs_groups > 65535 || r.num_experts > INT32_MAX)
-    throw Error(Status::unsupported, std::string(op) + ": routing: at most 65535 local experts, ids below 2^31");
-  if (r.top_k > INT32_MAX || p.m * r.top_k > INT32_MAX)
+  if (p.num_rhs_groups > 65535)
+    throw Error(Status::unsupported, std::string(op) + ": num_rhs_groups = " + std::to_string(p.num_rhs_groups) +
+                                         ": routing supports at most 65535 local experts");
+  if (p.group_offset > INT32_MAX || r.num_experts > INT32_MAX)
+    throw Error(Status::unsupported, std::string(op) + ": routing: group_offset and num_experts must be below 2^31");
+  if (r.top_k > INT32_MAX || (p.m > 0 && r.top_k > INT32_MAX / p.m))
     throw Error(Status::unsupported, std::string(op) + ": routing: T * top_k = " + std::to_string(p.m * r.top_k) +
                                          " slots, at most 2^31 - 1 are supported");
   return p.num_rhs_groups;

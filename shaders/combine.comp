@@ -21,12 +21,14 @@ VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 void main() {
   // Tokens past 65535 are folded into the z dimension of the grid.
   uint t = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
-  uint col = gl_GlobalInvocationID.x;
-  if (t >= pc.tokens || col >= pc.out_n) return;
-  float sum = 0.0;
+  if (t >= pc.tokens) return;
+  // Columns past the grid's (maxComputeWorkGroupCount[0] workgroups of 64) are strided over.
   uint slot = t * pc.top_k;
-  for (uint j = 0u; j < pc.top_k; ++j) sum += uintBitsToFloat(lhs_word(pc.lhs_off + (slot + j) * pc.out_n + col));
-  uint idx = t * pc.out_n + col;
-  if (HAS_EXISTING) sum += load_ex(pc.ex_off + idx);
-  store_out(pc.out_off + idx, sum, OUT_TYPE);
+  for (uint col = gl_GlobalInvocationID.x; col < pc.out_n; col += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+    float sum = 0.0;
+    for (uint j = 0u; j < pc.top_k; ++j) sum += uintBitsToFloat(lhs_word(pc.lhs_off + (slot + j) * pc.out_n + col));
+    uint idx = t * pc.out_n + col;
+    if (HAS_EXISTING) sum += load_ex(pc.ex_off + idx);
+    store_out(pc.out_off + idx, sum, OUT_TYPE);
+  }
 }

@@ -96,6 +96,9 @@ void main() {
     uint b = bucket_of(s, bad);
     uint r = uint(work[mine + b]);
     work[mine + b] = int(r + 1u);
+    // r < S whenever the ids read the same in both passes; ids rewritten while this runs (a race the
+    // app owns) must still not write past the map.
+    if (r >= S) continue;
     work[pc.map_off + r] = int(s);
     if (WEIGHTED) work[pc.weight_rows_off + r] = int(weights[pc.weights_off + s]);
   }

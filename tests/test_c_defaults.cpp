@@ -149,6 +149,11 @@ TEST(CDefaults, RoutingRulesUnderTheCNames) {
   c = routed();
   c.num_rhs_groups = 0;
   EXPECT_NE(message(c).find("num_rhs_groups"), std::string::npos) << message(c);
+  // With num_experts, 0 is the rest of the experts; -1 is a shard of none.
+  c.num_experts = 5, c.group_offset = 2;
+  EXPECT_EQ(c_api::to_cpp(c).num_rhs_groups, 3);
+  c.num_rhs_groups = -1;
+  EXPECT_EQ(c_api::to_cpp(c).num_rhs_groups, 0);
   c = routed();
   c.num_groups = kGroups;
   c.group_sizes = kSizes;

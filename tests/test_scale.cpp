@@ -29,6 +29,25 @@ TEST_F(DeviceTest, GmmRhsLargerThanOneBinding) {
   EXPECT_TRUE(all_close(run_gmm(ctx(), p, lhs, rhs), reference::gmm(p, lhs, rhs), 2e-3, 1e-5));
 }
 
+// The same weights routed by expert ids, per slot and combined: lhs gathered, rhs read in parts.
+TEST_F(DeviceTest, RoutedGmmRhsLargerThanOneBinding) {
+  for (bool combine : {false, true}) {
+    GmmProblem p;
+    p.m = 3;
+    p.k = 4096;
+    p.n = 2048;
+    p.num_rhs_groups = 8;
+    p.routing = {2, false, combine, 8};
+    const std::vector<int32_t> ids = {7, 0, 3, -1, 5, 7};
+    const std::vector<float> weights = {0.25f, 0.75f, 1.0f, 0.0f, 0.5f, 0.5f};
+    auto lhs = pattern(size_t(p.m) * p.k, 3), rhs = pattern(size_t(8) * p.k * p.n, 4);
+    const std::vector<float> w = combine ? weights : std::vector<float>{};
+    EXPECT_TRUE(all_close(run_gmm_routed(ctx(), p, lhs, rhs, ids, w), reference::gmm_routed(p, lhs, rhs, ids, w),
+                          2e-3, 1e-5))
+        << (combine ? "combined" : "per slot");
+  }
+}
+
 // tgmm producing out [8, 4096, 2048] f32 (256 MiB) with existing_out of the same size.
 TEST_F(DeviceTest, TgmmOutLargerThanOneBinding) {
   TgmmProblem p;

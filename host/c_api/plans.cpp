@@ -1,4 +1,5 @@
 // C API: gmm, tgmm and backward plans — C problem structs to C++ problems, then the C++ plans as they are.
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -170,8 +171,10 @@ Routing routing(const char* op, const vkgmm_gmm_problem& c) {
   const std::string k = "top_k = " + std::to_string(c.top_k);
   if (c.num_groups != 0 || c.group_sizes || c.device_group_count != 0)
     bad(op, k + ": the rows are routed by ids; leave group_sizes NULL, num_groups 0 and device_group_count 0");
-  if (c.num_rhs_groups == 0)
-    bad(op, k + ": num_rhs_groups (E_local, the experts rhs holds) is required with routing; 0 is no default here");
+  // num_rhs_groups 0 is "all the rest" as without routing, the rest of num_experts here; an app that means
+  // a shard of no local experts writes -1 (E_local = 0 has no other spelling in C).
+  if (c.num_rhs_groups == 0 && c.num_experts == 0)
+    bad(op, k + ": num_rhs_groups (E_local, the experts rhs holds) is required with routing when num_experts is 0");
   Routing r;
   r.top_k = c.top_k;
   r.lhs_per_slot = c.lhs_per_slot != 0;
@@ -216,9 +219,16 @@ P common_fields(const char* op, const C& c) {
 
 GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
   GmmProblem p = common_fields<GmmProblem>("gmm", c);
-  p.num_rhs_groups = count_or_default("gmm", "num_rhs_groups", c.num_rhs_groups);
   p.transpose_rhs = c.transpose_rhs != 0;
   p.routing = routing("gmm", c);
+  if (p.routing.top_k == 0)
+    p.num_rhs_groups = count_or_default("gmm", "num_rhs_groups", c.num_rhs_groups);
+  else if (c.num_rhs_groups == -1)
+    p.num_rhs_groups = 0;  // a shard of no local expert
+  else if (c.num_rhs_groups == 0)
+    p.num_rhs_groups = std::max<int64_t>(c.num_experts - c.group_offset, 0);  // the rest of the experts
+  else
+    p.num_rhs_groups = c.num_rhs_groups;  // < -1: refused by the C++ checks
   p.epilogue = epilogue("gmm", c);
   return p;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "vkgmm/context.hpp"
@@ -198,11 +199,15 @@ struct GmmBackwardSizes {
   VkDeviceSize lhs = 0, rhs = 0, d_out = 0, d_lhs = 0, d_rhs = 0;
 };
 
+// Weights in a block format (DType::q4_0, ...) are frozen: their gradient is not computed (adapter
+// fine-tuning), only d_lhs; d_rhs (and lhs, read only for it) stay null, and the status word is d_lhs's.
 class VKGMM_API GmmBackwardPlan {
  public:
   GmmBackwardPlan(Context& ctx, const GmmProblem& forward);
   const GmmPlan& d_lhs_plan() const { return d_lhs_; }
-  const TgmmPlan& d_rhs_plan() const { return d_rhs_; }
+  // Throws Error(invalid_argument) for frozen weights (frozen_rhs()).
+  const TgmmPlan& d_rhs_plan() const;
+  bool frozen_rhs() const { return !d_rhs_.has_value(); }
   GmmBackwardSizes sizes() const;
   VkDeviceSize metadata_bytes() const;   // both plans' (as GmmPlan::metadata_bytes())
   VkDeviceSize workspace_bytes() const;  // both plans', each at an aligned offset
@@ -211,7 +216,7 @@ class VKGMM_API GmmBackwardPlan {
 
  private:
   GmmPlan d_lhs_;
-  TgmmPlan d_rhs_;
+  std::optional<TgmmPlan> d_rhs_;  // none: frozen (block-format) weights
   VkDeviceSize d_rhs_workspace_offset_ = 0;  // in an app's workspace
 };
 

@@ -208,8 +208,9 @@ typedef struct vkgmm_gmm_problem {
   int64_t expected_group_rows; /* the automatic tiling's guess of one group's rows; 0: m / G */
   /* Routing by expert ids (vkgmm::Routing; CONTRACT.md, "Routing by expert ids"): top_k > 0 routes the rows
    * by the operands' ids [T, top_k] (int32, on the device; an expert index or -1) instead of group sizes:
-   * m is T (tokens), group_sizes NULL, num_groups 0, device_group_count 0, and num_rhs_groups (E_local, the
-   * experts rhs holds: [group_offset, group_offset + E_local)) is required. 0: no routing (the default).
+   * m is T (tokens), group_sizes NULL, num_groups 0, device_group_count 0, and num_rhs_groups is E_local, the
+   * experts rhs holds: [group_offset, group_offset + E_local); 0 there: num_experts - group_offset (then
+   * num_experts is required), -1: none (a shard with no local expert). top_k 0: no routing (the default).
    * The output is [T, top_k, n_out] per slot, or [T, n_out] with combine. */
   int64_t top_k;
   int lhs_per_slot;    /* lhs is [T, top_k, k] (one row per slot); 0: [T, k] (a token's row for all its slots) */
