@@ -1,0 +1,74 @@
+// Workloads routed by expert ids (Workload::top_k > 0): vkgmm's routed gmm, its CPU reference, and what it
+// is compared with in the same run: the unfused chain an engine runs without vkgmm's fusion, and the
+// grouped gemm alone on rows sorted on the host.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner.hpp"
+
+namespace bench {
+
+// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k], rhs [E, k, n]. The router's
+// output (ids int32 [T, top_k], weights f32 [T, top_k]) is uploaded once to device buffers, as an engine's
+// gate would leave it on the device.
+class RoutedInstance {
+ public:
+  RoutedInstance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling);
+  // Builds the plan (validation, pipeline lookup: the host's share of a call): combined, out [T, n] in
+  // token order with the routing weights; or per slot, out [T, top_k, n].
+  void plan(const vkgmm::TilingChoice& tiling, bool combine);
+  vkgmm::GmmProblem problem(bool combine) const;
+  std::string tiling_text() const;
+  vkgmm::Tiling tiling() const;
+  void record(VkCommandBuffer cb) const;
+  uint32_t device_status() const;
+  std::vector<Output> download() const;  // the current plan's output
+
+  vkgmm::Context& ctx;
+  const Workload& work;
+  std::vector<float> a, b;
+  vkgmm::Buffer buf_a, buf_b, buf_ids, buf_weights, out_combined, out_slots, buf_status;
+
+ private:
+  std::optional<vkgmm::GmmPlan> plan_;
+  bool combine_ = true;
+};
+
+// vkgmm::reference::gmm_routed's output for the instance (combined, or per slot), computed on narrow
+// column blocks on every core as check.cpp does for gmm: each element is still the reference's own.
+std::vector<Output> routed_reference(const RoutedInstance& inst, bool combine);
+
+// The unfused chain (bench-only shaders in bench/shaders/), all on the device in one command buffer:
+//   (a) count each expert's slots and build a stable permutation into expert order (one workgroup);
+//   (b) gather the lhs rows into expert order [T * top_k, k];
+//   (c) vkgmm gmm with device group sizes (DeviceGroupSizes: the counts of (a)) on the permuted rows,
+//       fp32 out [T * top_k, n];
+//   (d) un-permute and combine: out[t] = sum over j ascending of weights[t, j] * y[inv[t, j]], fp32,
+//       rounded once to the output type [T, n].
+// Also the grouped gemm alone (`sorted`): the same gemm with the group sizes on the host, on lhs rows
+// permuted on the host, its output in the workload's type (what the kernel costs without any routing).
+class UnfusedChain {
+ public:
+  static std::string unsupported_reason(const Workload& w);
+  UnfusedChain(RoutedInstance& inst, const vkgmm::TilingChoice& tiling);
+  ~UnfusedChain();
+  void plan();          // the chain's gmm plan, rebuilt per call as vkgmm's is
+  void plan_sorted();   // the sorted gemm's plan
+  void record(VkCommandBuffer cb) const;
+  void record_sorted(VkCommandBuffer cb) const;
+  std::vector<Output> download() const;         // the chain's [T, n]
+  std::vector<Output> download_sorted() const;  // the sorted gemm's rows put back in slot order [T * top_k, n]
+  uint32_t device_status() const;
+  std::string tiling_text() const;
+  std::string sorted_tiling_text() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+};
+
+}  // namespace bench
