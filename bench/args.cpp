@@ -56,6 +56,9 @@ const char kBenchUsage[] =
     "                   at most 100; 3 with --sweep-tiling)\n"
     "  --warmup N       untimed calls before them (1)\n"
     "  --seed S         seed of the routing and the inputs (1)\n"
+    "  --expert-shards N  routed workloads: split the experts into N windows, one call each (accumulating\n"
+    "                   through existing_out), also in the chain; default: as few as the device can bind\n"
+    "                   (ids mode binds rhs whole, <= maxStorageBufferRange: lavapipe, f32 qwen3 7, bf16 4)\n"
     "  --json           one JSON object on stdout instead of the table\n"
     "  --sweep-tiling   time every tiling that fits the device per workload, print the best, and cache it\n"
     "                   for --tiling auto ($XDG_CACHE_HOME/vkgmm, else ~/.cache/vkgmm)\n"
@@ -105,7 +108,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       opts.sweep = true;
       continue;
     }
-    const bool takes_value = a == "--preset" || a == "--presets" || a == "--top-k" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
+    const bool takes_value = a == "--preset" || a == "--presets" || a == "--top-k" || a == "--expert-shards" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
                              a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" ||
                              a == "--tiling" || a == "--metadata" || a == "--device-grid" || a == "--reps" || a == "--warmup" || a == "--seed";
     if (!takes_value) {
@@ -135,6 +138,9 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       if (group.empty()) return bad("must be default, ids or all");
       for (const std::string& name : group)
         if (std::find(presets.begin(), presets.end(), name) == presets.end()) presets.push_back(name);
+    } else if (a == "--expert-shards") {
+      if (!(x = tool::parse_int(v, 1, 1 << 20))) return bad("must be a positive integer");
+      opts.expert_shards = *x;
     } else if (a == "--top-k") {
       if (!(x = tool::parse_int(v, 1, 1024))) return bad("must be an integer in [1, 1024]");
       custom.top_k = *x;

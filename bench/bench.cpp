@@ -273,8 +273,13 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
   r.work = w;
   r.metadata = "ids";
   const vkgmm::TilingChoice tiling = choose_tiling(o, w, cache, r.notes);
-  RoutedInstance inst(ctx, w, tiling);
+  RoutedInstance inst(ctx, w, tiling, o.expert_shards);
   r.tiling = inst.tiling_text();
+  r.expert_shards = inst.shards();
+  if (inst.shards() > 1)
+    r.notes.push_back("experts in " + std::to_string(inst.shards()) + " windows of " +
+                      std::to_string(inst.experts_per_shard()) +
+                      ": one call each, accumulating through existing_out (ids mode, chain and sorted gmm alike)");
   const tool::Stopwatch clock;
   const std::vector<Output> want = routed_reference(inst, true), want_slots = routed_reference(inst, false);
   progress("[%s] CPU references (combined, per slot) computed in %.1f s", name, clock.seconds());

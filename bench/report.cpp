@@ -52,6 +52,7 @@ std::string routed_fields(const Result& r) {
   if (r.per_slot_ms) combine_ms = ms - *r.per_slot_ms;
   return ", \"top_k\": " + std::to_string(w.top_k) + ", \"tokens\": " + std::to_string(w.m) +
          ", \"experts\": " + std::to_string(w.groups) + ", \"experts_selected\": " + std::to_string(distinct_experts(w)) +
+         ", \"expert_shards\": " + std::to_string(r.expert_shards) +
          ", \"flop\": " + json_number(flops(w)) + ", \"bytes\": " + json_number(bytes(w)) +
          ", \"per_slot_gpu_ms_median\": " + json_number(r.per_slot_ms) +
          ", \"combine_ratio\": " + json_number(ratio(ms, r.per_slot_ms.value_or(0))) +

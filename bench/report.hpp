@@ -51,6 +51,7 @@ struct Result {
   // (gpu ms medians; absent when not run). chain_tiling / sorted_tiling: what their gmm plans ran.
   std::optional<double> per_slot_ms, chain_ms, sorted_ms;
   std::string chain_tiling, sorted_tiling;
+  int64_t expert_shards = 0;  // the calls the experts were split into (1: one window of all E)
 };
 
 void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results);

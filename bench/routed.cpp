@@ -61,15 +61,29 @@ uint32_t groups_for(uint64_t items) { return static_cast<uint32_t>((items + kLan
 
 // ----- vkgmm's ids mode ---------------------------------------------------------------------------------
 
-RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const vkgmm::TilingChoice& tiling)
+RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const vkgmm::TilingChoice& tiling,
+                               int64_t shards)
     : ctx(context), work(w) {
+  const size_t T = size_t(w.m), k = size_t(w.k), n = size_t(w.n), E = size_t(w.groups), K = size_t(w.top_k);
+  const uint64_t expert_bytes = uint64_t(k * n * vkgmm::dtype_size(w.dtype));
+  if (shards <= 0) {
+    // vkgmm's ids mode binds rhs as one storage buffer (no split layout): each shard's weights must fit
+    // maxStorageBufferRange (lavapipe: 128 MiB, i.e. 21 f32 or 42 bf16 experts of Qwen3's shape).
+    const int64_t fit = std::max<int64_t>(1, int64_t(ctx.info().max_storage_buffer_range / expert_bytes));
+    shards = (w.groups + fit - 1) / fit;
+  }
+  per_shard_ = (w.groups + shards - 1) / shards;
+  shards = (w.groups + per_shard_ - 1) / per_shard_;
+  buf_b.resize(size_t(shards));  // sized before plan(): shards() counts them
   plan(tiling, true);
   std::mt19937 rng(w.seed * 7919u + 17u);
-  const size_t T = size_t(w.m), k = size_t(w.k), n = size_t(w.n), E = size_t(w.groups), K = size_t(w.top_k);
   a = random_values(T * k, w.dtype, rng);
   b = random_values(E * k * n, w.dtype, rng);
   buf_a = upload(ctx, w.dtype, a);
-  buf_b = upload(ctx, w.dtype, b);
+  for (int64_t s = 0; s < shards; ++s) {
+    const auto first = b.begin() + s * per_shard_ * int64_t(k * n);
+    buf_b[size_t(s)] = upload(ctx, w.dtype, std::vector<float>(first, first + shard_experts(s) * int64_t(k * n)));
+  }
   buf_ids = ctx.create_buffer(std::max<size_t>(4, w.ids.size() * 4));
   buf_ids.upload(w.ids.data(), w.ids.size() * 4);
   buf_weights = upload(ctx, vkgmm::DType::f32, w.route_weights);
@@ -92,22 +106,32 @@ vkgmm::GmmProblem RoutedInstance::problem(bool combine) const {
 }
 
 void RoutedInstance::plan(const vkgmm::TilingChoice& tiling, bool combine) {
-  plan_.reset();
+  plans_.clear();
   combine_ = combine;
-  vkgmm::GmmProblem p = problem(combine);
-  p.tiling = tiling;
-  plan_.emplace(ctx, p);
+  for (int64_t s = 0; s < shards(); ++s) {
+    vkgmm::GmmProblem p = problem(combine);
+    p.tiling = tiling;
+    p.group_offset = s * per_shard_;
+    p.num_rhs_groups = shard_experts(s);
+    p.existing_out = s > 0;
+    plans_.emplace_back(ctx, p);
+  }
 }
 
-vkgmm::Tiling RoutedInstance::tiling() const { return plan_->tiling(); }
-std::string RoutedInstance::tiling_text() const { return bench::tiling_text(plan_->tiling()); }
+vkgmm::Tiling RoutedInstance::tiling() const { return plans_.front().tiling(); }
+std::string RoutedInstance::tiling_text() const { return bench::tiling_text(plans_.front().tiling()); }
 
 void RoutedInstance::record(VkCommandBuffer cb) const {
-  vkgmm::GmmOperands ops{buf_a.view(), buf_b.view(), (combine_ ? out_combined : out_slots).view()};
-  ops.ids = buf_ids.view(0, std::max<size_t>(4, work.ids.size() * 4));
-  if (combine_) ops.weights = buf_weights.view();
-  ops.status = buf_status.view();
-  plan_->record(cb, ops);
+  const vkgmm::BufferView out = (combine_ ? out_combined : out_slots).view();
+  for (size_t s = 0; s < plans_.size(); ++s) {
+    if (s > 0) barrier(cb);  // the next shard reads what the last wrote (existing_out = out)
+    vkgmm::GmmOperands ops{buf_a.view(), buf_b[s].view(), out};
+    if (s > 0) ops.existing_out = out;
+    ops.ids = buf_ids.view(0, std::max<size_t>(4, work.ids.size() * 4));
+    if (combine_) ops.weights = buf_weights.view();
+    ops.status = buf_status.view();
+    plans_[s].record(cb, ops);
+  }
 }
 
 uint32_t RoutedInstance::device_status() const {
@@ -154,13 +178,15 @@ struct UnfusedChain::State {
   uint32_t sizes_off = 0, base_off = 0, perm_off = 0, inv_off = 0;
   vkgmm::Buffer work, lhs_perm, y, out, status;
   VkPipeline route = VK_NULL_HANDLE, gather = VK_NULL_HANDLE, combine = VK_NULL_HANDLE;
-  std::optional<vkgmm::GmmPlan> gmm;
+  std::vector<vkgmm::GmmPlan> gmm;  // per shard of the instance's experts
   // The sorted gemm: lhs rows permuted on the host, group sizes on the host, out in the workload's type.
   vkgmm::Buffer sorted_lhs, sorted_out;
   std::vector<int32_t> perm;  // expert order -> slot
-  std::optional<vkgmm::GmmPlan> sorted;
+  std::vector<vkgmm::GmmPlan> sorted;
 
-  vkgmm::GmmProblem gmm_problem(bool device_sizes) const {
+  // Shard `shard` of the experts (its window of the E groups; the later shards keep the earlier ones'
+  // rows through existing_out = out).
+  vkgmm::GmmProblem gmm_problem(bool device_sizes, int64_t shard) const {
     const Workload& w = inst->work;
     vkgmm::GmmProblem p;
     p.m = S, p.k = k, p.n = n;
@@ -173,6 +199,9 @@ struct UnfusedChain::State {
       p.group_sizes = w.group_sizes;
       p.out_type = w.dtype;
     }
+    p.group_offset = shard * inst->experts_per_shard();
+    p.num_rhs_groups = inst->shard_experts(shard);
+    p.existing_out = shard > 0;
     return p;
   }
 };
@@ -223,17 +252,18 @@ UnfusedChain::UnfusedChain(RoutedInstance& inst, const vkgmm::TilingChoice& tili
 UnfusedChain::~UnfusedChain() = default;
 
 void UnfusedChain::plan() {
-  st_->gmm.reset();
-  st_->gmm.emplace(st_->inst->ctx, st_->gmm_problem(true));
+  st_->gmm.clear();
+  for (int64_t s = 0; s < st_->inst->shards(); ++s) st_->gmm.emplace_back(st_->inst->ctx, st_->gmm_problem(true, s));
 }
 
 void UnfusedChain::plan_sorted() {
-  st_->sorted.reset();
-  st_->sorted.emplace(st_->inst->ctx, st_->gmm_problem(false));
+  st_->sorted.clear();
+  for (int64_t s = 0; s < st_->inst->shards(); ++s)
+    st_->sorted.emplace_back(st_->inst->ctx, st_->gmm_problem(false, s));
 }
 
-std::string UnfusedChain::tiling_text() const { return bench::tiling_text(st_->gmm->tiling()); }
-std::string UnfusedChain::sorted_tiling_text() const { return bench::tiling_text(st_->sorted->tiling()); }
+std::string UnfusedChain::tiling_text() const { return bench::tiling_text(st_->gmm.front().tiling()); }
+std::string UnfusedChain::sorted_tiling_text() const { return bench::tiling_text(st_->sorted.front().tiling()); }
 
 void UnfusedChain::record(VkCommandBuffer cb) const {
   const State& s = *st_;
@@ -259,10 +289,14 @@ void UnfusedChain::record(VkCommandBuffer cb) const {
   }
   barrier(cb);
   // (c) the grouped gemm, its group sizes the counts of (a).
-  vkgmm::GmmOperands ops{s.lhs_perm.view(), inst.buf_b.view(), s.y.view()};
-  ops.group_sizes = s.work.view(0, size_t(s.E) * 4);
-  ops.status = s.status.view();
-  s.gmm->record(cb, ops);
+  for (size_t i = 0; i < s.gmm.size(); ++i) {
+    if (i > 0) barrier(cb);
+    vkgmm::GmmOperands ops{s.lhs_perm.view(), inst.buf_b[i].view(), s.y.view()};
+    if (i > 0) ops.existing_out = s.y.view();
+    ops.group_sizes = s.work.view(0, size_t(s.E) * 4);
+    ops.status = s.status.view();
+    s.gmm[i].record(cb, ops);
+  }
   barrier(cb);
   // (d) un-permute and combine with the routing weights.
   {
@@ -278,7 +312,12 @@ void UnfusedChain::record(VkCommandBuffer cb) const {
 
 void UnfusedChain::record_sorted(VkCommandBuffer cb) const {
   const State& s = *st_;
-  s.sorted->record(cb, {s.sorted_lhs.view(), s.inst->buf_b.view(), s.sorted_out.view()});
+  for (size_t i = 0; i < s.sorted.size(); ++i) {
+    if (i > 0) barrier(cb);
+    vkgmm::GmmOperands ops{s.sorted_lhs.view(), s.inst->buf_b[i].view(), s.sorted_out.view()};
+    if (i > 0) ops.existing_out = s.sorted_out.view();
+    s.sorted[i].record(cb, ops);
+  }
 }
 
 std::vector<Output> UnfusedChain::download() const {

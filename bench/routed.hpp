@@ -17,24 +17,36 @@ namespace bench {
 // gate would leave it on the device.
 class RoutedInstance {
  public:
-  RoutedInstance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling);
+  // shards: 0 for as few as the device's binding limit allows.
+  RoutedInstance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling, int64_t shards = 0);
   // Builds the plan (validation, pipeline lookup: the host's share of a call): combined, out [T, n] in
   // token order with the routing weights; or per slot, out [T, top_k, n].
   void plan(const vkgmm::TilingChoice& tiling, bool combine);
-  vkgmm::GmmProblem problem(bool combine) const;
+  vkgmm::GmmProblem problem(bool combine) const;  // all E experts in one window (the reference's)
   std::string tiling_text() const;
   vkgmm::Tiling tiling() const;
   void record(VkCommandBuffer cb) const;
   uint32_t device_status() const;
   std::vector<Output> download() const;  // the current plan's output
 
+  // The experts are split into shards() windows of experts_per_shard() (the last may be smaller), each its
+  // own rhs buffer and its own call (group_offset, E_local), the calls after the first accumulating
+  // through existing_out = out, in place, behind a barrier: as an engine shards experts whose weights are
+  // more than one buffer binding can address (ids mode binds rhs whole: at most maxStorageBufferRange,
+  // 128 MiB on lavapipe, where Qwen3's experts are 805 MB in f32 and 403 MB in bf16).
+  int64_t shards() const { return int64_t(buf_b.size()); }
+  int64_t experts_per_shard() const { return per_shard_; }
+  int64_t shard_experts(int64_t s) const { return std::min(per_shard_, work.groups - s * per_shard_); }
+
   vkgmm::Context& ctx;
   const Workload& work;
   std::vector<float> a, b;
-  vkgmm::Buffer buf_a, buf_b, buf_ids, buf_weights, out_combined, out_slots, buf_status;
+  vkgmm::Buffer buf_a, buf_ids, buf_weights, out_combined, out_slots, buf_status;
+  std::vector<vkgmm::Buffer> buf_b;  // per shard: rhs [shard_experts(s), k, n]
 
  private:
-  std::optional<vkgmm::GmmPlan> plan_;
+  int64_t per_shard_ = 0;
+  std::vector<vkgmm::GmmPlan> plans_;  // per shard
   bool combine_ = true;
 };
 
