@@ -87,8 +87,8 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   buf_ids = ctx.create_buffer(std::max<size_t>(4, w.ids.size() * 4));
   buf_ids.upload(w.ids.data(), w.ids.size() * 4);
   buf_weights = upload(ctx, vkgmm::DType::f32, w.route_weights);
-  out_combined = zeros(ctx, w.dtype, T * n);
-  out_slots = zeros(ctx, w.dtype, T * K * n);
+  out_combined = zeros(ctx, vkgmm::DType::f32, T * n);
+  out_slots = zeros(ctx, vkgmm::DType::f32, T * K * n);
   buf_status = ctx.create_buffer(4);
   const uint32_t zero = 0;
   buf_status.upload(&zero, 4);
@@ -101,7 +101,8 @@ vkgmm::GmmProblem RoutedInstance::problem(bool combine) const {
   p.routing.top_k = work.top_k;
   p.routing.combine = combine;
   p.routing.num_experts = work.groups;
-  p.lhs_type = p.rhs_type = p.out_type = work.dtype;
+  p.lhs_type = p.rhs_type = work.dtype;
+  p.out_type = vkgmm::DType::f32;  // fp32 out: the expert windows accumulate through it
   return p;
 }
 
@@ -142,8 +143,8 @@ uint32_t RoutedInstance::device_status() const {
 
 std::vector<Output> RoutedInstance::download() const {
   const size_t T = size_t(work.m), n = size_t(work.n), K = size_t(work.top_k);
-  if (combine_) return {{"out", bench::download(out_combined, work.dtype, T * n), work.k}};
-  return {{"out_slots", bench::download(out_slots, work.dtype, T * K * n), work.k}};
+  if (combine_) return {{"out", bench::download(out_combined, vkgmm::DType::f32, T * n), work.k}};
+  return {{"out_slots", bench::download(out_slots, vkgmm::DType::f32, T * K * n), work.k}};
 }
 
 std::vector<Output> routed_reference(const RoutedInstance& inst, bool combine) {
@@ -197,7 +198,7 @@ struct UnfusedChain::State {
       p.out_type = vkgmm::DType::f32;  // fp32 per-slot results for the combine, as ids mode keeps them
     } else {
       p.group_sizes = w.group_sizes;
-      p.out_type = w.dtype;
+      p.out_type = vkgmm::DType::f32;
     }
     p.group_offset = shard * inst->experts_per_shard();
     p.num_rhs_groups = inst->shard_experts(shard);
@@ -208,7 +209,6 @@ struct UnfusedChain::State {
 
 std::string UnfusedChain::unsupported_reason(const Workload& w) {
   if ((w.k * int64_t(vkgmm::dtype_size(w.dtype))) % 4) return "the permutation copies whole 32-bit words: k * element size must be a multiple of 4";
-  if (w.dtype != vkgmm::DType::f32 && w.n % 2) return "16-bit outputs are combined two columns per word: n must be even";
   for (int32_t id : w.ids)
     if (id < 0 || id >= w.groups) return "the chain's counting takes ids in [0, E) only";
   return "";
@@ -226,7 +226,7 @@ UnfusedChain::UnfusedChain(RoutedInstance& inst, const vkgmm::TilingChoice& tili
   s.work = ctx.create_buffer(size_t(2 * s.E + 2 * s.S) * 4);
   s.lhs_perm = zeros(ctx, w.dtype, size_t(s.S * s.k));
   s.y = zeros(ctx, vkgmm::DType::f32, size_t(s.S * s.n));
-  s.out = zeros(ctx, w.dtype, size_t(s.T * s.n));
+  s.out = zeros(ctx, vkgmm::DType::f32, size_t(s.T * s.n));
   s.status = ctx.create_buffer(4);
   const uint32_t zero = 0;
   s.status.upload(&zero, 4);
@@ -245,7 +245,7 @@ UnfusedChain::UnfusedChain(RoutedInstance& inst, const vkgmm::TilingChoice& tili
   for (int64_t i = 0; i < s.S; ++i)
     std::copy_n(inst.a.begin() + (s.perm[size_t(i)] / s.K) * s.k, s.k, rows.begin() + i * s.k);
   s.sorted_lhs = upload(ctx, w.dtype, rows);
-  s.sorted_out = zeros(ctx, w.dtype, size_t(s.S * s.n));
+  s.sorted_out = zeros(ctx, vkgmm::DType::f32, size_t(s.S * s.n));
   plan_sorted();
 }
 
@@ -302,7 +302,7 @@ void UnfusedChain::record(VkCommandBuffer cb) const {
   {
     const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(s.y), info(inst.buf_weights), info(s.out), work,
                                                                 work, work};
-    const uint32_t out_type = inst.work.dtype == vkgmm::DType::f32 ? 0u : inst.work.dtype == vkgmm::DType::f16 ? 1u : 2u;
+    const uint32_t out_type = 0u;  // f32, as ids mode's out (the shader also rounds to f16 / bf16: 1, 2)
     const uint32_t push[5] = {uint32_t(s.T), uint32_t(s.K), uint32_t(s.n), s.inv_off, out_type};
     vkgmm::bind_and_push(im, cb, s.combine, infos, push, sizeof push);
     const uint32_t y = uint32_t(std::min<int64_t>(s.T, 65535)), z = uint32_t((s.T + y - 1) / y);
@@ -322,12 +322,12 @@ void UnfusedChain::record_sorted(VkCommandBuffer cb) const {
 
 std::vector<Output> UnfusedChain::download() const {
   const State& s = *st_;
-  return {{"out", bench::download(s.out, s.inst->work.dtype, size_t(s.T * s.n)), s.k}};
+  return {{"out", bench::download(s.out, vkgmm::DType::f32, size_t(s.T * s.n)), s.k}};
 }
 
 std::vector<Output> UnfusedChain::download_sorted() const {
   const State& s = *st_;
-  const std::vector<float> sorted = bench::download(s.sorted_out, s.inst->work.dtype, size_t(s.S * s.n));
+  const std::vector<float> sorted = bench::download(s.sorted_out, vkgmm::DType::f32, size_t(s.S * s.n));
   std::vector<float> slots(sorted.size());
   for (int64_t i = 0; i < s.S; ++i)
     std::copy_n(sorted.begin() + i * s.n, s.n, slots.begin() + int64_t(s.perm[size_t(i)]) * s.n);

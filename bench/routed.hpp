@@ -12,7 +12,9 @@
 
 namespace bench {
 
-// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k], rhs [E, k, n]. The router's
+// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k], rhs [E, k, n]; the output is f32
+// whatever the dtype (--dtype bf16: bf16 weights and activations), as the expert windows (below)
+// accumulate through it: a 16-bit out would round every window's partial sum. The router's
 // output (ids int32 [T, top_k], weights f32 [T, top_k]) is uploaded once to device buffers, as an engine's
 // gate would leave it on the device.
 class RoutedInstance {
@@ -60,9 +62,9 @@ std::vector<Output> routed_reference(const RoutedInstance& inst, bool combine);
 //   (c) vkgmm gmm with device group sizes (DeviceGroupSizes: the counts of (a)) on the permuted rows,
 //       fp32 out [T * top_k, n];
 //   (d) un-permute and combine: out[t] = sum over j ascending of weights[t, j] * y[inv[t, j]], fp32,
-//       rounded once to the output type [T, n].
+//       [T, n] (f32, as ids mode's).
 // Also the grouped gemm alone (`sorted`): the same gemm with the group sizes on the host, on lhs rows
-// permuted on the host, its output in the workload's type (what the kernel costs without any routing).
+// permuted on the host, fp32 out (what the kernel costs without any routing).
 class UnfusedChain {
  public:
   static std::string unsupported_reason(const Workload& w);

@@ -158,7 +158,7 @@ double flops(const Workload& w) {
 double bytes(const Workload& w) {
   const double e = double(vkgmm::dtype_size(w.dtype));
   const double mk = double(w.m) * w.k, mn = double(w.m) * w.n, gkn = double(w.groups) * w.k * w.n;
-  if (w.routed()) return e * (double(distinct_experts(w)) * w.k * w.n + mk + mn);
+  if (w.routed()) return e * (double(distinct_experts(w)) * w.k * w.n + mk) + 4.0 * mn;  // f32 out
   switch (w.op) {
     case Op::gmm: return e * (mk + gkn + mn);          // lhs, rhs -> out
     case Op::tgmm: return e * (mk + mn + gkn);         // lhs, rhs -> out[G]

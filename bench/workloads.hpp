@@ -34,7 +34,7 @@ struct Workload {
   // Routing by expert ids (vkgmm::Routing) when top_k > 0: m is the number of tokens T, groups the number
   // of experts E (all local), and make_routing fills ids and route_weights ([T, top_k] each) and
   // group_sizes (each expert's slots, summing to T * top_k). The output is combined in token order with
-  // the routing weights, [T, n] (also timed per slot, [T, top_k, n]).
+  // the routing weights, [T, n] f32 (also timed per slot, [T, top_k, n]); dtype is lhs's and rhs's.
   int64_t top_k = 0;
   std::vector<int32_t> ids;
   std::vector<float> route_weights;
@@ -64,7 +64,7 @@ int64_t distinct_experts(const Workload& w);
 // same over the groups' rows; backward both. Routed by ids: 2*T*top_k*k*n (every slot is local).
 double flops(const Workload& w);
 // Bytes one call must at least read and write: every input once, every output once. Routed by ids: the
-// selected experts' weights once, the activations [T, k] and the combined output [T, n].
+// selected experts' weights once, the activations [T, k] and the combined output [T, n] (f32).
 double bytes(const Workload& w);
 
 }  // namespace bench
