@@ -11,7 +11,7 @@
 namespace bench {
 
 const char kBenchUsage[] =
-    "usage: vkgmm bench [--preset NAME]... [custom workload] [--dtype f32|f16|bf16]\n"
+    "usage: vkgmm bench [--preset NAME]... [--presets default|ids|all] [custom workload] [--dtype f32|f16|bf16]\n"
     "                   [--tiling TM,TK,TN|auto] [--metadata host|device|both] [--reps N] [--warmup N]\n"
     "                   [--device-grid auto|indirect|bound|both] [--json] [--sweep-tiling]\n"
     "\n"
@@ -25,10 +25,19 @@ const char kBenchUsage[] =
     "  moe-fine     gmm, G=64, m=4096, k=512, n=512, zipf routing with 8 empty experts\n"
     "  decode       gmm, G=8, m=16, k=1024, n=1024, random routing\n"
     "  moe-grad     the backward of moe-prefill (d_lhs by gmm, d_rhs by tgmm)\n"
+    "  qwen3-ids-t1, qwen3-ids-t8, qwen3-ids-t64, qwen3-ids-t512\n"
+    "               gmm routed by expert ids (Qwen3-30B-A3B's experts: E=128, top-8, k=2048, n=768) at\n"
+    "               T = 1, 8, 64, 512 tokens, seeded top-k router, output combined with the router weights;\n"
+    "               also timed per slot (no combine) and against the unfused chain (permute + gmm with\n"
+    "               device group sizes + un-permute/combine), alternately. Not in a default run.\n"
+    "  --presets G  a group: default (the four above, what a run with no workload runs), ids (the\n"
+    "               qwen3-ids-* presets, ~1 min f32 on lavapipe plus the references), all\n"
     "\n"
     "custom workload (any of these adds one, named 'custom'; unset ones take the values shown):\n"
     "  --op gmm|tgmm|backward  (gmm)      --m M (1024)  --k K (512)  --n N (512)  --groups G (8)\n"
     "  --dist uniform|random|zipf (random) --empty-groups E (0): E experts get no rows\n"
+    "  --top-k K        route by expert ids as the qwen3-ids presets: --m tokens, --groups experts, K\n"
+    "                   distinct experts per token from the seeded router (--dist, --empty-groups unused)\n"
     "\n"
     "for every workload:\n"
     "  --dtype T        element type of every operand (f32)\n"
@@ -47,6 +56,9 @@ const char kBenchUsage[] =
     "                   at most 100; 3 with --sweep-tiling)\n"
     "  --warmup N       untimed calls before them (1)\n"
     "  --seed S         seed of the routing and the inputs (1)\n"
+    "  --expert-shards N  routed workloads: split the experts into N windows, one call each (accumulating\n"
+    "                   through existing_out), also in the chain; default: as few as the device can bind\n"
+    "                   (ids mode binds rhs whole, <= maxStorageBufferRange: lavapipe, f32 qwen3 7, bf16 4)\n"
     "  --json           one JSON object on stdout instead of the table\n"
     "  --sweep-tiling   time every tiling that fits the device per workload, print the best, and cache it\n"
     "                   for --tiling auto ($XDG_CACHE_HOME/vkgmm, else ~/.cache/vkgmm)\n"
@@ -96,7 +108,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       opts.sweep = true;
       continue;
     }
-    const bool takes_value = a == "--preset" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
+    const bool takes_value = a == "--preset" || a == "--presets" || a == "--top-k" || a == "--expert-shards" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
                              a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" ||
                              a == "--tiling" || a == "--metadata" || a == "--device-grid" || a == "--reps" || a == "--warmup" || a == "--seed";
     if (!takes_value) {
@@ -115,8 +127,24 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     };
     if (a == "--preset") {
       Workload w;
-      if (!make_preset(v, w)) return bad("unknown preset (moe-prefill, moe-fine, decode, moe-grad)");
+      if (!make_preset(v, w))
+        return bad("unknown preset (moe-prefill, moe-fine, decode, moe-grad, qwen3-ids-t1, -t8, -t64, -t512)");
       if (std::find(presets.begin(), presets.end(), v) == presets.end()) presets.push_back(v);
+    } else if (a == "--presets") {
+      std::vector<std::string> group;
+      if (v == "default" || v == "all") group = preset_names();
+      if (v == "ids" || v == "all")
+        group.insert(group.end(), ids_preset_names().begin(), ids_preset_names().end());
+      if (group.empty()) return bad("must be default, ids or all");
+      for (const std::string& name : group)
+        if (std::find(presets.begin(), presets.end(), name) == presets.end()) presets.push_back(name);
+    } else if (a == "--expert-shards") {
+      if (!(x = tool::parse_int(v, 1, 1 << 20))) return bad("must be a positive integer");
+      opts.expert_shards = *x;
+    } else if (a == "--top-k") {
+      if (!(x = tool::parse_int(v, 1, 1024))) return bad("must be an integer in [1, 1024]");
+      custom.top_k = *x;
+      has_custom = true;
     } else if (a == "--m" || a == "--k" || a == "--n" || a == "--groups") {
       if (!(x = tool::parse_int(v, 1, INT32_MAX))) return bad("must be an integer in [1, 2^31)");
       (a == "--m" ? custom.m : a == "--k" ? custom.k : a == "--n" ? custom.n : custom.groups) = *x;
@@ -166,6 +194,11 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       seed = *x;
     }
   }
+  if (has_custom && custom.routed() && (custom.op != Op::gmm || custom.top_k > custom.groups)) {
+    error = "--top-k " + std::to_string(custom.top_k) + ": ids routing is gmm only, with top_k <= --groups " +
+            std::to_string(custom.groups) + " (distinct experts per token)";
+    return 2;
+  }
   if (has_custom && custom.empty_groups >= custom.groups) {
     error = "--empty-groups " + std::to_string(custom.empty_groups) + " must be less than --groups " +
             std::to_string(custom.groups) + " (some group must receive the rows)";
@@ -195,7 +228,12 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   for (Workload& w : opts.workloads) {
     if (dtype) w.dtype = *dtype;
     w.seed = static_cast<uint32_t>(seed);
-    w.group_sizes = make_group_sizes(w.m, w.groups, w.dist, w.empty_groups, w.seed);
+    if (w.routed()) make_routing(w);
+    else w.group_sizes = make_group_sizes(w.m, w.groups, w.dist, w.empty_groups, w.seed);
+    if (opts.sweep && w.routed()) {
+      error = "--sweep-tiling does not sweep workloads routed by ids ('" + w.name + "'): give --tiling instead";
+      return 2;
+    }
   }
   return 0;
 }

@@ -33,6 +33,7 @@ struct Options {
   GridRun grid = GridRun::automatic;
   vkgmm::Tiling tiling;
   int reps = 5, warmup = 1;
+  int64_t expert_shards = 0;  // --expert-shards: routed workloads' expert windows (0: as few as fit)
   bool reps_given = false;
   bool json = false, sweep = false;
 };

@@ -17,6 +17,7 @@
 #include "check.hpp"
 #include "fail.hpp"
 #include "report.hpp"
+#include "routed.hpp"
 #include "runner.hpp"
 #include "timing.hpp"
 #include "tuning.hpp"
@@ -242,6 +243,93 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   return r;
 }
 
+// One untimed call of a routed path (`what`), checked against `want`: a wrong result (or a status word
+// that is not 0) refuses the workload.
+void check_routed_or_refuse(GpuTimer& timer, const Workload& w, const std::string& what,
+                            const std::function<void(VkCommandBuffer)>& record, const std::function<uint32_t()>& status,
+                            const std::function<std::vector<Output>()>& download, const std::vector<Output>& want) {
+  timer.run_ms(record);
+  if (const uint32_t word = status())
+    throw Refused("workload '" + w.name + "' (" + what + "): device status word " + std::to_string(word) +
+                  " for valid ids; refusing to time it");
+  std::vector<Output> got = download();
+  if (perturb_if_asked(got)) progress("[%s] VKGMM_BENCH_PERTURB=1: changed one element of %s", w.name.c_str(),
+                                      got[0].name.c_str());
+  if (auto diff = compare(got, want, vkgmm::DType::f32))  // routed outputs are f32
+    throw Refused("workload '" + w.name + "' (" + what + "): the result differs from the CPU reference: " + *diff +
+                  "; refusing to time a wrong kernel");
+}
+
+// A workload routed by expert ids: vkgmm's routed gmm (combined, the main times; and per slot), the
+// unfused chain and the sorted gemm alone, each checked against vkgmm::reference::gmm_routed, then timed
+// alternately, one call of each per round.
+Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w, const RunInfo& run,
+                      const std::filesystem::path& cache) {
+  const char* name = w.name.c_str();
+  progress("[%s] gmm routed by ids: T=%lld k=%lld n=%lld E=%lld top_k=%lld %s (%lld experts selected): preparing inputs",
+           name, (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups, (long long)w.top_k,
+           vkgmm::dtype_name(w.dtype), (long long)distinct_experts(w));
+  Result r;
+  r.work = w;
+  r.metadata = "ids";
+  const vkgmm::TilingChoice tiling = choose_tiling(o, w, cache, r.notes);
+  RoutedInstance inst(ctx, w, tiling, o.expert_shards);
+  r.tiling = inst.tiling_text();
+  r.expert_shards = inst.shards();
+  if (inst.shards() > 1)
+    r.notes.push_back("experts in " + std::to_string(inst.shards()) + " windows of " +
+                      std::to_string(inst.experts_per_shard()) +
+                      ": one call each, accumulating through existing_out (ids mode, chain and sorted gmm alike)");
+  const tool::Stopwatch clock;
+  const std::vector<Output> want = routed_reference(inst, true), want_slots = routed_reference(inst, false);
+  progress("[%s] CPU references (combined, per slot) computed in %.1f s", name, clock.seconds());
+  const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
+  const auto status = [&] { return inst.device_status(); };
+  const auto download = [&] { return inst.download(); };
+  check_routed_or_refuse(timer, w, "ids, combined, tiling " + r.tiling, record, status, download, want);
+  inst.plan(tiling, false);
+  if (inst.tiling_text() != r.tiling) r.notes.push_back("per slot, the plan ran tiling " + inst.tiling_text());
+  check_routed_or_refuse(timer, w, "ids, per slot, tiling " + inst.tiling_text(), record, status, download, want_slots);
+  std::vector<Call> calls = {{[&] { inst.plan(tiling, true); }, record}, {[&] { inst.plan(tiling, false); }, record}};
+  std::unique_ptr<UnfusedChain> chain;
+  if (const std::string why = UnfusedChain::unsupported_reason(w); !why.empty()) {
+    r.notes.push_back("unfused chain not run: " + why);
+  } else {
+    progress("[%s] unfused chain: permute + gmm with device group sizes + un-permute/combine; sorted gmm", name);
+    chain = std::make_unique<UnfusedChain>(inst, tiling);
+    r.chain_tiling = chain->tiling_text();
+    r.sorted_tiling = chain->sorted_tiling_text();
+    check_routed_or_refuse(
+        timer, w, "unfused chain, tiling " + r.chain_tiling, [&](VkCommandBuffer cb) { chain->record(cb); },
+        [&] { return chain->device_status(); }, [&] { return chain->download(); }, want);
+    check_routed_or_refuse(
+        timer, w, "sorted gmm, tiling " + r.sorted_tiling, [&](VkCommandBuffer cb) { chain->record_sorted(cb); },
+        [] { return 0u; }, [&] { return chain->download_sorted(); }, want_slots);
+    calls.push_back({[&] { chain->plan(); }, [&](VkCommandBuffer cb) { chain->record(cb); }});
+    calls.push_back({[&] { chain->plan_sorted(); }, [&](VkCommandBuffer cb) { chain->record_sorted(cb); }});
+  }
+  inst.plan(tiling, true);
+  const int reps = reps_for(o, timer.run_ms(record));
+  r.reps = reps;
+  progress("[%s] matches the reference; timing %d reps after %d warmup, %zu kinds of call alternating", name, reps,
+           o.warmup, calls.size());
+  const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls);
+  r.time = summarize(s[0]);
+  r.per_slot_ms = median(s[1].gpu_ms);
+  if (chain) {
+    r.chain_ms = median(s[2].gpu_ms);
+    r.sorted_ms = median(s[3].gpu_ms);
+  }
+  r.gflops = flops(w) / (r.time.gpu_ms_median * 1e6);
+  r.gbps = bytes(w) / (r.time.gpu_ms_median * 1e6);
+  r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
+  r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
+  progress("[%s] ids: gpu %.3f ms median (%.1f%% of copy), per slot %.3f ms, chain %s ms, sorted gmm %s ms", name,
+           r.time.gpu_ms_median, 100 * r.copy_fraction, *r.per_slot_ms,
+           r.chain_ms ? std::to_string(*r.chain_ms).c_str() : "-", r.sorted_ms ? std::to_string(*r.sorted_ms).c_str() : "-");
+  return r;
+}
+
 SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w,
                   const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
@@ -336,7 +424,8 @@ int bench_main(int argc, char** argv) {
       return 0;
     }
     std::vector<Result> results;
-    for (const Workload& w : o.workloads) results.push_back(measure(ctx, timer, o, w, run, cache));
+    for (const Workload& w : o.workloads)
+      results.push_back(w.routed() ? measure_routed(ctx, timer, o, w, run, cache) : measure(ctx, timer, o, w, run, cache));
     (o.json ? print_json : print_table)(stdout, run, results);
     return 0;
   } catch (const Refused& e) {

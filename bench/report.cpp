@@ -43,6 +43,28 @@ std::optional<double> grid_ratio(const Result& r) {
   return indirect > 0 && *r.bound_ms > 0 ? std::optional<double>(indirect / *r.bound_ms) : std::nullopt;
 }
 
+// The fields of a workload routed by ids (none for the others).
+std::string routed_fields(const Result& r) {
+  const Workload& w = r.work;
+  if (!w.routed()) return "";
+  const double ms = r.time.gpu_ms_median;
+  std::optional<double> combine_ms;
+  if (r.per_slot_ms) combine_ms = ms - *r.per_slot_ms;
+  return ", \"top_k\": " + std::to_string(w.top_k) + ", \"tokens\": " + std::to_string(w.m) +
+         ", \"experts\": " + std::to_string(w.groups) + ", \"experts_selected\": " + std::to_string(distinct_experts(w)) +
+         ", \"expert_shards\": " + std::to_string(r.expert_shards) +
+         ", \"flop\": " + json_number(flops(w)) + ", \"bytes\": " + json_number(bytes(w)) +
+         ", \"per_slot_gpu_ms_median\": " + json_number(r.per_slot_ms) +
+         ", \"combine_ratio\": " + json_number(ratio(ms, r.per_slot_ms.value_or(0))) +
+         ", \"combine_ms\": " + json_number(combine_ms) +
+         ", \"chain_gpu_ms_median\": " + json_number(r.chain_ms) +
+         ", \"ids_over_chain\": " + json_number(ratio(ms, r.chain_ms.value_or(0))) +
+         ", \"chain_tiling\": " + (r.chain_ms ? json_string(r.chain_tiling) : "null") +
+         ", \"sorted_gpu_ms_median\": " + json_number(r.sorted_ms) +
+         ", \"ids_over_sorted\": " + json_number(ratio(ms, r.sorted_ms.value_or(0))) +
+         ", \"sorted_tiling\": " + (r.sorted_ms ? json_string(r.sorted_tiling) : "null");
+}
+
 std::string fixed(std::optional<double> x, int decimals) {
   if (!x || !std::isfinite(*x)) return "-";
   char buf[32];
@@ -65,10 +87,61 @@ void print_header(std::FILE* f, const RunInfo& run) {
                                     : run.openblas.c_str());
 }
 
+void print_notes(std::FILE* f, const std::vector<Result>& results) {
+  bool any_note = false;
+  for (const Result& r : results)
+    for (const std::string& note : r.notes) {
+      if (!any_note) std::fprintf(f, "\nnotes:\n");
+      any_note = true;
+      std::fprintf(f, "  %s: %s\n", r.work.name.c_str(), note.c_str());
+    }
+}
+
+// Workloads routed by ids, in a table of their own (their baselines are not the grouped ones').
+void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
+  std::fprintf(f, "%-15s %4s %5s %4s %4s %4s %-5s %-10s %8s %8s %8s %7s %8s %7s %6s %6s %4s %8s %7s %8s %7s %8s %7s\n",
+               "workload", "T", "k", "n", "E", "topk", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
+               "GFLOP/s", "GB/s", "%copy", "%ceil", "hit", "slot ms", "c/slot", "chain ms", "ids/ch", "sort ms",
+               "ids/so");
+  for (const Result& r : results) {
+    const Workload& w = r.work;
+    const Times& t = r.time;
+    const auto opt_ms = [](std::optional<double> x) { return x ? ms_text(*x) : std::string("-"); };
+    std::fprintf(f,
+                 "%-15s %4lld %5lld %4lld %4lld %4lld %-5s %-10s %8s %8s %8s %7s %8.2f %7.2f %5.1f%% %5.1f%% %4lld %8s %7s "
+                 "%8s %7s %8s %7s\n",
+                 w.name.c_str(), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
+                 (long long)w.top_k, vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
+                 ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
+                 r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
+                 (long long)distinct_experts(w), opt_ms(r.per_slot_ms).c_str(),
+                 fixed(ratio(t.gpu_ms_median, r.per_slot_ms.value_or(0)), 3).c_str(), opt_ms(r.chain_ms).c_str(),
+                 fixed(ratio(t.gpu_ms_median, r.chain_ms.value_or(0)), 3).c_str(), opt_ms(r.sorted_ms).c_str(),
+                 fixed(ratio(t.gpu_ms_median, r.sorted_ms.value_or(0)), 3).c_str());
+  }
+  std::fprintf(f,
+               "\nRouted by expert ids (vkgmm::Routing; T tokens, E experts, top-k distinct experts per token from a\n"
+               "seeded router): gpu ms is the call with the output combined in token order with the router weights\n"
+               "[T, n]. GFLOP/s counts 2*T*topk*k*n; GB/s the selected experts' weights once (hit: how many of the E\n"
+               "were selected) + the activations + the output, over gpu ms; %%copy: that over the copy bandwidth.\n"
+               "Timed alternately with it: slot ms, the same call per slot ([T, topk, n], no combine), c/slot the\n"
+               "combined call's gpu ms over it (the combine's cost); chain ms, the unfused chain (count + permute\n"
+               "dispatch, gmm with device group sizes, un-permute/combine dispatch, one command buffer), ids/ch the\n"
+               "combined call's gpu ms over it (below 1: ids mode is faster); sort ms, the grouped gemm alone on rows\n"
+               "sorted on the host (host group sizes, per-slot output), ids/so the combined call over it.\n");
+}
+
 }  // namespace
 
-void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results) {
+void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& all) {
   print_header(f, run);
+  std::vector<Result> results, routed;
+  for (const Result& r : all) (r.work.routed() ? routed : results).push_back(r);
+  if (results.empty()) {
+    print_routed_table(f, routed);
+    print_notes(f, routed);
+    return;
+  }
   if (!results.empty() && results.front().metadata == "device")
     std::fprintf(f, "--metadata device: the times are the device path's (group sizes in a device buffer)\n\n");
   std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8s %7s %6s %6s %7s %7s %7s\n",
@@ -104,13 +177,11 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& re
                "call's (below 1: grouping costs that much more per FLOP). naive x, BLAS x: time of one dispatch per\n"
                "group on this device (naive) and of cblas_sgemm per group on the CPU (BLAS), over vkgmm's gpu ms.\n"
                "Ratios above 1 mean vkgmm is faster (dev/host aside); - means not measured.\n");
-  bool any_note = false;
-  for (const Result& r : results)
-    for (const std::string& note : r.notes) {
-      if (!any_note) std::fprintf(f, "\nnotes:\n");
-      any_note = true;
-      std::fprintf(f, "  %s: %s\n", r.work.name.c_str(), note.c_str());
-    }
+  if (!routed.empty()) {
+    std::fprintf(f, "\n");
+    print_routed_table(f, routed);
+  }
+  print_notes(f, all);
 }
 
 void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& results) {
@@ -133,7 +204,8 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
     notes += "]";
     s += std::string(i ? ", " : "") + "{\"name\": " + json_string(w.name) + ", \"op\": " + json_string(op_name(w.op)) +
          ", \"m\": " + std::to_string(w.m) + ", \"k\": " + std::to_string(w.k) + ", \"n\": " + std::to_string(w.n) +
-         ", \"groups\": " + std::to_string(w.groups) + ", \"dist\": " + json_string(dist_name(w.dist)) +
+         ", \"groups\": " + std::to_string(w.groups) +
+         ", \"dist\": " + json_string(w.routed() ? "router" : dist_name(w.dist)) +
          ", \"group_sizes\": " + sizes + ", \"dtype\": " + json_string(vkgmm::dtype_name(w.dtype)) +
          ", \"metadata\": " + json_string(r.metadata) +
          ", \"tiling\": " + json_string(r.tiling) + ", \"reps\": " + std::to_string(r.reps) +
@@ -159,7 +231,7 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"baseline_naive_ratio\": " + json_number(ratio(r.naive_ms, r.time.gpu_ms_median)) +
          ", \"baseline_openblas_ms\": " + json_number(r.openblas_ms) +
          ", \"baseline_openblas_ratio\": " + json_number(ratio(r.openblas_ms, r.time.gpu_ms_median)) +
-         ", \"notes\": " + notes + "}";
+         routed_fields(r) + ", \"notes\": " + notes + "}";
   }
   s += "]}\n";
   std::fputs(s.c_str(), f);

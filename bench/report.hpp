@@ -46,6 +46,12 @@ struct Result {
   // and that over the same call on vkgmm's own buffers, the two timed alternately.
   std::optional<double> app_ms, app_ratio;
   std::vector<std::string> notes;  // why a baseline is absent, which tiling source was used, ...
+  // Routed by ids (work.routed()): `time` is the combined call's. Timed alternately with it: the same
+  // call per slot (no combine), the unfused chain, and the grouped gemm alone on rows sorted on the host
+  // (gpu ms medians; absent when not run). chain_tiling / sorted_tiling: what their gmm plans ran.
+  std::optional<double> per_slot_ms, chain_ms, sorted_ms;
+  std::string chain_tiling, sorted_tiling;
+  int64_t expert_shards = 0;  // the calls the experts were split into (1: one window of all E)
 };
 
 void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results);

@@ -44,9 +44,26 @@ const std::vector<std::string>& preset_names() {
   return names;
 }
 
+const std::vector<std::string>& ids_preset_names() {
+  static const std::vector<std::string> names = {"qwen3-ids-t1", "qwen3-ids-t8", "qwen3-ids-t64", "qwen3-ids-t512"};
+  return names;
+}
+
 bool make_preset(const std::string& name, Workload& w) {
   w = Workload{};
   w.name = name;
+  const std::string ids_prefix = "qwen3-ids-t";
+  if (name.rfind(ids_prefix, 0) == 0) {
+    // Qwen3-30B-A3B's routed experts (one projection's shape): 128 experts, top-8, k = 2048, n = 768,
+    // routed by expert ids, the output combined with the router weights; T tokens per call (decode at
+    // 1 and 8, a small and a larger prefill at 64 and 512).
+    const std::vector<std::string>& names = ids_preset_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) return false;
+    w.m = std::stoll(name.substr(ids_prefix.size()));
+    w.k = 2048, w.n = 768, w.groups = 128, w.top_k = 8;
+    make_routing(w);
+    return true;
+  }
   if (name == "moe-prefill") {
     // A prefill batch through an 8-expert MoE layer (Mixtral-like routing, scaled to a CPU driver).
     w.m = 4096, w.k = 1024, w.n = 1024, w.groups = 8, w.dist = Dist::random;
@@ -96,6 +113,37 @@ std::vector<int32_t> make_group_sizes(int64_t m, int64_t groups, Dist dist, int6
   return sizes;
 }
 
+void make_routing(Workload& w) {
+  const int64_t T = w.m, E = w.groups, K = w.top_k;
+  std::mt19937 rng(w.seed * 2654435761u + 12345u);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> popularity(static_cast<size_t>(E));
+  for (double& p : popularity) p = normal(rng);
+  w.ids.assign(size_t(T * K), 0);
+  w.route_weights.assign(size_t(T * K), 0.0f);
+  w.group_sizes.assign(size_t(E), 0);
+  std::vector<double> logit(static_cast<size_t>(E));
+  std::vector<int32_t> order(static_cast<size_t>(E));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t e = 0; e < E; ++e) logit[size_t(e)] = popularity[size_t(e)] + normal(rng);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                      [&](int32_t a, int32_t b) { return logit[size_t(a)] > logit[size_t(b)]; });
+    double total = 0;
+    for (int64_t j = 0; j < K; ++j) total += std::exp(logit[size_t(order[size_t(j)])] - logit[size_t(order[0])]);
+    for (int64_t j = 0; j < K; ++j) {
+      const int32_t e = order[size_t(j)];
+      w.ids[size_t(t * K + j)] = e;
+      w.route_weights[size_t(t * K + j)] = float(std::exp(logit[size_t(e)] - logit[size_t(order[0])]) / total);
+      ++w.group_sizes[size_t(e)];
+    }
+  }
+}
+
+int64_t distinct_experts(const Workload& w) {
+  return std::count_if(w.group_sizes.begin(), w.group_sizes.end(), [](int32_t s) { return s > 0; });
+}
+
 namespace {
 double routed_rows(const Workload& w) {
   return std::accumulate(w.group_sizes.begin(), w.group_sizes.end(), 0.0);
@@ -110,6 +158,7 @@ double flops(const Workload& w) {
 double bytes(const Workload& w) {
   const double e = double(vkgmm::dtype_size(w.dtype));
   const double mk = double(w.m) * w.k, mn = double(w.m) * w.n, gkn = double(w.groups) * w.k * w.n;
+  if (w.routed()) return e * (double(distinct_experts(w)) * w.k * w.n + mk) + 4.0 * mn;  // f32 out
   switch (w.op) {
     case Op::gmm: return e * (mk + gkn + mn);          // lhs, rhs -> out
     case Op::tgmm: return e * (mk + mn + gkn);         // lhs, rhs -> out[G]

@@ -30,20 +30,41 @@ struct Workload {
   int64_t empty_groups = 0;  // groups forced to receive no rows (on top of any the distribution leaves empty)
   vkgmm::DType dtype = vkgmm::DType::f32;
   uint32_t seed = 1;
-  std::vector<int32_t> group_sizes;  // filled by make_group_sizes; sums to m
+  std::vector<int32_t> group_sizes;  // filled by make_group_sizes; sums to m (ids: slots per expert)
+  // Routing by expert ids (vkgmm::Routing) when top_k > 0: m is the number of tokens T, groups the number
+  // of experts E (all local), and make_routing fills ids and route_weights ([T, top_k] each) and
+  // group_sizes (each expert's slots, summing to T * top_k). The output is combined in token order with
+  // the routing weights, [T, n] f32 (also timed per slot, [T, top_k, n]); dtype is lhs's and rhs's.
+  int64_t top_k = 0;
+  std::vector<int32_t> ids;
+  std::vector<float> route_weights;
+  bool routed() const { return top_k > 0; }
 };
 
 // The named presets, in the order `vkgmm bench` runs them; false for an unknown name.
 const std::vector<std::string>& preset_names();
+// The presets routed by expert ids (Qwen3-30B-A3B's experts at T = 1, 8, 64, 512): `--presets ids`; not
+// in a default run.
+const std::vector<std::string>& ids_preset_names();
 bool make_preset(const std::string& name, Workload& w);
 
 // Deterministic for a given (m, groups, dist, empty_groups, seed). Requires empty_groups < groups.
 std::vector<int32_t> make_group_sizes(int64_t m, int64_t groups, Dist dist, int64_t empty_groups, uint32_t seed);
 
+// A seeded top-k router over random logits, as an MoE layer's gate produces it: each expert has a fixed
+// popularity (normal, sd 1) added to every token's normal logits, so loads are uneven but spread; each
+// token takes its top_k distinct experts in descending logit order, weighted by a softmax over the
+// selected logits (Qwen3's normalized top-k). Fills w.ids, w.route_weights and w.group_sizes from
+// (m, groups, top_k, seed). Requires top_k <= groups.
+void make_routing(Workload& w);
+// The experts that receive at least one slot (their weights are what a routed call must read).
+int64_t distinct_experts(const Workload& w);
+
 // Useful FLOPs of one call (2 per multiply-add): gmm 2*rows*k*n over the rows of the groups; tgmm the
-// same over the groups' rows; backward both.
+// same over the groups' rows; backward both. Routed by ids: 2*T*top_k*k*n (every slot is local).
 double flops(const Workload& w);
-// Bytes one call must at least read and write: every input once, every output once.
+// Bytes one call must at least read and write: every input once, every output once. Routed by ids: the
+// selected experts' weights once, the activations [T, k] and the combined output [T, n] (f32).
 double bytes(const Workload& w);
 
 }  // namespace bench

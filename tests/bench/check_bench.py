@@ -9,6 +9,8 @@ usage: check_bench.py /path/to/vkgmm refuse|json|sweep
           --metadata both (the default), device and host, and --device-grid both / bound (the indirect
           over upper-bound ratio there exactly with both).
   sweep:  --sweep-tiling must cache a tiling that --tiling auto then runs (in a scratch cache directory).
+  ids:    a tiny workload routed by expert ids (--top-k): its JSON fields (per-slot, chain and sorted-gemm
+          times and ratios, in one and in three expert windows), the table, and a refused wrong result.
 """
 import json
 import math
@@ -185,9 +187,59 @@ def check_sweep(exe):
             fail(f"--tiling auto ran {tiling}, the sweep's best was {best}", out, err)
 
 
+IDS = ["--m", "6", "--k", "64", "--n", "80", "--groups", "12", "--top-k", "4", "--reps", "2", "--warmup", "1"]
+IDS_FIELDS = ["top_k", "tokens", "experts", "experts_selected", "expert_shards", "flop", "bytes",
+              "per_slot_gpu_ms_median", "combine_ratio", "combine_ms", "chain_gpu_ms_median", "ids_over_chain",
+              "chain_tiling", "sorted_gpu_ms_median", "ids_over_sorted", "sorted_tiling"]
+
+
+def check_ids(exe):
+    for extra, shards in (([], 1), (["--expert-shards", "3", "--dtype", "bf16"], 3)):
+        code, out, err = run(exe, IDS + extra + ["--json"])
+        if code != 0:
+            fail(f"ids {extra}: exit status {code}", out, err)
+        w = json.loads(out)["workloads"][0]
+        missing = [f for f in FIELDS + IDS_FIELDS if f not in w]
+        if missing:
+            fail(f"ids workload lacks {missing}", out)
+        expect = {"name": "custom", "op": "gmm", "m": 6, "k": 64, "n": 80, "groups": 12, "top_k": 4,
+                  "tokens": 6, "experts": 12, "metadata": "ids", "dist": "router", "expert_shards": shards}
+        for key, value in expect.items():
+            if w[key] != value:
+                fail(f"ids: {key} = {w[key]!r}, expected {value!r}", out)
+        if sum(w["group_sizes"]) != 24 or len(w["group_sizes"]) != 12:
+            fail(f"ids: group_sizes {w['group_sizes']} are not 24 slots over 12 experts", out)
+        if w["experts_selected"] != sum(1 for g in w["group_sizes"] if g > 0) or max(w["group_sizes"]) > 6:
+            fail("ids: experts_selected disagrees with group_sizes, or an expert got a token twice", out)
+        check_times(w, "", out)
+        for key in ["gflops", "gbps", "copy_fraction", "ceiling_fraction", "per_slot_gpu_ms_median", "combine_ratio",
+                    "chain_gpu_ms_median", "ids_over_chain", "sorted_gpu_ms_median", "ids_over_sorted"]:
+            if not positive(w[key]):
+                fail(f"ids: {key} = {w[key]!r} is not a positive number", out)
+        ms = w["gpu_ms_median"]
+        for ratio, base in (("combine_ratio", "per_slot_gpu_ms_median"), ("ids_over_chain", "chain_gpu_ms_median"),
+                            ("ids_over_sorted", "sorted_gpu_ms_median")):
+            if abs(w[ratio] - ms / w[base]) > 1e-3 * w[ratio]:
+                fail(f"ids: {ratio} is not gpu_ms_median / {base}", out)
+        if w["flop"] != 2 * 6 * 4 * 64 * 80:
+            fail(f"ids: flop = {w['flop']}, expected 2*T*top_k*k*n", out)
+        if abs(w["gflops"] - w["flop"] / (ms * 1e6)) > 1e-3 * w["gflops"]:
+            fail("ids: gflops does not match the FLOP count over gpu_ms_median", out)
+        esize = 2 if "bf16" in extra else 4
+        if w["bytes"] != esize * (w["experts_selected"] * 64 * 80 + 6 * 64) + 4 * 6 * 80:
+            fail(f"ids: bytes = {w['bytes']}, expected the selected experts' weights + activations + output", out)
+    # The table has the routed section; a wrong result is refused before anything is timed.
+    code, out, err = run(exe, IDS)
+    if code != 0 or "ids/ch" not in out or "c/slot" not in out:
+        fail("ids: the table lacks the routed columns", out, err)
+    code, out, err = run(exe, IDS, {"VKGMM_BENCH_PERTURB": "1"})
+    if code != 1 or "workload 'custom' (ids" not in err or out.strip() or "timing" in err:
+        fail(f"ids: a perturbed result was not refused (status {code})", out, err)
+
+
 def main():
     exe, mode = sys.argv[1], sys.argv[2]
-    {"refuse": check_refuse, "json": check_json, "sweep": check_sweep}[mode](exe)
+    {"refuse": check_refuse, "json": check_json, "sweep": check_sweep, "ids": check_ids}[mode](exe)
     print("ok")
 
 

@@ -1,0 +1,343 @@
+// Routed workloads: vkgmm's ids mode, its reference, and the unfused chain (see routed.hpp).
+#include "routed.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "context_impl.hpp"  // the chain's own pipelines, through the library's pipeline cache
+#include "operands.hpp"
+#include "pipeline_cache.hpp"
+#include "tuning.hpp"
+#include "vkgmm/convert.hpp"
+#include "vkgmm/reference.hpp"
+
+namespace vkgmm::spirv {
+extern const uint32_t bench_chain_route[], bench_chain_gather[], bench_chain_combine[];
+extern const size_t bench_chain_route_words, bench_chain_gather_words, bench_chain_combine_words;
+}  // namespace vkgmm::spirv
+
+namespace bench {
+
+namespace {
+
+std::vector<float> random_values(size_t count, vkgmm::DType t, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = vkgmm::round_to(t, u(rng));
+  return v;
+}
+
+void parallel_blocks(int64_t blocks, const std::function<void(int64_t)>& body) {
+  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(blocks)));
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t b; (b = next.fetch_add(1)) < blocks;) body(b);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < workers; ++i) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+}
+
+// Shader writes -> shader reads and writes, and the indirect grid the gmm's metadata build writes.
+void barrier(VkCommandBuffer cb) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &mb, 0,
+                       nullptr, 0, nullptr);
+}
+
+constexpr uint32_t kLanes = 64;
+
+uint32_t groups_for(uint64_t items) { return static_cast<uint32_t>((items + kLanes - 1) / kLanes); }
+
+}  // namespace
+
+// ----- vkgmm's ids mode ---------------------------------------------------------------------------------
+
+RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const vkgmm::TilingChoice& tiling,
+                               int64_t shards)
+    : ctx(context), work(w) {
+  const size_t T = size_t(w.m), k = size_t(w.k), n = size_t(w.n), E = size_t(w.groups), K = size_t(w.top_k);
+  const uint64_t expert_bytes = uint64_t(k * n * vkgmm::dtype_size(w.dtype));
+  if (shards <= 0) {
+    // vkgmm's ids mode binds rhs as one storage buffer (no split layout): each shard's weights must fit
+    // maxStorageBufferRange (lavapipe: 128 MiB, i.e. 21 f32 or 42 bf16 experts of Qwen3's shape).
+    const int64_t fit = std::max<int64_t>(1, int64_t(ctx.info().max_storage_buffer_range / expert_bytes));
+    shards = (w.groups + fit - 1) / fit;
+  }
+  per_shard_ = (w.groups + shards - 1) / shards;
+  shards = (w.groups + per_shard_ - 1) / per_shard_;
+  buf_b.resize(size_t(shards));  // sized before plan(): shards() counts them
+  plan(tiling, true);
+  std::mt19937 rng(w.seed * 7919u + 17u);
+  a = random_values(T * k, w.dtype, rng);
+  b = random_values(E * k * n, w.dtype, rng);
+  buf_a = upload(ctx, w.dtype, a);
+  for (int64_t s = 0; s < shards; ++s) {
+    const auto first = b.begin() + s * per_shard_ * int64_t(k * n);
+    buf_b[size_t(s)] = upload(ctx, w.dtype, std::vector<float>(first, first + shard_experts(s) * int64_t(k * n)));
+  }
+  buf_ids = ctx.create_buffer(std::max<size_t>(4, w.ids.size() * 4));
+  buf_ids.upload(w.ids.data(), w.ids.size() * 4);
+  buf_weights = upload(ctx, vkgmm::DType::f32, w.route_weights);
+  out_combined = zeros(ctx, vkgmm::DType::f32, T * n);
+  out_slots = zeros(ctx, vkgmm::DType::f32, T * K * n);
+  buf_status = ctx.create_buffer(4);
+  const uint32_t zero = 0;
+  buf_status.upload(&zero, 4);
+}
+
+vkgmm::GmmProblem RoutedInstance::problem(bool combine) const {
+  vkgmm::GmmProblem p;
+  p.m = work.m, p.k = work.k, p.n = work.n;
+  p.num_rhs_groups = work.groups;
+  p.routing.top_k = work.top_k;
+  p.routing.combine = combine;
+  p.routing.num_experts = work.groups;
+  p.lhs_type = p.rhs_type = work.dtype;
+  p.out_type = vkgmm::DType::f32;  // fp32 out: the expert windows accumulate through it
+  return p;
+}
+
+void RoutedInstance::plan(const vkgmm::TilingChoice& tiling, bool combine) {
+  plans_.clear();
+  combine_ = combine;
+  for (int64_t s = 0; s < shards(); ++s) {
+    vkgmm::GmmProblem p = problem(combine);
+    p.tiling = tiling;
+    p.group_offset = s * per_shard_;
+    p.num_rhs_groups = shard_experts(s);
+    p.existing_out = s > 0;
+    plans_.emplace_back(ctx, p);
+  }
+}
+
+vkgmm::Tiling RoutedInstance::tiling() const { return plans_.front().tiling(); }
+std::string RoutedInstance::tiling_text() const { return bench::tiling_text(plans_.front().tiling()); }
+
+void RoutedInstance::record(VkCommandBuffer cb) const {
+  const vkgmm::BufferView out = (combine_ ? out_combined : out_slots).view();
+  for (size_t s = 0; s < plans_.size(); ++s) {
+    if (s > 0) barrier(cb);  // the next shard reads what the last wrote (existing_out = out)
+    vkgmm::GmmOperands ops{buf_a.view(), buf_b[s].view(), out};
+    if (s > 0) ops.existing_out = out;
+    ops.ids = buf_ids.view(0, std::max<size_t>(4, work.ids.size() * 4));
+    if (combine_) ops.weights = buf_weights.view();
+    ops.status = buf_status.view();
+    plans_[s].record(cb, ops);
+  }
+}
+
+uint32_t RoutedInstance::device_status() const {
+  uint32_t word = 0;
+  buf_status.download(&word, 4);
+  return word;
+}
+
+std::vector<Output> RoutedInstance::download() const {
+  const size_t T = size_t(work.m), n = size_t(work.n), K = size_t(work.top_k);
+  if (combine_) return {{"out", bench::download(out_combined, vkgmm::DType::f32, T * n), work.k}};
+  return {{"out_slots", bench::download(out_slots, vkgmm::DType::f32, T * K * n), work.k}};
+}
+
+std::vector<Output> routed_reference(const RoutedInstance& inst, bool combine) {
+  const Workload& w = inst.work;
+  const vkgmm::GmmProblem p = inst.problem(combine);
+  const int64_t E = w.groups, rows = combine ? w.m : w.m * w.top_k;
+  constexpr int64_t kBlock = 16;
+  std::vector<float> out(size_t(rows * p.n), 0.0f);
+  parallel_blocks((p.n + kBlock - 1) / kBlock, [&](int64_t blk) {
+    const int64_t c0 = blk * kBlock, cw = std::min(kBlock, p.n - c0);
+    vkgmm::GmmProblem q = p;
+    q.n = cw;
+    std::vector<float> sub(size_t(E * p.k * cw));
+    for (int64_t g = 0; g < E; ++g)
+      for (int64_t kk = 0; kk < p.k; ++kk)
+        std::copy_n(inst.b.begin() + (g * p.k + kk) * p.n + c0, cw, sub.begin() + (g * p.k + kk) * cw);
+    const std::vector<float> part = vkgmm::reference::gmm_routed(
+        q, inst.a, sub, w.ids, combine ? w.route_weights : std::vector<float>{});
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(part.begin() + r * cw, cw, out.begin() + r * p.n + c0);
+  });
+  return {{combine ? "out" : "out_slots", std::move(out), w.k}};
+}
+
+// ----- the unfused chain ---------------------------------------------------------------------------------
+
+struct UnfusedChain::State {
+  RoutedInstance* inst = nullptr;
+  vkgmm::TilingChoice tiling;
+  int64_t T = 0, K = 0, S = 0, E = 0, k = 0, n = 0;
+  uint32_t row_words = 0;
+  // work: sizes [E], base [E], perm [S], inv [S] (int32).
+  uint32_t sizes_off = 0, base_off = 0, perm_off = 0, inv_off = 0;
+  vkgmm::Buffer work, lhs_perm, y, out, status;
+  VkPipeline route = VK_NULL_HANDLE, gather = VK_NULL_HANDLE, combine = VK_NULL_HANDLE;
+  std::vector<vkgmm::GmmPlan> gmm;  // per shard of the instance's experts
+  // The sorted gemm: lhs rows permuted on the host, group sizes on the host, out in the workload's type.
+  vkgmm::Buffer sorted_lhs, sorted_out;
+  std::vector<int32_t> perm;  // expert order -> slot
+  std::vector<vkgmm::GmmPlan> sorted;
+
+  // Shard `shard` of the experts (its window of the E groups; the later shards keep the earlier ones'
+  // rows through existing_out = out).
+  vkgmm::GmmProblem gmm_problem(bool device_sizes, int64_t shard) const {
+    const Workload& w = inst->work;
+    vkgmm::GmmProblem p;
+    p.m = S, p.k = k, p.n = n;
+    p.lhs_type = p.rhs_type = w.dtype;
+    p.tiling = tiling;
+    if (device_sizes) {
+      p.device_group_sizes.count = E;
+      p.out_type = vkgmm::DType::f32;  // fp32 per-slot results for the combine, as ids mode keeps them
+    } else {
+      p.group_sizes = w.group_sizes;
+      p.out_type = vkgmm::DType::f32;
+    }
+    p.group_offset = shard * inst->experts_per_shard();
+    p.num_rhs_groups = inst->shard_experts(shard);
+    p.existing_out = shard > 0;
+    return p;
+  }
+};
+
+std::string UnfusedChain::unsupported_reason(const Workload& w) {
+  if ((w.k * int64_t(vkgmm::dtype_size(w.dtype))) % 4) return "the permutation copies whole 32-bit words: k * element size must be a multiple of 4";
+  for (int32_t id : w.ids)
+    if (id < 0 || id >= w.groups) return "the chain's counting takes ids in [0, E) only";
+  return "";
+}
+
+UnfusedChain::UnfusedChain(RoutedInstance& inst, const vkgmm::TilingChoice& tiling) : st_(std::make_unique<State>()) {
+  State& s = *st_;
+  const Workload& w = inst.work;
+  s.inst = &inst;
+  s.tiling = tiling;
+  s.T = w.m, s.K = w.top_k, s.S = w.m * w.top_k, s.E = w.groups, s.k = w.k, s.n = w.n;
+  s.row_words = uint32_t(w.k * int64_t(vkgmm::dtype_size(w.dtype)) / 4);
+  s.sizes_off = 0, s.base_off = uint32_t(s.E), s.perm_off = uint32_t(2 * s.E), s.inv_off = uint32_t(2 * s.E + s.S);
+  vkgmm::Context& ctx = inst.ctx;
+  s.work = ctx.create_buffer(size_t(2 * s.E + 2 * s.S) * 4);
+  s.lhs_perm = zeros(ctx, w.dtype, size_t(s.S * s.k));
+  s.y = zeros(ctx, vkgmm::DType::f32, size_t(s.S * s.n));
+  s.out = zeros(ctx, vkgmm::DType::f32, size_t(s.T * s.n));
+  s.status = ctx.create_buffer(4);
+  const uint32_t zero = 0;
+  s.status.upload(&zero, 4);
+  vkgmm::Context::Impl& im = vkgmm::ContextInternals::of(ctx);
+  s.route = im.pipeline(vkgmm::spirv::bench_chain_route, vkgmm::spirv::bench_chain_route_words, {kLanes});
+  s.gather = im.pipeline(vkgmm::spirv::bench_chain_gather, vkgmm::spirv::bench_chain_gather_words, {kLanes});
+  s.combine = im.pipeline(vkgmm::spirv::bench_chain_combine, vkgmm::spirv::bench_chain_combine_words, {kLanes});
+  plan();
+
+  // The sorted gemm's inputs: the stable expert order of the slots, on the host.
+  std::vector<int32_t> base(size_t(s.E) + 1, 0);
+  for (int64_t e = 0; e < s.E; ++e) base[size_t(e) + 1] = base[size_t(e)] + w.group_sizes[size_t(e)];
+  s.perm.assign(size_t(s.S), 0);
+  for (int64_t slot = 0; slot < s.S; ++slot) s.perm[size_t(base[size_t(w.ids[size_t(slot)])]++)] = int32_t(slot);
+  std::vector<float> rows(size_t(s.S * s.k));
+  for (int64_t i = 0; i < s.S; ++i)
+    std::copy_n(inst.a.begin() + (s.perm[size_t(i)] / s.K) * s.k, s.k, rows.begin() + i * s.k);
+  s.sorted_lhs = upload(ctx, w.dtype, rows);
+  s.sorted_out = zeros(ctx, vkgmm::DType::f32, size_t(s.S * s.n));
+  plan_sorted();
+}
+
+UnfusedChain::~UnfusedChain() = default;
+
+void UnfusedChain::plan() {
+  st_->gmm.clear();
+  for (int64_t s = 0; s < st_->inst->shards(); ++s) st_->gmm.emplace_back(st_->inst->ctx, st_->gmm_problem(true, s));
+}
+
+void UnfusedChain::plan_sorted() {
+  st_->sorted.clear();
+  for (int64_t s = 0; s < st_->inst->shards(); ++s)
+    st_->sorted.emplace_back(st_->inst->ctx, st_->gmm_problem(false, s));
+}
+
+std::string UnfusedChain::tiling_text() const { return bench::tiling_text(st_->gmm.front().tiling()); }
+std::string UnfusedChain::sorted_tiling_text() const { return bench::tiling_text(st_->sorted.front().tiling()); }
+
+void UnfusedChain::record(VkCommandBuffer cb) const {
+  const State& s = *st_;
+  const RoutedInstance& inst = *s.inst;
+  vkgmm::Context::Impl& im = vkgmm::ContextInternals::of(inst.ctx);
+  auto info = [](const vkgmm::Buffer& b) { return VkDescriptorBufferInfo{b.handle(), 0, b.size()}; };
+  const VkDescriptorBufferInfo work = info(s.work);
+  // (a) counts and the permutation.
+  {
+    const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(inst.buf_ids), work, work, work, work, work};
+    const uint32_t push[6] = {uint32_t(s.S), uint32_t(s.E), s.sizes_off, s.base_off, s.perm_off, s.inv_off};
+    vkgmm::bind_and_push(im, cb, s.route, infos, push, sizeof push);
+    vkCmdDispatch(cb, 1, 1, 1);
+  }
+  barrier(cb);
+  // (b) the lhs rows gathered into expert order.
+  {
+    const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(inst.buf_a), work, info(s.lhs_perm), work, work, work};
+    const uint32_t push[4] = {uint32_t(s.S), s.row_words, uint32_t(s.K), s.perm_off};
+    vkgmm::bind_and_push(im, cb, s.gather, infos, push, sizeof push);
+    const uint32_t y = uint32_t(std::min<int64_t>(s.S, 65535)), z = uint32_t((s.S + y - 1) / y);
+    vkCmdDispatch(cb, groups_for(s.row_words), y, z);
+  }
+  barrier(cb);
+  // (c) the grouped gemm, its group sizes the counts of (a).
+  for (size_t i = 0; i < s.gmm.size(); ++i) {
+    if (i > 0) barrier(cb);
+    vkgmm::GmmOperands ops{s.lhs_perm.view(), inst.buf_b[i].view(), s.y.view()};
+    if (i > 0) ops.existing_out = s.y.view();
+    ops.group_sizes = s.work.view(0, size_t(s.E) * 4);
+    ops.status = s.status.view();
+    s.gmm[i].record(cb, ops);
+  }
+  barrier(cb);
+  // (d) un-permute and combine with the routing weights.
+  {
+    const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(s.y), info(inst.buf_weights), info(s.out), work,
+                                                                work, work};
+    const uint32_t out_type = 0u;  // f32, as ids mode's out (the shader also rounds to f16 / bf16: 1, 2)
+    const uint32_t push[5] = {uint32_t(s.T), uint32_t(s.K), uint32_t(s.n), s.inv_off, out_type};
+    vkgmm::bind_and_push(im, cb, s.combine, infos, push, sizeof push);
+    const uint32_t y = uint32_t(std::min<int64_t>(s.T, 65535)), z = uint32_t((s.T + y - 1) / y);
+    vkCmdDispatch(cb, groups_for(out_type ? uint64_t(s.n / 2) : uint64_t(s.n)), y, z);
+  }
+}
+
+void UnfusedChain::record_sorted(VkCommandBuffer cb) const {
+  const State& s = *st_;
+  for (size_t i = 0; i < s.sorted.size(); ++i) {
+    if (i > 0) barrier(cb);
+    vkgmm::GmmOperands ops{s.sorted_lhs.view(), s.inst->buf_b[i].view(), s.sorted_out.view()};
+    if (i > 0) ops.existing_out = s.sorted_out.view();
+    s.sorted[i].record(cb, ops);
+  }
+}
+
+std::vector<Output> UnfusedChain::download() const {
+  const State& s = *st_;
+  return {{"out", bench::download(s.out, vkgmm::DType::f32, size_t(s.T * s.n)), s.k}};
+}
+
+std::vector<Output> UnfusedChain::download_sorted() const {
+  const State& s = *st_;
+  const std::vector<float> sorted = bench::download(s.sorted_out, vkgmm::DType::f32, size_t(s.S * s.n));
+  std::vector<float> slots(sorted.size());
+  for (int64_t i = 0; i < s.S; ++i)
+    std::copy_n(sorted.begin() + i * s.n, s.n, slots.begin() + int64_t(s.perm[size_t(i)]) * s.n);
+  return {{"out_slots", std::move(slots), s.k}};
+}
+
+uint32_t UnfusedChain::device_status() const {
+  uint32_t word = 0;
+  st_->status.download(&word, 4);
+  return word;
+}
+
+}  // namespace bench
