@@ -58,7 +58,7 @@ const char kBenchUsage[] =
     "  --seed S         seed of the routing and the inputs (1)\n"
     "  --expert-shards N  routed workloads: split the experts into N windows, one call each (accumulating\n"
     "                   through existing_out), also in the chain; default: as few as the device can bind\n"
-    "                   (rhs in up to 4 parts of maxStorageBufferRange: lavapipe, f32 qwen3 2, bf16 1)\n"
+    "                   (ids mode binds rhs whole, <= maxStorageBufferRange: lavapipe, f32 qwen3 7, bf16 4)\n"
     "  --json           one JSON object on stdout instead of the table\n"
     "  --sweep-tiling   time every tiling that fits the device per workload, print the best, and cache it\n"
     "                   for --tiling auto ($XDG_CACHE_HOME/vkgmm, else ~/.cache/vkgmm)\n"

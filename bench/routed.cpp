@@ -67,12 +67,9 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   const size_t T = size_t(w.m), k = size_t(w.k), n = size_t(w.n), E = size_t(w.groups), K = size_t(w.top_k);
   const uint64_t expert_bytes = uint64_t(k * n * vkgmm::dtype_size(w.dtype));
   if (shards <= 0) {
-    // vkgmm binds an rhs past maxStorageBufferRange in up to 4 parts of the largest power of two within it
-    // (lavapipe: 4 x 128 MiB, i.e. 85 f32 or all 128 bf16 experts of Qwen3's shape); a shard's weights
-    // must fit that (less a little for an unaligned view start).
-    uint64_t part = 1;
-    while (part * 2 <= ctx.info().max_storage_buffer_range) part *= 2;
-    const int64_t fit = std::max<int64_t>(1, int64_t((4 * part - 256) / expert_bytes));
+    // vkgmm's ids mode binds rhs as one storage buffer (no split layout): each shard's weights must fit
+    // maxStorageBufferRange (lavapipe: 128 MiB, i.e. 21 f32 or 42 bf16 experts of Qwen3's shape).
+    const int64_t fit = std::max<int64_t>(1, int64_t(ctx.info().max_storage_buffer_range / expert_bytes));
     shards = (w.groups + fit - 1) / fit;
   }
   per_shard_ = (w.groups + shards - 1) / shards;
