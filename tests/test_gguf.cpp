@@ -388,6 +388,10 @@ TEST_F(GgufTest, RefusesBadValueTypes) {
   Writer e;
   e.kv("", u8(1));
   EXPECT_REFUSED(e.bytes(), "key 0 is empty");
+  Writer nl;  // a key with a newline and a backslash: the message stays one line
+  nl.kv("bad\nkey\\", u8(1));
+  nl.kv("bad\nkey\\", u8(1));
+  EXPECT_REFUSED(nl.bytes(), "duplicate key 'bad\\x0akey\\x5c'");
   Writer d;
   d.kv("x", u8(1));
   d.kv("x", u8(2));

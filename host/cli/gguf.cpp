@@ -27,6 +27,24 @@ namespace {
   throw std::runtime_error(name + ": " + problem);
 }
 
+// A key or tensor name as messages show it: control bytes escaped (\xHH; a refusal is one line whatever
+// the file holds), cut after 96 bytes (keys may be 64 KiB long).
+std::string printable(const std::string& s) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < 96; ++i) {
+    const unsigned char ch = static_cast<unsigned char>(s[i]);
+    if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+      out += "\\x";
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return s.size() > 96 ? out + "..." : out;
+}
+
 constexpr uint32_t kMaxDims = 4;            // GGML_MAX_DIMS
 constexpr uint64_t kMaxKeyLen = 65535;      // docs/gguf.md: keys are at most 2^16 - 1 bytes
 constexpr uint64_t kMaxTensorNameLen = 64;  // docs/gguf.md: tensor names are at most 64 bytes
@@ -282,7 +300,7 @@ Tensor read_tensor_info(Cursor& c, uint64_t index, uint64_t alignment) {
   Tensor t;
   const std::string what = "tensor info " + std::to_string(index);
   t.name = c.str(what + "'s name", kMaxTensorNameLen);
-  const std::string tn = "tensor '" + t.name + "'";
+  const std::string tn = "tensor '" + printable(t.name) + "'";
   const uint32_t n_dims = c.u32(tn + "'s n_dims");
   if (n_dims < 1 || n_dims > kMaxDims)
     fail(c.name(), tn + " has " + std::to_string(n_dims) + " dimensions; GGUF tensors have 1 to " +
@@ -335,7 +353,7 @@ void check_tensor_placement(const File& f) {
   const uint64_t data_len = f.file_size - f.data_offset;
   for (const Tensor& t : f.tensors)
     if (t.offset > data_len || t.size > data_len - t.offset)
-      fail(f.name, "tensor '" + t.name + "' (offset " + std::to_string(t.offset) + ", " + std::to_string(t.size) +
+      fail(f.name, "tensor '" + printable(t.name) + "' (offset " + std::to_string(t.offset) + ", " + std::to_string(t.size) +
                        " bytes) runs past the end of the file: the data section holds " + std::to_string(data_len) +
                        " bytes");
   std::vector<size_t> order(f.tensors.size());
@@ -347,8 +365,8 @@ void check_tensor_placement(const File& f) {
     const Tensor& t = f.tensors[i];
     if (t.size == 0) continue;  // holds no byte, so shares none
     if (reach && t.offset < reach->offset + reach->size)
-      fail(f.name, "tensors '" + reach->name + "' (offset " + std::to_string(reach->offset) + ", " +
-                       std::to_string(reach->size) + " bytes) and '" + t.name + "' (offset " +
+      fail(f.name, "tensors '" + printable(reach->name) + "' (offset " + std::to_string(reach->offset) + ", " +
+                       std::to_string(reach->size) + " bytes) and '" + printable(t.name) + "' (offset " +
                        std::to_string(t.offset) + ") overlap");
     if (!reach || t.offset + t.size > reach->offset + reach->size) reach = &t;
   }
@@ -387,8 +405,8 @@ void parse_into(File& f, Source& src) {
     KeyValue kv;
     kv.key = c.str("key " + std::to_string(i), kMaxKeyLen);
     if (kv.key.empty()) fail(f.name, "key " + std::to_string(i) + " is empty");
-    if (!keys.insert(kv.key).second) fail(f.name, "duplicate key '" + kv.key + "'");
-    const std::string what = "key '" + kv.key + "'";
+    if (!keys.insert(kv.key).second) fail(f.name, "duplicate key '" + printable(kv.key) + "'");
+    const std::string what = "key '" + printable(kv.key) + "'";
     const uint32_t type = c.u32(what + "'s value type");
     if (!known_value_type(type)) fail(f.name, what + " has unknown value type " + std::to_string(type));
     kv.value = read_value(c, ValueType(type), what, 0);
@@ -399,7 +417,7 @@ void parse_into(File& f, Source& src) {
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < n_tensors; ++i) {
     Tensor t = read_tensor_info(c, i, f.alignment);
-    if (!names.insert(t.name).second) fail(f.name, "duplicate tensor name '" + t.name + "'");
+    if (!names.insert(t.name).second) fail(f.name, "duplicate tensor name '" + printable(t.name) + "'");
     f.tensors.push_back(std::move(t));
   }
   const uint64_t end = c.pos();
@@ -569,7 +587,7 @@ const Tensor* File::find_tensor(const std::string& tensor_name) const {
 
 std::vector<uint8_t> File::read_bytes(const Tensor& t) const {
   if (t.file_offset > file_size || t.size > file_size - t.file_offset)
-    fail(name, "tensor '" + t.name + "' lies outside the file");  // not one of this file's tensors
+    fail(name, "tensor '" + printable(t.name) + "' lies outside the file");  // not one of this file's tensors
   std::vector<uint8_t> out(static_cast<size_t>(t.size));
   if (memory_) {
     if (!out.empty()) std::memcpy(out.data(), memory_->data() + t.file_offset, out.size());
@@ -579,7 +597,7 @@ std::vector<uint8_t> File::read_bytes(const Tensor& t) const {
   const Fd fd(open_regular(name, &size));
   if (size != file_size) fail(name, "the file changed size since its header was read");
   if (!pread_all(fd.get(), t.file_offset, out.data(), out.size()))
-    fail(name, "read error in tensor '" + t.name + "'");
+    fail(name, "read error in tensor '" + printable(t.name) + "'");
   return out;
 }
 
@@ -605,10 +623,10 @@ File parse(const uint8_t* data, size_t size, const std::string& name) {
 
 ExpertTensor load_expert_tensor(const File& file, const std::string& tensor_name) {
   const Tensor* t = file.find_tensor(tensor_name);
-  const std::string tn = "tensor '" + tensor_name + "'";
+  const std::string tn = "tensor '" + printable(tensor_name) + "'";
   if (!t) {
     std::string names;
-    for (size_t i = 0; i < file.tensors.size() && i < 8; ++i) names += (i ? ", " : "") + file.tensors[i].name;
+    for (size_t i = 0; i < file.tensors.size() && i < 8; ++i) names += (i ? ", " : "") + printable(file.tensors[i].name);
     if (file.tensors.size() > 8) names += ", ...";
     fail(file.name, "no " + tn + " (the file has " + std::to_string(file.tensors.size()) + " tensors" +
                         (names.empty() ? "" : ": " + names) + ")");
