@@ -39,6 +39,10 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebI
   -DVKGMM_BUILD_TESTS=OFF -DVKGMM_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
 
+# The npy and gguf targets write each input to a scratch file (their readers take paths): on a tmpfs that
+# costs nothing, on a disk-backed /tmp it caps them at a few hundred executions a second.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
+
 status=0
 for t in "${targets[@]}"; do
   scratch="$(mktemp -d)"

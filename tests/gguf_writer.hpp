@@ -124,7 +124,7 @@ class Writer {
       l.infos.push_back(info);
     }
     l.header_end = b.size();
-    b.resize(pad(b.size()), 0);
+    if (!tensors_.empty()) b.resize(pad(b.size()), 0);  // no data section: no padding (the reader allows it)
     l.data_start = b.size();
     b.resize(b.size() + at, 0);
     for (size_t i = 0; i < tensors_.size(); ++i)

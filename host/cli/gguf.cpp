@@ -205,7 +205,7 @@ class Cursor {
   }
   // A GGUF string of at most max_len bytes (the length checked against the file before allocating).
   std::string str(const std::string& what, uint64_t max_len) {
-    const uint64_t len = u64(what + "'s length");
+    const uint64_t len = u64("the length of " + what);
     if (len > max_len)
       fail(name_, what + " is " + std::to_string(len) + " bytes long, more than the " + std::to_string(max_len) +
                       " allowed");
@@ -246,10 +246,10 @@ Value read_array(Cursor& c, const std::string& what, int depth) {
     fail(c.name(), what + ": arrays nested more than " + std::to_string(kMaxArrayDepth) + " deep");
   Value v;
   v.type = ValueType::array;
-  const uint32_t et = c.u32(what + "'s element type");
+  const uint32_t et = c.u32("the element type of " + what);
   if (!known_value_type(et)) fail(c.name(), what + ": unknown array element type " + std::to_string(et));
   v.elem_type = ValueType(et);
-  v.count = c.u64(what + "'s element count");
+  v.count = c.u64("the element count of " + what);
   const uint64_t min_size = min_encoded_size(v.elem_type);
   if (v.count > c.remaining() / min_size)
     fail(c.name(), what + ": array of " + std::to_string(v.count) + " " + value_type_name(v.elem_type) +
@@ -299,16 +299,16 @@ std::string type_str(uint32_t type) {
 Tensor read_tensor_info(Cursor& c, uint64_t index, uint64_t alignment) {
   Tensor t;
   const std::string what = "tensor info " + std::to_string(index);
-  t.name = c.str(what + "'s name", kMaxTensorNameLen);
+  t.name = c.str("the name of " + what, kMaxTensorNameLen);
   const std::string tn = "tensor '" + printable(t.name) + "'";
-  const uint32_t n_dims = c.u32(tn + "'s n_dims");
+  const uint32_t n_dims = c.u32("the n_dims of " + tn);
   if (n_dims < 1 || n_dims > kMaxDims)
     fail(c.name(), tn + " has " + std::to_string(n_dims) + " dimensions; GGUF tensors have 1 to " +
                        std::to_string(kMaxDims));
   t.ne.resize(n_dims);
-  for (uint32_t d = 0; d < n_dims; ++d) t.ne[d] = c.u64(tn + "'s ne[" + std::to_string(d) + "]");
-  t.ggml_type = c.u32(tn + "'s type");
-  t.offset = c.u64(tn + "'s offset");
+  for (uint32_t d = 0; d < n_dims; ++d) t.ne[d] = c.u64("ne[" + std::to_string(d) + "] of " + tn);
+  t.ggml_type = c.u32("the type of " + tn);
+  t.offset = c.u64("the offset of " + tn);
 
   const GgmlTypeInfo* info = ggml_info(t.ggml_type);
   if (!info)
@@ -407,7 +407,7 @@ void parse_into(File& f, Source& src) {
     if (kv.key.empty()) fail(f.name, "key " + std::to_string(i) + " is empty");
     if (!keys.insert(kv.key).second) fail(f.name, "duplicate key '" + printable(kv.key) + "'");
     const std::string what = "key '" + printable(kv.key) + "'";
-    const uint32_t type = c.u32(what + "'s value type");
+    const uint32_t type = c.u32("the value type of " + what);
     if (!known_value_type(type)) fail(f.name, what + " has unknown value type " + std::to_string(type));
     kv.value = read_value(c, ValueType(type), what, 0);
     f.kvs.push_back(std::move(kv));
