@@ -83,7 +83,7 @@ std::string npy_one(const uint8_t* data, size_t size) {
 
   if (parsed) {
     const npy::Array& a = *parsed;
-    if (a.descr != "<f4" && a.descr != "<f2" && a.descr != "<i4" && a.descr != "<i8")
+    if (a.descr != "<f4" && a.descr != "<f2" && a.descr != "<i4" && a.descr != "<i8" && a.descr != "|u1")
       return "accepted an unsupported descr " + a.descr;
     uint64_t count = 1;
     for (int64_t d : a.shape) {

@@ -3,7 +3,7 @@
 # of executions from its checked-in corpus (fuzz/corpus/<target>/). New inputs go to a scratch directory,
 # not the repository; with --merge, those that add coverage are folded back into the corpus.
 #
-# usage: scripts/fuzz.sh [--runs N] [--merge] [npy] [metadata]     (default: 1000000 runs, both targets)
+# usage: scripts/fuzz.sh [--runs N] [--merge] [npy] [gguf] [metadata]   (default: 1000000 runs, every target)
 # Prints one line per target: executions, seconds, and whether anything was found. A finding (crash,
 # sanitizer report, violated invariant) is kept as build-fuzz/fuzz_<target>-crash-*; the exit status is 1.
 set -euo pipefail
@@ -16,11 +16,11 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
     --merge) merge=1; shift ;;
-    npy|metadata) targets+=("$1"); shift ;;
-    *) echo "usage: $0 [--runs N] [--merge] [npy] [metadata]" >&2; exit 2 ;;
+    npy|gguf|metadata) targets+=("$1"); shift ;;
+    *) echo "usage: $0 [--runs N] [--merge] [npy] [gguf] [metadata]" >&2; exit 2 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(npy metadata)
+[ ${#targets[@]} -gt 0 ] || targets=(npy gguf metadata)
 
 # clang and its libFuzzer runtime (Debian packages), only when missing. The rest is scripts/install_deps.sh.
 "$root/scripts/install_deps.sh"
@@ -38,6 +38,10 @@ fi
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKGMM_FUZZ=ON \
   -DVKGMM_BUILD_TESTS=OFF -DVKGMM_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
+
+# The npy and gguf targets write each input to a scratch file (their readers take paths): on a tmpfs that
+# costs nothing, on a disk-backed /tmp it caps them at a few hundred executions a second.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 
 status=0
 for t in "${targets[@]}"; do

@@ -40,5 +40,6 @@ void replay(const std::string& target, std::string (*one)(const uint8_t*, size_t
 
 TEST(FuzzReplay, NpyCorpus) { replay("npy", vkgmm::fuzz::npy_one); }
 TEST(FuzzReplay, MetadataCorpus) { replay("metadata", vkgmm::fuzz::metadata_one); }
+TEST(FuzzReplay, GgufCorpus) { replay("gguf", vkgmm::fuzz::gguf_one); }
 
 }  // namespace

@@ -101,6 +101,7 @@ TEST_F(NpyTest, RoundTripOtherTypesAndShapes) {
       {"<f4", {0, 5}, {}},                    // empty
       {"<f2", {2, 0, 3}, {}},
       {"<f4", {1, 1, 1, 2}, f32_bytes({1, 2})},
+      {"|u1", {1, 2, 3}, {0, 1, 2, 0x7f, 0x80, 0xff}},  // raw quantized blocks
   };
   for (const auto& a : arrays) {
     npy::write(path("x.npy"), a);  // overwrites the previous one
@@ -194,7 +195,7 @@ TEST_F(NpyTest, RefusesUnsupportedDtypes) {
   expect_refused(put("be.npy", npy_bytes(1, dict(">f4", "(1,)"), four)), "big-endian");
   expect_refused(put("obj.npy", npy_bytes(1, dict("|O", "(1,)"), std::vector<uint8_t>(8, 0))), "object dtype");
   expect_refused(put("f8.npy", npy_bytes(1, dict("<f8", "(1,)"), std::vector<uint8_t>(8, 0))), "unsupported dtype '<f8'");
-  expect_refused(put("u1.npy", npy_bytes(1, dict("|u1", "(4,)"), four)), "unsupported dtype");
+  expect_refused(put("i1.npy", npy_bytes(1, dict("|i1", "(4,)"), four)), "unsupported dtype");
   expect_refused(put("native.npy", npy_bytes(1, dict("=f4", "(1,)"), four)), "unsupported dtype");
   const std::string structured = "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }";
   expect_refused(put("struct.npy", npy_bytes(1, structured, four)), "structured");

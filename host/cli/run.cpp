@@ -174,7 +174,8 @@ struct GmmInputs {
 
 GmmInputs read_gmm(const Job& j) {
   const Args& a = j.args;
-  npy::Array lhs = load(a, "lhs"), rhs = load(a, "rhs");
+  npy::Array lhs = load(a, "lhs");
+  GmmRhs rhs = gmm_rhs(j);  // an .npy (floats, or raw blocks with --rhs-format) or FILE.gguf:TENSOR
   std::vector<int32_t> group_sizes, ids;
   int64_t T = 0, top_k = 0;
   if (j.routed) {
@@ -190,28 +191,25 @@ GmmInputs read_gmm(const Job& j) {
     expect_rank(lhs, "lhs", 2, "[T, k] (or [T, top_k, k])");
   else if (!j.routed)
     expect_rank(lhs, "lhs", 2, "[m, k]");
-  expect_rank(rhs, "rhs", 3, a.transpose_rhs ? "[G_local, n, k]" : "[G_local, k, n]");
   if (j.routed && (lhs.shape[0] != T || (lhs_per_slot && lhs.shape[1] != top_k)))
     throw UsageError("--lhs: shape " + shape_str(lhs.shape) + " does not match --ids " + shape_str({T, top_k}) +
                      ": expected [T, k] or [T, top_k, k]");
   const int64_t m = lhs.shape[0], k = lhs.shape.back();
-  const int64_t rhs_k = a.transpose_rhs ? rhs.shape[2] : rhs.shape[1];
-  const int64_t n = a.transpose_rhs ? rhs.shape[1] : rhs.shape[2];
-  const int64_t g_local = rhs.shape[0];
+  const int64_t n = rhs.n, g_local = rhs.g_local;
   // The plan sees only k and the buffer sizes; a mismatched k must be caught here.
-  if (rhs_k != k)
-    throw UsageError("--rhs: shape " + shape_str(rhs.shape) + " has k = " + std::to_string(rhs_k) +
-                     " but --lhs " + shape_str(lhs.shape) + " has k = " + std::to_string(k) +
-                     (a.transpose_rhs ? " (--transpose-rhs: rhs is [G_local, n, k])" : " (rhs is [G_local, k, n])"));
+  if (rhs.k != k)
+    throw UsageError("--rhs: " + rhs.desc + " has k = " + std::to_string(rhs.k) + " but --lhs " +
+                     shape_str(lhs.shape) + " has k = " + std::to_string(k) +
+                     (rhs.transposed ? " (rhs is [G_local, n, k])" : " (rhs is [G_local, k, n])"));
   if (j.activation == vkgmm::Activation::swiglu && n % 2 != 0)
-    throw UsageError("--activation swiglu: the product's width n = " + std::to_string(n) +
-                     " (from --rhs " + shape_str(rhs.shape) + ") is odd; it must be [gate | up], even");
+    throw UsageError("--activation swiglu: the product's width n = " + std::to_string(n) + " (from --rhs " +
+                     rhs.desc + ") is odd; it must be [gate | up], even");
   const int64_t n_out = j.activation == vkgmm::Activation::swiglu ? n / 2 : n;
 
   GmmInputs in{common_problem<vkgmm::GmmProblem>(j, m, k, n, group_sizes), {}, {}, {}, {}, {}, std::move(ids), {}};
   vkgmm::GmmProblem& p = in.p;
   p.num_rhs_groups = g_local;
-  p.transpose_rhs = a.transpose_rhs;
+  p.transpose_rhs = rhs.transposed;  // implied by a quantized or GGUF rhs
   p.epilogue.activation = j.activation;
   if (j.routed) {
     if (j.num_experts > 0 && j.num_experts < p.group_offset + g_local)
@@ -227,7 +225,12 @@ GmmInputs read_gmm(const Job& j) {
     in.out_shape = {m, n_out};
   }
   in.L = input_operand(std::move(lhs), "lhs", j.to_bf16);
-  in.R = input_operand(std::move(rhs), "rhs", j.to_bf16);
+  in.R = std::move(rhs.op);
+  // The CPU reference needs the weights as floats: Operand::values() is where vkgmm::dequantize goes
+  // (run_operands.cpp, "MERGE POINT"); until then --check refuses a quantized rhs, before the device runs.
+  if (a.check && vkgmm::is_quantized(in.R.type))
+    throw UsageError(std::string("--check: a quantized rhs (") + vkgmm::dtype_name(in.R.type) +
+                     ") has no CPU reference in this build yet; run without --check");
   p.lhs_type = in.L.type;
   p.rhs_type = in.R.type;
   if (j.combine) in.W = f32_operand(load(a, "weights"), "weights", {T, top_k}, "[T, top_k]");

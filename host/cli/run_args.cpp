@@ -21,6 +21,8 @@ const char kRunUsage[] =
     "                 [--group-offset N] [--num-experts E] [--transpose-rhs] [--bias B.npy]\n"
     "                 [--activation swiglu] [--existing-out E.npy] [--out-dtype f32|f16|bf16]\n"
     "                 [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
+    "  vkgmm run gmm  ... --rhs-format q8_0|q4_0|q4_K|q6_K|mxfp4   (rhs: |u1 [G_local, n, (k/B)*S])\n"
+    "  vkgmm run gmm  ... --rhs FILE.gguf:TENSOR                   (GGUF v3; the type from the file)\n"
     "  vkgmm run tgmm --lhs L.npy --rhs R.npy --group-sizes GS.npy --out OUT.npy\n"
     "                 [--group-offset N] [--num-actual-groups N] [--existing-out E.npy]\n"
     "                 [--out-dtype f32|f16|bf16] [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
@@ -39,6 +41,14 @@ const char kRunUsage[] =
     "Epilogue (gmm, with --group-sizes or --ids): --bias B [G_local, n] (<f4) is added to each\n"
     "      product row of its group; --activation swiglu takes the product's n columns as\n"
     "      [gate | up] (n even) and gives n_out = n / 2: silu(gate) * up. Else n_out = n.\n"
+    "Quantized rhs (gmm): GGUF's blocks byte for byte, B values along k in S bytes per block: q8_0\n"
+    "      (32, 34), q4_0 (32, 18), mxfp4 (32, 17), q4_K (256, 144), q6_K (256, 210); the\n"
+    "      transposed layout is implied. --rhs-format F reads the rhs .npy as |u1 raw blocks\n"
+    "      [G_local, n, (k/B)*S]. --rhs FILE.gguf:TENSOR (split at the last ':') reads a GGUF v3\n"
+    "      tensor of GGUF dims [k, n, E] (memory [E, n, k]; G_local = E) or [k, n] (E = 1), of type\n"
+    "      F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K or MXFP4, uploaded as it is (a float tensor is a\n"
+    "      transposed rhs); --rhs-format, if given, must match its type. --check does not take a\n"
+    "      quantized rhs yet (no CPU dequantizer in this build).\n"
     "tgmm: lhs [k, m], rhs [m, n], out [num_actual_groups, k, n] (+ existing_out).\n"
     "\n"
     "Inputs are .npy files (format 1.0-3.0, little-endian, C order): <f4 (f32) or <f2 (f16);\n"
@@ -76,7 +86,7 @@ Args parse_args(int argc, char** argv) {
   // gmm's routing and epilogue flags are known to tgmm too, so that prepare() can say they are gmm only.
   std::vector<std::string> valued = {"lhs",         "rhs",    "group-sizes", "out",     "group-offset",
                                      "existing-out", "out-dtype", "input-dtype", "tiling", "ids",
-                                     "weights",     "num-experts", "bias",     "activation"};
+                                     "weights",     "num-experts", "bias",     "activation", "rhs-format"};
   if (a.op == "tgmm") valued.push_back("num-actual-groups");
   for (size_t i = 1; i < words.size(); ++i) {
     const std::string& w = words[i];
@@ -128,6 +138,7 @@ void routing_and_epilogue(Job& j) {
       if (a.get(flag)) throw UsageError(std::string("--") + flag + ": routing by expert ids is gmm only, not tgmm");
     for (const char* flag : {"bias", "activation"})
       if (a.get(flag)) throw UsageError(std::string("--") + flag + ": epilogues are gmm only, not tgmm");
+    if (a.get("rhs-format")) throw UsageError("--rhs-format: quantized weights are gmm's rhs only, not tgmm's");
     if (!a.get("group-sizes")) throw UsageError("missing required option --group-sizes");
     return;
   }
@@ -178,6 +189,12 @@ Job prepare(const Args& args) {
     j.tiling = vkgmm::TilingChoice::of(*tiling);
   }
   routing_and_epilogue(j);
+  if (const std::string* f = args.get("rhs-format")) {
+    const auto d = vkgmm::parse_dtype(*f);
+    if (!d || !vkgmm::is_quantized(*d))
+      throw UsageError("--rhs-format: expected q8_0, q4_0, q4_K, q6_K or mxfp4, got '" + *f + "'");
+    j.rhs_format = *d;
+  }
   check_out_path(*args.get("out"));
   return j;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "vkgmm/ops.hpp"
@@ -40,9 +41,10 @@ struct Job {
   bool combine = false;  // --weights: the slots combined into [T, n_out]
   int64_t num_experts = 0;  // --num-experts (0: not given)
   vkgmm::Activation activation = vkgmm::Activation::none;  // --activation
+  std::optional<vkgmm::DType> rhs_format;  // --rhs-format: a block format (gmm only)
 };
 
-// Resolves --out-dtype, --input-dtype, --tiling, --activation and --num-experts, refuses the flags that
+// Resolves --out-dtype, --input-dtype, --tiling, --activation, --num-experts and --rhs-format, refuses the flags that
 // do not go together (--ids with --group-sizes, --weights without --ids, routing or an epilogue with
 // tgmm, ...) and an unwritable --out (UsageError), all before any file is read.
 Job prepare(const Args& args);

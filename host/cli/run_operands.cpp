@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
+#include "gguf.hpp"
 #include "usage_error.hpp"
 #include "vkgmm/convert.hpp"
 
@@ -51,6 +53,13 @@ void expect_rank(const npy::Array& arr, const std::string& flag, size_t rank, co
 }
 
 std::vector<float> Operand::values() const {
+  if (vkgmm::is_quantized(type)) {
+    // MERGE POINT (issue 15): the one place the CLI needs quantized weights as floats (the CPU reference
+    // of --check). With host/internal_include/vkgmm/quant.hpp merged this becomes the call to
+    // vkgmm::dequantize on (type, bytes), and read_gmm (run.cpp) stops refusing --check for quantized rhs.
+    throw vkgmm::Error(vkgmm::Status::unsupported,
+                       std::string("--check: no CPU dequantizer for ") + vkgmm::dtype_name(type) + " in this build");
+  }
   if (type == DType::f32) {
     std::vector<float> v(bytes.size() / 4);
     if (!v.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
@@ -61,9 +70,100 @@ std::vector<float> Operand::values() const {
 
 Operand input_operand(npy::Array&& arr, const std::string& flag, bool to_bf16) {
   if (arr.descr == "<f2") return {DType::f16, std::move(arr.data)};
-  if (arr.descr != "<f4") throw UsageError("--" + flag + ": expected dtype <f4 or <f2, got " + arr.descr);
+  if (arr.descr != "<f4")
+    throw UsageError("--" + flag + ": expected dtype <f4 or <f2, got " + arr.descr +
+                     (arr.descr == "|u1" && flag == "rhs" ? " (raw quantized blocks need --rhs-format)" : ""));
   if (to_bf16) return {DType::bf16, vkgmm::encode(DType::bf16, f32_values(arr))};
   return {DType::f32, std::move(arr.data)};
+}
+
+std::optional<std::pair<std::string, std::string>> gguf_reference(const std::string& rhs) {
+  auto ends_gguf = [](const std::string& s) {
+    if (s.size() < 5) return false;
+    std::string tail = s.substr(s.size() - 5);
+    for (char& c : tail) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return tail == ".gguf";
+  };
+  const size_t colon = rhs.rfind(':');
+  if (colon != std::string::npos && ends_gguf(rhs.substr(0, colon))) {
+    if (colon + 1 == rhs.size()) throw UsageError("--rhs: '" + rhs + "' names no tensor: expected FILE.gguf:TENSOR");
+    return std::make_pair(rhs.substr(0, colon), rhs.substr(colon + 1));
+  }
+  if (ends_gguf(rhs)) throw UsageError("--rhs: a GGUF rhs needs a tensor name: expected FILE.gguf:TENSOR, got '" + rhs + "'");
+  return std::nullopt;
+}
+
+namespace {
+
+std::string dims_text(int64_t a, int64_t b, int64_t c) {
+  std::string s = "[";
+  s += std::to_string(a);
+  s += ", ";
+  s += std::to_string(b);
+  s += ", ";
+  s += std::to_string(c);
+  return s + "]";
+}
+
+GmmRhs gguf_rhs(const Job& j, const std::string& path, const std::string& tensor) {
+  gguf::ExpertTensor t;
+  try {
+    t = gguf::load_expert_tensor(gguf::read(path), tensor);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string("--rhs: ") + e.what());
+  }
+  if (j.rhs_format && *j.rhs_format != t.dtype)
+    throw UsageError(std::string("--rhs-format ") + vkgmm::dtype_name(*j.rhs_format) + " does not match GGUF tensor '" +
+                     tensor + "' of " + path + ", which is " + vkgmm::dtype_name(t.dtype));
+  GmmRhs r;
+  r.g_local = t.E;
+  r.n = t.n;
+  r.k = t.k;
+  r.transposed = true;  // memory [E, n, k]
+  r.desc = "GGUF tensor '" + tensor + "' with dims [k, n, E] = " + dims_text(t.k, t.n, t.E);
+  if (t.dtype == DType::f32 && j.to_bf16) {  // a float rhs: --input-dtype bf16 rounds it, as an <f4 .npy
+    std::vector<float> v(t.bytes.size() / 4);
+    if (!v.empty()) std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+    r.op = {DType::bf16, vkgmm::encode(DType::bf16, v)};
+  } else {
+    r.op = {t.dtype, std::move(t.bytes)};  // as stored: never rounded when quantized or already 16-bit
+  }
+  return r;
+}
+
+}  // namespace
+
+GmmRhs gmm_rhs(const Job& j) {
+  const Args& a = j.args;
+  if (auto ref = gguf_reference(*a.get("rhs"))) return gguf_rhs(j, ref->first, ref->second);
+  npy::Array rhs = load(a, "rhs");
+  GmmRhs r;
+  r.desc = "shape " + shape_str(rhs.shape);
+  if (j.rhs_format) {
+    const DType f = *j.rhs_format;
+    const int64_t B = static_cast<int64_t>(vkgmm::block_elements(f)), S = static_cast<int64_t>(vkgmm::block_bytes(f));
+    const std::string fmt = vkgmm::dtype_name(f);
+    if (rhs.descr != "|u1")
+      throw UsageError("--rhs: with --rhs-format " + fmt + " the rhs is |u1 raw blocks, got dtype " + rhs.descr);
+    expect_rank(rhs, "rhs", 3, "[G_local, n, (k/B)*S] of raw blocks");
+    if (rhs.shape[2] % S != 0)
+      throw UsageError("--rhs: shape " + shape_str(rhs.shape) + ": the last dimension is not whole " + fmt +
+                       " blocks of " + std::to_string(S) + " bytes");
+    r.g_local = rhs.shape[0];
+    r.n = rhs.shape[1];
+    r.k = rhs.shape[2] / S * B;
+    r.transposed = true;
+    r.desc += " (" + fmt + " blocks: k = " + std::to_string(r.k) + ")";
+    r.op = {f, std::move(rhs.data)};
+    return r;
+  }
+  expect_rank(rhs, "rhs", 3, a.transpose_rhs ? "[G_local, n, k]" : "[G_local, k, n]");
+  r.g_local = rhs.shape[0];
+  r.transposed = a.transpose_rhs;
+  r.k = a.transpose_rhs ? rhs.shape[2] : rhs.shape[1];
+  r.n = a.transpose_rhs ? rhs.shape[1] : rhs.shape[2];
+  r.op = input_operand(std::move(rhs), "rhs", j.to_bf16);
+  return r;
 }
 
 Operand existing_operand(npy::Array&& arr, DType out_type) {

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "npy.hpp"
@@ -27,12 +29,34 @@ struct Operand {
   vkgmm::DType type = vkgmm::DType::f32;
   std::vector<uint8_t> bytes;
 
-  // The values the device sees, for the reference.
+  // The values the device sees, for the reference (a block format: dequantized, see run_operands.cpp).
   std::vector<float> values() const;
 };
 
 // lhs / rhs: <f4 is f32 (or bf16, rounded, with --input-dtype bf16); <f2 is f16.
 Operand input_operand(npy::Array&& arr, const std::string& flag, bool to_bf16);
+
+// gmm's rhs as the plan sees it: its operand (a float type, or a block format's bytes as stored) and
+// its dims; memory [g_local, n, k] when `transposed`, else [g_local, k, n].
+struct GmmRhs {
+  Operand op;
+  int64_t g_local = 0, k = 0, n = 0;
+  bool transposed = false;
+  std::string desc;  // for messages: "shape (2, 16, 8)" or "GGUF tensor 'w' with dims [k, n, E] = [...]"
+};
+
+// --rhs FILE.gguf:TENSOR split at the last ':' into the file and the tensor; nullopt for any other
+// --rhs (an .npy path, which may contain ':' too). UsageError for FILE.gguf without a tensor name.
+std::optional<std::pair<std::string, std::string>> gguf_reference(const std::string& rhs);
+
+// gmm's rhs from --rhs and --rhs-format (CONTRACT.md, "`vkgmm run` additions"):
+// - an .npy: <f4 / <f2 [G_local, k, n] ([G_local, n, k] with --transpose-rhs); with --rhs-format F,
+//   |u1 raw blocks [G_local, n, (k/B)*S] (transposed implied);
+// - FILE.gguf:TENSOR: GGUF dims [k, n, E] or [k, n] (E = 1), memory [E, n, k]: always transposed; its
+//   bytes uploaded as they are (an f32 tensor rounded to bf16 with --input-dtype bf16, as an f32 .npy
+//   is); --rhs-format, if given, must be its type.
+// UsageError naming --rhs or --rhs-format otherwise.
+GmmRhs gmm_rhs(const Job& j);
 
 // existing_out: any float file, converted to the output type (exact when widening).
 Operand existing_operand(npy::Array&& arr, vkgmm::DType out_type);

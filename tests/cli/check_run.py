@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,76 @@ def device_input(arr, input_dtype):
     if input_dtype == "bf16":
         return bf16_round(arr).astype(np.float64), "bf16"
     return arr.astype(np.float64), "f32"
+
+
+# --- GGUF files (ggml's docs/gguf.md), for --rhs FILE.gguf:TENSOR -------------------------------------
+
+# ggml type id, values per block, bytes per block.
+GGML_TYPES = {"f32": (0, 1, 4), "f16": (1, 1, 2), "bf16": (30, 1, 2), "q8_0": (8, 32, 34), "q4_0": (2, 32, 18),
+              "q4_K": (12, 256, 144), "q6_K": (14, 256, 210), "mxfp4": (39, 32, 17), "q5_K": (13, 256, 176)}
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def write_gguf(path, tensors, alignment=32, version=3):
+    """A GGUF file holding `tensors`, each (name, ne in GGUF order (ne[0] contiguous), type name, raw bytes),
+    their data in order, each padded to `alignment` (written as general.alignment unless it is 32)."""
+    kvs = [gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string("vkgmm-test")]
+    if alignment != 32:
+        kvs.append(gguf_string("general.alignment") + struct.pack("<II", 4, alignment))
+    pad = lambda n: (n + alignment - 1) // alignment * alignment
+    infos, data = b"", b""
+    for name, ne, type_name, raw in tensors:
+        infos += gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        infos += struct.pack("<IQ", GGML_TYPES[type_name][0], len(data))
+        data += raw + b"\0" * (pad(len(raw)) - len(raw))
+    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs)) + b"".join(kvs) + infos
+    with open(path, "wb") as f:
+        f.write(head + b"\0" * (pad(len(head)) - len(head)) + data)
+
+
+def gguf_cases(vkgmm, d, rng):
+    """An f32 GGUF expert tensor [k, n, E] (memory [E, n, k]: a transposed f32 rhs) through gmm, with
+    group sizes (3-D, with --check) and with ids (a 2-D tensor: one expert), against the float64 model.
+    Quantized tensors go through the same path; their values are checked once the kernels are in."""
+    results = []
+    m, k, n, E = 48, 32, 24, 3
+    lhs = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    w = rng.uniform(-1, 1, (E, n, k)).astype(np.float32)
+    gs = split_rows(rng, m, E)
+    path = os.path.join(d, "experts.gguf")
+    write_gguf(path, [("blk.0.ffn_gate_exps.weight", [k, n, E], "f32", w.tobytes()),
+                      ("one", [k, n], "f32", w[1].tobytes()),
+                      ("q", [32, 2, 2], "q8_0", bytes(4 * 34))], alignment=64)
+    np.save(os.path.join(d, "lhs.npy"), lhs)
+    np.save(os.path.join(d, "gs.npy"), gs)
+    ids = rng.integers(-1, 2, size=(m, 2)).astype(np.int32)
+    np.save(os.path.join(d, "ids.npy"), ids)
+    out = os.path.join(d, "out.npy")
+    runs = [("gmm GGUF f32 rhs [k, n, E] --check",
+             ["--group-sizes", os.path.join(d, "gs.npy"), "--rhs", path + ":blk.0.ffn_gate_exps.weight", "--check"],
+             lambda: ref_gmm(lhs.astype(np.float64), w.astype(np.float64), gs, 0, True, None)),
+            ("gmm GGUF f32 rhs [k, n] (E = 1), ids, group-offset 1",
+             ["--ids", os.path.join(d, "ids.npy"), "--rhs", path + ":one", "--group-offset", "1", "--transpose-rhs"],
+             lambda: ref_routed(lhs.astype(np.float64), w[1:2].astype(np.float64), ids, 1, True, None, None))]
+    for name, extra, model in runs:
+        if os.path.exists(out):
+            os.remove(out)
+        code, stdout, err = run(vkgmm, ["gmm", "--lhs", os.path.join(d, "lhs.npy"), "--out", out] + extra)
+        reason = None
+        if code != 0 or err.strip():
+            reason = "exit %s: %s" % (code, err.strip())
+        else:
+            got, want = np.load(out).astype(np.float64), model()
+            if got.shape != want.shape:
+                reason = "output shape %s, expected %s" % (got.shape, want.shape)
+            elif not np.all(np.abs(got - want) <= 1e-3 + 1e-5 * np.abs(want)):
+                reason = "max abs error %.3g" % np.abs(got - want).max()
+        results.append((name, reason))
+    return results
 
 
 # --- the contract's semantics in float64 ----------------------------------------------------------
@@ -507,6 +578,18 @@ def error_cases(d):
     np.save(p("rhs_odd.npy"), rng.uniform(-1, 1, (2, 16, 7)).astype(np.float32))
     np.save(p("ex_slot.npy"), np.zeros((32, 2, 8), np.float32))
     np.save(p("ex_tok.npy"), np.zeros((32, 8), np.float32))
+    # Quantized and GGUF rhs (k = 16 in lhs.npy; 32 in lhs32.npy).
+    np.save(p("lhs32.npy"), rng.uniform(-1, 1, (32, 32)).astype(np.float32))
+    np.save(p("q8.npy"), np.zeros((2, 8, 34), np.uint8))      # q8_0 blocks: k = 32, n = 8, G_local = 2
+    np.save(p("q8_ragged.npy"), np.zeros((2, 8, 35), np.uint8))
+    np.save(p("q8_2d.npy"), np.zeros((8, 34), np.uint8))
+    write_gguf(p("w.gguf"), [("f32", [16, 8, 2], "f32", bytes(16 * 8 * 2 * 4)),
+                             ("q8", [32, 8, 2], "q8_0", bytes(2 * 8 * 34)),
+                             ("q5k", [256, 8, 2], "q5_K", bytes(2 * 8 * 176)),
+                             ("vec", [32], "f32", bytes(128))])
+    write_gguf(p("v2.gguf"), [("f32", [16, 8, 2], "f32", bytes(16 * 8 * 2 * 4))], version=2)
+    with open(p("cut.gguf"), "wb") as f:
+        f.write(open(p("w.gguf"), "rb").read()[:200])
     out = p("out.npy")
     base = ["--lhs", p("lhs.npy"), "--rhs", p("rhs.npy"), "--group-sizes", p("gs.npy"), "--out", out]
     routed = ["gmm", "--lhs", p("lhs.npy"), "--ids", p("ids.npy"), "--rhs", p("rhs.npy"), "--out", out]
@@ -611,6 +694,36 @@ def error_cases(d):
                                                                      p("ex_slot.npy")], "--existing-out"),
         ("existing-out combined shape on a per-slot run", routed + ["--existing-out", p("ex_tok.npy")],
          "--existing-out"),
+        # --rhs-format and --rhs FILE.gguf:TENSOR (CONTRACT.md, "`vkgmm run` additions").
+        ("rhs-format unknown", gmm_with(rhs="q8.npy") + ["--rhs-format", "q5_K"], "--rhs-format"),
+        ("rhs-format a float type", gmm_with(rhs="q8.npy") + ["--rhs-format", "f32"], "--rhs-format"),
+        ("rhs-format with tgmm", tbase + ["--rhs-format", "q8_0"], "--rhs-format"),
+        ("rhs-format with an f32 npy", ["gmm"] + base + ["--rhs-format", "q8_0"], "--rhs"),
+        ("rhs-format, last dim not whole blocks", gmm_with(rhs="q8_ragged.npy") + ["--rhs-format", "q8_0"], "--rhs"),
+        ("rhs-format, rank 2", gmm_with(rhs="q8_2d.npy") + ["--rhs-format", "q8_0"], "--rhs"),
+        ("rhs-format, k != lhs k", gmm_with(rhs="q8.npy") + ["--rhs-format", "q8_0"], "--rhs"),
+        ("u1 rhs without rhs-format", gmm_with(lhs="lhs32.npy", rhs="q8.npy"), "--rhs-format"),
+        ("check with a quantized rhs", gmm_with(lhs="lhs32.npy", rhs="q8.npy") + ["--rhs-format", "q8_0", "--check"],
+         "--check"),
+        ("gguf without a tensor name", gmm_with(rhs="w.gguf"), "--rhs"),
+        ("gguf with an empty tensor name", ["gmm"] + [p("w.gguf") + ":" if a == p("rhs.npy") else a for a in base],
+         "--rhs"),
+        ("gguf tensor missing", ["gmm"] + [p("w.gguf") + ":nope" if a == p("rhs.npy") else a for a in base],
+         "no tensor 'nope'"),
+        ("gguf file missing", ["gmm"] + [p("none.gguf") + ":f32" if a == p("rhs.npy") else a for a in base], "--rhs"),
+        ("gguf version 2", ["gmm"] + [p("v2.gguf") + ":f32" if a == p("rhs.npy") else a for a in base], "version 2"),
+        ("gguf truncated", ["gmm"] + [p("cut.gguf") + ":f32" if a == p("rhs.npy") else a for a in base], "--rhs"),
+        ("gguf tensor of rank 1", ["gmm"] + [p("w.gguf") + ":vec" if a == p("rhs.npy") else a for a in base], "--rhs"),
+        ("gguf tensor of a type vkgmm does not run", ["gmm"] + [p("w.gguf") + ":q5k" if a == p("rhs.npy") else a
+                                                              for a in base], "Q5_K"),
+        ("gguf rhs-format mismatch (q8_0 file)", ["gmm"] + [p("w.gguf") + ":q8" if a == p("rhs.npy") else a
+                                                           for a in base] + ["--rhs-format", "q4_0"], "--rhs-format"),
+        ("gguf rhs-format mismatch (f32 file)", ["gmm"] + [p("w.gguf") + ":f32" if a == p("rhs.npy") else a
+                                                          for a in base] + ["--rhs-format", "q8_0"], "--rhs-format"),
+        ("gguf quantized, k != lhs k", ["gmm"] + [p("w.gguf") + ":q8" if a == p("rhs.npy") else a for a in base],
+         "--rhs"),
+        ("gguf quantized with check", ["gmm", "--lhs", p("lhs32.npy"), "--rhs", p("w.gguf") + ":q8", "--group-sizes",
+                                       p("gs.npy"), "--out", out, "--check"], "--check"),
         ("existing-out of n columns with swiglu", ["gmm"] + base + ["--activation", "swiglu", "--existing-out",
                                                                     p("ex_tok.npy")], "--existing-out"),
     ]
@@ -648,6 +761,13 @@ def main():
             except Exception as e:  # a broken output file is a failure of the case, not of the script
                 reason = "%s: %s" % (type(e).__name__, e)
             report(case.name, reason)
+
+        if a.only in "gmm GGUF f32 rhs" or "GGUF" in a.only:
+            d = os.path.join(tmp, "gguf")
+            os.makedirs(d)
+            for name, reason in gguf_cases(vkgmm, d, rng):
+                if a.only in name:
+                    report(name, reason)
 
         d = os.path.join(tmp, "errors")
         os.makedirs(d)
