@@ -45,7 +45,8 @@ const std::vector<std::string>& preset_names() {
 }
 
 const std::vector<std::string>& ids_preset_names() {
-  static const std::vector<std::string> names = {"qwen3-ids-t1", "qwen3-ids-t8", "qwen3-ids-t64", "qwen3-ids-t512"};
+  static const std::vector<std::string> names = {"ids-decode", "qwen3-ids-t1", "qwen3-ids-t8", "qwen3-ids-t64",
+                                                 "qwen3-ids-t512"};
   return names;
 }
 
@@ -53,6 +54,13 @@ bool make_preset(const std::string& name, Workload& w) {
   w = Workload{};
   w.name = name;
   const std::string ids_prefix = "qwen3-ids-t";
+  if (name == "ids-decode") {
+    // The decode preset routed by ids: 8 tokens, top-2 of 8 experts (16 slots, as decode's 16 rows), whose
+    // weights (32 MiB f32) fit one binding: one call streaming the selected experts' weights.
+    w.m = 8, w.k = 1024, w.n = 1024, w.groups = 8, w.top_k = 2;
+    make_routing(w);
+    return true;
+  }
   if (name.rfind(ids_prefix, 0) == 0) {
     // Qwen3-30B-A3B's routed experts (one projection's shape): 128 experts, top-8, k = 2048, n = 768,
     // routed by expert ids, the output combined with the router weights; T tokens per call (decode at
