@@ -184,10 +184,10 @@ struct Header {
 // Checks descr and shape, and works out the data size without overflowing.
 void finish_header(Header& h, const std::string& name) {
   const std::string& d = h.descr;
-  if (d != "<f4" && d != "<f2" && d != "<i4" && d != "<i8") {
+  if (d != "<f4" && d != "<f2" && d != "<i4" && d != "<i8" && d != "|u1") {
     if (!d.empty() && d[0] == '>') fail(name, "big-endian dtype '" + d + "' is not supported (little-endian only)");
     if (d.find('O') != std::string::npos) fail(name, "object dtype '" + d + "' is not supported");
-    fail(name, "unsupported dtype '" + d + "' (expected <f4, <f2, <i4 or <i8)");
+    fail(name, "unsupported dtype '" + d + "' (expected <f4, <f2, <i4, <i8 or |u1)");
   }
   uint64_t count = 1;
   for (int64_t dim : h.shape) {
@@ -242,6 +242,7 @@ size_t item_size(const std::string& descr) {
   if (descr == "<f4" || descr == "<i4") return 4;
   if (descr == "<f2") return 2;
   if (descr == "<i8") return 8;
+  if (descr == "|u1") return 1;
   throw std::invalid_argument("unsupported .npy dtype '" + descr + "'");
 }
 

@@ -1,6 +1,7 @@
 // A strict reader and writer of NumPy .npy files, for the command line's inputs and outputs.
 //
-// Only what vkgmm needs: little-endian, C-order arrays of <f4, <f2, <i4 or <i8. Anything else is refused
+// Only what vkgmm needs: little-endian, C-order arrays of <f4, <f2, <i4, <i8 or |u1 (bytes: quantized
+// blocks, vkgmm quantize and --rhs-format). Anything else is refused
 // with a std::runtime_error naming the file and the rule, rather than guessed at.
 #pragma once
 
@@ -12,7 +13,7 @@
 namespace npy {
 
 struct Array {
-  std::string descr;           // "<f4", "<f2", "<i4" or "<i8"
+  std::string descr;           // "<f4", "<f2", "<i4", "<i8" or "|u1"
   std::vector<int64_t> shape;  // empty for a 0-d array
   std::vector<uint8_t> data;   // element_count() * item_size(descr) bytes, little-endian, C order
 
