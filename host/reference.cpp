@@ -286,7 +286,8 @@ Gradients gmm_backward(const GmmProblem& forward, const std::vector<float>& lhs,
   dr.out_nk = forward.transpose_rhs;
   dr.lhs_type = forward.lhs_type;
   dr.rhs_type = forward.out_type;
-  dr.out_type = forward.rhs_type;
+  // d_rhs is rounded to the weights' type; quantized weights have no per-value rounding: f32 then.
+  dr.out_type = is_quantized(forward.rhs_type) ? DType::f32 : forward.rhs_type;
 
   return {gmm(dl, d_out, rhs), tgmm(dr, lhs, d_out)};
 }

@@ -368,9 +368,14 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(strstr(vkgmm_last_error_message(), "group_sizes") != NULL);
 
   p = gmm_problem();
-  p.lhs_type = (vkgmm_dtype)7;
+  p.lhs_type = (vkgmm_dtype)8; /* one past VKGMM_MXFP4 */
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
   CHECK(strstr(vkgmm_last_error_message(), "lhs_type") != NULL);
+  p = gmm_problem();
+  p.lhs_type = VKGMM_Q4_0; /* a block format is for rhs only */
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
+  CHECK(plan == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "lhs") != NULL);
   p = gmm_problem();
   p.num_rhs_groups = -2;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <utility>
 
 #include "c_api/c_api.hpp"
 #include "gpu_harness.hpp"
@@ -74,6 +75,30 @@ TEST(CDefaults, GmmProblemIsTheCppDefault) {
   EXPECT_EQ(c.num_rhs_groups, p.num_rhs_groups);  // C's 0 is C++'s -1: G - group_offset
   EXPECT_EQ(c.transpose_rhs, p.transpose_rhs);
   expect_same_routing(c, p);  // no routing, no epilogue
+}
+
+// The C element types and block formats are the C++ DType values, and each reaches the C++ problem as
+// itself (the block formats too: which operand may have them is the plan's rule, not the conversion's).
+TEST(CDefaults, DtypesAreTheCppOnes) {
+  EXPECT_EQ(int(VKGMM_F32), 0);
+  EXPECT_EQ(int(VKGMM_F16), 1);
+  EXPECT_EQ(int(VKGMM_BF16), 2);
+  EXPECT_EQ(int(VKGMM_Q8_0), 3);
+  EXPECT_EQ(int(VKGMM_Q4_0), 4);
+  EXPECT_EQ(int(VKGMM_Q4_K), 5);
+  EXPECT_EQ(int(VKGMM_Q6_K), 6);
+  EXPECT_EQ(int(VKGMM_MXFP4), 7);
+  const std::pair<vkgmm_dtype, DType> pairs[] = {
+      {VKGMM_F32, DType::f32},   {VKGMM_F16, DType::f16},   {VKGMM_BF16, DType::bf16}, {VKGMM_Q8_0, DType::q8_0},
+      {VKGMM_Q4_0, DType::q4_0}, {VKGMM_Q4_K, DType::q4_K}, {VKGMM_Q6_K, DType::q6_K}, {VKGMM_MXFP4, DType::mxfp4}};
+  for (const auto& [c, cpp] : pairs) {
+    auto g = default_c<vkgmm_gmm_problem>();
+    g.rhs_type = c;
+    EXPECT_EQ(c_api::to_cpp(g).rhs_type, cpp) << dtype_name(cpp);
+  }
+  auto g = default_c<vkgmm_gmm_problem>();
+  g.rhs_type = static_cast<vkgmm_dtype>(8);
+  EXPECT_THROW(c_api::to_cpp(g), Error);
 }
 
 // Routing by expert ids and the epilogue: each C field reaches its C++ field.

@@ -97,6 +97,7 @@ TEST_F(NpyTest, RoundTripOtherTypesAndShapes) {
       {"<f2", {4}, {0x00, 0x3c, 0x00, 0xc0, 0x00, 0x00, 0xff, 0x7b}},
       {"<i4", {1, 2}, {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}},
       {"<i8", {1}, {7, 0, 0, 0, 0, 0, 0, 0}},
+      {"|u1", {2, 3}, {0, 1, 0x7f, 0x80, 0xfe, 0xff}},  // bytes: quantized blocks
       {"<f4", {}, f32_bytes({3.25f})},        // 0-d
       {"<f4", {0, 5}, {}},                    // empty
       {"<f2", {2, 0, 3}, {}},
@@ -196,6 +197,7 @@ TEST_F(NpyTest, RefusesUnsupportedDtypes) {
   expect_refused(put("obj.npy", npy_bytes(1, dict("|O", "(1,)"), std::vector<uint8_t>(8, 0))), "object dtype");
   expect_refused(put("f8.npy", npy_bytes(1, dict("<f8", "(1,)"), std::vector<uint8_t>(8, 0))), "unsupported dtype '<f8'");
   expect_refused(put("i1.npy", npy_bytes(1, dict("|i1", "(4,)"), four)), "unsupported dtype");
+  expect_refused(put("u2.npy", npy_bytes(1, dict("<u2", "(2,)"), four)), "unsupported dtype");
   expect_refused(put("native.npy", npy_bytes(1, dict("=f4", "(1,)"), four)), "unsupported dtype");
   const std::string structured = "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }";
   expect_refused(put("struct.npy", npy_bytes(1, structured, four)), "structured");

@@ -23,9 +23,11 @@ namespace {
 using vkgmm::Error;
 using vkgmm::Status;
 
+// Any vkgmm_dtype passes (the values are vkgmm::DType's, static_asserted in errors.cpp); which operand may
+// have which type (block formats: rhs only) is the plan's rule, checked there.
 vkgmm::DType dtype(const char* op, const char* name, const vkgmm_dtype& field) {
   const int t = raw_enum(field);
-  if (t != VKGMM_F32 && t != VKGMM_F16 && t != VKGMM_BF16)
+  if (t < VKGMM_F32 || t > VKGMM_MXFP4)
     bad(op, std::string(name) + " = " + std::to_string(t) + " is not a vkgmm_dtype");
   return static_cast<vkgmm::DType>(t);
 }

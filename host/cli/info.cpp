@@ -24,7 +24,8 @@ const char kUsage[] =
     "\n"
     "Prints the device vkgmm runs on (chosen by $VKGMM_DEVICE, an index or a name substring, else the\n"
     "first discrete, integrated, virtual or CPU device), its limits and the features vkgmm uses, then\n"
-    "measures its fp32 FMA ceiling and buffer copy bandwidth.\n"
+    "measures its fp32 FMA ceiling and buffer copy bandwidth. rhs_formats lists the types gmm's weights\n"
+    "may have: f32, f16, bf16 and GGUF's block formats (vkgmm quantize makes them from .npy).\n"
     "--json prints the same as one JSON object.\n";
 
 const char* type_name(VkPhysicalDeviceType t) {
@@ -44,6 +45,30 @@ std::string api_version(uint32_t v) {
 
 using tool::fail;
 using tool::json_string;
+
+// The types gmm's rhs may have: the element types, then GGUF's block formats (CONTRACT.md, "Quantized
+// expert weights"), by the names --rhs-format and vkgmm quantize take.
+constexpr vkgmm::DType kRhsFormats[] = {vkgmm::DType::f32,  vkgmm::DType::f16,  vkgmm::DType::bf16,
+                                        vkgmm::DType::q8_0, vkgmm::DType::q4_0, vkgmm::DType::q4_K,
+                                        vkgmm::DType::q6_K, vkgmm::DType::mxfp4};
+
+std::string formats_text() {
+  std::string s;
+  for (vkgmm::DType t : kRhsFormats) {
+    if (!s.empty()) s += ' ';
+    s += vkgmm::dtype_name(t);
+  }
+  return s;
+}
+
+std::string formats_json() {
+  std::string s = "[";
+  for (vkgmm::DType t : kRhsFormats) {
+    if (s.size() > 1) s += ", ";
+    s += json_string(vkgmm::dtype_name(t));
+  }
+  return s + "]";
+}
 
 // One row per fact, in order; printed as text or as JSON from the same list so the two never disagree.
 struct Row {
@@ -78,6 +103,7 @@ std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
        flag(d.texel_loads_32bit)},
       {"texel_loads_16bit", yes(d.texel_loads_16bit) + " (f16 / bf16 inputs likewise)", flag(d.texel_loads_16bit)},
       {"max_texel_buffer_elements", num(d.max_texel_buffer_elements), num(d.max_texel_buffer_elements)},
+      {"rhs_formats", formats_text() + " (gmm weights; the last five GGUF's blocks)", formats_json()},
       {"timestamps", yes(d.timestamps), flag(d.timestamps)},
       {"timestamp_period_ns", period, period},
   };

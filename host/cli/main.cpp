@@ -1,5 +1,5 @@
-// The `vkgmm` command: dispatch to run, info or bench. Each subcommand gets argv from its own name on,
-// so argv[0] is "run", "info" or "bench".
+// The `vkgmm` command: dispatch to run, info, bench or quantize. Each subcommand gets argv from its own
+// name on, so argv[0] is "run", "info", "bench" or "quantize".
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -7,6 +7,7 @@
 #include "bench.hpp"
 #include "fail.hpp"
 #include "info.hpp"
+#include "quantize.hpp"
 #include "run.hpp"
 
 namespace {
@@ -18,6 +19,7 @@ const char kUsage[] =
     "  run gmm|tgmm   run one grouped matmul on .npy files (vkgmm run --help)\n"
     "  info           show the device, its limits and the features vkgmm uses (vkgmm info --help)\n"
     "  bench          measure gmm / tgmm throughput (vkgmm bench --help)\n"
+    "  quantize       expert weights (.npy) to GGUF blocks: q8_0 q4_0 q4_K q6_K mxfp4 (vkgmm quantize --help)\n"
     "  help [command] show this, or a command's help\n"
     "\n"
     "Environment: VKGMM_DEVICE (device index or name substring), VKGMM_VALIDATE=1 (validation layer).\n";
@@ -26,6 +28,7 @@ int dispatch(const std::string& cmd, int argc, char** argv) {
   if (cmd == "run") return run_main(argc, argv);
   if (cmd == "info") return info_main(argc, argv);
   if (cmd == "bench") return bench_main(argc, argv);
+  if (cmd == "quantize") return quantize_main(argc, argv);
   return -1;
 }
 
@@ -56,7 +59,7 @@ int main(int argc, char** argv) {
       if (status >= 0) return status;
     }
     return tool::fail(2, "unknown command '" + std::string(cmd == "help" ? argv[2] : cmd) +
-                             "' (expected run, info, bench or help)");
+                             "' (expected run, info, bench, quantize or help)");
   } catch (const std::exception& e) {
     // The subcommands report their own errors; this is the last line of defence, still one line.
     return tool::fail(1, e.what());

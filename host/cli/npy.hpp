@@ -1,7 +1,7 @@
 // A strict reader and writer of NumPy .npy files, for the command line's inputs and outputs.
 //
-// Only what vkgmm needs: little-endian, C-order arrays of <f4, <f2, <i4, <i8 or |u1 (raw bytes: quantized
-// blocks). Anything else is refused
+// Only what vkgmm needs: little-endian, C-order arrays of <f4, <f2, <i4, <i8 or |u1 (bytes: quantized
+// blocks, vkgmm quantize and --rhs-format). Anything else is refused
 // with a std::runtime_error naming the file and the rule, rather than guessed at.
 #pragma once
 

@@ -54,8 +54,19 @@ VKGMM_API const char* vkgmm_last_error_message(void);
 /* The library's version, "major.minor.patch". */
 VKGMM_API const char* vkgmm_version_string(void);
 
-/* Element types; the values match the C++ vkgmm::DType. */
-typedef enum vkgmm_dtype { VKGMM_F32 = 0, VKGMM_F16 = 1, VKGMM_BF16 = 2 } vkgmm_dtype;
+/* Element types, then GGUF's block formats (gmm's rhs only: expert weights [E_local, n, k] as GGUF stores
+ * them, blocks of values along k, byte for byte ggml's block_* structs; see the README). The values match
+ * the C++ vkgmm::DType. */
+typedef enum vkgmm_dtype {
+  VKGMM_F32 = 0,
+  VKGMM_F16 = 1,
+  VKGMM_BF16 = 2,
+  VKGMM_Q8_0 = 3,  /* 32 values in 34 bytes */
+  VKGMM_Q4_0 = 4,  /* 32 values in 18 bytes */
+  VKGMM_Q4_K = 5,  /* 256 values in 144 bytes */
+  VKGMM_Q6_K = 6,  /* 256 values in 210 bytes */
+  VKGMM_MXFP4 = 7  /* 32 values in 17 bytes */
+} vkgmm_dtype;
 
 typedef enum vkgmm_schedule {
   VKGMM_SCHEDULE_AUTO = 0,   /* by device type */

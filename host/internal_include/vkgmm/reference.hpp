@@ -3,6 +3,12 @@
 // are accumulated in double and rounded to float; gmm's epilogue (bias, activation, routing weight, sum
 // over slots, + existing_out) follows in fp32, as on the device; the result is rounded to the out type.
 // Internal (host/internal_include/, not installed): for the tests, fuzz targets, CLI and bench only.
+//
+// Quantized weights (p.rhs_type a block format, q8_0 ... mxfp4): rhs is given as the float values its
+// blocks hold, already exact (quant::dequantize_experts turns a GGUF expert tensor [G_local, n, k] into
+// them), in the layout p.transpose_rhs names, so [G_local, n, k] with transpose_rhs = true for the forward
+// (as GGUF stores expert weights). p.rhs_type is then never rounded to nor sized by; gmm_backward's d_rhs
+// (which the device never computes for frozen quantized weights) comes out in f32.
 #pragma once
 
 #include <vector>

@@ -1,0 +1,128 @@
+// gmm with expert weights in GGUF's block formats, dequantized in the kernel's inner loop, against the
+// reference on the decoded weights (tests/test_quant.cpp pins the decoding itself): every format, both
+// layouts (blocks along k of [n, k] rows, GGUF's, or along n of [k, n] rows), with host and device group
+// sizes and routed by ids with the epilogues, on both schedules, for f32, f16 and bf16 activations.
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+enum class Mode { host_sizes, device_sizes, routed_swiglu, routed_combined };
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::host_sizes: return "host";
+    case Mode::device_sizes: return "device";
+    case Mode::routed_swiglu: return "ids_swiglu_bias";
+    case Mode::routed_combined: return "ids_combined";
+  }
+  return "?";
+}
+
+struct QuantCase {
+  DType format;
+  bool transposed;  // rhs [E, n, k], blocks along k (GGUF's layout); else [E, k, n], blocks along n
+  Mode mode;
+  DType activations;
+  Schedule schedule;
+};
+
+std::string case_name(const QuantCase& c) {
+  return std::string(dtype_name(c.format)) + (c.transposed ? "_nk_" : "_kn_") + mode_name(c.mode) + "_" +
+         dtype_name(c.activations) + "_" + schedule_name(c.schedule);
+}
+void PrintTo(const QuantCase& c, std::ostream* os) { *os << case_name(c); }
+
+std::vector<QuantCase> quant_cases() {
+  const DType formats[] = {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4};
+  const Mode modes[] = {Mode::host_sizes, Mode::device_sizes, Mode::routed_swiglu, Mode::routed_combined};
+  const DType acts[] = {DType::f32, DType::f16, DType::bf16};
+  std::vector<QuantCase> out;
+  uint32_t i = 0;
+  for (DType f : formats)
+    for (bool transposed : {true, false})
+      for (Mode m : modes) {
+        out.push_back({f, transposed, m, acts[i % 3], (i / 3 + i) % 2 ? Schedule::shared : Schedule::direct});
+        ++i;
+      }
+  return out;
+}
+
+class QuantGmm : public DeviceTest, public ::testing::WithParamInterface<QuantCase> {};
+
+TEST_P(QuantGmm, MatchesReferenceOnDecodedWeights) {
+  const QuantCase& c = GetParam();
+  SCOPED_TRACE(case_name(c));
+  std::mt19937 rng(11 + uint32_t(c.format) * 7 + uint32_t(c.mode));
+  const int64_t B = int64_t(block_elements(c.format));
+  GmmProblem p;
+  p.transpose_rhs = c.transposed;
+  // The blocked axis holds two blocks; the other is odd-sized.
+  const bool routed = c.mode == Mode::routed_swiglu || c.mode == Mode::routed_combined;
+  p.k = c.transposed ? 2 * B : 21;
+  p.n = c.transposed ? (c.mode == Mode::routed_swiglu ? 2 * 13 : 19) : 2 * B;
+  p.lhs_type = c.activations;
+  p.rhs_type = c.format;
+  p.out_type = DType::f32;
+  const int64_t E = 3;
+  p.num_rhs_groups = E;
+  std::vector<int32_t> ids;
+  std::vector<float> weights, bias;
+  if (routed) {
+    p.m = 9;
+    p.routing = {2, false, c.mode == Mode::routed_combined, E};
+    for (int64_t t = 0; t < p.m; ++t) ids.push_back(int32_t(t % E)), ids.push_back(int32_t((t + 1 + t / 3) % E));
+    if (p.routing.combine) weights = random_values(size_t(p.m * 2), DType::f32, rng);
+    if (c.mode == Mode::routed_swiglu) {
+      p.epilogue = {true, Activation::swiglu};
+      bias = random_values(size_t(E * p.n), DType::f32, rng);
+    }
+  } else {
+    p.m = 37;
+    p.group_sizes = make_group_sizes(Sizes::empty_ends, E, p.m, rng);
+  }
+  const std::vector<float> lhs = random_values(size_t(p.m * p.k), c.activations, rng);
+  const std::vector<float> rhs = random_values(size_t(E * p.k * p.n), c.format, rng);
+  Context& cx = ctx(c.schedule);
+  std::vector<float> got, want;
+  if (routed) {
+    got = run_gmm_routed(cx, p, lhs, rhs, ids, weights, {}, bias);
+    want = reference::gmm_routed(p, lhs, rhs, ids, weights, {}, bias);
+  } else {
+    got = c.mode == Mode::device_sizes ? run_gmm_device(cx, p, lhs, rhs) : run_gmm(cx, p, lhs, rhs);
+    want = reference::gmm(p, lhs, rhs);
+  }
+  const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+  EXPECT_TRUE(all_close(got, want, tol.atol, tol.rtol));
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, QuantGmm, ::testing::ValuesIn(quant_cases()),
+                         [](const ::testing::TestParamInfo<QuantCase>& info) { return case_name(info.param); });
+
+// The rules of block-format weights, refused when the plan is made or the operands checked.
+TEST_F(DeviceTest, QuantizedRhsRules) {
+  GmmProblem p;
+  p.m = 8, p.k = 48, p.n = 8, p.group_sizes = {8};
+  p.transpose_rhs = true;
+  p.rhs_type = DType::q8_0;
+  expect_invalid_argument([&] { GmmPlan(ctx(), p); }, "must be a multiple of 32");
+  p.transpose_rhs = false, p.n = 40;
+  expect_invalid_argument([&] { GmmPlan(ctx(), p); }, "n = 40 must be a multiple of 32");
+  // Block formats are gmm's rhs only.
+  p.n = 32, p.lhs_type = DType::q4_0;
+  expect_invalid_argument([&] { GmmPlan(ctx(), p); }, "lhs");
+  TgmmProblem t;
+  t.m = 8, t.k = 32, t.n = 32, t.group_sizes = {8}, t.rhs_type = DType::q8_0;
+  expect_invalid_argument([&] { TgmmPlan(ctx(), t); }, "rhs");
+  // The view must start at a binding offset (blocks are addressed from the descriptor's start).
+  p.lhs_type = DType::f32;
+  const GmmPlan plan(ctx(), p);
+  Buffer lhs = ctx().create_buffer(plan.sizes().lhs), out = ctx().create_buffer(plan.sizes().out);
+  Buffer rhs = ctx().create_buffer(plan.sizes().rhs + 64);
+  expect_invalid_argument([&] { plan.check({lhs.view(), rhs.view(4, plan.sizes().rhs), out.view()}); },
+                          "minStorageBufferOffsetAlignment");
+  expect_invalid_argument([&] { plan.check({lhs.view(), rhs.view(0, plan.sizes().rhs - 1), out.view()}); },
+                          "too small");
+}
+
+}  // namespace
+}  // namespace vkgmm::test
