@@ -2,8 +2,10 @@
 
 #include "context_impl.hpp"  // take_teardown_messages
 #include "options.hpp"       // device_grid
+#include "vkgmm/quant.hpp"
 
 #include <cstring>
+#include <map>
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -161,17 +163,45 @@ std::vector<int32_t> make_group_sizes(Sizes kind, int64_t G, int64_t m, std::mt1
   return {};
 }
 
+namespace {
+
+// Block-format values are made by quantizing random floats. The blocks are kept, by the values they
+// decode to, so that upload() sends those very bytes: quantizing decoded values again need not give
+// them back (the K formats search their scales).
+std::mutex blocks_mutex;
+std::map<std::vector<float>, std::vector<uint8_t>>& made_blocks() {
+  static std::map<std::vector<float>, std::vector<uint8_t>> blocks;
+  return blocks;
+}
+
+}  // namespace
+
 std::vector<float> random_values(size_t count, DType t, std::mt19937& rng) {
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<float> v(count);
+  if (is_quantized(t)) {
+    for (auto& x : v) x = d(rng);
+    std::vector<uint8_t> blocks = quant::quantize(t, v.data(), count);
+    quant::dequantize(t, blocks.data(), count, v.data());
+    std::lock_guard lock(blocks_mutex);
+    made_blocks()[v] = std::move(blocks);
+    return v;
+  }
   for (auto& x : v) x = round_to(t, d(rng));
   return v;
 }
 
 namespace {
 
+std::vector<uint8_t> encode_values(DType t, const std::vector<float>& values) {
+  if (!is_quantized(t)) return encode(t, values);
+  std::lock_guard lock(blocks_mutex);
+  const auto it = made_blocks().find(values);
+  return it != made_blocks().end() ? it->second : quant::quantize(t, values.data(), values.size());
+}
+
 Buffer upload(Context& ctx, DType t, const std::vector<float>& values) {
-  std::vector<uint8_t> bytes = encode(t, values);
+  std::vector<uint8_t> bytes = encode_values(t, values);
   // Exactly the elements' bytes (odd 16-bit counts end mid-word): padding is vkgmm's job.
   Buffer b = ctx.create_buffer(std::max<size_t>(bytes.size(), 4));
   if (!bytes.empty()) b.upload(bytes.data(), bytes.size());
@@ -240,19 +270,21 @@ reference::Gradients backward_on(Context& ctx, const GmmProblem& run, const GmmP
                                  const std::vector<float>& d_out, DevicePathViews dv, bool app_workspace) {
   Buffer l = upload(ctx, p.lhs_type, lhs), r = upload(ctx, p.rhs_type, rhs), d = upload(ctx, p.out_type, d_out);
   const size_t dl_count = size_t(p.m) * p.k;
-  const size_t dr_count = rhs.size();
-  Buffer dl = poisoned(ctx, dl_count * dtype_size(p.lhs_type));
-  Buffer dr = poisoned(ctx, dr_count * dtype_size(p.rhs_type));
   const GmmBackwardPlan plan(ctx, run);
+  // Block-format weights are frozen: no d_rhs (its view stays null).
+  const size_t dr_count = plan.frozen_rhs() ? 0 : rhs.size();
+  Buffer dl = poisoned(ctx, dl_count * dtype_size(p.lhs_type));
+  Buffer dr = plan.frozen_rhs() ? Buffer() : poisoned(ctx, dr_count * dtype_size(p.rhs_type));
   Buffer work;
   if (app_workspace) {
     work = ctx.create_buffer(plan.workspace_bytes());
     dv.workspace = work.view();
   }
   ctx.submit_and_wait([&](VkCommandBuffer cb) {
-    plan.record(cb, {l.view(), r.view(), d.view(), dl.view(), dr.view(), dv.group_sizes, dv.workspace, dv.status});
+    plan.record(cb, {l.view(), r.view(), d.view(), dl.view(), plan.frozen_rhs() ? BufferView{} : dr.view(),
+                     dv.group_sizes, dv.workspace, dv.status});
   });
-  return {download(dl, p.lhs_type, dl_count), download(dr, p.rhs_type, dr_count)};
+  return {download(dl, p.lhs_type, dl_count), plan.frozen_rhs() ? std::vector<float>{} : download(dr, p.rhs_type, dr_count)};
 }
 
 }  // namespace
@@ -491,6 +523,8 @@ void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t se
 }
 
 Tolerance tolerance_for(DType a, DType b, DType out) {
+  // Block-format weights are exact fp32 values once decoded: f32's tolerance.
+  if (is_quantized(b)) b = DType::f32;
   if (a == DType::f32 && b == DType::f32 && out == DType::f32) return {1e-3, 1e-5};
   return {1e-3, 1e-2};
 }

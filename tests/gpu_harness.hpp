@@ -45,6 +45,8 @@ std::vector<int32_t> make_group_sizes(Sizes kind, int64_t G, int64_t m, std::mt1
 const char* sizes_name(Sizes kind);
 
 // Values exactly representable in t, in [-1, 1].
+// For a block format (count whole blocks), random weights quantized and decoded: run_* upload the very
+// blocks they came from.
 std::vector<float> random_values(size_t count, DType t, std::mt19937& rng);
 
 // Run an op on the device from host float vectors (encoded to each operand's type); returns the output

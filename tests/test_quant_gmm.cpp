@@ -98,6 +98,33 @@ TEST_P(QuantGmm, MatchesReferenceOnDecodedWeights) {
 INSTANTIATE_TEST_SUITE_P(Formats, QuantGmm, ::testing::ValuesIn(quant_cases()),
                          [](const ::testing::TestParamInfo<QuantCase>& info) { return case_name(info.param); });
 
+// Adapter fine-tuning through frozen block-format weights: the backward computes d_lhs = d_out @ W (W read
+// in the layout the forward did not use: blocks along its rows' contiguous axis either way), no d_rhs;
+// with host and device group sizes.
+TEST_F(DeviceTest, QuantizedWeightsBackwardGivesDLhsOnly) {
+  for (DType format : {DType::q4_0, DType::q6_K})
+    for (bool device : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(format)) + (device ? " device sizes" : " host sizes"));
+      std::mt19937 rng(5);
+      GmmProblem p;
+      p.m = 23, p.k = int64_t(block_elements(format)), p.n = 18;
+      p.transpose_rhs = true;  // GGUF's [n, k] rows
+      p.rhs_type = format;
+      p.group_sizes = make_group_sizes(Sizes::random, 3, p.m, rng);
+      const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+      const auto rhs = random_values(size_t(3 * p.k * p.n), format, rng);
+      const auto d_out = random_values(size_t(p.m * p.n), DType::f32, rng);
+      const GmmBackwardPlan plan(ctx(), p);
+      EXPECT_TRUE(plan.frozen_rhs());
+      EXPECT_EQ(plan.sizes().d_rhs, 0u);
+      expect_invalid_argument([&] { (void)plan.d_rhs_plan(); }, "frozen");
+      const reference::Gradients got = device ? run_backward_device(ctx(), p, lhs, rhs, d_out)
+                                              : run_backward(ctx(), p, lhs, rhs, d_out);
+      EXPECT_TRUE(got.d_rhs.empty());
+      EXPECT_TRUE(all_close(got.d_lhs, reference::gmm_backward(p, lhs, rhs, d_out).d_lhs, 1e-3, 1e-5));
+    }
+}
+
 // The rules of block-format weights, refused when the plan is made or the operands checked.
 TEST_F(DeviceTest, QuantizedRhsRules) {
   GmmProblem p;
