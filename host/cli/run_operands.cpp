@@ -10,6 +10,7 @@
 #include "gguf.hpp"
 #include "usage_error.hpp"
 #include "vkgmm/convert.hpp"
+#include "vkgmm/quant.hpp"
 
 // .npy data is little-endian and is uploaded as-is.
 static_assert(std::endian::native == std::endian::little, "vkgmm run assumes a little-endian host");
@@ -53,13 +54,9 @@ void expect_rank(const npy::Array& arr, const std::string& flag, size_t rank, co
 }
 
 std::vector<float> Operand::values() const {
-  if (vkgmm::is_quantized(type)) {
-    // MERGE POINT (issue 15): the one place the CLI needs quantized weights as floats (the CPU reference
-    // of --check). With host/internal_include/vkgmm/quant.hpp merged this becomes the call to
-    // vkgmm::dequantize on (type, bytes), and read_gmm (run.cpp) stops refusing --check for quantized rhs.
-    throw vkgmm::Error(vkgmm::Status::unsupported,
-                       std::string("--check: no CPU dequantizer for ") + vkgmm::dtype_name(type) + " in this build");
-  }
+  // Block-format weights as the floats they hold (the CPU reference of --check reads them so).
+  if (vkgmm::is_quantized(type))
+    return vkgmm::quant::dequantize(type, bytes, bytes.size() / vkgmm::block_bytes(type) * vkgmm::block_elements(type));
   if (type == DType::f32) {
     std::vector<float> v(bytes.size() / 4);
     if (!v.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
