@@ -147,19 +147,14 @@ void DispatchPlan::build() {
   if (device_meta_) {
     // The plan's own workspace, for operands that bring none.
     meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
-    std::vector<uint32_t> constants(VKGMM_ID_META_MERGE_STATUS + 1, 0);
+    std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_WEIGHTED + 1, 0);
     constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
     constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
-    constants[VKGMM_ID_META_MERGE_STATUS] = routing_.has_value();
+    // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
+    constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
+    constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
     const ShaderCode code = metadata_shader();
     meta_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
-  }
-  if (routing_) {
-    std::vector<uint32_t> constants(VKGMM_ID_ROUTE_WEIGHTED + 1, 0);
-    constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
-    constants[VKGMM_ID_ROUTE_WEIGHTED] = routing_->combine;
-    const ShaderCode code = routing_shader();
-    routing_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
   }
   if (combines()) {
     const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
@@ -178,16 +173,13 @@ void DispatchPlan::build() {
 // offsets, and the inputs' texel views (texel false: read as storage buffers).
 struct DispatchPlan::Bound {
   // With device metadata: the metadata module's descriptors (plain layout) and push constants; with
-  // routing, the routing build's, and with a combine, the combine's and its grid.
+  // routing, its ids and weights too; with a combine, the combine's and its grid.
   bool device_meta = false;
   // Set: the op's dispatch is vkCmdDispatchIndirect with the command the metadata build writes there.
   VkBuffer indirect_buffer = VK_NULL_HANDLE;
   VkDeviceSize indirect_offset = 0;
   VkDescriptorBufferInfo meta_infos[kNumBindings];
   abi::MetadataPush meta_push{};
-  bool routed = false;
-  VkDescriptorBufferInfo route_infos[kNumBindings];
-  abi::RoutingPush route_push{};
   bool combine = false;
   VkDescriptorBufferInfo combine_infos[kNumBindings];
   abi::CombinePush combine_push{};
@@ -382,12 +374,11 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   for (VkDescriptorBufferInfo& i : b.meta_infos) i = work;
   b.meta_infos[VKGMM_BINDING_LHS] = sizes.info;
   b.meta_infos[VKGMM_BINDING_EXISTING] = status;
-  if (routing_) bind_routing(ops, work, status, b);
+  if (routing_) bind_routing(ops, b);
   return work;
 }
 
-void DispatchPlan::bind_routing(const OperandViews& ops, const VkDescriptorBufferInfo& work,
-                                const VkDescriptorBufferInfo& status, Bound& b) const {
+void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b) const {
   const char* op = name();
   const Routing& r = *routing_;
   const uint32_t slots = r.tokens * r.top_k;
@@ -399,29 +390,26 @@ void DispatchPlan::bind_routing(const OperandViews& ops, const VkDescriptorBuffe
     throw Error(Status::invalid_argument, std::string(op) +
                                               ": weights: a view was given but the problem writes every slot's "
                                               "result (Routing::combine is off)");
-  // ids (int32) and weights (f32): words at any 4-byte offset. A problem of no tokens reads neither.
-  for (VkDescriptorBufferInfo& i : b.route_infos) i = work;
-  b.route_infos[VKGMM_BINDING_EXISTING] = status;
+  // ids (int32) and weights (f32): words at any 4-byte offset, read by the metadata build's routing
+  // prologue at the sizes' and an unused binding. A problem of no tokens reads neither.
+  abi::MetadataPush& m = b.meta_push;
   if (slots) {
     const BoundOperand ids = bind_operand(*ctx_, op, "ids", ops.ids, DType::f32, slots, 0, false);
-    b.route_infos[VKGMM_BINDING_LHS] = ids.info;
-    b.route_push.ids_off = ids.element_offset;
+    b.meta_infos[VKGMM_BINDING_LHS] = ids.info;
+    m.ids_off = ids.element_offset;
     if (r.combine) {
       const BoundOperand w = bind_operand(*ctx_, op, "weights", ops.weights, DType::f32, slots, 0, false);
-      b.route_infos[VKGMM_BINDING_RHS] = w.info;
-      b.route_push.weights_off = w.element_offset;
+      b.meta_infos[VKGMM_BINDING_RHS] = w.info;
+      m.weights_off = w.element_offset;
     }
   }
-  b.routed = true;
-  b.route_push.status_off = b.meta_push.status_off;
-  b.route_push.slots = slots;
-  b.route_push.group_offset = r.group_offset;
-  b.route_push.num_local = r.num_local;
-  b.route_push.num_experts = r.num_experts;
-  b.route_push.sizes_off = static_cast<uint32_t>(workspace_.sizes);
-  b.route_push.counts_off = static_cast<uint32_t>(workspace_.counts);
-  b.route_push.map_off = static_cast<uint32_t>(workspace_.map);
-  b.route_push.weight_rows_off = static_cast<uint32_t>(workspace_.weight_rows);
+  m.slots = slots;
+  m.window_offset = r.group_offset;
+  m.route_experts = r.num_local;
+  m.num_experts = r.num_experts;
+  m.counts_off = static_cast<uint32_t>(workspace_.counts);
+  m.map_off = static_cast<uint32_t>(workspace_.map);
+  m.weight_rows_off = static_cast<uint32_t>(workspace_.weight_rows);
 }
 
 void DispatchPlan::check(const OperandViews& ops) const {
@@ -444,12 +432,6 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
     // write), the command to its indirect read.
     const VkPipelineStageFlags reads_command = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
     compute_barrier(cb, 0, VK_ACCESS_SHADER_WRITE_BIT, reads_command, 0);
-    if (b.routed) {
-      // The slots ordered by expert: the counts (the metadata build's group sizes), the row map.
-      bind_and_push(*ctx_, cb, routing_pipeline_, b.route_infos, &b.route_push, sizeof(b.route_push));
-      vkCmdDispatch(cb, 1, 1, 1);
-      compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-    }
     bind_and_push(*ctx_, cb, meta_pipeline_, b.meta_infos, &b.meta_push, sizeof(b.meta_push));
     vkCmdDispatch(cb, 1, 1, 1);
     if (b.indirect_buffer)

@@ -76,8 +76,8 @@ class DispatchPlan {
   void set_device_metadata(const DeviceMetadata& d);
   // The epilogue's bias, f32 [count] at VKGMM_BINDING_BIAS (its offset pushed as bias_off).
   void set_bias(uint64_t count);
-  // Routing by expert ids (after set_device_metadata, whose group sizes are then the routing build's
-  // counts): record() first orders the slots on the device (shaders/routing.comp); with `combine` the
+  // Routing by expert ids (after set_device_metadata, whose group sizes are then the routing's counts):
+  // the metadata build first orders the slots on the device (shaders/routing.glsl); with `combine` the
   // kernel writes fp32 per-slot results into the workspace and an ordered sum (shaders/combine.comp)
   // writes out. Returns where the row map and the rows' weights are, in workspace words.
   struct Routing {
@@ -116,8 +116,8 @@ class DispatchPlan {
   // Checks the group sizes (or ids), workspace and status views, fills b's metadata and routing
   // dispatches; returns the workspace's descriptor (what the op's kernel reads as its metadata).
   VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b) const;
-  void bind_routing(const OperandViews& ops, const VkDescriptorBufferInfo& work, const VkDescriptorBufferInfo& status,
-                    Bound& b) const;
+  // The routing prologue's ids and weights and its push constants, into b's metadata build.
+  void bind_routing(const OperandViews& ops, Bound& b) const;
   bool dispatches() const { return grid_[0] != 0; }
   bool combines() const { return routing_ && routing_->combine; }
   // The combine's workgroups along the columns: one per 64, at most the device's limit (the shader
@@ -152,7 +152,7 @@ class DispatchPlan {
     VkDeviceSize bytes() const { return (status + 1) * 4; }
   } workspace_;
   void size_workspace();
-  VkPipeline meta_pipeline_ = VK_NULL_HANDLE, routing_pipeline_ = VK_NULL_HANDLE, combine_pipeline_ = VK_NULL_HANDLE;
+  VkPipeline meta_pipeline_ = VK_NULL_HANDLE, combine_pipeline_ = VK_NULL_HANDLE;
   // The plan takes the indirect grid (gmm's visit list, ContextOptions::device_grid), where its workspace
   // allows; the workspace holds the command's kDispatchWords after the visit list either way.
   bool indirect_ = false;

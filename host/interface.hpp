@@ -27,9 +27,6 @@ struct CeilingPush {
 struct MetadataPush {
   VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD)
 };
-struct RoutingPush {
-  VKGMM_ROUTING_PUSH(VKGMM_PUSH_FIELD)
-};
 struct CombinePush {
   VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD)
 };
@@ -64,11 +61,6 @@ struct PushLayout<MetadataPush> {
   static constexpr PushField fields[] = {VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
 };
 template <>
-struct PushLayout<RoutingPush> {
-  using Struct = RoutingPush;
-  static constexpr PushField fields[] = {VKGMM_ROUTING_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
 struct PushLayout<CombinePush> {
   using Struct = CombinePush;
   static constexpr PushField fields[] = {VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
@@ -91,7 +83,7 @@ static_assert(sizeof(OperandOffsets) == VKGMM_PUSH_OPERAND_WORDS * 4);
 // The pipeline layout's push range; Vulkan guarantees at least 128 bytes.
 constexpr uint32_t kPushConstantBytes = 128;
 static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPushConstantBytes &&
-              sizeof(RoutingPush) <= kPushConstantBytes && sizeof(CombinePush) <= kPushConstantBytes);
+              sizeof(MetadataPush) <= kPushConstantBytes && sizeof(CombinePush) <= kPushConstantBytes);
 
 static_assert(uint32_t(DType::f32) == VKGMM_DT_F32 && uint32_t(DType::f16) == VKGMM_DT_F16 &&
               uint32_t(DType::bf16) == VKGMM_DT_BF16 && uint32_t(DType::q8_0) == VKGMM_DT_Q8_0 &&
@@ -151,11 +143,8 @@ inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT
 inline constexpr SpecConstant kMetadataConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_META_VISITS, "VISITS"},
-    {VKGMM_ID_META_MERGE_STATUS, "MERGE_STATUS"},
-};
-inline constexpr SpecConstant kRoutingConstants[] = {
-    {VKGMM_ID_INVOCATIONS, nullptr},
-    {VKGMM_ID_ROUTE_WEIGHTED, "WEIGHTED"},
+    {VKGMM_ID_META_ROUTE, "ROUTE"},
+    {VKGMM_ID_META_ROUTE_WEIGHTED, "ROUTE_WEIGHTED"},
 };
 inline constexpr SpecConstant kCombineConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

@@ -28,8 +28,7 @@ ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool storage16, bool 
 ShaderCode fma_ceiling_shader();
 // The device metadata build (shaders/metadata.comp).
 ShaderCode metadata_shader();
-// Routing by expert ids (shaders/routing.comp) and the ordered combine of its slots (shaders/combine.comp).
-ShaderCode routing_shader();
+// The ordered combine of slots routed by expert ids (shaders/combine.comp).
 ShaderCode combine_shader();
 
 // Every embedded module of the plans' ops, by the name cmake/shaders.cmake gave it, with what it is

@@ -104,7 +104,16 @@
 // Bindings: the sizes (int32 [G]) at VKGMM_BINDING_LHS, the workspace at VKGMM_BINDING_OUT, the status
 // word at VKGMM_BINDING_EXISTING; offsets in 32-bit words from where each is bound.
 #define VKGMM_ID_META_VISITS 16  // build gmm's visit list too (else the offsets only: tgmm)
-#define VKGMM_ID_META_MERGE_STATUS 18  // OR the status word the routing build wrote, rather than replace it
+// Routing by expert ids first (shaders/routing.glsl): the metadata's group sizes are then the counts of
+// each local expert's slots of ids [slots] (int32, at VKGMM_BINDING_LHS, from ids_off), which the prologue
+// writes at sizes_off of the workspace (num_local words), and the stable order of the slots: map[r] (at
+// map_off) is the slot of row r, the local experts' slots first, expert by expert in slot order, then
+// every other slot in slot order; with ROUTE_WEIGHTED, weights (f32 [slots], at VKGMM_BINDING_RHS, from
+// weights_off) in that order at weight_rows_off. The window of local experts is [window_offset,
+// window_offset + route_experts), ids >= num_experts (when not 0) or below -1 are flagged
+// (VKGMM_STATUS_BAD_ID). counts_off: scratch of VKGMM_METADATA_INVOCATIONS * (route_experts + 1) words.
+#define VKGMM_ID_META_ROUTE 17
+#define VKGMM_ID_META_ROUTE_WEIGHTED 18
 // The gmm grid has two forms (ContextOptions::device_grid), chosen per record() by dispatch_off:
 // - 0, the upper-bound grid: the host dispatches (n tiles) x max_visits, the R real visits are spread
 //   over the max_visits slots and the surplus workgroups exit at once;
@@ -115,7 +124,9 @@
 // known only at record() (an app's workspace), and one pipeline then serves both.
 #define VKGMM_METADATA_PUSH(F) F(uint, sizes_off) F(uint, status_off) F(uint, num_groups) \
   F(uint, group_offset) F(uint, num_local) F(uint, m) F(uint, tm) F(uint, fill_rows) F(uint, visits_off) \
-  F(uint, max_visits) F(uint, dispatch_off) F(uint, grid_x) F(uint, grid_y)
+  F(uint, max_visits) F(uint, dispatch_off) F(uint, grid_x) F(uint, grid_y) \
+  F(uint, ids_off) F(uint, weights_off) F(uint, slots) F(uint, window_offset) F(uint, route_experts) \
+  F(uint, num_experts) F(uint, counts_off) F(uint, map_off) F(uint, weight_rows_off)
 // Invocations of the metadata build: few, because on CPU drivers every barrier() of a workgroup switches
 // between all its invocations (decode with its device sizes, lavapipe: dev/host 1.04-1.36 with 32,
 // 1.55-1.64 with 8, 1.20-1.65 with 256); each takes a chunk of G / 32 groups.
@@ -125,19 +136,6 @@
 #define VKGMM_STATUS_SUM_ABOVE_M 2u    // the sizes add up to more than m: every offset clamped at m
 #define VKGMM_STATUS_VISITS_CUT 4u     // more visits than the plan's bound (cannot happen; rows left unwritten)
 #define VKGMM_STATUS_BAD_ID 8u         // routing: an id below -1 or >= num_experts (the slot skipped)
-
-// Routing by expert ids (shaders/routing.comp), before the metadata build: counts each local expert's
-// slots of ids [slots] (int32, at VKGMM_BINDING_LHS), writes the counts as the metadata build's group
-// sizes (num_local words at sizes_off of the workspace, at VKGMM_BINDING_OUT), and the stable order of
-// the slots: map[r] (at map_off) is the slot of row r, the local experts' slots first, expert by expert
-// in slot order, then every other slot in slot order; with WEIGHTED, weights (f32 [slots], at
-// VKGMM_BINDING_RHS) in that order at weight_rows_off. counts_off: scratch of
-// VKGMM_METADATA_INVOCATIONS * (num_local + 1) words. The status word (VKGMM_BINDING_EXISTING) gets
-// VKGMM_STATUS_BAD_ID or 0.
-#define VKGMM_ID_ROUTE_WEIGHTED 16
-#define VKGMM_ROUTING_PUSH(F) F(uint, ids_off) F(uint, weights_off) F(uint, status_off) F(uint, slots) \
-  F(uint, group_offset) F(uint, num_local) F(uint, num_experts) F(uint, sizes_off) F(uint, counts_off) \
-  F(uint, map_off) F(uint, weight_rows_off)
 
 // The ordered combine of routed slots (shaders/combine.comp): out[t, c] = sum over j ascending of the
 // per-slot fp32 results part[t * top_k + j, c] (at VKGMM_BINDING_LHS), + existing_out[t, c] with

@@ -10,6 +10,8 @@
 //   visits are spread evenly over the slots; for the indirect grid (dispatch_off > 0) they fill the first
 //   R slots and the dispatch command for R visits is written too (interface.h).
 // - the status word: VKGMM_STATUS_* bits, 0 for sizes that keep the contract.
+// With ROUTE the sizes are not the app's: a prologue (shaders/routing.glsl) counts the router's ids per
+// local expert into the workspace and orders the slots, in the same dispatch.
 //
 // One workgroup: each invocation takes a contiguous chunk of groups, the chunks' sums are scanned in
 // shared memory by invocation 0 (VKGMM_METADATA_INVOCATIONS terms). Every loop is bounded by G,
@@ -20,10 +22,13 @@
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
 layout(constant_id = VKGMM_ID_META_VISITS) const bool VISITS = false;
-// After the routing build (shaders/routing.comp), which wrote its own findings to the status word first.
-layout(constant_id = VKGMM_ID_META_MERGE_STATUS) const bool MERGE_STATUS = false;
+layout(constant_id = VKGMM_ID_META_ROUTE) const bool ROUTE = false;
+layout(constant_id = VKGMM_ID_META_ROUTE_WEIGHTED) const bool ROUTE_WEIGHTED = false;
 
+// The app's group sizes, or with ROUTE its ids (the same binding).
 layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer SizesBuf { int sizes[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer IdsBuf { int ids[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_RHS) readonly buffer WeightsBuf { uint weights[]; };
 // coherent: invocations read offsets other invocations wrote (after memoryBarrierBuffer + barrier).
 layout(std430, set = 0, binding = VKGMM_BINDING_OUT) coherent buffer WorkBuf { int work[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_EXISTING) buffer StatusBuf { uint status_word[]; };
@@ -34,9 +39,12 @@ shared uint part[VKGMM_METADATA_INVOCATIONS];
 shared uint flags;
 shared uint total_tiles;
 
+#include "routing.glsl"
+
 // Group g's size as taken: negative -> 0, more than m -> m (both flagged).
 uint size_of(uint g, inout uint bad) {
-  int s = sizes[pc.sizes_off + g];
+  // Routed, the prologue's counts (in [0, slots]) in the workspace.
+  int s = ROUTE ? work[pc.sizes_off + g] : sizes[pc.sizes_off + g];
   if (s < 0) bad |= VKGMM_STATUS_NEGATIVE_SIZE;
   if (s > 0 && uint(s) > pc.m) bad |= VKGMM_STATUS_SUM_ABOVE_M;  // one size past m: the sum is too
   return s < 0 ? 0u : min(uint(s), pc.m);
@@ -84,6 +92,7 @@ void main() {
   const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
   uint bad = 0u;
   if (lid == 0u) flags = 0u;
+  if (ROUTE) route_slots(bad);
 
   // group_offsets: chunk sums, their scan, then each chunk's offsets.
   const uint G = pc.num_groups;
@@ -160,5 +169,5 @@ void main() {
 
   atomicOr(flags, bad);
   barrier();
-  if (lid == 0u) status_word[pc.status_off] = flags | (MERGE_STATUS ? status_word[pc.status_off] : 0u);
+  if (lid == 0u) status_word[pc.status_off] = flags;
 }
