@@ -303,7 +303,7 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"dist\": " + json_string(w.routed() ? "router" : dist_name(w.dist)) +
          ", \"group_sizes\": " + sizes + ", \"dtype\": " + json_string(vkgmm::dtype_name(w.dtype)) +
          ", \"rhs_format\": " + (w.quantized() ? json_string(vkgmm::dtype_name(*w.rhs_format)) : "null") +
-         ", \"rhs_bytes\": " + json_number(rhs_bytes(w)) + quant_fields(r, comparisons) +
+         ", \"rhs_bytes\": " + std::to_string(int64_t(rhs_bytes(w))) + quant_fields(r, comparisons) +
          ", \"metadata\": " + json_string(r.metadata) +
          ", \"tiling\": " + json_string(r.tiling) + ", \"reps\": " + std::to_string(r.reps) +
          ", \"gpu_ms_median\": " + json_number(r.time.gpu_ms_median) +
