@@ -11,7 +11,8 @@
 namespace bench {
 
 const char kBenchUsage[] =
-    "usage: vkgmm bench [--preset NAME]... [--presets default|ids|all] [custom workload] [--dtype f32|f16|bf16]\n"
+    "usage: vkgmm bench [--preset NAME]... [--presets default|ids|quant|all] [custom workload] [--dtype f32|f16|bf16]\n"
+    "                   [--rhs-format q8_0|q4_0|q4_K|q6_K|mxfp4]\n"
     "                   [--tiling TM,TK,TN|auto] [--metadata host|device|both] [--reps N] [--warmup N]\n"
     "                   [--device-grid auto|indirect|bound|both] [--json] [--sweep-tiling]\n"
     "\n"
@@ -30,8 +31,15 @@ const char kBenchUsage[] =
     "               T = 1, 8, 64, 512 tokens, seeded top-k router, output combined with the router weights;\n"
     "               also timed per slot (no combine) and against the unfused chain (permute + gmm with\n"
     "               device group sizes + un-permute/combine), alternately. Not in a default run.\n"
-    "  --presets G  a group: default (the four above, what a run with no workload runs), ids (the\n"
-    "               qwen3-ids-* presets, ~1 min f32 on lavapipe plus the references), all\n"
+    "  ids-decode   decode routed by ids: T=8 tokens, top-2 of E=8 experts, k=n=1024 (f32)\n"
+    "  FMT-ids-decode, FMT-prefill\n"
+    "               expert weights in GGUF block format FMT (q8_0, q4_0, q4_K, q6_K, mxfp4; rhs [G, n, k],\n"
+    "               blocks along k): ids-decode with f32 activations, moe-prefill's shape with bf16\n"
+    "               activations and out; bf16-prefill is moe-prefill with every operand bf16 (their peer)\n"
+    "  --presets G  a group: default (the four above, what a run with no workload runs), ids (ids-decode\n"
+    "               and the qwen3-ids-* presets, ~1 min f32 on lavapipe plus the references), quant\n"
+    "               (ids-decode, q4_0-, q8_0-, q6_K-, mxfp4-ids-decode, bf16-, q8_0-, q4_K-prefill: issue\n"
+    "               15's comparisons in one run, reported after the tables), all (every group)\n"
     "\n"
     "custom workload (any of these adds one, named 'custom'; unset ones take the values shown):\n"
     "  --op gmm|tgmm|backward  (gmm)      --m M (1024)  --k K (512)  --n N (512)  --groups G (8)\n"
@@ -40,7 +48,12 @@ const char kBenchUsage[] =
     "                   distinct experts per token from the seeded router (--dist, --empty-groups unused)\n"
     "\n"
     "for every workload:\n"
-    "  --dtype T        element type of every operand (f32)\n"
+    "  --dtype T        element type of every operand (f32; a preset's own otherwise)\n"
+    "  --rhs-format F   expert weights (rhs) in GGUF block format F: q8_0, q4_0, q4_K, q6_K or mxfp4 (gmm\n"
+    "                   only; k a multiple of the block, 32 or 256 for q4_K/q6_K). rhs is then [G, n, k]\n"
+    "                   (transpose_rhs, as GGUF stores experts): random floats quantized and uploaded as\n"
+    "                   raw blocks, checked against the reference on their dequantized values; lhs and out\n"
+    "                   keep --dtype. Bytes (GB/s, %copy) count the blocks' storage bytes\n"
     "  --tiling T       TM,TK,TN for every plan; 'auto': what --sweep-tiling cached for this device and\n"
     "                   shape, else the library's choice (default: the library's choice)\n"
     "  --metadata M     where the group sizes live: host (the plan builds the group metadata), device\n"
@@ -95,7 +108,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   custom.name = "custom";
   custom.m = 1024, custom.k = 512, custom.n = 512, custom.groups = 8;
   bool has_custom = false;
-  std::optional<vkgmm::DType> dtype;
+  std::optional<vkgmm::DType> dtype, rhs_format;
   long long seed = 1;
 
   for (int i = 1; i < argc; ++i) {
@@ -109,7 +122,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       continue;
     }
     const bool takes_value = a == "--preset" || a == "--presets" || a == "--top-k" || a == "--expert-shards" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
-                             a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" ||
+                             a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" || a == "--rhs-format" ||
                              a == "--tiling" || a == "--metadata" || a == "--device-grid" || a == "--reps" || a == "--warmup" || a == "--seed";
     if (!takes_value) {
       error = "unknown argument '" + a + "' (see vkgmm bench --help)";
@@ -128,14 +141,17 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     if (a == "--preset") {
       Workload w;
       if (!make_preset(v, w))
-        return bad("unknown preset (moe-prefill, moe-fine, decode, moe-grad, qwen3-ids-t1, -t8, -t64, -t512)");
+        return bad("unknown preset (moe-prefill, moe-fine, decode, moe-grad, ids-decode, qwen3-ids-t1, -t8, -t64, "
+                   "-t512, FMT-ids-decode, FMT-prefill with FMT q8_0, q4_0, q4_K, q6_K or mxfp4, bf16-prefill)");
       if (std::find(presets.begin(), presets.end(), v) == presets.end()) presets.push_back(v);
     } else if (a == "--presets") {
       std::vector<std::string> group;
       if (v == "default" || v == "all") group = preset_names();
       if (v == "ids" || v == "all")
         group.insert(group.end(), ids_preset_names().begin(), ids_preset_names().end());
-      if (group.empty()) return bad("must be default, ids or all");
+      if (v == "quant" || v == "all")
+        group.insert(group.end(), quant_preset_names().begin(), quant_preset_names().end());
+      if (group.empty()) return bad("must be default, ids, quant or all");
       for (const std::string& name : group)
         if (std::find(presets.begin(), presets.end(), name) == presets.end()) presets.push_back(name);
     } else if (a == "--expert-shards") {
@@ -161,7 +177,10 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       has_custom = true;
     } else if (a == "--dtype") {
       dtype = vkgmm::parse_dtype(v);
-      if (!dtype) return bad("must be f32, f16 or bf16");
+      if (!dtype || vkgmm::is_quantized(*dtype)) return bad("must be f32, f16 or bf16 (block formats: --rhs-format)");
+    } else if (a == "--rhs-format") {
+      rhs_format = vkgmm::parse_dtype(v);
+      if (!rhs_format || !vkgmm::is_quantized(*rhs_format)) return bad("must be q8_0, q4_0, q4_K, q6_K or mxfp4");
     } else if (a == "--tiling") {
       if (v == "auto") {
         opts.tiling_mode = TilingMode::cached;
@@ -227,6 +246,20 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   if (has_custom) opts.workloads.push_back(custom);
   for (Workload& w : opts.workloads) {
     if (dtype) w.dtype = *dtype;
+    if (rhs_format) w.rhs_format = *rhs_format;
+    if (w.quantized()) {
+      const int64_t block = int64_t(vkgmm::block_elements(*w.rhs_format));
+      const std::string what = "'" + w.name + "' with weights in " + vkgmm::dtype_name(*w.rhs_format);
+      if (w.op != Op::gmm) {
+        error = what + ": block-format weights are gmm's rhs only (" + op_name(w.op) + " workload)";
+        return 2;
+      }
+      if (w.k % block) {
+        error = what + ": k = " + std::to_string(w.k) + " must be a multiple of the block's " + std::to_string(block) +
+                " values";
+        return 2;
+      }
+    }
     w.seed = static_cast<uint32_t>(seed);
     if (w.routed()) make_routing(w);
     else w.group_sizes = make_group_sizes(w.m, w.groups, w.dist, w.empty_groups, w.seed);

@@ -32,6 +32,18 @@ std::string NaiveLoop::unsupported_reason(const Workload& w) {
   return "";
 }
 
+std::string NaiveLoop::unsupported_reason(const Workload& w, const vkgmm::DeviceInfo& info) {
+  if (std::string why = unsupported_reason(w); !why.empty()) return why;
+  // A block-format rhs view must start at a binding offset: each expert's bytes a multiple of the
+  // device's storage-buffer offset alignment.
+  const uint64_t align = std::max<uint64_t>(1, info.min_storage_buffer_offset_alignment);
+  if (w.quantized() && vkgmm::storage_bytes(*w.rhs_format, uint64_t(w.k * w.n)) % align)
+    return "one expert's " + std::string(vkgmm::dtype_name(*w.rhs_format)) +
+           " blocks are not a multiple of minStorageBufferOffsetAlignment " + std::to_string(align) +
+           ": per-expert views of the weights cannot start at a binding offset";
+  return "";
+}
+
 NaiveLoop::NaiveLoop(Instance& inst, const vkgmm::TilingChoice& tiling) : st_(std::make_unique<State>()) {
   const Workload& w = inst.work;
   State& s = *st_;
@@ -64,11 +76,15 @@ NaiveLoop::NaiveLoop(Instance& inst, const vkgmm::TilingChoice& tiling) : st_(st
         vkgmm::GmmProblem p;
         p.m = rows, p.k = w.k, p.n = w.n;
         p.group_sizes = {static_cast<int32_t>(rows)};
-        p.lhs_type = p.rhs_type = p.out_type = w.dtype;
+        p.lhs_type = p.out_type = w.dtype;
+        p.rhs_type = w.rhs_type();
+        p.transpose_rhs = w.transpose_rhs();
         p.tiling = tiling;
+        // Block-format weights: each group's blocks start at a whole multiple of one expert's bytes.
+        const VkDeviceSize rhs_at = grp * vkgmm::storage_bytes(w.rhs_type(), k * n);
         s.gmm.emplace_back(ctx, p);
         const vkgmm::OperandSizes z = s.gmm.back().sizes();
-        s.gmm_ops.push_back({inst.buf_a.view(start * k * e, z.lhs), inst.buf_b.view(gkn, z.rhs),
+        s.gmm_ops.push_back({inst.buf_a.view(start * k * e, z.lhs), inst.buf_b.view(rhs_at, z.rhs),
                              s.out0.view(start * n * e, z.out), {}});
         break;
       }
@@ -165,9 +181,10 @@ void BlasLoop::run() {
       continue;
     }
     switch (w.op) {
-      case Op::gmm:  // out[rows] = lhs[rows] @ rhs[g]
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, k, 1.0f, a + size_t(start) * k, k,
-                    b + gkn, n, 0.0f, out_[0].values.data() + size_t(start) * n, n);
+      case Op::gmm:  // out[rows] = lhs[rows] @ rhs[g] (rhs[g]^T for block-format weights, [n, k])
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, w.transpose_rhs() ? CblasTrans : CblasNoTrans, rows, n, k, 1.0f,
+                    a + size_t(start) * k, k, b + gkn, w.transpose_rhs() ? k : n, 0.0f,
+                    out_[0].values.data() + size_t(start) * n, n);
         break;
       case Op::tgmm:  // out[g] = lhs[:, rows] @ rhs[rows], lhs [k, m] read in place (leading dimension m)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, n, rows, 1.0f, a + start, m,

@@ -17,6 +17,8 @@ class NaiveLoop {
   // Why the loop cannot run this workload (empty when it can). Per-group views of 16-bit data must
   // start on 4-byte boundaries, which needs even k and n.
   static std::string unsupported_reason(const Workload& w);
+  // ... and on this device (block-format weights: per-expert views at binding offsets).
+  static std::string unsupported_reason(const Workload& w, const vkgmm::DeviceInfo& info);
 
   // Builds one plan per non-empty group, with its own zero-filled outputs. For tgmm the loop reads a
   // copy of lhs stored [m, k], because a group's columns of lhs [k, m] are not one contiguous range.

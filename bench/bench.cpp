@@ -194,7 +194,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
 
   // Baselines: each checked against the same reference, so a ratio never flatters a wrong answer.
-  if (const std::string why = NaiveLoop::unsupported_reason(w); !why.empty()) {
+  if (const std::string why = NaiveLoop::unsupported_reason(w, ctx.info()); !why.empty()) {
     r.notes.push_back("naive baseline not run: " + why);
   } else {
     progress("[%s] naive baseline: one dispatch per group", name);

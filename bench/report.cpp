@@ -78,6 +78,98 @@ std::string ms_text(double ms) {
   return fixed(ms, decimals);
 }
 
+// The element types a workload runs: "f32", or "f32+q4_0" with block-format weights.
+std::string dtype_label(const Workload& w) {
+  std::string s = vkgmm::dtype_name(w.dtype);
+  if (w.quantized()) s += std::string("+") + vkgmm::dtype_name(*w.rhs_format);
+  return s;
+}
+
+// A quantized workload beside its unquantized peer in the same run (issue 15's comparisons).
+struct QuantComparison {
+  const Result* q = nullptr;
+  const Result* peer = nullptr;  // null when the run has none
+  double copy_ms = 0;            // the time vkCmdCopyBuffer takes for the workload's bytes
+  std::optional<double> speedup;  // peer gpu ms / this gpu ms (= this GFLOP/s over the peer's: same FLOPs)
+  double over_copy = 0;           // gpu ms / copy_ms
+  std::string target;             // issue 15's target for this comparison, or empty
+  std::optional<bool> met;
+};
+
+bool same_shape(const Workload& a, const Workload& b) {
+  return a.op == b.op && a.m == b.m && a.k == b.k && a.n == b.n && a.groups == b.groups && a.top_k == b.top_k &&
+         a.group_sizes == b.group_sizes && a.ids == b.ids;
+}
+
+std::vector<QuantComparison> quant_comparisons(const RunInfo& run, const std::vector<Result>& results) {
+  std::vector<QuantComparison> out;
+  for (const Result& r : results) {
+    if (!r.work.quantized()) continue;
+    QuantComparison c;
+    c.q = &r;
+    // The peer: the same shape and routing with unquantized weights, the same activation type first.
+    for (const Result& p : results)
+      if (!p.work.quantized() && same_shape(p.work, r.work) && (!c.peer || (p.work.dtype == r.work.dtype &&
+                                                                             c.peer->work.dtype != r.work.dtype)))
+        c.peer = &p;
+    const double ms = r.time.gpu_ms_median;
+    c.copy_ms = run.ceilings.copy_gbps > 0 ? bytes(r.work) / (run.ceilings.copy_gbps * 1e6) : 0;
+    c.over_copy = c.copy_ms > 0 ? ms / c.copy_ms : 0;
+    if (c.peer && ms > 0) c.speedup = c.peer->time.gpu_ms_median / ms;
+    const vkgmm::DType f = *r.work.rhs_format;
+    if (r.work.routed() && f == vkgmm::DType::q4_0 && r.work.m <= 8) {
+      c.target = "ids decode q4_0: >= 3x the f32 weights' speed, <= 2x the copy time";
+      if (c.peer && c.peer->work.rhs_type() == vkgmm::DType::f32 && c.speedup)
+        c.met = *c.speedup >= 3.0 && c.over_copy > 0 && c.over_copy <= 2.0;
+    } else if (!r.work.routed() && r.work.m >= 1024 && (f == vkgmm::DType::q8_0 || f == vkgmm::DType::q4_K)) {
+      c.target = "prefill q8_0/q4_K: >= 0.8x the bf16 weights' GFLOP/s";
+      if (c.peer && c.peer->work.rhs_type() == vkgmm::DType::bf16 && c.speedup) c.met = *c.speedup >= 0.8;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+void print_quant_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results) {
+  const std::vector<QuantComparison> cs = quant_comparisons(run, results);
+  if (cs.empty()) return;
+  std::fprintf(f, "\n%-18s %-6s %8s %8s %8s %-14s %8s %8s %8s %8s  %s\n", "weights", "format", "rhs MiB", "gpu ms",
+               "GFLOP/s", "peer", "peer ms", "peer/q", "copy ms", "q/copy", "issue 15 target");
+  for (const QuantComparison& c : cs) {
+    const Result& r = *c.q;
+    std::string target = c.target.empty() ? "-" : c.target;
+    if (c.met) target += *c.met ? ": met" : ": NOT met";
+    else if (!c.target.empty()) target += ": no peer in this run";
+    std::fprintf(f, "%-18s %-6s %8.2f %8s %8.2f %-14s %8s %8s %8s %8.2f  %s\n", r.work.name.c_str(),
+                 vkgmm::dtype_name(*r.work.rhs_format), rhs_bytes(r.work) / (1 << 20),
+                 ms_text(r.time.gpu_ms_median).c_str(), r.gflops, c.peer ? c.peer->work.name.c_str() : "-",
+                 c.peer ? ms_text(c.peer->time.gpu_ms_median).c_str() : "-", fixed(c.speedup, 2).c_str(),
+                 ms_text(c.copy_ms).c_str(), c.over_copy, target.c_str());
+  }
+  std::fprintf(f,
+               "\nBlock-format weights (rhs [G, n, k], blocks along k; rhs MiB: the blocks a call reads, the selected\n"
+               "experts' in ids mode). peer: the same shape and routing with unquantized weights in this run (the\n"
+               "same activation type first); peer/q: its gpu ms over the quantized call's (above 1: quantized is\n"
+               "faster; also the GFLOP/s ratio, the FLOPs being equal). copy ms: the workload's bytes (weights'\n"
+               "storage + activations + output) at the measured copy bandwidth; q/copy: gpu ms over it (1/%%copy).\n"
+               "Each workload is timed on its own, one after the other (not alternated with its peer).\n");
+}
+
+// Its comparison with its unquantized peer (block-format weights; null for the others).
+std::string quant_fields(const Result& r, const std::vector<QuantComparison>& cs) {
+  const QuantComparison* c = nullptr;
+  for (const QuantComparison& x : cs)
+    if (x.q == &r) c = &x;
+  std::optional<double> copy_ms, over_copy;
+  if (c && c->copy_ms > 0) copy_ms = c->copy_ms, over_copy = c->over_copy;
+  return std::string(", \"quant_peer\": ") + (c && c->peer ? json_string(c->peer->work.name) : "null") +
+         ", \"quant_peer_gpu_ms_median\": " + json_number(c && c->peer ? std::optional<double>(c->peer->time.gpu_ms_median) : std::nullopt) +
+         ", \"quant_speedup\": " + json_number(c ? c->speedup : std::nullopt) +
+         ", \"copy_ms\": " + json_number(copy_ms) + ", \"time_over_copy\": " + json_number(over_copy) +
+         ", \"quant_target\": " + (c && !c->target.empty() ? json_string(c->target) : "null") +
+         ", \"quant_target_met\": " + (c && c->met ? (*c->met ? "true" : "false") : "null");
+}
+
 void print_header(std::FILE* f, const RunInfo& run) {
   std::fprintf(f, "device:  %s (%s)\n", run.device.c_str(), run.driver.c_str());
   std::fprintf(f, "ceiling: %.1f GFLOP/s fp32 FMA, %.1f GB/s buffer copy (vkgmm info)\n", run.ceilings.fma_gflops,
@@ -99,7 +191,7 @@ void print_notes(std::FILE* f, const std::vector<Result>& results) {
 
 // Workloads routed by ids, in a table of their own (their baselines are not the grouped ones').
 void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
-  std::fprintf(f, "%-15s %4s %5s %4s %4s %4s %-5s %-10s %8s %8s %8s %7s %8s %7s %6s %6s %4s %8s %7s %8s %7s %8s %7s\n",
+  std::fprintf(f, "%-16s %4s %5s %4s %4s %4s %-10s %-10s %8s %8s %8s %7s %8s %7s %6s %6s %4s %8s %7s %8s %7s %8s %7s\n",
                "workload", "T", "k", "n", "E", "topk", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
                "GFLOP/s", "GB/s", "%copy", "%ceil", "hit", "slot ms", "c/slot", "chain ms", "ids/ch", "sort ms",
                "ids/so");
@@ -108,10 +200,10 @@ void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
     const Times& t = r.time;
     const auto opt_ms = [](std::optional<double> x) { return x ? ms_text(*x) : std::string("-"); };
     std::fprintf(f,
-                 "%-15s %4lld %5lld %4lld %4lld %4lld %-5s %-10s %8s %8s %8s %7s %8.2f %7.2f %5.1f%% %5.1f%% %4lld %8s %7s "
+                 "%-16s %4lld %5lld %4lld %4lld %4lld %-10s %-10s %8s %8s %8s %7s %8.2f %7.2f %5.1f%% %5.1f%% %4lld %8s %7s "
                  "%8s %7s %8s %7s\n",
                  w.name.c_str(), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
-                 (long long)w.top_k, vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
+                 (long long)w.top_k, dtype_label(w).c_str(), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
                  r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
                  (long long)distinct_experts(w), opt_ms(r.per_slot_ms).c_str(),
@@ -139,22 +231,23 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
   for (const Result& r : all) (r.work.routed() ? routed : results).push_back(r);
   if (results.empty()) {
     print_routed_table(f, routed);
+    print_quant_table(f, run, all);
     print_notes(f, routed);
     return;
   }
   if (!results.empty() && results.front().metadata == "device")
     std::fprintf(f, "--metadata device: the times are the device path's (group sizes in a device buffer)\n\n");
-  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8s %7s %6s %6s %7s %7s %7s\n",
+  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8s %7s %6s %6s %7s %7s %7s\n",
                "workload", "op", "m", "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
                "dev ms", "dev/host", "ind/bnd", "app/own", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
   for (const Result& r : results) {
     const Workload& w = r.work;
     const Times& t = r.time;
     std::fprintf(f,
-                 "%-12s %-8s %5lld %5lld %5lld %4lld %-5s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8.2f %7.2f %5.1f%% %5.1f%% "
+                 "%-12s %-8s %5lld %5lld %5lld %4lld %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8.2f %7.2f %5.1f%% %5.1f%% "
                  "%7s %7s %7s\n",
                  w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
-                 vkgmm::dtype_name(w.dtype), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
+                 dtype_label(w).c_str(), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
                  r.device ? ms_text(r.device->gpu_ms_median).c_str() : "-", fixed(device_ratio(r), 3).c_str(),
                  fixed(grid_ratio(r), 3).c_str(), fixed(r.app_ratio, 3).c_str(),
@@ -181,10 +274,12 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
     std::fprintf(f, "\n");
     print_routed_table(f, routed);
   }
+  print_quant_table(f, run, all);
   print_notes(f, all);
 }
 
 void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& results) {
+  const std::vector<QuantComparison> comparisons = quant_comparisons(run, results);
   std::string s = "{\"device\": " + json_string(run.device) + ", \"driver\": " + json_string(run.driver) +
                   ", \"ceiling_gflops\": " + json_number(run.ceilings.fma_gflops) +
                   ", \"copy_gbps\": " + json_number(run.ceilings.copy_gbps) + ", \"openblas\": " +
@@ -207,6 +302,8 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"groups\": " + std::to_string(w.groups) +
          ", \"dist\": " + json_string(w.routed() ? "router" : dist_name(w.dist)) +
          ", \"group_sizes\": " + sizes + ", \"dtype\": " + json_string(vkgmm::dtype_name(w.dtype)) +
+         ", \"rhs_format\": " + (w.quantized() ? json_string(vkgmm::dtype_name(*w.rhs_format)) : "null") +
+         ", \"rhs_bytes\": " + std::to_string(int64_t(rhs_bytes(w))) + quant_fields(r, comparisons) +
          ", \"metadata\": " + json_string(r.metadata) +
          ", \"tiling\": " + json_string(r.tiling) + ", \"reps\": " + std::to_string(r.reps) +
          ", \"gpu_ms_median\": " + json_number(r.time.gpu_ms_median) +

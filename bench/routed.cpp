@@ -65,7 +65,7 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
                                int64_t shards)
     : ctx(context), work(w) {
   const size_t T = size_t(w.m), k = size_t(w.k), n = size_t(w.n), E = size_t(w.groups), K = size_t(w.top_k);
-  const uint64_t expert_bytes = uint64_t(k * n * vkgmm::dtype_size(w.dtype));
+  const uint64_t expert_bytes = vkgmm::storage_bytes(w.rhs_type(), uint64_t(k * n));
   if (shards <= 0) {
     // Windows whose weights fit one storage-buffer binding (maxStorageBufferRange; lavapipe: 128 MiB, 21 f32
     // or 42 bf16 experts of Qwen3's shape). vkgmm would take the whole tensor in one call, bound in parts,
@@ -80,9 +80,19 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   plan(tiling, true);
   std::mt19937 rng(w.seed * 7919u + 17u);
   a = random_values(T * k, w.dtype, rng);
-  b = random_values(E * k * n, w.dtype, rng);
+  if (w.quantized()) {
+    // [E, n, k], blocks along k (GGUF's expert tensor); each window's experts as raw blocks.
+    QuantizedWeights q = quantized_weights(*w.rhs_format, w.groups, w.n, w.k, rng);
+    b = std::move(q.values);
+    for (int64_t s = 0; s < shards; ++s) {
+      const auto first = q.blocks.begin() + s * per_shard_ * int64_t(expert_bytes);
+      buf_b[size_t(s)] = upload_bytes(ctx, std::vector<uint8_t>(first, first + shard_experts(s) * int64_t(expert_bytes)));
+    }
+  } else {
+    b = random_values(E * k * n, w.dtype, rng);
+  }
   buf_a = upload(ctx, w.dtype, a);
-  for (int64_t s = 0; s < shards; ++s) {
+  for (int64_t s = 0; s < shards && !w.quantized(); ++s) {
     const auto first = b.begin() + s * per_shard_ * int64_t(k * n);
     buf_b[size_t(s)] = upload(ctx, w.dtype, std::vector<float>(first, first + shard_experts(s) * int64_t(k * n)));
   }
@@ -103,7 +113,9 @@ vkgmm::GmmProblem RoutedInstance::problem(bool combine) const {
   p.routing.top_k = work.top_k;
   p.routing.combine = combine;
   p.routing.num_experts = work.groups;
-  p.lhs_type = p.rhs_type = work.dtype;
+  p.lhs_type = work.dtype;
+  p.rhs_type = work.rhs_type();
+  p.transpose_rhs = work.transpose_rhs();  // block formats: [E, n, k]
   p.out_type = vkgmm::DType::f32;  // fp32 out: the expert windows accumulate through it
   return p;
 }
@@ -161,8 +173,11 @@ std::vector<Output> routed_reference(const RoutedInstance& inst, bool combine) {
     q.n = cw;
     std::vector<float> sub(size_t(E * p.k * cw));
     for (int64_t g = 0; g < E; ++g)
-      for (int64_t kk = 0; kk < p.k; ++kk)
-        std::copy_n(inst.b.begin() + (g * p.k + kk) * p.n + c0, cw, sub.begin() + (g * p.k + kk) * cw);
+      if (p.transpose_rhs)  // rows [c0, c0 + cw) of rhs[g] [n, k]
+        std::copy_n(inst.b.begin() + (g * p.n + c0) * p.k, cw * p.k, sub.begin() + g * cw * p.k);
+      else
+        for (int64_t kk = 0; kk < p.k; ++kk)
+          std::copy_n(inst.b.begin() + (g * p.k + kk) * p.n + c0, cw, sub.begin() + (g * p.k + kk) * cw);
     const std::vector<float> part = vkgmm::reference::gmm_routed(
         q, inst.a, sub, w.ids, combine ? w.route_weights : std::vector<float>{});
     for (int64_t r = 0; r < rows; ++r) std::copy_n(part.begin() + r * cw, cw, out.begin() + r * p.n + c0);
@@ -193,7 +208,9 @@ struct UnfusedChain::State {
     const Workload& w = inst->work;
     vkgmm::GmmProblem p;
     p.m = S, p.k = k, p.n = n;
-    p.lhs_type = p.rhs_type = w.dtype;
+    p.lhs_type = w.dtype;
+    p.rhs_type = w.rhs_type();
+    p.transpose_rhs = w.transpose_rhs();
     p.tiling = tiling;
     if (device_sizes) {
       p.device_group_sizes.count = E;

@@ -12,7 +12,8 @@
 
 namespace bench {
 
-// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k], rhs [E, k, n]; the output is f32
+// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k], rhs [E, k, n] (block-format
+// weights: [E, n, k] blocks along k, random floats quantized; `b` their dequantized values); the output is f32
 // whatever the dtype (--dtype bf16: bf16 weights and activations), as the expert windows (below)
 // accumulate through it: a 16-bit out would round every window's partial sum. The router's
 // output (ids int32 [T, top_k], weights f32 [T, top_k]) is uploaded once to device buffers, as an engine's
@@ -44,7 +45,7 @@ class RoutedInstance {
   const Workload& work;
   std::vector<float> a, b;
   vkgmm::Buffer buf_a, buf_ids, buf_weights, out_combined, out_slots, buf_status;
-  std::vector<vkgmm::Buffer> buf_b;  // per shard: rhs [shard_experts(s), k, n]
+  std::vector<vkgmm::Buffer> buf_b;  // per shard: rhs [shard_experts(s), k, n] (or its blocks, [.., n, k])
 
  private:
   int64_t per_shard_ = 0;

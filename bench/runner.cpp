@@ -10,6 +10,7 @@
 
 #include "tuning.hpp"
 #include "vkgmm/convert.hpp"
+#include "vkgmm/quant.hpp"
 
 namespace bench {
 
@@ -27,6 +28,22 @@ int64_t largest_group(const Workload& w) {
 }
 
 }  // namespace
+
+QuantizedWeights quantized_weights(const vkgmm::DType format, int64_t experts, int64_t n, int64_t k, std::mt19937& rng) {
+  const uint64_t count = uint64_t(experts * n * k);
+  const std::vector<float> x = random_values(size_t(count), vkgmm::DType::f32, rng);
+  QuantizedWeights q;
+  q.blocks = vkgmm::quant::quantize(format, x.data(), count);
+  q.values = vkgmm::quant::dequantize_experts(format, q.blocks.data(), experts, n, k);
+  return q;
+}
+
+vkgmm::Buffer upload_bytes(vkgmm::Context& ctx, std::vector<uint8_t> bytes) {
+  bytes.resize(std::max<size_t>(4, (bytes.size() + 3) / 4 * 4), 0);
+  vkgmm::Buffer buf = ctx.create_buffer(bytes.size());
+  buf.upload(bytes.data(), bytes.size());
+  return buf;
+}
 
 size_t buffer_bytes(vkgmm::DType t, size_t count) {
   return std::max<size_t>(4, count * vkgmm::dtype_size(t));
@@ -62,7 +79,14 @@ Instance::Instance(vkgmm::Context& context, const Workload& w, const vkgmm::Tili
   switch (w.op) {
     case Op::gmm:
       a = random_values(m * k, t, rng);
-      b = random_values(g * k * n, t, rng);
+      if (w.quantized()) {
+        // [G, n, k] blocks along k, as GGUF stores experts; b holds the values the blocks hold.
+        QuantizedWeights q = quantized_weights(*w.rhs_format, w.groups, w.n, w.k, rng);
+        b = std::move(q.values);
+        buf_b = upload_bytes(ctx, std::move(q.blocks));
+      } else {
+        b = random_values(g * k * n, t, rng);
+      }
       out0 = zeros(ctx, t, m * n);
       break;
     case Op::tgmm:
@@ -80,7 +104,7 @@ Instance::Instance(vkgmm::Context& context, const Workload& w, const vkgmm::Tili
       break;
   }
   buf_a = upload(ctx, t, a);
-  buf_b = upload(ctx, t, b);
+  if (!w.quantized()) buf_b = upload(ctx, t, b);
   buf_sizes = ctx.create_buffer(w.group_sizes.size() * 4);
   buf_sizes.upload(w.group_sizes.data(), w.group_sizes.size() * 4);
   buf_status = ctx.create_buffer(4);
@@ -92,7 +116,9 @@ vkgmm::GmmProblem Instance::gmm_problem() const {
   vkgmm::GmmProblem p;
   p.m = work.m, p.k = work.k, p.n = work.n;
   p.group_sizes = work.group_sizes;
-  p.lhs_type = p.rhs_type = p.out_type = work.dtype;
+  p.lhs_type = p.out_type = work.dtype;
+  p.rhs_type = work.rhs_type();
+  p.transpose_rhs = work.transpose_rhs();
   return p;
 }
 

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct Output {
 // Inputs are uniform in [-1, 1), rounded to the workload's dtype, so host copies are exactly what the
 // device sees. Layouts (row-major):
 //   gmm:      a = lhs [m, k], b = rhs [G, k, n]                 -> out [m, n]
+//             (block-format weights: b = rhs [G, n, k], the values buf_b's blocks hold)
 //   tgmm:     a = lhs [k, m], b = rhs [m, n]                    -> out [G, k, n]
 //   backward: a = lhs [m, k], b = rhs [G, k, n], c = d_out [m, n] -> d_lhs [m, k], d_rhs [G, k, n]
 class Instance {
@@ -83,6 +85,16 @@ class Instance {
   const vkgmm::Buffer& pick(const vkgmm::Buffer& own, size_t index) const;
   std::vector<float> download_from(const vkgmm::Buffer& own, size_t index, size_t count) const;
 };
+
+// Expert weights in a block format: random floats (uniform in [-1, 1)) quantized as GGUF stores an
+// expert tensor [experts, n, k], blocks along k; `values` are what the blocks hold (quant::dequantize).
+struct QuantizedWeights {
+  std::vector<uint8_t> blocks;
+  std::vector<float> values;
+};
+QuantizedWeights quantized_weights(vkgmm::DType format, int64_t experts, int64_t n, int64_t k, std::mt19937& rng);
+// Raw bytes -> a new device buffer (padded to whole 32-bit words, at least 4 bytes).
+vkgmm::Buffer upload_bytes(vkgmm::Context& ctx, std::vector<uint8_t> bytes);
 
 // Bytes of a buffer holding `count` elements of t (at least 4: never a zero-size buffer). No rounding:
 // vkgmm pads its own buffers.

@@ -50,9 +50,31 @@ const std::vector<std::string>& ids_preset_names() {
   return names;
 }
 
+const std::vector<std::string>& quant_preset_names() {
+  static const std::vector<std::string> names = {"ids-decode",       "q4_0-ids-decode", "q8_0-ids-decode",
+                                                 "q6_K-ids-decode",  "mxfp4-ids-decode", "bf16-prefill",
+                                                 "q8_0-prefill",     "q4_K-prefill"};
+  return names;
+}
+
 bool make_preset(const std::string& name, Workload& w) {
   w = Workload{};
   w.name = name;
+  // Quantized presets: "<format>-ids-decode" (ids-decode, f32 activations) and "<format>-prefill"
+  // (moe-prefill's shape, bf16 activations and out, as its peer bf16-prefill: only the weights differ).
+  for (const char* suffix : {"-ids-decode", "-prefill"}) {
+    const std::string sfx = suffix;
+    if (name.size() <= sfx.size() || name.compare(name.size() - sfx.size(), sfx.size(), sfx) != 0) continue;
+    const std::string format = name.substr(0, name.size() - sfx.size());
+    const std::optional<vkgmm::DType> t = vkgmm::parse_dtype(format);
+    if (!t || vkgmm::dtype_name(*t) != format) continue;  // GGUF's spelling only
+    if (!make_preset(sfx == "-prefill" ? "moe-prefill" : "ids-decode", w)) return false;
+    w.name = name;
+    if (sfx == "-prefill") w.dtype = vkgmm::DType::bf16;
+    if (vkgmm::is_quantized(*t)) w.rhs_format = *t;
+    else if (sfx == "-ids-decode" || *t != vkgmm::DType::bf16) return false;  // bf16-prefill: every operand bf16
+    return true;
+  }
   const std::string ids_prefix = "qwen3-ids-t";
   if (name == "ids-decode") {
     // The decode preset routed by ids: 8 tokens, top-2 of 8 experts (16 slots, as decode's 16 rows), whose
@@ -163,12 +185,17 @@ double flops(const Workload& w) {
   return w.op == Op::backward ? 2 * one : one;
 }
 
+double rhs_bytes(const Workload& w) {
+  const int64_t experts = w.routed() ? distinct_experts(w) : w.groups;
+  return double(experts) * double(vkgmm::storage_bytes(w.rhs_type(), uint64_t(w.k * w.n)));
+}
+
 double bytes(const Workload& w) {
   const double e = double(vkgmm::dtype_size(w.dtype));
   const double mk = double(w.m) * w.k, mn = double(w.m) * w.n, gkn = double(w.groups) * w.k * w.n;
-  if (w.routed()) return e * (double(distinct_experts(w)) * w.k * w.n + mk) + 4.0 * mn;  // f32 out
+  if (w.routed()) return rhs_bytes(w) + e * mk + 4.0 * mn;  // f32 out
   switch (w.op) {
-    case Op::gmm: return e * (mk + gkn + mn);          // lhs, rhs -> out
+    case Op::gmm: return e * (mk + mn) + rhs_bytes(w);  // lhs, rhs -> out
     case Op::tgmm: return e * (mk + mn + gkn);         // lhs, rhs -> out[G]
     case Op::backward: return e * (mn + gkn + mk       // d_out, rhs -> d_lhs
                                    + mk + mn + gkn);   // lhs, d_out -> d_rhs

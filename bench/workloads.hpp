@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ struct Workload {
   Dist dist = Dist::random;
   int64_t empty_groups = 0;  // groups forced to receive no rows (on top of any the distribution leaves empty)
   vkgmm::DType dtype = vkgmm::DType::f32;
+  // Expert weights (rhs) in one of GGUF's block formats (q8_0, q4_0, q4_K, q6_K, mxfp4; gmm only), or
+  // nullopt: rhs of `dtype` like every operand. Quantized weights are stored as GGUF stores expert
+  // tensors, [G, n, k] (transpose_rhs), blocks along k: random floats quantized with vkgmm::quant and
+  // uploaded as raw blocks; the reference takes their dequantized values. lhs and out stay `dtype`.
+  std::optional<vkgmm::DType> rhs_format;
+  bool quantized() const { return rhs_format.has_value(); }
+  vkgmm::DType rhs_type() const { return rhs_format.value_or(dtype); }
+  bool transpose_rhs() const { return quantized(); }
   uint32_t seed = 1;
   std::vector<int32_t> group_sizes;  // filled by make_group_sizes; sums to m (ids: slots per expert)
   // Routing by expert ids (vkgmm::Routing) when top_k > 0: m is the number of tokens T, groups the number
@@ -46,7 +55,15 @@ const std::vector<std::string>& preset_names();
 // The presets routed by expert ids (Qwen3-30B-A3B's experts at T = 1, 8, 64, 512): `--presets ids`; not
 // in a default run.
 const std::vector<std::string>& ids_preset_names();
+// `--presets quant`: the weight formats (issue 15), each beside its unquantized peer in the same run:
+// ids-decode with f32 weights and q4_0 (plus q6_K and mxfp4), moe-prefill's shape with bf16 weights
+// against q8_0 and q4_K. Not in a default run.
+const std::vector<std::string>& quant_preset_names();
 bool make_preset(const std::string& name, Workload& w);
+
+// Bytes of the rhs one call must read at least: the selected experts (routed) or all G, in rhs's type
+// (storage_bytes of the block format for quantized weights).
+double rhs_bytes(const Workload& w);
 
 // Deterministic for a given (m, groups, dist, empty_groups, seed). Requires empty_groups < groups.
 std::vector<int32_t> make_group_sizes(int64_t m, int64_t groups, Dist dist, int64_t empty_groups, uint32_t seed);

@@ -11,6 +11,10 @@ usage: check_bench.py /path/to/vkgmm refuse|json|sweep
   sweep:  --sweep-tiling must cache a tiling that --tiling auto then runs (in a scratch cache directory).
   ids:    a tiny workload routed by expert ids (--top-k): its JSON fields (per-slot, chain and sorted-gemm
           times and ratios, in one and in three expert windows), the table, and a refused wrong result.
+  quant:  block-format weights (--rhs-format): a tiny gmm in q4_K and a tiny routed one in q4_0 beside the
+          same with f32 weights (checked against the reference first, a perturbed result refused), their
+          JSON fields (rhs_format, rhs_bytes as the blocks' storage bytes, the peer comparison), and the
+          argument checks (k not whole blocks, a backward).
 """
 import json
 import math
@@ -237,9 +241,103 @@ def check_ids(exe):
         fail(f"ids: a perturbed result was not refused (status {code})", out, err)
 
 
+QUANT_FIELDS = ["rhs_format", "rhs_bytes", "quant_peer", "quant_peer_gpu_ms_median", "quant_speedup", "copy_ms",
+                "time_over_copy", "quant_target", "quant_target_met"]
+# (elements, bytes) per block
+BLOCKS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_K": (256, 144), "q6_K": (256, 210), "mxfp4": (32, 17)}
+
+
+def check_quant_workload(w, fmt, experts, k, n, doc, out):
+    missing = [f for f in FIELDS + QUANT_FIELDS if f not in w]
+    if missing:
+        fail(f"quant: {w.get('name')} lacks {missing}", out)
+    if w["rhs_format"] != fmt:
+        fail(f"quant: rhs_format = {w['rhs_format']!r}, expected {fmt!r}", out)
+    elems, nbytes = BLOCKS[fmt] if fmt else (1, 4)
+    want = experts * (k * n // elems) * nbytes
+    if w["rhs_bytes"] != want:
+        fail(f"quant: {w['name']}: rhs_bytes = {w['rhs_bytes']}, expected {want} ({fmt} blocks of {experts} experts)", out)
+    check_times(w, "", out)
+    for key in ["gflops", "gbps", "copy_fraction"]:
+        if not positive(w[key]):
+            fail(f"quant: {key} = {w[key]!r} is not a positive number", out)
+    if fmt:
+        for key in ["copy_ms", "time_over_copy"]:
+            if not positive(w[key]):
+                fail(f"quant: {key} = {w[key]!r} is not a positive number", out)
+        if abs(w["time_over_copy"] - w["gpu_ms_median"] / w["copy_ms"]) > 1e-3 * w["time_over_copy"]:
+            fail("quant: time_over_copy is not gpu_ms_median / copy_ms", out)
+        moved = w["gbps"] * w["gpu_ms_median"] * 1e6  # the bytes GB/s counts
+        if abs(w["copy_ms"] * doc["copy_gbps"] * 1e6 - moved) > 1e-3 * moved:
+            fail("quant: copy_ms is not the workload's bytes at copy_gbps", out)
+    else:
+        for key in QUANT_FIELDS[2:]:
+            if w[key] is not None:
+                fail(f"quant: unquantized {w['name']}: {key} = {w[key]!r}, expected null", out)
+
+
+def check_quant(exe):
+    # A tiny gmm with q4_K weights (k = 256: one super-block per row), every path of the default run.
+    tiny = ["--m", "40", "--k", "256", "--n", "48", "--groups", "3", "--reps", "2", "--warmup", "1"]
+    code, out, err = run(exe, tiny + ["--rhs-format", "q4_K", "--json"])
+    if code != 0:
+        fail(f"quant gmm: exit status {code}", out, err)
+    doc = json.loads(out)
+    w = doc["workloads"][0]
+    check_quant_workload(w, "q4_K", 3, 256, 48, doc, out)
+    if "matches the reference" not in err:
+        fail("quant gmm: no check against the reference before timing", out, err)
+    if w["quant_peer"] is not None or w["quant_target"] is not None:
+        fail("quant gmm: a peer or a target without one in the run", out)
+    if abs(w["gbps"] * w["gpu_ms_median"] * 1e6 - (4 * (40 * 256 + 40 * 48) + w["rhs_bytes"])) > 1e-2 * w["gbps"] * w["gpu_ms_median"] * 1e6:
+        fail("quant gmm: GB/s does not count the blocks' bytes + activations + output", out)
+    # A tiny routed workload in q4_0: ids mode, the chain and the sorted gemm on the blocks.
+    ids = ["--m", "4", "--k", "64", "--n", "32", "--groups", "6", "--top-k", "2", "--reps", "2", "--warmup", "1"]
+    code, out, err = run(exe, ids + ["--rhs-format", "q4_0", "--json"])
+    if code != 0:
+        fail(f"quant ids: exit status {code}", out, err)
+    doc = json.loads(out)
+    w = doc["workloads"][0]
+    check_quant_workload(w, "q4_0", w["experts_selected"], 64, 32, doc, out)
+    if w["metadata"] != "ids" or not positive(w["chain_gpu_ms_median"]) or not positive(w["sorted_gpu_ms_median"]):
+        fail("quant ids: the routed paths (chain, sorted gemm) did not run", out)
+    # A wrong result is refused before anything is timed, with block-format weights too.
+    for extra in (tiny + ["--rhs-format", "mxfp4"], ids + ["--rhs-format", "q6_K", "--k", "256"]):
+        code, out, err = run(exe, extra, {"VKGMM_BENCH_PERTURB": "1"})
+        if code != 1 or "differs from the CPU reference" not in err or out.strip() or "timing" in err:
+            fail(f"quant {extra[-1]}: a perturbed result was not refused (status {code})", out, err)
+    # Argument checks: k not whole blocks, a backward, an element type as --rhs-format.
+    for extra, needle in ((["--rhs-format", "q4_K", "--k", "96"], "multiple of the block"),
+                          (["--rhs-format", "q8_0", "--op", "backward"], "gmm's rhs only"),
+                          (["--rhs-format", "bf16"], "must be q8_0")):
+        code, out, err = run(exe, ["--m", "8", "--n", "32", "--groups", "2"] + extra)
+        if code != 2 or needle not in err:
+            fail(f"quant: {extra}: status {code}, expected 2 with '{needle}'", out, err)
+    # The quant group's peer comparison, on the smallest real pair: ids-decode (f32 weights) and
+    # q4_0-ids-decode (T = 8, k = n = 1024, 8 experts) in one run.
+    code, out, err = run(exe, ["--preset", "ids-decode", "--preset", "q4_0-ids-decode", "--reps", "1", "--warmup", "0",
+                               "--json"])
+    if code != 0:
+        fail(f"quant presets: exit status {code}", out, err)
+    doc = json.loads(out)
+    f32, q = doc["workloads"]
+    check_quant_workload(f32, None, f32["experts_selected"], 1024, 1024, doc, out)
+    check_quant_workload(q, "q4_0", q["experts_selected"], 1024, 1024, doc, out)
+    if q["quant_peer"] != "ids-decode" or q["quant_peer_gpu_ms_median"] != f32["gpu_ms_median"]:
+        fail("quant presets: q4_0-ids-decode's peer is not ids-decode", out)
+    if abs(q["quant_speedup"] - f32["gpu_ms_median"] / q["gpu_ms_median"]) > 1e-3 * q["quant_speedup"]:
+        fail("quant presets: quant_speedup is not the peer's gpu ms over the quantized call's", out)
+    if not q["quant_target"] or not isinstance(q["quant_target_met"], bool):
+        fail("quant presets: q4_0-ids-decode lacks issue 15's target and its verdict", out)
+    code, out, err = run(exe, ["--preset", "ids-decode", "--preset", "q4_0-ids-decode", "--reps", "1", "--warmup", "0"])
+    if code != 0 or "peer/q" not in out or "q4_0-ids-decode" not in out or "f32+q4_0" not in out:
+        fail("quant presets: the table lacks the weight-format comparison", out, err)
+
+
 def main():
     exe, mode = sys.argv[1], sys.argv[2]
-    {"refuse": check_refuse, "json": check_json, "sweep": check_sweep, "ids": check_ids}[mode](exe)
+    {"refuse": check_refuse, "json": check_json, "sweep": check_sweep, "ids": check_ids,
+     "quant": check_quant}[mode](exe)
     print("ok")
 
 
