@@ -135,6 +135,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     kn.set(VKGMM_ID_GMM_BIAS, p.epilogue.bias);
     kn.set(VKGMM_ID_GMM_SWIGLU, swiglu);
     kn.vec4_needs_lhs = true;
+    kn.rhs_any_offset = is_quantized(p.rhs_type);
   }
   core.build();
   state_ = std::move(st);

@@ -64,7 +64,7 @@ void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
 VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset, bool texel) const {
   const ShaderCode& c = texel ? texel_code : code;
   auto on = [&](uint32_t id) { return id != 0 && id < constants.size() && constants[id] != 0; };
-  const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = rhs_offset % 4 == 0;
+  const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = rhs_any_offset || rhs_offset % 4 == 0;
   const bool vec4_off = on(VKGMM_ID_VEC4) && (!rhs_ok || (vec4_needs_lhs && !lhs_ok));
   const bool vec4_lhs_off = on(vec4_lhs_id) && (vec4_off || (!lhs_ok && !vec4_lhs_any_offset));
   const VkPipeline planned = texel ? texel_pipeline : pipeline;

@@ -25,6 +25,7 @@ struct Kernel {
   bool vec4_needs_lhs = false;
   uint32_t vec4_lhs_id = 0;  // 0: none
   bool vec4_lhs_any_offset = false;
+  bool rhs_any_offset = false;  // rhs's loads need no alignment (block formats: words at any word)
   bool split = false;               // the module and layout bind operands in parts
   bool storage16 = false;           // the module reads and writes 16-bit elements natively (else in words)
   VkPipeline pipeline = VK_NULL_HANDLE;  // null until first needed when there is a texel pipeline

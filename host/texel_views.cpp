@@ -22,6 +22,11 @@ struct TexelOperand {
 };
 
 TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, uint64_t count) {
+  // Block formats are read as 32-bit words (shaders/quant.glsl): the offset counts words.
+  if (is_quantized(t)) {
+    count = (storage_bytes(t, count) + 3) / 4;
+    t = DType::f32;
+  }
   const uint32_t f = texel_format_index(t);
   const VkDeviceSize esize = dtype_size(t);
   VkBufferView v = VK_NULL_HANDLE;
@@ -76,8 +81,9 @@ void create_texel_views(const Device& dev, VkBuffer buffer, VkDeviceSize bytes, 
 }
 
 bool texel_loads_usable(const DeviceInfo& info, bool allowed, DType a, DType b) {
-  // Block formats are read a word at a time from the storage buffer (shaders/quant.glsl).
-  if (is_quantized(a) || is_quantized(b)) return false;
+  // Block formats are read as 32-bit words (shaders/quant.glsl), through the 32-bit texel view.
+  if (is_quantized(a)) a = DType::f32;
+  if (is_quantized(b)) b = DType::f32;
   return allowed && format_used(info, texel_format_index(a)) && format_used(info, texel_format_index(b));
 }
 

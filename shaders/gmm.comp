@@ -60,8 +60,11 @@ VKGMM_DEFINE_INPUT_LOADS(load_rhs_elements, load4_rhs_elements, rhs, RHS_TYPE)
 #include "quant.glsl"
 // rhs of an element type, or of a block format dequantized where it is read (RHS_TYPE folds the branch).
 const bool RHS_BLOCKS = RHS_TYPE >= VKGMM_DT_Q8_0;
-float load_rhs(uint i) { return RHS_BLOCKS ? dequant4(RHS_TYPE, i & ~3u)[i & 3u] : load_rhs_elements(i); }
-vec4 load4_rhs(uint i) { return RHS_BLOCKS ? dequant4(RHS_TYPE, i) : load4_rhs_elements(i); }
+// Block formats: i counts values from rhs_off, which for them counts words (quant.glsl's q_word adds it).
+float load_rhs(uint i) {
+  return RHS_BLOCKS ? dequant4(RHS_TYPE, (i - pc.rhs_off) & ~3u)[(i - pc.rhs_off) & 3u] : load_rhs_elements(i);
+}
+vec4 load4_rhs(uint i) { return RHS_BLOCKS ? dequant4(RHS_TYPE, i - pc.rhs_off) : load4_rhs_elements(i); }
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 
 shared float As[SHARED_A];

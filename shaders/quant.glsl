@@ -7,15 +7,25 @@
 // of 4: they share a block and, in every format here, one scale and four adjacent quant fields.
 // The arithmetic is that of ggml's dequantize_row_* (ggml-quants.c), in fp32 from the fp16 scales.
 
+// Word w of the blocks: from the storage buffer bound at the view (rhs_off 0), or in the VKGMM_TEXEL build
+// from the 32-bit texel view of the whole buffer, rhs_off words in (CPU drivers gather texels faster).
+uint q_word(uint w) {
+#ifdef VKGMM_TEXEL
+  uint a = pc.rhs_off + w;
+  return texelFetch(rhs_tex, int(a >> 2))[a & 3u];
+#else
+  return rhs_word(w);
+#endif
+}
 // Four bytes from byte b on (any alignment: two words when they straddle one).
 uint q_bytes4(uint b) {
-  uint s = (b & 3u) * 8u, lo = rhs_word(b >> 2);
-  return s == 0u ? lo : (lo >> s) | (rhs_word((b >> 2) + 1u) << (32u - s));
+  uint s = (b & 3u) * 8u, lo = q_word(b >> 2);
+  return s == 0u ? lo : (lo >> s) | (q_word((b >> 2) + 1u) << (32u - s));
 }
-uint q_byte(uint b) { return (rhs_word(b >> 2) >> ((b & 3u) * 8u)) & 0xffu; }
+uint q_byte(uint b) { return (q_word(b >> 2) >> ((b & 3u) * 8u)) & 0xffu; }
 // An fp16 at an even byte (never across words).
 float q_half(uint b) {
-  uint w = rhs_word(b >> 2);
+  uint w = q_word(b >> 2);
   return unpackHalf2x16((b & 2u) != 0u ? w >> 16 : w).x;
 }
 vec4 q_unsigned(uint u) { return vec4(u & 0xffu, (u >> 8) & 0xffu, (u >> 16) & 0xffu, u >> 24); }

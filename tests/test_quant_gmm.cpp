@@ -100,6 +100,28 @@ TEST_P(QuantGmm, MatchesReferenceOnDecodedWeights) {
 INSTANTIATE_TEST_SUITE_P(Formats, QuantGmm, ::testing::ValuesIn(quant_cases()),
                          [](const ::testing::TestParamInfo<QuantCase>& info) { return case_name(info.param); });
 
+// On CPU devices vkgmm's own buffers are read through texel views (the sweep above); blocks read from the
+// storage buffer instead (an app's buffers, or texel loads off) give the same results.
+TEST_F(DeviceTest, QuantizedRhsThroughStorageBuffers) {
+  ContextOptions o;
+  o.texel_loads = false;
+  Context cx = make_context(o);
+  for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
+    for (bool transposed : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(format)) + (transposed ? " [n, k]" : " [k, n]"));
+      std::mt19937 rng(3);
+      const int64_t B = int64_t(block_elements(format));
+      GmmProblem p;
+      p.m = 13, p.transpose_rhs = transposed, p.rhs_type = format;
+      p.k = transposed ? B : 12, p.n = transposed ? 10 : B;
+      p.group_sizes = make_group_sizes(Sizes::random, 2, p.m, rng);
+      const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+      const auto rhs = random_values(size_t(2 * p.k * p.n), format, rng);
+      EXPECT_TRUE(all_close(run_gmm(cx, p, lhs, rhs), reference::gmm(p, lhs, rhs), 1e-3, 1e-5));
+    }
+  for (auto& m : cx.take_validation_messages()) ADD_FAILURE() << m;
+}
+
 // Adapter fine-tuning through frozen block-format weights: the backward computes d_lhs = d_out @ W (W read
 // in the layout the forward did not use: blocks along its rows' contiguous axis either way), no d_rhs;
 // with host and device group sizes.
