@@ -1,10 +1,5 @@
 // Fuzz target body for the GGUF reader (see targets.hpp).
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,52 +7,12 @@
 
 #include "gguf.hpp"
 #include "gguf_writer.hpp"
+#include "scratch.hpp"
 #include "targets.hpp"
 
 namespace vkgmm::fuzz {
 
 namespace {
-
-// A scratch directory of this process, made once and removed at exit: gguf::read needs a real file.
-class GgufScratch {
- public:
-  GgufScratch() {
-    const char* tmp = std::getenv("TMPDIR");
-    path_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/vkgmm_fuzz_gguf_XXXXXX";
-    if (!mkdtemp(path_.data())) throw std::runtime_error("cannot create a scratch directory");
-  }
-  ~GgufScratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-const std::string& scratch() {
-  static const GgufScratch dir;
-  return dir.path();
-}
-
-void write_file(const std::string& path, const uint8_t* data, size_t size) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write " + path);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t w = ::write(fd, data + done, size - done);
-    if (w <= 0) break;
-    done += static_cast<size_t>(w);
-  }
-  ::close(fd);
-  if (done != size) throw std::runtime_error("short write to " + path);
-}
-
-std::string after(const std::string& message, const std::string& name) {
-  const std::string prefix = name + ": ";
-  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : std::string();
-}
 
 bool same_value(const gguf::Value& a, const gguf::Value& b) {
   if (a.type != b.type || a.raw != b.raw || a.str != b.str) return false;
@@ -145,7 +100,7 @@ std::string gguf_one(const uint8_t* data, size_t size) {
     parsed = gguf::parse(data, size, name);
   } catch (const std::runtime_error& e) {
     refusal = e.what();
-    if (after(refusal, name).empty()) return "refusal does not start with the input's name: " + refusal;
+    if (after_name(refusal, name).empty()) return "refusal does not start with the input's name: " + refusal;
     if (refusal.find('\n') != std::string::npos || refusal.find('\r') != std::string::npos)
       return "refusal spans several lines: " + refusal;
   }
@@ -153,8 +108,8 @@ std::string gguf_one(const uint8_t* data, size_t size) {
     if (std::string v = check_accepted(*parsed, size, data); !v.empty()) return v;
 
   // The file reader must agree with the in-memory one on the same bytes.
-  const std::string path = scratch() + "/in.gguf";
-  write_file(path, data, size);
+  const std::string path = scratch_dir("gguf") + "/in.gguf";
+  put_file(path, data, size);
   try {
     const gguf::File g = gguf::read(path);
     if (!parsed) return "read accepted what parse refused (" + refusal + ")";
@@ -162,7 +117,7 @@ std::string gguf_one(const uint8_t* data, size_t size) {
     if (std::string d = same_content(*parsed, g, "read vs parse"); !d.empty()) return d;
   } catch (const std::runtime_error& e) {
     if (parsed) return std::string("read refused what parse accepted: ") + e.what();
-    if (after(e.what(), path) != after(refusal, name))
+    if (after_name(e.what(), path) != after_name(refusal, name))
       return "read and parse refuse differently: '" + std::string(e.what()) + "' vs '" + refusal + "'";
   }
 

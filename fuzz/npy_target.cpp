@@ -1,62 +1,17 @@
 // Fuzz target body for the .npy reader (see targets.hpp).
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "npy.hpp"
+#include "scratch.hpp"
 #include "targets.hpp"
 
 namespace vkgmm::fuzz {
 
 namespace {
 
-// A scratch directory of this process, made once and removed at exit: npy::read needs a real file.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    path_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/vkgmm_fuzz_npy_XXXXXX";
-    if (!mkdtemp(path_.data())) throw std::runtime_error("cannot create a scratch directory");
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-const std::string& scratch_dir() {
-  static const ScratchDir dir;
-  return dir.path();
-}
-
-void put_file(const std::string& path, const uint8_t* data, size_t size) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot write " + path);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t w = ::write(fd, data + done, size - done);
-    if (w <= 0) break;
-    done += static_cast<size_t>(w);
-  }
-  ::close(fd);
-  if (done != size) throw std::runtime_error("short write to " + path);
-}
-
-// The message without the "<name>: " every refusal starts with; empty if it does not start so.
-std::string after_name(const std::string& message, const std::string& name) {
-  const std::string prefix = name + ": ";
-  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : std::string();
-}
 
 std::string same_array(const npy::Array& a, const npy::Array& b, const char* what) {
   if (a.descr != b.descr) return std::string(what) + ": descr " + a.descr + " != " + b.descr;
@@ -95,7 +50,7 @@ std::string npy_one(const uint8_t* data, size_t size) {
   }
 
   // The streaming reader must agree with the in-memory one on the same bytes.
-  const std::string path = scratch_dir() + "/in.npy";
+  const std::string path = scratch_dir("npy") + "/in.npy";
   put_file(path, data, size);
   try {
     const npy::Array b = npy::read(path);
@@ -109,7 +64,7 @@ std::string npy_one(const uint8_t* data, size_t size) {
 
   // What was accepted survives the writer (which picks its own header layout) unchanged.
   if (parsed) {
-    const std::string out = scratch_dir() + "/out.npy";
+    const std::string out = scratch_dir("npy") + "/out.npy";
     npy::write(out, *parsed);
     if (std::string d = same_array(*parsed, npy::read(out), "write + read"); !d.empty()) return d;
   }
