@@ -20,11 +20,6 @@
 
 namespace bench {
 
-namespace {
-
-constexpr int64_t kBlock = 16;  // columns per reference call: 64-byte strides
-
-// Runs body(block) for block in [0, blocks) on all cores.
 void parallel_blocks(int64_t blocks, const std::function<void(int64_t)>& body) {
   const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(blocks)));
   std::atomic<int64_t> next{0};
@@ -36,6 +31,11 @@ void parallel_blocks(int64_t blocks, const std::function<void(int64_t)>& body) {
   work();
   for (auto& t : threads) t.join();
 }
+
+namespace {
+
+constexpr int64_t kBlock = 16;  // columns per reference call: 64-byte strides
+
 
 // out [m, n] of a gmm (no existing_out), by column blocks.
 std::vector<float> gmm_by_blocks(const vkgmm::GmmProblem& p, const std::vector<float>& lhs,

@@ -1,6 +1,7 @@
 // The check before timing: the device's result against vkgmm::reference, computed once per workload.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,6 +9,9 @@
 #include "runner.hpp"
 
 namespace bench {
+
+// Runs body(block) for block in [0, blocks) on all cores (the CPU references' column blocks).
+void parallel_blocks(int64_t blocks, const std::function<void(int64_t)>& body);
 
 // The expected outputs of `inst`'s workload, in the order Instance::download() returns them.
 // Computed by vkgmm::reference (double accumulation); see check.cpp for how it is kept fast.

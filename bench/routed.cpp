@@ -2,12 +2,11 @@
 #include "routed.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
 #include <random>
 #include <stdexcept>
-#include <thread>
 
+#include "check.hpp"         // parallel_blocks
 #include "context_impl.hpp"  // the chain's own pipelines, through the library's pipeline cache
 #include "operands.hpp"
 #include "pipeline_cache.hpp"
@@ -24,24 +23,6 @@ namespace bench {
 
 namespace {
 
-std::vector<float> random_values(size_t count, vkgmm::DType t, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = vkgmm::round_to(t, u(rng));
-  return v;
-}
-
-void parallel_blocks(int64_t blocks, const std::function<void(int64_t)>& body) {
-  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(blocks)));
-  std::atomic<int64_t> next{0};
-  auto work = [&] {
-    for (int64_t b; (b = next.fetch_add(1)) < blocks;) body(b);
-  };
-  std::vector<std::thread> threads;
-  for (unsigned i = 1; i < workers; ++i) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-}
 
 // Shader writes -> shader reads and writes, and the indirect grid the gmm's metadata build writes.
 void barrier(VkCommandBuffer cb) {

@@ -14,14 +14,14 @@
 
 namespace bench {
 
-namespace {
-
 std::vector<float> random_values(size_t count, vkgmm::DType t, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> v(count);
   for (float& x : v) x = vkgmm::round_to(t, u(rng));
   return v;
 }
+
+namespace {
 
 int64_t largest_group(const Workload& w) {
   return w.group_sizes.empty() ? 0 : *std::max_element(w.group_sizes.begin(), w.group_sizes.end());

@@ -13,6 +13,9 @@
 
 namespace bench {
 
+// `count` values uniform in [-1, 1), rounded to t (exactly what the device sees of them).
+std::vector<float> random_values(size_t count, vkgmm::DType t, std::mt19937& rng);
+
 // One output of an op, as floats (16-bit outputs are widened exactly).
 struct Output {
   std::string name;          // "out", "d_lhs", "d_rhs"
