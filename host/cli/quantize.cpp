@@ -117,15 +117,5 @@ int quantize_main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  try {
-    return quantize(parse(argc, argv));
-  } catch (const UsageError& e) {
-    return fail(2, e.what());
-  } catch (const vkgmm::Error& e) {
-    return fail(e.status() == vkgmm::Status::invalid_argument ? 2 : 1, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(1, "out of host memory");
-  } catch (const std::exception& e) {
-    return fail(1, e.what());
-  }
+  return exit_status_of([&] { return quantize(parse(argc, argv)); });
 }

@@ -324,7 +324,7 @@ void run_tgmm(Job& j) {
 }  // namespace
 
 int run_main(int argc, char** argv) {
-  try {
+  return exit_status_of([&] {
     const Args args = parse_args(argc, argv);
     if (args.help) {
       std::fputs(kRunUsage, stdout);
@@ -336,14 +336,5 @@ int run_main(int argc, char** argv) {
     else
       run_tgmm(job);
     return 0;
-  } catch (const UsageError& e) {
-    return fail(2, e.what());
-  } catch (const vkgmm::Error& e) {
-    // The caller's input broke a rule: an argument error. Everything else is the device or the library.
-    return fail(e.status() == vkgmm::Status::invalid_argument ? 2 : 1, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(1, "out of host memory");
-  } catch (const std::exception& e) {
-    return fail(1, e.what());
-  }
+  });
 }
