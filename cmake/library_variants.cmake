@@ -18,6 +18,7 @@ set(VKGMM_PUBLIC_HEADERS
   include/vkgmm/types.hpp
   include/vkgmm/context.hpp
   include/vkgmm/ops.hpp
+  include/vkgmm/top_k.hpp
   include/vkgmm/requirements.hpp
   include/vkgmm/convert.hpp
 )

@@ -30,6 +30,9 @@ struct MetadataPush {
 struct CombinePush {
   VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD)
 };
+struct TopKPush {
+  VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD)
+};
 
 // A push-constant field by name and byte offset, as the host lays it out (what the interface test
 // compares with the offsets glslc gave the shader's block).
@@ -65,6 +68,11 @@ struct PushLayout<CombinePush> {
   using Struct = CombinePush;
   static constexpr PushField fields[] = {VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
 };
+template <>
+struct PushLayout<TopKPush> {
+  using Struct = TopKPush;
+  static constexpr PushField fields[] = {VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
 #undef VKGMM_PUSH_FIELD_ENTRY
 
 // Every op's push block starts with its operands' offsets, where the plan core writes them.
@@ -83,7 +91,8 @@ static_assert(sizeof(OperandOffsets) == VKGMM_PUSH_OPERAND_WORDS * 4);
 // The pipeline layout's push range; Vulkan guarantees at least 128 bytes.
 constexpr uint32_t kPushConstantBytes = 128;
 static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPushConstantBytes &&
-              sizeof(MetadataPush) <= kPushConstantBytes && sizeof(CombinePush) <= kPushConstantBytes);
+              sizeof(MetadataPush) <= kPushConstantBytes && sizeof(CombinePush) <= kPushConstantBytes &&
+              sizeof(TopKPush) <= kPushConstantBytes);
 
 static_assert(uint32_t(DType::f32) == VKGMM_DT_F32 && uint32_t(DType::f16) == VKGMM_DT_F16 &&
               uint32_t(DType::bf16) == VKGMM_DT_BF16 && uint32_t(DType::q8_0) == VKGMM_DT_Q8_0 &&
@@ -150,6 +159,10 @@ inline constexpr SpecConstant kCombineConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_OUT_TYPE, "OUT_TYPE"},
     {VKGMM_ID_HAS_EXISTING, "HAS_EXISTING"},
+};
+// The workgroup size is fixed in the module (VKGMM_TOPK_INVOCATIONS).
+inline constexpr SpecConstant kTopKConstants[] = {
+    {VKGMM_ID_TOPK_RENORMALIZE, "RENORMALIZE"},
 };
 inline constexpr SpecConstant kCeilingConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

@@ -13,6 +13,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
 #include "vkgmm/convert.hpp"
 
@@ -290,6 +291,32 @@ Gradients gmm_backward(const GmmProblem& forward, const std::vector<float>& lhs,
   dr.out_type = is_quantized(forward.rhs_type) ? DType::f32 : forward.rhs_type;
 
   return {gmm(dl, d_out, rhs), tgmm(dr, lhs, d_out)};
+}
+
+TopK top_k(const TopKProblem& p, const std::vector<float>& logits) {
+  TopK r;
+  r.ids.resize(size_t(p.tokens * p.top_k));
+  r.weights.resize(r.ids.size());
+  std::vector<int32_t> order(size_t(p.experts));
+  for (int64_t t = 0; t < p.tokens; ++t) {
+    const float* row = &logits[size_t(t * p.experts)];
+    auto rank = [](float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; };
+    for (int64_t e = 0; e < p.experts; ++e) order[size_t(e)] = int32_t(e);
+    // Highest logit first, the lower expert first among equal ones.
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return rank(row[a]) > rank(row[b]); });
+    const double top = rank(row[order[0]]);
+    // The top logit's own term is exactly 1 (also when it is +-inf).
+    auto term = [&](float v) { return double(rank(v)) == top ? 1.0 : std::exp(double(rank(v)) - top); };
+    double total = 0, chosen = 0;
+    for (int64_t e = 0; e < p.experts; ++e) total += term(row[e]);
+    for (int64_t j = 0; j < p.top_k; ++j) chosen += term(row[order[size_t(j)]]);
+    for (int64_t j = 0; j < p.top_k; ++j) {
+      const int32_t e = order[size_t(j)];
+      r.ids[size_t(t * p.top_k + j)] = e;
+      r.weights[size_t(t * p.top_k + j)] = float(term(row[e]) / (p.renormalize ? chosen : total));
+    }
+  }
+  return r;
 }
 
 }  // namespace vkgmm::reference

@@ -30,6 +30,8 @@ ShaderCode fma_ceiling_shader();
 ShaderCode metadata_shader();
 // The ordered combine of slots routed by expert ids (shaders/combine.comp).
 ShaderCode combine_shader();
+// Top-k routing of router logits (shaders/topk.comp).
+ShaderCode topk_shader();
 
 // Every embedded module of the plans' ops, by the name cmake/shaders.cmake gave it, with what it is
 // built for (its constants and layout): for tools and tests that look at all of them.

@@ -143,6 +143,16 @@
 #define VKGMM_COMBINE_INVOCATIONS 64
 #define VKGMM_COMBINE_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) F(uint, tokens) F(uint, top_k) F(uint, out_n)
 
+// Top-k routing of router logits (shaders/topk.comp, TopKPlan): for each token t, the top_k experts of
+// logits[t, 0 .. experts) (f32, at VKGMM_BINDING_LHS) by logit, highest first (ties: the lower expert
+// first; NaN ranks as -inf), as ids[t, j] (int32, at VKGMM_BINDING_OUT) and weights[t, j] (f32, at
+// VKGMM_BINDING_RHS, written: the one module whose rhs is an output) = the softmax over all experts of
+// the chosen logits, with RENORMALIZE divided by their sum over the top_k. One invocation per token.
+#define VKGMM_ID_TOPK_RENORMALIZE 16
+#define VKGMM_TOPK_INVOCATIONS 64
+#define VKGMM_TOPK_PUSH(F) F(uint, logits_off) F(uint, ids_off) F(uint, weights_off) F(uint, tokens) \
+  F(uint, experts) F(uint, top_k)
+
 // The bench's FMA ceiling kernel (shaders/fma_ceiling.comp).
 #define VKGMM_ID_CEILING_ITERS 1
 #define VKGMM_CEILING_CHAINS 16  // independent FMA chains per invocation

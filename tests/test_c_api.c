@@ -556,6 +556,41 @@ static void test_routing_fields(vkgmm_context* ctx) {
   vkgmm_buffer_destroy(bo);
 }
 
+/* ----- top-k routing: logits in, the ids and weights the routed gmm reads ------------------------------ */
+
+/* Two tokens, four experts, top 2, renormalised: each token's picks by hand, weights a softmax of the two. */
+static void test_top_k(vkgmm_context* ctx) {
+  const float logits[8] = {0.5f, 2.0f, -1.0f, 1.0f, /* experts 1, 3 */
+                           3.0f, 3.0f, 0.0f, 4.0f}; /* expert 3, then the tie 0 before 1 */
+  const int32_t want_ids[4] = {1, 3, 3, 0};
+  const double e1 = exp(-1.0); /* exp(1 - 2) and exp(3 - 4) */
+  const double want_w[4] = {1 / (1 + e1), e1 / (1 + e1), 1 / (1 + e1), e1 / (1 + e1)};
+  vkgmm_top_k_problem p = {sizeof p, 2, 4, 2, 1};
+  vkgmm_top_k_plan* plan = NULL;
+  CHECK(vkgmm_top_k_plan_create(ctx, &p, &plan) == VKGMM_OK && plan != NULL);
+  if (!plan) return;
+  vkgmm_top_k_sizes s = {sizeof s};
+  CHECK(vkgmm_top_k_plan_sizes(plan, &s) == VKGMM_OK && s.logits == 32 && s.ids == 16 && s.weights == 16);
+  vkgmm_buffer *bl = make_buffer(ctx, logits, 8), *bi = make_buffer(ctx, NULL, 4), *bw = make_buffer(ctx, NULL, 4);
+  vkgmm_top_k_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(bi), vkgmm_buffer_whole(bw)};
+  CHECK(vkgmm_top_k_plan_run(ctx, plan, &ops) == VKGMM_OK);
+  int32_t ids[4];
+  float w[4];
+  CHECK(vkgmm_buffer_download(bi, ids, sizeof ids, 0) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bw, w, sizeof w, 0) == VKGMM_OK);
+  for (int i = 0; i < 4; ++i) CHECK(ids[i] == want_ids[i] && near(w[i], want_w[i]));
+  ops.weights = ops.ids; /* overlapping outputs: refused, naming them */
+  CHECK(vkgmm_top_k_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT && strstr(vkgmm_last_error_message(), "ids"));
+  p.top_k = 5; /* more than the experts */
+  vkgmm_top_k_plan* refused = (vkgmm_top_k_plan*)&refused;
+  CHECK(vkgmm_top_k_plan_create(ctx, &p, &refused) == VKGMM_INVALID_ARGUMENT && refused == NULL &&
+        strstr(vkgmm_last_error_message(), "top_k"));
+  vkgmm_top_k_plan_destroy(plan);
+  vkgmm_buffer_destroy(bl);
+  vkgmm_buffer_destroy(bi);
+  vkgmm_buffer_destroy(bw);
+}
+
 /* ----- 16-bit operands of odd element counts, in buffers of exactly their bytes ---------------------- */
 
 /* bf16 bits of a float that bf16 holds exactly (the values below are multiples of 1/8 in [-1, 1]). */
@@ -683,6 +718,7 @@ int main(void) {
   test_errors(ctx);
   test_struct_sizes(ctx);
   test_routing_fields(ctx);
+  test_top_k(ctx);
   vkgmm_context_destroy(ctx);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");

@@ -1,14 +1,16 @@
-// A Mixture-of-Experts feed-forward layer with vkgmm, checked against a token-by-token CPU reference:
-//   logits = x @ router                  gmm with a single group (a plain matmul)
-//   top-k routing, permutation           host: rows grouped by expert -> group_sizes
-//   h = silu(x_perm @ up[e])             gmm over the experts (bf16 weights), SiLU on the host
-//   y_perm = h @ down[e]                 gmm over the experts
-//   y = sum_k weight * y_perm            host: weighted un-permutation back to token order
-// vkgmm creates its own device here and submits for us (the convenience path); VKGMM_VALIDATE=1 turns
-// the validation layer on, and any message fails the run.
+// A Mixture-of-Experts feed-forward layer on vkgmm, all of it on the device, in one command buffer with
+// one submit and no host read until the layer's output:
+//   logits = x @ router                  gmm, one group holding every token (a plain matmul)
+//   ids, weights = top_k(logits)         TopKPlan: softmax, top-k, renormalise
+//   h = swiglu(x @ up[e] + bias[e])      gmm routed by ids: lhs rows gathered per slot, bias + SwiGLU fused
+//   y = sum_j weight * (h @ down[e])     gmm routed by ids, per-slot lhs, combined in token order
+// Seven dispatches and eight barriers (README, "The MoE layer example"); the weights are bf16. The result
+// is checked against a token-by-token CPU reference in double. vkgmm creates its own device here
+// (VKGMM_VALIDATE=1 turns the validation layer on; any message fails the run).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -19,41 +21,31 @@
 
 namespace {
 
-constexpr int64_t kTokens = 64, kModel = 64, kFF = 128, kExperts = 8, kTopK = 2;
+constexpr int64_t kTokens = 61, kModel = 64, kFF = 96, kExperts = 8, kTopK = 2;
 constexpr vkgmm::DType kWeightType = vkgmm::DType::bf16;
 
-// Bytes of `count` elements of type t (any count: vkgmm pads its own buffers to whole words).
-VkDeviceSize stored_bytes(vkgmm::DType t, size_t count) { return count * vkgmm::dtype_size(t); }
-
-// An operand in a vkgmm buffer: encoded to its type, uploaded.
-vkgmm::Buffer upload(vkgmm::Context& ctx, vkgmm::DType t, const std::vector<float>& values, VkDeviceSize bytes) {
-  vkgmm::Buffer b = ctx.create_buffer(bytes);
+// An operand in a vkgmm buffer: encoded to its type, uploaded (vkgmm pads its own buffers to whole words).
+vkgmm::Buffer upload(vkgmm::Context& ctx, vkgmm::DType t, const std::vector<float>& values) {
   const std::vector<uint8_t> encoded = vkgmm::encode(t, values);
+  vkgmm::Buffer b = ctx.create_buffer(encoded.size());
   b.upload(encoded.data(), encoded.size());
   return b;
 }
 
-std::vector<float> download(const vkgmm::Buffer& b, size_t count) {
-  std::vector<float> v(count);
-  b.download(v.data(), count * sizeof(float));
+template <class T>
+std::vector<T> download(const vkgmm::Buffer& b, size_t count) {
+  std::vector<T> v(count);
+  b.download(v.data(), count * sizeof(T));
   return v;
 }
 
-// The experts' matmul: rows grouped by expert, one plan per shape, recorded and submitted by the
-// context's submit-and-wait helper.
-std::vector<float> grouped(vkgmm::Context& ctx, const std::vector<int32_t>& group_sizes, const std::vector<float>& rows,
-                           int64_t k, int64_t n, const vkgmm::Buffer& weights) {
-  vkgmm::GmmProblem p;
-  p.m = static_cast<int64_t>(rows.size()) / k;
-  p.k = k;
-  p.n = n;
-  p.group_sizes = group_sizes;
-  p.rhs_type = kWeightType;
-  vkgmm::GmmPlan plan(ctx, p);
-  vkgmm::Buffer lhs = upload(ctx, vkgmm::DType::f32, rows, plan.sizes().lhs);
-  vkgmm::Buffer out = ctx.create_buffer(plan.sizes().out);
-  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {lhs.view(), weights.view(), out.view(), {}}); });
-  return download(out, p.m * n);
+// The app's barrier between two of its steps: the first's shader writes visible to the second's reads.
+void shader_write_to_read(VkCommandBuffer cb) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT;
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                       0, nullptr, 0, nullptr);
 }
 
 bool matches(const char* what, const std::vector<float>& got, const std::vector<double>& want, double tol) {
@@ -83,51 +75,103 @@ int main() {
     w.experts = kExperts;
     std::vector<float> x(kTokens * kModel);
     for (float& v : x) v = u(rng);
-    auto init = [&](std::vector<float>& m, size_t count, double fan_in, bool bf16) {
+    auto init = [&](std::vector<float>& m, size_t count, double scale, vkgmm::DType stored) {
       m.resize(count);
-      for (float& v : m) v = static_cast<float>(u(rng) / std::sqrt(fan_in));
-      if (bf16)
-        for (float& v : m) v = vkgmm::round_to(kWeightType, v);  // the reference sees the stored values
+      for (float& v : m) v = vkgmm::round_to(stored, static_cast<float>(u(rng) * scale));  // as the device sees it
     };
-    init(w.router, kModel * kExperts, kModel, false);
-    init(w.up, kExperts * kModel * kFF, kModel, true);
-    init(w.down, kExperts * kFF * kModel, kFF, true);
+    init(w.router, kModel * kExperts, 2.0 / std::sqrt(kModel), vkgmm::DType::f32);
+    init(w.up, kExperts * kModel * 2 * kFF, 1.0 / std::sqrt(kModel), kWeightType);  // [gate | up] columns
+    init(w.up_bias, kExperts * 2 * kFF, 0.1, vkgmm::DType::f32);
+    init(w.down, kExperts * kFF * kModel, 1.0 / std::sqrt(kFF), kWeightType);
 
-    // 1. Router logits: a plain matmul is gmm with one group holding every row.
-    vkgmm::GmmProblem router;
+    // The plans: made once per shape, recorded any number of times.
+    vkgmm::GmmProblem router;  // a plain matmul: one group holding every token
     router.m = kTokens;
     router.k = kModel;
     router.n = kExperts;
     router.group_sizes = {int32_t(kTokens)};
-    vkgmm::Buffer x_buf = upload(ctx, vkgmm::DType::f32, x, kTokens * kModel * 4);
-    vkgmm::Buffer router_buf = upload(ctx, vkgmm::DType::f32, w.router, kModel * kExperts * 4);
-    vkgmm::Buffer logits_buf = ctx.create_buffer(kTokens * kExperts * 4);
-    vkgmm::gmm(ctx, router, {x_buf.view(), router_buf.view(), logits_buf.view(), {}});
-    const std::vector<float> logits = download(logits_buf, kTokens * kExperts);
+    const vkgmm::GmmPlan router_plan(ctx, router);
+    const vkgmm::TopKPlan top_k_plan(ctx, {kTokens, kExperts, kTopK, /*renormalize=*/true});
 
-    // 2. Top-k and the permutation into expert-contiguous rows (on the GPU logits, so that the
-    //    reference below makes exactly the same choices).
-    const moe::Routing routing = moe::route_top_k(logits, kTokens, kExperts, kTopK);
-    std::printf("rows per expert:");
-    for (int32_t s : routing.group_sizes) std::printf(" %d", s);
+    vkgmm::GmmProblem up;  // per slot: h[t, j] = swiglu(x[t] @ up[ids[t, j]] + bias[ids[t, j]])
+    up.m = kTokens;
+    up.k = kModel;
+    up.n = 2 * kFF;
+    up.num_rhs_groups = kExperts;
+    up.rhs_type = kWeightType;
+    up.routing = {kTopK, /*lhs_per_slot=*/false, /*combine=*/false, kExperts};
+    up.epilogue = {/*bias=*/true, vkgmm::Activation::swiglu};
+    const vkgmm::GmmPlan up_plan(ctx, up);
+
+    vkgmm::GmmProblem down;  // y[t] = sum_j weights[t, j] * (h[t, j] @ down[ids[t, j]]), in token order
+    down.m = kTokens;
+    down.k = kFF;
+    down.n = kModel;
+    down.num_rhs_groups = kExperts;
+    down.rhs_type = kWeightType;
+    down.routing = {kTopK, /*lhs_per_slot=*/true, /*combine=*/true, kExperts};
+    const vkgmm::GmmPlan down_plan(ctx, down);
+
+    const vkgmm::Buffer x_buf = upload(ctx, vkgmm::DType::f32, x);
+    const vkgmm::Buffer router_buf = upload(ctx, vkgmm::DType::f32, w.router);
+    const vkgmm::Buffer up_buf = upload(ctx, kWeightType, w.up), bias_buf = upload(ctx, vkgmm::DType::f32, w.up_bias);
+    const vkgmm::Buffer down_buf = upload(ctx, kWeightType, w.down);
+    vkgmm::Buffer logits = ctx.create_buffer(router_plan.sizes().out);
+    vkgmm::Buffer ids = ctx.create_buffer(top_k_plan.sizes().ids);
+    vkgmm::Buffer weights = ctx.create_buffer(top_k_plan.sizes().weights);
+    vkgmm::Buffer h = ctx.create_buffer(up_plan.sizes().out);  // [T, top_k, d_ff] f32
+    vkgmm::Buffer y = ctx.create_buffer(down_plan.sizes().out);
+    // The status word of each routed gmm: ids outside [-1, E) would be counted there (and skipped).
+    vkgmm::Buffer status = ctx.create_buffer(8);
+
+    // GmmOperands: lhs, rhs, out, existing_out, group_sizes, workspace (none: the plan's own), status, ids,
+    // weights, bias.
+    const vkgmm::GmmOperands up_ops{x_buf.view(), up_buf.view(), h.view(),  {},        {},
+                                    {},           status.view(0, 4), ids.view(), {},   bias_buf.view()};
+    const vkgmm::GmmOperands down_ops{h.view(), down_buf.view(), y.view(), {}, {}, {}, status.view(4, 4),
+                                      ids.view(), weights.view()};
+
+    // One command buffer, one submit. Between the steps, the app's barriers: vkgmm records its own only
+    // inside a routed gmm (its metadata build, and the combine).
+    ctx.submit_and_wait([&](VkCommandBuffer cb) {
+      router_plan.record(cb, {x_buf.view(), router_buf.view(), logits.view(), {}});
+      shader_write_to_read(cb);
+      top_k_plan.record(cb, {logits.view(), ids.view(), weights.view()});
+      shader_write_to_read(cb);
+      up_plan.record(cb, up_ops);
+      shader_write_to_read(cb);
+      down_plan.record(cb, down_ops);
+    });
+    const std::vector<float> out = download<float>(y, kTokens * kModel);
+
+    // The checks read the intermediates too, after the fact: the router's logits against the reference's,
+    // the device's routing against the host's on the same logits (exact ids), and the layer's output
+    // against the token-by-token reference on the device's routing.
+    const std::vector<float> got_logits = download<float>(logits, kTokens * kExperts);
+    moe::TopK routing{download<int32_t>(ids, kTokens * kTopK), download<float>(weights, kTokens * kTopK)};
+    const moe::TopK host_routing = moe::top_k(got_logits, kTokens, kExperts, kTopK);
+    const std::vector<uint32_t> status_words = download<uint32_t>(status, 2);
+    std::vector<int32_t> rows(kExperts, 0);
+    for (int32_t e : routing.ids) ++rows[size_t(std::clamp<int32_t>(e, 0, kExperts - 1))];
+    std::printf("slots per expert:");
+    for (int32_t r : rows) std::printf(" %d", r);
     std::printf("\n");
-    const std::vector<float> x_perm = moe::permute(routing, x, kModel);
 
-    // 3. Up projection, SiLU, down projection: one grouped matmul each over all experts.
-    const vkgmm::Buffer up_buf = upload(ctx, kWeightType, w.up, stored_bytes(kWeightType, w.up.size()));
-    const vkgmm::Buffer down_buf = upload(ctx, kWeightType, w.down, stored_bytes(kWeightType, w.down.size()));
-    std::vector<float> h = grouped(ctx, routing.group_sizes, x_perm, kModel, kFF, up_buf);
-    for (float& v : h) v = static_cast<float>(moe::silu(v));
-    const std::vector<float> y_perm = grouped(ctx, routing.group_sizes, h, kFF, kModel, down_buf);
-
-    // 4. Weighted un-permutation back to token order.
-    const std::vector<float> y = moe::unpermute(routing, y_perm, kTokens, kModel);
-
-    const bool ok = matches("logits", logits, moe::router_logits(x, w, kTokens), 1e-4) &&
-                    matches("layer", y, moe::moe_layer(x, w, routing, kTokens), 1e-4);
+    bool ok = matches("logits", got_logits, moe::router_logits(x, w, kTokens), 1e-4);
+    const bool same_ids = routing.ids == host_routing.ids;
+    std::printf("ids      %s the host's top-%lld of the same logits\n", same_ids ? "equal" : "differ from (FAIL)",
+                (long long)kTopK);
+    ok = ok && same_ids &&
+         matches("weights", routing.weights, std::vector<double>(host_routing.weights.begin(), host_routing.weights.end()),
+                 1e-5) &&
+         matches("layer", out, moe::moe_layer_swiglu(x, w, routing, kTokens, kTopK), 1e-4);
+    if (status_words[0] || status_words[1]) {
+      std::printf("status words %u %u: the routed gmms found bad ids  FAIL\n", status_words[0], status_words[1]);
+      ok = false;
+    }
     if (!ok) return 1;
-    std::printf("MoE layer (%lld tokens, %lld experts, top-%lld) matches the CPU reference\n", (long long)kTokens,
-                (long long)kExperts, (long long)kTopK);
+    std::printf("MoE layer (%lld tokens, %lld experts, top-%lld, SwiGLU, bf16 weights) matches the CPU reference\n",
+                (long long)kTokens, (long long)kExperts, (long long)kTopK);
     return 0;
   } catch (const vkgmm::Error& e) {
     std::fprintf(stderr, "FAIL: vkgmm: %s (%s)\n", e.what(), vkgmm::status_name(e.status()));

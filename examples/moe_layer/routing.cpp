@@ -8,13 +8,8 @@
 
 namespace moe {
 
-Routing route_top_k(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k) {
-  struct Choice {
-    int32_t token, expert;
-    float weight;
-  };
-  std::vector<Choice> choices;
-  choices.reserve(tokens * top_k);
+TopK top_k(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k) {
+  TopK r;
   std::vector<int32_t> order(experts);
   for (int64_t t = 0; t < tokens; ++t) {
     const float* l = &logits[t * experts];
@@ -23,9 +18,24 @@ Routing route_top_k(const std::vector<float>& logits, int64_t tokens, int64_t ex
     // Softmax restricted to the chosen experts (Mixtral's renormalised top-k gate).
     double sum = 0;
     for (int64_t j = 0; j < top_k; ++j) sum += std::exp(double(l[order[j]]) - l[order[0]]);
-    for (int64_t j = 0; j < top_k; ++j)
-      choices.push_back({int32_t(t), order[j], float(std::exp(double(l[order[j]]) - l[order[0]]) / sum)});
+    for (int64_t j = 0; j < top_k; ++j) {
+      r.ids.push_back(order[j]);
+      r.weights.push_back(float(std::exp(double(l[order[j]]) - l[order[0]]) / sum));
+    }
   }
+  return r;
+}
+
+Routing route_top_k(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k) {
+  struct Choice {
+    int32_t token, expert;
+    float weight;
+  };
+  const TopK chosen = moe::top_k(logits, tokens, experts, top_k);
+  std::vector<Choice> choices;
+  choices.reserve(tokens * top_k);
+  for (size_t i = 0; i < chosen.ids.size(); ++i)
+    choices.push_back({int32_t(i / top_k), chosen.ids[i], chosen.weights[i]});
   // Expert-contiguous rows: a stable sort by expert keeps each expert's tokens in token order.
   std::stable_sort(choices.begin(), choices.end(), [](const Choice& a, const Choice& b) { return a.expert < b.expert; });
   Routing r;

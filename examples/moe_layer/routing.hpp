@@ -16,7 +16,16 @@ struct Routing {
   std::vector<float> weight_of;      // [tokens * top_k]: softmax over the chosen experts' logits
 };
 
-// logits [tokens, experts], row-major. Ties go to the lower expert index.
+// Each token's top_k experts, best first (ties to the lower expert index), and their weights, a softmax
+// over the chosen experts' logits: ids and weights [tokens, top_k], as a router hands them to gmm's
+// routing by expert ids (and as vkgmm::TopKPlan computes them on the device).
+struct TopK {
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+};
+TopK top_k(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k);
+
+// The same choices as expert-contiguous rows. logits [tokens, experts], row-major.
 Routing route_top_k(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k);
 
 // rows[i] = x[token_of[i]] for x [tokens, width]: the permutation into expert-contiguous rows.

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "vkgmm/ops.hpp"
+#include "vkgmm/top_k.hpp"
 #include "vkgmm/vkgmm.h"
 
 // Hidden like everything internal; said explicitly so that a test including this header (built with default
@@ -36,6 +37,11 @@ struct VKGMM_HIDDEN vkgmm_tgmm_plan {
 
 struct VKGMM_HIDDEN vkgmm_gmm_backward_plan {
   vkgmm::GmmBackwardPlan plan;
+  std::shared_ptr<vkgmm::Context::Impl> owner;
+};
+
+struct VKGMM_HIDDEN vkgmm_top_k_plan {
+  vkgmm::TopKPlan plan;
   std::shared_ptr<vkgmm::Context::Impl> owner;
 };
 
@@ -127,6 +133,7 @@ void write_struct(T* out, T value, const char* what, const char* type) {
 // The C problems as the C++ problems they stand for (what the plans are made from).
 GmmProblem to_cpp(const vkgmm_gmm_problem& problem);
 TgmmProblem to_cpp(const vkgmm_tgmm_problem& problem);
+TopKProblem to_cpp(const vkgmm_top_k_problem& problem);
 // The C operands (read with read_struct) as the C++ operands.
 GmmOperands to_cpp(const vkgmm_gmm_operands& ops);
 TgmmOperands to_cpp(const vkgmm_tgmm_operands& ops);

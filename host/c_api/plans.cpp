@@ -84,6 +84,11 @@ vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands* ops) 
           view(o.group_sizes), view(o.workspace), view(o.status)};
 }
 
+vkgmm::TopKOperands top_k_ops(const vkgmm_top_k_operands* ops) {
+  const vkgmm_top_k_operands o = read_struct(ops, "ops", "vkgmm_top_k_operands");
+  return {view(o.logits), view(o.ids), view(o.weights)};
+}
+
 // The bodies every plan kind shares; the C entry points below only name their types.
 template <typename Handle, typename Plan, typename CProblem>
 vkgmm_status create_plan(vkgmm_context* ctx, const CProblem* problem, const char* problem_name,
@@ -263,6 +268,8 @@ TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
   return p;
 }
 
+TopKProblem to_cpp(const vkgmm_top_k_problem& c) { return {c.tokens, c.experts, c.top_k, c.renormalize != 0}; }
+
 }  // namespace vkgmm::c_api
 
 extern "C" {
@@ -335,6 +342,31 @@ vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan,
 vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
                                          const vkgmm_gmm_backward_operands* ops) {
   return plan_run(ctx, plan, ops, backward_ops);
+}
+
+// ----- top-k routing -----------------------------------------------------------------------------------
+
+vkgmm_status vkgmm_top_k_plan_create(vkgmm_context* ctx, const vkgmm_top_k_problem* problem, vkgmm_top_k_plan** out) {
+  return create_plan<vkgmm_top_k_plan, vkgmm::TopKPlan>(ctx, problem, "problem", "vkgmm_top_k_problem", out);
+}
+
+void vkgmm_top_k_plan_destroy(vkgmm_top_k_plan* plan) { delete plan; }
+
+vkgmm_status vkgmm_top_k_plan_sizes(const vkgmm_top_k_plan* plan, vkgmm_top_k_sizes* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    const vkgmm::TopKSizes s = plan->plan.sizes();
+    write_struct(out, vkgmm_top_k_sizes{sizeof(vkgmm_top_k_sizes), s.logits, s.ids, s.weights}, "out",
+                 "vkgmm_top_k_sizes");
+  });
+}
+
+vkgmm_status vkgmm_top_k_plan_record(const vkgmm_top_k_plan* plan, VkCommandBuffer cmd, const vkgmm_top_k_operands* ops) {
+  return plan_record(plan, cmd, ops, top_k_ops);
+}
+
+vkgmm_status vkgmm_top_k_plan_run(vkgmm_context* ctx, const vkgmm_top_k_plan* plan, const vkgmm_top_k_operands* ops) {
+  return plan_run(ctx, plan, ops, top_k_ops);
 }
 
 }  // extern "C"

@@ -86,6 +86,7 @@ typedef struct vkgmm_buffer vkgmm_buffer;
 typedef struct vkgmm_gmm_plan vkgmm_gmm_plan;
 typedef struct vkgmm_tgmm_plan vkgmm_tgmm_plan;
 typedef struct vkgmm_gmm_backward_plan vkgmm_gmm_backward_plan;
+typedef struct vkgmm_top_k_plan vkgmm_top_k_plan;
 
 /* ----- devices ------------------------------------------------------------------------------------ */
 
@@ -342,6 +343,34 @@ VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_p
                                                       const vkgmm_gmm_backward_operands* ops);
 VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
                                                    const vkgmm_gmm_backward_operands* ops);
+
+/* Top-k routing of router logits (vkgmm::TopKPlan, vkgmm/top_k.hpp): for each of `tokens` rows of logits
+ * [tokens, experts] (f32), ids [tokens, top_k] (int32) the top_k experts by logit, highest first (equal
+ * logits: the lower expert first; NaN ranks as -inf), and weights [tokens, top_k] (f32) their softmax over
+ * all experts, with renormalize divided by their sum over the top_k. One dispatch, no barrier of its own:
+ * the app orders it after the writes of logits and before the routed gmm that reads ids and weights. */
+typedef struct vkgmm_top_k_problem {
+  size_t struct_size;
+  int64_t tokens, experts, top_k;
+  int renormalize;
+} vkgmm_top_k_problem;
+typedef struct vkgmm_top_k_operands {
+  size_t struct_size;
+  vkgmm_buffer_view logits, ids, weights;
+} vkgmm_top_k_operands;
+typedef struct vkgmm_top_k_sizes {
+  size_t struct_size; /* set by the caller; vkgmm fills the rest */
+  VkDeviceSize logits, ids, weights;
+} vkgmm_top_k_sizes;
+
+VKGMM_API vkgmm_status vkgmm_top_k_plan_create(vkgmm_context* ctx, const vkgmm_top_k_problem* problem,
+                                               vkgmm_top_k_plan** out);
+VKGMM_API void vkgmm_top_k_plan_destroy(vkgmm_top_k_plan* plan);
+VKGMM_API vkgmm_status vkgmm_top_k_plan_sizes(const vkgmm_top_k_plan* plan, vkgmm_top_k_sizes* out);
+VKGMM_API vkgmm_status vkgmm_top_k_plan_record(const vkgmm_top_k_plan* plan, VkCommandBuffer cmd,
+                                               const vkgmm_top_k_operands* ops);
+VKGMM_API vkgmm_status vkgmm_top_k_plan_run(vkgmm_context* ctx, const vkgmm_top_k_plan* plan,
+                                            const vkgmm_top_k_operands* ops);
 
 #ifdef __cplusplus
 }

@@ -5,4 +5,5 @@
 #include "vkgmm/convert.hpp"
 #include "vkgmm/ops.hpp"
 #include "vkgmm/requirements.hpp"
+#include "vkgmm/top_k.hpp"
 #include "vkgmm/types.hpp"

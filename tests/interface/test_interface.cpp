@@ -104,6 +104,16 @@ TEST(Interface, CombineModuleMatchesTheHost) {
               r.bindings.count(VKGMM_BINDING_EXISTING));
 }
 
+TEST(Interface, TopKModuleMatchesTheHost) {
+  const Reflection r = reflect(topk_shader());
+  const auto bad = compare(r, false, abi::kTopKConstants, false, abi::TopKPush{});
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+  // logits, ids, weights
+  EXPECT_EQ(r.bindings.size(), 3u);
+  EXPECT_TRUE(r.bindings.count(VKGMM_BINDING_LHS) && r.bindings.count(VKGMM_BINDING_OUT) &&
+              r.bindings.count(VKGMM_BINDING_RHS));
+}
+
 // The texel builds declare the texel bindings; the split builds the parts; the plain ones neither.
 TEST(Interface, EachBuildDeclaresItsBindings) {
   for (const EmbeddedModule& m : embedded_op_modules()) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "vkgmm/ops.hpp"
+#include "vkgmm/top_k.hpp"
 
 namespace vkgmm::reference {
 
@@ -37,6 +38,13 @@ std::vector<float> gmm_routed(const GmmProblem& p, const std::vector<float>& lhs
 // with out_nk).
 std::vector<float> tgmm(const TgmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
                         const std::vector<float>& existing_out = {});
+
+// Top-k routing of logits [tokens, experts] (TopKProblem's rules; softmax in double, then rounded).
+struct TopK {
+  std::vector<int32_t> ids;   // [tokens, top_k]
+  std::vector<float> weights;  // [tokens, top_k]
+};
+TopK top_k(const TopKProblem& p, const std::vector<float>& logits);
 
 struct Gradients {
   std::vector<float> d_lhs, d_rhs;
