@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs an MPI program on this machine the way ctest needs it: N ranks on however few cores there are
+# (--oversubscribe), shared memory only (no network, no ssh, no ptrace needed: containers included),
+# and as root when the machine runs as root.
+#   run_local.sh MPIEXEC N pass|fail PROGRAM [ARGS...]
+# pass: the program must exit 0. fail: it must exit 1 and say "FAIL: some rank differs" (the example's
+# verdict on a wrong result), so that a crash or an abort does not pass for a detected mismatch.
+set -uo pipefail
+mpiexec=$1 ranks=$2 expect=$3
+shift 3
+
+flags=(--oversubscribe --mca plm isolated --mca pml ob1 --mca btl self,vader
+       --mca btl_vader_single_copy_mechanism none)
+if [ "$(id -u)" -eq 0 ]; then flags+=(--allow-run-as-root); fi
+
+out=$("$mpiexec" "${flags[@]}" -n "$ranks" "$@" 2>&1)
+status=$?
+printf '%s\n' "$out"
+case $expect in
+  pass) exit $status ;;
+  fail)
+    if [ $status -eq 1 ] && grep -q "FAIL: some rank differs" <<<"$out"; then
+      echo "run_local.sh: the wrong result was caught (exit 1), as expected"
+      exit 0
+    fi
+    echo "run_local.sh: expected exit 1 with the mismatch reported, got exit $status" >&2
+    exit 1 ;;
+  *) echo "run_local.sh: expect must be pass or fail, not '$expect'" >&2; exit 2 ;;
+esac
