@@ -39,6 +39,15 @@ uint64_t bytes_to_others(const Layout& l, int self) {
   return uint64_t(l.total - l.counts[self]) * sizeof(float);
 }
 
+// Waits for every rank to arrive, then returns the time the exchange starts at.
+double start_together(MPI_Comm comm, Traffic& traffic) {
+  const double arrived = MPI_Wtime();
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  traffic.wait_seconds += start - arrived;
+  return start;
+}
+
 }  // namespace
 
 int64_t Counts::total_received() const { return std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t(0)); }
@@ -59,7 +68,7 @@ Counts exchange_counts(MPI_Comm comm, const std::vector<int32_t>& rows_per_exper
     throw std::runtime_error("exchange_counts: " + std::to_string(rows_per_expert.size()) + " experts are not " +
                              std::to_string(experts_per_rank) + " per rank on " + std::to_string(c.ranks) + " ranks");
   c.recv_rows_of_expert.assign(rows_per_expert.size(), 0);
-  const double start = MPI_Wtime();
+  const double start = start_together(comm, traffic);
   MPI_Alltoall(rows_per_expert.data(), int(experts_per_rank), MPI_INT32_T, c.recv_rows_of_expert.data(),
                int(experts_per_rank), MPI_INT32_T, comm);
   traffic.seconds += MPI_Wtime() - start;
@@ -86,7 +95,7 @@ std::vector<float> all_to_all(MPI_Comm comm, const Counts& counts, Direction dir
     throw std::runtime_error("all_to_all: " + std::to_string(rows.size()) + " floats to send, the counts say " +
                              std::to_string(send.total));
   std::vector<float> received(recv.total);
-  const double start = MPI_Wtime();
+  const double start = start_together(comm, traffic);
   MPI_Alltoallv(rows.data(), send.counts.data(), send.displs.data(), MPI_FLOAT, received.data(), recv.counts.data(),
                 recv.displs.data(), MPI_FLOAT, comm);
   traffic.seconds += MPI_Wtime() - start;

@@ -9,10 +9,12 @@
 
 namespace ep {
 
-// What one rank's exchanges cost: wall time inside MPI (waiting for slower peers included) and the bytes
-// that crossed to or from other ranks (a rank's rows to itself are a local copy and not counted).
+// What one rank's exchanges cost: the bytes that crossed to or from other ranks (a rank's rows to itself
+// are a local copy and not counted), and wall time: in a barrier before each exchange (waiting for the
+// slowest peer to get there: load imbalance, not transport) and in the exchange itself. The barrier is
+// the example's, to tell the two apart; an engine would not add it.
 struct Traffic {
-  double seconds = 0;
+  double wait_seconds = 0, seconds = 0;
   uint64_t bytes_sent = 0, bytes_received = 0;
 };
 

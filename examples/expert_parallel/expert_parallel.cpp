@@ -133,14 +133,16 @@ int run(MPI_Comm comm, const Options& o) {
   f.expert_rows = steps.back().expert_rows;
   f.bytes_sent = steps.back().traffic.bytes_sent;
   f.bytes_received = steps.back().traffic.bytes_received;
-  std::vector<double> a2a, vk, staging, host, total;
+  std::vector<double> wait, a2a, vk, staging, host, total;
   for (const ep::StepOutput& s : steps) {
+    wait.push_back(1e3 * s.traffic.wait_seconds);
     a2a.push_back(1e3 * s.traffic.seconds);
     vk.push_back(1e3 * s.shard.vkgmm);
     staging.push_back(1e3 * s.shard.staging);
-    host.push_back(1e3 * (s.seconds - s.traffic.seconds - s.shard.vkgmm - s.shard.staging));
+    host.push_back(1e3 * (s.seconds - s.traffic.wait_seconds - s.traffic.seconds - s.shard.vkgmm - s.shard.staging));
     total.push_back(1e3 * s.seconds);
   }
+  f.wait_ms = ep::median(wait);
   f.all_to_all_ms = ep::median(a2a);
   f.vkgmm_ms = ep::median(vk);
   f.staging_ms = ep::median(staging);

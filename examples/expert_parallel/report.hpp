@@ -14,7 +14,7 @@ struct RankFigures {
   int64_t expert_rows = 0;  // rows its experts computed (its own tokens' and the others')
   uint64_t bytes_sent = 0, bytes_received = 0;  // to and from other ranks, counts included
   // Medians over the steps, milliseconds.
-  double all_to_all_ms = 0, vkgmm_ms = 0, staging_ms = 0, host_ms = 0, step_ms = 0;
+  double wait_ms = 0, all_to_all_ms = 0, vkgmm_ms = 0, staging_ms = 0, host_ms = 0, step_ms = 0;
 };
 
 double median(std::vector<double> v);
