@@ -3,8 +3,10 @@
 # (--oversubscribe), shared memory only (no network, no ssh, no ptrace needed: containers included),
 # and as root when the machine runs as root.
 #   run_local.sh MPIEXEC N pass|fail PROGRAM [ARGS...]
-# pass: the program must exit 0. fail: it must exit 1 and say "FAIL: some rank differs" (the example's
-# verdict on a wrong result), so that a crash or an abort does not pass for a detected mismatch.
+# pass: the program must exit 0, and no rank's vkgmm may report Vulkan objects left alive at teardown (the
+# validation layer's report, printed where nothing can be thrown). fail: it must exit 1 and say "FAIL:
+# some rank differs" (the example's verdict on a wrong result), so that a crash or an abort does not pass
+# for a detected mismatch.
 set -uo pipefail
 mpiexec=$1 ranks=$2 expect=$3
 shift 3
@@ -17,7 +19,12 @@ out=$("$mpiexec" "${flags[@]}" -n "$ranks" "$@" 2>&1)
 status=$?
 printf '%s\n' "$out"
 case $expect in
-  pass) exit $status ;;
+  pass)
+    if grep -q "vkgmm: at Context teardown" <<<"$out"; then
+      echo "run_local.sh: a rank left Vulkan objects alive (above)" >&2
+      exit 1
+    fi
+    exit $status ;;
   fail)
     if [ $status -eq 1 ] && grep -q "FAIL: some rank differs" <<<"$out"; then
       echo "run_local.sh: the wrong result was caught (exit 1), as expected"
