@@ -15,7 +15,7 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <vector>
 #include <string>
 
 #include <vkgmm/vkgmm.hpp>
