@@ -1,0 +1,189 @@
+// Expert parallelism over MPI with vkgmm: N ranks, each with its own vkgmm Context (its own device; on
+// one machine they share it), E experts split E / N per rank, T tokens split T / N per rank (data
+// parallel). One step, forward and backward, of an expert projection y[t] = sum_k weight * (x[t] @ W[e]):
+//   router -> top-k -> counts all-to-all -> rows all-to-all to the experts' ranks -> gmm over the local
+//   experts (group_offset = the rank's first expert, group sizes in a device buffer) -> all-to-all back
+//   -> combine with the routing weights;
+//   d_y * weight -> all-to-all -> d_x rows (gmm, weights transposed) and d_W (tgmm), one backward plan
+//   -> d_x rows all-to-all back -> sum per token.
+// Every rank checks its tokens' y and d_x and its experts' d_W against the single-process answer computed
+// token by token (model.cpp); the run exits non-zero on any mismatch. Rank 0 prints the per-rank table.
+//
+//   mpirun -n 4 build/examples/expert_parallel/vkgmm_example_expert_parallel [--tokens 128] [--experts 8]
+//       [--top-k 2] [--d-model 128] [--d-out 96] [--steps 5] [--seed 7] [--corrupt-rank R]
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <string>
+
+#include <vkgmm/vkgmm.hpp>
+
+#include "check.hpp"
+#include "layer_step.hpp"
+#include "report.hpp"
+
+namespace {
+
+struct Options {
+  ep::Shape shape;
+  int steps = 5;
+  uint32_t seed = 7;
+  int corrupt_rank = -1;  // the check's own test: that rank returns one wrong value
+};
+
+// Every rank parses the same arguments and reaches the same verdict: no rank is left waiting.
+bool parse(int argc, char** argv, int ranks, Options& o, std::string& error) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      error = flag + ": needs a value";
+      return false;
+    }
+    char* end = nullptr;
+    const long long v = std::strtoll(argv[++i], &end, 10);
+    if (*end || end == argv[i]) {
+      error = flag + ": '" + argv[i] + "' is not an integer";
+      return false;
+    }
+    int64_t* field = flag == "--tokens"    ? &o.shape.tokens
+                     : flag == "--experts" ? &o.shape.experts
+                     : flag == "--top-k"   ? &o.shape.top_k
+                     : flag == "--d-model" ? &o.shape.d_model
+                     : flag == "--d-out"   ? &o.shape.d_out
+                                           : nullptr;
+    if (field) {
+      if (v < 1) {
+        error = flag + ": must be at least 1";
+        return false;
+      }
+      *field = v;
+    } else if (flag == "--steps" && v >= 1 && v <= 1000) {
+      o.steps = int(v);
+    } else if (flag == "--seed" && v >= 0) {
+      o.seed = uint32_t(v);
+    } else if (flag == "--corrupt-rank" && v >= 0 && v < ranks) {
+      o.corrupt_rank = int(v);
+    } else {
+      error = flag + ": unknown, or out of range (--steps 1..1000, --seed >= 0, --corrupt-rank 0..ranks-1)";
+      return false;
+    }
+  }
+  if (o.shape.experts % ranks) {
+    error = "--experts: " + std::to_string(o.shape.experts) + " experts do not split evenly over " +
+            std::to_string(ranks) + " ranks";
+    return false;
+  }
+  if (o.shape.top_k > o.shape.experts) {
+    error = "--top-k: larger than --experts";
+    return false;
+  }
+  return true;
+}
+
+// One quantity of every step against the one reference (every step computes the same layer), reported
+// once per rank: its worst step.
+bool report_check(int rank, const char* what, const std::vector<ep::StepOutput>& steps,
+                  std::vector<float> ep::StepOutput::*field, const std::vector<double>& want, int64_t terms) {
+  ep::Agreement worst;
+  for (const ep::StepOutput& s : steps) {
+    const ep::Agreement a = ep::agree(s.*field, want, terms);
+    if (a.bad > worst.bad || (a.bad == worst.bad && !(a.max_error < worst.max_error))) worst = a;
+  }
+  std::printf("rank %d: %-4s %7zu values, max error %.2e over %zu steps%s\n", rank, what, worst.values,
+              worst.max_error, steps.size(), worst.ok() ? "" : "  FAIL: differs from the single-process result");
+  return worst.ok();
+}
+
+int run(MPI_Comm comm, const Options& o) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  const ep::Shape& sh = o.shape;
+  const int64_t per_rank = sh.experts / ranks, first = rank * per_rank;
+  const ep::Model model = ep::make_model(sh, o.seed);
+  const ep::Slice slice = ep::token_slice(sh.tokens, rank, ranks);
+
+  vkgmm::Context ctx;
+  if (rank == 0)
+    std::printf("%d ranks on %s: %lld tokens, %lld experts (%lld per rank), top-%lld, d_model %lld, d_out %lld\n",
+                ranks, ctx.info().name.c_str(), (long long)sh.tokens, (long long)sh.experts, (long long)per_rank,
+                (long long)sh.top_k, (long long)sh.d_model, (long long)sh.d_out);
+  const size_t shard_floats = per_rank * sh.d_model * sh.d_out;
+  const std::vector<float> weights(model.w.begin() + first * sh.d_model * sh.d_out,
+                                   model.w.begin() + first * sh.d_model * sh.d_out + shard_floats);
+  ep::ExpertShard shard(ctx, {sh.tokens * sh.top_k, sh.d_model, sh.d_out, sh.experts, first, per_rank}, weights);
+
+  std::vector<ep::StepOutput> steps;
+  for (int i = 0; i < o.steps; ++i)
+    steps.push_back(ep::expert_parallel_step(comm, model, slice, shard, rank == o.corrupt_rank));
+
+  const ep::Reference ref = ep::reference(model, slice, first, per_rank);
+  bool ok = report_check(rank, "y", steps, &ep::StepOutput::y, ref.y, sh.top_k * sh.d_model);
+  ok = report_check(rank, "d_x", steps, &ep::StepOutput::d_x, ref.d_x, sh.top_k * sh.d_out) && ok;
+  ok = report_check(rank, "d_W", steps, &ep::StepOutput::d_w, ref.d_w, sh.tokens * sh.top_k) && ok;
+  for (const std::string& m : ctx.take_validation_messages()) {
+    std::printf("rank %d: validation: %s\n", rank, m.c_str());
+    ok = false;
+  }
+  std::fflush(stdout);
+
+  ep::RankFigures f;
+  f.tokens = slice.size();
+  f.expert_rows = steps.back().expert_rows;
+  f.bytes_sent = steps.back().traffic.bytes_sent;
+  f.bytes_received = steps.back().traffic.bytes_received;
+  std::vector<double> wait, a2a, vk, staging, host, total;
+  for (const ep::StepOutput& s : steps) {
+    wait.push_back(1e3 * s.traffic.wait_seconds);
+    a2a.push_back(1e3 * s.traffic.seconds);
+    vk.push_back(1e3 * s.shard.vkgmm);
+    staging.push_back(1e3 * s.shard.staging);
+    host.push_back(1e3 * (s.seconds - s.traffic.wait_seconds - s.traffic.seconds - s.shard.vkgmm - s.shard.staging));
+    total.push_back(1e3 * s.seconds);
+  }
+  f.wait_ms = ep::median(wait);
+  f.all_to_all_ms = ep::median(a2a);
+  f.vkgmm_ms = ep::median(vk);
+  f.staging_ms = ep::median(staging);
+  f.host_ms = ep::median(host);
+  f.step_ms = ep::median(total);
+  ep::print_report(comm, f);
+
+  int failed = ok ? 0 : 1, any_failed = 0;
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, comm);
+  if (rank == 0)
+    std::printf(any_failed ? "FAIL: some rank differs from the single-process result\n"
+                           : "every rank matches the single-process result (y, d_x, d_W; %d steps)\n",
+                o.steps);
+  return any_failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  Options o;
+  std::string error;
+  int status = 2;
+  if (!parse(argc, argv, ranks, o, error)) {
+    if (rank == 0) std::fprintf(stderr, "vkgmm_example_expert_parallel: %s\n", error.c_str());
+  } else {
+    // A rank that fails alone would leave the others waiting in a collective: abort the job instead.
+    try {
+      status = run(MPI_COMM_WORLD, o);
+    } catch (const vkgmm::Error& e) {
+      std::fprintf(stderr, "rank %d: FAIL: vkgmm: %s (%s)\n", rank, e.what(), vkgmm::status_name(e.status()));
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rank %d: FAIL: %s\n", rank, e.what());
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+  }
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,29 @@
+// One training step of the expert-parallel layer on one rank: forward and backward, with the four
+// all-to-alls between its tokens and the ranks that own their experts.
+#pragma once
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "exchange.hpp"
+#include "expert_shard.hpp"
+#include "model.hpp"
+
+namespace ep {
+
+struct StepOutput {
+  std::vector<float> y;    // [slice, d_out], the layer's output for the rank's tokens
+  std::vector<float> d_x;  // [slice, d_model]
+  std::vector<float> d_w;  // [experts_per_rank, d_model, d_out], the rank's experts' gradient
+  int64_t expert_rows = 0;  // rows this rank's experts computed
+  Traffic traffic;
+  ShardTime shard;
+  double seconds = 0;  // the whole step
+};
+
+// Collective over comm. `corrupt`: this rank adds 1 to the first value its experts return in the forward,
+// so that the check downstream (on the rank owning that token) must fail: the check's own test.
+StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertShard& shard, bool corrupt);
+
+}  // namespace ep
