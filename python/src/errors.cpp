@@ -33,6 +33,9 @@ void bind_errors(py::module_& m) {
   g_device_error = PyErr_NewExceptionWithDoc("vkgmm.DeviceError",
       "The device failed: out of memory, device lost or timed out, a Vulkan error, a validation message.",
       PyExc_RuntimeError, nullptr);
+  // Class-level defaults, for the errors the Python layer raises itself; vkgmm's own set the instance's.
+  py::handle(g_contract_error).attr("status") = "invalid_argument";
+  py::handle(g_device_error).attr("status") = "vulkan_error";
   m.add_object("ContractError", py::handle(g_contract_error));
   m.add_object("DeviceError", py::handle(g_device_error));
   py::register_exception_translator([](std::exception_ptr p) {

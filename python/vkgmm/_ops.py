@@ -29,6 +29,7 @@ def on_device(x, what: str, context, dtype: str | None = None) -> Array:
             raise ContractError(f"{what}: the Array lives on another Context than the plan's")
         return x
     a = _dtypes.host_input(x, what)
+    _dtypes.array_dtype_name(a, dtype, what)  # refused naming the operand, not the Array made of it
     return Array(a, dtype, context=context)
 
 
