@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,8 +99,13 @@ Operands bind_common(const Plan& plan, const Array& lhs, const Array& rhs, const
   return ops;
 }
 
+// Whether the last wait on the device ran with this thread holding the GIL (it must not): what the
+// tests check, since other threads running meanwhile proves nothing on a busy machine.
+std::atomic<bool> g_last_wait_held_gil{false};
+
 void run(vkgmm::Context& ctx, const std::function<void(VkCommandBuffer)>& record) {
   py::gil_scoped_release unlocked;
+  g_last_wait_held_gil = PyGILState_Check() != 0;
   ctx.submit_and_wait(record);
 }
 
@@ -267,6 +273,7 @@ py::tuple tiling_tuple(const vkgmm::Tiling& t) { return py::make_tuple(t.tm, t.t
 
 void bind_plans(py::module_& m) {
   using py::arg;
+  m.def("_last_wait_held_gil", [] { return g_last_wait_held_gil.load(); });
   py::class_<GmmPlanPy>(m, "_GmmPlan")
       .def(py::init(&make_gmm_plan), arg("context"), arg("m"), arg("k"), arg("n"), arg("group_sizes"),
            arg("num_rhs_groups"), arg("group_offset"), arg("transpose_rhs"), arg("lhs_type"), arg("rhs_type"),

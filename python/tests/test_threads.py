@@ -44,6 +44,11 @@ def test_eight_threads_share_one_context_and_a_plan(ctx):
     assert ctx.take_validation_messages() == []
 
 
+def test_waits_release_the_gil(ctx):
+    vkgmm.gmm(np.ones((16, 8), np.float32), np.ones((2, 8, 4), np.float32), [8, 8])
+    assert vkgmm._vkgmm._last_wait_held_gil() is False
+
+
 def test_a_context_that_goes_leaves_nothing_alive(rng):
     c = vkgmm.Context(validate=True)
     lhs, rhs = rng.standard_normal((32, 16)).astype(np.float32), rng.standard_normal((2, 16, 8)).astype(np.float32)
