@@ -49,7 +49,9 @@ py::array host_array_for(const Array& a) {
   }
 }
 
-Array array_from(const py::array& data, const py::object& dtype, const py::object& context, const py::object& shape) {
+Array array_from(const py::object& given, const py::object& dtype, const py::object& context, const py::object& shape) {
+  // Any array-like, made C-contiguous; float64 (numpy's default) becomes float32, as the functions take it.
+  const py::array data = py::module_::import("vkgmm._dtypes").attr("host_input")(given, "Array: data");
   const std::string name =
       py::module_::import("vkgmm._dtypes").attr("array_dtype_name")(data, dtype, "Array: data").cast<std::string>();
   const vkgmm::DType t = dtype_named(name);
@@ -158,7 +160,13 @@ void bind_array(py::module_& m) {
         }
         return out;
       })
-      .def("upload", [](Array& a, const py::array& data) { upload(a, data, "Array.upload: data"); }, py::arg("data"))
+      .def(
+          "upload",
+          [](Array& a, const py::object& data) {
+            const char* what = "Array.upload: data";
+            upload(a, py::module_::import("vkgmm._dtypes").attr("host_input")(data, what), what);
+          },
+          py::arg("data"))
       .def("__repr__", [](const Array& a) {
         return "vkgmm.Array(shape=" + shape_text(a.shape) + ", dtype=" + vkgmm::dtype_name(a.dtype) + ")";
       });

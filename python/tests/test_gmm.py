@@ -146,6 +146,10 @@ def test_device_arrays_reused_by_a_plan(ctx, rng):
         assert plan(x, weights, out=out) is out
         assert_close(out.numpy(), ref_gmm(lhs2, rhs, gs), k)
     np.testing.assert_array_equal(weights.numpy(), rhs)
+    # any array-like: a transposed view is made contiguous, float64 becomes float32
+    x.upload(lhs2.T.copy().T.astype(np.float64))
+    assert x.numpy().dtype == np.float32 and np.array_equal(x.numpy(), lhs2)
+    assert vkgmm.Array([[1.0, 2.0]]).numpy().dtype == np.float32
 
 
 def test_empty_and_degenerate(ctx, rng):
