@@ -201,8 +201,14 @@ uint32_t run_gmm(const GmmPlanPy& g, const Array& lhs, const Array& rhs, const A
   status.upload(&zero, 4);
   if (slots) id_buf.upload(ids->data(), slots * 4);
   ops.ids = id_buf.view();
-  // A plan with nothing to run (T = 0) has no workspace and takes no status word.
-  if (g.plan->workspace_bytes() > 0) ops.status = status.view();
+  // A workspace per run, not the plan's own: one plan may run from several threads at once. A plan with
+  // nothing to run (T = 0) has no workspace and takes no status word.
+  vkgmm::Buffer workspace;
+  if (g.plan->workspace_bytes() > 0) {
+    workspace = g.ctx->create_buffer(g.plan->workspace_bytes());
+    ops.workspace = workspace.view();
+    ops.status = status.view();
+  }
   run(*g.ctx, [&](VkCommandBuffer cb) { g.plan->record(cb, ops); });
   uint32_t word = 0;
   status.download(&word, 4);

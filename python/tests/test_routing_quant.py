@@ -7,37 +7,7 @@ import numpy as np
 import pytest
 
 import vkgmm
-from conftest import assert_close, random_group_sizes, ref_gmm
-
-
-def epilogue(x, bias_row=None, activation=None):
-    if bias_row is not None:
-        x = x + bias_row
-    if activation == "swiglu":
-        gate, up = np.split(x, 2, axis=-1)
-        x = gate / (1 + np.exp(-gate)) * up
-    return x
-
-
-def ref_ids(lhs, w, ids, weights=None, group_offset=0, bias=None, activation=None, existing_out=None):
-    """CONTRACT.md's routing: w [E_local, k, n] float64; slots of experts outside the window keep
-    existing_out (per slot) or add nothing (combined)."""
-    T, top_k = ids.shape
-    n_out = w.shape[2] // (2 if activation == "swiglu" else 1)
-    per_slot = np.zeros((T, top_k, n_out)) if existing_out is None or weights is not None else existing_out.astype(np.float64)
-    combined = np.zeros((T, n_out)) if existing_out is None or weights is None else existing_out.astype(np.float64)
-    for t in range(T):
-        for j in range(top_k):
-            e = ids[t, j] - group_offset
-            if ids[t, j] < 0 or not 0 <= e < w.shape[0]:
-                continue
-            row = lhs[t, j] if lhs.ndim == 3 else lhs[t]
-            y = epilogue(row.astype(np.float64) @ w[e], None if bias is None else bias[e], activation)
-            if weights is None:
-                per_slot[t, j] = y
-            else:
-                combined[t] += weights[t, j] * y
-    return per_slot if weights is None else combined
+from conftest import assert_close, epilogue, random_group_sizes, ref_gmm, ref_ids
 
 
 @pytest.mark.parametrize("combine", [False, True])

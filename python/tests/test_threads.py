@@ -1,12 +1,12 @@
-"""One Context shared by several Python threads (the waits release the GIL), one plan called from all of
-them, and nothing left alive when a Context goes."""
+"""One Context shared by several Python threads (the waits release the GIL), one plan (and one routed
+plan) called from all of them, and nothing left alive when a Context goes."""
 
 import threading
 
 import numpy as np
 
 import vkgmm
-from conftest import assert_close, collect_teardown_messages, random_group_sizes, ref_gmm, ref_tgmm
+from conftest import assert_close, collect_teardown_messages, random_group_sizes, ref_gmm, ref_ids, ref_tgmm
 
 
 def test_eight_threads_share_one_context_and_a_plan(ctx):
@@ -15,6 +15,8 @@ def test_eight_threads_share_one_context_and_a_plan(ctx):
     shared_rhs = vkgmm.Array(rng0.standard_normal((groups, k, n)).astype(np.float32))
     shared_gs = random_group_sizes(rng0, m, groups)
     shared_plan = vkgmm.GmmPlan(np.zeros((m, k), np.float32), shared_rhs, shared_gs)
+    ids = rng0.integers(-1, groups, (m, 2))
+    routed_plan = vkgmm.IdsGmmPlan(np.zeros((m, k), np.float32), shared_rhs, ids, combine=True)
     errors = []
 
     def worker(seed):
@@ -32,6 +34,9 @@ def test_eight_threads_share_one_context_and_a_plan(ctx):
                                  ref_gmm(lhs, rhs, gs, transpose_rhs=True), k)
                 out = shared_plan(lhs, shared_rhs)
                 assert_close(out, ref_gmm(lhs, shared_rhs.numpy(), shared_gs), k)
+                probs = rng.random((m, 2)).astype(np.float32)
+                routed = routed_plan(lhs, shared_rhs, ids, probs)  # its workspace: one per call
+                assert_close(routed, ref_ids(lhs, shared_rhs.numpy(), ids, probs), k)
         except BaseException as e:  # reported by the main thread
             errors.append(e)
 
