@@ -160,6 +160,18 @@ def test_empty_and_degenerate(ctx, rng):
     assert_close(vkgmm.tgmm(lhs.T.copy(), lhs, [0, 0, 0]), np.zeros((3, 1, 1)), 1)
 
 
+def test_megablox_positional_arguments(ctx, rng):
+    """megablox's order and spellings: group_offset as a one-element array or None, num_actual_groups."""
+    lhs, rhs = inputs(rng, 64, 32, 16, 2)
+    gs = np.array([10, 20, 30], np.int32)
+    out = vkgmm.gmm(lhs, rhs, gs, np.float32, (32, 32, 16), np.array([1], np.int32), None, False)
+    assert_close(out, ref_gmm(lhs, rhs, gs, group_offset=1), 32)
+    t = vkgmm.tgmm(lhs.T.copy(), lhs[:, :16], gs, np.float32, (32, 32, 16), None, 2, None)
+    assert_close(t, ref_tgmm(lhs.T, lhs[:, :16], gs, 0, 2), 64)
+    with pytest.raises(ValueError, match="group_offset: expected an integer"):
+        vkgmm.gmm(lhs, rhs, gs, group_offset=[0, 1])
+
+
 def test_float64_input_becomes_float32(ctx, rng):
     lhs, rhs = rng.standard_normal((32, 16)), rng.standard_normal((2, 16, 8))
     assert_close(vkgmm.gmm(lhs, rhs, [16, 16]), ref_gmm(lhs.astype(np.float32), rhs.astype(np.float32), [16, 16]), 16)

@@ -52,6 +52,16 @@ def host_ints(x, what: str, ndim: int, layout: str) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int32)
 
 
+def scalar_count(x, what: str, default: int) -> int:
+    """An int argument as megablox takes it: an int, a one-element integer array, or None (the default)."""
+    if x is None:
+        return default
+    a = np.asarray(x)
+    if a.size != 1 or not np.issubdtype(a.dtype, np.integer):
+        raise ContractError(f"{what}: expected an integer (or a one-element integer array), got {x!r}")
+    return int(a.reshape(-1)[0])
+
+
 def group_sizes_list(group_sizes) -> list[int]:
     """All G group sizes as int32 values (negative ones are the library's to refuse, naming them)."""
     return [int(v) for v in host_ints(group_sizes, "group_sizes", 1, "[G]")]
@@ -120,8 +130,9 @@ class GmmPlan:
         self.preferred_element_type = preferred_element_type
         self.out_type = _dtypes.dtype_name(preferred_element_type)
         self._plan = _GmmPlan(self.context, lhs_shape[0], k, n, group_sizes_list(group_sizes), g_local,
-                              int(group_offset), transposed, self.lhs_type, self.rhs_type, self.out_type,
-                              bool(existing_out), tiling, 0, False, False, 0, bool(bias), activation)
+                              scalar_count(group_offset, "group_offset", 0), transposed, self.lhs_type,
+                              self.rhs_type, self.out_type, bool(existing_out), tiling, 0, False, False, 0,
+                              bool(bias), activation)
         self.out_shape = (lhs_shape[0], self._plan.n_out)
 
     @property
@@ -178,8 +189,9 @@ class TgmmPlan:
         n = rhs_shape[1]
         self.preferred_element_type = preferred_element_type
         self.out_type = _dtypes.dtype_name(preferred_element_type)
-        self._plan = _TgmmPlan(self.context, m, k, n, group_sizes_list(group_sizes), int(group_offset),
-                               -1 if num_actual_groups is None else int(num_actual_groups), self.lhs_type,
+        self._plan = _TgmmPlan(self.context, m, k, n, group_sizes_list(group_sizes),
+                               scalar_count(group_offset, "group_offset", 0),
+                               scalar_count(num_actual_groups, "num_actual_groups", -1), self.lhs_type,
                                self.rhs_type, self.out_type, bool(existing_out), tiling)
         self.out_shape = (self._plan.num_actual_groups, k, n)
 
@@ -225,7 +237,7 @@ class GmmBackwardPlan:
             lhs, rhs, transpose_rhs)
         self.d_out_type = _dtypes.dtype_name(d_out_type)
         self._plan = _GmmBackwardPlan(self.context, lhs_shape[0], k, n, group_sizes_list(group_sizes), g_local,
-                                      int(group_offset), transposed, self.lhs_type, self.rhs_type, self.d_out_type,
+                                      scalar_count(group_offset, "group_offset", 0), transposed, self.lhs_type, self.rhs_type, self.d_out_type,
                                       tiling)
         self.d_out_shape = (lhs_shape[0], n)
         self.lhs_shape, self.rhs_shape = lhs_shape, rhs_shape

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _context, _dtypes
-from ._ops import gmm_operands, host_ints, on_device, out_array, output, rank
+from ._ops import gmm_operands, host_ints, on_device, out_array, output, rank, scalar_count
 from ._vkgmm import Array, ContractError, _GmmPlan
 
 
@@ -47,9 +47,9 @@ class IdsGmmPlan:
                                 "[T, k] or [T, top_k, k]")
         self.preferred_element_type = preferred_element_type
         self.out_type = _dtypes.dtype_name(preferred_element_type)
-        self.num_experts = 0 if num_experts is None else int(num_experts)
-        self._plan = _GmmPlan(self.context, T, k, n, [], g_local, int(group_offset), transposed, self.lhs_type,
-                              self.rhs_type, self.out_type, bool(existing_out), tiling, top_k, per_slot,
+        self.num_experts = scalar_count(num_experts, "num_experts", 0)
+        offset = scalar_count(group_offset, "group_offset", 0)
+        self._plan = _GmmPlan(self.context, T, k, n, [], g_local, offset, transposed, self.lhs_type, self.rhs_type, self.out_type, bool(existing_out), tiling, top_k, per_slot,
                               bool(combine), self.num_experts, bool(bias), activation)
         self.out_shape = (T, self._plan.n_out) if combine else (T, top_k, self._plan.n_out)
 
