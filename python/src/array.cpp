@@ -64,8 +64,6 @@ Array array_from(const py::object& given, const py::object& dtype, const py::obj
   } else {
     dims.assign(data.shape(), data.shape() + data.ndim());
   }
-  for (int64_t d : dims)
-    if (d < 0) contract_error("Array: shape " + shape_text(dims) + " has a negative dimension");
   Array a = make_array(context_or_default(context), dims, t);
   upload(a, data, "Array: data");
   return a;
@@ -99,6 +97,8 @@ uint64_t Array::elements() const {
 vkgmm::BufferView Array::view() const { return bytes ? buffer.view(0, bytes) : buffer.view(); }
 
 Array make_array(ContextRef ctx, std::vector<int64_t> shape, vkgmm::DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) contract_error("Array: shape " + shape_text(shape) + " has a negative dimension");
   Array a;
   a.ctx = std::move(ctx);
   a.shape = std::move(shape);

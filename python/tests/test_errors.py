@@ -41,6 +41,7 @@ GMM_CASES = [
     ("tiling", dict(tiling=(8, 8))),
     ("tiling", dict(tiling="auto")),
     (r"tiling.*\(16, 8, 4\)", dict(tiling=lambda m, k, n: None)),
+    ("tiling: the callable's result", dict(tiling=lambda m, k, n: (8, 8))),
     ("dtype int32", dict(preferred_element_type=np.int32)),
     ("lhs: int64 data", dict(lhs=np.ones((16, 8), np.int64))),
     ("lhs: uint16 data needs dtype='bf16'", dict(lhs=np.ones((16, 8), np.uint16))),
@@ -95,6 +96,8 @@ def test_array_and_plan_errors(ctx):
     refused("float16 data cannot hold bf16", vkgmm.Array, np.ones(4, np.float16), "bf16")
     refused("unknown dtype", vkgmm.Array, np.ones(4, f32), "f64")
     refused("needs shape", vkgmm.Array, np.zeros(34, np.uint8), "q8_0")
+    refused("negative dimension", vkgmm.Array.empty, (4, -1))
+    refused("holds 68", vkgmm.Array, np.zeros(34, np.uint8), "q8_0", shape=(1, 2, 32))
     refused("Array.upload: data", vkgmm.Array(np.ones(4, f32)).upload, np.ones(5, f32))
     refused("not a multiple", vkgmm.quantize, np.ones((2, 4, 30), f32), "q8_0")
     refused("block format", vkgmm.quantize, np.ones((2, 4, 32), f32), "f16")
