@@ -1,0 +1,87 @@
+#include "context.hpp"
+
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "context_impl.hpp"  // take_teardown_messages: what the tests check after closing a Context
+#include "errors.hpp"
+
+namespace py = pybind11;
+
+namespace vkgmm_py {
+
+namespace {
+
+std::optional<vkgmm::Schedule> schedule_of(const std::optional<std::string>& name) {
+  if (!name) return std::nullopt;
+  if (*name == "automatic") return vkgmm::Schedule::automatic;
+  if (*name == "shared") return vkgmm::Schedule::shared;
+  if (*name == "direct") return vkgmm::Schedule::direct;
+  contract_error("Context: schedule: unknown schedule '" + *name + "' (expected automatic, shared or direct)");
+}
+
+ContextRef make_context(std::optional<std::string> device, std::optional<bool> validate,
+                        std::optional<std::string> schedule, std::optional<bool> storage16,
+                        std::optional<bool> vec4_loads, std::optional<bool> texel_loads,
+                        std::optional<double> timeout_s) {
+  vkgmm::ContextOptions o;
+  if (device) o.device = *device;
+  o.validate = validate;
+  o.schedule = schedule_of(schedule);
+  o.storage16 = storage16;
+  o.vec4_loads = vec4_loads;
+  o.texel_loads = texel_loads;
+  o.timeout_s = timeout_s;
+  py::gil_scoped_release unlocked;  // instance and device creation take a while; other threads may run
+  return std::make_shared<vkgmm::Context>(o);
+}
+
+py::dict info_of(const vkgmm::Context& c) {
+  const vkgmm::DeviceInfo& i = c.info();
+  py::dict d;
+  d["name"] = i.name;
+  d["driver"] = i.driver;
+  d["type"] = i.type == VK_PHYSICAL_DEVICE_TYPE_CPU              ? "cpu"
+              : i.type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU   ? "discrete"
+              : i.type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ? "integrated"
+              : i.type == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU    ? "virtual"
+                                                                 : "other";
+  d["api_version"] = py::make_tuple(VK_API_VERSION_MAJOR(i.api_version), VK_API_VERSION_MINOR(i.api_version),
+                                    VK_API_VERSION_PATCH(i.api_version));
+  d["subgroup_size"] = i.subgroup_size;
+  d["max_shared_memory"] = i.max_shared_memory;
+  d["storage_buffer_16bit"] = i.storage_buffer_16bit;
+  d["texel_loads"] = i.texel_loads_32bit;
+  return d;
+}
+
+py::dict options_of(const vkgmm::Context& c) {
+  const vkgmm::ContextOptions o = c.options();
+  py::dict d;
+  d["device"] = o.device;
+  d["validate"] = o.validate.value_or(false);
+  d["schedule"] = vkgmm::schedule_name(o.schedule.value_or(vkgmm::Schedule::automatic));
+  d["storage16"] = o.storage16.value_or(true);
+  d["vec4_loads"] = o.vec4_loads.value_or(true);
+  d["texel_loads"] = o.texel_loads.value_or(true);
+  d["timeout_s"] = o.timeout_s.value_or(0);
+  return d;
+}
+
+}  // namespace
+
+void bind_context(py::module_& m) {
+  py::class_<vkgmm::Context, ContextRef>(m, "Context")
+      .def(py::init(&make_context), py::kw_only(), py::arg("device") = py::none(), py::arg("validate") = py::none(),
+           py::arg("schedule") = py::none(), py::arg("storage16") = py::none(), py::arg("vec4_loads") = py::none(),
+           py::arg("texel_loads") = py::none(), py::arg("timeout_s") = py::none())
+      .def_property_readonly("info", &info_of)
+      .def_property_readonly("options", &options_of)
+      .def("take_validation_messages", &vkgmm::Context::take_validation_messages);
+  // What Contexts reported while being destroyed (objects left alive), since the last call: the tests' check.
+  m.def("_take_teardown_messages", [] { return vkgmm::take_teardown_messages(); });
+}
+
+}  // namespace vkgmm_py

@@ -1,0 +1,18 @@
+// vkgmm._vkgmm: the C++ API bound for the Python package (python/vkgmm/), which gives it megablox's
+// signatures on numpy arrays. Everything checked or computed here is the library's; this layer converts.
+#include <pybind11/pybind11.h>
+
+#include "array.hpp"
+#include "context.hpp"
+#include "errors.hpp"
+#include "plans.hpp"
+#include "weights.hpp"
+
+PYBIND11_MODULE(_vkgmm, m) {
+  m.doc() = "vkgmm's C++ API, bound (use the vkgmm package)";
+  vkgmm_py::bind_errors(m);
+  vkgmm_py::bind_context(m);
+  vkgmm_py::bind_array(m);
+  vkgmm_py::bind_plans(m);
+  vkgmm_py::bind_weights(m);
+}

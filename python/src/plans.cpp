@@ -1,0 +1,312 @@
+#include "plans.hpp"
+
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "array.hpp"
+#include "errors.hpp"
+#include "vkgmm/ops.hpp"
+
+namespace py = pybind11;
+
+namespace vkgmm_py {
+
+namespace {
+
+vkgmm::Tiling tiling_of_tuple(const py::handle& t, const char* what) {
+  std::vector<int64_t> v;
+  try {
+    v = t.cast<std::vector<int64_t>>();
+  } catch (const py::cast_error&) {
+    contract_error(std::string(what) + ": expected a tuple (tm, tk, tn) of ints, got " + std::string(py::repr(t)));
+  }
+  if (v.size() != 3)
+    contract_error(std::string(what) + ": expected a tuple (tm, tk, tn), got " + std::to_string(v.size()) + " values");
+  return {v[0], v[1], v[2]};
+}
+
+// A Python callable kept by a plan (and copied by the library with the problem): the reference is
+// released under the GIL, whichever thread drops the last copy.
+std::shared_ptr<py::object> hold(py::object fn) {
+  return std::shared_ptr<py::object>(new py::object(std::move(fn)), [](py::object* p) {
+    py::gil_scoped_acquire locked;
+    delete p;
+  });
+}
+
+// tiling: None (automatic), a tuple (tm, tk, tn), or a callable (m, k, n) -> tuple or None, which the
+// library calls for each op's own shape (the backward's two ops each once); None from it is the
+// library's error naming the shape.
+vkgmm::TilingChoice tiling_of(const py::object& t) {
+  if (t.is_none()) return vkgmm::TilingChoice::automatic();
+  if (!PyCallable_Check(t.ptr())) return vkgmm::TilingChoice::of(tiling_of_tuple(t, "tiling"));
+  std::shared_ptr<py::object> fn = hold(t);
+  return vkgmm::TilingChoice::of(
+      vkgmm::TilingFn([fn](int64_t m, int64_t k, int64_t n) -> std::optional<vkgmm::Tiling> {
+        py::gil_scoped_acquire locked;
+        py::object r = (*fn)(m, k, n);
+        if (r.is_none()) return std::nullopt;
+        return tiling_of_tuple(r, "tiling: the callable's result");
+      }));
+}
+
+vkgmm::DType dtype_of(const std::string& name, const char* what) {
+  const std::optional<vkgmm::DType> t = vkgmm::parse_dtype(name);
+  if (!t) contract_error(std::string(what) + ": unknown type '" + name + "'");
+  return *t;
+}
+
+vkgmm::Activation activation_of(const std::optional<std::string>& name) {
+  if (!name || *name == "none") return vkgmm::Activation::none;
+  if (*name == "swiglu") return vkgmm::Activation::swiglu;
+  contract_error("activation: unknown activation '" + *name + "' (expected None or 'swiglu')");
+}
+
+// An Array bound to a plan's operand: of the plan's type and exactly the bytes the plan computes.
+vkgmm::BufferView bind(const Array& a, vkgmm::DType want, uint64_t bytes, const char* what) {
+  if (a.dtype != want)
+    contract_error(std::string(what) + ": the plan takes " + vkgmm::dtype_name(want) + ", got a " +
+                   vkgmm::dtype_name(a.dtype) + " Array");
+  if (a.bytes != bytes)
+    contract_error(std::string(what) + ": the plan takes " + std::to_string(bytes) + " bytes, got an Array of " +
+                   std::to_string(a.bytes));
+  return a.view();
+}
+
+vkgmm::BufferView bind_optional(const Array* a, bool planned, vkgmm::DType want, uint64_t bytes, const char* what) {
+  if (!a && planned) contract_error(std::string(what) + ": the plan was made with it, and none is given");
+  if (a && !planned) contract_error(std::string(what) + ": given, but the plan was made without it");
+  return a ? bind(*a, want, bytes, what) : vkgmm::BufferView{};
+}
+
+// The operands gmm's and tgmm's plans share, bound and checked against the plan.
+template <typename Operands, typename Plan>
+Operands bind_common(const Plan& plan, const Array& lhs, const Array& rhs, const Array& out, const Array* existing_out) {
+  const auto& p = plan.problem();
+  const vkgmm::OperandSizes sz = plan.sizes();
+  Operands ops;
+  ops.lhs = bind(lhs, p.lhs_type, sz.lhs, "lhs");
+  ops.rhs = bind(rhs, p.rhs_type, sz.rhs, "rhs");
+  ops.out = bind(out, p.out_type, sz.out, "out");
+  ops.existing_out = bind_optional(existing_out, p.existing_out, p.out_type, sz.existing_out, "existing_out");
+  return ops;
+}
+
+// Whether the last wait on the device ran with this thread holding the GIL (it must not): what the
+// tests check, since other threads running meanwhile proves nothing on a busy machine.
+std::atomic<bool> g_last_wait_held_gil{false};
+
+void run(vkgmm::Context& ctx, const std::function<void(VkCommandBuffer)>& record) {
+  py::gil_scoped_release unlocked;
+  g_last_wait_held_gil = PyGILState_Check() != 0;
+  ctx.submit_and_wait(record);
+}
+
+// The fields gmm's and tgmm's problems share.
+template <typename Problem>
+Problem common_problem(int64_t m, int64_t k, int64_t n, std::vector<int32_t> group_sizes, int64_t group_offset,
+                       const std::string& lhs_type, const std::string& rhs_type, const std::string& out_type,
+                       const char* out_what, const py::object& tiling) {
+  Problem p;
+  p.m = m;
+  p.k = k;
+  p.n = n;
+  p.group_sizes = std::move(group_sizes);
+  p.group_offset = group_offset;
+  p.lhs_type = dtype_of(lhs_type, "lhs");
+  p.rhs_type = dtype_of(rhs_type, "rhs");
+  p.out_type = dtype_of(out_type, out_what);
+  p.tiling = tiling_of(tiling);
+  return p;
+}
+
+// gmm's problem as the forward and the backward plans share it (no routing, no epilogue).
+vkgmm::GmmProblem gmm_problem(int64_t m, int64_t k, int64_t n, std::vector<int32_t> group_sizes,
+                              int64_t num_rhs_groups, int64_t group_offset, bool transpose_rhs,
+                              const std::string& lhs_type, const std::string& rhs_type, const std::string& out_type,
+                              const char* out_what, const py::object& tiling) {
+  auto p = common_problem<vkgmm::GmmProblem>(m, k, n, std::move(group_sizes), group_offset, lhs_type, rhs_type,
+                                             out_type, out_what, tiling);
+  p.num_rhs_groups = num_rhs_groups;
+  p.transpose_rhs = transpose_rhs;
+  return p;
+}
+
+// gmm's plan, with the routing and epilogue the library has.
+struct GmmPlanPy {
+  ContextRef ctx;
+  std::unique_ptr<vkgmm::GmmPlan> plan;
+  int64_t T = 0, top_k = 0, n_out = 0, g_local = 0, n = 0;
+};
+
+GmmPlanPy make_gmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::vector<int32_t> group_sizes,
+                        int64_t num_rhs_groups, int64_t group_offset, bool transpose_rhs, const std::string& lhs_type,
+                        const std::string& rhs_type, const std::string& out_type, bool existing_out,
+                        const py::object& tiling, int64_t top_k, bool lhs_per_slot, bool combine,
+                        int64_t num_experts, bool bias, const std::optional<std::string>& activation) {
+  vkgmm::GmmProblem p = gmm_problem(m, k, n, std::move(group_sizes), num_rhs_groups, group_offset, transpose_rhs,
+                                    lhs_type, rhs_type, out_type, "preferred_element_type", tiling);
+  p.existing_out = existing_out;
+  p.routing.top_k = top_k;
+  p.routing.lhs_per_slot = lhs_per_slot;
+  p.routing.combine = combine;
+  p.routing.num_experts = num_experts;
+  p.epilogue.bias = bias;
+  p.epilogue.activation = activation_of(activation);
+  GmmPlanPy r;
+  r.ctx = ctx;
+  {
+    py::gil_scoped_release unlocked;  // pipelines are compiled here; the tiling callable takes the GIL back
+    r.plan = std::make_unique<vkgmm::GmmPlan>(*ctx, p);
+  }
+  const vkgmm::GmmProblem& q = r.plan->problem();
+  r.T = m;
+  r.top_k = top_k;
+  r.n = n;
+  r.n_out = p.epilogue.activation == vkgmm::Activation::swiglu ? n / 2 : n;
+  r.g_local = q.num_rhs_groups >= 0 ? q.num_rhs_groups : int64_t(q.group_sizes.size()) - q.group_offset;
+  return r;
+}
+
+// Returns the device status word of a routed run (0: every id was taken as it is).
+uint32_t run_gmm(const GmmPlanPy& g, const Array& lhs, const Array& rhs, const Array& out, const Array* existing_out,
+                 const Array* bias, const std::optional<py::array_t<int32_t, py::array::c_style>>& ids,
+                 const Array* weights) {
+  const vkgmm::GmmProblem& p = g.plan->problem();
+  vkgmm::GmmOperands ops = bind_common<vkgmm::GmmOperands>(*g.plan, lhs, rhs, out, existing_out);
+  ops.bias = bind_optional(bias, p.epilogue.bias, vkgmm::DType::f32, uint64_t(g.g_local * g.n) * 4, "bias");
+  const bool routed = p.routing.top_k > 0;
+  const uint64_t slots = uint64_t(g.T * g.top_k);
+  ops.weights = bind_optional(weights, p.routing.combine, vkgmm::DType::f32, slots * 4, "weights");
+  if (routed != ids.has_value())
+    contract_error(routed ? "ids: the plan routes by expert ids, and none are given"
+                          : "ids: given, but the plan was made with group sizes");
+  if (!routed) {
+    run(*g.ctx, [&](VkCommandBuffer cb) { g.plan->record(cb, ops); });
+    return 0;
+  }
+  if (uint64_t(ids->size()) != slots)
+    contract_error("ids: expected " + std::to_string(slots) + " ids [T, top_k] = [" + std::to_string(g.T) + ", " +
+                   std::to_string(g.top_k) + "], got " + std::to_string(ids->size()));
+  vkgmm::Buffer id_buf = g.ctx->create_buffer(std::max<uint64_t>(4, slots * 4));
+  vkgmm::Buffer status = g.ctx->create_buffer(4);
+  const uint32_t zero = 0;
+  status.upload(&zero, 4);
+  if (slots) id_buf.upload(ids->data(), slots * 4);
+  ops.ids = id_buf.view();
+  // A workspace per run, not the plan's own: one plan may run from several threads at once. A plan with
+  // nothing to run (T = 0) has no workspace and takes no status word.
+  vkgmm::Buffer workspace;
+  if (g.plan->workspace_bytes() > 0) {
+    workspace = g.ctx->create_buffer(g.plan->workspace_bytes());
+    ops.workspace = workspace.view();
+    ops.status = status.view();
+  }
+  run(*g.ctx, [&](VkCommandBuffer cb) { g.plan->record(cb, ops); });
+  uint32_t word = 0;
+  status.download(&word, 4);
+  return word;
+}
+
+struct TgmmPlanPy {
+  ContextRef ctx;
+  std::unique_ptr<vkgmm::TgmmPlan> plan;
+};
+
+TgmmPlanPy make_tgmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::vector<int32_t> group_sizes,
+                          int64_t group_offset, int64_t num_actual_groups, const std::string& lhs_type,
+                          const std::string& rhs_type, const std::string& out_type, bool existing_out,
+                          const py::object& tiling) {
+  auto p = common_problem<vkgmm::TgmmProblem>(m, k, n, std::move(group_sizes), group_offset, lhs_type, rhs_type,
+                                              out_type, "preferred_element_type", tiling);
+  p.num_actual_groups = num_actual_groups;
+  p.existing_out = existing_out;
+  TgmmPlanPy r;
+  r.ctx = ctx;
+  py::gil_scoped_release unlocked;
+  r.plan = std::make_unique<vkgmm::TgmmPlan>(*ctx, p);
+  return r;
+}
+
+void run_tgmm(const TgmmPlanPy& t, const Array& lhs, const Array& rhs, const Array& out, const Array* existing_out) {
+  const vkgmm::TgmmOperands ops = bind_common<vkgmm::TgmmOperands>(*t.plan, lhs, rhs, out, existing_out);
+  run(*t.ctx, [&](VkCommandBuffer cb) { t.plan->record(cb, ops); });
+}
+
+struct BackwardPlanPy {
+  ContextRef ctx;
+  std::unique_ptr<vkgmm::GmmBackwardPlan> plan;
+};
+
+BackwardPlanPy make_backward_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::vector<int32_t> group_sizes,
+                                  int64_t num_rhs_groups, int64_t group_offset, bool transpose_rhs,
+                                  const std::string& lhs_type, const std::string& rhs_type,
+                                  const std::string& out_type, const py::object& tiling) {
+  const vkgmm::GmmProblem p = gmm_problem(m, k, n, std::move(group_sizes), num_rhs_groups, group_offset,
+                                          transpose_rhs, lhs_type, rhs_type, out_type, "d_out", tiling);
+  BackwardPlanPy r;
+  r.ctx = ctx;
+  py::gil_scoped_release unlocked;
+  r.plan = std::make_unique<vkgmm::GmmBackwardPlan>(*ctx, p);
+  return r;
+}
+
+void run_backward(const BackwardPlanPy& b, const Array* lhs, const Array& rhs, const Array& d_out, const Array& d_lhs,
+                  const Array* d_rhs) {
+  const vkgmm::GmmProblem& p = b.plan->d_lhs_plan().problem();  // d_out's problem: out type is the forward's lhs's
+  const vkgmm::GmmBackwardSizes sz = b.plan->sizes();
+  const bool frozen = b.plan->frozen_rhs();
+  vkgmm::GmmBackwardOperands ops;
+  ops.lhs = bind_optional(lhs, !frozen, p.out_type, sz.lhs, "lhs");
+  ops.rhs = bind(rhs, p.rhs_type, sz.rhs, "rhs");
+  ops.d_out = bind(d_out, p.lhs_type, sz.d_out, "d_out");
+  ops.d_lhs = bind(d_lhs, p.out_type, sz.d_lhs, "d_lhs");
+  ops.d_rhs = bind_optional(d_rhs, !frozen, frozen ? p.rhs_type : b.plan->d_rhs_plan().problem().out_type, sz.d_rhs,
+                            "d_rhs");
+  run(*b.ctx, [&](VkCommandBuffer cb) { b.plan->record(cb, ops); });
+}
+
+py::tuple tiling_tuple(const vkgmm::Tiling& t) { return py::make_tuple(t.tm, t.tk, t.tn); }
+
+}  // namespace
+
+void bind_plans(py::module_& m) {
+  using py::arg;
+  m.def("_last_wait_held_gil", [] { return g_last_wait_held_gil.load(); });
+  py::class_<GmmPlanPy>(m, "_GmmPlan")
+      .def(py::init(&make_gmm_plan), arg("context"), arg("m"), arg("k"), arg("n"), arg("group_sizes"),
+           arg("num_rhs_groups"), arg("group_offset"), arg("transpose_rhs"), arg("lhs_type"), arg("rhs_type"),
+           arg("out_type"), arg("existing_out"), arg("tiling"), arg("top_k"), arg("lhs_per_slot"), arg("combine"),
+           arg("num_experts"), arg("bias"), arg("activation"))
+      .def_property_readonly("tiling", [](const GmmPlanPy& g) { return tiling_tuple(g.plan->tiling()); })
+      .def_property_readonly("num_tiles", [](const GmmPlanPy& g) { return g.plan->num_tiles(); })
+      .def_property_readonly("num_rhs_groups", [](const GmmPlanPy& g) { return g.g_local; })
+      .def_property_readonly("n_out", [](const GmmPlanPy& g) { return g.n_out; })
+      .def("run", &run_gmm, arg("lhs"), arg("rhs"), arg("out"), arg("existing_out"), arg("bias"), arg("ids"),
+           arg("weights"));
+  py::class_<TgmmPlanPy>(m, "_TgmmPlan")
+      .def(py::init(&make_tgmm_plan), arg("context"), arg("m"), arg("k"), arg("n"), arg("group_sizes"),
+           arg("group_offset"), arg("num_actual_groups"), arg("lhs_type"), arg("rhs_type"), arg("out_type"),
+           arg("existing_out"), arg("tiling"))
+      .def_property_readonly("tiling", [](const TgmmPlanPy& t) { return tiling_tuple(t.plan->tiling()); })
+      .def_property_readonly("num_actual_groups", [](const TgmmPlanPy& t) {
+        const vkgmm::TgmmProblem& p = t.plan->problem();
+        return p.num_actual_groups >= 0 ? p.num_actual_groups : int64_t(p.group_sizes.size()) - p.group_offset;
+      })
+      .def("run", &run_tgmm, arg("lhs"), arg("rhs"), arg("out"), arg("existing_out"));
+  py::class_<BackwardPlanPy>(m, "_GmmBackwardPlan")
+      .def(py::init(&make_backward_plan), arg("context"), arg("m"), arg("k"), arg("n"), arg("group_sizes"),
+           arg("num_rhs_groups"), arg("group_offset"), arg("transpose_rhs"), arg("lhs_type"), arg("rhs_type"),
+           arg("out_type"), arg("tiling"))
+      .def_property_readonly("frozen_rhs", [](const BackwardPlanPy& b) { return b.plan->frozen_rhs(); })
+      .def("run", &run_backward, arg("lhs"), arg("rhs"), arg("d_out"), arg("d_lhs"), arg("d_rhs"));
+}
+
+}  // namespace vkgmm_py

@@ -1,0 +1,11 @@
+// Quantized expert weights: GGUF's block formats made from floats (vkgmm::quant, the library's quantizers),
+// widened back to floats, and expert tensors read from GGUF files (the CLI's reader, host/cli/gguf.*).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace vkgmm_py {
+
+void bind_weights(pybind11::module_& m);
+
+}  // namespace vkgmm_py

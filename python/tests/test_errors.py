@@ -1,0 +1,142 @@
+"""Every error as a Python exception: ContractError (a ValueError) carrying vkgmm's message naming the
+argument, before any GPU work, the context usable afterwards; DeviceError (a RuntimeError) for device
+failures; exceptions raised by a tiling callable reach the caller as they are."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import vkgmm
+from conftest import ref_gmm
+
+f32 = np.float32
+LHS = np.ones((16, 8), f32)
+RHS = np.ones((2, 8, 4), f32)
+GS = [8, 8]
+
+
+def refused(match, fn, *args, **kwargs):
+    with pytest.raises(ValueError, match=match) as e:
+        fn(*args, **kwargs)
+    assert isinstance(e.value, vkgmm.ContractError) and e.value.status == "invalid_argument"
+
+
+GMM_CASES = [
+    ("lhs: expected rank 2", dict(lhs=np.ones((16,), f32))),
+    ("rhs: expected rank 3", dict(rhs=np.ones((8, 4), f32))),
+    ("rhs: k = 9", dict(rhs=np.ones((2, 9, 4), f32))),
+    ("group_sizes.*negative|negative.*group_sizes", dict(group_sizes=[20, -4])),
+    (r"sum\(group_sizes\) = 17 exceeds m = 16", dict(group_sizes=[9, 8])),
+    ("group_sizes: expected integers", dict(group_sizes=[8.0, 8.0])),
+    ("group_sizes: expected rank 1", dict(group_sizes=[[8, 8]])),
+    ("group_offset", dict(group_offset=1)),
+    ("group_offset", dict(group_offset=-1)),
+    ("existing_out", dict(existing_out=np.ones((16, 5), f32))),
+    ("existing_out", dict(existing_out=np.ones((16, 4), np.float16))),
+    ("tiling", dict(tiling=(0, 8, 8))),
+    ("tiling", dict(tiling=(8, 8))),
+    ("tiling", dict(tiling="auto")),
+    (r"tiling.*\(16, 8, 4\)", dict(tiling=lambda m, k, n: None)),
+    ("tiling: the callable's result", dict(tiling=lambda m, k, n: (8, 8))),
+    ("dtype int32", dict(preferred_element_type=np.int32)),
+    ("lhs: int64 data", dict(lhs=np.ones((16, 8), np.int64))),
+    ("lhs: uint16 data needs dtype='bf16'", dict(lhs=np.ones((16, 8), np.uint16))),
+    ("activation", dict(activation="gelu")),
+    ("swiglu.*odd|odd.*swiglu|even", dict(rhs=np.ones((2, 8, 5), f32), activation="swiglu")),
+    ("bias", dict(bias=np.ones((2, 3), f32))),
+]
+
+
+@pytest.mark.parametrize("match,change", GMM_CASES, ids=[c[0][:30] for c in GMM_CASES])
+def test_gmm_errors(ctx, match, change):
+    args = dict(lhs=LHS, rhs=RHS, group_sizes=GS)
+    args.update(change)
+    refused(match, vkgmm.gmm, **args)
+    # nothing broke: the context runs the next call
+    np.testing.assert_allclose(vkgmm.gmm(LHS, RHS, GS), ref_gmm(LHS, RHS, GS))
+
+
+@pytest.mark.parametrize("match,change", [
+    ("lhs: expected rank 2", dict(lhs=np.ones((8, 16, 1), f32))),
+    ("rhs: m = 15", dict(rhs=np.ones((15, 4), f32))),
+    ("num_actual_groups", dict(num_actual_groups=3)),
+    ("group_offset", dict(group_offset=3)),
+    ("existing_out", dict(existing_out=np.ones((1, 8, 4), f32))),
+])
+def test_tgmm_errors(ctx, match, change):
+    args = dict(lhs=np.ones((8, 16), f32), rhs=np.ones((16, 4), f32), group_sizes=GS)
+    args.update(change)
+    refused(match, vkgmm.tgmm, **args)
+
+
+def test_backward_errors(ctx):
+    refused(r"d_out: expected shape \(16, 4\)", vkgmm.gmm_backward, LHS, RHS, GS, np.ones((16, 5), f32))
+    refused("sum", vkgmm.gmm_backward, LHS, RHS, [20, 0], np.ones((16, 4), f32))
+
+
+def test_routing_errors(ctx):
+    lhs, w = np.ones((4, 8), f32), np.ones((3, 8, 4), f32)
+    ids = np.zeros((4, 2), np.int32)
+    refused("ids: -2 is below -1", vkgmm.gmm_ids, lhs, w, np.full((4, 2), -2))
+    refused("ids: 3 is not below num_experts = 3", vkgmm.gmm_ids, lhs, w, np.full((4, 2), 3), num_experts=3)
+    refused("ids: expected rank 2", vkgmm.gmm_ids, lhs, w, np.zeros(4, np.int32))
+    refused("ids: expected integers", vkgmm.gmm_ids, lhs, w, np.zeros((4, 2)))
+    refused("lhs: shape", vkgmm.gmm_ids, np.ones((5, 8), f32), w, ids)
+    refused("num_experts", vkgmm.gmm_ids, lhs, w, ids, num_experts=2)
+    refused("weights", vkgmm.gmm_ids, lhs, w, ids, np.ones((4, 3), f32))
+    plan = vkgmm.IdsGmmPlan(lhs, w, ids)
+    refused(r"ids: expected shape \(4, 2\)", plan, lhs, w, np.zeros((4, 3), np.int32))
+
+
+def test_array_and_plan_errors(ctx):
+    refused("float16 data cannot hold bf16", vkgmm.Array, np.ones(4, np.float16), "bf16")
+    refused("unknown dtype", vkgmm.Array, np.ones(4, f32), "f64")
+    refused("needs shape", vkgmm.Array, np.zeros(34, np.uint8), "q8_0")
+    refused("negative dimension", vkgmm.Array.empty, (4, -1))
+    refused("holds 68", vkgmm.Array, np.zeros(34, np.uint8), "q8_0", shape=(1, 2, 32))
+    refused("Array.upload: data", vkgmm.Array(np.ones(4, f32)).upload, np.ones(5, f32))
+    refused("not a multiple", vkgmm.quantize, np.ones((2, 4, 30), f32), "q8_0")
+    refused("block format", vkgmm.quantize, np.ones((2, 4, 32), f32), "f16")
+    plan = vkgmm.GmmPlan(LHS, RHS, GS)
+    refused("lhs: the plan takes f32", plan, vkgmm.Array(LHS.astype(np.float16)), RHS)
+    refused("lhs: the plan takes 512 bytes", plan, np.ones((17, 8), f32), RHS)
+    refused("existing_out: given, but the plan was made without it", plan, LHS, RHS, np.ones((16, 4), f32))
+    refused("out: expected a f32 Array of shape", plan, LHS, RHS, out=vkgmm.Array.empty((16, 5)))
+    other = vkgmm.Context(validate=True)
+    refused("another Context", plan, vkgmm.Array(LHS, context=other), RHS)
+
+
+def test_tiling_callable_exception_propagates(ctx):
+    def broken(m, k, n):
+        raise ZeroDivisionError("from the lookup")
+
+    with pytest.raises(ZeroDivisionError, match="from the lookup"):
+        vkgmm.gmm(LHS, RHS, GS, tiling=broken)
+    np.testing.assert_allclose(vkgmm.gmm(LHS, RHS, GS), ref_gmm(LHS, RHS, GS))
+
+
+@pytest.mark.parametrize("fault,status", [("device_lost", "device_lost"), ("submit", "device_lost|vulkan_error|out_of_memory"),
+                                          ("timeout", "device_lost")])
+def test_device_errors_are_runtime_errors(fault, status):
+    """An injected fault (vkgmm's test switch, read when a Context is made: a process of its own) is a
+    DeviceError, a RuntimeError naming the VkResult."""
+    code = textwrap.dedent(f"""
+        import re, numpy as np, vkgmm
+        try:
+            vkgmm.gmm(np.ones((16, 8), np.float32), np.ones((2, 8, 4), np.float32), [8, 8])
+        except RuntimeError as e:
+            assert isinstance(e, vkgmm.DeviceError) and not isinstance(e, ValueError), type(e)
+            assert re.fullmatch({status!r}, e.status), e.status
+            assert "VK_" in str(e), str(e)
+            print("refused:", e)
+        else:
+            raise SystemExit("no error")
+    """)
+    env = dict(os.environ, VKGMM_INJECT_FAULT=fault)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "refused:" in r.stdout

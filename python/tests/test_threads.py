@@ -1,0 +1,65 @@
+"""One Context shared by several Python threads (the waits release the GIL), one plan (and one routed
+plan) called from all of them, and nothing left alive when a Context goes."""
+
+import threading
+
+import numpy as np
+
+import vkgmm
+from conftest import assert_close, collect_teardown_messages, random_group_sizes, ref_gmm, ref_ids, ref_tgmm
+
+
+def test_eight_threads_share_one_context_and_a_plan(ctx):
+    m, k, n, groups = 96, 64, 32, 4
+    rng0 = np.random.default_rng(1)
+    shared_rhs = vkgmm.Array(rng0.standard_normal((groups, k, n)).astype(np.float32))
+    shared_gs = random_group_sizes(rng0, m, groups)
+    shared_plan = vkgmm.GmmPlan(np.zeros((m, k), np.float32), shared_rhs, shared_gs)
+    ids = rng0.integers(-1, groups, (m, 2))
+    routed_plan = vkgmm.IdsGmmPlan(np.zeros((m, k), np.float32), shared_rhs, ids, combine=True)
+    errors = []
+
+    def worker(seed):
+        try:
+            rng = np.random.default_rng(seed)
+            for round_ in range(3):
+                lhs = rng.standard_normal((m, k)).astype(np.float32)
+                gs = random_group_sizes(rng, m, groups, empty=(round_,))
+                if seed % 2:
+                    t = vkgmm.tgmm(lhs.T.copy(), lhs[:, :n], gs)
+                    assert_close(t, ref_tgmm(lhs.T, lhs[:, :n], gs), m)
+                else:
+                    rhs = rng.standard_normal((groups, n, k)).astype(np.float32)
+                    assert_close(vkgmm.gmm(lhs, rhs, gs, transpose_rhs=True),
+                                 ref_gmm(lhs, rhs, gs, transpose_rhs=True), k)
+                out = shared_plan(lhs, shared_rhs)
+                assert_close(out, ref_gmm(lhs, shared_rhs.numpy(), shared_gs), k)
+                probs = rng.random((m, 2)).astype(np.float32)
+                routed = routed_plan(lhs, shared_rhs, ids, probs)  # its workspace: one per call
+                assert_close(routed, ref_ids(lhs, shared_rhs.numpy(), ids, probs), k)
+        except BaseException as e:  # reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert ctx.take_validation_messages() == []
+
+
+def test_waits_release_the_gil(ctx):
+    vkgmm.gmm(np.ones((16, 8), np.float32), np.ones((2, 8, 4), np.float32), [8, 8])
+    assert vkgmm._vkgmm._last_wait_held_gil() is False
+
+
+def test_a_context_that_goes_leaves_nothing_alive(rng):
+    c = vkgmm.Context(validate=True)
+    lhs, rhs = rng.standard_normal((32, 16)).astype(np.float32), rng.standard_normal((2, 16, 8)).astype(np.float32)
+    weights = vkgmm.Array(rhs, context=c)
+    plan = vkgmm.GmmPlan(lhs, weights, [10, 20], context=c)
+    assert_close(plan(lhs, weights), ref_gmm(lhs, rhs, [10, 20]), 16)
+    assert c.take_validation_messages() == []
+    del c, weights, plan
+    assert collect_teardown_messages() == []

@@ -1,0 +1,84 @@
+"""gmm routed by expert ids: the router's ids [T, top_k] as they come, tokens gathered by expert on the
+device, results per slot or combined in token order with the routing weights, in one call."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _context, _dtypes
+from ._ops import gmm_operands, host_ints, on_device, out_array, output, rank, scalar_count
+from ._vkgmm import Array, ContractError, _GmmPlan
+
+
+def ids_array(ids, shape=None) -> np.ndarray:
+    """ids as int32 [T, top_k]: an expert index, or -1 for none (ids >= num_experts are the caller's to check)."""
+    a = host_ints(ids, "ids", 2, "[T, top_k]")
+    if shape is not None and a.shape != tuple(shape):
+        raise ContractError(f"ids: expected shape {tuple(shape)} (the plan's [T, top_k]), got {a.shape}")
+    if a.size and a.min() < -1:
+        raise ContractError(f"ids: {int(a.min())} is below -1 (an expert index, or -1 for none)")
+    return a
+
+
+class IdsGmmPlan:
+    """gmm routed by expert ids, planned once: ``plan(lhs, rhs, ids, weights=None, existing_out=None)``.
+
+    lhs [T, k] (a token's row for all its slots) or [T, top_k, k] (one row per slot); ids [T, top_k]
+    (an expert index, or -1: none); rhs [E_local, k, n] ([E_local, n, k] with transpose_rhs, or a
+    block-format Array) holding experts [group_offset, group_offset + E_local). Without weights, out is
+    per slot [T, top_k, n_out]; with `combine` (weights [T, top_k] float32 given at call time), out is
+    [T, n_out] = sum over local slots of weight * epi(row @ W) + existing_out. n_out is n, or n / 2 with
+    activation="swiglu"; bias [E_local, n] float32 is added before the activation. Slots of other experts
+    keep existing_out (per slot) or add nothing (combined): shards of the experts accumulate through it.
+    """
+
+    def __init__(self, lhs, rhs, ids, combine=False, preferred_element_type=np.float32, tiling=None,
+                 group_offset=0, num_experts=None, existing_out=False, transpose_rhs=False, *, bias=False,
+                 activation=None, context=None):
+        self.context = _context.resolve(context)
+        self.ids_shape = ids_array(ids).shape
+        T, top_k = self.ids_shape
+        lhs_shape, self.lhs_type, _, self.rhs_type, g_local, k, n, transposed = gmm_operands(lhs, rhs, transpose_rhs, 0)
+        per_slot = len(lhs_shape) == 3
+        if not per_slot:
+            rank(lhs_shape, 2, "lhs", "[T, k] (or [T, top_k, k])")
+        if lhs_shape[0] != T or (per_slot and lhs_shape[1] != top_k):
+            raise ContractError(f"lhs: shape {lhs_shape} does not match ids {self.ids_shape}: expected "
+                                "[T, k] or [T, top_k, k]")
+        self.preferred_element_type = preferred_element_type
+        self.out_type = _dtypes.dtype_name(preferred_element_type)
+        self.num_experts = scalar_count(num_experts, "num_experts", 0)
+        offset = scalar_count(group_offset, "group_offset", 0)
+        self._plan = _GmmPlan(self.context, T, k, n, [], g_local, offset, transposed, self.lhs_type, self.rhs_type, self.out_type, bool(existing_out), tiling, top_k, per_slot,
+                              bool(combine), self.num_experts, bool(bias), activation)
+        self.out_shape = (T, self._plan.n_out) if combine else (T, top_k, self._plan.n_out)
+
+    @property
+    def tiling(self) -> tuple[int, int, int]:
+        return self._plan.tiling
+
+    def __call__(self, lhs, rhs, ids, weights=None, existing_out=None, *, bias=None, out=None):
+        c = self.context
+        ids32 = ids_array(ids, self.ids_shape)
+        if self.num_experts and ids32.size and ids32.max() >= self.num_experts:
+            raise ContractError(f"ids: {int(ids32.max())} is not below num_experts = {self.num_experts}")
+        o = out_array(self.out_shape, self.out_type, c, out)
+        status = self._plan.run(
+            on_device(lhs, "lhs", c, self.lhs_type), on_device(rhs, "rhs", c, self.rhs_type), o,
+            None if existing_out is None else on_device(existing_out, "existing_out", c, self.out_type),
+            None if bias is None else on_device(bias, "bias", c, "f32"), ids32,
+            None if weights is None else on_device(weights, "weights", c, "f32"))
+        if status:  # the host checked the ids: a bit here is vkgmm's bug, not the caller's
+            raise RuntimeError(f"ids: the device status word is {status} for valid ids")
+        return output(o, self.preferred_element_type, out)
+
+
+def gmm_ids(lhs, rhs, ids, weights=None, preferred_element_type=np.float32, tiling=None, group_offset=0,
+            num_experts=None, existing_out=None, transpose_rhs=False, *, bias=None, activation=None,
+            context=None, out=None):
+    """gmm routed by expert ids (see IdsGmmPlan): per-slot out [T, top_k, n_out] without weights, combined
+    in token order [T, n_out] with weights [T, top_k]. num_experts E, when given, refuses ids >= E."""
+    plan = IdsGmmPlan(lhs, rhs, ids, weights is not None, preferred_element_type, tiling, group_offset,
+                      num_experts, existing_out is not None, transpose_rhs, bias=bias is not None,
+                      activation=activation, context=context)
+    return plan(lhs, rhs, ids, weights, existing_out, bias=bias, out=out)

@@ -1,0 +1,57 @@
+"""Quantized expert weights: GGUF's block formats (q8_0, q4_0, q4_K, q6_K, mxfp4), made from floats by the
+library's quantizers or read from a GGUF file, as device Arrays gmm takes as rhs ([experts, n, k],
+blocks along k: GGUF's layout for expert tensors, the transposed one)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _context, _dtypes
+from ._vkgmm import Array, _decode16, _dequantize, _encode16, _quantize, _read_gguf_tensor
+
+
+def quantize(w, format: str, *, context=None) -> Array:
+    """w float32 [experts, n, k] or [n, k] (k a multiple of the block: 32, or 256 for q4_K / q6_K) as a
+    device Array of `format` with shape (experts, n, k). Round to nearest per block at least (q8_0, q4_0,
+    mxfp4 never less accurate than ggml's reference quantizers)."""
+    w = np.asarray(w, dtype=np.float32)
+    fmt = _dtypes.dtype_name(format)
+    blocks = _quantize(w, fmt)
+    shape = w.shape if w.ndim == 3 else (1,) + w.shape
+    return Array(blocks, fmt, context=_context.resolve(context), shape=list(shape))
+
+
+def dequantize(weights: Array) -> np.ndarray:
+    """A block-format Array's values as float32 [experts, n, k]: exactly what the kernel reads."""
+    return _dequantize(weights.numpy(), weights.dtype)
+
+
+def read_gguf(path: str, tensor: str, *, context=None) -> Array:
+    """An expert tensor of a GGUF v3 file (dims [k, n, E] or [k, n]; F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K
+    or MXFP4) as a device Array of shape (E, n, k): gmm's rhs in the transposed layout (pass
+    transpose_rhs=True for a float tensor; a block format implies it)."""
+    fmt, shape, data = _read_gguf_tensor(str(path), tensor)
+    c = _context.resolve(context)
+    if fmt in ("f32", "f16", "bf16"):
+        holder = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}[fmt]
+        return Array(data.view(holder).reshape(shape), fmt, context=c)
+    return Array(data, fmt, context=c, shape=list(shape))
+
+
+def to_float32(x, dtype=None) -> np.ndarray:
+    """Values as float32: float16 widened, bf16 (uint16 bits with dtype="bf16", or ml_dtypes.bfloat16)
+    widened exactly; a vkgmm.Array read back first."""
+    if isinstance(x, Array):
+        dtype, x = x.dtype, x.numpy()
+    a = np.asarray(x)
+    if a.dtype.name == "bfloat16":
+        return _decode16(a.view(np.uint16), "bf16")
+    if a.dtype == np.uint16:
+        return _decode16(a, _dtypes.dtype_name(dtype or "bf16"))
+    return a.astype(np.float32)
+
+
+def bf16_bits(x) -> np.ndarray:
+    """float values rounded to bf16 (nearest even), as uint16 bit patterns: bf16 data for vkgmm.Array(...,
+    dtype="bf16") where ml_dtypes is not installed."""
+    return _encode16(np.asarray(x, dtype=np.float32), "bf16")
