@@ -6,6 +6,7 @@
 #include "context.hpp"
 #include "errors.hpp"
 #include "plans.hpp"
+#include "top_k.hpp"
 #include "weights.hpp"
 
 PYBIND11_MODULE(_vkgmm, m) {
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_vkgmm, m) {
   vkgmm_py::bind_array(m);
   vkgmm_py::bind_plans(m);
   vkgmm_py::bind_weights(m);
+  vkgmm_py::bind_top_k(m);
 }

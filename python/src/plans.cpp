@@ -103,11 +103,15 @@ Operands bind_common(const Plan& plan, const Array& lhs, const Array& rhs, const
 // tests check, since other threads running meanwhile proves nothing on a busy machine.
 std::atomic<bool> g_last_wait_held_gil{false};
 
+}  // namespace
+
 void run(vkgmm::Context& ctx, const std::function<void(VkCommandBuffer)>& record) {
   py::gil_scoped_release unlocked;
   g_last_wait_held_gil = PyGILState_Check() != 0;
   ctx.submit_and_wait(record);
 }
+
+namespace {
 
 // The fields gmm's and tgmm's problems share.
 template <typename Problem>

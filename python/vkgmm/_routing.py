@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _context, _dtypes
 from ._ops import gmm_operands, host_ints, on_device, out_array, output, rank, scalar_count
-from ._vkgmm import Array, ContractError, _GmmPlan
+from ._vkgmm import Array, ContractError, _GmmPlan, _top_k
 
 
 def ids_array(ids, shape=None) -> np.ndarray:
@@ -82,3 +82,13 @@ def gmm_ids(lhs, rhs, ids, weights=None, preferred_element_type=np.float32, tili
                       num_experts, existing_out is not None, transpose_rhs, bias=bias is not None,
                       activation=activation, context=context)
     return plan(lhs, rhs, ids, weights, existing_out, bias=bias, out=out)
+
+
+def top_k(logits, k: int, renormalize: bool = True, *, context=None):
+    """Top-k routing of router logits [T, E] (float32) on the device: (ids int32 [T, k], weights float32
+    [T, k]), the inputs gmm_ids takes. Per token, the k experts with the highest logits, highest first
+    (equal logits: the lower expert; NaN ranks as -inf), weighted by the softmax over all E experts of
+    their logits, renormalised to sum to 1 over the k (Mixtral, Qwen3) or, with renormalize=False, not
+    (DeepSeek-V2)."""
+    c = _context.resolve(context)
+    return _top_k(on_device(logits, "logits", c, "f32"), int(k), bool(renormalize))

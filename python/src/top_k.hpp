@@ -1,0 +1,10 @@
+// vkgmm.top_k: top-k routing of router logits on the device (vkgmm::TopKPlan).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace vkgmm_py {
+
+void bind_top_k(pybind11::module_& m);
+
+}  // namespace vkgmm_py
