@@ -169,6 +169,8 @@ int gpu_report_main(int argc, char** argv) {
         }
 
     std::vector<std::string> failures;
+    if (min_share > 0 && !executables)
+      failures.push_back("--min-fma-share: the driver gives no statistics or disassembly to check it against");
     for (const Case& c : cases)
       if (!c.error.empty()) failures.push_back(c.name + ": " + c.error);
     for (VkPipeline p : order)
