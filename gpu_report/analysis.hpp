@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "dispatch_plan.hpp"
+#include "planned_pipeline.hpp"
 #include "executables.hpp"
 #include "isa_mix.hpp"
 

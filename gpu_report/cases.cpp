@@ -17,8 +17,10 @@ using vkgmm::DType;
 
 constexpr int64_t kDecodeRowsPerGroup = 16;
 
-void add_pipelines(Case& c, const std::string& plan, const vkgmm::DispatchPlan& core, const vkgmm::Tiling& t) {
-  for (const vkgmm::PlannedPipeline& p : core.pipelines()) c.pipelines.push_back({plan, tool::tiling_text(t), p});
+template <class Plan>
+void add_pipelines(Case& c, const std::string& label, const Plan& plan) {
+  for (const vkgmm::PlannedPipeline& p : vkgmm::PlanInternals::pipelines(plan))
+    c.pipelines.push_back({label, tool::tiling_text(plan.tiling()), p});
 }
 
 // Plans the case with `plan` (which adds its pipelines); a refusal becomes the case's error.
@@ -35,13 +37,13 @@ void plan_into(std::vector<Case>& out, Case c, const std::string& only, const st
 
 std::string dims(std::initializer_list<int64_t> v) {
   std::string s;
-  for (int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  for (int64_t x : v) s += std::string(s.empty() ? "" : ", ") + std::to_string(x);
   return s;
 }
 
 void plan_gmm(vkgmm::Context& ctx, Case& c, const vkgmm::GmmProblem& p, const std::string& label = "gmm") {
   const vkgmm::GmmPlan plan(ctx, p);
-  add_pipelines(c, label, vkgmm::PlanInternals::core(plan), plan.tiling());
+  add_pipelines(c, label, plan);
 }
 
 }  // namespace
@@ -65,8 +67,8 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
           p.transpose_rhs = transposed;
           if (w.op == bench::Op::backward) {
             const vkgmm::GmmBackwardPlan plan(ctx, p);
-            add_pipelines(c, "d_lhs", vkgmm::PlanInternals::core(plan.d_lhs_plan()), plan.d_lhs_plan().tiling());
-            add_pipelines(c, "d_rhs", vkgmm::PlanInternals::core(plan.d_rhs_plan()), plan.d_rhs_plan().tiling());
+            add_pipelines(c, "d_lhs", plan.d_lhs_plan());
+            add_pipelines(c, "d_rhs", plan.d_rhs_plan());
           } else {
             plan_gmm(ctx, c, p);
           }
@@ -84,7 +86,7 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
       c.shape = dims({w.m, w.k, w.n, w.groups});
       plan_into(out, c, only, [&](Case& c) {
         const vkgmm::TgmmPlan plan(ctx, bench::tgmm_problem(w));
-        add_pipelines(c, "tgmm", vkgmm::PlanInternals::core(plan), plan.tiling());
+        add_pipelines(c, "tgmm", plan);
       });
     }
   // Routed by expert ids, combined in token order (the bench's main times), in the experts' first window

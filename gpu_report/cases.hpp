@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dispatch_plan.hpp"
+#include "planned_pipeline.hpp"
 #include "vkgmm/context.hpp"
 
 namespace gpu_report {

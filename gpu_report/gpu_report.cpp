@@ -56,14 +56,14 @@ std::string widths(const std::map<int, double>& bits, double per) {
   std::string s;
   for (const auto& [b, n] : bits) {
     if (n <= 0) continue;
-    s += (s.empty() ? "" : " ") + num(n / per, 2) + "xb" + std::to_string(b);
+    s += std::string(s.empty() ? "" : " ") + num(n / per, 2) + "xb" + std::to_string(b);
   }
   return s.empty() ? "0" : s;
 }
 
 std::string json_map(const std::map<int, double>& bits) {
   std::string s = "{";
-  for (const auto& [b, n] : bits) s += (s.size() > 1 ? ", " : "") + json_string(std::to_string(b)) + ": " + num(n, 3);
+  for (const auto& [b, n] : bits) s += std::string(s.size() > 1 ? ", " : "") + json_string(std::to_string(b)) + ": " + num(n, 3);
   return s + "}";
 }
 
@@ -97,12 +97,12 @@ std::string analysis_json(const Analysis& a) {
   std::string s = "{\"id\": " + json_string(a.id) + ", \"role\": " + json_string(a.role) +
                   ", \"module\": " + json_string(a.module) + ", \"constants\": {";
   for (size_t i = 0; i < a.constants.size(); ++i)
-    s += (i ? ", " : "") + json_string(a.constants[i].first) + ": " + std::to_string(a.constants[i].second);
+    s += std::string(i ? ", " : "") + json_string(a.constants[i].first) + ": " + std::to_string(a.constants[i].second);
   s += "}, \"statistics\": ";
   if (!a.statistics) return s + "null, \"main_loop\": null}";
   s += "{";
   for (size_t i = 0; i < a.all_statistics.size(); ++i)
-    s += (i ? ", " : "") + json_string(a.all_statistics[i].first) + ": " + num(a.all_statistics[i].second);
+    s += std::string(i ? ", " : "") + json_string(a.all_statistics[i].first) + ": " + num(a.all_statistics[i].second);
   s += "}, \"main_loop\": ";
   const gpu_report::Mix& m = a.mix;
   if (!m.found) return s + "null}";
@@ -212,7 +212,7 @@ int gpu_report_main(int argc, char** argv) {
       std::string s = "{\"device\": " + json_string(info.name) + ", \"driver\": " + json_string(info.driver) +
                       ", \"executable_properties\": " + (executables ? "true" : "false") +
                       ", \"min_fma_share\": " + num(min_share, 3) + ", \"pipelines\": [";
-      for (size_t i = 0; i < order.size(); ++i) s += (i ? ", " : "") + analysis_json(analyses[order[i]]);
+      for (size_t i = 0; i < order.size(); ++i) s += std::string(i ? ", " : "") + analysis_json(analyses[order[i]]);
       s += "], \"cases\": [";
       for (size_t i = 0; i < cases.size(); ++i) {
         const Case& c = cases[i];
@@ -226,7 +226,7 @@ int gpu_report_main(int argc, char** argv) {
         s += "]}";
       }
       s += "], \"failures\": [";
-      for (size_t i = 0; i < failures.size(); ++i) s += (i ? ", " : "") + json_string(failures[i]);
+      for (size_t i = 0; i < failures.size(); ++i) s += std::string(i ? ", " : "") + json_string(failures[i]);
       std::printf("%s]}\n", s.c_str());
     } else {
       std::printf("device: %s (%s)\n", info.name.c_str(), info.driver.c_str());
@@ -248,7 +248,7 @@ int gpu_report_main(int argc, char** argv) {
       for (VkPipeline p : order) {
         const Analysis& a = analyses[p];
         std::string cs;
-        for (const auto& [n, v] : a.constants) cs += (cs.empty() ? "" : ", ") + n + " = " + std::to_string(v);
+        for (const auto& [n, v] : a.constants) cs += std::string(cs.empty() ? "" : ", ") + n + " = " + std::to_string(v);
         std::printf("  %s: %s.spv, %s\n", a.id.c_str(), a.module.c_str(), cs.c_str());
       }
       for (const Case& c : cases)

@@ -124,7 +124,10 @@ std::vector<Instruction> parse_disassembly(const std::string& text) {
     const size_t sp = line.find_first_of(" \t");
     ins.mnemonic = line.substr(0, sp);
     ins.operands = sp == std::string::npos ? "" : trim(line.substr(sp));
-    if (is_branch(ins.mnemonic)) ins.target = label_number(split_operands(ins.operands).empty() ? "" : split_operands(ins.operands)[0]);
+    if (is_branch(ins.mnemonic)) {
+      const std::vector<std::string> ops = split_operands(ins.operands);
+      if (!ops.empty()) ins.target = label_number(ops[0]);
+    }
     out.push_back(std::move(ins));
   }
   return out;

@@ -18,6 +18,7 @@
 #include "interface.hpp"
 #include "kernel.hpp"
 #include "op.hpp"
+#include "planned_pipeline.hpp"
 #include "vkgmm/ops.hpp"
 
 namespace vkgmm {
@@ -36,16 +37,6 @@ struct OperandViews {
 struct OperandSpec {
   DType type = DType::f32;
   uint64_t count = 0;
-};
-
-// A pipeline a plan made and records: which dispatch (`role`: "op", "metadata" or "combine"), its module,
-// specialization constants (constants[i] is constant_id i) and layout (split).
-struct PlannedPipeline {
-  const char* role;
-  ShaderCode code;
-  std::vector<uint32_t> constants;
-  bool split;
-  VkPipeline pipeline;
 };
 
 class DispatchPlan {

@@ -142,7 +142,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   state_ = std::move(st);
 }
 
-const DispatchPlan& PlanInternals::core(const GmmPlan& plan) { return plan.state_->core; }
+std::vector<PlannedPipeline> PlanInternals::pipelines(const GmmPlan& plan) { return plan.state_->core.pipelines(); }
 
 const GmmProblem& GmmPlan::problem() const { return state_->problem; }
 Tiling GmmPlan::tiling() const { return state_->tiling; }

@@ -70,7 +70,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   state_ = std::move(st);
 }
 
-const DispatchPlan& PlanInternals::core(const TgmmPlan& plan) { return plan.state_->core; }
+std::vector<PlannedPipeline> PlanInternals::pipelines(const TgmmPlan& plan) { return plan.state_->core.pipelines(); }
 
 const TgmmProblem& TgmmPlan::problem() const { return state_->problem; }
 Tiling TgmmPlan::tiling() const { return state_->tiling; }
