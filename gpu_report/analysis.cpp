@@ -49,6 +49,7 @@ Analysis analyse(VkDevice device, const vkgmm::PlannedPipeline& p, bool executab
   if (ex.empty()) return a;
   const Executable& e = ex.front();  // a compute pipeline has one
   a.statistics = !e.statistics.empty();
+  a.wave_size = e.subgroup_size;
   a.all_statistics = e.statistics;
   a.vgprs = e.statistic("VGPRs");
   a.sgprs = e.statistic("SGPRs");

@@ -18,6 +18,7 @@ struct Analysis {
   const char* role = "op";
   std::vector<std::pair<std::string, uint32_t>> constants;  // "NAME (id)" -> value, every declared constant
   bool statistics = false;  // the driver gave its executables' statistics
+  uint32_t wave_size = 0;   // the executable's subgroup size (RADV: 64 for compute unless wave32 is forced)
   double vgprs = -1, sgprs = -1, spilled_vgprs = -1, spilled_sgprs = -1, lds = -1, waves = -1, code_size = -1,
          scratch = -1;
   std::vector<std::pair<std::string, double>> all_statistics;

@@ -59,7 +59,7 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
         bench::make_preset(preset, w);
         w.dtype = t;
         Case c;
-        c.name = preset + " " + vkgmm::dtype_name(t) + (transposed ? " T" : "");
+        c.name = preset + " " + vkgmm::dtype_name(t) + (transposed ? " rhsT" : "");
         c.shape = dims({w.m, w.k, w.n, w.groups});
         c.decode = w.m / w.groups < kDecodeRowsPerGroup;
         plan_into(out, c, only, [&](Case& c) {

@@ -19,7 +19,7 @@ struct CasePipeline {
 };
 
 struct Case {
-  std::string name;   // preset and variant, e.g. "moe-prefill bf16 T" (T: rhs transposed)
+  std::string name;   // preset and variant, e.g. "moe-prefill bf16 rhsT" (rhs [G, n, k])
   std::string shape;  // m, k, n, G (ids: T, k, n, E, top_k)
   // Decode-sized: a few rows per expert (fewer than 16 on average), so the weights' bandwidth bounds it,
   // not the FMAs: reported apart, outside the FMA-share target.
