@@ -14,7 +14,7 @@ std::string module_name(const vkgmm::PlannedPipeline& p) {
 }
 
 // The constants the pipeline's module family declares (shaders/interface.h's names), with their values.
-std::vector<std::pair<std::string, uint32_t>> named_constants(const vkgmm::PlannedPipeline& p, const std::string& module) {
+std::vector<Analysis::Constant> named_constants(const vkgmm::PlannedPipeline& p, const std::string& module) {
   std::vector<vkgmm::abi::SpecConstant> declared;
   const std::string role = p.role;
   if (role == "metadata") {
@@ -29,11 +29,9 @@ std::vector<std::pair<std::string, uint32_t>> named_constants(const vkgmm::Plann
       declared.insert(declared.end(), std::begin(vkgmm::abi::kGmmConstants), std::end(vkgmm::abi::kGmmConstants));
     if (p.split) declared.push_back(vkgmm::abi::kSplitConstant);
   }
-  std::vector<std::pair<std::string, uint32_t>> out;
-  for (const vkgmm::abi::SpecConstant& c : declared) {
-    const uint32_t v = c.id < p.constants.size() ? p.constants[c.id] : 0;
-    out.emplace_back(std::string(c.name ? c.name : "local_size_x") + " (" + std::to_string(c.id) + ")", v);
-  }
+  std::vector<Analysis::Constant> out;
+  for (const vkgmm::abi::SpecConstant& c : declared)
+    out.push_back({c.id, c.name ? c.name : "local_size_x", c.id < p.constants.size() ? p.constants[c.id] : 0});
   return out;
 }
 

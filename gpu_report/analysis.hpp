@@ -16,7 +16,12 @@ struct Analysis {
   std::string id;      // "P1", "P2", ... in order of first use
   std::string module;  // the embedded module's name (cmake/shaders.cmake): gmm, gmm_s16, tgmm_split, ...
   const char* role = "op";
-  std::vector<std::pair<std::string, uint32_t>> constants;  // "NAME (id)" -> value, every declared constant
+  struct Constant {
+    uint32_t id;
+    std::string name;  // the shader's (shaders/interface.h); "local_size_x" for the workgroup size
+    uint32_t value;
+  };
+  std::vector<Constant> constants;  // every constant the module declares, as the pipeline sets it
   bool statistics = false;  // the driver gave its executables' statistics
   uint32_t wave_size = 0;   // the executable's subgroup size (RADV: 64 for compute unless wave32 is forced)
   double vgprs = -1, sgprs = -1, spilled_vgprs = -1, spilled_sgprs = -1, lds = -1, waves = -1, code_size = -1,

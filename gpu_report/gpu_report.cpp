@@ -95,10 +95,11 @@ void print_table(const char* title, const std::vector<Row>& rows) {
 
 std::string analysis_json(const Analysis& a) {
   std::string s = "{\"id\": " + json_string(a.id) + ", \"role\": " + json_string(a.role) +
-                  ", \"module\": " + json_string(a.module) + ", \"constants\": {";
+                  ", \"module\": " + json_string(a.module) + ", \"constants\": [";
   for (size_t i = 0; i < a.constants.size(); ++i)
-    s += std::string(i ? ", " : "") + json_string(a.constants[i].first) + ": " + std::to_string(a.constants[i].second);
-  s += "}, \"wave_size\": " + std::to_string(a.wave_size) + ", \"statistics\": ";
+    s += std::string(i ? ", " : "") + "{\"id\": " + std::to_string(a.constants[i].id) + ", \"name\": " +
+         json_string(a.constants[i].name) + ", \"value\": " + std::to_string(a.constants[i].value) + "}";
+  s += "], \"wave_size\": " + std::to_string(a.wave_size) + ", \"statistics\": ";
   if (!a.statistics) return s + "null, \"main_loop\": null}";
   s += "{";
   for (size_t i = 0; i < a.all_statistics.size(); ++i)
@@ -248,7 +249,8 @@ int gpu_report_main(int argc, char** argv) {
       for (VkPipeline p : order) {
         const Analysis& a = analyses[p];
         std::string cs;
-        for (const auto& [n, v] : a.constants) cs += std::string(cs.empty() ? "" : ", ") + n + " = " + std::to_string(v);
+        for (const Analysis::Constant& c : a.constants)
+          cs += std::string(cs.empty() ? "" : ", ") + c.name + " (" + std::to_string(c.id) + ") = " + std::to_string(c.value);
         std::printf("  %s: %s.spv, %s\n", a.id.c_str(), a.module.c_str(), cs.c_str());
       }
       for (const Case& c : cases)

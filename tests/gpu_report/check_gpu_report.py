@@ -53,7 +53,7 @@ def main():
                     continue
                 ops.add(p["id"])
                 # Every constant the module family declares is named, the tiling's among them.
-                names = {k.split(" ")[0]: v for k, v in p["constants"].items()}
+                names = {c["name"]: c["value"] for c in p["constants"]}
                 for name in ("local_size_x", "TN", "TX", "TY", "USE_SHARED", "LHS_TYPE", "RHS_TYPE", "OUT_TYPE"):
                     check(name in names, f"{p['id']}: constant {name} missing")
                 tm, tk, tn = (int(x) for x in cp["tiling"].split(","))
