@@ -75,19 +75,20 @@ struct Row {
 
 void print_table(const char* title, const std::vector<Row>& rows) {
   std::printf("\n%s\n", title);
-  std::printf("| case | m, k, n, G (ids: T, k, n, E, top_k) | plan | pipeline | module | tiling | VGPRs | SGPRs | spills | LDS B | wave | waves/SIMD | code B | instr/iter | k/iter | FMA/iter | FMA share | LDS loads/FMA (bits) | global loads/FMA (bits) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| case | m, k, n, G (ids: T, k, n, E, top_k) | plan | pipeline | module | tiling | VGPRs | SGPRs | spills | LDS B | wave | waves/SIMD | code B | instr/iter | k/iter | FMA/iter | FMA share | FMA/VALU | LDS loads/FMA (bits) | global loads/FMA (bits) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const Analysis& a = *r.a;
     const gpu_report::Mix& m = a.mix;
     const double f = m.fma > 0 ? m.fma : 1;
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                 r.c->name.c_str(), r.c->shape.c_str(), r.p->plan.c_str(), a.id.c_str(), a.module.c_str(),
                 r.p->tiling.c_str(), num(a.vgprs).c_str(), num(a.sgprs).c_str(),
                 a.statistics ? num(a.spilled_vgprs + a.spilled_sgprs).c_str() : "-", num(a.lds).c_str(),
                 a.wave_size ? std::to_string(a.wave_size).c_str() : "-", num(a.waves).c_str(), num(a.code_size).c_str(), m.found ? num(m.instructions).c_str() : "-",
                 m.k_per_iteration ? std::to_string(m.k_per_iteration).c_str() : "-",
                 m.found ? num(m.fma).c_str() : "-", m.found ? num(100 * m.fma_share(), 1).append(" %").c_str() : "-",
+                m.found ? num(100 * m.fma_valu_share(), 1).append(" %").c_str() : "-",
                 m.found ? (num(m.shared_loads / f, 3) + " (" + widths(m.shared_load_bits, f) + ")").c_str() : "-",
                 m.found ? (num(m.global_loads / f, 3) + " (" + widths(m.global_load_bits, f) + ")").c_str() : "-");
   }
@@ -109,6 +110,7 @@ std::string analysis_json(const Analysis& a) {
   if (!m.found) return s + "null}";
   s += "{\"instructions\": " + num(m.instructions) + ", \"k_per_iteration\": " + std::to_string(m.k_per_iteration) +
        ", \"fma\": " + num(m.fma) + ", \"fma_work\": " + num(m.fma_work) + ", \"fma_share\": " + num(m.fma_share(), 4) +
+       ", \"fma_valu_share\": " + num(m.fma_valu_share(), 4) +
        ", \"valu\": " + num(m.valu) + ", \"salu\": " + num(m.salu) + ", \"branches\": " + num(m.branches) +
        ", \"waits\": " + num(m.waits) + ", \"barriers\": " + num(m.barriers) + ", \"scalar_loads\": " +
        num(m.scalar_loads) + ", \"shared_loads\": " + num(m.shared_loads) + ", \"shared_stores\": " +
@@ -235,7 +237,7 @@ int gpu_report_main(int argc, char** argv) {
         std::printf("The driver has no VK_KHR_pipeline_executable_properties: modules and constants only, no "
                     "statistics, no disassembly.\n");
       std::printf("Per main-loop iteration (k/iter of the reduction); nested loops counted with their trip "
-                  "counts; FMA share = FMA instructions / all instructions. Case names: rhsT = rhs [G, n, k].\n");
+                  "counts; FMA share = FMA instructions / all instructions (the gated figure), FMA/VALU = / vector-ALU instructions. Case names: rhsT = rhs [G, n, k].\n");
       print_table("Compute-bound cases:", compute);
       print_table("Decode-sized cases (a few rows per expert: bandwidth-bound, outside the FMA-share target):", decode);
       std::printf("\nAuxiliary pipelines (device metadata build, ordered combine):\n");

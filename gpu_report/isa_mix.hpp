@@ -50,6 +50,9 @@ struct Mix {
   std::map<int, double> shared_load_bits, global_load_bits;  // width in bits -> loads per iteration
   int nested_loops = 0, unknown_trips = 0;
   double fma_share() const { return instructions > 0 ? fma / instructions : 0; }
+  // Of the vector ALU's instructions only (FMAs included): what bounds the FMA rate when the other
+  // instructions issue beside another wave's (GCN and RDNA issue one instruction of each type per cycle).
+  double fma_valu_share() const { return valu > 0 ? fma / valu : 0; }
   double shared_bytes() const;  // shared-memory bytes loaded per iteration
   double global_bytes() const;
 };

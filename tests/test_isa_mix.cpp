@@ -63,6 +63,8 @@ TEST(IsaMix, MainLoopCountsNestedLoopsWithTheirTrips) {
   EXPECT_DOUBLE_EQ(m.fma, 4);
   EXPECT_DOUBLE_EQ(m.fma_work, 1 + 1 + 2 + 2);  // packed and dot2: two multiply-adds each
   EXPECT_DOUBLE_EQ(m.fma_share(), 4.0 / 26.0);
+  EXPECT_DOUBLE_EQ(m.valu, 5 + 2 * 2);  // v_mov and the four FMAs; v_cmpx and v_add twice
+  EXPECT_DOUBLE_EQ(m.fma_valu_share(), 4.0 / 9.0);
   EXPECT_DOUBLE_EQ(m.shared_loads, 2);
   EXPECT_DOUBLE_EQ(m.shared_load_bits.at(128), 1);
   EXPECT_DOUBLE_EQ(m.shared_load_bits.at(64), 1);  // read2 of two dwords
