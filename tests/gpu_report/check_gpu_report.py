@@ -66,6 +66,7 @@ def main():
                 check(loop["k_per_iteration"] > 0, f"{p['id']}: no K step found")
                 check(loop["unknown_trip_counts"] == 0, f"{p['id']}: a nested loop of unknown trip count")
                 gated = not c["decode"] and not c["quantized"]
+                check(cp["gated"] == gated, f"{c['name']} {cp['plan']}: gated {cp['gated']}")
                 check(not gated or loop["fma_share"] >= min_share,
                       f"{c['name']} {cp['plan']}: share {loop['fma_share']} < {min_share}")
         check(len(ops) >= 20, f"only {len(ops)} distinct op pipelines")
