@@ -74,6 +74,22 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
           }
         });
       }
+  // The fused epilogue with group sizes: moe-prefill as an up projection, bias + SwiGLU over [gate | up].
+  for (DType t : kTypes) {
+    bench::Workload w;
+    bench::make_preset("moe-prefill", w);
+    w.dtype = t;
+    Case c;
+    c.name = std::string("moe-prefill ") + vkgmm::dtype_name(t) + " bias+swiglu";
+    c.shape = dims({w.m, w.k, 2 * w.n, w.groups});
+    plan_into(out, c, only, [&](Case& c) {
+      vkgmm::GmmProblem p = bench::gmm_problem(w);
+      p.n = 2 * w.n;
+      p.epilogue.bias = true;
+      p.epilogue.activation = vkgmm::Activation::swiglu;
+      plan_gmm(ctx, c, p);
+    });
+  }
   // tgmm on its own (lhs [k, m], as `vkgmm bench --op tgmm`), at moe-prefill's and moe-fine's shapes.
   for (const char* preset : {"moe-prefill", "moe-fine"})
     for (DType t : kTypes) {
