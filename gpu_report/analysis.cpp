@@ -41,6 +41,7 @@ Analysis analyse(VkDevice device, const vkgmm::PlannedPipeline& p, bool executab
   Analysis a;
   a.module = module_name(p);
   a.role = p.role;
+  a.split = p.split;
   a.constants = named_constants(p, a.module);
   if (!executables) return a;
   const std::vector<Executable> ex = read_executables(device, p.pipeline);

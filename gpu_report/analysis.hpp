@@ -16,6 +16,7 @@ struct Analysis {
   std::string id;      // "P1", "P2", ... in order of first use
   std::string module;  // the embedded module's name (cmake/shaders.cmake): gmm, gmm_s16, tgmm_split, ...
   const char* role = "op";
+  bool split = false;  // the split layout (operands bound in parts: VKGMM_SPLIT modules), else the plain one
   struct Constant {
     uint32_t id;
     std::string name;  // the shader's (shaders/interface.h); "local_size_x" for the workgroup size

@@ -39,7 +39,7 @@ Report make_report(vkgmm::Context& ctx, bool executables, const std::string& onl
     for (const CasePipeline& p : c.pipelines)
       if (!r.index.count(p.pipeline.pipeline)) {
         Analysis a = analyse(ctx.device(), p.pipeline, executables);
-        a.id = "P" + std::to_string(r.pipelines.size() + 1);
+        a.id = std::string("P") + std::to_string(r.pipelines.size() + 1);
         r.index[p.pipeline.pipeline] = r.pipelines.size();
         r.pipelines.push_back(std::move(a));
       }

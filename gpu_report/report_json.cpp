@@ -44,7 +44,8 @@ std::string mix_json(const Mix& m) {
 
 std::string pipeline_json(const Analysis& a) {
   std::string s = "{\"id\": " + json_string(a.id) + ", \"role\": " + json_string(a.role) +
-                  ", \"module\": " + json_string(a.module) + ", \"constants\": [";
+                  ", \"module\": " + json_string(a.module) +
+                  ", \"layout\": " + json_string(a.split ? "split" : "plain") + ", \"constants\": [";
   for (size_t i = 0; i < a.constants.size(); ++i)
     s += std::string(i ? ", " : "") + "{\"id\": " + std::to_string(a.constants[i].id) + ", \"name\": " +
          json_string(a.constants[i].name) + ", \"value\": " + std::to_string(a.constants[i].value) + "}";

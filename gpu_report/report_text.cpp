@@ -84,12 +84,12 @@ void print_text(const Report& r) {
                 a.statistics ? cell(a.spilled_vgprs + a.spilled_sgprs).c_str() : "-", cell(a.lds).c_str(),
                 cell(a.code_size).c_str());
   }
-  std::printf("\nPipelines (module, specialization constants as NAME (constant_id) = value):\n");
+  std::printf("\nPipelines (module, descriptor layout, specialization constants as NAME (constant_id) = value):\n");
   for (const Analysis& a : r.pipelines) {
     std::string cs;
     for (const Analysis::Constant& c : a.constants)
       cs += std::string(cs.empty() ? "" : ", ") + c.name + " (" + std::to_string(c.id) + ") = " + std::to_string(c.value);
-    std::printf("  %s: %s.spv, %s\n", a.id.c_str(), a.module.c_str(), cs.c_str());
+    std::printf("  %s: %s.spv, %s layout, %s\n", a.id.c_str(), a.module.c_str(), a.split ? "split" : "plain", cs.c_str());
   }
   for (const Case& c : r.cases)
     if (!c.error.empty()) std::printf("  %s: not planned: %s\n", c.name.c_str(), c.error.c_str());
