@@ -1,6 +1,8 @@
 // Routed workloads: vkgmm's ids mode, its reference, and the unfused chain (see routed.hpp).
 #include "routed.hpp"
 
+#include "problems.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <random>
@@ -49,10 +51,8 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   const uint64_t expert_bytes = vkgmm::storage_bytes(w.rhs_type(), uint64_t(k * n));
   if (shards <= 0) {
     // Windows whose weights fit one storage-buffer binding (maxStorageBufferRange; lavapipe: 128 MiB, 21 f32
-    // or 42 bf16 experts of Qwen3's shape). vkgmm would take the whole tensor in one call, bound in parts,
-    // but reads operands in parts a word at a time with a branch per load: on lavapipe qwen3-ids-t1 f32 ran
-    // 143 ms as one such call against 6.6 ms as 7 windows.
-    const int64_t fit = std::max<int64_t>(1, int64_t(ctx.info().max_storage_buffer_range / expert_bytes));
+    // or 42 bf16 experts of Qwen3's shape).
+    const int64_t fit = experts_per_binding(w, ctx.info().max_storage_buffer_range);
     shards = (w.groups + fit - 1) / fit;
   }
   per_shard_ = (w.groups + shards - 1) / shards;
@@ -87,19 +87,7 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   buf_status.upload(&zero, 4);
 }
 
-vkgmm::GmmProblem RoutedInstance::problem(bool combine) const {
-  vkgmm::GmmProblem p;
-  p.m = work.m, p.k = work.k, p.n = work.n;
-  p.num_rhs_groups = work.groups;
-  p.routing.top_k = work.top_k;
-  p.routing.combine = combine;
-  p.routing.num_experts = work.groups;
-  p.lhs_type = work.dtype;
-  p.rhs_type = work.rhs_type();
-  p.transpose_rhs = work.transpose_rhs();  // block formats: [E, n, k]
-  p.out_type = vkgmm::DType::f32;  // fp32 out: the expert windows accumulate through it
-  return p;
-}
+vkgmm::GmmProblem RoutedInstance::problem(bool combine) const { return routed_problem(work, combine); }
 
 void RoutedInstance::plan(const vkgmm::TilingChoice& tiling, bool combine) {
   plans_.clear();

@@ -1,6 +1,8 @@
 // Instance: inputs, buffers, plans and one recorded call of a workload.
 #include "runner.hpp"
 
+#include "problems.hpp"
+
 #include <stdexcept>
 
 #include "context_impl.hpp"  // the memory-type choice of the app copies
@@ -112,23 +114,8 @@ Instance::Instance(vkgmm::Context& context, const Workload& w, const vkgmm::Tili
   buf_status.upload(&zero, 4);
 }
 
-vkgmm::GmmProblem Instance::gmm_problem() const {
-  vkgmm::GmmProblem p;
-  p.m = work.m, p.k = work.k, p.n = work.n;
-  p.group_sizes = work.group_sizes;
-  p.lhs_type = p.out_type = work.dtype;
-  p.rhs_type = work.rhs_type();
-  p.transpose_rhs = work.transpose_rhs();
-  return p;
-}
-
-vkgmm::TgmmProblem Instance::tgmm_problem() const {
-  vkgmm::TgmmProblem p;
-  p.m = work.m, p.k = work.k, p.n = work.n;
-  p.group_sizes = work.group_sizes;
-  p.lhs_type = p.rhs_type = p.out_type = work.dtype;
-  return p;
-}
+vkgmm::GmmProblem Instance::gmm_problem() const { return bench::gmm_problem(work); }
+vkgmm::TgmmProblem Instance::tgmm_problem() const { return bench::tgmm_problem(work); }
 
 namespace {
 

@@ -81,6 +81,8 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   if (bytes == 0) throw Error(Status::invalid_argument, "create_buffer: size must be positive");
   Impl& im = *impl_;
   const Device& dev = im.dev;
+  if (dev.options.compile_only)
+    throw Error(Status::unsupported, "create_buffer: the context only compiles pipelines (no device memory)");
   if (im.submitter.lost()) throw Error(Status::device_lost,
                                 "create_buffer: the device was lost earlier (VK_ERROR_DEVICE_LOST); create a new Context");
   // Drivers may accept a huge allocation lazily (lavapipe does) and fail later, or the OS may; a request

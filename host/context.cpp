@@ -107,7 +107,8 @@ Context::Impl::~Impl() {
   if (dev.device) {
     // Only a device vkgmm owns is waited idle: waiting on a borrowed one would need every one of the
     // app's queues locked. vkgmm's own submissions are all complete here (waited or settled above).
-    if (dev.owns) vkDeviceWaitIdle(dev.device);
+    // A compile-only context submitted nothing (and RADV's null device cannot wait).
+    if (dev.owns && !dev.options.compile_only) vkDeviceWaitIdle(dev.device);
     pipelines.destroy(dev.device);
   }
   if (!dev.owns) return;
@@ -132,10 +133,21 @@ Context& Context::operator=(Context&&) noexcept = default;
 Context::~Context() = default;
 
 Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()) {
-  Impl& im = *impl_;
+  open_owned_device(*impl_, resolve_options(options, env_lookup));
+}
+
+Context open_compile_only(const ContextOptions& options) {
+  auto impl = std::make_shared<Context::Impl>();
+  ResolvedOptions resolved = resolve_options(options, env_lookup);
+  resolved.compile_only = true;
+  open_owned_device(*impl, std::move(resolved));
+  return ContextInternals::adopt(std::move(impl));
+}
+
+void open_owned_device(Context::Impl& im, ResolvedOptions options) {
   Device& dev = im.dev;
   dev.owns = true;
-  dev.options = resolve_options(options, env_lookup);
+  dev.options = std::move(options);
   im.submitter.faults.configure(dev.options.inject_fault);
   const bool validate = dev.options.validate;
   const char* layer = "VK_LAYER_KHRONOS_validation";
@@ -195,6 +207,16 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
   VkPhysicalDeviceFeatures2 en{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   en.pNext = &en11;
   en.features.shaderInt64 = have.features.shaderInt64;
+  std::vector<const char*> device_extensions(req.required_extensions.begin(), req.required_extensions.end());
+  // A compile-only context keeps what the driver's compiler made of each pipeline, where it can tell.
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (dev.options.compile_only && has_device_extension(dev.physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    executables.pipelineExecutableInfo = VK_TRUE;
+    en11.pNext = &executables;
+    device_extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    dev.executable_properties = true;
+  }
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -205,12 +227,14 @@ Context::Context(const ContextOptions& options) : impl_(std::make_shared<Impl>()
   dci.pNext = &en;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
-  dci.enabledExtensionCount = static_cast<uint32_t>(req.required_extensions.size());
-  dci.ppEnabledExtensionNames = req.required_extensions.data();
+  dci.enabledExtensionCount = static_cast<uint32_t>(device_extensions.size());
+  dci.ppEnabledExtensionNames = device_extensions.data();
   check_vk(vkCreateDevice(dev.physical, &dci, nullptr, &dev.device), "vkCreateDevice");
   vkGetDeviceQueue(dev.device, dev.queue_family, 0, &dev.queue);
   dev.query();
-  im.pipelines.init(dev.device);
+  im.pipelines.init(dev.device, dev.executable_properties ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
+                                                                VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR
+                                                          : 0);
   dev.info.storage_buffer_16bit = en11.storageBuffer16BitAccess;
   im.log.throw_if_any();
 }

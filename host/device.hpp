@@ -11,6 +11,7 @@ namespace vkgmm {
 
 // Throw an Error naming `what` when r is not VK_SUCCESS (device loss and OOM get their own codes).
 void check_vk(VkResult r, const char* what);
+bool has_device_extension(VkPhysicalDevice pd, const char* name);
 const char* vk_result_name(VkResult r);
 
 struct Device {
@@ -28,6 +29,9 @@ struct Device {
   DeviceInfo info;
   VkPhysicalDeviceMemoryProperties memory{};
   ResolvedOptions options;  // read once, when the Context is made
+  // Compile-only contexts: VK_KHR_pipeline_executable_properties is enabled, pipelines capture their
+  // statistics and internal representations (vkgmm gpu-report reads them).
+  bool executable_properties = false;
 
   // After the handles are set: fills info and memory, resolves push_descriptor_set (required).
   void query();

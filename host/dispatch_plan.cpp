@@ -90,6 +90,7 @@ void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
   if (bytes > info().max_storage_buffer_range)
     throw Error(Status::unsupported, std::string(name()) + ": the metadata (" + std::to_string(bytes) +
                                          " bytes) exceeds maxStorageBufferRange: use a larger tm");
+  if (options().compile_only) return;  // nothing will read it
   meta_ = ContextInternals::adopt(ctx_).create_buffer(bytes);
   meta_.upload(words.data(), bytes);
 }
@@ -138,6 +139,24 @@ void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
   grid_[2] = static_cast<uint32_t>(z);
 }
 
+std::vector<uint32_t> DispatchPlan::meta_constants() const {
+  std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_WEIGHTED + 1, 0);
+  constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
+  constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
+  // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
+  constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
+  constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
+  return constants;
+}
+
+std::vector<uint32_t> DispatchPlan::combine_constants() const {
+  std::vector<uint32_t> constants(VKGMM_ID_HAS_EXISTING + 1, 0);
+  constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
+  constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
+  constants[VKGMM_ID_HAS_EXISTING] = has_existing_;
+  return constants;
+}
+
 void DispatchPlan::build() {
   if (dispatches()) {
     if (push_.empty()) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
@@ -146,25 +165,15 @@ void DispatchPlan::build() {
   }
   if (device_meta_) {
     // The plan's own workspace, for operands that bring none.
-    meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
-    std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_WEIGHTED + 1, 0);
-    constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
-    constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
-    // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
-    constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
-    constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
+    if (!options().compile_only) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
     const ShaderCode code = metadata_shader();
-    meta_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
+    meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
   }
   if (combines()) {
     const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
     check_grid(name(), info(), combine_columns(), y, (routing_->tokens + y - 1) / y);
-    std::vector<uint32_t> constants(VKGMM_ID_HAS_EXISTING + 1, 0);
-    constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
-    constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
-    constants[VKGMM_ID_HAS_EXISTING] = has_existing_;
     const ShaderCode code = combine_shader();
-    combine_pipeline_ = ctx_->pipeline(code.code, code.words, constants);
+    combine_pipeline_ = ctx_->pipeline(code.code, code.words, combine_constants());
   }
   ctx_->log.throw_if_any();
 }
@@ -194,6 +203,8 @@ struct DispatchPlan::Bound {
 
 DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   const char* op = name();
+  if (options().compile_only)
+    throw Error(Status::unsupported, std::string(op) + ": the context only compiles pipelines: plans record nothing");
   check_existing_view(op, has_existing_, ops.existing_out, ops.out);
   check_no_overlap(op, ops.out,
                    {{"lhs", ops.lhs},
@@ -410,6 +421,19 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b) const {
   m.counts_off = static_cast<uint32_t>(workspace_.counts);
   m.map_off = static_cast<uint32_t>(workspace_.map);
   m.weight_rows_off = static_cast<uint32_t>(workspace_.weight_rows);
+}
+
+std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
+  std::vector<PlannedPipeline> out;
+  if (meta_pipeline_) out.push_back({"metadata", metadata_shader(), meta_constants(), false, meta_pipeline_});
+  if (dispatches()) {
+    // Where there is a texel build, vkgmm's own buffers take it, and it is the one build() compiled.
+    const bool texel = kernel_.texel_code.code != nullptr;
+    out.push_back({"op", texel ? kernel_.texel_code : kernel_.code, kernel_.constants, kernel_.split,
+                   texel ? kernel_.texel_pipeline : kernel_.pipeline});
+  }
+  if (combine_pipeline_) out.push_back({"combine", combine_shader(), combine_constants(), false, combine_pipeline_});
+  return out;
 }
 
 void DispatchPlan::check(const OperandViews& ops) const {

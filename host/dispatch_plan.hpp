@@ -18,6 +18,7 @@
 #include "interface.hpp"
 #include "kernel.hpp"
 #include "op.hpp"
+#include "planned_pipeline.hpp"
 #include "vkgmm/ops.hpp"
 
 namespace vkgmm {
@@ -108,6 +109,9 @@ class DispatchPlan {
   void check(const OperandViews& ops) const;
   bool texel_loads(const OperandViews& ops) const;
   void record(VkCommandBuffer cb, const OperandViews& ops) const;
+  // The pipelines record() binds, in dispatch order (the op's as planned: with 4-element loads
+  // where the plan chose them; offsets that are not multiples of 4 get a scalar variant at record time).
+  std::vector<PlannedPipeline> pipelines() const;
 
  private:
   DispatchPlan(Context& ctx, Op op);
@@ -153,6 +157,8 @@ class DispatchPlan {
   } workspace_;
   void size_workspace();
   VkPipeline meta_pipeline_ = VK_NULL_HANDLE, combine_pipeline_ = VK_NULL_HANDLE;
+  std::vector<uint32_t> meta_constants() const;     // the metadata build's specialization constants
+  std::vector<uint32_t> combine_constants() const;  // the combine's
   // The plan takes the indirect grid (gmm's visit list, ContextOptions::device_grid), where its workspace
   // allows; the workspace holds the command's kDispatchWords after the visit list either way.
   bool indirect_ = false;

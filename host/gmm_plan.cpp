@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dispatch_plan.hpp"
+#include "plan_internals.hpp"
 #include "problem_checks.hpp"
 #include "tiling.hpp"
 #include "vkgmm/metadata.hpp"
@@ -140,6 +141,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   core.build();
   state_ = std::move(st);
 }
+
+std::vector<PlannedPipeline> PlanInternals::pipelines(const GmmPlan& plan) { return plan.state_->core.pipelines(); }
 
 const GmmProblem& GmmPlan::problem() const { return state_->problem; }
 Tiling GmmPlan::tiling() const { return state_->tiling; }

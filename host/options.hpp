@@ -18,6 +18,9 @@ struct ResolvedOptions {
   DeviceGrid device_grid = DeviceGrid::automatic;  // gmm's grid with device group sizes
   double timeout_s = 600;                   // every wait on the device
   std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
+  // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
+  // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
+  bool compile_only = false;
 };
 
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,

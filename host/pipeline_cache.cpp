@@ -7,7 +7,8 @@
 
 namespace vkgmm {
 
-void PipelineCache::init(VkDevice device) {
+void PipelineCache::init(VkDevice device, VkPipelineCreateFlags flags) {
+  flags_ = flags;
   // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
   // inputs' texel views) and the split one of storage buffers for operands bound in parts
   // (kNumSplitBindings must stay within maxPushDescriptors, >= 32).
@@ -72,6 +73,7 @@ VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t word
   ci.stage.module = module;
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = &spec;
+  ci.flags = flags_;
   ci.layout = layout(split);
   VkPipeline p = VK_NULL_HANDLE;
   VkResult r = vkCreateComputePipelines(device, cache_, 1, &ci, nullptr, &p);

@@ -48,7 +48,8 @@ class PipelineCache {
  public:
   // The plain layout (storage buffers and the inputs' texel views) and the split one (operands in
   // parts), both pushed with vkCmdPushDescriptorSetKHR, and a VkPipelineCache.
-  void init(VkDevice device);
+  // `flags` go to every pipeline's creation (a compile-only context's capture bits).
+  void init(VkDevice device, VkPipelineCreateFlags flags = 0);
   void destroy(VkDevice device);
   // `split`: the module was built with VKGMM_SPLIT and binds the split layout. constants[i] is
   // constant_id i (ids the module does not declare are ignored).
@@ -65,6 +66,7 @@ class PipelineCache {
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE, split_set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE, split_layout_ = VK_NULL_HANDLE;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
+  VkPipelineCreateFlags flags_ = 0;
   std::mutex mutex_;  // guards pipelines_; a pipeline is created under it on first use
   std::map<Key, VkPipeline> pipelines_;
 };

@@ -71,6 +71,8 @@ bool Submitter::idle() {
 }
 
 void Submitter::submit_and_wait(const std::function<void(VkCommandBuffer)>& record) {
+  if (dev_.options.compile_only)
+    throw Error(Status::unsupported, "submit_and_wait: the context only compiles pipelines (nothing is submitted)");
   if (!dev_.queue)
     throw Error(Status::invalid_argument, "submit_and_wait: the context wraps a device without a queue "
                                           "(BorrowedDevice.queue is null): record into your own command buffer");

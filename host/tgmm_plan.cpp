@@ -1,6 +1,7 @@
 // tgmm's part of its plan: the problem's rules, the tiling, the group offsets, the constants and push
 // constants. Everything else is the plan core's (dispatch_plan.hpp).
 #include "dispatch_plan.hpp"
+#include "plan_internals.hpp"
 #include "problem_checks.hpp"
 #include "tiling.hpp"
 #include "vkgmm/metadata.hpp"
@@ -68,6 +69,8 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   core.build();
   state_ = std::move(st);
 }
+
+std::vector<PlannedPipeline> PlanInternals::pipelines(const TgmmPlan& plan) { return plan.state_->core.pipelines(); }
 
 const TgmmProblem& TgmmPlan::problem() const { return state_->problem; }
 Tiling TgmmPlan::tiling() const { return state_->tiling; }

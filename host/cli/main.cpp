@@ -6,6 +6,7 @@
 
 #include "bench.hpp"
 #include "fail.hpp"
+#include "gpu_report.hpp"
 #include "info.hpp"
 #include "quantize.hpp"
 #include "run.hpp"
@@ -19,6 +20,7 @@ const char kUsage[] =
     "  run gmm|tgmm   run one grouped matmul on .npy files (vkgmm run --help)\n"
     "  info           show the device, its limits and the features vkgmm uses (vkgmm info --help)\n"
     "  bench          measure gmm / tgmm throughput (vkgmm bench --help)\n"
+    "  gpu-report     the compiled code of vkgmm's pipelines on a device, RADV's null GPUs included (vkgmm gpu-report --help)\n"
     "  quantize       expert weights (.npy) to GGUF blocks: q8_0 q4_0 q4_K q6_K mxfp4 (vkgmm quantize --help)\n"
     "  help [command] show this, or a command's help\n"
     "\n"
@@ -29,6 +31,7 @@ int dispatch(const std::string& cmd, int argc, char** argv) {
   if (cmd == "info") return info_main(argc, argv);
   if (cmd == "bench") return bench_main(argc, argv);
   if (cmd == "quantize") return quantize_main(argc, argv);
+  if (cmd == "gpu-report") return gpu_report_main(argc, argv);
   return -1;
 }
 
@@ -59,7 +62,7 @@ int main(int argc, char** argv) {
       if (status >= 0) return status;
     }
     return tool::fail(2, "unknown command '" + std::string(cmd == "help" ? argv[2] : cmd) +
-                             "' (expected run, info, bench, quantize or help)");
+                             "' (expected run, info, bench, gpu-report, quantize or help)");
   } catch (const std::exception& e) {
     // The subcommands report their own errors; this is the last line of defence, still one line.
     return tool::fail(1, e.what());

@@ -161,6 +161,7 @@ class VKGMM_API GmmPlan {
  private:
   struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
+  friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
 };
 
 class VKGMM_API TgmmPlan {
@@ -179,6 +180,7 @@ class VKGMM_API TgmmPlan {
  private:
   struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
+  friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
 };
 
 // The gradients of out = gmm(lhs, rhs, ...) for a cotangent d_out [m, n]:

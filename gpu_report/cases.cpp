@@ -1,0 +1,156 @@
+#include "cases.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "plan_internals.hpp"
+#include "problems.hpp"
+#include "tiling_text.hpp"
+#include "vkgmm/ops.hpp"
+#include "workloads.hpp"
+
+namespace gpu_report {
+
+namespace {
+
+using vkgmm::DType;
+
+constexpr int64_t kDecodeRowsPerGroup = 16;
+
+template <class Plan>
+void add_pipelines(Case& c, const std::string& label, const Plan& plan) {
+  for (const vkgmm::PlannedPipeline& p : vkgmm::PlanInternals::pipelines(plan))
+    c.pipelines.push_back({label, tool::tiling_text(plan.tiling()), p});
+}
+
+// Plans the case with `plan` (which adds its pipelines); a refusal becomes the case's error.
+void plan_into(std::vector<Case>& out, Case c, const std::string& only, const std::function<void(Case&)>& plan) {
+  if (!only.empty() && c.name.find(only) == std::string::npos) return;
+  try {
+    plan(c);
+  } catch (const std::exception& e) {
+    c.pipelines.clear();
+    c.error = e.what();
+  }
+  out.push_back(std::move(c));
+}
+
+std::string dims(std::initializer_list<int64_t> v) {
+  std::string s;
+  for (int64_t x : v) s += std::string(s.empty() ? "" : ", ") + std::to_string(x);
+  return s;
+}
+
+void plan_gmm(vkgmm::Context& ctx, Case& c, const vkgmm::GmmProblem& p, const std::string& label = "gmm") {
+  const vkgmm::GmmPlan plan(ctx, p);
+  add_pipelines(c, label, plan);
+}
+
+}  // namespace
+
+std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
+  std::vector<Case> out;
+  const DType kTypes[] = {DType::f32, DType::f16, DType::bf16};
+  // The default presets (gmm and the backward), every element type, rhs [G, k, n] and [G, n, k].
+  for (const std::string& preset : bench::preset_names())
+    for (DType t : kTypes)
+      for (bool transposed : {false, true}) {
+        bench::Workload w;
+        bench::make_preset(preset, w);
+        w.dtype = t;
+        Case c;
+        c.name = preset + " " + vkgmm::dtype_name(t) + (transposed ? " rhsT" : "");
+        c.shape = dims({w.m, w.k, w.n, w.groups});
+        c.decode = w.m / w.groups < kDecodeRowsPerGroup;
+        plan_into(out, c, only, [&](Case& c) {
+          vkgmm::GmmProblem p = bench::gmm_problem(w);
+          p.transpose_rhs = transposed;
+          if (w.op == bench::Op::backward) {
+            const vkgmm::GmmBackwardPlan plan(ctx, p);
+            add_pipelines(c, "d_lhs", plan.d_lhs_plan());
+            add_pipelines(c, "d_rhs", plan.d_rhs_plan());
+          } else {
+            plan_gmm(ctx, c, p);
+          }
+        });
+      }
+  // The fused epilogue with group sizes: moe-prefill as an up projection, bias + SwiGLU over [gate | up].
+  for (DType t : kTypes) {
+    bench::Workload w;
+    bench::make_preset("moe-prefill", w);
+    w.dtype = t;
+    Case c;
+    c.name = std::string("moe-prefill ") + vkgmm::dtype_name(t) + " bias+swiglu";
+    c.shape = dims({w.m, w.k, 2 * w.n, w.groups});
+    plan_into(out, c, only, [&](Case& c) {
+      vkgmm::GmmProblem p = bench::gmm_problem(w);
+      p.n = 2 * w.n;
+      p.epilogue.bias = true;
+      p.epilogue.activation = vkgmm::Activation::swiglu;
+      plan_gmm(ctx, c, p);
+    });
+  }
+  // tgmm on its own (lhs [k, m], as `vkgmm bench --op tgmm`), at moe-prefill's and moe-fine's shapes.
+  for (const char* preset : {"moe-prefill", "moe-fine"})
+    for (DType t : kTypes) {
+      bench::Workload w;
+      bench::make_preset(preset, w);
+      w.dtype = t;
+      w.op = bench::Op::tgmm;
+      Case c;
+      c.name = std::string("tgmm ") + preset + " " + vkgmm::dtype_name(t);
+      c.shape = dims({w.m, w.k, w.n, w.groups});
+      plan_into(out, c, only, [&](Case& c) {
+        const vkgmm::TgmmPlan plan(ctx, bench::tgmm_problem(w));
+        add_pipelines(c, "tgmm", plan);
+      });
+    }
+  // Routed by expert ids, combined in token order (the bench's main times), in the experts' first window
+  // of one binding (the bench's windows; every later window differs only in adding existing_out); then
+  // an up projection with the fused epilogue (bias + SwiGLU over [gate | up], per slot).
+  auto routed = [&](const std::string& preset, DType t, bool epilogue) {
+    bench::Workload w;
+    bench::make_preset(preset, w);
+    if (!w.quantized()) w.dtype = t;
+    Case c;
+    c.name = preset + " " + vkgmm::dtype_name(w.dtype) + (epilogue ? " bias+swiglu" : "");
+    c.quantized = w.quantized();
+    const int64_t n = epilogue ? 2 * w.n : w.n;
+    c.shape = dims({w.m, w.k, n, w.groups, w.top_k});
+    c.decode = w.m * w.top_k / w.groups < kDecodeRowsPerGroup;
+    plan_into(out, c, only, [&](Case& c) {
+      vkgmm::GmmProblem p = bench::routed_problem(w, !epilogue);
+      const int64_t per = bench::experts_per_binding(w, ctx.info().max_storage_buffer_range);
+      const int64_t windows = (w.groups + per - 1) / per;
+      p.num_rhs_groups = (w.groups + windows - 1) / windows;
+      if (epilogue) {
+        p.n = n;
+        p.epilogue.bias = true;
+        p.epilogue.activation = vkgmm::Activation::swiglu;
+      }
+      plan_gmm(ctx, c, p);
+    });
+  };
+  for (const std::string& preset : bench::ids_preset_names())
+    for (DType t : kTypes) routed(preset, t, false);
+  for (DType t : kTypes) routed("qwen3-ids-t64", t, true);
+  // The block formats (--presets quant): routed decode and prefill with GGUF blocks as weights.
+  for (const std::string& preset : bench::quant_preset_names()) {
+    bench::Workload w;
+    bench::make_preset(preset, w);
+    if (!w.quantized()) continue;  // the peers are among the cases above
+    if (w.routed()) {
+      routed(preset, w.dtype, false);
+      continue;
+    }
+    Case c;
+    c.name = preset + " " + vkgmm::dtype_name(w.dtype);
+    c.quantized = true;
+    c.shape = dims({w.m, w.k, w.n, w.groups});
+    c.decode = w.m / w.groups < kDecodeRowsPerGroup;
+    plan_into(out, c, only, [&](Case& c) { plan_gmm(ctx, c, bench::gmm_problem(w)); });
+  }
+  return out;
+}
+
+}  // namespace gpu_report

@@ -1,0 +1,74 @@
+#include "report.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include "shader_modules.hpp"
+
+namespace gpu_report {
+
+namespace {
+
+std::string fixed(double v, int decimals) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+
+void write_file(const std::string& path, const char* data, size_t bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(data, std::streamsize(bytes));
+  if (!f) throw std::runtime_error("--dump: cannot write " + path);
+}
+
+}  // namespace
+
+bool gated(const Case& c, const CasePipeline& p) {
+  return std::string(p.pipeline.role) == "op" && !c.decode && !c.quantized;
+}
+
+Report make_report(vkgmm::Context& ctx, bool executables, const std::string& only, double min_fma_share) {
+  Report r;
+  r.device = ctx.info().name;
+  r.driver = ctx.info().driver;
+  r.executables = executables;
+  r.min_fma_share = min_fma_share;
+  r.cases = plan_cases(ctx, only);
+  for (const Case& c : r.cases)
+    for (const CasePipeline& p : c.pipelines)
+      if (!r.index.count(p.pipeline.pipeline)) {
+        Analysis a = analyse(ctx.device(), p.pipeline, executables);
+        a.id = std::string("P") + std::to_string(r.pipelines.size() + 1);
+        r.index[p.pipeline.pipeline] = r.pipelines.size();
+        r.pipelines.push_back(std::move(a));
+      }
+
+  if (min_fma_share > 0 && !executables)
+    r.failures.push_back("--min-fma-share: the driver gives no statistics or disassembly to check it against");
+  for (const Case& c : r.cases)
+    if (!c.error.empty()) r.failures.push_back(c.name + ": " + c.error);
+  for (const Analysis& a : r.pipelines)
+    if (a.spills())
+      r.failures.push_back(a.id + " (" + a.module + ") spills: " + fixed(a.spilled_vgprs, 0) + " VGPRs, " +
+                           fixed(a.spilled_sgprs, 0) + " SGPRs, " + fixed(a.scratch, 0) + " bytes of scratch");
+  if (min_fma_share > 0 && executables)
+    for (const Case& c : r.cases)
+      for (const CasePipeline& p : c.pipelines) {
+        const Analysis& a = r.of(p);
+        if (gated(c, p) && a.mix.fma_share() < min_fma_share)
+          r.failures.push_back(c.name + " " + p.plan + " (" + a.id + "): main-loop FMA share " +
+                               fixed(100 * a.mix.fma_share(), 1) + " % < " + fixed(100 * min_fma_share, 1) + " %");
+      }
+  return r;
+}
+
+void dump(const Report& r, const std::string& dir) {
+  for (const vkgmm::EmbeddedModule& m : vkgmm::embedded_op_modules())
+    write_file(dir + "/" + m.name + ".spv", reinterpret_cast<const char*>(m.code.code), m.code.words * 4);
+  for (const auto& [name, code] : {std::pair{"metadata", vkgmm::metadata_shader()}, {"combine", vkgmm::combine_shader()}})
+    write_file(dir + "/" + name + ".spv", reinterpret_cast<const char*>(code.code), code.words * 4);
+  for (const Analysis& a : r.pipelines) write_file(dir + "/" + a.id + ".s", a.disassembly.data(), a.disassembly.size());
+}
+
+}  // namespace gpu_report

@@ -1,0 +1,98 @@
+// The report as Markdown tables: compute-bound cases, decode-sized cases, the auxiliary pipelines, then
+// each pipeline's module and constants.
+#include <cstdio>
+
+#include "report.hpp"
+
+namespace gpu_report {
+
+namespace {
+
+// A statistic's cell; "-" for one the driver did not give (negative).
+std::string cell(double v, int decimals = 0) {
+  if (v < 0) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+
+std::string percent(double share) { return cell(100 * share, 1) + " %"; }
+
+// Loads per FMA and their widths: "0.312 (0.25xb64 0.06xb128)".
+std::string per_fma(double loads, const std::map<int, double>& bits, double fma) {
+  std::string widths;
+  for (const auto& [b, n] : bits)
+    if (n > 0) widths += std::string(widths.empty() ? "" : " ") + cell(n / fma, 2) + "xb" + std::to_string(b);
+  return cell(loads / fma, 3) + " (" + (widths.empty() ? "0" : widths) + ")";
+}
+
+struct Row {
+  const Case& c;
+  const CasePipeline& p;
+  const Analysis& a;
+};
+
+void print_kernels(const char* title, const std::vector<Row>& rows) {
+  std::printf("\n%s\n", title);
+  std::printf("| case | m, k, n, G (ids: T, k, n, E, top_k) | plan | pipeline | module | tiling | VGPRs | SGPRs | spills "
+              "| LDS B | wave | waves/SIMD | code B | instr/iter | k/iter | FMA/iter | FMA share | FMA/VALU "
+              "| LDS loads/FMA (bits) | global loads/FMA (bits) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Row& r : rows) {
+    const Analysis& a = r.a;
+    const Mix& m = a.mix;
+    const std::string spills = a.statistics ? cell(a.spilled_vgprs + a.spilled_sgprs) : "-";
+    const std::string wave = a.wave_size ? std::to_string(a.wave_size) : "-";
+    std::string loop = "| - | - | - | - | - | - | - |";
+    if (m.found)
+      loop = std::string("| ") + cell(m.instructions) + " | " + std::to_string(m.k_per_iteration) + " | " + cell(m.fma) + " | " +
+             percent(m.fma_share()) + " | " + percent(m.fma_valu_share()) + " | " +
+             per_fma(m.shared_loads, m.shared_load_bits, m.fma) + " | " +
+             per_fma(m.global_loads, m.global_load_bits, m.fma) + " |";
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s %s\n", r.c.name.c_str(),
+                r.c.shape.c_str(), r.p.plan.c_str(), a.id.c_str(), a.module.c_str(), r.p.tiling.c_str(),
+                cell(a.vgprs).c_str(), cell(a.sgprs).c_str(), spills.c_str(), cell(a.lds).c_str(), wave.c_str(),
+                cell(a.waves).c_str(), cell(a.code_size).c_str(), loop.c_str());
+  }
+}
+
+}  // namespace
+
+void print_text(const Report& r) {
+  std::printf("device: %s (%s)\n", r.device.c_str(), r.driver.c_str());
+  if (!r.executables)
+    std::printf("The driver has no VK_KHR_pipeline_executable_properties: modules and constants only, no "
+                "statistics, no disassembly.\n");
+  std::printf("Per main-loop iteration (k/iter of the reduction); nested loops counted with their trip counts; FMA "
+              "share = FMA instructions / all instructions (the gated figure), FMA/VALU = / vector-ALU "
+              "instructions. Case names: rhsT = rhs [G, n, k].\n");
+  std::vector<Row> compute, decode, aux;
+  for (const Case& c : r.cases)
+    for (const CasePipeline& p : c.pipelines) {
+      const Row row{c, p, r.of(p)};
+      if (std::string(p.pipeline.role) != "op") aux.push_back(row);
+      else (c.decode ? decode : compute).push_back(row);
+    }
+  print_kernels("Compute-bound cases:", compute);
+  print_kernels("Decode-sized cases (a few rows per expert: bandwidth-bound, outside the FMA-share target):", decode);
+  std::printf("\nAuxiliary pipelines (device metadata build, ordered combine):\n");
+  std::printf("| case | plan | pipeline | module | VGPRs | SGPRs | spills | LDS B | code B |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const Row& row : aux) {
+    const Analysis& a = row.a;
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.c.name.c_str(), row.p.plan.c_str(),
+                a.id.c_str(), a.module.c_str(), cell(a.vgprs).c_str(), cell(a.sgprs).c_str(),
+                a.statistics ? cell(a.spilled_vgprs + a.spilled_sgprs).c_str() : "-", cell(a.lds).c_str(),
+                cell(a.code_size).c_str());
+  }
+  std::printf("\nPipelines (module, descriptor layout, specialization constants as NAME (constant_id) = value):\n");
+  for (const Analysis& a : r.pipelines) {
+    std::string cs;
+    for (const Analysis::Constant& c : a.constants)
+      cs += std::string(cs.empty() ? "" : ", ") + c.name + " (" + std::to_string(c.id) + ") = " + std::to_string(c.value);
+    std::printf("  %s: %s.spv, %s layout, %s\n", a.id.c_str(), a.module.c_str(), a.split ? "split" : "plain", cs.c_str());
+  }
+  for (const Case& c : r.cases)
+    if (!c.error.empty()) std::printf("  %s: not planned: %s\n", c.name.c_str(), c.error.c_str());
+}
+
+}  // namespace gpu_report

@@ -1,0 +1,18 @@
+// How vkgmm's own tools reach what a plan made (internal; the public headers name no internal type), as
+// ContextInternals does for a Context's parts.
+#pragma once
+
+#include <vector>
+
+#include "planned_pipeline.hpp"
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm {
+
+struct PlanInternals {
+  // The pipelines record() binds, in dispatch order (DispatchPlan::pipelines).
+  static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp
+  static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp
+};
+
+}  // namespace vkgmm

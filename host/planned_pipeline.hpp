@@ -1,0 +1,23 @@
+// A pipeline a plan made and records (internal): what a tool needs to name it and compile it again.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "shader_modules.hpp"
+
+namespace vkgmm {
+
+// Which dispatch (`role`: "op", "metadata" or "combine"), its module, specialization constants
+// (constants[i] is constant_id i) and layout (split).
+struct PlannedPipeline {
+  const char* role;
+  ShaderCode code;
+  std::vector<uint32_t> constants;
+  bool split;
+  VkPipeline pipeline;
+};
+
+}  // namespace vkgmm

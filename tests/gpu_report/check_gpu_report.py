@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""`vkgmm gpu-report` on one of RADV's null devices (RADV_FORCE_FAMILY set by ctest for this test only):
+every case planned and compiled, each gmm / tgmm pipeline with the driver's statistics, no spill, a main
+loop holding its FMAs, the FMA share at least the threshold on the gated cases; the modules and constants
+it names; --dump's files; and the refusals (a share above what the code reaches fails with one line per
+pipeline under it; no --device is a usage error).
+
+usage: check_gpu_report.py /path/to/vkgmm DEVICE MIN_FMA_SHARE
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+TIMEOUT_S = 300
+
+
+def run(vkgmm, args):
+    p = subprocess.run([vkgmm, "gpu-report"] + args, capture_output=True, text=True, timeout=TIMEOUT_S)
+    return p.returncode, p.stdout, p.stderr
+
+
+def main():
+    vkgmm, device, min_share = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    failures = []
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+
+    with tempfile.TemporaryDirectory() as dump:
+        rc, out, err = run(vkgmm, ["--device", device, "--json", "--min-fma-share", str(min_share), "--dump", dump])
+        check(rc == 0, f"report exit {rc}: {err.strip()}")
+        report = json.loads(out)
+        check(device.lower() in report["device"].lower(), f"device {report['device']!r} is not {device!r}")
+        check(report["executable_properties"], "no executable properties on RADV")
+        check(report["failures"] == [], f"failures: {report['failures']}")
+        pipelines = {p["id"]: p for p in report["pipelines"]}
+        ops = set()
+        for c in report["cases"]:
+            check(c["error"] is None, f"{c['name']}: {c['error']}")
+            check(len(c["pipelines"]) > 0, f"{c['name']}: no pipeline")
+            for cp in c["pipelines"]:
+                p = pipelines[cp["pipeline"]]
+                check(p["role"] == cp["role"], f"{c['name']}: role {cp['role']} vs {p['role']}")
+                check(os.path.exists(os.path.join(dump, p["module"] + ".spv")), f"{p['module']}.spv not dumped")
+                check(p["layout"] == ("split" if p["module"].endswith("_split") else "plain"), f"{p['id']}: layout")
+                check(os.path.getsize(os.path.join(dump, p["id"] + ".s")) > 0, f"{p['id']}.s empty")
+                stats = p["statistics"]
+                check(stats is not None and stats["VGPRs"] > 0, f"{p['id']}: no statistics")
+                check(stats["Spilled VGPRs"] == 0 and stats["Spilled SGPRs"] == 0, f"{p['id']}: spills")
+                if cp["role"] != "op":
+                    continue
+                ops.add(p["id"])
+                # Every constant the module family declares is named, the tiling's among them.
+                names = {c["name"]: c["value"] for c in p["constants"]}
+                for name in ("local_size_x", "TN", "TX", "TY", "USE_SHARED", "LHS_TYPE", "RHS_TYPE", "OUT_TYPE"):
+                    check(name in names, f"{p['id']}: constant {name} missing")
+                tm, tk, tn = (int(x) for x in cp["tiling"].split(","))
+                check(names.get("TN") == tn, f"{p['id']}: TN {names.get('TN')} is not the tiling's {tn}")
+                loop = p["main_loop"]
+                check(loop is not None and loop["fma"] > 0, f"{c['name']} {cp['plan']}: no main loop")
+                if loop is None:
+                    continue
+                check(loop["instructions"] >= loop["fma"] > 0, f"{p['id']}: counts {loop}")
+                check(loop["k_per_iteration"] > 0, f"{p['id']}: no K step found")
+                check(loop["unknown_trip_counts"] == 0, f"{p['id']}: a nested loop of unknown trip count")
+                gated = not c["decode"] and not c["quantized"]
+                check(cp["gated"] == gated, f"{c['name']} {cp['plan']}: gated {cp['gated']}")
+                check(not gated or loop["fma_share"] >= min_share,
+                      f"{c['name']} {cp['plan']}: share {loop['fma_share']} < {min_share}")
+        check(len(ops) >= 20, f"only {len(ops)} distinct op pipelines")
+
+    # A threshold today's code cannot pass fails, naming each pipeline under it, on stderr.
+    rc, out, err = run(vkgmm, ["--device", device, "--only", "moe-prefill f32", "--min-fma-share", "0.99"])
+    check(rc == 1, f"--min-fma-share 0.99: exit {rc}")
+    check("moe-prefill f32 gmm (P1): main-loop FMA share" in err, f"--min-fma-share 0.99: stderr {err!r}")
+    rc, out, err = run(vkgmm, ["--only", "moe-prefill f32"])
+    check(rc == 2 and "--device" in err, f"no --device: exit {rc}, {err!r}")
+    rc, out, err = run(vkgmm, ["--device", device, "--min-fma-share", "2"])
+    check(rc == 2 and "--min-fma-share" in err, f"--min-fma-share 2: exit {rc}, {err!r}")
+
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{device}: {'ok' if not failures else f'{len(failures)} failures'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

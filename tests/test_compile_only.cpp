@@ -1,0 +1,99 @@
+// The compile-only context behind `vkgmm gpu-report`: plans make exactly the pipelines a run would bind
+// (module, constants), and nothing is allocated, recorded or submitted. On lavapipe here; the report's own
+// tests run it on RADV's null devices, which cannot allocate or submit at all.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "context_impl.hpp"
+#include "interface.hpp"
+#include "plan_internals.hpp"
+#include "vkgmm/vkgmm.hpp"
+
+namespace vkgmm {
+namespace {
+
+// The error f throws: its status and message (Status::ok and "" when it throws none).
+template <typename F>
+std::pair<Status, std::string> error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.status(), e.what()};
+  }
+  return {Status::ok, ""};
+}
+
+GmmProblem small_gmm() {
+  GmmProblem p;
+  p.m = 64, p.k = 32, p.n = 48;
+  p.group_sizes = {32, 0, 30};
+  return p;
+}
+
+TEST(CompileOnly, PlansMakeTheirPipelinesAndHoldNoMemory) {
+  Context ctx = open_compile_only({});
+  const GmmPlan plan(ctx, small_gmm());
+  const std::vector<PlannedPipeline> pipes = PlanInternals::pipelines(plan);
+  ASSERT_EQ(pipes.size(), 1u);
+  EXPECT_STREQ(pipes[0].role, "op");
+  EXPECT_NE(pipes[0].pipeline, VK_NULL_HANDLE);
+  // The constants are the plan's: its tiling as it runs.
+  ASSERT_GT(pipes[0].constants.size(), size_t(VKGMM_ID_BLOCK_COLS));
+  EXPECT_EQ(pipes[0].constants[VKGMM_ID_BLOCK_ROWS], uint32_t(plan.tiling().tm));
+  EXPECT_EQ(pipes[0].constants[VKGMM_ID_STEP], uint32_t(plan.tiling().tk));
+  EXPECT_EQ(pipes[0].constants[VKGMM_ID_BLOCK_COLS], uint32_t(plan.tiling().tn));
+  EXPECT_EQ(plan.metadata_bytes(), 0u);  // the host-built metadata is never uploaded
+
+  // The same problem on an ordinary context makes the same pipeline (same module, same constants).
+  Context run_ctx;
+  const std::vector<PlannedPipeline> run = PlanInternals::pipelines(GmmPlan(run_ctx, small_gmm()));
+  ASSERT_EQ(run.size(), 1u);
+  EXPECT_EQ(run[0].code.code, pipes[0].code.code);
+  EXPECT_EQ(run[0].constants, pipes[0].constants);
+  EXPECT_TRUE(ctx.take_validation_messages().empty());
+}
+
+TEST(CompileOnly, DeviceSizesAndRoutingListTheirBuildAndCombine) {
+  Context ctx = open_compile_only({});
+  GmmProblem p = small_gmm();
+  p.group_sizes.clear();
+  p.device_group_sizes.count = 3;
+  const std::vector<PlannedPipeline> sized = PlanInternals::pipelines(GmmPlan(ctx, p));
+  ASSERT_EQ(sized.size(), 2u);
+  EXPECT_STREQ(sized[0].role, "metadata");
+  EXPECT_STREQ(sized[1].role, "op");
+  EXPECT_EQ(sized[0].constants[VKGMM_ID_META_VISITS], 1u);
+
+  GmmProblem r = small_gmm();
+  r.group_sizes.clear();
+  r.m = 8;
+  r.num_rhs_groups = 4;
+  r.routing = {2, false, true, 4};
+  r.out_type = DType::f32;
+  const std::vector<PlannedPipeline> routed = PlanInternals::pipelines(GmmPlan(ctx, r));
+  ASSERT_EQ(routed.size(), 3u);
+  EXPECT_STREQ(routed[0].role, "metadata");
+  EXPECT_EQ(routed[0].constants[VKGMM_ID_META_ROUTE_WEIGHTED], 1u);
+  EXPECT_STREQ(routed[2].role, "combine");
+  for (const PlannedPipeline& x : routed) EXPECT_NE(x.pipeline, VK_NULL_HANDLE);
+}
+
+TEST(CompileOnly, RefusesMemoryRecordingAndSubmission) {
+  Context ctx = open_compile_only({});
+  const GmmPlan plan(ctx, small_gmm());
+  auto [status, message] = error_of([&] { ctx.create_buffer(256); });
+  EXPECT_EQ(status, Status::unsupported);
+  EXPECT_NE(message.find("create_buffer"), std::string::npos) << message;
+  std::tie(status, message) = error_of([&] { plan.check({}); });
+  EXPECT_EQ(status, Status::unsupported);
+  EXPECT_NE(message.find("only compiles pipelines"), std::string::npos) << message;
+  bool recorded = false;
+  std::tie(status, message) = error_of([&] { ctx.submit_and_wait([&](VkCommandBuffer) { recorded = true; }); });
+  EXPECT_EQ(status, Status::unsupported);
+  EXPECT_NE(message.find("submit_and_wait"), std::string::npos) << message;
+  EXPECT_FALSE(recorded);
+}
+
+}  // namespace
+}  // namespace vkgmm
