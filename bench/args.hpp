@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "models.hpp"
 #include "vkgmm/types.hpp"
 #include "workloads.hpp"
 
@@ -26,8 +27,15 @@ const char* metadata_name(Metadata m);
 enum class GridRun { automatic, indirect, bound, both };
 const char* grid_run_name(GridRun g);
 
+// --scale's default: every model's four layers (T = 1, 8, 512, 4096) checked and timed in ~2 minutes on
+// lavapipe with 2 cores.
+constexpr int64_t kDefaultModelScale = 8;
+
 struct Options {
   std::vector<Workload> workloads;  // presets in the order given, then the custom one
+  // --model: each model's layer at every --tokens count, after the workloads; --scale divides its sizes.
+  std::vector<ModelLayer> layers;
+  int64_t scale = kDefaultModelScale;
   TilingMode tiling_mode = TilingMode::library;
   Metadata metadata = Metadata::both;
   GridRun grid = GridRun::automatic;

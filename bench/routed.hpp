@@ -12,8 +12,9 @@
 
 namespace bench {
 
-// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k], rhs [E, k, n] (block-format
-// weights: [E, n, k] blocks along k, random floats quantized; `b` their dequantized values); the output is f32
+// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k] (or per slot, [T, top_k, k]), rhs
+// [E, k, n] (block-format weights: [E, n, k] blocks along k, random floats quantized; `b` their dequantized
+// values), with Workload::bias a bias [E, n] f32 in [-1, 1); the combined output is f32
 // whatever the dtype (--dtype bf16: bf16 weights and activations), as the expert windows (below)
 // accumulate through it: a 16-bit out would round every window's partial sum. The router's
 // output (ids int32 [T, top_k], weights f32 [T, top_k]) is uploaded once to device buffers, as an engine's
@@ -31,6 +32,10 @@ class RoutedInstance {
   void record(VkCommandBuffer cb) const;
   uint32_t device_status() const;
   std::vector<Output> download() const;  // the current plan's output
+  // lhs is `source`'s per-slot output buffer (a model layer's down projection reading its gate/up
+  // projection's result on the device) instead of buf_a; `a` must then be set to its values before a
+  // reference is computed.
+  void read_lhs_from(const RoutedInstance& source) { lhs_source_ = &source; }
 
   // The experts are split into shards() windows of experts_per_shard() (the last may be smaller), each its
   // own rhs buffer and its own call (group_offset, E_local), the calls after the first accumulating
@@ -43,15 +48,21 @@ class RoutedInstance {
 
   vkgmm::Context& ctx;
   const Workload& work;
-  std::vector<float> a, b;
+  std::vector<float> a, b, bias;
   vkgmm::Buffer buf_a, buf_ids, buf_weights, out_combined, out_slots, buf_status;
   std::vector<vkgmm::Buffer> buf_b;  // per shard: rhs [shard_experts(s), k, n] (or its blocks, [.., n, k])
+  std::vector<vkgmm::Buffer> buf_bias;  // per shard, with Workload::bias: [shard_experts(s), n] f32
 
  private:
   int64_t per_shard_ = 0;
   std::vector<vkgmm::GmmPlan> plans_;  // per shard
   bool combine_ = true;
+  const RoutedInstance* lhs_source_ = nullptr;
 };
+
+// Shader writes -> shader reads and writes (and the indirect grid a gmm's metadata build writes), between
+// dispatches of one command buffer.
+void compute_barrier(VkCommandBuffer cb);
 
 // vkgmm::reference::gmm_routed's output for the instance (combined, or per slot), computed on narrow
 // column blocks on every core as check.cpp does for gmm: each element is still the reference's own.
