@@ -26,6 +26,9 @@ std::string json_number(std::optional<double> x) {
   return buf;
 }
 
+// Counts (FLOPs, bytes) are whole numbers: written exactly, not to json_number's 6 digits.
+std::string json_count(double x) { return std::to_string(int64_t(std::llround(x))); }
+
 std::optional<double> ratio(std::optional<double> baseline_ms, double ms) {
   if (!baseline_ms || ms <= 0) return std::nullopt;
   return *baseline_ms / ms;
@@ -237,7 +240,7 @@ std::string layer_fields(const Result& r) {
   const ModelSpec& m = *l.model;
   const auto shape = [](const Workload& w) {
     return "{\"k\": " + std::to_string(w.k) + ", \"n\": " + std::to_string(w.n) + ", \"n_out\": " +
-           std::to_string(w.n_out()) + ", \"flop\": " + json_number(flops(w)) + ", \"bytes\": " + json_number(bytes(w)) + "}";
+           std::to_string(w.n_out()) + ", \"flop\": " + json_count(flops(w)) + ", \"bytes\": " + json_count(bytes(w)) + "}";
   };
   return ", \"model\": " + json_string(m.name) + ", \"model_title\": " + json_string(m.title) +
          ", \"config\": " + json_string(m.citation) + ", \"scale\": " + std::to_string(l.scale) +
@@ -378,8 +381,8 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"indirect_over_bound\": " + json_number(grid_ratio(r)) +
          ", \"app_buffers_gpu_ms_median\": " + json_number(r.app_ms) +
          ", \"app_buffers_ratio\": " + json_number(r.app_ratio) + ", \"gflops\": " + json_number(r.gflops) +
-         ", \"gbps\": " + json_number(r.gbps) + ", \"flop\": " + json_number(result_flops(r)) +
-         ", \"bytes\": " + json_number(result_bytes(r)) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
+         ", \"gbps\": " + json_number(r.gbps) + ", \"flop\": " + json_count(result_flops(r)) +
+         ", \"bytes\": " + json_count(result_bytes(r)) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
          ", \"copy_fraction\": " + json_number(r.copy_fraction) +
          ", \"baseline_one_group_ms\": " + json_number(r.one_group_ms) +
          ", \"baseline_one_group_ratio\": " + json_number(one_group_ratio(r)) +
