@@ -41,7 +41,8 @@ def load(path):
     for w in doc.get("workloads") or []:
         if not all(positive(w.get(key)) for key in ("flop", "bytes", "gflops")):
             fail(f"{path}: workload {w.get('name')!r} lacks positive flop, bytes and gflops")
-        points.append((w["name"], w["flop"] / w["bytes"], w["gflops"], w.get("model")))
+        model = w.get("model")  # a model layer: one colour per model and weight type
+        points.append((w["name"], w["flop"] / w["bytes"], w["gflops"], model and f"{model} ({w['weights']})"))
     if not points:
         fail(f"{path}: no workloads")
     return doc, points
@@ -77,11 +78,10 @@ def main(argv):
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
     ax.loglog(xs, [roof(x) for x in xs], color="black", linewidth=2)
-    ax.axhline(ceiling, color="tab:red", linestyle=":", linewidth=1)
-    ax.plot(xs, [copy * x for x in xs], color="tab:blue", linestyle=":", linewidth=1)
-    ax.text(hi / 1.2, ceiling * 1.08, f"FMA ceiling {ceiling:.0f} GFLOP/s", ha="right", color="tab:red")
-    ax.text(lo * 1.3, copy * lo * 1.3 * 1.25, f"copy bandwidth {copy:.1f} GB/s", color="tab:blue",
-            rotation=0, ha="left")
+    ax.axhline(ceiling, color="dimgray", linestyle=":", linewidth=1)
+    ax.plot(xs, [copy * x for x in xs], color="dimgray", linestyle=":", linewidth=1)
+    ax.text(hi / 1.2, ceiling * 1.1, f"FMA ceiling {ceiling:.0f} GFLOP/s", ha="right", va="bottom")
+    ax.axvline(ridge, color="dimgray", linestyle="--", linewidth=0.8)
     # One colour per model (or for the synthetic presets), decode (T <= 8) hollow, prefill filled.
     groups = sorted({p[3] or "presets" for p in points})
     colours = {g: plt.get_cmap("tab10")(i % 10) for i, g in enumerate(groups)}
@@ -97,6 +97,13 @@ def main(argv):
     top = ceiling * 3
     bottom = 10 ** math.floor(math.log10(min(min(p[2] for p in points), copy * lo) / 2))
     ax.set_ylim(bottom, top)
+    # The bandwidth roof's label along it: its angle on screen, once the axes' limits are set.
+    x0 = lo * 1.5
+    (ax0, ay0), (ax1, ay1) = ax.transData.transform([(x0, copy * x0), (x0 * 10, copy * x0 * 10)])
+    ax.text(x0, copy * x0 * 1.3, f"copy bandwidth {copy:.1f} GB/s", ha="left", va="bottom",
+            rotation=math.degrees(math.atan2(ay1 - ay0, ax1 - ax0)), rotation_mode="anchor")
+    ax.text(ridge / 1.1, bottom * 1.3, "memory-bound", fontsize=8, color="dimgray", ha="right")
+    ax.text(ridge * 1.1, bottom * 1.3, "arithmetic-bound", fontsize=8, color="dimgray", ha="left")
     ax.set_xlabel("arithmetic intensity (FLOP per byte read or written)")
     ax.set_ylabel("achieved GFLOP/s")
     ax.set_title(title or f"vkgmm on {doc.get('device', 'device')}: roofline")
