@@ -4,8 +4,7 @@ namespace bench {
 
 LayerInstance::LayerInstance(vkgmm::Context& ctx, const ModelLayer& l, const vkgmm::TilingChoice& tiling,
                              int64_t shards)
-    : layer(l), up(ctx, l.up, tiling, shards), down(ctx, l.down, tiling, shards) {
-  down.read_lhs_from(up);
+    : layer(l), up(ctx, l.up, tiling, shards), down(ctx, l.down, tiling, shards, &up) {
   plan(tiling);
 }
 

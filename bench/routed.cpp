@@ -41,8 +41,8 @@ uint32_t groups_for(uint64_t items) { return static_cast<uint32_t>((items + kLan
 // ----- vkgmm's ids mode ---------------------------------------------------------------------------------
 
 RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const vkgmm::TilingChoice& tiling,
-                               int64_t shards)
-    : ctx(context), work(w) {
+                               int64_t shards, const RoutedInstance* lhs_source)
+    : ctx(context), work(w), lhs_source_(lhs_source) {
   const size_t T = size_t(w.m), k = size_t(w.k), n = size_t(w.n), E = size_t(w.groups), K = size_t(w.top_k);
   const uint64_t expert_bytes = vkgmm::storage_bytes(w.rhs_type(), uint64_t(k * n));
   if (shards <= 0) {
@@ -58,7 +58,7 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   buf_b.resize(size_t(shards));  // sized before plan(): shards() counts them
   plan(tiling, true);
   std::mt19937 rng(w.seed * 7919u + 17u);
-  a = random_values(size_t(w.lhs_rows()) * k, w.dtype, rng);
+  if (!lhs_source_) a = random_values(size_t(w.lhs_rows()) * k, w.dtype, rng);
   if (w.bias) {
     bias = random_values(E * n, vkgmm::DType::f32, rng);
     for (int64_t s = 0; s < shards; ++s) {
@@ -77,7 +77,7 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   } else {
     b = random_values(E * k * n, w.dtype, rng);
   }
-  buf_a = upload(ctx, w.dtype, a);
+  if (!lhs_source_) buf_a = upload(ctx, w.dtype, a);
   for (int64_t s = 0; s < shards && !w.quantized(); ++s) {
     const auto first = b.begin() + s * per_shard_ * int64_t(k * n);
     buf_b[size_t(s)] = upload(ctx, w.dtype, std::vector<float>(first, first + shard_experts(s) * int64_t(k * n)));

@@ -21,8 +21,11 @@ namespace bench {
 // gate would leave it on the device.
 class RoutedInstance {
  public:
-  // shards: 0 for as few as the device's binding limit allows.
-  RoutedInstance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling, int64_t shards = 0);
+  // shards: 0 for as few as the device's binding limit allows. lhs_source: lhs is that instance's per-slot
+  // output buffer (a model layer's down projection reading its gate/up projection's result on the
+  // device), no buf_a is made, and `a` must be set to its values before a reference is computed.
+  RoutedInstance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling, int64_t shards = 0,
+                 const RoutedInstance* lhs_source = nullptr);
   // Builds the plan (validation, pipeline lookup: the host's share of a call): combined, out [T, n] in
   // token order with the routing weights; or per slot, out [T, top_k, n].
   void plan(const vkgmm::TilingChoice& tiling, bool combine);
@@ -32,10 +35,6 @@ class RoutedInstance {
   void record(VkCommandBuffer cb) const;
   uint32_t device_status() const;
   std::vector<Output> download() const;  // the current plan's output
-  // lhs is `source`'s per-slot output buffer (a model layer's down projection reading its gate/up
-  // projection's result on the device) instead of buf_a; `a` must then be set to its values before a
-  // reference is computed.
-  void read_lhs_from(const RoutedInstance& source) { lhs_source_ = &source; }
 
   // The experts are split into shards() windows of experts_per_shard() (the last may be smaller), each its
   // own rhs buffer and its own call (group_offset, E_local), the calls after the first accumulating
@@ -57,7 +56,7 @@ class RoutedInstance {
   int64_t per_shard_ = 0;
   std::vector<vkgmm::GmmPlan> plans_;  // per shard
   bool combine_ = true;
-  const RoutedInstance* lhs_source_ = nullptr;
+  const RoutedInstance* lhs_source_;
 };
 
 // Shader writes -> shader reads and writes (and the indirect grid a gmm's metadata build writes), between
