@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(cmake g++ make libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
           libgtest-dev googletest python3-numpy libopenblas-dev pkg-config)
+packages+=(python3-matplotlib)  # scripts/roofline.py: the bench's roofline (ctest bench_roofline)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
