@@ -171,7 +171,7 @@ std::vector<Output> routed_reference(const RoutedInstance& inst, bool combine) {
     q.n = cn;
     std::vector<float> sub(size_t(E * p.k * cn)), sub_bias(w.bias ? size_t(E * cn) : 0);
     for (int64_t g = 0; g < E; ++g)
-      for (int64_t j = 0; j < cn; ++j) {
+      for (int64_t j = 0; j < cn && w.group_sizes[size_t(g)] > 0; ++j) {  // unselected experts: never read
         const int64_t c = cols[size_t(j)];
         if (w.bias) sub_bias[size_t(g * cn + j)] = inst.bias[size_t(g * p.n + c)];
         for (int64_t kk = 0; kk < p.k; ++kk)  // rhs[g] [n, k] (transpose_rhs) or [k, n]
