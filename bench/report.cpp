@@ -1,6 +1,7 @@
 #include "report.hpp"
 
 #include <cmath>
+#include <set>
 
 #include "json.hpp"
 
@@ -191,11 +192,14 @@ void print_header(std::FILE* f, const RunInfo& run) {
 
 void print_notes(std::FILE* f, const std::vector<Result>& results) {
   bool any_note = false;
+  std::set<std::string> said;  // a model's note once, not once per token count
   for (const Result& r : results)
     for (const std::string& note : r.notes) {
+      const std::string who = r.layer ? r.layer->model->name : r.work.name;
+      if (r.layer && !said.insert(who + ": " + note).second) continue;
       if (!any_note) std::fprintf(f, "\nnotes:\n");
       any_note = true;
-      std::fprintf(f, "  %s: %s\n", r.work.name.c_str(), note.c_str());
+      std::fprintf(f, "  %s: %s\n", who.c_str(), note.c_str());
     }
 }
 
@@ -274,9 +278,10 @@ void print_model_table(std::FILE* f, const std::vector<Result>& results, bool bl
                "tokens: gate/up (the tokens gathered by expert, [gate | up] with SwiGLU fused, per slot) then down (the\n"
                "slots combined in token order with the router weights), one command buffer; gpu ms per layer.\n"
                "hidden and expert: the sizes run, %s.\n"
-               "tokens/s: T over gpu ms (the expert part only). GFLOP/s: 2*T*topk*(hidden*2*expert + expert*hidden); GB/s: the selected experts' weights (and\n"
-               "biases) of both projections, the activations, the slots between them and the output; flop/B: the\n"
-               "arithmetic intensity (scripts/roofline.py plots it against both ceilings).\n",
+               "tokens/s: T over gpu ms (the expert part only). GFLOP/s: 2*T*topk*(hidden*2*expert + expert*hidden);\n"
+               "GB/s: the selected experts' weights (and biases) of both projections, the activations, the slots\n"
+               "between them and the output; flop/B: the arithmetic intensity (scripts/roofline.py plots it against\n"
+               "both ceilings).\n",
                scale == 1 ? "the published ones (--scale 1)"
                           : ("the published ones divided by --scale " + std::to_string(scale) +
                              " (rounded to whole blocks)").c_str());
