@@ -27,7 +27,7 @@ const char* metadata_name(Metadata m);
 enum class GridRun { automatic, indirect, bound, both };
 const char* grid_run_name(GridRun g);
 
-// --scale's default: every model's four layers (T = 1, 8, 512, 4096) checked and timed in 4.3 minutes on
+// --scale's default: every model's four layers (T = 1, 8, 512, 4096) checked and timed in 2.5-4.3 min on
 // lavapipe with 2 cores shared with other work (FMA ceiling at a third of a quiet machine's); the 4096-token
 // layers and their CPU references are most of it.
 constexpr int64_t kDefaultModelScale = 8;
