@@ -12,6 +12,7 @@ namespace bench {
 
 const char kBenchUsage[] =
     "usage: vkgmm bench [--preset NAME]... [--presets default|ids|quant|all] [custom workload] [--dtype f32|f16|bf16]\n"
+    "                   [--model NAME|all]... [--scale S] [--tokens T,T,...]\n"
     "                   [--rhs-format q8_0|q4_0|q4_K|q6_K|mxfp4]\n"
     "                   [--tiling TM,TK,TN|auto] [--metadata host|device|both] [--reps N] [--warmup N]\n"
     "                   [--device-grid auto|indirect|bound|both] [--json] [--sweep-tiling]\n"
@@ -36,6 +37,22 @@ const char kBenchUsage[] =
     "               expert weights in GGUF block format FMT (q8_0, q4_0, q4_K, q6_K, mxfp4; rhs [G, n, k],\n"
     "               blocks along k): ids-decode with f32 activations, moe-prefill's shape with bf16\n"
     "               activations and out; bf16-prefill is moe-prefill with every operand bf16 (their peer)\n"
+    "\n"
+    "model presets (--model NAME, repeatable, or all): one MoE layer's expert matmuls at the model's shapes\n"
+    "(config.json; bench/README.md cites each), routed by ids from a seeded router: gate/up ([gate | up],\n"
+    "SwiGLU fused, per slot) then down (the slots' results combined in token order), one command buffer,\n"
+    "each projection checked against the reference first; weights as the model ships them (--rhs-format\n"
+    "for a GGUF block format instead), activations bf16 (--dtype to change):\n"
+    "  mixtral-8x7b      E=8,   top-2, hidden 4096 -> expert 14336, bf16\n"
+    "  qwen3-30b-a3b     E=128, top-8, hidden 2048 -> expert 768,   bf16\n"
+    "  deepseek-v2-lite  E=64,  top-6, hidden 2048 -> expert 1408,  bf16 (routed experts only)\n"
+    "  gpt-oss-20b       E=32,  top-4, hidden 2880 -> expert 2880,  mxfp4 weights, per-expert bias\n"
+    "  --scale S        hidden and expert sizes divided by S, each rounded to a multiple of 32 (of 256 with\n"
+    "                   q4_K / q6_K weights); experts, top-k and tokens unchanged; printed in the table and\n"
+    "                   JSON. Default 8 (all four models: 2.5-4.3 min on a loaded 2-core lavapipe);\n"
+    "                   1: the published sizes\n"
+    "  --tokens LIST    tokens per layer call (default 1,8,512,4096: decode and prefill)\n"
+    "\n"
     "  --presets G  a group: default (the four above, what a run with no workload runs), ids (ids-decode\n"
     "               and the qwen3-ids-* presets, ~1 min f32 on lavapipe plus the references), quant\n"
     "               (ids-decode, q4_0-, q8_0-, q6_K-, mxfp4-ids-decode, bf16-, q8_0-, q4_K-prefill: issue\n"
@@ -110,6 +127,8 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   bool has_custom = false;
   std::optional<vkgmm::DType> dtype, rhs_format;
   long long seed = 1;
+  std::vector<const ModelSpec*> models;
+  std::vector<int64_t> tokens = default_model_tokens();
 
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -121,7 +140,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       opts.sweep = true;
       continue;
     }
-    const bool takes_value = a == "--preset" || a == "--presets" || a == "--top-k" || a == "--expert-shards" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
+    const bool takes_value = a == "--model" || a == "--scale" || a == "--tokens" || a == "--preset" || a == "--presets" || a == "--top-k" || a == "--expert-shards" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
                              a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" || a == "--rhs-format" ||
                              a == "--tiling" || a == "--metadata" || a == "--device-grid" || a == "--reps" || a == "--warmup" || a == "--seed";
     if (!takes_value) {
@@ -154,6 +173,28 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       if (group.empty()) return bad("must be default, ids, quant or all");
       for (const std::string& name : group)
         if (std::find(presets.begin(), presets.end(), name) == presets.end()) presets.push_back(name);
+    } else if (a == "--model") {
+      if (v == "all") {
+        for (const ModelSpec& m : model_specs()) models.push_back(&m);
+      } else if (const ModelSpec* m = find_model(v)) {
+        models.push_back(m);
+      } else {
+        std::string names;
+        for (const ModelSpec& m : model_specs()) names += std::string(names.empty() ? "" : ", ") + m.name;
+        return bad("unknown model (" + names + ", or all)");
+      }
+    } else if (a == "--scale") {
+      if (!(x = tool::parse_int(v, 1, 1024))) return bad("must be an integer in [1, 1024]");
+      opts.scale = *x;
+    } else if (a == "--tokens") {
+      tokens.clear();
+      for (size_t at = 0; at <= v.size();) {
+        const size_t comma = std::min(v.find(',', at), v.size());
+        if (!(x = tool::parse_int(v.substr(at, comma - at), 1, 1 << 20)))
+          return bad("must be a comma-separated list of token counts in [1, 2^20]");
+        tokens.push_back(*x);
+        at = comma + 1;
+      }
     } else if (a == "--expert-shards") {
       if (!(x = tool::parse_int(v, 1, 1 << 20))) return bad("must be a positive integer");
       opts.expert_shards = *x;
@@ -237,7 +278,30 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   }
   if (opts.sweep && !opts.reps_given) opts.reps = 3;
 
-  if (presets.empty() && !has_custom) presets = preset_names();
+  if (models.empty() && (tokens != default_model_tokens() || opts.scale != kDefaultModelScale)) {
+    error = "--scale and --tokens apply to model presets: add --model NAME";
+    return 2;
+  }
+  if (opts.sweep && !models.empty()) {
+    error = "--sweep-tiling does not sweep model layers (routed by ids): give --tiling instead";
+    return 2;
+  }
+  for (const ModelSpec* m : models) {
+    if (std::find_if(opts.layers.begin(), opts.layers.end(), [&](const ModelLayer& l) { return l.model == m; }) !=
+        opts.layers.end())
+      continue;  // named twice
+    for (const int64_t t : tokens) {
+      ModelLayer layer;
+      const std::string why = make_model_layer(*m, opts.scale, t, dtype.value_or(m->activations),
+                                               rhs_format ? rhs_format : m->weights, uint32_t(seed), layer);
+      if (!why.empty()) {
+        error = "--model " + why + " (--scale " + std::to_string(opts.scale) + ")";
+        return 2;
+      }
+      opts.layers.push_back(layer);
+    }
+  }
+  if (presets.empty() && !has_custom && models.empty()) presets = preset_names();
   for (const std::string& name : presets) {
     Workload w;
     make_preset(name, w);

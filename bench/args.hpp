@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "models.hpp"
 #include "vkgmm/types.hpp"
 #include "workloads.hpp"
 
@@ -26,8 +27,16 @@ const char* metadata_name(Metadata m);
 enum class GridRun { automatic, indirect, bound, both };
 const char* grid_run_name(GridRun g);
 
+// --scale's default: every model's four layers (T = 1, 8, 512, 4096) checked and timed in 2.5-4.3 min on
+// lavapipe with 2 cores shared with other work (FMA ceiling at a third of a quiet machine's); the 4096-token
+// layers and their CPU references are most of it.
+constexpr int64_t kDefaultModelScale = 8;
+
 struct Options {
   std::vector<Workload> workloads;  // presets in the order given, then the custom one
+  // --model: each model's layer at every --tokens count, after the workloads; --scale divides its sizes.
+  std::vector<ModelLayer> layers;
+  int64_t scale = kDefaultModelScale;
   TilingMode tiling_mode = TilingMode::library;
   Metadata metadata = Metadata::both;
   GridRun grid = GridRun::automatic;

@@ -16,6 +16,7 @@
 #include "baselines.hpp"
 #include "check.hpp"
 #include "fail.hpp"
+#include "layer.hpp"
 #include "report.hpp"
 #include "routed.hpp"
 #include "runner.hpp"
@@ -48,6 +49,14 @@ void progress(const char* fmt, ...) {
 void announce(const Workload& w, const char* what) {
   progress("[%s] %s m=%lld k=%lld n=%lld groups=%lld %s: %s", w.name.c_str(), op_name(w.op), (long long)w.m,
            (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype), what);
+}
+
+// GFLOP/s, GB/s and their fractions of the device's ceilings, from r's median gpu ms.
+void set_rates(Result& r, const RunInfo& run) {
+  r.gflops = result_flops(r) / (r.time.gpu_ms_median * 1e6);
+  r.gbps = result_bytes(r) / (r.time.gpu_ms_median * 1e6);
+  r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
+  r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
 }
 
 // One untimed call of the current plans; its outputs must match the reference (and the device path's
@@ -188,10 +197,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     r.app_ratio = *r.app_ms / median(own_app[0].gpu_ms);
   }
   inst.use_app_buffers(false);
-  r.gflops = flops(w) / (r.time.gpu_ms_median * 1e6);
-  r.gbps = bytes(w) / (r.time.gpu_ms_median * 1e6);
-  r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
-  r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
+  set_rates(r, run);
 
   // Baselines: each checked against the same reference, so a ratio never flatters a wrong answer.
   if (const std::string why = NaiveLoop::unsupported_reason(w, ctx.info()); !why.empty()) {
@@ -247,7 +253,8 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
 // that is not 0) refuses the workload.
 void check_routed_or_refuse(GpuTimer& timer, const Workload& w, const std::string& what,
                             const std::function<void(VkCommandBuffer)>& record, const std::function<uint32_t()>& status,
-                            const std::function<std::vector<Output>()>& download, const std::vector<Output>& want) {
+                            const std::function<std::vector<Output>()>& download, const std::vector<Output>& want,
+                            vkgmm::DType out_type = vkgmm::DType::f32) {
   timer.run_ms(record);
   if (const uint32_t word = status())
     throw Refused("workload '" + w.name + "' (" + what + "): device status word " + std::to_string(word) +
@@ -255,7 +262,7 @@ void check_routed_or_refuse(GpuTimer& timer, const Workload& w, const std::strin
   std::vector<Output> got = download();
   if (perturb_if_asked(got)) progress("[%s] VKGMM_BENCH_PERTURB=1: changed one element of %s", w.name.c_str(),
                                       got[0].name.c_str());
-  if (auto diff = compare(got, want, vkgmm::DType::f32))  // routed outputs are f32
+  if (auto diff = compare(got, want, out_type))  // f32, but a model's per-slot gate/up result
     throw Refused("workload '" + w.name + "' (" + what + "): the result differs from the CPU reference: " + *diff +
                   "; refusing to time a wrong kernel");
 }
@@ -320,13 +327,61 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
     r.chain_ms = median(s[2].gpu_ms);
     r.sorted_ms = median(s[3].gpu_ms);
   }
-  r.gflops = flops(w) / (r.time.gpu_ms_median * 1e6);
-  r.gbps = bytes(w) / (r.time.gpu_ms_median * 1e6);
-  r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
-  r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
+  set_rates(r, run);
   progress("[%s] ids: gpu %.3f ms median (%.1f%% of copy), per slot %.3f ms, chain %s ms, sorted gmm %s ms", name,
            r.time.gpu_ms_median, 100 * r.copy_fraction, *r.per_slot_ms,
            r.chain_ms ? std::to_string(*r.chain_ms).c_str() : "-", r.sorted_ms ? std::to_string(*r.sorted_ms).c_str() : "-");
+  return r;
+}
+
+// A model's MoE layer: each projection checked against the reference on its own (gate/up on the router's
+// ids; down on the slots the device's gate/up wrote), then the whole layer once, then timed: both calls in
+// one command buffer, as an engine runs them.
+Result measure_layer(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const ModelLayer& l, const RunInfo& run,
+                     const std::filesystem::path& cache) {
+  const std::string label = l.name();
+  const char* name = label.c_str();
+  const Workload& up = l.up;
+  progress("[%s] %s layer, --scale %lld: T=%lld hidden=%lld expert=%lld E=%lld top_k=%lld, %s activations, %s "
+           "weights (%lld experts selected): preparing inputs",
+           name, l.model->title, (long long)l.scale, (long long)l.tokens, (long long)up.k, (long long)up.n_out(),
+           (long long)up.groups, (long long)up.top_k, vkgmm::dtype_name(up.dtype), vkgmm::dtype_name(up.rhs_type()),
+           (long long)distinct_experts(up));
+  Result r;
+  r.work = up;
+  r.work.name = label;
+  r.layer = l;
+  r.metadata = "ids";
+  const vkgmm::TilingChoice tiling = choose_tiling(o, up, cache, r.notes);
+  LayerInstance inst(ctx, l, tiling, o.expert_shards);
+  r.tiling = inst.tiling_text();
+  r.expert_shards = std::max(inst.up.shards(), inst.down.shards());
+  if (r.expert_shards > 1)
+    r.notes.push_back("experts in windows (gate/up " + std::to_string(inst.up.shards()) + ", down " +
+                      std::to_string(inst.down.shards()) + "): one call each, accumulating through existing_out");
+  if (*l.model->note) r.notes.push_back(l.model->note);
+  const tool::Stopwatch clock;
+  const auto status = [&] { return inst.up.device_status() | inst.down.device_status(); };
+  const std::vector<Output> want_up = routed_reference(inst.up, false);
+  check_routed_or_refuse(
+      timer, r.work, "gate/up, tiling " + inst.up.tiling_text(), [&](VkCommandBuffer cb) { inst.up.record(cb); },
+      status, [&] { return inst.up.download(); }, want_up, up.slots_type);
+  inst.down.a = inst.up.download().front().values;  // what down reads, as the device wrote it
+  const std::vector<Output> want = routed_reference(inst.down, true);
+  progress("[%s] CPU references (gate/up, down) computed in %.1f s", name, clock.seconds());
+  check_routed_or_refuse(
+      timer, r.work, "down, tiling " + inst.down.tiling_text(), [&](VkCommandBuffer cb) { inst.down.record(cb); },
+      status, [&] { return inst.down.download(); }, want);
+  const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
+  check_routed_or_refuse(timer, r.work, "the layer, gate/up then down", record, status,
+                         [&] { return inst.down.download(); }, want);
+  const int reps = reps_for(o, timer.run_ms(record));
+  r.reps = reps;
+  progress("[%s] matches the reference; timing %d reps after %d warmup", name, reps, o.warmup);
+  r.time = summarize(time_alternating(timer, reps, o.warmup, {{[&] { inst.plan(tiling); }, record}}).front());
+  set_rates(r, run);
+  progress("[%s] gpu %.3f ms median per layer, %.0f tokens/s, %.2f GFLOP/s", name, r.time.gpu_ms_median,
+           double(l.tokens) / (r.time.gpu_ms_median * 1e-3), r.gflops);
   return r;
 }
 
@@ -426,6 +481,7 @@ int bench_main(int argc, char** argv) {
     std::vector<Result> results;
     for (const Workload& w : o.workloads)
       results.push_back(w.routed() ? measure_routed(ctx, timer, o, w, run, cache) : measure(ctx, timer, o, w, run, cache));
+    for (const ModelLayer& l : o.layers) results.push_back(measure_layer(ctx, timer, o, l, run, cache));
     (o.json ? print_json : print_table)(stdout, run, results);
     return 0;
   } catch (const Refused& e) {

@@ -28,11 +28,16 @@ vkgmm::GmmProblem routed_problem(const Workload& w, bool combine) {
   p.num_rhs_groups = w.groups;
   p.routing.top_k = w.top_k;
   p.routing.combine = combine;
+  p.routing.lhs_per_slot = w.lhs_per_slot;
+  p.epilogue.bias = w.bias;
+  if (w.swiglu) p.epilogue.activation = vkgmm::Activation::swiglu;
   p.routing.num_experts = w.groups;
   p.lhs_type = w.dtype;
   p.rhs_type = w.rhs_type();
   p.transpose_rhs = w.transpose_rhs();  // block formats: [E, n, k]
-  p.out_type = vkgmm::DType::f32;  // fp32 out: the expert windows accumulate through it
+  // Combined: fp32 out, the expert windows accumulate through it. Per slot, each slot is written by its
+  // expert's window alone (the others copy it through existing_out): slots_type loses nothing.
+  p.out_type = combine ? vkgmm::DType::f32 : w.slots_type;
   return p;
 }
 

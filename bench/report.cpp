@@ -1,10 +1,19 @@
 #include "report.hpp"
 
 #include <cmath>
+#include <set>
 
 #include "json.hpp"
 
 namespace bench {
+
+double result_flops(const Result& r) {
+  return r.layer ? flops(r.layer->up) + flops(r.layer->down) : flops(r.work);
+}
+
+double result_bytes(const Result& r) {
+  return r.layer ? bytes(r.layer->up) + bytes(r.layer->down) : bytes(r.work);
+}
 
 namespace {
 
@@ -17,6 +26,9 @@ std::string json_number(std::optional<double> x) {
   std::snprintf(buf, sizeof buf, "%.6g", *x);
   return buf;
 }
+
+// Counts (FLOPs, bytes) are whole numbers: written exactly, not to json_number's 6 digits.
+std::string json_count(double x) { return std::to_string(int64_t(std::llround(x))); }
 
 std::optional<double> ratio(std::optional<double> baseline_ms, double ms) {
   if (!baseline_ms || ms <= 0) return std::nullopt;
@@ -53,7 +65,6 @@ std::string routed_fields(const Result& r) {
   return ", \"top_k\": " + std::to_string(w.top_k) + ", \"tokens\": " + std::to_string(w.m) +
          ", \"experts\": " + std::to_string(w.groups) + ", \"experts_selected\": " + std::to_string(distinct_experts(w)) +
          ", \"expert_shards\": " + std::to_string(r.expert_shards) +
-         ", \"flop\": " + json_number(flops(w)) + ", \"bytes\": " + json_number(bytes(w)) +
          ", \"per_slot_gpu_ms_median\": " + json_number(r.per_slot_ms) +
          ", \"combine_ratio\": " + json_number(ratio(ms, r.per_slot_ms.value_or(0))) +
          ", \"combine_ms\": " + json_number(combine_ms) +
@@ -104,7 +115,7 @@ bool same_shape(const Workload& a, const Workload& b) {
 std::vector<QuantComparison> quant_comparisons(const RunInfo& run, const std::vector<Result>& results) {
   std::vector<QuantComparison> out;
   for (const Result& r : results) {
-    if (!r.work.quantized()) continue;
+    if (!r.work.quantized() || r.layer) continue;  // a model layer has no unquantized peer
     QuantComparison c;
     c.q = &r;
     // The peer: the same shape and routing with unquantized weights, the same activation type first.
@@ -181,11 +192,14 @@ void print_header(std::FILE* f, const RunInfo& run) {
 
 void print_notes(std::FILE* f, const std::vector<Result>& results) {
   bool any_note = false;
+  std::set<std::string> said;  // a model's note once, not once per token count
   for (const Result& r : results)
     for (const std::string& note : r.notes) {
+      const std::string who = r.layer ? r.layer->model->name : r.work.name;
+      if (r.layer && !said.insert(who + ": " + note).second) continue;
       if (!any_note) std::fprintf(f, "\nnotes:\n");
       any_note = true;
-      std::fprintf(f, "  %s: %s\n", r.work.name.c_str(), note.c_str());
+      std::fprintf(f, "  %s: %s\n", who.c_str(), note.c_str());
     }
 }
 
@@ -223,16 +237,67 @@ void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
                "sorted on the host (host group sizes, per-slot output), ids/so the combined call over it.\n");
 }
 
+// A model layer's own fields (none for other workloads): the model, its scaled shapes and per-token rate.
+std::string layer_fields(const Result& r) {
+  if (!r.layer) return "";
+  const ModelLayer& l = *r.layer;
+  const ModelSpec& m = *l.model;
+  const auto shape = [](const Workload& w) {
+    return "{\"k\": " + std::to_string(w.k) + ", \"n\": " + std::to_string(w.n) + ", \"n_out\": " +
+           std::to_string(w.n_out()) + ", \"flop\": " + json_count(flops(w)) + ", \"bytes\": " + json_count(bytes(w)) + "}";
+  };
+  return ", \"model\": " + json_string(m.name) + ", \"model_title\": " + json_string(m.title) +
+         ", \"config\": " + json_string(m.citation) + ", \"scale\": " + std::to_string(l.scale) +
+         ", \"hidden\": " + std::to_string(l.up.k) + ", \"expert_size\": " + std::to_string(l.up.n_out()) +
+         ", \"published_hidden\": " + std::to_string(m.hidden) +
+         ", \"published_expert_size\": " + std::to_string(m.expert_size) + ", \"bias\": " + (m.bias ? "true" : "false") +
+         ", \"weights\": " + json_string(vkgmm::dtype_name(l.up.rhs_type())) +
+         ", \"tokens_per_s\": " + json_number(double(l.tokens) / (r.time.gpu_ms_median * 1e-3)) +
+         ", \"up\": " + shape(l.up) + ", \"down\": " + shape(l.down);
+}
+
+// Model layers (--model), each the whole layer's expert part at T tokens.
+void print_model_table(std::FILE* f, const std::vector<Result>& results, bool blank_line_first) {
+  if (blank_line_first) std::fprintf(f, "\n");
+  std::fprintf(f, "%-24s %5s %6s %6s %4s %4s %-10s %5s %-12s %8s %8s %9s %8s %7s %6s %6s %6s\n", "model layer", "T",
+               "hidden", "expert", "E", "topk", "weights", "scale", "tiling", "gpu ms", "gpu min", "tokens/s", "GFLOP/s",
+               "GB/s", "%copy", "%ceil", "flop/B");
+  for (const Result& r : results) {
+    const ModelLayer& l = *r.layer;
+    const Times& t = r.time;
+    std::fprintf(f, "%-24s %5lld %6lld %6lld %4lld %4lld %-10s %5lld %-12s %8s %8s %9.0f %8.2f %7.2f %5.1f%% %5.1f%% %6.1f\n",
+                 r.work.name.c_str(), (long long)l.tokens, (long long)l.up.k, (long long)l.up.n_out(),
+                 (long long)l.up.groups, (long long)l.up.top_k, dtype_label(l.up).c_str(), (long long)l.scale,
+                 r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(), ms_text(t.gpu_ms_min).c_str(),
+                 double(l.tokens) / (t.gpu_ms_median * 1e-3), r.gflops, r.gbps, 100.0 * r.copy_fraction,
+                 100.0 * r.ceiling_fraction, result_flops(r) / result_bytes(r));
+  }
+  const int64_t scale = results.front().layer->scale;
+  std::fprintf(f,
+               "\nModel layers (--model): one MoE layer's expert matmuls, routed by ids from a seeded router, at T\n"
+               "tokens: gate/up (the tokens gathered by expert, [gate | up] with SwiGLU fused, per slot) then down (the\n"
+               "slots combined in token order with the router weights), one command buffer; gpu ms per layer.\n"
+               "hidden and expert: the sizes run, %s.\n"
+               "tokens/s: T over gpu ms (the expert part only). GFLOP/s: 2*T*topk*(hidden*2*expert + expert*hidden);\n"
+               "GB/s: the selected experts' weights (and biases) of both projections, the activations, the slots\n"
+               "between them and the output; flop/B: the arithmetic intensity (scripts/roofline.py plots it against\n"
+               "both ceilings).\n",
+               scale == 1 ? "the published ones (--scale 1)"
+                          : ("the published ones divided by --scale " + std::to_string(scale) +
+                             " (rounded to whole blocks)").c_str());
+}
+
 }  // namespace
 
 void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& all) {
   print_header(f, run);
-  std::vector<Result> results, routed;
-  for (const Result& r : all) (r.work.routed() ? routed : results).push_back(r);
+  std::vector<Result> results, routed, layers;
+  for (const Result& r : all) (r.layer ? layers : r.work.routed() ? routed : results).push_back(r);
   if (results.empty()) {
-    print_routed_table(f, routed);
+    if (!routed.empty()) print_routed_table(f, routed);
+    if (!layers.empty()) print_model_table(f, layers, !routed.empty());
     print_quant_table(f, run, all);
-    print_notes(f, routed);
+    print_notes(f, all);
     return;
   }
   if (!results.empty() && results.front().metadata == "device")
@@ -274,6 +339,7 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
     std::fprintf(f, "\n");
     print_routed_table(f, routed);
   }
+  if (!layers.empty()) print_model_table(f, layers, true);
   print_quant_table(f, run, all);
   print_notes(f, all);
 }
@@ -320,7 +386,8 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"indirect_over_bound\": " + json_number(grid_ratio(r)) +
          ", \"app_buffers_gpu_ms_median\": " + json_number(r.app_ms) +
          ", \"app_buffers_ratio\": " + json_number(r.app_ratio) + ", \"gflops\": " + json_number(r.gflops) +
-         ", \"gbps\": " + json_number(r.gbps) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
+         ", \"gbps\": " + json_number(r.gbps) + ", \"flop\": " + json_count(result_flops(r)) +
+         ", \"bytes\": " + json_count(result_bytes(r)) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
          ", \"copy_fraction\": " + json_number(r.copy_fraction) +
          ", \"baseline_one_group_ms\": " + json_number(r.one_group_ms) +
          ", \"baseline_one_group_ratio\": " + json_number(one_group_ratio(r)) +
@@ -328,7 +395,7 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"baseline_naive_ratio\": " + json_number(ratio(r.naive_ms, r.time.gpu_ms_median)) +
          ", \"baseline_openblas_ms\": " + json_number(r.openblas_ms) +
          ", \"baseline_openblas_ratio\": " + json_number(ratio(r.openblas_ms, r.time.gpu_ms_median)) +
-         routed_fields(r) + ", \"notes\": " + notes + "}";
+         routed_fields(r) + layer_fields(r) + ", \"notes\": " + notes + "}";
   }
   s += "]}\n";
   std::fputs(s.c_str(), f);

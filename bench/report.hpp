@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models.hpp"
 #include "probe.hpp"
 #include "timing.hpp"
 #include "workloads.hpp"
@@ -52,7 +53,14 @@ struct Result {
   std::optional<double> per_slot_ms, chain_ms, sorted_ms;
   std::string chain_tiling, sorted_tiling;
   int64_t expert_shards = 0;  // the calls the experts were split into (1: one window of all E)
+  // A model's layer (--model): `work` is its gate/up projection; the times, GFLOP/s and ratios are the
+  // whole layer's (gate/up and down in one command buffer).
+  std::optional<ModelLayer> layer;
 };
+
+// FLOPs and bytes of one timed call: the workload's, or the sum of a layer's two projections.
+double result_flops(const Result& r);
+double result_bytes(const Result& r);
 
 void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& results);
 void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& results);

@@ -23,11 +23,7 @@ extern const size_t bench_chain_route_words, bench_chain_gather_words, bench_cha
 
 namespace bench {
 
-namespace {
-
-
-// Shader writes -> shader reads and writes, and the indirect grid the gmm's metadata build writes.
-void barrier(VkCommandBuffer cb) {
+void compute_barrier(VkCommandBuffer cb) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT;
@@ -35,6 +31,8 @@ void barrier(VkCommandBuffer cb) {
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &mb, 0,
                        nullptr, 0, nullptr);
 }
+
+namespace {
 
 constexpr uint32_t kLanes = 64;
 
@@ -45,8 +43,8 @@ uint32_t groups_for(uint64_t items) { return static_cast<uint32_t>((items + kLan
 // ----- vkgmm's ids mode ---------------------------------------------------------------------------------
 
 RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const vkgmm::TilingChoice& tiling,
-                               int64_t shards)
-    : ctx(context), work(w) {
+                               int64_t shards, const RoutedInstance* lhs_source)
+    : ctx(context), work(w), lhs_source_(lhs_source) {
   const size_t T = size_t(w.m), k = size_t(w.k), n = size_t(w.n), E = size_t(w.groups), K = size_t(w.top_k);
   const uint64_t expert_bytes = vkgmm::storage_bytes(w.rhs_type(), uint64_t(k * n));
   if (shards <= 0) {
@@ -60,7 +58,14 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   buf_b.resize(size_t(shards));  // sized before plan(): shards() counts them
   plan(tiling, true);
   std::mt19937 rng(w.seed * 7919u + 17u);
-  a = random_values(T * k, w.dtype, rng);
+  if (!lhs_source_) a = random_values(size_t(w.lhs_rows()) * k, w.dtype, rng);
+  if (w.bias) {
+    bias = random_values(E * n, vkgmm::DType::f32, rng);
+    for (int64_t s = 0; s < shards; ++s) {
+      const auto first = bias.begin() + s * per_shard_ * int64_t(n);
+      buf_bias.push_back(upload(ctx, vkgmm::DType::f32, std::vector<float>(first, first + shard_experts(s) * int64_t(n))));
+    }
+  }
   if (w.quantized()) {
     // [E, n, k], blocks along k (GGUF's expert tensor); each window's experts as raw blocks.
     QuantizedWeights q = quantized_weights(*w.rhs_format, w.groups, w.n, w.k, rng);
@@ -72,7 +77,7 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   } else {
     b = random_values(E * k * n, w.dtype, rng);
   }
-  buf_a = upload(ctx, w.dtype, a);
+  if (!lhs_source_) buf_a = upload(ctx, w.dtype, a);
   for (int64_t s = 0; s < shards && !w.quantized(); ++s) {
     const auto first = b.begin() + s * per_shard_ * int64_t(k * n);
     buf_b[size_t(s)] = upload(ctx, w.dtype, std::vector<float>(first, first + shard_experts(s) * int64_t(k * n)));
@@ -80,8 +85,8 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   buf_ids = ctx.create_buffer(std::max<size_t>(4, w.ids.size() * 4));
   buf_ids.upload(w.ids.data(), w.ids.size() * 4);
   buf_weights = upload(ctx, vkgmm::DType::f32, w.route_weights);
-  out_combined = zeros(ctx, vkgmm::DType::f32, T * n);
-  out_slots = zeros(ctx, vkgmm::DType::f32, T * K * n);
+  out_combined = zeros(ctx, vkgmm::DType::f32, T * size_t(w.n_out()));
+  out_slots = zeros(ctx, w.slots_type, T * K * size_t(w.n_out()));
   buf_status = ctx.create_buffer(4);
   const uint32_t zero = 0;
   buf_status.upload(&zero, 4);
@@ -108,8 +113,9 @@ std::string RoutedInstance::tiling_text() const { return bench::tiling_text(plan
 void RoutedInstance::record(VkCommandBuffer cb) const {
   const vkgmm::BufferView out = (combine_ ? out_combined : out_slots).view();
   for (size_t s = 0; s < plans_.size(); ++s) {
-    if (s > 0) barrier(cb);  // the next shard reads what the last wrote (existing_out = out)
-    vkgmm::GmmOperands ops{buf_a.view(), buf_b[s].view(), out};
+    if (s > 0) compute_barrier(cb);  // the next shard reads what the last wrote (existing_out = out)
+    vkgmm::GmmOperands ops{lhs_source_ ? lhs_source_->out_slots.view() : buf_a.view(), buf_b[s].view(), out};
+    if (work.bias) ops.bias = buf_bias[s].view();
     if (s > 0) ops.existing_out = out;
     ops.ids = buf_ids.view(0, std::max<size_t>(4, work.ids.size() * 4));
     if (combine_) ops.weights = buf_weights.view();
@@ -125,31 +131,39 @@ uint32_t RoutedInstance::device_status() const {
 }
 
 std::vector<Output> RoutedInstance::download() const {
-  const size_t T = size_t(work.m), n = size_t(work.n), K = size_t(work.top_k);
+  const size_t T = size_t(work.m), n = size_t(work.n_out()), K = size_t(work.top_k);
   if (combine_) return {{"out", bench::download(out_combined, vkgmm::DType::f32, T * n), work.k}};
-  return {{"out_slots", bench::download(out_slots, vkgmm::DType::f32, T * K * n), work.k}};
+  return {{"out_slots", bench::download(out_slots, work.slots_type, T * K * n), work.k}};
 }
 
 std::vector<Output> routed_reference(const RoutedInstance& inst, bool combine) {
   const Workload& w = inst.work;
   const vkgmm::GmmProblem p = inst.problem(combine);
-  const int64_t E = w.groups, rows = combine ? w.m : w.m * w.top_k;
+  const int64_t E = w.groups, rows = combine ? w.m : w.m * w.top_k, n_out = w.n_out();
   constexpr int64_t kBlock = 16;
-  std::vector<float> out(size_t(rows * p.n), 0.0f);
-  parallel_blocks((p.n + kBlock - 1) / kBlock, [&](int64_t blk) {
-    const int64_t c0 = blk * kBlock, cw = std::min(kBlock, p.n - c0);
+  std::vector<float> out(size_t(rows * n_out), 0.0f);
+  parallel_blocks((n_out + kBlock - 1) / kBlock, [&](int64_t blk) {
+    // Output columns [c0, c0 + cw) come from the product's columns `cols`: the same ones, or with swiglu
+    // the gate's and the up's halves ([gate | up] stays the sub-problem's layout).
+    const int64_t c0 = blk * kBlock, cw = std::min(kBlock, n_out - c0);
+    std::vector<int64_t> cols;
+    for (int64_t half = 0; half < (w.swiglu ? 2 : 1); ++half)
+      for (int64_t c = 0; c < cw; ++c) cols.push_back(half * n_out + c0 + c);
+    const int64_t cn = int64_t(cols.size());
     vkgmm::GmmProblem q = p;
-    q.n = cw;
-    std::vector<float> sub(size_t(E * p.k * cw));
+    q.n = cn;
+    std::vector<float> sub(size_t(E * p.k * cn)), sub_bias(w.bias ? size_t(E * cn) : 0);
     for (int64_t g = 0; g < E; ++g)
-      if (p.transpose_rhs)  // rows [c0, c0 + cw) of rhs[g] [n, k]
-        std::copy_n(inst.b.begin() + (g * p.n + c0) * p.k, cw * p.k, sub.begin() + g * cw * p.k);
-      else
-        for (int64_t kk = 0; kk < p.k; ++kk)
-          std::copy_n(inst.b.begin() + (g * p.k + kk) * p.n + c0, cw, sub.begin() + (g * p.k + kk) * cw);
+      for (int64_t j = 0; j < cn && w.group_sizes[size_t(g)] > 0; ++j) {  // unselected experts: never read
+        const int64_t c = cols[size_t(j)];
+        if (w.bias) sub_bias[size_t(g * cn + j)] = inst.bias[size_t(g * p.n + c)];
+        for (int64_t kk = 0; kk < p.k; ++kk)  // rhs[g] [n, k] (transpose_rhs) or [k, n]
+          (p.transpose_rhs ? sub[size_t((g * cn + j) * p.k + kk)] : sub[size_t((g * p.k + kk) * cn + j)]) =
+              p.transpose_rhs ? inst.b[size_t((g * p.n + c) * p.k + kk)] : inst.b[size_t((g * p.k + kk) * p.n + c)];
+      }
     const std::vector<float> part = vkgmm::reference::gmm_routed(
-        q, inst.a, sub, w.ids, combine ? w.route_weights : std::vector<float>{});
-    for (int64_t r = 0; r < rows; ++r) std::copy_n(part.begin() + r * cw, cw, out.begin() + r * p.n + c0);
+        q, inst.a, sub, w.ids, combine ? w.route_weights : std::vector<float>{}, {}, sub_bias);
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(part.begin() + r * cw, cw, out.begin() + r * n_out + c0);
   });
   return {{combine ? "out" : "out_slots", std::move(out), w.k}};
 }
@@ -196,6 +210,7 @@ struct UnfusedChain::State {
 };
 
 std::string UnfusedChain::unsupported_reason(const Workload& w) {
+  if (w.lhs_per_slot || w.swiglu || w.bias || !w.combine) return "the chain gathers [T, k] rows and combines plain products only";
   if ((w.k * int64_t(vkgmm::dtype_size(w.dtype))) % 4) return "the permutation copies whole 32-bit words: k * element size must be a multiple of 4";
   for (int32_t id : w.ids)
     if (id < 0 || id >= w.groups) return "the chain's counting takes ids in [0, E) only";
@@ -266,7 +281,7 @@ void UnfusedChain::record(VkCommandBuffer cb) const {
     vkgmm::bind_and_push(im, cb, s.route, infos, push, sizeof push);
     vkCmdDispatch(cb, 1, 1, 1);
   }
-  barrier(cb);
+  compute_barrier(cb);
   // (b) the lhs rows gathered into expert order.
   {
     const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(inst.buf_a), work, info(s.lhs_perm), work, work, work};
@@ -275,17 +290,17 @@ void UnfusedChain::record(VkCommandBuffer cb) const {
     const uint32_t y = uint32_t(std::min<int64_t>(s.S, 65535)), z = uint32_t((s.S + y - 1) / y);
     vkCmdDispatch(cb, groups_for(s.row_words), y, z);
   }
-  barrier(cb);
+  compute_barrier(cb);
   // (c) the grouped gemm, its group sizes the counts of (a).
   for (size_t i = 0; i < s.gmm.size(); ++i) {
-    if (i > 0) barrier(cb);
+    if (i > 0) compute_barrier(cb);
     vkgmm::GmmOperands ops{s.lhs_perm.view(), inst.buf_b[i].view(), s.y.view()};
     if (i > 0) ops.existing_out = s.y.view();
     ops.group_sizes = s.work.view(0, size_t(s.E) * 4);
     ops.status = s.status.view();
     s.gmm[i].record(cb, ops);
   }
-  barrier(cb);
+  compute_barrier(cb);
   // (d) un-permute and combine with the routing weights.
   {
     const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(s.y), info(inst.buf_weights), info(s.out), work,
@@ -301,7 +316,7 @@ void UnfusedChain::record(VkCommandBuffer cb) const {
 void UnfusedChain::record_sorted(VkCommandBuffer cb) const {
   const State& s = *st_;
   for (size_t i = 0; i < s.sorted.size(); ++i) {
-    if (i > 0) barrier(cb);
+    if (i > 0) compute_barrier(cb);
     vkgmm::GmmOperands ops{s.sorted_lhs.view(), s.inst->buf_b[i].view(), s.sorted_out.view()};
     if (i > 0) ops.existing_out = s.sorted_out.view();
     s.sorted[i].record(cb, ops);

@@ -12,16 +12,20 @@
 
 namespace bench {
 
-// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k], rhs [E, k, n] (block-format
-// weights: [E, n, k] blocks along k, random floats quantized; `b` their dequantized values); the output is f32
+// Inputs uniform in [-1, 1) rounded to the workload's dtype: lhs [T, k] (or per slot, [T, top_k, k]), rhs
+// [E, k, n] (block-format weights: [E, n, k] blocks along k, random floats quantized; `b` their dequantized
+// values), with Workload::bias a bias [E, n] f32 in [-1, 1); the combined output is f32
 // whatever the dtype (--dtype bf16: bf16 weights and activations), as the expert windows (below)
 // accumulate through it: a 16-bit out would round every window's partial sum. The router's
 // output (ids int32 [T, top_k], weights f32 [T, top_k]) is uploaded once to device buffers, as an engine's
 // gate would leave it on the device.
 class RoutedInstance {
  public:
-  // shards: 0 for as few as the device's binding limit allows.
-  RoutedInstance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling, int64_t shards = 0);
+  // shards: 0 for as few as the device's binding limit allows. lhs_source: lhs is that instance's per-slot
+  // output buffer (a model layer's down projection reading its gate/up projection's result on the
+  // device), no buf_a is made, and `a` must be set to its values before a reference is computed.
+  RoutedInstance(vkgmm::Context& ctx, const Workload& w, const vkgmm::TilingChoice& tiling, int64_t shards = 0,
+                 const RoutedInstance* lhs_source = nullptr);
   // Builds the plan (validation, pipeline lookup: the host's share of a call): combined, out [T, n] in
   // token order with the routing weights; or per slot, out [T, top_k, n].
   void plan(const vkgmm::TilingChoice& tiling, bool combine);
@@ -43,15 +47,21 @@ class RoutedInstance {
 
   vkgmm::Context& ctx;
   const Workload& work;
-  std::vector<float> a, b;
+  std::vector<float> a, b, bias;
   vkgmm::Buffer buf_a, buf_ids, buf_weights, out_combined, out_slots, buf_status;
   std::vector<vkgmm::Buffer> buf_b;  // per shard: rhs [shard_experts(s), k, n] (or its blocks, [.., n, k])
+  std::vector<vkgmm::Buffer> buf_bias;  // per shard, with Workload::bias: [shard_experts(s), n] f32
 
  private:
   int64_t per_shard_ = 0;
   std::vector<vkgmm::GmmPlan> plans_;  // per shard
   bool combine_ = true;
+  const RoutedInstance* lhs_source_;
 };
+
+// Shader writes -> shader reads and writes (and the indirect grid a gmm's metadata build writes), between
+// dispatches of one command buffer.
+void compute_barrier(VkCommandBuffer cb);
 
 // vkgmm::reference::gmm_routed's output for the instance (combined, or per slot), computed on narrow
 // column blocks on every core as check.cpp does for gmm: each element is still the reference's own.

@@ -193,7 +193,12 @@ double rhs_bytes(const Workload& w) {
 double bytes(const Workload& w) {
   const double e = double(vkgmm::dtype_size(w.dtype));
   const double mk = double(w.m) * w.k, mn = double(w.m) * w.n, gkn = double(w.groups) * w.k * w.n;
-  if (w.routed()) return rhs_bytes(w) + e * mk + 4.0 * mn;  // f32 out
+  if (w.routed()) {
+    const double out = w.combine ? 4.0 * double(w.m) * double(w.n_out())  // f32, token order
+                                 : double(vkgmm::dtype_size(w.slots_type)) * double(w.m * w.top_k) * double(w.n_out());
+    const double bias = w.bias ? 4.0 * double(distinct_experts(w)) * double(w.n) : 0.0;
+    return rhs_bytes(w) + bias + e * double(w.lhs_rows()) * double(w.k) + out;
+  }
   switch (w.op) {
     case Op::gmm: return e * (mk + mn) + rhs_bytes(w);  // lhs, rhs -> out
     case Op::tgmm: return e * (mk + mn + gkn);         // lhs, rhs -> out[G]

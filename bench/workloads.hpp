@@ -48,6 +48,14 @@ struct Workload {
   std::vector<int32_t> ids;
   std::vector<float> route_weights;
   bool routed() const { return top_k > 0; }
+  // One projection of a model's MoE layer (bench/models.hpp), routed only. combine: the output in token
+  // order with the routing weights, [T, n_out] f32 (false: per slot, [T, top_k, n_out] in slots_type, as a
+  // gate/up projection leaves it for the down projection). lhs_per_slot: lhs [T, top_k, k] (a down
+  // projection's input). swiglu: n is [gate | up], n_out = n / 2. bias: a per-expert f32 bias [E, n].
+  bool combine = true, lhs_per_slot = false, swiglu = false, bias = false;
+  vkgmm::DType slots_type = vkgmm::DType::f32;
+  int64_t n_out() const { return swiglu ? n / 2 : n; }
+  int64_t lhs_rows() const { return lhs_per_slot ? m * top_k : m; }
 };
 
 // The named presets, in the order `vkgmm bench` runs them; false for an unknown name.
@@ -81,7 +89,8 @@ int64_t distinct_experts(const Workload& w);
 // same over the groups' rows; backward both. Routed by ids: 2*T*top_k*k*n (every slot is local).
 double flops(const Workload& w);
 // Bytes one call must at least read and write: every input once, every output once. Routed by ids: the
-// selected experts' weights once, the activations [T, k] and the combined output [T, n] (f32).
+// selected experts' weights (and biases) once, the activations ([T, k] or per slot) and the output
+// (combined [T, n_out] f32, or per slot in slots_type).
 double bytes(const Workload& w);
 
 }  // namespace bench

@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(cmake g++ make libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vulkan-validationlayers
           libgtest-dev googletest python3-numpy libopenblas-dev pkg-config
           libopenmpi-dev openmpi-bin   # MPI: examples/expert_parallel and its tests
-          pybind11-dev python3-dev python3-pytest)  # the Python package (python/) and its tests
+          pybind11-dev python3-dev python3-pytest  # the Python package (python/) and its tests
+          python3-matplotlib)  # scripts/roofline.py: the bench's roofline (ctest bench_roofline)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
