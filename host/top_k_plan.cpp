@@ -24,6 +24,13 @@ void check_problem(const TopKProblem& p) {
   if (p.experts < 1) refuse("experts: " + std::to_string(p.experts) + " must be at least 1");
   if (p.top_k < 1 || p.top_k > p.experts)
     refuse("top_k: " + std::to_string(p.top_k) + " must be in [1, experts = " + std::to_string(p.experts) + "]");
+  // One invocation reads a token's logits top_k + 2 times: bounded, so that no problem keeps a GPU busy
+  // long enough to be reset (the largest routers run 256 experts, top-8 or so).
+  if (p.experts > TopKProblem::max_experts)
+    refuse("experts: " + std::to_string(p.experts) + " is more than top_k routing takes (" +
+           std::to_string(TopKProblem::max_experts) + ")");
+  if (p.top_k > TopKProblem::max_top_k)
+    refuse("top_k: " + std::to_string(p.top_k) + " is more than top_k routing takes (" + std::to_string(TopKProblem::max_top_k) + ")");
   // The shader indexes words with 32-bit integers; one binding addresses less anyway.
   constexpr int64_t kWords = int64_t(1) << 32;
   if (p.tokens > 0 && (p.experts >= kWords / p.tokens))
@@ -79,6 +86,8 @@ BoundTopK bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperand
   const BoundOperand logits = bind_operand(ctx, kOp, "logits", ops.logits, DType::f32, uint64_t(p.tokens * p.experts), 0, false);
   const BoundOperand ids = bind_operand(ctx, kOp, "ids", ops.ids, DType::f32, slots, 0, false);
   const BoundOperand weights = bind_operand(ctx, kOp, "weights", ops.weights, DType::f32, slots, 0, false);
+  if (ctx.dev.options.compile_only)
+    throw Error(Status::unsupported, std::string(kOp) + ": the context only compiles pipelines: plans record nothing");
   BoundTopK b;
   std::fill(std::begin(b.infos), std::end(b.infos), logits.info);  // bindings the module does not declare
   b.infos[VKGMM_BINDING_LHS] = logits.info;
@@ -94,14 +103,12 @@ BoundTopK bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperand
 }
 }  // namespace
 
-void TopKPlan::check(const TopKOperands& ops) const {
-  if (state_->groups) bind(*state_->ctx, state_->problem, ops);
-}
+void TopKPlan::check(const TopKOperands& ops) const { bind(*state_->ctx, state_->problem, ops); }
 
 void TopKPlan::record(VkCommandBuffer cb, const TopKOperands& ops) const {
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
-  if (!state_->groups) return;
   const BoundTopK b = bind(*state_->ctx, state_->problem, ops);
+  if (!state_->groups) return;  // no tokens: the views checked, nothing to run
   bind_and_push(*state_->ctx, cb, state_->pipeline, b.infos, &b.push, sizeof(b.push));
   vkCmdDispatch(cb, state_->groups, 1, 1);
 }

@@ -82,7 +82,7 @@ def main(argv):
     ax.plot(xs, [copy * x for x in xs], color="dimgray", linestyle=":", linewidth=1)
     ax.text(hi / 1.2, ceiling * 1.1, f"FMA ceiling {ceiling:.0f} GFLOP/s", ha="right", va="bottom")
     ax.axvline(ridge, color="dimgray", linestyle="--", linewidth=0.8)
-    # One colour per model (or for the synthetic presets), decode (T <= 8) hollow, prefill filled.
+    # One colour per model (or for the synthetic presets).
     groups = sorted({p[3] or "presets" for p in points})
     colours = {g: plt.get_cmap("tab10")(i % 10) for i, g in enumerate(groups)}
     for name, ai, gf, model in points:

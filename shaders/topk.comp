@@ -2,8 +2,9 @@
 // Top-k routing of router logits (VKGMM_TOPK_PUSH in interface.h): each token's top_k experts and their
 // softmax weights, written as gmm's routing reads them (ids [T, top_k] int32, weights [T, top_k] f32).
 // One invocation per token walks its E logits k + 2 times (max, softmax sum, then one pass per pick):
-// O(k * E) reads and no per-token array, so any E and k fit, and the picks are exact: each pass takes the
-// best logit strictly after the previous pick in the order (logit descending, expert ascending).
+// O(k * E) reads (the host bounds both: TopKProblem::max_experts, max_top_k) and no per-token array; the
+// picks are exact: each pass takes the best logit strictly after the previous pick in the order (logit
+// descending, expert ascending).
 #extension GL_GOOGLE_include_directive : require
 
 #include "interface.h"

@@ -120,6 +120,8 @@ TEST_F(DeviceTest, TopKRefusesBadArguments) {
   expect_invalid_argument([&] { TopKPlan(c, {4, 8, 0, true}); }, "top_k");
   expect_invalid_argument([&] { TopKPlan(c, {4, 8, 9, true}); }, "top_k");
   expect_invalid_argument([&] { TopKPlan(c, {int64_t(1) << 31, 8, 2, true}); }, "logits");
+  expect_invalid_argument([&] { TopKPlan(c, {4, TopKProblem::max_experts + 1, 2, true}); }, "experts");
+  expect_invalid_argument([&] { TopKPlan(c, {4, 128, TopKProblem::max_top_k + 1, true}); }, "top_k");
   const TopKPlan plan(c, {4, 8, 2, true});
   EXPECT_EQ(plan.sizes().logits, 4u * 8 * 4);
   EXPECT_EQ(plan.sizes().ids, 4u * 2 * 4);
@@ -131,9 +133,11 @@ TEST_F(DeviceTest, TopKRefusesBadArguments) {
   expect_invalid_argument([&] { plan.check({logits.view(), out.view(0, 32), out.view(16, 32)}); }, "overlaps");
   expect_invalid_argument([&] { plan.record(VK_NULL_HANDLE, {logits.view(), ids, weights}); }, "command buffer");
   plan.check({logits.view(), ids, weights});
-  // No tokens: nothing to check or record.
+  // No tokens: nothing to run, but the views are still checked.
   const TopKPlan empty(c, {0, 8, 2, true});
   EXPECT_EQ(empty.sizes().ids, 0u);
+  expect_invalid_argument([&] { empty.check({{}, ids, weights}); }, "logits");
+  empty.check({logits.view(0, 0), out.view(0, 0), out.view(32, 0)});
 }
 
 }  // namespace

@@ -18,9 +18,14 @@ namespace vkgmm {
 // add up to 1 (Mixtral, Qwen3's norm_topk_prob; the same as a softmax over the top_k logits alone).
 // Without it, the full softmax's values (DeepSeek-V2's norm_topk_prob false).
 struct TopKProblem {
-  int64_t tokens = 0;   // T; 0: nothing to record
-  int64_t experts = 0;  // E >= 1
-  int64_t top_k = 0;    // 1 <= top_k <= E
+  // One invocation per token reads its logits top_k + 2 times: these bounds keep any problem's work per
+  // invocation far from what makes a GPU reset a busy queue (routers run up to a few hundred experts,
+  // top-8 or so).
+  static constexpr int64_t max_experts = 65536;
+  static constexpr int64_t max_top_k = 64;
+  int64_t tokens = 0;   // T; 0: nothing to record (the views are still checked)
+  int64_t experts = 0;  // 1 <= E <= max_experts
+  int64_t top_k = 0;    // 1 <= top_k <= min(E, max_top_k)
   bool renormalize = true;
 };
 

@@ -90,15 +90,21 @@ py::array_t<To> map_elements(const Arr& x, F f) {
 
 uint64_t Array::elements() const {
   uint64_t e = 1;
-  for (int64_t d : shape) e *= uint64_t(d);
+  for (int64_t d : shape) e *= uint64_t(d);  // make_array refused shapes whose product overflows
   return e;
 }
 
 vkgmm::BufferView Array::view() const { return bytes ? buffer.view(0, bytes) : buffer.view(); }
 
 Array make_array(ContextRef ctx, std::vector<int64_t> shape, vkgmm::DType dtype) {
-  for (int64_t d : shape)
+  uint64_t elements = 1;
+  for (int64_t d : shape) {
     if (d < 0) contract_error("Array: shape " + shape_text(shape) + " has a negative dimension");
+    // More elements than 2^62 is more bytes than any device has: refused before the product wraps.
+    if (d > 0 && elements > (uint64_t(1) << 62) / uint64_t(d))
+      contract_error("Array: shape " + shape_text(shape) + " has more elements than any device can hold");
+    elements *= uint64_t(d);
+  }
   Array a;
   a.ctx = std::move(ctx);
   a.shape = std::move(shape);

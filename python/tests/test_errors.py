@@ -97,6 +97,7 @@ def test_array_and_plan_errors(ctx):
     refused("unknown dtype", vkgmm.Array, np.ones(4, f32), "f64")
     refused("needs shape", vkgmm.Array, np.zeros(34, np.uint8), "q8_0")
     refused("negative dimension", vkgmm.Array.empty, (4, -1))
+    refused("more elements than any device", vkgmm.Array.empty, (2**32, 2**32))
     refused("holds 68", vkgmm.Array, np.zeros(34, np.uint8), "q8_0", shape=(1, 2, 32))
     refused("Array.upload: data", vkgmm.Array(np.ones(4, f32)).upload, np.ones(5, f32))
     refused("not a multiple", vkgmm.quantize, np.ones((2, 4, 30), f32), "q8_0")
@@ -108,6 +109,10 @@ def test_array_and_plan_errors(ctx):
     refused("out: expected a f32 Array of shape", plan, LHS, RHS, out=vkgmm.Array.empty((16, 5)))
     other = vkgmm.Context(validate=True)
     refused("another Context", plan, vkgmm.Array(LHS, context=other), RHS)
+    out_elsewhere = vkgmm.Array.empty((16, 4), context=other)
+    refused("out: the Array lives on another Context", plan, LHS, RHS, out=out_elsewhere)
+    refused("out: the Array lives on another Context", vkgmm.gmm_ids, LHS, RHS, np.zeros((16, 1), np.int32),
+            out=vkgmm.Array.empty((16, 1, 4), context=other))
 
 
 def test_tiling_callable_exception_propagates(ctx):

@@ -77,6 +77,8 @@ def output(out: Array, requested, into: Array | None):
 def out_array(shape, out_type: str, context, into: Array | None, what: str = "out") -> Array:
     if into is None:
         return Array.empty(list(shape), out_type, context=context)
+    if into.context is not context:  # another device's buffer: the plan could not even bind it
+        raise ContractError(f"{what}: the Array lives on another Context than the plan's")
     if tuple(into.shape) != tuple(shape) or into.dtype != out_type:
         raise ContractError(f"{what}: expected a {out_type} Array of shape {tuple(shape)}, got {into!r}")
     return into
