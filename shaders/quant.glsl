@@ -128,19 +128,30 @@ vec4 q_step4(uint type, QStep s, uint word, uint hi_word, uint q) {
   return (q < 4u ? s.d : s.e) * q_fields((((word >> s.shift) & 0x0f0f0f0fu) | (top << 4)) ^ 0x20202020u, 0u, 6);
 }
 
+// n (<= 9) consecutive words from word w on (r[j] = q_word(w + j), 0 past n). The texel build fetches
+// each 4-word texel of the run once: a CPU driver's texel fetch costs about as much whichever of its
+// words is wanted, so q_word per word would fetch each texel up to four times.
+void q_word_run(uint w, uint n, out uint r[9]) {
+#ifdef VKGMM_TEXEL
+  uint a = pc.rhs_off + w, t = a >> 2, o = a & 3u;
+  uvec4 x0 = texelFetch(rhs_tex, int(t));
+  uvec4 x1 = o + n > 4u ? texelFetch(rhs_tex, int(t + 1u)) : uvec4(0u);
+  uvec4 x2 = o + n > 8u ? texelFetch(rhs_tex, int(t + 2u)) : uvec4(0u);
+  uint x[12] = uint[12](x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w, x2.x, x2.y, x2.z, x2.w);
+  [[unroll]] for (uint j = 0u; j < 9u; ++j)
+    r[j] = j >= n ? 0u : o == 0u ? x[j] : o == 1u ? x[j + 1u] : o == 2u ? x[j + 2u] : x[j + 3u];
+#else
+  [[unroll]] for (uint j = 0u; j < 9u; ++j) r[j] = j < n ? rhs_word(w + j) : 0u;
+#endif
+}
+
 // `count` (<= 8) words of bytes from byte b on, any alignment, each word read once: an unaligned run
 // takes one word more, which still holds the run's last byte (so the read stays inside the blocks).
 void q_words(uint b, uint count, out uint w[8]) {
-  uint s = (b & 3u) * 8u, at = b >> 2, lo = q_word(at);
-  [[unroll]] for (uint j = 0u; j < 8u; ++j) {
-    if (j >= count) {
-      w[j] = 0u;
-      continue;
-    }
-    uint hi = j + 1u < count || s != 0u ? q_word(at + j + 1u) : 0u;
-    w[j] = s == 0u ? lo : (lo >> s) | (hi << (32u - s));
-    lo = hi;
-  }
+  uint s = (b & 3u) * 8u, r[9];
+  q_word_run(b >> 2, s == 0u ? count : count + 1u, r);
+  [[unroll]] for (uint j = 0u; j < 8u; ++j)
+    w[j] = j >= count ? 0u : s == 0u ? r[j] : (r[j] >> s) | (r[j + 1u] << (32u - s));
 }
 
 // A step's quant words (run and, q6_K, qh), read once for its 32 values.
