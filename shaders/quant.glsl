@@ -55,7 +55,7 @@ uvec2 q4k_scale_min(uint s, uint j) {
 
 // A step: 32 consecutive values at a multiple of 32, a block (q8_0, q4_0, mxfp4) or a 32-value
 // sub-block of a 256-value super-block (q4_K, q6_K). Within a step every format here decodes 4 values
-// from one 32-bit word of its quant bytes (and, q6_K, one of its high bits) with scales fixed for the
+// from one 32-bit word of its quant bytes (and, q6_K, one word of its high bits) with scales fixed for the
 // step. QStep is what a step's values need beside those words: read once per step by the block walk
 // (q_step_words, gmm.comp), or per 4 values by dequant4.
 struct QStep {
@@ -63,7 +63,7 @@ struct QStep {
   uint shift, hi_shift;  // the nibble (0: low, 4: high) of q4_K's and q6_K's run; q6_K's 2-bit field in qh
   float d, e;            // the scale; q4_K: the min; q6_K: the scale of the step's last 16 values
 };
-// Words per step of the quant run (word q % Q_RUN_WORDS holds values 4q .. 4q + 3).
+// Words per step of the quant run (word q % q_run_words holds values 4q .. 4q + 3).
 uint q_run_words(uint type) { return type == VKGMM_DT_Q4_0 || type == VKGMM_DT_MXFP4 ? 4u : 8u; }
 const uint Q_STEP = 32u;
 
