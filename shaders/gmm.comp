@@ -174,26 +174,43 @@ void main() {
       bcol[v] = min(col, pc.n - 4u);
       [[unroll]] for (uint c = 0; c < 4; ++c) bcol_t[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
     }
-    for (uint kk = 0; kk < pc.k; kk += 4) {
-      vec4 a[RM];
-      [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk);
-      vec4 b[4 * VNH];
-      if (TRANSPOSE_RHS) {
-        [[unroll]] for (uint v = 0; v < VNH; ++v)
-          [[unroll]] for (uint c = 0; c < 4; ++c) {
-            vec4 t = load4_rhs(bcol_t[4 * v + c] + kk);
-            [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VNH + v][c] = t[q];
-          }
-      } else {
-        [[unroll]] for (uint q = 0; q < 4; ++q)
-          [[unroll]] for (uint v = 0; v < VNH; ++v) b[q * VNH + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]);
-      }
-      [[unroll]] for (uint i = 0; i < RM; ++i)
-        [[unroll]] for (uint v = 0; v < VNH; ++v) {
-          vec4 c = acc4[i * VNH + v];
-          [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VNH + v], c);
-          acc4[i * VNH + v] = c;
+    // Block-format rhs [n, k] (blocks along K): K is walked a step of 32 values at a time, and each
+    // column's step (its scales, its quant words) is read once per step into registers and decoded 4
+    // values at a time from there (quant.glsl), instead of re-reading scale and words per 4 values.
+    const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
+    const uint KSTEP = WALK_STEPS ? Q_STEP : 4u;
+    for (uint k0 = 0; k0 < pc.k; k0 += KSTEP) {
+      QStep qs[4 * VNH];
+      uint qw[4 * VNH][8], qh[4 * VNH][8];
+      if (WALK_STEPS)
+        [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) {
+          qs[e] = q_step(RHS_TYPE, bcol_t[e] - pc.rhs_off + k0);
+          q_step_words(RHS_TYPE, qs[e], qw[e], qh[e]);
         }
+      [[unroll]] for (uint s = 0; s < KSTEP / 4; ++s) {
+        uint kk = k0 + 4 * s;
+        vec4 a[RM];
+        [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk);
+        vec4 b[4 * VNH];
+        if (TRANSPOSE_RHS) {
+          [[unroll]] for (uint v = 0; v < VNH; ++v)
+            [[unroll]] for (uint c = 0; c < 4; ++c) {
+              uint e = 4 * v + c;
+              vec4 t = WALK_STEPS ? q_step4(RHS_TYPE, qs[e], qw[e][s % q_run_words(RHS_TYPE)], qh[e][s], s)
+                                  : load4_rhs(bcol_t[e] + kk);
+              [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VNH + v][c] = t[q];
+            }
+        } else {
+          [[unroll]] for (uint q = 0; q < 4; ++q)
+            [[unroll]] for (uint v = 0; v < VNH; ++v) b[q * VNH + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]);
+        }
+        [[unroll]] for (uint i = 0; i < RM; ++i)
+          [[unroll]] for (uint v = 0; v < VNH; ++v) {
+            vec4 c = acc4[i * VNH + v];
+            [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VNH + v], c);
+            acc4[i * VNH + v] = c;
+          }
+      }
     }
     // Column j of half h is acc4 group h * VN + j / 4 (RN = 4 * VN): the same layout, h * RN + j.
     [[unroll]] for (uint i = 0; i < RM; ++i)

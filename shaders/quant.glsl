@@ -29,9 +29,11 @@ float q_half(uint b) {
   return unpackHalf2x16((b & 2u) != 0u ? w >> 16 : w).x;
 }
 vec4 q_unsigned(uint u) { return vec4(u & 0xffu, (u >> 8) & 0xffu, (u >> 16) & 0xffu, u >> 24); }
-vec4 q_signed(uint u) {
+// The signed `bits`-wide fields at bit `at` of each of u's four bytes.
+vec4 q_fields(uint u, uint at, int bits) {
   int v = int(u);
-  return vec4(bitfieldExtract(v, 0, 8), bitfieldExtract(v, 8, 8), bitfieldExtract(v, 16, 8), bitfieldExtract(v, 24, 8));
+  return vec4(bitfieldExtract(v, int(at), bits), bitfieldExtract(v, int(at) + 8, bits), bitfieldExtract(v, int(at) + 16, bits),
+              bitfieldExtract(v, int(at) + 24, bits));
 }
 // Nibbles of four bytes: the low ones (values j < B/2 of the 4-bit formats) or the high ones.
 uint q_nibbles(uint u, bool high) { return (high ? u >> 4 : u) & 0x0f0f0f0fu; }
@@ -51,36 +53,118 @@ uvec2 q4k_scale_min(uint s, uint j) {
   return uvec2((both & 15u) | ((q_byte(s + j - 4u) >> 6) << 4), (both >> 4) | ((q_byte(s + j) >> 6) << 4));
 }
 
-vec4 dequant4(uint type, uint i) {
+// A step: 32 consecutive values at a multiple of 32, a block (q8_0, q4_0, mxfp4) or a 32-value
+// sub-block of a 256-value super-block (q4_K, q6_K). Within a step every format here decodes 4 values
+// from one 32-bit word of its quant bytes (and, q6_K, one word of its high bits) with scales fixed for the
+// step. QStep is what a step's values need beside those words: read once per step by the block walk
+// (q_step_words, gmm.comp), or per 4 values by dequant4.
+struct QStep {
+  uint run, hi_run;      // byte offsets of the quant bytes (q6_K: ql) and of q6_K's qh bytes
+  uint shift, hi_shift;  // the nibble (0: low, 4: high) of q4_K's and q6_K's run; q6_K's 2-bit field in qh
+  float d, e;            // the scale; q4_K: the min; q6_K: the scale of the step's last 16 values
+};
+// Words per step of the quant run (word q % q_run_words holds values 4q .. 4q + 3).
+uint q_run_words(uint type) { return type == VKGMM_DT_Q4_0 || type == VKGMM_DT_MXFP4 ? 4u : 8u; }
+const uint Q_STEP = 32u;
+
+QStep q_step(uint type, uint i) {
+  QStep s;
+  s.hi_run = 0u;
+  s.shift = 0u;
+  s.hi_shift = 0u;
+  s.e = 0.0;
   if (type == VKGMM_DT_Q8_0) {  // {fp16 d; int8 q[32]}: d * q
     uint base = (i >> 5) * 34u;
-    return q_half(base) * q_signed(q_bytes4(base + 2u + (i & 31u)));
-  }
-  if (type == VKGMM_DT_Q4_0) {  // {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low first), d * (q - 8)
-    uint base = (i >> 5) * 18u, j = i & 31u;
-    return q_half(base) * (q_unsigned(q_nibbles(q_bytes4(base + 2u + (j & 15u)), j >= 16u)) - 8.0);
-  }
-  if (type == VKGMM_DT_MXFP4) {  // {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values times the scale
-    uint base = (i >> 5) * 17u, j = i & 31u;
-    uint u = q_nibbles(q_bytes4(base + 1u + (j & 15u)), j >= 16u);
-    vec4 v = vec4(Q_MXFP4_VALUES[u & 15u], Q_MXFP4_VALUES[(u >> 8) & 15u], Q_MXFP4_VALUES[(u >> 16) & 15u],
-                  Q_MXFP4_VALUES[u >> 24]);
-    return v * q_e8m0_half(q_byte(base));
-  }
-  if (type == VKGMM_DT_Q4_K) {
+    s.run = base + 2u;
+    s.d = q_half(base);
+  } else if (type == VKGMM_DT_Q4_0) {  // {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low first), d * (q - 8)
+    uint base = (i >> 5) * 18u;
+    s.run = base + 2u;
+    s.d = q_half(base);
+  } else if (type == VKGMM_DT_MXFP4) {  // {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values times the scale
+    uint base = (i >> 5) * 17u;
+    s.run = base + 1u;
+    s.d = q_e8m0_half(q_byte(base));
+  } else if (type == VKGMM_DT_Q4_K) {
     // {fp16 d, dmin; uint8 scales[12]; uint8 q[128]}: 64-value chunks c of 32 bytes, the low nibbles
     // first (sub-block 2c), then the high ones (2c + 1); value = d * scale * q - dmin * min.
-    uint base = (i >> 8) * 144u, r = i & 255u, c = r >> 6, high = (r >> 5) & 1u;
-    uvec2 sm = q4k_scale_min(base + 4u, 2u * c + high);
-    float d = q_half(base) * float(sm.x), m = q_half(base + 2u) * float(sm.y);
-    return d * q_unsigned(q_nibbles(q_bytes4(base + 16u + c * 32u + (r & 31u)), high != 0u)) - m;
+    uint base = (i >> 8) * 144u, sub = (i >> 5) & 7u;
+    uvec2 sm = q4k_scale_min(base + 4u, sub);
+    s.run = base + 16u + (sub >> 1) * 32u;
+    s.shift = (sub & 1u) * 4u;
+    s.d = q_half(base) * float(sm.x);
+    s.e = q_half(base + 2u) * float(sm.y);
+  } else {
+    // q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Halves h of 128 values; quarter qq of a
+    // half takes ql's low (qq < 2) or high nibbles of bytes l (+ 32 for odd qq) and qh's bits 2qq, 2qq + 1
+    // of byte l as bits 4, 5; value = d * scale[8h + l / 16 + 2qq] * (q - 32).
+    uint base = (i >> 8) * 210u, h = (i >> 7) & 1u, qq = (i >> 5) & 3u;
+    s.run = base + h * 64u + (qq & 1u) * 32u;
+    s.hi_run = base + 128u + h * 32u;
+    s.shift = qq >= 2u ? 4u : 0u;
+    s.hi_shift = 2u * qq;
+    uint sc = base + 192u + h * 8u + 2u * qq;
+    float d = q_half(base + 208u);
+    s.d = d * float(bitfieldExtract(int(q_byte(sc)), 0, 8));
+    s.e = d * float(bitfieldExtract(int(q_byte(sc + 1u)), 0, 8));
   }
-  // q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Halves h of 128 values; quarter qq of a half
-  // takes ql's low (qq < 2) or high nibbles of bytes l (+ 32 for odd qq) and qh's bits 2qq, 2qq + 1 of
-  // byte l as bits 4, 5; value = d * scale[8h + l / 16 + 2qq] * (q - 32).
-  uint base = (i >> 8) * 210u, r = i & 255u, h = r >> 7, qq = (r >> 5) & 3u, l = r & 31u;
-  uint low = q_nibbles(q_bytes4(base + h * 64u + (qq & 1u) * 32u + l), qq >= 2u);
-  uint top = (q_bytes4(base + 128u + h * 32u + l) >> (2u * qq)) & 0x03030303u;
-  float scale = float(bitfieldExtract(int(q_byte(base + 192u + h * 8u + (l >> 4) + 2u * qq)), 0, 8));
-  return (q_half(base + 208u) * scale) * (q_unsigned(low | (top << 4)) - 32.0);
+  return s;
+}
+
+// Values 4q .. 4q + 3 of step s (q < 8), from the run's word q % q_run_words and (q6_K) qh's word q.
+vec4 q_step4(uint type, QStep s, uint word, uint hi_word, uint q) {
+  if (type == VKGMM_DT_Q8_0) return s.d * q_fields(word, 0u, 8);
+  // q - 8 is the nibble with its top bit flipped read as a signed field (no subtraction per value).
+  if (type == VKGMM_DT_Q4_0) return s.d * q_fields(word ^ 0x88888888u, q >= 4u ? 4u : 0u, 4);
+  if (type == VKGMM_DT_MXFP4) {
+    uint u = q_nibbles(word, q >= 4u);
+    vec4 v = vec4(Q_MXFP4_VALUES[u & 15u], Q_MXFP4_VALUES[(u >> 8) & 15u], Q_MXFP4_VALUES[(u >> 16) & 15u],
+                  Q_MXFP4_VALUES[u >> 24]);
+    return v * s.d;
+  }
+  if (type == VKGMM_DT_Q4_K) return s.d * q_unsigned((word >> s.shift) & 0x0f0f0f0fu) - s.e;
+  // q6_K's q - 32 likewise: the 6-bit field with its top bit flipped, signed.
+  uint top = (hi_word >> s.hi_shift) & 0x03030303u;
+  return (q < 4u ? s.d : s.e) * q_fields((((word >> s.shift) & 0x0f0f0f0fu) | (top << 4)) ^ 0x20202020u, 0u, 6);
+}
+
+// n (<= 9) consecutive words from word w on (r[j] = q_word(w + j), 0 past n). The texel build fetches
+// each 4-word texel of the run once: a CPU driver's texel fetch costs about as much whichever of its
+// words is wanted, so q_word per word would fetch each texel up to four times.
+void q_word_run(uint w, uint n, out uint r[9]) {
+#ifdef VKGMM_TEXEL
+  uint a = pc.rhs_off + w, t = a >> 2, o = a & 3u;
+  uvec4 x0 = texelFetch(rhs_tex, int(t));
+  uvec4 x1 = o + n > 4u ? texelFetch(rhs_tex, int(t + 1u)) : uvec4(0u);
+  uvec4 x2 = o + n > 8u ? texelFetch(rhs_tex, int(t + 2u)) : uvec4(0u);
+  uint x[12] = uint[12](x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w, x2.x, x2.y, x2.z, x2.w);
+  [[unroll]] for (uint j = 0u; j < 9u; ++j)
+    r[j] = j >= n ? 0u : o == 0u ? x[j] : o == 1u ? x[j + 1u] : o == 2u ? x[j + 2u] : x[j + 3u];
+#else
+  [[unroll]] for (uint j = 0u; j < 9u; ++j) r[j] = j < n ? rhs_word(w + j) : 0u;
+#endif
+}
+
+// `count` (<= 8) words of bytes from byte b on, any alignment, each word read once: an unaligned run
+// takes one word more, which still holds the run's last byte (so the read stays inside the blocks).
+void q_words(uint b, uint count, out uint w[8]) {
+  uint s = (b & 3u) * 8u, r[9];
+  q_word_run(b >> 2, s == 0u ? count : count + 1u, r);
+  [[unroll]] for (uint j = 0u; j < 8u; ++j)
+    w[j] = j >= count ? 0u : s == 0u ? r[j] : (r[j] >> s) | (r[j + 1u] << (32u - s));
+}
+
+// A step's quant words (run and, q6_K, qh), read once for its 32 values.
+void q_step_words(uint type, QStep s, out uint w[8], out uint hi[8]) {
+  q_words(s.run, q_run_words(type), w);
+  if (type == VKGMM_DT_Q6_K) q_words(s.hi_run, 8u, hi);
+  else [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = 0u;
+}
+
+// Values i .. i+3 (i a multiple of 4) on their own: the step's scales and the one or two words they need.
+vec4 dequant4(uint type, uint i) {
+  QStep s = q_step(type, i & ~31u);
+  uint q = (i & 31u) >> 2;
+  uint word = q_bytes4(s.run + 4u * (q % q_run_words(type)));
+  return q_step4(type, s, word, type == VKGMM_DT_Q6_K ? q_bytes4(s.hi_run + 4u * q) : 0u, q);
 }

@@ -122,6 +122,45 @@ TEST_F(DeviceTest, QuantizedRhsThroughStorageBuffers) {
   for (auto& m : cx.take_validation_messages()) ADD_FAILURE() << m;
 }
 
+// Decode through GGUF's [n, k] rows on the direct schedule, which walks K a block at a time (each
+// column's block read once): T = 1 .. 8 tokens routed top-2 over E = 4 experts with about a quarter of
+// the slots dropped (-1), combined; k of one block (every T) and of five (T = 1, 8); n odd, over one
+// 128-column tile with five blocks; five blocks also under a forced 1024-column tiling (more columns
+// per invocation).
+TEST_F(DeviceTest, QuantizedDecodeWalksWholeBlocks) {
+  Context& cx = ctx(Schedule::direct);
+  for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
+    for (int64_t blocks : {1, 5})
+      for (int64_t T = 1; T <= 8; ++T)
+        for (bool wide : {false, true}) {
+          // Every T over one block; the ends of T over five and with the wide tile (the test's time).
+          if ((blocks > 1 || wide) && T != 1 && T != 8) continue;
+          if (wide && blocks == 1) continue;
+          SCOPED_TRACE(std::string(dtype_name(format)) + " blocks " + std::to_string(blocks) + " T " +
+                       std::to_string(T) + (wide ? " tiling 2,4,1024" : ""));
+          std::mt19937 rng(uint32_t(17 + T * 3 + blocks) + uint32_t(format));
+          const int64_t E = 4;
+          GmmProblem p;
+          p.m = T, p.k = blocks * int64_t(block_elements(format)), p.n = blocks == 1 ? 37 : 131;
+          p.transpose_rhs = true, p.rhs_type = format;
+          p.num_rhs_groups = E;
+          p.routing = {2, false, true, E};
+          if (wide) p.tiling.fixed = Tiling{2, 4, 1024};
+          std::vector<int32_t> ids;
+          for (int64_t t = 0; t < T; ++t) {
+            const int32_t first = int32_t(rng() % E);
+            ids.push_back(rng() % 4 == 0 ? -1 : first);
+            ids.push_back(rng() % 4 == 0 ? -1 : int32_t((first + 1 + rng() % (E - 1)) % E));
+          }
+          const auto weights = random_values(size_t(T * 2), DType::f32, rng);
+          const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+          const auto rhs = random_values(size_t(E * p.k * p.n), format, rng);
+          const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+          EXPECT_TRUE(all_close(run_gmm_routed(cx, p, lhs, rhs, ids, weights),
+                                reference::gmm_routed(p, lhs, rhs, ids, weights, {}, {}), tol.atol, tol.rtol));
+        }
+}
+
 // Adapter fine-tuning through frozen block-format weights: the backward computes d_lhs = d_out @ W (W read
 // in the layout the forward did not use: blocks along its rows' contiguous axis either way), no d_rhs;
 // with host and device group sizes.
