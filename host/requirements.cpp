@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cstring>
 
-namespace vkgmm {
+#include "device.hpp"
 
-namespace {
+namespace vkgmm {
 
 bool has_device_extension(VkPhysicalDevice pd, const char* name) {
   uint32_t n = 0;
@@ -15,6 +15,8 @@ bool has_device_extension(VkPhysicalDevice pd, const char* name) {
   vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data());
   return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
+
+namespace {
 
 bool has_compute_queue(VkPhysicalDevice pd) {
   uint32_t n = 0;

@@ -44,6 +44,8 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
   // m = 0 still writes every group's block (zeros or existing_out).
   // With the sizes on the device, record() builds the offsets there.
+  const uint64_t tiles_n = (p.n + shape.cols - 1) / shape.cols, tiles_k = (p.k + shape.rows - 1) / shape.rows;
+  core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups));
   if (p.device_group_sizes.count > 0)
     core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false});
   else
@@ -55,8 +57,8 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   push.num_groups = uint32_t(groups);
   push.group_offset = uint32_t(p.group_offset);
   core.set_push(push);
-  // Grid: (n blocks) x (k blocks) x (active groups).
-  core.set_grid((p.n + shape.cols - 1) / shape.cols, (p.k + shape.rows - 1) / shape.rows, groups);
+  // Grid: (n blocks) x (k blocks) x (active groups), or the persistent grid over those blocks.
+  core.set_grid(tiles_n, tiles_k, groups);
   core.set_shape(shape);
   Kernel& kn = core.kernel();
   kn.set(VKGMM_ID_TGMM_LHS_MK, p.lhs_mk);
