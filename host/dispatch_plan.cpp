@@ -133,15 +133,22 @@ void DispatchPlan::size_workspace() {
                                 : ": use a larger tm"));
 }
 
-bool DispatchPlan::choose_grid(Grid requested, uint64_t items) {
+bool DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations) {
   persistent_ = persistent_grid(name(), requested, options(), info()) && items <= UINT32_MAX;
+  if (persistent_ && info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    // Half of llvmpipe's 65535 (LP_MAX_TGSI_LOOP_ITERATIONS), for the items not dividing evenly.
+    constexpr uint64_t kLoopBudget = 65535 / 2;
+    persistent_min_workgroups_ = std::max<uint64_t>((loop_iterations + kLoopBudget - 1) / kLoopBudget, 1);
+    if (persistent_min_workgroups_ * 2 > items) persistent_ = false;
+  }
   return persistent_;
 }
 
 void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
   if (persistent_) {
     const uint64_t items = x * y * z;
-    x = std::min<uint64_t>({items, persistent_workgroups(options(), info()), info().max_workgroup_count[0]});
+    const uint64_t wanted = std::max<uint64_t>(persistent_workgroups(options(), info()), persistent_min_workgroups_);
+    x = std::min<uint64_t>({items, wanted, info().max_workgroup_count[0]});
     y = z = 1;
   }
   check_grid(name(), info(), x, y, z);

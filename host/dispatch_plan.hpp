@@ -90,8 +90,12 @@ class DispatchPlan {
   RoutingWords set_routing(const Routing& r);
   // Whether the kernel takes the persistent grid (Grid: the options', else `requested`, else automatic),
   // before set_device_metadata and set_grid; `items` is the op's work items, the per-item grid's
-  // workgroups (past 2^32 - 1 the shader's loop index would wrap: such a problem keeps that grid).
-  bool choose_grid(Grid requested, uint64_t items);
+  // workgroups (past 2^32 - 1 the shader's loop index would wrap: such a problem keeps that grid), and
+  // `loop_iterations` a bound on the loop iterations an invocation runs for all of them together.
+  // lavapipe (llvmpipe) silently ends every loop of an invocation once it has run 65535 iterations in
+  // all, whatever the loops: on CPU devices the persistent grid takes at least as many workgroups as
+  // keep each well inside that, and a problem needing about one per item keeps the per-item grid.
+  bool choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations);
   // With device metadata built with visits: the workspace word holding the count of real visits, which
   // the persistent grid loops up to (gmm's visit_count_off).
   uint32_t visit_count_word() const { return dispatch_word() + 3; }
@@ -170,6 +174,7 @@ class DispatchPlan {
   // The persistent grid (choose_grid): the kernel loops over the work items; with device metadata the
   // build packs the visits and writes their count, as for the indirect grid, and the dispatch is direct.
   bool persistent_ = false;
+  uint64_t persistent_min_workgroups_ = 1;  // the loop budget's floor on CPU devices (choose_grid)
   static constexpr uint32_t kDispatchWords = VKGMM_DISPATCH_WORDS;  // VkDispatchIndirectCommand {x, y, z}, R
 };
 

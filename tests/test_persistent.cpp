@@ -151,6 +151,33 @@ TEST(PersistentGrid, RoutedGmmGivesThePerVisitBits) {
   }
 }
 
+// lavapipe ends every loop of an invocation once it has run 65535 iterations in all: one workgroup
+// looping over every item of these (40 visits of 2047 scalar K steps; 4 groups of 70000 rows) would cross
+// that, so on a CPU device the persistent grid takes enough workgroups (or the per-item grid) instead.
+TEST(PersistentGrid, LongLoopsStayWithinTheDriversBudget) {
+  Context per_visit = grid_context(Grid::per_visit), one = grid_context(Grid::persistent, 1);
+  std::mt19937 rng(15);
+  GmmProblem p;
+  p.m = 640;
+  p.k = 2047;  // not a multiple of 4: scalar steps
+  p.n = 8;
+  p.group_sizes = {320, 320};
+  p.schedule = Schedule::direct;
+  p.tiling = TilingChoice::of(Tiling{16, 16, 8});
+  const auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  const auto rhs = random_values(2 * size_t(p.k) * p.n, DType::f32, rng);
+  EXPECT_TRUE(same_bits(run_gmm(one, p, lhs, rhs), run_gmm(per_visit, p, lhs, rhs)));
+  TgmmProblem t;
+  t.m = 280000;
+  t.k = t.n = 4;
+  t.group_sizes = {70000, 70000, 70000, 70000};
+  t.schedule = Schedule::direct;
+  const auto tl = random_values(size_t(t.k) * t.m, DType::f32, rng);
+  const auto tr = random_values(size_t(t.m) * t.n, DType::f32, rng);
+  EXPECT_TRUE(same_bits(run_tgmm(one, t, tl, tr), run_tgmm(per_visit, t, tl, tr)));
+  expect_no_validation_messages(one);
+}
+
 // The problem's grid is taken where the context forces none; a value that is no Grid is refused, named.
 TEST(PersistentGrid, ProblemGridAndItsRefusal) {
   Context automatic = grid_context(Grid::automatic);
