@@ -119,6 +119,7 @@ vkgmm::GmmProblem Instance::gmm_problem() const {
   p.lhs_type = p.out_type = work.dtype;
   p.rhs_type = work.rhs_type();
   p.transpose_rhs = work.transpose_rhs();
+  p.grid = grid_;
   return p;
 }
 
@@ -127,6 +128,7 @@ vkgmm::TgmmProblem Instance::tgmm_problem() const {
   p.m = work.m, p.k = work.k, p.n = work.n;
   p.group_sizes = work.group_sizes;
   p.lhs_type = p.rhs_type = p.out_type = work.dtype;
+  p.grid = grid_;
   return p;
 }
 
