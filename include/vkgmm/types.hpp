@@ -92,7 +92,8 @@ enum class DeviceGrid { automatic, indirect, upper_bound };
 // How an op's workgroups take its work items (gmm: a visit's n tile; tgmm: a group's output block).
 // per_visit: one workgroup per item. persistent: a fixed number of workgroups, about one per compute unit
 // (ContextOptions::persistent_workgroups), each looping over the items from its index by their count.
-// automatic: where it was measured faster (README, "The persistent grid"), else per_visit.
+// automatic: per_visit, the persistent grid having measured slower on lavapipe (README, "The persistent
+// grid"; no GPU measured).
 enum class Grid { automatic, per_visit, persistent };
 
 }  // namespace vkgmm

@@ -83,7 +83,7 @@ typedef enum vkgmm_device_grid {
 
 /* How an op's workgroups take its work items (vkgmm::Grid). */
 typedef enum vkgmm_grid {
-  VKGMM_GRID_AUTO = 0,       /* per-visit unless the persistent grid was measured faster (README) */
+  VKGMM_GRID_AUTO = 0,       /* per-visit: the persistent grid was measured slower (README) */
   VKGMM_GRID_PER_VISIT = 1,  /* one workgroup per work item */
   VKGMM_GRID_PERSISTENT = 2  /* a fixed count of workgroups (persistent_workgroups), each looping over items */
 } vkgmm_grid;
