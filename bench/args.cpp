@@ -15,7 +15,8 @@ const char kBenchUsage[] =
     "                   [--model NAME|all]... [--scale S] [--tokens T,T,...]\n"
     "                   [--rhs-format q8_0|q4_0|q4_K|q6_K|mxfp4]\n"
     "                   [--tiling TM,TK,TN|auto] [--metadata host|device|both] [--reps N] [--warmup N]\n"
-    "                   [--device-grid auto|indirect|bound|both] [--json] [--sweep-tiling]\n"
+    "                   [--device-grid auto|indirect|bound|both] [--grid auto|per_visit|persistent|both]\n"
+    "                   [--json] [--sweep-tiling]\n"
     "\n"
     "Checks each workload against the CPU reference (a wrong result is refused, exit 1, never timed), then\n"
     "times it: device time from timestamp queries, wall and host time per call, GFLOP/s, GB/s, percent of\n"
@@ -82,6 +83,11 @@ const char kBenchUsage[] =
     "                   timed on each alternately, each with a workspace of the bench's own (lent as an\n"
     "                   indirect buffer, and not: the library then takes the upper-bound grid), dev ms being\n"
     "                   the indirect grid's and ind/bnd its gpu ms over the upper-bound grid's\n"
+    "  --grid G         how the ops' workgroups take their work items: auto (the library's, default),\n"
+    "                   per_visit (one workgroup per visit and n tile), persistent (about one workgroup per\n"
+    "                   compute unit, each looping over them), or both: every timed path per visit and\n"
+    "                   persistent, alternately, pers/pv being the persistent grid's gpu ms over the\n"
+    "                   per-visit grid's (host path; dev pers/pv the device path's)\n"
     "  --reps N         timed calls per measurement (default: at least 5 and ~0.25 s of device time,\n"
     "                   at most 100; 3 with --sweep-tiling)\n"
     "  --warmup N       untimed calls before them (1)\n"
@@ -102,6 +108,16 @@ const char* grid_run_name(GridRun g) {
     case GridRun::indirect: return "indirect";
     case GridRun::bound: return "bound";
     case GridRun::both: return "both";
+  }
+  return "?";
+}
+
+const char* workgroup_grid_name(WorkgroupGrid g) {
+  switch (g) {
+    case WorkgroupGrid::automatic: return "auto";
+    case WorkgroupGrid::per_visit: return "per_visit";
+    case WorkgroupGrid::persistent: return "persistent";
+    case WorkgroupGrid::both: return "both";
   }
   return "?";
 }
@@ -142,7 +158,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     }
     const bool takes_value = a == "--model" || a == "--scale" || a == "--tokens" || a == "--preset" || a == "--presets" || a == "--top-k" || a == "--expert-shards" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
                              a == "--dist" || a == "--empty-groups" || a == "--op" || a == "--dtype" || a == "--rhs-format" ||
-                             a == "--tiling" || a == "--metadata" || a == "--device-grid" || a == "--reps" || a == "--warmup" || a == "--seed";
+                             a == "--tiling" || a == "--metadata" || a == "--device-grid" || a == "--grid" || a == "--reps" || a == "--warmup" || a == "--seed";
     if (!takes_value) {
       error = "unknown argument '" + a + "' (see vkgmm bench --help)";
       return 2;
@@ -242,6 +258,12 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       else if (v == "bound") opts.grid = GridRun::bound;
       else if (v == "both") opts.grid = GridRun::both;
       else return bad("must be auto, indirect, bound or both");
+    } else if (a == "--grid") {
+      if (v == "auto") opts.workgroups = WorkgroupGrid::automatic;
+      else if (v == "per_visit") opts.workgroups = WorkgroupGrid::per_visit;
+      else if (v == "persistent") opts.workgroups = WorkgroupGrid::persistent;
+      else if (v == "both") opts.workgroups = WorkgroupGrid::both;
+      else return bad("must be auto, per_visit, persistent or both");
     } else if (a == "--reps") {
       if (!(x = tool::parse_int(v, 1, 100000))) return bad("must be an integer in [1, 100000]");
       opts.reps = int(*x);
@@ -274,6 +296,10 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   }
   if (opts.grid == GridRun::both && opts.metadata == Metadata::host) {
     error = "--device-grid both times the device path: drop --metadata host";
+    return 2;
+  }
+  if (opts.workgroups == WorkgroupGrid::both && (opts.grid == GridRun::both || opts.sweep)) {
+    error = "--grid both times each path on both grids: drop --device-grid both and --sweep-tiling";
     return 2;
   }
   if (opts.sweep && !opts.reps_given) opts.reps = 3;

@@ -32,6 +32,11 @@ const char* grid_run_name(GridRun g);
 // layers and their CPU references are most of it.
 constexpr int64_t kDefaultModelScale = 8;
 
+// How the ops' workgroups take their work items (vkgmm::Grid, set on each problem): the library's choice,
+// one forced, or both timed alternately (every timed path per visit, then persistent).
+enum class WorkgroupGrid { automatic, per_visit, persistent, both };
+const char* workgroup_grid_name(WorkgroupGrid g);
+
 struct Options {
   std::vector<Workload> workloads;  // presets in the order given, then the custom one
   // --model: each model's layer at every --tokens count, after the workloads; --scale divides its sizes.
@@ -40,6 +45,7 @@ struct Options {
   TilingMode tiling_mode = TilingMode::library;
   Metadata metadata = Metadata::both;
   GridRun grid = GridRun::automatic;
+  WorkgroupGrid workgroups = WorkgroupGrid::automatic;  // --grid
   vkgmm::Tiling tiling;
   int reps = 5, warmup = 1;
   int64_t expert_shards = 0;  // --expert-shards: routed workloads' expert windows (0: as few as fit)

@@ -129,6 +129,15 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   Instance inst(ctx, w, tiling);
   r.metadata = metadata_name(o.metadata);
   r.grid = grid_run_name(o.grid);
+  r.workgroups = workgroup_grid_name(o.workgroups);
+  // --grid: every call below asks for that grid (both: per visit, the persistent twins added last).
+  const vkgmm::Grid base_grid = o.workgroups == WorkgroupGrid::persistent ? vkgmm::Grid::persistent
+                                : o.workgroups == WorkgroupGrid::automatic ? vkgmm::Grid::automatic
+                                                                            : vkgmm::Grid::per_visit;
+  if (base_grid != vkgmm::Grid::automatic) {
+    inst.use_grid(base_grid);
+    inst.plan(tiling);
+  }
   r.tiling = inst.tiling_text();
   const std::vector<Output> want = reference_for(inst);
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
@@ -168,6 +177,25 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
       }
     }
   }
+  const size_t per_visit_calls = calls.size();
+  if (o.workgroups == WorkgroupGrid::both) {
+    // Each path again on the persistent grid, checked before it is timed; the per-visit calls re-plan
+    // with their grid, so the two kinds alternate.
+    for (size_t i = 0; i < per_visit_calls; ++i) {
+      const std::function<void()> prepare = calls[i].prepare;
+      calls[i].prepare = [&inst, prepare] {
+        inst.use_grid(vkgmm::Grid::per_visit);
+        prepare();
+      };
+      calls.push_back({[&inst, prepare] {
+                         inst.use_grid(vkgmm::Grid::persistent);
+                         prepare();
+                       },
+                       record});
+      calls.back().prepare();
+      check_or_refuse(timer, inst, want, "persistent grid, tiling " + inst.tiling_text());
+    }
+  }
   const int reps = reps_for(o, timer.run_ms(record));
   r.reps = reps;
   progress("[%s] matches the reference; timing %d reps after %d warmup (group sizes: %s)", name, reps, o.warmup,
@@ -177,8 +205,15 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   // The host path's, the device path's (its indirect grid's with both), the upper-bound grid's.
   const bool device_only = o.metadata == Metadata::device;
   r.time = summarize(s.front());
-  if (!device_only && s.size() >= 2) r.device = summarize(s[1]);
+  if (!device_only && per_visit_calls >= 2) r.device = summarize(s[1]);
   if (o.grid == GridRun::both) r.bound_ms = median(s.back().gpu_ms);
+  if (o.workgroups == WorkgroupGrid::both) {
+    // The persistent twins, in the order of the per-visit calls: the host path's (unless device only),
+    // then the device path's.
+    r.persistent_ms = median(s[per_visit_calls].gpu_ms);
+    if (!device_only && per_visit_calls >= 2) r.device_persistent_ms = median(s[per_visit_calls + 1].gpu_ms);
+    inst.use_grid(base_grid);
+  }
   inst.use_workspace(Instance::Workspace::plans_own);
   // App-owned buffers: the host path's call on copies of the operands in VkBuffers of the bench's own,
   // lent with Context::borrow_buffer, against the same call on vkgmm's buffers, alternately.

@@ -55,6 +55,17 @@ std::optional<double> grid_ratio(const Result& r) {
   return indirect > 0 && *r.bound_ms > 0 ? std::optional<double>(indirect / *r.bound_ms) : std::nullopt;
 }
 
+// --grid both: the persistent grid's gpu ms over the per-visit grid's, on the host path (the timed one)
+// and the device path (below 1: the persistent grid is faster).
+std::optional<double> persistent_ratio(const Result& r) {
+  if (!r.persistent_ms) return std::nullopt;
+  return ratio(*r.persistent_ms, r.time.gpu_ms_median);
+}
+std::optional<double> device_persistent_ratio(const Result& r) {
+  if (!r.device_persistent_ms || !r.device) return std::nullopt;
+  return ratio(*r.device_persistent_ms, r.device->gpu_ms_median);
+}
+
 // The fields of a workload routed by ids (none for the others).
 std::string routed_fields(const Result& r) {
   const Workload& w = r.work;
@@ -302,20 +313,22 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
   }
   if (!results.empty() && results.front().metadata == "device")
     std::fprintf(f, "--metadata device: the times are the device path's (group sizes in a device buffer)\n\n");
-  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8s %7s %6s %6s %7s %7s %7s\n",
+  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %7s %7s %8s %7s %6s %6s %7s %7s %7s\n",
                "workload", "op", "m", "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
-               "dev ms", "dev/host", "ind/bnd", "app/own", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
+               "dev ms", "dev/host", "ind/bnd", "pers/pv", "dev p/pv", "app/own", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
   for (const Result& r : results) {
     const Workload& w = r.work;
     const Times& t = r.time;
     std::fprintf(f,
-                 "%-12s %-8s %5lld %5lld %5lld %4lld %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %8.2f %7.2f %5.1f%% %5.1f%% "
+                 "%-12s %-8s %5lld %5lld %5lld %4lld %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %7s %7s %8.2f %7.2f %5.1f%% "
+                 "%5.1f%% "
                  "%7s %7s %7s\n",
                  w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
                  dtype_label(w).c_str(), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
                  r.device ? ms_text(r.device->gpu_ms_median).c_str() : "-", fixed(device_ratio(r), 3).c_str(),
-                 fixed(grid_ratio(r), 3).c_str(), fixed(r.app_ratio, 3).c_str(),
+                 fixed(grid_ratio(r), 3).c_str(), fixed(persistent_ratio(r), 3).c_str(),
+                 fixed(device_persistent_ratio(r), 3).c_str(), fixed(r.app_ratio, 3).c_str(),
                  r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
                  fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, t.gpu_ms_median), 2).c_str(),
                  fixed(ratio(r.openblas_ms, t.gpu_ms_median), 2).c_str());
@@ -328,6 +341,8 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
                "host path's; dev/host: its gpu ms over the host path's (above 1: the device path costs more).\n"
                "ind/bnd (--device-grid both): the device path's gpu ms on the indirect grid over the upper-bound\n"
                "grid's, timed alternately (below 1: vkCmdDispatchIndirect is faster).\n"
+               "pers/pv, dev p/pv (--grid both): the host path's and the device path's gpu ms on the persistent grid\n"
+               "over the per-visit grid's (gpu ms, dev ms), timed alternately (below 1: the persistent grid is faster).\n"
                "app/own: the host path's call on app-owned VkBuffers lent with borrow_buffer over the same call on\n"
                "vkgmm's own buffers, timed alternately (above 1: the app's buffers cost more). GB/s:\n"
                "bytes of the inputs and outputs over gpu ms; %%copy: that over the copy bandwidth. %%ceil: GFLOP/s\n"
@@ -383,7 +398,11 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"device_host_ms_median\": " + json_number(dev(&Times::host_ms_median)) +
          ", \"device_ratio\": " + json_number(device_ratio(r)) + ", \"device_grid\": " + json_string(r.grid) +
          ", \"bound_gpu_ms_median\": " + json_number(r.bound_ms) +
-         ", \"indirect_over_bound\": " + json_number(grid_ratio(r)) +
+         ", \"indirect_over_bound\": " + json_number(grid_ratio(r)) + ", \"grid\": " + json_string(r.workgroups) +
+         ", \"persistent_gpu_ms_median\": " + json_number(r.persistent_ms) +
+         ", \"persistent_over_per_visit\": " + json_number(persistent_ratio(r)) +
+         ", \"device_persistent_gpu_ms_median\": " + json_number(r.device_persistent_ms) +
+         ", \"device_persistent_over_per_visit\": " + json_number(device_persistent_ratio(r)) +
          ", \"app_buffers_gpu_ms_median\": " + json_number(r.app_ms) +
          ", \"app_buffers_ratio\": " + json_number(r.app_ratio) + ", \"gflops\": " + json_number(r.gflops) +
          ", \"gbps\": " + json_number(r.gbps) + ", \"flop\": " + json_count(result_flops(r)) +

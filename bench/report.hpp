@@ -36,6 +36,10 @@ struct Result {
   // is the indirect grid's and bound_ms the upper-bound grid's gpu ms median, timed alternately.
   std::string grid = "auto";
   std::optional<double> bound_ms;
+  // --grid: auto, per_visit, persistent or both; with both, `time` and `device` are the per-visit grid's
+  // and these the persistent grid's gpu ms medians (host path, device path), timed alternately with them.
+  std::string workgroups = "auto";
+  std::optional<double> persistent_ms, device_persistent_ms;
   // Baseline times per call (ms); absent when the baseline did not run. Ratios are these over
   // gpu_ms_median: above 1, vkgmm is faster.
   std::optional<double> naive_ms, openblas_ms;

@@ -114,8 +114,17 @@ Instance::Instance(vkgmm::Context& context, const Workload& w, const vkgmm::Tili
   buf_status.upload(&zero, 4);
 }
 
-vkgmm::GmmProblem Instance::gmm_problem() const { return bench::gmm_problem(work); }
-vkgmm::TgmmProblem Instance::tgmm_problem() const { return bench::tgmm_problem(work); }
+vkgmm::GmmProblem Instance::gmm_problem() const {
+  vkgmm::GmmProblem p = bench::gmm_problem(work);
+  p.grid = grid_;
+  return p;
+}
+
+vkgmm::TgmmProblem Instance::tgmm_problem() const {
+  vkgmm::TgmmProblem p = bench::tgmm_problem(work);
+  p.grid = grid_;
+  return p;
+}
 
 namespace {
 

@@ -59,6 +59,8 @@ class Instance {
   enum class Workspace { plans_own, indirect, not_indirect };
   void make_workspaces();
   void use_workspace(Workspace w) { workspace_ = w; }
+  // The grid the next plan() asks for (vkgmm::Grid; the context may force one).
+  void use_grid(vkgmm::Grid g) { grid_ = g; }
   std::vector<Output> download() const;
 
   // The problem as the forward gmm (gmm and backward) or tgmm sees it, without a tiling.
@@ -81,6 +83,7 @@ class Instance {
   bool app_mode_ = false;
   std::shared_ptr<AppCopy> workspaces_[2];  // lent as an indirect buffer, and not
   Workspace workspace_ = Workspace::plans_own;
+  vkgmm::Grid grid_ = vkgmm::Grid::automatic;
   // A host-visible VkBuffer of the bench's own, lent to vkgmm with `usage` (texel / indirect bits).
   std::shared_ptr<AppCopy> app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage) const;
   vkgmm::BufferView workspace_view() const;

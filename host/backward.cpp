@@ -46,6 +46,7 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
   p.out_type = f.rhs_type;
   p.tiling = f.tiling;
   p.schedule = f.schedule;
+  p.grid = f.grid;
   return p;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "texel_views.hpp"
@@ -47,6 +48,31 @@ void check_vk(VkResult r, const char* what) {
   throw Error(Status::vulkan_error, msg);
 }
 
+namespace {
+
+// Workgroups the device runs at once, about (DeviceInfo::compute_units). Vulkan has no core count: a CPU
+// device's threads are the host's (lavapipe starts one per CPU); two vendors' extensions give a GPU's.
+uint32_t query_compute_units(VkPhysicalDevice physical, VkPhysicalDeviceType type) {
+  if (type == VK_PHYSICAL_DEVICE_TYPE_CPU) return std::max(1u, std::thread::hardware_concurrency());
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  if (has_device_extension(physical, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCorePropertiesAMD amd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    props.pNext = &amd;
+    vkGetPhysicalDeviceProperties2(physical, &props);
+    const uint32_t cus = amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
+    if (cus) return cus;
+  }
+  if (has_device_extension(physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    props.pNext = &nv;
+    vkGetPhysicalDeviceProperties2(physical, &props);
+    if (nv.shaderSMCount) return nv.shaderSMCount;
+  }
+  return 64;
+}
+
+}  // namespace
+
 void Device::query() {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -77,6 +103,7 @@ void Device::query() {
   info.timestamps = queue_family < nf && fams[queue_family].timestampValidBits > 0 &&
                     lim.timestampComputeAndGraphics;
   info.timestamp_period_ns = lim.timestampPeriod;
+  info.compute_units = query_compute_units(physical, info.type);
 
   PFN_vkGetDeviceProcAddr get_device_proc_addr = vkGetDeviceProcAddr;
   if (app_get_instance_proc_addr) {

@@ -13,6 +13,8 @@ namespace vkgmm {
 void check_vk(VkResult r, const char* what);
 bool has_device_extension(VkPhysicalDevice pd, const char* name);
 const char* vk_result_name(VkResult r);
+// Whether the physical device offers the extension (host/requirements.cpp).
+bool has_device_extension(VkPhysicalDevice pd, const char* name);
 
 struct Device {
   bool owns = false;  // vkgmm made the instance and device, and destroys them

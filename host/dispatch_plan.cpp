@@ -67,6 +67,7 @@ void DispatchPlan::set_shape(const KernelShape& shape) {
   // With a combine, existing_out is the combine's to add.
   kernel_.set(VKGMM_ID_OUT_TYPE, uint32_t(kernel_out_type()));
   kernel_.set(VKGMM_ID_HAS_EXISTING, has_existing_ && !combines());
+  kernel_.set(VKGMM_ID_PERSISTENT, persistent_);
 }
 
 void DispatchPlan::set_bias(uint64_t count) {
@@ -97,8 +98,9 @@ void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
 
 void DispatchPlan::set_device_metadata(const DeviceMetadata& d) {
   device_meta_ = d;
-  // gmm's list may run on the indirect grid (options; record() may still fall back per workspace).
-  indirect_ = d.visits && device_grid(options(), info()) == DeviceGrid::indirect;
+  // gmm's list may run on the indirect grid (options; record() may still fall back per workspace); the
+  // persistent grid's dispatch is direct.
+  indirect_ = d.visits && !persistent_ && device_grid(options(), info()) == DeviceGrid::indirect;
   size_workspace();
 }
 
@@ -132,7 +134,24 @@ void DispatchPlan::size_workspace() {
                                 : ": use a larger tm"));
 }
 
+bool DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations) {
+  persistent_ = persistent_grid(name(), requested, options(), info()) && items <= UINT32_MAX;
+  if (persistent_ && info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    // Half of llvmpipe's 65535 (LP_MAX_TGSI_LOOP_ITERATIONS), for the items not dividing evenly.
+    constexpr uint64_t kLoopBudget = 65535 / 2;
+    persistent_min_workgroups_ = std::max<uint64_t>((loop_iterations + kLoopBudget - 1) / kLoopBudget, 1);
+    if (persistent_min_workgroups_ * 2 > items) persistent_ = false;
+  }
+  return persistent_;
+}
+
 void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
+  if (persistent_) {
+    const uint64_t items = x * y * z;
+    const uint64_t wanted = std::max<uint64_t>(persistent_workgroups(options(), info()), persistent_min_workgroups_);
+    x = std::min<uint64_t>({items, wanted, info().max_workgroup_count[0]});
+    y = z = 1;
+  }
   check_grid(name(), info(), x, y, z);
   grid_[0] = static_cast<uint32_t>(x);
   grid_[1] = static_cast<uint32_t>(y);
@@ -374,8 +393,14 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   // vkgmm's own buffers can; an app's only when lent with indirect_usage; an unregistered VkBuffer's
   // usage cannot be seen, so it gets the upper-bound grid.
   const std::optional<OwnBuffer> own = ctx_->buffers.find(work.buffer);
-  if (indirect_ && dispatches() && own && own->indirect) {
-    b.meta_push.dispatch_off = d.num_groups + 1 + 2 * d.max_visits;
+  if (persistent_ && d.visits && dispatches()) {
+    // The visits packed first and their count after the (unused) command, in any workspace: the
+    // persistent grid's workgroups loop up to that count.
+    b.meta_push.dispatch_off = dispatch_word();
+    b.meta_push.grid_x = grid_[0];
+    b.meta_push.grid_y = grid_[1];
+  } else if (indirect_ && dispatches() && own && own->indirect) {
+    b.meta_push.dispatch_off = dispatch_word();
     b.meta_push.grid_x = grid_[0];
     b.meta_push.grid_y = grid_[1];  // min(max_visits, maxComputeWorkGroupCount[1])
     b.indirect_buffer = work.buffer;

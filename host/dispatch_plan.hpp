@@ -89,7 +89,19 @@ class DispatchPlan {
     uint32_t map = 0, weight_rows = 0;
   };
   RoutingWords set_routing(const Routing& r);
-  // The workgroup grid (checked against the device's limits); never set: nothing to dispatch.
+  // Whether the kernel takes the persistent grid (Grid: the options', else `requested`, else automatic),
+  // before set_device_metadata and set_grid; `items` is the op's work items, the per-item grid's
+  // workgroups (past 2^32 - 1 the shader's loop index would wrap: such a problem keeps that grid), and
+  // `loop_iterations` a bound on the loop iterations an invocation runs for all of them together.
+  // lavapipe (llvmpipe) silently ends every loop of an invocation once it has run 65535 iterations in
+  // all, whatever the loops: on CPU devices the persistent grid takes at least as many workgroups as
+  // keep each well inside that, and a problem needing about one per item keeps the per-item grid.
+  bool choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations);
+  // With device metadata built with visits: the workspace word holding the count of real visits, which
+  // the persistent grid loops up to (gmm's visit_count_off).
+  uint32_t visit_count_word() const { return dispatch_word() + 3; }
+  // The per-item workgroup grid (checked against the device's limits), or on the persistent grid its
+  // fixed count of workgroups, at most one per item; never set: nothing to dispatch.
   void set_grid(uint64_t x, uint64_t y, uint64_t z);
   // The op's push constants, a struct from shaders/interface.h whose operand offsets the core fills in
   // at record time.
@@ -123,6 +135,8 @@ class DispatchPlan {
   // The routing prologue's ids and weights and its push constants, into b's metadata build.
   void bind_routing(const OperandViews& ops, Bound& b) const;
   bool dispatches() const { return grid_[0] != 0; }
+  // Where the metadata build writes the indirect grid's command, then the visit count (kDispatchWords).
+  uint32_t dispatch_word() const { return device_meta_->num_groups + 1 + 2 * device_meta_->max_visits; }
   bool combines() const { return routing_ && routing_->combine; }
   // The combine's workgroups along the columns: one per 64, at most the device's limit (the shader
   // strides over the rest).
@@ -160,9 +174,14 @@ class DispatchPlan {
   std::vector<uint32_t> meta_constants() const;     // the metadata build's specialization constants
   std::vector<uint32_t> combine_constants() const;  // the combine's
   // The plan takes the indirect grid (gmm's visit list, ContextOptions::device_grid), where its workspace
-  // allows; the workspace holds the command's kDispatchWords after the visit list either way.
+  // allows; the workspace holds the command and the visit count (kDispatchWords) after the visit list
+  // either way.
   bool indirect_ = false;
-  static constexpr uint32_t kDispatchWords = 3;  // VkDispatchIndirectCommand {x, y, z}
+  // The persistent grid (choose_grid): the kernel loops over the work items; with device metadata the
+  // build packs the visits and writes their count, as for the indirect grid, and the dispatch is direct.
+  bool persistent_ = false;
+  uint64_t persistent_min_workgroups_ = 1;  // the loop budget's floor on CPU devices (choose_grid)
+  static constexpr uint32_t kDispatchWords = VKGMM_DISPATCH_WORDS;  // VkDispatchIndirectCommand {x, y, z}, R
 };
 
 // The views of any op's operand struct (they all hold lhs, rhs, out and existing_out).

@@ -95,14 +95,21 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   // m tile was not sized for) cannot multiply the visits.
   push.fill_rows = static_cast<uint32_t>(tm * ((256 + tm - 1) / tm));
   push.visits_off = static_cast<uint32_t>(G + 1);
+  const uint64_t tiles_n = (out_n + shape.cols - 1) / shape.cols;
+  // An item's loops: its K steps, or a fill visit's row tiles; and the persistent loop's own iteration.
+  const uint64_t item_loops =
+      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, vec4), push.fill_rows / tm) + 1;
   if (on_device) {
     // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
     // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows
     // fill visits (fill_rows >= tm), so fewer than m / tm + G_local + 2 visits in all.
     st->num_tiles = -1;
     push.num_visits = rows > 0 ? static_cast<uint32_t>((rows + tm - 1) / tm + g_local + 2) : 0;
+    const bool persistent = core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops);
     core.set_device_metadata({uint32_t(G), uint32_t(group_offset), uint32_t(g_local), uint32_t(rows),
                               uint32_t(tm), push.fill_rows, push.num_visits, true});
+    // The persistent grid loops over the real visits only, their count read where the build wrote it.
+    if (persistent) push.visit_count_off = core.visit_count_word();
     if (routed) {
       const DispatchPlan::RoutingWords words =
           core.set_routing({uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset), uint32_t(g_local),
@@ -117,6 +124,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     st->num_tiles = md.num_tiles;
     const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, g_local, push.fill_rows);
     push.num_visits = static_cast<uint32_t>(visits.groups.size());
+    core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops);
     std::vector<int32_t> meta = md.group_offsets;
     meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
     meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
@@ -124,9 +132,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   }
   if (rows > 0) {
     core.set_push(push);
-    // Grid: (n tiles) x (visits), the visits spread over y and z beyond y's limit.
+    // Grid: (n tiles) x (visits), the visits spread over y and z beyond y's limit (or the persistent grid).
     const uint64_t y = std::min<uint64_t>(push.num_visits, info.max_workgroup_count[1]);
-    core.set_grid((out_n + shape.cols - 1) / shape.cols, y, (push.num_visits + y - 1) / y);
+    core.set_grid(tiles_n, y, (push.num_visits + y - 1) / y);
     core.set_shape(shape);
     Kernel& kn = core.kernel();
     kn.set(VKGMM_ID_GMM_TRANSPOSE_RHS, p.transpose_rhs);

@@ -128,6 +128,7 @@ inline constexpr SpecConstant kCommonConstants[] = {
     {VKGMM_ID_SHARED_A, "SHARED_A"},
     {VKGMM_ID_SHARED_B, "SHARED_B"},
     {VKGMM_ID_VEC4, "VEC4"},
+    {VKGMM_ID_PERSISTENT, "PERSISTENT"},
 };
 inline constexpr SpecConstant kGmmConstants[] = {
     {VKGMM_ID_BLOCK_ROWS, "TM"},

@@ -16,6 +16,8 @@ struct ResolvedOptions {
   bool vec4_loads = true;                   // the direct schedule's 4-element loads where shapes allow
   bool texel_loads = true;                  // inputs through texel views where the device allows
   DeviceGrid device_grid = DeviceGrid::automatic;  // gmm's grid with device group sizes
+  Grid grid = Grid::automatic;              // per_visit / persistent: forced on every plan of the context
+  uint32_t persistent_workgroups = 0;       // 0: the device's compute units
   double timeout_s = 600;                   // every wait on the device
   std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
@@ -25,7 +27,7 @@ struct ResolvedOptions {
 
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
-// $VKGMM_DEVICE_GRID, $VKGMM_TIMEOUT_S. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
+// $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
 // an option out of range (a schedule that is no Schedule, a timeout that is not positive).
 using EnvLookup = const char* (*)(const char*);
 ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);
@@ -35,5 +37,12 @@ ContextOptions to_public(const ResolvedOptions& o);
 
 // The grid a plan takes with device group sizes: the option, automatic resolved for the device.
 DeviceGrid device_grid(const ResolvedOptions& o, const DeviceInfo& info);
+
+// Whether an op's plan takes the persistent grid: the context's forced grid, else the problem's, else
+// the automatic choice for the device. Throws Error(invalid_argument), naming op's grid, on a value
+// that is no Grid.
+bool persistent_grid(const char* op, Grid requested, const ResolvedOptions& o, const DeviceInfo& info);
+// The persistent grid's workgroup count: the option, else the device's compute units (at least 1).
+uint32_t persistent_workgroups(const ResolvedOptions& o, const DeviceInfo& info);
 
 }  // namespace vkgmm

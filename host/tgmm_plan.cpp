@@ -45,6 +45,12 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
   // m = 0 still writes every group's block (zeros or existing_out).
   // With the sizes on the device, record() builds the offsets there.
+  const uint64_t tiles_n = (p.n + shape.cols - 1) / shape.cols, tiles_k = (p.k + shape.rows - 1) / shape.rows;
+  // Each block position walks every group's rows: all m of them, plus each group's partial last step
+  // (at most 32 rows' worth of iterations with the direct schedule's peeled rows), plus the loop itself.
+  const uint64_t pad = std::max<uint64_t>(shape.step, 32);
+  const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + uint64_t(groups) * pad, 1, vec4) + groups;
+  core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups), tiles_n * tiles_k * loops);
   if (p.device_group_sizes.count > 0)
     core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false});
   else
@@ -56,8 +62,8 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   push.num_groups = uint32_t(groups);
   push.group_offset = uint32_t(p.group_offset);
   core.set_push(push);
-  // Grid: (n blocks) x (k blocks) x (active groups).
-  core.set_grid((p.n + shape.cols - 1) / shape.cols, (p.k + shape.rows - 1) / shape.rows, groups);
+  // Grid: (n blocks) x (k blocks) x (active groups), or the persistent grid over those blocks.
+  core.set_grid(tiles_n, tiles_k, groups);
   core.set_shape(shape);
   Kernel& kn = core.kernel();
   kn.set(VKGMM_ID_TGMM_LHS_MK, p.lhs_mk);

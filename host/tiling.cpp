@@ -47,6 +47,14 @@ Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule f
   return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? Schedule::direct : Schedule::shared;
 }
 
+uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_t halves, bool vec4) {
+  auto up = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
+  if (!s.use_shared) return vec4 ? up(along, 4) + 8 : along + 1;
+  const uint64_t inv = s.invocations();
+  const uint64_t per_step = up(uint64_t(s.rows) * s.step, inv) + up(uint64_t(s.step) * s.cols * halves, inv) + s.step + 1;
+  return up(along, s.step) * per_step;
+}
+
 int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead) {
   int64_t best_tm = largest, best_cost = INT64_MAX;
   for (int64_t tm = smallest; tm <= largest; tm *= 2) {

@@ -1,7 +1,8 @@
 #version 450
 // gmm: out[m, n], each active group's rows of lhs[m, k] times its rhs[g] ([k, n], or [n, k] transposed).
 //
-// The grid is (n tiles) x (visits). A visit is a (group, first row) pair from the host's metadata
+// The grid is (n tiles) x (visits), or with PERSISTENT a fixed number of workgroups looping over those
+// (visit, n tile) work items. A visit is a (group, first row) pair from the host's metadata
 // (make_gmm_visits): TM rows from the group's first row on, storing only rows of that group. Visits with
 // group -1 fill the rows outside the active groups with existing_out or zero, so every output element is
 // written exactly once by one dispatch.
@@ -40,6 +41,8 @@ layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TK * TN whe
 // 4 adjacent columns, lanes side by side), or along K when transposed. Reuse per load is 4x the scalar
 // direct schedule's.
 layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
+// The persistent grid (interface.h): main() loops over the work items instead of running one.
+layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
 // Routing by expert ids and the fused epilogue (interface.h, VKGMM_GMM_PUSH): rows gathered and scattered
 // through the row map, weighted, biased, and SwiGLU over [gate | up] product columns. With SWIGLU every
 // invocation holds its RN output columns twice, NH = 2 halves of accumulators: the gate's and the up
@@ -131,15 +134,15 @@ float epilogue(float v, float u, uint g_local, uint col, uint r) {
   return v;
 }
 
-void main() {
-  // Visits past 65535 are folded into the z dimension of the grid.
-  uint visit = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
+// One work item: n tile n_tile of visit `visit` (the workgroup's whole job on the per-visit grid). Its
+// barriers stay in uniform control flow: both arguments are the same for the whole workgroup.
+void run_visit(uint visit, uint n_tile) {
   if (visit >= pc.num_visits) return;
   int group = meta[pc.visits_off + visit];
   // Visit lists built on the device are padded to the plan's bound with VKGMM_NO_VISIT entries.
   if (group < VKGMM_FILL_VISIT) return;
   uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]);
-  uint n0 = gl_WorkGroupID.x * TN;  // the tile's first output column
+  uint n0 = n_tile * TN;  // the tile's first output column
   uint lid = gl_LocalInvocationIndex;
   uint tx = lid % TX, ty = lid / TX;
 
@@ -277,4 +280,17 @@ void main() {
       store_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
     }
   }
+}
+
+void main() {
+  if (!PERSISTENT) {
+    // Visits past 65535 are folded into the z dimension of the grid.
+    run_visit(gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y, gl_WorkGroupID.x);
+    return;
+  }
+  // Work item w is n tile w % tiles_n of visit w / tiles_n (the host keeps visits * tiles_n < 2^32). A list
+  // built on the device holds its real visits first and their count: never more than its slots are read.
+  const uint tiles_n = (pc.out_n + TN - 1u) / TN;
+  const uint visits = pc.visit_count_off == 0u ? pc.num_visits : min(uint(meta[pc.visit_count_off]), pc.num_visits);
+  for (uint w = gl_WorkGroupID.x; w < visits * tiles_n; w += gl_NumWorkGroups.x) run_visit(w / tiles_n, w % tiles_n);
 }

@@ -50,6 +50,10 @@
 #define VKGMM_ID_SHARED_A 13     // shared array lengths (1 when unused)
 #define VKGMM_ID_SHARED_B 14
 #define VKGMM_ID_VEC4 15         // the direct schedule's 4-element loads (see each shader)
+// The persistent grid (ContextOptions::grid): a fixed number of workgroups, each looping over the op's
+// work items (gmm: (visit, n tile); tgmm: (group, k block, n block)) from its index, stepping by their
+// count; else one workgroup per work item.
+#define VKGMM_ID_PERSISTENT 30
 // Per op, from 16 on.
 #define VKGMM_ID_GMM_TRANSPOSE_RHS 16
 #define VKGMM_ID_GMM_ROUTED 17     // rows are slots routed by expert ids: gather lhs, scatter out (map_off)
@@ -89,7 +93,10 @@
 // lhs per slot), its out row the slot; with WEIGHTED its weight is meta[weight_off + r] (float bits).
 #define VKGMM_GMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
   F(uint, m) F(uint, k) F(uint, n) F(uint, num_visits) F(uint, group_offset) F(uint, visits_off) \
-  F(uint, fill_rows) F(uint, out_n) F(uint, lhs_div) F(uint, map_off) F(uint, weight_off)
+  F(uint, fill_rows) F(uint, out_n) F(uint, lhs_div) F(uint, map_off) F(uint, weight_off) \
+  F(uint, visit_count_off)
+// visit_count_off (PERSISTENT only): 0, num_visits visits; else the count of real visits is
+// meta[visit_count_off], written by the device's metadata build and taken at most num_visits.
 // A visit's group: an active group's index, or one of these.
 #define VKGMM_FILL_VISIT (-1)  // rows outside the active groups: existing_out or 0
 #define VKGMM_NO_VISIT (-2)    // padding of a list built on the device: the workgroup exits
@@ -119,9 +126,12 @@
 //   over the max_visits slots and the surplus workgroups exit at once;
 // - else the indirect grid: the R real visits fill slots [0, R), and the build writes the
 //   VkDispatchIndirectCommand {grid_x, y, z} at word dispatch_off of the workspace (y = min(R, grid_y),
-//   z = ceil(R / y); R = 0: a dispatch of no workgroups), which vkCmdDispatchIndirect reads.
+//   z = ceil(R / y); R = 0: a dispatch of no workgroups), which vkCmdDispatchIndirect reads, and R itself
+//   after it (VKGMM_DISPATCH_WORDS in all), which the persistent grid's workgroups loop up to (that grid
+//   packs the visits the same way, and dispatches its fixed count directly).
 // A push field, not a specialization constant: whether the workspace can be an indirect buffer is
 // known only at record() (an app's workspace), and one pipeline then serves both.
+#define VKGMM_DISPATCH_WORDS 4
 #define VKGMM_METADATA_PUSH(F) F(uint, sizes_off) F(uint, status_off) F(uint, num_groups) \
   F(uint, group_offset) F(uint, num_local) F(uint, m) F(uint, tm) F(uint, fill_rows) F(uint, visits_off) \
   F(uint, max_visits) F(uint, dispatch_off) F(uint, grid_x) F(uint, grid_y) \

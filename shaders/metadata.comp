@@ -7,8 +7,8 @@
 // - with VISITS (gmm): the visits of make_gmm_visits (each active group's tiles from its first row, then
 //   fill visits below and above the active rows) in max_visits slots, the plan's bound on the list, with
 //   VKGMM_NO_VISIT in the others, which the gmm kernel's workgroups skip. For the upper-bound grid the
-//   visits are spread evenly over the slots; for the indirect grid (dispatch_off > 0) they fill the first
-//   R slots and the dispatch command for R visits is written too (interface.h).
+//   visits are spread evenly over the slots; for the indirect and persistent grids (dispatch_off > 0) they
+//   fill the first R slots and the dispatch command for R visits is written too, then R (interface.h).
 // - the status word: VKGMM_STATUS_* bits, 0 for sizes that keep the contract.
 // With ROUTE the sizes are not the app's: a prologue (shaders/routing.glsl) counts the router's ids per
 // local expert into the workspace and orders the slots, in the same dispatch.
@@ -159,11 +159,13 @@ void main() {
     // The indirect grid's command: (n tiles) x R visits, folded into z past grid_y (<= the device's
     // maxComputeWorkGroupCount[1]) as the plan's upper-bound grid is, so z <= the plan's checked z.
     // The gmm kernel's workgroups past R (y * z > R) read VKGMM_NO_VISIT slots or stop at max_visits.
+    // R after it: the persistent grid's loop bound.
     if (!spread() && lid == 0u) {
       const uint y = min(R, pc.grid_y);
       work[pc.dispatch_off] = int(R == 0u ? 0u : pc.grid_x);
       work[pc.dispatch_off + 1u] = int(y);
       work[pc.dispatch_off + 2u] = int(y == 0u ? 0u : (R + y - 1u) / y);
+      work[pc.dispatch_off + 3u] = int(R);
     }
   }
 

@@ -1,7 +1,8 @@
 #version 450
 // tgmm: out[j, k, n] = lhs[:, rows(g)] @ rhs[rows(g), :] for g = group_offset + j (+ existing_out[j]).
 //
-// The grid is (n tiles) x (k tiles) x (active groups). A workgroup owns one [TK, TN] block of one group's
+// The grid is (n tiles) x (k tiles) x (active groups), or with PERSISTENT a fixed number of workgroups
+// looping over those blocks. A workgroup owns one [TK, TN] block of one group's
 // output, walks that group's rows TM at a time (the last chunk masked at the group's end), accumulates
 // in fp32 registers and stores the block once. An empty group's block is still stored (0 or existing_out).
 //
@@ -41,6 +42,8 @@ layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 // for a row of lhs as one vec4. With lhs [k, m] (m a multiple of 4): a k row's elements for 4 rows of the
 // group are one vec4.
 layout(constant_id = VKGMM_ID_TGMM_VEC4_LHS) const bool VEC4_LHS = false;
+// The persistent grid (interface.h): main() loops over the work items instead of running one.
+layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
 
 layout(push_constant) uniform Params { VKGMM_TGMM_PUSH(VKGMM_PUSH_FIELD) } pc;
 
@@ -79,13 +82,14 @@ const uint VN = (RN + 3) / 4;
       acc4[i * VN + v] = fma(vec4(a1), load4_rhs(pc.rhs_off + (row) * pc.n + bcol[v]), acc4[i * VN + v]); \
   }
 
-void main() {
-  uint j_group = gl_WorkGroupID.z;
+// One work item: block (k_block, n_block) of output group j_group (the workgroup's whole job on the
+// per-block grid). Its barriers stay in uniform control flow: the arguments are the workgroup's.
+void run_block(uint j_group, uint k_block, uint n_block) {
   if (j_group >= pc.num_groups) return;
   uint group = pc.group_offset + j_group;
   uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
-  uint k0 = gl_WorkGroupID.y * TK;
-  uint n0 = gl_WorkGroupID.x * TN;
+  uint k0 = k_block * TK;
+  uint n0 = n_block * TN;
   uint lid = gl_LocalInvocationIndex;
   uint tx = lid % TX, ty = lid / TX;
 
@@ -186,4 +190,15 @@ void main() {
       store_out(pc.out_off + idx, v, OUT_TYPE);
     }
   }
+}
+
+void main() {
+  if (!PERSISTENT) {
+    run_block(gl_WorkGroupID.z, gl_WorkGroupID.y, gl_WorkGroupID.x);
+    return;
+  }
+  // Work item w: n block fastest, then k block, then group (the host keeps their product < 2^32).
+  const uint tiles_n = (pc.n + TN - 1u) / TN, tiles_k = (pc.k + TK - 1u) / TK;
+  for (uint w = gl_WorkGroupID.x; w < pc.num_groups * tiles_k * tiles_n; w += gl_NumWorkGroups.x)
+    run_block(w / (tiles_k * tiles_n), (w / tiles_n) % tiles_k, w % tiles_n);
 }

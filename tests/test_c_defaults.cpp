@@ -483,6 +483,8 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
     EXPECT_EQ(a.texel_loads, b.texel_loads);
     EXPECT_EQ(a.timeout_s, b.timeout_s);
     EXPECT_EQ(a.device_grid, b.device_grid);
+    EXPECT_EQ(a.grid, b.grid);
+    EXPECT_EQ(a.persistent_workgroups, b.persistent_workgroups);
   };
   vkgmm_context_options c;
   std::memset(&c, 0, sizeof c);
@@ -499,11 +501,15 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   c.storage16 = c.vec4_loads = c.texel_loads = -1;
   c.timeout_s = 5;
   c.device_grid = VKGMM_DEVICE_GRID_UPPER_BOUND;
+  c.grid = VKGMM_GRID_PERSISTENT;
+  c.persistent_workgroups = 3;
   ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
   o.schedule = Schedule::direct;
   o.storage16 = o.vec4_loads = o.texel_loads = false;
   o.timeout_s = 5;
   o.device_grid = DeviceGrid::upper_bound;
+  o.grid = Grid::persistent;
+  o.persistent_workgroups = 3;
   same(c_ctx->ctx.options(), Context(o).options());
   vkgmm_context_destroy(c_ctx);
 
@@ -517,8 +523,16 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   c.device_grid = static_cast<vkgmm_device_grid>(5);
   EXPECT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_INVALID_ARGUMENT);
   EXPECT_NE(std::string(vkgmm_last_error_message()).find("device_grid"), std::string::npos);
-  // A caller built before device_grid passes the older size: accepted, the automatic grid.
   c.device_grid = VKGMM_DEVICE_GRID_AUTO;
+  c.grid = static_cast<vkgmm_grid>(6);
+  EXPECT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(vkgmm_last_error_message()).find("grid = 6"), std::string::npos);
+  c.grid = VKGMM_GRID_AUTO;
+  // A caller built before grid passes the older size: accepted, the automatic grid and count.
+  c.struct_size = offsetof(vkgmm_context_options, grid);
+  ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
+  vkgmm_context_destroy(c_ctx);
+  // A caller built before device_grid passes the older size: accepted, the automatic grid.
   c.struct_size = offsetof(vkgmm_context_options, device_grid);
   ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
   vkgmm_context_destroy(c_ctx);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gpu_harness.hpp"
+#include "interface.h"  // VKGMM_DISPATCH_WORDS
 
 namespace vkgmm::test {
 namespace {
@@ -248,15 +249,17 @@ TEST_F(DeviceTest, AppWorkspacesTakeTheIndirectGridOnlyWhenLentAsIndirectBuffers
     o.download(got.data(), got.size() * 4);
     EXPECT_TRUE(same_bits(got, want)) << (work == indirect.buffer ? "lent as indirect" : "not an indirect buffer");
   }
-  // The indirect one holds the command the build wrote: (n tiles) x the real visits, in y.
-  uint32_t command[3];
-  const size_t at = plan.workspace_bytes() - 4 * sizeof(uint32_t);  // before the status word
+  // The indirect one holds the command the build wrote: (n tiles) x the real visits, in y, then their
+  // count (the persistent grid's loop bound).
+  uint32_t command[VKGMM_DISPATCH_WORDS];
+  const size_t at = plan.workspace_bytes() - (VKGMM_DISPATCH_WORDS + 1) * sizeof(uint32_t);  // before the status word
   std::memcpy(command, static_cast<const uint8_t*>(indirect.mapped) + at, sizeof command);
   EXPECT_GE(command[0], 1u);
   EXPECT_GE(command[1], 1u);
   EXPECT_EQ(command[2], 1u);
+  EXPECT_EQ(command[3], command[1]);
   // ... and the plain one was left to the upper-bound grid: no command there.
-  uint32_t plain_command[3];
+  uint32_t plain_command[VKGMM_DISPATCH_WORDS];
   std::memcpy(plain_command, static_cast<const uint8_t*>(plain.mapped) + at, sizeof plain_command);
   EXPECT_EQ(plain_command[0], 0u);
 }

@@ -67,6 +67,43 @@ TEST(Options, EnvironmentGivesTheDefaults) {
   EXPECT_THROW(resolve(o, {}), Error);
 }
 
+// The persistent grid's switches: $VKGMM_GRID forces a grid unless the option is set, the workgroup
+// count takes a whole number (0 and nonsense: the device's compute units); the context's grid wins over
+// the problem's, which wins over the automatic choice.
+TEST(Options, GridAndPersistentWorkgroups) {
+  EXPECT_EQ(resolve({}, {}).grid, Grid::automatic);
+  EXPECT_EQ(resolve({}, {{"VKGMM_GRID", "persistent"}}).grid, Grid::persistent);
+  EXPECT_EQ(resolve({}, {{"VKGMM_GRID", "per_visit"}}).grid, Grid::per_visit);
+  EXPECT_EQ(resolve({}, {{"VKGMM_GRID", "bogus"}}).grid, Grid::automatic);
+  ContextOptions o;
+  o.grid = Grid::per_visit;
+  EXPECT_EQ(resolve(o, {{"VKGMM_GRID", "persistent"}}).grid, Grid::per_visit);
+  o.grid = static_cast<Grid>(9);
+  try {
+    resolve(o, {});
+    ADD_FAILURE() << "grid 9 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ContextOptions.grid"), std::string::npos) << e.what();
+  }
+
+  DeviceInfo cpu;
+  cpu.compute_units = 6;
+  EXPECT_EQ(persistent_workgroups(resolve({}, {}), cpu), 6u);
+  EXPECT_EQ(persistent_workgroups(resolve({}, {{"VKGMM_PERSISTENT_WORKGROUPS", "5"}}), cpu), 5u);
+  for (const char* nonsense : {"", "-2", "3x", "99999999999"})
+    EXPECT_EQ(persistent_workgroups(resolve({}, {{"VKGMM_PERSISTENT_WORKGROUPS", nonsense}}), cpu), 6u) << nonsense;
+  ContextOptions w;
+  w.persistent_workgroups = 9;
+  EXPECT_EQ(persistent_workgroups(resolve(w, {{"VKGMM_PERSISTENT_WORKGROUPS", "5"}}), cpu), 9u);
+  EXPECT_EQ(persistent_workgroups(resolve({}, {}), DeviceInfo{}), 1u);  // never no workgroup
+
+  const ResolvedOptions none = resolve({}, {}), forced = resolve({}, {{"VKGMM_GRID", "per_visit"}});
+  EXPECT_TRUE(persistent_grid("gmm", Grid::persistent, none, cpu));
+  EXPECT_FALSE(persistent_grid("gmm", Grid::per_visit, none, cpu));
+  EXPECT_FALSE(persistent_grid("gmm", Grid::persistent, forced, cpu));
+  EXPECT_THROW(persistent_grid("gmm", static_cast<Grid>(4), none, cpu), Error);
+}
+
 // "0" and "" switch nothing; values that mean nothing keep the defaults, as the variables always did.
 TEST(Options, OffAndNonsenseValuesKeepTheDefaults) {
   const ResolvedOptions r = resolve({}, {{"VKGMM_VALIDATE", "0"},
@@ -129,7 +166,7 @@ TEST(Options, BadFieldsAreRefusedNamingThem) {
 TEST(Options, PublicViewHasEveryFieldSet) {
   const ContextOptions p = to_public(resolve({}, {{"VKGMM_DISABLE_VEC4", "1"}}));
   ASSERT_TRUE(p.validate && p.schedule && p.storage16 && p.vec4_loads && p.texel_loads && p.timeout_s &&
-              p.device_grid);
+              p.device_grid && p.grid && p.persistent_workgroups);
   EXPECT_FALSE(*p.vec4_loads);
   EXPECT_EQ(*p.timeout_s, 600);
 }

@@ -62,7 +62,7 @@ void require(const void* p, const char* what);
 // old callers from new ones (a field placed in tail padding would hide behind an unchanged size).
 #define VKGMM_NO_TAIL_PADDING(T, last) \
   static_assert(sizeof(T) == offsetof(T, last) + sizeof(T::last), #T " ends in padding: add a reserved field")
-VKGMM_NO_TAIL_PADDING(vkgmm_context_options, reserved);
+VKGMM_NO_TAIL_PADDING(vkgmm_context_options, persistent_workgroups);
 VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, options);
 VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, storage_buffer_16bit);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, activation);
@@ -189,6 +189,16 @@ inline vkgmm::DeviceGrid device_grid(const char* what, const vkgmm_device_grid& 
     case VKGMM_DEVICE_GRID_UPPER_BOUND: return vkgmm::DeviceGrid::upper_bound;
   }
   bad(what, "device_grid = " + std::to_string(g) + " is not a vkgmm_device_grid");
+}
+
+inline vkgmm::Grid grid(const char* what, const vkgmm_grid& field) {
+  const int g = raw_enum(field);
+  switch (g) {
+    case VKGMM_GRID_AUTO: return vkgmm::Grid::automatic;
+    case VKGMM_GRID_PER_VISIT: return vkgmm::Grid::per_visit;
+    case VKGMM_GRID_PERSISTENT: return vkgmm::Grid::persistent;
+  }
+  bad(what, "grid = " + std::to_string(g) + " is not a vkgmm_grid");
 }
 
 }  // namespace vkgmm::c_api

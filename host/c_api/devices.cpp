@@ -57,6 +57,9 @@ vkgmm::ContextOptions context_options(const vkgmm_context_options* options, cons
   if (const vkgmm::DeviceGrid g = vkgmm::c_api::device_grid(what, c.device_grid); g != vkgmm::DeviceGrid::automatic)
     o.device_grid = g;
   if (c.reserved != 0) vkgmm::c_api::bad(what, "reserved must be 0");
+  // As above: AUTO and 0 leave $VKGMM_GRID and $VKGMM_PERSISTENT_WORKGROUPS their say.
+  if (const vkgmm::Grid g = vkgmm::c_api::grid(what, c.grid); g != vkgmm::Grid::automatic) o.grid = g;
+  if (c.persistent_workgroups != 0) o.persistent_workgroups = c.persistent_workgroups;
   return o;
 }
 

@@ -49,6 +49,13 @@ struct ContextOptions {
   // that record() takes the upper-bound grid. Unset: $VKGMM_DEVICE_GRID=indirect|upper_bound, else
   // automatic.
   std::optional<DeviceGrid> device_grid;
+  // per_visit or persistent: every plan made on this context takes that grid (Grid), whatever its
+  // problem asks. automatic: each problem's own choice. Unset: $VKGMM_GRID=per_visit|persistent, else
+  // automatic.
+  std::optional<Grid> grid;
+  // The persistent grid's workgroups; 0: DeviceInfo::compute_units. Unset: $VKGMM_PERSISTENT_WORKGROUPS,
+  // else 0.
+  std::optional<uint32_t> persistent_workgroups;
   // Bound on every wait for the device, in seconds (a hung device becomes an Error, not a hang).
   // Unset: $VKGMM_TIMEOUT_S, else 600.
   std::optional<double> timeout_s;
@@ -95,6 +102,10 @@ struct DeviceInfo {
   uint64_t max_texel_buffer_elements = 0;
   bool timestamps = false;
   float timestamp_period_ns = 0;
+  // Workgroups the device runs at once, about (the persistent grid's default count): on a CPU device its
+  // hardware threads (lavapipe runs a thread per CPU); on a GPU its compute units where an extension
+  // says (VK_AMD_shader_core_properties, VK_NV_shader_sm_builtins), else 64 (a guess).
+  uint32_t compute_units = 0;
 };
 
 class Context;

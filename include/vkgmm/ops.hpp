@@ -85,6 +85,7 @@ struct GmmProblem {
   bool existing_out = false;
   TilingChoice tiling;
   Schedule schedule = Schedule::automatic;
+  Grid grid = Grid::automatic;  // ContextOptions::grid, when set, overrides it
   Routing routing;
   Epilogue epilogue;
 };
@@ -117,6 +118,7 @@ struct TgmmProblem {
   bool existing_out = false;
   TilingChoice tiling;
   Schedule schedule = Schedule::automatic;
+  Grid grid = Grid::automatic;  // ContextOptions::grid, when set, overrides it
 };
 
 struct TgmmOperands {  // as GmmOperands

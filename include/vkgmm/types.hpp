@@ -89,4 +89,11 @@ VKGMM_API const char* schedule_name(Schedule s);
 // once. automatic: the faster on the device (README, "Group sizes on the device").
 enum class DeviceGrid { automatic, indirect, upper_bound };
 
+// How an op's workgroups take its work items (gmm: a visit's n tile; tgmm: a group's output block).
+// per_visit: one workgroup per item. persistent: a fixed number of workgroups, about one per compute unit
+// (ContextOptions::persistent_workgroups), each looping over the items from its index by their count.
+// automatic: per_visit, the persistent grid having measured slower on lavapipe (README, "The persistent
+// grid"; no GPU measured).
+enum class Grid { automatic, per_visit, persistent };
+
 }  // namespace vkgmm

@@ -81,6 +81,13 @@ typedef enum vkgmm_device_grid {
   VKGMM_DEVICE_GRID_UPPER_BOUND = 2 /* the plan's bound on the grid; surplus workgroups exit at once */
 } vkgmm_device_grid;
 
+/* How an op's workgroups take its work items (vkgmm::Grid). */
+typedef enum vkgmm_grid {
+  VKGMM_GRID_AUTO = 0,       /* per-visit: the persistent grid was measured slower (README) */
+  VKGMM_GRID_PER_VISIT = 1,  /* one workgroup per work item */
+  VKGMM_GRID_PERSISTENT = 2  /* a fixed count of workgroups (persistent_workgroups), each looping over items */
+} vkgmm_grid;
+
 typedef struct vkgmm_context vkgmm_context;
 typedef struct vkgmm_buffer vkgmm_buffer;
 typedef struct vkgmm_gmm_plan vkgmm_gmm_plan;
@@ -123,6 +130,11 @@ typedef struct vkgmm_context_options {
    * buffer (vkgmm's own, or lent with vkgmm_buffer_borrow_usage): else that record takes UPPER_BOUND. */
   vkgmm_device_grid device_grid;
   int32_t reserved; /* must be 0: no struct ends in padding */
+  /* PER_VISIT or PERSISTENT: every plan on the context takes that grid. AUTO (0): $VKGMM_GRID
+   * (per_visit|persistent) decides, else the faster where measured. */
+  vkgmm_grid grid;
+  /* The persistent grid's workgroups. 0: $VKGMM_PERSISTENT_WORKGROUPS, else one per compute unit. */
+  uint32_t persistent_workgroups;
 } vkgmm_context_options;
 
 /* An app's device; vkgmm destroys none of these handles. */

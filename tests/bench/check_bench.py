@@ -7,7 +7,8 @@ usage: check_bench.py /path/to/vkgmm refuse|json|sweep
           host path and, with --metadata device, on the device path).
   json:   --json must be one object with the documented fields, for gmm, tgmm (bf16) and backward, with
           --metadata both (the default), device and host, and --device-grid both / bound (the indirect
-          over upper-bound ratio there exactly with both).
+          over upper-bound ratio there exactly with both), and --grid both (the persistent over per-visit
+          ratios, host and device path).
   sweep:  --sweep-tiling must cache a tiling that --tiling auto then runs (in a scratch cache directory).
   ids:    a tiny workload routed by expert ids (--top-k): its JSON fields (per-slot, chain and sorted-gemm
           times and ratios, in one and in three expert windows), the table, and a refused wrong result.
@@ -32,6 +33,9 @@ DEVICE_FIELDS = ["device_tiling", "device_gpu_ms_median", "device_gpu_ms_min", "
                  "device_host_ms_median", "device_ratio"]
 GRID_FIELDS = ["bound_gpu_ms_median", "indirect_over_bound"]
 FIELDS += DEVICE_FIELDS + GRID_FIELDS + ["app_buffers_gpu_ms_median", "app_buffers_ratio", "device_grid"]
+PERSISTENT_FIELDS = ["persistent_gpu_ms_median", "persistent_over_per_visit"]
+DEVICE_PERSISTENT_FIELDS = ["device_persistent_gpu_ms_median", "device_persistent_over_per_visit"]
+FIELDS += PERSISTENT_FIELDS + DEVICE_PERSISTENT_FIELDS + ["grid"]
 
 
 def run(exe, args, env_extra=None):
@@ -85,7 +89,7 @@ def check_times(w, prefix, out):
         fail(f"{prefix}wall time shorter than its host part", out)
 
 
-def check_json_run(exe, extra, op, dtype, metadata="both", grid="auto"):
+def check_json_run(exe, extra, op, dtype, metadata="both", grid="auto", workgroups="auto"):
     code, out, err = run(exe, TINY + extra + ["--json"])
     if code != 0:
         fail(f"--json {' '.join(extra)}: exit status {code}", out, err)
@@ -105,7 +109,7 @@ def check_json_run(exe, extra, op, dtype, metadata="both", grid="auto"):
     if missing:
         fail(f"workload lacks {missing}", out)
     expect = {"name": "custom", "op": op, "m": 96, "k": 64, "n": 80, "groups": 5, "dtype": dtype,
-              "metadata": metadata, "device_grid": grid}
+              "metadata": metadata, "device_grid": grid, "grid": workgroups}
     for key, value in expect.items():
         if w[key] != value:
             fail(f"{key} = {w[key]!r}, expected {value!r}", out)
@@ -154,6 +158,18 @@ def check_json_run(exe, extra, op, dtype, metadata="both", grid="auto"):
         for key in GRID_FIELDS:
             if w[key] is not None:
                 fail(f"--device-grid {grid}: {key} = {w[key]!r}, expected null", out)
+    # --grid both: each timed path again on the persistent grid, and its time over the per-visit grid's.
+    pairs = [(PERSISTENT_FIELDS, "gpu_ms_median", workgroups == "both"),
+             (DEVICE_PERSISTENT_FIELDS, "device_gpu_ms_median", workgroups == "both" and metadata == "both")]
+    for (ms_key, ratio_key), base, present in pairs:
+        if not present:
+            if w[ms_key] is not None or w[ratio_key] is not None:
+                fail(f"--grid {workgroups}, --metadata {metadata}: {ms_key} / {ratio_key} should be null", out)
+            continue
+        if not positive(w[ms_key]) or not positive(w[ratio_key]):
+            fail(f"{ms_key} = {w[ms_key]!r}, {ratio_key} = {w[ratio_key]!r}: not positive numbers", out)
+        if abs(w[ratio_key] - w[ms_key] / w[base]) > 1e-3 * w[ratio_key]:
+            fail(f"{ratio_key} is not {ms_key} / {base}", out)
     flop = 2 * 96 * 64 * 80 * (2 if op == "backward" else 1)
     if abs(w["gflops"] - flop / (w["gpu_ms_median"] * 1e6)) > 1e-3 * w["gflops"]:
         fail("gflops does not match the FLOP count over gpu_ms_median", out)
@@ -168,6 +184,8 @@ def check_json(exe):
     check_json_run(exe, ["--op", "backward", "--metadata", "device", "--device-grid", "both"], "backward", "f32",
                    "device", "both")
     check_json_run(exe, ["--device-grid", "bound"], "gmm", "f32", "both", "bound")
+    check_json_run(exe, ["--grid", "both", "--dist", "zipf", "--empty-groups", "2"], "gmm", "f32", "both", "auto", "both")
+    check_json_run(exe, ["--op", "tgmm", "--metadata", "host", "--grid", "both"], "tgmm", "f32", "host", "auto", "both")
 
 
 def check_sweep(exe):
