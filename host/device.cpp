@@ -47,6 +47,27 @@ void check_vk(VkResult r, const char* what) {
   throw Error(Status::vulkan_error, msg);
 }
 
+namespace {
+
+uint32_t query_vector_registers(VkPhysicalDevice physical, uint32_t subgroup_size) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &n, exts.data());
+  const bool amd = std::any_of(exts.begin(), exts.end(), [](const VkExtensionProperties& e) {
+    return std::string(e.extensionName) == VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME;
+  });
+  if (!amd || subgroup_size == 0) return 0;
+  VkPhysicalDeviceShaderCorePropertiesAMD core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &core;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  // vgprsPerSimd counts registers of wavefrontSize lanes; waves of subgroup_size lanes get proportionally more.
+  return static_cast<uint32_t>(uint64_t(core.vgprsPerSimd) * core.wavefrontSize / subgroup_size);
+}
+
+}  // namespace
+
 void Device::query() {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -61,6 +82,7 @@ void Device::query() {
   info.type = props.properties.deviceType;
   info.api_version = props.properties.apiVersion;
   info.subgroup_size = subgroup.subgroupSize;
+  info.vector_registers = query_vector_registers(physical, subgroup.subgroupSize);
   info.max_shared_memory = lim.maxComputeSharedMemorySize;
   info.max_workgroup_invocations = lim.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = lim.maxComputeWorkGroupCount[i];
