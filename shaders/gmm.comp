@@ -142,22 +142,30 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
   }
 }
 
-// Load the chunks of the K step at k0 into a_next / b_next; past k (or n) they are zero.
-void stage_load(uint lid, uint k0) {
+// Load the chunks of the K step at k0 into a_next / b_next; past k (or n) they are zero. `whole` (a
+// constant where it is called): every chunk of the step is in the problem, so none is checked.
+void stage_load(uint lid, uint k0, const bool whole) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint kk = k0 + ((lid + s * NT) / TM) * 4u;
-    a_next[s] = a_in[s] ? lhs4_masked(a_src[s] + kk, run_in(kk, pc.k)) : vec4(0.0);
+    a_next[s] = whole || a_in[s] ? lhs4_masked(a_src[s] + kk, whole ? bvec4(true) : run_in(kk, pc.k)) : vec4(0.0);
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
     if (TRANSPOSE_RHS) {
       uint kk = k0 + (e / TNH) * 4u;
-      b_next[s] = b_in[s] ? rhs4_masked(b_src[s] + kk, run_in(kk, pc.k)) : vec4(0.0);
+      b_next[s] = whole || b_in[s] ? rhs4_masked(b_src[s] + kk, whole ? bvec4(true) : run_in(kk, pc.k)) : vec4(0.0);
     } else {
       uint kk = k0 + e / (TNH / 4);
-      b_next[s] = b_in[s] && kk < pc.k ? rhs4_masked(b_src[s] + kk * pc.n, b_cols[s]) : vec4(0.0);
+      b_next[s] = whole || (b_in[s] && kk < pc.k) ? rhs4_masked(b_src[s] + kk * pc.n, whole ? bvec4(true) : b_cols[s])
+                                                  : vec4(0.0);
     }
   }
+}
+// The step at k0, without checks when the whole tile (tile_whole: its rows and columns) and the step lie
+// in the problem: the common case, branch-free.
+void stage_next(uint lid, uint k0, bool tile_whole) {
+  if (tile_whole && k0 + TK <= pc.k && A_CHUNKS % NT == 0 && B_CHUNKS % NT == 0) stage_load(lid, k0, true);
+  else stage_load(lid, k0, false);
 }
 
 // Store a_next / b_next into the stage: lhs chunks transposed (4 K rows), rhs chunks along N whole.
@@ -248,11 +256,12 @@ void main() {
 
   if (USE_SHARED) {
     stage_sources(lid, m0, n0, g_local);
-    stage_load(lid, 0u);
+    const bool tile_whole = m0 + TM <= pc.m && n0 + TN <= pc.out_n;
+    stage_next(lid, 0u, tile_whole);
     for (uint k0 = 0; k0 < pc.k; k0 += TK) {
       stage_store(lid);
       barrier();
-      stage_load(lid, k0 + TK);  // in flight while this step computes (zeros past k)
+      stage_next(lid, k0 + TK, tile_whole);  // in flight while this step computes (zeros past k)
       [[unroll]] for (uint kk = 0; kk < TK; ++kk) {
         vec4 a[(RM + 3) / 4], b[VNH];  // RM is a multiple of 4 here; never 0 where this branch is dead
         [[unroll]] for (uint u = 0; u < RM / 4; ++u) a[u] = As4[kk * (TM / 4) + u * TY + ty];

@@ -118,14 +118,17 @@ void stage_sources(uint lid, uint k0, uint n0) {
   }
 }
 
-// The chunks of the step from group row r0 (rows outside [gstart, gend) read as zero).
-void stage_load(uint lid, uint r0, uint gstart, uint gend) {
+// The chunks of the step from group row r0 (rows outside [gstart, gend) read as zero). `whole` (a
+// constant where it is called): every chunk of the step is in the problem and the group, so none is checked.
+void stage_load(uint lid, uint r0, uint gstart, uint gend, const bool whole) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = lid + s * NT;
     if (LHS_MK) {
       uint row = r0 + e / (TK / 4);
       bool in_group = row >= gstart && row < gend;
-      a_next[s] = a_in[s] && in_group ? lhs4_masked(a_src[s] + r0 * pc.k, a_k[s]) : vec4(0.0);
+      a_next[s] = whole || (a_in[s] && in_group) ? lhs4_masked(a_src[s] + r0 * pc.k, whole ? bvec4(true) : a_k[s]) : vec4(0.0);
+    } else if (whole) {
+      a_next[s] = lhs4_masked(a_src[s] + r0, bvec4(true));
     } else {
       uint row = r0 + (e / TK) * 4u;
       bvec4 ok = group_rows(row, gstart, gend);
@@ -137,8 +140,16 @@ void stage_load(uint lid, uint r0, uint gstart, uint gend) {
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint row = r0 + (lid + s * NT) / (TN / 4);
     bool in_group = row >= gstart && row < gend;
-    b_next[s] = b_in[s] && in_group ? rhs4_masked(b_src[s] + r0 * pc.n, b_cols[s]) : vec4(0.0);
+    b_next[s] = whole || (b_in[s] && in_group) ? rhs4_masked(b_src[s] + r0 * pc.n, whole ? bvec4(true) : b_cols[s]) : vec4(0.0);
   }
+}
+// The step from r0, without checks when the block (block_whole: its k rows and columns) and the step's
+// rows lie in the problem and the group: the common case, branch-free.
+void stage_next(uint lid, uint r0, uint gstart, uint gend, bool block_whole) {
+  if (block_whole && r0 >= gstart && r0 + TM <= gend && A_CHUNKS % NT == 0 && B_CHUNKS % NT == 0)
+    stage_load(lid, r0, gstart, gend, true);
+  else
+    stage_load(lid, r0, gstart, gend, false);
 }
 
 void stage_store(uint lid) {
@@ -187,11 +198,12 @@ void main() {
     [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
     stage_sources(lid, k0, n0);
     uint r0 = ALIGN_ROWS ? gstart & ~3u : gstart;
-    stage_load(lid, r0, gstart, gend);
+    const bool block_whole = k0 + TK <= pc.k && n0 + TN <= pc.n;
+    stage_next(lid, r0, gstart, gend, block_whole);
     for (; r0 < gend; r0 += TM) {
       stage_store(lid);
       barrier();
-      stage_load(lid, r0 + TM, gstart, gend);  // in flight while this step computes (zeros past gend)
+      stage_next(lid, r0 + TM, gstart, gend, block_whole);  // in flight while this step computes (zeros past gend)
       [[unroll]] for (uint c = 0; c < TM; ++c) {
         vec4 a[(RK + 3) / 4], b[VN];  // RK is a multiple of 4 here; never 0 where this branch is dead
         [[unroll]] for (uint u = 0; u < RK / 4; ++u) a[u] = As4[c * (TK / 4) + u * TY + ty];
