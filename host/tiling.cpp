@@ -56,6 +56,9 @@ RegisterTile shared_register_tile(const DeviceInfo& info) {
   // the stage's operands and prefetch, and that tile's inner loop stays near 65 % FMAs; an 8 x 8 tile's
   // 64 independent FMAs per K step hide latency within the wave. Devices that do not say get 8 x 8
   // (they allow 255 registers per invocation or more).
+  // CPU drivers have no register file to fill, and compile a large tile's unrolled loop slowly (lavapipe:
+  // one small tgmm test took 42 s of CPU with 8 x 8, 4 s with 4 x 4; they run the direct schedule anyway).
+  if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU) return {4, 4};
   if (info.vector_registers == 0) return {8, 8};
   const uint32_t per_wave = info.vector_registers / 2;
   if (64 + kSharedOverheadRegisters <= per_wave) return {8, 8};
@@ -109,7 +112,7 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 // Direct schedule: 128 x 128 output blocks, 16 x 16 accumulators per invocation (the K step is unused).
 // Shared schedule: 16 x 16 invocations of shared_register_tile() each, 16-deep shared stages.
 Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGroups& groups, bool rhs_rows_contiguous,
-                       int64_t n) {
+                       int64_t n, uint32_t halves) {
   // A group's last tile is ragged and costs a whole tile: size the tile to the groups (decode,
   // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
   // worth beyond its rows on lavapipe (the overhead that picks the fastest m tile measured in one
@@ -117,7 +120,7 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // the shared schedule wants at least 16 rows per tile.
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
-    Tiling t{16 * r.rows, kSharedStep, 16 * r.cols};
+    Tiling t{16 * r.rows, kSharedStep, 16 * std::max<int64_t>(4, r.cols / halves)};
     t.tm = pick_tm(groups, 16, t.tm, kVisitOverheadRows);
     return t;
   }

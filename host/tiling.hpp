@@ -33,8 +33,9 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 // gmm's automatic tiling: the m tile that computes the fewest rows in all over the active groups (see
 // pick_tm), and with rhs [k, n] (rhs_rows_contiguous) the n tile that streams whole weight rows when
 // visits are a few rows each (decode).
+// halves: accumulator sets per output column (2 for SwiGLU), which share the shared schedule's register tile.
 Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGroups& groups, bool rhs_rows_contiguous,
-                       int64_t n);
+                       int64_t n, uint32_t halves = 1);
 
 // tgmm's tiling tuple (tm, tk, tn), by what each means: an output block of block_k x block_n per
 // workgroup, reduced over its group's rows rows_per_step at a time.
