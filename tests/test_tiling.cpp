@@ -51,6 +51,14 @@ TEST(SharedTiling, PresetShapeIs16x16InvocationsOf8x8) {
   EXPECT_EQ(s.shared_b, 16u * 128u);
 }
 
+TEST(SharedTiling, ShortTilesTake4RowsPerInvocation) {
+  const KernelShape s = shared_shape(gpu(512), 32, 16, 128);
+  EXPECT_EQ(s.rows, 32u);
+  EXPECT_EQ(s.rm, 4u);
+  EXPECT_EQ(s.rn, 8u);
+  EXPECT_EQ(shared_shape(gpu(512), 64, 16, 128).rm, 8u);
+}
+
 TEST(SharedTiling, OddTilesBecomeGroupsOf4AndStepsOfWholeChunks) {
   const KernelShape s = shared_shape(gpu(512), 3, 1, 5);
   EXPECT_EQ(s.rows, 4u);
