@@ -71,6 +71,16 @@ uint32_t query_compute_units(VkPhysicalDevice physical, VkPhysicalDeviceType typ
   return 64;
 }
 
+uint32_t query_vector_registers(VkPhysicalDevice physical, uint32_t subgroup_size) {
+  if (subgroup_size == 0 || !has_device_extension(physical, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) return 0;
+  VkPhysicalDeviceShaderCorePropertiesAMD core{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &core;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  // vgprsPerSimd counts registers of wavefrontSize lanes; waves of subgroup_size lanes get proportionally more.
+  return static_cast<uint32_t>(uint64_t(core.vgprsPerSimd) * core.wavefrontSize / subgroup_size);
+}
+
 }  // namespace
 
 void Device::query() {
@@ -87,6 +97,7 @@ void Device::query() {
   info.type = props.properties.deviceType;
   info.api_version = props.properties.apiVersion;
   info.subgroup_size = subgroup.subgroupSize;
+  info.vector_registers = query_vector_registers(physical, subgroup.subgroupSize);
   info.max_shared_memory = lim.maxComputeSharedMemorySize;
   info.max_workgroup_invocations = lim.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = lim.maxComputeWorkGroupCount[i];

@@ -56,8 +56,8 @@ void DispatchPlan::set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec ou
 }
 
 // Operands bound in parts are read a word at a time.
-bool DispatchPlan::vec4_allowed(Schedule schedule) const {
-  return schedule == Schedule::direct && !kernel_.split && options().vec4_loads;
+bool DispatchPlan::vec4_allowed() const {
+  return !kernel_.split && options().vec4_loads;
 }
 
 void DispatchPlan::set_shape(const KernelShape& shape) {

@@ -54,8 +54,9 @@ class DispatchPlan {
   // lhs, rhs and out; existing_out (when the problem has one) is read with out's type and count.
   // Sets sizes() and whether operands are bound in parts.
   void set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out, bool existing_out);
-  // Whether the direct schedule may use 4-element loads at all (the op adds its shape's conditions).
-  bool vec4_allowed(Schedule schedule) const;
+  // Whether the kernel may use 4-element loads at all (the op adds its shape's conditions): the direct
+  // schedule's micro-tile loads, the shared schedule's staging loads.
+  bool vec4_allowed() const;
   // The kernel's shape and the constants every op shares (types, existing_out); then the op's own
   // constants with kernel().set().
   void set_shape(const KernelShape& shape);

@@ -64,7 +64,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   }
   const ActiveGroups active{on_device ? &expected : &p.group_sizes, group_offset, g_local};
   const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
-    return gmm_auto_tiling(schedule, active, !p.transpose_rhs, out_n);
+    return gmm_auto_tiling(schedule, info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1);
   });
   // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
@@ -73,10 +73,10 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
                     {p.out_type, uint64_t(out_rows) * out_n}, p.existing_out);
   if (p.epilogue.bias) core.set_bias(uint64_t(g_local) * p.n);
 
-  // The direct schedule loads 4 elements at a time where K (and N, unless rhs is transposed) allow it;
+  // Both schedules load 4 elements at a time where K (and N, unless rhs is transposed) allow it;
   // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements. With
   // swiglu the up half starts at column out_n, which must keep the 4-element alignment too.
-  const bool vec4 = core.vec4_allowed(schedule) && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
+  const bool vec4 = core.vec4_allowed() && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
   // gmm's output block is [tm, tn], reduced over K tk at a time; with swiglu each output column needs
   // two product columns (gate and up), two accumulator halves.
   const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, info, op,

@@ -13,7 +13,7 @@ struct ResolvedOptions {
   bool validate = false;
   Schedule schedule = Schedule::automatic;  // shared / direct: forced on every plan of the context
   bool storage16 = true;                    // the 16-bit-storage modules where the device allows
-  bool vec4_loads = true;                   // the direct schedule's 4-element loads where shapes allow
+  bool vec4_loads = true;                   // 4-element loads (either schedule) where shapes allow
   bool texel_loads = true;                  // inputs through texel views where the device allows
   DeviceGrid device_grid = DeviceGrid::automatic;  // gmm's grid with device group sizes
   Grid grid = Grid::automatic;              // per_visit / persistent: forced on every plan of the context

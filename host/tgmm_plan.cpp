@@ -27,13 +27,13 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
   const TgmmTiles asked = TgmmTiles::of(resolve_tiling(p.tiling, p.m, p.k, p.n, op, [&] {
-    return tgmm_auto_tiles(schedule, p.lhs_mk).tiling();
+    return tgmm_auto_tiles(schedule, info, p.lhs_mk).tiling();
   }));
   core.set_operands({p.lhs_type, uint64_t(p.k) * p.m}, {p.rhs_type, uint64_t(p.m) * p.n},
                     {p.out_type, uint64_t(groups) * p.k * p.n}, p.existing_out);
 
-  // The direct schedule reads rhs as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp).
-  const bool vec4 = core.vec4_allowed(schedule) && p.n % 4 == 0;
+  // rhs is read as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp).
+  const bool vec4 = core.vec4_allowed() && p.n % 4 == 0;
   // With lhs stored [m, k], the block's k rows are read 4 at a time too.
   // lhs stored [k, m] is read 4 rows of the group at a time instead (m a multiple of 4).
   const bool vec4_lhs = vec4 && (p.lhs_mk ? p.k % 4 == 0 : p.m % 4 == 0);
@@ -71,7 +71,9 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   kn.set(VKGMM_ID_VEC4, vec4);
   kn.set(VKGMM_ID_TGMM_VEC4_LHS, vec4_lhs);
   kn.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
-  kn.vec4_lhs_any_offset = !p.lhs_mk;  // the shader peels rows up to an aligned one
+  // The direct schedule peels rows up to an aligned one; the shared one steps from aligned rows, which
+  // only an aligned offset makes aligned elements.
+  kn.vec4_lhs_any_offset = !p.lhs_mk && schedule == Schedule::direct;
   core.build();
   state_ = std::move(st);
 }

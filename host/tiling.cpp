@@ -35,7 +35,36 @@ constexpr uint32_t kMaxAccumulators = 256;
 // What a gmm visit costs beyond its rows, in rows (see resolve_tiling).
 constexpr int64_t kVisitOverheadRows = 2;
 
+// The shared schedule's default reduction step: 16 K values (tgmm: rows) per stage. Measured with ACO
+// (RADV's null device, navi21 / gfx1100 / vega10, 128 x 128 tiles of 8 x 8 per invocation): 32 gained
+// under half a point of FMA share, took 32 more registers and spilled on gfx1100.
+constexpr int64_t kSharedStep = 16;
+
+// Registers an invocation needs beside its accumulators in the shared schedule: the K step's operands
+// (4 + 4 vec4s), the next step's chunks in flight (4 vec4s at 128 x 128) and addresses, as ACO allocated
+// them (112 registers for 64 accumulators).
+constexpr uint32_t kSharedOverheadRegisters = 48;
+
+uint32_t round_up4(int64_t x) { return static_cast<uint32_t>((std::max<int64_t>(x, 1) + 3) / 4 * 4); }
+
 }  // namespace
+
+RegisterTile shared_register_tile(const DeviceInfo& info) {
+  // An 8 x 8 tile (64 accumulators, 4 16-byte shared reads per 64 FMAs) where the register file holds it
+  // at 2 waves per SIMD; 8 x 4, then 4 x 4 on smaller files. Two waves is the floor, not four: on GCN
+  // (256 registers per lane), 4 waves leave 64 registers, which hold no more than a 4 x 4 tile beside
+  // the stage's operands and prefetch, and that tile's inner loop stays near 65 % FMAs; an 8 x 8 tile's
+  // 64 independent FMAs per K step hide latency within the wave. Devices that do not say get 8 x 8
+  // (they allow 255 registers per invocation or more).
+  // CPU drivers have no register file to fill, and compile a large tile's unrolled loop slowly (lavapipe:
+  // one small tgmm test took 42 s of CPU with 8 x 8, 4 s with 4 x 4; they run the direct schedule anyway).
+  if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU) return {4, 4};
+  if (info.vector_registers == 0) return {8, 8};
+  const uint32_t per_wave = info.vector_registers / 2;
+  if (64 + kSharedOverheadRegisters <= per_wave) return {8, 8};
+  if (32 + kSharedOverheadRegisters <= per_wave) return {8, 4};
+  return {4, 4};
+}
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule forced) {
   if (requested != Schedule::automatic && requested != Schedule::shared && requested != Schedule::direct)
@@ -89,18 +118,21 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 }
 
 // Direct schedule: 128 x 128 output blocks, 16 x 16 accumulators per invocation (the K step is unused).
-// Shared schedule: 64 x 64 blocks with 16-deep shared stages, 4 x 4 accumulators per invocation.
-Tiling gmm_auto_tiling(Schedule schedule, const ActiveGroups& groups, bool rhs_rows_contiguous, int64_t n) {
-  Tiling t = schedule == Schedule::direct ? Tiling{128, 4, 128} : Tiling{64, 16, 64};
+// Shared schedule: 16 x 16 invocations of shared_register_tile() each, 16-deep shared stages.
+Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGroups& groups, bool rhs_rows_contiguous,
+                       int64_t n, uint32_t halves) {
   // A group's last tile is ragged and costs a whole tile: size the tile to the groups (decode,
   // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
   // worth beyond its rows on lavapipe (the overhead that picks the fastest m tile measured in one
   // process: 16 rows on moe-fine, 42 vs 46 ms for 32; 32 on moe-prefill, 146 vs 151 ms for 64);
   // the shared schedule wants at least 16 rows per tile.
   if (schedule != Schedule::direct) {
+    const RegisterTile r = shared_register_tile(info);
+    Tiling t{16 * r.rows, kSharedStep, 16 * std::max<int64_t>(4, r.cols / halves)};
     t.tm = pick_tm(groups, 16, t.tm, kVisitOverheadRows);
     return t;
   }
+  Tiling t{128, 4, 128};
   // Direct: at most 32 rows (more were no faster). With rhs [n, k], 32-row tiles get 64 columns,
   // so each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load
   // of rhs serves twice the rows. Measured in one process on moe-prefill's shape, (tm, tn) = (32, 64)
@@ -125,11 +157,63 @@ Tiling gmm_auto_tiling(Schedule schedule, const ActiveGroups& groups, bool rhs_r
 // same shapes as gmm's defaults with the roles of tm and tk swapped. Direct schedule: with lhs [m, k]
 // a 64 x 64 block (32 x 8 per invocation) is faster, with lhs [k, m] 128 x 128 (in one process,
 // m = 4096, k = n = 1024, G = 8: [m, k] 143 vs 158 ms; [k, m] 134 vs 144 ms).
-TgmmTiles tgmm_auto_tiles(Schedule schedule, bool lhs_mk) {
-  if (schedule != Schedule::direct) return {/*rows_per_step=*/16, /*block_k=*/64, /*block_n=*/64};
+TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk) {
+  if (schedule != Schedule::direct) {
+    const RegisterTile r = shared_register_tile(info);
+    return {/*rows_per_step=*/kSharedStep, /*block_k=*/16 * r.rows, /*block_n=*/16 * r.cols};
+  }
   if (lhs_mk) return {4, 64, 64};
   return {4, 128, 128};
 }
+
+namespace {
+
+std::string accumulators_error(const char* op, int64_t rows, int64_t cols, uint32_t needed) {
+  return std::string(op) + ": tiling: a " + std::to_string(rows) + " x " + std::to_string(cols) +
+         " output tile needs " + std::to_string(needed) + " accumulators per invocation (at most " +
+         std::to_string(kMaxAccumulators) + "): use smaller tiles";
+}
+
+// The shared schedule's mapping: invocations of groups of 4 rows and columns, each up to the register
+// tile, as many as the tile needs (within the device's limit); a step of whole 4-element chunks whose
+// stage fits half the device's shared memory (two workgroups resident), else all of it.
+KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t cols, const DeviceInfo& info,
+                              const char* op, uint32_t halves) {
+  const RegisterTile tile = shared_register_tile(info);
+  // Tiles of under 64 rows take 4 rows per invocation: each invocation stages TK * RM * RN / (4 * rows)
+  // rhs chunks per step, and 8 rows made that 4-8 chunks in flight, 132-192 VGPRs and spills on gfx1100
+  // (ACO, 16- and 32-row tiles); with 4 rows no spills, 70-75 % FMAs (these are the few-row visits).
+  s.rm = std::min(rows < 64 ? 4u : tile.rows, round_up4(rows));
+  // SwiGLU's two halves share the tile's columns.
+  s.rn = std::min(std::max(4u, tile.cols / halves), round_up4(cols));
+  auto cover = [&] {
+    s.ty = static_cast<uint32_t>((rows + s.rm - 1) / s.rm);
+    s.tx = static_cast<uint32_t>((cols + s.rn - 1) / s.rn);
+  };
+  cover();
+  while (uint64_t(s.tx) * s.ty > info.max_workgroup_invocations) {
+    if (s.rm <= s.rn) s.rm *= 2;
+    else s.rn *= 2;
+    cover();
+  }
+  if (s.rm * s.rn * halves > kMaxAccumulators)
+    throw Error(Status::invalid_argument, accumulators_error(op, rows, cols, s.rm * s.rn * halves));
+  s.rows = s.ty * s.rm;
+  s.cols = s.tx * s.rn;
+  const uint64_t per_step = (uint64_t(s.rows) + uint64_t(s.cols) * halves) * sizeof(float);
+  uint64_t fit = info.max_shared_memory / 2 / per_step / 4 * 4;
+  if (fit < 4) fit = info.max_shared_memory / per_step / 4 * 4;
+  if (fit < 4)
+    throw Error(Status::unsupported, std::string(op) + ": tiling: a " + std::to_string(rows) + " x " +
+                                         std::to_string(cols) + " tile cannot be staged in " +
+                                         std::to_string(info.max_shared_memory) + " bytes of shared memory");
+  s.step = static_cast<uint32_t>(std::min<uint64_t>(round_up4(step), fit));
+  s.shared_a = s.rows * s.step;
+  s.shared_b = s.step * s.cols * halves;
+  return s;
+}
+
+}  // namespace
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
@@ -142,17 +226,17 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   step = std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1)));
   if (rows > 65536 || cols > 65536 || step > 65536)
     throw Error(Status::invalid_argument, std::string(op) + ": tiling: tile sizes above 65536 cannot run");
-  // Invocations: 16x16 for the shared schedule (wide cooperative loads). The direct one puts the 8 lanes
-  // of a SIMD group along the columns (measured best on lavapipe) and gives each invocation as many rows
-  // as its accumulators allow with its columns (at least 16: 32 rows with 8 columns each, 16 with 16),
-  // so short tiles keep their rows in one invocation and every load is reused across them.
-  const uint32_t lanes = s.use_shared ? 16 : 8;
+  if (s.use_shared) return make_shared_shape(s, rows, step, cols, info, op, halves);
+  // Invocations: the direct schedule puts the 8 lanes of a SIMD group along the columns (measured best
+  // on lavapipe) and gives each invocation as many rows as its accumulators allow with its columns (at
+  // least 16: 32 rows with 8 columns each, 16 with 16), so short tiles keep their rows in one invocation
+  // and every load is reused across them.
+  const uint32_t lanes = 8;
   const int64_t col_units = (cols + col_group - 1) / col_group;
   s.tx = static_cast<uint32_t>(std::min<int64_t>(col_units, lanes));
   const int64_t cols_per_lane = std::max<int64_t>(1, (cols + s.tx - 1) / s.tx);
   const int64_t rows_per_lane = std::max<int64_t>(16, kMaxAccumulators / cols_per_lane);
-  s.ty = static_cast<uint32_t>(s.use_shared ? std::min<int64_t>(rows, lanes)
-                                            : std::clamp<int64_t>(rows / rows_per_lane, 1, lanes));
+  s.ty = static_cast<uint32_t>(std::clamp<int64_t>(rows / rows_per_lane, 1, lanes));
   while (s.tx * s.ty > info.max_workgroup_invocations) s.ty = std::max(1u, s.ty / 2);
   const int64_t row_units = (rows + row_group - 1) / row_group;
   auto per_invocation = [&] {
@@ -173,25 +257,10 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   s.rows = row_group > 1 ? s.ty * s.rm : static_cast<uint32_t>(rows);
   s.cols = col_group > 1 ? s.tx * s.rn : static_cast<uint32_t>(cols);
   if (s.rm * s.rn * halves > kMaxAccumulators)
-    throw Error(Status::invalid_argument,
-                std::string(op) + ": tiling: a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                    " output tile needs " + std::to_string(s.rm * s.rn * halves) + " accumulators per invocation (at most " +
-                    std::to_string(kMaxAccumulators) + "): use smaller tiles");
+    throw Error(Status::invalid_argument, accumulators_error(op, rows, cols, s.rm * s.rn * halves));
   // The direct schedule has no reduction step (it walks K, or tgmm's rows, 4 at a time): one value for
   // every requested step keeps its pipelines, and the tilings a sweep tries, distinct only where they differ.
-  s.step = s.use_shared ? static_cast<uint32_t>(step) : 4u;
-  if (s.use_shared) {
-    // Staged tiles must fit the device's shared memory: shrink the reduction step until they do.
-    const uint64_t per_step = (uint64_t(s.rows) + uint64_t(s.cols) * halves) * sizeof(float);
-    const uint64_t fit = info.max_shared_memory / per_step;
-    if (fit < 1)
-      throw Error(Status::unsupported, std::string(op) + ": tiling: a " + std::to_string(rows) + " x " +
-                                           std::to_string(cols) + " tile cannot be staged in " +
-                                           std::to_string(info.max_shared_memory) + " bytes of shared memory");
-    s.step = static_cast<uint32_t>(std::min<uint64_t>(s.step, fit));
-    s.shared_a = s.rows * s.step;
-    s.shared_b = s.step * s.cols * halves;
-  }
+  s.step = 4u;
   return s;
 }
 

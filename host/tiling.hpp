@@ -40,7 +40,9 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 // gmm's automatic tiling: the m tile that computes the fewest rows in all over the active groups (see
 // pick_tm), and with rhs [k, n] (rhs_rows_contiguous) the n tile that streams whole weight rows when
 // visits are a few rows each (decode).
-Tiling gmm_auto_tiling(Schedule schedule, const ActiveGroups& groups, bool rhs_rows_contiguous, int64_t n);
+// halves: accumulator sets per output column (2 for SwiGLU), which share the shared schedule's register tile.
+Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGroups& groups, bool rhs_rows_contiguous,
+                       int64_t n, uint32_t halves = 1);
 
 // tgmm's tiling tuple (tm, tk, tn), by what each means: an output block of block_k x block_n per
 // workgroup, reduced over its group's rows rows_per_step at a time.
@@ -49,7 +51,14 @@ struct TgmmTiles {
   static TgmmTiles of(const Tiling& t) { return {t.tm, t.tk, t.tn}; }
   Tiling tiling() const { return {rows_per_step, block_k, block_n}; }
 };
-TgmmTiles tgmm_auto_tiles(Schedule schedule, bool lhs_mk);
+TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk);
+
+// The shared schedule's register tile per invocation (rows x columns, multiples of 4), from the device's
+// register file (DeviceInfo::vector_registers).
+struct RegisterTile {
+  uint32_t rows = 0, cols = 0;
+};
+RegisterTile shared_register_tile(const DeviceInfo& info);
 
 // The m tile (a power of two from `smallest` to `largest`) that minimises the estimated cost of gmm's
 // visits (make_gmm_visits: ceil(rows / tm) per group), each costing tm rows plus a fixed overhead of
@@ -64,7 +73,9 @@ Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule f
 // shrink tiles larger than the problem (to a power of two, so pipelines stay few). col_group / row_group:
 // columns / rows an invocation owns side by side (4 for vec4 loads along them, else 1); RN / RM is a
 // multiple of it. halves: accumulator sets per output column (2 for gmm's SwiGLU: gate and up), which
-// multiply the accumulators and the staged rhs columns.
+// multiply the accumulators and the staged rhs columns. The shared schedule always owns groups of 4 rows
+// and columns (16-byte shared-memory reads), steps a multiple of 4, and gives each invocation at most
+// shared_register_tile()'s accumulators where the tile allows.
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
                               uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1);

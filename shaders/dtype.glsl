@@ -62,6 +62,19 @@ vec4 decode_texel(uvec4 t, uint type) {
   }
 #endif
 
+// vec4 NAME(uint i, bvec4 ok): elements i .. i+3 through the loads LOAD / LOAD4 (see above), those with
+// ok[q] false as zero (never read). With ALIGNED (a constant) the four are all in range or all out, with
+// i a multiple of 4, and are read as one LOAD4.
+#define VKGMM_DEFINE_MASKED_LOAD4(NAME, LOAD, LOAD4, ALIGNED)                  \
+  vec4 NAME(uint i, bvec4 ok) {                                                \
+    if (ALIGNED) return ok.x ? LOAD4(i) : vec4(0.0);                           \
+    vec4 v;                                                                    \
+    [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = ok[q] ? LOAD(i + q) : 0.0; \
+    return v;                                                                  \
+  }
+// Which of first .. first+3 are below end.
+bvec4 run_in(uint first, uint end) { return lessThan(uvec4(first) + uvec4(0, 1, 2, 3), uvec4(end)); }
+
 // Store v as out element i. Without 16-bit storage, 16-bit elements share a word with a neighbour that another workgroup may be
 // writing at the same moment: clear and set only our half, each with one atomic on disjoint bits.
 void store_out(uint i, float v, uint type) {

@@ -13,7 +13,8 @@
 //  - direct: each invocation reads its operands straight from the buffers into a register micro-tile
 //    (faster where shared memory and barriers cost as much as memory, e.g. on lavapipe).
 // Both accumulate in fp32 registers: each invocation owns RM x RN outputs, rows ty + i*TY and columns
-// tx + j*TX of the tile, so neighbouring invocations touch neighbouring columns.
+// tx + j*TX of the tile, so neighbouring invocations touch neighbouring columns; in groups of 4 adjacent
+// rows and columns instead where 4-wide vectors carry them (row_of, col_of).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 
@@ -35,11 +36,11 @@ layout(constant_id = VKGMM_ID_GMM_TRANSPOSE_RHS) const bool TRANSPOSE_RHS = fals
 layout(constant_id = VKGMM_ID_USE_SHARED) const bool USE_SHARED = true;
 layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
 layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;  // TM * TK when USE_SHARED, else 1
-layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TK * TN when USE_SHARED, else 1
-// Direct schedule with 4-element loads (k, n unless rhs is transposed, and the operands' offsets
-// multiples of 4): lhs is read as vec4 along K; rhs as vec4 along N (each invocation owns RN/4 groups of
-// 4 adjacent columns, lanes side by side), or along K when transposed. Reuse per load is 4x the scalar
-// direct schedule's.
+layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TK * TN * NH when USE_SHARED, else 1
+// 4-element loads (k, n unless rhs is transposed, and the operands' offsets multiples of 4): lhs is read
+// as vec4 along K; rhs as vec4 along N, or along K when transposed. Direct schedule: each invocation owns
+// RN/4 groups of 4 adjacent columns, lanes side by side, and reuse per load is 4x the scalar direct
+// schedule's. Shared schedule: the staging loads, 4 elements each either way (one load with VEC4).
 layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 // The persistent grid (interface.h): main() loops over the work items instead of running one.
 layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
@@ -70,8 +71,11 @@ float load_rhs(uint i) {
 vec4 load4_rhs(uint i) { return RHS_BLOCKS ? dequant4(RHS_TYPE, i - pc.rhs_off) : load4_rhs_elements(i); }
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 
-shared float As[SHARED_A];
-shared float Bs[SHARED_B];  // TK x (TN * NH): the tile's product columns, half by half
+// The shared schedule's stage, K-major so that an invocation's 4 adjacent rows (columns) are one 16-byte
+// read: As[kk][row] and Bs[kk][product column] (the tile's product columns half by half). Lanes read
+// consecutive vec4s of Bs and at most TY distinct vec4s of As per K step.
+shared vec4 As4[(SHARED_A + 3) / 4];
+shared vec4 Bs4[(SHARED_B + 3) / 4];
 
 layout(std430, set = 0, binding = VKGMM_BINDING_BIAS) readonly buffer BiasBuf { float bias[]; };
 
@@ -86,15 +90,106 @@ uint rhs_index(uint g_local, uint kk, uint col) {
   return TRANSPOSE_RHS ? base + col * pc.k + kk : base + kk * pc.n + col;
 }
 
-// Column of the tile's j-th column owned by invocation tx: lanes side by side, either one column each
-// (stride TX) or, with VEC4, four adjacent columns each (groups of 4 at stride 4 * TX).
-uint col_of(uint tx, uint j) {
-  if (VEC4) return ((j >> 2) * TX + tx) * 4u + (j & 3u);
-  return tx + j * TX;
-}
-
 // The product column of output column `col` in half h (SWIGLU: 0 gate, 1 up).
 uint product_col(uint h, uint col) { return h * pc.out_n + col; }
+
+// Column of the tile's j-th column owned by invocation tx: lanes side by side, either one column each
+// (stride TX) or, with VEC4 or the shared schedule, four adjacent columns each (groups of 4 at stride
+// 4 * TX).
+uint col_of(uint tx, uint j) {
+  if (VEC4 || USE_SHARED) return ((j >> 2) * TX + tx) * 4u + (j & 3u);
+  return tx + j * TX;
+}
+// Row of the tile's i-th row owned by invocation ty: likewise, groups of 4 adjacent rows in the shared
+// schedule (RM a multiple of 4 there).
+uint row_of(uint ty, uint i) {
+  if (USE_SHARED) return ((i >> 2) * TY + ty) * 4u + (i & 3u);
+  return ty + i * TY;
+}
+
+// ----- the shared schedule's staging: chunks of 4 elements along each operand's contiguous axis ----------
+// lhs [TM, TK] as TK/4 x TM chunks along K, chunk e of row e % TM; rhs [TK, TN * NH] as TK x TN*NH/4
+// chunks along N, or transposed (rhs [n, k]) as TK/4 x TN*NH chunks along K, chunk e of product column
+// e % (TN * NH). A chunk along K is stored as 4 K rows: neighbouring lanes take neighbouring rows
+// (columns), so those stores hit consecutive banks with no padding. Invocation lid takes chunks
+// lid + s * NT: their rows (columns) stay the same from one K step to the next, so their addresses are
+// computed once (a_src, b_src) and each step only adds its K offset. The next step's chunks are loaded
+// into registers (a_next, b_next) while the current one is computed from shared memory.
+const uint NT = TX * TY;
+const uint TNH = TN * NH;  // the tile's product columns
+const uint A_CHUNKS = TM * TK / 4, B_CHUNKS = TK * TNH / 4;
+const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
+uint a_src[CA], b_src[CB];  // the chunk's row of lhs / column of rhs, from K = 0 (0 when a_in / b_in is false)
+bool a_in[CA], b_in[CB];    // the chunk exists and its row / (first) column is in the problem
+bvec4 b_cols[CB];           // rhs [k, n]: which of the chunk's 4 columns are in the problem
+vec4 a_next[CA], b_next[CB];
+
+// With VEC4 a chunk's 4 elements are all in range or all out (k, n multiples of 4): one load.
+VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4)
+VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
+
+// Where invocation lid's chunks come from, for the tile at (m0, n0) of group g_local.
+void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
+  [[unroll]] for (uint s = 0; s < CA; ++s) {
+    uint e = lid + s * NT, row = m0 + e % TM;
+    a_in[s] = e < A_CHUNKS && row < pc.m;
+    a_src[s] = a_in[s] ? pc.lhs_off + lhs_row(row) * pc.k : 0u;
+  }
+  [[unroll]] for (uint s = 0; s < CB; ++s) {
+    uint e = lid + s * NT;
+    uint j = TRANSPOSE_RHS ? e % TNH : (e % (TNH / 4)) * 4u;  // the chunk's (first) product column
+    uint col = n0 + j % TN;
+    b_in[s] = e < B_CHUNKS && col < pc.out_n;
+    b_cols[s] = run_in(col, pc.out_n);
+    b_src[s] = b_in[s] ? rhs_index(g_local, 0u, product_col(j / TN, col)) : 0u;
+  }
+}
+
+// Load the chunks of the K step at k0 into a_next / b_next; past k (or n) they are zero. `whole` (a
+// constant where it is called): every chunk of the step is in the problem, so none is checked.
+void stage_load(uint lid, uint k0, const bool whole) {
+  [[unroll]] for (uint s = 0; s < CA; ++s) {
+    uint kk = k0 + ((lid + s * NT) / TM) * 4u;
+    a_next[s] = whole || a_in[s] ? lhs4_masked(a_src[s] + kk, whole ? bvec4(true) : run_in(kk, pc.k)) : vec4(0.0);
+  }
+  [[unroll]] for (uint s = 0; s < CB; ++s) {
+    uint e = lid + s * NT;
+    if (TRANSPOSE_RHS) {
+      uint kk = k0 + (e / TNH) * 4u;
+      b_next[s] = whole || b_in[s] ? rhs4_masked(b_src[s] + kk, whole ? bvec4(true) : run_in(kk, pc.k)) : vec4(0.0);
+    } else {
+      uint kk = k0 + e / (TNH / 4);
+      b_next[s] = whole || (b_in[s] && kk < pc.k) ? rhs4_masked(b_src[s] + kk * pc.n, whole ? bvec4(true) : b_cols[s])
+                                                  : vec4(0.0);
+    }
+  }
+}
+// The step at k0, without checks when the whole tile (tile_whole: its rows and columns) and the step lie
+// in the problem: the common case, branch-free.
+void stage_next(uint lid, uint k0, bool tile_whole) {
+  if (tile_whole && k0 + TK <= pc.k && A_CHUNKS % NT == 0 && B_CHUNKS % NT == 0) stage_load(lid, k0, true);
+  else stage_load(lid, k0, false);
+}
+
+// Store a_next / b_next into the stage: lhs chunks transposed (4 K rows), rhs chunks along N whole.
+void stage_store(uint lid) {
+  [[unroll]] for (uint s = 0; s < CA; ++s) {
+    uint e = lid + s * NT;
+    if (e >= A_CHUNKS) continue;
+    uint r = e % TM, kk = (e / TM) * 4u;
+    [[unroll]] for (uint q = 0; q < 4; ++q) As4[(kk + q) * (TM / 4) + r / 4u][r & 3u] = a_next[s][q];
+  }
+  [[unroll]] for (uint s = 0; s < CB; ++s) {
+    uint e = lid + s * NT;
+    if (e >= B_CHUNKS) continue;
+    if (TRANSPOSE_RHS) {
+      uint j = e % TNH, kk = (e / TNH) * 4u;
+      [[unroll]] for (uint q = 0; q < 4; ++q) Bs4[(kk + q) * (TNH / 4) + j / 4u][j & 3u] = b_next[s][q];
+    } else {
+      Bs4[e] = b_next[s];  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
+    }
+  }
+}
 
 // A fill visit: fill_rows rows from m0 on, within its stretch of inactive rows (below the first active
 // group's first row when it starts there, else up to m), so no row is written by two visits (on the
@@ -104,7 +199,7 @@ void fill_rows(uint m0, uint n0, uint tx, uint ty) {
   uint end = m0 < active_begin ? active_begin : pc.m;
   for (uint s = 0; s < pc.fill_rows; s += TM) {
     [[unroll]] for (uint i = 0; i < RM; ++i) {
-      uint r = ty + i * TY;
+      uint r = row_of(ty, i);
       uint row = m0 + s + r;
       if (r >= TM || row >= end) continue;
       uint orow = slot_of_row(row);
@@ -155,8 +250,31 @@ void run_visit(uint visit, uint n_tile) {
 
   float acc[RM * RNH];
   [[unroll]] for (uint e = 0; e < RM * RNH; ++e) acc[e] = 0.0;
+  // The vec4 schedules' accumulators: column group v (4 adjacent columns, half v / VN) of row i at
+  // acc4[i * VNH + v]; copied into acc (half h, column j at h * RN + j) before the store.
+  const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 there; never 0, even where those branches are dead
+  const uint VNH = VN * NH;
+  vec4 acc4[RM * VNH];
+  [[unroll]] for (uint e = 0; e < RM * VNH; ++e) acc4[e] = vec4(0.0);
 
-  if (VEC4) {
+  if (USE_SHARED) {
+    stage_sources(lid, m0, n0, g_local);
+    const bool tile_whole = m0 + TM <= pc.m && n0 + TN <= pc.out_n;
+    stage_next(lid, 0u, tile_whole);
+    for (uint k0 = 0; k0 < pc.k; k0 += TK) {
+      stage_store(lid);
+      barrier();
+      stage_next(lid, k0 + TK, tile_whole);  // in flight while this step computes (zeros past k)
+      [[unroll]] for (uint kk = 0; kk < TK; ++kk) {
+        vec4 a[(RM + 3) / 4], b[VNH];  // RM is a multiple of 4 here; never 0 where this branch is dead
+        [[unroll]] for (uint u = 0; u < RM / 4; ++u) a[u] = As4[kk * (TM / 4) + u * TY + ty];
+        [[unroll]] for (uint v = 0; v < VNH; ++v) b[v] = Bs4[kk * (TNH / 4) + (v / VN) * (TN / 4) + (v % VN) * TX + tx];
+        [[unroll]] for (uint i = 0; i < RM; ++i)
+          [[unroll]] for (uint v = 0; v < VNH; ++v) acc4[i * VNH + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VNH + v]);
+      }
+      barrier();
+    }
+  } else if (VEC4) {
     uint arow[RM];
     [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
     uint rbase = pc.rhs_off + g_local * pc.k * pc.n;
@@ -166,10 +284,6 @@ void run_visit(uint visit, uint n_tile) {
     // K steps. rhs [k, n] gives those rows as vec4s along N directly. rhs [n, k] gives vec4s along K,
     // one per column: 4 of them are the 4 x 4 block transposed, which costs nothing where vectors are
     // held component by component (a CPU driver's SoA registers).
-    const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 here; never 0, even where this branch is dead
-    const uint VNH = VN * NH;      // vec4 column groups over both halves: half v / VN
-    vec4 acc4[RM * VNH];
-    [[unroll]] for (uint e = 0; e < RM * VNH; ++e) acc4[e] = vec4(0.0);
     uint bcol[VNH];      // rhs [k, n]: the group's first column (clamped so the vec4 stays in the row)
     uint bcol_t[4 * VNH];  // rhs [n, k]: each column's K run (columns past n clamped; never stored)
     [[unroll]] for (uint v = 0; v < VNH; ++v) {
@@ -215,42 +329,6 @@ void run_visit(uint visit, uint n_tile) {
           }
       }
     }
-    // Column j of half h is acc4 group h * VN + j / 4 (RN = 4 * VN): the same layout, h * RN + j.
-    [[unroll]] for (uint i = 0; i < RM; ++i)
-      [[unroll]] for (uint v = 0; v < VNH; ++v)
-        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RNH + v * 4 + c] = acc4[i * VNH + v][c];
-  } else if (USE_SHARED) {
-    for (uint k0 = 0; k0 < pc.k; k0 += TK) {
-      // Stage lhs[m0 : m0+TM, k0 : k0+TK] and rhs[k0 : k0+TK, n0 : n0+TN]; zeros past the edges.
-      for (uint e = lid; e < TM * TK; e += TX * TY) {
-        uint r = e / TK, c = e % TK;
-        uint row = m0 + r, kk = k0 + c;
-        As[e] = (row < pc.m && kk < pc.k) ? load_lhs(pc.lhs_off + lhs_row(row) * pc.k + kk) : 0.0;
-      }
-      const uint TNH = TN * NH;
-      for (uint e = lid; e < TK * TNH; e += TX * TY) {
-        // Walk memory order: along n normally, along k when rhs is transposed.
-        uint c = TRANSPOSE_RHS ? e % TK : e / TNH;
-        uint j = TRANSPOSE_RHS ? e / TK : e % TNH;
-        uint kk = k0 + c, col = n0 + j % TN;
-        Bs[c * TNH + j] = (kk < pc.k && col < pc.out_n) ? load_rhs(rhs_index(g_local, kk, product_col(j / TN, col))) : 0.0;
-      }
-      barrier();
-      for (uint kk = 0; kk < TK; ++kk) {
-        float a[RM], b[RNH];
-        [[unroll]] for (uint i = 0; i < RM; ++i) {
-          uint r = min(ty + i * TY, TM - 1);
-          a[i] = As[r * TK + kk];
-        }
-        [[unroll]] for (uint j = 0; j < RNH; ++j) {
-          uint c = min(tx + (j % RN) * TX, TN - 1);
-          b[j] = Bs[kk * TNH + (j / RN) * TN + c];
-        }
-        [[unroll]] for (uint i = 0; i < RM; ++i)
-          [[unroll]] for (uint j = 0; j < RNH; ++j) acc[i * RNH + j] = fma(a[i], b[j], acc[i * RNH + j]);
-      }
-      barrier();
-    }
   } else {
     // Clamped addresses keep every read in bounds; the rows and columns they duplicate are never stored.
     uint arow[RM], bcol[RNH];
@@ -265,9 +343,15 @@ void run_visit(uint visit, uint n_tile) {
     }
   }
 
+  // Column j of half h is acc4 group h * VN + j / 4 (RN = 4 * VN): the same layout, h * RN + j.
+  if (USE_SHARED || VEC4)
+    [[unroll]] for (uint i = 0; i < RM; ++i)
+      [[unroll]] for (uint v = 0; v < VNH; ++v)
+        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RNH + v * 4 + c] = acc4[i * VNH + v][c];
+
   // Store only this group's rows: the tile's other rows belong to other visits.
   [[unroll]] for (uint i = 0; i < RM; ++i) {
-    uint r = ty + i * TY;
+    uint r = row_of(ty, i);
     uint row = m0 + r;
     if (r >= TM || row < gstart || row >= gend) continue;
     uint orow = slot_of_row(row);

@@ -8,8 +8,9 @@
 //
 // lhs is [k, m], or [m, k] with LHS_MK (the backward reads the forward's lhs as lhs^T in place);
 // the output block is stored [k, n], or [n, k] with OUT_NK (the gradient of a transposed rhs).
-// Schedules as in gmm.comp: USE_SHARED stages [TK, TM] of lhs and [TM, TN] of rhs in shared memory;
-// otherwise each invocation reads its micro-tile's operands straight from the buffers.
+// Schedules as in gmm.comp: USE_SHARED stages [TM, TK] of lhs^T and [TM, TN] of rhs in shared memory,
+// loading the next rows' chunks into registers while the current ones are computed; otherwise each
+// invocation reads its micro-tile's operands straight from the buffers.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 
@@ -30,17 +31,18 @@ layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_TGMM_LHS_MK) const bool LHS_MK = false;
 layout(constant_id = VKGMM_ID_USE_SHARED) const bool USE_SHARED = true;
 layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
-layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;  // TK * TM when USE_SHARED, else 1
+layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;  // TM * TK when USE_SHARED, else 1
 layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TM * TN when USE_SHARED, else 1
 layout(constant_id = VKGMM_ID_TGMM_OUT_NK) const bool OUT_NK = false;
-// Direct schedule with rhs read as vec4 along N (n and rhs's offset multiples of 4): each invocation owns
+// rhs read as vec4 along N (n and rhs's offset multiples of 4). Direct schedule: each invocation owns
 // RN/4 groups of 4 adjacent columns, and takes the group's rows 4 at a time so each accumulator gets
-// four FMAs per visit (a CPU driver keeps few of them in registers).
+// four FMAs per visit (a CPU driver keeps few of them in registers). Shared schedule: its staging loads.
 layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 // VEC4 and lhs read 4 elements at a time (lhs's offset a multiple of 4). With lhs stored [m, k] (LHS_MK,
 // k a multiple of 4): each invocation owns RK/4 groups of 4 adjacent k rows of the block, and reads them
 // for a row of lhs as one vec4. With lhs [k, m] (m a multiple of 4): a k row's elements for 4 rows of the
-// group are one vec4.
+// group are one vec4 (the shared schedule then steps from the group's first row rounded down to a
+// multiple of 4, the rows before it masked).
 layout(constant_id = VKGMM_ID_TGMM_VEC4_LHS) const bool VEC4_LHS = false;
 // The persistent grid (interface.h): main() loops over the work items instead of running one.
 layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
@@ -54,21 +56,120 @@ VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 // The block row (k) of invocation ty's i-th row: one per invocation at stride TY, or with VEC4_LHS
 // groups of 4 adjacent rows at stride 4 * TY.
 uint krow_of(uint ty, uint i) {
-  if (VEC4_LHS && LHS_MK) return ((i >> 2) * TY + ty) * 4u + (i & 3u);
+  if ((VEC4_LHS && LHS_MK) || USE_SHARED) return ((i >> 2) * TY + ty) * 4u + (i & 3u);
   return ty + i * TY;
 }
 
-// The output column of invocation tx's j-th column (see VEC4).
+// The output column of invocation tx's j-th column (see VEC4; groups of 4 in the shared schedule too).
 uint col_of(uint tx, uint j) {
-  if (VEC4) return ((j >> 2) * TX + tx) * 4u + (j & 3u);
+  if (VEC4 || USE_SHARED) return ((j >> 2) * TX + tx) * 4u + (j & 3u);
   return tx + j * TX;
 }
 
-shared float As[SHARED_A];
-shared float Bs[SHARED_B];
-
 uint lhs_index(uint kk, uint row) {
   return pc.lhs_off + (LHS_MK ? row * pc.k + kk : kk * pc.m + row);
+}
+
+// ----- the shared schedule (see gmm.comp's, the same scheme with the group's rows as the reduction) ------
+// The stage, row-major so that an invocation's 4 adjacent k rows (columns) are one 16-byte read:
+// As[c][k row] and Bs[c][column] for the step's group row c.
+shared vec4 As4[(SHARED_A + 3) / 4];
+shared vec4 Bs4[(SHARED_B + 3) / 4];
+// Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
+// k, stored whole; lhs [k, m] as TM/4 x TK chunks along m, chunk e of k row e % TK, stored as 4 rows c
+// (neighbouring lanes: neighbouring k rows, consecutive banks); rhs as TM x TN/4 chunks along n. Invocation
+// lid takes chunks lid + s * NT, whose addresses from the group's row 0 are computed once (a_src,
+// b_src); the next step's chunks are loaded into a_next / b_next while the current one computes.
+const uint NT = TX * TY;
+const uint A_CHUNKS = TK * TM / 4, B_CHUNKS = TM * TN / 4;
+const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
+// With VEC4_LHS and lhs [k, m], chunks along m start at multiples of 4.
+const bool ALIGN_ROWS = VEC4_LHS && !LHS_MK;
+uint a_src[CA], b_src[CB];
+bool a_in[CA], b_in[CB];  // the chunk exists, and its k run (k row) / column run starts in the problem
+bvec4 a_k[CA], b_cols[CB];  // LHS_MK: which of its 4 k values are in the problem; rhs: which columns
+vec4 a_next[CA], b_next[CB];
+VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4_LHS)
+VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
+
+// Which of rows first .. first+3 are the group's.
+bvec4 group_rows(uint first, uint gstart, uint gend) {
+  uvec4 r = uvec4(first) + uvec4(0, 1, 2, 3);
+  return bvec4(uvec4(greaterThanEqual(r, uvec4(gstart))) & uvec4(lessThan(r, uvec4(gend))));
+}
+
+void stage_sources(uint lid, uint k0, uint n0) {
+  [[unroll]] for (uint s = 0; s < CA; ++s) {
+    uint e = lid + s * NT;
+    if (LHS_MK) {
+      uint c = e / (TK / 4), kk = k0 + (e % (TK / 4)) * 4u;
+      a_in[s] = e < A_CHUNKS && kk < pc.k;
+      a_k[s] = run_in(kk, pc.k);
+      a_src[s] = pc.lhs_off + c * pc.k + kk;
+    } else {
+      uint kk = k0 + e % TK, c = (e / TK) * 4u;
+      a_in[s] = e < A_CHUNKS && kk < pc.k;
+      a_src[s] = a_in[s] ? pc.lhs_off + kk * pc.m + c : 0u;
+    }
+  }
+  [[unroll]] for (uint s = 0; s < CB; ++s) {
+    uint e = lid + s * NT;
+    uint c = e / (TN / 4), col = n0 + (e % (TN / 4)) * 4u;
+    b_in[s] = e < B_CHUNKS && col < pc.n;
+    b_cols[s] = run_in(col, pc.n);
+    b_src[s] = pc.rhs_off + c * pc.n + col;
+  }
+}
+
+// The chunks of the step from group row r0 (rows outside [gstart, gend) read as zero). `whole` (a
+// constant where it is called): every chunk of the step is in the problem and the group, so none is checked.
+void stage_load(uint lid, uint r0, uint gstart, uint gend, const bool whole) {
+  [[unroll]] for (uint s = 0; s < CA; ++s) {
+    uint e = lid + s * NT;
+    if (LHS_MK) {
+      uint row = r0 + e / (TK / 4);
+      bool in_group = row >= gstart && row < gend;
+      a_next[s] = whole || (a_in[s] && in_group) ? lhs4_masked(a_src[s] + r0 * pc.k, whole ? bvec4(true) : a_k[s]) : vec4(0.0);
+    } else if (whole) {
+      a_next[s] = lhs4_masked(a_src[s] + r0, bvec4(true));
+    } else {
+      uint row = r0 + (e / TK) * 4u;
+      bvec4 ok = group_rows(row, gstart, gend);
+      vec4 v = a_in[s] && any(ok) ? lhs4_masked(a_src[s] + r0, ALIGN_ROWS ? bvec4(true) : ok) : vec4(0.0);
+      // An aligned chunk may begin before the group or run past it: those rows are another group's.
+      a_next[s] = ALIGN_ROWS ? mix(vec4(0.0), v, ok) : v;
+    }
+  }
+  [[unroll]] for (uint s = 0; s < CB; ++s) {
+    uint row = r0 + (lid + s * NT) / (TN / 4);
+    bool in_group = row >= gstart && row < gend;
+    b_next[s] = whole || (b_in[s] && in_group) ? rhs4_masked(b_src[s] + r0 * pc.n, whole ? bvec4(true) : b_cols[s]) : vec4(0.0);
+  }
+}
+// The step from r0, without checks when the block (block_whole: its k rows and columns) and the step's
+// rows lie in the problem and the group: the common case, branch-free.
+void stage_next(uint lid, uint r0, uint gstart, uint gend, bool block_whole) {
+  if (block_whole && r0 >= gstart && r0 + TM <= gend && A_CHUNKS % NT == 0 && B_CHUNKS % NT == 0)
+    stage_load(lid, r0, gstart, gend, true);
+  else
+    stage_load(lid, r0, gstart, gend, false);
+}
+
+void stage_store(uint lid) {
+  [[unroll]] for (uint s = 0; s < CA; ++s) {
+    uint e = lid + s * NT;
+    if (e >= A_CHUNKS) continue;
+    if (LHS_MK) {
+      As4[e] = a_next[s];  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
+    } else {
+      uint kr = e % TK, c = (e / TK) * 4u;
+      [[unroll]] for (uint q = 0; q < 4; ++q) As4[(c + q) * (TK / 4) + kr / 4u][kr & 3u] = a_next[s][q];
+    }
+  }
+  [[unroll]] for (uint s = 0; s < CB; ++s) {
+    uint e = lid + s * NT;
+    if (e < B_CHUNKS) Bs4[e] = b_next[s];  // row e / (TN / 4), columns from (e % (TN / 4)) * 4
+  }
 }
 
 // The VEC4 schedule: vec4 column groups per invocation (RN is a multiple of 4 there; never 0, even where
@@ -97,30 +198,28 @@ void run_block(uint j_group, uint k_block, uint n_block) {
   [[unroll]] for (uint e = 0; e < RK * RN; ++e) acc[e] = 0.0;
 
   if (USE_SHARED) {
-    for (uint r0 = gstart; r0 < gend; r0 += TM) {
-      // Rows past the group's end read as zero: they belong to another group.
-      for (uint e = lid; e < TK * TM; e += TX * TY) {
-        // Walk memory order: along m for [k, m] lhs, along k for [m, k].
-        uint c = LHS_MK ? e / TK : e % TM;
-        uint kr = LHS_MK ? e % TK : e / TM;
-        uint row = r0 + c, kk = k0 + kr;
-        As[kr * TM + c] = (row < gend && kk < pc.k) ? load_lhs(lhs_index(kk, row)) : 0.0;
-      }
-      for (uint e = lid; e < TM * TN; e += TX * TY) {
-        uint c = e / TN, j = e % TN;
-        uint row = r0 + c, col = n0 + j;
-        Bs[e] = (row < gend && col < pc.n) ? load_rhs(pc.rhs_off + row * pc.n + col) : 0.0;
-      }
+    vec4 acc4[RK * VN];  // k row i, column group v (as in the VEC4 branch)
+    [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
+    stage_sources(lid, k0, n0);
+    uint r0 = ALIGN_ROWS ? gstart & ~3u : gstart;
+    const bool block_whole = k0 + TK <= pc.k && n0 + TN <= pc.n;
+    stage_next(lid, r0, gstart, gend, block_whole);
+    for (; r0 < gend; r0 += TM) {
+      stage_store(lid);
       barrier();
-      for (uint c = 0; c < TM; ++c) {
-        float a[RK], b[RN];
-        [[unroll]] for (uint i = 0; i < RK; ++i) a[i] = As[min(ty + i * TY, TK - 1) * TM + c];
-        [[unroll]] for (uint j = 0; j < RN; ++j) b[j] = Bs[c * TN + min(tx + j * TX, TN - 1)];
+      stage_next(lid, r0 + TM, gstart, gend, block_whole);  // in flight while this step computes (zeros past gend)
+      [[unroll]] for (uint c = 0; c < TM; ++c) {
+        vec4 a[(RK + 3) / 4], b[VN];  // RK is a multiple of 4 here; never 0 where this branch is dead
+        [[unroll]] for (uint u = 0; u < RK / 4; ++u) a[u] = As4[c * (TK / 4) + u * TY + ty];
+        [[unroll]] for (uint v = 0; v < VN; ++v) b[v] = Bs4[c * (TN / 4) + v * TX + tx];
         [[unroll]] for (uint i = 0; i < RK; ++i)
-          [[unroll]] for (uint j = 0; j < RN; ++j) acc[i * RN + j] = fma(a[i], b[j], acc[i * RN + j]);
+          [[unroll]] for (uint v = 0; v < VN; ++v) acc4[i * VN + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VN + v]);
       }
       barrier();
     }
+    [[unroll]] for (uint i = 0; i < RK; ++i)
+      [[unroll]] for (uint v = 0; v < VN; ++v)
+        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RN + v * 4 + c] = acc4[i * VN + v][c];
   } else if (VEC4) {
     uint krow[RK], bcol[VN];
     // With VEC4_LHS, krow[4 * u] starts a group of 4 adjacent rows, all in range or all past it (k % 4 == 0).

@@ -89,6 +89,8 @@ std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
       {"type", type_name(d.type), json_string(type_name(d.type))},
       {"api_version", api_version(d.api_version), json_string(api_version(d.api_version))},
       {"subgroup_size", num(d.subgroup_size), num(d.subgroup_size)},
+      {"vector_registers", num(d.vector_registers) + " per lane of a SIMD (0: not reported; sizes the shared schedule's tile)",
+       num(d.vector_registers)},
       {"max_shared_memory", num(d.max_shared_memory) + " bytes", num(d.max_shared_memory)},
       {"max_workgroup_invocations", num(d.max_workgroup_invocations), num(d.max_workgroup_invocations)},
       {"max_workgroup_count", wg, "[" + wg + "]"},

@@ -87,6 +87,10 @@ struct DeviceInfo {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint32_t api_version = 0;
   uint32_t subgroup_size = 0;
+  // 32-bit vector registers per lane of one SIMD's register file, shared by its resident waves
+  // (VK_AMD_shader_core_properties: vgprsPerSimd at wavefrontSize lanes, per subgroup_size lanes); 0 when
+  // the device does not say. The shared schedule sizes its register tile by it.
+  uint32_t vector_registers = 0;
   uint32_t max_shared_memory = 0;
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_workgroup_count[3] = {0, 0, 0};

@@ -1,0 +1,102 @@
+// The shared schedule's kernel shapes (host/tiling.cpp): the register tile from the device's register
+// file, groups of 4 rows and columns, steps of whole 4-element chunks within shared memory.
+#include <gtest/gtest.h>
+
+#include "tiling.hpp"
+
+namespace vkgmm {
+namespace {
+
+DeviceInfo gpu(uint32_t vector_registers, uint32_t shared_bytes = 65536, uint32_t invocations = 1024) {
+  DeviceInfo info;
+  info.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  info.subgroup_size = 64;
+  info.vector_registers = vector_registers;
+  info.max_shared_memory = shared_bytes;
+  info.max_workgroup_invocations = invocations;
+  return info;
+}
+
+KernelShape shared_shape(const DeviceInfo& info, int64_t rows, int64_t step, int64_t cols, uint32_t halves = 1) {
+  return make_kernel_shape(rows, step, cols, 4096, 1024, 1024, Schedule::shared, info, "gmm", 1, 1, halves);
+}
+
+TEST(SharedTiling, RegisterTileFollowsTheRegisterFile) {
+  auto tile = [](uint32_t regs) {
+    const RegisterTile t = shared_register_tile(gpu(regs));
+    return std::pair<uint32_t, uint32_t>{t.rows, t.cols};
+  };
+  EXPECT_EQ(tile(0), std::make_pair(8u, 8u));    // unknown: 8 x 8
+  EXPECT_EQ(tile(512), std::make_pair(8u, 8u));  // RDNA2, wave64
+  EXPECT_EQ(tile(256), std::make_pair(8u, 8u));  // GCN: 2 waves of 128 registers
+  EXPECT_EQ(tile(160), std::make_pair(8u, 4u));
+  EXPECT_EQ(tile(100), std::make_pair(4u, 4u));
+  DeviceInfo cpu = gpu(0);
+  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  EXPECT_EQ(shared_register_tile(cpu).rows, 4u);
+  EXPECT_EQ(shared_register_tile(cpu).cols, 4u);
+}
+
+TEST(SharedTiling, PresetShapeIs16x16InvocationsOf8x8) {
+  const KernelShape s = shared_shape(gpu(512), 128, 16, 128);
+  EXPECT_TRUE(s.use_shared);
+  EXPECT_EQ(s.rows, 128u);
+  EXPECT_EQ(s.cols, 128u);
+  EXPECT_EQ(s.step, 16u);
+  EXPECT_EQ(s.tx, 16u);
+  EXPECT_EQ(s.ty, 16u);
+  EXPECT_EQ(s.rm, 8u);
+  EXPECT_EQ(s.rn, 8u);
+  EXPECT_EQ(s.shared_a, 128u * 16u);
+  EXPECT_EQ(s.shared_b, 16u * 128u);
+}
+
+TEST(SharedTiling, ShortTilesTake4RowsPerInvocation) {
+  const KernelShape s = shared_shape(gpu(512), 32, 16, 128);
+  EXPECT_EQ(s.rows, 32u);
+  EXPECT_EQ(s.rm, 4u);
+  EXPECT_EQ(s.rn, 8u);
+  EXPECT_EQ(shared_shape(gpu(512), 64, 16, 128).rm, 8u);
+}
+
+TEST(SharedTiling, OddTilesBecomeGroupsOf4AndStepsOfWholeChunks) {
+  const KernelShape s = shared_shape(gpu(512), 3, 1, 5);
+  EXPECT_EQ(s.rows, 4u);
+  EXPECT_EQ(s.cols, 8u);
+  EXPECT_EQ(s.rm % 4, 0u);
+  EXPECT_EQ(s.rn % 4, 0u);
+  EXPECT_EQ(s.step, 4u);
+  EXPECT_EQ(s.tx * s.rn, s.cols);
+  EXPECT_EQ(s.ty * s.rm, s.rows);
+}
+
+TEST(SharedTiling, SwigluHalvesShareTheRegisterTile) {
+  const KernelShape s = shared_shape(gpu(512), 128, 16, 64, 2);
+  EXPECT_EQ(s.rm * s.rn * 2, 64u);
+  EXPECT_EQ(s.invocations(), 256u);
+  EXPECT_EQ(s.shared_b, 16u * 64u * 2u);
+  // The automatic tiling asks for half the columns with SwiGLU.
+  std::vector<int32_t> sizes(8, 512);
+  const ActiveGroups groups{&sizes, 0, 8};
+  EXPECT_EQ(gmm_auto_tiling(Schedule::shared, gpu(512), groups, true, 1024, 2).tn, 64);
+  EXPECT_EQ(gmm_auto_tiling(Schedule::shared, gpu(512), groups, true, 1024, 1).tn, 128);
+}
+
+TEST(SharedTiling, StageFitsHalfTheSharedMemory) {
+  // 128 x 128 tiles stage 1 KiB per step: 8 steps in half of 16 KiB.
+  EXPECT_EQ(shared_shape(gpu(512, 16384), 128, 16, 128).step, 8u);
+  // Too small for two workgroups: all of it.
+  EXPECT_EQ(shared_shape(gpu(512, 6144), 128, 16, 128).step, 4u);
+  EXPECT_THROW(shared_shape(gpu(512, 2048), 128, 16, 128), Error);
+}
+
+TEST(SharedTiling, FewInvocationsGetLargerRegisterTiles) {
+  const KernelShape s = shared_shape(gpu(512, 65536, 64), 128, 16, 128);
+  EXPECT_LE(s.invocations(), 64u);
+  EXPECT_EQ(s.rows, 128u);
+  EXPECT_EQ(s.cols, 128u);
+  EXPECT_LE(s.rm * s.rn, 256u);
+}
+
+}  // namespace
+}  // namespace vkgmm
