@@ -32,8 +32,13 @@ int64_t pow2_at_least(int64_t x) {
 // Accumulators one invocation may hold before the kernel spills hopelessly.
 constexpr uint32_t kMaxAccumulators = 256;
 
-// What a gmm visit costs beyond its rows, in rows (see resolve_tiling).
+// What a gmm visit costs beyond its rows, in rows (see resolve_tiling): the direct schedule's, measured on
+// lavapipe; and the shared schedule's, a GPU's, not measured (no GPU here) but read off the compiled code:
+// ACO's main loop (gpu-report, navi21, moe-prefill's 512-row groups) is ~85 % FMAs with 128-row tiles, 65 %
+// with 32-row ones, so a small tile's visit costs about as much again as its rows; 64 rows of overhead
+// keep 128-row tiles for groups of a few hundred rows and small tiles for few-row (decode) visits.
 constexpr int64_t kVisitOverheadRows = 2;
+constexpr int64_t kSharedVisitOverheadRows = 64;
 
 // The shared schedule's default reduction step: 16 K values (tgmm: rows) per stage. Measured with ACO
 // (RADV's null device, navi21 / gfx1100 / vega10, 128 x 128 tiles of 8 x 8 per invocation): 32 gained
@@ -129,7 +134,7 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
     Tiling t{16 * r.rows, kSharedStep, 16 * std::max<int64_t>(4, r.cols / halves)};
-    t.tm = pick_tm(groups, 16, t.tm, kVisitOverheadRows);
+    t.tm = pick_tm(groups, 16, t.tm, kSharedVisitOverheadRows);
     return t;
   }
   Tiling t{128, 4, 128};
@@ -220,8 +225,10 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
                               uint32_t col_group, uint32_t row_group, uint32_t halves) {
   KernelShape s;
   s.use_shared = schedule == Schedule::shared;
-  // A tile larger than the problem only wastes work: shrink it to the problem's next power of two.
-  rows = std::min(rows, pow2_at_least(std::max<int64_t>(rows_extent, 1)));
+  // A tile larger than the problem only wastes work: shrink it to the problem's next power of two. The
+  // shared schedule keeps 16 rows at least: with fewer, each invocation stages a quarter of the rhs stage
+  // or more and the compiled code spills (ACO, 8-row tiles: 152 VGPRs and 144 spilled SGPRs on navi21).
+  rows = std::min(rows, pow2_at_least(std::max<int64_t>(rows_extent, s.use_shared ? 16 : 1)));
   cols = std::min(cols, pow2_at_least(std::max<int64_t>(cols_extent, 1)));
   step = std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1)));
   if (rows > 65536 || cols > 65536 || step > 65536)
