@@ -89,6 +89,16 @@ uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_
   return up(along, s.step) * per_step;
 }
 
+void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what) {
+  constexpr uint64_t kLoopBudget = 65535;
+  if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU && iterations > kLoopBudget)
+    throw Error(Status::unsupported,
+                std::string(op) + ": " + what + " takes " + std::to_string(iterations) +
+                    " loop iterations in one invocation; CPU drivers such as lavapipe end an invocation's loops after " +
+                    std::to_string(kLoopBudget) + " and would return partial results (split the reduction: "
+                    "calls over slices of it accumulate through existing_out)");
+}
+
 int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead) {
   int64_t best_tm = largest, best_cost = INT64_MAX;
   for (int64_t tm = smallest; tm <= largest; tm *= 2) {

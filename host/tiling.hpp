@@ -25,6 +25,10 @@ struct KernelShape {
 // 1 or, with vec4, 4 elements (and its peeled ones). DispatchPlan::choose_grid needs it where a driver
 // caps them.
 uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_t halves, bool vec4);
+// llvmpipe (lavapipe) ends every loop of an invocation, silently, once the invocation has run 65535 loop
+// iterations in all (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS): a kernel that needs more would return partial
+// results. On CPU devices, throws Error(unsupported) naming `what` when `iterations` exceed it.
+void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what);
 
 // The rows of the active groups, for gmm's automatic choice of the m tile.
 struct ActiveGroups {

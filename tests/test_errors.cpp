@@ -87,6 +87,35 @@ TEST_F(DeviceTest, GmmPlanErrorsNameTheArgument) {
                Status::invalid_argument, "unsupported element type");
 }
 
+// lavapipe ends an invocation's loops after 65535 iterations in all: a reduction that needs more is
+// refused on CPU devices (it returned partial sums: k = 70001 gave 65534 for a sum of ones), one within
+// the budget runs and matches the reference.
+TEST_F(DeviceTest, ReductionsPastTheCpuLoopBudgetAreRefused) {
+  Context& c = ctx();
+  if (c.info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) GTEST_SKIP() << "a CPU driver's limit";
+  GmmProblem p;
+  p.m = 3;
+  p.k = 70001;
+  p.n = 2;
+  p.group_sizes = {3};
+  try {
+    GmmPlan plan(c, p);
+    ADD_FAILURE() << "k = 70001 was planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::unsupported);
+    EXPECT_NE(std::string(e.what()).find("k = 70001"), std::string::npos) << e.what();
+  }
+  p.k = 65001;  // odd: scalar loads, one iteration per element, inside the budget
+  expect_gmm_matches_reference(c, p, 3);
+  try {
+    TopKPlan plan(c, {2, 32768, 2, true});
+    ADD_FAILURE() << "top_k over 32768 experts was planned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::unsupported);
+    EXPECT_NE(std::string(e.what()).find("experts = 32768"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(DeviceTest, TgmmPlanErrorsNameTheArgument) {
   auto plan = [&](TgmmProblem p) { TgmmPlan(ctx(), p); };
   auto with = [](auto edit) {
