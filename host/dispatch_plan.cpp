@@ -137,8 +137,8 @@ void DispatchPlan::size_workspace() {
 bool DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations) {
   persistent_ = persistent_grid(name(), requested, options(), info()) && items <= UINT32_MAX;
   if (persistent_ && info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-    // Half of llvmpipe's 65535 (LP_MAX_TGSI_LOOP_ITERATIONS), for the items not dividing evenly.
-    constexpr uint64_t kLoopBudget = 65535 / 2;
+    // Half of llvmpipe's budget (kCpuLoopIterations), for the items not dividing evenly.
+    constexpr uint64_t kLoopBudget = kCpuLoopIterations / 2;
     persistent_min_workgroups_ = std::max<uint64_t>((loop_iterations + kLoopBudget - 1) / kLoopBudget, 1);
     if (persistent_min_workgroups_ * 2 > items) persistent_ = false;
   }

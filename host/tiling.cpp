@@ -90,12 +90,11 @@ uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_
 }
 
 void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what) {
-  constexpr uint64_t kLoopBudget = 65535;
-  if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU && iterations > kLoopBudget)
+  if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU && iterations > kCpuLoopIterations)
     throw Error(Status::unsupported,
                 std::string(op) + ": " + what + " takes " + std::to_string(iterations) +
                     " loop iterations in one invocation; CPU drivers such as lavapipe end an invocation's loops after " +
-                    std::to_string(kLoopBudget) + " and would return partial results (split the reduction: "
+                    std::to_string(kCpuLoopIterations) + " and would return partial results (split the reduction: "
                     "calls over slices of it accumulate through existing_out)");
 }
 

@@ -28,6 +28,7 @@ uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_
 // llvmpipe (lavapipe) ends every loop of an invocation, silently, once the invocation has run 65535 loop
 // iterations in all (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS): a kernel that needs more would return partial
 // results. On CPU devices, throws Error(unsupported) naming `what` when `iterations` exceed it.
+constexpr uint64_t kCpuLoopIterations = 65535;
 void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what);
 
 // The rows of the active groups, for gmm's automatic choice of the m tile.
