@@ -222,8 +222,7 @@ struct DispatchPlan::Bound {
 
 DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   const char* op = name();
-  if (options().compile_only)
-    throw Error(Status::unsupported, std::string(op) + ": the context only compiles pipelines: plans record nothing");
+  options().check_records(op);
   check_existing_view(op, has_existing_, ops.existing_out, ops.out);
   check_no_overlap(op, ops.out,
                    {{"lhs", ops.lhs},

@@ -124,4 +124,9 @@ uint32_t persistent_workgroups(const ResolvedOptions& o, const DeviceInfo& info)
   return std::max<uint32_t>(info.compute_units, 1);
 }
 
+void ResolvedOptions::check_records(const char* op) const {
+  if (compile_only)
+    throw Error(Status::unsupported, std::string(op) + ": the context only compiles pipelines: plans record nothing");
+}
+
 }  // namespace vkgmm

@@ -23,6 +23,8 @@ struct ResolvedOptions {
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
   bool compile_only = false;
+  // Throws Error(unsupported) naming `op` on a compile-only context: its plans record nothing.
+  void check_records(const char* op) const;
 };
 
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,

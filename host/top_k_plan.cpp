@@ -89,8 +89,7 @@ BoundTopK bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperand
   const BoundOperand logits = bind_operand(ctx, kOp, "logits", ops.logits, DType::f32, uint64_t(p.tokens * p.experts), 0, false);
   const BoundOperand ids = bind_operand(ctx, kOp, "ids", ops.ids, DType::f32, slots, 0, false);
   const BoundOperand weights = bind_operand(ctx, kOp, "weights", ops.weights, DType::f32, slots, 0, false);
-  if (ctx.dev.options.compile_only)
-    throw Error(Status::unsupported, std::string(kOp) + ": the context only compiles pipelines: plans record nothing");
+  ctx.dev.options.check_records(kOp);
   BoundTopK b;
   std::fill(std::begin(b.infos), std::end(b.infos), logits.info);  // bindings the module does not declare
   b.infos[VKGMM_BINDING_LHS] = logits.info;
