@@ -112,81 +112,87 @@ uint row_of(uint ty, uint i) {
 // chunks along N, or transposed (rhs [n, k]) as TK/4 x TN*NH chunks along K, chunk e of product column
 // e % (TN * NH). A chunk along K is stored as 4 K rows: neighbouring lanes take neighbouring rows
 // (columns), so those stores hit consecutive banks with no padding. Invocation lid takes chunks
-// lid + s * NT: their rows (columns) stay the same from one K step to the next, so their addresses are
-// computed once (a_src, b_src) and each step only adds its K offset. The next step's chunks are loaded
-// into registers (a_next, b_next) while the current one is computed from shared memory.
+// lid + s * NT: their sources and their places in the stage stay the same from one K step to the next,
+// so both are computed once (a_src / b_src: the chunk's first element at K step 0; a_dst / b_dst) and a
+// step only adds its K offset, the same for the whole workgroup. The next step's chunks are loaded into
+// registers (a_next, b_next) while the current one is computed from shared memory.
+//
+// No bounds check runs in the main loop: rows past m and columns past n read the tile's first row or
+// column instead (in bounds; their products are never stored), and the K steps end at k: the first step
+// is the ragged one, starting before K = 0 (its values there are zero), so every later step lies in K.
 const uint NT = TX * TY;
 const uint TNH = TN * NH;  // the tile's product columns
 const uint A_CHUNKS = TM * TK / 4, B_CHUNKS = TK * TNH / 4;
 const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
-uint a_src[CA], b_src[CB];  // the chunk's row of lhs / column of rhs, from K = 0 (0 when a_in / b_in is false)
-bool a_in[CA], b_in[CB];    // the chunk exists and its row / (first) column is in the problem
-bvec4 b_cols[CB];           // rhs [k, n]: which of the chunk's 4 columns are in the problem
+// Every invocation has all its chunks (no check) when the invocations divide them.
+const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
+uint a_src[CA], b_src[CB];
+uint a_dst[CA], b_dst[CB];  // the chunk's (first) vec4 in As4 / Bs4, and its component when stored as K rows
+bvec4 b_cols[CB];           // rhs [k, n] without VEC4: which of the chunk's 4 columns are in the problem
 vec4 a_next[CA], b_next[CB];
 
 // With VEC4 a chunk's 4 elements are all in range or all out (k, n multiples of 4): one load.
 VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4)
 VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
 
-// Where invocation lid's chunks come from, for the tile at (m0, n0) of group g_local.
+// The chunk's K offset within a step (chunks along K: a multiple of 4; rhs [k, n]: its K row).
+uint a_koff(uint e) { return (e / TM) * 4u; }
+uint b_koff(uint e) { return TRANSPOSE_RHS ? (e / TNH) * 4u : e / (TNH / 4); }
+
+// Where invocation lid's chunks come from and go, for the tile at (m0, n0) of group g_local.
 void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    uint e = lid + s * NT, row = m0 + e % TM;
-    a_in[s] = e < A_CHUNKS && row < pc.m;
-    a_src[s] = a_in[s] ? pc.lhs_off + lhs_row(row) * pc.k : 0u;
+    uint e = lid + s * NT, r = e % TM;
+    uint row = m0 + r < pc.m ? m0 + r : m0;
+    a_src[s] = pc.lhs_off + lhs_row(row) * pc.k + a_koff(e);
+    a_dst[s] = a_koff(e) * (TM / 4) + r / 4u;  // component r & 3 of 4 K rows, TM / 4 vec4s apart
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
     uint j = TRANSPOSE_RHS ? e % TNH : (e % (TNH / 4)) * 4u;  // the chunk's (first) product column
     uint col = n0 + j % TN;
-    b_in[s] = e < B_CHUNKS && col < pc.out_n;
     b_cols[s] = run_in(col, pc.out_n);
-    b_src[s] = b_in[s] ? rhs_index(g_local, 0u, product_col(j / TN, col)) : 0u;
+    b_src[s] = rhs_index(g_local, b_koff(e), product_col(j / TN, col < pc.out_n ? col : n0));
+    b_dst[s] = TRANSPOSE_RHS ? b_koff(e) * (TNH / 4) + j / 4u : e;
   }
 }
 
-// Load the chunks of the K step at k0 into a_next / b_next; past k (or n) they are zero. `whole` (a
-// constant where it is called): every chunk of the step is in the problem, so none is checked.
-void stage_load(uint lid, uint k0, const bool whole) {
+// Load the chunks of the K step at k0 into a_next / b_next. The first step (`first`, a constant where
+// it is called) may start before K = 0: its values there are zero, never read; every other step lies in K.
+void stage_load(int k0, const bool first) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    uint kk = k0 + ((lid + s * NT) / TM) * 4u;
-    a_next[s] = whole || a_in[s] ? lhs4_masked(a_src[s] + kk, whole ? bvec4(true) : run_in(kk, pc.k)) : vec4(0.0);
+    uint e = gl_LocalInvocationIndex + s * NT;
+    if (!A_EVEN && e >= A_CHUNKS) continue;
+    bvec4 ok = first ? greaterThanEqual(ivec4(k0 + int(a_koff(e))) + ivec4(0, 1, 2, 3), ivec4(0)) : bvec4(true);
+    a_next[s] = lhs4_masked(a_src[s] + uint(k0), ok);
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
-    uint e = lid + s * NT;
+    uint e = gl_LocalInvocationIndex + s * NT;
+    if (!B_EVEN && e >= B_CHUNKS) continue;
     if (TRANSPOSE_RHS) {
-      uint kk = k0 + (e / TNH) * 4u;
-      b_next[s] = whole || b_in[s] ? rhs4_masked(b_src[s] + kk, whole ? bvec4(true) : run_in(kk, pc.k)) : vec4(0.0);
+      bvec4 ok = first ? greaterThanEqual(ivec4(k0 + int(b_koff(e))) + ivec4(0, 1, 2, 3), ivec4(0)) : bvec4(true);
+      b_next[s] = rhs4_masked(b_src[s] + uint(k0), ok);
     } else {
-      uint kk = k0 + e / (TNH / 4);
-      b_next[s] = whole || (b_in[s] && kk < pc.k) ? rhs4_masked(b_src[s] + kk * pc.n, whole ? bvec4(true) : b_cols[s])
-                                                  : vec4(0.0);
+      bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
+      b_next[s] = rhs4_masked(b_src[s] + uint(k0) * pc.n, first && k0 + int(b_koff(e)) < 0 ? bvec4(false) : cols);
     }
   }
 }
-// The step at k0, without checks when the whole tile (tile_whole: its rows and columns) and the step lie
-// in the problem: the common case, branch-free.
-void stage_next(uint lid, uint k0, bool tile_whole) {
-  if (tile_whole && k0 + TK <= pc.k && A_CHUNKS % NT == 0 && B_CHUNKS % NT == 0) stage_load(lid, k0, true);
-  else stage_load(lid, k0, false);
-}
 
 // Store a_next / b_next into the stage: lhs chunks transposed (4 K rows), rhs chunks along N whole.
-void stage_store(uint lid) {
+void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    uint e = lid + s * NT;
-    if (e >= A_CHUNKS) continue;
-    uint r = e % TM, kk = (e / TM) * 4u;
-    [[unroll]] for (uint q = 0; q < 4; ++q) As4[(kk + q) * (TM / 4) + r / 4u][r & 3u] = a_next[s][q];
+    if (!A_EVEN && gl_LocalInvocationIndex + s * NT >= A_CHUNKS) continue;
+    uint c = (gl_LocalInvocationIndex + s * NT) & 3u;  // the row's component (TM, NT multiples of 4)
+    [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TM / 4)][c] = a_next[s][q];
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
-    uint e = lid + s * NT;
-    if (e >= B_CHUNKS) continue;
+    uint e = gl_LocalInvocationIndex + s * NT;
+    if (!B_EVEN && e >= B_CHUNKS) continue;
     if (TRANSPOSE_RHS) {
-      uint j = e % TNH, kk = (e / TNH) * 4u;
-      [[unroll]] for (uint q = 0; q < 4; ++q) Bs4[(kk + q) * (TNH / 4) + j / 4u][j & 3u] = b_next[s][q];
+      [[unroll]] for (uint q = 0; q < 4; ++q) Bs4[b_dst[s] + q * (TNH / 4)][e & 3u] = b_next[s][q];
     } else {
-      Bs4[e] = b_next[s];  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
+      Bs4[b_dst[s]] = b_next[s];  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
     }
   }
 }
@@ -259,12 +265,14 @@ void run_visit(uint visit, uint n_tile) {
 
   if (USE_SHARED) {
     stage_sources(lid, m0, n0, g_local);
-    const bool tile_whole = m0 + TM <= pc.m && n0 + TN <= pc.out_n;
-    stage_next(lid, 0u, tile_whole);
-    for (uint k0 = 0; k0 < pc.k; k0 += TK) {
-      stage_store(lid);
+    // ceil(k / TK) steps ending at k, the first one ragged (see stage_sources).
+    const uint steps = (pc.k + TK - 1) / TK;
+    int k0 = int(pc.k) - int(steps * TK);
+    if (steps > 0) stage_load(k0, true);
+    for (; k0 < int(pc.k); k0 += int(TK)) {
+      stage_store();
       barrier();
-      stage_next(lid, k0 + TK, tile_whole);  // in flight while this step computes (zeros past k)
+      if (k0 + int(TK) < int(pc.k)) stage_load(k0 + int(TK), false);  // in flight while this step computes
       [[unroll]] for (uint kk = 0; kk < TK; ++kk) {
         vec4 a[(RM + 3) / 4], b[VNH];  // RM is a multiple of 4 here; never 0 where this branch is dead
         [[unroll]] for (uint u = 0; u < RM / 4; ++u) a[u] = As4[kk * (TM / 4) + u * TY + ty];
