@@ -41,8 +41,7 @@ layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 // VEC4 and lhs read 4 elements at a time (lhs's offset a multiple of 4). With lhs stored [m, k] (LHS_MK,
 // k a multiple of 4): each invocation owns RK/4 groups of 4 adjacent k rows of the block, and reads them
 // for a row of lhs as one vec4. With lhs [k, m] (m a multiple of 4): a k row's elements for 4 rows of the
-// group are one vec4 (the shared schedule then steps from the group's first row rounded down to a
-// multiple of 4, the rows before it masked).
+// group are one vec4 (the direct schedule only: the shared one's steps start at any row).
 layout(constant_id = VKGMM_ID_TGMM_VEC4_LHS) const bool VEC4_LHS = false;
 // The persistent grid (interface.h): main() loops over the work items instead of running one.
 layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
@@ -78,97 +77,87 @@ shared vec4 Bs4[(SHARED_B + 3) / 4];
 // Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
 // k, stored whole; lhs [k, m] as TM/4 x TK chunks along m, chunk e of k row e % TK, stored as 4 rows c
 // (neighbouring lanes: neighbouring k rows, consecutive banks); rhs as TM x TN/4 chunks along n. Invocation
-// lid takes chunks lid + s * NT, whose addresses from the group's row 0 are computed once (a_src,
-// b_src); the next step's chunks are loaded into a_next / b_next while the current one computes.
+// lid takes chunks lid + s * NT, whose sources from the group's row 0 (a_src, b_src) and places in the
+// stage (a_dst) are computed once; a step adds its first row. The next step's chunks are loaded into
+// a_next / b_next while the current one computes.
+//
+// No bounds check runs in the main loop: k rows past k and columns past n read the block's first
+// instead (in bounds; never stored), and the steps end at the group's end: the first step is the ragged
+// one, starting before the group (rows there are zero), so every later step lies in the group. lhs
+// [k, m] is read 4 elements at a time but not as one vec4: the steps start at any row.
 const uint NT = TX * TY;
 const uint A_CHUNKS = TK * TM / 4, B_CHUNKS = TM * TN / 4;
 const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
-// With VEC4_LHS and lhs [k, m], chunks along m start at multiples of 4.
-const bool ALIGN_ROWS = VEC4_LHS && !LHS_MK;
-uint a_src[CA], b_src[CB];
-bool a_in[CA], b_in[CB];  // the chunk exists, and its k run (k row) / column run starts in the problem
-bvec4 a_k[CA], b_cols[CB];  // LHS_MK: which of its 4 k values are in the problem; rhs: which columns
+const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
+uint a_src[CA], b_src[CB], a_dst[CA];
+bvec4 a_k[CA], b_cols[CB];  // LHS_MK without VEC4_LHS: which of its 4 k values are in the problem; rhs: columns
 vec4 a_next[CA], b_next[CB];
-VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4_LHS)
+VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4_LHS && LHS_MK)
 VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
 
-// Which of rows first .. first+3 are the group's.
-bvec4 group_rows(uint first, uint gstart, uint gend) {
-  uvec4 r = uvec4(first) + uvec4(0, 1, 2, 3);
-  return bvec4(uvec4(greaterThanEqual(r, uvec4(gstart))) & uvec4(lessThan(r, uvec4(gend))));
-}
+// The chunk's first group row within a step.
+uint a_row(uint e) { return LHS_MK ? e / (TK / 4) : (e / TK) * 4u; }
+uint b_row(uint e) { return e / (TN / 4); }
 
 void stage_sources(uint lid, uint k0, uint n0) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = lid + s * NT;
     if (LHS_MK) {
-      uint c = e / (TK / 4), kk = k0 + (e % (TK / 4)) * 4u;
-      a_in[s] = e < A_CHUNKS && kk < pc.k;
+      uint kk = k0 + (e % (TK / 4)) * 4u;
       a_k[s] = run_in(kk, pc.k);
-      a_src[s] = pc.lhs_off + c * pc.k + kk;
+      a_src[s] = pc.lhs_off + a_row(e) * pc.k + (kk < pc.k ? kk : k0);
+      a_dst[s] = e;
     } else {
-      uint kk = k0 + e % TK, c = (e / TK) * 4u;
-      a_in[s] = e < A_CHUNKS && kk < pc.k;
-      a_src[s] = a_in[s] ? pc.lhs_off + kk * pc.m + c : 0u;
+      uint kr = e % TK, kk = k0 + kr;
+      a_src[s] = pc.lhs_off + (kk < pc.k ? kk : k0) * pc.m + a_row(e);
+      a_dst[s] = a_row(e) * (TK / 4) + kr / 4u;  // component kr & 3 of 4 rows c, TK / 4 vec4s apart
     }
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
-    uint c = e / (TN / 4), col = n0 + (e % (TN / 4)) * 4u;
-    b_in[s] = e < B_CHUNKS && col < pc.n;
+    uint col = n0 + (e % (TN / 4)) * 4u;
     b_cols[s] = run_in(col, pc.n);
-    b_src[s] = pc.rhs_off + c * pc.n + col;
+    b_src[s] = pc.rhs_off + b_row(e) * pc.n + (col < pc.n ? col : n0);
   }
 }
 
-// The chunks of the step from group row r0 (rows outside [gstart, gend) read as zero). `whole` (a
-// constant where it is called): every chunk of the step is in the problem and the group, so none is checked.
-void stage_load(uint lid, uint r0, uint gstart, uint gend, const bool whole) {
+// The chunks of the step from group row r0. The first step (`first`, a constant where it is called) may
+// start before the group: its rows there are zero, never read; every other step lies in the group.
+void stage_load(int r0, uint gstart, const bool first) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    uint e = lid + s * NT;
+    uint e = gl_LocalInvocationIndex + s * NT;
+    if (!A_EVEN && e >= A_CHUNKS) continue;
+    int row = r0 + int(a_row(e));
     if (LHS_MK) {
-      uint row = r0 + e / (TK / 4);
-      bool in_group = row >= gstart && row < gend;
-      a_next[s] = whole || (a_in[s] && in_group) ? lhs4_masked(a_src[s] + r0 * pc.k, whole ? bvec4(true) : a_k[s]) : vec4(0.0);
-    } else if (whole) {
-      a_next[s] = lhs4_masked(a_src[s] + r0, bvec4(true));
+      bvec4 ks = VEC4_LHS ? bvec4(true) : a_k[s];
+      a_next[s] = lhs4_masked(a_src[s] + uint(r0) * pc.k, first && row < int(gstart) ? bvec4(false) : ks);
     } else {
-      uint row = r0 + (e / TK) * 4u;
-      bvec4 ok = group_rows(row, gstart, gend);
-      vec4 v = a_in[s] && any(ok) ? lhs4_masked(a_src[s] + r0, ALIGN_ROWS ? bvec4(true) : ok) : vec4(0.0);
-      // An aligned chunk may begin before the group or run past it: those rows are another group's.
-      a_next[s] = ALIGN_ROWS ? mix(vec4(0.0), v, ok) : v;
+      bvec4 ok = first ? greaterThanEqual(ivec4(row) + ivec4(0, 1, 2, 3), ivec4(gstart)) : bvec4(true);
+      a_next[s] = lhs4_masked(a_src[s] + uint(r0), ok);
     }
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
-    uint row = r0 + (lid + s * NT) / (TN / 4);
-    bool in_group = row >= gstart && row < gend;
-    b_next[s] = whole || (b_in[s] && in_group) ? rhs4_masked(b_src[s] + r0 * pc.n, whole ? bvec4(true) : b_cols[s]) : vec4(0.0);
+    uint e = gl_LocalInvocationIndex + s * NT;
+    if (!B_EVEN && e >= B_CHUNKS) continue;
+    bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
+    bool before = first && r0 + int(b_row(e)) < int(gstart);
+    b_next[s] = rhs4_masked(b_src[s] + uint(r0) * pc.n, before ? bvec4(false) : cols);
   }
-}
-// The step from r0, without checks when the block (block_whole: its k rows and columns) and the step's
-// rows lie in the problem and the group: the common case, branch-free.
-void stage_next(uint lid, uint r0, uint gstart, uint gend, bool block_whole) {
-  if (block_whole && r0 >= gstart && r0 + TM <= gend && A_CHUNKS % NT == 0 && B_CHUNKS % NT == 0)
-    stage_load(lid, r0, gstart, gend, true);
-  else
-    stage_load(lid, r0, gstart, gend, false);
 }
 
-void stage_store(uint lid) {
+void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    uint e = lid + s * NT;
-    if (e >= A_CHUNKS) continue;
+    uint e = gl_LocalInvocationIndex + s * NT;
+    if (!A_EVEN && e >= A_CHUNKS) continue;
     if (LHS_MK) {
-      As4[e] = a_next[s];  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
+      As4[a_dst[s]] = a_next[s];  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
     } else {
-      uint kr = e % TK, c = (e / TK) * 4u;
-      [[unroll]] for (uint q = 0; q < 4; ++q) As4[(c + q) * (TK / 4) + kr / 4u][kr & 3u] = a_next[s][q];
+      [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TK / 4)][e & 3u] = a_next[s][q];
     }
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
-    uint e = lid + s * NT;
-    if (e < B_CHUNKS) Bs4[e] = b_next[s];  // row e / (TN / 4), columns from (e % (TN / 4)) * 4
+    uint e = gl_LocalInvocationIndex + s * NT;
+    if (B_EVEN || e < B_CHUNKS) Bs4[e] = b_next[s];  // row e / (TN / 4), columns from (e % (TN / 4)) * 4
   }
 }
 
@@ -201,13 +190,14 @@ void run_block(uint j_group, uint k_block, uint n_block) {
     vec4 acc4[RK * VN];  // k row i, column group v (as in the VEC4 branch)
     [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
     stage_sources(lid, k0, n0);
-    uint r0 = ALIGN_ROWS ? gstart & ~3u : gstart;
-    const bool block_whole = k0 + TK <= pc.k && n0 + TN <= pc.n;
-    stage_next(lid, r0, gstart, gend, block_whole);
-    for (; r0 < gend; r0 += TM) {
-      stage_store(lid);
+    // ceil(rows / TM) steps ending at the group's end, the first one ragged (see stage_sources).
+    const uint steps = gend > gstart ? (gend - gstart + TM - 1) / TM : 0u;
+    int r0 = int(gend) - int(steps * TM);
+    if (steps > 0) stage_load(r0, gstart, true);
+    for (; r0 < int(gend); r0 += int(TM)) {
+      stage_store();
       barrier();
-      stage_next(lid, r0 + TM, gstart, gend, block_whole);  // in flight while this step computes (zeros past gend)
+      if (r0 + int(TM) < int(gend)) stage_load(r0 + int(TM), gstart, false);  // in flight while this step computes
       [[unroll]] for (uint c = 0; c < TM; ++c) {
         vec4 a[(RK + 3) / 4], b[VN];  // RK is a multiple of 4 here; never 0 where this branch is dead
         [[unroll]] for (uint u = 0; u < RK / 4; ++u) a[u] = As4[c * (TK / 4) + u * TY + ty];
