@@ -33,17 +33,24 @@ int64_t pow2_at_least(int64_t x) {
 constexpr uint32_t kMaxAccumulators = 256;
 
 // What a gmm visit costs beyond its rows, in rows (see resolve_tiling): the direct schedule's, measured on
-// lavapipe; and the shared schedule's, a GPU's, not measured (no GPU here) but read off the compiled code:
-// ACO's main loop (gpu-report, navi21, moe-prefill's 512-row groups) is ~85 % FMAs with 128-row tiles, 65 %
-// with 32-row ones, so a small tile's visit costs about as much again as its rows; 64 rows of overhead
-// keep 128-row tiles for groups of a few hundred rows and small tiles for few-row (decode) visits.
+// lavapipe; and the shared schedule's, a GPU's, not measured (no GPU here): set when ACO's main loop
+// (gpu-report, navi21) was ~85 % FMAs with 128-row tiles and 65 % with 32-row ones. Both are 82-87 % now;
+// 64 rows stay for what a visit costs besides its loop: its group's weights, read once per visit (a
+// 32-row tile reads them 4 times as often per row as a 128-row one). They keep 128-row tiles for groups of
+// a few hundred rows and small tiles for few-row (decode) visits.
 constexpr int64_t kVisitOverheadRows = 2;
 constexpr int64_t kSharedVisitOverheadRows = 64;
 
 // The shared schedule's default reduction step: 16 K values (tgmm: rows) per stage. Measured with ACO
 // (RADV's null device, navi21 / gfx1100 / vega10, 128 x 128 tiles of 8 x 8 per invocation): 32 gained
-// under half a point of FMA share, took 32 more registers and spilled on gfx1100.
+// under a point of FMA share (87.3 -> 88.0 % on navi21, f32), took 16-24 more registers, spilled on
+// gfx1100 and left GCN one wave per SIMD.
 constexpr int64_t kSharedStep = 16;
+
+// 4-element chunks one invocation of the shared schedule may keep in flight (the next K step's, 16 bytes
+// each: 32 registers at most beside the accumulators). ACO spilled a 32-row tile of 8 x 8 per invocation
+// on gfx1100 with 10 (64 invocations, a step of 16: 132 VGPRs); with a step of 8, 5 chunks and 120 VGPRs.
+constexpr uint64_t kSharedChunksInFlight = 8;
 
 // Registers an invocation needs beside its accumulators in the shared schedule: the K step's operands
 // (4 + 4 vec4s), the next step's chunks in flight (4 vec4s at 128 x 128) and addresses, as ACO allocated
@@ -194,10 +201,12 @@ std::string accumulators_error(const char* op, int64_t rows, int64_t cols, uint3
 KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t cols, const DeviceInfo& info,
                               const char* op, uint32_t halves) {
   const RegisterTile tile = shared_register_tile(info);
-  // Tiles of under 64 rows take 4 rows per invocation: each invocation stages TK * RM * RN / (4 * rows)
-  // rhs chunks per step, and 8 rows made that 4-8 chunks in flight, 132-192 VGPRs and spills on gfx1100
-  // (ACO, 16- and 32-row tiles); with 4 rows no spills, 70-75 % FMAs (these are the few-row visits).
-  s.rm = std::min(rows < 64 ? 4u : tile.rows, round_up4(rows));
+  // Tiles of under 32 rows take 4 rows per invocation: each invocation stages TK * RM * RN / (4 * rows)
+  // rhs chunks per step, and 8 rows of a 16-row tile made that 8-16 chunks in flight (spills on gfx1100);
+  // these are the few-row (decode) visits. 32-row tiles take the whole register tile (qwen3-ids-t512's
+  // 32 rows per expert: 4 x 8 per invocation was 59-65 % FMAs by gpu-report's count, 8 x 8 is 82-83 %)
+  // with a shorter step (below).
+  s.rm = std::min(rows < 32 ? 4u : tile.rows, round_up4(rows));
   // SwiGLU's two halves share the tile's columns.
   s.rn = std::min(std::max(4u, tile.cols / halves), round_up4(cols));
   auto cover = [&] {
@@ -222,6 +231,10 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
                                          std::to_string(cols) + " tile cannot be staged in " +
                                          std::to_string(info.max_shared_memory) + " bytes of shared memory");
   s.step = static_cast<uint32_t>(std::min<uint64_t>(round_up4(step), fit));
+  // The next step's chunks are held in registers while the current one computes: at most
+  // kSharedChunksInFlight per invocation, halving the step (whole chunks) until they fit.
+  auto in_flight = [&](uint64_t st) { return ((uint64_t(s.rows) + uint64_t(s.cols) * halves) * st / 4 + s.invocations() - 1) / s.invocations(); };
+  while (s.step > 4 && in_flight(s.step) > kSharedChunksInFlight) s.step = round_up4(s.step / 2);
   s.shared_a = s.rows * s.step;
   s.shared_b = s.step * s.cols * halves;
   return s;

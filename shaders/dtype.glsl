@@ -62,6 +62,19 @@ vec4 decode_texel(uvec4 t, uint type) {
   }
 #endif
 
+// uvec2 NAME(uint i): 16-bit elements i .. i+3 of OPND (i a multiple of 4) as they are stored, two to a word,
+// for decode16x4: the shared schedules keep them so from their load to their store in shared memory.
+#ifdef VKGMM_TEXEL
+#define VKGMM_DEFINE_PACKED16_LOAD4(NAME, OPND)             \
+  uvec2 NAME(uint i) {                                       \
+    uvec4 t = texelFetch(OPND##_tex, int(i >> 2));           \
+    return uvec2(t.x | (t.y << 16), t.z | (t.w << 16));      \
+  }
+#else
+#define VKGMM_DEFINE_PACKED16_LOAD4(NAME, OPND) \
+  uvec2 NAME(uint i) { return OPND##_v2[i >> 2]; }
+#endif
+
 // vec4 NAME(uint i, bvec4 ok): elements i .. i+3 through the loads LOAD / LOAD4 (see above), those with
 // ok[q] false as zero (never read). With ALIGNED (a constant) the four are all in range or all out, with
 // i a multiple of 4, and are read as one LOAD4.

@@ -129,29 +129,58 @@ const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
 uint a_src[CA], b_src[CB];
 uint a_dst[CA], b_dst[CB];  // the chunk's (first) vec4 in As4 / Bs4, and its component when stored as K rows
 bvec4 b_cols[CB];           // rhs [k, n] without VEC4: which of the chunk's 4 columns are in the problem
-vec4 a_next[CA], b_next[CB];
+// The chunks in flight, as loaded: 16-bit elements read 4 at a time stay packed (.xy) until stage_store
+// decodes them (half the registers, and the loads land in the registers the loop carries: decoding them
+// before the back edge had ACO shuffle the decoded values into place, ~40 moves per step); else the bits
+// of 4 floats.
+const bool A_PACKED = VEC4 && LHS_TYPE != DT_F32;
+const bool B_PACKED = VEC4 && !RHS_BLOCKS && RHS_TYPE != DT_F32;
+uvec4 a_next[CA], b_next[CB];
 
 // With VEC4 a chunk's 4 elements are all in range or all out (k, n multiples of 4): one load.
 VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4)
 VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
+VKGMM_DEFINE_PACKED16_LOAD4(lhs4_packed, lhs)
+VKGMM_DEFINE_PACKED16_LOAD4(rhs4_packed, rhs)
+uvec4 lhs4_staged(uint i, bvec4 ok) {
+  return A_PACKED ? (ok.x ? uvec4(lhs4_packed(i), 0u, 0u) : uvec4(0u)) : floatBitsToUint(lhs4_masked(i, ok));
+}
+uvec4 rhs4_staged(uint i, bvec4 ok) {
+  return B_PACKED ? (ok.x ? uvec4(rhs4_packed(i), 0u, 0u) : uvec4(0u)) : floatBitsToUint(rhs4_masked(i, ok));
+}
+vec4 staged_values(uvec4 w, bool packed, uint type) { return packed ? decode16x4(w.xy, type) : uintBitsToFloat(w); }
 
 // The chunk's K offset within a step (chunks along K: a multiple of 4; rhs [k, n]: its K row).
 uint a_koff(uint e) { return (e / TM) * 4u; }
 uint b_koff(uint e) { return TRANSPOSE_RHS ? (e / TNH) * 4u : e / (TNH / 4); }
 
-// Where invocation lid's chunks come from and go, for the tile at (m0, n0) of group g_local.
+// Where invocation lid's chunks come from and go, for the tile at (m0, n0) of group g_local. Where the
+// invocations divide a K step's chunks of one row (column), all of an invocation's chunks share its first
+// chunk's row (column) and lie a constant number of K rows after it: one address, constant offsets.
 void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = lid + s * NT, r = e % TM;
+    if (s > 0 && NT % TM == 0) {
+      a_src[s] = a_src[0] + s * (NT / TM) * 4u;
+      a_dst[s] = a_dst[0] + s * NT;
+      continue;
+    }
     uint row = m0 + r < pc.m ? m0 + r : m0;
     a_src[s] = pc.lhs_off + lhs_row(row) * pc.k + a_koff(e);
     a_dst[s] = a_koff(e) * (TM / 4) + r / 4u;  // component r & 3 of 4 K rows, TM / 4 vec4s apart
   }
+  // The chunks of one K row (rhs [k, n]) or one product column (rhs [n, k]).
+  const uint B_RUN = TRANSPOSE_RHS ? TNH : TNH / 4;
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
     uint j = TRANSPOSE_RHS ? e % TNH : (e % (TNH / 4)) * 4u;  // the chunk's (first) product column
     uint col = n0 + j % TN;
     b_cols[s] = run_in(col, pc.out_n);
+    if (s > 0 && NT % B_RUN == 0) {
+      b_src[s] = b_src[0] + (b_koff(e) - b_koff(lid)) * (TRANSPOSE_RHS ? 1u : pc.n);
+      b_dst[s] = b_dst[0] + s * NT;
+      continue;
+    }
     b_src[s] = rhs_index(g_local, b_koff(e), product_col(j / TN, col < pc.out_n ? col : n0));
     b_dst[s] = TRANSPOSE_RHS ? b_koff(e) * (TNH / 4) + j / 4u : e;
   }
@@ -164,17 +193,17 @@ void stage_load(int k0, const bool first) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
     bvec4 ok = first ? greaterThanEqual(ivec4(k0 + int(a_koff(e))) + ivec4(0, 1, 2, 3), ivec4(0)) : bvec4(true);
-    a_next[s] = lhs4_masked(a_src[s] + uint(k0), ok);
+    a_next[s] = lhs4_staged(a_src[s] + uint(k0), ok);
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     if (TRANSPOSE_RHS) {
       bvec4 ok = first ? greaterThanEqual(ivec4(k0 + int(b_koff(e))) + ivec4(0, 1, 2, 3), ivec4(0)) : bvec4(true);
-      b_next[s] = rhs4_masked(b_src[s] + uint(k0), ok);
+      b_next[s] = rhs4_staged(b_src[s] + uint(k0), ok);
     } else {
       bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
-      b_next[s] = rhs4_masked(b_src[s] + uint(k0) * pc.n, first && k0 + int(b_koff(e)) < 0 ? bvec4(false) : cols);
+      b_next[s] = rhs4_staged(b_src[s] + uint(k0) * pc.n, first && k0 + int(b_koff(e)) < 0 ? bvec4(false) : cols);
     }
   }
 }
@@ -184,15 +213,17 @@ void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     if (!A_EVEN && gl_LocalInvocationIndex + s * NT >= A_CHUNKS) continue;
     uint c = (gl_LocalInvocationIndex + s * NT) & 3u;  // the row's component (TM, NT multiples of 4)
-    [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TM / 4)][c] = a_next[s][q];
+    vec4 v = staged_values(a_next[s], A_PACKED, LHS_TYPE);
+    [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TM / 4)][c] = v[q];
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
+    vec4 v = staged_values(b_next[s], B_PACKED, RHS_TYPE);
     if (TRANSPOSE_RHS) {
-      [[unroll]] for (uint q = 0; q < 4; ++q) Bs4[b_dst[s] + q * (TNH / 4)][e & 3u] = b_next[s][q];
+      [[unroll]] for (uint q = 0; q < 4; ++q) Bs4[b_dst[s] + q * (TNH / 4)][e & 3u] = v[q];
     } else {
-      Bs4[b_dst[s]] = b_next[s];  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
+      Bs4[b_dst[s]] = v;  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
     }
   }
 }

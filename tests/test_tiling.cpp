@@ -52,11 +52,27 @@ TEST(SharedTiling, PresetShapeIs16x16InvocationsOf8x8) {
 }
 
 TEST(SharedTiling, ShortTilesTake4RowsPerInvocation) {
-  const KernelShape s = shared_shape(gpu(512), 32, 16, 128);
-  EXPECT_EQ(s.rows, 32u);
+  const KernelShape s = shared_shape(gpu(512), 16, 16, 128);
+  EXPECT_EQ(s.rows, 16u);
   EXPECT_EQ(s.rm, 4u);
   EXPECT_EQ(s.rn, 8u);
+  EXPECT_EQ(shared_shape(gpu(512), 32, 16, 128).rm, 8u);
   EXPECT_EQ(shared_shape(gpu(512), 64, 16, 128).rm, 8u);
+}
+
+TEST(SharedTiling, StepKeepsEightChunksInFlightPerInvocation) {
+  // 128 x 128 of 8 x 8: 256 invocations stage (128 + 128) * 16 / 4 chunks, 4 each: the step stays.
+  EXPECT_EQ(shared_shape(gpu(512), 128, 16, 128).step, 16u);
+  EXPECT_EQ(shared_shape(gpu(512), 128, 32, 128).step, 32u);
+  // 32 x 128 of 8 x 8: 64 invocations would hold 10 each with a step of 16; 5 with 8.
+  const KernelShape s = shared_shape(gpu(512), 32, 16, 128);
+  EXPECT_EQ(s.invocations(), 64u);
+  EXPECT_EQ(s.step, 8u);
+  EXPECT_EQ(s.shared_a, 32u * 8u);
+  // 64 invocations of 16 x 16: a step of 8 is 8 chunks each.
+  EXPECT_EQ(shared_shape(gpu(512, 65536, 64), 128, 64, 128).step, 8u);
+  // Never below one chunk along K: 32 invocations of 16 x 16 on 64 x 128 hold 6 even so.
+  EXPECT_EQ(shared_shape(gpu(512, 65536, 32), 64, 64, 128).step, 4u);
 }
 
 TEST(SharedTiling, OddTilesBecomeGroupsOf4AndStepsOfWholeChunks) {
