@@ -73,6 +73,14 @@ def main():
                 check(not gated or loop["fma_share"] >= min_share,
                       f"{c['name']} {cp['plan']}: share {loop['fma_share']} < {min_share}")
         check(len(ops) >= 20, f"only {len(ops)} distinct op pipelines")
+        # The gate covers what issue 16 names: gmm and tgmm (and the backward's), f32 and both 16-bit
+        # types, the routed qwen3-ids-t512 and the bias + SwiGLU epilogue.
+        gated_names = {(c["name"], cp["plan"]) for c in report["cases"] for cp in c["pipelines"] if cp["gated"]}
+        for t in ("f32", "f16", "bf16"):
+            for case, plan in ((f"moe-prefill {t}", "gmm"), (f"moe-fine {t}", "gmm"), (f"moe-grad {t}", "d_rhs"),
+                               (f"tgmm moe-prefill {t}", "tgmm"), (f"qwen3-ids-t512 {t}", "gmm"),
+                               (f"moe-prefill {t} bias+swiglu", "gmm")):
+                check((case, plan) in gated_names, f"{case} {plan} is not gated")
 
     # A threshold today's code cannot pass fails, naming each pipeline under it, on stderr.
     rc, out, err = run(vkgmm, ["--device", device, "--only", "moe-prefill f32", "--min-fma-share", "0.99"])
