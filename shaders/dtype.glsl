@@ -62,19 +62,6 @@ vec4 decode_texel(uvec4 t, uint type) {
   }
 #endif
 
-// uvec2 NAME(uint i): 16-bit elements i .. i+3 of OPND (i a multiple of 4) as they are stored, two to a word,
-// for decode16x4: the shared schedules keep them so from their load to their store in shared memory.
-#ifdef VKGMM_TEXEL
-#define VKGMM_DEFINE_PACKED16_LOAD4(NAME, OPND)             \
-  uvec2 NAME(uint i) {                                       \
-    uvec4 t = texelFetch(OPND##_tex, int(i >> 2));           \
-    return uvec2(t.x | (t.y << 16), t.z | (t.w << 16));      \
-  }
-#else
-#define VKGMM_DEFINE_PACKED16_LOAD4(NAME, OPND) \
-  uvec2 NAME(uint i) { return OPND##_v2[i >> 2]; }
-#endif
-
 // vec4 NAME(uint i, bvec4 ok): elements i .. i+3 through the loads LOAD / LOAD4 (see above), those with
 // ok[q] false as zero (never read). With ALIGNED (a constant) the four are all in range or all out, with
 // i a multiple of 4, and are read as one LOAD4.
@@ -85,6 +72,29 @@ vec4 decode_texel(uvec4 t, uint type) {
     [[unroll]] for (uint q = 0; q < 4; ++q) v[q] = ok[q] ? LOAD(i + q) : 0.0; \
     return v;                                                                  \
   }
+// The shared schedules' staged chunks (gmm.comp, tgmm.comp): 4 elements as loaded, in a uvec4 carried
+// from their load to their store in shared memory. With PACKED (16-bit elements read 4 at a time, i a
+// multiple of 4) they stay two to a word (.xy) and staged_values decodes them at the store: half the
+// registers, and the loads land where the loop carries them (decoding them first had ACO shuffle the
+// decoded values into place, ~40 moves per step). Else they are the bits of MASKED's 4 floats.
+// uvec2 NAME(uint i): 16-bit elements i .. i+3 of OPND as they are stored, two to a word.
+#ifdef VKGMM_TEXEL
+#define VKGMM_DEFINE_PACKED16_LOAD4(NAME, OPND)             \
+  uvec2 NAME(uint i) {                                       \
+    uvec4 t = texelFetch(OPND##_tex, int(i >> 2));           \
+    return uvec2(t.x | (t.y << 16), t.z | (t.w << 16));      \
+  }
+#else
+#define VKGMM_DEFINE_PACKED16_LOAD4(NAME, OPND) \
+  uvec2 NAME(uint i) { return OPND##_v2[i >> 2]; }
+#endif
+// uvec4 NAME(uint i, bvec4 ok): the staged chunk of elements i .. i+3 (those with ok[q] false zero).
+#define VKGMM_DEFINE_STAGED_LOAD4(NAME, MASKED, PACKED_LOAD, PACKED)                                      \
+  uvec4 NAME(uint i, bvec4 ok) {                                                                          \
+    return PACKED ? (ok.x ? uvec4(PACKED_LOAD(i), 0u, 0u) : uvec4(0u)) : floatBitsToUint(MASKED(i, ok)); \
+  }
+vec4 staged_values(uvec4 w, bool packed, uint type) { return packed ? decode16x4(w.xy, type) : uintBitsToFloat(w); }
+
 // Which of first .. first+3 are below end.
 bvec4 run_in(uint first, uint end) { return lessThan(uvec4(first) + uvec4(0, 1, 2, 3), uvec4(end)); }
 

@@ -117,7 +117,7 @@ uint row_of(uint ty, uint i) {
 // step only adds its K offset, the same for the whole workgroup. The next step's chunks are loaded into
 // registers (a_next, b_next) while the current one is computed from shared memory.
 //
-// No bounds check runs in the main loop: rows past m and columns past n read the tile's first row or
+// No bounds check runs in the main loop: rows past m read row m - 1 and columns past n the tile's first
 // column instead (in bounds; their products are never stored), and the K steps end at k: the first step
 // is the ragged one, starting before K = 0 (its values there are zero), so every later step lies in K.
 const uint NT = TX * TY;
@@ -129,10 +129,7 @@ const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
 uint a_src[CA], b_src[CB];
 uint a_dst[CA], b_dst[CB];  // the chunk's (first) vec4 in As4 / Bs4, and its component when stored as K rows
 bvec4 b_cols[CB];           // rhs [k, n] without VEC4: which of the chunk's 4 columns are in the problem
-// The chunks in flight, as loaded: 16-bit elements read 4 at a time stay packed (.xy) until stage_store
-// decodes them (half the registers, and the loads land in the registers the loop carries: decoding them
-// before the back edge had ACO shuffle the decoded values into place, ~40 moves per step); else the bits
-// of 4 floats.
+// The chunks in flight, as loaded (dtype.glsl's staged chunks: 16-bit ones packed until stage_store).
 const bool A_PACKED = VEC4 && LHS_TYPE != DT_F32;
 const bool B_PACKED = VEC4 && !RHS_BLOCKS && RHS_TYPE != DT_F32;
 uvec4 a_next[CA], b_next[CB];
@@ -142,13 +139,8 @@ VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4)
 VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
 VKGMM_DEFINE_PACKED16_LOAD4(lhs4_packed, lhs)
 VKGMM_DEFINE_PACKED16_LOAD4(rhs4_packed, rhs)
-uvec4 lhs4_staged(uint i, bvec4 ok) {
-  return A_PACKED ? (ok.x ? uvec4(lhs4_packed(i), 0u, 0u) : uvec4(0u)) : floatBitsToUint(lhs4_masked(i, ok));
-}
-uvec4 rhs4_staged(uint i, bvec4 ok) {
-  return B_PACKED ? (ok.x ? uvec4(rhs4_packed(i), 0u, 0u) : uvec4(0u)) : floatBitsToUint(rhs4_masked(i, ok));
-}
-vec4 staged_values(uvec4 w, bool packed, uint type) { return packed ? decode16x4(w.xy, type) : uintBitsToFloat(w); }
+VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
+VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
 // The chunk's K offset within a step (chunks along K: a multiple of 4; rhs [k, n]: its K row).
 uint a_koff(uint e) { return (e / TM) * 4u; }
@@ -165,7 +157,7 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
       a_dst[s] = a_dst[0] + s * NT;
       continue;
     }
-    uint row = m0 + r < pc.m ? m0 + r : m0;
+    uint row = min(m0 + r, pc.m - 1u);  // m0 comes from the visit list: clamped, whatever it holds
     a_src[s] = pc.lhs_off + lhs_row(row) * pc.k + a_koff(e);
     a_dst[s] = a_koff(e) * (TM / 4) + r / 4u;  // component r & 3 of 4 K rows, TM / 4 vec4s apart
   }

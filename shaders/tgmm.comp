@@ -91,17 +91,34 @@ const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
 const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
 uint a_src[CA], b_src[CB], a_dst[CA];
 bvec4 a_k[CA], b_cols[CB];  // LHS_MK without VEC4_LHS: which of its 4 k values are in the problem; rhs: columns
-vec4 a_next[CA], b_next[CB];
+// The chunks in flight, as loaded (dtype.glsl's staged chunks: 16-bit ones packed until stage_store).
+const bool A_PACKED = VEC4_LHS && LHS_MK && LHS_TYPE != DT_F32;
+const bool B_PACKED = VEC4 && RHS_TYPE != DT_F32;
+uvec4 a_next[CA], b_next[CB];
 VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4_LHS && LHS_MK)
 VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
+VKGMM_DEFINE_PACKED16_LOAD4(lhs4_packed, lhs)
+VKGMM_DEFINE_PACKED16_LOAD4(rhs4_packed, rhs)
+VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
+VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
 // The chunk's first group row within a step.
 uint a_row(uint e) { return LHS_MK ? e / (TK / 4) : (e / TK) * 4u; }
 uint b_row(uint e) { return e / (TN / 4); }
 
+// Where the invocations divide a step's chunks of one k run (k row, column run), all of an invocation's
+// chunks share its first chunk's and lie a constant number of group rows after it: one address, constant
+// offsets (as in gmm.comp).
 void stage_sources(uint lid, uint k0, uint n0) {
+  const uint A_RUN = LHS_MK ? TK / 4 : TK;  // the chunks of one group row (lhs [m, k]) or 4 (lhs [k, m])
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = lid + s * NT;
+    if (s > 0 && NT % A_RUN == 0) {
+      a_k[s] = a_k[0];
+      a_src[s] = a_src[0] + (a_row(e) - a_row(lid)) * (LHS_MK ? pc.k : 1u);
+      a_dst[s] = a_dst[0] + (LHS_MK ? s * NT : (a_row(e) - a_row(lid)) * (TK / 4));
+      continue;
+    }
     if (LHS_MK) {
       uint kk = k0 + (e % (TK / 4)) * 4u;
       a_k[s] = run_in(kk, pc.k);
@@ -115,6 +132,11 @@ void stage_sources(uint lid, uint k0, uint n0) {
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
+    if (s > 0 && NT % (TN / 4) == 0) {
+      b_cols[s] = b_cols[0];
+      b_src[s] = b_src[0] + (b_row(e) - b_row(lid)) * pc.n;
+      continue;
+    }
     uint col = n0 + (e % (TN / 4)) * 4u;
     b_cols[s] = run_in(col, pc.n);
     b_src[s] = pc.rhs_off + b_row(e) * pc.n + (col < pc.n ? col : n0);
@@ -130,10 +152,10 @@ void stage_load(int r0, uint gstart, const bool first) {
     int row = r0 + int(a_row(e));
     if (LHS_MK) {
       bvec4 ks = VEC4_LHS ? bvec4(true) : a_k[s];
-      a_next[s] = lhs4_masked(a_src[s] + uint(r0) * pc.k, first && row < int(gstart) ? bvec4(false) : ks);
+      a_next[s] = lhs4_staged(a_src[s] + uint(r0) * pc.k, first && row < int(gstart) ? bvec4(false) : ks);
     } else {
       bvec4 ok = first ? greaterThanEqual(ivec4(row) + ivec4(0, 1, 2, 3), ivec4(gstart)) : bvec4(true);
-      a_next[s] = lhs4_masked(a_src[s] + uint(r0), ok);
+      a_next[s] = lhs4_staged(a_src[s] + uint(r0), ok);
     }
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
@@ -141,7 +163,7 @@ void stage_load(int r0, uint gstart, const bool first) {
     if (!B_EVEN && e >= B_CHUNKS) continue;
     bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
     bool before = first && r0 + int(b_row(e)) < int(gstart);
-    b_next[s] = rhs4_masked(b_src[s] + uint(r0) * pc.n, before ? bvec4(false) : cols);
+    b_next[s] = rhs4_staged(b_src[s] + uint(r0) * pc.n, before ? bvec4(false) : cols);
   }
 }
 
@@ -149,15 +171,17 @@ void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
+    vec4 v = staged_values(a_next[s], A_PACKED, LHS_TYPE);
     if (LHS_MK) {
-      As4[a_dst[s]] = a_next[s];  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
+      As4[a_dst[s]] = v;  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
     } else {
-      [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TK / 4)][e & 3u] = a_next[s][q];
+      [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TK / 4)][e & 3u] = v[q];
     }
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
-    if (B_EVEN || e < B_CHUNKS) Bs4[e] = b_next[s];  // row e / (TN / 4), columns from (e % (TN / 4)) * 4
+    // row e / (TN / 4), columns from (e % (TN / 4)) * 4
+    if (B_EVEN || e < B_CHUNKS) Bs4[e] = staged_values(b_next[s], B_PACKED, RHS_TYPE);
   }
 }
 
