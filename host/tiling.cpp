@@ -34,7 +34,7 @@ constexpr uint32_t kMaxAccumulators = 256;
 
 // What a gmm visit costs beyond its rows, in rows (see resolve_tiling): the direct schedule's, measured on
 // lavapipe; and the shared schedule's, a GPU's, not measured (no GPU here): set when ACO's main loop
-// (gpu-report, navi21) was ~85 % FMAs with 128-row tiles and 65 % with 32-row ones. Both are 82-87 % now;
+// (gpu-report, navi21) was ~85 % FMAs with 128-row tiles and 65 % with 32-row ones. Both are 80-87 % now;
 // 64 rows stay for what a visit costs besides its loop: its group's weights, read once per visit (a
 // 32-row tile reads them 4 times as often per row as a 128-row one). They keep 128-row tiles for groups of
 // a few hundred rows and small tiles for few-row (decode) visits.

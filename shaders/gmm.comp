@@ -288,7 +288,7 @@ void run_visit(uint visit, uint n_tile) {
 
   if (USE_SHARED) {
     stage_sources(lid, m0, n0, g_local);
-    // ceil(k / TK) steps ending at k, the first one ragged (see stage_sources).
+    // ceil(k / TK) steps ending at k, the first one ragged (see the staging above).
     const uint steps = (pc.k + TK - 1) / TK;
     int k0 = int(pc.k) - int(steps * TK);
     if (steps > 0) stage_load(k0, true);

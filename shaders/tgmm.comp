@@ -214,7 +214,7 @@ void run_block(uint j_group, uint k_block, uint n_block) {
     vec4 acc4[RK * VN];  // k row i, column group v (as in the VEC4 branch)
     [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
     stage_sources(lid, k0, n0);
-    // ceil(rows / TM) steps ending at the group's end, the first one ragged (see stage_sources).
+    // ceil(rows / TM) steps ending at the group's end, the first one ragged (see the staging above).
     const uint steps = gend > gstart ? (gend - gstart + TM - 1) / TM : 0u;
     int r0 = int(gend) - int(steps * TM);
     if (steps > 0) stage_load(r0, gstart, true);
