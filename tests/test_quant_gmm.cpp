@@ -174,32 +174,37 @@ INSTANTIATE_TEST_SUITE_P(QuantDecode, QuantizedDecode,
 // buffer of poison (so a walk that lost the view's offset, or placed a run in the wrong texel, reads
 // poison), every block start alignment occurs (odd n), and the scales change every block (every 32
 // values in the K formats; q4_K's mins too) over several super-blocks, so a scale applied to the wrong
-// run, or a q4_K min not taken off, is a wrong sum. Three rows per group: the walk's per-row sums.
+// run, or a q4_K min not taken off, is a wrong sum. Groups of three rows (the walk's per-row sums), and
+// for the K formats (whose runs and mins the walk handles apart) also the prefill tiling: groups of 64
+// rows on 32 x 128 tiles, 16 rows x 16 columns per invocation.
 TEST_F(DeviceTest, QuantizedWalkScalesEachRunOnce) {
   Context& cx = ctx(Schedule::direct);
-  for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4}) {
-    SCOPED_TRACE(dtype_name(format));
-    std::mt19937 rng(41 + uint32_t(format));
-    GmmProblem p;
-    p.m = 6, p.k = 3 * int64_t(block_elements(format)), p.n = 13;
-    if (block_elements(format) == 32) p.k = 9 * 32;
-    p.transpose_rhs = true, p.rhs_type = format;
-    p.group_sizes = {3, 3};
-    // Weights whose blocks differ in scale and offset: a wrong run's scale or min shows.
-    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-    std::vector<float> w(size_t(2 * p.n * p.k));
-    for (size_t i = 0; i < w.size(); ++i) w[i] = d(rng) * float(1 + (i / 32) % 5) + ((i / 32) % 3 == 0 ? 0.5f : 0.0f);
-    const std::vector<uint8_t> blocks = quant::quantize(format, w.data(), w.size());
-    quant::dequantize(format, blocks.data(), w.size(), w.data());
-    const std::vector<float> lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
-    Guarded r(cx, blocks.size());
-    r.set(blocks.data(), blocks.size());
-    Guarded l = guarded_floats(cx, lhs), o(cx, size_t(p.m * p.n) * 4);
-    gmm(cx, p, {l.view(), r.view(), o.view()});
-    const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
-    EXPECT_TRUE(all_close(floats(o), reference::gmm(p, lhs, w), tol.atol, tol.rtol));
-    EXPECT_TRUE(o.guards_intact());
-  }
+  for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
+    for (int32_t rows : {3, 64}) {
+      if (rows > 3 && format != DType::q4_K && format != DType::q6_K) continue;
+      SCOPED_TRACE(std::string(dtype_name(format)) + ", groups of " + std::to_string(rows) + " rows");
+      std::mt19937 rng(41 + uint32_t(format));
+      GmmProblem p;
+      p.m = 2 * rows, p.k = 3 * int64_t(block_elements(format)), p.n = rows > 3 ? 131 : 13;
+      if (block_elements(format) == 32) p.k = 9 * 32;
+      p.transpose_rhs = true, p.rhs_type = format;
+      p.group_sizes = {rows, rows};
+      // Weights whose blocks differ in scale and offset: a wrong run's scale or min shows.
+      std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+      std::vector<float> w(size_t(2 * p.n * p.k));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = d(rng) * float(1 + (i / 32) % 5) + ((i / 32) % 3 == 0 ? 0.5f : 0.0f);
+      const std::vector<uint8_t> blocks = quant::quantize(format, w.data(), w.size());
+      quant::dequantize(format, blocks.data(), w.size(), w.data());
+      const std::vector<float> lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+      Guarded r(cx, blocks.size());
+      r.set(blocks.data(), blocks.size());
+      Guarded l = guarded_floats(cx, lhs), o(cx, size_t(p.m * p.n) * 4);
+      gmm(cx, p, {l.view(), r.view(), o.view()});
+      const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+      EXPECT_TRUE(all_close(floats(o), reference::gmm(p, lhs, w), tol.atol, tol.rtol));
+      EXPECT_TRUE(o.guards_intact());
+      if (rows > 3) EXPECT_EQ(GmmPlan(cx, p).tiling(), (Tiling{32, 4, 128}));
+    }
 }
 
 // Adapter fine-tuning through frozen block-format weights: the backward computes d_lhs = d_out @ W (W read
