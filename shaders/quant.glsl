@@ -22,7 +22,6 @@ uint q_bytes4(uint b) {
   uint s = (b & 3u) * 8u, lo = q_word(b >> 2);
   return s == 0u ? lo : (lo >> s) | (q_word((b >> 2) + 1u) << (32u - s));
 }
-uint q_byte(uint b) { return (q_word(b >> 2) >> ((b & 3u) * 8u)) & 0xffu; }
 // The fp16 at even byte b of its word w (never across words).
 float q_half_of(uint w, uint b) { return unpackHalf2x16((b & 2u) != 0u ? w >> 16 : w).x; }
 float q_half(uint b) { return q_half_of(q_word(b >> 2), b); }
@@ -56,6 +55,39 @@ uvec2 q4k_scale_min(uvec3 sw, uint j) {
   uint lo = (sw.x >> at) & 0xffu, mid = (sw.y >> at) & 0xffu, both = (sw.z >> at) & 0xffu;
   bool low = j < 4u;
   return uvec2(low ? lo & 63u : (both & 15u) | ((lo >> 6) << 4), low ? mid & 63u : (both >> 4) | ((mid >> 6) << 4));
+}
+
+// n (<= 9) consecutive words from word w on (r[j] = q_word(w + j), 0 past n). The texel build fetches
+// each 4-word texel of the run once: a CPU driver's texel fetch costs about as much whichever of its
+// words is wanted, so q_word per word would fetch each texel up to four times. There rhs_off is a
+// multiple of 4 words (texel_views.cpp), so w alone places the run in its texels: at compile time where
+// the format aligns it (q4_K's 144-byte super-blocks).
+void q_word_run(uint w, uint n, out uint r[9]) {
+#ifdef VKGMM_TEXEL
+  uint t = (pc.rhs_off >> 2) + (w >> 2), o = w & 3u;
+  uvec4 x0 = texelFetch(rhs_tex, int(t));
+  uvec4 x1 = o + n > 4u ? texelFetch(rhs_tex, int(t + 1u)) : uvec4(0u);
+  uvec4 x2 = o + n > 8u ? texelFetch(rhs_tex, int(t + 2u)) : uvec4(0u);
+  uint x[12] = uint[12](x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w, x2.x, x2.y, x2.z, x2.w);
+  [[unroll]] for (uint j = 0u; j < 9u; ++j)
+    r[j] = j >= n ? 0u : o == 0u ? x[j] : o == 1u ? x[j + 1u] : o == 2u ? x[j + 2u] : x[j + 3u];
+#else
+  [[unroll]] for (uint j = 0u; j < 9u; ++j) r[j] = j < n ? rhs_word(w + j) : 0u;
+#endif
+}
+
+// `count` (<= 8) words of bytes from byte b (< 4) of the words r on (r must hold the last byte's word).
+void q_words_in(uint r[9], uint b, uint count, out uint w[8]) {
+  uint s = b * 8u;
+  [[unroll]] for (uint j = 0u; j < 8u; ++j)
+    w[j] = j >= count ? 0u : s == 0u ? r[j] : (r[j] >> s) | (r[j + 1u] << (32u - s));
+}
+// `count` (<= 8) words of bytes from byte b on, any alignment, each word read once: an unaligned run
+// takes one word more, which still holds the run's last byte (so the read stays inside the blocks).
+void q_words(uint b, uint count, out uint w[8]) {
+  uint r[9];
+  q_word_run(b >> 2, (b & 3u) == 0u ? count : count + 1u, r);
+  q_words_in(r, b & 3u, count, w);
 }
 
 // A step: 32 consecutive values at a multiple of 32, a block (q8_0, q4_0, mxfp4) or a 32-value
@@ -104,10 +136,12 @@ QStep q_step(uint type, uint i) {
   } else if (type == VKGMM_DT_Q4_K) {
     // {fp16 d, dmin; uint8 scales[12]; uint8 q[128]}: 64-value chunks c of 32 bytes, the low nibbles
     // first (sub-block 2c), then the high ones (2c + 1); value = d * scale * q - dmin * min.
-    uint base = (i >> 8) * 144u, sub = (i >> 5) & 7u, w = base >> 2;
+    // The head (d, dmin, scales) is one aligned texel.
+    uint base = (i >> 8) * 144u, sub = (i >> 5) & 7u, head[9];
+    q_word_run(base >> 2, 4u, head);
     s.run = base + 16u + (sub >> 1) * 32u;
     s.shift = (sub & 1u) * 4u;
-    q4k_step_scales(uvec4(q_word(w), q_word(w + 1u), q_word(w + 2u), q_word(w + 3u)), sub, s);
+    q4k_step_scales(uvec4(head[0], head[1], head[2], head[3]), sub, s);
   } else {
     // q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Halves h of 128 values; quarter qq of a
     // half takes ql's low (qq < 2) or high nibbles of bytes l (+ 32 for odd qq) and qh's bits 2qq, 2qq + 1
@@ -117,10 +151,12 @@ QStep q_step(uint type, uint i) {
     s.hi_run = base + 128u + h * 32u;
     s.shift = qq >= 2u ? 4u : 0u;
     s.hi_shift = 2u * qq;
+    // The step's two scale bytes share one word (they start at an even byte): one read for both.
     uint sc = base + 192u + h * 8u + 2u * qq;
+    int both = int(q_word(sc >> 2) >> ((sc & 2u) * 8u));
     float d = q_half(base + 208u);
-    s.d = d * float(bitfieldExtract(int(q_byte(sc)), 0, 8));
-    s.e = d * float(bitfieldExtract(int(q_byte(sc + 1u)), 0, 8));
+    s.d = d * float(bitfieldExtract(both, 0, 8));
+    s.e = d * float(bitfieldExtract(both, 8, 8));
   }
   return s;
 }
@@ -151,43 +187,10 @@ vec4 q_step4(uint type, QStep s, uint word, uint hi_word, uint q) {
   return q_run_scale(type, s, q) * q_raw4(type, s, word, hi_word, q) - q_step_min(type, s);
 }
 
-// n (<= 9) consecutive words from word w on (r[j] = q_word(w + j), 0 past n). The texel build fetches
-// each 4-word texel of the run once: a CPU driver's texel fetch costs about as much whichever of its
-// words is wanted, so q_word per word would fetch each texel up to four times. There rhs_off is a
-// multiple of 4 words (texel_views.cpp), so w alone places the run in its texels: at compile time where
-// the format aligns it (q4_K's 144-byte super-blocks).
-void q_word_run(uint w, uint n, out uint r[9]) {
-#ifdef VKGMM_TEXEL
-  uint t = (pc.rhs_off >> 2) + (w >> 2), o = w & 3u;
-  uvec4 x0 = texelFetch(rhs_tex, int(t));
-  uvec4 x1 = o + n > 4u ? texelFetch(rhs_tex, int(t + 1u)) : uvec4(0u);
-  uvec4 x2 = o + n > 8u ? texelFetch(rhs_tex, int(t + 2u)) : uvec4(0u);
-  uint x[12] = uint[12](x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w, x2.x, x2.y, x2.z, x2.w);
-  [[unroll]] for (uint j = 0u; j < 9u; ++j)
-    r[j] = j >= n ? 0u : o == 0u ? x[j] : o == 1u ? x[j + 1u] : o == 2u ? x[j + 2u] : x[j + 3u];
-#else
-  [[unroll]] for (uint j = 0u; j < 9u; ++j) r[j] = j < n ? rhs_word(w + j) : 0u;
-#endif
-}
-
-// `count` (<= 8) words of bytes from byte b (< 4) of the words r on (r must hold the last byte's word).
-void q_words_in(uint r[9], uint b, uint count, out uint w[8]) {
-  uint s = b * 8u;
-  [[unroll]] for (uint j = 0u; j < 8u; ++j)
-    w[j] = j >= count ? 0u : s == 0u ? r[j] : (r[j] >> s) | (r[j + 1u] << (32u - s));
-}
-// `count` (<= 8) words of bytes from byte b on, any alignment, each word read once: an unaligned run
-// takes one word more, which still holds the run's last byte (so the read stays inside the blocks).
-void q_words(uint b, uint count, out uint w[8]) {
-  uint r[9];
-  q_word_run(b >> 2, (b & 3u) == 0u ? count : count + 1u, r);
-  q_words_in(r, b & 3u, count, w);
-}
-
 // The block walk's read of step i (a multiple of 32): the step's scales and quant words (run and, q6_K,
 // qh), each texel fetched once. A whole block is read in one run from the word holding its first byte
 // (the scale comes with the quants: q4_0 and mxfp4 2 texels, q8_0 3); q4_K's super-block head (d, dmin,
-// scales) is one aligned texel and its 32 quant bytes two.
+// scales, q_step) is one aligned texel and its 32 quant bytes two.
 void q_step_walk(uint type, uint i, out QStep s, out uint w[8], out uint hi[8]) {
   [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = 0u;
   if (q_whole_block(type)) {
@@ -205,19 +208,10 @@ void q_step_walk(uint type, uint i, out QStep s, out uint w[8], out uint hi[8]) 
     uint r1[9];
     [[unroll]] for (uint j = 0u; j < 9u; ++j) r1[j] = b >= 4u ? (j < 8u ? r[j + 1u] : 0u) : r[j];
     q_words_in(r1, b & 3u, q_run_words(type), w);
-  } else if (type == VKGMM_DT_Q4_K) {
-    uint base = (i >> 8) * 144u, sub = (i >> 5) & 7u, head[9];
-    q_word_run(base >> 2, 4u, head);
-    s.hi_run = 0u;
-    s.hi_shift = 0u;
-    s.run = base + 16u + (sub >> 1) * 32u;
-    s.shift = (sub & 1u) * 4u;
-    q4k_step_scales(uvec4(head[0], head[1], head[2], head[3]), sub, s);
-    q_words(s.run, 8u, w);
   } else {
     s = q_step(type, i);
     q_words(s.run, 8u, w);
-    q_words(s.hi_run, 8u, hi);
+    if (type == VKGMM_DT_Q6_K) q_words(s.hi_run, 8u, hi);
   }
 }
 
