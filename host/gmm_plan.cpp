@@ -64,7 +64,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   }
   const ActiveGroups active{on_device ? &expected : &p.group_sizes, group_offset, g_local};
   const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
-    return gmm_auto_tiling(schedule, info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1);
+    return gmm_auto_tiling(schedule, info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1, is_quantized(p.rhs_type));
   });
   // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;

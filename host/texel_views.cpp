@@ -22,8 +22,10 @@ struct TexelOperand {
 };
 
 TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, uint64_t count) {
-  // Block formats are read as 32-bit words (shaders/quant.glsl): the offset counts words.
+  // Block formats are read as 32-bit words (shaders/quant.glsl): the offset counts words, and is a whole
+  // texel (4 words), which quant.glsl's q_word_run relies on to place its runs in texels.
   if (is_quantized(t)) {
+    if (view.offset % 16 != 0) return {};
     count = (storage_bytes(t, count) + 3) / 4;
     t = DType::f32;
   }

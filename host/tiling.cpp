@@ -141,7 +141,7 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 // Direct schedule: 128 x 128 output blocks, 16 x 16 accumulators per invocation (the K step is unused).
 // Shared schedule: 16 x 16 invocations of shared_register_tile() each, 16-deep shared stages.
 Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGroups& groups, bool rhs_rows_contiguous,
-                       int64_t n, uint32_t halves) {
+                       int64_t n, uint32_t halves, bool rhs_blocks) {
   // A group's last tile is ragged and costs a whole tile: size the tile to the groups (decode,
   // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
   // worth beyond its rows on lavapipe (the overhead that picks the fastest m tile measured in one
@@ -159,8 +159,12 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // of rhs serves twice the rows. Measured in one process on moe-prefill's shape, (tm, tn) = (32, 64)
   // vs (32, 128): rhs [n, k] f32 164 vs 203 ms, bf16 143 vs 170; rhs [k, n] f32 149 vs 147 (even), bf16
   // 167 vs 136 (each row's 16-bit lhs decoded for half the columns), so [k, n] keeps 128 columns.
+  // Block formats keep 128 columns (16 x 16 per invocation): each column's block walk (its texels, the
+  // selects that place its words) is then shared by 16 rows and the lhs loads by 16 columns, which beat
+  // 32 x 8 by lavapipe's CPU time per call (moe-prefill's shape, bf16 lhs: q8_0 333-341 vs 342-361 ms,
+  // q4_K 328-340 vs 351-363, in one process each, alternated).
   t.tm = pick_tm(groups, 1, 32, kVisitOverheadRows);
-  t.tn = t.tm >= 32 && !rhs_rows_contiguous ? 64 : 128;
+  t.tn = t.tm >= 32 && !rhs_rows_contiguous && !rhs_blocks ? 64 : 128;
   // Visits of a few rows each stream their weights and reuse little of them: there, one workgroup
   // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =
   // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more

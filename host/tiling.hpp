@@ -46,8 +46,9 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 // pick_tm), and with rhs [k, n] (rhs_rows_contiguous) the n tile that streams whole weight rows when
 // visits are a few rows each (decode).
 // halves: accumulator sets per output column (2 for SwiGLU), which share the shared schedule's register tile.
+// rhs_blocks: rhs in a block format (decoded where it is read).
 Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGroups& groups, bool rhs_rows_contiguous,
-                       int64_t n, uint32_t halves = 1);
+                       int64_t n, uint32_t halves = 1, bool rhs_blocks = false);
 
 // tgmm's tiling tuple (tm, tk, tn), by what each means: an output block of block_k x block_n per
 // workgroup, reduced over its group's rows rows_per_step at a time.

@@ -324,27 +324,31 @@ void run_visit(uint visit, uint n_tile) {
     }
     // Block-format rhs [n, k] (blocks along K): K is walked a step of 32 values at a time, and each
     // column's step (its scales, its quant words) is read once per step into registers and decoded 4
-    // values at a time from there (quant.glsl), instead of re-reading scale and words per 4 values.
+    // values at a time from there (quant.glsl). The products of lhs with the unscaled values are summed
+    // in part over each run of one scale, which then scales the run's sum once per accumulator instead
+    // of every value; q4_K's mins come off as min * (the row's sum of lhs over the step), per row once.
     const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
+    const bool WALK_MINS = WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K;
     const uint KSTEP = WALK_STEPS ? Q_STEP : 4u;
     for (uint k0 = 0; k0 < pc.k; k0 += KSTEP) {
       QStep qs[4 * VNH];
       uint qw[4 * VNH][8], qh[4 * VNH][8];
       if (WALK_STEPS)
-        [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) {
-          qs[e] = q_step(RHS_TYPE, bcol_t[e] - pc.rhs_off + k0);
-          q_step_words(RHS_TYPE, qs[e], qw[e], qh[e]);
-        }
+        [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) q_step_walk(RHS_TYPE, bcol_t[e] - pc.rhs_off + k0, qs[e], qw[e], qh[e]);
+      vec4 part[RM * VNH];
+      float xsum[RM];
+      [[unroll]] for (uint i = 0; i < RM; ++i) xsum[i] = 0.0;
       [[unroll]] for (uint s = 0; s < KSTEP / 4; ++s) {
         uint kk = k0 + 4 * s;
         vec4 a[RM];
         [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk);
+        if (WALK_MINS) [[unroll]] for (uint i = 0; i < RM; ++i) xsum[i] += (a[i].x + a[i].y) + (a[i].z + a[i].w);
         vec4 b[4 * VNH];
         if (TRANSPOSE_RHS) {
           [[unroll]] for (uint v = 0; v < VNH; ++v)
             [[unroll]] for (uint c = 0; c < 4; ++c) {
               uint e = 4 * v + c;
-              vec4 t = WALK_STEPS ? q_step4(RHS_TYPE, qs[e], qw[e][s % q_run_words(RHS_TYPE)], qh[e][s], s)
+              vec4 t = WALK_STEPS ? q_raw4(RHS_TYPE, qs[e], qw[e][s % q_run_words(RHS_TYPE)], qh[e][s], s)
                                   : load4_rhs(bcol_t[e] + kk);
               [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VNH + v][c] = t[q];
             }
@@ -352,11 +356,25 @@ void run_visit(uint visit, uint n_tile) {
           [[unroll]] for (uint q = 0; q < 4; ++q)
             [[unroll]] for (uint v = 0; v < VNH; ++v) b[q * VNH + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]);
         }
+        const bool run_starts = WALK_STEPS && s % q_run_quads(RHS_TYPE) == 0u;
         [[unroll]] for (uint i = 0; i < RM; ++i)
           [[unroll]] for (uint v = 0; v < VNH; ++v) {
-            vec4 c = acc4[i * VNH + v];
+            vec4 c = WALK_STEPS ? (run_starts ? vec4(0.0) : part[i * VNH + v]) : acc4[i * VNH + v];
             [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VNH + v], c);
-            acc4[i * VNH + v] = c;
+            if (WALK_STEPS) part[i * VNH + v] = c;
+            else acc4[i * VNH + v] = c;
+          }
+        if (WALK_STEPS && s % q_run_quads(RHS_TYPE) == q_run_quads(RHS_TYPE) - 1u)
+          [[unroll]] for (uint v = 0; v < VNH; ++v) {
+            uint e = 4 * v;
+            vec4 scale = vec4(q_run_scale(RHS_TYPE, qs[e], s), q_run_scale(RHS_TYPE, qs[e + 1], s),
+                              q_run_scale(RHS_TYPE, qs[e + 2], s), q_run_scale(RHS_TYPE, qs[e + 3], s));
+            vec4 mins = vec4(q_step_min(RHS_TYPE, qs[e]), q_step_min(RHS_TYPE, qs[e + 1]), q_step_min(RHS_TYPE, qs[e + 2]),
+                             q_step_min(RHS_TYPE, qs[e + 3]));
+            [[unroll]] for (uint i = 0; i < RM; ++i) {
+              vec4 c = fma(scale, part[i * VNH + v], acc4[i * VNH + v]);
+              acc4[i * VNH + v] = WALK_MINS && s == KSTEP / 4 - 1u ? fma(-mins, vec4(xsum[i]), c) : c;
+            }
           }
       }
     }

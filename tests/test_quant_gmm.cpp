@@ -3,6 +3,7 @@
 // layouts (blocks along k of [n, k] rows, GGUF's, or along n of [k, n] rows), with host and device group
 // sizes and routed by ids with the epilogues, on both schedules, for f32, f16 and bf16 activations.
 #include "gpu_harness.hpp"
+#include "vkgmm/quant.hpp"
 
 namespace vkgmm::test {
 namespace {
@@ -126,39 +127,84 @@ TEST_F(DeviceTest, QuantizedRhsThroughStorageBuffers) {
 // column's block read once): T = 1 .. 8 tokens routed top-2 over E = 4 experts with about a quarter of
 // the slots dropped (-1), combined; k of one block (every T) and of five (T = 1, 8); n odd, over one
 // 128-column tile with five blocks; five blocks also under a forced 1024-column tiling (more columns
-// per invocation).
-TEST_F(DeviceTest, QuantizedDecodeWalksWholeBlocks) {
+// per invocation). One test per format: each compiles its own pipelines (most of its time), so ctest
+// runs them side by side.
+class QuantizedDecode : public DeviceTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(QuantizedDecode, WalksWholeBlocks) {
+  Context& cx = ctx(Schedule::direct);
+  const DType format = GetParam();
+  for (int64_t blocks : {1, 5})
+    for (int64_t T = 1; T <= 8; ++T)
+      for (bool wide : {false, true}) {
+        // Every T over one block; the ends of T over five and with the wide tile (the test's time).
+        if ((blocks > 1 || wide) && T != 1 && T != 8) continue;
+        if (wide && blocks == 1) continue;
+        SCOPED_TRACE(std::string(dtype_name(format)) + " blocks " + std::to_string(blocks) + " T " +
+                     std::to_string(T) + (wide ? " tiling 2,4,1024" : ""));
+        std::mt19937 rng(uint32_t(17 + T * 3 + blocks) + uint32_t(format));
+        const int64_t E = 4;
+        GmmProblem p;
+        p.m = T, p.k = blocks * int64_t(block_elements(format)), p.n = blocks == 1 ? 37 : 131;
+        p.transpose_rhs = true, p.rhs_type = format;
+        p.num_rhs_groups = E;
+        p.routing = {2, false, true, E};
+        if (wide) p.tiling.fixed = Tiling{2, 4, 1024};
+        std::vector<int32_t> ids;
+        for (int64_t t = 0; t < T; ++t) {
+          const int32_t first = int32_t(rng() % E);
+          ids.push_back(rng() % 4 == 0 ? -1 : first);
+          ids.push_back(rng() % 4 == 0 ? -1 : int32_t((first + 1 + rng() % (E - 1)) % E));
+        }
+        const auto weights = random_values(size_t(T * 2), DType::f32, rng);
+        const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+        const auto rhs = random_values(size_t(E * p.k * p.n), format, rng);
+        const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+        EXPECT_TRUE(all_close(run_gmm_routed(cx, p, lhs, rhs, ids, weights),
+                              reference::gmm_routed(p, lhs, rhs, ids, weights, {}, {}), tol.atol, tol.rtol));
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(QuantDecode, QuantizedDecode,
+                         ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4),
+                         [](const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
+
+// The block walk reads each block whole from the word holding its first byte (the scale with the quants)
+// and, through the texel view, from the texel holding that word: here the blocks sit 256 bytes into a
+// buffer of poison (so a walk that lost the view's offset, or placed a run in the wrong texel, reads
+// poison), every block start alignment occurs (odd n), and the scales change every block (every 32
+// values in the K formats; q4_K's mins too) over several super-blocks, so a scale applied to the wrong
+// run, or a q4_K min not taken off, is a wrong sum. Groups of three rows (the walk's per-row sums), and
+// for the K formats (whose runs and mins the walk handles apart) also the prefill tiling: groups of 64
+// rows on 32 x 128 tiles, 16 rows x 16 columns per invocation.
+TEST_F(DeviceTest, QuantizedWalkScalesEachRunOnce) {
   Context& cx = ctx(Schedule::direct);
   for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
-    for (int64_t blocks : {1, 5})
-      for (int64_t T = 1; T <= 8; ++T)
-        for (bool wide : {false, true}) {
-          // Every T over one block; the ends of T over five and with the wide tile (the test's time).
-          if ((blocks > 1 || wide) && T != 1 && T != 8) continue;
-          if (wide && blocks == 1) continue;
-          SCOPED_TRACE(std::string(dtype_name(format)) + " blocks " + std::to_string(blocks) + " T " +
-                       std::to_string(T) + (wide ? " tiling 2,4,1024" : ""));
-          std::mt19937 rng(uint32_t(17 + T * 3 + blocks) + uint32_t(format));
-          const int64_t E = 4;
-          GmmProblem p;
-          p.m = T, p.k = blocks * int64_t(block_elements(format)), p.n = blocks == 1 ? 37 : 131;
-          p.transpose_rhs = true, p.rhs_type = format;
-          p.num_rhs_groups = E;
-          p.routing = {2, false, true, E};
-          if (wide) p.tiling.fixed = Tiling{2, 4, 1024};
-          std::vector<int32_t> ids;
-          for (int64_t t = 0; t < T; ++t) {
-            const int32_t first = int32_t(rng() % E);
-            ids.push_back(rng() % 4 == 0 ? -1 : first);
-            ids.push_back(rng() % 4 == 0 ? -1 : int32_t((first + 1 + rng() % (E - 1)) % E));
-          }
-          const auto weights = random_values(size_t(T * 2), DType::f32, rng);
-          const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
-          const auto rhs = random_values(size_t(E * p.k * p.n), format, rng);
-          const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
-          EXPECT_TRUE(all_close(run_gmm_routed(cx, p, lhs, rhs, ids, weights),
-                                reference::gmm_routed(p, lhs, rhs, ids, weights, {}, {}), tol.atol, tol.rtol));
-        }
+    for (int32_t rows : {3, 64}) {
+      if (rows > 3 && format != DType::q4_K && format != DType::q6_K) continue;
+      SCOPED_TRACE(std::string(dtype_name(format)) + ", groups of " + std::to_string(rows) + " rows");
+      std::mt19937 rng(41 + uint32_t(format));
+      GmmProblem p;
+      p.m = 2 * rows, p.k = 3 * int64_t(block_elements(format)), p.n = rows > 3 ? 131 : 13;
+      if (block_elements(format) == 32) p.k = 9 * 32;
+      p.transpose_rhs = true, p.rhs_type = format;
+      p.group_sizes = {rows, rows};
+      // Weights whose blocks differ in scale and offset: a wrong run's scale or min shows.
+      std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+      std::vector<float> w(size_t(2 * p.n * p.k));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = d(rng) * float(1 + (i / 32) % 5) + ((i / 32) % 3 == 0 ? 0.5f : 0.0f);
+      const std::vector<uint8_t> blocks = quant::quantize(format, w.data(), w.size());
+      quant::dequantize(format, blocks.data(), w.size(), w.data());
+      const std::vector<float> lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+      Guarded r(cx, blocks.size());
+      r.set(blocks.data(), blocks.size());
+      Guarded l = guarded_floats(cx, lhs), o(cx, size_t(p.m * p.n) * 4);
+      gmm(cx, p, {l.view(), r.view(), o.view()});
+      const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+      EXPECT_TRUE(all_close(floats(o), reference::gmm(p, lhs, w), tol.atol, tol.rtol));
+      EXPECT_TRUE(o.guards_intact());
+      if (rows > 3) EXPECT_EQ(GmmPlan(cx, p).tiling(), (Tiling{32, 4, 128}));
+    }
 }
 
 // Adapter fine-tuning through frozen block-format weights: the backward computes d_lhs = d_out @ W (W read

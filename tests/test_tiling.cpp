@@ -98,6 +98,27 @@ TEST(SharedTiling, SwigluHalvesShareTheRegisterTile) {
   EXPECT_EQ(gmm_auto_tiling(Schedule::shared, gpu(512), groups, true, 1024, 1).tn, 128);
 }
 
+// Direct schedule, 32-row tiles over rhs [n, k]: 64 columns (32 x 8 per invocation) for element types,
+// 128 (16 x 16) for block formats, whose per-column block walk then serves 16 rows.
+TEST(DirectTiling, BlockFormatsKeep128ColumnsAt32Rows) {
+  DeviceInfo cpu = gpu(0);
+  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  std::vector<int32_t> sizes(8, 512);
+  const ActiveGroups groups{&sizes, 0, 8};
+  const Tiling elements = gmm_auto_tiling(Schedule::direct, cpu, groups, false, 1024, 1, false);
+  const Tiling blocks = gmm_auto_tiling(Schedule::direct, cpu, groups, false, 1024, 1, true);
+  EXPECT_EQ(elements.tm, 32);
+  EXPECT_EQ(elements.tn, 64);
+  EXPECT_EQ(blocks.tm, 32);
+  EXPECT_EQ(blocks.tn, 128);
+  // rhs [k, n] and few-row visits are unchanged by the format.
+  EXPECT_EQ(gmm_auto_tiling(Schedule::direct, cpu, groups, true, 1024, 1, true).tn, 128);
+  std::vector<int32_t> decode(8, 3);
+  const ActiveGroups few{&decode, 0, 8};
+  EXPECT_EQ(gmm_auto_tiling(Schedule::direct, cpu, few, false, 1024, 1, true).tn,
+            gmm_auto_tiling(Schedule::direct, cpu, few, false, 1024, 1, false).tn);
+}
+
 TEST(SharedTiling, StageFitsHalfTheSharedMemory) {
   // 128 x 128 tiles stage 1 KiB per step: 8 steps in half of 16 KiB.
   EXPECT_EQ(shared_shape(gpu(512, 16384), 128, 16, 128).step, 8u);
