@@ -56,10 +56,12 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
   // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
-  // expected rows of each (the hint, else the rows spread evenly).
+  // expected rows of each (routed: of each chosen expert; else the hint, else the rows spread evenly).
   std::vector<int32_t> expected;
   if (on_device && G > 0) {
-    const int64_t each = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (rows + G - 1) / G;
+    const int64_t each = routed ? routed_expected_rows(p.m, route.top_k, g_local, route.num_experts)
+                         : p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows
+                                                              : (rows + G - 1) / G;
     expected.assign(size_t(G), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
   }
   const ActiveGroups active{on_device ? &expected : &p.group_sizes, group_offset, g_local};

@@ -2,6 +2,7 @@
 #include "tiling.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -158,13 +159,28 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =
   // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more
   // than 1024 columns cannot be one tile (accumulators): there 128 columns stay (256 x 4096: 2.4 ms,
-  // vs 3.1 for 1024 columns). At most 2 rows per visit with tiles of 512 columns or more (accumulators
-  // again; also measured faster than 4 there).
+  // vs 3.1 for 1024 columns).
+  // Up to 4 rows per visit, so an expert chosen by 3 or 4 tokens streams its weights once, not twice:
+  // 8 lanes hold tm x tn / 8 accumulators each, at most 256, so 4-row visits take 512 columns (rows
+  // of 1024 columns would need 16 lanes, two SIMD passes each streaming half of every row: measured
+  // slowest). ids-decode (5 experts of 3-4 rows, k = n = 1024), one lavapipe thread, alternated in one
+  // process: 4 x 512 2.37 ms, 4 x 256 2.45, 2 x 1024 3.2, 8 x 256 3.2, 1 x 1024 4.2, 4 x 1024 4.4.
+  // More rows than a group holds are computed anyway (lavapipe 22.3 runs both sides of a branch,
+  // masked), so the cost model (pick_tm) still weighs them.
   if (rhs_rows_contiguous && t.tm <= 4 && n <= 1024) {
-    t.tn = std::max<int64_t>(128, pow2_at_least(n));
-    t.tm = pick_tm(groups, 1, t.tn >= 512 ? 2 : 4, kVisitOverheadRows);
+    t.tm = pick_tm(groups, 1, 4, kVisitOverheadRows);
+    t.tn = std::max<int64_t>(128, std::min<int64_t>(pow2_at_least(n), 2048 / t.tm));
   }
   return t;
+}
+
+int64_t routed_expected_rows(int64_t tokens, int64_t top_k, int64_t local_experts, int64_t num_experts) {
+  if (tokens <= 0 || top_k <= 0 || local_experts <= 0) return 1;
+  const double E = double(std::max(num_experts > 0 ? num_experts : local_experts, local_experts));
+  const double not_picked = 1.0 - std::min(1.0, double(top_k) / E);  // by one token
+  const double chosen = double(local_experts) * (1.0 - std::pow(not_picked, double(tokens)));
+  const double local_slots = double(tokens) * double(top_k) * double(local_experts) / E;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(local_slots / std::max(chosen, 1.0))));
 }
 
 // tgmm's output block is [block_k, block_n], walking its group's rows rows_per_step at a time: the

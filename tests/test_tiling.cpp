@@ -1,5 +1,6 @@
 // The shared schedule's kernel shapes (host/tiling.cpp): the register tile from the device's register
-// file, groups of 4 rows and columns, steps of whole 4-element chunks within shared memory.
+// file, groups of 4 rows and columns, steps of whole 4-element chunks within shared memory; and the
+// direct schedule's decode tiles.
 #include <gtest/gtest.h>
 
 #include "tiling.hpp"
@@ -96,6 +97,47 @@ TEST(SharedTiling, FewInvocationsGetLargerRegisterTiles) {
   EXPECT_EQ(s.rows, 128u);
   EXPECT_EQ(s.cols, 128u);
   EXPECT_LE(s.rm * s.rn, 256u);
+}
+
+DeviceInfo cpu_device() {
+  DeviceInfo info = gpu(0, 32768, 1024);
+  info.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  return info;
+}
+
+TEST(DecodeTiling, RoutedRowsCountTheChosenExpertsOfTheWindow) {
+  // ids-decode: 16 slots over the ~7.2 of 8 experts chosen -> 2.2 rows each, rounded up.
+  EXPECT_EQ(routed_expected_rows(8, 2, 8, 8), 3);
+  // qwen3 windows of 19 of 128 experts: 1 token -> 1 row; 8 tokens -> 9.5 local slots over 7.7 chosen
+  // experts; 64 tokens -> 76 over 18.7.
+  EXPECT_EQ(routed_expected_rows(1, 8, 19, 128), 1);
+  EXPECT_EQ(routed_expected_rows(8, 8, 19, 128), 2);
+  EXPECT_EQ(routed_expected_rows(64, 8, 19, 128), 5);
+  // Unknown num_experts: the window is taken as all the experts.
+  EXPECT_EQ(routed_expected_rows(64, 8, 19, 0), routed_expected_rows(64, 8, 19, 19));
+  // Every expert chosen by every token: all the slots spread evenly.
+  EXPECT_EQ(routed_expected_rows(512, 8, 8, 8), 512);
+  EXPECT_EQ(routed_expected_rows(0, 8, 8, 8), 1);
+}
+
+TEST(DecodeTiling, VisitsHoldUpTo4RowsOverRowsOf512Columns) {
+  auto tiling = [](int32_t rows_each, int64_t n) {
+    std::vector<int32_t> sizes(8, rows_each);
+    return gmm_auto_tiling(Schedule::direct, cpu_device(), ActiveGroups{&sizes, 0, 8}, true, n);
+  };
+  // Groups of 3 rows: one 4-row visit each, 512 columns (8 lanes of 4 x 64 accumulators).
+  EXPECT_EQ(tiling(3, 1024).tm, 4);
+  EXPECT_EQ(tiling(3, 1024).tn, 512);
+  EXPECT_EQ(tiling(3, 256).tn, 256);
+  // Groups of 1 or 2 rows: whole rows of 1024 columns.
+  EXPECT_EQ(tiling(2, 1024).tm, 2);
+  EXPECT_EQ(tiling(2, 1024).tn, 1024);
+  EXPECT_EQ(tiling(1, 768).tm, 1);
+  EXPECT_EQ(tiling(1, 768).tn, 1024);
+  // rhs [n, k] or rows past 1024 columns keep the general tiles.
+  std::vector<int32_t> sizes(8, 3);
+  EXPECT_EQ(gmm_auto_tiling(Schedule::direct, cpu_device(), ActiveGroups{&sizes, 0, 8}, false, 1024).tn, 128);
+  EXPECT_EQ(tiling(3, 4096).tn, 128);
 }
 
 }  // namespace
