@@ -10,6 +10,13 @@
 
 namespace vkgmm {
 
+namespace {
+// The fused combine's loop bound per invocation (tokens x tile columns / invocations x (top_k + 1)): it
+// takes calls of up to ~8 tokens with tiles of up to 1024 columns and top-8 (the decode presets), and
+// keeps the kernel far inside lavapipe's loop budget (kCpuLoopIterations).
+constexpr uint64_t kFusedCombineLoops = 8192;
+}  // namespace
+
 struct GmmPlan::State {
   GmmProblem problem;
   Tiling tiling;
@@ -98,9 +105,17 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   push.fill_rows = static_cast<uint32_t>(tm * ((256 + tm - 1) / tm));
   push.visits_off = static_cast<uint32_t>(G + 1);
   const uint64_t tiles_n = (out_n + shape.cols - 1) / shape.cols;
-  // An item's loops: its K steps, or a fill visit's row tiles; and the persistent loop's own iteration.
+  // A small combined call sums its slots in the kernel (FUSED_COMBINE): the last workgroup of each n
+  // tile does the whole tile's tokens, so only where that is a short loop, and on the direct schedule
+  // (CPU drivers, where the combine dispatch and its barrier cost ~0.1 ms at decode, more than the sum).
+  const uint64_t fused_loops =
+      routed ? (uint64_t(p.m) * shape.cols + shape.invocations() - 1) / shape.invocations() * (route.top_k + 1) : 0;
+  const bool fused_combine = routed && route.combine && !shape.use_shared && fused_loops <= kFusedCombineLoops;
+  // An item's loops: its K steps, or a fill visit's row tiles; the fused combine's; and the persistent
+  // loop's own iteration.
   const uint64_t item_loops =
-      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, vec4), push.fill_rows / tm) + 1;
+      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, vec4), push.fill_rows / tm) +
+      (fused_combine ? fused_loops : 0) + 1;
   // Checked for the scalar loads a record() with views at unaligned offsets falls back to, the most.
   check_cpu_loop_budget(info, op, reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, false) + 1,
                         "k = " + std::to_string(p.k));
@@ -118,9 +133,13 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     if (routed) {
       const DispatchPlan::RoutingWords words =
           core.set_routing({uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset), uint32_t(g_local),
-                            uint32_t(route.num_experts), uint32_t(out_n), route.combine});
+                            uint32_t(route.num_experts), uint32_t(out_n), route.combine,
+                            fused_combine ? uint32_t(tiles_n) : 0u});
       push.map_off = words.map;
       push.weight_off = words.weight_rows;
+      push.top_k = uint32_t(route.top_k);
+      push.partial_off = words.partial;
+      push.tile_count_off = words.tile_counts;
     }
   } else if (rows > 0) {
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
@@ -148,6 +167,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     kn.set(VKGMM_ID_GMM_WEIGHTED, routed && route.combine);
     kn.set(VKGMM_ID_GMM_BIAS, p.epilogue.bias);
     kn.set(VKGMM_ID_GMM_SWIGLU, swiglu);
+    kn.set(VKGMM_ID_GMM_FUSED_COMBINE, fused_combine);
     kn.vec4_needs_lhs = true;
     kn.rhs_any_offset = is_quantized(p.rhs_type);
   }
