@@ -63,15 +63,17 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
   // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
-  // expected rows of each (routed: of each chosen expert; else the hint, else the rows spread evenly).
+  // expected rows of each (routed: their distribution; else the hint, else the rows spread evenly).
   std::vector<int32_t> expected;
-  if (on_device && G > 0) {
-    const int64_t each = routed ? routed_expected_rows(p.m, route.top_k, g_local, route.num_experts)
-                         : p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows
-                                                              : (rows + G - 1) / G;
-    expected.assign(size_t(G), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
+  if (routed) {
+    // Without num_experts, the window is taken as all the experts.
+    expected = routed_expected_sizes(p.m, route.top_k, route.num_experts > 0 ? route.num_experts : g_local);
+  } else if (on_device && G > 0) {
+    const int64_t each = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (rows + G - 1) / G;
+    expected.assign(size_t(g_local), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
   }
-  const ActiveGroups active{on_device ? &expected : &p.group_sizes, group_offset, g_local};
+  const ActiveGroups active = on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
+                                        : ActiveGroups{&p.group_sizes, group_offset, g_local};
   const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
     return gmm_auto_tiling(schedule, info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1);
   });

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <climits>
 #include <functional>
 #include <string>
 
@@ -174,13 +175,24 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   return t;
 }
 
-int64_t routed_expected_rows(int64_t tokens, int64_t top_k, int64_t local_experts, int64_t num_experts) {
-  if (tokens <= 0 || top_k <= 0 || local_experts <= 0) return 1;
-  const double E = double(std::max(num_experts > 0 ? num_experts : local_experts, local_experts));
-  const double not_picked = 1.0 - std::min(1.0, double(top_k) / E);  // by one token
-  const double chosen = double(local_experts) * (1.0 - std::pow(not_picked, double(tokens)));
-  const double local_slots = double(tokens) * double(top_k) * double(local_experts) / E;
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(local_slots / std::max(chosen, 1.0))));
+std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_t num_experts) {
+  constexpr int kSamples = 64;
+  std::vector<int32_t> sizes(kSamples, 0);
+  if (tokens <= 0 || top_k <= 0 || num_experts <= 0) return sizes;
+  const double p = std::min(1.0, double(top_k) / double(num_experts)), T = double(tokens);
+  if (p >= 1.0) return std::vector<int32_t>(kSamples, static_cast<int32_t>(std::min<int64_t>(tokens, INT32_MAX)));
+  // The binomial's CDF walked up from 0 rows, each sample taking the rows where it reaches its quantile
+  // (q + 1/2) / kSamples: the loop ends a few standard deviations past the mean.
+  int q = 0;
+  double cdf = 0.0;
+  for (int64_t r = 0; r <= tokens && q < kSamples; ++r) {
+    const double log_pmf = std::lgamma(T + 1) - std::lgamma(double(r) + 1) - std::lgamma(T - double(r) + 1) +
+                           double(r) * std::log(p) + (T - double(r)) * std::log1p(-p);
+    cdf += std::exp(log_pmf);
+    for (; q < kSamples && (r == tokens || cdf >= (q + 0.5) / kSamples); ++q)
+      sizes[size_t(q)] = static_cast<int32_t>(std::min<int64_t>(r, INT32_MAX));
+  }
+  return sizes;
 }
 
 // tgmm's output block is [block_k, block_n], walking its group's rows rows_per_step at a time: the

@@ -5,6 +5,9 @@
 
 #include "tiling.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 namespace vkgmm {
 namespace {
 
@@ -105,19 +108,25 @@ DeviceInfo cpu_device() {
   return info;
 }
 
-TEST(DecodeTiling, RoutedRowsCountTheChosenExpertsOfTheWindow) {
-  // ids-decode: 16 slots over the ~7.2 of 8 experts chosen -> 2.2 rows each, rounded up.
-  EXPECT_EQ(routed_expected_rows(8, 2, 8, 8), 3);
-  // qwen3 windows of 19 of 128 experts: 1 token -> 1 row; 8 tokens -> 9.5 local slots over 7.7 chosen
-  // experts; 64 tokens -> 76 over 18.7.
-  EXPECT_EQ(routed_expected_rows(1, 8, 19, 128), 1);
-  EXPECT_EQ(routed_expected_rows(8, 8, 19, 128), 2);
-  EXPECT_EQ(routed_expected_rows(64, 8, 19, 128), 5);
-  // Unknown num_experts: the window is taken as all the experts.
-  EXPECT_EQ(routed_expected_rows(64, 8, 19, 0), routed_expected_rows(64, 8, 19, 19));
-  // Every expert chosen by every token: all the slots spread evenly.
-  EXPECT_EQ(routed_expected_rows(512, 8, 8, 8), 512);
-  EXPECT_EQ(routed_expected_rows(0, 8, 8, 8), 1);
+TEST(DecodeTiling, RoutedSizesFollowTheBinomial) {
+  auto tm = [](int64_t T, int64_t top_k, int64_t E) {
+    const std::vector<int32_t> sizes = routed_expected_sizes(T, top_k, E);
+    return pick_tm(ActiveGroups{&sizes, 0, int64_t(sizes.size())}, 1, 32, 2);
+  };
+  // ids-decode: Binomial(8, 1/4), rows 0 to 4 mostly: 2-row visits.
+  const std::vector<int32_t> d = routed_expected_sizes(8, 2, 8);
+  ASSERT_EQ(d.size(), 64u);
+  EXPECT_EQ(*std::min_element(d.begin(), d.end()), 0);
+  EXPECT_EQ(*std::max_element(d.begin(), d.end()), 5);
+  EXPECT_NEAR(std::accumulate(d.begin(), d.end(), 0) / 64.0, 2.0, 0.05);  // the mean, T * top_k / E
+  EXPECT_EQ(tm(8, 2, 8), 2);
+  // qwen3 (top-8 of 128): 1 token -> 1 row; 64 tokens -> Binomial(64, 1/16), ~4 rows, not 27 per local
+  // expert (every slot over a window of 19).
+  EXPECT_EQ(tm(1, 8, 128), 1);
+  EXPECT_LE(tm(64, 8, 128), 8);
+  // Every expert chosen by every token: T rows each.
+  EXPECT_EQ(routed_expected_sizes(512, 8, 8), std::vector<int32_t>(64, 512));
+  EXPECT_EQ(routed_expected_sizes(0, 8, 8), std::vector<int32_t>(64, 0));
 }
 
 TEST(DecodeTiling, VisitsHoldUpTo4RowsOverRowsOf512Columns) {
