@@ -161,16 +161,14 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more
   // than 1024 columns cannot be one tile (accumulators): there 128 columns stay (256 x 4096: 2.4 ms,
   // vs 3.1 for 1024 columns).
-  // Up to 4 rows per visit, so an expert chosen by 3 or 4 tokens streams its weights once, not twice:
-  // 8 lanes hold tm x tn / 8 accumulators each, at most 256, so 4-row visits take 512 columns (rows
-  // of 1024 columns would need 16 lanes, two SIMD passes each streaming half of every row: measured
-  // slowest). ids-decode (5 experts of 3-4 rows, k = n = 1024), one lavapipe thread, alternated in one
-  // process: 4 x 512 2.37 ms, 4 x 256 2.45, 2 x 1024 3.2, 8 x 256 3.2, 1 x 1024 4.2, 4 x 1024 4.4.
-  // More rows than a group holds are computed anyway (lavapipe 22.3 runs both sides of a branch,
-  // masked), so the cost model (pick_tm) still weighs them.
+  // At most 2 rows per visit with tiles of 512 columns or more (accumulators again; also measured faster
+  // than 4 there). Tried: 4-row visits over 512-column tiles (8 lanes of 4 x 64 accumulators), which read
+  // an expert chosen by 3-4 tokens once instead of twice: faster on one lavapipe thread with 3-4-row
+  // groups in one session (2.4 vs 3.2 ms), slower in another (3.7-4.2 vs 2.9-3.1), and lavapipe 22.3
+  // computes a visit's rows past its group anyway (both sides of a branch run, masked): not taken.
   if (rhs_rows_contiguous && t.tm <= 4 && n <= 1024) {
-    t.tm = pick_tm(groups, 1, 4, kVisitOverheadRows);
-    t.tn = std::max<int64_t>(128, std::min<int64_t>(pow2_at_least(n), 2048 / t.tm));
+    t.tn = std::max<int64_t>(128, pow2_at_least(n));
+    t.tm = pick_tm(groups, 1, t.tn >= 512 ? 2 : 4, kVisitOverheadRows);
   }
   return t;
 }

@@ -251,7 +251,7 @@ TEST_F(DeviceTest, RoutingCombinedIsDeterministic) {
 
 // Decode-sized combined calls on the direct schedule sum their slots inside the gmm kernel (FUSED_COMBINE:
 // the last workgroup of each n tile, no combine dispatch). Against the reference with: an expert chosen
-// by every token (8 rows, more than one 4-row visit holds), -1 ids, a window with experts nobody chose and
+// by every token (8 rows, more than one visit holds), -1 ids, a window with experts nobody chose and
 // tokens with no local slot, existing_out and 16-bit outs, widths with and without 4-column groups;
 // repeated runs give the same bits; every operand and the app's workspace between guard regions.
 TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
@@ -272,7 +272,7 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
     ASSERT_EQ(pipelines.size(), 2u) << "the metadata build and the kernel, no combine";
     EXPECT_EQ(pipelines[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 1u);
     if (d.route == Route::skewed && d.offset == 0) {
-      EXPECT_EQ(plan.tiling().tm, 4) << "a visit holds fewer rows than the expert chosen by all 8 tokens";
+      EXPECT_LT(plan.tiling().tm, 8) << "a visit holds fewer rows than the expert chosen by all 8 tokens";
     }
 
     const std::vector<float> a = run(cx, r), b = run(cx, r);

@@ -1,6 +1,6 @@
 // The shared schedule's kernel shapes (host/tiling.cpp): the register tile from the device's register
 // file, groups of 4 rows and columns, steps of whole 4-element chunks within shared memory; and the
-// direct schedule's decode tiles.
+// routed calls' expected group sizes.
 #include <gtest/gtest.h>
 
 #include "tiling.hpp"
@@ -102,12 +102,6 @@ TEST(SharedTiling, FewInvocationsGetLargerRegisterTiles) {
   EXPECT_LE(s.rm * s.rn, 256u);
 }
 
-DeviceInfo cpu_device() {
-  DeviceInfo info = gpu(0, 32768, 1024);
-  info.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
-  return info;
-}
-
 TEST(DecodeTiling, RoutedSizesFollowTheBinomial) {
   auto tm = [](int64_t T, int64_t top_k, int64_t E) {
     const std::vector<int32_t> sizes = routed_expected_sizes(T, top_k, E);
@@ -127,26 +121,6 @@ TEST(DecodeTiling, RoutedSizesFollowTheBinomial) {
   // Every expert chosen by every token: T rows each.
   EXPECT_EQ(routed_expected_sizes(512, 8, 8), std::vector<int32_t>(64, 512));
   EXPECT_EQ(routed_expected_sizes(0, 8, 8), std::vector<int32_t>(64, 0));
-}
-
-TEST(DecodeTiling, VisitsHoldUpTo4RowsOverRowsOf512Columns) {
-  auto tiling = [](int32_t rows_each, int64_t n) {
-    std::vector<int32_t> sizes(8, rows_each);
-    return gmm_auto_tiling(Schedule::direct, cpu_device(), ActiveGroups{&sizes, 0, 8}, true, n);
-  };
-  // Groups of 3 rows: one 4-row visit each, 512 columns (8 lanes of 4 x 64 accumulators).
-  EXPECT_EQ(tiling(3, 1024).tm, 4);
-  EXPECT_EQ(tiling(3, 1024).tn, 512);
-  EXPECT_EQ(tiling(3, 256).tn, 256);
-  // Groups of 1 or 2 rows: whole rows of 1024 columns.
-  EXPECT_EQ(tiling(2, 1024).tm, 2);
-  EXPECT_EQ(tiling(2, 1024).tn, 1024);
-  EXPECT_EQ(tiling(1, 768).tm, 1);
-  EXPECT_EQ(tiling(1, 768).tn, 1024);
-  // rhs [n, k] or rows past 1024 columns keep the general tiles.
-  std::vector<int32_t> sizes(8, 3);
-  EXPECT_EQ(gmm_auto_tiling(Schedule::direct, cpu_device(), ActiveGroups{&sizes, 0, 8}, false, 1024).tn, 128);
-  EXPECT_EQ(tiling(3, 4096).tn, 128);
 }
 
 }  // namespace
