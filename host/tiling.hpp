@@ -51,7 +51,8 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
 
 // What the automatic tiling takes for the group sizes of a call routed by expert ids (the ids stay on
 // the device): each expert's rows when T tokens each choose top_k distinct experts of num_experts
-// uniformly are Binomial(T, top_k / num_experts), given as 64 sizes at the distribution's quantiles, so
+// uniformly are Binomial(T, top_k / num_experts); routers concentrate, so the experts are taken as half
+// as many (Binomial(T, 2 top_k / num_experts)), given as 64 sizes at the distribution's quantiles, so
 // that pick_tm weighs each m tile by its expected cost. At decode most experts hold 0 to 3 rows, which
 // the mean spread over every expert hides: the slots over E_local rounded up (what device group sizes
 // without a hint get) picked 4-row visits for ids-decode's 2.2 rows per chosen expert, and for a window
