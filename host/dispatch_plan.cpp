@@ -83,7 +83,8 @@ DispatchPlan::RoutingWords DispatchPlan::set_routing(const Routing& r) {
   if (!device_meta_) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata first");
   routing_ = r;
   size_workspace();
-  return {static_cast<uint32_t>(workspace_.map), static_cast<uint32_t>(workspace_.weight_rows)};
+  return {static_cast<uint32_t>(workspace_.map), static_cast<uint32_t>(workspace_.weight_rows),
+          static_cast<uint32_t>(workspace_.partial), static_cast<uint32_t>(workspace_.tile_counts)};
 }
 
 void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
@@ -123,13 +124,15 @@ void DispatchPlan::size_workspace() {
     if (r.combine) words += slots;
     w.partial = words;
     if (r.combine) words += slots * r.out_n;
+    w.tile_counts = words;
+    words += r.fused_tiles;
   }
   w.status = words;
   if (w.bytes() > info().max_storage_buffer_range)
     throw Error(Status::unsupported,
                 std::string(name()) + ": the workspace (" + std::to_string(w.bytes()) +
                     " bytes) exceeds maxStorageBufferRange" +
-                    (combines()  ? ": it holds every slot's fp32 result; combine fewer tokens per call"
+                    (routing_ && routing_->combine ? ": it holds every slot's fp32 result; combine fewer tokens per call"
                      : routing_ ? ": it holds the routing's row map; route fewer tokens per call"
                                 : ": use a larger tm"));
 }
@@ -445,6 +448,8 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b) const {
   m.counts_off = static_cast<uint32_t>(workspace_.counts);
   m.map_off = static_cast<uint32_t>(workspace_.map);
   m.weight_rows_off = static_cast<uint32_t>(workspace_.weight_rows);
+  m.tile_count_off = static_cast<uint32_t>(workspace_.tile_counts);
+  m.tile_counts = r.fused_tiles;
 }
 
 std::vector<PlannedPipeline> DispatchPlan::pipelines() const {

@@ -81,13 +81,16 @@ class DispatchPlan {
   // Routing by expert ids (after set_device_metadata, whose group sizes are then the routing's counts):
   // the metadata build first orders the slots on the device (shaders/routing.glsl); with `combine` the
   // kernel writes fp32 per-slot results into the workspace and an ordered sum (shaders/combine.comp)
-  // writes out. Returns where the row map and the rows' weights are, in workspace words.
+  // writes out; with fused_tiles > 0 the kernel sums them itself (FUSED_COMBINE, interface.h), counting
+  // in fused_tiles workspace words the build zeroes, and there is no combine dispatch. Returns where the
+  // row map, the rows' weights, the per-slot results and the tile counters are, in workspace words.
   struct Routing {
     uint32_t tokens = 0, top_k = 0, group_offset = 0, num_local = 0, num_experts = 0, out_n = 0;
     bool combine = false;
+    uint32_t fused_tiles = 0;
   };
   struct RoutingWords {
-    uint32_t map = 0, weight_rows = 0;
+    uint32_t map = 0, weight_rows = 0, partial = 0, tile_counts = 0;
   };
   RoutingWords set_routing(const Routing& r);
   // Whether the kernel takes the persistent grid (Grid: the options', else `requested`, else automatic),
@@ -138,7 +141,8 @@ class DispatchPlan {
   bool dispatches() const { return grid_[0] != 0; }
   // Where the metadata build writes the indirect grid's command, then the visit count (kDispatchWords).
   uint32_t dispatch_word() const { return device_meta_->num_groups + 1 + 2 * device_meta_->max_visits; }
-  bool combines() const { return routing_ && routing_->combine; }
+  // A combine dispatch runs after the kernel (a combine the kernel does not fuse).
+  bool combines() const { return routing_ && routing_->combine && !routing_->fused_tiles; }
   // The combine's workgroups along the columns: one per 64, at most the device's limit (the shader
   // strides over the rest).
   uint32_t combine_columns() const {
@@ -165,9 +169,10 @@ class DispatchPlan {
   std::optional<Routing> routing_;
   // The workspace in 32-bit words: the group metadata (offsets, visits), then with routing the counts
   // as group sizes, the routing build's scratch, the row map and the rows' weights, the per-slot
-  // results (combine), and last the status slot (used when the app gives no status view).
+  // results (combine) and the fused combine's tile counters, and last the status slot (used when the
+  // app gives no status view).
   struct Workspace {
-    uint64_t sizes = 0, counts = 0, map = 0, weight_rows = 0, partial = 0, status = 0;
+    uint64_t sizes = 0, counts = 0, map = 0, weight_rows = 0, partial = 0, tile_counts = 0, status = 0;
     VkDeviceSize bytes() const { return (status + 1) * 4; }
   } workspace_;
   void size_workspace();

@@ -10,6 +10,13 @@
 
 namespace vkgmm {
 
+namespace {
+// The fused combine's loop bound per invocation (tokens x tile columns / invocations x (top_k + 1)): it
+// takes calls of up to ~8 tokens with tiles of up to 1024 columns and top-8 (the decode presets), and
+// keeps the kernel far inside lavapipe's loop budget (kCpuLoopIterations).
+constexpr uint64_t kFusedCombineLoops = 8192;
+}  // namespace
+
 struct GmmPlan::State {
   GmmProblem problem;
   Tiling tiling;
@@ -56,13 +63,17 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
   // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
-  // expected rows of each (the hint, else the rows spread evenly).
+  // expected rows of each (routed: their distribution; else the hint, else the rows spread evenly).
   std::vector<int32_t> expected;
-  if (on_device && G > 0) {
+  if (routed) {
+    // Without num_experts, the window is taken as all the experts.
+    expected = routed_expected_sizes(p.m, route.top_k, route.num_experts > 0 ? route.num_experts : g_local);
+  } else if (on_device && G > 0) {
     const int64_t each = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (rows + G - 1) / G;
-    expected.assign(size_t(G), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
+    expected.assign(size_t(g_local), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
   }
-  const ActiveGroups active{on_device ? &expected : &p.group_sizes, group_offset, g_local};
+  const ActiveGroups active = on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
+                                        : ActiveGroups{&p.group_sizes, group_offset, g_local};
   const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
     return gmm_auto_tiling(schedule, info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1, is_quantized(p.rhs_type));
   });
@@ -96,9 +107,17 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   push.fill_rows = static_cast<uint32_t>(tm * ((256 + tm - 1) / tm));
   push.visits_off = static_cast<uint32_t>(G + 1);
   const uint64_t tiles_n = (out_n + shape.cols - 1) / shape.cols;
-  // An item's loops: its K steps, or a fill visit's row tiles; and the persistent loop's own iteration.
+  // A small combined call sums its slots in the kernel (FUSED_COMBINE): the last workgroup of each n
+  // tile does the whole tile's tokens, so only where that is a short loop, and on the direct schedule
+  // (CPU drivers, where the combine dispatch and its barrier cost ~0.1 ms at decode, more than the sum).
+  const uint64_t fused_loops =
+      routed ? (uint64_t(p.m) * shape.cols + shape.invocations() - 1) / shape.invocations() * (route.top_k + 1) : 0;
+  const bool fused_combine = routed && route.combine && !shape.use_shared && fused_loops <= kFusedCombineLoops;
+  // An item's loops: its K steps, or a fill visit's row tiles; the fused combine's; and the persistent
+  // loop's own iteration.
   const uint64_t item_loops =
-      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, vec4), push.fill_rows / tm) + 1;
+      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, vec4), push.fill_rows / tm) +
+      (fused_combine ? fused_loops : 0) + 1;
   // Checked for the scalar loads a record() with views at unaligned offsets falls back to, the most.
   check_cpu_loop_budget(info, op, reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, false) + 1,
                         "k = " + std::to_string(p.k));
@@ -116,9 +135,13 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     if (routed) {
       const DispatchPlan::RoutingWords words =
           core.set_routing({uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset), uint32_t(g_local),
-                            uint32_t(route.num_experts), uint32_t(out_n), route.combine});
+                            uint32_t(route.num_experts), uint32_t(out_n), route.combine,
+                            fused_combine ? uint32_t(tiles_n) : 0u});
       push.map_off = words.map;
       push.weight_off = words.weight_rows;
+      push.top_k = uint32_t(route.top_k);
+      push.partial_off = words.partial;
+      push.tile_count_off = words.tile_counts;
     }
   } else if (rows > 0) {
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
@@ -146,6 +169,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     kn.set(VKGMM_ID_GMM_WEIGHTED, routed && route.combine);
     kn.set(VKGMM_ID_GMM_BIAS, p.epilogue.bias);
     kn.set(VKGMM_ID_GMM_SWIGLU, swiglu);
+    kn.set(VKGMM_ID_GMM_FUSED_COMBINE, fused_combine);
     kn.vec4_needs_lhs = true;
     kn.rhs_any_offset = is_quantized(p.rhs_type);
   }

@@ -139,6 +139,7 @@ inline constexpr SpecConstant kGmmConstants[] = {
     {VKGMM_ID_GMM_WEIGHTED, "WEIGHTED"},
     {VKGMM_ID_GMM_BIAS, "BIAS"},
     {VKGMM_ID_GMM_SWIGLU, "SWIGLU"},
+    {VKGMM_ID_GMM_FUSED_COMBINE, "FUSED_COMBINE"},
 };
 inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_BLOCK_ROWS, "TK"},

@@ -2,7 +2,9 @@
 #include "tiling.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <climits>
 #include <functional>
 #include <string>
 
@@ -169,13 +171,43 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =
   // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more
   // than 1024 columns cannot be one tile (accumulators): there 128 columns stay (256 x 4096: 2.4 ms,
-  // vs 3.1 for 1024 columns). At most 2 rows per visit with tiles of 512 columns or more (accumulators
-  // again; also measured faster than 4 there).
+  // vs 3.1 for 1024 columns).
+  // At most 2 rows per visit with tiles of 512 columns or more (accumulators again; also measured faster
+  // than 4 there). Tried: 4-row visits over 512-column tiles (8 lanes of 4 x 64 accumulators), which read
+  // an expert chosen by 3-4 tokens once instead of twice: faster on one lavapipe thread with 3-4-row
+  // groups in one session (2.4 vs 3.2 ms), slower in another (3.7-4.2 vs 2.9-3.1), and lavapipe 22.3
+  // computes a visit's rows past its group anyway (both sides of a branch run, masked): not taken.
   if (rhs_rows_contiguous && t.tm <= 4 && n <= 1024) {
     t.tn = std::max<int64_t>(128, pow2_at_least(n));
     t.tm = pick_tm(groups, 1, t.tn >= 512 ? 2 : 4, kVisitOverheadRows);
   }
   return t;
+}
+
+std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_t num_experts) {
+  constexpr int kSamples = 64;
+  // Routers concentrate tokens on fewer experts than uniform choice would: the bench's router (each
+  // expert a fixed popularity) chooses 5 of ids-decode's 8 experts where uniform routing would choose
+  // 7.2, and 31 of qwen3-ids-t8's 128 where it would choose 51.6. Taken as half the experts carrying
+  // the slots. Measured on qwen3-ids-t8: 1-row visits (uniform's choice) 1.4-1.75x slower than 2-row
+  // ones in 3 of 4 alternated runs.
+  constexpr double kRouterConcentration = 2.0;
+  std::vector<int32_t> sizes(kSamples, 0);
+  if (tokens <= 0 || top_k <= 0 || num_experts <= 0) return sizes;
+  const double p = std::min(1.0, kRouterConcentration * double(top_k) / double(num_experts)), T = double(tokens);
+  if (p >= 1.0) return std::vector<int32_t>(kSamples, static_cast<int32_t>(std::min<int64_t>(tokens, INT32_MAX)));
+  // The binomial's CDF walked up from 0 rows, each sample taking the rows where it reaches its quantile
+  // (q + 1/2) / kSamples: the loop ends a few standard deviations past the mean.
+  int q = 0;
+  double cdf = 0.0;
+  for (int64_t r = 0; r <= tokens && q < kSamples; ++r) {
+    const double log_pmf = std::lgamma(T + 1) - std::lgamma(double(r) + 1) - std::lgamma(T - double(r) + 1) +
+                           double(r) * std::log(p) + (T - double(r)) * std::log1p(-p);
+    cdf += std::exp(log_pmf);
+    for (; q < kSamples && (r == tokens || cdf >= (q + 0.5) / kSamples); ++q)
+      sizes[size_t(q)] = static_cast<int32_t>(std::min<int64_t>(r, INT32_MAX));
+  }
+  return sizes;
 }
 
 // tgmm's output block is [block_k, block_n], walking its group's rows rows_per_step at a time: the

@@ -50,6 +50,16 @@ Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t 
 Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGroups& groups, bool rhs_rows_contiguous,
                        int64_t n, uint32_t halves = 1, bool rhs_blocks = false);
 
+// What the automatic tiling takes for the group sizes of a call routed by expert ids (the ids stay on
+// the device): each expert's rows when T tokens each choose top_k distinct experts of num_experts
+// uniformly are Binomial(T, top_k / num_experts); routers concentrate, so the experts are taken as half
+// as many (Binomial(T, 2 top_k / num_experts)), given as 64 sizes at the distribution's quantiles, so
+// that pick_tm weighs each m tile by its expected cost. At decode most experts hold 0 to 3 rows, which
+// the mean spread over every expert hides: the slots over E_local rounded up (what device group sizes
+// without a hint get) picked 4-row visits for ids-decode's 2.2 rows per chosen expert, and for a window
+// of 19 of 128 experts counted every slot as local.
+std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_t num_experts);
+
 // tgmm's tiling tuple (tm, tk, tn), by what each means: an output block of block_k x block_n per
 // workgroup, reduced over its group's rows rows_per_step at a time.
 struct TgmmTiles {

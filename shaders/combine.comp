@@ -4,6 +4,7 @@
 // order and one owner per output element, no float atomics: the same inputs give the same bits on every
 // run. Slots of no local expert hold 0 (the gmm kernel's fill), which leaves the sum unchanged.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 
 #include "bindings.glsl"
 #include "dtype.glsl"
@@ -17,18 +18,15 @@ layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
 layout(push_constant) uniform Params { VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD) } pc;
 
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
+#define VKGMM_PARTIAL_WORD(i) lhs_word(pc.lhs_off + (i))
+#define VKGMM_PARTIAL_WORD4(i) lhs_v4[pc.lhs_off / 4u + (i)]
+#include "combine.glsl"
 
 void main() {
   // Tokens past 65535 are folded into the z dimension of the grid.
   uint t = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
   if (t >= pc.tokens) return;
   // Columns past the grid's (maxComputeWorkGroupCount[0] workgroups of 64) are strided over.
-  uint slot = t * pc.top_k;
-  for (uint col = gl_GlobalInvocationID.x; col < pc.out_n; col += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
-    float sum = 0.0;
-    for (uint j = 0u; j < pc.top_k; ++j) sum += uintBitsToFloat(lhs_word(pc.lhs_off + (slot + j) * pc.out_n + col));
-    uint idx = t * pc.out_n + col;
-    if (HAS_EXISTING) sum += load_ex(pc.ex_off + idx);
-    store_out(pc.out_off + idx, sum, OUT_TYPE);
-  }
+  for (uint col = gl_GlobalInvocationID.x; col < pc.out_n; col += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+    combine_element(t, col, pc.top_k, pc.out_n);
 }

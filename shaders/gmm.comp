@@ -52,6 +52,8 @@ layout(constant_id = VKGMM_ID_GMM_ROUTED) const bool ROUTED = false;
 layout(constant_id = VKGMM_ID_GMM_WEIGHTED) const bool WEIGHTED = false;
 layout(constant_id = VKGMM_ID_GMM_BIAS) const bool BIAS = false;
 layout(constant_id = VKGMM_ID_GMM_SWIGLU) const bool SWIGLU = false;
+// Small combined calls (interface.h): rows' results to the workspace, the last workgroup of an n tile sums them.
+layout(constant_id = VKGMM_ID_GMM_FUSED_COMBINE) const bool FUSED_COMBINE = false;
 const uint NH = SWIGLU ? 2u : 1u;
 const uint RNH = RN * NH;  // accumulator columns per row: half h, column j at h * RN + j
 
@@ -78,6 +80,20 @@ shared vec4 As4[(SHARED_A + 3) / 4];
 shared vec4 Bs4[(SHARED_B + 3) / 4];
 
 layout(std430, set = 0, binding = VKGMM_BINDING_BIAS) readonly buffer BiasBuf { float bias[]; };
+
+// FUSED_COMBINE: the workspace (the META binding) written too: per-slot results and the tiles' counters,
+// read by other workgroups (coherent).
+layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent buffer WorkBuf { uint work[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent readonly buffer WorkBuf4 { uvec4 work4[]; };
+#define VKGMM_PARTIAL_WORD(i) work[pc.partial_off + (i)]
+#define VKGMM_PARTIAL_WORD4(i) work4[pc.partial_off / 4u + (i)]
+#include "combine.glsl"
+
+// Row orow's value at column col: out, or with FUSED_COMBINE the row's fp32 result in the workspace.
+void store_row_value(uint orow, uint col, float v) {
+  if (FUSED_COMBINE) work[pc.partial_off + orow * pc.out_n + col] = floatBitsToUint(v);
+  else store_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
+}
 
 // Row r's slot (routed) or r itself: where its output goes.
 uint slot_of_row(uint r) { return ROUTED ? uint(meta[pc.map_off + r]) : r; }
@@ -222,8 +238,10 @@ void stage_store() {
 
 // A fill visit: fill_rows rows from m0 on, within its stretch of inactive rows (below the first active
 // group's first row when it starts there, else up to m), so no row is written by two visits (on the
-// packed 16-bit path a second read-modify-write of a half-word could race with the first).
-void fill_rows(uint m0, uint n0, uint tx, uint ty) {
+// packed 16-bit path a second read-modify-write of a half-word could race with the first). Returns how
+// many rows it wrote. With FUSED_COMBINE the rows are slots of no local expert: 0 (the combine adds
+// existing_out once per token).
+uint fill_rows(uint m0, uint n0, uint tx, uint ty) {
   uint active_begin = uint(meta[pc.group_offset]);
   uint end = m0 < active_begin ? active_begin : pc.m;
   for (uint s = 0; s < pc.fill_rows; s += TM) {
@@ -237,24 +255,52 @@ void fill_rows(uint m0, uint n0, uint tx, uint ty) {
         uint col = n0 + c;
         if (c >= TN || col >= pc.out_n) continue;
         uint idx = orow * pc.out_n + col;
-        store_out(pc.out_off + idx, HAS_EXISTING ? load_ex(pc.ex_off + idx) : 0.0, OUT_TYPE);
+        store_row_value(orow, col, HAS_EXISTING && !FUSED_COMBINE ? load_ex(pc.ex_off + idx) : 0.0);
       }
     }
+  }
+  return m0 < end ? min(m0 + pc.fill_rows, end) - m0 : 0u;
+}
+
+// FUSED_COMBINE, after a work item stored `rows` rows of n tile n_tile: the tile's counter takes them,
+// and the workgroup that brings it to m (every row stored: the tile's other workgroups are done) sums
+// the tile's columns for every token. Uniform control flow: the arguments are the workgroup's.
+shared bool tile_complete;
+void finish_tile(uint n_tile, uint rows) {
+  // This workgroup's stores visible before its count says they are done.
+  memoryBarrierBuffer();
+  barrier();
+  if (gl_LocalInvocationIndex == 0u) tile_complete = atomicAdd(work[pc.tile_count_off + n_tile], rows) + rows == pc.m;
+  barrier();
+  if (!tile_complete) return;
+  memoryBarrierBuffer();
+  const uint n0 = n_tile * TN, tokens = pc.m / pc.top_k;
+  if (TN % 4u == 0u && (pc.partial_off & 3u) == 0u && (pc.out_n & 3u) == 0u) {
+    // 4 adjacent columns per invocation (TN and n0 are multiples of 4 wherever out_n is).
+    for (uint e = gl_LocalInvocationIndex; e < tokens * (TN / 4u); e += NT) {
+      uint col = n0 + (e % (TN / 4u)) * 4u;
+      if (col < pc.out_n) combine_element4(e / (TN / 4u), col, pc.top_k, pc.out_n);
+    }
+    return;
+  }
+  for (uint e = gl_LocalInvocationIndex; e < tokens * TN; e += NT) {
+    uint col = n0 + e % TN;
+    if (col < pc.out_n) combine_element(e / TN, col, pc.top_k, pc.out_n);
   }
 }
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
 // The epilogue of one output value: the gate (or only) product v, the up product u (SWIGLU), of group
-// g_local at output column col, for row r: + bias, activation, routing weight; all in fp32.
-float epilogue(float v, float u, uint g_local, uint col, uint r) {
+// g_local at output column col, its row's routing weight w: + bias, activation, weight; all in fp32.
+float epilogue(float v, float u, uint g_local, uint col, float w) {
   if (BIAS) {
     uint brow = pc.bias_off + g_local * pc.n;
     v += bias[brow + product_col(0u, col)];
     if (SWIGLU) u += bias[brow + product_col(1u, col)];
   }
   if (SWIGLU) v = silu(v) * u;
-  if (WEIGHTED) v *= intBitsToFloat(meta[pc.weight_off + r]);
+  if (WEIGHTED) v *= w;
   return v;
 }
 
@@ -271,7 +317,8 @@ void run_visit(uint visit, uint n_tile) {
   uint tx = lid % TX, ty = lid / TX;
 
   if (group == VKGMM_FILL_VISIT) {
-    fill_rows(m0, n0, tx, ty);
+    uint rows = fill_rows(m0, n0, tx, ty);
+    if (FUSED_COMBINE) finish_tile(n_tile, rows);
     return;
   }
   uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
@@ -404,15 +451,19 @@ void run_visit(uint visit, uint n_tile) {
     uint row = m0 + r;
     if (r >= TM || row < gstart || row >= gend) continue;
     uint orow = slot_of_row(row);
+    // Read once per row: the compiler cannot keep a buffer value across the stores to out (they may alias).
+    const float weight = WEIGHTED ? intBitsToFloat(meta[pc.weight_off + row]) : 1.0;
     [[unroll]] for (uint j = 0; j < RN; ++j) {
       uint c = col_of(tx, j);
       uint col = n0 + c;
       if (c >= TN || col >= pc.out_n) continue;
       float v = acc[i * RNH + j];
-      if (BIAS || SWIGLU || WEIGHTED) v = epilogue(v, acc[i * RNH + (NH - 1u) * RN + j], g_local, col, row);
-      store_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
+      if (BIAS || SWIGLU || WEIGHTED) v = epilogue(v, acc[i * RNH + (NH - 1u) * RN + j], g_local, col, weight);
+      store_row_value(orow, col, v);
     }
   }
+  // The visit's rows: from its first row (a group's first row, or tm rows past one) to the group's end.
+  if (FUSED_COMBINE) finish_tile(n_tile, m0 < gend ? min(m0 + TM, gend) - m0 : 0u);
 }
 
 void main() {

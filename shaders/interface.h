@@ -60,6 +60,8 @@
 #define VKGMM_ID_GMM_WEIGHTED 18   // each row's value times its routing weight (weight_off)
 #define VKGMM_ID_GMM_BIAS 19       // + bias[g_local, column] before the activation
 #define VKGMM_ID_GMM_SWIGLU 20     // product columns [gate | up]: out = silu(gate) * up, out_n = n / 2
+// With WEIGHTED (routed, combined): the kernel itself sums the slots (FUSED_COMBINE, below), no combine dispatch.
+#define VKGMM_ID_GMM_FUSED_COMBINE 21
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18
@@ -94,9 +96,15 @@
 #define VKGMM_GMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
   F(uint, m) F(uint, k) F(uint, n) F(uint, num_visits) F(uint, group_offset) F(uint, visits_off) \
   F(uint, fill_rows) F(uint, out_n) F(uint, lhs_div) F(uint, map_off) F(uint, weight_off) \
-  F(uint, visit_count_off)
+  F(uint, visit_count_off) F(uint, top_k) F(uint, partial_off) F(uint, tile_count_off)
 // visit_count_off (PERSISTENT only): 0, num_visits visits; else the count of real visits is
 // meta[visit_count_off], written by the device's metadata build and taken at most num_visits.
+// FUSED_COMBINE (small routed calls, combined): each row's weighted fp32 result goes to the workspace's
+// per-slot results at partial_off ([m, out_n] words of the META binding), each workgroup then adds the
+// rows it wrote to its n tile's counter (word tile_count_off + n tile, zeroed by the metadata build), and
+// the workgroup that completes the count of m rows sums that tile's columns for every token, slot by slot
+// in order (shaders/combine.glsl), into out. The combine's sum without its dispatch and barrier; the
+// counter is an integer atomic, the sum's order fixed: the same bits on every run.
 // A visit's group: an active group's index, or one of these.
 #define VKGMM_FILL_VISIT (-1)  // rows outside the active groups: existing_out or 0
 #define VKGMM_NO_VISIT (-2)    // padding of a list built on the device: the workgroup exits
@@ -136,7 +144,9 @@
   F(uint, group_offset) F(uint, num_local) F(uint, m) F(uint, tm) F(uint, fill_rows) F(uint, visits_off) \
   F(uint, max_visits) F(uint, dispatch_off) F(uint, grid_x) F(uint, grid_y) \
   F(uint, ids_off) F(uint, weights_off) F(uint, slots) F(uint, window_offset) F(uint, route_experts) \
-  F(uint, num_experts) F(uint, counts_off) F(uint, map_off) F(uint, weight_rows_off)
+  F(uint, num_experts) F(uint, counts_off) F(uint, map_off) F(uint, weight_rows_off) \
+  F(uint, tile_count_off) F(uint, tile_counts)
+// tile_counts words from tile_count_off of the workspace are zeroed (a gmm with FUSED_COMBINE counts there).
 // Invocations of the metadata build: few, because on CPU drivers every barrier() of a workgroup switches
 // between all its invocations (decode with its device sizes, lavapipe: dev/host 1.04-1.36 with 32,
 // 1.55-1.64 with 8, 1.20-1.65 with 256); each takes a chunk of G / 32 groups.

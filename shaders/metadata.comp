@@ -92,6 +92,8 @@ void main() {
   const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
   uint bad = 0u;
   if (lid == 0u) flags = 0u;
+  // The fused combine's tile counters (interface.h), read by the gmm dispatch after this one.
+  for (uint i = lid; i < pc.tile_counts; i += lanes) work[pc.tile_count_off + i] = 0;
   if (ROUTE) route_slots(bad);
 
   // group_offsets: chunk sums, their scan, then each chunk's offsets.

@@ -71,12 +71,21 @@ TEST(CompileOnly, DeviceSizesAndRoutingListTheirBuildAndCombine) {
   r.num_rhs_groups = 4;
   r.routing = {2, false, true, 4};
   r.out_type = DType::f32;
+  r.schedule = Schedule::shared;
   const std::vector<PlannedPipeline> routed = PlanInternals::pipelines(GmmPlan(ctx, r));
   ASSERT_EQ(routed.size(), 3u);
   EXPECT_STREQ(routed[0].role, "metadata");
   EXPECT_EQ(routed[0].constants[VKGMM_ID_META_ROUTE_WEIGHTED], 1u);
+  EXPECT_EQ(routed[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 0u);
   EXPECT_STREQ(routed[2].role, "combine");
   for (const PlannedPipeline& x : routed) EXPECT_NE(x.pipeline, VK_NULL_HANDLE);
+  // The direct schedule sums a small call's slots in the kernel: no combine pipeline.
+  r.schedule = Schedule::direct;
+  const std::vector<PlannedPipeline> fused = PlanInternals::pipelines(GmmPlan(ctx, r));
+  ASSERT_EQ(fused.size(), 2u);
+  EXPECT_STREQ(fused[1].role, "op");
+  EXPECT_EQ(fused[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 1u);
+  for (const PlannedPipeline& x : fused) EXPECT_NE(x.pipeline, VK_NULL_HANDLE);
 }
 
 TEST(CompileOnly, RefusesMemoryRecordingAndSubmission) {

@@ -1,8 +1,8 @@
 // gmm routed by expert ids, and gmm's fused epilogue (bias, swiglu), on the device against
 // vkgmm::reference: a sweep over token counts, top_k, expert windows, element types, layouts and both
 // modes; shards stitched through existing_out; hostile ids on the device (skipped, counted in the status
-// word, nothing outside the views touched); determinism of the combined mode; the epilogue with group
-// sizes; and the arguments refused before any GPU work.
+// word, nothing outside the views touched); determinism of the combined mode; the decode combine fused
+// into the kernel; the epilogue with group sizes; and the arguments refused before any GPU work.
 #include <climits>
 #include <cstring>
 #include <numeric>
@@ -10,6 +10,8 @@
 #include <ostream>
 
 #include "gpu_harness.hpp"
+#include "interface.h"
+#include "plan_internals.hpp"
 
 namespace vkgmm::test {
 namespace {
@@ -244,6 +246,57 @@ TEST_F(DeviceTest, RoutingCombinedIsDeterministic) {
     const std::vector<float> a = run(ctx(schedule), r), b = run(ctx(schedule), r);
     EXPECT_TRUE(same_bits(a, b));
     EXPECT_TRUE(close_to_reference(r, a));
+  }
+}
+
+// Decode-sized combined calls on the direct schedule sum their slots inside the gmm kernel (FUSED_COMBINE:
+// the last workgroup of each n tile, no combine dispatch). Against the reference with: an expert chosen
+// by every token (8 rows, more than one visit holds), -1 ids, a window with experts nobody chose and
+// tokens with no local slot, existing_out and 16-bit outs, widths with and without 4-column groups;
+// repeated runs give the same bits; every operand and the app's workspace between guard regions.
+TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
+  struct Decode { Route route; int64_t E, offset, e_local, n; DType out; bool existing_out; };
+  const Decode cases[] = {
+      {Route::skewed, 8, 0, 8, 96, DType::f32, false},  {Route::dropped, 8, 0, 8, 96, DType::f32, true},
+      {Route::top_k, 16, 2, 5, 96, DType::bf16, true},  {Route::uniform, 8, 2, 3, 37, DType::f32, true},
+      {Route::top_k, 8, 0, 8, 1024, DType::f32, false}, {Route::skewed, 8, 1, 6, 40, DType::f16, false},
+  };
+  for (const Decode& d : cases) {
+    RoutingCase c{8, 2, d.E, d.offset, d.e_local, 64, d.n, d.route, DType::f32, DType::f32, d.out,
+                  false, false, true, d.existing_out, false, false, Schedule::direct, 31};
+    SCOPED_TRACE(case_name(c));
+    Context& cx = ctx(Schedule::direct);
+    const Routed r = make_routed(c);
+    const GmmPlan plan(cx, r.p);
+    const std::vector<PlannedPipeline> pipelines = PlanInternals::pipelines(plan);
+    ASSERT_EQ(pipelines.size(), 2u) << "the metadata build and the kernel, no combine";
+    EXPECT_EQ(pipelines[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 1u);
+    if (d.route == Route::skewed && d.offset == 0) {
+      EXPECT_LT(plan.tiling().tm, 8) << "a visit holds fewer rows than the expert chosen by all 8 tokens";
+    }
+
+    const std::vector<float> a = run(cx, r), b = run(cx, r);
+    EXPECT_TRUE(close_to_reference(r, a));
+    EXPECT_TRUE(same_bits(a, b));
+
+    if (d.out != DType::f32) continue;  // the guarded run reads its out back as f32
+    Guarded l = guarded_floats(cx, r.lhs), w = guarded_floats(cx, r.rhs), wt = guarded_floats(cx, r.weights),
+            o(cx, a.size() * 4), ids(cx, r.ids.size() * 4), status(cx, 4), work(cx, plan.workspace_bytes());
+    ids.set(r.ids.data(), r.ids.size() * 4);
+    GmmOperands ops{l.view(), w.view(), o.view()};
+    std::optional<Guarded> e;
+    if (d.existing_out) ops.existing_out = e.emplace(guarded_floats(cx, r.existing_out)).view();
+    ops.ids = ids.view();
+    ops.weights = wt.view();
+    ops.status = status.view();
+    ops.workspace = work.view();
+    // Twice on one workspace: the metadata build zeroes the tile counters the kernel counted up.
+    for (int rep = 0; rep < 2; ++rep) {
+      cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+      EXPECT_TRUE(same_bits(floats(o), a)) << "run " << rep;
+    }
+    for (const Guarded* g : {&l, &w, &wt, &o, &ids, &status, &work}) EXPECT_TRUE(g->guards_intact());
+    if (e) EXPECT_TRUE(e->guards_intact());
   }
 }
 

@@ -1,8 +1,12 @@
 // The shared schedule's kernel shapes (host/tiling.cpp): the register tile from the device's register
-// file, groups of 4 rows and columns, steps of whole 4-element chunks within shared memory.
+// file, groups of 4 rows and columns, steps of whole 4-element chunks within shared memory; and the
+// routed calls' expected group sizes.
 #include <gtest/gtest.h>
 
 #include "tiling.hpp"
+
+#include <algorithm>
+#include <numeric>
 
 namespace vkgmm {
 namespace {
@@ -133,6 +137,27 @@ TEST(SharedTiling, FewInvocationsGetLargerRegisterTiles) {
   EXPECT_EQ(s.rows, 128u);
   EXPECT_EQ(s.cols, 128u);
   EXPECT_LE(s.rm * s.rn, 256u);
+}
+
+TEST(DecodeTiling, RoutedSizesFollowTheBinomial) {
+  auto tm = [](int64_t T, int64_t top_k, int64_t E) {
+    const std::vector<int32_t> sizes = routed_expected_sizes(T, top_k, E);
+    return pick_tm(ActiveGroups{&sizes, 0, int64_t(sizes.size())}, 1, 32, 2);
+  };
+  // ids-decode: Binomial(8, 1/2) (routers concentrate: half the experts), rows 1 to 7.
+  const std::vector<int32_t> d = routed_expected_sizes(8, 2, 8);
+  ASSERT_EQ(d.size(), 64u);
+  EXPECT_EQ(*std::min_element(d.begin(), d.end()), 1);
+  EXPECT_EQ(*std::max_element(d.begin(), d.end()), 7);
+  EXPECT_NEAR(std::accumulate(d.begin(), d.end(), 0) / 64.0, 4.0, 0.05);  // the mean, 2 T top_k / E
+  // qwen3 (top-8 of 128): 1 token -> 1 row; 8 tokens -> Binomial(8, 1/8): 2-row visits; 64 tokens ->
+  // ~8 rows, not 27 per local expert (every slot over a window of 19).
+  EXPECT_EQ(tm(1, 8, 128), 1);
+  EXPECT_EQ(tm(8, 8, 128), 2);
+  EXPECT_EQ(tm(64, 8, 128), 8);
+  // Every expert chosen by every token: T rows each.
+  EXPECT_EQ(routed_expected_sizes(512, 8, 8), std::vector<int32_t>(64, 512));
+  EXPECT_EQ(routed_expected_sizes(0, 8, 8), std::vector<int32_t>(64, 0));
 }
 
 }  // namespace
