@@ -481,10 +481,12 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   // is written by every record().
   if (b.device_meta) {
     // Earlier work of this plan may still read the workspace (write after read), its indirect command
-    // too when the plan takes that grid, then the metadata must be visible to the dispatch (read after
-    // write), the command to its indirect read.
+    // too when the plan takes that grid, or have written it (write after write: the fused combine's
+    // per-slot results and tile counters; that needs the earlier writes made available, not only
+    // finished), then the metadata must be visible to the dispatch (read after write), the command to
+    // its indirect read.
     const VkPipelineStageFlags reads_command = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
-    compute_barrier(cb, 0, VK_ACCESS_SHADER_WRITE_BIT, reads_command, 0);
+    compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_WRITE_BIT, reads_command, 0);
     bind_and_push(*ctx_, cb, meta_pipeline_, b.meta_infos, &b.meta_push, sizeof(b.meta_push));
     vkCmdDispatch(cb, 1, 1, 1);
     if (b.indirect_buffer)
