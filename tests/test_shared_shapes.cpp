@@ -88,11 +88,14 @@ struct GmmShapeCase {
 
 void PrintTo(const GmmShapeCase& c, std::ostream* os) { *os << c.name; }
 
-// Routed ids for T tokens, top_k 2 over 4 experts: distinct experts per token, every 5th slot dropped.
+// Routed ids for T tokens, top_k 2 over 4 experts: expert 0 takes slot 0 of 3 tokens in 4 (more than
+// half a 32-row tile: the tile's later rows are real), slot 1 spreads over 1..3, every 7th slot dropped.
 std::vector<int32_t> routed_ids(int64_t T) {
   std::vector<int32_t> ids;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < 2; ++j) ids.push_back((t * 2 + j) % 5 == 4 ? -1 : int32_t((t + 3 * j) % 4));
+  for (int64_t t = 0; t < T; ++t) {
+    ids.push_back(t % 7 == 6 ? -1 : int32_t(t % 4 == 3 ? 3 : 0));
+    ids.push_back(t % 7 == 2 ? -1 : int32_t(1 + t % 3));
+  }
   return ids;
 }
 
