@@ -136,30 +136,27 @@ OpShape expect_gmm_case(Context& ctx, const GmmShapeCase& c, uint32_t seed) {
 
 // 16-bit operands, k below one step (12) and past it (20): the first step starts before K = 0, its
 // packed chunks there masked. n = 24 keeps every load 4 wide (with SwiGLU, out_n = 12 too).
-class SharedPackedGmm : public DeviceTest, public ::testing::WithParamInterface<std::tuple<DType, int64_t>> {};
+class SharedPackedGmm : public DeviceTest, public ::testing::WithParamInterface<DType> {};
 
 TEST_P(SharedPackedGmm, RaggedFirstStepMatchesReference) {
-  const auto [type, k] = GetParam();
+  const DType type = GetParam();
   for (bool texel : {true, false}) {
     Context ctx = shared_context(texel);
-    for (bool transpose : {false, true})
-      for (bool swiglu_bias : {false, true}) {
-        const GmmShapeCase c{"", 37, k, 24, {9, 0, 17, 11}, type, transpose, swiglu_bias, std::nullopt, {}};
-        SCOPED_TRACE(std::string(loads_name(texel)) + (transpose ? ", rhs [n, k]" : ", rhs [k, n]") +
-                     (swiglu_bias ? ", swiglu + bias" : ""));
-        const OpShape s = expect_gmm_case(ctx, c, uint32_t(k + 2 * transpose + 4 * swiglu_bias));
-        EXPECT_TRUE(s.shared) << shape_text(s);
-        EXPECT_NE(uint32_t(k) % s.step, 0u) << "the first step must be ragged: " << shape_text(s);
-      }
+    for (int64_t k : {12, 20})
+      for (bool transpose : {false, true})
+        for (bool swiglu_bias : {false, true}) {
+          const GmmShapeCase c{"", 37, k, 24, {9, 0, 17, 11}, type, transpose, swiglu_bias, std::nullopt, {}};
+          SCOPED_TRACE(std::string(loads_name(texel)) + ", k = " + std::to_string(k) +
+                       (transpose ? ", rhs [n, k]" : ", rhs [k, n]") + (swiglu_bias ? ", swiglu + bias" : ""));
+          const OpShape s = expect_gmm_case(ctx, c, uint32_t(k + 2 * transpose + 4 * swiglu_bias));
+          EXPECT_TRUE(s.shared) << shape_text(s);
+          EXPECT_NE(uint32_t(k) % s.step, 0u) << "the first step must be ragged: " << shape_text(s);
+        }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Packed, SharedPackedGmm,
-                         ::testing::Combine(::testing::Values(DType::f16, DType::bf16), ::testing::Values(12, 20)),
-                         [](const auto& info) {
-                           return std::string(dtype_name(std::get<0>(info.param))) + "_k" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Packed, SharedPackedGmm, ::testing::Values(DType::f16, DType::bf16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // gmm planned as on a GPU: the shape it chose, then the reference.
 class GpuShapeGmm : public DeviceTest, public ::testing::WithParamInterface<GmmShapeCase> {};
@@ -185,7 +182,6 @@ std::vector<GmmShapeCase> gpu_gmm_cases() {
       {"t32_f16_routed", 37, 28, 24, {}, f16, false, false, std::nullopt, {32, 8, 32, 8, 8, 16, true}},
       {"t32_f32_T_routed_swiglu", 37, 44, 32, {}, f32, true, true, std::nullopt, {32, 8, 16, 8, 4, 16, true}},
       // A 16 x 24 tile: 12 invocations of 4 x 8; the chunks do not split evenly over them.
-      {"t16x24_uneven_f32", 50, 36, 24, {20, 30}, f32, false, false, Tiling{16, 16, 24}, {16, 8, 24, 4, 8, 12, true}},
       {"t16x24_uneven_bf16_T", 50, 36, 24, {20, 30}, bf16, true, false, Tiling{16, 16, 24}, {16, 8, 24, 4, 8, 12, true}},
   };
 }
@@ -236,8 +232,10 @@ TEST_P(SharedPackedTgmm, ShortGroupsMatchReference) {
       const OpShape s = expect_tgmm_case(ctx, {"", 12, 8, kShortGroups, type, lhs_mk, {}}, 40 + lhs_mk);
       EXPECT_TRUE(s.shared) << shape_text(s);
     }
-    // The backward's d_rhs is this tgmm with lhs [m, k] (and its d_lhs a gmm with rhs [n, k]).
-    SCOPED_TRACE(std::string(loads_name(texel)) + ", backward");
+    // The backward's d_rhs is this tgmm with lhs [m, k] (and its d_lhs a gmm with rhs [n, k]); once, on
+    // storage buffers (as a GPU reads them), to keep the compiles few.
+    if (texel) continue;
+    SCOPED_TRACE("backward");
     std::mt19937 rng(50);
     GmmProblem p;
     p.m = 24, p.k = 12, p.n = 8;
