@@ -255,6 +255,37 @@ TEST_P(SharedPackedTgmm, ShortGroupsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Packed, SharedPackedTgmm, ::testing::Values(DType::f32, DType::f16, DType::bf16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+// lhs [k, m] at any element offset: the shared schedule reads it 4 elements at a time but never as one
+// vec4 (VEC4_LHS is unused there), so an unaligned offset runs the planned pipeline, not one of its own.
+TEST_F(DeviceTest, SharedTgmmLhsKmAtAnyOffset) {
+  for (bool texel : {true, false}) {
+    SCOPED_TRACE(loads_name(texel));
+    Context ctx = shared_context(texel);
+    std::mt19937 rng(60);
+    TgmmProblem p;
+    p.m = 24, p.k = 12, p.n = 8;
+    p.group_sizes = kShortGroups;
+    const auto lhs = random_values(size_t(p.k * p.m), DType::f32, rng);
+    const auto rhs = random_values(size_t(p.m * p.n), DType::f32, rng);
+    const std::vector<float> want = reference::tgmm(p, lhs, rhs);
+    Buffer r = ctx.create_buffer(rhs.size() * 4), o = ctx.create_buffer(want.size() * 4);
+    r.upload(rhs.data(), rhs.size() * 4);
+    size_t pipelines = 0;
+    for (size_t lo : {0, 1, 2}) {
+      Buffer l = ctx.create_buffer((lo + lhs.size() + 4) * 4);  // whole texels past the operand (texel views)
+      l.upload(lhs.data(), lhs.size() * 4, lo * 4);
+      tgmm(ctx, p, {l.view(lo * 4, lhs.size() * 4), r.view(), o.view(), {}});
+      std::vector<float> got(want.size());
+      o.download(got.data(), got.size() * 4);
+      EXPECT_TRUE(all_close(got, want, 1e-3, 1e-5)) << "lhs offset " << lo;
+      EXPECT_EQ(TgmmPlan(ctx, p).texel_loads({l.view(lo * 4, lhs.size() * 4), r.view(), o.view(), {}}), texel);
+      const size_t made = ContextInternals::of(ctx).pipelines.size();
+      if (lo == 0) pipelines = made;
+      EXPECT_EQ(made, pipelines) << "lhs offset " << lo << " compiled a pipeline of its own";
+    }
+  }
+}
+
 class GpuShapeTgmm : public DeviceTest, public ::testing::WithParamInterface<TgmmShapeCase> {};
 
 TEST_P(GpuShapeTgmm, MatchesReference) {
