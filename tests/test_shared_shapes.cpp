@@ -4,6 +4,7 @@
 // - the shapes a GPU gets (8 x 8 per invocation, 128- and 32-row tiles, K steps of 16 and 8, fewer
 //   invocations than tile rows, chunks that do not split evenly over the invocations), planned on lavapipe
 //   as for a discrete GPU (tiling_device.hpp) and run there, each case checking that the plan chose them.
+// - tgmm's lhs [k, m] at unaligned offsets on the shared schedule (no pipeline of its own).
 // Both ways the inputs are read: texel views (vkgmm's own buffers on lavapipe) and storage buffers (what
 // a GPU reads).
 #include <functional>
@@ -83,7 +84,7 @@ struct GmmShapeCase {
   DType type;                  // lhs, rhs and out
   bool transpose, swiglu_bias;
   std::optional<Tiling> tiling;
-  OpShape want;  // for gpu_context: what its plan must choose (rows 0: not checked)
+  OpShape want;  // the GPU cases: what the plan must choose
 };
 
 void PrintTo(const GmmShapeCase& c, std::ostream* os) { *os << c.name; }
