@@ -10,6 +10,7 @@
 #include "device.hpp"
 #include "pipeline_cache.hpp"
 #include "submitter.hpp"
+#include "tiling_device.hpp"
 #include "validation_log.hpp"
 #include "vkgmm/context.hpp"
 
@@ -21,6 +22,7 @@ struct Context::Impl {
   PipelineCache pipelines;
   BufferRegistry buffers;
   Submitter submitter{dev};
+  TilingDevice tiling_device;  // test-only (tiling_device.hpp)
 
   Impl() = default;
   Impl(const Impl&) = delete;

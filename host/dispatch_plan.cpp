@@ -39,6 +39,7 @@ int64_t DispatchPlan::check_problem(int64_t m, int64_t k, int64_t n, const std::
 }
 
 const DeviceInfo& DispatchPlan::info() const { return ctx_->dev.info; }
+const DeviceInfo& DispatchPlan::tiling_info() const { return ctx_->tiling_device.of(ctx_->dev.info); }
 const ResolvedOptions& DispatchPlan::options() const { return ctx_->dev.options; }
 
 void DispatchPlan::set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out, bool existing_out) {

@@ -49,6 +49,9 @@ class DispatchPlan {
 
   // ----- made by the op's part, once, in this order -----
   const DeviceInfo& info() const;
+  // The device the schedule and tiles are chosen for: info(), unless a test plans as another device
+  // (tiling_device.hpp). What may run (limits, CPU drivers' loop budget) is still info()'s to say.
+  const DeviceInfo& tiling_info() const;
   const ResolvedOptions& options() const;
   const char* name() const { return op_name(op_); }
   // lhs, rhs and out; existing_out (when the problem has one) is read with out's type and count.

@@ -29,6 +29,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   auto st = std::make_shared<State>(ctx, p);
   DispatchPlan& core = st->core;
   const DeviceInfo& info = core.info();
+  const DeviceInfo& tile_info = core.tiling_info();
   const char* op = core.name();
 
   // Routed by expert ids, the kernel's rows are the T * top_k slots in expert order (the routing build's
@@ -61,7 +62,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const bool swiglu = p.epilogue.activation == Activation::swiglu;
   const bool on_device = routed || p.device_group_sizes.count > 0;
 
-  const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
+  const Schedule schedule = resolve_schedule(p.schedule, tile_info, core.options().schedule);
   // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
   // expected rows of each (routed: their distribution; else the hint, else the rows spread evenly).
   std::vector<int32_t> expected;
@@ -75,7 +76,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const ActiveGroups active = on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
                                         : ActiveGroups{&p.group_sizes, group_offset, g_local};
   const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
-    return gmm_auto_tiling(schedule, info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1, is_quantized(p.rhs_type));
+    return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1, is_quantized(p.rhs_type));
   });
   // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
@@ -90,7 +91,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const bool vec4 = core.vec4_allowed() && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
   // gmm's output block is [tm, tn], reduced over K tk at a time; with swiglu each output column needs
   // two product columns (gate and up), two accumulator halves.
-  const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, info, op,
+  const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, tile_info, op,
                                               vec4 ? 4 : 1, 1, swiglu ? 2 : 1);
   st->tiling = {shape.rows, shape.step, shape.cols};
 

@@ -56,6 +56,11 @@ class PipelineCache {
   VkPipeline get(VkDevice device, const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
                  bool split = false);
   VkPipelineLayout layout(bool split) const { return split ? split_layout_ : layout_; }
+  // Pipelines made so far (tests: which record() variants compile a pipeline of their own).
+  size_t size() {
+    std::lock_guard lock(mutex_);
+    return pipelines_.size();
+  }
 
  private:
   struct Key {

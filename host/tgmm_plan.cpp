@@ -18,16 +18,16 @@ struct TgmmPlan::State {
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   auto st = std::make_shared<State>(ctx, p);
   DispatchPlan& core = st->core;
-  const DeviceInfo& info = core.info();
+  const DeviceInfo& tile_info = core.tiling_info();
   const char* op = core.name();
 
   const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
                                        p.out_type);
   const int64_t groups = check_group_window(op, G, p.group_offset, p.num_actual_groups, "num_actual_groups");
 
-  const Schedule schedule = resolve_schedule(p.schedule, info, core.options().schedule);
+  const Schedule schedule = resolve_schedule(p.schedule, tile_info, core.options().schedule);
   const TgmmTiles asked = TgmmTiles::of(resolve_tiling(p.tiling, p.m, p.k, p.n, op, [&] {
-    return tgmm_auto_tiles(schedule, info, p.lhs_mk).tiling();
+    return tgmm_auto_tiles(schedule, tile_info, p.lhs_mk).tiling();
   }));
   core.set_operands({p.lhs_type, uint64_t(p.k) * p.m}, {p.rhs_type, uint64_t(p.m) * p.n},
                     {p.out_type, uint64_t(groups) * p.k * p.n}, p.existing_out);
@@ -38,7 +38,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // lhs stored [k, m] is read 4 rows of the group at a time instead (m a multiple of 4).
   const bool vec4_lhs = vec4 && (p.lhs_mk ? p.k % 4 == 0 : p.m % 4 == 0);
   const KernelShape shape = make_kernel_shape(asked.block_k, asked.rows_per_step, asked.block_n, p.k, p.m, p.n,
-                                              schedule, info, op, vec4 ? 4 : 1, vec4_lhs && p.lhs_mk ? 4 : 1);
+                                              schedule, tile_info, op, vec4 ? 4 : 1, vec4_lhs && p.lhs_mk ? 4 : 1);
   st->tiling = TgmmTiles{shape.step, shape.rows, shape.cols}.tiling();
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
@@ -71,9 +71,10 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   kn.set(VKGMM_ID_VEC4, vec4);
   kn.set(VKGMM_ID_TGMM_VEC4_LHS, vec4_lhs);
   kn.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
-  // The direct schedule peels rows up to an aligned one; the shared one steps from aligned rows, which
-  // only an aligned offset makes aligned elements.
-  kn.vec4_lhs_any_offset = !p.lhs_mk && schedule == Schedule::direct;
+  // With lhs [k, m] any offset does: the direct schedule peels rows up to an aligned one, and the shared
+  // one never reads VEC4_LHS there (it loads lhs [k, m] 4 elements at a time but not as one vec4, its steps
+  // starting at any row), so an unaligned offset must not build a second pipeline differing only in it.
+  kn.vec4_lhs_any_offset = !p.lhs_mk;
   core.build();
   state_ = std::move(st);
 }

@@ -220,7 +220,9 @@ void stage_load(int k0, const bool first) {
 void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     if (!A_EVEN && gl_LocalInvocationIndex + s * NT >= A_CHUNKS) continue;
-    uint c = (gl_LocalInvocationIndex + s * NT) & 3u;  // the row's component (TM, NT multiples of 4)
+    // The row's component r & 3 (stage_sources): chunk e's e & 3 is (e % TM) & 3, TM a multiple of 4
+    // (NT need not be one: 12 invocations happen).
+    uint c = (gl_LocalInvocationIndex + s * NT) & 3u;
     vec4 v = staged_values(a_next[s], A_PACKED, LHS_TYPE);
     [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TM / 4)][c] = v[q];
   }

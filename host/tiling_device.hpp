@@ -1,0 +1,34 @@
+// Test-only: the device a Context's plans choose their schedule and tiles for, when a test wants the
+// shapes another device would get (a GPU's 8 x 8 register tiles, its short K steps) run on this one.
+// lavapipe is a CPU device, so without this the GPU shapes would only ever be compiled (gpu-report),
+// never checked against the reference. Internal: tests reach it through the Context's internals
+// (ContextInternals::of(ctx).tiling_device); nothing else sets it.
+#pragma once
+
+#include <optional>
+
+#include "vkgmm/context.hpp"
+
+namespace vkgmm {
+
+struct TilingDevice {
+  // Unset: the real device. Set before the plans are made; read by each plan's tiling only (the limits
+  // that decide what may run, such as CPU drivers' loop budget and the grid's, stay the real device's).
+  std::optional<DeviceInfo> as;
+  const DeviceInfo& of(const DeviceInfo& real) const { return as ? *as : real; }
+};
+
+// `real` as a discrete GPU with this register file (DeviceInfo::vector_registers), compute units and
+// subgroup size would describe itself; real's workgroup and shared-memory limits are kept, so every shape
+// planned for it can run on the real device.
+inline DeviceInfo discrete_gpu_like(const DeviceInfo& real, uint32_t vector_registers, uint32_t compute_units,
+                                    uint32_t subgroup_size) {
+  DeviceInfo gpu = real;
+  gpu.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  gpu.vector_registers = vector_registers;
+  gpu.compute_units = compute_units;
+  gpu.subgroup_size = subgroup_size;
+  return gpu;
+}
+
+}  // namespace vkgmm
