@@ -119,9 +119,11 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const uint64_t item_loops =
       std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, vec4), push.fill_rows / tm) +
       (fused_combine ? fused_loops : 0) + 1;
-  // Checked for the scalar loads a record() with views at unaligned offsets falls back to, the most.
-  check_cpu_loop_budget(info, op, reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, false) + 1,
-                        "k = " + std::to_string(p.k));
+  // Checked for the scalar loads a record() with views at unaligned offsets falls back to, the most, and
+  // the fused combine's loop, which the same invocation runs after its reduction.
+  const uint64_t worst_loops =
+      reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, false) + (fused_combine ? fused_loops : 0);
+  check_cpu_loop_budget(info, op, worst_loops + 1, "k = " + std::to_string(p.k));
   if (on_device) {
     // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
     // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows
