@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -56,7 +57,28 @@ void set_rates(Result& r, const RunInfo& run) {
   r.gflops = result_flops(r) / (r.time.gpu_ms_median * 1e6);
   r.gbps = result_bytes(r) / (r.time.gpu_ms_median * 1e6);
   r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
-  r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
+  // The copy of the call's own bytes timed alternately with it when there is one (the same machine load
+  // on both sides of the ratio); the best-case bandwidth of `vkgmm info` otherwise.
+  if (r.copy_ms) r.copy_fraction = *r.copy_ms / r.time.gpu_ms_median;
+  else r.copy_fraction = run.ceilings.copy_gbps > 0 ? r.gbps / run.ceilings.copy_gbps : 0;
+}
+
+// The copy a call is measured against: vkCmdCopyBuffer moving the call's bytes (half of them read, half
+// written, as the bandwidth counts them), appended to `calls` to be timed alternately with the call.
+std::unique_ptr<vkgmm::BufferCopy> add_copy_call(vkgmm::Context& ctx, const Result& r, std::vector<Call>& calls) {
+  const uint64_t half = static_cast<uint64_t>(result_bytes(r) / 2);
+  auto copy = std::make_unique<vkgmm::BufferCopy>(ctx, std::min<uint64_t>(half, 64ull << 20));
+  calls.push_back({[] {}, [c = copy.get(), half](VkCommandBuffer cb) { c->record(cb, half); }});
+  return copy;
+}
+
+// A block-format workload's peer: the same shape, routing and activations with unquantized weights (of
+// the activations' type, [G, k, n]) — what issue 15's speed targets compare against.
+Workload unquantized_peer(const Workload& w) {
+  Workload p = w;
+  p.rhs_format.reset();
+  p.name = w.name + " peer";
+  return p;
 }
 
 // One untimed call of the current plans; its outputs must match the reference (and the device path's
@@ -196,17 +218,33 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
       check_or_refuse(timer, inst, want, "persistent grid, tiling " + inst.tiling_text());
     }
   }
+  // Alternating with them: the copy of the call's bytes, and a block-format workload's unquantized peer
+  // (checked against its own reference first).
+  const size_t copy_call = calls.size();
+  const std::unique_ptr<vkgmm::BufferCopy> copy = add_copy_call(ctx, r, calls);
+  const Workload pw = unquantized_peer(w);  // outlives `peer`, which refers to it
+  std::unique_ptr<Instance> peer;
+  if (w.quantized()) {
+    std::vector<std::string> unused;
+    const vkgmm::TilingChoice peer_tiling = choose_tiling(o, pw, cache, unused);
+    peer = std::make_unique<Instance>(ctx, pw, peer_tiling);
+    check_or_refuse(timer, *peer, reference_for(*peer), "unquantized peer, tiling " + peer->tiling_text());
+    calls.push_back({[&, peer_tiling] { peer->plan(peer_tiling); }, [&](VkCommandBuffer cb) { peer->record(cb); }});
+  }
+  inst.plan(tiling);
   const int reps = reps_for(o, timer.run_ms(record));
   r.reps = reps;
-  progress("[%s] matches the reference; timing %d reps after %d warmup (group sizes: %s)", name, reps, o.warmup,
-           r.metadata.c_str());
+  progress("[%s] matches the reference; timing %d reps after %d warmup (group sizes: %s), %zu kinds of call "
+           "alternating", name, reps, o.warmup, r.metadata.c_str(), calls.size());
 
   const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls);
+  r.copy_ms = median(s[copy_call].gpu_ms);
+  if (peer) r.peer_ms = median(s.back().gpu_ms);
   // The host path's, the device path's (its indirect grid's with both), the upper-bound grid's.
   const bool device_only = o.metadata == Metadata::device;
   r.time = summarize(s.front());
   if (!device_only && per_visit_calls >= 2) r.device = summarize(s[1]);
-  if (o.grid == GridRun::both) r.bound_ms = median(s.back().gpu_ms);
+  if (o.grid == GridRun::both) r.bound_ms = median(s[per_visit_calls - 1].gpu_ms);
   if (o.workgroups == WorkgroupGrid::both) {
     // The persistent twins, in the order of the per-visit calls: the host path's (unless device only),
     // then the device path's.
@@ -350,6 +388,20 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
     calls.push_back({[&] { chain->plan(); }, [&](VkCommandBuffer cb) { chain->record(cb); }});
     calls.push_back({[&] { chain->plan_sorted(); }, [&](VkCommandBuffer cb) { chain->record_sorted(cb); }});
   }
+  const size_t copy_call = calls.size();
+  const std::unique_ptr<vkgmm::BufferCopy> copy = add_copy_call(ctx, r, calls);
+  const Workload pw = unquantized_peer(w);  // outlives `peer`, which refers to it
+  std::unique_ptr<RoutedInstance> peer;
+  if (w.quantized()) {
+    progress("[%s] unquantized peer: the same call with %s weights", name, vkgmm::dtype_name(w.dtype));
+    std::vector<std::string> unused;
+    const vkgmm::TilingChoice peer_tiling = choose_tiling(o, pw, cache, unused);
+    peer = std::make_unique<RoutedInstance>(ctx, pw, peer_tiling, o.expert_shards);
+    check_routed_or_refuse(
+        timer, w, "unquantized peer, tiling " + peer->tiling_text(), [&](VkCommandBuffer cb) { peer->record(cb); },
+        [&] { return peer->device_status(); }, [&] { return peer->download(); }, routed_reference(*peer, true));
+    calls.push_back({[&, peer_tiling] { peer->plan(peer_tiling, true); }, [&](VkCommandBuffer cb) { peer->record(cb); }});
+  }
   inst.plan(tiling, true);
   const int reps = reps_for(o, timer.run_ms(record));
   r.reps = reps;
@@ -362,6 +414,8 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
     r.chain_ms = median(s[2].gpu_ms);
     r.sorted_ms = median(s[3].gpu_ms);
   }
+  r.copy_ms = median(s[copy_call].gpu_ms);
+  if (peer) r.peer_ms = median(s.back().gpu_ms);
   set_rates(r, run);
   progress("[%s] ids: gpu %.3f ms median (%.1f%% of copy), per slot %.3f ms, chain %s ms, sorted gmm %s ms", name,
            r.time.gpu_ms_median, 100 * r.copy_fraction, *r.per_slot_ms,

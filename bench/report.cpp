@@ -107,21 +107,16 @@ std::string dtype_label(const Workload& w) {
   return s;
 }
 
-// A quantized workload beside its unquantized peer in the same run (issue 15's comparisons).
+// A quantized workload against its unquantized peer, timed alternately with it (issue 15's comparisons).
 struct QuantComparison {
   const Result* q = nullptr;
-  const Result* peer = nullptr;  // null when the run has none
-  double copy_ms = 0;            // the time vkCmdCopyBuffer takes for the workload's bytes
-  std::optional<double> speedup;  // peer gpu ms / this gpu ms (= this GFLOP/s over the peer's: same FLOPs)
-  double over_copy = 0;           // gpu ms / copy_ms
-  std::string target;             // issue 15's target for this comparison, or empty
+  std::optional<double> peer_ms;   // the peer's gpu ms median (absent when it was not timed)
+  std::optional<double> speedup;   // peer ms / this gpu ms (= this GFLOP/s over the peer's: same FLOPs)
+  double copy_ms = 0;              // vkCmdCopyBuffer of the workload's bytes (its median, alternated)
+  double over_copy = 0;            // gpu ms / copy_ms
+  std::string target;              // issue 15's target for this comparison, or empty
   std::optional<bool> met;
 };
-
-bool same_shape(const Workload& a, const Workload& b) {
-  return a.op == b.op && a.m == b.m && a.k == b.k && a.n == b.n && a.groups == b.groups && a.top_k == b.top_k &&
-         a.group_sizes == b.group_sizes && a.ids == b.ids;
-}
 
 std::vector<QuantComparison> quant_comparisons(const RunInfo& run, const std::vector<Result>& results) {
   std::vector<QuantComparison> out;
@@ -129,23 +124,20 @@ std::vector<QuantComparison> quant_comparisons(const RunInfo& run, const std::ve
     if (!r.work.quantized() || r.layer) continue;  // a model layer has no unquantized peer
     QuantComparison c;
     c.q = &r;
-    // The peer: the same shape and routing with unquantized weights, the same activation type first.
-    for (const Result& p : results)
-      if (!p.work.quantized() && same_shape(p.work, r.work) && (!c.peer || (p.work.dtype == r.work.dtype &&
-                                                                             c.peer->work.dtype != r.work.dtype)))
-        c.peer = &p;
     const double ms = r.time.gpu_ms_median;
-    c.copy_ms = run.ceilings.copy_gbps > 0 ? bytes(r.work) / (run.ceilings.copy_gbps * 1e6) : 0;
+    c.peer_ms = r.peer_ms;
+    if (c.peer_ms && ms > 0) c.speedup = *c.peer_ms / ms;
+    c.copy_ms = r.copy_ms ? *r.copy_ms : run.ceilings.copy_gbps > 0 ? bytes(r.work) / (run.ceilings.copy_gbps * 1e6) : 0;
     c.over_copy = c.copy_ms > 0 ? ms / c.copy_ms : 0;
-    if (c.peer && ms > 0) c.speedup = c.peer->time.gpu_ms_median / ms;
-    const vkgmm::DType f = *r.work.rhs_format;
+    // The peer's weights are of the activations' type: f32 for the ids decode, bf16 for the prefill.
+    const vkgmm::DType f = *r.work.rhs_format, peer_weights = r.work.dtype;
     if (r.work.routed() && f == vkgmm::DType::q4_0 && r.work.m <= 8) {
       c.target = "ids decode q4_0: >= 3x the f32 weights' speed, <= 2x the copy time";
-      if (c.peer && c.peer->work.rhs_type() == vkgmm::DType::f32 && c.speedup)
+      if (peer_weights == vkgmm::DType::f32 && c.speedup)
         c.met = *c.speedup >= 3.0 && c.over_copy > 0 && c.over_copy <= 2.0;
     } else if (!r.work.routed() && r.work.m >= 1024 && (f == vkgmm::DType::q8_0 || f == vkgmm::DType::q4_K)) {
       c.target = "prefill q8_0/q4_K: >= 0.8x the bf16 weights' GFLOP/s";
-      if (c.peer && c.peer->work.rhs_type() == vkgmm::DType::bf16 && c.speedup) c.met = *c.speedup >= 0.8;
+      if (peer_weights == vkgmm::DType::bf16 && c.speedup) c.met = *c.speedup >= 0.8;
     }
     out.push_back(c);
   }
@@ -161,20 +153,20 @@ void print_quant_table(std::FILE* f, const RunInfo& run, const std::vector<Resul
     const Result& r = *c.q;
     std::string target = c.target.empty() ? "-" : c.target;
     if (c.met) target += *c.met ? ": met" : ": NOT met";
-    else if (!c.target.empty()) target += ": no peer in this run";
+    else if (!c.target.empty()) target += ": not comparable (other activation type)";
     std::fprintf(f, "%-18s %-6s %8.2f %8s %8.2f %-14s %8s %8s %8s %8.2f  %s\n", r.work.name.c_str(),
                  vkgmm::dtype_name(*r.work.rhs_format), rhs_bytes(r.work) / (1 << 20),
-                 ms_text(r.time.gpu_ms_median).c_str(), r.gflops, c.peer ? c.peer->work.name.c_str() : "-",
-                 c.peer ? ms_text(c.peer->time.gpu_ms_median).c_str() : "-", fixed(c.speedup, 2).c_str(),
+                 ms_text(r.time.gpu_ms_median).c_str(), r.gflops, (std::string(vkgmm::dtype_name(r.work.dtype)) + " weights").c_str(),
+                 c.peer_ms ? ms_text(*c.peer_ms).c_str() : "-", fixed(c.speedup, 2).c_str(),
                  ms_text(c.copy_ms).c_str(), c.over_copy, target.c_str());
   }
   std::fprintf(f,
                "\nBlock-format weights (rhs [G, n, k], blocks along k; rhs MiB: the blocks a call reads, the selected\n"
-               "experts' in ids mode). peer: the same shape and routing with unquantized weights in this run (the\n"
-               "same activation type first); peer/q: its gpu ms over the quantized call's (above 1: quantized is\n"
-               "faster; also the GFLOP/s ratio, the FLOPs being equal). copy ms: the workload's bytes (weights'\n"
-               "storage + activations + output) at the measured copy bandwidth; q/copy: gpu ms over it (1/%%copy).\n"
-               "Each workload is timed on its own, one after the other (not alternated with its peer).\n");
+               "experts' in ids mode). peer: the same call (shape, routing, activations) with unquantized weights of\n"
+               "the activations' type, [G, k, n]; peer/q: its gpu ms over the quantized call's (above 1: quantized is\n"
+               "faster; also the GFLOP/s ratio, the FLOPs being equal). copy ms: vkCmdCopyBuffer moving the workload's\n"
+               "bytes (weights' storage + activations + output); q/copy: gpu ms over it (1/%%copy). The quantized\n"
+               "call, its peer and the copy are timed alternately, one of each per round: medians of one run.\n");
 }
 
 // Its comparison with its unquantized peer (block-format weights; null for the others).
@@ -184,8 +176,8 @@ std::string quant_fields(const Result& r, const std::vector<QuantComparison>& cs
     if (x.q == &r) c = &x;
   std::optional<double> copy_ms, over_copy;
   if (c && c->copy_ms > 0) copy_ms = c->copy_ms, over_copy = c->over_copy;
-  return std::string(", \"quant_peer\": ") + (c && c->peer ? json_string(c->peer->work.name) : "null") +
-         ", \"quant_peer_gpu_ms_median\": " + json_number(c && c->peer ? std::optional<double>(c->peer->time.gpu_ms_median) : std::nullopt) +
+  return std::string(", \"quant_peer\": ") + (c && c->peer_ms ? json_string(std::string(vkgmm::dtype_name(r.work.dtype)) + " weights") : "null") +
+         ", \"quant_peer_gpu_ms_median\": " + json_number(c ? c->peer_ms : std::nullopt) +
          ", \"quant_speedup\": " + json_number(c ? c->speedup : std::nullopt) +
          ", \"copy_ms\": " + json_number(copy_ms) + ", \"time_over_copy\": " + json_number(over_copy) +
          ", \"quant_target\": " + (c && !c->target.empty() ? json_string(c->target) : "null") +
@@ -240,7 +232,8 @@ void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
                "\nRouted by expert ids (vkgmm::Routing; T tokens, E experts, top-k distinct experts per token from a\n"
                "seeded router): gpu ms is the call with the output combined in token order with the router weights\n"
                "[T, n]. GFLOP/s counts 2*T*topk*k*n; GB/s the selected experts' weights once (hit: how many of the E\n"
-               "were selected) + the activations + the output, over gpu ms; %%copy: that over the copy bandwidth.\n"
+               "were selected) + the activations + the output, over gpu ms; %%copy: a copy of those bytes' gpu ms over\n"
+               "the call's (vkCmdCopyBuffer, timed alternately with it; 100%%: as fast as copying them).\n"
                "Timed alternately with it: slot ms, the same call per slot ([T, topk, n], no combine), c/slot the\n"
                "combined call's gpu ms over it (the combine's cost); chain ms, the unfused chain (count + permute\n"
                "dispatch, gmm with device group sizes, un-permute/combine dispatch, one command buffer), ids/ch the\n"
@@ -345,8 +338,8 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
                "over the per-visit grid's (gpu ms, dev ms), timed alternately (below 1: the persistent grid is faster).\n"
                "app/own: the host path's call on app-owned VkBuffers lent with borrow_buffer over the same call on\n"
                "vkgmm's own buffers, timed alternately (above 1: the app's buffers cost more). GB/s:\n"
-               "bytes of the inputs and outputs over gpu ms; %%copy: that over the copy bandwidth. %%ceil: GFLOP/s\n"
-               "over the FMA ceiling. G=1 x: the same shape as a single group, its cost per FLOP over the grouped\n"
+               "bytes of the inputs and outputs over gpu ms; %%copy: a copy of those bytes' gpu ms over the call's\n"
+               "(vkCmdCopyBuffer, timed alternately with it). %%ceil: GFLOP/s over the FMA ceiling. G=1 x: the same shape as a single group, its cost per FLOP over the grouped\n"
                "call's (below 1: grouping costs that much more per FLOP). naive x, BLAS x: time of one dispatch per\n"
                "group on this device (naive) and of cblas_sgemm per group on the CPU (BLAS), over vkgmm's gpu ms.\n"
                "Ratios above 1 mean vkgmm is faster (dev/host aside); - means not measured.\n");
@@ -407,7 +400,7 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"app_buffers_ratio\": " + json_number(r.app_ratio) + ", \"gflops\": " + json_number(r.gflops) +
          ", \"gbps\": " + json_number(r.gbps) + ", \"flop\": " + json_count(result_flops(r)) +
          ", \"bytes\": " + json_count(result_bytes(r)) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
-         ", \"copy_fraction\": " + json_number(r.copy_fraction) +
+         ", \"copy_fraction\": " + json_number(r.copy_fraction) + ", \"copy_gpu_ms_median\": " + json_number(r.copy_ms) +
          ", \"baseline_one_group_ms\": " + json_number(r.one_group_ms) +
          ", \"baseline_one_group_ratio\": " + json_number(one_group_ratio(r)) +
          ", \"baseline_naive_ms\": " + json_number(r.naive_ms) +

@@ -46,7 +46,12 @@ struct Result {
   // The same shape as a single group (G = 1), in ms, and its FLOPs: what grouping costs per FLOP.
   std::optional<double> one_group_ms;
   double one_group_flops = 0;
-  double copy_fraction = 0;  // GB/s over the copy bandwidth (1: as fast as vkCmdCopyBuffer moves bytes)
+  // Timed alternately with `time`'s calls: vkCmdCopyBuffer moving the call's bytes (copy_fraction is its
+  // median over gpu_ms_median: 1, as fast as a copy of the same bytes), and for block-format weights the
+  // same call with unquantized weights (issue 15's peer). Absent for model layers, whose copy_fraction is
+  // GB/s over the probe's best-case copy bandwidth.
+  std::optional<double> copy_ms, peer_ms;
+  double copy_fraction = 0;
   // The host path's call with the operands in app-owned VkBuffers, borrowed (Context::borrow_buffer),
   // and that over the same call on vkgmm's own buffers, the two timed alternately.
   std::optional<double> app_ms, app_ratio;

@@ -92,21 +92,30 @@ double measure_fma(Context& ctx, DeviceSeconds& seconds) {
 
 double measure_copy(Context& ctx, DeviceSeconds& seconds) {
   // Large enough to leave the caches, small enough for any device's allocation limits.
-  const uint64_t max_bytes = 64ull << 20;
-  Buffer src = ctx.create_buffer(max_bytes), dst = ctx.create_buffer(max_bytes);
-  std::vector<uint8_t> fill(max_bytes, 0x5a);  // touch every page before timing
-  src.upload(fill.data(), fill.size());
-  dst.upload(fill.data(), fill.size());
-  const double bytes_per_second = best_rate(4ull << 20, max_bytes, [&](uint64_t bytes) {
-    return seconds([&](VkCommandBuffer cb) {
-      const VkBufferCopy region{0, 0, bytes};
-      vkCmdCopyBuffer(cb, src.handle(), dst.handle(), 1, &region);
-    });
+  const BufferCopy copy(ctx, 64ull << 20);
+  const double bytes_per_second = best_rate(4ull << 20, copy.capacity(), [&](uint64_t bytes) {
+    return seconds([&](VkCommandBuffer cb) { copy.record(cb, bytes); });
   });
   return 2.0 * bytes_per_second * 1e-9;  // each byte copied is read once and written once
 }
 
 }  // namespace
+
+BufferCopy::BufferCopy(Context& ctx, uint64_t capacity)
+    : capacity_(std::max<uint64_t>(4, capacity & ~uint64_t(3))),
+      src_(ctx.create_buffer(capacity_)),
+      dst_(ctx.create_buffer(capacity_)) {
+  std::vector<uint8_t> fill(capacity_, 0x5a);  // touch every page before timing
+  src_.upload(fill.data(), fill.size());
+  dst_.upload(fill.data(), fill.size());
+}
+
+void BufferCopy::record(VkCommandBuffer cb, uint64_t bytes) const {
+  for (uint64_t done = 0; done < bytes; done += capacity_) {
+    const VkBufferCopy region{0, 0, std::min(capacity_, bytes - done)};
+    vkCmdCopyBuffer(cb, src_.handle(), dst_.handle(), 1, &region);
+  }
+}
 
 DeviceCeilings measure_ceilings(Context& ctx) {
   DeviceSeconds seconds(ctx);
