@@ -11,7 +11,6 @@ namespace vkgmm {
 
 // Throw an Error naming `what` when r is not VK_SUCCESS (device loss and OOM get their own codes).
 void check_vk(VkResult r, const char* what);
-bool has_device_extension(VkPhysicalDevice pd, const char* name);
 const char* vk_result_name(VkResult r);
 // Whether the physical device offers the extension (host/requirements.cpp).
 bool has_device_extension(VkPhysicalDevice pd, const char* name);
