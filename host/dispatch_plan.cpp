@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "metadata_loops.hpp"
 #include "operands.hpp"
 #include "options.hpp"
 #include "problem_checks.hpp"
@@ -84,6 +85,7 @@ DispatchPlan::RoutingWords DispatchPlan::set_routing(const Routing& r) {
   if (!device_meta_) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata first");
   routing_ = r;
   size_workspace();
+  check_loop_budget();
   return {static_cast<uint32_t>(workspace_.map), static_cast<uint32_t>(workspace_.weight_rows),
           static_cast<uint32_t>(workspace_.partial), static_cast<uint32_t>(workspace_.tile_counts)};
 }
@@ -104,6 +106,15 @@ void DispatchPlan::set_device_metadata(const DeviceMetadata& d) {
   // persistent grid's dispatch is direct.
   indirect_ = d.visits && !persistent_ && device_grid(options(), info()) == DeviceGrid::indirect;
   size_workspace();
+  check_loop_budget();
+}
+
+void DispatchPlan::check_loop_budget() const {
+  const LoopCount build = metadata_build_loops(*device_meta_, routing_ ? &*routing_ : nullptr);
+  check_cpu_loop_budget(info(), name(), build.iterations, "the metadata build for " + build.what, build.remedy);
+  if (!combines()) return;
+  const LoopCount sum = combine_loops(*routing_, combine_columns());
+  check_cpu_loop_budget(info(), name(), sum.iterations, "the combine of " + sum.what, sum.remedy);
 }
 
 void DispatchPlan::size_workspace() {

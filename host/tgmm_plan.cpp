@@ -1,5 +1,7 @@
 // tgmm's part of its plan: the problem's rules, the tiling, the group offsets, the constants and push
 // constants. Everything else is the plan core's (dispatch_plan.hpp).
+#include <algorithm>
+
 #include "dispatch_plan.hpp"
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
@@ -7,6 +9,30 @@
 #include "vkgmm/metadata.hpp"
 
 namespace vkgmm {
+
+namespace {
+
+// One invocation walks all the rows of its block's group (the kernel does not split a group over work
+// items), so on CPU drivers the largest active group must fit the loop budget: counted with the scalar
+// loads record() falls back to for views at unaligned offsets (one row per iteration, the most), plus
+// the persistent loop's own iteration. Group sizes on the device are unknown here: one group may hold
+// every row, so m must fit.
+void check_group_loop_budget(const DeviceInfo& info, const char* op, const TgmmProblem& p, int64_t groups,
+                             const KernelShape& shape) {
+  auto loops = [&](int64_t rows) { return reduction_loop_iterations(shape, uint64_t(rows), 1, false) + 1; };
+  if (p.device_group_sizes.count > 0) {
+    check_cpu_loop_budget(info, op, loops(p.m),
+                          "m = " + std::to_string(p.m) + " rows (device_group_sizes: one group may hold them all)");
+    return;
+  }
+  const auto first = p.group_sizes.begin() + p.group_offset;
+  const auto largest = std::max_element(first, first + groups);
+  check_cpu_loop_budget(info, op, loops(*largest),
+                        "group_sizes[" + std::to_string(largest - p.group_sizes.begin()) + "] = " +
+                            std::to_string(*largest) + " rows");
+}
+
+}  // namespace
 
 struct TgmmPlan::State {
   TgmmProblem problem;
@@ -40,6 +66,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   const KernelShape shape = make_kernel_shape(asked.block_k, asked.rows_per_step, asked.block_n, p.k, p.m, p.n,
                                               schedule, tile_info, op, vec4 ? 4 : 1, vec4_lhs && p.lhs_mk ? 4 : 1);
   st->tiling = TgmmTiles{shape.step, shape.rows, shape.cols}.tiling();
+  check_group_loop_budget(core.info(), op, p, groups, shape);
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.

@@ -27,9 +27,13 @@ struct KernelShape {
 uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_t halves, bool vec4);
 // llvmpipe (lavapipe) ends every loop of an invocation, silently, once the invocation has run 65535 loop
 // iterations in all (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS): a kernel that needs more would return partial
-// results. On CPU devices, throws Error(unsupported) naming `what` when `iterations` exceed it.
+// results. On CPU devices, throws Error(unsupported) naming `what` when `iterations` exceed it; `remedy`
+// says what the caller can do instead.
 constexpr uint64_t kCpuLoopIterations = 65535;
-void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what);
+inline constexpr const char* kSplitTheReduction =
+    "split the reduction: calls over slices of it accumulate through existing_out";
+void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what,
+                           const char* remedy = kSplitTheReduction);
 
 // The rows of the active groups, for gmm's automatic choice of the m tile.
 struct ActiveGroups {

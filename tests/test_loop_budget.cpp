@@ -1,0 +1,184 @@
+// lavapipe ends an invocation's loops after 65535 iterations in all (tiling.hpp, kCpuLoopIterations) and
+// returns partial results. On CPU devices every plan whose loops could pass that is refused, naming the
+// argument, before any GPU work: tgmm's walk over a group's rows (and the backward's d_rhs, a tgmm), the
+// metadata build's loops over slots, experts and visits, the combine's over a token's slots. Each refusal
+// is tested at the smallest shape past the budget (planned only: nothing is allocated) and the largest
+// shape inside it runs and matches the reference. The bounds' arithmetic mirrors the shaders' loops
+// (host/tgmm_plan.cpp, host/metadata_loops.cpp); the shapes below are where it crosses 65535.
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+class LoopBudget : public DeviceTest {
+ protected:
+  void SetUp() override {
+    if (ctx().info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) GTEST_SKIP() << "a CPU driver's limit";
+  }
+};
+
+// Expects f to throw Error(unsupported) naming the loop budget and `needle`.
+template <typename F>
+void expect_past_budget(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "planned; expected a refusal mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.status(), Status::unsupported) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << "message: " << what;
+    EXPECT_NE(what.find("loop iterations"), std::string::npos) << "message: " << what;
+  }
+}
+
+// tgmm (or the gmm whose backward runs one) with the group sizes around one large group, n odd so that
+// the kernel loads one row per iteration (scalar loads: what the budget is checked for, the most).
+template <class Problem>
+Problem around(int32_t large) {
+  Problem p;
+  p.group_sizes = {3, large, 4};
+  p.m = large + 7;
+  p.k = 3;
+  p.n = 5;
+  return p;
+}
+TgmmProblem tgmm_around(int32_t large) { return around<TgmmProblem>(large); }
+GmmProblem gmm_around(int32_t large) { return around<GmmProblem>(large); }
+
+// On the direct schedule a group of r rows takes r + 1 iterations, and the persistent grid's loop one
+// more: 65533 rows is the most.
+constexpr int32_t kMostRows = 65533;
+
+TEST_F(LoopBudget, TgmmGroupsPastItAreRefused) {
+  Context& c = ctx();
+  expect_past_budget([&] { TgmmPlan(c, tgmm_around(kMostRows + 1)); }, "tgmm: group_sizes[1] = 65534 rows");
+  // Only the active groups are walked: the window past the large group plans.
+  TgmmProblem window = tgmm_around(kMostRows + 1);
+  window.group_offset = 2;
+  EXPECT_NO_THROW(TgmmPlan(c, window));
+  // Sizes on the device: any group may hold all m rows.
+  TgmmProblem device = tgmm_around(0);
+  device.group_sizes = {};
+  device.device_group_sizes.count = 3;
+  device.m = kMostRows + 1;
+  expect_past_budget([&] { TgmmPlan(c, device); }, "tgmm: m = 65534 rows (device_group_sizes");
+  device.m = kMostRows;
+  EXPECT_NO_THROW(TgmmPlan(c, device));
+  // The backward's d_rhs is a tgmm.
+  expect_past_budget([&] { GmmBackwardPlan(c, gmm_around(kMostRows + 1)); }, "tgmm: group_sizes[1] = 65534 rows");
+  GmmProblem forward = gmm_around(0);
+  forward.group_sizes = {};
+  forward.device_group_sizes.count = 3;
+  forward.m = kMostRows + 1;
+  expect_past_budget([&] { GmmBackwardPlan(c, forward); }, "tgmm: m = 65534 rows (device_group_sizes");
+}
+
+TEST_F(LoopBudget, TgmmGroupsInsideItRunCorrectly) {
+  Context& c = ctx();
+  std::mt19937 rng(7);
+  const TgmmProblem p = tgmm_around(kMostRows);
+  const auto lhs = random_values(size_t(p.k * p.m), DType::f32, rng);
+  const auto rhs = random_values(size_t(p.m * p.n), DType::f32, rng);
+  const auto want = reference::tgmm(p, lhs, rhs);
+  // A sum of 65533 products: the tolerance grows with it (tolerance_for's k scaling).
+  EXPECT_TRUE(all_close(run_tgmm(c, p, lhs, rhs), want, 2e-2, 1e-4));
+  // On the device the bound is m: the large group with a few rows beside it.
+  const TgmmProblem d = tgmm_around(kMostRows - 7);
+  const auto d_lhs = random_values(size_t(d.k * d.m), DType::f32, rng);
+  const auto d_rhs = random_values(size_t(d.m * d.n), DType::f32, rng);
+  EXPECT_TRUE(all_close(run_tgmm_device(c, d, d_lhs, d_rhs), reference::tgmm(d, d_lhs, d_rhs), 2e-2, 1e-4));
+
+  const GmmProblem f = gmm_around(kMostRows);
+  const auto x = random_values(size_t(f.m * f.k), DType::f32, rng);
+  const auto w = random_values(size_t(3 * f.k * f.n), DType::f32, rng);
+  const auto d_out = random_values(size_t(f.m * f.n), DType::f32, rng);
+  const reference::Gradients got = run_backward(c, f, x, w, d_out), ref = reference::gmm_backward(f, x, w, d_out);
+  EXPECT_TRUE(all_close(got.d_lhs, ref.d_lhs, 1e-3, 1e-5));
+  EXPECT_TRUE(all_close(got.d_rhs, ref.d_rhs, 2e-2, 1e-4));
+}
+
+// gmm routed by expert ids: T tokens, top_k slots each, over e_local experts, 64-row tiles.
+GmmProblem routed(int64_t T, int64_t top_k, int64_t e_local, bool combine = false) {
+  GmmProblem p;
+  p.m = T;
+  p.k = 4;
+  p.n = 4;
+  p.num_rhs_groups = e_local;
+  p.routing.top_k = top_k;
+  p.routing.combine = combine;
+  p.tiling = TilingChoice::of(Tiling{64, 4, 4});
+  return p;
+}
+
+// The routing build's busiest invocation counts and places 1 / 32 of the slots (twice 1 / 32 in all) and
+// writes the visits, 1 / 64 of them per row: 829856 slots over 8 experts take 65535 iterations.
+constexpr int64_t kMostSlots = 829856;
+// Its scans over the 32 lanes per expert: 19551 local experts take 65493.
+constexpr int64_t kMostExperts = 19551;
+// gmm with device group sizes, 16-row tiles: the visits of 1013632 rows take 65535.
+constexpr int64_t kMostDeviceRows = 1013632;
+// The combine's sum over a token's slots: top_k = 65532 takes 65535.
+constexpr int64_t kMostTopK = 65532;
+
+GmmProblem device_sizes(int64_t m) {
+  GmmProblem p;
+  p.m = m;
+  p.k = 4;
+  p.n = 4;
+  p.device_group_sizes.count = 1;
+  p.tiling = TilingChoice::of(Tiling{16, 4, 4});
+  return p;
+}
+
+TEST_F(LoopBudget, MetadataBuildsPastItAreRefused) {
+  Context& c = ctx();
+  expect_past_budget([&] { GmmPlan(c, routed(kMostSlots + 1, 1, 8)); },
+                     "gmm: the metadata build for T * top_k = 829857 slots");
+  expect_past_budget([&] { GmmPlan(c, routed(2, 1, kMostExperts + 1)); },
+                     "gmm: the metadata build for num_rhs_groups = 19552 local experts");
+  expect_past_budget([&] { GmmPlan(c, device_sizes(kMostDeviceRows + 1)); },
+                     "gmm: the metadata build for m = 1013633 rows in m tiles of 16");
+  expect_past_budget([&] { GmmPlan(c, routed(1, kMostTopK + 1, 4, true)); },
+                     "gmm: the combine of top_k = 65533 slots per token");
+  // The backward's d_lhs is a gmm with the forward's device sizes.
+  expect_past_budget([&] { GmmBackwardPlan(c, device_sizes(kMostDeviceRows + 1)); },
+                     "the metadata build for m = 1013633 rows");
+}
+
+// ids [T, top_k] uniform over the e_local experts (repeats within a token allowed).
+std::vector<int32_t> random_ids(int64_t T, int64_t top_k, int64_t e_local, std::mt19937& rng) {
+  std::vector<int32_t> ids(size_t(T * top_k));
+  for (int32_t& id : ids) id = int32_t(rng() % uint32_t(e_local));
+  return ids;
+}
+
+void expect_routed_matches_reference(Context& c, const GmmProblem& p, std::mt19937& rng) {
+  const int64_t slots = p.m * p.routing.top_k;
+  const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+  const auto rhs = random_values(size_t(p.num_rhs_groups * p.k * p.n), DType::f32, rng);
+  const auto ids = random_ids(p.m, p.routing.top_k, p.num_rhs_groups, rng);
+  std::vector<float> weights;
+  if (p.routing.combine) weights = random_values(size_t(slots), DType::f32, rng);
+  const auto want = reference::gmm_routed(p, lhs, rhs, ids, weights);
+  // The combine sums top_k slots per token.
+  const double atol = p.routing.combine ? 1e-5 * double(p.routing.top_k) + 1e-3 : 1e-3;
+  EXPECT_TRUE(all_close(run_gmm_routed(c, p, lhs, rhs, ids, weights), want, atol, 1e-5));
+}
+
+TEST_F(LoopBudget, MetadataBuildsInsideItRunCorrectly) {
+  Context& c = ctx();
+  std::mt19937 rng(11);
+  expect_routed_matches_reference(c, routed(kMostSlots, 1, 8), rng);
+  expect_routed_matches_reference(c, routed(2, 1, kMostExperts), rng);
+  expect_routed_matches_reference(c, routed(1, kMostTopK, 4, true), rng);
+  const GmmProblem p = device_sizes(kMostDeviceRows);
+  GmmProblem host = p;
+  host.device_group_sizes = {};
+  host.group_sizes = {int32_t(kMostDeviceRows)};
+  const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+  const auto rhs = random_values(size_t(p.k * p.n), DType::f32, rng);
+  EXPECT_TRUE(all_close(run_gmm_device(c, host, lhs, rhs), reference::gmm(host, lhs, rhs), 1e-3, 1e-5));
+}
+
+}  // namespace
+}  // namespace vkgmm::test
