@@ -149,13 +149,14 @@ void DispatchPlan::size_workspace() {
                                 : ": use a larger tm"));
 }
 
-bool DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations) {
+bool DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations, uint64_t uneven_loops) {
   persistent_ = persistent_grid(name(), requested, options(), info()) && items <= UINT32_MAX;
   if (persistent_ && info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-    // Half of llvmpipe's budget (kCpuLoopIterations), for the items not dividing evenly.
+    // Half of llvmpipe's budget (kCpuLoopIterations) for the even share, the other half for the items
+    // not dividing evenly.
     constexpr uint64_t kLoopBudget = kCpuLoopIterations / 2;
     persistent_min_workgroups_ = std::max<uint64_t>((loop_iterations + kLoopBudget - 1) / kLoopBudget, 1);
-    if (persistent_min_workgroups_ * 2 > items) persistent_ = false;
+    if (persistent_min_workgroups_ * 2 > items || uneven_loops > kLoopBudget) persistent_ = false;
   }
   return persistent_;
 }
@@ -489,6 +490,9 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
   Bound b = bind(ops);
+  // The op's pipeline for these offsets first: for_offsets may refuse them, and nothing is recorded then.
+  const VkPipeline pipeline =
+      b.count ? kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.texel) : VK_NULL_HANDLE;
   // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
   // is written by every record().
   if (b.device_meta) {
@@ -508,7 +512,6 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
       compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
   }
   if (!b.count) return;
-  VkPipeline pipeline = kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.texel);
   bind_and_push(*ctx_, cb, pipeline, b.infos, b.count, b.push, static_cast<uint32_t>(push_.size() * 4),
                 b.texel ? b.texels : nullptr);
   if (b.indirect_buffer)

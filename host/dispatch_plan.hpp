@@ -99,11 +99,15 @@ class DispatchPlan {
   // Whether the kernel takes the persistent grid (Grid: the options', else `requested`, else automatic),
   // before set_device_metadata and set_grid; `items` is the op's work items, the per-item grid's
   // workgroups (past 2^32 - 1 the shader's loop index would wrap: such a problem keeps that grid), and
-  // `loop_iterations` a bound on the loop iterations an invocation runs for all of them together.
+  // `loop_iterations` a bound on the loop iterations an invocation runs for all of them together, and
+  // `uneven_loops` a bound on what one workgroup's items can take beyond an even share of those, however
+  // many workgroups stride over the items (gmm: one item's loops; tgmm: one item of every group, since
+  // a group's blocks are consecutive items and its rows set their cost).
   // lavapipe (llvmpipe) silently ends every loop of an invocation once it has run 65535 iterations in
   // all, whatever the loops: on CPU devices the persistent grid takes at least as many workgroups as
-  // keep each well inside that, and a problem needing about one per item keeps the per-item grid.
-  bool choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations);
+  // keep each even share within half of that, and a problem needing about one per item, or whose uneven
+  // part could pass the other half, keeps the per-item grid.
+  bool choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations, uint64_t uneven_loops);
   // With device metadata built with visits: the workspace word holding the count of real visits, which
   // the persistent grid loops up to (gmm's visit_count_off).
   uint32_t visit_count_word() const { return dispatch_word() + 3; }

@@ -67,6 +67,7 @@ VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t
   const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = rhs_any_offset || rhs_offset % 4 == 0;
   const bool vec4_off = on(VKGMM_ID_VEC4) && (!rhs_ok || (vec4_needs_lhs && !lhs_ok));
   const bool vec4_lhs_off = on(vec4_lhs_id) && (vec4_off || (!lhs_ok && !vec4_lhs_any_offset));
+  if (vec4_off && !scalar_loads_refusal.empty()) throw Error(Status::unsupported, scalar_loads_refusal);
   const VkPipeline planned = texel ? texel_pipeline : pipeline;
   if (!vec4_off && !vec4_lhs_off && planned) return planned;
   std::vector<uint32_t> adjusted = constants;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "context_impl.hpp"
@@ -26,6 +27,9 @@ struct Kernel {
   uint32_t vec4_lhs_id = 0;  // 0: none
   bool vec4_lhs_any_offset = false;
   bool rhs_any_offset = false;  // rhs's loads need no alignment (block formats: words at any word)
+  // Set where the plan's 4-element loads fit a CPU driver's loop budget but the scalar ones VKGMM_ID_VEC4's
+  // fallback takes would not (tiling.hpp, check_cpu_loop_budget): the error for_offsets throws instead.
+  std::string scalar_loads_refusal;
   bool split = false;               // the module and layout bind operands in parts
   bool storage16 = false;           // the module reads and writes 16-bit elements natively (else in words)
   VkPipeline pipeline = VK_NULL_HANDLE;  // null until first needed when there is a texel pipeline

@@ -12,8 +12,8 @@ constexpr uint64_t kLanes = VKGMM_METADATA_INVOCATIONS;
 
 uint64_t up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-// A loop of `trips` iterations and the pass that leaves it, which the budget counts too (the direct
-// schedule's reduction, k trips, is cut at k = 65535).
+// A loop of `trips` iterations, and the pass that leaves it, as reduction_loop_iterations counts it (a
+// margin: a tgmm walking 65535 rows alone in one loop summed them all, 65536 summed 65535).
 uint64_t loop(uint64_t trips) { return trips + 1; }
 
 // Invocation 0's loops, grouped by the argument that drives them (the scans over the lanes, in none).

@@ -13,23 +13,29 @@ namespace vkgmm {
 namespace {
 
 // One invocation walks all the rows of its block's group (the kernel does not split a group over work
-// items), so on CPU drivers the largest active group must fit the loop budget: counted with the scalar
-// loads record() falls back to for views at unaligned offsets (one row per iteration, the most), plus
-// the persistent loop's own iteration. Group sizes on the device are unknown here: one group may hold
-// every row, so m must fit.
-void check_group_loop_budget(const DeviceInfo& info, const char* op, const TgmmProblem& p, int64_t groups,
-                             const KernelShape& shape) {
-  auto loops = [&](int64_t rows) { return reduction_loop_iterations(shape, uint64_t(rows), 1, false) + 1; };
+// items), so on CPU drivers the largest active group must fit the loop budget, with the loads planned
+// (4 rows per iteration with VEC4), plus the persistent loop's own iteration. Group sizes on the device
+// are unknown here: one group may hold every row, so m must fit. Returns the refusal of the scalar loads
+// record() falls back to for an rhs at an unaligned offset (one row per iteration), where those would
+// not fit (empty: they do, or the plan has none).
+std::string check_group_loop_budget(const DeviceInfo& info, const char* op, const TgmmProblem& p, int64_t groups,
+                                    const KernelShape& shape, bool vec4) {
+  std::string what;
+  int64_t rows = p.m;
   if (p.device_group_sizes.count > 0) {
-    check_cpu_loop_budget(info, op, loops(p.m),
-                          "m = " + std::to_string(p.m) + " rows (device_group_sizes: one group may hold them all)");
-    return;
+    what = "m = " + std::to_string(p.m) + " rows (device_group_sizes: one group may hold them all)";
+  } else {
+    const auto first = p.group_sizes.begin() + p.group_offset;
+    const auto largest = std::max_element(first, first + groups);
+    rows = *largest;
+    what = "group_sizes[" + std::to_string(largest - p.group_sizes.begin()) + "] = " + std::to_string(rows) + " rows";
   }
-  const auto first = p.group_sizes.begin() + p.group_offset;
-  const auto largest = std::max_element(first, first + groups);
-  check_cpu_loop_budget(info, op, loops(*largest),
-                        "group_sizes[" + std::to_string(largest - p.group_sizes.begin()) + "] = " +
-                            std::to_string(*largest) + " rows");
+  auto loops = [&](bool four) { return reduction_loop_iterations(shape, uint64_t(rows), 1, four) + 1; };
+  check_cpu_loop_budget(info, op, loops(vec4), what);
+  if (!vec4) return {};
+  return cpu_loop_budget_error(info, op, loops(false), what + " with scalar loads (rhs's offset not a multiple of 4 elements)",
+                               "give rhs an offset that is a multiple of 4 elements, or split the reduction: calls "
+                               "over slices of it accumulate through existing_out");
 }
 
 }  // namespace
@@ -66,7 +72,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   const KernelShape shape = make_kernel_shape(asked.block_k, asked.rows_per_step, asked.block_n, p.k, p.m, p.n,
                                               schedule, tile_info, op, vec4 ? 4 : 1, vec4_lhs && p.lhs_mk ? 4 : 1);
   st->tiling = TgmmTiles{shape.step, shape.rows, shape.cols}.tiling();
-  check_group_loop_budget(core.info(), op, p, groups, shape);
+  const std::string scalar_loads_refusal = check_group_loop_budget(core.info(), op, p, groups, shape, vec4);
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
@@ -74,10 +80,12 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // With the sizes on the device, record() builds the offsets there.
   const uint64_t tiles_n = (p.n + shape.cols - 1) / shape.cols, tiles_k = (p.k + shape.rows - 1) / shape.rows;
   // Each block position walks every group's rows: all m of them, plus each group's partial last step
-  // (at most 32 rows' worth of iterations with the direct schedule's peeled rows), plus the loop itself.
+  // (at most 32 rows' worth of iterations with the direct schedule's peeled rows), plus the loop itself;
+  // counted for scalar loads, which record() may fall back to. One block of every group is also the most
+  // a persistent workgroup can take beyond its even share (a group's blocks are consecutive items).
   const uint64_t pad = std::max<uint64_t>(shape.step, 32);
-  const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + uint64_t(groups) * pad, 1, vec4) + groups;
-  core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups), tiles_n * tiles_k * loops);
+  const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + uint64_t(groups) * pad, 1, false) + groups;
+  core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups), tiles_n * tiles_k * loops, loops);
   if (p.device_group_sizes.count > 0)
     core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false});
   else
@@ -102,6 +110,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // one never reads VEC4_LHS there (it loads lhs [k, m] 4 elements at a time but not as one vec4, its steps
   // starting at any row), so an unaligned offset must not build a second pipeline differing only in it.
   kn.vec4_lhs_any_offset = !p.lhs_mk;
+  kn.scalar_loads_refusal = scalar_loads_refusal;
   core.build();
   state_ = std::move(st);
 }

@@ -98,13 +98,18 @@ uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_
   return up(along, s.step) * per_step;
 }
 
+std::string cpu_loop_budget_error(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what,
+                                  const char* remedy) {
+  if (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU || iterations <= kCpuLoopIterations) return {};
+  return std::string(op) + ": " + what + " takes " + std::to_string(iterations) +
+         " loop iterations in one invocation; CPU drivers such as lavapipe end an invocation's loops after " +
+         std::to_string(kCpuLoopIterations) + " and would return partial results (" + remedy + ")";
+}
+
 void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what,
                            const char* remedy) {
-  if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU && iterations > kCpuLoopIterations)
-    throw Error(Status::unsupported,
-                std::string(op) + ": " + what + " takes " + std::to_string(iterations) +
-                    " loop iterations in one invocation; CPU drivers such as lavapipe end an invocation's loops after " +
-                    std::to_string(kCpuLoopIterations) + " and would return partial results (" + remedy + ")");
+  const std::string error = cpu_loop_budget_error(info, op, iterations, what, remedy);
+  if (!error.empty()) throw Error(Status::unsupported, error);
 }
 
 int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead) {

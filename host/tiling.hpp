@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "vkgmm/context.hpp"
@@ -34,6 +35,9 @@ inline constexpr const char* kSplitTheReduction =
     "split the reduction: calls over slices of it accumulate through existing_out";
 void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what,
                            const char* remedy = kSplitTheReduction);
+// The same check's message, empty where the iterations fit (for a refusal made later, at record time).
+std::string cpu_loop_budget_error(const DeviceInfo& info, const char* op, uint64_t iterations, const std::string& what,
+                                  const char* remedy = kSplitTheReduction);
 
 // The rows of the active groups, for gmm's automatic choice of the m tile.
 struct ActiveGroups {
