@@ -85,7 +85,6 @@ DispatchPlan::RoutingWords DispatchPlan::set_routing(const Routing& r) {
   if (!device_meta_) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata first");
   routing_ = r;
   size_workspace();
-  check_loop_budget();
   return {static_cast<uint32_t>(workspace_.map), static_cast<uint32_t>(workspace_.weight_rows),
           static_cast<uint32_t>(workspace_.partial), static_cast<uint32_t>(workspace_.tile_counts)};
 }
@@ -106,7 +105,6 @@ void DispatchPlan::set_device_metadata(const DeviceMetadata& d) {
   // persistent grid's dispatch is direct.
   indirect_ = d.visits && !persistent_ && device_grid(options(), info()) == DeviceGrid::indirect;
   size_workspace();
-  check_loop_budget();
 }
 
 void DispatchPlan::check_loop_budget() const {
@@ -193,6 +191,7 @@ std::vector<uint32_t> DispatchPlan::combine_constants() const {
 }
 
 void DispatchPlan::build() {
+  if (device_meta_) check_loop_budget();
   if (dispatches()) {
     if (push_.empty()) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
     kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, kernel_out_type());

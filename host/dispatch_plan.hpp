@@ -184,7 +184,8 @@ class DispatchPlan {
   } workspace_;
   void size_workspace();
   // On CPU devices, refuses a metadata build or combine that would run past the driver's loop budget
-  // (tiling.hpp, check_cpu_loop_budget), naming the argument that drives it.
+  // (tiling.hpp, check_cpu_loop_budget), naming the argument that drives it (build(), before anything
+  // is created).
   void check_loop_budget() const;
   VkPipeline meta_pipeline_ = VK_NULL_HANDLE, combine_pipeline_ = VK_NULL_HANDLE;
   std::vector<uint32_t> meta_constants() const;     // the metadata build's specialization constants

@@ -130,7 +130,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     // fill visits (fill_rows >= tm), so fewer than m / tm + G_local + 2 visits in all.
     st->num_tiles = -1;
     push.num_visits = rows > 0 ? static_cast<uint32_t>((rows + tm - 1) / tm + g_local + 2) : 0;
-    const bool persistent = core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
+    const bool persistent =
+        core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
     core.set_device_metadata({uint32_t(G), uint32_t(group_offset), uint32_t(g_local), uint32_t(rows),
                               uint32_t(tm), push.fill_rows, push.num_visits, true});
     // The persistent grid loops over the real visits only, their count read where the build wrote it.

@@ -63,7 +63,8 @@ LoopCount metadata_build_loops(const DispatchPlan::DeviceMetadata& d, const Disp
     c.remedy = "route fewer tokens per call";
   } else if (t.rows >= t.groups) {
     c.what = (r ? slots : "m = " + std::to_string(d.m) + " rows") + " in m tiles of " + std::to_string(d.tm);
-    c.remedy = r ? "route fewer tokens per call, or take a larger m tile" : "fewer rows per call, or a larger m tile";
+    c.remedy = r ? "route fewer tokens per call, or take a larger m tile"  //
+                 : "fewer rows per call, or a larger m tile";
   } else {
     c.what = r ? "num_rhs_groups = " + std::to_string(r->num_local) + " local experts"
                : "device_group_sizes.count = " + std::to_string(d.num_groups) + " groups";
