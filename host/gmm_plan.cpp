@@ -114,16 +114,15 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const uint64_t fused_loops =
       routed ? (uint64_t(p.m) * shape.cols + shape.invocations() - 1) / shape.invocations() * (route.top_k + 1) : 0;
   const bool fused_combine = routed && route.combine && !shape.use_shared && fused_loops <= kFusedCombineLoops;
-  // An item's loops: its K steps, or a fill visit's row tiles; the fused combine's; and the persistent
-  // loop's own iteration.
+  // An item's loops: its K steps, or a fill visit's row tiles; the fused combine's, which the same
+  // invocation runs after its reduction; and the persistent loop's own iteration. The K steps counted
+  // for the scalar loads a record() with views at unaligned offsets falls back to, the most: the check,
+  // and the persistent grid's workgroups, must hold them (with 4-element ones sized for, one workgroup
+  // taking 60 items of k = 4096 returned partial sums for an unaligned lhs).
   const uint64_t item_loops =
-      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, vec4), push.fill_rows / tm) +
+      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, false), push.fill_rows / tm) +
       (fused_combine ? fused_loops : 0) + 1;
-  // Checked for the scalar loads a record() with views at unaligned offsets falls back to, the most, and
-  // the fused combine's loop, which the same invocation runs after its reduction.
-  const uint64_t worst_loops =
-      reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, false) + (fused_combine ? fused_loops : 0);
-  check_cpu_loop_budget(info, op, worst_loops + 1, "k = " + std::to_string(p.k));
+  check_cpu_loop_budget(info, op, item_loops, "k = " + std::to_string(p.k));
   if (on_device) {
     // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
     // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows

@@ -151,6 +151,35 @@ TEST_F(LoopBudget, TgmmPersistentWorkgroupsStayInsideIt) {
   EXPECT_TRUE(all_close(run_tgmm(c, p, lhs, rhs), reference::tgmm(p, lhs, rhs), 2e-2, 1e-4));
 }
 
+// gmm's persistent grid is sized for the loads planned; lhs at an offset that is not a multiple of 4
+// elements falls back to scalar loads, 4 times the iterations: the grid must hold those too. 60 visits
+// of k = 4096 on one workgroup asked for.
+TEST_F(LoopBudget, GmmPersistentWorkgroupsHoldTheScalarFallback) {
+  ContextOptions o;
+  o.grid = Grid::persistent;
+  o.persistent_workgroups = 1;
+  Context c = make_context(o);
+  GmmProblem p;
+  p.group_sizes = {960};
+  p.m = 960;
+  p.k = 4096;
+  p.n = 4;
+  p.schedule = Schedule::direct;
+  p.tiling = TilingChoice::of(Tiling{16, 16, 4});
+  std::mt19937 rng(3);
+  const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+  const auto rhs = random_values(size_t(p.k * p.n), DType::f32, rng);
+  const GmmPlan plan(c, p);
+  const OperandSizes s = plan.sizes();
+  Buffer l = c.create_buffer(s.lhs + 4), r = c.create_buffer(s.rhs), out = c.create_buffer(s.out);
+  l.upload(lhs.data(), s.lhs, 4);
+  r.upload(rhs.data(), s.rhs);
+  c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(4, s.lhs), r.view(), out.view()}); });
+  std::vector<float> got(size_t(p.m * p.n));
+  out.download(got.data(), s.out);
+  EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), 1e-2, 1e-4));
+}
+
 // gmm routed by expert ids: T tokens, top_k slots each, over e_local experts, 64-row tiles.
 GmmProblem routed(int64_t T, int64_t top_k, int64_t e_local, bool combine = false) {
   GmmProblem p;
