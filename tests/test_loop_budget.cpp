@@ -132,14 +132,18 @@ TEST_F(LoopBudget, TgmmGroupsWithVectorLoads) {
   EXPECT_NO_THROW(small.check({l.view(0, ss.lhs), r.view(4, ss.rhs), o.view(0, ss.out)}));
 }
 
+Context persistent_context(uint32_t workgroups) {
+  ContextOptions o;
+  o.grid = Grid::persistent;
+  o.persistent_workgroups = workgroups;
+  return DeviceTest::make_context(o);
+}
+
 // On the persistent grid a workgroup strides over the items, and a group's blocks are consecutive ones:
 // with 4 workgroups over 8 groups' single blocks, workgroup 0 walks groups 0 and 4. Each fits the budget
 // alone (40000 rows), together they do not: the plan keeps one workgroup per block.
 TEST_F(LoopBudget, TgmmPersistentWorkgroupsStayInsideIt) {
-  ContextOptions o;
-  o.grid = Grid::persistent;
-  o.persistent_workgroups = 4;
-  Context c = make_context(o);
+  Context c = persistent_context(4);
   TgmmProblem p;
   p.group_sizes = {40000, 1, 0, 2, 40000, 3, 0, 4};
   p.m = 80010;
@@ -151,14 +155,11 @@ TEST_F(LoopBudget, TgmmPersistentWorkgroupsStayInsideIt) {
   EXPECT_TRUE(all_close(run_tgmm(c, p, lhs, rhs), reference::tgmm(p, lhs, rhs), 2e-2, 1e-4));
 }
 
-// gmm's persistent grid is sized for the loads planned; lhs at an offset that is not a multiple of 4
-// elements falls back to scalar loads, 4 times the iterations: the grid must hold those too. 60 visits
-// of k = 4096 on one workgroup asked for.
+// gmm's persistent grid must hold the scalar loads that lhs at an offset that is not a multiple of 4
+// elements falls back to, 4 times the iterations of the planned ones: 60 visits of k = 4096 on one
+// workgroup asked for.
 TEST_F(LoopBudget, GmmPersistentWorkgroupsHoldTheScalarFallback) {
-  ContextOptions o;
-  o.grid = Grid::persistent;
-  o.persistent_workgroups = 1;
-  Context c = make_context(o);
+  Context c = persistent_context(1);
   GmmProblem p;
   p.group_sizes = {960};
   p.m = 960;
