@@ -378,8 +378,9 @@ void run_visit(uint visit, uint n_tile) {
     // unscaled values in part over each run of one scale, which then scales the run's sum once per
     // accumulator (q4_K's mins come off as min * the row's sum of lhs over the run): per run of 8 quads
     // that costs 2 * RM * 16 FMAs and RM * 32 adds beside a second set of accumulators, where scaling each
-    // value costs 16 * 32 FMAs. Measured on lavapipe (CPU time per call, alternated): at 16 rows (prefill)
-    // scaling each value was 4-5 % faster for q4_K and q8_0; at 2 rows (decode) runs were 20 % faster.
+    // value costs 16 * 32 FMAs. Measured on lavapipe (CPU time per call against the unquantized peer's,
+    // alternated in one process): at 16 rows (prefill's 32 x 128 tiles) scaling each value took about 5 %
+    // less for q4_K (q8_0: 1-2 %); at 2 rows (decode) scaling runs took 10-25 % less (q4_0, q4_K).
     const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
     const bool WALK_RUNS = WALK_STEPS && RM < 16u;
     const bool WALK_MINS = WALK_RUNS && RHS_TYPE == VKGMM_DT_Q4_K;

@@ -25,14 +25,17 @@ uint q_bytes4(uint b) {
 // The fp16 at even byte b of its word w (never across words).
 float q_half_of(uint w, uint b) { return unpackHalf2x16((b & 2u) != 0u ? w >> 16 : w).x; }
 float q_half(uint b) { return q_half_of(q_word(b >> 2), b); }
-// Converted as signed ints: CPUs without an unsigned int -> float conversion (x86 before AVX-512) widen a
-// uint in several instructions, an int in one (lavapipe: a third of q4_K prefill's time went to it).
-vec4 q_unsigned(uint u) { return vec4(ivec4(u & 0xffu, (u >> 8) & 0xffu, (u >> 16) & 0xffu, u >> 24)); }
 // The signed `bits`-wide fields at bit `at` of each of u's four bytes.
 vec4 q_fields(uint u, uint at, int bits) {
   int v = int(u);
   return vec4(bitfieldExtract(v, int(at), bits), bitfieldExtract(v, int(at) + 8, bits), bitfieldExtract(v, int(at) + 16, bits),
               bitfieldExtract(v, int(at) + 24, bits));
+}
+// The unsigned fields likewise, widened as signed ints: CPUs without an unsigned int -> float conversion
+// (x86 before AVX-512) widen a uint in several instructions, an int in one.
+vec4 q_ufields(uint u, uint at, int bits) {
+  return vec4(ivec4(bitfieldExtract(u, int(at), bits), bitfieldExtract(u, int(at) + 8, bits),
+                    bitfieldExtract(u, int(at) + 16, bits), bitfieldExtract(u, int(at) + 24, bits)));
 }
 // Nibbles of four bytes: the low ones (values j < B/2 of the 4-bit formats) or the high ones.
 uint q_nibbles(uint u, bool high) { return (high ? u >> 4 : u) & 0x0f0f0f0fu; }
@@ -186,7 +189,7 @@ vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
     uint u = q_nibbles(word, q >= 4u);
     return vec4(q_e2m1x2(u & 15u), q_e2m1x2((u >> 8) & 15u), q_e2m1x2((u >> 16) & 15u), q_e2m1x2(u >> 24));
   }
-  if (type == VKGMM_DT_Q4_K) return q_unsigned(q_nibbles(word, q >= 8u));
+  if (type == VKGMM_DT_Q4_K) return q_ufields(word, q >= 8u ? 4u : 0u, 4);
   // q6_K's q - 32 likewise: the 6-bit field with its top bit flipped, signed.
   uint top = (hi_word >> s.hi_shift) & 0x03030303u;
   return q_fields((((word >> s.shift) & 0x0f0f0f0fu) | (top << 4)) ^ 0x20202020u, 0u, 6);
