@@ -374,15 +374,19 @@ void run_visit(uint visit, uint n_tile) {
     // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64) at a
     // time, and each column's step (its scales, its quant words) is read once per step into registers and
     // decoded 4 values at a time from there; q4_K's super-block head (d, dmin, the packed scales) is read
-    // once per 256 values and kept. Few rows per invocation (decode) sum the products of lhs with the
-    // unscaled values in part over each run of one scale, which then scales the run's sum once per
-    // accumulator (q4_K's mins come off as min * the row's sum of lhs over the run): per run of 8 quads
-    // that costs 2 * RM * 16 FMAs and RM * 32 adds beside a second set of accumulators, where scaling each
-    // value costs 16 * 32 FMAs. Measured on lavapipe (CPU time per call against the unquantized peer's,
-    // alternated in one process): at 16 rows (prefill's 32 x 128 tiles) scaling each value took about 5 %
-    // less for q4_K (q8_0: 1-2 %); at 2 rows (decode) scaling runs took 10-25 % less (q4_0, q4_K).
+    // once per 256 values and kept. The walk sums the products of lhs with the unscaled values in part
+    // over each run of one scale, which then scales the run's sum once per accumulator (q4_K's mins come
+    // off as min * the row's sum of lhs over the run), except q4_K at 16 rows per invocation (prefill's
+    // 32 x 128 tiles), which scales each value as it decodes it: its runs cost 2 * 16 * 16 FMAs and
+    // 16 * 32 adds per run of 8 quads beside a second set of accumulators, where scaling each value costs
+    // 16 * 32 FMAs. Measured on lavapipe (CPU time per call against the unquantized peer's, alternated in
+    // one process): q4_K at 16 rows about 5 % less per value; at 2 rows (decode) runs 10-25 % less (q4_0,
+    // q4_K); q8_0 at 16 rows even by CPU time and slower per value by gpu ms in bench runs, so it keeps runs.
     const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
-    const bool WALK_RUNS = WALK_STEPS && RM < 16u;
+    // Not a specialization-constant expression (glslang emitted one whose id spirv-val found undefined
+    // where the loops below use it); folded all the same once the constants are specialized.
+    const bool values_scaled = q_values_scaled(RHS_TYPE, RM);
+    const bool WALK_RUNS = WALK_STEPS && !values_scaled;
     const bool WALK_MINS = WALK_RUNS && RHS_TYPE == VKGMM_DT_Q4_K;
     const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
     const uint run_quads = q_run_quads(RHS_TYPE);

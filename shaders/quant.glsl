@@ -199,6 +199,10 @@ vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
 float q_run_scale(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.scale.y : s.scale.x; }
 float q_run_min(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.mins.y : s.mins.x; }
 
+// Whether the walk scales each value as it decodes it rather than each run's sum (gmm.comp): q4_K with 16
+// rows per invocation.
+bool q_values_scaled(uint type, uint rows) { return type == VKGMM_DT_Q4_K && rows >= 16u; }
+
 // Values 4q .. 4q + 3 of step s, scaled.
 vec4 q_step4(uint type, QStep s, uint word, uint hi_word, uint q) {
   return fma(vec4(q_run_scale(type, s, q)), q_raw4(type, s, word, hi_word, q), vec4(-q_run_min(type, s, q)));

@@ -175,9 +175,9 @@ INSTANTIATE_TEST_SUITE_P(QuantDecode, QuantizedDecode,
 // buffer of poison (so a walk that lost the view's offset, or placed a run in the wrong texel, reads
 // poison), every block start alignment occurs (odd n), and the scales change every block (every 32
 // values in the K formats; q4_K's mins too) over several super-blocks, so a scale applied to the wrong
-// run, or a q4_K min not taken off, is a wrong sum. Groups of three rows (the walk's per-run sums), and
-// the prefill tiling, where each value is scaled as it is decoded: groups of 64 rows on 32 x 128 tiles,
-// 16 rows x 16 columns per invocation.
+// run, or a q4_K min not taken off, is a wrong sum. Groups of three rows, and the prefill tiling (where
+// q4_K scales each value as it decodes it, the other formats each run's sum): groups of 64 rows on
+// 32 x 128 tiles, 16 rows x 16 columns per invocation.
 TEST_F(DeviceTest, QuantizedWalkScalesEachRunOnce) {
   Context& cx = ctx(Schedule::direct);
   for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
