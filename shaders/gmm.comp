@@ -371,61 +371,92 @@ void run_visit(uint visit, uint n_tile) {
       bcol[v] = min(col, pc.n - 4u);
       [[unroll]] for (uint c = 0; c < 4; ++c) bcol_t[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
     }
-    // Block-format rhs [n, k] (blocks along K): K is walked a step of 32 values at a time, and each
-    // column's step (its scales, its quant words) is read once per step into registers and decoded 4
-    // values at a time from there (quant.glsl). The products of lhs with the unscaled values are summed
-    // in part over each run of one scale, which then scales the run's sum once per accumulator instead
-    // of every value; q4_K's mins come off as min * (the row's sum of lhs over the step), per row once.
+    // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64) at a
+    // time, and each column's step (its scales, its quant words) is read once per step into registers and
+    // decoded 4 values at a time from there; q4_K's super-block head (d, dmin, the packed scales) is read
+    // once per 256 values and kept. The walk sums the products of lhs with the unscaled values in part
+    // over each run of one scale, which then scales the run's sum once per accumulator (q4_K's mins come
+    // off as min * the row's sum of lhs over the run), except q4_K at 16 rows per invocation (prefill's
+    // 32 x 128 tiles), which scales each value as it decodes it: its runs cost 2 * 16 * 16 FMAs and
+    // 16 * 32 adds per run of 8 quads beside a second set of accumulators, where scaling each value costs
+    // 16 * 32 FMAs. Measured on lavapipe (CPU time per call against the unquantized peer's, alternated in
+    // one process): q4_K at 16 rows about 5 % less per value; at 2 rows (decode) runs 10-25 % less (q4_0,
+    // q4_K); q8_0 at 16 rows even by CPU time and slower per value by gpu ms in bench runs, so it keeps runs.
     const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
-    const bool WALK_MINS = WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K;
-    const uint KSTEP = WALK_STEPS ? Q_STEP : 4u;
-    for (uint k0 = 0; k0 < pc.k; k0 += KSTEP) {
+    // Not a specialization-constant expression (glslang emitted one whose id spirv-val found undefined
+    // where the loops below use it); folded all the same once the constants are specialized.
+    const bool values_scaled = q_values_scaled(RHS_TYPE, RM);
+    const bool WALK_RUNS = WALK_STEPS && !values_scaled;
+    const bool WALK_MINS = WALK_RUNS && RHS_TYPE == VKGMM_DT_Q4_K;
+    const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
+    const uint run_quads = q_run_quads(RHS_TYPE);
+    uvec4 qhead[4 * VNH];
+    for (uint k0 = 0; k0 < pc.k; k0 += kstep) {
       QStep qs[4 * VNH];
       uint qw[4 * VNH][8], qh[4 * VNH][8];
+      if (WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K && k0 % 256u == 0u)
+        [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) qhead[e] = q4k_head(bcol_t[e] - pc.rhs_off + k0);
       if (WALK_STEPS)
-        [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) q_step_walk(RHS_TYPE, bcol_t[e] - pc.rhs_off + k0, qs[e], qw[e], qh[e]);
+        [[unroll]] for (uint e = 0; e < 4 * VNH; ++e)
+          q_step_walk(RHS_TYPE, bcol_t[e] - pc.rhs_off + k0, qhead[e], qs[e], qw[e], qh[e]);
       vec4 part[RM * VNH];
       float xsum[RM];
-      [[unroll]] for (uint i = 0; i < RM; ++i) xsum[i] = 0.0;
-      [[unroll]] for (uint s = 0; s < KSTEP / 4; ++s) {
-        uint kk = k0 + 4 * s;
-        vec4 a[RM];
-        [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk);
-        if (WALK_MINS) [[unroll]] for (uint i = 0; i < RM; ++i) xsum[i] += (a[i].x + a[i].y) + (a[i].z + a[i].w);
-        vec4 b[4 * VNH];
-        if (TRANSPOSE_RHS) {
-          [[unroll]] for (uint v = 0; v < VNH; ++v)
-            [[unroll]] for (uint c = 0; c < 4; ++c) {
-              uint e = 4 * v + c;
-              vec4 t = WALK_STEPS ? q_raw4(RHS_TYPE, qs[e], qw[e][s % q_run_words(RHS_TYPE)], qh[e][s], s)
-                                  : load4_rhs(bcol_t[e] + kk);
-              [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VNH + v][c] = t[q];
-            }
-        } else {
-          [[unroll]] for (uint q = 0; q < 4; ++q)
-            [[unroll]] for (uint v = 0; v < VNH; ++v) b[q * VNH + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]);
-        }
-        const bool run_starts = WALK_STEPS && s % q_run_quads(RHS_TYPE) == 0u;
-        [[unroll]] for (uint i = 0; i < RM; ++i)
-          [[unroll]] for (uint v = 0; v < VNH; ++v) {
-            vec4 c = WALK_STEPS ? (run_starts ? vec4(0.0) : part[i * VNH + v]) : acc4[i * VNH + v];
-            [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VNH + v], c);
-            if (WALK_STEPS) part[i * VNH + v] = c;
-            else acc4[i * VNH + v] = c;
-          }
-        if (WALK_STEPS && s % q_run_quads(RHS_TYPE) == q_run_quads(RHS_TYPE) - 1u)
-          [[unroll]] for (uint v = 0; v < VNH; ++v) {
-            uint e = 4 * v;
-            vec4 scale = vec4(q_run_scale(RHS_TYPE, qs[e], s), q_run_scale(RHS_TYPE, qs[e + 1], s),
-                              q_run_scale(RHS_TYPE, qs[e + 2], s), q_run_scale(RHS_TYPE, qs[e + 3], s));
-            vec4 mins = vec4(q_step_min(RHS_TYPE, qs[e]), q_step_min(RHS_TYPE, qs[e + 1]), q_step_min(RHS_TYPE, qs[e + 2]),
-                             q_step_min(RHS_TYPE, qs[e + 3]));
-            [[unroll]] for (uint i = 0; i < RM; ++i) {
-              vec4 c = fma(scale, part[i * VNH + v], acc4[i * VNH + v]);
-              acc4[i * VNH + v] = WALK_MINS && s == KSTEP / 4 - 1u ? fma(-mins, vec4(xsum[i]), c) : c;
-            }
-          }
+      // One quad of K (the body below), in a loop of two shapes. q4_K's 64-value steps where each value is
+      // scaled as it is decoded (16 rows per invocation) run their 16 quads as a loop: unrolled, a step
+      // (16 x 16 x 16 FMAs and the decoding) is machine code far beyond a CPU's instruction cache; looped,
+      // q4_K prefill took ~12 % less CPU time on lavapipe (alternated against bf16 in one process, 5 rounds
+      // each). q8_0's 8-quad steps took 4-8 % more looped, and the other loads (one quad per K step) were
+      // 1.7x slower: they stay unrolled, as do the per-run sums, whose run boundaries fold away unrolled.
+      // qh is q6_K's, whose steps are 8 quads (its index wraps only in formats that never read it).
+#define VKGMM_WALK_QUAD(s) \
+  { \
+    uint kk = k0 + 4 * s; \
+    vec4 a[RM]; \
+    [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk); \
+    const bool run_starts = WALK_RUNS && s % run_quads == 0u; \
+    if (WALK_MINS) \
+      [[unroll]] for (uint i = 0; i < RM; ++i) xsum[i] = (run_starts ? 0.0 : xsum[i]) + ((a[i].x + a[i].y) + (a[i].z + a[i].w)); \
+    vec4 b[4 * VNH]; \
+    if (TRANSPOSE_RHS) { \
+      [[unroll]] for (uint v = 0; v < VNH; ++v) \
+        [[unroll]] for (uint c = 0; c < 4; ++c) { \
+          uint e = 4 * v + c; \
+          uint word = qw[e][s % q_run_words(RHS_TYPE)], hi_word = qh[e][s % 8u]; \
+          vec4 t = WALK_RUNS    ? q_raw4(RHS_TYPE, qs[e], word, hi_word, s) \
+                   : WALK_STEPS ? q_step4(RHS_TYPE, qs[e], word, hi_word, s) \
+                                : load4_rhs(bcol_t[e] + kk); \
+          [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VNH + v][c] = t[q]; \
+        } \
+    } else { \
+      [[unroll]] for (uint q = 0; q < 4; ++q) \
+        [[unroll]] for (uint v = 0; v < VNH; ++v) b[q * VNH + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]); \
+    } \
+    [[unroll]] for (uint i = 0; i < RM; ++i) \
+      [[unroll]] for (uint v = 0; v < VNH; ++v) { \
+        vec4 c = WALK_RUNS ? (run_starts ? vec4(0.0) : part[i * VNH + v]) : acc4[i * VNH + v]; \
+        [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VNH + v], c); \
+        if (WALK_RUNS) part[i * VNH + v] = c; \
+        else acc4[i * VNH + v] = c; \
+      } \
+    if (WALK_RUNS && s % run_quads == run_quads - 1u) \
+      [[unroll]] for (uint v = 0; v < VNH; ++v) { \
+        uint e = 4 * v; \
+        vec4 scale = vec4(q_run_scale(RHS_TYPE, qs[e], s), q_run_scale(RHS_TYPE, qs[e + 1], s), \
+                          q_run_scale(RHS_TYPE, qs[e + 2], s), q_run_scale(RHS_TYPE, qs[e + 3], s)); \
+        vec4 mins = vec4(q_run_min(RHS_TYPE, qs[e], s), q_run_min(RHS_TYPE, qs[e + 1], s), \
+                         q_run_min(RHS_TYPE, qs[e + 2], s), q_run_min(RHS_TYPE, qs[e + 3], s)); \
+        [[unroll]] for (uint i = 0; i < RM; ++i) { \
+          vec4 c = fma(scale, part[i * VNH + v], acc4[i * VNH + v]); \
+          acc4[i * VNH + v] = WALK_MINS ? fma(-mins, vec4(xsum[i]), c) : c; \
+        } \
+      } \
+  }
+      if (WALK_STEPS && !WALK_RUNS && kstep > 32u) {
+        [[dont_unroll]] for (uint s = 0; s < kstep / 4; ++s) VKGMM_WALK_QUAD(s)
+      } else {
+        [[unroll]] for (uint s = 0; s < kstep / 4; ++s) VKGMM_WALK_QUAD(s)
       }
+#undef VKGMM_WALK_QUAD
     }
   } else {
     // Clamped addresses keep every read in bounds; the rows and columns they duplicate are never stored.

@@ -25,12 +25,17 @@ uint q_bytes4(uint b) {
 // The fp16 at even byte b of its word w (never across words).
 float q_half_of(uint w, uint b) { return unpackHalf2x16((b & 2u) != 0u ? w >> 16 : w).x; }
 float q_half(uint b) { return q_half_of(q_word(b >> 2), b); }
-vec4 q_unsigned(uint u) { return vec4(u & 0xffu, (u >> 8) & 0xffu, (u >> 16) & 0xffu, u >> 24); }
 // The signed `bits`-wide fields at bit `at` of each of u's four bytes.
 vec4 q_fields(uint u, uint at, int bits) {
   int v = int(u);
   return vec4(bitfieldExtract(v, int(at), bits), bitfieldExtract(v, int(at) + 8, bits), bitfieldExtract(v, int(at) + 16, bits),
               bitfieldExtract(v, int(at) + 24, bits));
+}
+// The unsigned fields likewise, widened as signed ints: CPUs without an unsigned int -> float conversion
+// (x86 before AVX-512) widen a uint in several instructions, an int in one.
+vec4 q_ufields(uint u, uint at, int bits) {
+  return vec4(ivec4(bitfieldExtract(u, int(at), bits), bitfieldExtract(u, int(at) + 8, bits),
+                    bitfieldExtract(u, int(at) + 16, bits), bitfieldExtract(u, int(at) + 24, bits)));
 }
 // Nibbles of four bytes: the low ones (values j < B/2 of the 4-bit formats) or the high ones.
 uint q_nibbles(uint u, bool high) { return (high ? u >> 4 : u) & 0x0f0f0f0fu; }
@@ -90,19 +95,24 @@ void q_words(uint b, uint count, out uint w[8]) {
   q_words_in(r, b & 3u, count, w);
 }
 
-// A step: 32 consecutive values at a multiple of 32, a block (q8_0, q4_0, mxfp4) or a 32-value
-// sub-block of a 256-value super-block (q4_K, q6_K). Within a step every format here decodes 4 values
-// from one 32-bit word of its quant bytes (and, q6_K, one word of its high bits) with scales fixed for the
-// step. QStep is what a step's values need beside those words: read once per step by the block walk
-// (q_step_walk, gmm.comp), or per 4 values by dequant4.
+// A step: q_step_values(type) consecutive values at a multiple of that many. q8_0, q4_0, mxfp4: a block of
+// 32. q6_K: a 32-value sub-block of its 256-value super-block. q4_K: 64 values, the two sub-blocks 2c and
+// 2c + 1 that share chunk c's 32 quant bytes (the low nibbles, then the high ones), so the walk reads
+// each quant word once for both. Within a step every format decodes 4 values (a quad) from one 32-bit
+// word of its quant bytes (and, q6_K, one word of its high bits), and a step is one or two runs of one
+// scale (q4_K: and one min). QStep is what a step's values need beside those words: read once per step
+// by the block walk (q_step_walk, gmm.comp), or per 4 values by dequant4.
 struct QStep {
   uint run, hi_run;      // byte offsets of the quant bytes (q6_K: ql) and of q6_K's qh bytes
-  uint shift, hi_shift;  // the nibble (0: low, 4: high) of q4_K's and q6_K's run; q6_K's 2-bit field in qh
-  float d, e;            // the scale; q4_K: the min; q6_K: the scale of the step's last 16 values
+  uint shift, hi_shift;  // q6_K: the nibble (0: low, 4: high) of ql, and the 2-bit field in qh
+  vec2 scale;            // each run's scale (a step of one run: .x)
+  vec2 mins;             // q4_K: each run's min (dmin * m), taken off its values; 0 elsewhere
 };
-// Words per step of the quant run (word q % q_run_words holds values 4q .. 4q + 3).
+uint q_step_values(uint type) { return type == VKGMM_DT_Q4_K ? 64u : 32u; }
+// Quads per run of one scale: q6_K's 16-value halves of a sub-block, q4_K's sub-blocks, whole blocks.
+uint q_run_quads(uint type) { return type == VKGMM_DT_Q6_K ? 4u : 8u; }
+// Words of quant bytes per step: word q % q_run_words holds quad q (q4_K: quads q and q + 8, nibbles).
 uint q_run_words(uint type) { return type == VKGMM_DT_Q4_0 || type == VKGMM_DT_MXFP4 ? 4u : 8u; }
-const uint Q_STEP = 32u;
 
 // The formats whose step is a whole block: its bytes, and the scale's (fp16 d, or mxfp4's E8M0 byte)
 // before the quants.
@@ -113,35 +123,45 @@ uint q_scale_bytes(uint type) { return type == VKGMM_DT_MXFP4 ? 1u : 2u; }
 float q_block_scale(uint type, uint word, uint b) {
   return type == VKGMM_DT_MXFP4 ? q_e8m0_half((word >> ((b & 3u) * 8u)) & 0xffu) : q_half_of(word, b);
 }
-// q4_K's step scales from its super-block's first 16 bytes as words (fp16 d, dmin; scales[12]).
-void q4k_step_scales(uvec4 head, uint sub, inout QStep s) {
-  uvec2 sm = q4k_scale_min(head.yzw, sub);
+
+// q4_K: {fp16 d, dmin; uint8 scales[12]; uint8 q[128]}, 144 bytes; value = d * scale * q - dmin * min.
+// Its head (d, dmin, scales) is the super-block's first texel: 144 bytes are 9 whole texels, and rhs
+// starts at a texel (texel_views.cpp), so the word index is rounded down to a texel to say so to the
+// compiler (q_word_run then places no words by runtime selects).
+uvec4 q4k_head(uint i) {
+  uint r[9];
+  q_word_run(((i >> 8) * 36u) & ~3u, 4u, r);
+  return uvec4(r[0], r[1], r[2], r[3]);
+}
+// The step at i (a multiple of 64) of the super-block whose head is `head`: chunk c's quant bytes and the
+// scales and mins of sub-blocks 2c and 2c + 1.
+QStep q4k_step(uvec4 head, uint i) {
+  QStep s;
+  uint c = (i >> 6) & 3u;
+  s.run = (i >> 8) * 144u + 16u + c * 32u;
+  s.hi_run = 0u;
+  s.shift = 0u;
+  s.hi_shift = 0u;
+  uvec2 lo = q4k_scale_min(head.yzw, 2u * c), hi = q4k_scale_min(head.yzw, 2u * c + 1u);
   vec2 dm = unpackHalf2x16(head.x);
-  s.d = dm.x * float(sm.x);
-  s.e = dm.y * float(sm.y);
+  s.scale = dm.x * vec2(lo.x, hi.x);
+  s.mins = dm.y * vec2(lo.y, hi.y);
+  return s;
 }
 
 QStep q_step(uint type, uint i) {
+  if (type == VKGMM_DT_Q4_K) return q4k_step(q4k_head(i), i);
   QStep s;
   s.hi_run = 0u;
   s.shift = 0u;
   s.hi_shift = 0u;
-  s.e = 0.0;
+  s.mins = vec2(0.0);
   if (q_whole_block(type)) {
     // q8_0 {fp16 d; int8 q[32]}: d * q. q4_0 {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low
     // first), d * (q - 8). mxfp4 {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values times the scale.
     uint base = (i >> 5) * q_block_bytes(type);
     s.run = base + q_scale_bytes(type);
-    s.d = q_block_scale(type, q_word(base >> 2), base);
-  } else if (type == VKGMM_DT_Q4_K) {
-    // {fp16 d, dmin; uint8 scales[12]; uint8 q[128]}: 64-value chunks c of 32 bytes, the low nibbles
-    // first (sub-block 2c), then the high ones (2c + 1); value = d * scale * q - dmin * min.
-    // The head (d, dmin, scales) is one aligned texel.
-    uint base = (i >> 8) * 144u, sub = (i >> 5) & 7u, head[9];
-    q_word_run(base >> 2, 4u, head);
-    s.run = base + 16u + (sub >> 1) * 32u;
-    s.shift = (sub & 1u) * 4u;
-    q4k_step_scales(uvec4(head[0], head[1], head[2], head[3]), sub, s);
+    s.scale = vec2(q_block_scale(type, q_word(base >> 2), base), 0.0);
   } else {
     // q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Halves h of 128 values; quarter qq of a
     // half takes ql's low (qq < 2) or high nibbles of bytes l (+ 32 for odd qq) and qh's bits 2qq, 2qq + 1
@@ -154,15 +174,13 @@ QStep q_step(uint type, uint i) {
     // The step's two scale bytes share one word (they start at an even byte): one read for both.
     uint sc = base + 192u + h * 8u + 2u * qq;
     int both = int(q_word(sc >> 2) >> ((sc & 2u) * 8u));
-    float d = q_half(base + 208u);
-    s.d = d * float(bitfieldExtract(both, 0, 8));
-    s.e = d * float(bitfieldExtract(both, 8, 8));
+    s.scale = q_half(base + 208u) * vec2(bitfieldExtract(both, 0, 8), bitfieldExtract(both, 8, 8));
   }
   return s;
 }
 
-// Values 4q .. 4q + 3 of step s (q < 8) before the scales: q8_0's q, q4_0's q - 8, q4_K's q, q6_K's
-// q - 32, mxfp4's e2m1 values doubled; from the run's word q % q_run_words and (q6_K) qh's word q.
+// Quad q of step s before the scales: q8_0's q, q4_0's q - 8, q4_K's q, q6_K's q - 32, mxfp4's e2m1
+// values doubled; from the run's word q % q_run_words and (q6_K) qh's word q.
 vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
   if (type == VKGMM_DT_Q8_0) return q_fields(word, 0u, 8);
   // q - 8 is the nibble with its top bit flipped read as a signed field (no subtraction per value).
@@ -171,27 +189,31 @@ vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
     uint u = q_nibbles(word, q >= 4u);
     return vec4(q_e2m1x2(u & 15u), q_e2m1x2((u >> 8) & 15u), q_e2m1x2((u >> 16) & 15u), q_e2m1x2(u >> 24));
   }
-  if (type == VKGMM_DT_Q4_K) return q_unsigned((word >> s.shift) & 0x0f0f0f0fu);
+  if (type == VKGMM_DT_Q4_K) return q_ufields(word, q >= 8u ? 4u : 0u, 4);
   // q6_K's q - 32 likewise: the 6-bit field with its top bit flipped, signed.
   uint top = (hi_word >> s.hi_shift) & 0x03030303u;
   return q_fields((((word >> s.shift) & 0x0f0f0f0fu) | (top << 4)) ^ 0x20202020u, 0u, 6);
 }
-// A value is q_run_scale * raw - q_step_min. The scale holds for runs of 4 * Q_RUN_QUADS values (q6_K:
-// 16, the others the whole step), so a sum of lhs times raw values over a run is scaled once (the walk).
-uint q_run_quads(uint type) { return type == VKGMM_DT_Q6_K ? 4u : 8u; }
-float q_run_scale(uint type, QStep s, uint q) { return type == VKGMM_DT_Q6_K && q >= 4u ? s.e : s.d; }
-float q_step_min(uint type, QStep s) { return type == VKGMM_DT_Q4_K ? s.e : 0.0; }
+// A value is q_run_scale * raw - q_run_min, both fixed over a run of q_run_quads quads, so a sum of lhs
+// times raw values over a run is scaled once (the walk), and its mins come off lhs's sum over the run.
+float q_run_scale(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.scale.y : s.scale.x; }
+float q_run_min(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.mins.y : s.mins.x; }
+
+// Whether the walk scales each value as it decodes it rather than each run's sum (gmm.comp): q4_K with 16
+// rows per invocation.
+bool q_values_scaled(uint type, uint rows) { return type == VKGMM_DT_Q4_K && rows >= 16u; }
 
 // Values 4q .. 4q + 3 of step s, scaled.
 vec4 q_step4(uint type, QStep s, uint word, uint hi_word, uint q) {
-  return q_run_scale(type, s, q) * q_raw4(type, s, word, hi_word, q) - q_step_min(type, s);
+  return fma(vec4(q_run_scale(type, s, q)), q_raw4(type, s, word, hi_word, q), vec4(-q_run_min(type, s, q)));
 }
 
-// The block walk's read of step i (a multiple of 32): the step's scales and quant words (run and, q6_K,
-// qh), each texel fetched once. A whole block is read in one run from the word holding its first byte
-// (the scale comes with the quants: q4_0 and mxfp4 2 texels, q8_0 3); q4_K's super-block head (d, dmin,
-// scales, q_step) is one aligned texel and its 32 quant bytes two.
-void q_step_walk(uint type, uint i, out QStep s, out uint w[8], out uint hi[8]) {
+// The block walk's read of step i (a multiple of q_step_values): the step's scales and quant words (run
+// and, q6_K, qh), each texel fetched once. A whole block is read in one run from the word holding its
+// first byte (the scale comes with the quants: q4_0 and mxfp4 2 texels, q8_0 3). q4_K takes the head of
+// i's super-block from the caller (q4k_head, read once per super-block: 1 texel per 256 values) and its
+// step's 32 quant bytes are two aligned texels (2 per 64 values).
+void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out uint hi[8]) {
   [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = 0u;
   if (q_whole_block(type)) {
     uint base = (i >> 5) * q_block_bytes(type), r[9];
@@ -202,23 +224,29 @@ void q_step_walk(uint type, uint i, out QStep s, out uint w[8], out uint hi[8]) 
     s.hi_run = 0u;
     s.shift = 0u;
     s.hi_shift = 0u;
-    s.d = q_block_scale(type, r[0], base);
-    s.e = 0.0;
+    s.scale = vec2(q_block_scale(type, r[0], base), 0.0);
+    s.mins = vec2(0.0);
     uint b = (base & 3u) + q_scale_bytes(type);
     uint r1[9];
     [[unroll]] for (uint j = 0u; j < 9u; ++j) r1[j] = b >= 4u ? (j < 8u ? r[j + 1u] : 0u) : r[j];
     q_words_in(r1, b & 3u, q_run_words(type), w);
+  } else if (type == VKGMM_DT_Q4_K) {
+    s = q4k_step(head, i);
+    uint r[9];
+    q_word_run((s.run >> 2) & ~3u, 8u, r);
+    q_words_in(r, 0u, 8u, w);
   } else {
     s = q_step(type, i);
     q_words(s.run, 8u, w);
-    if (type == VKGMM_DT_Q6_K) q_words(s.hi_run, 8u, hi);
+    q_words(s.hi_run, 8u, hi);
   }
 }
 
 // Values i .. i+3 (i a multiple of 4) on their own: the step's scales and the one or two words they need.
 vec4 dequant4(uint type, uint i) {
-  QStep s = q_step(type, i & ~31u);
-  uint q = (i & 31u) >> 2;
+  uint n = q_step_values(type);
+  QStep s = q_step(type, i - i % n);
+  uint q = (i % n) >> 2;
   uint word = q_bytes4(s.run + 4u * (q % q_run_words(type)));
   return q_step4(type, s, word, type == VKGMM_DT_Q6_K ? q_bytes4(s.hi_run + 4u * q) : 0u, q);
 }

@@ -3,6 +3,7 @@
 // layouts (blocks along k of [n, k] rows, GGUF's, or along n of [k, n] rows), with host and device group
 // sizes and routed by ids with the epilogues, on both schedules, for f32, f16 and bf16 activations.
 #include "gpu_harness.hpp"
+#include "vkgmm/convert.hpp"
 #include "vkgmm/quant.hpp"
 
 namespace vkgmm::test {
@@ -174,14 +175,13 @@ INSTANTIATE_TEST_SUITE_P(QuantDecode, QuantizedDecode,
 // buffer of poison (so a walk that lost the view's offset, or placed a run in the wrong texel, reads
 // poison), every block start alignment occurs (odd n), and the scales change every block (every 32
 // values in the K formats; q4_K's mins too) over several super-blocks, so a scale applied to the wrong
-// run, or a q4_K min not taken off, is a wrong sum. Groups of three rows (the walk's per-row sums), and
-// for the K formats (whose runs and mins the walk handles apart) also the prefill tiling: groups of 64
-// rows on 32 x 128 tiles, 16 rows x 16 columns per invocation.
+// run, or a q4_K min not taken off, is a wrong sum. Groups of three rows, and the prefill tiling (where
+// q4_K scales each value as it decodes it, the other formats each run's sum): groups of 64 rows on
+// 32 x 128 tiles, 16 rows x 16 columns per invocation.
 TEST_F(DeviceTest, QuantizedWalkScalesEachRunOnce) {
   Context& cx = ctx(Schedule::direct);
   for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
     for (int32_t rows : {3, 64}) {
-      if (rows > 3 && format != DType::q4_K && format != DType::q6_K) continue;
       SCOPED_TRACE(std::string(dtype_name(format)) + ", groups of " + std::to_string(rows) + " rows");
       std::mt19937 rng(41 + uint32_t(format));
       GmmProblem p;
@@ -204,6 +204,50 @@ TEST_F(DeviceTest, QuantizedWalkScalesEachRunOnce) {
       EXPECT_TRUE(all_close(floats(o), reference::gmm(p, lhs, w), tol.atol, tol.rtol));
       EXPECT_TRUE(o.guards_intact());
       if (rows > 3) EXPECT_EQ(GmmPlan(cx, p).tiling(), (Tiling{32, 4, 128}));
+    }
+}
+
+// q4_K's walk takes 64-value steps (two sub-blocks over one chunk of quant bytes: low nibbles, then high)
+// and reads each column's super-block head once per 256 values, keeping it across the super-block's four
+// steps; 16 rows per invocation scale each value, fewer scale each run's sum (and take the mins off per
+// run). Both, against the CPU reference dequantizer: scales and mins that change every sub-block (a pair
+// swapped, a head kept too long or refreshed from the wrong super-block, a nibble taken from the wrong
+// half is a wrong sum), k of 5 super-blocks, groups and n that are not multiples of the tile, f32 and
+// bf16 activations (prefill's), on prefill's 32 x 128 tiles (16 rows per invocation) and 8 x 128 ones.
+TEST_F(DeviceTest, QuantizedQ4KWalkSteps64KeepsEachHead) {
+  Context& cx = ctx(Schedule::direct);
+  std::mt19937 rng(67);
+  GmmProblem p;
+  p.k = 5 * 256, p.n = 200;
+  p.transpose_rhs = true, p.rhs_type = DType::q4_K;
+  p.group_sizes = {45, 0, 83, 7};
+  p.m = 135;
+  // Sub-block j of a row gets the scale 1 + (j * 7) % 11 and the offset ((j * 5) % 9 - 4) / 4: every
+  // neighbouring pair of sub-blocks differs in both, and most mins are nonzero.
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> w(size_t(4 * p.n * p.k));
+  for (size_t i = 0; i < w.size(); ++i) {
+    const size_t j = i / 32;
+    w[i] = d(rng) * float(1 + (j * 7) % 11) + float(int((j * 5) % 9) - 4) / 4.0f;
+  }
+  const std::vector<uint8_t> blocks = quant::quantize(p.rhs_type, w.data(), w.size());
+  quant::dequantize(p.rhs_type, blocks.data(), w.size(), w.data());
+  Guarded r(cx, blocks.size());
+  r.set(blocks.data(), blocks.size());
+  for (DType act : {DType::f32, DType::bf16})
+    for (bool runs : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(act)) + (runs ? ", 8-row tiles (a run's sum scaled)" : ", 32-row tiles"));
+      p.lhs_type = act;
+      p.tiling = TilingChoice::of(runs ? Tiling{8, 4, 128} : Tiling{32, 4, 128});
+      const std::vector<float> lhs = random_values(size_t(p.m * p.k), act, rng);
+      const std::vector<uint8_t> lhs_bytes = encode(act, lhs);
+      Guarded l(cx, lhs_bytes.size()), o(cx, size_t(p.m * p.n) * 4);
+      l.set(lhs_bytes.data(), lhs_bytes.size());
+      gmm(cx, p, {l.view(), r.view(), o.view()});
+      const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+      EXPECT_TRUE(all_close(floats(o), reference::gmm(p, lhs, w), tol.atol, tol.rtol));
+      EXPECT_TRUE(o.guards_intact());
+      EXPECT_TRUE(r.guards_intact());
     }
 }
 
