@@ -339,9 +339,10 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
                "app/own: the host path's call on app-owned VkBuffers lent with borrow_buffer over the same call on\n"
                "vkgmm's own buffers, timed alternately (above 1: the app's buffers cost more). GB/s:\n"
                "bytes of the inputs and outputs over gpu ms; %%copy: a copy of those bytes' gpu ms over the call's\n"
-               "(vkCmdCopyBuffer, timed alternately with it). %%ceil: GFLOP/s over the FMA ceiling. G=1 x: the same shape as a single group, its cost per FLOP over the grouped\n"
-               "call's (below 1: grouping costs that much more per FLOP). naive x, BLAS x: time of one dispatch per\n"
-               "group on this device (naive) and of cblas_sgemm per group on the CPU (BLAS), over vkgmm's gpu ms.\n"
+               "(vkCmdCopyBuffer, timed alternately with it). %%ceil: GFLOP/s over the FMA ceiling. G=1 x: the\n"
+               "same shape as a single group, its cost per FLOP over the grouped call's (below 1: grouping costs\n"
+               "that much more per FLOP). naive x, BLAS x: time of one dispatch per group on this device (naive)\n"
+               "and of cblas_sgemm per group on the CPU (BLAS), over vkgmm's gpu ms.\n"
                "Ratios above 1 mean vkgmm is faster (dev/host aside); - means not measured.\n");
   if (!routed.empty()) {
     std::fprintf(f, "\n");
