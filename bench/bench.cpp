@@ -222,14 +222,24 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   // (checked against its own reference first).
   const size_t copy_call = calls.size();
   const std::unique_ptr<vkgmm::BufferCopy> copy = add_copy_call(ctx, r, calls);
+  // The peer runs as the call `time` reports: the same grid, and its group sizes where that call's are.
   const Workload pw = unquantized_peer(w);  // outlives `peer`, which refers to it
   std::unique_ptr<Instance> peer;
   if (w.quantized()) {
     std::vector<std::string> unused;
     const vkgmm::TilingChoice peer_tiling = choose_tiling(o, pw, cache, unused);
-    peer = std::make_unique<Instance>(ctx, pw, peer_tiling);
-    check_or_refuse(timer, *peer, reference_for(*peer), "unquantized peer, tiling " + peer->tiling_text());
-    calls.push_back({[&, peer_tiling] { peer->plan(peer_tiling); }, [&](VkCommandBuffer cb) { peer->record(cb); }});
+    const bool device_sizes = o.metadata == Metadata::device;
+    try {
+      peer = std::make_unique<Instance>(ctx, pw, peer_tiling);
+      if (base_grid != vkgmm::Grid::automatic) peer->use_grid(base_grid);
+      peer->plan(peer_tiling, device_sizes);
+      check_or_refuse(timer, *peer, reference_for(*peer), "unquantized peer, tiling " + peer->tiling_text());
+      calls.push_back({[&, peer_tiling, device_sizes] { peer->plan(peer_tiling, device_sizes); },
+                       [&](VkCommandBuffer cb) { peer->record(cb); }});
+    } catch (const vkgmm::Error& e) {  // e.g. unquantized weights past a binding's limit: no ratio
+      peer.reset();
+      r.notes.push_back(std::string("unquantized peer not run: ") + e.what());
+    }
   }
   inst.plan(tiling);
   const int reps = reps_for(o, timer.run_ms(record));
@@ -396,11 +406,16 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
     progress("[%s] unquantized peer: the same call with %s weights", name, vkgmm::dtype_name(w.dtype));
     std::vector<std::string> unused;
     const vkgmm::TilingChoice peer_tiling = choose_tiling(o, pw, cache, unused);
-    peer = std::make_unique<RoutedInstance>(ctx, pw, peer_tiling, o.expert_shards);
-    check_routed_or_refuse(
-        timer, w, "unquantized peer, tiling " + peer->tiling_text(), [&](VkCommandBuffer cb) { peer->record(cb); },
-        [&] { return peer->device_status(); }, [&] { return peer->download(); }, routed_reference(*peer, true));
-    calls.push_back({[&, peer_tiling] { peer->plan(peer_tiling, true); }, [&](VkCommandBuffer cb) { peer->record(cb); }});
+    try {
+      peer = std::make_unique<RoutedInstance>(ctx, pw, peer_tiling, o.expert_shards);
+      check_routed_or_refuse(
+          timer, w, "unquantized peer, tiling " + peer->tiling_text(), [&](VkCommandBuffer cb) { peer->record(cb); },
+          [&] { return peer->device_status(); }, [&] { return peer->download(); }, routed_reference(*peer, true));
+      calls.push_back({[&, peer_tiling] { peer->plan(peer_tiling, true); }, [&](VkCommandBuffer cb) { peer->record(cb); }});
+    } catch (const vkgmm::Error& e) {  // e.g. unquantized weights past a binding's limit: no ratio
+      peer.reset();
+      r.notes.push_back(std::string("unquantized peer not run: ") + e.what());
+    }
   }
   inst.plan(tiling, true);
   const int reps = reps_for(o, timer.run_ms(record));

@@ -154,7 +154,11 @@ bool DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_ite
     // not dividing evenly.
     constexpr uint64_t kLoopBudget = kCpuLoopIterations / 2;
     persistent_min_workgroups_ = std::max<uint64_t>((loop_iterations + kLoopBudget - 1) / kLoopBudget, 1);
-    if (persistent_min_workgroups_ * 2 > items || uneven_loops > kLoopBudget) persistent_ = false;
+    // The grid is one row of at most maxComputeWorkGroupCount[0] workgroups (set_grid): a problem needing
+    // more for its share to fit keeps the per-item grid too (each item is checked on its own there).
+    if (persistent_min_workgroups_ * 2 > items || uneven_loops > kLoopBudget ||
+        persistent_min_workgroups_ > info().max_workgroup_count[0])
+      persistent_ = false;
   }
   return persistent_;
 }
