@@ -56,8 +56,10 @@ TopKPlan::TopKPlan(Context& ctx, const TopKProblem& p) {
   st->sizes.logits = operand_bytes(DType::f32, uint64_t(p.tokens * p.experts));
   st->sizes.ids = st->sizes.weights = operand_bytes(DType::f32, uint64_t(p.tokens * p.top_k));
   const DeviceInfo& info = st->ctx->dev.info;
+  // An invocation reads its token's logits top_k + 2 times: no existing_out to split that over calls.
   check_cpu_loop_budget(info, kOp, uint64_t(p.top_k + 2) * uint64_t(p.experts) + 1,
-                        "top_k = " + std::to_string(p.top_k) + " over experts = " + std::to_string(p.experts));
+                        "top_k = " + std::to_string(p.top_k) + " over experts = " + std::to_string(p.experts),
+                        "choose among fewer experts per call, or fewer of them per token");
   check_operand_limits(kOp, info, {{"logits", st->sizes.logits}, {"ids", st->sizes.ids}, {"weights", st->sizes.weights}});
   if (p.tokens > 0) {
     const uint64_t needed = (uint64_t(p.tokens) + VKGMM_TOPK_INVOCATIONS - 1) / VKGMM_TOPK_INVOCATIONS;

@@ -6,6 +6,7 @@
 // shape inside it runs and matches the reference. The bounds' arithmetic mirrors the shaders' loops
 // (host/tgmm_plan.cpp, host/metadata_loops.cpp); the shapes below are where it crosses 65535.
 #include "gpu_harness.hpp"
+#include "vkgmm/top_k.hpp"
 
 namespace vkgmm::test {
 namespace {
@@ -29,6 +30,26 @@ void expect_past_budget(F&& f, const std::string& needle) {
     EXPECT_NE(what.find(needle), std::string::npos) << "message: " << what;
     EXPECT_NE(what.find("loop iterations"), std::string::npos) << "message: " << what;
   }
+}
+
+// Top-k reads a token's logits top_k + 2 times in one invocation: (1 + 2) * 21845 + 1 = 65536 passes the
+// budget, one expert fewer fits. The message names both and says what to change (there is no reduction
+// to split through existing_out).
+TEST_F(LoopBudget, TopKPastItIsRefused) {
+  Context& c = ctx();
+  TopKProblem p;
+  p.tokens = 3;
+  p.top_k = 1;
+  p.experts = 21845;
+  expect_past_budget([&] { TopKPlan(c, p); }, "top_k = 1 over experts = 21845");
+  try {
+    TopKPlan plan(c, p);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("existing_out"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fewer experts"), std::string::npos) << e.what();
+  }
+  p.experts = 21844;
+  EXPECT_NO_THROW(TopKPlan(c, p));
 }
 
 // tgmm (or the gmm whose backward runs one) with the group sizes around one large group, n odd so that
