@@ -241,7 +241,6 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
       r.notes.push_back(std::string("unquantized peer not run: ") + e.what());
     }
   }
-  inst.plan(tiling);
   const int reps = reps_for(o, timer.run_ms(record));
   r.reps = reps;
   progress("[%s] matches the reference; timing %d reps after %d warmup (group sizes: %s), %zu kinds of call "
