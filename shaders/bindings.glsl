@@ -14,6 +14,11 @@ layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer LhsV4 { uve
 layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer LhsV2 { uvec2 lhs_v2[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_RHS) readonly buffer RhsV4 { uvec4 rhs_v4[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_RHS) readonly buffer RhsV2 { uvec2 rhs_v2[]; };
+// out's vector views (descriptor aliasing): four adjacent f32 elements as a uvec4, four 16-bit ones as a
+// uvec2 (dtype.glsl's store4_out, where the element index is a multiple of 4). A CPU driver stores a
+// lane's vector in one pass over the lanes, where four scalar stores take four (lavapipe).
+layout(std430, set = 0, binding = VKGMM_BINDING_OUT) buffer OutV4 { uvec4 out_v4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_OUT) buffer OutV2 { uvec2 out_v2[]; };
 // group_offsets[G+1], then the visit lists (gmm only), as int32.
 layout(std430, set = 0, binding = VKGMM_BINDING_META) readonly buffer MetaBuf { int meta[]; };
 

@@ -17,11 +17,18 @@ void combine_element(uint t, uint col, uint top_k, uint out_n) {
   for (uint j = 0u; j < top_k; ++j) sum += uintBitsToFloat(VKGMM_PARTIAL_WORD((slot + j) * out_n + col));
   combine_store(t, col, out_n, sum);
 }
-// Columns col to col + 3 at once (col a multiple of 4): a CPU driver gathers one 16-byte vector per lane
-// instead of four words; each column's sum is the same as combine_element's.
+// Columns col to col + 3 at once (col and out_n multiples of 4): a CPU driver gathers one 16-byte vector
+// per lane instead of four words, and stores one; each column's sum is the same as combine_element's.
 void combine_element4(uint t, uint col, uint top_k, uint out_n) {
   uint slot = t * top_k;
   vec4 sum = vec4(0.0);
   for (uint j = 0u; j < top_k; ++j) sum += uintBitsToFloat(VKGMM_PARTIAL_WORD4(((slot + j) * out_n + col) / 4u));
-  [[unroll]] for (uint q = 0u; q < 4u; ++q) combine_store(t, col + q, out_n, sum[q]);
+  uint idx = t * out_n + col;
+  // One vector store where out's element idx is a multiple of 4 (out_n is one here), else four.
+  if ((pc.out_off & 3u) != 0u) {
+    [[unroll]] for (uint q = 0u; q < 4u; ++q) combine_store(t, col + q, out_n, sum[q]);
+    return;
+  }
+  if (HAS_EXISTING) [[unroll]] for (uint q = 0u; q < 4u; ++q) sum[q] += load_ex(pc.ex_off + idx + q);
+  store4_out(pc.out_off + idx, sum, OUT_TYPE);
 }

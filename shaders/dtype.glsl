@@ -113,3 +113,15 @@ void store_out(uint i, float v, uint type) {
   VKGMM_OUT_APPLY(atomicOr, i >> 1, encode16(v, type) << shift);
 #endif
 }
+
+// Store v as out elements i .. i+3, i a multiple of 4: one vector store (whole words, so 16-bit pairs
+// need no atomics: the four elements are this invocation's alone). A split out (parts of 2^PART_SHIFT
+// words) stores them one by one.
+void store4_out(uint i, vec4 v, uint type) {
+#ifdef VKGMM_SPLIT
+  [[unroll]] for (uint q = 0u; q < 4u; ++q) store_out(i + q, v[q], type);
+#else
+  if (type == DT_F32) out_v4[i >> 2] = floatBitsToUint(v);
+  else out_v2[i >> 2] = uvec2(encode16(v.x, type) | (encode16(v.y, type) << 16), encode16(v.z, type) | (encode16(v.w, type) << 16));
+#endif
+}

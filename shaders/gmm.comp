@@ -85,6 +85,7 @@ layout(std430, set = 0, binding = VKGMM_BINDING_BIAS) readonly buffer BiasBuf { 
 // read by other workgroups (coherent).
 layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent buffer WorkBuf { uint work[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent readonly buffer WorkBuf4 { uvec4 work4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent writeonly buffer WorkBuf4w { uvec4 work4w[]; };
 #define VKGMM_PARTIAL_WORD(i) work[pc.partial_off + (i)]
 #define VKGMM_PARTIAL_WORD4(i) work4[pc.partial_off / 4u + (i)]
 #include "combine.glsl"
@@ -93,6 +94,18 @@ layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent readonly buffer W
 void store_row_value(uint orow, uint col, float v) {
   if (FUSED_COMBINE) work[pc.partial_off + orow * pc.out_n + col] = floatBitsToUint(v);
   else store_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
+}
+
+// Columns col .. col + 3 of row orow (col a multiple of 4, where vector_stores()).
+void store_row_values4(uint orow, uint col, vec4 v) {
+  if (FUSED_COMBINE) work4w[(pc.partial_off + orow * pc.out_n + col) >> 2] = floatBitsToUint(v);
+  else store4_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
+}
+// Whether rows are stored 4 adjacent columns at a time: the schedules whose invocations own groups of 4
+// adjacent columns (col_of), with every group's first element a multiple of 4 (out_n and the offset).
+bool vector_stores() {
+  const uint first = FUSED_COMBINE ? pc.partial_off : pc.out_off;
+  return (VEC4 || USE_SHARED) && (pc.out_n & 3u) == 0u && (first & 3u) == 0u;
 }
 
 // Row r's slot (routed) or r itself: where its output goes.
@@ -479,6 +492,7 @@ void run_visit(uint visit, uint n_tile) {
         [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RNH + v * 4 + c] = acc4[i * VNH + v][c];
 
   // Store only this group's rows: the tile's other rows belong to other visits.
+  const bool stores4 = vector_stores();
   [[unroll]] for (uint i = 0; i < RM; ++i) {
     uint r = row_of(ty, i);
     uint row = m0 + r;
@@ -486,6 +500,22 @@ void run_visit(uint visit, uint n_tile) {
     uint orow = slot_of_row(row);
     // Read once per row: the compiler cannot keep a buffer value across the stores to out (they may alias).
     const float weight = WEIGHTED ? intBitsToFloat(meta[pc.weight_off + row]) : 1.0;
+    if (stores4) {
+      // The invocation's columns in groups of 4 adjacent ones (col_of), each group in or out whole.
+      [[unroll]] for (uint v = 0; v < RN / 4; ++v) {
+        uint c = col_of(tx, 4 * v);
+        uint col = n0 + c;
+        if (c >= TN || col >= pc.out_n) continue;
+        vec4 val;
+        [[unroll]] for (uint q = 0; q < 4; ++q) {
+          uint j = 4 * v + q;
+          val[q] = acc[i * RNH + j];
+          if (BIAS || SWIGLU || WEIGHTED) val[q] = epilogue(val[q], acc[i * RNH + (NH - 1u) * RN + j], g_local, col + q, weight);
+        }
+        store_row_values4(orow, col, val);
+      }
+      continue;
+    }
     [[unroll]] for (uint j = 0; j < RN; ++j) {
       uint c = col_of(tx, j);
       uint col = n0 + c;

@@ -254,6 +254,48 @@ TEST_F(DeviceTest, GmmDecodeTilesStreamWholeWeightRows) {
   }
 }
 
+// Rows are stored 4 adjacent columns at a time where out's element offset is a multiple of 4 (one vector
+// store per group of columns), element by element elsewhere. Every element offset within a 16-byte
+// alignment unit (4 f32, 8 bf16 elements: bf16 at 4 takes the vector stores with a nonzero offset), both
+// schedules, n with and without groups of 4 columns: against the reference, and the out buffer's other
+// elements, the 16-bit neighbours sharing a word with the first and last element too, untouched.
+TEST_F(DeviceTest, GmmStoresAtEveryOutOffset) {
+  for (DType out : {DType::f32, DType::bf16})
+    for (Schedule schedule : {Schedule::direct, Schedule::shared})
+      for (int64_t n : {24, 22}) {
+        const size_t es = dtype_size(out), unit = 16 / es;
+        for (size_t off = 0; off < unit; ++off) {
+          std::mt19937 rng(uint32_t(37 + off + n));
+          GmmProblem p;
+          p.m = 19;
+          p.k = 12;
+          p.n = n;
+          p.group_sizes = {7, 0, 12};
+          p.out_type = out;
+          p.schedule = schedule;
+          const auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+          const auto rhs = random_values(size_t(3) * p.k * p.n, DType::f32, rng);
+          const size_t count = size_t(p.m) * p.n, tail = unit;
+          Buffer l = ctx().create_buffer(lhs.size() * 4), r = ctx().create_buffer(rhs.size() * 4);
+          l.upload(lhs.data(), lhs.size() * 4);
+          r.upload(rhs.data(), rhs.size() * 4);
+          Buffer o = ctx().create_buffer((off + count + tail) * es);
+          const std::vector<uint8_t> poison(o.size(), 0xa5);
+          o.upload(poison.data(), poison.size());
+          gmm(ctx(), p, {l.view(), r.view(), o.view(off * es, count * es), {}});
+          std::vector<uint8_t> bytes(o.size());
+          o.download(bytes.data(), bytes.size());
+          const std::vector<float> got = decode(out, bytes.data() + off * es, count);
+          const Tolerance tol = tolerance_for(DType::f32, DType::f32, out);
+          EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), tol.atol, tol.rtol))
+              << dtype_name(out) << " " << (schedule == Schedule::direct ? "direct" : "shared") << " n " << n
+              << " offset " << off;
+          for (size_t b = 0; b < bytes.size(); ++b)
+            if (b < off * es || b >= (off + count) * es) ASSERT_EQ(bytes[b], 0xa5) << "byte " << b << " offset " << off;
+        }
+      }
+}
+
 TEST_F(DeviceTest, GmmUnalignedViews) {
   for (size_t lo : {3, 4})
     for (bool transpose : {false, true}) {

@@ -297,6 +297,17 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
     }
     for (const Guarded* g : {&l, &w, &wt, &o, &ids, &status, &work}) EXPECT_TRUE(g->guards_intact());
     if (e) EXPECT_TRUE(e->guards_intact());
+    // out one element past a 16-byte boundary: the sum is stored element by element there (a vector
+    // store per 4 columns where the offset is a multiple of 4), the same bits, the element before it kept.
+    Guarded o1(cx, (a.size() + 1) * 4);
+    GmmOperands shifted = ops;
+    shifted.out = o1.buffer.view(Guarded::kGuard + 4, a.size() * 4);
+    cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, shifted); });
+    const std::vector<float> all = floats(o1);
+    EXPECT_TRUE(same_bits(std::vector<float>(all.begin() + 1, all.end()), a)) << "out at element offset 1";
+    const std::vector<uint8_t> head = o1.get();
+    for (int b = 0; b < 4; ++b) EXPECT_EQ(head[size_t(b)], Guarded::kPoison);
+    EXPECT_TRUE(o1.guards_intact());
   }
 }
 
