@@ -132,6 +132,9 @@ void DispatchPlan::size_workspace() {
     words += slots;
     w.weight_rows = words;
     if (r.combine) words += slots;
+    // The per-slot results start at a multiple of 4 words: the kernel stores (and the fused combine
+    // reads) 4 adjacent columns as one vector there.
+    words = (words + 3) / 4 * 4;
     w.partial = words;
     if (r.combine) words += slots * r.out_n;
     w.tile_counts = words;
@@ -484,7 +487,7 @@ std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
 void DispatchPlan::check(const OperandViews& ops) const {
   // Also creates the pipeline these offsets need, so record() cannot fail after a check that passed.
   Bound b = bind(ops);
-  if (b.count) kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.texel);
+  if (b.count) kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.offsets().out_off, b.texel);
 }
 
 bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).texel; }
@@ -495,7 +498,7 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   Bound b = bind(ops);
   // The op's pipeline for these offsets first: for_offsets may refuse them, and nothing is recorded then.
   const VkPipeline pipeline =
-      b.count ? kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.texel) : VK_NULL_HANDLE;
+      b.count ? kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.offsets().out_off, b.texel) : VK_NULL_HANDLE;
   // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
   // is written by every record().
   if (b.device_meta) {

@@ -173,6 +173,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     kn.set(VKGMM_ID_GMM_BIAS, p.epilogue.bias);
     kn.set(VKGMM_ID_GMM_SWIGLU, swiglu);
     kn.set(VKGMM_ID_GMM_FUSED_COMBINE, fused_combine);
+    // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
+    kn.set(VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0);
+    kn.vec4_out_id = VKGMM_ID_GMM_VEC4_OUT;
     kn.vec4_needs_lhs = true;
     kn.rhs_any_offset = is_quantized(p.rhs_type);
   }

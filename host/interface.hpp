@@ -140,6 +140,7 @@ inline constexpr SpecConstant kGmmConstants[] = {
     {VKGMM_ID_GMM_BIAS, "BIAS"},
     {VKGMM_ID_GMM_SWIGLU, "SWIGLU"},
     {VKGMM_ID_GMM_FUSED_COMBINE, "FUSED_COMBINE"},
+    {VKGMM_ID_GMM_VEC4_OUT, "VEC4_OUT"},
 };
 inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_BLOCK_ROWS, "TK"},

@@ -27,6 +27,8 @@ struct Kernel {
   uint32_t vec4_lhs_id = 0;  // 0: none
   bool vec4_lhs_any_offset = false;
   bool rhs_any_offset = false;  // rhs's loads need no alignment (block formats: words at any word)
+  // The shader's 4-element stores (0: none): needs out's offset a multiple of 4 elements.
+  uint32_t vec4_out_id = 0;
   // Set where the plan's 4-element loads fit a CPU driver's loop budget but the scalar ones VKGMM_ID_VEC4's
   // fallback takes would not (tiling.hpp, check_cpu_loop_budget): the error for_offsets throws instead.
   std::string scalar_loads_refusal;
@@ -51,9 +53,11 @@ struct Kernel {
   void choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions& options, DType lhs, DType rhs, DType out);
   // Sets PART_SHIFT for split kernels and creates (or finds) the pipelines.
   void create(Context::Impl& ctx, VkDeviceSize part_bytes);
-  // The planned pipeline (the texel one with `texel`); where it uses 4-element loads of an operand whose
-  // offset (in elements, as pushed) is not a multiple of 4, the same kernel with those loads scalar.
-  VkPipeline for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset, bool texel = false) const;
+  // The planned pipeline (the texel one with `texel`); where it uses 4-element loads or stores of an
+  // operand whose offset (in elements, as pushed) is not a multiple of 4, the same kernel with those
+  // loads or stores scalar.
+  VkPipeline for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset, uint32_t out_offset,
+                         bool texel = false) const;
 };
 
 }  // namespace vkgmm

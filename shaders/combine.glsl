@@ -18,14 +18,16 @@ void combine_element(uint t, uint col, uint top_k, uint out_n) {
   combine_store(t, col, out_n, sum);
 }
 // Columns col to col + 3 at once (col and out_n multiples of 4): a CPU driver gathers one 16-byte vector
-// per lane instead of four words, and stores one; each column's sum is the same as combine_element's.
-void combine_element4(uint t, uint col, uint top_k, uint out_n) {
+// per lane instead of four words, and with vector_store stores one; each column's sum is the same as
+// combine_element's.
+void combine_element4(uint t, uint col, uint top_k, uint out_n, const bool vector_store) {
   uint slot = t * top_k;
   vec4 sum = vec4(0.0);
   for (uint j = 0u; j < top_k; ++j) sum += uintBitsToFloat(VKGMM_PARTIAL_WORD4(((slot + j) * out_n + col) / 4u));
   uint idx = t * out_n + col;
-  // One vector store where out's element idx is a multiple of 4 (out_n is one here), else four.
-  if ((pc.out_off & 3u) != 0u) {
+  // One vector store where out's element idx is a multiple of 4 (vector_store: a constant saying out's
+  // offset is one; out_n is one here), else four.
+  if (!vector_store) {
     [[unroll]] for (uint q = 0u; q < 4u; ++q) combine_store(t, col + q, out_n, sum[q]);
     return;
   }

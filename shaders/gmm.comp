@@ -54,6 +54,10 @@ layout(constant_id = VKGMM_ID_GMM_BIAS) const bool BIAS = false;
 layout(constant_id = VKGMM_ID_GMM_SWIGLU) const bool SWIGLU = false;
 // Small combined calls (interface.h): rows' results to the workspace, the last workgroup of an n tile sums them.
 layout(constant_id = VKGMM_ID_GMM_FUSED_COMBINE) const bool FUSED_COMBINE = false;
+// Rows stored 4 adjacent columns at a time (interface.h): only where every group of 4 columns starts at
+// an element index that is a multiple of 4 in out (out_n and out's offset; the host checks both) and in
+// the per-slot results (the workspace keeps them 4-word aligned).
+layout(constant_id = VKGMM_ID_GMM_VEC4_OUT) const bool VEC4_OUT = false;
 const uint NH = SWIGLU ? 2u : 1u;
 const uint RNH = RN * NH;  // accumulator columns per row: half h, column j at h * RN + j
 
@@ -96,16 +100,10 @@ void store_row_value(uint orow, uint col, float v) {
   else store_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
 }
 
-// Columns col .. col + 3 of row orow (col a multiple of 4, where vector_stores()).
+// Columns col .. col + 3 of row orow (col a multiple of 4, with VEC4_OUT).
 void store_row_values4(uint orow, uint col, vec4 v) {
   if (FUSED_COMBINE) work4w[(pc.partial_off + orow * pc.out_n + col) >> 2] = floatBitsToUint(v);
   else store4_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
-}
-// Whether rows are stored 4 adjacent columns at a time: the schedules whose invocations own groups of 4
-// adjacent columns (col_of), with every group's first element a multiple of 4 (out_n and the offset).
-bool vector_stores() {
-  const uint first = FUSED_COMBINE ? pc.partial_off : pc.out_off;
-  return (VEC4 || USE_SHARED) && (pc.out_n & 3u) == 0u && (first & 3u) == 0u;
 }
 
 // Row r's slot (routed) or r itself: where its output goes.
@@ -294,7 +292,7 @@ void finish_tile(uint n_tile, uint rows) {
     // 4 adjacent columns per invocation (TN and n0 are multiples of 4 wherever out_n is).
     for (uint e = gl_LocalInvocationIndex; e < tokens * (TN / 4u); e += NT) {
       uint col = n0 + (e % (TN / 4u)) * 4u;
-      if (col < pc.out_n) combine_element4(e / (TN / 4u), col, pc.top_k, pc.out_n);
+      if (col < pc.out_n) combine_element4(e / (TN / 4u), col, pc.top_k, pc.out_n, VEC4_OUT);
     }
     return;
   }
@@ -492,7 +490,6 @@ void run_visit(uint visit, uint n_tile) {
         [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RNH + v * 4 + c] = acc4[i * VNH + v][c];
 
   // Store only this group's rows: the tile's other rows belong to other visits.
-  const bool stores4 = vector_stores();
   [[unroll]] for (uint i = 0; i < RM; ++i) {
     uint r = row_of(ty, i);
     uint row = m0 + r;
@@ -500,7 +497,7 @@ void run_visit(uint visit, uint n_tile) {
     uint orow = slot_of_row(row);
     // Read once per row: the compiler cannot keep a buffer value across the stores to out (they may alias).
     const float weight = WEIGHTED ? intBitsToFloat(meta[pc.weight_off + row]) : 1.0;
-    if (stores4) {
+    if (VEC4_OUT) {
       // The invocation's columns in groups of 4 adjacent ones (col_of), each group in or out whole.
       [[unroll]] for (uint v = 0; v < RN / 4; ++v) {
         uint c = col_of(tx, 4 * v);

@@ -62,6 +62,10 @@
 #define VKGMM_ID_GMM_SWIGLU 20     // product columns [gate | up]: out = silu(gate) * up, out_n = n / 2
 // With WEIGHTED (routed, combined): the kernel itself sums the slots (FUSED_COMBINE, below), no combine dispatch.
 #define VKGMM_ID_GMM_FUSED_COMBINE 21
+// Rows stored 4 adjacent columns at a time (one vector store): the plan's where out_n is a multiple of
+// 4 on the 4-column schedules, off (scalar stores) for a record() whose out offset is not a multiple of
+// 4 elements. A constant, not a test of the pushed offset: a CPU driver runs both sides of a branch.
+#define VKGMM_ID_GMM_VEC4_OUT 22
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18

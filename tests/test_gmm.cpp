@@ -258,13 +258,16 @@ TEST_F(DeviceTest, GmmDecodeTilesStreamWholeWeightRows) {
 // store per group of columns), element by element elsewhere. Every element offset within a 16-byte
 // alignment unit (4 f32, 8 bf16 elements: bf16 at 4 takes the vector stores with a nonzero offset), both
 // schedules, n with and without groups of 4 columns: against the reference, and the out buffer's other
-// elements, the 16-bit neighbours sharing a word with the first and last element too, untouched.
+// elements, the 16-bit neighbours sharing a word with the first and last element too, untouched. With
+// lhs one element off (scalar loads, whose columns are not in groups of 4 on the direct schedule) the
+// stores go scalar too, whatever out's offset.
 TEST_F(DeviceTest, GmmStoresAtEveryOutOffset) {
   for (DType out : {DType::f32, DType::bf16})
     for (Schedule schedule : {Schedule::direct, Schedule::shared})
       for (int64_t n : {24, 22}) {
         const size_t es = dtype_size(out), unit = 16 / es;
-        for (size_t off = 0; off < unit; ++off) {
+        for (size_t off = 0; off < unit + 1; ++off) {
+          const size_t lo = off == unit ? 1 : 0;  // the last round: out at 0, lhs at 1
           std::mt19937 rng(uint32_t(37 + off + n));
           GmmProblem p;
           p.m = 19;
@@ -276,22 +279,23 @@ TEST_F(DeviceTest, GmmStoresAtEveryOutOffset) {
           const auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
           const auto rhs = random_values(size_t(3) * p.k * p.n, DType::f32, rng);
           const size_t count = size_t(p.m) * p.n, tail = unit;
-          Buffer l = ctx().create_buffer(lhs.size() * 4), r = ctx().create_buffer(rhs.size() * 4);
-          l.upload(lhs.data(), lhs.size() * 4);
+          Buffer l = ctx().create_buffer((lo + lhs.size()) * 4), r = ctx().create_buffer(rhs.size() * 4);
+          l.upload(lhs.data(), lhs.size() * 4, lo * 4);
           r.upload(rhs.data(), rhs.size() * 4);
-          Buffer o = ctx().create_buffer((off + count + tail) * es);
+          const size_t oo = off == unit ? 0 : off;
+          Buffer o = ctx().create_buffer((oo + count + tail) * es);
           const std::vector<uint8_t> poison(o.size(), 0xa5);
           o.upload(poison.data(), poison.size());
-          gmm(ctx(), p, {l.view(), r.view(), o.view(off * es, count * es), {}});
+          gmm(ctx(), p, {l.view(lo * 4, lhs.size() * 4), r.view(), o.view(oo * es, count * es), {}});
           std::vector<uint8_t> bytes(o.size());
           o.download(bytes.data(), bytes.size());
-          const std::vector<float> got = decode(out, bytes.data() + off * es, count);
+          const std::vector<float> got = decode(out, bytes.data() + oo * es, count);
           const Tolerance tol = tolerance_for(DType::f32, DType::f32, out);
           EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs), tol.atol, tol.rtol))
               << dtype_name(out) << " " << (schedule == Schedule::direct ? "direct" : "shared") << " n " << n
-              << " offset " << off;
+              << " offset " << oo << " lhs offset " << lo;
           for (size_t b = 0; b < bytes.size(); ++b)
-            if (b < off * es || b >= (off + count) * es) ASSERT_EQ(bytes[b], 0xa5) << "byte " << b << " offset " << off;
+            if (b < oo * es || b >= (oo + count) * es) ASSERT_EQ(bytes[b], 0xa5) << "byte " << b << " offset " << oo;
         }
       }
 }
