@@ -288,8 +288,9 @@ void finish_tile(uint n_tile, uint rows) {
   if (!tile_complete) return;
   memoryBarrierBuffer();
   const uint n0 = n_tile * TN, tokens = pc.m / pc.top_k;
-  if (TN % 4u == 0u && (pc.partial_off & 3u) == 0u && (pc.out_n & 3u) == 0u) {
-    // 4 adjacent columns per invocation (TN and n0 are multiples of 4 wherever out_n is).
+  if (TN % 4u == 0u && (pc.out_n & 3u) == 0u) {
+    // 4 adjacent columns per invocation (TN and n0 are multiples of 4 wherever out_n is; the per-slot
+    // results start at a multiple of 4 words, host/dispatch_plan.cpp).
     for (uint e = gl_LocalInvocationIndex; e < tokens * (TN / 4u); e += NT) {
       uint col = n0 + (e % (TN / 4u)) * 4u;
       if (col < pc.out_n) combine_element4(e / (TN / 4u), col, pc.top_k, pc.out_n, VEC4_OUT);
@@ -305,7 +306,8 @@ void finish_tile(uint n_tile, uint rows) {
 float silu(float x) { return x / (1.0 + exp(-x)); }
 
 // The epilogue of one output value: the gate (or only) product v, the up product u (SWIGLU), of group
-// g_local at output column col, its row's routing weight w: + bias, activation, weight; all in fp32.
+// g_local at output column col, its row's routing weight w: + bias, activation, weight; all in fp32
+// (v itself with none of them: the constants fold every step away).
 float epilogue(float v, float u, uint g_local, uint col, float w) {
   if (BIAS) {
     uint brow = pc.bias_off + g_local * pc.n;
@@ -506,8 +508,7 @@ void run_visit(uint visit, uint n_tile) {
         vec4 val;
         [[unroll]] for (uint q = 0; q < 4; ++q) {
           uint j = 4 * v + q;
-          val[q] = acc[i * RNH + j];
-          if (BIAS || SWIGLU || WEIGHTED) val[q] = epilogue(val[q], acc[i * RNH + (NH - 1u) * RN + j], g_local, col + q, weight);
+          val[q] = epilogue(acc[i * RNH + j], acc[i * RNH + (NH - 1u) * RN + j], g_local, col + q, weight);
         }
         store_row_values4(orow, col, val);
       }
@@ -517,9 +518,7 @@ void run_visit(uint visit, uint n_tile) {
       uint c = col_of(tx, j);
       uint col = n0 + c;
       if (c >= TN || col >= pc.out_n) continue;
-      float v = acc[i * RNH + j];
-      if (BIAS || SWIGLU || WEIGHTED) v = epilogue(v, acc[i * RNH + (NH - 1u) * RN + j], g_local, col, weight);
-      store_row_value(orow, col, v);
+      store_row_value(orow, col, epilogue(acc[i * RNH + j], acc[i * RNH + (NH - 1u) * RN + j], g_local, col, weight));
     }
   }
   // The visit's rows: from its first row (a group's first row, or tm rows past one) to the group's end.
