@@ -371,10 +371,10 @@ void run_visit(uint visit, uint n_tile) {
     uint arow[RM];
     [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
     uint rbase = pc.rhs_off + g_local * pc.k * pc.n;
-    // Each invocation owns RN/4 groups of 4 adjacent columns (col_of). Per 4 K steps it gathers the 4
-    // K rows of those columns as b[q * VN + v] (q: the K step), then each accumulator takes its four
-    // FMAs in a row: a CPU driver keeps few accumulators in registers, so touch each one once per four
-    // K steps. rhs [k, n] gives those rows as vec4s along N directly. rhs [n, k] gives vec4s along K,
+    // Each invocation owns RN/4 groups of 4 adjacent columns (col_of). Per 4 K steps it takes the 4 K
+    // rows of a batch of those column groups (VB below) as b[q * VB + w] (q: the K step), then each
+    // accumulator of the batch takes its four FMAs in a row: a CPU driver keeps few accumulators in
+    // registers, so touch each one once per four K steps. rhs [k, n] gives those rows as vec4s along N directly. rhs [n, k] gives vec4s along K,
     // one per column: 4 of them are the 4 x 4 block transposed, which costs nothing where vectors are
     // held component by component (a CPU driver's SoA registers).
     uint bcol[VNH];      // rhs [k, n]: the group's first column (clamped so the vec4 stays in the row)
@@ -403,6 +403,14 @@ void run_visit(uint visit, uint n_tile) {
     const bool WALK_MINS = WALK_RUNS && RHS_TYPE == VKGMM_DT_Q4_K;
     const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
     const uint run_quads = q_run_quads(RHS_TYPE);
+    // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
+    // of every row that use it, so 16 values are live at a time instead of the quad's 16 * VNH, which a
+    // CPU driver spills. Measured on lavapipe against every group first (3 alternated rounds, gpu ms):
+    // moe-prefill 152 -> 123, bf16-prefill 145 -> 123, moe-fine 45.5 -> 38.2, the block-format decodes
+    // 5-15 % less. Every group first still where that measured better: q4_K scaling each value as it
+    // decodes it (16 rows per invocation: 136 vs 149 ms) and rhs [n, k] of an element type, whose loads
+    // are 4 * VNH separate K runs in memory, all in flight together that way (moe-grad: no gain).
+    const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? VNH : 1u;
     uvec4 qhead[4 * VNH];
     for (uint k0 = 0; k0 < pc.k; k0 += kstep) {
       QStep qs[4 * VNH];
@@ -429,28 +437,32 @@ void run_visit(uint visit, uint n_tile) {
     const bool run_starts = WALK_RUNS && s % run_quads == 0u; \
     if (WALK_MINS) \
       [[unroll]] for (uint i = 0; i < RM; ++i) xsum[i] = (run_starts ? 0.0 : xsum[i]) + ((a[i].x + a[i].y) + (a[i].z + a[i].w)); \
-    vec4 b[4 * VNH]; \
-    if (TRANSPOSE_RHS) { \
-      [[unroll]] for (uint v = 0; v < VNH; ++v) \
-        [[unroll]] for (uint c = 0; c < 4; ++c) { \
-          uint e = 4 * v + c; \
-          uint word = qw[e][s % q_run_words(RHS_TYPE)], hi_word = qh[e][s % 8u]; \
-          vec4 t = WALK_RUNS    ? q_raw4(RHS_TYPE, qs[e], word, hi_word, s) \
-                   : WALK_STEPS ? q_step4(RHS_TYPE, qs[e], word, hi_word, s) \
-                                : load4_rhs(bcol_t[e] + kk); \
-          [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VNH + v][c] = t[q]; \
+    [[unroll]] for (uint v0 = 0; v0 < VNH; v0 += VB) { \
+      vec4 b[4 * VNH]; /* 4 * VB used: VB is not a constant expression where glslang sizes arrays */ \
+      [[unroll]] for (uint w = 0; w < VB; ++w) { \
+        uint v = v0 + w; \
+        if (TRANSPOSE_RHS) { \
+          [[unroll]] for (uint c = 0; c < 4; ++c) { \
+            uint e = 4 * v + c; \
+            uint word = qw[e][s % q_run_words(RHS_TYPE)], hi_word = qh[e][s % 8u]; \
+            vec4 t = WALK_RUNS    ? q_raw4(RHS_TYPE, qs[e], word, hi_word, s) \
+                     : WALK_STEPS ? q_step4(RHS_TYPE, qs[e], word, hi_word, s) \
+                                  : load4_rhs(bcol_t[e] + kk); \
+            [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VB + w][c] = t[q]; \
+          } \
+        } else { \
+          [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VB + w] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]); \
         } \
-    } else { \
-      [[unroll]] for (uint q = 0; q < 4; ++q) \
-        [[unroll]] for (uint v = 0; v < VNH; ++v) b[q * VNH + v] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]); \
-    } \
-    [[unroll]] for (uint i = 0; i < RM; ++i) \
-      [[unroll]] for (uint v = 0; v < VNH; ++v) { \
-        vec4 c = WALK_RUNS ? (run_starts ? vec4(0.0) : part[i * VNH + v]) : acc4[i * VNH + v]; \
-        [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VNH + v], c); \
-        if (WALK_RUNS) part[i * VNH + v] = c; \
-        else acc4[i * VNH + v] = c; \
       } \
+      [[unroll]] for (uint i = 0; i < RM; ++i) \
+        [[unroll]] for (uint w = 0; w < VB; ++w) { \
+          uint v = v0 + w; \
+          vec4 c = WALK_RUNS ? (run_starts ? vec4(0.0) : part[i * VNH + v]) : acc4[i * VNH + v]; \
+          [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VB + w], c); \
+          if (WALK_RUNS) part[i * VNH + v] = c; \
+          else acc4[i * VNH + v] = c; \
+        } \
+    } \
     if (WALK_RUNS && s % run_quads == run_quads - 1u) \
       [[unroll]] for (uint v = 0; v < VNH; ++v) { \
         uint e = 4 * v; \
