@@ -16,6 +16,7 @@
 #include "args.hpp"
 #include "baselines.hpp"
 #include "check.hpp"
+#include "eviction.hpp"
 #include "fail.hpp"
 #include "layer.hpp"
 #include "report.hpp"
@@ -421,7 +422,8 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
   r.reps = reps;
   progress("[%s] matches the reference; timing %d reps after %d warmup, %zu kinds of call alternating", name, reps,
            o.warmup, calls.size());
-  const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls);
+  const CacheEviction evict(ctx);
+  const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls, [&](VkCommandBuffer cb) { evict(cb); });
   r.time = summarize(s[0]);
   r.per_slot_ms = median(s[1].gpu_ms);
   if (chain) {

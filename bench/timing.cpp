@@ -9,10 +9,12 @@ Samples time_calls(GpuTimer& timer, int reps, int warmup, const std::function<vo
   return time_alternating(timer, reps, warmup, {{prepare, record}}).front();
 }
 
-std::vector<Samples> time_alternating(GpuTimer& timer, int reps, int warmup, const std::vector<Call>& calls) {
+std::vector<Samples> time_alternating(GpuTimer& timer, int reps, int warmup, const std::vector<Call>& calls,
+                                      const std::function<void(VkCommandBuffer)>& before) {
   std::vector<Samples> out(calls.size());
   for (int i = 0; i < warmup + reps; ++i)
     for (size_t c = 0; c < calls.size(); ++c) {
+      if (before) timer.run_ms(before);
       const tool::Stopwatch call;
       calls[c].prepare();
       const double host = call.ms();

@@ -30,7 +30,9 @@ struct Call {
 // As time_calls for several kinds of call, alternating: each round (warmup rounds included) makes one
 // call of each, in order, so that a disturbance of a shared machine hits every kind alike instead of
 // whichever ran during it. Samples per kind, in the order of `calls`.
-std::vector<Samples> time_alternating(GpuTimer& timer, int reps, int warmup, const std::vector<Call>& calls);
+// `before`, when set, is recorded and run untimed ahead of every call (e.g. evicting the caches).
+std::vector<Samples> time_alternating(GpuTimer& timer, int reps, int warmup, const std::vector<Call>& calls,
+                                      const std::function<void(VkCommandBuffer)>& before = {});
 
 // The medians (and the gpu minimum) of a path's samples.
 struct Times {
