@@ -10,6 +10,7 @@
 #include <ostream>
 
 #include "gpu_harness.hpp"
+#include "vkgmm/convert.hpp"
 #include "interface.h"
 #include "plan_internals.hpp"
 
@@ -308,6 +309,56 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
     const std::vector<uint8_t> head = o1.get();
     for (int b = 0; b < 4; ++b) EXPECT_EQ(head[size_t(b)], Guarded::kPoison);
     EXPECT_TRUE(o1.guards_intact());
+  }
+}
+
+// Routed calls with out at every element offset in a 16-byte unit: the vector stores (4 adjacent columns,
+// where out's offset is a multiple of 4) and the element-by-element ones must write the same bits and
+// nothing outside out, per slot and combined, with the fused epilogue or none, with slots of no local
+// expert (filled from existing_out, or zero) and 16-bit outs, on both schedules.
+TEST_F(DeviceTest, RoutedStoresAtEveryOutOffset) {
+  struct Mode { bool combine, swiglu; DType out; Schedule schedule; };
+  const Mode modes[] = {
+      {false, true, DType::f32, Schedule::direct},  {true, false, DType::f32, Schedule::direct},
+      {false, false, DType::bf16, Schedule::direct}, {true, true, DType::f16, Schedule::direct},
+      {false, true, DType::f16, Schedule::shared},  {true, true, DType::bf16, Schedule::shared},
+  };
+  for (const Mode& m : modes) {
+    RoutingCase c{8, 2, 8, 2, 4, 16, 64, Route::top_k, DType::f32, DType::f32, m.out,
+                  false, false, m.combine, m.combine == m.swiglu, m.swiglu, m.swiglu, m.schedule, 43};
+    SCOPED_TRACE(case_name(c));
+    Context& cx = ctx(m.schedule);
+    const Routed r = make_routed(c);
+    const GmmPlan plan(cx, r.p);
+    const std::vector<float> aligned = run(cx, r);
+    ASSERT_TRUE(close_to_reference(r, aligned));
+    const size_t es = dtype_size(m.out), count = aligned.size();
+    auto operand = [&](DType t, const std::vector<float>& v) {
+      Guarded g(cx, v.size() * dtype_size(t));
+      const std::vector<uint8_t> bytes = encode(t, v);
+      g.set(bytes.data(), bytes.size());
+      return g;
+    };
+    Guarded l = operand(r.p.lhs_type, r.lhs), w = operand(r.p.rhs_type, r.rhs), ids(cx, r.ids.size() * 4),
+            status(cx, 4);
+    ids.set(r.ids.data(), r.ids.size() * 4);
+    std::optional<Guarded> ex, wt, bias;
+    GmmOperands ops{l.view(), w.view(), {}};
+    ops.ids = ids.view();
+    ops.status = status.view();
+    if (r.p.existing_out) ops.existing_out = ex.emplace(operand(m.out, r.existing_out)).view();
+    if (m.combine) ops.weights = wt.emplace(operand(DType::f32, r.weights)).view();
+    if (m.swiglu) ops.bias = bias.emplace(operand(DType::f32, r.bias)).view();
+    for (size_t off = 1; off < 16 / es; ++off) {
+      Guarded o(cx, (off + count) * es);
+      ops.out = o.buffer.view(Guarded::kGuard + off * es, count * es);
+      cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+      const std::vector<uint8_t> bytes = o.get();
+      EXPECT_TRUE(same_bits(decode(m.out, bytes.data() + off * es, count), aligned)) << "out at element offset " << off;
+      for (size_t b = 0; b < off * es; ++b) ASSERT_EQ(bytes[b], Guarded::kPoison) << "byte " << b << ", offset " << off;
+      EXPECT_TRUE(o.guards_intact()) << "offset " << off;
+    }
+    for (const Guarded* g : {&l, &w, &ids, &status}) EXPECT_TRUE(g->guards_intact());
   }
 }
 
