@@ -1,19 +1,25 @@
 #include "eviction.hpp"
 
-#include "context_impl.hpp"  // the device type
+#include <unistd.h>
+
+#include <algorithm>
 
 namespace bench {
 
 namespace {
-constexpr uint64_t kHostBytes = 128ull << 20;
+constexpr uint64_t kMinHostBytes = 128ull << 20;
 constexpr uint64_t kDeviceBytes = 64ull << 20;
 volatile uint64_t g_sink;  // keeps the reads
+
+uint64_t host_bytes() {
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);  // 0 or -1 where the C library does not know
+  return std::max<uint64_t>(kMinHostBytes, llc > 0 ? 4 * uint64_t(llc) : 0);
+}
 }  // namespace
 
-CacheEviction::CacheEviction(vkgmm::Context& ctx) {
-  host_ = vkgmm::ContextInternals::of(ctx).dev.info.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+CacheEviction::CacheEviction(vkgmm::Context& ctx) : host_(ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
   if (host_) {
-    words_.assign(kHostBytes / sizeof(uint64_t), 1);
+    words_.assign(host_bytes() / sizeof(uint64_t), 1);
   } else {
     copy_ = std::make_unique<vkgmm::BufferCopy>(ctx, kDeviceBytes);
   }

@@ -239,8 +239,8 @@ void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
                "dispatch, gmm with device group sizes, un-permute/combine dispatch, one command buffer), ids/ch the\n"
                "combined call's gpu ms over it (below 1: ids mode is faster); sort ms, the grouped gemm alone on rows\n"
                "sorted on the host (host group sizes, per-slot output), ids/so the combined call over it.\n"
-               "Every one of these calls and copies starts from evicted caches (a model's layer finds its experts\n"
-               "in none): on a CPU device a 128 MiB host read before each, elsewhere a 64 MiB device copy.\n");
+               "Every one of these calls (the copy and an unquantized peer too) starts from evicted caches, as a\n"
+               "model's layer finds its experts in none (bench/eviction.hpp); the other tables' calls do not.\n");
 }
 
 // A model layer's own fields (none for other workloads): the model, its scaled shapes and per-token rate.
