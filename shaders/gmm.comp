@@ -374,9 +374,9 @@ void run_visit(uint visit, uint n_tile) {
     // Each invocation owns RN/4 groups of 4 adjacent columns (col_of). Per 4 K steps it takes the 4 K
     // rows of a batch of those column groups (VB below) as b[q * VB + w] (q: the K step), then each
     // accumulator of the batch takes its four FMAs in a row: a CPU driver keeps few accumulators in
-    // registers, so touch each one once per four K steps. rhs [k, n] gives those rows as vec4s along N directly. rhs [n, k] gives vec4s along K,
-    // one per column: 4 of them are the 4 x 4 block transposed, which costs nothing where vectors are
-    // held component by component (a CPU driver's SoA registers).
+    // registers, so touch each one once per four K steps. rhs [k, n] gives those rows as vec4s along N
+    // directly. rhs [n, k] gives vec4s along K, one per column: 4 of them are the 4 x 4 block transposed,
+    // which costs nothing where vectors are held component by component (a CPU driver's SoA registers).
     uint bcol[VNH];      // rhs [k, n]: the group's first column (clamped so the vec4 stays in the row)
     uint bcol_t[4 * VNH];  // rhs [n, k]: each column's K run (columns past n clamped; never stored)
     [[unroll]] for (uint v = 0; v < VNH; ++v) {
@@ -410,6 +410,7 @@ void run_visit(uint visit, uint n_tile) {
     // 5-15 % less. Every group first still where that measured better: q4_K scaling each value as it
     // decodes it (16 rows per invocation: 136 vs 149 ms) and rhs [n, k] of an element type, whose loads
     // are 4 * VNH separate K runs in memory, all in flight together that way (moe-grad: no gain).
+    // Block formats stored [k, n] take one group at a time too, unmeasured (the presets store [n, k]).
     const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? VNH : 1u;
     uvec4 qhead[4 * VNH];
     for (uint k0 = 0; k0 < pc.k; k0 += kstep) {
