@@ -8,12 +8,13 @@ namespace bench {
 
 namespace {
 constexpr uint64_t kMinHostBytes = 128ull << 20;
+constexpr uint64_t kMaxHostBytes = 1ull << 30;  // stacked-cache parts report up to ~1 GiB of L3
 constexpr uint64_t kDeviceBytes = 64ull << 20;
 volatile uint64_t g_sink;  // keeps the reads
 
 uint64_t host_bytes() {
   const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);  // 0 or -1 where the C library does not know
-  return std::max<uint64_t>(kMinHostBytes, llc > 0 ? 4 * uint64_t(llc) : 0);
+  return std::clamp<uint64_t>(llc > 0 ? 4 * uint64_t(llc) : 0, kMinHostBytes, kMaxHostBytes);
 }
 }  // namespace
 

@@ -16,11 +16,11 @@ namespace bench {
 class CacheEviction {
  public:
   explicit CacheEviction(vkgmm::Context& ctx);
-  // On a CPU device (its caches are the host's) reads a host array of 4x the host's last-level cache (at
-  // least 128 MiB), which leaves only clean lines there: a device copy would leave written ones that the
-  // next call pays to write back (ids-decode 3.1 ms instead of 1.7). It runs on the calling thread: lines
-  // in the private caches of the driver's worker cores (1 MiB each here) may survive. Elsewhere records a
-  // 64 MiB device copy into cb, which need not evict caches of 128 MiB and more.
+  // On a CPU device (its caches are the host's) reads a host array of 4x the host's last-level cache,
+  // 128 MiB to 1 GiB, which leaves only clean lines there: a device copy would leave written ones that
+  // the next call pays to write back (ids-decode 3.1 ms instead of 1.7). It runs on the calling thread:
+  // lines in the private caches of the driver's worker cores (1 MiB each here) may survive. Elsewhere
+  // records a 64 MiB device copy into cb, which need not evict caches of 128 MiB and more.
   void operator()(VkCommandBuffer cb) const;
 
  private:
