@@ -25,12 +25,9 @@ void combine_element4(uint t, uint col, uint top_k, uint out_n, const bool vecto
   vec4 sum = vec4(0.0);
   for (uint j = 0u; j < top_k; ++j) sum += uintBitsToFloat(VKGMM_PARTIAL_WORD4(((slot + j) * out_n + col) / 4u));
   uint idx = t * out_n + col;
+  if (HAS_EXISTING) [[unroll]] for (uint q = 0u; q < 4u; ++q) sum[q] += load_ex(pc.ex_off + idx + q);
   // One vector store where out's element idx is a multiple of 4 (vector_store: a constant saying out's
   // offset is one; out_n is one here), else four.
-  if (!vector_store) {
-    [[unroll]] for (uint q = 0u; q < 4u; ++q) combine_store(t, col + q, out_n, sum[q]);
-    return;
-  }
-  if (HAS_EXISTING) [[unroll]] for (uint q = 0u; q < 4u; ++q) sum[q] += load_ex(pc.ex_off + idx + q);
-  store4_out(pc.out_off + idx, sum, OUT_TYPE);
+  if (vector_store) store4_out(pc.out_off + idx, sum, OUT_TYPE);
+  else [[unroll]] for (uint q = 0u; q < 4u; ++q) store_out(pc.out_off + idx + q, sum[q], OUT_TYPE);
 }
