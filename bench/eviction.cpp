@@ -18,8 +18,8 @@ uint64_t host_bytes() {
 }
 }  // namespace
 
-CacheEviction::CacheEviction(vkgmm::Context& ctx) : host_(ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-  if (host_) {
+CacheEviction::CacheEviction(vkgmm::Context& ctx) {
+  if (ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
     words_.assign(host_bytes() / sizeof(uint64_t), 1);
   } else {
     copy_ = std::make_unique<vkgmm::BufferCopy>(ctx, kDeviceBytes);
@@ -27,7 +27,7 @@ CacheEviction::CacheEviction(vkgmm::Context& ctx) : host_(ctx.info().type == VK_
 }
 
 void CacheEviction::operator()(VkCommandBuffer cb) const {
-  if (!host_) {
+  if (copy_) {
     copy_->record(cb, kDeviceBytes);
     return;
   }

@@ -24,9 +24,8 @@ class CacheEviction {
   void operator()(VkCommandBuffer cb) const;
 
  private:
-  bool host_ = false;
-  std::vector<uint64_t> words_;
-  std::unique_ptr<vkgmm::BufferCopy> copy_;
+  std::vector<uint64_t> words_;              // a CPU device: the host array
+  std::unique_ptr<vkgmm::BufferCopy> copy_;  // any other
 };
 
 }  // namespace bench
