@@ -41,12 +41,12 @@ vkgmm::GmmProblem routed_problem(const Workload& w, bool combine) {
   return p;
 }
 
-int64_t experts_per_binding(const Workload& w, uint64_t max_storage_buffer_range) {
-  // vkgmm would take the whole tensor in one call, bound in parts, but reads operands in parts a word at
-  // a time with a branch per load: on lavapipe qwen3-ids-t1 f32 ran 143 ms as one such call against
-  // 6.6 ms as 7 windows of 21 experts (128 MiB bindings).
+int64_t experts_per_window(const Workload& w, uint64_t whole_input_bytes) {
+  // Beyond what one call reads whole, vkgmm binds the tensor in parts and reads those a word at a time
+  // with a branch per load: on lavapipe without texel views, qwen3-ids-t1 f32 ran 143 ms as one such
+  // call against 6.6 ms as 7 windows of 21 experts (128 MiB bindings).
   const uint64_t expert_bytes = vkgmm::storage_bytes(w.rhs_type(), uint64_t(w.k) * uint64_t(w.n));
-  return std::max<int64_t>(1, int64_t(max_storage_buffer_range / expert_bytes));
+  return std::max<int64_t>(1, int64_t(whole_input_bytes / expert_bytes));
 }
 
 }  // namespace bench

@@ -16,8 +16,8 @@ vkgmm::TgmmProblem tgmm_problem(const Workload& w);
 // A workload routed by ids, all its experts in one window: combined in token order with the routing
 // weights (out [T, n]) or per slot (out [T, top_k, n]); fp32 out either way.
 vkgmm::GmmProblem routed_problem(const Workload& w, bool combine);
-// The experts of one window of a routed workload: as many as one storage-buffer binding holds
-// (`max_storage_buffer_range`), so each window's weights bind whole.
-int64_t experts_per_binding(const Workload& w, uint64_t max_storage_buffer_range);
+// The experts of one window of a routed workload: as many as one call reads whole
+// (`whole_input_bytes`: Context::max_whole_input_bytes of the weights' type).
+int64_t experts_per_window(const Workload& w, uint64_t whole_input_bytes);
 
 }  // namespace bench

@@ -48,9 +48,9 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
   const size_t T = size_t(w.m), k = size_t(w.k), n = size_t(w.n), E = size_t(w.groups), K = size_t(w.top_k);
   const uint64_t expert_bytes = vkgmm::storage_bytes(w.rhs_type(), uint64_t(k * n));
   if (shards <= 0) {
-    // Windows whose weights fit one storage-buffer binding (maxStorageBufferRange; lavapipe: 128 MiB, 21 f32
-    // or 42 bf16 experts of Qwen3's shape).
-    const int64_t fit = experts_per_binding(w, ctx.info().max_storage_buffer_range);
+    // Windows whose weights one call reads whole (maxStorageBufferRange, or on lavapipe the texel views'
+    // 2 GiB of f32: all 128 of Qwen3's experts in f32 or bf16).
+    const int64_t fit = experts_per_window(w, ctx.max_whole_input_bytes(w.rhs_type()));
     shards = (w.groups + fit - 1) / fit;
   }
   per_shard_ = (w.groups + shards - 1) / shards;

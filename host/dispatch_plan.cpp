@@ -52,14 +52,24 @@ void DispatchPlan::set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec ou
   sizes_.rhs = operand_bytes(rhs.type, rhs.count);
   sizes_.out = operand_bytes(out.type, out.count);
   sizes_.existing_out = existing_out ? sizes_.out : 0;
-  kernel_.split =
-      check_operand_limits(name(), info(), {{"lhs", sizes_.lhs}, {"rhs", sizes_.rhs}, {"out", sizes_.out}});
+  // Inputs past one binding are read through the texel views of vkgmm's buffers, where the device reads
+  // inputs that way (texel_views.hpp) and out fits one binding (the texel build's plain layout): up to what
+  // a view reaches (2 GiB of f32 on lavapipe, beyond the split layout's 4 parts of 128 MiB, and without its
+  // word-at-a-time loads: qwen3-ids-t1's f32 experts as one call).
+  const uint64_t slack = std::max<uint64_t>(info().min_storage_buffer_offset_alignment, 16);
+  const bool texel_inputs = sizes_.out + slack <= info().max_storage_buffer_range &&
+                            texel_loads_usable(info(), options().texel_loads, lhs.type, rhs.type);
+  auto reach = [&](DType t) { return texel_inputs ? texel_reach_bytes(info(), t) : 0; };
+  kernel_.split = check_operand_limits(
+      name(), info(), {{"lhs", sizes_.lhs, reach(lhs.type)}, {"rhs", sizes_.rhs, reach(rhs.type)}, {"out", sizes_.out}});
+  kernel_.texel_unsplit = kernel_.split && texel_inputs;
   if (kernel_.split) part_bytes_ = split_part_bytes(info());
 }
 
-// Operands bound in parts are read a word at a time.
+// Operands bound in parts are read a word at a time; a plan that reads them through texel views instead
+// keeps its 4-element loads (Kernel::for_offsets turns them off for the split build).
 bool DispatchPlan::vec4_allowed() const {
-  return !kernel_.split && options().vec4_loads;
+  return (!kernel_.split || kernel_.texel_unsplit) && options().vec4_loads;
 }
 
 void DispatchPlan::set_shape(const KernelShape& shape) {
@@ -283,17 +293,42 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   }
   if (!dispatches()) return b;
 
+  // The inputs through their buffers' texel views where the plan has a texel build and both have views
+  // (their pushed offsets then count from the buffers' starts); else read as storage buffers, in parts
+  // where the plan's operands need them.
+  uint32_t texel_offsets[2] = {0, 0};
+  if (kernel_.texel_code.code && operands_[0].count && operands_[1].count) {
+    bind_texel_inputs(*ctx_, ops.lhs, operands_[0].type, operands_[0].count, ops.rhs, operands_[1].type,
+                      operands_[1].count, b.texels, texel_offsets[0], texel_offsets[1]);
+    b.texel = b.texels[0] != VK_NULL_HANDLE;
+  }
+  const bool split = kernel_.split && !b.texel;
   static const char* const kNames[4] = {"lhs", "rhs", "out", "existing_out"};
   const BufferView* views[4] = {&ops.lhs, &ops.rhs, &ops.out, &ops.existing_out};
   BoundOperand bound[4];
   for (int o = 0; o < 4; ++o) {
     const OperandSpec& spec = operands_[o < 3 ? o : 2];  // existing_out: out's type and count
-    if (o == 3 && !has_existing_)
+    if (o == 3 && !has_existing_) {
       bound[3] = bound[2];  // the shader reads none: any valid descriptor
-    else if (spec.count)
-      bound[o] = bind_operand(*ctx_, op, kNames[o], *views[o], spec.type, spec.count, part_bytes_, !kernel_.storage16);
-    else
+    } else if (!spec.count) {
       bound[o].info = meta;  // an input never read
+    } else if (o < 2 && b.texel) {
+      // The texel build reads the inputs only through their views: these bindings, never read, take the
+      // metadata's descriptor (an input may be past what one binding addresses).
+      bound[o] = bind_unread_operand(*ctx_, op, kNames[o], *views[o], spec.type, spec.count, !kernel_.storage16, meta);
+      bound[o].element_offset = texel_offsets[o];
+    } else {
+      if (o < 2 && kernel_.texel_unsplit && operand_bytes(spec.type, spec.count) > part_bytes_ * kMaxParts)
+        throw Error(Status::unsupported,
+                    std::string(op) + ": " + kNames[o] + ": " + std::to_string(operand_bytes(spec.type, spec.count)) +
+                        " bytes are more than vkgmm binds as a storage buffer on this device (" +
+                        std::to_string(kMaxParts) + " parts of maxStorageBufferRange " +
+                        std::to_string(info().max_storage_buffer_range) +
+                        "); inputs this large are read through texel views, which only buffers from "
+                        "Context::create_buffer or borrow_buffer (with texel usage) have");
+      bound[o] = bind_operand(*ctx_, op, kNames[o], *views[o], spec.type, spec.count, split ? part_bytes_ : 0,
+                              !kernel_.storage16);
+    }
   }
   if (combines()) {
     // The kernel writes the per-slot results into the workspace; the combine reads them there and
@@ -328,7 +363,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   BoundOperand bias;
   bias.info = meta;  // no bias (or one of no elements: no local expert): any valid descriptor
   if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
-  b.count = layout_descriptors(bound, meta, bias.info, kernel_.split, b.infos);
+  b.count = layout_descriptors(bound, meta, bias.info, split, b.infos);
   std::memcpy(b.push, push_.data(), push_.size() * 4);
   abi::OperandOffsets& off = b.offsets();
   off.lhs_off = bound[0].element_offset;
@@ -336,11 +371,6 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   off.out_off = bound[2].element_offset;
   off.ex_off = bound[3].element_offset;
   off.bias_off = bias.element_offset;
-  if (kernel_.texel_code.code && operands_[0].count && operands_[1].count) {
-    bind_texel_inputs(*ctx_, ops.lhs, operands_[0].type, operands_[0].count, ops.rhs, operands_[1].type,
-                      operands_[1].count, b.texels, off.lhs_off, off.rhs_off);
-    b.texel = b.texels[0] != VK_NULL_HANDLE;
-  }
   return b;
 }
 
@@ -477,7 +507,7 @@ std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
   if (dispatches()) {
     // Where there is a texel build, vkgmm's own buffers take it, and it is the one build() compiled.
     const bool texel = kernel_.texel_code.code != nullptr;
-    out.push_back({"op", texel ? kernel_.texel_code : kernel_.code, kernel_.constants, kernel_.split,
+    out.push_back({"op", texel ? kernel_.texel_code : kernel_.code, kernel_.constants, kernel_.split && !texel,
                    texel ? kernel_.texel_pipeline : kernel_.pipeline});
   }
   if (combine_pipeline_) out.push_back({"combine", combine_shader(), combine_constants(), false, combine_pipeline_});

@@ -35,8 +35,9 @@ void Kernel::choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions
   const bool any16 = lhs != DType::f32 || rhs != DType::f32 || out != DType::f32;
   code = shader_for(op, info, options.storage16, any16, split);
   storage16 = !split && use_storage16(info, options.storage16, any16);
-  if (!split && texel_loads_usable(info, options.texel_loads, lhs, rhs))
-    texel_code = texel_shader_for(op, info, options.storage16, any16);
+  // One binding rule for both builds of a split plan: no 16-bit storage (out is bound in words).
+  if ((!split || texel_unsplit) && texel_loads_usable(info, options.texel_loads, lhs, rhs))
+    texel_code = texel_shader_for(op, info, options.storage16 && !split, any16);
 }
 
 void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
@@ -66,7 +67,8 @@ VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t
   const ShaderCode& c = texel ? texel_code : code;
   auto on = [&](uint32_t id) { return id != 0 && id < constants.size() && constants[id] != 0; };
   const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = rhs_any_offset || rhs_offset % 4 == 0;
-  const bool vec4_off = on(VKGMM_ID_VEC4) && (!rhs_ok || (vec4_needs_lhs && !lhs_ok));
+  const bool parts = split && !texel;  // the split build: its loads are words (kernel.hpp, texel_unsplit)
+  const bool vec4_off = on(VKGMM_ID_VEC4) && (parts || !rhs_ok || (vec4_needs_lhs && !lhs_ok));
   const bool vec4_lhs_off = on(vec4_lhs_id) && (vec4_off || (!lhs_ok && !vec4_lhs_any_offset));
   // The stores' groups of 4 columns are the 4-element loads' (or the shared schedule's): off with them.
   const bool vec4_out_off = on(vec4_out_id) && (out_offset % 4 != 0 || (vec4_off && !on(VKGMM_ID_USE_SHARED)));
@@ -77,7 +79,7 @@ VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t
   if (vec4_off) adjusted[VKGMM_ID_VEC4] = 0;
   if (vec4_lhs_off) adjusted[vec4_lhs_id] = 0;
   if (vec4_out_off) adjusted[vec4_out_id] = 0;
-  return ctx.pipeline(c.code, c.words, adjusted, split);
+  return ctx.pipeline(c.code, c.words, adjusted, parts);
 }
 
 }  // namespace vkgmm

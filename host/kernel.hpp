@@ -33,6 +33,10 @@ struct Kernel {
   // fallback takes would not (tiling.hpp, check_cpu_loop_budget): the error for_offsets throws instead.
   std::string scalar_loads_refusal;
   bool split = false;               // the module and layout bind operands in parts
+  // Split only because lhs or rhs passes one binding: the texel build reads them whole through the views
+  // of vkgmm's buffers in the plain layout (its constants are the plan's); the split build serves other
+  // buffers, with its 4-element loads and stores off (it reads parts a word at a time).
+  bool texel_unsplit = false;
   bool storage16 = false;           // the module reads and writes 16-bit elements natively (else in words)
   VkPipeline pipeline = VK_NULL_HANDLE;  // null until first needed when there is a texel pipeline
   // The VKGMM_TEXEL build of the module (null code: none) and its pipeline with the same constants.
@@ -49,7 +53,7 @@ struct Kernel {
   // The constants every kernel shape sets (the block, invocations, accumulators, schedule, shared sizes).
   void set_shape(const KernelShape& s);
   // Picks `code` (and `texel_code` where the inputs can be read through texel views) for op with these
-  // element types; `split` must be set first.
+  // element types; `split` and `texel_unsplit` must be set first.
   void choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions& options, DType lhs, DType rhs, DType out);
   // Sets PART_SHIFT for split kernels and creates (or finds) the pipelines.
   void create(Context::Impl& ctx, VkDeviceSize part_bytes);

@@ -16,8 +16,17 @@ VkDeviceSize split_part_bytes(const DeviceInfo& info) {
   return p;
 }
 
-BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
-                          DType type, uint64_t count, VkDeviceSize part_bytes, bool packed) {
+namespace {
+
+// Where a checked view binds: from `base` (aligned), its first element `lead` bytes in, its data (in whole
+// words where it may be) ending `end` bytes in.
+struct Extent {
+  VkDeviceSize base = 0, lead = 0, end = 0, esize = 1;
+};
+
+// bind_operand's checks of the view itself (all but the binding limits).
+Extent check_view(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view, DType type,
+                  uint64_t count, bool packed) {
   const DeviceInfo& info = ctx.dev.info;
   auto fail = [&](const std::string& what) {
     throw Error(Status::invalid_argument, std::string(op) + ": " + name + ": " + what);
@@ -62,6 +71,15 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
       end = data_end;  // the 16-bit-storage build accesses exactly the elements
     }
   }
+  return {base, lead, end, esize};
+}
+
+}  // namespace
+
+BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                          DType type, uint64_t count, VkDeviceSize part_bytes, bool packed) {
+  const DeviceInfo& info = ctx.dev.info;
+  const auto [base, lead, end, esize] = check_view(ctx, op, name, view, type, count, packed);
   const VkDeviceSize limit = part_bytes ? part_bytes * kMaxParts : info.max_storage_buffer_range;
   if (end > limit)
     throw Error(Status::unsupported, std::string(op) + ": " + name + ": " + std::to_string(end) +
@@ -80,6 +98,14 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
   b.info = {view.buffer, base, part_bytes};
   for (VkDeviceSize start = part_bytes; start < end; start += part_bytes)
     b.more[b.parts++ - 1] = {view.buffer, base + start, std::min(part_bytes, end - start)};
+  return b;
+}
+
+BoundOperand bind_unread_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                                 DType type, uint64_t count, bool packed, const VkDescriptorBufferInfo& unread) {
+  check_view(ctx, op, name, view, type, count, packed);
+  BoundOperand b;
+  b.info = unread;
   return b;
 }
 

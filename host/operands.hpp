@@ -31,6 +31,11 @@ struct BoundOperand {
 BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
                           DType type, uint64_t count, VkDeviceSize part_bytes, bool packed);
 
+// An input the kernel reads only through a texel view (whose reach bind_texel_inputs checked): the same
+// checks of the view, no binding limit, and `unread` (any valid descriptor) in its storage binding.
+BoundOperand bind_unread_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                                 DType type, uint64_t count, bool packed, const VkDescriptorBufferInfo& unread);
+
 // The largest power of two a binding may address: the part size of the split layout.
 VkDeviceSize split_part_bytes(const DeviceInfo& info);
 

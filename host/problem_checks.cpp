@@ -108,20 +108,20 @@ int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int6
   return count;
 }
 
-bool check_operand_limits(const char* op, const DeviceInfo& info,
-                          std::initializer_list<std::pair<const char*, uint64_t>> operand_bytes) {
+bool check_operand_limits(const char* op, const DeviceInfo& info, std::initializer_list<OperandLimit> operands) {
   // A view may start up to max(alignment, 16) - 1 bytes past its aligned binding offset (bind_operand).
   const uint64_t slack = std::max<uint64_t>(info.min_storage_buffer_offset_alignment, 16);
   const uint64_t limit = split_part_bytes(info) * kMaxParts;
   bool split = false;
-  for (auto& [name, bytes] : operand_bytes) {
-    if (bytes + slack > limit)
-      throw Error(Status::unsupported, std::string(op) + ": " + name + " is " + std::to_string(bytes) +
-                                           " bytes, more than vkgmm can bind on this device (" +
-                                           std::to_string(limit - slack) + ": " + std::to_string(kMaxParts) +
-                                           " parts of maxStorageBufferRange " +
-                                           std::to_string(info.max_storage_buffer_range) + ")");
-    split = split || bytes + slack > info.max_storage_buffer_range;
+  for (const OperandLimit& o : operands) {
+    if (o.bytes + slack > limit && o.bytes > o.texel_reach)
+      throw Error(Status::unsupported,
+                  std::string(op) + ": " + o.name + " is " + std::to_string(o.bytes) +
+                      " bytes, more than vkgmm can bind on this device (" + std::to_string(limit - slack) + ": " +
+                      std::to_string(kMaxParts) + " parts of maxStorageBufferRange " +
+                      std::to_string(info.max_storage_buffer_range) + ")" +
+                      (o.texel_reach ? " or read through a texel view (" + std::to_string(o.texel_reach) + ")" : ""));
+    split = split || o.bytes + slack > info.max_storage_buffer_range;
   }
   return split;
 }

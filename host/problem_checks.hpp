@@ -30,10 +30,16 @@ int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n);
 // (named `count_name` in errors) is `requested`, or G - group_offset when requested < 0. Returns count.
 int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int64_t requested,
                            const char* count_name);
-// Operands vkgmm cannot bind even in parts throw Error(unsupported). Returns true when some operand
-// needs the split layout (more than one binding may address, allowing for an unaligned view start).
-bool check_operand_limits(const char* op, const DeviceInfo& info,
-                          std::initializer_list<std::pair<const char*, uint64_t>> operand_bytes);
+// Operands vkgmm cannot bind even in parts, nor read through texel views up to `texel_reach` bytes (0:
+// not an input read that way), throw Error(unsupported). Returns true when some operand needs more than
+// one binding may address (allowing for an unaligned view start): the split layout, unless it is read
+// through a texel view.
+struct OperandLimit {
+  const char* name;
+  uint64_t bytes;
+  uint64_t texel_reach = 0;
+};
+bool check_operand_limits(const char* op, const DeviceInfo& info, std::initializer_list<OperandLimit> operands);
 void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, uint64_t z);
 // existing_out is given exactly when the problem says so, and is either `out` itself or disjoint from it.
 void check_existing_view(const char* op, bool expected, const BufferView& existing, const BufferView& out);

@@ -89,6 +89,12 @@ bool texel_loads_usable(const DeviceInfo& info, bool allowed, DType a, DType b) 
   return allowed && format_used(info, texel_format_index(a)) && format_used(info, texel_format_index(b));
 }
 
+uint64_t texel_reach_bytes(const DeviceInfo& info, DType t) {
+  if (is_quantized(t)) t = DType::f32;  // words
+  const uint32_t f = texel_format_index(t);
+  return std::min<uint64_t>(info.max_texel_buffer_elements * kTexelBytes[f], uint64_t(UINT32_MAX) * dtype_size(t));
+}
+
 void bind_texel_inputs(Context::Impl& ctx, const BufferView& lhs, DType lhs_t, uint64_t lhs_count,
                        const BufferView& rhs, DType rhs_t, uint64_t rhs_count, VkBufferView (&texels)[2],
                        uint32_t& lhs_off, uint32_t& rhs_off) {

@@ -7,6 +7,10 @@
 // cannot know when such a buffer dies), so plans read them as storage buffers. GPUs keep storage
 // buffers: the gain was measured on a CPU driver only, and the shared-memory schedule's scalar loads
 // would fetch whole texels for one element.
+//
+// A view also reaches past maxStorageBufferRange (maxTexelBufferElements texels: 2 GiB of f32 on
+// lavapipe): inputs too large for one storage binding are read whole through it rather than bound in
+// parts (DispatchPlan::set_operands, Kernel::texel_unsplit).
 #pragma once
 
 #include "context_impl.hpp"
@@ -30,6 +34,11 @@ void create_texel_views(const Device& dev, VkBuffer buffer, VkDeviceSize bytes, 
 // True on a CPU device that reads both element types through texel views, where `allowed`
 // (ContextOptions::texel_loads): plans then build their VKGMM_TEXEL pipeline.
 bool texel_loads_usable(const DeviceInfo& info, bool allowed, DType a, DType b);
+
+// The bytes of an input of type t that a view reaches from its buffer's start (maxTexelBufferElements
+// texels, and element indices below 2^32): how large lhs and rhs may be when they are read through
+// texel views instead of storage-buffer bindings (DispatchPlan::set_operands).
+uint64_t texel_reach_bytes(const DeviceInfo& info, DType t);
 
 // Both inputs through texel views, or neither: when lhs (`lhs_count` elements of lhs_t) and rhs both
 // have one, fills `texels` and replaces the pushed element offsets with theirs (counted from the

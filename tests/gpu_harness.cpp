@@ -471,14 +471,18 @@ std::vector<float> floats(const Guarded& g) {
   return v;
 }
 
-void expect_invalid_argument(const std::function<void()>& f, const std::string& needle) {
+void expect_refused(const std::function<void()>& f, Status status, const std::string& needle) {
   try {
     f();
-    ADD_FAILURE() << "no error; expected invalid_argument mentioning '" << needle << "'";
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
   } catch (const Error& e) {
-    EXPECT_EQ(e.status(), Status::invalid_argument) << e.what();
+    EXPECT_EQ(e.status(), status) << e.what();
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << "message: " << e.what();
   }
+}
+
+void expect_invalid_argument(const std::function<void()>& f, const std::string& needle) {
+  expect_refused(f, Status::invalid_argument, needle);
 }
 
 ::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -94,6 +94,8 @@ struct Guarded {
 Guarded guarded_floats(Context& ctx, const std::vector<float>& v);
 std::vector<float> floats(const Guarded& g);
 
+// Expects f to throw Error(status) whose message contains `needle`.
+void expect_refused(const std::function<void()>& f, Status status, const std::string& needle);
 // Expects f to throw Error(invalid_argument) whose message contains `needle`.
 void expect_invalid_argument(const std::function<void()>& f, const std::string& needle);
 std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std::vector<float>& lhs,

@@ -711,6 +711,11 @@ int main(void) {
     return 1;
   }
   printf("vkgmm %s on %s\n", vkgmm_version_string(), vkgmm_context_device_name(ctx));
+  /* Inputs read whole: at least one binding's worth; nothing for a NULL context or an unknown type. */
+  CHECK(vkgmm_context_max_whole_input_bytes(ctx, VKGMM_F32) >= 65536);
+  CHECK(vkgmm_context_max_whole_input_bytes(ctx, VKGMM_Q4_K) >= 65536);
+  CHECK(vkgmm_context_max_whole_input_bytes(NULL, VKGMM_F32) == 0);
+  CHECK(vkgmm_context_max_whole_input_bytes(ctx, (vkgmm_dtype)99) == 0);
   test_gmm(ctx);
   test_tgmm_and_backward(ctx);
   test_odd_counts(ctx);

@@ -1,5 +1,7 @@
 // Problems past one storage-buffer binding (maxStorageBufferRange: 128 MiB on lavapipe), grids past
 // 65535 workgroups, and many rows and groups, kept quick by making the other dimensions small.
+#include <optional>
+
 #include "gpu_harness.hpp"
 
 namespace vkgmm::test {
@@ -16,7 +18,56 @@ std::vector<float> pattern(size_t count, uint32_t seed) {
   return v;
 }
 
-// gmm with rhs [8, 4096, 2048] f32: 256 MiB, bound in parts.
+// A context whose plans read storage buffers only (no texel views): inputs past one binding are bound in
+// parts (the split layout).
+Context& storage_ctx() {
+  static Context c = [] {
+    ContextOptions o;
+    o.texel_loads = false;
+    return DeviceTest::make_context(o);
+  }();
+  return c;
+}
+
+bool cpu_texel_device(const Context& c) {
+  return c.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.info().texel_loads_32bit && *c.options().texel_loads;
+}
+
+// gmm on f32 `lhs`, `rhs` in vkgmm buffers, or with `app_buffers` in an app's own VkBuffers of storage
+// usage only (vkgmm knows nothing of them: no texel views), out in a vkgmm buffer; expects the plan to
+// read the inputs through texel views exactly when `texel`.
+std::vector<float> run_gmm_inputs_in(Context& c, const GmmProblem& p, const std::vector<float>& lhs,
+                                     const std::vector<float>& rhs, bool app_buffers, bool texel) {
+  std::optional<AppBuffer> app_l, app_r;
+  Buffer own_l, own_r;
+  GmmOperands ops;
+  if (app_buffers) {
+    app_l.emplace(c, encode(DType::f32, lhs), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+    app_r.emplace(c, encode(DType::f32, rhs), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+    ops.lhs = {app_l->buffer, 0, lhs.size() * 4};
+    ops.rhs = {app_r->buffer, 0, rhs.size() * 4};
+  } else {
+    own_l = c.create_buffer(lhs.size() * 4);
+    own_r = c.create_buffer(rhs.size() * 4);
+    own_l.upload(lhs.data(), lhs.size() * 4);
+    own_r.upload(rhs.data(), rhs.size() * 4);
+    ops.lhs = own_l.view();
+    ops.rhs = own_r.view();
+  }
+  const size_t out_count = size_t(p.m) * p.n;
+  Buffer out = c.create_buffer(out_count * 4);
+  ops.out = out.view();
+  GmmPlan plan(c, p);
+  EXPECT_EQ(plan.texel_loads(ops), texel);
+  c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  std::vector<float> got(out_count);
+  out.download(got.data(), out_count * 4);
+  return got;
+}
+
+// gmm with rhs [8, 4096, 2048] f32: 256 MiB, past one binding, each way vkgmm reads it: vkgmm's own
+// buffers through their texel views (CPU devices: one plain binding), an app's VkBuffers under the same
+// plan (the split build, in parts), and a context without texel loads (a split plan).
 TEST_F(DeviceTest, GmmRhsLargerThanOneBinding) {
   GmmProblem p;
   p.m = 12;
@@ -26,11 +77,42 @@ TEST_F(DeviceTest, GmmRhsLargerThanOneBinding) {
   const size_t rhs_count = size_t(8) * p.k * p.n;
   ASSERT_GT(rhs_count * 4, ctx().info().max_storage_buffer_range) << "the case must exceed one binding here";
   auto lhs = pattern(size_t(p.m) * p.k, 1), rhs = pattern(rhs_count, 2);
-  EXPECT_TRUE(all_close(run_gmm(ctx(), p, lhs, rhs), reference::gmm(p, lhs, rhs), 2e-3, 1e-5));
+  const auto want = reference::gmm(p, lhs, rhs);
+  EXPECT_TRUE(all_close(run_gmm_inputs_in(ctx(), p, lhs, rhs, false, cpu_texel_device(ctx())), want, 2e-3, 1e-5))
+      << "vkgmm's buffers";
+  EXPECT_TRUE(all_close(run_gmm_inputs_in(ctx(), p, lhs, rhs, true, false), want, 2e-3, 1e-5)) << "an app's buffers";
+  EXPECT_TRUE(all_close(run_gmm(storage_ctx(), p, lhs, rhs), want, 2e-3, 1e-5)) << "texel loads off";
 }
 
-// The same weights routed by expert ids, per slot and combined: lhs gathered, rhs read in parts.
+// rhs [3, 4096, 11264] f32 (553 MB): past the split layout's 4 parts of 128 MiB, so read only through a
+// texel view (CPU devices, up to the view's 2 GiB); an app's VkBuffer, and a context without texel loads,
+// are refused with the reason (unsupported) before any GPU work.
+TEST_F(DeviceTest, GmmRhsPastFourBindingsThroughTexelViews) {
+  if (!cpu_texel_device(ctx())) GTEST_SKIP() << "inputs are read through texel views on CPU devices only";
+  GmmProblem p;
+  p.m = 5;
+  p.k = 4096;
+  p.n = 11264;
+  p.group_sizes = {2, 0, 3};
+  const size_t rhs_count = size_t(3) * p.k * p.n;
+  ASSERT_GT(rhs_count * 4, 4 * ctx().info().max_storage_buffer_range);
+  EXPECT_GE(ctx().max_whole_input_bytes(DType::f32), rhs_count * 4);
+  EXPECT_EQ(storage_ctx().max_whole_input_bytes(DType::f32), storage_ctx().info().max_storage_buffer_range);
+  auto lhs = pattern(size_t(p.m) * p.k, 12), rhs = pattern(rhs_count, 13);
+  EXPECT_TRUE(all_close(run_gmm_inputs_in(ctx(), p, lhs, rhs, false, true), reference::gmm(p, lhs, rhs), 2e-3, 1e-5));
+
+  // The same plan given an app's VkBuffer (no views) for rhs: refused at check / record, naming rhs.
+  GmmPlan plan(ctx(), p);
+  Buffer a = ctx().create_buffer(lhs.size() * 4), out = ctx().create_buffer(size_t(p.m) * p.n * 4);
+  AppBuffer r(ctx(), std::vector<uint8_t>(rhs_count * 4), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+  expect_refused([&] { plan.check({a.view(), {r.buffer, 0, rhs_count * 4}, out.view(), {}}); }, Status::unsupported,
+                "rhs: " + std::to_string(rhs_count * 4) + " bytes are more than vkgmm binds as a storage buffer");
+  expect_refused([&] { GmmPlan(storage_ctx(), p); }, Status::unsupported, "rhs is 553648128 bytes, more than vkgmm can bind");
+}
+// The same weights routed by expert ids, per slot and combined: lhs gathered, rhs read through its texel
+// view (CPU devices) or in parts (texel loads off).
 TEST_F(DeviceTest, RoutedGmmRhsLargerThanOneBinding) {
+  for (Context* c : {&ctx(), &storage_ctx()})
   for (bool combine : {false, true}) {
     GmmProblem p;
     p.m = 3;
@@ -42,9 +124,9 @@ TEST_F(DeviceTest, RoutedGmmRhsLargerThanOneBinding) {
     const std::vector<float> weights = {0.25f, 0.75f, 1.0f, 0.0f, 0.5f, 0.5f};
     auto lhs = pattern(size_t(p.m) * p.k, 3), rhs = pattern(size_t(8) * p.k * p.n, 4);
     const std::vector<float> w = combine ? weights : std::vector<float>{};
-    EXPECT_TRUE(all_close(run_gmm_routed(ctx(), p, lhs, rhs, ids, w), reference::gmm_routed(p, lhs, rhs, ids, w),
+    EXPECT_TRUE(all_close(run_gmm_routed(*c, p, lhs, rhs, ids, w), reference::gmm_routed(p, lhs, rhs, ids, w),
                           2e-3, 1e-5))
-        << (combine ? "combined" : "per slot");
+        << (combine ? "combined" : "per slot") << (c == &ctx() ? "" : ", texel loads off");
   }
 }
 
@@ -90,7 +172,23 @@ TEST_F(DeviceTest, TgmmManyRowsManyGroups) {
   EXPECT_TRUE(all_close(run_tgmm(ctx(), p, lhs, rhs), reference::tgmm(p, lhs, rhs), 1e-3, 1e-5));
 }
 
-// The split layout with 16-bit types and odd element offsets in the words (packed access in parts).
+// lhs [8448, 4096] f32 (138 MB) past one binding in tgmm (lhs [k, m]): through its texel view, and in
+// parts with texel loads off.
+TEST_F(DeviceTest, TgmmLhsLargerThanOneBinding) {
+  TgmmProblem p;
+  p.m = 4096;
+  p.k = 8448;
+  p.n = 4;
+  p.group_sizes = {1000, 0, 3000, 96};
+  ASSERT_GT(size_t(p.k) * p.m * 4, ctx().info().max_storage_buffer_range);
+  auto lhs = pattern(size_t(p.k) * p.m, 14), rhs = pattern(size_t(p.m) * p.n, 15);
+  const auto want = reference::tgmm(p, lhs, rhs);
+  EXPECT_TRUE(all_close(run_tgmm(ctx(), p, lhs, rhs), want, 2e-3, 1e-5));
+  EXPECT_TRUE(all_close(run_tgmm(storage_ctx(), p, lhs, rhs), want, 2e-3, 1e-5)) << "texel loads off";
+}
+
+// The split layout with 16-bit types and odd element offsets in the words (packed access in parts), and
+// the same rhs through its 16-bit texel view.
 TEST_F(DeviceTest, GmmLargeBf16Rhs) {
   GmmProblem p;
   p.m = 3;
@@ -102,7 +200,9 @@ TEST_F(DeviceTest, GmmLargeBf16Rhs) {
   ASSERT_GT(size_t(2) * p.k * p.n * 2, ctx().info().max_storage_buffer_range);
   auto lhs = pattern(size_t(p.m) * p.k, 10), rhs = pattern(size_t(2) * p.k * p.n, 11);
   for (auto& x : rhs) x = round_to(DType::bf16, x);
-  EXPECT_TRUE(all_close(run_gmm(ctx(), p, lhs, rhs), reference::gmm(p, lhs, rhs), 1e-3, 1e-2));
+  const auto want = reference::gmm(p, lhs, rhs);
+  EXPECT_TRUE(all_close(run_gmm(ctx(), p, lhs, rhs), want, 1e-3, 1e-2));
+  EXPECT_TRUE(all_close(run_gmm(storage_ctx(), p, lhs, rhs), want, 1e-3, 1e-2)) << "texel loads off";
 }
 
 }  // namespace

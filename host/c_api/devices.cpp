@@ -102,6 +102,12 @@ const char* vkgmm_context_device_name(const vkgmm_context* ctx) { return ctx ? c
 
 VkDevice vkgmm_context_device(const vkgmm_context* ctx) { return ctx ? ctx->ctx.device() : VK_NULL_HANDLE; }
 
+uint64_t vkgmm_context_max_whole_input_bytes(const vkgmm_context* ctx, vkgmm_dtype type) {
+  const int t = static_cast<int>(type);
+  if (!ctx || t < 0 || t > static_cast<int>(vkgmm::DType::mxfp4)) return 0;
+  return ctx->ctx.max_whole_input_bytes(static_cast<vkgmm::DType>(t));
+}
+
 vkgmm_status vkgmm_submit_and_wait(vkgmm_context* ctx, vkgmm_record_fn record, void* user) {
   return guarded([&] {
     require(ctx, "ctx");

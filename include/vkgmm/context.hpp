@@ -155,6 +155,12 @@ class VKGMM_API Context {
   ~Context();
 
   const DeviceInfo& info() const;
+  // The most bytes of lhs or rhs of element type t (a block format: its storage bytes) that a call reads
+  // whole, from one binding: maxStorageBufferRange, or where vkgmm reads inputs through texel views (CPU
+  // devices, buffers from create_buffer or borrow_buffer) what a view reaches (2 GiB of f32 on lavapipe).
+  // Larger inputs are bound in up to 4 parts, read far slower (a word at a time): an engine sharding its
+  // experts (group_offset, num_actual_groups) keeps each window's weights within this.
+  uint64_t max_whole_input_bytes(DType t) const;
   // The options in force, every field set (defaults and environment resolved).
   ContextOptions options() const;
   VkDevice device() const;

@@ -158,6 +158,9 @@ VKGMM_API void vkgmm_context_destroy(vkgmm_context* ctx);
 /* The device's name (valid while ctx lives). */
 VKGMM_API const char* vkgmm_context_device_name(const vkgmm_context* ctx);
 VKGMM_API VkDevice vkgmm_context_device(const vkgmm_context* ctx);
+/* Context::max_whole_input_bytes: the most bytes of an input of `type` one call reads whole (not bound in
+ * parts); 0 for a NULL ctx or an unknown type. */
+VKGMM_API uint64_t vkgmm_context_max_whole_input_bytes(const vkgmm_context* ctx, vkgmm_dtype type);
 
 /* Record with `record` into a one-time command buffer, submit it and wait. A non-OK status from
  * `record` abandons the command buffer unsubmitted and is returned. */

@@ -120,7 +120,7 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
     c.decode = w.m * w.top_k / w.groups < kDecodeRowsPerGroup;
     plan_into(out, c, only, [&](Case& c) {
       vkgmm::GmmProblem p = bench::routed_problem(w, !epilogue);
-      const int64_t per = bench::experts_per_binding(w, ctx.info().max_storage_buffer_range);
+      const int64_t per = bench::experts_per_window(w, ctx.max_whole_input_bytes(w.rhs_type()));
       const int64_t windows = (w.groups + per - 1) / per;
       p.num_rhs_groups = (w.groups + windows - 1) / windows;
       if (epilogue) {
