@@ -236,7 +236,8 @@ TEST_F(DeviceTest, GmmDecodeTilesStreamWholeWeightRows) {
     bool transpose;
     Tiling want;
   };
-  for (const Case& c : {Case{1024, false, {2, 4, 1024}}, Case{200, false, {4, 4, 256}},
+  // The row itself, to a multiple of 32 columns (n = 200: 224, not the next power of two).
+  for (const Case& c : {Case{1024, false, {2, 4, 1024}}, Case{200, false, {4, 4, 224}}, Case{768, false, {2, 4, 768}},
                         Case{1024, true, {4, 4, 128}}, Case{2048, false, {4, 4, 128}}}) {
     std::mt19937 rng(uint32_t(c.n));
     GmmProblem p;
