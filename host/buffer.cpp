@@ -102,10 +102,13 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   auto st = std::make_unique<Buffer::State>();
   st->ctx = impl_;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  // Whole 32-bit words, whatever was asked: a 16-bit operand with an odd element count ends mid-word, and
-  // the packed shaders (no 16-bit storage) read and write that last word whole. With the padding, the
-  // descriptor covering it stays inside the VkBuffer (own_buffer_capacity), so callers never round.
-  bci.size = whole_words(bytes);
+  // Whole 16-byte texels, whatever was asked: a 16-bit operand with an odd element count ends mid-word,
+  // and the packed shaders (no 16-bit storage) read and write that last word whole; an input whose
+  // element count is not a multiple of 4 ends mid-texel, and its texel view reads that texel whole (else
+  // the input would lose the texel path: the storage loads, or past one binding the split build). With
+  // the padding, descriptors and views covering them stay inside the VkBuffer (own_buffer_capacity), so
+  // callers never round.
+  bci.size = whole_texels(bytes);
   // INDIRECT_BUFFER: any of vkgmm's buffers may be a workspace that the indirect grid's command is read from.
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
               VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
@@ -148,7 +151,7 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   check_vk(vkMapMemory(dev.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
   st->mapped = static_cast<uint8_t*>(p);
   OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, false, true};
-  create_texel_views(dev, st->buffer, bytes, own.texel_views);  // destroys its own views if it throws
+  create_texel_views(dev, st->buffer, bci.size, own.texel_views);  // destroys its own views if it throws
   // From here on, ~State destroys the views with the buffer. A new VkBuffer cannot be known already
   // unless an app destroyed a VkBuffer it had lent (borrow_buffer) before its vkgmm Buffer and the
   // driver reused the handle: refuse rather than inherit that entry.

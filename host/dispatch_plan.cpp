@@ -324,8 +324,9 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
                         " bytes are more than vkgmm binds as a storage buffer on this device (" +
                         std::to_string(kMaxParts) + " parts of maxStorageBufferRange " +
                         std::to_string(info().max_storage_buffer_range) +
-                        "); inputs this large are read through texel views, which only buffers from "
-                        "Context::create_buffer or borrow_buffer (with texel usage) have");
+                        "); inputs this large are read through texel views, which this call cannot use: both lhs "
+                        "and rhs must be in buffers from Context::create_buffer or borrow_buffer (with texel "
+                        "usage), each within what its view reaches (Context::max_whole_input_bytes)");
       bound[o] = bind_operand(*ctx_, op, kNames[o], *views[o], spec.type, spec.count, split ? part_bytes_ : 0,
                               !kernel_.storage16);
     }

@@ -71,6 +71,9 @@ Extent check_view(const Context::Impl& ctx, const char* op, const char* name, co
       end = data_end;  // the 16-bit-storage build accesses exactly the elements
     }
   }
+  if (lead / esize + count > UINT32_MAX)
+    throw Error(Status::unsupported, std::string(op) + ": " + name + ": more than 2^32 elements (element " +
+                                         "indices are 32-bit)");
   return {base, lead, end, esize};
 }
 
@@ -86,9 +89,6 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
                                          " bytes exceed what vkgmm can bind on this device (" + std::to_string(limit) +
                                          "; maxStorageBufferRange " + std::to_string(info.max_storage_buffer_range) +
                                          ")");
-  if (lead / esize + count > UINT32_MAX)
-    throw Error(Status::unsupported, std::string(op) + ": " + name + ": more than 2^32 elements (element " +
-                                         "indices are 32-bit)");
   BoundOperand b;
   b.element_offset = static_cast<uint32_t>(lead / esize);
   if (!part_bytes || end <= part_bytes) {

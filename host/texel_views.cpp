@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "view_bounds.hpp"
+
 namespace vkgmm {
 
 namespace {
@@ -32,11 +34,9 @@ TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, 
   const uint32_t f = texel_format_index(t);
   const VkDeviceSize esize = dtype_size(t);
   VkBufferView v = VK_NULL_HANDLE;
-  VkDeviceSize bytes = 0;
-  if (const std::optional<OwnBuffer> own = ctx.buffers.find(view.buffer)) {
-    v = own->texel_views[f];
-    bytes = own->size;
-  }
+  if (const std::optional<OwnBuffer> own = ctx.buffers.find(view.buffer)) v = own->texel_views[f];
+  // What the view covers: the buffer's whole texels (vkgmm's own are padded to them).
+  const VkDeviceSize bytes = own_buffer_capacity(ctx, view.buffer);
   if (!v || view.offset % esize != 0) return {};
   const uint64_t first = view.offset / esize;
   const uint64_t texels = std::min<uint64_t>(bytes / kTexelBytes[f], ctx.dev.info.max_texel_buffer_elements);

@@ -33,9 +33,13 @@ std::string check_group_loop_budget(const DeviceInfo& info, const char* op, cons
   auto loops = [&](bool four) { return reduction_loop_iterations(shape, uint64_t(rows), 1, four) + 1; };
   check_cpu_loop_budget(info, op, loops(vec4), what);
   if (!vec4) return {};
-  const std::string remedy = std::string("give rhs an offset that is a multiple of 4 elements, or ") + kSplitTheReduction;
+  const std::string remedy = std::string("give rhs an offset that is a multiple of 4 elements (and inputs past one "
+                                         "storage binding texel views: buffers from Context::create_buffer), or ") +
+                             kSplitTheReduction;
   return cpu_loop_budget_error(info, op, loops(false),
-                               what + " with scalar loads (rhs's offset not a multiple of 4 elements)", remedy.c_str());
+                               what + " with scalar loads (rhs's offset not a multiple of 4 elements, or an input past "
+                                      "one storage binding read in parts)",
+                               remedy.c_str());
 }
 
 }  // namespace

@@ -11,6 +11,9 @@ namespace vkgmm {
 // `bytes` rounded up to whole 32-bit words: the unit in which the packed shaders (no 16-bit storage)
 // read and write 16-bit elements.
 constexpr VkDeviceSize whole_words(VkDeviceSize bytes) { return (bytes + 3) / 4 * 4; }
+// What vkgmm allocates for a buffer of `bytes`: whole 16-byte units (a texel of 4 x 32 bits, or two of
+// 4 x 16 bits), so that an operand ending mid-word or mid-texel is still read whole (see create_buffer).
+constexpr VkDeviceSize whole_texels(VkDeviceSize bytes) { return (bytes + 15) / 16 * 16; }
 
 // The size of the VkBuffer behind a vkgmm Buffer: what create_buffer was asked for, rounded up to whole
 // words (Buffer::size() still reports what was asked), or exactly what the app declared of a borrowed

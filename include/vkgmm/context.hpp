@@ -156,8 +156,10 @@ class VKGMM_API Context {
 
   const DeviceInfo& info() const;
   // The most bytes of lhs or rhs of element type t (a block format: its storage bytes) that a call reads
-  // whole, from one binding: maxStorageBufferRange, or where vkgmm reads inputs through texel views (CPU
-  // devices, buffers from create_buffer or borrow_buffer) what a view reaches (2 GiB of f32 on lavapipe).
+  // whole, from one binding: maxStorageBufferRange (less 16 bytes or the offset alignment, for a view that
+  // starts past an aligned offset), or where vkgmm reads inputs through texel views (CPU devices, buffers
+  // from create_buffer or borrow_buffer) what a view reaches from its buffer's start (2 GiB of f32 on
+  // lavapipe; where out fits one binding).
   // Larger inputs are bound in up to 4 parts, read far slower (a word at a time): an engine sharding its
   // experts (group_offset, num_actual_groups) keeps each window's weights within this.
   uint64_t max_whole_input_bytes(DType t) const;
