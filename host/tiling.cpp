@@ -183,7 +183,8 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // groups in one session (2.4 vs 3.2 ms), slower in another (3.7-4.2 vs 2.9-3.1), and lavapipe 22.3
   // computes a visit's rows past its group anyway (both sides of a branch run, masked): not taken.
   // The tile is the row itself, to a multiple of 32 columns (the 8 lanes' 4-column groups cover it
-  // exactly), not the next power of two: a CPU driver runs the lanes past n too (their loads clamped, their
+  // exactly; with SwiGLU's two accumulator halves 16 lanes, so an odd multiple of 32 gets 32 columns
+  // more), not the next power of two: a CPU driver runs the lanes past n too (their loads clamped, their
   // stores skipped). Qwen3's n = 768 in a 1024-column tile did 4/3 of the work: qwen3-ids-t1's shape
   // (T = 1, top-8 of 128, k = 2048, f32), alternated 4 rounds: 3.75 -> 3.32 ms, 58 -> 64 % of copy.
   if (rhs_rows_contiguous && t.tm <= 4 && n <= 1024) {

@@ -94,7 +94,8 @@ int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, i
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule forced);
 
 // rows/cols: the output block; step: the reduction step; extents: the problem's sizes along each, used to
-// shrink tiles larger than the problem (to a power of two, so pipelines stay few). col_group / row_group:
+// shrink tiles larger than the problem (to a power of two, so pipelines stay few; a tile the caller or
+// gmm_auto_tiling sized to the problem, such as a decode tile of n columns, is kept). col_group / row_group:
 // columns / rows an invocation owns side by side (4 for vec4 loads along them, else 1); RN / RM is a
 // multiple of it. halves: accumulator sets per output column (2 for gmm's SwiGLU: gate and up), which
 // multiply the accumulators and the staged rhs columns. The shared schedule always owns groups of 4 rows

@@ -16,7 +16,7 @@ constexpr VkDeviceSize whole_words(VkDeviceSize bytes) { return (bytes + 3) / 4 
 constexpr VkDeviceSize whole_texels(VkDeviceSize bytes) { return (bytes + 15) / 16 * 16; }
 
 // The size of the VkBuffer behind a vkgmm Buffer: what create_buffer was asked for, rounded up to whole
-// words (Buffer::size() still reports what was asked), or exactly what the app declared of a borrowed
+// 16-byte texels (Buffer::size() still reports what was asked), or exactly what the app declared of a borrowed
 // one. 0 for an app's own buffer vkgmm does not know, whose size Vulkan cannot tell: past a view's end,
 // an app's buffer may have no byte at all.
 VkDeviceSize own_buffer_capacity(const Context::Impl& ctx, VkBuffer buffer);

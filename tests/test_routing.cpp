@@ -256,15 +256,18 @@ TEST_F(DeviceTest, RoutingCombinedIsDeterministic) {
 // tokens with no local slot, existing_out and 16-bit outs, widths with and without 4-column groups;
 // repeated runs give the same bits; every operand and the app's workspace between guard regions.
 TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
-  struct Decode { Route route; int64_t E, offset, e_local, n; DType out; bool existing_out; };
+  struct Decode { Route route; int64_t E, offset, e_local, n; DType out; bool existing_out, epilogue; };
+  // The last two: whole-row decode tiles that are not a power of two (768 columns; SwiGLU's 352 output
+  // columns over 704 product ones, with bias), their 4-column stores into the per-slot results.
   const Decode cases[] = {
-      {Route::skewed, 8, 0, 8, 96, DType::f32, false},  {Route::dropped, 8, 0, 8, 96, DType::f32, true},
-      {Route::top_k, 16, 2, 5, 96, DType::bf16, true},  {Route::uniform, 8, 2, 3, 37, DType::f32, true},
-      {Route::top_k, 8, 0, 8, 1024, DType::f32, false}, {Route::skewed, 8, 1, 6, 40, DType::f16, false},
+      {Route::skewed, 8, 0, 8, 96, DType::f32, false, false},  {Route::dropped, 8, 0, 8, 96, DType::f32, true, false},
+      {Route::top_k, 16, 2, 5, 96, DType::bf16, true, false},  {Route::uniform, 8, 2, 3, 37, DType::f32, true, false},
+      {Route::top_k, 8, 0, 8, 1024, DType::f32, false, false}, {Route::skewed, 8, 1, 6, 40, DType::f16, false, false},
+      {Route::top_k, 8, 0, 8, 768, DType::f32, true, false},   {Route::skewed, 16, 3, 9, 704, DType::f32, false, true},
   };
   for (const Decode& d : cases) {
     RoutingCase c{8, 2, d.E, d.offset, d.e_local, 64, d.n, d.route, DType::f32, DType::f32, d.out,
-                  false, false, true, d.existing_out, false, false, Schedule::direct, 31};
+                  false, false, true, d.existing_out, d.epilogue, d.epilogue, Schedule::direct, 31};
     SCOPED_TRACE(case_name(c));
     Context& cx = ctx(Schedule::direct);
     const Routed r = make_routed(c);
@@ -272,6 +275,11 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
     const std::vector<PlannedPipeline> pipelines = PlanInternals::pipelines(plan);
     ASSERT_EQ(pipelines.size(), 2u) << "the metadata build and the kernel, no combine";
     EXPECT_EQ(pipelines[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 1u);
+    if (d.n == 768 || d.n == 704) {
+      const int64_t tn = plan.tiling().tn;
+      EXPECT_NE(tn & (tn - 1), 0) << "a whole-row tile of " << tn << " columns: not a power of two";
+      EXPECT_EQ(pipelines[1].constants[VKGMM_ID_VEC4], 1u);
+    }
     if (d.route == Route::skewed && d.offset == 0) {
       EXPECT_LT(plan.tiling().tm, 8) << "a visit holds fewer rows than the expert chosen by all 8 tokens";
     }
@@ -285,8 +293,9 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
             o(cx, a.size() * 4), ids(cx, r.ids.size() * 4), status(cx, 4), work(cx, plan.workspace_bytes());
     ids.set(r.ids.data(), r.ids.size() * 4);
     GmmOperands ops{l.view(), w.view(), o.view()};
-    std::optional<Guarded> e;
+    std::optional<Guarded> e, bias;
     if (d.existing_out) ops.existing_out = e.emplace(guarded_floats(cx, r.existing_out)).view();
+    if (d.epilogue) ops.bias = bias.emplace(guarded_floats(cx, r.bias)).view();
     ops.ids = ids.view();
     ops.weights = wt.view();
     ops.status = status.view();
@@ -298,6 +307,7 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
     }
     for (const Guarded* g : {&l, &w, &wt, &o, &ids, &status, &work}) EXPECT_TRUE(g->guards_intact());
     if (e) EXPECT_TRUE(e->guards_intact());
+    if (bias) EXPECT_TRUE(bias->guards_intact());
   }
 }
 
