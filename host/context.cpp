@@ -7,6 +7,7 @@
 
 #include "context_impl.hpp"
 #include "interface.hpp"
+#include "operands.hpp"
 #include "texel_views.hpp"
 #include "vkgmm/requirements.hpp"
 
@@ -279,7 +280,7 @@ uint64_t Context::max_whole_input_bytes(DType t) const {
   const DeviceInfo& info = impl_->dev.info;
   const bool texel = texel_loads_usable(info, impl_->dev.options.texel_loads, t, t);
   // One binding less the slack of a view starting past its aligned binding offset (check_operand_limits).
-  const uint64_t binding = info.max_storage_buffer_range - std::max<uint64_t>(info.min_storage_buffer_offset_alignment, 16);
+  const uint64_t binding = info.max_storage_buffer_range - operand_binding_alignment(info);
   return std::max<uint64_t>(binding, texel ? texel_reach_bytes(info, t) : 0);
 }
 ContextOptions Context::options() const { return to_public(impl_->dev.options); }

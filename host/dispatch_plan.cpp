@@ -56,8 +56,7 @@ void DispatchPlan::set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec ou
   // inputs that way (texel_views.hpp) and out fits one binding (the texel build's plain layout): up to what
   // a view reaches (2 GiB of f32 on lavapipe, beyond the split layout's 4 parts of 128 MiB, and without its
   // word-at-a-time loads: qwen3-ids-t1's f32 experts as one call).
-  const uint64_t slack = std::max<uint64_t>(info().min_storage_buffer_offset_alignment, 16);
-  const bool texel_inputs = sizes_.out + slack <= info().max_storage_buffer_range &&
+  const bool texel_inputs = sizes_.out + operand_binding_alignment(info()) <= info().max_storage_buffer_range &&
                             texel_loads_usable(info(), options().texel_loads, lhs.type, rhs.type);
   auto reach = [&](DType t) { return texel_inputs ? texel_reach_bytes(info(), t) : 0; };
   kernel_.split = check_operand_limits(
@@ -318,9 +317,10 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
       bound[o] = bind_unread_operand(*ctx_, op, kNames[o], *views[o], spec.type, spec.count, !kernel_.storage16, meta);
       bound[o].element_offset = texel_offsets[o];
     } else {
-      if (o < 2 && kernel_.texel_unsplit && operand_bytes(spec.type, spec.count) > part_bytes_ * kMaxParts)
+      const VkDeviceSize bytes = operand_bytes(spec.type, spec.count);
+      if (o < 2 && kernel_.texel_unsplit && bytes > part_bytes_ * kMaxParts)
         throw Error(Status::unsupported,
-                    std::string(op) + ": " + kNames[o] + ": " + std::to_string(operand_bytes(spec.type, spec.count)) +
+                    std::string(op) + ": " + kNames[o] + ": " + std::to_string(bytes) +
                         " bytes are more than vkgmm binds as a storage buffer on this device (" +
                         std::to_string(kMaxParts) + " parts of maxStorageBufferRange " +
                         std::to_string(info().max_storage_buffer_range) +

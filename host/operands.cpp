@@ -10,6 +10,10 @@ namespace vkgmm {
 
 VkDeviceSize operand_bytes(DType t, uint64_t count) { return storage_bytes(t, count); }
 
+VkDeviceSize operand_binding_alignment(const DeviceInfo& info) {
+  return std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 16);
+}
+
 VkDeviceSize split_part_bytes(const DeviceInfo& info) {
   VkDeviceSize p = 1;
   while (p * 2 <= info.max_storage_buffer_range) p *= 2;
@@ -38,8 +42,7 @@ Extent check_view(const Context::Impl& ctx, const char* op, const char* name, co
   const VkDeviceSize esize = blocks ? 1 : dtype_size(type);
   if (view.offset % esize != 0)
     fail("offset " + std::to_string(view.offset) + " is not a multiple of the element size " + std::to_string(esize));
-  // At least 16: the direct schedule's vector views index uvec4s from the descriptor's start.
-  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 16);
+  const VkDeviceSize align = operand_binding_alignment(info);
   if (blocks && view.offset % align != 0)
     fail("offset " + std::to_string(view.offset) + " of " + dtype_name(type) + " blocks is not a multiple of " +
          std::to_string(align) + " (minStorageBufferOffsetAlignment, at least 16)");

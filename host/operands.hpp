@@ -36,6 +36,11 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
 BoundOperand bind_unread_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
                                  DType type, uint64_t count, bool packed, const VkDescriptorBufferInfo& unread);
 
+// What an operand's binding offset is aligned down to: minStorageBufferOffsetAlignment, at least 16 (the
+// direct schedule's vector views index uvec4s from the descriptor's start). A view may start up to this
+// less one byte past its binding, so one binding holds an operand of maxStorageBufferRange less this.
+VkDeviceSize operand_binding_alignment(const DeviceInfo& info);
+
 // The largest power of two a binding may address: the part size of the split layout.
 VkDeviceSize split_part_bytes(const DeviceInfo& info);
 

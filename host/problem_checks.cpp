@@ -110,7 +110,7 @@ int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int6
 
 bool check_operand_limits(const char* op, const DeviceInfo& info, std::initializer_list<OperandLimit> operands) {
   // A view may start up to max(alignment, 16) - 1 bytes past its aligned binding offset (bind_operand).
-  const uint64_t slack = std::max<uint64_t>(info.min_storage_buffer_offset_alignment, 16);
+  const uint64_t slack = operand_binding_alignment(info);
   const uint64_t limit = split_part_bytes(info) * kMaxParts;
   bool split = false;
   for (const OperandLimit& o : operands) {

@@ -34,9 +34,11 @@ TexelOperand texel_operand(Context::Impl& ctx, const BufferView& view, DType t, 
   const uint32_t f = texel_format_index(t);
   const VkDeviceSize esize = dtype_size(t);
   VkBufferView v = VK_NULL_HANDLE;
-  if (const std::optional<OwnBuffer> own = ctx.buffers.find(view.buffer)) v = own->texel_views[f];
-  // What the view covers: the buffer's whole texels (vkgmm's own are padded to them).
-  const VkDeviceSize bytes = own_buffer_capacity(ctx, view.buffer);
+  VkDeviceSize bytes = 0;  // what the view covers: the buffer's whole texels (vkgmm's own are padded to them)
+  if (const std::optional<OwnBuffer> own = ctx.buffers.find(view.buffer)) {
+    v = own->texel_views[f];
+    bytes = own_buffer_capacity(*own);
+  }
   if (!v || view.offset % esize != 0) return {};
   const uint64_t first = view.offset / esize;
   const uint64_t texels = std::min<uint64_t>(bytes / kTexelBytes[f], ctx.dev.info.max_texel_buffer_elements);

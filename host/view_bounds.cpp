@@ -31,8 +31,11 @@ void check_views_in_buffers(const Context::Impl& ctx, const char* op,
 
 VkDeviceSize own_buffer_capacity(const Context::Impl& ctx, VkBuffer buffer) {
   const std::optional<OwnBuffer> own = ctx.buffers.find(buffer);
-  if (!own) return 0;
-  return own->borrowed ? own->size : whole_texels(own->size);  // vkgmm pads only what it allocates
+  return own ? own_buffer_capacity(*own) : 0;
+}
+
+VkDeviceSize own_buffer_capacity(const OwnBuffer& own) {
+  return own.borrowed ? own.size : whole_texels(own.size);  // vkgmm pads only what it allocates
 }
 
 }  // namespace vkgmm

@@ -20,6 +20,8 @@ constexpr VkDeviceSize whole_texels(VkDeviceSize bytes) { return (bytes + 15) / 
 // one. 0 for an app's own buffer vkgmm does not know, whose size Vulkan cannot tell: past a view's end,
 // an app's buffer may have no byte at all.
 VkDeviceSize own_buffer_capacity(const Context::Impl& ctx, VkBuffer buffer);
+// The same of a buffer already found in the registry.
+VkDeviceSize own_buffer_capacity(const OwnBuffer& own);
 
 // Throws Error(invalid_argument) naming `op` and the operand when a view runs past the end of its buffer.
 // Exact for buffers made by Context::create_buffer; for the app's own buffers the bound is the buffer's
