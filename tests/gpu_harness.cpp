@@ -65,6 +65,18 @@ Context DeviceTest::make_context(ContextOptions options) {
   return Context(options);
 }
 
+bool reads_texel_views(const Context& c, bool sixteen) {
+  return c.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU && c.info().texel_loads_32bit &&
+         (!sixteen || c.info().texel_loads_16bit) && c.options().texel_loads.value_or(true);
+}
+
+Context binding_limited_context(uint64_t bytes, ContextOptions options) {
+  Context c = DeviceTest::make_context(options);
+  uint64_t& range = ContextInternals::of(c).dev.info.max_storage_buffer_range;
+  range = std::min(range, bytes);
+  return c;
+}
+
 Context& DeviceTest::grid_ctx(DeviceGrid grid, Schedule schedule) {
   Context& shared = ctx(schedule);
   const Context::Impl& im = ContextInternals::of(shared);

@@ -118,6 +118,17 @@ struct AppBuffer {
 // Every element bit for bit (the device path promises the host path's bits).
 ::testing::AssertionResult same_bits(const std::vector<float>& a, const std::vector<float>& b);
 
+// Whether plans on c read inputs held in vkgmm's own buffers through texel views (CPU devices whose
+// formats allow it, texel_loads on; with `sixteen` for 16-bit inputs too): what plan.texel_loads() says
+// there. GPUs read storage buffers.
+bool reads_texel_views(const Context& c, bool sixteen = false);
+
+// A context of the test's own (validation on) that binds at most `bytes` as one storage buffer, as a
+// device whose maxStorageBufferRange were `bytes` would: operands past one binding (the split layout, the
+// texel views' reach, the refusals past four parts) on shapes any device runs in a moment. Plans read the
+// limit from Context::info(), which reports the lowered value.
+Context binding_limited_context(uint64_t bytes, ContextOptions options = {});
+
 // Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.
 void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed);
 

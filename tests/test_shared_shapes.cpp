@@ -281,7 +281,8 @@ TEST_F(DeviceTest, SharedTgmmLhsKmAtAnyOffset) {
       std::vector<float> got(want.size());
       o.download(got.data(), got.size() * 4);
       EXPECT_TRUE(all_close(got, want, 1e-3, 1e-5)) << "lhs offset " << lo;
-      EXPECT_EQ(TgmmPlan(ctx, p).texel_loads({l.view(lo * 4, lhs.size() * 4), r.view(), o.view(), {}}), texel);
+      EXPECT_EQ(TgmmPlan(ctx, p).texel_loads({l.view(lo * 4, lhs.size() * 4), r.view(), o.view(), {}}),
+                texel && reads_texel_views(ctx));
       const size_t made = ContextInternals::of(ctx).pipelines.size();
       if (lo == 0) pipelines = made;
       EXPECT_EQ(made, pipelines) << "lhs offset " << lo << " compiled a pipeline of its own";
