@@ -72,12 +72,22 @@ VKGMM_DEFINE_WORD(ex)
     else if (part_ == 2u) OP(out_p2[j_], v);                     \
     else OP(out_p3[j_], v);                                      \
   }
+// The same for an atomic OP whose result (the word before it) goes to `result`.
+#define VKGMM_OUT_FETCH(OP, i, v, result)                        \
+  {                                                              \
+    uint part_ = (i) >> PART_SHIFT, j_ = (i) & ((1u << PART_SHIFT) - 1u); \
+    if (part_ == 0u) result = OP(out_buf[j_], v);                \
+    else if (part_ == 1u) result = OP(out_p1[j_], v);            \
+    else if (part_ == 2u) result = OP(out_p2[j_], v);            \
+    else result = OP(out_p3[j_], v);                             \
+  }
 #else
 uint lhs_word(uint i) { return lhs_buf[i]; }
 uint rhs_word(uint i) { return rhs_buf[i]; }
 uint ex_word(uint i) { return ex_buf[i]; }
 #define VKGMM_OUT_STORE(x, v) x = (v)
 #define VKGMM_OUT_APPLY(OP, i, v) OP(out_buf[i], v)
+#define VKGMM_OUT_FETCH(OP, i, v, result) result = OP(out_buf[i], v)
 #endif
 
 #ifdef VKGMM_STORAGE16

@@ -98,8 +98,13 @@ vec4 staged_values(uvec4 w, bool packed, uint type) { return packed ? decode16x4
 // Which of first .. first+3 are below end.
 bvec4 run_in(uint first, uint end) { return lessThan(uvec4(first) + uvec4(0, 1, 2, 3), uvec4(end)); }
 
-// Store v as out element i. Without 16-bit storage, 16-bit elements share a word with a neighbour that another workgroup may be
-// writing at the same moment: clear and set only our half, each with one atomic on disjoint bits.
+// Store v as out element i. Without 16-bit storage, 16-bit elements share a word with a neighbour that
+// another workgroup may be writing at the same moment: our half alone changes, in one atomicXor with the
+// bits that turn its current value (read atomically: only this invocation writes that half) into ours.
+// The XOR's operand depends on v, so it is never performed before the loads v came from: existing_out may
+// be the very range of out (in place), where v was read from this word, and a separate clear of the half
+// (atomicAnd, then atomicOr) could land before that read on a GPU (a weakly ordered or non-coherent
+// read-only load) and the element read back as zero.
 void store_out(uint i, float v, uint type) {
   if (type == DT_F32) {
     VKGMM_OUT_APPLY(VKGMM_OUT_STORE, i, floatBitsToUint(v));
@@ -108,9 +113,9 @@ void store_out(uint i, float v, uint type) {
 #ifdef VKGMM_STORAGE16
   out_buf16[i] = uint16_t(encode16(v, type));
 #else
-  uint shift = (i & 1u) * 16u;
-  VKGMM_OUT_APPLY(atomicAnd, i >> 1, ~(0xffffu << shift));
-  VKGMM_OUT_APPLY(atomicOr, i >> 1, encode16(v, type) << shift);
+  uint shift = (i & 1u) * 16u, word = 0u;
+  VKGMM_OUT_FETCH(atomicOr, i >> 1, 0u, word);
+  VKGMM_OUT_APPLY(atomicXor, i >> 1, (((word >> shift) ^ encode16(v, type)) & 0xffffu) << shift);
 #endif
 }
 

@@ -375,6 +375,45 @@ TEST_F(DeviceTest, GmmFillInPlacePacked16) {
   }
 }
 
+// tgmm accumulating into out in place (existing_out the very range of out) on the packed 16-bit path:
+// each output element reads its word of existing_out, then changes its half of the same word while the
+// neighbour's invocation changes the other half. Both schedules, f16 and bf16, odd n (halves of a word in
+// different tiles' columns).
+TEST_F(DeviceTest, TgmmAccumulateInPlacePacked16) {
+  ContextOptions packed;
+  packed.storage16 = false;
+  Context c = make_context(packed);
+  for (Schedule sch : {Schedule::direct, Schedule::shared})
+    for (DType t : {DType::f16, DType::bf16}) {
+      std::mt19937 rng(17);
+      TgmmProblem p;
+      p.m = 40;
+      p.k = 24;
+      p.n = 37;
+      p.group_sizes = {9, 0, 31};
+      p.out_type = t;
+      p.existing_out = true;
+      p.schedule = sch;
+      auto lhs = random_values(size_t(p.k) * p.m, DType::f32, rng);
+      auto rhs = random_values(size_t(p.m) * p.n, DType::f32, rng);
+      auto ex = random_values(size_t(3) * p.k * p.n, t, rng);
+      const auto want = reference::tgmm(p, lhs, rhs, ex);
+      Buffer l = c.create_buffer(lhs.size() * 4), r = c.create_buffer(rhs.size() * 4), o = c.create_buffer(ex.size() * 2);
+      l.upload(lhs.data(), lhs.size() * 4);
+      r.upload(rhs.data(), rhs.size() * 4);
+      const std::vector<uint8_t> ex_bytes = encode(t, ex);
+      TgmmPlan plan(c, p);
+      for (int iter = 0; iter < 5; ++iter) {
+        o.upload(ex_bytes.data(), ex_bytes.size());
+        c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), r.view(), o.view(), o.view()}); });
+        std::vector<uint8_t> got(ex_bytes.size());
+        o.download(got.data(), got.size());
+        ASSERT_TRUE(all_close(decode(t, got.data(), ex.size()), want, 1e-3, 1e-2))
+            << schedule_name(sch) << " " << dtype_name(t) << " iteration " << iter;
+      }
+    }
+}
+
 // A tiling too large for one invocation's accumulators runs with more invocations, as the contract asks
 // of any positive tiling that fits the device.
 TEST_F(DeviceTest, GmmLargeTilingRuns) {
