@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -16,9 +17,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// $VKGMM_FUZZ_CORPUS_DIR where set (scripts/bundle.sh carries the corpora beside test_host to a machine
+// without this source tree), else the source tree's.
+fs::path corpus_dir() {
+  const char* dir = std::getenv("VKGMM_FUZZ_CORPUS_DIR");
+  return dir && *dir ? fs::path(dir) : fs::path(VKGMM_FUZZ_CORPUS_DIR);
+}
+
 std::vector<fs::path> corpus(const std::string& target) {
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(fs::path(VKGMM_FUZZ_CORPUS_DIR) / target))
+  for (const auto& e : fs::directory_iterator(corpus_dir() / target))
     if (e.is_regular_file()) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
