@@ -7,7 +7,9 @@ packages=(cmake g++ make libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vul
           libgtest-dev googletest python3-numpy libopenblas-dev pkg-config
           libopenmpi-dev openmpi-bin   # MPI: examples/expert_parallel and its tests
           pybind11-dev python3-dev python3-pytest  # the Python package (python/) and its tests
-          python3-matplotlib)  # scripts/roofline.py: the bench's roofline (ctest bench_roofline)
+          python3-matplotlib  # scripts/roofline.py: the bench's roofline (ctest bench_roofline)
+          libglvnd0 libglx0 libopengl0 libegl1 libxext6)  # scripts/bundle.sh carries these: the GL
+                                                          # dispatch and X libraries NVIDIA's Vulkan driver loads
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
