@@ -108,8 +108,9 @@ Context::Impl::~Impl() {
   if (dev.device) {
     // Only a device vkgmm owns is waited idle: waiting on a borrowed one would need every one of the
     // app's queues locked. vkgmm's own submissions are all complete here (waited or settled above).
-    // A compile-only context submitted nothing (and RADV's null device cannot wait).
-    if (dev.owns && !dev.options.compile_only) vkDeviceWaitIdle(dev.device);
+    // A context that submitted nothing has nothing to wait for, and RADV's null device (which compiles but
+    // cannot run, and crashes in vkDeviceWaitIdle) is one that never submits.
+    if (dev.owns && submitter.submitted_any()) vkDeviceWaitIdle(dev.device);
     pipelines.destroy(dev.device);
   }
   if (!dev.owns) return;

@@ -115,6 +115,7 @@ void Submitter::submit_and_wait(const std::function<void(VkCommandBuffer)>& reco
       if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
       check_vk(r, "submit_and_wait: vkQueueSubmit");
       submitted = true;
+      submitted_any_ = true;
     }
     const double timeout = dev_.options.timeout_s;
     VkResult r = vkWaitForFences(device, 1, &fence, VK_TRUE, to_ns(timeout));

@@ -32,6 +32,8 @@ class Submitter {
   // Waits (bounded) for every parked submission; false if some still run.
   bool settle();
   bool lost() const { return lost_; }
+  // Whether any work reached vkQueueSubmit on this context.
+  bool submitted_any() const { return submitted_any_; }
   // Whether nothing waits for the device to finish (no parked work, no retired buffers).
   bool idle();
   FaultInjector faults;  // test-only (faults.hpp)
@@ -50,7 +52,8 @@ class Submitter {
   };
   std::vector<Pending> pending_;
   std::vector<DeadBuffer> graveyard_;
-  std::atomic<bool> lost_{false};  // VK_ERROR_DEVICE_LOST was seen: later submissions fail at once
+  std::atomic<bool> lost_{false};
+  std::atomic<bool> submitted_any_{false};  // VK_ERROR_DEVICE_LOST was seen: later submissions fail at once
 };
 
 }  // namespace vkgmm
