@@ -189,12 +189,20 @@ void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
 }
 
 std::vector<uint32_t> DispatchPlan::meta_constants() const {
-  std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_WEIGHTED + 1, 0);
+  std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_SHARED_COUNTS + 1, 0);
   constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
   constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
   // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
   constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
   constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
+  // Its counts in shared memory on GPUs where they fit beside the build's own few words (on CPU devices
+  // shared memory is the host's memory, as the workspace is).
+  if (routing_ && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (routing_->num_local + 1);
+    constexpr uint64_t kBuildSharedBytes = 1024;  // part[], flags, total_tiles, with room to spare
+    if ((words + 1) * 4 + kBuildSharedBytes <= info().max_shared_memory)
+      constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS] = static_cast<uint32_t>(words);
+  }
   return constants;
 }
 

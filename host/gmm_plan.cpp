@@ -62,7 +62,6 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const bool swiglu = p.epilogue.activation == Activation::swiglu;
   const bool on_device = routed || p.device_group_sizes.count > 0;
 
-  const Schedule schedule = resolve_schedule(p.schedule, tile_info, core.options().schedule);
   // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
   // expected rows of each (routed: their distribution; else the hint, else the rows spread evenly).
   std::vector<int32_t> expected;
@@ -75,6 +74,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   }
   const ActiveGroups active = on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
                                         : ActiveGroups{&p.group_sizes, group_offset, g_local};
+  const Schedule schedule =
+      gmm_schedule(p.schedule, tile_info, core.options().schedule, active, !p.tiling.fixed && !p.tiling.lookup);
   const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
     return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1, is_quantized(p.rhs_type));
   });
@@ -92,7 +93,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   // gmm's output block is [tm, tn], reduced over K tk at a time; with swiglu each output column needs
   // two product columns (gate and up), two accumulator halves.
   const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, tile_info, op,
-                                              vec4 ? 4 : 1, 1, swiglu ? 2 : 1);
+                                              vec4 ? 4 : 1, 1, swiglu ? 2 : 1, true);
   st->tiling = {shape.rows, shape.step, shape.cols};
 
   const int64_t tm = shape.rows;
@@ -173,6 +174,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     kn.set(VKGMM_ID_GMM_BIAS, p.epilogue.bias);
     kn.set(VKGMM_ID_GMM_SWIGLU, swiglu);
     kn.set(VKGMM_ID_GMM_FUSED_COMBINE, fused_combine);
+    kn.set(VKGMM_ID_GMM_K_SLICES, shape.slices);
     // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
     kn.set(VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0);
     kn.vec4_out_id = VKGMM_ID_GMM_VEC4_OUT;

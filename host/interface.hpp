@@ -149,6 +149,7 @@ inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_TGMM_LHS_MK, "LHS_MK"},
     {VKGMM_ID_TGMM_OUT_NK, "OUT_NK"},
     {VKGMM_ID_TGMM_VEC4_LHS, "VEC4_LHS"},
+    {VKGMM_ID_GMM_K_SLICES, "K_SLICES"},
 };
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
@@ -165,6 +166,7 @@ inline constexpr SpecConstant kCombineConstants[] = {
 };
 // The workgroup size is fixed in the module (VKGMM_TOPK_INVOCATIONS).
 inline constexpr SpecConstant kTopKConstants[] = {
+    {VKGMM_ID_META_ROUTE_SHARED_COUNTS, "ROUTE_SHARED_COUNTS"},
     {VKGMM_ID_TOPK_RENORMALIZE, "RENORMALIZE"},
 };
 inline constexpr SpecConstant kCeilingConstants[] = {

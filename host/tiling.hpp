@@ -15,9 +15,12 @@ namespace vkgmm {
 struct KernelShape {
   uint32_t rows = 0, step = 0, cols = 0;
   uint32_t tx = 0, ty = 0, rm = 0, rn = 0;
+  // The direct schedule's K slices (gmm on GPUs): slices sets of TX x TY invocations, each reducing every
+  // slices-th step of K, summed in shared memory (shared_a floats) before the store.
+  uint32_t slices = 1;
   bool use_shared = false;
   uint32_t shared_a = 1, shared_b = 1;  // shared array lengths (1 when unused)
-  uint32_t invocations() const { return tx * ty; }
+  uint32_t invocations() const { return tx * ty * slices; }
 };
 
 // A bound on the loop iterations one invocation of a kernel of this shape runs to reduce `along`
@@ -92,6 +95,14 @@ int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, i
 // The problem's schedule: `forced` (ContextOptions::schedule) when not automatic, else `requested`,
 // else by device type.
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule forced);
+// gmm's schedule: resolve_schedule's, except that when neither the problem nor the context forces one
+// and the tiling is automatic, a GPU's groups of a few rows (decode: at most kGpuDecodeRows on average
+// over the non-empty active groups) take the direct schedule with K slices. The shared schedule would
+// stage a tile of 16 rows or more for them, and its grid (a workgroup per visit and 128 columns) leaves
+// most of a GPU idle while each workgroup walks all of K.
+constexpr int64_t kGpuDecodeRows = 8;
+Schedule gmm_schedule(Schedule requested, const DeviceInfo& info, Schedule forced, const ActiveGroups& groups,
+                      bool automatic_tiling);
 
 // rows/cols: the output block; step: the reduction step; extents: the problem's sizes along each, used to
 // shrink tiles larger than the problem (to a power of two, so pipelines stay few; a tile the caller or
@@ -101,8 +112,13 @@ Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule f
 // multiply the accumulators and the staged rhs columns. The shared schedule always owns groups of 4 rows
 // and columns (16-byte shared-memory reads), steps a multiple of 4, and gives each invocation at most
 // shared_register_tile()'s accumulators where the tile allows.
+// k_slices: the direct schedule may split the reduction over K slices of the workgroup (gmm's shader
+// has them), which it does on GPUs (never on CPU devices) up to kSliceInvocations invocations, each slice
+// taking at least 2 steps of 4 elements, with the slices' sums within half the shared memory.
+constexpr uint32_t kSliceInvocations = 256;
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
-                              uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1);
+                              uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1,
+                              bool k_slices = false);
 
 }  // namespace vkgmm

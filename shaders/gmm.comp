@@ -58,6 +58,8 @@ layout(constant_id = VKGMM_ID_GMM_FUSED_COMBINE) const bool FUSED_COMBINE = fals
 // an element index that is a multiple of 4 in out (out_n and out's offset; the host checks both) and in
 // the per-slot results (the workspace keeps them 4-word aligned).
 layout(constant_id = VKGMM_ID_GMM_VEC4_OUT) const bool VEC4_OUT = false;
+// The direct schedule's K slices (interface.h): invocation lid is (tx, ty) of slice lid / (TX * TY).
+layout(constant_id = VKGMM_ID_GMM_K_SLICES) const uint K_SLICES = 1;
 const uint NH = SWIGLU ? 2u : 1u;
 const uint RNH = RN * NH;  // accumulator columns per row: half h, column j at h * RN + j
 
@@ -147,7 +149,7 @@ uint row_of(uint ty, uint i) {
 // No bounds check runs in the main loop: rows past m read row m - 1 and columns past n the tile's first
 // column instead (in bounds; their products are never stored), and the K steps end at k: the first step
 // is the ragged one, starting before K = 0 (its values there are zero), so every later step lies in K.
-const uint NT = TX * TY;
+const uint NT = TX * TY * K_SLICES;  // the workgroup's invocations
 const uint TNH = TN * NH;  // the tile's product columns
 const uint A_CHUNKS = TM * TK / 4, B_CHUNKS = TK * TNH / 4;
 const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
@@ -249,15 +251,15 @@ void stage_store() {
   }
 }
 
-// A fill visit: fill_rows rows from m0 on, within its stretch of inactive rows (below the first active
+// A fill visit: fill_rows rows from m0 on (TM of them at a time per K slice), within its stretch of inactive rows (below the first active
 // group's first row when it starts there, else up to m), so no row is written by two visits (on the
 // packed 16-bit path a second read-modify-write of a half-word could race with the first). Returns how
 // many rows it wrote. With FUSED_COMBINE the rows are slots of no local expert: 0 (the combine adds
 // existing_out once per token).
-uint fill_rows(uint m0, uint n0, uint tx, uint ty) {
+uint fill_rows(uint m0, uint n0, uint tx, uint ty, uint slice) {
   uint active_begin = uint(meta[pc.group_offset]);
   uint end = m0 < active_begin ? active_begin : pc.m;
-  for (uint s = 0; s < pc.fill_rows; s += TM) {
+  for (uint s = slice * TM; s < pc.fill_rows; s += K_SLICES * TM) {
     [[unroll]] for (uint i = 0; i < RM; ++i) {
       uint r = row_of(ty, i);
       uint row = m0 + s + r;
@@ -329,10 +331,10 @@ void run_visit(uint visit, uint n_tile) {
   uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]);
   uint n0 = n_tile * TN;  // the tile's first output column
   uint lid = gl_LocalInvocationIndex;
-  uint tx = lid % TX, ty = lid / TX;
+  uint tx = lid % TX, ty = (lid / TX) % TY, slice = lid / (TX * TY);
 
   if (group == VKGMM_FILL_VISIT) {
-    uint rows = fill_rows(m0, n0, tx, ty);
+    uint rows = fill_rows(m0, n0, tx, ty, slice);
     if (FUSED_COMBINE) finish_tile(n_tile, rows);
     return;
   }
@@ -413,10 +415,13 @@ void run_visit(uint visit, uint n_tile) {
     // Block formats stored [k, n] take one group at a time too, unmeasured (the presets store [n, k]).
     const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? VNH : 1u;
     uvec4 qhead[4 * VNH];
-    for (uint k0 = 0; k0 < pc.k; k0 += kstep) {
+    // K slices take every K_SLICES-th step, whole steps (a block format's steps lie in whole blocks).
+    for (uint k0 = slice * kstep; k0 < pc.k; k0 += K_SLICES * kstep) {
       QStep qs[4 * VNH];
       uint qw[4 * VNH][8], qh[4 * VNH][8];
-      if (WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K && k0 % 256u == 0u)
+      // q4_K's head once per super-block of 256 values; a slice's steps are K_SLICES steps apart, so with
+      // more than one slice each step may be in a super-block of its own.
+      if (WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K && (K_SLICES > 1u || k0 % 256u == 0u))
         [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) qhead[e] = q4k_head(bcol_t[e] - pc.rhs_off + k0);
       if (WALK_STEPS)
         [[unroll]] for (uint e = 0; e < 4 * VNH; ++e)
@@ -489,7 +494,7 @@ void run_visit(uint visit, uint n_tile) {
     uint arow[RM], bcol[RNH];
     [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
     [[unroll]] for (uint j = 0; j < RNH; ++j) bcol[j] = min(product_col(j / RN, n0 + tx + (j % RN) * TX), pc.n - 1);
-    for (uint kk = 0; kk < pc.k; ++kk) {
+    for (uint kk = slice; kk < pc.k; kk += K_SLICES) {
       float a[RM], b[RNH];
       [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load_lhs(arow[i] + kk);
       [[unroll]] for (uint j = 0; j < RNH; ++j) b[j] = load_rhs(rhs_index(g_local, kk, bcol[j]));
@@ -504,7 +509,33 @@ void run_visit(uint visit, uint n_tile) {
       [[unroll]] for (uint v = 0; v < VNH; ++v)
         [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RNH + v * 4 + c] = acc4[i * VNH + v][c];
 
-  // Store only this group's rows: the tile's other rows belong to other visits.
+  // K_SLICES > 1: the slices' accumulators summed into the first slice's, a tree over the slices (a power
+  // of two) through As4, which the direct schedule does not stage in (SHARED_A floats: half the slices'
+  // accumulators). Lane w of the W = TX * TY in a slice keeps its place: a round's stores and loads are
+  // consecutive words across the lanes. In run_visit itself: glslang's copy of a spec-constant-sized
+  // array into a function's parameter does not validate. Uniform control flow: the barriers are reached
+  // by every invocation.
+  if (K_SLICES > 1u) {
+    const uint E = RM * RNH, W = TX * TY, w = lid % W;
+    for (uint half_ = K_SLICES / 2u; half_ > 0u; half_ /= 2u) {
+      barrier();
+      if (slice >= half_ && slice < 2u * half_)
+        [[unroll]] for (uint e = 0; e < E; ++e) {
+          uint at = ((slice - half_) * E + e) * W + w;
+          As4[at / 4u][at % 4u] = acc[e];
+        }
+      barrier();
+      if (slice < half_)
+        [[unroll]] for (uint e = 0; e < E; ++e) {
+          uint at = (slice * E + e) * W + w;
+          acc[e] += As4[at / 4u][at % 4u];
+        }
+    }
+  }
+
+  // Store only this group's rows: the tile's other rows belong to other visits. With K slices, the
+  // first slice holds the sums.
+  if (slice == 0u)
   [[unroll]] for (uint i = 0; i < RM; ++i) {
     uint r = row_of(ty, i);
     uint row = m0 + r;

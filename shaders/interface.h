@@ -66,6 +66,11 @@
 // 4 on the 4-column schedules, off (scalar stores) for a record() whose out offset is not a multiple of
 // 4 elements. A constant, not a test of the pushed offset: a CPU driver runs both sides of a branch.
 #define VKGMM_ID_GMM_VEC4_OUT 22
+// The direct schedule's K slices: the workgroup's invocations are K_SLICES sets of TX x TY, each set
+// reducing every K_SLICES-th step of K into its own accumulators, summed into the first set's in shared
+// memory (SHARED_A floats) before the store. 1 on CPU devices and on the shared schedule; on GPUs it fills
+// the workgroup where a visit's few rows (decode) leave its tile a few dozen invocations.
+#define VKGMM_ID_GMM_K_SLICES 23
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18
@@ -133,6 +138,10 @@
 // (VKGMM_STATUS_BAD_ID). counts_off: scratch of VKGMM_METADATA_INVOCATIONS * (route_experts + 1) words.
 #define VKGMM_ID_META_ROUTE 17
 #define VKGMM_ID_META_ROUTE_WEIGHTED 18
+// The routing's per-invocation counts (VKGMM_METADATA_INVOCATIONS * (route_experts + 1) words) in shared
+// memory, this many words (0: at counts_off of the workspace). Its scans walk every invocation's count of
+// each bucket in turn: from the workspace, each step a round trip to memory on a GPU.
+#define VKGMM_ID_META_ROUTE_SHARED_COUNTS 19
 // The gmm grid has two forms (ContextOptions::device_grid), chosen per record() by dispatch_off:
 // - 0, the upper-bound grid: the host dispatches (n tiles) x max_visits, the R real visits are spread
 //   over the max_visits slots and the surplus workgroups exit at once;

@@ -24,6 +24,7 @@ layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
 layout(constant_id = VKGMM_ID_META_VISITS) const bool VISITS = false;
 layout(constant_id = VKGMM_ID_META_ROUTE) const bool ROUTE = false;
 layout(constant_id = VKGMM_ID_META_ROUTE_WEIGHTED) const bool ROUTE_WEIGHTED = false;
+layout(constant_id = VKGMM_ID_META_ROUTE_SHARED_COUNTS) const uint ROUTE_SHARED_COUNTS = 0;
 
 // The app's group sizes, or with ROUTE its ids (the same binding).
 layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer SizesBuf { int sizes[]; };

@@ -13,6 +13,14 @@
 // buckets before it; then each invocation places its chunk's slots in order. Every loop is bounded by
 // the slot count or the bucket count. The includer declares ids, weights, work (coherent), part[] and pc.
 
+// The counts, counts[lanes][B]: shared memory where the plan found room for them, else the workspace.
+shared int route_counts[ROUTE_SHARED_COUNTS + 1u];
+int count_at(uint i) { return ROUTE_SHARED_COUNTS > 0u ? route_counts[i] : work[pc.counts_off + i]; }
+void set_count(uint i, int v) {
+  if (ROUTE_SHARED_COUNTS > 0u) route_counts[i] = v;
+  else work[pc.counts_off + i] = v;
+}
+
 // Slot s's bucket: its local expert (id - group_offset), or num_local for every other slot.
 uint bucket_of(uint s, inout uint bad) {
   int id = ids[pc.ids_off + s];
@@ -33,9 +41,12 @@ void route_slots(inout uint bad) {
   // 1. Counts of this invocation's chunk of slots, per bucket: row lid of counts[lanes][B].
   const uint chunk = (S + lanes - 1u) / lanes;
   const uint s0 = min(lid * chunk, S), s1 = min(s0 + chunk, S);
-  const uint mine = pc.counts_off + lid * B;
-  for (uint b = 0u; b < B; ++b) work[mine + b] = 0;
-  for (uint s = s0; s < s1; ++s) work[mine + bucket_of(s, bad)] += 1;
+  const uint mine = lid * B;
+  for (uint b = 0u; b < B; ++b) set_count(mine + b, 0);
+  for (uint s = s0; s < s1; ++s) {
+    uint at = mine + bucket_of(s, bad);
+    set_count(at, count_at(at) + 1);
+  }
   memoryBarrierBuffer();
   barrier();
 
@@ -47,8 +58,8 @@ void route_slots(inout uint bad) {
   for (uint b = b0; b < b1; ++b) {
     uint run = 0u;
     for (uint i = 0u; i < lanes; ++i) {
-      uint c = uint(work[pc.counts_off + i * B + b]);
-      work[pc.counts_off + i * B + b] = int(run);
+      uint c = uint(count_at(i * B + b));
+      set_count(i * B + b, int(run));
       run += c;
     }
     if (b < pc.route_experts) work[pc.sizes_off + b] = int(run);
@@ -67,7 +78,7 @@ void route_slots(inout uint bad) {
   barrier();
   uint offset = part[lid];
   for (uint b = b0; b < b1; ++b) {
-    for (uint i = 0u; i < lanes; ++i) work[pc.counts_off + i * B + b] += int(offset);
+    for (uint i = 0u; i < lanes; ++i) set_count(i * B + b, count_at(i * B + b) + int(offset));
     if (b < pc.route_experts) offset += uint(work[pc.sizes_off + b]);
   }
   memoryBarrierBuffer();
@@ -76,8 +87,8 @@ void route_slots(inout uint bad) {
   // 3. Each slot of the chunk, in order, takes the next row of its bucket.
   for (uint s = s0; s < s1; ++s) {
     uint b = bucket_of(s, bad);
-    uint r = uint(work[mine + b]);
-    work[mine + b] = int(r + 1u);
+    uint r = uint(count_at(mine + b));
+    set_count(mine + b, int(r + 1u));
     // r < S whenever the ids read the same in both passes; ids rewritten while this runs (a race the
     // app owns) must still not write past the map.
     if (r >= S) continue;

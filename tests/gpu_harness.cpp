@@ -349,12 +349,28 @@ void expect_status(const Buffer& s, uint32_t want) {
 
 void expect_clean_status(const Buffer& s) { expect_status(s, 0); }
 
-// ctx's grid first, then the other one's context (DeviceTest::grid_ctx).
-std::vector<Context*> both_grids(Context& ctx) {
+// ctx's grid first, then the other one's context: DeviceTest::grid_ctx, or for a context that plans as
+// another device (tiling_device.hpp) a twin of it forced to the other grid, made for the call (the
+// shared contexts plan as this device, and another plan would sum in another order).
+struct BothGrids {
+  std::vector<Context*> contexts;
+  std::unique_ptr<Context> twin;
+};
+BothGrids both_grids(Context& ctx) {
   const Context::Impl& im = ContextInternals::of(ctx);
   const DeviceGrid mine = device_grid(im.dev.options, im.dev.info);
   const DeviceGrid other = mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect;
-  return {&ctx, &DeviceTest::grid_ctx(other, im.dev.options.schedule)};
+  BothGrids b;
+  if (!im.tiling_device.as) {
+    b.contexts = {&ctx, &DeviceTest::grid_ctx(other, im.dev.options.schedule)};
+    return b;
+  }
+  ContextOptions o = to_public(im.dev.options);
+  o.device_grid = other;
+  b.twin = std::make_unique<Context>(DeviceTest::make_context(o));
+  ContextInternals::of(*b.twin).tiling_device = im.tiling_device;
+  b.contexts = {&ctx, b.twin.get()};
+  return b;
 }
 
 }  // namespace
@@ -363,7 +379,8 @@ std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out,
                                   const std::vector<float>& bias) {
   std::vector<std::vector<float>> outs;
-  for (Context* c : both_grids(ctx)) {
+  const BothGrids grids = both_grids(ctx);
+  for (Context* c : grids.contexts) {
     GmmProblem q;
     Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(*c, p, q), status = status_word(*c);
     outs.push_back(gmm_on(*c, q, p, lhs, rhs, existing_out, bias, {sizes.view(), {}, status.view()}));
@@ -412,7 +429,8 @@ std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                          const std::vector<float>& rhs, const std::vector<float>& d_out) {
   std::vector<reference::Gradients> gs;
-  for (Context* c : both_grids(ctx)) {
+  const BothGrids grids = both_grids(ctx);
+  for (Context* c : grids.contexts) {
     GmmProblem q;
     Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(*c, p, q), status = status_word(*c);
     // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.

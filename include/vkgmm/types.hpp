@@ -78,8 +78,10 @@ struct TilingChoice {
 };
 
 // Which kernel schedule runs: staged through shared memory (the GPU schedule), or register micro-tiles
-// read straight from the buffers (fast on CPU drivers such as lavapipe). Automatic picks by device type;
-// $VKGMM_SCHEDULE=shared|direct forces one for every plan (to exercise both paths on one device).
+// read straight from the buffers (fast on CPU drivers such as lavapipe; on GPUs, with the reduction split
+// over the workgroup, the decode schedule). Automatic picks by device type, and on GPUs takes the direct
+// schedule for gmm's groups of a few rows when the tiling is automatic too; $VKGMM_SCHEDULE=shared|direct
+// forces one for every plan (to exercise both paths on one device).
 enum class Schedule { automatic, shared, direct };
 VKGMM_API const char* schedule_name(Schedule s);
 

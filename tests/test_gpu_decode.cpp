@@ -1,0 +1,212 @@
+// gmm's GPU decode schedule (tiling.hpp, gmm_schedule): groups of a few rows on a GPU take the direct
+// schedule with the reduction over K split across slices of the workgroup, summed in shared memory before
+// the epilogue and the store (shaders/gmm.comp, K_SLICES). Planned on this device as for a discrete GPU
+// (tiling_device.hpp) and run here, against vkgmm::reference: every load path (4-element and scalar, rhs
+// [k, n] and [n, k], 16-bit types, every block format), the fill visits of rows outside the active
+// groups, existing_out, device group sizes, and routing by ids with SwiGLU, bias and the fused combine.
+// Each case checks that the plan took K slices.
+#include <string>
+
+#include "context_impl.hpp"
+#include "gpu_harness.hpp"
+#include "interface.h"
+#include "plan_internals.hpp"
+#include "vkgmm/quant.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+// A context of the test's own planning as a discrete GPU (a register file of 8 x 8 tiles, 16 compute
+// units, subgroups of 32), reading storage buffers as a GPU does, or vkgmm's buffers through texel views.
+Context gpu_context(bool texel = false) {
+  ContextOptions o;
+  o.texel_loads = texel;
+  Context c = DeviceTest::make_context(o);
+  ContextInternals::of(c).tiling_device.as = discrete_gpu_like(c.info(), 512, 16, 32);
+  return c;
+}
+
+// The plan's op pipeline's K slices and invocations (0, 0 when it has none).
+struct Slices {
+  uint32_t slices = 0, invocations = 0;
+  bool direct = false;
+};
+Slices slices_of(const GmmPlan& plan) {
+  for (const PlannedPipeline& p : PlanInternals::pipelines(plan))
+    if (std::string(p.role) == "op")
+      return {p.constants[VKGMM_ID_GMM_K_SLICES], p.constants[VKGMM_ID_INVOCATIONS],
+              p.constants[VKGMM_ID_USE_SHARED] == 0};
+  return {};
+}
+
+// Expects the plan for p on c to be the sliced direct schedule.
+void expect_sliced(Context& c, const GmmProblem& p) {
+  const Slices s = slices_of(GmmPlan(c, p));
+  EXPECT_TRUE(s.direct) << "the shared schedule was planned";
+  EXPECT_GT(s.slices, 1u) << "no K slices";
+  EXPECT_EQ(s.invocations % s.slices, 0u);
+}
+
+struct DecodeCase {
+  const char* name;
+  int64_t k, n;
+  DType lhs, rhs, out;
+  bool transpose;
+};
+
+void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name; }
+
+class GpuDecode : public DeviceTest, public ::testing::WithParamInterface<DecodeCase> {};
+
+// 16 rows over 6 groups of 0-4 rows (the last row in none), window of groups 1..4, existing_out.
+TEST_P(GpuDecode, HostSizesWithAWindowAndExistingOut) {
+  const DecodeCase& c = GetParam();
+  for (bool texel : {false, true}) {
+    SCOPED_TRACE(texel ? "texel views" : "storage buffers");
+    Context cx = gpu_context(texel);
+    std::mt19937 rng(41);
+    GmmProblem p;
+    p.m = 16, p.k = c.k, p.n = c.n;
+    p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
+    p.transpose_rhs = c.transpose;
+    p.group_sizes = {3, 4, 0, 2, 4, 2};
+    p.group_offset = 1;
+    p.num_rhs_groups = 4;
+    p.existing_out = true;
+    expect_sliced(cx, p);
+    const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
+    const auto rhs = random_values(size_t(4 * p.k * p.n), c.rhs, rng);
+    const auto ex = random_values(size_t(p.m * p.n), c.out, rng);
+    const Tolerance tol = tolerance_for(c.lhs, c.rhs, c.out);
+    EXPECT_TRUE(all_close(run_gmm(cx, p, lhs, rhs, ex), reference::gmm(p, lhs, rhs, ex), tol.atol, tol.rtol));
+  }
+}
+
+// The same rows with their sizes on the device (both grids), no window.
+TEST_P(GpuDecode, DeviceSizes) {
+  const DecodeCase& c = GetParam();
+  Context cx = gpu_context();
+  std::mt19937 rng(42);
+  GmmProblem p;
+  p.m = 16, p.k = c.k, p.n = c.n;
+  p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
+  p.transpose_rhs = c.transpose;
+  p.group_sizes = {3, 4, 0, 2, 4, 2};  // run_gmm_device uploads them; the plan expects 16 / 6 rows each
+  const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
+  const auto rhs = random_values(size_t(6 * p.k * p.n), c.rhs, rng);
+  const Tolerance tol = tolerance_for(c.lhs, c.rhs, c.out);
+  EXPECT_TRUE(all_close(run_gmm_device(cx, p, lhs, rhs), reference::gmm(p, lhs, rhs), tol.atol, tol.rtol));
+}
+
+// One token and four routed by ids (top-4 of 8 experts, one slot dropped), SwiGLU over [gate | up] with
+// bias, per slot and combined in token order (the fused combine).
+TEST_P(GpuDecode, RoutedSwigluBias) {
+  const DecodeCase& c = GetParam();
+  if (is_quantized(c.rhs) && !c.transpose) GTEST_SKIP() << "blocks along n: covered by the host-size case";
+  Context cx = gpu_context();
+  for (int64_t T : {1, 4})
+    for (bool combine : {false, true}) {
+      SCOPED_TRACE("T " + std::to_string(T) + (combine ? " combined" : " per slot"));
+      std::mt19937 rng(43);
+      GmmProblem p;
+      p.m = T, p.k = c.k, p.n = 2 * c.n;
+      p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
+      p.transpose_rhs = c.transpose;
+      p.num_rhs_groups = 8;
+      p.routing = {4, false, combine, 8};
+      p.epilogue = {true, Activation::swiglu};
+      std::vector<int32_t> ids;
+      for (int64_t t = 0; t < T; ++t)
+        for (int32_t j = 0; j < 4; ++j) ids.push_back(t == 0 && j == 2 ? -1 : int32_t((3 * t + 2 * j) % 8));
+      std::vector<float> weights;
+      if (combine) weights = random_values(ids.size(), DType::f32, rng);
+      expect_sliced(cx, p);
+      const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
+      const auto rhs = random_values(size_t(8 * p.k * p.n), c.rhs, rng);
+      const auto bias = random_values(size_t(8 * p.n), DType::f32, rng);
+      const Tolerance tol = tolerance_for(c.lhs, c.rhs, c.out);
+      EXPECT_TRUE(all_close(run_gmm_routed(cx, p, lhs, rhs, ids, weights, {}, bias),
+                            reference::gmm_routed(p, lhs, rhs, ids, weights, {}, bias), tol.atol, tol.rtol));
+    }
+}
+
+// k: many steps per slice (4-element loads), odd (scalar loads), one block or several of a block format
+// (its steps lie in whole blocks; q4_K's super-blocks of 256 each reread per step); n: one 32-column
+// tile or several with a ragged last one.
+std::vector<DecodeCase> decode_cases() {
+  const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  return {
+      {"f32_kn", 512, 72, f32, f32, f32, false},
+      {"f32_nk", 512, 72, f32, f32, f32, true},
+      {"f32_k37_scalar", 37, 40, f32, f32, f32, false},
+      {"f32_nk_k37_scalar", 37, 40, f32, f32, f32, true},
+      {"bf16_kn", 256, 64, bf16, bf16, bf16, false},
+      {"f16_nk", 256, 36, f16, f16, f16, true},
+      {"q8_0_nk", 256, 40, f32, DType::q8_0, f32, true},
+      {"q4_0_nk_f16", 256, 40, f16, DType::q4_0, f32, true},
+      {"q4_K_nk", 512, 33, f32, DType::q4_K, f32, true},
+      {"q6_K_nk_bf16", 256, 33, bf16, DType::q6_K, f32, true},
+      {"mxfp4_nk", 128, 33, f32, DType::mxfp4, f32, true},
+      {"q8_0_kn", 64, 64, f32, DType::q8_0, f32, false},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuDecode, ::testing::ValuesIn(decode_cases()),
+                         [](const ::testing::TestParamInfo<DecodeCase>& info) { return std::string(info.param.name); });
+
+// The routing build's per-invocation counts: in shared memory on a GPU where they fit (8 local experts),
+// in the workspace where they do not (300, past this device's shared memory); the same results either
+// way, against the reference, with ids outside the window, -1 and a window offset.
+TEST_F(DeviceTest, GpuRoutingCountsInSharedMemoryOrTheWorkspace) {
+  Context cx = gpu_context();
+  for (int64_t experts : {8, 300}) {
+    SCOPED_TRACE(std::to_string(experts) + " local experts");
+    std::mt19937 rng(44);
+    GmmProblem p;
+    p.m = 5, p.k = 64, p.n = 40;
+    p.num_rhs_groups = experts;
+    p.group_offset = 2;
+    p.routing = {3, false, true, experts + 4};
+    std::vector<int32_t> ids;
+    for (int64_t t = 0; t < p.m; ++t)
+      for (int32_t j = 0; j < 3; ++j)
+        ids.push_back(j == 1 && t == 3 ? -1 : int32_t((7 * t + 5 * j) % (experts + 4)));
+    const GmmPlan plan(cx, p);
+    uint32_t shared_words = ~0u;
+    for (const PlannedPipeline& x : PlanInternals::pipelines(plan))
+      if (std::string(x.role) == "metadata") shared_words = x.constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS];
+    const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (experts + 1);
+    const bool fits = (words + 1) * 4 + 1024 <= cx.info().max_shared_memory;
+    EXPECT_EQ(shared_words, fits ? words : 0u);
+    if (experts == 8) EXPECT_TRUE(fits);
+    const auto weights = random_values(ids.size(), DType::f32, rng);
+    const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+    const auto rhs = random_values(size_t(experts * p.k * p.n), DType::f32, rng);
+    EXPECT_TRUE(all_close(run_gmm_routed(cx, p, lhs, rhs, ids, weights),
+                          reference::gmm_routed(p, lhs, rhs, ids, weights), 1e-3, 1e-5));
+  }
+}
+
+// Where the groups are not a few rows each (prefill) the GPU keeps the shared schedule; so does a decode
+// whose tiling, or schedule, the caller chose.
+TEST_F(DeviceTest, GpuDecodeOnlyWhereTheGroupsAreAFewRows) {
+  Context cx = gpu_context();
+  GmmProblem p;
+  p.m = 512, p.k = 64, p.n = 64;
+  p.group_sizes = {200, 0, 312};
+  EXPECT_FALSE(slices_of(GmmPlan(cx, p)).direct);
+  p.m = 12;
+  p.group_sizes = {5, 0, 7};
+  EXPECT_TRUE(slices_of(GmmPlan(cx, p)).direct);
+  p.tiling = TilingChoice::of(Tiling{16, 16, 64});
+  EXPECT_FALSE(slices_of(GmmPlan(cx, p)).direct);
+  p.tiling = TilingChoice::automatic();
+  p.schedule = Schedule::shared;
+  EXPECT_FALSE(slices_of(GmmPlan(cx, p)).direct);
+  // A CPU device planning as itself never slices K.
+  p.schedule = Schedule::direct;
+  if (ctx().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) EXPECT_EQ(slices_of(GmmPlan(ctx(), p)).slices, 1u);
+}
+
+}  // namespace
+}  // namespace vkgmm::test
