@@ -120,9 +120,7 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   st->buffer = buffer;
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev.device, st->buffer, &req);
-  // Host-visible and coherent, device-local where the device has such memory (UMA, ReBAR, lavapipe).
-  uint32_t type = dev.find_memory_type(req.memoryTypeBits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  if (type == UINT32_MAX) type = dev.find_memory_type(req.memoryTypeBits, hv);
+  const uint32_t type = dev.buffer_memory_type(req.memoryTypeBits);
   if (type == UINT32_MAX) throw Error(Status::unsupported, "create_buffer: no host-visible coherent memory type");
   const uint32_t heap = dev.memory.memoryTypes[type].heapIndex;
   const VkDeviceSize heap_size = dev.memory.memoryHeaps[heap].size;

@@ -136,6 +136,12 @@ uint32_t Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags want
   return UINT32_MAX;
 }
 
+uint32_t Device::buffer_memory_type(uint32_t type_bits) const {
+  const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const uint32_t local = find_memory_type(type_bits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  return local != UINT32_MAX ? local : find_memory_type(type_bits, hv);
+}
+
 void Device::destroy() {
   if (!owns) return;
   if (device) vkDestroyDevice(device, nullptr);

@@ -24,6 +24,9 @@ struct TgmmPush {
 struct CeilingPush {
   VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD)
 };
+struct ReadPush {
+  VKGMM_READ_PUSH(VKGMM_PUSH_FIELD)
+};
 struct MetadataPush {
   VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD)
 };
@@ -57,6 +60,11 @@ template <>
 struct PushLayout<CeilingPush> {
   using Struct = CeilingPush;
   static constexpr PushField fields[] = {VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
+template <>
+struct PushLayout<ReadPush> {
+  using Struct = ReadPush;
+  static constexpr PushField fields[] = {VKGMM_READ_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
 };
 template <>
 struct PushLayout<MetadataPush> {
@@ -172,6 +180,9 @@ inline constexpr SpecConstant kTopKConstants[] = {
 inline constexpr SpecConstant kCeilingConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_CEILING_ITERS, "ITERS"},
+};
+inline constexpr SpecConstant kReadConstants[] = {
+    {VKGMM_ID_INVOCATIONS, nullptr},
 };
 
 }  // namespace vkgmm::abi

@@ -26,6 +26,9 @@ ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16
 // The same module with lhs and rhs read through texel views (VKGMM_TEXEL; never split).
 ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand);
 ShaderCode fma_ceiling_shader();
+// The read-bandwidth probe (shaders/read_ceiling.comp): through the texel view or the storage binding,
+// reduced with subgroup arithmetic or in shared memory.
+ShaderCode read_ceiling_shader(bool texel, bool subgroup_reduce);
 // The device metadata build (shaders/metadata.comp).
 ShaderCode metadata_shader();
 // The ordered combine of slots routed by expert ids (shaders/combine.comp).

@@ -191,4 +191,9 @@
 #define VKGMM_CEILING_CHAINS 16  // independent FMA chains per invocation
 #define VKGMM_CEILING_PUSH(F) F(float, seed)
 
+// The bench's read-bandwidth kernel (shaders/read_ceiling.comp): `count` 16-byte vectors from vector
+// `first` of the LHS binding (of its texel view in the VKGMM_TEXEL build), summed per workgroup into
+// word out_off + workgroup of OUT. Its only constant is the workgroup size (VKGMM_ID_INVOCATIONS).
+#define VKGMM_READ_PUSH(F) F(uint, first) F(uint, count) F(uint, out_off)
+
 #endif

@@ -1,17 +1,20 @@
-// measure_ceilings: the FMA ceiling (shaders/fma_ceiling.comp) and the buffer copy bandwidth. It reaches
-// into the library's internals (the pipeline cache, push descriptors) to run a module of its own.
+// measure_ceilings: the FMA ceiling (shaders/fma_ceiling.comp), the streaming read bandwidth
+// (shaders/read_ceiling.comp) and the buffer copy bandwidth. It reaches into the library's internals (the
+// pipeline cache, push descriptors, the memory vkgmm's buffers live in) to run modules of its own.
 #include "probe.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "context_impl.hpp"
 #include "interface.hpp"
-#include "shader_modules.hpp"
 #include "operands.hpp"
+#include "shader_modules.hpp"
+#include "tiling.hpp"
 #include "timers.hpp"
 
 namespace vkgmm {
@@ -24,10 +27,25 @@ constexpr uint32_t kIters = 1024;
 constexpr uint32_t kChains = VKGMM_CEILING_CHAINS;
 constexpr double kFlopsPerInvocation = 2.0 * kIters * kChains;
 
-// Each measurement should last long enough that launch overhead and timer resolution do not matter,
+// Each FMA measurement should last long enough that launch overhead and timer resolution do not matter,
 // yet the whole probe stays near a second on lavapipe.
 constexpr double kTargetSeconds = 0.1;
 constexpr int kRuns = 5;
+// The memory probes' runs are already long (8x the cache each): the best of fewer.
+constexpr int kMemoryRuns = 3;
+
+// shaders/read_ceiling.comp: invocations per workgroup (at most the device's, a power of two), vectors
+// each loads per iteration (its UNROLL), workgroups per compute unit (enough for a GPU to keep its memory
+// busy: 8 x 256 invocations per SM on NVIDIA's, half of what one runs at once).
+constexpr uint32_t kReadLanes = 256;
+constexpr uint32_t kReadUnroll = 4;
+constexpr uint32_t kReadGroupsPerUnit = 8;
+// The out words' passes: a run of more passes reuses them (reads of the same data, the same sums).
+constexpr uint32_t kReadOutPasses = 16;
+// Iterations of one invocation's loop per dispatch, within CPU drivers' loop budget with room to spare.
+constexpr uint64_t kReadRoundsPerDispatch = kCpuLoopIterations / 4;
+
+constexpr uint64_t kGiB = 1ull << 30;
 
 // Seconds `record` takes on the device: tool::GpuTimer's timestamps when the queue has them, else the
 // host's stopwatch around the submission (which also counts the submit and wait, so it can only
@@ -63,6 +81,12 @@ double best_rate(uint64_t units, uint64_t max_units, const std::function<double(
   return best;
 }
 
+double shortest(int runs, const std::function<double()>& run) {
+  double best = run();
+  for (int i = 1; i < runs; ++i) best = std::min(best, run());
+  return std::max(best, 1e-9);
+}
+
 double measure_fma(Context& ctx, DeviceSeconds& seconds) {
   Context::Impl& im = ContextInternals::of(ctx);
   const DeviceInfo& info = ctx.info();
@@ -90,13 +114,53 @@ double measure_fma(Context& ctx, DeviceSeconds& seconds) {
   return groups_per_second * kLocalSize * kFlopsPerInvocation * 1e-9;
 }
 
-double measure_copy(Context& ctx, DeviceSeconds& seconds) {
-  // Large enough to leave the caches, small enough for any device's allocation limits.
-  const BufferCopy copy(ctx, 64ull << 20);
-  const double bytes_per_second = best_rate(4ull << 20, copy.capacity(), [&](uint64_t bytes) {
-    return seconds([&](VkCommandBuffer cb) { copy.record(cb, bytes); });
+// Whether the device runs subgroup arithmetic in compute shaders (the read probe's reduction).
+bool subgroup_arithmetic(VkPhysicalDevice physical) {
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &sub;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  return (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+         (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+}
+
+uint64_t max_allocation(VkPhysicalDevice physical) {
+  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &m3;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  return m3.maxMemoryAllocationSize;
+}
+
+// Fills a buffer on the device: every page touched before anything is timed, without a host copy of it.
+void fill(Context& ctx, const Buffer& b) {
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, b.handle(), 0, VK_WHOLE_SIZE, 0x01010101u); });
+}
+
+void measure_memory(Context& ctx, DeviceSeconds& seconds, DeviceCeilings& c) {
+  c.cache = tool::last_level_cache(ctx.info());
+  const uint64_t want = memory_probe_bytes(ctx.info(), c.cache.bytes);
+  c.read_size = stream_size(want, max_probe_buffer(ctx, 1));
+  // The faster of the two ways a shader reads a buffer on this device: that is how fast it streams.
+  std::vector<bool> paths = {false};
+  if (StreamingRead::texel_usable(ctx, c.read_size.buffer_bytes)) paths.insert(paths.begin(), true);
+  for (const bool texel : paths) {
+    const StreamingRead read(ctx, c.read_size.buffer_bytes, texel);
+    const double s = shortest(kMemoryRuns, [&] {
+      return seconds([&](VkCommandBuffer cb) { read.record(cb, c.read_size.passes); });
+    });
+    const double gbps = double(c.read_size.run_bytes()) / s * 1e-9;
+    if (gbps > c.read_gbps) {
+      c.read_gbps = gbps;
+      c.read_path = texel ? "texel view" : "storage buffer";
+    }
+  }
+  c.copy_size = stream_size(want, max_probe_buffer(ctx, 2));
+  const BufferCopy copy(ctx, c.copy_size.buffer_bytes);
+  const double s = shortest(kMemoryRuns, [&] {
+    return seconds([&](VkCommandBuffer cb) { copy.record(cb, c.copy_size.run_bytes()); });
   });
-  return 2.0 * bytes_per_second * 1e-9;  // each byte copied is read once and written once
+  c.copy_gbps = 2.0 * double(c.copy_size.run_bytes()) / s * 1e-9;  // each byte copied is read and written
 }
 
 }  // namespace
@@ -105,9 +169,8 @@ BufferCopy::BufferCopy(Context& ctx, uint64_t capacity)
     : capacity_(std::max<uint64_t>(4, capacity & ~uint64_t(3))),
       src_(ctx.create_buffer(capacity_)),
       dst_(ctx.create_buffer(capacity_)) {
-  std::vector<uint8_t> fill(capacity_, 0x5a);  // touch every page before timing
-  src_.upload(fill.data(), fill.size());
-  dst_.upload(fill.data(), fill.size());
+  fill(ctx, src_);
+  fill(ctx, dst_);
 }
 
 void BufferCopy::record(VkCommandBuffer cb, uint64_t bytes) const {
@@ -117,11 +180,99 @@ void BufferCopy::record(VkCommandBuffer cb, uint64_t bytes) const {
   }
 }
 
+bool StreamingRead::texel_usable(const Context& ctx, uint64_t bytes) {
+  const DeviceInfo& info = ctx.info();
+  // vkgmm gives its buffers texel views on CPU devices only (host/texel_views.hpp); one view reaches
+  // maxTexelBufferElements texels, and the shader indexes them with an int.
+  const uint64_t texels = bytes / 16;
+  return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU && info.texel_loads_32bit &&
+         texels <= info.max_texel_buffer_elements && texels <= uint64_t(INT32_MAX);
+}
+
+StreamingRead::StreamingRead(Context& ctx, uint64_t bytes, bool texel)
+    : ctx_(ctx), bytes_(std::max<uint64_t>(256, bytes & ~uint64_t(255))), texel_(texel) {
+  Context::Impl& im = ContextInternals::of(ctx);
+  const DeviceInfo& info = ctx.info();
+  if (texel && !texel_usable(ctx, bytes_))
+    throw std::runtime_error("read probe: no texel view reads a buffer of " + std::to_string(bytes_) +
+                             " bytes on this device");
+  uint32_t lanes = kReadLanes;
+  while (lanes > info.max_workgroup_invocations) lanes /= 2;
+  workgroups_ = std::max<uint32_t>(1, info.compute_units) * kReadGroupsPerUnit;
+  workgroups_ = std::min<uint32_t>(workgroups_, std::min<uint32_t>(info.max_workgroup_count[0], 65535));
+  // A window: what one binding reaches (texel views reach the whole buffer), within the loop budget and
+  // 32-bit counts; its start a multiple of 256 bytes, which every offset alignment divides.
+  uint64_t window = uint64_t(kReadRoundsPerDispatch) * kReadUnroll * lanes * workgroups_ * 16;
+  if (!texel) window = std::min<uint64_t>(window, info.max_storage_buffer_range);
+  window = std::min<uint64_t>(window, uint64_t(UINT32_MAX) * 16) & ~uint64_t(255);
+  window_vectors_ = window / 16;
+  windows_ = static_cast<uint32_t>((bytes_ + window - 1) / window);
+  const ShaderCode code = read_ceiling_shader(texel, subgroup_arithmetic(im.dev.physical));
+  std::vector<uint32_t> constants(VKGMM_ID_INVOCATIONS + 1);
+  constants[VKGMM_ID_INVOCATIONS] = lanes;
+  pipeline_ = im.pipeline(code.code, code.words, constants);
+  data_ = ctx.create_buffer(bytes_);
+  out_ = ctx.create_buffer(uint64_t(kReadOutPasses) * windows_ * workgroups_ * sizeof(uint32_t));
+  fill(ctx, data_);
+  if (texel) {
+    const std::optional<OwnBuffer> own = im.buffers.find(data_.handle());
+    view_ = own ? own->texel_views[0] : VK_NULL_HANDLE;
+    if (!view_) throw std::runtime_error("read probe: the buffer has no texel view");
+  }
+}
+
+void StreamingRead::record(VkCommandBuffer cb, uint32_t passes) const {
+  Context::Impl& im = ContextInternals::of(ctx_);
+  const uint64_t total = bytes_ / 16;
+  const VkDescriptorBufferInfo out{out_.handle(), 0, VK_WHOLE_SIZE};
+  const VkBufferView texels[2] = {view_, view_};
+  for (uint32_t p = 0; p < passes; ++p)
+    for (uint32_t w = 0; w < windows_; ++w) {
+      const uint64_t first = w * window_vectors_;
+      const uint64_t count = std::min(window_vectors_, total - first);
+      // The storage build reads its window from the binding's start; the texel build (whose storage
+      // binding only has to be valid) counts texels from the buffer's start.
+      const VkDescriptorBufferInfo data{data_.handle(), texel_ ? 0 : first * 16,
+                                        texel_ ? std::min<uint64_t>(bytes_, ctx_.info().max_storage_buffer_range)
+                                               : count * 16};
+      const VkDescriptorBufferInfo infos[kNumBindings] = {data, out, out, out, out, out};
+      const abi::ReadPush push{texel_ ? uint32_t(first) : 0u, uint32_t(count),
+                               ((p % kReadOutPasses) * windows_ + w) * workgroups_};
+      bind_and_push(im, cb, pipeline_, infos, &push, sizeof push, texel_ ? texels : nullptr);
+      vkCmdDispatch(cb, workgroups_, 1, 1);
+    }
+}
+
+StreamSize stream_size(uint64_t want, uint64_t max_buffer) {
+  max_buffer &= ~uint64_t(255);
+  if (max_buffer == 0) throw std::runtime_error("memory probe: no memory for a buffer");
+  want = std::max<uint64_t>(want, 256);
+  StreamSize s;
+  s.passes = static_cast<uint32_t>((want + max_buffer - 1) / max_buffer);
+  s.buffer_bytes = ((want + s.passes - 1) / s.passes + 255) & ~uint64_t(255);
+  return s;
+}
+
+uint64_t memory_probe_bytes(const DeviceInfo& info, uint64_t cache_bytes) {
+  const uint64_t eight = 8 * cache_bytes;
+  return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? eight : std::max(eight, kGiB);
+}
+
+uint64_t max_probe_buffer(const Context& ctx, uint32_t count) {
+  const Device& dev = ContextInternals::of(ctx).dev;
+  const uint32_t type = dev.buffer_memory_type(~0u);
+  if (type == UINT32_MAX) throw std::runtime_error("memory probe: no host-visible memory type");
+  const uint64_t heap = dev.memory.memoryHeaps[dev.memory.memoryTypes[type].heapIndex].size;
+  uint64_t most = heap / (2 * std::max<uint32_t>(count, 1));
+  if (const uint64_t m = max_allocation(dev.physical); m) most = std::min(most, m);
+  return most & ~uint64_t(255);
+}
+
 DeviceCeilings measure_ceilings(Context& ctx) {
   DeviceSeconds seconds(ctx);
   DeviceCeilings c;
   c.fma_gflops = measure_fma(ctx, seconds);
-  c.copy_gbps = measure_copy(ctx, seconds);
+  measure_memory(ctx, seconds, c);
   ContextInternals::of(ctx).log.throw_if_any();
   return c;
 }

@@ -24,7 +24,9 @@ const char kUsage[] =
     "\n"
     "Prints the device vkgmm runs on (chosen by $VKGMM_DEVICE, an index or a name substring, else the\n"
     "first discrete, integrated, virtual or CPU device), its limits and the features vkgmm uses, then\n"
-    "measures its fp32 FMA ceiling and buffer copy bandwidth. rhs_formats lists the types gmm's weights\n"
+    "measures its fp32 FMA ceiling, streaming read bandwidth and buffer copy bandwidth (each memory probe\n"
+    "reads 8x the last-level cache per run, at least 1 GiB on GPUs; $VKGMM_CACHE_BYTES overrides the\n"
+    "cache size). rhs_formats lists the types gmm's weights\n"
     "may have: f32, f16, bf16 and GGUF's block formats (vkgmm quantize makes them from .npy).\n"
     "--json prints the same as one JSON object.\n";
 
@@ -131,11 +133,24 @@ int info_main(int argc, char** argv) {
     std::vector<Row> rows = rows_of(ctx.info());
     // Measured rather than queried (about a second on lavapipe): the yardsticks `vkgmm bench` reports against.
     const vkgmm::DeviceCeilings ceilings = vkgmm::measure_ceilings(ctx);
-    char fma[32], copy[32];
+    char fma[32], read[32], copy[32];
     std::snprintf(fma, sizeof fma, "%.1f", ceilings.fma_gflops);
+    std::snprintf(read, sizeof read, "%.1f", ceilings.read_gbps);
     std::snprintf(copy, sizeof copy, "%.1f", ceilings.copy_gbps);
+    const auto mib = [](uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
+    const auto size = [&](const vkgmm::StreamSize& s) {
+      return mib(s.run_bytes()) + " per run (" + std::to_string(s.passes) + " x " + mib(s.buffer_bytes) + ")";
+    };
     rows.push_back({"fma_ceiling_gflops", std::string(fma) + " GFLOP/s (fp32 FMA from registers, measured)", fma});
-    rows.push_back({"copy_gbps", std::string(copy) + " GB/s (buffer copy, bytes read + written, measured)", copy});
+    rows.push_back({"read_gbps", std::string(read) + " GB/s (streaming read through the " + ceilings.read_path +
+                                     ", " + size(ceilings.read_size) + ", measured: the memory roof)",
+                    read});
+    rows.push_back({"copy_gbps", std::string(copy) + " GB/s (buffer copy, bytes read + written, " +
+                                     size(ceilings.copy_size) + " read, measured)",
+                    copy});
+    rows.push_back({"cache_bytes", std::to_string(ceilings.cache.bytes) + " bytes (" + mib(ceilings.cache.bytes) +
+                                       " last-level cache, " + ceilings.cache.source + ")",
+                    std::to_string(ceilings.cache.bytes)});
     if (json) {
       std::string out = "{";
       for (size_t i = 0; i < rows.size(); ++i) out += (i ? ", " : "") + json_string(rows[i].key) + ": " + rows[i].json;

@@ -89,6 +89,19 @@ TEST(Interface, CeilingModuleMatchesTheHost) {
   EXPECT_TRUE(bad.empty()) << joined(bad);
 }
 
+// The read-bandwidth probe's four builds: its push block and workgroup size as the host sets them, the
+// texel view declared by the texel builds only, one word per workgroup to OUT.
+TEST(Interface, ReadCeilingModulesMatchTheHost) {
+  for (const bool texel : {false, true})
+    for (const bool subgroup : {false, true}) {
+      const Reflection r = reflect(read_ceiling_shader(texel, subgroup));
+      const auto bad = compare(r, false, abi::kReadConstants, false, abi::ReadPush{});
+      EXPECT_TRUE(bad.empty()) << "texel " << texel << ", subgroup " << subgroup << ":" << joined(bad);
+      EXPECT_EQ(r.bindings.count(VKGMM_BINDING_LHS_TEXEL) == 1, texel);
+      EXPECT_TRUE(r.bindings.count(VKGMM_BINDING_OUT));
+    }
+}
+
 TEST(Interface, MetadataModuleMatchesTheHost) {
   const Reflection r = reflect(metadata_shader());
   const auto bad = compare(r, false, abi::kMetadataConstants, false, abi::MetadataPush{});
