@@ -59,7 +59,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
                       " must be a multiple of " + std::to_string(B) +
                       (p.transpose_rhs ? " (rhs [G_local, n, k])" : " (rhs [G_local, k, n])"));
   }
-  const bool swiglu = p.epilogue.activation == Activation::swiglu;
+  // A gated activation reads two product columns, [gate | up], per output column: two accumulator halves.
+  const bool gate_up = gated(p.epilogue.activation);
   const bool on_device = routed || p.device_group_sizes.count > 0;
 
   // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
@@ -77,7 +78,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const Schedule schedule =
       gmm_schedule(p.schedule, tile_info, core.options().schedule, active, !p.tiling.fixed && !p.tiling.lookup);
   const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
-    return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, out_n, swiglu ? 2 : 1, is_quantized(p.rhs_type));
+    return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, out_n, gate_up ? 2 : 1, is_quantized(p.rhs_type));
   });
   // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
@@ -88,12 +89,12 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 
   // Both schedules load 4 elements at a time where K (and N, unless rhs is transposed) allow it;
   // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements. With
-  // swiglu the up half starts at column out_n, which must keep the 4-element alignment too.
+  // a gated activation the up half starts at column out_n, which must keep the 4-element alignment too.
   const bool vec4 = core.vec4_allowed() && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
-  // gmm's output block is [tm, tn], reduced over K tk at a time; with swiglu each output column needs
+  // gmm's output block is [tm, tn], reduced over K tk at a time; with a gated activation each output column needs
   // two product columns (gate and up), two accumulator halves.
   const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, tile_info, op,
-                                              vec4 ? 4 : 1, 1, swiglu ? 2 : 1, true);
+                                              vec4 ? 4 : 1, 1, gate_up ? 2 : 1, true);
   st->tiling = {shape.rows, shape.step, shape.cols};
 
   const int64_t tm = shape.rows;
@@ -121,7 +122,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   // and the persistent grid's workgroups, must hold them (with 4-element ones sized for, one workgroup
   // taking 60 items of k = 4096 returned partial sums for an unaligned lhs).
   const uint64_t item_loops =
-      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, swiglu ? 2 : 1, false), push.fill_rows / tm) +
+      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, gate_up ? 2 : 1, false), push.fill_rows / tm) +
       (fused_combine ? fused_loops : 0) + 1;
   check_cpu_loop_budget(info, op, item_loops, "k = " + std::to_string(p.k));
   if (on_device) {
@@ -172,7 +173,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     kn.set(VKGMM_ID_GMM_ROUTED, routed);
     kn.set(VKGMM_ID_GMM_WEIGHTED, routed && route.combine);
     kn.set(VKGMM_ID_GMM_BIAS, p.epilogue.bias);
-    kn.set(VKGMM_ID_GMM_SWIGLU, swiglu);
+    kn.set(VKGMM_ID_GMM_ACTIVATION, static_cast<uint32_t>(p.epilogue.activation));
     kn.set(VKGMM_ID_GMM_FUSED_COMBINE, fused_combine);
     kn.set(VKGMM_ID_GMM_K_SLICES, shape.slices);
     // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.

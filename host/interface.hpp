@@ -146,9 +146,10 @@ inline constexpr SpecConstant kGmmConstants[] = {
     {VKGMM_ID_GMM_ROUTED, "ROUTED"},
     {VKGMM_ID_GMM_WEIGHTED, "WEIGHTED"},
     {VKGMM_ID_GMM_BIAS, "BIAS"},
-    {VKGMM_ID_GMM_SWIGLU, "SWIGLU"},
+    {VKGMM_ID_GMM_ACTIVATION, "ACTIVATION"},
     {VKGMM_ID_GMM_FUSED_COMBINE, "FUSED_COMBINE"},
     {VKGMM_ID_GMM_VEC4_OUT, "VEC4_OUT"},
+    {VKGMM_ID_GMM_K_SLICES, "K_SLICES"},
 };
 inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_BLOCK_ROWS, "TK"},
@@ -157,7 +158,6 @@ inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_TGMM_LHS_MK, "LHS_MK"},
     {VKGMM_ID_TGMM_OUT_NK, "OUT_NK"},
     {VKGMM_ID_TGMM_VEC4_LHS, "VEC4_LHS"},
-    {VKGMM_ID_GMM_K_SLICES, "K_SLICES"},
 };
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
@@ -166,6 +166,7 @@ inline constexpr SpecConstant kMetadataConstants[] = {
     {VKGMM_ID_META_VISITS, "VISITS"},
     {VKGMM_ID_META_ROUTE, "ROUTE"},
     {VKGMM_ID_META_ROUTE_WEIGHTED, "ROUTE_WEIGHTED"},
+    {VKGMM_ID_META_ROUTE_SHARED_COUNTS, "ROUTE_SHARED_COUNTS"},
 };
 inline constexpr SpecConstant kCombineConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
@@ -174,7 +175,6 @@ inline constexpr SpecConstant kCombineConstants[] = {
 };
 // The workgroup size is fixed in the module (VKGMM_TOPK_INVOCATIONS).
 inline constexpr SpecConstant kTopKConstants[] = {
-    {VKGMM_ID_META_ROUTE_SHARED_COUNTS, "ROUTE_SHARED_COUNTS"},
     {VKGMM_ID_TOPK_RENORMALIZE, "RENORMALIZE"},
 };
 inline constexpr SpecConstant kCeilingConstants[] = {

@@ -55,7 +55,11 @@ int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n) {
   switch (e.activation) {
     case Activation::none: return n;
     case Activation::swiglu:
-      if (n % 2) bad(op, "n = " + std::to_string(n) + ": activation swiglu needs an even product width ([gate | up])");
+    case Activation::swiglu_oai:
+    case Activation::geglu:
+      if (n % 2)
+        bad(op, "n = " + std::to_string(n) + ": activation " + activation_name(e.activation) +
+                    " needs an even product width ([gate | up])");
       return n / 2;
   }
   bad(op, "epilogue.activation = " + std::to_string(uint32_t(e.activation)) + " is not an activation vkgmm knows");

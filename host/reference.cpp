@@ -71,16 +71,35 @@ void products(const GmmProblem& p, const float* w, const std::vector<const float
 }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float gelu_tanh(float x) {
+  const float c = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
+}
+
+// A gated activation of one output column from its gate and up values.
+float gated_value(Activation a, float gate, float up) {
+  switch (a) {
+    case Activation::swiglu: return silu(gate) * up;
+    case Activation::swiglu_oai: {
+      const float g = std::min(gate, 7.0f), u = std::clamp(up, -7.0f, 7.0f);
+      return (u + 1.0f) * g * sigmoid(1.702f * g);
+    }
+    case Activation::geglu: return gelu_tanh(gate) * up;
+    case Activation::none: break;
+  }
+  return gate;
+}
 
 // The epilogue on one product row, in fp32 and in place: + bias (a row of n, or null), then the
 // activation. Afterwards the first out_columns(p) values are the result.
 void epilogue(const GmmProblem& p, const float* bias_row, std::vector<float>& v) {
   if (bias_row)
     for (int64_t c = 0; c < p.n; ++c) v[idx(c)] += bias_row[c];
-  if (p.epilogue.activation == Activation::swiglu) {
+  if (gated(p.epilogue.activation)) {
     // [gate | up]: out[c] reads only columns c and c + half, which later columns never write.
     const int64_t half = p.n / 2;
-    for (int64_t c = 0; c < half; ++c) v[idx(c)] = silu(v[idx(c)]) * v[idx(c + half)];
+    for (int64_t c = 0; c < half; ++c) v[idx(c)] = gated_value(p.epilogue.activation, v[idx(c)], v[idx(c + half)]);
   }
 }
 
@@ -112,13 +131,13 @@ void assert_operands(const GmmProblem& p, int64_t g_local, const std::vector<flo
                      const std::vector<float>& bias) {
   assert(rhs.size() == idx(g_local * p.k * p.n));
   assert(p.epilogue.bias ? bias.size() == idx(g_local * p.n) : bias.empty());
-  assert(p.epilogue.activation != Activation::swiglu || p.n % 2 == 0);
+  assert(!gated(p.epilogue.activation) || p.n % 2 == 0);
   (void)p, (void)g_local, (void)rhs, (void)bias;
 }
 
 }  // namespace
 
-int64_t out_columns(const GmmProblem& p) { return p.epilogue.activation == Activation::swiglu ? p.n / 2 : p.n; }
+int64_t out_columns(const GmmProblem& p) { return gated(p.epilogue.activation) ? p.n / 2 : p.n; }
 
 std::vector<float> gmm(const GmmProblem& p, const std::vector<float>& lhs, const std::vector<float>& rhs,
                        const std::vector<float>& existing_out, const std::vector<float>& bias) {

@@ -1,4 +1,5 @@
 // Names and sizes of the vocabulary types in types.hpp.
+#include <cstring>
 #include "vkgmm/types.hpp"
 
 #include "vkgmm/ops.hpp"
@@ -117,8 +118,17 @@ const char* activation_name(Activation a) {
   switch (a) {
     case Activation::none: return "none";
     case Activation::swiglu: return "swiglu";
+    case Activation::swiglu_oai: return "swiglu_oai";
+    case Activation::geglu: return "geglu";
   }
   return "unknown";
+}
+
+std::optional<Activation> activation_of_name(const char* name) {
+  if (!name) return std::nullopt;
+  for (Activation a : {Activation::none, Activation::swiglu, Activation::swiglu_oai, Activation::geglu})
+    if (std::strcmp(name, activation_name(a)) == 0) return a;
+  return std::nullopt;
 }
 
 }  // namespace vkgmm

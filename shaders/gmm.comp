@@ -45,13 +45,14 @@ layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 // The persistent grid (interface.h): main() loops over the work items instead of running one.
 layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
 // Routing by expert ids and the fused epilogue (interface.h, VKGMM_GMM_PUSH): rows gathered and scattered
-// through the row map, weighted, biased, and SwiGLU over [gate | up] product columns. With SWIGLU every
+// through the row map, weighted, biased, and a gated activation over [gate | up] product columns. GATED, every
 // invocation holds its RN output columns twice, NH = 2 halves of accumulators: the gate's and the up
 // projection's (product columns c and out_n + c), so both meet in one invocation's registers at the store.
 layout(constant_id = VKGMM_ID_GMM_ROUTED) const bool ROUTED = false;
 layout(constant_id = VKGMM_ID_GMM_WEIGHTED) const bool WEIGHTED = false;
 layout(constant_id = VKGMM_ID_GMM_BIAS) const bool BIAS = false;
-layout(constant_id = VKGMM_ID_GMM_SWIGLU) const bool SWIGLU = false;
+layout(constant_id = VKGMM_ID_GMM_ACTIVATION) const uint ACTIVATION = VKGMM_ACT_NONE;
+const bool GATED = ACTIVATION != VKGMM_ACT_NONE;
 // Small combined calls (interface.h): rows' results to the workspace, the last workgroup of an n tile sums them.
 layout(constant_id = VKGMM_ID_GMM_FUSED_COMBINE) const bool FUSED_COMBINE = false;
 // Rows stored 4 adjacent columns at a time (interface.h): only where every group of 4 columns starts at
@@ -60,7 +61,7 @@ layout(constant_id = VKGMM_ID_GMM_FUSED_COMBINE) const bool FUSED_COMBINE = fals
 layout(constant_id = VKGMM_ID_GMM_VEC4_OUT) const bool VEC4_OUT = false;
 // The direct schedule's K slices (interface.h): invocation lid is (tx, ty) of slice lid / (TX * TY).
 layout(constant_id = VKGMM_ID_GMM_K_SLICES) const uint K_SLICES = 1;
-const uint NH = SWIGLU ? 2u : 1u;
+const uint NH = GATED ? 2u : 1u;
 const uint RNH = RN * NH;  // accumulator columns per row: half h, column j at h * RN + j
 
 // Offsets are in elements of each operand's type, relative to where its descriptor is bound.
@@ -119,7 +120,7 @@ uint rhs_index(uint g_local, uint kk, uint col) {
   return TRANSPOSE_RHS ? base + col * pc.k + kk : base + kk * pc.n + col;
 }
 
-// The product column of output column `col` in half h (SWIGLU: 0 gate, 1 up).
+// The product column of output column `col` in half h (GATED: 0 gate, 1 up).
 uint product_col(uint h, uint col) { return h * pc.out_n + col; }
 
 // Column of the tile's j-th column owned by invocation tx: lanes side by side, either one column each
@@ -306,17 +307,34 @@ void finish_tile(uint n_tile, uint rows) {
 }
 
 float silu(float x) { return x / (1.0 + exp(-x)); }
+float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
+// gelu's tanh form, tanh written through exp (tanh(y) = 1 - 2 / (exp(2y) + 1): exact at both ends, where
+// some drivers' tanh of a large argument is NaN).
+float gelu_tanh(float x) {
+  float y = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (2.0 - 2.0 / (exp(2.0 * y) + 1.0));
+}
 
-// The epilogue of one output value: the gate (or only) product v, the up product u (SWIGLU), of group
+// The gated activation (ACTIVATION, folded) of a gate value and an up value (include/vkgmm/ops.hpp).
+float gated_value(float gate, float up) {
+  if (ACTIVATION == VKGMM_ACT_SWIGLU) return silu(gate) * up;
+  if (ACTIVATION == VKGMM_ACT_SWIGLU_OAI) {
+    float g = min(gate, 7.0), u = clamp(up, -7.0, 7.0);
+    return (u + 1.0) * g * sigmoid(1.702 * g);
+  }
+  return gelu_tanh(gate) * up;  // VKGMM_ACT_GEGLU
+}
+
+// The epilogue of one output value: the gate (or only) product v, the up product u (GATED), of group
 // g_local at output column col, its row's routing weight w: + bias, activation, weight; all in fp32
 // (v itself with none of them: the constants fold every step away).
 float epilogue(float v, float u, uint g_local, uint col, float w) {
   if (BIAS) {
     uint brow = pc.bias_off + g_local * pc.n;
     v += bias[brow + product_col(0u, col)];
-    if (SWIGLU) u += bias[brow + product_col(1u, col)];
+    if (GATED) u += bias[brow + product_col(1u, col)];
   }
-  if (SWIGLU) v = silu(v) * u;
+  if (GATED) v = gated_value(v, u);
   if (WEIGHTED) v *= w;
   return v;
 }

@@ -59,7 +59,13 @@
 #define VKGMM_ID_GMM_ROUTED 17     // rows are slots routed by expert ids: gather lhs, scatter out (map_off)
 #define VKGMM_ID_GMM_WEIGHTED 18   // each row's value times its routing weight (weight_off)
 #define VKGMM_ID_GMM_BIAS 19       // + bias[g_local, column] before the activation
-#define VKGMM_ID_GMM_SWIGLU 20     // product columns [gate | up]: out = silu(gate) * up, out_n = n / 2
+// The activation (VKGMM_ACT_*, vkgmm::Activation's values); the gated ones read product columns
+// [gate | up]: out_n = n / 2.
+#define VKGMM_ID_GMM_ACTIVATION 20
+#define VKGMM_ACT_NONE 0
+#define VKGMM_ACT_SWIGLU 1
+#define VKGMM_ACT_SWIGLU_OAI 2
+#define VKGMM_ACT_GEGLU 3
 // With WEIGHTED (routed, combined): the kernel itself sums the slots (FUSED_COMBINE, below), no combine dispatch.
 #define VKGMM_ID_GMM_FUSED_COMBINE 21
 // Rows stored 4 adjacent columns at a time (one vector store): the plan's where out_n is a multiple of

@@ -498,7 +498,8 @@ static void expect_refused(vkgmm_context* ctx, const vkgmm_gmm_problem* p, const
 
 static void test_routing_fields(vkgmm_context* ctx) {
   CHECK(VKGMM_DEVICE_STATUS_BAD_ID == 8);
-  CHECK(VKGMM_ACTIVATION_NONE == 0 && VKGMM_ACTIVATION_SWIGLU == 1);
+  CHECK(VKGMM_ACTIVATION_NONE == 0 && VKGMM_ACTIVATION_SWIGLU == 1 && VKGMM_ACTIVATION_SWIGLU_OAI == 2 &&
+        VKGMM_ACTIVATION_GEGLU == 3);
   vkgmm_gmm_problem p = gmm_problem();
   p.top_k = -1;
   expect_refused(ctx, &p, "top_k");

@@ -255,6 +255,25 @@ TEST(ReferenceEpilogue, BiasThenSwigluByHand) {
   EXPECT_EQ(out[1], 0.0f);
 }
 
+// gpt-oss's clamped SwiGLU and GeGLU over [gate | up], past their bends: gate [8, -2 | up -9, 3] clamps
+// the gate at 7 and up to [-7, 7]; GeGLU's gelu is the tanh form. Values from Python's math module.
+TEST(ReferenceEpilogue, SwigluOaiAndGegluByHand) {
+  auto p = gmm_problem(1, 1, 4, {1});
+  const V lhs = {1};
+  p.epilogue = {false, vkgmm::Activation::swiglu_oai};
+  EXPECT_EQ(vkgmm::reference::out_columns(p), 2);
+  V out = vkgmm::reference::gmm(p, lhs, {8, -2, -9, 3});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FLOAT_EQ(out[0], -41.99971876981991f);   // (-7 + 1) * 7 * sigmoid(1.702 * 7)
+  EXPECT_FLOAT_EQ(out[1], -0.25736550742316744f);  // (3 + 1) * -2 * sigmoid(-3.404)
+  p.epilogue = {false, vkgmm::Activation::geglu};
+  out = vkgmm::reference::gmm(p, lhs, {1, -3, 2, 0.5f});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_FLOAT_EQ(out[0], 1.6823839812165535f);     // gelu(1) * 2
+  // gelu(-3) * 0.5: 1 + tanh(-2.47) cancels in fp32 (the reference's float tanh), so within 1e-7.
+  EXPECT_NEAR(out[1], -0.0018186960408864972, 1e-7);
+}
+
 TEST(ReferenceEpilogue, BiasRowsFollowTheWindowAndExistingOutHasNOutColumns) {
   // Groups of one row; the window is group 1 alone, so its bias is bias row 0. Row 0 is inactive and
   // keeps existing_out, which has n_out = 1 column.

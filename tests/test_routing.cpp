@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 
+#include "context_impl.hpp"
 #include "gpu_harness.hpp"
 #include "interface.h"
 #include "plan_internals.hpp"
@@ -440,13 +441,16 @@ TEST_F(DeviceTest, RoutingHostileIdsAreSkippedAndReported) {
 // --- the epilogue with group sizes -----------------------------------------------------------------------
 
 struct EpilogueCase {
-  bool bias, swiglu, transpose, existing_out, device_sizes;
+  bool bias;
+  Activation act;
+  bool transpose, existing_out, device_sizes;
   DType lhs, rhs, out;
   Schedule schedule;
 };
 
 std::string epilogue_name(const EpilogueCase& c) {
-  return std::string(c.bias ? "bias" : "nobias") + (c.swiglu ? "_swiglu" : "") + (c.transpose ? "_T" : "") +
+  return std::string(c.bias ? "bias" : "nobias") + (gated(c.act) ? std::string("_") + activation_name(c.act) : "") +
+         (c.transpose ? "_T" : "") +
          (c.existing_out ? "_ex" : "") + (c.device_sizes ? "_devsizes" : "") + "_" + dtype_name(c.lhs) +
          dtype_name(c.rhs) + dtype_name(c.out) + "_" + schedule_name(c.schedule);
 }
@@ -460,18 +464,18 @@ class EpilogueSweep : public DeviceTest, public ::testing::WithParamInterface<Ep
 TEST_P(EpilogueSweep, MatchesReference) {
   const EpilogueCase& c = GetParam();
   SCOPED_TRACE(epilogue_name(c));
-  std::mt19937 rng(uint32_t(c.bias + 2 * c.swiglu + 4 * c.transpose + 8 * c.existing_out));
+  std::mt19937 rng(uint32_t(c.bias + 2 * uint32_t(c.act) + 8 * c.transpose + 16 * c.existing_out));
   GmmProblem p;
   p.m = 70;
   p.k = 24;
-  p.n = 2 * 37;  // n_out = 37 with swiglu
+  p.n = 2 * 37;  // n_out = 37 with a gated activation
   p.group_sizes = make_group_sizes(Sizes::split_tiles, 6, p.m, rng);
   p.group_offset = 1;
   p.num_rhs_groups = 4;
   p.transpose_rhs = c.transpose;
   p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
   p.existing_out = c.existing_out;
-  p.epilogue = {c.bias, c.swiglu ? Activation::swiglu : Activation::none};
+  p.epilogue = {c.bias, c.act};
   const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
   const auto rhs = random_values(size_t(4 * p.k * p.n), c.rhs, rng);
   const auto bias = c.bias ? random_values(size_t(4 * p.n), DType::f32, rng) : std::vector<float>{};
@@ -483,17 +487,52 @@ TEST_P(EpilogueSweep, MatchesReference) {
   if (c.device_sizes) EXPECT_TRUE(same_bits(run_gmm_device(cx, p, lhs, rhs, ex, bias), got)) << "device group sizes";
 }
 
+// The gated activations where they bend: products and biases reaching past +-7 (swiglu_oai's clamps,
+// GeGLU's and SiLU's tails), with bias, on both schedules and on a context planning as a GPU (the decode
+// schedule's K slices), against the reference.
+TEST_F(DeviceTest, GatedActivationsPastTheirBends) {
+  Context gpu = make_context({});
+  ContextInternals::of(gpu).tiling_device.as = discrete_gpu_like(gpu.info(), 512, 16, 32);
+  for (Context* cx : {&ctx(Schedule::shared), &ctx(Schedule::direct), &gpu})
+    for (Activation act : {Activation::swiglu, Activation::swiglu_oai, Activation::geglu}) {
+      SCOPED_TRACE(std::string(activation_name(act)) + (cx == &gpu ? " as a GPU" : ""));
+      std::mt19937 rng(51 + uint32_t(act));
+      GmmProblem p;
+      p.m = 9, p.k = 8, p.n = 2 * 20;
+      p.group_sizes = {4, 5};
+      p.epilogue = {true, act};
+      auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+      for (float& x : lhs) x *= 4.0f;  // products of about +-4 sqrt(8) / sqrt(3): past 7 often
+      const auto rhs = random_values(size_t(2 * p.k * p.n), DType::f32, rng);
+      auto bias = random_values(size_t(2 * p.n), DType::f32, rng);
+      for (float& x : bias) x *= 4.0f;
+      const auto want = reference::gmm(p, lhs, rhs, {}, bias);
+      GmmProblem pre = p;  // the [gate | up] values the activation reads
+      pre.epilogue.activation = Activation::none;
+      size_t past = 0;
+      for (float v : reference::gmm(pre, lhs, rhs, {}, bias)) past += std::abs(v) > 7.0f;
+      EXPECT_GT(past, 4u) << "too few values past the bends";
+      EXPECT_TRUE(all_close(run_gmm(*cx, p, lhs, rhs, {}, bias), want, 1e-3, 1e-5));
+    }
+}
+
 std::vector<EpilogueCase> epilogue_cases() {
   const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  const Activation none = Activation::none, swiglu = Activation::swiglu, oai = Activation::swiglu_oai,
+                   geglu = Activation::geglu;
   return {
-      {true, false, false, false, true, f32, f32, f32, Schedule::shared},
-      {false, true, false, true, false, f32, f32, f32, Schedule::direct},
-      {true, true, true, false, true, f32, f32, f32, Schedule::shared},
-      {true, true, false, true, true, bf16, bf16, bf16, Schedule::direct},
-      {true, true, true, true, false, f16, f16, f16, Schedule::direct},
-      {false, true, true, false, true, f16, bf16, f32, Schedule::shared},
-      {true, false, true, true, true, f32, f16, bf16, Schedule::direct},
-      {true, true, false, false, false, bf16, f32, f16, Schedule::shared},
+      {true, none, false, false, true, f32, f32, f32, Schedule::shared},
+      {false, swiglu, false, true, false, f32, f32, f32, Schedule::direct},
+      {true, swiglu, true, false, true, f32, f32, f32, Schedule::shared},
+      {true, swiglu, false, true, true, bf16, bf16, bf16, Schedule::direct},
+      {true, swiglu, true, true, false, f16, f16, f16, Schedule::direct},
+      {false, swiglu, true, false, true, f16, bf16, f32, Schedule::shared},
+      {true, none, true, true, true, f32, f16, bf16, Schedule::direct},
+      {true, swiglu, false, false, false, bf16, f32, f16, Schedule::shared},
+      {true, oai, false, true, true, f32, f32, f32, Schedule::direct},
+      {false, oai, true, false, false, bf16, bf16, bf16, Schedule::shared},
+      {true, geglu, true, false, true, f32, f32, f32, Schedule::shared},
+      {false, geglu, false, true, false, f16, f16, f16, Schedule::direct},
   };
 }
 

@@ -102,6 +102,8 @@ static_assert(VKGMM_DEVICE_STATUS_BAD_ID == device_status::bad_id);
 // The C activations are the C++ ones.
 static_assert(VKGMM_ACTIVATION_NONE == static_cast<int>(Activation::none));
 static_assert(VKGMM_ACTIVATION_SWIGLU == static_cast<int>(Activation::swiglu));
+static_assert(VKGMM_ACTIVATION_SWIGLU_OAI == static_cast<int>(Activation::swiglu_oai));
+static_assert(VKGMM_ACTIVATION_GEGLU == static_cast<int>(Activation::geglu));
 
 // Throws unless `size` (the caller's struct_size of a `type`, this library's being `known`) is at least
 // `first`, and, when larger than `known`, every byte of `bytes` from `known` to `size` is zero.

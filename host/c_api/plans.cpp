@@ -197,6 +197,8 @@ Epilogue epilogue(const char* op, const vkgmm_gmm_problem& c) {
   switch (a) {
     case VKGMM_ACTIVATION_NONE: e.activation = Activation::none; break;
     case VKGMM_ACTIVATION_SWIGLU: e.activation = Activation::swiglu; break;
+    case VKGMM_ACTIVATION_SWIGLU_OAI: e.activation = Activation::swiglu_oai; break;
+    case VKGMM_ACTIVATION_GEGLU: e.activation = Activation::geglu; break;
     default: bad(op, "activation = " + std::to_string(a) + " is not a vkgmm_activation");
   }
   return e;

@@ -201,10 +201,10 @@ GmmInputs read_gmm(const Job& j) {
     throw UsageError("--rhs: " + rhs.desc + " has k = " + std::to_string(rhs.k) + " but --lhs " +
                      shape_str(lhs.shape) + " has k = " + std::to_string(k) +
                      (rhs.transposed ? " (rhs is [G_local, n, k])" : " (rhs is [G_local, k, n])"));
-  if (j.activation == vkgmm::Activation::swiglu && n % 2 != 0)
-    throw UsageError("--activation swiglu: the product's width n = " + std::to_string(n) + " (from --rhs " +
-                     rhs.desc + ") is odd; it must be [gate | up], even");
-  const int64_t n_out = j.activation == vkgmm::Activation::swiglu ? n / 2 : n;
+  if (vkgmm::gated(j.activation) && n % 2 != 0)
+    throw UsageError(std::string("--activation ") + vkgmm::activation_name(j.activation) + ": the product's width n = " +
+                     std::to_string(n) + " (from --rhs " + rhs.desc + ") is odd; it must be [gate | up], even");
+  const int64_t n_out = vkgmm::gated(j.activation) ? n / 2 : n;
 
   GmmInputs in{common_problem<vkgmm::GmmProblem>(j, m, k, n, group_sizes), {}, {}, {}, {}, {}, std::move(ids), {}};
   vkgmm::GmmProblem& p = in.p;

@@ -14,12 +14,12 @@ const char kRunUsage[] =
     "usage:\n"
     "  vkgmm run gmm  --lhs L.npy --rhs R.npy --group-sizes GS.npy --out OUT.npy\n"
     "                 [--transpose-rhs] [--group-offset N] [--existing-out E.npy]\n"
-    "                 [--bias B.npy] [--activation swiglu]\n"
+    "                 [--bias B.npy] [--activation A]\n"
     "                 [--out-dtype f32|f16|bf16] [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
     "                 [--device-metadata]\n"
     "  vkgmm run gmm  --lhs X.npy --ids IDS.npy --rhs R.npy --out OUT.npy [--weights W.npy]\n"
     "                 [--group-offset N] [--num-experts E] [--transpose-rhs] [--bias B.npy]\n"
-    "                 [--activation swiglu] [--existing-out E.npy] [--out-dtype f32|f16|bf16]\n"
+    "                 [--activation A] [--existing-out E.npy] [--out-dtype f32|f16|bf16]\n"
     "                 [--input-dtype bf16] [--tiling TM,TK,TN] [--check]\n"
     "  vkgmm run gmm  ... --rhs-format q8_0|q4_0|q4_K|q6_K|mxfp4   (rhs: |u1 [G_local, n, (k/B)*S])\n"
     "  vkgmm run gmm  ... --rhs FILE.gguf:TENSOR                   (GGUF v3; the type from the file)\n"
@@ -39,8 +39,9 @@ const char kRunUsage[] =
     "      outside the window get existing_out (or 0). --num-experts E: ids >= E are an error; ids\n"
     "      below -1 always are.\n"
     "Epilogue (gmm, with --group-sizes or --ids): --bias B [G_local, n] (<f4) is added to each\n"
-    "      product row of its group; --activation swiglu takes the product's n columns as\n"
-    "      [gate | up] (n even) and gives n_out = n / 2: silu(gate) * up. Else n_out = n.\n"
+    "      product row of its group; --activation A (swiglu, swiglu_oai: gpt-oss's clamped one, or\n"
+    "      geglu) takes the product's n columns as [gate | up] (n even) and gives n_out = n / 2:\n"
+    "      silu(gate) * up, or as include/vkgmm/ops.hpp says. none (the default): n_out = n.\n"
     "Quantized rhs (gmm): GGUF's blocks byte for byte, B values along k in S bytes per block: q8_0\n"
     "      (32, 34), q4_0 (32, 18), mxfp4 (32, 17), q4_K (256, 144), q6_K (256, 210); the\n"
     "      transposed layout is implied. --rhs-format F reads the rhs .npy as |u1 raw blocks\n"
@@ -159,10 +160,9 @@ void routing_and_epilogue(Job& j) {
     j.num_experts = *v;
   }
   if (const std::string* t = a.get("activation")) {
-    if (*t == "swiglu")
-      j.activation = vkgmm::Activation::swiglu;
-    else if (*t != "none")
-      throw UsageError("--activation: expected swiglu (or none), got '" + *t + "'");
+    const std::optional<vkgmm::Activation> act = vkgmm::activation_of_name(t->c_str());
+    if (!act) throw UsageError(std::string("--activation: expected ") + vkgmm::kActivationNames + ", got '" + *t + "'");
+    j.activation = *act;
   }
 }
 

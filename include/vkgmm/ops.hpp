@@ -61,19 +61,28 @@ struct Routing {
 // The epilogue fused into gmm's store (CONTRACT.md, "Epilogues"), with group sizes or ids: product
 // (+ bias) -> activation -> routing weight -> sum over slots -> + existing_out, all in fp32; only the
 // stored value is rounded to the output type.
-enum class Activation : uint32_t { none = 0, swiglu = 1 };
+// The gated ones take the product's n columns as [gate | up] (n even) and give out n_out = n / 2 columns:
+// - swiglu: silu(gate) * up, silu(x) = x / (1 + exp(-x));
+// - swiglu_oai (gpt-oss's clamped SwiGLU): g = min(gate, 7), u = clamp(up, -7, 7),
+//   out = (u + 1) * g * sigmoid(1.702 * g);
+// - geglu: gelu(gate) * up with gelu's tanh form, gelu(x) = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))).
+enum class Activation : uint32_t { none = 0, swiglu = 1, swiglu_oai = 2, geglu = 3 };
 VKGMM_API const char* activation_name(Activation a);
+// The activation activation_name() names `name` ("none", "swiglu", "swiglu_oai", "geglu"); nullopt for
+// any other text. kActivationNames lists them, for messages.
+VKGMM_API std::optional<Activation> activation_of_name(const char* name);
+inline constexpr const char* kActivationNames = "none, swiglu, swiglu_oai or geglu";
+// Whether the activation takes [gate | up] halves of the product (every activation but none).
+constexpr bool gated(Activation a) { return a != Activation::none; }
 struct Epilogue {
   bool bias = false;  // bias [G_local, n] f32 (n: the product's width), added before the activation
-  // swiglu: the product's n columns are [gate | up] (n even); out has n_out = n / 2 columns,
-  // silu(gate) * up with silu(x) = x / (1 + exp(-x)).
   Activation activation = Activation::none;
 };
 
 // out[m, n]: rows of active group g = lhs[rows] @ rhs[g - group_offset] (rhs^T with transpose_rhs);
 // all other rows = existing_out (when given) or 0.
 // With routing, m is the number of tokens T, group_sizes stay empty and num_rhs_groups (E_local) is
-// required. n is always the product's width (rhs's columns); out has n_out = n, or n / 2 with swiglu.
+// required. n is always the product's width (rhs's columns); out has n_out = n, or n / 2 with a gated activation.
 struct GmmProblem {
   int64_t m = 0, k = 0, n = 0;
   std::vector<int32_t> group_sizes;  // all G groups (empty with device_group_sizes)

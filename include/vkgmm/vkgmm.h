@@ -199,9 +199,12 @@ VKGMM_API vkgmm_buffer_view vkgmm_buffer_whole(const vkgmm_buffer* buffer);
 /* ----- problems ----------------------------------------------------------------------------------- */
 
 /* The activation of gmm's epilogue; the values match the C++ vkgmm::Activation. */
+/* The gated ones take the product's n columns as [gate | up] (gate first) and give n / 2 columns. */
 typedef enum vkgmm_activation {
   VKGMM_ACTIVATION_NONE = 0,
-  VKGMM_ACTIVATION_SWIGLU = 1 /* product [gate | up] (n columns, gate first) -> silu(gate) * up (n / 2 columns) */
+  VKGMM_ACTIVATION_SWIGLU = 1,     /* silu(gate) * up, silu(x) = x / (1 + exp(-x)) */
+  VKGMM_ACTIVATION_SWIGLU_OAI = 2, /* gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7), (u + 1) * g * sigmoid(1.702 g) */
+  VKGMM_ACTIVATION_GEGLU = 3       /* gelu(gate) * up, gelu's tanh form */
 } vkgmm_activation;
 
 typedef struct vkgmm_tiling {
@@ -246,7 +249,7 @@ typedef struct vkgmm_gmm_problem {
   /* The epilogue fused into the store (vkgmm::Epilogue; CONTRACT.md, "Epilogues"), with group sizes or ids:
    * product (+ bias) -> activation -> routing weight -> sum over slots -> + existing_out, in fp32. */
   int bias;                    /* the operands' bias [G_local, n] f32 is added to each product row of its group */
-  vkgmm_activation activation; /* SWIGLU: n (the product's width) even, out has n_out = n / 2 columns */
+  vkgmm_activation activation; /* gated (not NONE): n (the product's width) even, out has n_out = n / 2 columns */
 } vkgmm_gmm_problem;
 
 /* out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]). */

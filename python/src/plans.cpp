@@ -64,9 +64,10 @@ vkgmm::DType dtype_of(const std::string& name, const char* what) {
 }
 
 vkgmm::Activation activation_of(const std::optional<std::string>& name) {
-  if (!name || *name == "none") return vkgmm::Activation::none;
-  if (*name == "swiglu") return vkgmm::Activation::swiglu;
-  contract_error("activation: unknown activation '" + *name + "' (expected None or 'swiglu')");
+  if (!name) return vkgmm::Activation::none;
+  if (const std::optional<vkgmm::Activation> a = vkgmm::activation_of_name(name->c_str())) return *a;
+  contract_error("activation: unknown activation '" + *name + "' (expected None or one of " +
+                 vkgmm::kActivationNames + ")");
 }
 
 // An Array bound to a plan's operand: of the plan's type and exactly the bytes the plan computes.
@@ -174,7 +175,7 @@ GmmPlanPy make_gmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::ve
   r.T = m;
   r.top_k = top_k;
   r.n = n;
-  r.n_out = p.epilogue.activation == vkgmm::Activation::swiglu ? n / 2 : n;
+  r.n_out = vkgmm::gated(p.epilogue.activation) ? n / 2 : n;
   r.g_local = q.num_rhs_groups >= 0 ? q.num_rhs_groups : int64_t(q.group_sizes.size()) - q.group_offset;
   return r;
 }

@@ -88,12 +88,27 @@ def ref_tgmm(lhs, rhs, group_sizes, group_offset=0, num_actual_groups=None, exis
     return out
 
 
+GATED = ("swiglu", "swiglu_oai", "geglu")
+
+
+def gated(gate, up, activation):
+    """The gated activations over [gate | up] (include/vkgmm/ops.hpp)."""
+    if activation == "swiglu":
+        return gate / (1 + np.exp(-gate)) * up
+    if activation == "swiglu_oai":
+        g, u = np.minimum(gate, 7.0), np.clip(up, -7.0, 7.0)
+        return (u + 1) * g / (1 + np.exp(-1.702 * g))
+    if activation == "geglu":
+        return 0.5 * gate * (1 + np.tanh(np.sqrt(2 / np.pi) * (gate + 0.044715 * gate ** 3))) * up
+    raise ValueError(activation)
+
+
 def epilogue(x, bias_row=None, activation=None):
     if bias_row is not None:
         x = x + bias_row
-    if activation == "swiglu":
+    if activation in GATED:
         gate, up = np.split(x, 2, axis=-1)
-        x = gate / (1 + np.exp(-gate)) * up
+        x = gated(gate, up, activation)
     return x
 
 
@@ -101,7 +116,7 @@ def ref_ids(lhs, w, ids, weights=None, group_offset=0, bias=None, activation=Non
     """CONTRACT.md's routing: w [E_local, k, n] float64; slots of experts outside the window keep
     existing_out (per slot) or add nothing (combined)."""
     T, top_k = ids.shape
-    n_out = w.shape[2] // (2 if activation == "swiglu" else 1)
+    n_out = w.shape[2] // (2 if activation in GATED else 1)
     per_slot = np.zeros((T, top_k, n_out)) if existing_out is None or weights is not None else existing_out.astype(np.float64)
     combined = np.zeros((T, n_out)) if existing_out is None or weights is None else existing_out.astype(np.float64)
     for t in range(T):

@@ -39,16 +39,17 @@ def test_ids_sharded_experts_with_bias_and_swiglu(ctx, rng):
     assert_close(out, ref_ids(lhs, w, ids, weights, bias=bias, activation="swiglu"), k)
 
 
-def test_group_sizes_with_bias_and_swiglu(ctx, rng):
+@pytest.mark.parametrize("activation", ["swiglu", "swiglu_oai", "geglu"])
+def test_group_sizes_with_bias_and_a_gated_activation(ctx, rng, activation):
     m, k, n = 64, 32, 16
     lhs, w = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((3, k, n)).astype(np.float32)
     bias = rng.standard_normal((3, n)).astype(np.float32)
     gs = random_group_sizes(rng, m, 3)
-    out = vkgmm.gmm(lhs, w, gs, bias=bias, activation="swiglu")
+    out = vkgmm.gmm(lhs, w, gs, bias=bias, activation=activation)
     starts = np.concatenate([[0], np.cumsum(gs)])
     want = np.zeros((m, n // 2))
     for g in range(3):
-        want[starts[g]:starts[g + 1]] = epilogue(lhs[starts[g]:starts[g + 1]].astype(np.float64) @ w[g], bias[g], "swiglu")
+        want[starts[g]:starts[g + 1]] = epilogue(lhs[starts[g]:starts[g + 1]].astype(np.float64) @ w[g], bias[g], activation)
     assert_close(out, want, k)
 
 

@@ -118,7 +118,7 @@ class GmmPlan:
     ``plan(lhs, rhs, existing_out=None) -> out``.
 
     lhs [m, k]; rhs [G_local, k, n] ([G_local, n, k] with transpose_rhs, or a block-format Array from
-    vkgmm.quantize / vkgmm.read_gguf); group_sizes [G] int; out [m, n] (n / 2 with activation="swiglu").
+    vkgmm.quantize / vkgmm.read_gguf); group_sizes [G] int; out [m, n] (n / 2 with a gated activation).
     Rows of group g in [group_offset, group_offset + G_local) are lhs[rows] @ rhs[g - group_offset]; every
     other row is existing_out's (or 0). bias [G_local, n] float32 is added before the activation.
     lhs and rhs may be numpy arrays (only their shapes and types are used here) or vkgmm.Arrays.
@@ -160,8 +160,8 @@ def gmm(lhs, rhs, group_sizes, preferred_element_type=np.float32, tiling=None, g
     np.float32, np.float16, "bf16" (uint16 bits out) or ml_dtypes.bfloat16; tiling None (automatic),
     (tm, tk, tn) or a callable (m, k, n) -> (tm, tk, tn); group_offset: the first group rhs holds;
     existing_out [m, n]: the rows outside the active groups (sharding stitches shards through it).
-    Epilogues: bias [G_local, n] float32 before the activation; activation "swiglu" over [gate | up]
-    (out has n / 2 columns). Returns numpy, or writes and returns `out` (a vkgmm.Array).
+    Epilogues: bias [G_local, n] float32 before the activation; activation "swiglu", "swiglu_oai"
+    (gpt-oss's clamped one) or "geglu" over [gate | up] (out has n / 2 columns). Returns numpy, or writes and returns `out` (a vkgmm.Array).
     Raises ContractError (a ValueError) for input the contract refuses, DeviceError (a RuntimeError) for
     device failures.
     """

@@ -28,7 +28,7 @@ class IdsGmmPlan:
     block-format Array) holding experts [group_offset, group_offset + E_local). Without weights, out is
     per slot [T, top_k, n_out]; with `combine` (weights [T, top_k] float32 given at call time), out is
     [T, n_out] = sum over local slots of weight * epi(row @ W) + existing_out. n_out is n, or n / 2 with
-    activation="swiglu"; bias [E_local, n] float32 is added before the activation. Slots of other experts
+    activation "swiglu", "swiglu_oai" or "geglu"; bias [E_local, n] float32 is added before the activation. Slots of other experts
     keep existing_out (per slot) or add nothing (combined): shards of the experts accumulate through it.
     """
 

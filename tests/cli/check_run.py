@@ -152,14 +152,24 @@ def epilogue(prod, bias_row, activation):
     """CONTRACT.md, "Epilogues": product (+ bias) -> activation ([gate | up] -> silu(gate) * up)."""
     if bias_row is not None:
         prod = prod + bias_row
-    if activation == "swiglu":
+    if activation in GATED:
         half = prod.shape[-1] // 2
-        prod = silu(prod[..., :half]) * prod[..., half:]
+        gate, up = prod[..., :half], prod[..., half:]
+        if activation == "swiglu":
+            prod = silu(gate) * up
+        elif activation == "swiglu_oai":
+            g, u = np.minimum(gate, 7.0), np.clip(up, -7.0, 7.0)
+            prod = (u + 1) * g / (1 + np.exp(-1.702 * g))
+        else:  # geglu, gelu's tanh form
+            prod = 0.5 * gate * (1 + np.tanh(np.sqrt(2 / np.pi) * (gate + 0.044715 * gate ** 3))) * up
     return prod
 
 
+GATED = ("swiglu", "swiglu_oai", "geglu")
+
+
 def n_out_of(n, activation):
-    return n // 2 if activation == "swiglu" else n
+    return n // 2 if activation in GATED else n
 
 
 def ref_gmm(lhs, rhs, gs, group_offset, transpose_rhs, existing, bias=None, activation=None):
@@ -288,6 +298,10 @@ def epilogue_cases(rng):
                   activation="swiglu", check=True))
     c.append(Case("device gmm bias + swiglu", "gmm", 64, 32, 48, split_rows(rng, 64, 4), bias=True,
                   activation="swiglu", existing=True, device=True))
+    c.append(Case("gmm bias + swiglu_oai", "gmm", 40, 24, 32, split_rows(rng, 40, 3), bias=True,
+                  activation="swiglu_oai"))
+    c.append(Case("gmm geglu, transposed rhs", "gmm", 36, 16, 24, split_rows(rng, 36, 2), activation="geglu",
+                  transpose_rhs=True))
     return c
 
 
