@@ -99,7 +99,8 @@ void Device::query() {
   info.subgroup_size = subgroup.subgroupSize;
   info.vector_registers = query_vector_registers(physical, subgroup.subgroupSize);
   info.max_shared_memory = lim.maxComputeSharedMemorySize;
-  info.max_workgroup_invocations = lim.maxComputeWorkGroupInvocations;
+  // Every vkgmm workgroup is one-dimensional (local_size_x): its invocations are bounded by the x size too.
+  info.max_workgroup_invocations = std::min(lim.maxComputeWorkGroupInvocations, lim.maxComputeWorkGroupSize[0]);
   for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = lim.maxComputeWorkGroupCount[i];
   info.max_storage_buffer_range = lim.maxStorageBufferRange;
   info.min_storage_buffer_offset_alignment = lim.minStorageBufferOffsetAlignment;

@@ -93,8 +93,11 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const bool vec4 = core.vec4_allowed() && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
   // gmm's output block is [tm, tn], reduced over K tk at a time; with a gated activation each output column needs
   // two product columns (gate and up), two accumulator halves.
+  // The direct schedule's K step, which its K slices take whole: a block format's walk along K (rhs [n, k]:
+  // shaders/quant.glsl's q_step_values, 64 values for q4_K, a block of 32 for the others), else 4 elements.
+  const uint32_t k_step = is_quantized(p.rhs_type) && p.transpose_rhs ? (p.rhs_type == DType::q4_K ? 64u : 32u) : 4u;
   const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, tile_info, op,
-                                              vec4 ? 4 : 1, 1, gate_up ? 2 : 1, true);
+                                              vec4 ? 4 : 1, 1, gate_up ? 2 : 1, k_step);
   st->tiling = {shape.rows, shape.step, shape.cols};
 
   const int64_t tm = shape.rows;
@@ -112,7 +115,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const uint64_t tiles_n = (out_n + shape.cols - 1) / shape.cols;
   // A small combined call sums its slots in the kernel (FUSED_COMBINE): the last workgroup of each n
   // tile does the whole tile's tokens, so only where that is a short loop, and on the direct schedule
-  // (CPU drivers, where the combine dispatch and its barrier cost ~0.1 ms at decode, more than the sum).
+  // (CPU drivers, where the combine dispatch and its barrier cost ~0.1 ms at decode, more than the sum;
+  // GPUs' decode schedule, where they are most of a decode's fixed cost). The last workgroup is found by
+  // an atomic count after a buffer memory barrier, the workgroups' stores coherent.
   const uint64_t fused_loops =
       routed ? (uint64_t(p.m) * shape.cols + shape.invocations() - 1) / shape.invocations() * (route.top_k + 1) : 0;
   const bool fused_combine = routed && route.combine && !shape.use_shared && fused_loops <= kFusedCombineLoops;

@@ -52,8 +52,10 @@ class Submitter {
   };
   std::vector<Pending> pending_;
   std::vector<DeadBuffer> graveyard_;
-  std::atomic<bool> lost_{false};
-  std::atomic<bool> submitted_any_{false};  // VK_ERROR_DEVICE_LOST was seen: later submissions fail at once
+  std::atomic<bool> lost_{false};  // VK_ERROR_DEVICE_LOST was seen: later submissions fail at once
+  // Some work reached vkQueueSubmit; a Context that never submitted does not wait for its device at
+  // teardown (work an app recorded from its plans and submitted itself is the app's to wait for).
+  std::atomic<bool> submitted_any_{false};
 };
 
 }  // namespace vkgmm

@@ -90,16 +90,20 @@ Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule f
   return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? Schedule::direct : Schedule::shared;
 }
 
+bool few_rows_per_group(const ActiveGroups& groups) {
+  int64_t rows = 0, busy = 0;
+  for (int64_t g = groups.offset; g < groups.offset + groups.count; ++g)
+    if ((*groups.sizes)[g] > 0) rows += (*groups.sizes)[g], ++busy;
+  return busy > 0 && rows <= kGpuDecodeRows * busy;
+}
+
 Schedule gmm_schedule(Schedule requested, const DeviceInfo& info, Schedule forced, const ActiveGroups& groups,
                       bool automatic_tiling) {
   const Schedule resolved = resolve_schedule(requested, info, forced);
   if (requested != Schedule::automatic || forced != Schedule::automatic || !automatic_tiling ||
       info.type == VK_PHYSICAL_DEVICE_TYPE_CPU)
     return resolved;
-  int64_t rows = 0, busy = 0;
-  for (int64_t g = groups.offset; g < groups.offset + groups.count; ++g)
-    if ((*groups.sizes)[g] > 0) rows += (*groups.sizes)[g], ++busy;
-  return busy > 0 && rows <= kGpuDecodeRows * busy ? Schedule::direct : resolved;
+  return few_rows_per_group(groups) ? Schedule::direct : resolved;
 }
 
 uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_t halves, bool vec4) {
@@ -172,10 +176,12 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
     t.tm = pick_tm(groups, 16, t.tm, kSharedVisitOverheadRows);
     return t;
   }
-  // Direct on a GPU (gmm_schedule: visits of a few rows): tiles of the visit's rows and 32 columns, a
+  // Direct on a GPU for groups of a few rows (gmm_schedule's decode): tiles of the visit's rows and 32 columns, a
   // workgroup each, their K split over slices of the workgroup (make_kernel_shape): a decode's weights
   // streamed by visits x n / 32 workgroups of up to kSliceInvocations invocations.
-  if (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return {pick_tm(groups, 1, kGpuDecodeRows, kVisitOverheadRows), 4, 32};
+  // Elsewhere (a direct schedule forced on a GPU's larger groups) the tiles below, their K sliced too.
+  if (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU && few_rows_per_group(groups))
+    return {pick_tm(groups, 1, kGpuDecodeRows, kVisitOverheadRows), 4, 32};
   Tiling t{128, 4, 128};
   // Direct: at most 32 rows (more were no faster). With rhs [n, k], 32-row tiles get 64 columns,
   // so each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load
@@ -306,7 +312,7 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
-                              uint32_t col_group, uint32_t row_group, uint32_t halves, bool k_slices) {
+                              uint32_t col_group, uint32_t row_group, uint32_t halves, uint32_t k_slice_step) {
   KernelShape s;
   s.use_shared = schedule == Schedule::shared;
   // A tile larger than the problem only wastes work: shrink it to the problem's next power of two. The
@@ -352,10 +358,10 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // The direct schedule has no reduction step (it walks K, or tgmm's rows, 4 at a time): one value for
   // every requested step keeps its pipelines, and the tilings a sweep tries, distinct only where they differ.
   s.step = 4u;
-  if (k_slices && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+  if (k_slice_step > 0 && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
     const uint64_t sums = uint64_t(s.rm) * s.rn * halves * s.invocations() * sizeof(float);  // one slice's
     const uint32_t most = std::min(kSliceInvocations, info.max_workgroup_invocations);
-    while (uint64_t(s.invocations()) * 2 <= most && uint64_t(s.slices) * 2 * 8 <= uint64_t(step_extent) &&
+    while (uint64_t(s.invocations()) * 2 <= most && uint64_t(s.slices) * 2 * 2 * k_slice_step <= uint64_t(step_extent) &&
            sums * s.slices <= info.max_shared_memory / 2)
       s.slices *= 2;
     if (s.slices > 1) s.shared_a = static_cast<uint32_t>(sums / sizeof(float) * (s.slices / 2));

@@ -112,13 +112,14 @@ Schedule gmm_schedule(Schedule requested, const DeviceInfo& info, Schedule force
 // multiply the accumulators and the staged rhs columns. The shared schedule always owns groups of 4 rows
 // and columns (16-byte shared-memory reads), steps a multiple of 4, and gives each invocation at most
 // shared_register_tile()'s accumulators where the tile allows.
-// k_slices: the direct schedule may split the reduction over K slices of the workgroup (gmm's shader
-// has them), which it does on GPUs (never on CPU devices) up to kSliceInvocations invocations, each slice
-// taking at least 2 steps of 4 elements, with the slices' sums within half the shared memory.
+// k_slice_step: where not 0, the direct schedule may split the reduction over K slices of the workgroup
+// (gmm's shader has them), each slice taking whole steps of this many elements of K (4, or a block
+// format's walk step), which it does on GPUs (never on CPU devices) up to kSliceInvocations invocations,
+// each slice taking at least 2 steps, with the slices' sums within half the shared memory.
 constexpr uint32_t kSliceInvocations = 256;
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
                               uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1,
-                              bool k_slices = false);
+                              uint32_t k_slice_step = 0);
 
 }  // namespace vkgmm

@@ -11,6 +11,7 @@
 #include "gpu_harness.hpp"
 #include "interface.h"
 #include "plan_internals.hpp"
+#include "vkgmm/convert.hpp"
 #include "vkgmm/quant.hpp"
 
 namespace vkgmm::test {
@@ -18,8 +19,7 @@ namespace {
 
 // A context of the test's own planning as a discrete GPU (a register file of 8 x 8 tiles, 16 compute
 // units, subgroups of 32), reading storage buffers as a GPU does, or vkgmm's buffers through texel views.
-Context gpu_context(bool texel = false) {
-  ContextOptions o;
+Context gpu_context(bool texel = false, ContextOptions o = {}) {
   o.texel_loads = texel;
   Context c = DeviceTest::make_context(o);
   ContextInternals::of(c).tiling_device.as = discrete_gpu_like(c.info(), 512, 16, 32);
@@ -159,7 +159,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuDecode, ::testing::ValuesIn(decode_cases()),
 // way, against the reference, with ids outside the window, -1 and a window offset.
 TEST_F(DeviceTest, GpuRoutingCountsInSharedMemoryOrTheWorkspace) {
   Context cx = gpu_context();
-  for (int64_t experts : {8, 300}) {
+  // The most local experts whose counts fit beside the build's words, and 20 more.
+  const int64_t fit = int64_t((cx.info().max_shared_memory - 1024) / 4 / VKGMM_METADATA_INVOCATIONS) - 2;
+  for (int64_t experts : {int64_t(8), fit + 20}) {
     SCOPED_TRACE(std::to_string(experts) + " local experts");
     std::mt19937 rng(44);
     GmmProblem p;
@@ -178,13 +180,60 @@ TEST_F(DeviceTest, GpuRoutingCountsInSharedMemoryOrTheWorkspace) {
     const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (experts + 1);
     const bool fits = (words + 1) * 4 + 1024 <= cx.info().max_shared_memory;
     EXPECT_EQ(shared_words, fits ? words : 0u);
-    if (experts == 8) EXPECT_TRUE(fits);
+    EXPECT_EQ(fits, experts == 8);
     const auto weights = random_values(ids.size(), DType::f32, rng);
     const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
     const auto rhs = random_values(size_t(experts * p.k * p.n), DType::f32, rng);
     EXPECT_TRUE(all_close(run_gmm_routed(cx, p, lhs, rhs, ids, weights),
                           reference::gmm_routed(p, lhs, rhs, ids, weights), 1e-3, 1e-5));
   }
+}
+
+// Fill visits of long stretches of rows outside the active groups, spread over the K slices (each slice
+// its own TM-row blocks), on the packed 16-bit path (no 16-bit storage: an element's half of a word
+// changed by one atomicXor) and with 16-bit storage, existing_out the very range of out, 16-bit and f32
+// outs, on the per-visit grid and the persistent one (its loop over work items around the slices'
+// barriers). (Slices writing a row twice would still pass here: the second write, of the same value,
+// reads the first's bits; only writes racing on a GPU would flip them.)
+TEST_F(DeviceTest, GpuDecodeFillsLongStretchesOnce) {
+  for (bool storage16 : {false, true})
+    for (Grid grid : {Grid::per_visit, Grid::persistent}) {
+      SCOPED_TRACE(std::string(storage16 ? "16-bit storage" : "packed") +
+                   (grid == Grid::persistent ? ", persistent grid" : ""));
+      ContextOptions o;
+      o.storage16 = storage16;
+      o.grid = grid;
+      Context cx = gpu_context(false, o);
+      for (DType out : {DType::bf16, DType::f32}) {
+        std::mt19937 rng(45);
+        GmmProblem p;
+        p.m = 300, p.k = 256, p.n = 36;
+        p.out_type = out;
+        p.group_sizes = {2, 3, 1, 2, 292};  // the window holds groups 1..3: 294 rows to fill
+        p.group_offset = 1;
+        p.num_rhs_groups = 3;
+        p.existing_out = true;
+        expect_sliced(cx, p);
+        const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+        const auto rhs = random_values(size_t(3 * p.k * p.n), DType::f32, rng);
+        const auto ex = random_values(size_t(p.m * p.n), out, rng);
+        const auto want = reference::gmm(p, lhs, rhs, ex);
+        Buffer l = cx.create_buffer(lhs.size() * 4), r = cx.create_buffer(rhs.size() * 4),
+               o_buf = cx.create_buffer(ex.size() * dtype_size(out));
+        l.upload(lhs.data(), lhs.size() * 4);
+        r.upload(rhs.data(), rhs.size() * 4);
+        const std::vector<uint8_t> ex_bytes = encode(out, ex);
+        o_buf.upload(ex_bytes.data(), ex_bytes.size());
+        const GmmPlan plan(cx, p);
+        cx.submit_and_wait([&](VkCommandBuffer cb) {
+          plan.record(cb, {l.view(), r.view(), o_buf.view(), o_buf.view()});
+        });
+        std::vector<uint8_t> got(ex_bytes.size());
+        o_buf.download(got.data(), got.size());
+        const Tolerance tol = tolerance_for(DType::f32, DType::f32, out);
+        EXPECT_TRUE(all_close(decode(out, got.data(), ex.size()), want, tol.atol, tol.rtol)) << dtype_name(out);
+      }
+    }
 }
 
 // Where the groups are not a few rows each (prefill) the GPU keeps the shared schedule; so does a decode
