@@ -7,17 +7,17 @@
 namespace bench {
 
 const std::vector<ModelSpec>& model_specs() {
+  constexpr vkgmm::Activation swiglu = vkgmm::Activation::swiglu;
   static const std::vector<ModelSpec> specs = {
-      {"mixtral-8x7b", "Mixtral-8x7B-v0.1", 8, 2, 4096, 14336, false, vkgmm::DType::bf16, std::nullopt,
+      {"mixtral-8x7b", "Mixtral-8x7B-v0.1", 8, 2, 4096, 14336, false, swiglu, vkgmm::DType::bf16, std::nullopt,
        "https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json", ""},
-      {"qwen3-30b-a3b", "Qwen3-30B-A3B", 128, 8, 2048, 768, false, vkgmm::DType::bf16, std::nullopt,
+      {"qwen3-30b-a3b", "Qwen3-30B-A3B", 128, 8, 2048, 768, false, swiglu, vkgmm::DType::bf16, std::nullopt,
        "https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json", ""},
-      {"deepseek-v2-lite", "DeepSeek-V2-Lite", 64, 6, 2048, 1408, false, vkgmm::DType::bf16, std::nullopt,
+      {"deepseek-v2-lite", "DeepSeek-V2-Lite", 64, 6, 2048, 1408, false, swiglu, vkgmm::DType::bf16, std::nullopt,
        "https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json",
        "the 2 shared experts every token also runs are a dense FFN, not benched"},
-      {"gpt-oss-20b", "gpt-oss-20b", 32, 4, 2880, 2880, true, vkgmm::DType::bf16, vkgmm::DType::mxfp4,
-       "https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json",
-       "its clamped SwiGLU (alpha 1.702, limit 7) runs as vkgmm's plain SwiGLU: the same work per element"},
+      {"gpt-oss-20b", "gpt-oss-20b", 32, 4, 2880, 2880, true, vkgmm::Activation::swiglu_oai, vkgmm::DType::bf16,
+       vkgmm::DType::mxfp4, "https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json", ""},
   };
   return specs;
 }
@@ -60,12 +60,12 @@ std::string make_model_layer(const ModelSpec& m, int64_t scale, int64_t tokens, 
   if (vkgmm::is_quantized(wt)) w.rhs_format = wt;
   w.bias = m.bias;
   make_routing(w);  // one router for both projections: the same ids and weights
-  // Gate/up: [T, hidden] gathered by ids -> [gate | up] (2 * ffn) -> SwiGLU, per slot in the activations'
-  // type (what the down projection reads).
+  // Gate/up: [T, hidden] gathered by ids -> [gate | up] (2 * ffn) -> the model's gated activation, per slot
+  // in the activations' type (what the down projection reads).
   out.up = w;
   out.up.name = out.name() + "/up";
   out.up.k = hidden, out.up.n = 2 * ffn;
-  out.up.swiglu = true, out.up.combine = false, out.up.slots_type = dtype;
+  out.up.activation = m.activation, out.up.combine = false, out.up.slots_type = dtype;
   // Down: the slots' [T, top_k, ffn] -> [T, hidden], combined in token order with the router's weights.
   out.down = w;
   out.down.name = out.name() + "/down";

@@ -1,6 +1,6 @@
 // Model presets (`vkgmm bench --model NAME`): the expert matmuls of one MoE layer of a published model at
 // its own shapes. A model is a table row; a layer is two routed workloads sharing one router: the gate/up
-// projection (the token's activations gathered by expert ids, [gate | up] with SwiGLU fused, per slot)
+// projection (the token's activations gathered by expert ids, [gate | up] with its gated activation fused, per slot)
 // and the down projection (its per-slot result, the output combined in token order with the weights).
 #pragma once
 
@@ -20,6 +20,7 @@ struct ModelSpec {
   int64_t experts, top_k;      // routed experts (shared experts, which are not routed, are not benched)
   int64_t hidden, expert_size; // hidden_size -> the expert FFN's intermediate size
   bool bias;                   // a per-expert bias on both projections
+  vkgmm::Activation activation; // the gated activation between them
   vkgmm::DType activations;    // what the model computes in
   std::optional<vkgmm::DType> weights;  // the expert weights it ships in, when a block format
   const char* citation;        // the published config.json the figures are from

@@ -30,7 +30,7 @@ vkgmm::GmmProblem routed_problem(const Workload& w, bool combine) {
   p.routing.combine = combine;
   p.routing.lhs_per_slot = w.lhs_per_slot;
   p.epilogue.bias = w.bias;
-  if (w.swiglu) p.epilogue.activation = vkgmm::Activation::swiglu;
+  p.epilogue.activation = w.activation;
   p.routing.num_experts = w.groups;
   p.lhs_type = w.dtype;
   p.rhs_type = w.rhs_type();

@@ -143,11 +143,11 @@ std::vector<Output> routed_reference(const RoutedInstance& inst, bool combine) {
   constexpr int64_t kBlock = 16;
   std::vector<float> out(size_t(rows * n_out), 0.0f);
   parallel_blocks((n_out + kBlock - 1) / kBlock, [&](int64_t blk) {
-    // Output columns [c0, c0 + cw) come from the product's columns `cols`: the same ones, or with swiglu
+    // Output columns [c0, c0 + cw) come from the product's columns `cols`: the same ones, or gated
     // the gate's and the up's halves ([gate | up] stays the sub-problem's layout).
     const int64_t c0 = blk * kBlock, cw = std::min(kBlock, n_out - c0);
     std::vector<int64_t> cols;
-    for (int64_t half = 0; half < (w.swiglu ? 2 : 1); ++half)
+    for (int64_t half = 0; half < (vkgmm::gated(w.activation) ? 2 : 1); ++half)
       for (int64_t c = 0; c < cw; ++c) cols.push_back(half * n_out + c0 + c);
     const int64_t cn = int64_t(cols.size());
     vkgmm::GmmProblem q = p;
@@ -210,7 +210,7 @@ struct UnfusedChain::State {
 };
 
 std::string UnfusedChain::unsupported_reason(const Workload& w) {
-  if (w.lhs_per_slot || w.swiglu || w.bias || !w.combine) return "the chain gathers [T, k] rows and combines plain products only";
+  if (w.lhs_per_slot || vkgmm::gated(w.activation) || w.bias || !w.combine) return "the chain gathers [T, k] rows and combines plain products only";
   if ((w.k * int64_t(vkgmm::dtype_size(w.dtype))) % 4) return "the permutation copies whole 32-bit words: k * element size must be a multiple of 4";
   for (int32_t id : w.ids)
     if (id < 0 || id >= w.groups) return "the chain's counting takes ids in [0, E) only";

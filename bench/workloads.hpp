@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "vkgmm/ops.hpp"
 #include "vkgmm/types.hpp"
 
 namespace bench {
@@ -51,10 +52,11 @@ struct Workload {
   // One projection of a model's MoE layer (bench/models.hpp), routed only. combine: the output in token
   // order with the routing weights, [T, n_out] f32 (false: per slot, [T, top_k, n_out] in slots_type, as a
   // gate/up projection leaves it for the down projection). lhs_per_slot: lhs [T, top_k, k] (a down
-  // projection's input). swiglu: n is [gate | up], n_out = n / 2. bias: a per-expert f32 bias [E, n].
-  bool combine = true, lhs_per_slot = false, swiglu = false, bias = false;
+  // projection's input). A gated activation: n is [gate | up], n_out = n / 2. bias: a per-expert f32 bias [E, n].
+  bool combine = true, lhs_per_slot = false, bias = false;
+  vkgmm::Activation activation = vkgmm::Activation::none;
   vkgmm::DType slots_type = vkgmm::DType::f32;
-  int64_t n_out() const { return swiglu ? n / 2 : n; }
+  int64_t n_out() const { return vkgmm::gated(activation) ? n / 2 : n; }
   int64_t lhs_rows() const { return lhs_per_slot ? m * top_k : m; }
 };
 
