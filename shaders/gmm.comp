@@ -349,7 +349,13 @@ void run_visit(uint visit, uint n_tile) {
   uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]);
   uint n0 = n_tile * TN;  // the tile's first output column
   uint lid = gl_LocalInvocationIndex;
-  uint tx = lid % TX, ty = (lid / TX) % TY, slice = lid / (TX * TY);
+  // With K slices, neighbouring lanes take neighbouring K steps where rhs runs along K ([n, k]: a column's
+  // K run is contiguous, so a subgroup's lanes read one run, as a GEMV's would), else neighbouring columns
+  // (rhs [k, n]: a K row is contiguous). Without slices both are the same.
+  const bool SLICE_FASTEST = TRANSPOSE_RHS && K_SLICES > 1u;
+  uint w = SLICE_FASTEST ? lid / K_SLICES : lid % (TX * TY);  // the lane's place in its slice
+  uint slice = SLICE_FASTEST ? lid % K_SLICES : lid / (TX * TY);
+  uint tx = w % TX, ty = w / TX;
 
   if (group == VKGMM_FILL_VISIT) {
     uint rows = fill_rows(m0, n0, tx, ty, slice);
@@ -529,23 +535,23 @@ void run_visit(uint visit, uint n_tile) {
 
   // K_SLICES > 1: the slices' accumulators summed into the first slice's, a tree over the slices (a power
   // of two) through As4, which the direct schedule does not stage in (SHARED_A floats: half the slices'
-  // accumulators). Lane w of the W = TX * TY in a slice keeps its place: a round's stores and loads are
-  // consecutive words across the lanes. In run_visit itself: glslang's copy of a spec-constant-sized
-  // array into a function's parameter does not validate. Uniform control flow: the barriers are reached
-  // by every invocation.
+  // accumulators). A round's stores and loads are consecutive words across neighbouring lanes: indexed
+  // by slice fastest where the lanes run over the slices (SLICE_FASTEST), else by lane w of the W in a
+  // slice. In run_visit itself: glslang's copy of a spec-constant-sized array into a function's parameter
+  // does not validate. Uniform control flow: the barriers are reached by every invocation.
   if (K_SLICES > 1u) {
-    const uint E = RM * RNH, W = TX * TY, w = lid % W;
+    const uint E = RM * RNH, W = TX * TY;
     for (uint half_ = K_SLICES / 2u; half_ > 0u; half_ /= 2u) {
       barrier();
       if (slice >= half_ && slice < 2u * half_)
         [[unroll]] for (uint e = 0; e < E; ++e) {
-          uint at = ((slice - half_) * E + e) * W + w;
+          uint at = SLICE_FASTEST ? (e * W + w) * half_ + (slice - half_) : ((slice - half_) * E + e) * W + w;
           As4[at / 4u][at % 4u] = acc[e];
         }
       barrier();
       if (slice < half_)
         [[unroll]] for (uint e = 0; e < E; ++e) {
-          uint at = (slice * E + e) * W + w;
+          uint at = SLICE_FASTEST ? (e * W + w) * half_ + slice : (slice * E + e) * W + w;
           acc[e] += As4[at / 4u][at % 4u];
         }
     }
