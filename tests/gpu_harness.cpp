@@ -1,7 +1,9 @@
 #include "gpu_harness.hpp"
 
 #include "context_impl.hpp"  // take_teardown_messages
+#include "interface.h"       // VKGMM_ID_USE_SHARED
 #include "options.hpp"       // device_grid
+#include "plan_internals.hpp"
 #include "vkgmm/quant.hpp"
 
 #include <cstring>
@@ -319,17 +321,34 @@ reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::
 
 namespace {
 
-// The problem q with its host group sizes moved to a device buffer (returned), and the tiling the host
-// path's plan chose for p.
+// The schedule a plan's kernel runs (automatic where it has none: m = 0).
+template <typename Plan>
+Schedule planned_schedule(const Plan& plan) {
+  for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
+    if (std::string(pp.role) == "op") return pp.constants[VKGMM_ID_USE_SHARED] ? Schedule::shared : Schedule::direct;
+  return Schedule::automatic;
+}
+
+// The problem q with its host group sizes moved to a device buffer (returned), and the tiling and the
+// schedule the host path's plan chose for p. The schedule too: on a GPU, gmm's automatic schedule follows
+// the host group sizes (groups of a few rows take the direct schedule, gmm_schedule) only with an
+// automatic tiling, so the fixed one alone would put the device path on the shared schedule.
 template <typename Problem, typename Plan>
 Buffer to_device_sizes(Context& ctx, const Problem& p, Problem& q) {
   q = p;
-  q.tiling = TilingChoice::of(Plan(ctx, p).tiling());
+  const Plan host(ctx, p);
+  q.tiling = TilingChoice::of(host.tiling());
+  const Schedule schedule = planned_schedule(host);
+  if (schedule != Schedule::automatic) q.schedule = schedule;
   q.device_group_sizes.count = static_cast<int64_t>(p.group_sizes.size());
   q.group_sizes.clear();
   Buffer sizes = ctx.create_buffer(p.group_sizes.size() * 4);
   sizes.upload(p.group_sizes.data(), p.group_sizes.size() * 4);
-  EXPECT_EQ(Plan(ctx, q).tiling(), Plan(ctx, p).tiling()) << "the device path must run the host path's tiling";
+  const Plan device(ctx, q);
+  EXPECT_EQ(device.tiling(), host.tiling()) << "the device path must run the host path's tiling";
+  if (schedule != Schedule::automatic)
+    EXPECT_STREQ(schedule_name(planned_schedule(device)), schedule_name(schedule))
+        << "the device path must run the host path's schedule";
   return sizes;
 }
 
