@@ -79,6 +79,17 @@ Context binding_limited_context(uint64_t bytes, ContextOptions options) {
   return c;
 }
 
+Context cpu_planned_context(ContextOptions options) {
+  Context c = DeviceTest::make_context(options);
+  TilingDevice& tiling = ContextInternals::of(c).tiling_device;
+  if (tiling.of(c.info()).type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    DeviceInfo cpu = c.info();
+    cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+    tiling.as = cpu;
+  }
+  return c;
+}
+
 Context& DeviceTest::grid_ctx(DeviceGrid grid, Schedule schedule) {
   Context& shared = ctx(schedule);
   const Context::Impl& im = ContextInternals::of(shared);

@@ -129,6 +129,13 @@ bool reads_texel_views(const Context& c, bool sixteen = false);
 // limit from Context::info(), which reports the lowered value.
 Context binding_limited_context(uint64_t bytes, ContextOptions options = {});
 
+// A context of the test's own (validation on) whose plans choose their schedule and tiles as a CPU device's
+// do (tiling_device.hpp): on a GPU, where gmm's few-row visits would take K-sliced 32-column tiles, it
+// plans the CPU's direct-schedule tiles (whole weight rows for decode, 32 x 128 for prefill, one K slice),
+// so tests of those shapes check them, and run them, on any device. On a CPU device its plans are the
+// device's own. What may run (texel views, the loop budget, the grid's limits) stays the real device's.
+Context cpu_planned_context(ContextOptions options = {});
+
 // Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.
 void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed);
 

@@ -229,8 +229,11 @@ TEST_F(DeviceTest, GmmTilingLookup) {
 // Offsets into shared buffers: operands at element offsets that are not descriptor-aligned, and not
 // multiples of 4 (the direct schedule's vector loads then fall back to scalar loads) or multiples of 4.
 // Visits of a few rows (decode) read whole weight rows per workgroup where n allows (up to 1024
-// columns), else 128-column slices; either way the result matches the reference.
+// columns), else 128-column slices; either way the result matches the reference. These are a CPU
+// device's direct-schedule tiles (a GPU gives such visits 32-column tiles with K slices, tested in
+// test_gpu_decode.cpp): planned as a CPU device, so every device checks and runs them.
 TEST_F(DeviceTest, GmmDecodeTilesStreamWholeWeightRows) {
+  Context cx = cpu_planned_context();
   struct Case {
     int64_t n;
     bool transpose;
@@ -247,11 +250,11 @@ TEST_F(DeviceTest, GmmDecodeTilesStreamWholeWeightRows) {
     p.group_sizes = make_group_sizes(Sizes::random, 8, p.m, rng);
     p.transpose_rhs = c.transpose;
     p.schedule = Schedule::direct;
-    const GmmPlan plan(ctx(), p);
+    const GmmPlan plan(cx, p);
     // The m tile follows the group sizes (1 or 2 rows for these, at most 2 with wide tiles).
     EXPECT_LE(plan.tiling().tm, c.want.tm) << "n " << c.n << " T " << c.transpose;
     EXPECT_EQ(plan.tiling().tn, c.want.tn) << "n " << c.n << " T " << c.transpose;
-    expect_gmm_matches_reference(ctx(), p, 40 + uint32_t(c.n));
+    expect_gmm_matches_reference(cx, p, 40 + uint32_t(c.n));
   }
 }
 

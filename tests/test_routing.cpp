@@ -255,8 +255,13 @@ TEST_F(DeviceTest, RoutingCombinedIsDeterministic) {
 // the last workgroup of each n tile, no combine dispatch). Against the reference with: an expert chosen
 // by every token (8 rows, more than one visit holds), -1 ids, a window with experts nobody chose and
 // tokens with no local slot, existing_out and 16-bit outs, widths with and without 4-column groups;
-// repeated runs give the same bits; every operand and the app's workspace between guard regions.
+// repeated runs give the same bits; every operand and the app's workspace between guard regions. The
+// tiles are a CPU device's (a GPU gives decode visits 32-column tiles with K slices, test_gpu_decode.cpp):
+// planned as a CPU device, so every device checks them and runs them.
 TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
+  ContextOptions direct;
+  direct.schedule = Schedule::direct;
+  Context cx = cpu_planned_context(direct);
   struct Decode { Route route; int64_t E, offset, e_local, n; DType out; bool existing_out, epilogue; };
   // The last two: whole-row decode tiles that are not a power of two (768 columns; SwiGLU's 352 output
   // columns over 704 product ones, with bias), their 4-column stores into the per-slot results.
@@ -270,7 +275,6 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
     RoutingCase c{8, 2, d.E, d.offset, d.e_local, 64, d.n, d.route, DType::f32, DType::f32, d.out,
                   false, false, true, d.existing_out, d.epilogue, d.epilogue, Schedule::direct, 31};
     SCOPED_TRACE(case_name(c));
-    Context& cx = ctx(Schedule::direct);
     const Routed r = make_routed(c);
     const GmmPlan plan(cx, r.p);
     const std::vector<PlannedPipeline> pipelines = PlanInternals::pipelines(plan);
