@@ -1,6 +1,7 @@
 // The texel-view read path: on CPU devices (lavapipe here; GPUs keep storage buffers) vkgmm's own
 // buffers are read through uniform texel buffers; the switch, odd offsets and operands a view cannot cover fall back or
-// read single elements, and every result still matches the reference.
+// read single elements, and every result still matches the reference. Which plans read through views is
+// taken from the device (reads_texel_views): on a GPU every case here runs on storage buffers and expects so.
 #include <cstring>
 
 #include "gpu_harness.hpp"
@@ -19,7 +20,6 @@ TEST_F(DeviceTest, TexelFormatsAreReported) {
 // a multiple of 4 (vector texel loads) and one that is not (single elements out of texels).
 TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
   // The same cases on storage-buffer loads (tgmm's lhs [k, m] peels to alignment on either path).
-  const bool cpu = ctx().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
   for (bool texel : {true, false}) {
     ContextOptions options;
     options.texel_loads = texel;
@@ -46,7 +46,7 @@ TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
       Buffer out = c.create_buffer(size_t(p.m) * p.n * es);
       const GmmOperands ops{in.view(lead * es, rhs_at - lead * es), in.view(rhs_at, in.size() - rhs_at), out.view(), {}};
       GmmPlan plan(c, p);
-      EXPECT_EQ(plan.texel_loads(ops), texel && cpu) << dtype_name(t) << " lead " << lead;
+      EXPECT_EQ(plan.texel_loads(ops), reads_texel_views(c, t != DType::f32)) << dtype_name(t) << " lead " << lead;
       c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
       std::vector<uint8_t> raw(out.size());
       out.download(raw.data(), raw.size());
@@ -71,7 +71,7 @@ TEST_F(DeviceTest, TexelLoadsOnOwnBuffersMatchReference) {
       Buffer tout = c.create_buffer(size_t(5) * q.k * q.n * es);
       const TgmmOperands tops{tin.view(lead * es, tr_at - lead * es), tin.view(tr_at, tin.size() - tr_at), tout.view(), {}};
       TgmmPlan tplan(c, q);
-      EXPECT_EQ(tplan.texel_loads(tops), texel && cpu) << dtype_name(t) << " lead " << lead;
+      EXPECT_EQ(tplan.texel_loads(tops), reads_texel_views(c, t != DType::f32)) << dtype_name(t) << " lead " << lead;
       c.submit_and_wait([&](VkCommandBuffer cb) { tplan.record(cb, tops); });
       std::vector<uint8_t> traw(tout.size());
       tout.download(traw.data(), traw.size());
@@ -99,7 +99,7 @@ TEST_F(DeviceTest, OperandEndingInsideATexel) {
   std::vector<uint8_t> lhs_bytes = encode(DType::bf16, lhs);
   lhs_bytes.resize(20);  // the word holding the last element whole (the packed build reads words)
   AppBuffer app(ctx(), lhs_bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT);
-  const bool cpu = ctx().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const bool views = reads_texel_views(ctx(), true);
   for (bool borrowed : {false, true}) {
     // Borrowed at 20 bytes: its views hold 2 whole 8-byte texels, not the third, which lhs ends in.
     Buffer a = borrowed ? ctx().borrow_buffer(app.buffer, 20) : ctx().create_buffer(18);
@@ -108,7 +108,7 @@ TEST_F(DeviceTest, OperandEndingInsideATexel) {
     b.upload(encode(DType::bf16, rhs).data(), 60);
     const GmmOperands ops{a.view(0, 18), b.view(), out.view(), {}};
     GmmPlan plan(ctx(), p);
-    EXPECT_EQ(plan.texel_loads(ops), cpu && !borrowed) << "borrowed " << borrowed;
+    EXPECT_EQ(plan.texel_loads(ops), views && !borrowed) << "borrowed " << borrowed;
     ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
     std::vector<float> got(15);
     out.download(got.data(), 60);
@@ -132,7 +132,7 @@ TEST_F(DeviceTest, TexelSwitchForcesStorageBuffers) {
     Buffer lhs = c.create_buffer(16 * 8 * 4), rhs = c.create_buffer(2 * 8 * 8 * 4), out = c.create_buffer(16 * 8 * 4);
     const GmmOperands ops{lhs.view(), rhs.view(), out.view(), {}};
     GmmPlan plan(c, p);
-    EXPECT_EQ(plan.texel_loads(ops), texel && c.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+    EXPECT_EQ(plan.texel_loads(ops), reads_texel_views(c));
     expect_gmm_matches_reference(c, p, 3);
   }
 }
@@ -162,7 +162,7 @@ TEST_F(DeviceTest, BorrowedAppBuffersTakeTheTexelPath) {
     }
     const GmmOperands ops{{l.buffer, 0, lhs.size() * 4}, {r.buffer, 0, rhs.size() * 4}, {o.buffer, 0, size_t(p.m) * p.n * 4}, {}};
     GmmPlan plan(ctx(), p);
-    EXPECT_EQ(plan.texel_loads(ops), borrowed && ctx().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU);
+    EXPECT_EQ(plan.texel_loads(ops), borrowed && reads_texel_views(ctx()));
     ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
     std::vector<float> got(size_t(p.m) * p.n);
     std::memcpy(got.data(), o.mapped, got.size() * 4);
