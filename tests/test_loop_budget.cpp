@@ -14,7 +14,8 @@ namespace {
 class LoopBudget : public DeviceTest {
  protected:
   void SetUp() override {
-    if (ctx().info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) GTEST_SKIP() << "a CPU driver's limit";
+    if (ctx().info().type != VK_PHYSICAL_DEVICE_TYPE_CPU)
+      GTEST_SKIP() << "the loop budget (65535 iterations per invocation) is a CPU driver's, checked on CPU devices only";
   }
 };
 
