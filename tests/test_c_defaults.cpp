@@ -143,6 +143,15 @@ TEST(CDefaults, RoutingAndEpilogueAreTheCppOnes) {
   EXPECT_EQ(c_api::to_cpp(e).epilogue.activation, Activation::none);
   EXPECT_STREQ(activation_name(Activation::swiglu), "swiglu");
   EXPECT_STREQ(activation_name(Activation::none), "none");
+  // Every C activation reaches its C++ one, and every name reads back.
+  e.activation = VKGMM_ACTIVATION_SWIGLU_OAI;
+  EXPECT_EQ(c_api::to_cpp(e).epilogue.activation, Activation::swiglu_oai);
+  e.activation = VKGMM_ACTIVATION_GEGLU;
+  EXPECT_EQ(c_api::to_cpp(e).epilogue.activation, Activation::geglu);
+  for (Activation a : {Activation::none, Activation::swiglu, Activation::swiglu_oai, Activation::geglu})
+    EXPECT_EQ(activation_of_name(activation_name(a)), a);
+  EXPECT_FALSE(activation_of_name("gelu").has_value());
+  EXPECT_FALSE(activation_of_name(nullptr).has_value());
 }
 
 // The rules of the new fields, under their C names (the C++ checks name the C++ fields).
@@ -197,9 +206,9 @@ TEST(CDefaults, RoutingRulesUnderTheCNames) {
   c.num_experts = 5;
   EXPECT_NE(message(c).find("num_experts is set, but top_k = 0"), std::string::npos) << message(c);
   c = default_c<vkgmm_gmm_problem>();
-  const int bad_activation = 2;
+  const int bad_activation = 4;  // one past the last (VKGMM_ACTIVATION_GEGLU)
   std::memcpy(&c.activation, &bad_activation, sizeof bad_activation);
-  EXPECT_NE(message(c).find("activation = 2 is not a vkgmm_activation"), std::string::npos) << message(c);
+  EXPECT_NE(message(c).find("activation = 4 is not a vkgmm_activation"), std::string::npos) << message(c);
 }
 
 // The operands' views, ids / weights / bias included, reach the C++ operands as they are.
