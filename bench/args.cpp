@@ -89,7 +89,8 @@ const char kBenchUsage[] =
     "                   persistent, alternately, pers/pv being the persistent grid's gpu ms over the\n"
     "                   per-visit grid's (host path; dev pers/pv the device path's)\n"
     "  --reps N         timed calls per measurement (default: at least 5 and ~0.25 s of device time,\n"
-    "                   at most 100; 3 with --sweep-tiling)\n"
+    "                   at most 100 and what fits in ~2 s with the cache eviction before each call;\n"
+    "                   --sweep-tiling times each tiling so)\n"
     "  --warmup N       untimed calls before them (1)\n"
     "  --seed S         seed of the routing and the inputs (1)\n"
     "  --expert-shards N  routed workloads: split the experts into N windows, one call each (accumulating\n"
@@ -302,7 +303,6 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     error = "--grid both times each path on both grids: drop --device-grid both and --sweep-tiling";
     return 2;
   }
-  if (opts.sweep && !opts.reps_given) opts.reps = 3;
 
   if (models.empty() && (tokens != default_model_tokens() || opts.scale != kDefaultModelScale)) {
     error = "--scale and --tokens apply to model presets: add --model NAME";

@@ -58,6 +58,9 @@ void set_rates(Result& r, const RunInfo& run) {
   r.gflops = result_flops(r) / (r.time.gpu_ms_median * 1e6);
   r.gbps = result_bytes(r) / (r.time.gpu_ms_median * 1e6);
   r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
+  // The memory roof: the bytes over the streaming read's bandwidth, measured as the device reads at best
+  // (vkgmm::measure_ceilings), so that it means the same on every device.
+  r.read_fraction = run.ceilings.read_gbps > 0 ? r.gbps / run.ceilings.read_gbps : 0;
   // The copy of the call's own bytes timed alternately with it when there is one (the same machine load
   // on both sides of the ratio); the best-case bandwidth of `vkgmm info` otherwise.
   if (r.copy_ms) r.copy_fraction = *r.copy_ms / r.time.gpu_ms_median;
@@ -121,30 +124,63 @@ vkgmm::TilingChoice choose_tiling(const Options& o, const Workload& w, const std
 }
 
 // Timed calls per measurement: --reps, or without it at least 5 and enough for ~0.25 s of device time
-// (up to 100): a median of 5 two-millisecond calls moves with every hiccup of a shared machine.
-int reps_for(const Options& o, double call_ms) {
+// (up to 100): a median of 5 two-millisecond calls moves with every hiccup of a shared machine. Each call
+// also waits for its eviction (lavapipe: a read of 1.25 GiB of host memory, tens of ms): no more than fit
+// in ~2 s with it, which keeps a short call's samples from costing a minute per kind of call.
+int reps_for(const Options& o, double call_ms, const CallTimer& clock) {
   if (o.reps_given || !(call_ms > 0)) return o.reps;
-  return static_cast<int>(std::clamp(std::ceil(250.0 / call_ms), double(o.reps), 100.0));
+  const double most = std::clamp(std::floor(2000.0 / (call_ms + clock.eviction_ms())), double(o.reps), 100.0);
+  return static_cast<int>(std::clamp(std::ceil(250.0 / call_ms), double(o.reps), most));
 }
 
 // A device baseline: one call checked against `want` (a disagreement becomes a note naming `label`,
 // and no time), then the median device ms of `reps` timed calls.
-std::optional<double> time_checked(GpuTimer& timer, int reps, int warmup, const std::string& label,
+std::optional<double> time_checked(CallTimer& clock, int reps, int warmup, const std::string& label,
                                    const std::function<void(VkCommandBuffer)>& record,
                                    const std::function<std::vector<Output>()>& download,
                                    const std::vector<Output>& want, vkgmm::DType dtype,
                                    std::vector<std::string>& notes) {
-  timer.run_ms(record);
+  clock.timer().run_ms(record);
   if (auto diff = compare(download(), want, dtype)) {
     notes.push_back(label + " differs from the reference (" + *diff + "): not reported");
     return std::nullopt;
   }
-  return median(time_calls(timer, reps, warmup, [] {}, record).gpu_ms);
+  return median(clock.time(reps, warmup, [] {}, record).gpu_ms);
 }
 
-Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w, const RunInfo& run,
+// The grid every plan of the run asks for (--grid; with both, the per-visit one: measure() adds the
+// persistent twins).
+vkgmm::Grid run_grid(const Options& o) {
+  return o.workgroups == WorkgroupGrid::persistent ? vkgmm::Grid::persistent
+         : o.workgroups == WorkgroupGrid::automatic ? vkgmm::Grid::automatic
+                                                     : vkgmm::Grid::per_visit;
+}
+
+// The host path's call as the table times it, and as the sweep times each tiling: the workload's
+// Instance on the run's grid, planned now, its plans rebuilt with `tiling` by every call (the host's
+// share, timed apart from the device's). One function for both, so that the sweep's default tiling is
+// the table's very call (same buffers, plans and operands: Instance::describe, compared by ctest).
+Call host_call(Instance& inst, const Options& o, const vkgmm::TilingChoice& tiling) {
+  inst.use_grid(run_grid(o));
+  inst.plan(tiling);
+  return {[&inst, tiling] { inst.plan(tiling); }, [&inst](VkCommandBuffer cb) { inst.record(cb); }};
+}
+
+// The calls and evictions a workload's measurement made (every timed call is preceded by one).
+struct Counted {
+  const CallTimer& clock;
+  uint64_t calls0 = clock.calls(), evictions0 = clock.evictions();
+  void into(uint64_t& calls, uint64_t& evictions) const {
+    calls = clock.calls() - calls0;
+    evictions = clock.evictions() - evictions0;
+  }
+};
+
+Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Workload& w, const RunInfo& run,
                const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
+  GpuTimer& timer = clock.timer();
+  const Counted counted{clock};
   announce(w, "preparing inputs");
   Result r;
   r.work = w;
@@ -154,20 +190,16 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
   r.grid = grid_run_name(o.grid);
   r.workgroups = workgroup_grid_name(o.workgroups);
   // --grid: every call below asks for that grid (both: per visit, the persistent twins added last).
-  const vkgmm::Grid base_grid = o.workgroups == WorkgroupGrid::persistent ? vkgmm::Grid::persistent
-                                : o.workgroups == WorkgroupGrid::automatic ? vkgmm::Grid::automatic
-                                                                            : vkgmm::Grid::per_visit;
-  if (base_grid != vkgmm::Grid::automatic) {
-    inst.use_grid(base_grid);
-    inst.plan(tiling);
-  }
+  const vkgmm::Grid base_grid = run_grid(o);
+  const Call host = host_call(inst, o, tiling);
   r.tiling = inst.tiling_text();
+  r.plan = inst.describe();
   const std::vector<Output> want = reference_for(inst);
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
   std::vector<Call> calls;  // the host path's calls, then the device path's; each rebuilds its plans
   if (o.metadata != Metadata::device) {
     check_or_refuse(timer, inst, want, "tiling " + r.tiling);
-    calls.push_back({[&] { inst.plan(tiling); }, record});
+    calls.push_back(host);
   }
   if (o.metadata != Metadata::host) {
     // The device path runs the tiling the host path's plans picked for these sizes (the automatic one
@@ -180,6 +212,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     if (ran != r.tiling)
       r.notes.push_back("the device path ran tiling " + ran + ", the host path's is " + r.tiling);
     (o.metadata == Metadata::device ? r.tiling : r.device_tiling) = ran;
+    if (o.metadata == Metadata::device) r.plan = inst.describe();
     if (o.grid != GridRun::both) {
       check_or_refuse(timer, inst, want, "device metadata, tiling " + ran);
       calls.push_back({[&, device_tiling] { inst.plan(device_tiling, true); }, record});
@@ -219,13 +252,14 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
       check_or_refuse(timer, inst, want, "persistent grid, tiling " + inst.tiling_text());
     }
   }
-  // Alternating with them: the copy of the call's bytes, and a block-format workload's unquantized peer
-  // (checked against its own reference first).
+  // Alternating with them: the copy of the call's bytes, a block-format workload's unquantized peer
+  // (checked against its own reference first) and the one-group baseline.
   const size_t copy_call = calls.size();
   const std::unique_ptr<vkgmm::BufferCopy> copy = add_copy_call(ctx, r, calls);
   // The peer runs as the call `time` reports: the same grid, and its group sizes where that call's are.
   const Workload pw = unquantized_peer(w);  // outlives `peer`, which refers to it
   std::unique_ptr<Instance> peer;
+  std::optional<size_t> peer_call;
   if (w.quantized()) {
     std::vector<std::string> unused;
     const vkgmm::TilingChoice peer_tiling = choose_tiling(o, pw, cache, unused);
@@ -235,6 +269,7 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
       if (base_grid != vkgmm::Grid::automatic) peer->use_grid(base_grid);
       peer->plan(peer_tiling, device_sizes);
       check_or_refuse(timer, *peer, reference_for(*peer), "unquantized peer, tiling " + peer->tiling_text());
+      peer_call = calls.size();
       calls.push_back({[&, peer_tiling, device_sizes] { peer->plan(peer_tiling, device_sizes); },
                        [&](VkCommandBuffer cb) { peer->record(cb); }});
     } catch (const vkgmm::Error& e) {  // e.g. unquantized weights past a binding's limit: no ratio
@@ -242,14 +277,46 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
       r.notes.push_back(std::string("unquantized peer not run: ") + e.what());
     }
   }
-  const int reps = reps_for(o, timer.run_ms(record));
+  // The one-group baseline: the same m, k, n as a single group (its own inputs: one expert's weights
+  // instead of G), timed like the grouped call (its host path, rebuilt per call, from evicted caches, in
+  // the same rounds), with its own automatic tiling unless one was given on the command line (a tiling
+  // the sweep cached for the grouped shape, decode's say, would not fit it).
+  Workload dw = w;  // outlives `dense`, which refers to it
+  dw.groups = 1;
+  dw.empty_groups = 0;
+  dw.group_sizes = {static_cast<int32_t>(w.m)};
+  std::unique_ptr<Instance> dense;
+  std::optional<size_t> dense_call;
+  if (w.groups > 1) {
+    progress("[%s] one-group baseline: the same shape as a single group", name);
+    const vkgmm::TilingChoice dense_tiling =
+        o.tiling_mode == TilingMode::fixed ? tiling : vkgmm::TilingChoice::automatic();
+    try {
+      dense = std::make_unique<Instance>(ctx, dw, dense_tiling);
+      Call call = host_call(*dense, o, dense_tiling);
+      timer.run_ms(call.record);
+      if (auto diff = compare(dense->download(), reference_for(*dense), w.dtype)) {
+        r.notes.push_back("one-group baseline differs from the reference (" + *diff + "): not reported");
+      } else {
+        r.one_group_tiling = dense->tiling_text();
+        r.one_group_flops = flops(dw);
+        dense_call = calls.size();
+        calls.push_back(std::move(call));
+      }
+    } catch (const vkgmm::Error& e) {
+      r.notes.push_back(std::string("one-group baseline not run: ") + e.what());
+    }
+  }
+  host.prepare();
+  const int reps = reps_for(o, timer.run_ms(record), clock);
   r.reps = reps;
   progress("[%s] matches the reference; timing %d reps after %d warmup (group sizes: %s), %zu kinds of call "
            "alternating", name, reps, o.warmup, r.metadata.c_str(), calls.size());
 
-  const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls);
+  const std::vector<Samples> s = clock.alternate(reps, o.warmup, calls);
   r.copy_ms = median(s[copy_call].gpu_ms);
-  if (peer) r.peer_ms = median(s.back().gpu_ms);
+  if (peer_call) r.peer_ms = median(s[*peer_call].gpu_ms);
+  if (dense_call) r.one_group_ms = median(s[*dense_call].gpu_ms);
   // The host path's, the device path's (its indirect grid's with both), the upper-bound grid's.
   const bool device_only = o.metadata == Metadata::device;
   r.time = summarize(s.front());
@@ -263,10 +330,13 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     inst.use_grid(base_grid);
   }
   inst.use_workspace(Instance::Workspace::plans_own);
-  // App-owned buffers: the host path's call on copies of the operands in VkBuffers of the bench's own,
-  // lent with Context::borrow_buffer, against the same call on vkgmm's buffers, alternately.
+  // App-owned buffers: the host path's call on copies of the operands in VkBuffers of the bench's own
+  // (in the memory type vkgmm's own get), lent with Context::borrow_buffer, against the same call on
+  // vkgmm's buffers, alternately.
   progress("[%s] app buffers: the operands in app-owned VkBuffers, borrowed", name);
   inst.make_app_copies();
+  r.app_memory_flags = inst.app_memory_flags();
+  r.own_memory_flags = inst.own_memory_flags();
   inst.plan(tiling);
   inst.use_app_buffers(true);
   timer.run_ms(record);
@@ -274,8 +344,8 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     r.notes.push_back("app buffers differ from the reference (" + *diff + "): not reported");
   } else {
     const std::vector<Samples> own_app =
-        time_alternating(timer, reps, o.warmup, {{[&] { inst.use_app_buffers(false); }, record},
-                                                 {[&] { inst.use_app_buffers(true); }, record}});
+        clock.alternate(reps, o.warmup, {{[&] { inst.use_app_buffers(false); }, record},
+                                         {[&] { inst.use_app_buffers(true); }, record}});
     r.app_ms = median(own_app[1].gpu_ms);
     r.app_ratio = *r.app_ms / median(own_app[0].gpu_ms);
   }
@@ -289,29 +359,8 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     progress("[%s] naive baseline: one dispatch per group", name);
     NaiveLoop naive(inst, tiling);
     r.naive_ms = time_checked(
-        timer, reps, o.warmup, "naive baseline", [&](VkCommandBuffer cb) { naive.record(cb); },
+        clock, reps, o.warmup, "naive baseline", [&](VkCommandBuffer cb) { naive.record(cb); },
         [&] { return naive.download(); }, want, w.dtype, r.notes);
-  }
-  if (w.groups > 1) {
-    // The same m, k, n as one group: what grouping costs per FLOP (ragged tiles, more visits).
-    progress("[%s] one-group baseline: the same shape as a single group", name);
-    Workload dw = w;
-    dw.groups = 1;
-    dw.empty_groups = 0;
-    dw.group_sizes = {static_cast<int32_t>(w.m)};
-    // A tiling given on the command line applies to it too; otherwise the library sizes its tiles to
-    // the one group (a tiling the sweep cached for the grouped shape, decode's say, would not fit it).
-    const vkgmm::TilingChoice dense_tiling =
-        o.tiling_mode == TilingMode::fixed ? tiling : vkgmm::TilingChoice::automatic();
-    try {
-      Instance dense(ctx, dw, dense_tiling);
-      r.one_group_ms = time_checked(
-          timer, reps, o.warmup, "one-group baseline", [&](VkCommandBuffer cb) { dense.record(cb); },
-          [&] { return dense.download(); }, reference_for(dense), w.dtype, r.notes);
-      r.one_group_flops = flops(dw);
-    } catch (const vkgmm::Error& e) {
-      r.notes.push_back(std::string("one-group baseline not run: ") + e.what());
-    }
   }
   if (run.openblas.empty()) {
     r.notes.push_back("OpenBLAS baseline not run: built without OpenBLAS");
@@ -322,9 +371,11 @@ Result measure(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Wor
     if (auto diff = compare(blas.outputs(), want, w.dtype)) {
       r.notes.push_back("OpenBLAS baseline differs from the reference (" + *diff + "): not reported");
     } else {
-      r.openblas_ms = median(time_host(reps, o.warmup, [&] { blas.run(); }));
+      // From evicted host caches too, as the device calls start.
+      r.openblas_ms = median(time_host(reps, o.warmup, [&] { blas.run(); }, [&] { clock.eviction().host(); }));
     }
   }
+  counted.into(r.timed_calls, r.evictions);
   progress("[%s] gpu %.3f ms median, %.2f GFLOP/s", name, r.time.gpu_ms_median, r.gflops);
   if (r.device)
     progress("[%s] device path: gpu %.3f ms median, %.3f x the host path's", name, r.device->gpu_ms_median,
@@ -353,9 +404,11 @@ void check_routed_or_refuse(GpuTimer& timer, const Workload& w, const std::strin
 // A workload routed by expert ids: vkgmm's routed gmm (combined, the main times; and per slot), the
 // unfused chain and the sorted gemm alone, each checked against vkgmm::reference::gmm_routed, then timed
 // alternately, one call of each per round.
-Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w, const RunInfo& run,
+Result measure_routed(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Workload& w, const RunInfo& run,
                       const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
+  GpuTimer& timer = clock.timer();
+  const Counted counted{clock};
   progress("[%s] gmm routed by ids: T=%lld k=%lld n=%lld E=%lld top_k=%lld %s (%lld experts selected): preparing inputs",
            name, (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups, (long long)w.top_k,
            vkgmm::dtype_name(w.dtype), (long long)distinct_experts(w));
@@ -370,9 +423,9 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
     r.notes.push_back("experts in " + std::to_string(inst.shards()) + " windows of " +
                       std::to_string(inst.experts_per_shard()) +
                       ": one call each, accumulating through existing_out (ids mode, chain and sorted gmm alike)");
-  const tool::Stopwatch clock;
+  const tool::Stopwatch watch;
   const std::vector<Output> want = routed_reference(inst, true), want_slots = routed_reference(inst, false);
-  progress("[%s] CPU references (combined, per slot) computed in %.1f s", name, clock.seconds());
+  progress("[%s] CPU references (combined, per slot) computed in %.1f s", name, watch.seconds());
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
   const auto status = [&] { return inst.device_status(); };
   const auto download = [&] { return inst.download(); };
@@ -418,12 +471,11 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
     }
   }
   inst.plan(tiling, true);
-  const int reps = reps_for(o, timer.run_ms(record));
+  const int reps = reps_for(o, timer.run_ms(record), clock);
   r.reps = reps;
   progress("[%s] matches the reference; timing %d reps after %d warmup, %zu kinds of call alternating", name, reps,
            o.warmup, calls.size());
-  const CacheEviction evict(ctx);
-  const std::vector<Samples> s = time_alternating(timer, reps, o.warmup, calls, [&](VkCommandBuffer cb) { evict(cb); });
+  const std::vector<Samples> s = clock.alternate(reps, o.warmup, calls);
   r.time = summarize(s[0]);
   r.per_slot_ms = median(s[1].gpu_ms);
   if (chain) {
@@ -433,6 +485,7 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
   r.copy_ms = median(s[copy_call].gpu_ms);
   if (peer) r.peer_ms = median(s.back().gpu_ms);
   set_rates(r, run);
+  counted.into(r.timed_calls, r.evictions);
   progress("[%s] ids: gpu %.3f ms median (%.1f%% of copy), per slot %.3f ms, chain %s ms, sorted gmm %s ms", name,
            r.time.gpu_ms_median, 100 * r.copy_fraction, *r.per_slot_ms,
            r.chain_ms ? std::to_string(*r.chain_ms).c_str() : "-", r.sorted_ms ? std::to_string(*r.sorted_ms).c_str() : "-");
@@ -442,8 +495,10 @@ Result measure_routed(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, co
 // A model's MoE layer: each projection checked against the reference on its own (gate/up on the router's
 // ids; down on the slots the device's gate/up wrote), then the whole layer once, then timed: both calls in
 // one command buffer, as an engine runs them.
-Result measure_layer(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const ModelLayer& l, const RunInfo& run,
+Result measure_layer(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const ModelLayer& l, const RunInfo& run,
                      const std::filesystem::path& cache) {
+  GpuTimer& timer = clock.timer();
+  const Counted counted{clock};
   const std::string label = l.name();
   const char* name = label.c_str();
   const Workload& up = l.up;
@@ -465,7 +520,7 @@ Result measure_layer(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, con
     r.notes.push_back("experts in windows (gate/up " + std::to_string(inst.up.shards()) + ", down " +
                       std::to_string(inst.down.shards()) + "): one call each, accumulating through existing_out");
   if (*l.model->note) r.notes.push_back(l.model->note);
-  const tool::Stopwatch clock;
+  const tool::Stopwatch watch;
   const auto status = [&] { return inst.up.device_status() | inst.down.device_status(); };
   const std::vector<Output> want_up = routed_reference(inst.up, false);
   check_routed_or_refuse(
@@ -473,26 +528,29 @@ Result measure_layer(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, con
       status, [&] { return inst.up.download(); }, want_up, up.slots_type);
   inst.down.a = inst.up.download().front().values;  // what down reads, as the device wrote it
   const std::vector<Output> want = routed_reference(inst.down, true);
-  progress("[%s] CPU references (gate/up, down) computed in %.1f s", name, clock.seconds());
+  progress("[%s] CPU references (gate/up, down) computed in %.1f s", name, watch.seconds());
   check_routed_or_refuse(
       timer, r.work, "down, tiling " + inst.down.tiling_text(), [&](VkCommandBuffer cb) { inst.down.record(cb); },
       status, [&] { return inst.down.download(); }, want);
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
   check_routed_or_refuse(timer, r.work, "the layer, gate/up then down", record, status,
                          [&] { return inst.down.download(); }, want);
-  const int reps = reps_for(o, timer.run_ms(record));
+  const int reps = reps_for(o, timer.run_ms(record), clock);
   r.reps = reps;
   progress("[%s] matches the reference; timing %d reps after %d warmup", name, reps, o.warmup);
-  r.time = summarize(time_alternating(timer, reps, o.warmup, {{[&] { inst.plan(tiling); }, record}}).front());
+  r.time = summarize(clock.time(reps, o.warmup, [&] { inst.plan(tiling); }, record));
   set_rates(r, run);
+  counted.into(r.timed_calls, r.evictions);
   progress("[%s] gpu %.3f ms median per layer, %.0f tokens/s, %.2f GFLOP/s", name, r.time.gpu_ms_median,
            double(l.tokens) / (r.time.gpu_ms_median * 1e-3), r.gflops);
   return r;
 }
 
-SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const Workload& w,
+SweepResult sweep(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Workload& w,
                   const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
+  GpuTimer& timer = clock.timer();
+  const Counted counted{clock};
   announce(w, "sweeping tilings");
   SweepResult res;
   res.work = w;
@@ -501,11 +559,12 @@ SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const 
   const std::vector<Output> want = reference_for(inst);
 
   // The library's own choice first, then every candidate that plans (fits the device) and resolves to a
-  // tiling not tried yet; each is checked against the reference (that call is also its warmup).
+  // tiling not tried yet; each is checked against the reference. Each is the table's host-path call
+  // with that tiling (host_call): the default one is the very call the table times.
   struct Candidate {
     std::optional<vkgmm::Tiling> choice;  // nullopt: the library's automatic choice
     std::string resolved;
-    std::vector<double> ms;
+    Call call;
   };
   auto tiling_choice = [](const std::optional<vkgmm::Tiling>& c) {
     return c ? vkgmm::TilingChoice::of(*c) : vkgmm::TilingChoice::automatic();
@@ -515,29 +574,35 @@ SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const 
   std::set<std::string> seen;
   std::vector<Candidate> cands;
   for (const auto& choice : choices) {
+    Call call;
     try {
-      inst.plan(tiling_choice(choice));
+      call = host_call(inst, o, tiling_choice(choice));
     } catch (const vkgmm::Error& e) {
       progress("[%s] tiling %s does not fit this device: %s", name, tiling_text(*choice).c_str(), e.what());
       continue;
     }
     const std::string resolved = inst.tiling_text();
     if (!seen.insert(resolved).second) continue;
-    if (!choice) res.default_tiling = resolved;
-    check_or_refuse(timer, inst, want, "tiling " + resolved);
-    cands.push_back({choice, resolved, {}});
-  }
-  // Timed round-robin, one call of each candidate per round: a disturbance of the shared machine then
-  // hits every candidate alike instead of whichever ran during it (plans are rebuilt per call; their
-  // pipelines are cached).
-  for (int rep = 0; rep < o.reps; ++rep)
-    for (Candidate& c : cands) {
-      inst.plan(tiling_choice(c.choice));
-      c.ms.push_back(timer.run_ms([&](VkCommandBuffer cb) { inst.record(cb); }));
+    if (!choice) {
+      res.default_tiling = resolved;
+      res.default_plan = inst.describe();
     }
+    check_or_refuse(timer, inst, want, "tiling " + resolved);
+    cands.push_back({choice, resolved, std::move(call)});
+  }
+  // Timed as the table times its calls: the table's count of reps for the default call's time, the same
+  // warmup, each call from evicted caches, one call of each candidate per round (a disturbance of the
+  // shared machine then hits every candidate alike; plans are rebuilt per call, their pipelines cached).
+  cands.front().call.prepare();
+  res.reps = reps_for(o, timer.run_ms(cands.front().call.record), clock);
+  progress("[%s] timing %zu tilings, %d reps after %d warmup, alternating", name, cands.size(), res.reps, o.warmup);
+  std::vector<Call> calls;
+  for (const Candidate& c : cands) calls.push_back(c.call);
+  const std::vector<Samples> s = clock.alternate(res.reps, o.warmup, calls);
   std::optional<vkgmm::Tiling> best_resolved;
-  for (const Candidate& c : cands) {
-    res.tried.push_back({c.resolved, median(c.ms)});
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const Candidate& c = cands[i];
+    res.tried.push_back({c.resolved, median(s[i].gpu_ms)});
     progress("[%s] tiling %-14s %10.3f ms", name, c.resolved.c_str(), res.tried.back().gpu_ms_median);
     if (res.tried.back().gpu_ms_median < res.tried[res.best].gpu_ms_median || res.tried.size() == 1) {
       res.best = res.tried.size() - 1;
@@ -548,7 +613,15 @@ SweepResult sweep(vkgmm::Context& ctx, GpuTimer& timer, const Options& o, const 
     }
   }
   if (res.tried.empty()) throw std::runtime_error("workload '" + w.name + "': no tiling fits this device");
-  store_tiling(cache, w, *best_resolved);
+  counted.into(res.timed_calls, res.evictions);
+  // The cache is read by every later run with --tiling auto, whatever its grid: a tiling timed on a grid
+  // other than the one a plain run takes was measured under other conditions.
+  if (run_grid(o) != vkgmm::Grid::automatic) {
+    res.not_cached = std::string("timed on the ") + workgroup_grid_name(o.workgroups) +
+                     " grid (--grid), not the one a run with --tiling auto takes: not cached";
+  } else {
+    store_tiling(cache, w, *best_resolved);
+  }
   return res;
 }
 
@@ -571,22 +644,30 @@ int bench_main(int argc, char** argv) {
     RunInfo run;
     run.device = ctx.info().name;
     run.driver = ctx.info().driver;
+    run.cpu_device = ctx.info().type == VK_PHYSICAL_DEVICE_TYPE_CPU;
     run.openblas = openblas_description();
-    progress("measuring the device's FMA ceiling and copy bandwidth on %s", run.device.c_str());
+    progress("measuring the device's FMA ceiling, read and copy bandwidth on %s", run.device.c_str());
     run.ceilings = vkgmm::measure_ceilings(ctx);
+    progress("%.1f GFLOP/s, read %.1f GB/s (%s), copy %.1f GB/s; last-level cache %llu MiB (%s)",
+             run.ceilings.fma_gflops, run.ceilings.read_gbps, run.ceilings.read_path.c_str(), run.ceilings.copy_gbps,
+             (unsigned long long)(run.ceilings.cache.bytes >> 20), run.ceilings.cache.source.c_str());
+    const CacheEviction evict(ctx, run.ceilings.cache);
+    run.eviction_kind = evict.kind();
+    run.eviction_bytes = evict.bytes();
     GpuTimer timer(ctx);
+    CallTimer clock(timer, evict);
     const std::filesystem::path cache = cache_path(run.device);
 
     if (o.sweep) {
       std::vector<SweepResult> results;
-      for (const Workload& w : o.workloads) results.push_back(sweep(ctx, timer, o, w, cache));
+      for (const Workload& w : o.workloads) results.push_back(sweep(ctx, clock, o, w, cache));
       (o.json ? print_sweep_json : print_sweep_table)(stdout, run, results);
       return 0;
     }
     std::vector<Result> results;
     for (const Workload& w : o.workloads)
-      results.push_back(w.routed() ? measure_routed(ctx, timer, o, w, run, cache) : measure(ctx, timer, o, w, run, cache));
-    for (const ModelLayer& l : o.layers) results.push_back(measure_layer(ctx, timer, o, l, run, cache));
+      results.push_back(w.routed() ? measure_routed(ctx, clock, o, w, run, cache) : measure(ctx, clock, o, w, run, cache));
+    for (const ModelLayer& l : o.layers) results.push_back(measure_layer(ctx, clock, o, l, run, cache));
     (o.json ? print_json : print_table)(stdout, run, results);
     return 0;
   } catch (const Refused& e) {

@@ -184,10 +184,30 @@ std::string quant_fields(const Result& r, const std::vector<QuantComparison>& cs
          ", \"quant_target_met\": " + (c && c->met ? (*c->met ? "true" : "false") : "null");
 }
 
+// What the memory probes and the eviction were sized by and read (JSON).
+std::string probe_fields(const RunInfo& run) {
+  const vkgmm::DeviceCeilings& c = run.ceilings;
+  const auto size = [](const vkgmm::StreamSize& z) {
+    return "{\"bytes_per_run\": " + std::to_string(z.run_bytes()) + ", \"buffer_bytes\": " +
+           std::to_string(z.buffer_bytes) + ", \"passes\": " + std::to_string(z.passes) + "}";
+  };
+  return std::string(", \"cpu_device\": ") + (run.cpu_device ? "true" : "false") +
+         ", \"cache_bytes\": " + std::to_string(c.cache.bytes) + ", \"cache_source\": " + json_string(c.cache.source) +
+         ", \"read_probe\": " + size(c.read_size) + ", \"read_path\": " + json_string(c.read_path) +
+         ", \"copy_probe\": " + size(c.copy_size) + ", \"eviction\": {\"kind\": " + json_string(run.eviction_kind) +
+         ", \"bytes\": " + std::to_string(run.eviction_bytes) + "}";
+}
+
 void print_header(std::FILE* f, const RunInfo& run) {
+  const vkgmm::DeviceCeilings& c = run.ceilings;
+  const auto mib = [](uint64_t bytes) { return (unsigned long long)(bytes >> 20); };
   std::fprintf(f, "device:  %s (%s)\n", run.device.c_str(), run.driver.c_str());
-  std::fprintf(f, "ceiling: %.1f GFLOP/s fp32 FMA, %.1f GB/s buffer copy (vkgmm info)\n", run.ceilings.fma_gflops,
-               run.ceilings.copy_gbps);
+  std::fprintf(f, "ceiling: %.1f GFLOP/s fp32 FMA, %.1f GB/s streaming read (%s), %.1f GB/s buffer copy (vkgmm info)\n",
+               c.fma_gflops, c.read_gbps, c.read_path.c_str(), c.copy_gbps);
+  std::fprintf(f, "memory:  last-level cache %llu MiB (%s); per run the read probe reads %llu MiB, the copy\n"
+               "         probe %llu MiB; every timed call starts from evicted caches (a %s of %llu MiB)\n",
+               mib(c.cache.bytes), c.cache.source.c_str(), mib(c.read_size.run_bytes()), mib(c.copy_size.run_bytes()),
+               run.eviction_kind.c_str(), mib(run.eviction_bytes));
   std::fprintf(f, "openblas: %s\n\n",
                run.openblas.empty() ? "not built in (install libopenblas-dev and rebuild for the CPU baseline)"
                                     : run.openblas.c_str());
@@ -208,21 +228,21 @@ void print_notes(std::FILE* f, const std::vector<Result>& results) {
 
 // Workloads routed by ids, in a table of their own (their baselines are not the grouped ones').
 void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
-  std::fprintf(f, "%-16s %4s %5s %4s %4s %4s %-10s %-10s %8s %8s %8s %7s %8s %7s %6s %6s %4s %8s %7s %8s %7s %8s %7s\n",
+  std::fprintf(f, "%-16s %4s %5s %4s %4s %4s %-10s %-10s %8s %8s %8s %7s %8s %7s %6s %6s %6s %4s %8s %7s %8s %7s %8s %7s\n",
                "workload", "T", "k", "n", "E", "topk", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
-               "GFLOP/s", "GB/s", "%copy", "%ceil", "hit", "slot ms", "c/slot", "chain ms", "ids/ch", "sort ms",
+               "GFLOP/s", "GB/s", "%read", "%copy", "%ceil", "hit", "slot ms", "c/slot", "chain ms", "ids/ch", "sort ms",
                "ids/so");
   for (const Result& r : results) {
     const Workload& w = r.work;
     const Times& t = r.time;
     const auto opt_ms = [](std::optional<double> x) { return x ? ms_text(*x) : std::string("-"); };
     std::fprintf(f,
-                 "%-16s %4lld %5lld %4lld %4lld %4lld %-10s %-10s %8s %8s %8s %7s %8.2f %7.2f %5.1f%% %5.1f%% %4lld %8s %7s "
-                 "%8s %7s %8s %7s\n",
+                 "%-16s %4lld %5lld %4lld %4lld %4lld %-10s %-10s %8s %8s %8s %7s %8.2f %7.2f %5.1f%% %5.1f%% %5.1f%% %4lld "
+                 "%8s %7s %8s %7s %8s %7s\n",
                  w.name.c_str(), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
                  (long long)w.top_k, dtype_label(w).c_str(), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
-                 r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
+                 r.gflops, r.gbps, 100.0 * r.read_fraction, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
                  (long long)distinct_experts(w), opt_ms(r.per_slot_ms).c_str(),
                  fixed(ratio(t.gpu_ms_median, r.per_slot_ms.value_or(0)), 3).c_str(), opt_ms(r.chain_ms).c_str(),
                  fixed(ratio(t.gpu_ms_median, r.chain_ms.value_or(0)), 3).c_str(), opt_ms(r.sorted_ms).c_str(),
@@ -232,15 +252,17 @@ void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
                "\nRouted by expert ids (vkgmm::Routing; T tokens, E experts, top-k distinct experts per token from a\n"
                "seeded router): gpu ms is the call with the output combined in token order with the router weights\n"
                "[T, n]. GFLOP/s counts 2*T*topk*k*n; GB/s the selected experts' weights once (hit: how many of the E\n"
-               "were selected) + the activations + the output, over gpu ms; %%copy: a copy of those bytes' gpu ms over\n"
-               "the call's (vkCmdCopyBuffer, timed alternately with it; 100%%: as fast as copying them).\n"
+               "were selected) + the activations + the output, over gpu ms; %%read: GB/s over the streaming read's\n"
+               "bandwidth (the memory roof; 100%%: the bytes moved as fast as the device reads memory); %%copy: a copy\n"
+               "of those bytes' gpu ms over the call's (vkCmdCopyBuffer, timed alternately with it; above 100%%: the\n"
+               "call moves them faster than a copy does).\n"
                "Timed alternately with it: slot ms, the same call per slot ([T, topk, n], no combine), c/slot the\n"
-               "combined call's gpu ms over it (the combine's cost); chain ms, the unfused chain (count + permute\n"
-               "dispatch, gmm with device group sizes, un-permute/combine dispatch, one command buffer), ids/ch the\n"
-               "combined call's gpu ms over it (below 1: ids mode is faster); sort ms, the grouped gemm alone on rows\n"
-               "sorted on the host (host group sizes, per-slot output), ids/so the combined call over it.\n"
-               "Every one of these calls (the copy and an unquantized peer too) starts from evicted caches, as a\n"
-               "model's layer finds its experts in none (bench/eviction.hpp); the other tables' calls do not.\n");
+               "combined call's gpu ms over it (the combine's cost; above 1: combining costs that much); chain ms,\n"
+               "the unfused chain (count + permute dispatch, gmm with device group sizes, un-permute/combine dispatch,\n"
+               "one command buffer), ids/ch the combined call's gpu ms over it (above 1: the chain is faster); sort ms,\n"
+               "the grouped gemm alone on rows sorted on the host (host group sizes, per-slot output), ids/so the\n"
+               "combined call over it (above 1: the sorted gemm alone is faster). Every call starts from evicted\n"
+               "caches, as a model's layer finds its experts in none (bench/eviction.hpp).\n");
 }
 
 // A model layer's own fields (none for other workloads): the model, its scaled shapes and per-token rate.
@@ -267,7 +289,7 @@ void print_model_table(std::FILE* f, const std::vector<Result>& results, bool bl
   if (blank_line_first) std::fprintf(f, "\n");
   std::fprintf(f, "%-24s %5s %6s %6s %4s %4s %-10s %5s %-12s %8s %8s %9s %8s %7s %6s %6s %6s\n", "model layer", "T",
                "hidden", "expert", "E", "topk", "weights", "scale", "tiling", "gpu ms", "gpu min", "tokens/s", "GFLOP/s",
-               "GB/s", "%copy", "%ceil", "flop/B");
+               "GB/s", "%read", "%ceil", "flop/B");
   for (const Result& r : results) {
     const ModelLayer& l = *r.layer;
     const Times& t = r.time;
@@ -275,7 +297,7 @@ void print_model_table(std::FILE* f, const std::vector<Result>& results, bool bl
                  r.work.name.c_str(), (long long)l.tokens, (long long)l.up.k, (long long)l.up.n_out(),
                  (long long)l.up.groups, (long long)l.up.top_k, dtype_label(l.up).c_str(), (long long)l.scale,
                  r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(), ms_text(t.gpu_ms_min).c_str(),
-                 double(l.tokens) / (t.gpu_ms_median * 1e-3), r.gflops, r.gbps, 100.0 * r.copy_fraction,
+                 double(l.tokens) / (t.gpu_ms_median * 1e-3), r.gflops, r.gbps, 100.0 * r.read_fraction,
                  100.0 * r.ceiling_fraction, result_flops(r) / result_bytes(r));
   }
   const int64_t scale = results.front().layer->scale;
@@ -286,8 +308,9 @@ void print_model_table(std::FILE* f, const std::vector<Result>& results, bool bl
                "hidden and expert: the sizes run, %s.\n"
                "tokens/s: T over gpu ms (the expert part only). GFLOP/s: 2*T*topk*(hidden*2*expert + expert*hidden);\n"
                "GB/s: the selected experts' weights (and biases) of both projections, the activations, the slots\n"
-               "between them and the output; flop/B: the arithmetic intensity (scripts/roofline.py plots it against\n"
-               "both ceilings).\n",
+               "between them and the output; %%read: GB/s over the streaming read's bandwidth (the memory roof);\n"
+               "%%ceil: GFLOP/s over the FMA ceiling; flop/B: the arithmetic intensity (scripts/roofline.py plots it\n"
+               "against both roofs). Every layer starts from evicted caches.\n",
                scale == 1 ? "the published ones (--scale 1)"
                           : ("the published ones divided by --scale " + std::to_string(scale) +
                              " (rounded to whole blocks)").c_str());
@@ -308,44 +331,51 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
   }
   if (!results.empty() && results.front().metadata == "device")
     std::fprintf(f, "--metadata device: the times are the device path's (group sizes in a device buffer)\n\n");
-  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %7s %7s %8s %7s %6s %6s %7s %7s %7s\n",
+  std::fprintf(f, "%-12s %-8s %5s %5s %5s %4s %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %7s %7s %8s %7s %6s %6s %6s %7s %7s %7s\n",
                "workload", "op", "m", "k", "n", "G", "dtype", "tiling", "gpu ms", "gpu min", "wall ms", "host ms",
-               "dev ms", "dev/host", "ind/bnd", "pers/pv", "dev p/pv", "app/own", "GFLOP/s", "GB/s", "%copy", "%ceil", "G=1 x", "naive x", "BLAS x");
+               "dev ms", "dev/host", "ind/bnd", "pers/pv", "dev p/pv", "app/own", "GFLOP/s", "GB/s", "%read", "%copy",
+               "%ceil", "G=1 x", "naive x", "BLAS x");
   for (const Result& r : results) {
     const Workload& w = r.work;
     const Times& t = r.time;
     std::fprintf(f,
                  "%-12s %-8s %5lld %5lld %5lld %4lld %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %7s %7s %8.2f %7.2f %5.1f%% "
-                 "%5.1f%% "
-                 "%7s %7s %7s\n",
+                 "%5.1f%% %5.1f%% %7s %7s %7s\n",
                  w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
                  dtype_label(w).c_str(), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
                  r.device ? ms_text(r.device->gpu_ms_median).c_str() : "-", fixed(device_ratio(r), 3).c_str(),
                  fixed(grid_ratio(r), 3).c_str(), fixed(persistent_ratio(r), 3).c_str(),
                  fixed(device_persistent_ratio(r), 3).c_str(), fixed(r.app_ratio, 3).c_str(),
-                 r.gflops, r.gbps, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
+                 r.gflops, r.gbps, 100.0 * r.read_fraction, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
                  fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, t.gpu_ms_median), 2).c_str(),
                  fixed(ratio(r.openblas_ms, t.gpu_ms_median), 2).c_str());
   }
   std::fprintf(f,
-               "\ngpu ms: device time per call from timestamp queries (median and min of the reps); wall ms: the whole\n"
-               "call on the host (plan: validation + metadata build and upload, then record, submit, wait); host ms:\n"
-               "the plan part alone. dev ms: the same call with the group sizes in a device buffer (--metadata both:\n"
-               "the metadata built on the GPU by every call, the host path's tiling), timed alternately with the\n"
-               "host path's; dev/host: its gpu ms over the host path's (above 1: the device path costs more).\n"
-               "ind/bnd (--device-grid both): the device path's gpu ms on the indirect grid over the upper-bound\n"
-               "grid's, timed alternately (below 1: vkCmdDispatchIndirect is faster).\n"
-               "pers/pv, dev p/pv (--grid both): the host path's and the device path's gpu ms on the persistent grid\n"
-               "over the per-visit grid's (gpu ms, dev ms), timed alternately (below 1: the persistent grid is faster).\n"
-               "app/own: the host path's call on app-owned VkBuffers lent with borrow_buffer over the same call on\n"
-               "vkgmm's own buffers, timed alternately (above 1: the app's buffers cost more). GB/s:\n"
-               "bytes of the inputs and outputs over gpu ms; %%copy: a copy of those bytes' gpu ms over the call's\n"
-               "(vkCmdCopyBuffer, timed alternately with it). %%ceil: GFLOP/s over the FMA ceiling. G=1 x: the\n"
-               "same shape as a single group, its cost per FLOP over the grouped call's (below 1: grouping costs\n"
-               "that much more per FLOP). naive x, BLAS x: time of one dispatch per group on this device (naive)\n"
-               "and of cblas_sgemm per group on the CPU (BLAS), over vkgmm's gpu ms.\n"
-               "Ratios above 1 mean vkgmm is faster (dev/host aside); - means not measured.\n");
+               "\ngpu ms: device time per call from timestamp queries (median and min of the reps), every call from\n"
+               "evicted caches; wall ms: the whole call on the host (plan: validation + metadata build and upload,\n"
+               "then record, submit, wait); host ms: the plan part alone. dev ms: the same call with the group sizes\n"
+               "in a device buffer (--metadata both: the metadata built on the GPU by every call, the host path's\n"
+               "tiling), timed alternately with the host path's. GB/s: bytes of the inputs and outputs over gpu ms.\n"
+               "Each ratio and what a value above 1 (100%%) means; - means not measured:\n"
+               "  dev/host  the device path's gpu ms over the host path's: building the metadata on the GPU costs more\n"
+               "  ind/bnd   (--device-grid both) the device path on the indirect grid over the upper-bound grid, timed\n"
+               "            alternately: vkCmdDispatchIndirect costs more\n"
+               "  pers/pv   (--grid both) the host path on the persistent grid over the per-visit grid (dev p/pv: the\n"
+               "            device path's), timed alternately: the persistent grid costs more\n"
+               "  app/own   the host path's call on app-owned VkBuffers (vkgmm's memory type, lent with borrow_buffer)\n"
+               "            over the same call on vkgmm's own buffers, timed alternately: borrowed buffers cost more\n"
+               "  %%read     GB/s over the streaming read's bandwidth (the memory roof, vkgmm info): above 100%%, the\n"
+               "            call moved its bytes faster than the device streams memory (a cache served some)\n"
+               "  %%copy     a copy of the same bytes' gpu ms (vkCmdCopyBuffer, half read, half written, timed\n"
+               "            alternately) over the call's: the call moves its bytes faster than a copy does\n"
+               "  %%ceil     GFLOP/s over the FMA ceiling (above 100%%: the ceiling was measured under more load)\n"
+               "  G=1 x     the same m, k, n as one group (one expert's weights instead of G: fewer bytes), its own\n"
+               "            automatic tiling, timed alternately with the grouped call: its gpu ms per FLOP over the\n"
+               "            grouped call's; above 1: one group costs more per FLOP (below 1: grouping costs that much)\n"
+               "  naive x   one dispatch per group on this device over vkgmm's gpu ms: vkgmm is faster\n"
+               "  BLAS x    cblas_sgemm per group on the CPU (from evicted host caches) over vkgmm's gpu ms: vkgmm is\n"
+               "            faster\n");
   if (!routed.empty()) {
     std::fprintf(f, "\n");
     print_routed_table(f, routed);
@@ -359,7 +389,8 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
   const std::vector<QuantComparison> comparisons = quant_comparisons(run, results);
   std::string s = "{\"device\": " + json_string(run.device) + ", \"driver\": " + json_string(run.driver) +
                   ", \"ceiling_gflops\": " + json_number(run.ceilings.fma_gflops) +
-                  ", \"copy_gbps\": " + json_number(run.ceilings.copy_gbps) + ", \"openblas\": " +
+                  ", \"read_gbps\": " + json_number(run.ceilings.read_gbps) +
+                  ", \"copy_gbps\": " + json_number(run.ceilings.copy_gbps) + probe_fields(run) + ", \"openblas\": " +
                   (run.openblas.empty() ? "null" : json_string(run.openblas)) + ", \"workloads\": [";
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
@@ -400,11 +431,17 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"device_persistent_gpu_ms_median\": " + json_number(r.device_persistent_ms) +
          ", \"device_persistent_over_per_visit\": " + json_number(device_persistent_ratio(r)) +
          ", \"app_buffers_gpu_ms_median\": " + json_number(r.app_ms) +
-         ", \"app_buffers_ratio\": " + json_number(r.app_ratio) + ", \"gflops\": " + json_number(r.gflops) +
+         ", \"app_buffers_ratio\": " + json_number(r.app_ratio) +
+         ", \"app_memory_flags\": " + (r.app_ms ? std::to_string(r.app_memory_flags) : "null") +
+         ", \"own_memory_flags\": " + (r.app_ms ? std::to_string(r.own_memory_flags) : "null") +
+         ", \"plan\": " + json_string(r.plan) + ", \"timed_calls\": " + std::to_string(r.timed_calls) +
+         ", \"evictions\": " + std::to_string(r.evictions) + ", \"gflops\": " + json_number(r.gflops) +
          ", \"gbps\": " + json_number(r.gbps) + ", \"flop\": " + json_count(result_flops(r)) +
          ", \"bytes\": " + json_count(result_bytes(r)) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
+         ", \"read_fraction\": " + json_number(r.read_fraction) +
          ", \"copy_fraction\": " + json_number(r.copy_fraction) + ", \"copy_gpu_ms_median\": " + json_number(r.copy_ms) +
          ", \"baseline_one_group_ms\": " + json_number(r.one_group_ms) +
+         ", \"baseline_one_group_tiling\": " + (r.one_group_ms ? json_string(r.one_group_tiling) : "null") +
          ", \"baseline_one_group_ratio\": " + json_number(one_group_ratio(r)) +
          ", \"baseline_naive_ms\": " + json_number(r.naive_ms) +
          ", \"baseline_naive_ratio\": " + json_number(ratio(r.naive_ms, r.time.gpu_ms_median)) +
@@ -427,13 +464,21 @@ void print_sweep_table(std::FILE* f, const RunInfo& run, const std::vector<Sweep
                  def.tiling.c_str(), ms_text(def.gpu_ms_median).c_str(), best.tiling.c_str(),
                  ms_text(best.gpu_ms_median).c_str(), def.gpu_ms_median / best.gpu_ms_median);
   }
-  if (!results.empty())
-    std::fprintf(f, "\nsaved to %s: `vkgmm bench --tiling auto` runs these tilings.\n", results.front().cache_file.c_str());
+  std::fprintf(f,
+               "\nEach tiling is the table's host-path call with that tiling (the default one the very call the table\n"
+               "times), timed as the table times it: its reps, warmup, every call from evicted caches, the tilings\n"
+               "alternating one call each per round. speedup: the default's gpu ms over the best's (above 1: the best\n"
+               "is faster).\n");
+  for (const SweepResult& r : results)
+    if (!r.not_cached.empty()) std::fprintf(f, "%s: %s\n", r.work.name.c_str(), r.not_cached.c_str());
+  if (!results.empty() && results.front().not_cached.empty())
+    std::fprintf(f, "saved to %s: `vkgmm bench --tiling auto` runs these tilings.\n", results.front().cache_file.c_str());
 }
 
 void print_sweep_json(std::FILE* f, const RunInfo& run, const std::vector<SweepResult>& results) {
   std::string s = "{\"device\": " + json_string(run.device) + ", \"ceiling_gflops\": " +
-                  json_number(run.ceilings.fma_gflops) + ", \"sweep\": [";
+                  json_number(run.ceilings.fma_gflops) + ", \"read_gbps\": " + json_number(run.ceilings.read_gbps) +
+                  probe_fields(run) + ", \"sweep\": [";
   for (size_t i = 0; i < results.size(); ++i) {
     const SweepResult& r = results[i];
     std::string tried = "[";
@@ -445,7 +490,11 @@ void print_sweep_json(std::FILE* f, const RunInfo& run, const std::vector<SweepR
          json_string(op_name(r.work.op)) + ", \"default_tiling\": " + json_string(r.default_tiling) +
          ", \"best_tiling\": " + json_string(r.tried[r.best].tiling) +
          ", \"best_gpu_ms_median\": " + json_number(r.tried[r.best].gpu_ms_median) + ", \"tried\": " + tried +
-         ", \"cache_file\": " + json_string(r.cache_file) + "}";
+         ", \"cache_file\": " + json_string(r.cache_file) +
+         ", \"cached\": " + (r.not_cached.empty() ? "true" : "false") +
+         ", \"default_plan\": " + json_string(r.default_plan) + ", \"reps\": " + std::to_string(r.reps) +
+         ", \"timed_calls\": " + std::to_string(r.timed_calls) + ", \"evictions\": " + std::to_string(r.evictions) +
+         "}";
   }
   s += "]}\n";
   std::fputs(s.c_str(), f);

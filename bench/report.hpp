@@ -15,19 +15,28 @@ namespace bench {
 
 struct RunInfo {
   std::string device, driver;
+  bool cpu_device = false;  // a CPU driver (lavapipe): its caches are the host's
   vkgmm::DeviceCeilings ceilings;
   std::string openblas;  // description, or empty when the build has no OpenBLAS
+  // What runs before every timed call (bench/eviction.hpp): its kind and the bytes it reads.
+  std::string eviction_kind;
+  uint64_t eviction_bytes = 0;
 };
 
 struct Result {
   Workload work;
   std::string metadata = "host";  // --metadata: host, device or both
   std::string tiling;
+  std::string plan;  // Instance::describe() of the timed call's plans
   int reps = 0;
+  // Device calls timed for this workload (warmup ones included) and the cache evictions run before them.
+  uint64_t timed_calls = 0, evictions = 0;
   // The calls timed: the host path's (the device path's with --metadata device). Everything below that
   // is not device_* is of these calls.
   Times time;
   double gflops = 0, gbps = 0, ceiling_fraction = 0;
+  // GB/s over the streaming read's bandwidth (DeviceCeilings::read_gbps): the memory roof's fraction.
+  double read_fraction = 0;
   // --metadata both: the device path's calls (the same inputs and tiling, the sizes in a device buffer),
   // timed alternately with the host path's, and the tiling they ran.
   std::optional<Times> device;
@@ -43,9 +52,11 @@ struct Result {
   // Baseline times per call (ms); absent when the baseline did not run. Ratios are these over
   // gpu_ms_median: above 1, vkgmm is faster.
   std::optional<double> naive_ms, openblas_ms;
-  // The same shape as a single group (G = 1), in ms, and its FLOPs: what grouping costs per FLOP.
+  // The same shape as a single group (G = 1), timed alternately with `time`'s calls, in ms, its FLOPs and
+  // its own tiling: what grouping costs per FLOP.
   std::optional<double> one_group_ms;
   double one_group_flops = 0;
+  std::string one_group_tiling;
   // Timed alternately with `time`'s calls: vkCmdCopyBuffer moving the call's bytes (copy_fraction is its
   // median over gpu_ms_median: 1, as fast as a copy of the same bytes), and for block-format weights the
   // same call with unquantized weights (issue 15's peer). Absent for model layers, whose copy_fraction is
@@ -55,6 +66,8 @@ struct Result {
   // The host path's call with the operands in app-owned VkBuffers, borrowed (Context::borrow_buffer),
   // and that over the same call on vkgmm's own buffers, the two timed alternately.
   std::optional<double> app_ms, app_ratio;
+  // The property flags of the memory the app's buffers were allocated in, and of vkgmm's own buffers'.
+  uint32_t app_memory_flags = 0, own_memory_flags = 0;
   std::vector<std::string> notes;  // why a baseline is absent, which tiling source was used, ...
   // Routed by ids (work.routed()): `time` is the combined call's. Timed alternately with it: the same
   // call per slot (no combine), the unfused chain, and the grouped gemm alone on rows sorted on the host
@@ -84,7 +97,11 @@ struct SweepResult {
   std::vector<Tried> tried;  // in the order tried
   size_t best = 0;           // index into tried
   std::string default_tiling;  // what the library picks on its own (tried first)
+  std::string default_plan;    // Instance::describe() of its plans: the table's call's
   std::string cache_file;
+  std::string not_cached;      // why the best was not stored, or empty
+  int reps = 0;
+  uint64_t timed_calls = 0, evictions = 0;
 };
 
 void print_sweep_table(std::FILE* f, const RunInfo& run, const std::vector<SweepResult>& results);

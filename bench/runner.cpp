@@ -184,6 +184,7 @@ struct Instance::AppCopy {
   VkDevice device = VK_NULL_HANDLE;
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkMemoryPropertyFlags flags = 0;
   void* mapped = nullptr;
   vkgmm::Buffer borrowed;
   ~AppCopy() {
@@ -194,8 +195,10 @@ struct Instance::AppCopy {
 };
 
 std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage) const {
-  // Host-visible coherent memory, as vkgmm's own buffers have (the library's memory-type choice, reached
-  // through its internals: the bench is vkgmm's own program).
+  // The memory type vkgmm's own buffers get (host-visible and coherent, device-local where there is such
+  // a type), reached through the library's internals (the bench is vkgmm's own program): the first
+  // host-visible type alone is system memory on a discrete GPU, read over PCIe, and the app/own ratio
+  // would measure that instead of borrowing.
   const vkgmm::Device& dev = vkgmm::ContextInternals::of(ctx).dev;
   auto c = std::make_shared<AppCopy>();
   c->device = ctx.device();
@@ -208,8 +211,9 @@ std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBu
   vkGetBufferMemoryRequirements(c->device, c->buffer, &req);
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
-  mai.memoryTypeIndex = dev.find_memory_type(
-      req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  mai.memoryTypeIndex = dev.buffer_memory_type(req.memoryTypeBits);
+  if (mai.memoryTypeIndex == UINT32_MAX) throw std::runtime_error("app buffers: no host-visible memory type");
+  c->flags = dev.memory.memoryTypes[mai.memoryTypeIndex].propertyFlags;
   if (vkAllocateMemory(c->device, &mai, nullptr, &c->memory) != VK_SUCCESS ||
       vkBindBufferMemory(c->device, c->buffer, c->memory, 0) != VK_SUCCESS ||
       vkMapMemory(c->device, c->memory, 0, VK_WHOLE_SIZE, 0, &c->mapped) != VK_SUCCESS)
@@ -228,6 +232,20 @@ void Instance::make_app_copies() {
     own[i]->download(c->mapped, own[i]->size());
     app_[i] = std::move(c);
   }
+}
+
+VkMemoryPropertyFlags Instance::app_memory_flags() const {
+  for (const auto& c : app_)
+    if (c) return c->flags;
+  return 0;
+}
+
+VkMemoryPropertyFlags Instance::own_memory_flags() const {
+  const vkgmm::Device& dev = vkgmm::ContextInternals::of(ctx).dev;
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(ctx.device(), buf_a.handle(), &req);
+  const uint32_t type = dev.buffer_memory_type(req.memoryTypeBits);
+  return type == UINT32_MAX ? 0 : dev.memory.memoryTypes[type].propertyFlags;
 }
 
 void Instance::make_workspaces() {
@@ -265,6 +283,43 @@ void Instance::record(VkCommandBuffer cb) const {
   if (gmm_) gmm_->record(cb, {a, b, o0, {}, sizes, work, status});
   if (tgmm_) tgmm_->record(cb, {a, b, o0, {}, sizes, work, status});
   if (backward_) backward_->record(cb, {a, b, c, o0, o1, sizes, work, status});
+}
+
+namespace {
+
+std::string view_text(const char* name, const vkgmm::BufferView& v) {
+  if (!v.buffer) return std::string(" ") + name + "=-";
+  return std::string(" ") + name + "=" + std::to_string(v.offset) + "+" + std::to_string(v.size);
+}
+
+const char* grid_text(vkgmm::Grid g) {
+  return g == vkgmm::Grid::persistent ? "persistent" : g == vkgmm::Grid::per_visit ? "per_visit" : "automatic";
+}
+
+}  // namespace
+
+std::string Instance::describe() const {
+  const vkgmm::BufferView sizes = device_sizes_ ? buf_sizes.view() : vkgmm::BufferView{};
+  const vkgmm::BufferView a = pick(buf_a, 0).view(), b = pick(buf_b, 1).view(), c = pick(buf_c, 2).view();
+  const vkgmm::BufferView o0 = pick(out0, 3).view(), o1 = pick(out1, 4).view();
+  std::string s = std::string("op=") + op_name(work.op) + " tiling=" + tiling_text() + " grid=" + grid_text(grid_) +
+                  " sizes=" + (device_sizes_ ? "device" : "host") + " buffers=" + (app_mode_ ? "app" : "own");
+  if (gmm_) {
+    const vkgmm::GmmOperands ops{a, b, o0, {}, sizes, workspace_view(), {}};
+    s += " texel=" + std::to_string(gmm_->texel_loads(ops)) + " tiles=" + std::to_string(gmm_->num_tiles()) +
+         " metadata=" + std::to_string(gmm_->metadata_bytes()) + " workspace=" + std::to_string(gmm_->workspace_bytes());
+  }
+  if (tgmm_) {
+    const vkgmm::TgmmOperands ops{a, b, o0, {}, sizes, workspace_view(), {}};
+    s += " texel=" + std::to_string(tgmm_->texel_loads(ops)) + " metadata=" + std::to_string(tgmm_->metadata_bytes()) +
+         " workspace=" + std::to_string(tgmm_->workspace_bytes());
+  }
+  if (backward_)
+    s += " d_lhs_tiles=" + std::to_string(backward_->d_lhs_plan().num_tiles()) +
+         " metadata=" + std::to_string(backward_->metadata_bytes()) +
+         " workspace=" + std::to_string(backward_->workspace_bytes());
+  return s + view_text("lhs", a) + view_text("rhs", b) + view_text("c", c) + view_text("out", o0) +
+         view_text("out1", o1);
 }
 
 std::vector<Output> Instance::download() const {

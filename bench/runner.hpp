@@ -46,13 +46,21 @@ class Instance {
   // back as a fixed choice it resolves to itself.
   std::optional<vkgmm::Tiling> single_tiling() const;
   void record(VkCommandBuffer cb) const;
+  // What record() runs, in one line: the plans' op, tiling, grid and load path, each operand's view
+  // (offset and size), the metadata's path. Two Instances of one workload planned alike describe
+  // themselves alike (the sweep's default and the table's call; ctest compares them).
+  std::string describe() const;
   // The device status word of the last call on the device path (vkgmm::device_status bits).
   uint32_t device_status() const;
-  // The inputs and outputs as an engine passes them: copies in VkBuffers of the bench's own (host-visible,
-  // like vkgmm's), borrowed with Context::borrow_buffer. use_app_buffers() picks the set record() and
-  // download() use (make_app_copies() first).
+  // The inputs and outputs as an engine passes them: copies in VkBuffers of the bench's own, in the memory
+  // type vkgmm's own buffers get (Device::buffer_memory_type), borrowed with Context::borrow_buffer.
+  // use_app_buffers() picks the set record() and download() use (make_app_copies() first).
   void make_app_copies();
   void use_app_buffers(bool on) { app_mode_ = on; }
+  // The property flags of the memory the app copies were allocated in (0 before make_app_copies()), and
+  // of the memory type vkgmm gives its own buffer of lhs.
+  VkMemoryPropertyFlags app_memory_flags() const;
+  VkMemoryPropertyFlags own_memory_flags() const;
   // The device path's workspace (--device-grid both): the plans' own (none), or one of the bench's own
   // VkBuffers of the plans' workspace_bytes(), lent as an indirect buffer or not (then the library takes
   // the upper-bound grid). make_workspaces() after a plan(.., true).
@@ -84,7 +92,8 @@ class Instance {
   std::shared_ptr<AppCopy> workspaces_[2];  // lent as an indirect buffer, and not
   Workspace workspace_ = Workspace::plans_own;
   vkgmm::Grid grid_ = vkgmm::Grid::automatic;
-  // A host-visible VkBuffer of the bench's own, lent to vkgmm with `usage` (texel / indirect bits).
+  // A VkBuffer of the bench's own in vkgmm's memory type, mapped, lent to vkgmm with `usage` (texel /
+  // indirect bits).
   std::shared_ptr<AppCopy> app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage) const;
   vkgmm::BufferView workspace_view() const;
   // The buffer record() and download() use in place of own (index: its place in app_).

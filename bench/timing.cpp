@@ -4,21 +4,24 @@
 
 namespace bench {
 
-Samples time_calls(GpuTimer& timer, int reps, int warmup, const std::function<void()>& prepare,
-                   const std::function<void(VkCommandBuffer)>& record) {
-  return time_alternating(timer, reps, warmup, {{prepare, record}}).front();
+CallTimer::CallTimer(GpuTimer& timer, const CacheEviction& evict) : timer_(timer), evict_(evict) {
+  for (int i = 0; i < 3; ++i) {
+    const tool::Stopwatch watch;
+    timer_.run_ms([&](VkCommandBuffer cb) { evict_(cb); });
+    eviction_ms_ = i ? std::min(eviction_ms_, watch.ms()) : watch.ms();
+  }
 }
 
-std::vector<Samples> time_alternating(GpuTimer& timer, int reps, int warmup, const std::vector<Call>& calls,
-                                      const std::function<void(VkCommandBuffer)>& before) {
+std::vector<Samples> CallTimer::alternate(int reps, int warmup, const std::vector<Call>& calls) {
   std::vector<Samples> out(calls.size());
   for (int i = 0; i < warmup + reps; ++i)
     for (size_t c = 0; c < calls.size(); ++c) {
-      if (before) timer.run_ms(before);
+      timer_.run_ms([&](VkCommandBuffer cb) { evict_(cb); });
+      ++calls_;
       const tool::Stopwatch call;
       calls[c].prepare();
       const double host = call.ms();
-      const double gpu = timer.run_ms(calls[c].record);
+      const double gpu = timer_.run_ms(calls[c].record);
       const double wall = call.ms();
       if (i < warmup) continue;
       out[c].gpu_ms.push_back(gpu);
@@ -32,9 +35,11 @@ Times summarize(const Samples& s) {
   return {median(s.gpu_ms), minimum(s.gpu_ms), median(s.wall_ms), median(s.host_ms)};
 }
 
-std::vector<double> time_host(int reps, int warmup, const std::function<void()>& call) {
+std::vector<double> time_host(int reps, int warmup, const std::function<void()>& call,
+                              const std::function<void()>& before) {
   std::vector<double> ms;
   for (int i = 0; i < warmup + reps; ++i) {
+    if (before) before();
     const tool::Stopwatch clock;
     call();
     if (i >= warmup) ms.push_back(clock.ms());

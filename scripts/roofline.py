@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """A roofline of a `vkgmm bench --json` run: each workload at its arithmetic intensity (FLOPs over the
-bytes the bench counts for its %copy) and achieved GFLOP/s, under the run's measured FMA ceiling and
-copy-bandwidth roof. Points left of the ridge are bound by memory, right of it by arithmetic; the
-distance below the roof is what is left on the table.
+bytes the bench counts for its %read) and achieved GFLOP/s, under the run's measured FMA ceiling and
+memory roof: the streaming read's bandwidth (`read_gbps`; a run from before the bench measured it has
+only the copy's, `copy_gbps`, which is used then and said so). Points left of the ridge are bound by
+memory, right of it by arithmetic; the distance below the roof is what is left on the table.
 
 usage: /usr/bin/python3 scripts/roofline.py BENCH.json OUT.png [--title TEXT]
 
@@ -34,9 +35,9 @@ def load(path):
             doc = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
         fail(f"{path}: {e}")
-    for key in ("ceiling_gflops", "copy_gbps"):
-        if not positive(doc.get(key)):
-            fail(f"{path}: {key} is not a positive number (is it `vkgmm bench --json` output?)")
+    if not positive(doc.get("ceiling_gflops")) or not positive(doc.get("read_gbps", doc.get("copy_gbps"))):
+        fail(f"{path}: ceiling_gflops and read_gbps (or copy_gbps) are not positive numbers "
+             "(is it `vkgmm bench --json` output?)")
     points = []
     for w in doc.get("workloads") or []:
         if not all(positive(w.get(key)) for key in ("flop", "bytes", "gflops")):
@@ -60,13 +61,15 @@ def main(argv):
     if len(args) != 2:
         fail("usage: roofline.py BENCH.json OUT.png [--title TEXT]")
     doc, points = load(args[0])
-    ceiling, copy = doc["ceiling_gflops"], doc["copy_gbps"]
-    ridge = ceiling / copy  # FLOP per byte where the two roofs meet
+    ceiling = doc["ceiling_gflops"]
+    kind = "read" if positive(doc.get("read_gbps")) else "copy"
+    bandwidth = doc[kind + "_gbps"]
+    ridge = ceiling / bandwidth  # FLOP per byte where the two roofs meet
 
     def roof(ai):
-        return min(ceiling, copy * ai)
+        return min(ceiling, bandwidth * ai)
 
-    print(f"FMA ceiling {ceiling:.1f} GFLOP/s, copy {copy:.1f} GB/s, ridge {ridge:.2f} FLOP/byte")
+    print(f"FMA ceiling {ceiling:.1f} GFLOP/s, {kind} {bandwidth:.1f} GB/s, ridge {ridge:.2f} FLOP/byte")
     print(f"{'workload':<26} {'FLOP/B':>8} {'GFLOP/s':>8} {'roof':>8} {'of roof':>8}  bound by")
     for name, ai, gf, _ in points:
         print(f"{name:<26} {ai:8.2f} {gf:8.2f} {roof(ai):8.2f} {100 * gf / roof(ai):7.1f}%  "
@@ -79,7 +82,7 @@ def main(argv):
     fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
     ax.loglog(xs, [roof(x) for x in xs], color="black", linewidth=2)
     ax.axhline(ceiling, color="dimgray", linestyle=":", linewidth=1)
-    ax.plot(xs, [copy * x for x in xs], color="dimgray", linestyle=":", linewidth=1)
+    ax.plot(xs, [bandwidth * x for x in xs], color="dimgray", linestyle=":", linewidth=1)
     ax.text(hi / 1.2, ceiling * 1.1, f"FMA ceiling {ceiling:.0f} GFLOP/s", ha="right", va="bottom")
     ax.axvline(ridge, color="dimgray", linestyle="--", linewidth=0.8)
     # One colour per model (or for the synthetic presets).
@@ -95,12 +98,12 @@ def main(argv):
     ax.legend(loc="lower right", fontsize=8, title="workload (label: tokens)", title_fontsize=8)
     ax.set_xlim(lo, hi)
     top = ceiling * 3
-    bottom = 10 ** math.floor(math.log10(min(min(p[2] for p in points), copy * lo) / 2))
+    bottom = 10 ** math.floor(math.log10(min(min(p[2] for p in points), bandwidth * lo) / 2))
     ax.set_ylim(bottom, top)
     # The bandwidth roof's label along it: its angle on screen, once the axes' limits are set.
     x0 = lo * 1.5
-    (ax0, ay0), (ax1, ay1) = ax.transData.transform([(x0, copy * x0), (x0 * 10, copy * x0 * 10)])
-    ax.text(x0, copy * x0 * 1.3, f"copy bandwidth {copy:.1f} GB/s", ha="left", va="bottom",
+    (ax0, ay0), (ax1, ay1) = ax.transData.transform([(x0, bandwidth * x0), (x0 * 10, bandwidth * x0 * 10)])
+    ax.text(x0, bandwidth * x0 * 1.3, f"{kind} bandwidth {bandwidth:.1f} GB/s", ha="left", va="bottom",
             rotation=math.degrees(math.atan2(ay1 - ay0, ax1 - ax0)), rotation_mode="anchor")
     ax.text(ridge / 1.1, bottom * 1.3, "memory-bound", fontsize=8, color="dimgray", ha="right")
     ax.text(ridge * 1.1, bottom * 1.3, "arithmetic-bound", fontsize=8, color="dimgray", ha="left")

@@ -16,6 +16,14 @@ usage: check_bench.py /path/to/vkgmm refuse|json|sweep
           same with f32 weights (checked against the reference first, a perturbed result refused), their
           JSON fields (rhs_format, rhs_bytes as the blocks' storage bytes, the peer comparison), and the
           argument checks (k not whole blocks, a backward).
+  probes: the memory probes and the eviction follow the last-level cache: 8x it per probe run (at least
+          1 GiB on a GPU), 4x it per eviction, the host's L3 on a CPU device and $VKGMM_CACHE_BYTES where
+          set (a malformed value refused); `vkgmm info` prints the read bandwidth beside the copy's.
+
+Every run also checks (check_measured) that each workload's calls were preceded by as many cache
+evictions as there were calls, that %read is GB/s over the run's read bandwidth, that the app's borrowed
+buffers were allocated in memory of the flags vkgmm's own get, and the sweep's default tiling is planned
+and bound exactly as the table's call (their plan descriptions are equal).
 """
 import json
 import math
@@ -36,6 +44,11 @@ FIELDS += DEVICE_FIELDS + GRID_FIELDS + ["app_buffers_gpu_ms_median", "app_buffe
 PERSISTENT_FIELDS = ["persistent_gpu_ms_median", "persistent_over_per_visit"]
 DEVICE_PERSISTENT_FIELDS = ["device_persistent_gpu_ms_median", "device_persistent_over_per_visit"]
 FIELDS += PERSISTENT_FIELDS + DEVICE_PERSISTENT_FIELDS + ["grid"]
+FIELDS += ["read_fraction", "plan", "timed_calls", "evictions", "app_memory_flags", "own_memory_flags",
+           "baseline_one_group_tiling"]
+PROBE_FIELDS = ["read_gbps", "copy_gbps", "cpu_device", "cache_bytes", "cache_source", "read_probe", "read_path",
+                "copy_probe", "eviction"]
+GiB = 1 << 30
 
 
 def run(exe, args, env_extra=None):
@@ -97,6 +110,54 @@ def check_copy(w, out):
         fail(f"{w['name']}: copy_fraction is not copy_gpu_ms_median / gpu_ms_median", out)
 
 
+def check_probes(doc, out, cache_bytes=None):
+    """The memory probes read 8x the cache per run (1 GiB at least on a GPU) in passes over their buffers;
+    the eviction reads 4x it (at most 2 GiB of host memory); the cache is the host's L3 on a CPU device,
+    or cache_bytes when given ($VKGMM_CACHE_BYTES)."""
+    missing = [f for f in PROBE_FIELDS if f not in doc]
+    if missing:
+        fail(f"the run lacks {missing}", out)
+    if not positive(doc["read_gbps"]) or not positive(doc["copy_gbps"]):
+        fail("read_gbps or copy_gbps is not a positive number", out)
+    cache = doc["cache_bytes"]
+    if cache_bytes is not None:
+        if cache != cache_bytes or doc["cache_source"] != "VKGMM_CACHE_BYTES":
+            fail(f"cache_bytes = {cache} from {doc['cache_source']!r}, expected {cache_bytes} from VKGMM_CACHE_BYTES", out)
+    elif doc["cpu_device"]:
+        host = 0
+        for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
+            if not host and name in os.sysconf_names:
+                host = max(os.sysconf(name), 0)
+        if host and cache != host:
+            fail(f"cache_bytes = {cache} on a CPU device, the host's last-level cache is {host}", out)
+    for key in ("read_probe", "copy_probe"):
+        p = doc[key]
+        want = max(8 * cache, 0 if doc["cpu_device"] else GiB)
+        if p["bytes_per_run"] != p["passes"] * p["buffer_bytes"] or p["bytes_per_run"] < want:
+            fail(f"{key} {p} reads less than {want} bytes per run (8x the cache {cache})", out)
+        if p["passes"] > 1 and p["buffer_bytes"] * (p["passes"] - 1) >= want:
+            fail(f"{key} {p}: more passes than {want} bytes need", out)
+    e = doc["eviction"]
+    if doc["cpu_device"]:
+        if e["kind"] != "host read" or e["bytes"] != min(4 * cache, 2 * GiB):
+            fail(f"eviction {e} on a CPU device: expected a host read of 4x the cache {cache}", out)
+    elif e["kind"] != "device read" or e["bytes"] < 4 * cache:
+        fail(f"eviction {e} on a GPU: expected a device read of at least 4x the cache {cache}", out)
+
+
+def check_measured(w, doc, out):
+    """Every timed call of the workload came after an eviction; %read is over the run's read bandwidth; the
+    app's buffers got vkgmm's memory type."""
+    if not (isinstance(w["timed_calls"], int) and w["timed_calls"] > 0 and w["evictions"] == w["timed_calls"]):
+        fail(f"{w['name']}: {w['evictions']} evictions for {w['timed_calls']} timed calls", out)
+    if abs(w["read_fraction"] - w["gbps"] / doc["read_gbps"]) > 1e-3 * w["read_fraction"]:
+        fail(f"{w['name']}: read_fraction is not gbps / read_gbps", out)
+    if w.get("app_buffers_gpu_ms_median") is not None:
+        if not w["own_memory_flags"] or w["app_memory_flags"] != w["own_memory_flags"]:
+            fail(f"{w['name']}: the app's buffers are in memory of flags {w['app_memory_flags']}, vkgmm's own in "
+                 f"{w['own_memory_flags']}", out)
+
+
 def check_json_run(exe, extra, op, dtype, metadata="both", grid="auto", workgroups="auto"):
     code, out, err = run(exe, TINY + extra + ["--json"])
     if code != 0:
@@ -127,6 +188,10 @@ def check_json_run(exe, extra, op, dtype, metadata="both", grid="auto", workgrou
             fail(f"{key} = {w[key]!r} is not a positive number", out)
     check_times(w, "", out)
     check_copy(w, out)
+    check_probes(doc, out)
+    check_measured(w, doc, out)
+    if w["baseline_one_group_tiling"] is None or not w["plan"].startswith("op=" + op + " tiling="):
+        fail(f"one-group tiling {w['baseline_one_group_tiling']!r}, plan {w['plan']!r}", out)
     # App-owned buffers (borrowed): checked against the reference, then timed beside vkgmm's own.
     for key in ["app_buffers_gpu_ms_median", "app_buffers_ratio"]:
         if not positive(w[key]):
@@ -199,13 +264,28 @@ def check_json(exe):
 
 def check_sweep(exe):
     with tempfile.TemporaryDirectory() as cache:
-        env = {"XDG_CACHE_HOME": cache}
+        # A small cache (the probes' and evictions' sizes follow it) keeps the sweeps short: this checks
+        # the mechanics, not the figures.
+        env = {"XDG_CACHE_HOME": cache, "VKGMM_CACHE_BYTES": str(4 << 20)}
         code, out, err = run(exe, TINY + ["--sweep-tiling", "--json"], env)
         if code != 0:
             fail(f"--sweep-tiling: exit status {code}", out, err)
         sweep = json.loads(out)["sweep"]
         if len(sweep) != 1 or len(sweep[0]["tried"]) < 2:
             fail("the sweep tried fewer than two tilings", out, err)
+        s = sweep[0]
+        if not s["cached"] or not (s["timed_calls"] > 0 and s["evictions"] == s["timed_calls"]):
+            fail(f"the sweep: cached {s['cached']}, {s['evictions']} evictions for {s['timed_calls']} calls", out, err)
+        # Timed as the table: its reps rule (at least --reps) and calls planned and bound exactly as its own.
+        if s["reps"] < 2 or s["timed_calls"] != (s["reps"] + 1) * len(s["tried"]):
+            fail(f"the sweep timed {s['timed_calls']} calls for {len(s['tried'])} tilings at {s['reps']} reps", out, err)
+        code, tout, terr = run(exe, TINY + ["--metadata", "host", "--json"], env)
+        if code != 0:
+            fail(f"the table of the swept workload: exit status {code}", tout, terr)
+        table = json.loads(tout)["workloads"][0]
+        if table["plan"] != s["default_plan"] or table["tiling"] != s["default_tiling"]:
+            fail(f"the sweep planned its default tiling as {s['default_plan']!r}, the table as {table['plan']!r}",
+                 out + tout, err)
         best = sweep[0]["best_tiling"]
         files = os.listdir(os.path.join(cache, "vkgmm"))
         if len(files) != 1 or not files[0].startswith("tiling-"):
@@ -216,6 +296,13 @@ def check_sweep(exe):
         tiling = json.loads(out)["workloads"][0]["tiling"]
         if tiling != best.split("/")[0]:
             fail(f"--tiling auto ran {tiling}, the sweep's best was {best}", out, err)
+        # A sweep on another grid than a plain run's is not cached: the cached line stays.
+        code, out, err = run(exe, TINY + ["--sweep-tiling", "--grid", "persistent", "--json"], env)
+        if code != 0 or json.loads(out)["sweep"][0]["cached"] is not False:
+            fail("a sweep on the persistent grid was cached (or failed)", out, err)
+        code, out, err = run(exe, TINY + ["--tiling", "auto", "--json"], env)
+        if code != 0 or json.loads(out)["workloads"][0]["tiling"] != best.split("/")[0]:
+            fail("the persistent grid's sweep replaced the cached tiling", out, err)
 
 
 IDS = ["--m", "6", "--k", "64", "--n", "80", "--groups", "12", "--top-k", "4", "--reps", "2", "--warmup", "1"]
@@ -244,6 +331,7 @@ def check_ids(exe):
             fail("ids: experts_selected disagrees with group_sizes, or an expert got a token twice", out)
         check_times(w, "", out)
         check_copy(w, out)
+        check_measured(w, json.loads(out), out)
         for key in ["gflops", "gbps", "copy_fraction", "ceiling_fraction", "per_slot_gpu_ms_median", "combine_ratio",
                     "chain_gpu_ms_median", "ids_over_chain", "sorted_gpu_ms_median", "ids_over_sorted"]:
             if not positive(w[key]):
@@ -364,10 +452,37 @@ def check_quant(exe):
         fail("quant presets: the table lacks the weight-format comparison", out, err)
 
 
+def check_probes_follow_the_cache(exe):
+    # The tiny workload on the device's own cache size, then on a cache the environment names: the probes'
+    # and the eviction's sizes follow it.
+    code, out, err = run(exe, TINY + ["--metadata", "host", "--json"])
+    if code != 0:
+        fail(f"exit status {code}", out, err)
+    check_probes(json.loads(out), out)
+    small = 3 << 20
+    code, out, err = run(exe, TINY + ["--metadata", "host", "--json"], {"VKGMM_CACHE_BYTES": str(small)})
+    if code != 0:
+        fail(f"VKGMM_CACHE_BYTES={small}: exit status {code}", out, err)
+    doc = json.loads(out)
+    check_probes(doc, out, small)
+    if doc["cpu_device"] and doc["read_probe"]["bytes_per_run"] != 8 * small:
+        fail(f"VKGMM_CACHE_BYTES={small}: the read probe reads {doc['read_probe']['bytes_per_run']} per run", out)
+    check_measured(doc["workloads"][0], doc, out)
+    code, out, err = run(exe, TINY, {"VKGMM_CACHE_BYTES": "12MB"})
+    if code == 0 or "VKGMM_CACHE_BYTES=12MB" not in err:
+        fail("a malformed VKGMM_CACHE_BYTES was not refused by name", out, err)
+    # `vkgmm info` reports the read bandwidth (the memory roof) beside the copy's, and the cache they follow.
+    p = subprocess.run([exe, "info", "--json"], capture_output=True, text=True, timeout=TIMEOUT_S,
+                       env=dict(os.environ, VKGMM_CACHE_BYTES=str(small)))
+    info = json.loads(p.stdout) if p.returncode == 0 else {}
+    if not positive(info.get("read_gbps")) or not positive(info.get("copy_gbps")) or info.get("cache_bytes") != small:
+        fail("vkgmm info --json lacks read_gbps, copy_gbps or the cache it was sized by", p.stdout, p.stderr)
+
+
 def main():
     exe, mode = sys.argv[1], sys.argv[2]
     {"refuse": check_refuse, "json": check_json, "sweep": check_sweep, "ids": check_ids,
-     "quant": check_quant}[mode](exe)
+     "quant": check_quant, "probes": check_probes_follow_the_cache}[mode](exe)
     print("ok")
 
 
