@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# One run of everything a borrowed GPU machine is for, within a time budget: vkgmm's info, its bench
+# presets as JSON, the peers (ggml's Vulkan backend, torch, JAX) on the same shapes, and the device test
+# suite; each step's output and exit code under OUT, going on past failures; a summary at the end.
+#
+# usage: scripts/gpu_session.sh [--quick] OUT [BUDGET_S]
+#   OUT        where everything is written (created; results only: the bundle unpacks elsewhere)
+#   BUDGET_S   the whole run's wall-clock budget, default 480: each step gets at most what is left (less
+#              a reserve for the summary), so the run ends before a 600 s command limit
+#   --quick    a smoke run of every step with small shapes (--quick peers, one preset per bench step, a
+#              test subset): the dry run on lavapipe
+# environment:
+#   VKGMM_BUNDLE       the bundle (scripts/bundle.sh): a .tar.gz or an unpacked vkgmm-bundle/; default
+#                      build/vkgmm-bundle.tar.gz, else ./vkgmm-bundle.tar.gz
+#   VKGMM_GGML_PEER    the ggml peer (bench/peers/fetch_ggml.sh): DIR.tar.gz or DIR; default
+#                      build/peers/ggml.tar.gz, else build/peers/ggml (absent: that step is skipped)
+#   VKGMM_STEP_TIMEOUT the most any one step may take, seconds (default 150; the tests take what is
+#                      left); also passed to run.sh, which ends any one test program after that long
+#   VKGMM_GPU_STEPS    the steps and their order (default below); TMPDIR where the bundle unpacks
+#
+# On the device tool (a copy of this working tree, $OUT an empty folder that comes back), after
+# `scripts/build.sh && scripts/bundle.sh && bench/peers/fetch_ggml.sh` here:
+#   run  command:  scripts/gpu_session.sh "$OUT" 480
+#        carry:    ["build/vkgmm-bundle.tar.gz", "build/peers/ggml.tar.gz"]
+#        timeout_s: 600
+# On any other machine: copy vkgmm-bundle.tar.gz, ggml.tar.gz, this script and
+# bench/peers/torch_jax_peers.py there, then
+#   VKGMM_BUNDLE=vkgmm-bundle.tar.gz VKGMM_GGML_PEER=ggml.tar.gz ./gpu_session.sh results 480
+# (the torch/JAX peer is looked for at ../bench/peers/ from this script, else beside it).
+#
+# OUT holds: steps.tsv (step, exit code, seconds; 124 = timed out, "skip" = no time or no input),
+# machine.txt, STEP.out / STEP.err per step (bench_*.out are vkgmm bench's JSON, *_peer*.out JSON
+# lines), tests/ (gtest JSON and exit_codes.txt), summary.txt (what the run printed at the end).
+set -u
+quick=0
+if [ "${1:-}" = --quick ]; then quick=1; shift; fi
+[ $# -ge 1 ] || { sed -n '6,12p' "$0" >&2; exit 2; }
+mkdir -p "$1" && out=$(cd "$1" && pwd) || exit 2
+budget=${2:-480}
+start=$(date +%s)
+deadline=$((start + budget))
+reserve=15  # seconds kept for the summary
+step_limit=${VKGMM_STEP_TIMEOUT:-150}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+say() { echo "gpu_session: $*" >&2; }
+: >"$out/steps.tsv"
+
+# --- inputs
+find_first() { local f; for f in "$@"; do [ -e "$f" ] && { echo "$f"; return 0; }; done; return 1; }
+bundle_src=${VKGMM_BUNDLE:-$(find_first "$root/build/vkgmm-bundle.tar.gz" "$PWD/vkgmm-bundle.tar.gz" "$here/vkgmm-bundle.tar.gz")}
+peer_src=${VKGMM_GGML_PEER:-$(find_first "$root/build/peers/ggml.tar.gz" "$root/build/peers/ggml" "$PWD/ggml.tar.gz" "$here/ggml.tar.gz")}
+pypeer=$(find_first "$root/bench/peers/torch_jax_peers.py" "$here/torch_jax_peers.py")
+work=$(mktemp -d "${TMPDIR:-/tmp}/vkgmm-gpu-session.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+unpack() {  # unpack SRC (a .tar.gz or a folder) into $work; prints the folder it gives
+  local src=$1 name=$2
+  if [ -d "$src" ]; then (cd "$src" && pwd); return; fi
+  [ -f "$src" ] || return 1
+  tar -xzf "$src" -C "$work" || return 1
+  [ -d "$work/$name" ] && echo "$work/$name"
+}
+bundle=""
+if [ -n "$bundle_src" ]; then bundle=$(unpack "$bundle_src" vkgmm-bundle) || bundle=""; fi
+[ -n "$bundle" ] && [ -x "$bundle/run.sh" ] || { say "no bundle (VKGMM_BUNDLE, build/vkgmm-bundle.tar.gz): vkgmm steps skipped"; bundle=""; }
+peer=""
+if [ -n "$peer_src" ]; then peer=$(unpack "$peer_src" ggml) || peer=""; fi
+[ -n "$peer" ] && [ -x "$peer/ggml_mul_mat_id" ] || { say "no ggml peer (VKGMM_GGML_PEER, build/peers/ggml.tar.gz): its step skipped"; peer=""; }
+say "bundle: ${bundle_src:-none}; ggml peer: ${peer_src:-none}; torch/JAX peer: ${pypeer:-none}; budget ${budget} s"
+
+# --- steps
+# step NAME COMMAND...: runs COMMAND with stdout to NAME.out and stderr to NAME.err, for at most the step
+# limit (or $cap when set) or what the budget has left; "NAME CODE SECONDS" into steps.tsv. run.sh gets
+# the step limit as VKGMM_STEP_TIMEOUT: what any one of its programs may take.
+cap=""
+step() {
+  local name=$1 left t0 rc limit inner
+  shift
+  left=$((deadline - reserve - $(date +%s)))
+  limit=$((left < ${cap:-$step_limit} ? left : ${cap:-$step_limit}))
+  inner=$((limit < step_limit ? limit : step_limit))
+  if [ "$limit" -lt 10 ]; then
+    say "--- $name: skipped (${left} s of the budget left)"
+    printf '%s\tskip\t0\n' "$name" >>"$out/steps.tsv"
+    return
+  fi
+  say "--- $name (at most ${limit} s)"
+  t0=$(date +%s)
+  VKGMM_STEP_TIMEOUT=$inner timeout -k 5 "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
+  rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$(($(date +%s) - t0))" >>"$out/steps.tsv"
+  [ "$rc" -eq 0 ] || say "$name: exit $rc$([ "$rc" -eq 124 ] && echo ' (timed out)')"
+}
+skip() { say "--- $1: skipped ($2)"; printf '%s\tskip\t0\n' "$1" >>"$out/steps.tsv"; }
+
+machine() {
+  date -u +%FT%TZ; uname -a
+  (. /etc/os-release && echo "$PRETTY_NAME")
+  echo "glibc $(getconf GNU_LIBC_VERSION 2>/dev/null)"
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit,pstate --format=csv
+    nvidia-smi
+  fi
+  echo "Vulkan driver: ${VK_DRIVER_FILES:-?}"
+  [ -z "${VK_DRIVER_FILES:-}" ] || { cat "$VK_DRIVER_FILES"; echo; }
+  [ -z "$bundle" ] || cat "$bundle/BUNDLE_INFO.txt"
+  [ -z "$peer" ] || cat "$peer/PEER_INFO.txt"
+  echo "python: $(command -v python3) $(python3 --version 2>&1)"
+  nproc; free -g 2>/dev/null | head -2
+}
+
+bench_args() {  # the vkgmm bench arguments of step $1
+  case $quick:$1 in
+    0:bench) echo "" ;;  # the default presets
+    0:bench_ids) echo "--presets ids" ;;
+    0:bench_models) echo "--model all --scale 8" ;;
+    1:bench) echo "--preset decode --reps 2 --metadata host" ;;
+    1:bench_ids) echo "--preset ids-decode --reps 2" ;;
+    1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2" ;;
+  esac
+}
+peer_quick=()
+[ $quick = 0 ] || peer_quick=(--quick)
+
+steps=${VKGMM_GPU_STEPS:-info bench bench_ids ggml torch jax bench_models ggml_perf tests}
+for s in $steps; do
+  case $s in
+    info)
+      if [ -z "$bundle" ]; then skip info "no bundle"; continue; fi
+      step info "$bundle/run.sh" info
+      # The driver run.sh picked (NVIDIA's where present, else one that shows a device): the same for
+      # the steps after, the ggml peer's included.
+      icd=$(sed -n 's/^run.sh: Vulkan driver[^:]*: //p' "$out/info.err" | tail -1)
+      if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
+      machine >"$out/machine.txt" 2>&1 ;;
+    bench | bench_ids | bench_models)
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      # shellcheck disable=SC2046  # the arguments are words
+      step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    ggml | ggml_perf)
+      if [ -z "$peer" ]; then skip "$s" "no ggml peer"; continue; fi
+      # The bundle's loader (and the GL dispatch libraries NVIDIA's driver loads); ggml skips CPU devices
+      # unless told: one driver is enumerated, so device 0 is it.
+      ld=${bundle:+$bundle/lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      if [ "$s" = ggml ]; then
+        step ggml env LD_LIBRARY_PATH="${ld#:}" GGML_VK_VISIBLE_DEVICES=0 \
+          "$peer/ggml_mul_mat_id" "${peer_quick[@]}"
+      else
+        # ggml's own timestamps per op (stderr, at exit): the device time of the small calls, whose wall
+        # time is mostly submission.
+        presets=(--preset decode --preset ids-decode --preset qwen3-ids-t1 --preset qwen3-ids-t8)
+        step ggml_perf env LD_LIBRARY_PATH="${ld#:}" GGML_VK_VISIBLE_DEVICES=0 \
+          GGML_VK_PERF_LOGGER=1 GGML_VK_PERF_LOGGER_FREQUENCY=1000000 "$peer/ggml_mul_mat_id" "${peer_quick[@]}" "${presets[@]}"
+      fi ;;
+    torch | jax)
+      if [ -z "$pypeer" ]; then skip "$s" "no torch_jax_peers.py"; continue; fi
+      routing=()
+      for f in "$out/bench.out" "$out/bench_ids.out" "$out/ggml.out"; do [ -s "$f" ] && routing+=("$f"); done
+      step "$s" python3 "$pypeer" --only "$s" "${peer_quick[@]}" ${routing[@]:+--routing "${routing[@]}"} ;;
+    tests)
+      if [ -z "$bundle" ]; then skip tests "no bundle"; continue; fi
+      filter=()
+      [ $quick = 0 ] || filter=("--gtest_filter=CDefaults.*:Teardown.*:GrowingStructs.*")
+      # The rest of the budget (the last step by default), each program at most the step limit; the
+      # gtest JSON is written when a program ends, tests.out has every case's line as it ran.
+      cap=$budget step tests env VKGMM_OUT="$out/tests" "$bundle/run.sh" test "${filter[@]}" ;;
+    *) skip "$s" "unknown step" ;;
+  esac
+done
+
+# --- summary (python3 when there is one: the medians side by side)
+{
+  echo "gpu_session: $(($(date +%s) - start)) s of ${budget}; steps (exit code, seconds):"
+  column -t "$out/steps.tsv" 2>/dev/null || cat "$out/steps.tsv"
+  grep -h '^Vulkan driver:' "$out/machine.txt" 2>/dev/null
+  [ ! -s "$out/tests/exit_codes.txt" ] || { echo "test programs (exit codes):"; sed 's/^/  /' "$out/tests/exit_codes.txt"; }
+  if command -v python3 >/dev/null; then
+    python3 - "$out" <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+rows = []
+def lines(name):
+    try:
+        text = open(os.path.join(out, name)).read()
+    except OSError:
+        return []
+    objs = []
+    try:
+        objs = [json.loads(text)]
+    except ValueError:
+        for l in text.splitlines():
+            try:
+                objs.append(json.loads(l))
+            except ValueError:
+                pass
+    return [o for o in objs if isinstance(o, dict)]
+for f in ("bench.out", "bench_ids.out", "bench_models.out"):
+    for o in lines(f):
+        if o.get("device"):
+            print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"
+                  f" FMA ceiling {o.get('ceiling_gflops')} GFLOP/s")
+        for w in o.get("workloads", []):
+            rows.append(("vkgmm", w.get("name"), w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
+for f in ("ggml.out", "torch.out", "jax.out"):
+    for o in lines(f):
+        if "workload" not in o:
+            if o.get("device"):
+                print(f"{o.get('peer')} device: {o['device']}")
+            continue
+        rows.append((o.get("peer"), o["workload"], o.get("weights", o.get("dtype", "")), o.get("op"),
+                     o.get("median_ms"), o.get("gflops"), o.get("gbps") if "error" not in o else o["error"][:60]))
+if rows:
+    print(f"{'who':12} {'workload':28} {'type':6} {'op':22} {'median ms':>10} {'GFLOP/s':>10} {'GB/s':>9}")
+    for who, wl, t, op, ms, gf, gb in rows:
+        ms = f"{ms:.4f}" if isinstance(ms, (int, float)) else "-"
+        gf = f"{gf:.1f}" if isinstance(gf, (int, float)) else "-"
+        gb = f"{gb:.1f}" if isinstance(gb, (int, float)) else str(gb or "-")
+        print(f"{str(who):12} {str(wl):28} {str(t):6} {str(op):22} {ms:>10} {gf:>10} {gb:>9}")
+EOF
+  fi
+} 2>&1 | tee "$out/summary.txt"
