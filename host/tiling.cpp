@@ -359,6 +359,16 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // every requested step keeps its pipelines, and the tilings a sweep tries, distinct only where they differ.
   s.step = 4u;
   if (k_slice_step > 0 && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    // A decode tile's block-format walk (a step of more than 4 values) holds each of its columns' step
+    // words beside the accumulators (q6_K: 16 words per column): at most 2 rows per invocation, the tile's
+    // other rows on more invocations, whose loads of the same words hit the cache. With 4 rows x 4
+    // columns, ACO's wave64 compile for gfx1100 spilled q6_K's walk (132 VGPRs, 4 KiB of scratch) and the
+    // other formats took 120 VGPRs.
+    while (k_slice_step > 4 && rows <= kGpuDecodeRows && s.rm > 2 &&
+           s.invocations() * 2 <= info.max_workgroup_invocations) {
+      s.ty *= 2;
+      s.rm = static_cast<uint32_t>((rows + s.ty - 1) / s.ty);
+    }
     const uint64_t sums = uint64_t(s.rm) * s.rn * halves * s.invocations() * sizeof(float);  // one slice's
     const uint32_t most = std::min(kSliceInvocations, info.max_workgroup_invocations);
     while (uint64_t(s.invocations()) * 2 <= most && uint64_t(s.slices) * 2 * 2 * k_slice_step <= uint64_t(step_extent) &&
