@@ -303,8 +303,9 @@ void print_model_table(std::FILE* f, const std::vector<Result>& results, bool bl
   const int64_t scale = results.front().layer->scale;
   std::fprintf(f,
                "\nModel layers (--model): one MoE layer's expert matmuls, routed by ids from a seeded router, at T\n"
-               "tokens: gate/up (the tokens gathered by expert, [gate | up] with SwiGLU fused, per slot) then down (the\n"
-               "slots combined in token order with the router weights), one command buffer; gpu ms per layer.\n"
+               "tokens: gate/up (the tokens gathered by expert, [gate | up] with the model's gated activation\n"
+               "fused, per slot) then down (the slots combined in token order with the router weights), one\n"
+               "command buffer; gpu ms per layer.\n"
                "hidden and expert: the sizes run, %s.\n"
                "tokens/s: T over gpu ms (the expert part only). GFLOP/s: 2*T*topk*(hidden*2*expert + expert*hidden);\n"
                "GB/s: the selected experts' weights (and biases) of both projections, the activations, the slots\n"
