@@ -102,6 +102,13 @@ void Submitter::submit_and_wait(const std::function<void(VkCommandBuffer)>& reco
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     check_vk(vkBeginCommandBuffer(cb, &bi), "submit_and_wait: vkBeginCommandBuffer");
     record(cb);
+    // The fence's signal makes the device's writes available, not visible to the host: Buffer::download
+    // and the callers' mapped reads need this barrier ahead of it (the spec's "compute write, host read").
+    VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
     check_vk(vkEndCommandBuffer(cb), "submit_and_wait: vkEndCommandBuffer");
     VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     check_vk(vkCreateFence(device, &fi, nullptr, &fence), "submit_and_wait: vkCreateFence");
