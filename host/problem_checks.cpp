@@ -1,4 +1,4 @@
-// The argument rules of CONTRACT.md shared by every plan.
+// The argument rules of docs/contract.md shared by every plan.
 #include "problem_checks.hpp"
 
 #include <algorithm>

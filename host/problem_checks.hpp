@@ -1,4 +1,4 @@
-// The argument rules of CONTRACT.md shared by every plan (internal). Each throws
+// The argument rules of docs/contract.md shared by every plan (internal). Each throws
 // Error(invalid_argument or unsupported) whose message names the op, the argument and the rule.
 #pragma once
 

@@ -115,7 +115,7 @@ File read(const std::string& path);
 // The same from bytes in memory (copied into the File); `name` is used in messages only.
 File parse(const uint8_t* data, size_t size, const std::string& name);
 
-// An expert tensor as vkgmm's gmm takes its rhs (CONTRACT.md, "Quantized expert weights"): GGUF dims
+// An expert tensor as vkgmm's gmm takes its rhs (docs/contract.md, "Quantized expert weights"): GGUF dims
 // [k, n, E] (memory [E, n, k], the transposed layout), or [k, n] with E = 1; its bytes as stored.
 struct ExpertTensor {
   vkgmm::DType dtype = vkgmm::DType::f32;

@@ -48,7 +48,7 @@ std::string api_version(uint32_t v) {
 using tool::fail;
 using tool::json_string;
 
-// The types gmm's rhs may have: the element types, then GGUF's block formats (CONTRACT.md, "Quantized
+// The types gmm's rhs may have: the element types, then GGUF's block formats (docs/contract.md, "Quantized
 // expert weights"), by the names --rhs-format and vkgmm quantize take.
 constexpr vkgmm::DType kRhsFormats[] = {vkgmm::DType::f32,  vkgmm::DType::f16,  vkgmm::DType::bf16,
                                         vkgmm::DType::q8_0, vkgmm::DType::q4_0, vkgmm::DType::q4_K,

@@ -1,4 +1,4 @@
-// `vkgmm run gmm|tgmm`: one grouped matmul from .npy files to a .npy file (see CONTRACT.md).
+// `vkgmm run gmm|tgmm`: one grouped matmul from .npy files to a .npy file (see docs/contract.md).
 #pragma once
 
 // argv[0] is the subcommand's own name ("run"); argv[1] is the operation. Returns the exit status:

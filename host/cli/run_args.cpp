@@ -130,7 +130,7 @@ int64_t optional_count(const Args& a, const std::string& flag, int64_t fallback)
 
 namespace {
 
-// The flags of routing by expert ids and of the epilogue (CONTRACT.md, "`vkgmm run` additions"), resolved
+// The flags of routing by expert ids and of the epilogue (docs/contract.md, "The command line"), resolved
 // into `j`; the combinations the contract refuses are refused here, naming the flag.
 void routing_and_epilogue(Job& j) {
   const Args& a = j.args;

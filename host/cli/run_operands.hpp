@@ -49,7 +49,7 @@ struct GmmRhs {
 // --rhs (an .npy path, which may contain ':' too). UsageError for FILE.gguf without a tensor name.
 std::optional<std::pair<std::string, std::string>> gguf_reference(const std::string& rhs);
 
-// gmm's rhs from --rhs and --rhs-format (CONTRACT.md, "`vkgmm run` additions"):
+// gmm's rhs from --rhs and --rhs-format (docs/contract.md, "The command line"):
 // - an .npy: <f4 / <f2 [G_local, k, n] ([G_local, n, k] with --transpose-rhs); with --rhs-format F,
 //   |u1 raw blocks [G_local, n, (k/B)*S] (transposed implied);
 // - FILE.gguf:TENSOR: GGUF dims [k, n, E] or [k, n] (E = 1), memory [E, n, k]: always transposed; its

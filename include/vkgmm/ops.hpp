@@ -1,6 +1,6 @@
 // gmm, tgmm and the gmm backward: problems, plans (validate + metadata once) and recording.
 //
-// Plan, then record: a plan checks every argument against the contract and builds and uploads the group
+// Plan, then record: a plan checks every argument against docs/contract.md and builds and uploads the group
 // metadata; record() writes dispatches into a command buffer the caller owns and submits. The plan must
 // outlive the execution of every command buffer it was recorded into. One plan may be recorded any number
 // of times, into any number of command buffers, from any number of threads at once (a plan does not
@@ -16,7 +16,7 @@
 
 namespace vkgmm {
 
-// Group sizes that live in a device buffer (CONTRACT.md, "Device-resident group sizes"), written by the
+// Group sizes that live in a device buffer (docs/contract.md, "Group sizes on the device"), written by the
 // app's own shaders earlier in the same command buffer: no host round trip. The plan is made from what
 // the host knows (m as the row capacity, G, the window, the shapes); record() first builds the group
 // metadata on the device, in the workspace, then runs the op on it. Results are bit-identical to the
@@ -38,7 +38,7 @@ constexpr uint32_t visits_cut = 4;     // internal: more visits than the plan's 
 constexpr uint32_t bad_id = 8;         // routing: an id below -1, or >= Routing::num_experts (skipped)
 }  // namespace device_status
 
-// Routing by expert ids (CONTRACT.md, "Routing by expert ids"): gmm takes the router's output as it
+// Routing by expert ids (docs/contract.md, "Routing by expert ids"): gmm takes the router's output as it
 // comes, ids [T, top_k] int32 in a device buffer (an expert index, or -1 for none), with T = the
 // problem's m. record() counts the slots of each expert in the window [group_offset, group_offset +
 // G_local) on the device, orders them (token order within an expert), gathers each slot's lhs row and
@@ -58,7 +58,7 @@ struct Routing {
   int64_t num_experts = 0;    // E, when known: ids >= E are counted in the status word (0: unknown)
 };
 
-// The epilogue fused into gmm's store (CONTRACT.md, "Epilogues"), with group sizes or ids: product
+// The epilogue fused into gmm's store (docs/contract.md, "Epilogues"), with group sizes or ids: product
 // (+ bias) -> activation -> routing weight -> sum over slots -> + existing_out, all in fp32; only the
 // stored value is rounded to the output type.
 // The gated ones take the product's n columns as [gate | up] (n even) and give out n_out = n / 2 columns:

@@ -1,4 +1,5 @@
-// Top-k routing: router logits in, the ids and weights gmm's routing reads out, on the device.
+// Top-k routing: router logits in, the ids and weights gmm's routing reads out, on the device
+// (docs/contract.md, "Top-k").
 //
 // The step between a MoE layer's router matmul and its expert matmuls (ggml's topk_moe does the same):
 // with it, route -> up projection -> down projection is one command sequence with no host read.

@@ -15,7 +15,7 @@ namespace vkgmm {
 
 // The numeric values are the shaders' (VKGMM_DT_* in shaders/interface.h; the library static_asserts them).
 // f32, f16 and bf16 are element types of any operand. The others are GGUF's block formats, byte for byte
-// ggml's block_* structs (CONTRACT.md, "Quantized expert weights"), for gmm's rhs only: `block_elements`
+// ggml's block_* structs (docs/contract.md, "Quantized expert weights"), for gmm's rhs only: `block_elements`
 // values along k stored in `block_bytes` bytes.
 enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2, q8_0 = 3, q4_0 = 4, q4_K = 5, q6_K = 6, mxfp4 = 7 };
 
@@ -34,7 +34,7 @@ VKGMM_API uint64_t storage_bytes(DType t, uint64_t count);
 
 enum class Status {
   ok = 0,
-  invalid_argument,  // the caller's input breaks a rule of the contract
+  invalid_argument,  // the caller's input breaks a rule of docs/contract.md
   unsupported,       // valid input the device or build cannot run
   out_of_memory,     // host or device allocation failed
   device_lost,       // VK_ERROR_DEVICE_LOST or a wait that timed out

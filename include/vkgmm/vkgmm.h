@@ -1,5 +1,6 @@
 /* vkgmm C API: grouped matmul (gmm, tgmm, gmm backward) on Vulkan, for C, FFI and engines built
  * without exceptions. It is a thin layer over the C++ API (vkgmm/vkgmm.hpp): same checks, same kernels.
+ * What each operation computes, takes and refuses: docs/contract.md.
  *
  * Conventions
  * - Every function that can fail returns a vkgmm_status; VKGMM_OK is 0. On failure nothing was created
@@ -36,7 +37,7 @@ extern "C" {
 
 typedef enum vkgmm_status {
   VKGMM_OK = 0,
-  VKGMM_INVALID_ARGUMENT = 1, /* the input breaks a rule of the contract */
+  VKGMM_INVALID_ARGUMENT = 1, /* the input breaks a rule of docs/contract.md */
   VKGMM_UNSUPPORTED = 2,      /* valid input the device or build cannot run */
   VKGMM_OUT_OF_MEMORY = 3,    /* host or device allocation failed */
   VKGMM_DEVICE_LOST = 4,      /* VK_ERROR_DEVICE_LOST or a wait that timed out */
@@ -236,7 +237,7 @@ typedef struct vkgmm_gmm_problem {
    * 0: the sizes are the host's group_sizes (the default). */
   int64_t device_group_count;
   int64_t expected_group_rows; /* the automatic tiling's guess of one group's rows; 0: m / G */
-  /* Routing by expert ids (vkgmm::Routing; CONTRACT.md, "Routing by expert ids"): top_k > 0 routes the rows
+  /* Routing by expert ids (vkgmm::Routing; docs/contract.md, "Routing by expert ids"): top_k > 0 routes the rows
    * by the operands' ids [T, top_k] (int32, on the device; an expert index or -1) instead of group sizes:
    * m is T (tokens), group_sizes NULL, num_groups 0, device_group_count 0, and num_rhs_groups is E_local, the
    * experts rhs holds: [group_offset, group_offset + E_local); 0 there: num_experts - group_offset (then
@@ -246,7 +247,7 @@ typedef struct vkgmm_gmm_problem {
   int lhs_per_slot;    /* lhs is [T, top_k, k] (one row per slot); 0: [T, k] (a token's row for all its slots) */
   int combine;         /* the operands' weights [T, top_k] f32 combine the slots: out [T, n_out] in token order */
   int64_t num_experts; /* E, when known: ids >= E are counted in the status word (VKGMM_DEVICE_STATUS_BAD_ID); 0: unknown */
-  /* The epilogue fused into the store (vkgmm::Epilogue; CONTRACT.md, "Epilogues"), with group sizes or ids:
+  /* The epilogue fused into the store (vkgmm::Epilogue; docs/contract.md, "Epilogues"), with group sizes or ids:
    * product (+ bias) -> activation -> routing weight -> sum over slots -> + existing_out, in fp32. */
   int bias;                    /* the operands' bias [G_local, n] f32 is added to each product row of its group */
   vkgmm_activation activation; /* gated (not NONE): n (the product's width) even, out has n_out = n / 2 columns */

@@ -1,4 +1,5 @@
 // vkgmm: grouped matrix multiplication (gmm, tgmm and the gmm backward) as Vulkan compute.
+// What each operation computes, takes and refuses: docs/contract.md.
 #pragma once
 
 #include "vkgmm/context.hpp"

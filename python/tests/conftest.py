@@ -113,7 +113,7 @@ def epilogue(x, bias_row=None, activation=None):
 
 
 def ref_ids(lhs, w, ids, weights=None, group_offset=0, bias=None, activation=None, existing_out=None):
-    """CONTRACT.md's routing: w [E_local, k, n] float64; slots of experts outside the window keep
+    """docs/contract.md's routing: w [E_local, k, n] float64; slots of experts outside the window keep
     existing_out (per slot) or add nothing (combined)."""
     T, top_k = ids.shape
     n_out = w.shape[2] // (2 if activation in GATED else 1)

@@ -17,7 +17,7 @@ import tempfile
 import numpy as np
 
 TIMEOUT_S = 300
-# (values per block, bytes per block), CONTRACT.md "Quantized expert weights".
+# (values per block, bytes per block), docs/contract.md, "Quantized expert weights".
 FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_K": (256, 144), "q6_K": (256, 210), "mxfp4": (32, 17)}
 
 

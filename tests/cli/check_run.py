@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """End-to-end check of `vkgmm run`: random .npy inputs, the CLI's output against a float64 numpy model of
-CONTRACT.md, and the error contract (exit 1 or 2, one stderr line, no output file).
+docs/contract.md, and the error contract (exit 1 or 2, one stderr line, no output file).
 
 usage: check_run.py /path/to/vkgmm [--keep] [--only SUBSTRING]
 
@@ -149,7 +149,7 @@ def silu(x):
 
 
 def epilogue(prod, bias_row, activation):
-    """CONTRACT.md, "Epilogues": product (+ bias) -> activation ([gate | up] -> silu(gate) * up)."""
+    """docs/contract.md, "Epilogues": product (+ bias) -> activation ([gate | up] -> silu(gate) * up)."""
     if bias_row is not None:
         prod = prod + bias_row
     if activation in GATED:
@@ -187,7 +187,7 @@ def ref_gmm(lhs, rhs, gs, group_offset, transpose_rhs, existing, bias=None, acti
 
 
 def ref_routed(lhs, rhs, ids, group_offset, transpose_rhs, weights, existing, bias=None, activation=None):
-    """CONTRACT.md, "Routing by expert ids": per slot [T, top_k, n_out], or combined [T, n_out] with weights
+    """docs/contract.md, "Routing by expert ids": per slot [T, top_k, n_out], or combined [T, n_out] with weights
     (the local slots in ascending j, then + existing_out). Slots outside the window: existing_out or 0."""
     T, top_k = ids.shape
     n = rhs.shape[1] if transpose_rhs else rhs.shape[2]
@@ -688,7 +688,7 @@ def error_cases(d):
          tbase + ["--num-actual-groups", "3", "--device-metadata"], "groups"),
         ("device-metadata, device lost", ["gmm"] + base + ["--device-metadata"], "VK_ERROR_DEVICE_LOST",
          {"VKGMM_INJECT_FAULT": "device_lost"}),
-        # Routing by expert ids and epilogues (CONTRACT.md, "`vkgmm run` additions"): all refused on the host.
+        # Routing by expert ids and epilogues (docs/contract.md, "The command line"): all refused on the host.
         ("ids with group-sizes", routed + ["--group-sizes", p("gs.npy")], "--ids"),
         ("neither ids nor group-sizes", ["gmm", "--lhs", p("lhs.npy"), "--rhs", p("rhs.npy"), "--out", out],
          "--group-sizes"),
@@ -725,7 +725,7 @@ def error_cases(d):
                                                                      p("ex_slot.npy")], "--existing-out"),
         ("existing-out combined shape on a per-slot run", routed + ["--existing-out", p("ex_tok.npy")],
          "--existing-out"),
-        # --rhs-format and --rhs FILE.gguf:TENSOR (CONTRACT.md, "`vkgmm run` additions").
+        # --rhs-format and --rhs FILE.gguf:TENSOR (docs/contract.md, "The command line").
         ("rhs-format unknown", gmm_with(rhs="q8.npy") + ["--rhs-format", "q5_K"], "--rhs-format"),
         ("rhs-format a float type", gmm_with(rhs="q8.npy") + ["--rhs-format", "f32"], "--rhs-format"),
         ("rhs-format with tgmm", tbase + ["--rhs-format", "q8_0"], "--rhs-format"),
