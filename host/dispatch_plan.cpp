@@ -263,24 +263,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   const char* op = name();
   options().check_records(op);
   check_existing_view(op, has_existing_, ops.existing_out, ops.out);
-  check_no_overlap(op, ops.out,
-                   {{"lhs", ops.lhs},
-                    {"rhs", ops.rhs},
-                    {"group_sizes", ops.group_sizes},
-                    {"ids", ops.ids},
-                    {"weights", ops.weights},
-                    {"bias", ops.bias}});
-  check_views_in_buffers(*ctx_, op,
-                         {{"lhs", ops.lhs},
-                          {"rhs", ops.rhs},
-                          {"out", ops.out},
-                          {"existing_out", ops.existing_out},
-                          {"group_sizes", ops.group_sizes},
-                          {"workspace", ops.workspace},
-                          {"status", ops.status},
-                          {"ids", ops.ids},
-                          {"weights", ops.weights},
-                          {"bias", ops.bias}});
+  for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);
   auto refuse_given = [&](const char* what, const BufferView& view, const char* why) {
     if (view.buffer) throw Error(Status::invalid_argument, std::string(op) + ": " + what + ": a view was given but " + why);
   };
@@ -298,6 +281,10 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
                                      {"status", ops.status}})
       refuse_given(what, view, "the problem's group sizes are on the host");
   }
+  // The overlap rules over the views as bound: the workspace as far as the plan uses it, or the plan's own.
+  OperandViews bound_views = ops;
+  if (device_meta_) bound_views.workspace = {meta.buffer, meta.offset, meta.range};
+  check_operand_overlaps(op, bound_views);
   if (!dispatches()) return b;
 
   // The inputs through their buffers' texel views where the plan has a texel build and both have views
@@ -310,8 +297,9 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
     b.texel = b.texels[0] != VK_NULL_HANDLE;
   }
   const bool split = kernel_.split && !b.texel;
-  static const char* const kNames[4] = {"lhs", "rhs", "out", "existing_out"};
-  const BufferView* views[4] = {&ops.lhs, &ops.rhs, &ops.out, &ops.existing_out};
+  // The first four rows of the operand table, in binding order.
+  auto name_of = [](int o) { return kOperandRows[o].name; };
+  auto view_of = [&](int o) -> const BufferView& { return ops[OperandId(o)]; };
   BoundOperand bound[4];
   for (int o = 0; o < 4; ++o) {
     const OperandSpec& spec = operands_[o < 3 ? o : 2];  // existing_out: out's type and count
@@ -322,20 +310,20 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
     } else if (o < 2 && b.texel) {
       // The texel build reads the inputs only through their views: these bindings, never read, take the
       // metadata's descriptor (an input may be past what one binding addresses).
-      bound[o] = bind_unread_operand(*ctx_, op, kNames[o], *views[o], spec.type, spec.count, !kernel_.storage16, meta);
+      bound[o] = bind_unread_operand(*ctx_, op, name_of(o), view_of(o), spec.type, spec.count, !kernel_.storage16, meta);
       bound[o].element_offset = texel_offsets[o];
     } else {
       const VkDeviceSize bytes = operand_bytes(spec.type, spec.count);
       if (o < 2 && kernel_.texel_unsplit && bytes > part_bytes_ * kMaxParts)
         throw Error(Status::unsupported,
-                    std::string(op) + ": " + kNames[o] + ": " + std::to_string(bytes) +
+                    std::string(op) + ": " + name_of(o) + ": " + std::to_string(bytes) +
                         " bytes are more than vkgmm binds as a storage buffer on this device (" +
                         std::to_string(kMaxParts) + " parts of maxStorageBufferRange " +
                         std::to_string(info().max_storage_buffer_range) +
                         "); inputs this large are read through texel views, which this call cannot use: both lhs "
                         "and rhs must be in buffers from Context::create_buffer or borrow_buffer (with texel "
                         "usage), each within what its view reaches (Context::max_whole_input_bytes)");
-      bound[o] = bind_operand(*ctx_, op, kNames[o], *views[o], spec.type, spec.count, split ? part_bytes_ : 0,
+      bound[o] = bind_operand(*ctx_, op, name_of(o), view_of(o), spec.type, spec.count, split ? part_bytes_ : 0,
                               !kernel_.storage16);
     }
   }
@@ -410,28 +398,6 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   sizes.info = work;
   sizes.element_offset = static_cast<uint32_t>(workspace_.sizes);
   if (!routing_) sizes = bind_operand(*ctx_, op, "group_sizes", ops.group_sizes, DType::f32, d.num_groups, 0, false);
-  const BufferView work_view{work.buffer, work.offset, work.range};
-  check_no_overlap(op, work_view,
-                   {{"lhs", ops.lhs},
-                    {"rhs", ops.rhs},
-                    {"out", ops.out},
-                    {"existing_out", ops.existing_out},
-                    {"group_sizes", ops.group_sizes},
-                    {"status", ops.status},
-                    {"ids", ops.ids},
-                    {"weights", ops.weights},
-                    {"bias", ops.bias}},
-                   "workspace");
-  check_no_overlap(op, ops.status,
-                   {{"lhs", ops.lhs},
-                    {"rhs", ops.rhs},
-                    {"out", ops.out},
-                    {"existing_out", ops.existing_out},
-                    {"group_sizes", ops.group_sizes},
-                    {"ids", ops.ids},
-                    {"weights", ops.weights},
-                    {"bias", ops.bias}},
-                   "status");
   b.device_meta = true;
   b.meta_push.sizes_off = sizes.element_offset;
   VkDescriptorBufferInfo status = work;  // no status view: the workspace's last word takes it

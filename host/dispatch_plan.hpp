@@ -12,25 +12,16 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <type_traits>
 #include <vector>
 
 #include "interface.hpp"
 #include "kernel.hpp"
 #include "op.hpp"
+#include "operand_table.hpp"
 #include "planned_pipeline.hpp"
 #include "vkgmm/ops.hpp"
 
 namespace vkgmm {
-
-// The operand views of every op: lhs, rhs, out, existing_out in binding order, then, with device group
-// sizes, the sizes, the workspace and the status word; gmm's routing ids and weights and its epilogue's
-// bias (GmmOperands and TgmmOperands are these).
-struct OperandViews {
-  BufferView lhs, rhs, out, existing_out;
-  BufferView group_sizes, workspace, status;
-  BufferView ids, weights, bias;
-};
 
 // An operand as the kernel reads it: its element type and count. An input of count 0 (tgmm with m = 0)
 // is never read: it is neither checked nor bound (the metadata stands in).
@@ -200,15 +191,5 @@ class DispatchPlan {
   uint64_t persistent_min_workgroups_ = 1;  // the loop budget's floor on CPU devices (choose_grid)
   static constexpr uint32_t kDispatchWords = VKGMM_DISPATCH_WORDS;  // VkDispatchIndirectCommand {x, y, z}, R
 };
-
-// The views of any op's operand struct (they all hold lhs, rhs, out and existing_out).
-template <class Operands>
-OperandViews views_of(const Operands& ops) {
-  if constexpr (std::is_same_v<Operands, GmmOperands>)
-    return {ops.lhs, ops.rhs, ops.out, ops.existing_out, ops.group_sizes, ops.workspace, ops.status,
-            ops.ids, ops.weights, ops.bias};
-  else
-    return {ops.lhs, ops.rhs, ops.out, ops.existing_out, ops.group_sizes, ops.workspace, ops.status};
-}
 
 }  // namespace vkgmm

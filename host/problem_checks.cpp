@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "operand_table.hpp"
 #include "operands.hpp"
 
 namespace vkgmm {
@@ -149,6 +150,20 @@ void check_no_overlap(const char* op, const BufferView& out,
                       std::initializer_list<std::pair<const char*, BufferView>> inputs, const char* out_name) {
   for (auto& [name, view] : inputs)
     if (views_overlap(out, view)) bad(op, std::string(out_name) + " overlaps " + name);
+}
+
+void check_operand_overlaps(const char* op, const OperandViews& views) {
+  for (size_t w = 0; w < kOperandCount; ++w) {
+    if (!kOperandRows[w].written) continue;
+    const BufferView& written = views[OperandId(w)];
+    for (size_t o = 0; o < kOperandCount; ++o) {
+      // A later written operand checks this pair itself; existing_out may be out (check_existing_view).
+      if (o == w || (kOperandRows[o].written && o > w)) continue;
+      if (OperandId(w) == OperandId::out && OperandId(o) == OperandId::existing_out) continue;
+      if (views_overlap(written, views[OperandId(o)]))
+        bad(op, std::string(kOperandRows[w].name) + " overlaps " + kOperandRows[o].name);
+    }
+  }
 }
 
 }  // namespace vkgmm

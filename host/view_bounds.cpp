@@ -6,27 +6,29 @@
 
 namespace vkgmm {
 
+void check_view_in_buffer(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view) {
+  if (view.buffer == VK_NULL_HANDLE) return;
+  VkDeviceSize size = 0;
+  bool exact = false;
+  if (const std::optional<OwnBuffer> own = ctx.buffers.find(view.buffer)) {
+    size = own->size;
+    exact = true;
+  }
+  if (!exact) {
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(ctx.dev.device, view.buffer, &req);
+    size = req.size;
+  }
+  if (view.offset > size || view.size > size - view.offset)
+    throw Error(Status::invalid_argument,
+                std::string(op) + ": " + name + ": the view [" + std::to_string(view.offset) + ", " +
+                    std::to_string(view.offset) + " + " + std::to_string(view.size) + ") runs past the end of its " +
+                    (exact ? "" : "at most ") + std::to_string(size) + "-byte buffer");
+}
+
 void check_views_in_buffers(const Context::Impl& ctx, const char* op,
                             std::initializer_list<std::pair<const char*, BufferView>> views) {
-  for (const auto& [name, view] : views) {
-    if (view.buffer == VK_NULL_HANDLE) continue;
-    VkDeviceSize size = 0;
-    bool exact = false;
-    if (const std::optional<OwnBuffer> own = ctx.buffers.find(view.buffer)) {
-      size = own->size;
-      exact = true;
-    }
-    if (!exact) {
-      VkMemoryRequirements req;
-      vkGetBufferMemoryRequirements(ctx.dev.device, view.buffer, &req);
-      size = req.size;
-    }
-    if (view.offset > size || view.size > size - view.offset)
-      throw Error(Status::invalid_argument,
-                  std::string(op) + ": " + name + ": the view [" + std::to_string(view.offset) + ", " +
-                      std::to_string(view.offset) + " + " + std::to_string(view.size) + ") runs past the end of its " +
-                      (exact ? "" : "at most ") + std::to_string(size) + "-byte buffer");
-  }
+  for (const auto& [name, view] : views) check_view_in_buffer(ctx, op, name, view);
 }
 
 VkDeviceSize own_buffer_capacity(const Context::Impl& ctx, VkBuffer buffer) {

@@ -27,6 +27,7 @@ VkDeviceSize own_buffer_capacity(const OwnBuffer& own);
 // Exact for buffers made by Context::create_buffer; for the app's own buffers the bound is the buffer's
 // memory requirement (its size rounded up to the driver's alignment), the tightest Vulkan can tell.
 // Null buffers are skipped (other checks name them).
+void check_view_in_buffer(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view);
 void check_views_in_buffers(const Context::Impl& ctx, const char* op,
                             std::initializer_list<std::pair<const char*, BufferView>> views);
 

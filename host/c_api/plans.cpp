@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../context_impl.hpp"
+#include "../operand_table.hpp"
 #include "c_api.hpp"
 
 using vkgmm::c_api::guarded;
@@ -244,22 +245,14 @@ GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
 
 GmmOperands to_cpp(const vkgmm_gmm_operands& o) {
   GmmOperands ops;
-  ops.lhs = view(o.lhs);
-  ops.rhs = view(o.rhs);
-  ops.out = view(o.out);
-  ops.existing_out = view(o.existing_out);
-  ops.group_sizes = view(o.group_sizes);
-  ops.workspace = view(o.workspace);
-  ops.status = view(o.status);
-  ops.ids = view(o.ids);
-  ops.weights = view(o.weights);
-  ops.bias = view(o.bias);
+  copy_operands(ops, o, view);
   return ops;
 }
 
 TgmmOperands to_cpp(const vkgmm_tgmm_operands& o) {
-  return {view(o.lhs),         view(o.rhs),       view(o.out),   view(o.existing_out),
-          view(o.group_sizes), view(o.workspace), view(o.status)};
+  TgmmOperands ops;
+  copy_operands(ops, o, view);
+  return ops;
 }
 
 TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {

@@ -1,0 +1,102 @@
+// The operands of every grouped op, written once (internal): their names, which the op writes, and the
+// rules between them. The plan core's views (OperandViews), the names errors give, the overlap checks and
+// the conversions from the public operand structs (C++ and C) all come from this table.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include "vkgmm/context.hpp"
+
+namespace vkgmm {
+
+// X(name, written): in binding order for the first four (lhs, rhs, out, existing_out), then the device
+// group sizes' operands, then gmm's routing and epilogue operands. A written operand may overlap no other
+// operand, except existing_out, which may be out itself (check_existing_view).
+#define VKGMM_OPERAND_TABLE(X) \
+  X(lhs, false)                \
+  X(rhs, false)                \
+  X(out, true)                 \
+  X(existing_out, false)       \
+  X(group_sizes, false)        \
+  X(workspace, true)           \
+  X(status, true)              \
+  X(ids, false)                \
+  X(weights, false)            \
+  X(bias, false)
+
+enum class OperandId : unsigned {
+#define VKGMM_OPERAND_ID(name, written) name,
+  VKGMM_OPERAND_TABLE(VKGMM_OPERAND_ID)
+#undef VKGMM_OPERAND_ID
+      count
+};
+constexpr size_t kOperandCount = static_cast<size_t>(OperandId::count);
+
+struct OperandRow {
+  const char* name;
+  bool written;
+};
+inline constexpr OperandRow kOperandRows[kOperandCount] = {
+#define VKGMM_OPERAND_ROW(name, written) {#name, written},
+    VKGMM_OPERAND_TABLE(VKGMM_OPERAND_ROW)
+#undef VKGMM_OPERAND_ROW
+};
+
+// Every op's views (GmmOperands and TgmmOperands are subsets of these fields).
+struct OperandViews {
+#define VKGMM_OPERAND_FIELD(name, written) BufferView name;
+  VKGMM_OPERAND_TABLE(VKGMM_OPERAND_FIELD)
+#undef VKGMM_OPERAND_FIELD
+  const BufferView& operator[](OperandId id) const {
+    switch (id) {
+#define VKGMM_OPERAND_CASE(name, written) \
+  case OperandId::name:                   \
+    return name;
+      VKGMM_OPERAND_TABLE(VKGMM_OPERAND_CASE)
+#undef VKGMM_OPERAND_CASE
+      default:
+        break;
+    }
+    return lhs;
+  }
+  BufferView& operator[](OperandId id) { return const_cast<BufferView&>(std::as_const(*this)[id]); }
+};
+
+namespace operand_fields {
+#define VKGMM_OPERAND_HAS(name, written)                                                        \
+  template <class T, class = void>                                                              \
+  struct has_##name : std::false_type {};                                                       \
+  template <class T>                                                                            \
+  struct has_##name<T, std::void_t<decltype(std::declval<T&>().name)>> : std::true_type {};
+VKGMM_OPERAND_TABLE(VKGMM_OPERAND_HAS)
+#undef VKGMM_OPERAND_HAS
+}  // namespace operand_fields
+
+// Copies every operand field `from` has into `to` (which must have each of them), through `convert`: the
+// public structs into OperandViews, the C API's structs into the C++ ones.
+template <class To, class From, class Convert>
+void copy_operands(To& to, const From& from, Convert convert) {
+#define VKGMM_OPERAND_COPY(name, written)                                                       \
+  if constexpr (operand_fields::has_##name<From>::value) {                                      \
+    static_assert(operand_fields::has_##name<To>::value, "the target lacks operand " #name);    \
+    to.name = convert(from.name);                                                               \
+  }
+  VKGMM_OPERAND_TABLE(VKGMM_OPERAND_COPY)
+#undef VKGMM_OPERAND_COPY
+}
+
+template <class Operands>
+OperandViews views_of(const Operands& ops) {
+  OperandViews v;
+  copy_operands(v, ops, [](const BufferView& b) { return b; });
+  return v;
+}
+
+// The table's overlap rule over `views` (a null view overlaps nothing): each written operand against every
+// other, each pair once, the error naming the written one first (of two written ones, the later in the
+// table): "<op>: workspace overlaps out".
+void check_operand_overlaps(const char* op, const OperandViews& views);
+
+}  // namespace vkgmm
