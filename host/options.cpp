@@ -102,8 +102,8 @@ ContextOptions to_public(const ResolvedOptions& r) {
 }
 
 DeviceGrid device_grid(const ResolvedOptions& o, const DeviceInfo& info) {
-  // One default for every device type: measured on lavapipe only (README, "Group sizes on the device"),
-  // where the indirect grid was faster on every preset; no GPU measurement gives a reason to differ.
+  // One default for every device type: measured on lavapipe only, where the indirect grid was never
+  // clearly slower (docs/device-group-sizes.md); no GPU measurement gives a reason to differ.
   (void)info;
   if (o.device_grid != DeviceGrid::automatic) return o.device_grid;
   return DeviceGrid::indirect;
@@ -114,8 +114,8 @@ bool persistent_grid(const char* op, Grid requested, const ResolvedOptions& o, c
   (void)info;
   if (o.grid != Grid::automatic) return o.grid == Grid::persistent;
   if (requested != Grid::automatic) return requested == Grid::persistent;
-  // Measured slower on lavapipe (moe-fine 1.29x, moe-prefill 1.19x; README, "The persistent grid"); no
-  // GPU measured.
+  // Measured on lavapipe: the persistent grid is slower than one workgroup per item (docs/architecture.md,
+  // "The persistent grid"); no GPU measured.
   return false;
 }
 

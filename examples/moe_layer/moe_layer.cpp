@@ -4,7 +4,7 @@
 //   ids, weights = top_k(logits)         TopKPlan: softmax, top-k, renormalise
 //   h = swiglu(x @ up[e] + bias[e])      gmm routed by ids: lhs rows gathered per slot, bias + SwiGLU fused
 //   y = sum_j weight * (h @ down[e])     gmm routed by ids, per-slot lhs, combined in token order
-// Seven dispatches and eight barriers (README, "The MoE layer example"); the weights are bf16. The result
+// The dispatches and barriers are listed in examples/moe_layer/README.md; the weights are bf16. The result
 // is checked against a token-by-token CPU reference in double. vkgmm creates its own device here
 // (VKGMM_VALIDATE=1 turns the validation layer on; any message fails the run).
 #include <algorithm>

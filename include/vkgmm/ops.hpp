@@ -4,7 +4,7 @@
 // metadata; record() writes dispatches into a command buffer the caller owns and submits. The plan must
 // outlive the execution of every command buffer it was recorded into. One plan may be recorded any number
 // of times, into any number of command buffers, from any number of threads at once (a plan does not
-// change after construction; see "Robustness" in the README for what else is thread-safe).
+// change after construction; docs/robustness.md says what else is thread-safe).
 #pragma once
 
 #include <memory>

@@ -88,14 +88,14 @@ VKGMM_API const char* schedule_name(Schedule s);
 // gmm's grid when its group sizes are on the device (DeviceGroupSizes): the visit count is known only
 // there. indirect: the metadata build writes the grid and the op runs with vkCmdDispatchIndirect.
 // upper_bound: the host dispatches the plan's bound on the visits and the surplus workgroups exit at
-// once. automatic: the faster on the device (README, "Group sizes on the device").
+// once. automatic: indirect, on every device (docs/device-group-sizes.md).
 enum class DeviceGrid { automatic, indirect, upper_bound };
 
 // How an op's workgroups take its work items (gmm: a visit's n tile; tgmm: a group's output block).
 // per_visit: one workgroup per item. persistent: a fixed number of workgroups, about one per compute unit
 // (ContextOptions::persistent_workgroups), each looping over the items from its index by their count.
-// automatic: per_visit, the persistent grid having measured slower on lavapipe (README, "The persistent
-// grid"; no GPU measured).
+// automatic: per_visit, the persistent grid having measured slower on lavapipe (docs/architecture.md,
+// "The persistent grid"; no GPU measured).
 enum class Grid { automatic, per_visit, persistent };
 
 }  // namespace vkgmm

@@ -56,7 +56,7 @@ VKGMM_API const char* vkgmm_last_error_message(void);
 VKGMM_API const char* vkgmm_version_string(void);
 
 /* Element types, then GGUF's block formats (gmm's rhs only: expert weights [E_local, n, k] as GGUF stores
- * them, blocks of values along k, byte for byte ggml's block_* structs; see the README). The values match
+ * them, blocks of values along k, byte for byte ggml's block_* structs; docs/quantized-weights.md). The values match
  * the C++ vkgmm::DType. */
 typedef enum vkgmm_dtype {
   VKGMM_F32 = 0,
@@ -77,14 +77,14 @@ typedef enum vkgmm_schedule {
 
 /* gmm's grid with device group sizes (vkgmm::DeviceGrid). */
 typedef enum vkgmm_device_grid {
-  VKGMM_DEVICE_GRID_AUTO = 0,       /* the faster on the device (README) */
+  VKGMM_DEVICE_GRID_AUTO = 0,       /* indirect (docs/device-group-sizes.md) */
   VKGMM_DEVICE_GRID_INDIRECT = 1,   /* vkCmdDispatchIndirect with the grid the metadata build writes */
   VKGMM_DEVICE_GRID_UPPER_BOUND = 2 /* the plan's bound on the grid; surplus workgroups exit at once */
 } vkgmm_device_grid;
 
 /* How an op's workgroups take its work items (vkgmm::Grid). */
 typedef enum vkgmm_grid {
-  VKGMM_GRID_AUTO = 0,       /* per-visit: the persistent grid was measured slower (README) */
+  VKGMM_GRID_AUTO = 0,       /* per-visit (docs/architecture.md, "The persistent grid") */
   VKGMM_GRID_PER_VISIT = 1,  /* one workgroup per work item */
   VKGMM_GRID_PERSISTENT = 2  /* a fixed count of workgroups (persistent_workgroups), each looping over items */
 } vkgmm_grid;
@@ -333,7 +333,7 @@ typedef struct vkgmm_gmm_backward_sizes {
 
 /* ----- plans: validate + metadata once; record any number of times; never submit -------------------- */
 /* record() writes dispatches into cmd (recording, of the context's queue family) and submits nothing;
- * the barriers around it are the app's (README: "Embedding in a GPU app"). With device group sizes it
+ * the barriers around it are the app's (docs/embedding.md). With device group sizes it
  * records the metadata build (a dispatch of its own), a compute -> compute barrier (also -> the indirect
  * command read on the indirect grid, vkgmm_device_grid), then the op. A plan
  * must outlive the execution of every command buffer it was recorded into. *_run = record + submit + wait. */
