@@ -331,17 +331,14 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
     // The kernel writes the per-slot results into the workspace; the combine reads them there and
     // writes out (its module packs 16-bit elements in words), adding existing_out.
     b.combine = true;
-    b.combine_infos[VKGMM_BINDING_LHS] = meta;
-    b.combine_infos[VKGMM_BINDING_RHS] = meta;
-    b.combine_infos[VKGMM_BINDING_META] = meta;
-    b.combine_infos[VKGMM_BINDING_BIAS] = meta;
+    for (VkDescriptorBufferInfo& i : b.combine_infos) i = meta;  // COMBINE_PARTIAL and the unused ones
     // out and existing_out [T, n_out] bound whole (the plain layout), in words.
     const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
     const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
                                                         operands_[2].type, operands_[2].count, 0, true)
                                          : o;
-    b.combine_infos[VKGMM_BINDING_OUT] = o.info;
-    b.combine_infos[VKGMM_BINDING_EXISTING] = e.info;
+    b.combine_infos[VKGMM_BINDING_COMBINE_OUT] = o.info;
+    b.combine_infos[VKGMM_BINDING_COMBINE_EXISTING] = e.info;
     b.combine_push.out_off = o.element_offset;
     b.combine_push.ex_off = e.element_offset;
     b.combine_push.lhs_off = static_cast<uint32_t>(workspace_.partial);
@@ -434,8 +431,8 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   }
   // Bindings the module does not use repeat the workspace (any valid descriptor).
   for (VkDescriptorBufferInfo& i : b.meta_infos) i = work;
-  b.meta_infos[VKGMM_BINDING_LHS] = sizes.info;
-  b.meta_infos[VKGMM_BINDING_EXISTING] = status;
+  b.meta_infos[VKGMM_BINDING_META_SIZES] = sizes.info;
+  b.meta_infos[VKGMM_BINDING_META_STATUS] = status;
   if (routing_) bind_routing(ops, b);
   return work;
 }
@@ -457,11 +454,11 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b) const {
   abi::MetadataPush& m = b.meta_push;
   if (slots) {
     const BoundOperand ids = bind_operand(*ctx_, op, "ids", ops.ids, DType::f32, slots, 0, false);
-    b.meta_infos[VKGMM_BINDING_LHS] = ids.info;
+    b.meta_infos[VKGMM_BINDING_META_IDS] = ids.info;
     m.ids_off = ids.element_offset;
     if (r.combine) {
       const BoundOperand w = bind_operand(*ctx_, op, "weights", ops.weights, DType::f32, slots, 0, false);
-      b.meta_infos[VKGMM_BINDING_RHS] = w.info;
+      b.meta_infos[VKGMM_BINDING_META_WEIGHTS] = w.info;
       m.weights_off = w.element_offset;
     }
   }

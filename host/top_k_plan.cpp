@@ -94,9 +94,9 @@ BoundTopK bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperand
   ctx.dev.options.check_records(kOp);
   BoundTopK b;
   std::fill(std::begin(b.infos), std::end(b.infos), logits.info);  // bindings the module does not declare
-  b.infos[VKGMM_BINDING_LHS] = logits.info;
-  b.infos[VKGMM_BINDING_OUT] = ids.info;
-  b.infos[VKGMM_BINDING_RHS] = weights.info;
+  b.infos[VKGMM_BINDING_TOPK_LOGITS] = logits.info;
+  b.infos[VKGMM_BINDING_TOPK_IDS] = ids.info;
+  b.infos[VKGMM_BINDING_TOPK_WEIGHTS] = weights.info;
   b.push.logits_off = logits.element_offset;
   b.push.ids_off = ids.element_offset;
   b.push.weights_off = weights.element_offset;

@@ -29,6 +29,22 @@
 // VKGMM_NUM_BINDINGS + 3 * o + p - 1.
 #define VKGMM_MAX_PARTS 4
 #define VKGMM_NUM_SPLIT_BINDINGS 18
+// The helper modules bind the same plain layout, each binding named for what that module holds there.
+// The metadata build (shaders/metadata.comp): the app's group sizes, or when routed the ids (int32), the
+// routing weights (f32), the workspace it writes, the status word.
+#define VKGMM_BINDING_META_SIZES VKGMM_BINDING_LHS
+#define VKGMM_BINDING_META_IDS VKGMM_BINDING_LHS
+#define VKGMM_BINDING_META_WEIGHTS VKGMM_BINDING_RHS
+#define VKGMM_BINDING_META_WORKSPACE VKGMM_BINDING_OUT
+#define VKGMM_BINDING_META_STATUS VKGMM_BINDING_EXISTING
+// The ordered combine (shaders/combine.comp): the per-slot results (in the workspace), out, existing_out.
+#define VKGMM_BINDING_COMBINE_PARTIAL VKGMM_BINDING_LHS
+#define VKGMM_BINDING_COMBINE_OUT VKGMM_BINDING_OUT
+#define VKGMM_BINDING_COMBINE_EXISTING VKGMM_BINDING_EXISTING
+// Top-k routing (shaders/topk.comp): the logits it reads, the ids and weights it writes.
+#define VKGMM_BINDING_TOPK_LOGITS VKGMM_BINDING_LHS
+#define VKGMM_BINDING_TOPK_WEIGHTS VKGMM_BINDING_RHS
+#define VKGMM_BINDING_TOPK_IDS VKGMM_BINDING_OUT
 
 // ----- specialization constants ------------------------------------------------------------------------
 // Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced

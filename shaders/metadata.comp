@@ -27,12 +27,12 @@ layout(constant_id = VKGMM_ID_META_ROUTE_WEIGHTED) const bool ROUTE_WEIGHTED = f
 layout(constant_id = VKGMM_ID_META_ROUTE_SHARED_COUNTS) const uint ROUTE_SHARED_COUNTS = 0;
 
 // The app's group sizes, or with ROUTE its ids (the same binding).
-layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer SizesBuf { int sizes[]; };
-layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer IdsBuf { int ids[]; };
-layout(std430, set = 0, binding = VKGMM_BINDING_RHS) readonly buffer WeightsBuf { uint weights[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_META_SIZES) readonly buffer SizesBuf { int sizes[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_META_IDS) readonly buffer IdsBuf { int ids[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_META_WEIGHTS) readonly buffer WeightsBuf { uint weights[]; };
 // coherent: invocations read offsets other invocations wrote (after memoryBarrierBuffer + barrier).
-layout(std430, set = 0, binding = VKGMM_BINDING_OUT) coherent buffer WorkBuf { int work[]; };
-layout(std430, set = 0, binding = VKGMM_BINDING_EXISTING) buffer StatusBuf { uint status_word[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_META_WORKSPACE) coherent buffer WorkBuf { int work[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_META_STATUS) buffer StatusBuf { uint status_word[]; };
 
 layout(push_constant) uniform Params { VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD) } pc;
 

@@ -12,10 +12,9 @@
 layout(local_size_x = VKGMM_TOPK_INVOCATIONS) in;
 layout(constant_id = VKGMM_ID_TOPK_RENORMALIZE) const bool RENORMALIZE = true;
 
-// Only this module writes at the rhs binding: the bindings are the shared layout's, named for this op.
-layout(std430, set = 0, binding = VKGMM_BINDING_LHS) readonly buffer LogitsBuf { float logits[]; };
-layout(std430, set = 0, binding = VKGMM_BINDING_OUT) writeonly buffer IdsBuf { int ids[]; };
-layout(std430, set = 0, binding = VKGMM_BINDING_RHS) buffer WeightsBuf { float weights[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_TOPK_LOGITS) readonly buffer LogitsBuf { float logits[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_TOPK_IDS) writeonly buffer IdsBuf { int ids[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_TOPK_WEIGHTS) buffer WeightsBuf { float weights[]; };
 
 layout(push_constant) uniform Params { VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD) } pc;
 
