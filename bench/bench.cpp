@@ -77,7 +77,7 @@ std::unique_ptr<vkgmm::BufferCopy> add_copy_call(vkgmm::Context& ctx, const Resu
 }
 
 // A block-format workload's peer: the same shape, routing and activations with unquantized weights (of
-// the activations' type, [G, k, n]) — what issue 15's speed targets compare against.
+// the activations' type, [G, k, n]) — what the block formats' speed targets compare against.
 Workload unquantized_peer(const Workload& w) {
   Workload p = w;
   p.rhs_format.reset();

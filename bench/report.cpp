@@ -107,14 +107,14 @@ std::string dtype_label(const Workload& w) {
   return s;
 }
 
-// A quantized workload against its unquantized peer, timed alternately with it (issue 15's comparisons).
+// A quantized workload against its unquantized peer, timed alternately with it.
 struct QuantComparison {
   const Result* q = nullptr;
   std::optional<double> peer_ms;   // the peer's gpu ms median (absent when it was not timed)
   std::optional<double> speedup;   // peer ms / this gpu ms (= this GFLOP/s over the peer's: same FLOPs)
   double copy_ms = 0;              // vkCmdCopyBuffer of the workload's bytes (its median, alternated)
   double over_copy = 0;            // gpu ms / copy_ms
-  std::string target;              // issue 15's target for this comparison, or empty
+  std::string target;              // the target set for this comparison, or empty
   std::optional<bool> met;
 };
 

@@ -59,7 +59,7 @@ struct Result {
   std::string one_group_tiling;
   // Timed alternately with `time`'s calls: vkCmdCopyBuffer moving the call's bytes (copy_fraction is its
   // median over gpu_ms_median: 1, as fast as a copy of the same bytes), and for block-format weights the
-  // same call with unquantized weights (issue 15's peer). Absent for model layers, whose copy_fraction is
+  // same call with unquantized weights (the quantized call's peer). Absent for model layers, whose copy_fraction is
   // GB/s over the probe's best-case copy bandwidth.
   std::optional<double> copy_ms, peer_ms;
   double copy_fraction = 0;

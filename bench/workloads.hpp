@@ -65,7 +65,7 @@ const std::vector<std::string>& preset_names();
 // The presets routed by expert ids (Qwen3-30B-A3B's experts at T = 1, 8, 64, 512): `--presets ids`; not
 // in a default run.
 const std::vector<std::string>& ids_preset_names();
-// `--presets quant`: the weight formats (issue 15), each beside its unquantized peer in the same run:
+// `--presets quant`: the weight formats, each beside its unquantized peer in the same run:
 // ids-decode with f32 weights and q4_0 (plus q6_K and mxfp4), moe-prefill's shape with bf16 weights
 // against q8_0 and q4_K. Not in a default run.
 const std::vector<std::string>& quant_preset_names();

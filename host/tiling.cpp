@@ -35,18 +35,16 @@ int64_t pow2_at_least(int64_t x) {
 constexpr uint32_t kMaxAccumulators = 256;
 
 // What a gmm visit costs beyond its rows, in rows (see resolve_tiling): the direct schedule's, measured on
-// lavapipe; and the shared schedule's, a GPU's, not measured (no GPU here): set when ACO's main loop
-// (gpu-report, navi21) was ~85 % FMAs with 128-row tiles and 65 % with 32-row ones. Both are 80-87 % now;
-// 64 rows stay for what a visit costs besides its loop: its group's weights, read once per visit (a
-// 32-row tile reads them 4 times as often per row as a 128-row one). They keep 128-row tiles for groups of
-// a few hundred rows and small tiles for few-row (decode) visits.
+// lavapipe; and the shared schedule's, a GPU's, not measured: what a visit costs besides its loop, its
+// group's weights read once per visit (a 32-row tile reads them 4 times as often per row as a 128-row
+// one). It keeps 128-row tiles for groups of a few hundred rows and small tiles for few-row (decode) visits.
 constexpr int64_t kVisitOverheadRows = 2;
 constexpr int64_t kSharedVisitOverheadRows = 64;
 
 // The shared schedule's default reduction step: 16 K values (tgmm: rows) per stage. Measured with ACO
-// (RADV's null device, navi21 / gfx1100 / vega10, 128 x 128 tiles of 8 x 8 per invocation): 32 gained
-// under a point of FMA share (87.3 -> 88.0 % on navi21, f32), took 16-24 more registers, spilled on
-// gfx1100 and left GCN one wave per SIMD.
+// (RADV's null device, navi21 / gfx1100 / vega10, 128 x 128 tiles of 8 x 8 per invocation), a step of 32
+// gains under a point of FMA share, takes 16-24 more registers, spills on gfx1100 and leaves GCN one wave
+// per SIMD.
 constexpr int64_t kSharedStep = 16;
 
 // 4-element chunks one invocation of the shared schedule may keep in flight (the next K step's, 16 bytes
@@ -167,9 +165,8 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
                        int64_t n, uint32_t halves, bool rhs_blocks) {
   // A group's last tile is ragged and costs a whole tile: size the tile to the groups (decode,
   // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
-  // worth beyond its rows on lavapipe (the overhead that picks the fastest m tile measured in one
-  // process: 16 rows on moe-fine, 42 vs 46 ms for 32; 32 on moe-prefill, 146 vs 151 ms for 64);
-  // the shared schedule wants at least 16 rows per tile.
+  // worth beyond its rows on lavapipe (the overhead that picks the m tile measured fastest on moe-fine
+  // and moe-prefill); the shared schedule wants at least 16 rows per tile.
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
     Tiling t{16 * r.rows, kSharedStep, 16 * std::max<int64_t>(4, r.cols / halves)};
@@ -183,32 +180,28 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   if (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU && few_rows_per_group(groups))
     return {pick_tm(groups, 1, kGpuDecodeRows, kVisitOverheadRows), 4, 32};
   Tiling t{128, 4, 128};
-  // Direct: at most 32 rows (more were no faster). With rhs [n, k], 32-row tiles get 64 columns,
+  // Direct: at most 32 rows (more measured no faster). With rhs [n, k], 32-row tiles get 64 columns,
   // so each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load
-  // of rhs serves twice the rows. Measured in one process on moe-prefill's shape, (tm, tn) = (32, 64)
-  // vs (32, 128): rhs [n, k] f32 164 vs 203 ms, bf16 143 vs 170; rhs [k, n] f32 149 vs 147 (even), bf16
-  // 167 vs 136 (each row's 16-bit lhs decoded for half the columns), so [k, n] keeps 128 columns.
+  // of rhs serves twice the rows: measured on lavapipe on moe-prefill's shape, (32, 64) is faster than
+  // (32, 128) with rhs [n, k] in f32 and bf16; with rhs [k, n] it is even in f32 and slower in bf16 (each
+  // row's 16-bit lhs decoded for half the columns), so [k, n] keeps 128 columns.
   // Block formats keep 128 columns (16 x 16 per invocation): each column's block walk (its texels, the
-  // selects that place its words) is then shared by 16 rows and the lhs loads by 16 columns, which beat
-  // 32 x 8 by lavapipe's CPU time per call (moe-prefill's shape, bf16 lhs: q8_0 333-341 vs 342-361 ms,
-  // q4_K 328-340 vs 351-363, in one process each, alternated).
+  // selects that place its words) is then shared by 16 rows and the lhs loads by 16 columns, measured
+  // faster than 32 x 8 on lavapipe for q8_0 and q4_K on moe-prefill's shape.
   t.tm = pick_tm(groups, 1, 32, kVisitOverheadRows);
   t.tn = t.tm >= 32 && !rhs_rows_contiguous && !rhs_blocks ? 64 : 128;
   // Visits of a few rows each stream their weights and reuse little of them: there, one workgroup
-  // reading whole rows of rhs [k, n] beats 128-column slices (lavapipe, m = 16, G = 8, k x n =
-  // 1024 x 1024: 1.9 vs 3.2 ms; 2048 x 512: 1.4 vs 4.3 ms; 4096 x 256: 1.3 vs 3.5 ms). Rows of more
-  // than 1024 columns cannot be one tile (accumulators): there 128 columns stay (256 x 4096: 2.4 ms,
-  // vs 3.1 for 1024 columns).
+  // reading whole rows of rhs [k, n] is faster than 128-column slices (measured on lavapipe, m = 16,
+  // G = 8, k x n from 1024 x 1024 to 4096 x 256). Rows of more than 1024 columns cannot be one tile
+  // (accumulators): there 128 columns stay, which measured faster than 1024-column tiles at 256 x 4096.
   // At most 2 rows per visit with tiles of 512 columns or more (accumulators again; also measured faster
-  // than 4 there). Tried: 4-row visits over 512-column tiles (8 lanes of 4 x 64 accumulators), which read
-  // an expert chosen by 3-4 tokens once instead of twice: faster on one lavapipe thread with 3-4-row
-  // groups in one session (2.4 vs 3.2 ms), slower in another (3.7-4.2 vs 2.9-3.1), and lavapipe 22.3
-  // computes a visit's rows past its group anyway (both sides of a branch run, masked): not taken.
+  // than 4 there). 4-row visits over 512-column tiles, which read an expert chosen by 3-4 tokens once
+  // instead of twice, measured sometimes faster and sometimes slower on lavapipe, whose LLVM computes a
+  // visit's rows past its group anyway (both sides of a branch run, masked): not taken.
   // The tile is the row itself, to a multiple of 32 columns (the 8 lanes' 4-column groups cover it
   // exactly; with SwiGLU's two accumulator halves 16 lanes, so an odd multiple of 32 gets 32 columns
   // more), not the next power of two: a CPU driver runs the lanes past n too (their loads clamped, their
-  // stores skipped). Qwen3's n = 768 in a 1024-column tile did 4/3 of the work: qwen3-ids-t1's shape
-  // (T = 1, top-8 of 128, k = 2048, f32), alternated 4 rounds: 3.75 -> 3.32 ms, 58 -> 64 % of copy.
+  // stores skipped), so a power of two would do up to twice the work (Qwen3's n = 768 in 1024 columns).
   if (rhs_rows_contiguous && t.tm <= 4 && n <= 1024) {
     t.tn = std::max<int64_t>(128, (n + 31) / 32 * 32);
     t.tm = pick_tm(groups, 1, t.tn >= 512 ? 2 : 4, kVisitOverheadRows);
@@ -244,8 +237,8 @@ std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_
 
 // tgmm's output block is [block_k, block_n], walking its group's rows rows_per_step at a time: the
 // same shapes as gmm's defaults with the roles of tm and tk swapped. Direct schedule: with lhs [m, k]
-// a 64 x 64 block (32 x 8 per invocation) is faster, with lhs [k, m] 128 x 128 (in one process,
-// m = 4096, k = n = 1024, G = 8: [m, k] 143 vs 158 ms; [k, m] 134 vs 144 ms).
+// a 64 x 64 block (32 x 8 per invocation) is faster, with lhs [k, m] 128 x 128 (measured on lavapipe,
+// m = 4096, k = n = 1024, G = 8).
 TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk) {
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
@@ -271,9 +264,9 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
   const RegisterTile tile = shared_register_tile(info);
   // Tiles of under 32 rows take 4 rows per invocation: each invocation stages TK * RM * RN / (4 * rows)
   // rhs chunks per step, and 8 rows of a 16-row tile made that 8-16 chunks in flight (spills on gfx1100);
-  // these are the few-row (decode) visits. 32-row tiles take the whole register tile (qwen3-ids-t512's
-  // 32 rows per expert: 4 x 8 per invocation was 59-65 % FMAs by gpu-report's count, 8 x 8 is 82-83 %)
-  // with a shorter step (below).
+  // these are the few-row (decode) visits. 32-row tiles take the whole register tile, with a shorter
+  // step (below): for qwen3-ids-t512's 32 rows per expert, gpu-report counts over 80 % FMAs in the main
+  // loop with 8 x 8 per invocation, near 60 % with 4 x 8.
   s.rm = std::min(rows < 32 ? 4u : tile.rows, round_up4(rows));
   // SwiGLU's two halves share the tile's columns.
   s.rn = std::min(std::max(4u, tile.cols / halves), round_up4(cols));

@@ -418,9 +418,9 @@ void run_visit(uint visit, uint n_tile) {
     // off as min * the row's sum of lhs over the run), except q4_K at 16 rows per invocation (prefill's
     // 32 x 128 tiles), which scales each value as it decodes it: its runs cost 2 * 16 * 16 FMAs and
     // 16 * 32 adds per run of 8 quads beside a second set of accumulators, where scaling each value costs
-    // 16 * 32 FMAs. Measured on lavapipe (CPU time per call against the unquantized peer's, alternated in
-    // one process): q4_K at 16 rows about 5 % less per value; at 2 rows (decode) runs 10-25 % less (q4_0,
-    // q4_K); q8_0 at 16 rows even by CPU time and slower per value by gpu ms in bench runs, so it keeps runs.
+    // 16 * 32 FMAs. Measured on lavapipe against the unquantized peer: scaling each value is faster for
+    // q4_K at 16 rows; runs are faster at 2 rows (decode) for q4_0 and q4_K, and q8_0 at 16 rows keeps runs
+    // (even by CPU time, slower per value scaled by gpu ms).
     const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
     // Not a specialization-constant expression (glslang emitted one whose id spirv-val found undefined
     // where the loops below use it); folded all the same once the constants are specialized.
@@ -431,11 +431,10 @@ void run_visit(uint visit, uint n_tile) {
     const uint run_quads = q_run_quads(RHS_TYPE);
     // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
     // of every row that use it, so 16 values are live at a time instead of the quad's 16 * VNH, which a
-    // CPU driver spills. Measured on lavapipe against every group first (3 alternated rounds, gpu ms):
-    // moe-prefill 152 -> 123, bf16-prefill 145 -> 123, moe-fine 45.5 -> 38.2, the block-format decodes
-    // 5-15 % less. Every group first still where that measured better: q4_K scaling each value as it
-    // decodes it (16 rows per invocation: 136 vs 149 ms) and rhs [n, k] of an element type, whose loads
-    // are 4 * VNH separate K runs in memory, all in flight together that way (moe-grad: no gain).
+    // CPU driver spills; measured on lavapipe it is faster than loading every group first on the gmm
+    // presets and the block-format decodes. Every group first stays where that measured better: q4_K
+    // scaling each value as it decodes it (16 rows per invocation), and rhs [n, k] of an element type,
+    // whose loads are 4 * VNH separate K runs in memory, all in flight together that way.
     // Block formats stored [k, n] take one group at a time too, unmeasured (the presets store [n, k]).
     const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? VNH : 1u;
     uvec4 qhead[4 * VNH];

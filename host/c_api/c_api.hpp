@@ -76,10 +76,10 @@ VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, workspace);
 
 template <typename T>
 inline constexpr size_t first_size = sizeof(T);
-// Grown by the device group sizes (issue 13): a caller built against the vkgmm.h before them passes the
-// old size and gets the host path (its zero views, its zero counts). Grown again by routing and the
-// epilogue (issue 14: vkgmm_gmm_problem from top_k, vkgmm_gmm_operands from ids), which leaves the first
-// published sizes as they were: a caller of either older vkgmm.h gets no routing and no epilogue.
+// Grown by the device group sizes: a caller built against the vkgmm.h before them passes the old size
+// and gets the host path (its zero views, its zero counts). Grown again by routing and the epilogue
+// (vkgmm_gmm_problem from top_k, vkgmm_gmm_operands from ids), which leaves the first published sizes as
+// they were: a caller of either older vkgmm.h gets no routing and no epilogue.
 #define VKGMM_GROWN_AT(T, first_new_field) \
   template <>                             \
   inline constexpr size_t first_size<T> = offsetof(T, first_new_field)
