@@ -93,9 +93,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const bool vec4 = core.vec4_allowed() && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
   // gmm's output block is [tm, tn], reduced over K tk at a time; with a gated activation each output column needs
   // two product columns (gate and up), two accumulator halves.
-  // The direct schedule's K step, which its K slices take whole: a block format's walk along K (rhs [n, k]:
-  // shaders/quant.glsl's q_step_values, 64 values for q4_K, a block of 32 for the others), else 4 elements.
-  const uint32_t k_step = is_quantized(p.rhs_type) && p.transpose_rhs ? (p.rhs_type == DType::q4_K ? 64u : 32u) : 4u;
+  // The direct schedule's K step, which its K slices take whole: a block format's walk along K (rhs [n, k]),
+  // else 4 elements.
+  const uint32_t k_step = p.transpose_rhs ? static_cast<uint32_t>(block_walk_step(p.rhs_type)) : 4u;
   const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, tile_info, op,
                                               vec4 ? 4 : 1, 1, gate_up ? 2 : 1, k_step);
   st->tiling = {shape.rows, shape.step, shape.cols};

@@ -104,6 +104,9 @@ constexpr int64_t kGpuDecodeRows = 8;
 Schedule gmm_schedule(Schedule requested, const DeviceInfo& info, Schedule forced, const ActiveGroups& groups,
                       bool automatic_tiling);
 
+// The direct schedule's walk along K through a block format's rows (rhs [n, k]): values per step, from
+// interface.h's table (host/types.cpp); 4 for element types.
+size_t block_walk_step(DType t);
 // rows/cols: the output block; step: the reduction step; extents: the problem's sizes along each, used to
 // shrink tiles larger than the problem (to a power of two, so pipelines stay few; a tile the caller or
 // gmm_auto_tiling sized to the problem, such as a decode tile of n columns, is kept). col_group / row_group:

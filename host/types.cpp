@@ -2,6 +2,7 @@
 #include <cstring>
 #include "vkgmm/types.hpp"
 
+#include "interface.hpp"
 #include "vkgmm/ops.hpp"
 
 #include <string>
@@ -13,15 +14,28 @@ namespace {
 // GGUF's block formats: values per block and bytes per block (ggml's block_q8_0 {half d; int8 qs[32]},
 // block_q4_0 {half d; uint8 qs[16]}, block_q4_K {half d, dmin; uint8 scales[12], qs[128]}, block_q6_K
 // {uint8 ql[128], qh[64]; int8 scales[16]; half d}, block_mxfp4 {uint8 e; uint8 qs[16]}).
+// The sizes are interface.h's table, which the shaders read too.
 struct BlockFormat {
   DType type;
-  const char* name;
-  size_t elements, bytes;
+  size_t elements, bytes, step;
 };
 constexpr BlockFormat kBlockFormats[] = {
-    {DType::q8_0, "q8_0", 32, 34},  {DType::q4_0, "q4_0", 32, 18},   {DType::q4_K, "q4_K", 256, 144},
-    {DType::q6_K, "q6_K", 256, 210}, {DType::mxfp4, "mxfp4", 32, 17},
+#define VKGMM_HOST_BLOCK_FORMAT(t, values, bytes, step, scale) {DType(t), values, bytes, step},
+    VKGMM_BLOCK_FORMATS(VKGMM_HOST_BLOCK_FORMAT)
+#undef VKGMM_HOST_BLOCK_FORMAT
 };
+static_assert(uint32_t(DType::q8_0) == VKGMM_DT_Q8_0 && uint32_t(DType::mxfp4) == VKGMM_DT_MXFP4);
+
+const char* block_name(DType t) {
+  switch (t) {
+    case DType::q8_0: return "q8_0";
+    case DType::q4_0: return "q4_0";
+    case DType::q4_K: return "q4_K";
+    case DType::q6_K: return "q6_K";
+    case DType::mxfp4: return "mxfp4";
+    default: return nullptr;
+  }
+}
 
 const BlockFormat* block_format(DType t) {
   for (const BlockFormat& f : kBlockFormats)
@@ -44,7 +58,7 @@ size_t dtype_size(DType t) {
     default: break;
   }
   if (const BlockFormat* f = block_format(t))
-    throw Error(Status::invalid_argument, std::string(f->name) + " is a block format: " +
+    throw Error(Status::invalid_argument, std::string(block_name(t)) + " is a block format: " +
                                               std::to_string(f->bytes) + " bytes per block of " +
                                               std::to_string(f->elements) + " values, no size per element");
   unknown_type(t);
@@ -57,7 +71,7 @@ const char* dtype_name(DType t) {
     case DType::bf16: return "bf16";
     default: break;
   }
-  if (const BlockFormat* f = block_format(t)) return f->name;
+  if (block_format(t)) return block_name(t);
   // Used while building error messages, so it must not throw itself.
   return "unknown";
 }
@@ -75,7 +89,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
     return l;
   };
   for (const BlockFormat& f : kBlockFormats)
-    if (lower(name) == lower(f.name)) return f.type;
+    if (lower(name) == lower(block_name(f.type))) return f.type;
   return std::nullopt;
 }
 
@@ -85,6 +99,11 @@ size_t block_elements(DType t) {
   if (const BlockFormat* f = block_format(t)) return f->elements;
   dtype_size(t);  // throws for a value that is no type
   return 1;
+}
+
+size_t block_walk_step(DType t) {
+  const BlockFormat* f = block_format(t);
+  return f ? f->step : 4;
 }
 
 size_t block_bytes(DType t) {

@@ -109,6 +109,15 @@
 #define VKGMM_DT_Q4_K 5
 #define VKGMM_DT_Q6_K 6
 #define VKGMM_DT_MXFP4 7
+// Each block format once, for the host (host/types.cpp: sizes; gmm's walk step) and the shaders
+// (shaders/quant.glsl): X(type, values per block, bytes per block, values per step of the kernel's block
+// walk, bytes of the scale before a whole block's quants (0: a super-block with a head of its own)).
+#define VKGMM_BLOCK_FORMATS(X)        \
+  X(VKGMM_DT_Q8_0, 32, 34, 32, 2)      \
+  X(VKGMM_DT_Q4_0, 32, 18, 32, 2)      \
+  X(VKGMM_DT_Q4_K, 256, 144, 64, 0)    \
+  X(VKGMM_DT_Q6_K, 256, 210, 32, 0)    \
+  X(VKGMM_DT_MXFP4, 32, 17, 32, 1)
 
 // ----- push constants -----------------------------------------------------------------------------------
 // Every op's block starts with its operands' element offsets (relative to where each descriptor is

@@ -108,17 +108,22 @@ struct QStep {
   vec2 scale;            // each run's scale (a step of one run: .x)
   vec2 mins;             // q4_K: each run's min (dmin * m), taken off its values; 0 elsewhere
 };
-uint q_step_values(uint type) { return type == VKGMM_DT_Q4_K ? 64u : 32u; }
+// The block formats' table (interface.h), one field at a time: the type's row, else 0.
+#define VKGMM_Q_VALUES(t, values, bytes, step, scale) type == uint(t) ? uint(values) :
+#define VKGMM_Q_BYTES(t, values, bytes, step, scale) type == uint(t) ? uint(bytes) :
+#define VKGMM_Q_STEP(t, values, bytes, step, scale) type == uint(t) ? uint(step) :
+#define VKGMM_Q_SCALE(t, values, bytes, step, scale) type == uint(t) ? uint(scale) :
+uint q_block_values(uint type) { return VKGMM_BLOCK_FORMATS(VKGMM_Q_VALUES) 0u; }
+uint q_block_bytes(uint type) { return VKGMM_BLOCK_FORMATS(VKGMM_Q_BYTES) 0u; }
+uint q_step_values(uint type) { return VKGMM_BLOCK_FORMATS(VKGMM_Q_STEP) 0u; }
+uint q_scale_bytes(uint type) { return VKGMM_BLOCK_FORMATS(VKGMM_Q_SCALE) 0u; }
 // Quads per run of one scale: q6_K's 16-value halves of a sub-block, q4_K's sub-blocks, whole blocks.
 uint q_run_quads(uint type) { return type == VKGMM_DT_Q6_K ? 4u : 8u; }
 // Words of quant bytes per step: word q % q_run_words holds quad q (q4_K: quads q and q + 8, nibbles).
 uint q_run_words(uint type) { return type == VKGMM_DT_Q4_0 || type == VKGMM_DT_MXFP4 ? 4u : 8u; }
 
-// The formats whose step is a whole block: its bytes, and the scale's (fp16 d, or mxfp4's E8M0 byte)
-// before the quants.
-bool q_whole_block(uint type) { return type == VKGMM_DT_Q8_0 || type == VKGMM_DT_Q4_0 || type == VKGMM_DT_MXFP4; }
-uint q_block_bytes(uint type) { return type == VKGMM_DT_Q8_0 ? 34u : type == VKGMM_DT_Q4_0 ? 18u : 17u; }
-uint q_scale_bytes(uint type) { return type == VKGMM_DT_MXFP4 ? 1u : 2u; }
+// The formats whose step is a whole block, its scale (fp16 d, or mxfp4's E8M0 byte) before the quants.
+bool q_whole_block(uint type) { return q_scale_bytes(type) != 0u; }
 // A whole block's scale from the word holding its first byte, at byte b & 3 of it.
 float q_block_scale(uint type, uint word, uint b) {
   return type == VKGMM_DT_MXFP4 ? q_e8m0_half((word >> ((b & 3u) * 8u)) & 0xffu) : q_half_of(word, b);
@@ -130,7 +135,7 @@ float q_block_scale(uint type, uint word, uint b) {
 // compiler (q_word_run then places no words by runtime selects).
 uvec4 q4k_head(uint i) {
   uint r[9];
-  q_word_run(((i >> 8) * 36u) & ~3u, 4u, r);
+  q_word_run(((i >> 8) * (q_block_bytes(VKGMM_DT_Q4_K) / 4u)) & ~3u, 4u, r);
   return uvec4(r[0], r[1], r[2], r[3]);
 }
 // The step at i (a multiple of 64) of the super-block whose head is `head`: chunk c's quant bytes and the
@@ -138,7 +143,7 @@ uvec4 q4k_head(uint i) {
 QStep q4k_step(uvec4 head, uint i) {
   QStep s;
   uint c = (i >> 6) & 3u;
-  s.run = (i >> 8) * 144u + 16u + c * 32u;
+  s.run = (i >> 8) * q_block_bytes(VKGMM_DT_Q4_K) + 16u + c * 32u;
   s.hi_run = 0u;
   s.shift = 0u;
   s.hi_shift = 0u;
@@ -166,7 +171,7 @@ QStep q_step(uint type, uint i) {
     // q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Halves h of 128 values; quarter qq of a
     // half takes ql's low (qq < 2) or high nibbles of bytes l (+ 32 for odd qq) and qh's bits 2qq, 2qq + 1
     // of byte l as bits 4, 5; value = d * scale[8h + l / 16 + 2qq] * (q - 32).
-    uint base = (i >> 8) * 210u, h = (i >> 7) & 1u, qq = (i >> 5) & 3u;
+    uint base = (i >> 8) * q_block_bytes(VKGMM_DT_Q6_K), h = (i >> 7) & 1u, qq = (i >> 5) & 3u;
     s.run = base + h * 64u + (qq & 1u) * 32u;
     s.hi_run = base + 128u + h * 32u;
     s.shift = qq >= 2u ? 4u : 0u;
