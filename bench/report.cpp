@@ -148,7 +148,7 @@ void print_quant_table(std::FILE* f, const RunInfo& run, const std::vector<Resul
   const std::vector<QuantComparison> cs = quant_comparisons(run, results);
   if (cs.empty()) return;
   std::fprintf(f, "\n%-18s %-6s %8s %8s %8s %-14s %8s %8s %8s %8s  %s\n", "weights", "format", "rhs MiB", "gpu ms",
-               "GFLOP/s", "peer", "peer ms", "peer/q", "copy ms", "q/copy", "issue 15 target");
+               "GFLOP/s", "peer", "peer ms", "peer/q", "copy ms", "q/copy", "target");
   for (const QuantComparison& c : cs) {
     const Result& r = *c.q;
     std::string target = c.target.empty() ? "-" : c.target;

@@ -408,7 +408,7 @@ def check_quant(exe):
     if "matches the reference" not in err:
         fail("quant gmm: no check against the reference before timing", out, err)
     if w["quant_target"] is not None:
-        fail("quant gmm: a target for a shape issue 15 sets none for", out)
+        fail("quant gmm: a target for a shape the block-format targets do not cover", out)
     if abs(w["gbps"] * w["gpu_ms_median"] * 1e6 - (4 * (40 * 256 + 40 * 48) + w["rhs_bytes"])) > 1e-2 * w["gbps"] * w["gpu_ms_median"] * 1e6:
         fail("quant gmm: GB/s does not count the blocks' bytes + activations + output", out)
     # A tiny routed workload in q4_0: ids mode, the chain and the sorted gemm on the blocks.
@@ -446,7 +446,7 @@ def check_quant(exe):
     if q["quant_peer"] != "f32 weights":
         fail("quant presets: q4_0-ids-decode's peer is not the call with f32 weights", out)
     if not q["quant_target"] or not isinstance(q["quant_target_met"], bool):
-        fail("quant presets: q4_0-ids-decode lacks issue 15's target and its verdict", out)
+        fail("quant presets: q4_0-ids-decode lacks its block-format target and its verdict", out)
     code, out, err = run(exe, ["--preset", "ids-decode", "--preset", "q4_0-ids-decode", "--reps", "1", "--warmup", "0"])
     if code != 0 or "peer/q" not in out or "q4_0-ids-decode" not in out or "f32+q4_0" not in out:
         fail("quant presets: the table lacks the weight-format comparison", out, err)
