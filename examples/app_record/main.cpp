@@ -103,14 +103,13 @@ int run(app::AppDevice& dev) {
   std::memcpy(staged + rhs_staging_offset, rhs_bf16.data(), rhs_bf16.size());
   std::memcpy(staged + expert_staging_offset, expert.data(), expert_bytes);
 
-  const vkgmm::GmmOperands ops{
-      {activations.buffer, 0, need.lhs},                     // lhs: read
-      {weights.buffer, 0, need.rhs},                         // rhs: read
-      {activations.buffer, out_offset, need.out},            // out: written, every element
-      {},                                                    // no existing_out
-      {routing.buffer, sizes_offset, sizes_bytes},           // group_sizes: read (int32 [G])
-      {routing.buffer, workspace_offset, workspace_bytes},   // workspace: written, then read
-      {routing.buffer, status_offset, 4}};                   // status: written (device_status bits)
+  vkgmm::GmmOperands ops;
+  ops.lhs = {activations.buffer, 0, need.lhs};                         // read
+  ops.rhs = {weights.buffer, 0, need.rhs};                             // read
+  ops.out = {activations.buffer, out_offset, need.out};                // written, every element
+  ops.group_sizes = {routing.buffer, sizes_offset, sizes_bytes};       // read (int32 [G])
+  ops.workspace = {routing.buffer, workspace_offset, workspace_bytes}; // written, then read
+  ops.status = {routing.buffer, status_offset, 4};                     // written (device_status bits)
   plan.check(ops);  // what record() would throw, before anything is recorded
 
   app::CountRows count_rows(dev.device);

@@ -88,7 +88,13 @@ std::vector<float> ExpertShard::forward(const std::vector<float>& rows, const st
   stage_in(x_rows_, rows, t);
 
   run([&](VkCommandBuffer cb) {
-    forward_.record(cb, {x_rows_.view(), weights_.view(), y_rows_.view(), {}, group_sizes_.view(), {}, status_.view()});
+    vkgmm::GmmOperands ops;
+    ops.lhs = x_rows_.view();
+    ops.rhs = weights_.view();
+    ops.out = y_rows_.view();
+    ops.group_sizes = group_sizes_.view();
+    ops.status = status_.view();
+    forward_.record(cb, ops);
   }, t);
 
   return stage_out(y_rows_, rows_ * shape_.d_out, t);
@@ -102,8 +108,15 @@ std::vector<float> ExpertShard::backward(const std::vector<float>& d_out, ShardT
 
   // x rows and the group sizes are still on the device from the forward.
   run([&](VkCommandBuffer cb) {
-    backward_.record(cb, {x_rows_.view(), weights_.view(), d_y_rows_.view(), d_x_rows_.view(), d_weights_.view(),
-                          group_sizes_.view(), {}, status_.view()});
+    vkgmm::GmmBackwardOperands ops;
+    ops.lhs = x_rows_.view();
+    ops.rhs = weights_.view();
+    ops.d_out = d_y_rows_.view();
+    ops.d_lhs = d_x_rows_.view();
+    ops.d_rhs = d_weights_.view();
+    ops.group_sizes = group_sizes_.view();
+    ops.status = status_.view();
+    backward_.record(cb, ops);
   }, t);
 
   return stage_out(d_x_rows_, rows_ * shape_.d_model, t);

@@ -124,19 +124,36 @@ int main() {
     // The status word of each routed gmm: ids outside [-1, E) would be counted there (and skipped).
     vkgmm::Buffer status = ctx.create_buffer(8);
 
-    // GmmOperands: lhs, rhs, out, existing_out, group_sizes, workspace (none: the plan's own), status, ids,
-    // weights, bias.
-    const vkgmm::GmmOperands up_ops{x_buf.view(), up_buf.view(), h.view(),  {},        {},
-                                    {},           status.view(0, 4), ids.view(), {},   bias_buf.view()};
-    const vkgmm::GmmOperands down_ops{h.view(), down_buf.view(), y.view(), {}, {}, {}, status.view(4, 4),
-                                      ids.view(), weights.view()};
+    // No workspace view: each routed plan uses its own.
+    vkgmm::GmmOperands up_ops;
+    up_ops.lhs = x_buf.view();
+    up_ops.rhs = up_buf.view();
+    up_ops.out = h.view();
+    up_ops.status = status.view(0, 4);
+    up_ops.ids = ids.view();
+    up_ops.bias = bias_buf.view();
+    vkgmm::GmmOperands down_ops;
+    down_ops.lhs = h.view();
+    down_ops.rhs = down_buf.view();
+    down_ops.out = y.view();
+    down_ops.status = status.view(4, 4);
+    down_ops.ids = ids.view();
+    down_ops.weights = weights.view();
+    vkgmm::GmmOperands router_ops;
+    router_ops.lhs = x_buf.view();
+    router_ops.rhs = router_buf.view();
+    router_ops.out = logits.view();
+    vkgmm::TopKOperands top_k_ops;
+    top_k_ops.logits = logits.view();
+    top_k_ops.ids = ids.view();
+    top_k_ops.weights = weights.view();
 
     // One command buffer, one submit. Between the steps, the app's barriers: vkgmm records its own only
     // inside a routed gmm (its metadata build, and the combine).
     ctx.submit_and_wait([&](VkCommandBuffer cb) {
-      router_plan.record(cb, {x_buf.view(), router_buf.view(), logits.view(), {}});
+      router_plan.record(cb, router_ops);
       shader_write_to_read(cb);
-      top_k_plan.record(cb, {logits.view(), ids.view(), weights.view()});
+      top_k_plan.record(cb, top_k_ops);
       shader_write_to_read(cb);
       up_plan.record(cb, up_ops);
       shader_write_to_read(cb);
