@@ -236,6 +236,36 @@ void DispatchPlan::build() {
   ctx_->log.throw_if_any();
 }
 
+// One dispatch of a record(): its pipeline, descriptors, push constants and grid (or indirect command), and
+// the barrier that orders it after what came before.
+struct DispatchPlan::Stage {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkDescriptorBufferInfo infos[kNumSplitBindings]{};
+  uint32_t count = 0;  // descriptors in infos
+  uint32_t push[abi::kPushConstantBytes / 4] = {};
+  uint32_t push_bytes = 0;
+  const VkBufferView* texels = nullptr;  // the inputs' texel views, for the texel build
+  uint32_t grid[3] = {0, 0, 0};
+  VkBuffer indirect_buffer = VK_NULL_HANDLE;  // set: vkCmdDispatchIndirect with the command there
+  VkDeviceSize indirect_offset = 0;
+  // The barrier before it: the accesses of earlier commands it waits for, its own, and the indirect
+  // command read (DRAW_INDIRECT stage) on either side. No access at all: no barrier.
+  VkAccessFlags wait_for = 0, before_own = 0;
+  VkPipelineStageFlags extra_before = 0, extra_after = 0;
+  template <class Push>
+  void set_push(const Push& p) {
+    static_assert(sizeof(Push) <= sizeof(push));
+    std::memcpy(push, &p, sizeof(Push));
+    push_bytes = sizeof(Push);
+  }
+  void record(Context::Impl& ctx, VkCommandBuffer cb) const {
+    if (wait_for || before_own) compute_barrier(cb, wait_for, before_own, extra_before, extra_after);
+    bind_and_push(ctx, cb, pipeline, infos, count, push, push_bytes, texels);
+    if (indirect_buffer) vkCmdDispatchIndirect(cb, indirect_buffer, indirect_offset);
+    else vkCmdDispatch(cb, grid[0], grid[1], grid[2]);
+  }
+};
+
 // The views checked and resolved: descriptors in binding order, push constants with the operands'
 // offsets, and the inputs' texel views (texel false: read as storage buffers).
 struct DispatchPlan::Bound {
@@ -494,6 +524,55 @@ void DispatchPlan::check(const OperandViews& ops) const {
 
 bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).texel; }
 
+std::vector<DispatchPlan::Stage> DispatchPlan::stages(const Bound& b, VkPipeline op_pipeline) const {
+  std::vector<Stage> out;
+  // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
+  // is written by every record().
+  if (b.device_meta) {
+    Stage& build = out.emplace_back();
+    // Earlier work of this plan may still read the workspace (write after read), its indirect command
+    // too when the plan takes that grid, or have written it (write after write: the fused combine's
+    // per-slot results and tile counters; that needs the earlier writes made available, not only
+    // finished).
+    build.wait_for = build.before_own = VK_ACCESS_SHADER_WRITE_BIT;
+    build.extra_before = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
+    build.pipeline = meta_pipeline_;
+    std::copy(std::begin(b.meta_infos), std::end(b.meta_infos), build.infos);
+    build.count = kNumBindings;
+    build.set_push(b.meta_push);
+    build.grid[0] = build.grid[1] = build.grid[2] = 1;
+  }
+  if (!b.count) return out;
+  Stage& op = out.emplace_back();
+  if (b.device_meta) {
+    // The metadata visible to the dispatch (read after write), the command to its indirect read.
+    op.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
+    op.before_own = VK_ACCESS_SHADER_READ_BIT | (b.indirect_buffer ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0);
+    op.extra_after = b.indirect_buffer ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
+  }
+  op.pipeline = op_pipeline;
+  std::copy(b.infos, b.infos + b.count, op.infos);
+  op.count = b.count;
+  std::memcpy(op.push, b.push, push_.size() * 4);
+  op.push_bytes = static_cast<uint32_t>(push_.size() * 4);
+  op.texels = b.texel ? b.texels : nullptr;
+  std::copy(grid_, grid_ + 3, op.grid);
+  op.indirect_buffer = b.indirect_buffer;
+  op.indirect_offset = b.indirect_offset;
+  if (b.combine && b.combine_grid[1]) {
+    // Every slot's result written, then summed per token in slot order.
+    Stage& sum = out.emplace_back();
+    sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
+    sum.before_own = VK_ACCESS_SHADER_READ_BIT;
+    sum.pipeline = combine_pipeline_;
+    std::copy(std::begin(b.combine_infos), std::end(b.combine_infos), sum.infos);
+    sum.count = kNumBindings;
+    sum.set_push(b.combine_push);
+    std::copy(b.combine_grid, b.combine_grid + 3, sum.grid);
+  }
+  return out;
+}
+
 void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
@@ -501,37 +580,7 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   // The op's pipeline for these offsets first: for_offsets may refuse them, and nothing is recorded then.
   const VkPipeline pipeline =
       b.count ? kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.offsets().out_off, b.texel) : VK_NULL_HANDLE;
-  // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
-  // is written by every record().
-  if (b.device_meta) {
-    // Earlier work of this plan may still read the workspace (write after read), its indirect command
-    // too when the plan takes that grid, or have written it (write after write: the fused combine's
-    // per-slot results and tile counters; that needs the earlier writes made available, not only
-    // finished), then the metadata must be visible to the dispatch (read after write), the command to
-    // its indirect read.
-    const VkPipelineStageFlags reads_command = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
-    compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_WRITE_BIT, reads_command, 0);
-    bind_and_push(*ctx_, cb, meta_pipeline_, b.meta_infos, &b.meta_push, sizeof(b.meta_push));
-    vkCmdDispatch(cb, 1, 1, 1);
-    if (b.indirect_buffer)
-      compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT, 0,
-                      VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT);
-    else
-      compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
-  }
-  if (!b.count) return;
-  bind_and_push(*ctx_, cb, pipeline, b.infos, b.count, b.push, static_cast<uint32_t>(push_.size() * 4),
-                b.texel ? b.texels : nullptr);
-  if (b.indirect_buffer)
-    vkCmdDispatchIndirect(cb, b.indirect_buffer, b.indirect_offset);
-  else
-    vkCmdDispatch(cb, grid_[0], grid_[1], grid_[2]);
-  if (b.combine && b.combine_grid[1]) {
-    // Every slot's result written, then summed per token in slot order.
-    compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
-    bind_and_push(*ctx_, cb, combine_pipeline_, b.combine_infos, &b.combine_push, sizeof(b.combine_push));
-    vkCmdDispatch(cb, b.combine_grid[0], b.combine_grid[1], b.combine_grid[2]);
-  }
+  for (const Stage& stage : stages(b, pipeline)) stage.record(*ctx_, cb);
 }
 
 }  // namespace vkgmm

@@ -130,7 +130,11 @@ class DispatchPlan {
  private:
   DispatchPlan(Context& ctx, Op op);
   struct Bound;
+  struct Stage;
   Bound bind(const OperandViews& ops) const;
+  // What record() records for b, in order: the metadata build, the op (with `op_pipeline`), the combine;
+  // each with the barrier before it.
+  std::vector<Stage> stages(const Bound& b, VkPipeline op_pipeline) const;
   // Checks the group sizes (or ids), workspace and status views, fills b's metadata and routing
   // dispatches; returns the workspace's descriptor (what the op's kernel reads as its metadata).
   VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b) const;
