@@ -1,4 +1,5 @@
-// The plan core (see dispatch_plan.hpp): sizes and limits, pipelines, workspace, binding and recording.
+// The plan core (see dispatch_plan.hpp): the launch made into sizes, limits, pipelines and workspace.
+// Binding and recording: host/dispatch_record.cpp.
 #include "dispatch_plan.hpp"
 
 #include <algorithm>
@@ -15,20 +16,6 @@ namespace vkgmm {
 
 DispatchPlan::DispatchPlan(Context& ctx, Op op) : ctx_(ContextInternals::shared(ctx)), op_(op) {}
 
-namespace {
-
-// Dependency of the commands before on the commands after, for these accesses: compute to compute, plus
-// the indirect command read (DRAW_INDIRECT stage) on the side given.
-void compute_barrier(VkCommandBuffer cb, VkAccessFlags before, VkAccessFlags after,
-                     VkPipelineStageFlags extra_before = 0, VkPipelineStageFlags extra_after = 0) {
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = before;
-  mb.dstAccessMask = after;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | extra_before,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | extra_after, 0, 1, &mb, 0, nullptr, 0, nullptr);
-}
-
-}  // namespace
 
 int64_t DispatchPlan::check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
                                     const DeviceGroupSizes& device, DType lhs, DType rhs, DType out) const {
@@ -43,95 +30,40 @@ const DeviceInfo& DispatchPlan::info() const { return ctx_->dev.info; }
 const DeviceInfo& DispatchPlan::tiling_info() const { return ctx_->tiling_device.of(ctx_->dev.info); }
 const ResolvedOptions& DispatchPlan::options() const { return ctx_->dev.options; }
 
-void DispatchPlan::set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out, bool existing_out) {
-  operands_[0] = lhs;
-  operands_[1] = rhs;
-  operands_[2] = out;
-  has_existing_ = existing_out;
-  sizes_.lhs = operand_bytes(lhs.type, lhs.count);
-  sizes_.rhs = operand_bytes(rhs.type, rhs.count);
-  sizes_.out = operand_bytes(out.type, out.count);
-  sizes_.existing_out = existing_out ? sizes_.out : 0;
+DispatchPlan::OperandLayout DispatchPlan::layout_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out,
+                                                         bool existing_out) const {
+  OperandLayout l;
+  l.sizes.lhs = operand_bytes(lhs.type, lhs.count);
+  l.sizes.rhs = operand_bytes(rhs.type, rhs.count);
+  l.sizes.out = operand_bytes(out.type, out.count);
+  l.sizes.existing_out = existing_out ? l.sizes.out : 0;
   // Inputs past one binding are read through the texel views of vkgmm's buffers, where the device reads
   // inputs that way (texel_views.hpp) and out fits one binding (the texel build's plain layout): up to what
   // a view reaches (2 GiB of f32 on lavapipe, beyond the split layout's 4 parts of 128 MiB, and without its
   // word-at-a-time loads: qwen3-ids-t1's f32 experts as one call).
-  const bool texel_inputs = sizes_.out + operand_binding_alignment(info()) <= info().max_storage_buffer_range &&
+  const bool texel_inputs = l.sizes.out + operand_binding_alignment(info()) <= info().max_storage_buffer_range &&
                             texel_loads_usable(info(), options().texel_loads, lhs.type, rhs.type);
   auto reach = [&](DType t) { return texel_inputs ? texel_reach_bytes(info(), t) : 0; };
-  kernel_.split = check_operand_limits(
-      name(), info(), {{"lhs", sizes_.lhs, reach(lhs.type)}, {"rhs", sizes_.rhs, reach(rhs.type)}, {"out", sizes_.out}});
-  kernel_.texel_unsplit = kernel_.split && texel_inputs;
-  if (kernel_.split) part_bytes_ = split_part_bytes(info());
+  l.split = check_operand_limits(name(), info(),
+                                 {{"lhs", l.sizes.lhs, reach(lhs.type)},
+                                  {"rhs", l.sizes.rhs, reach(rhs.type)},
+                                  {"out", l.sizes.out}});
+  l.texel_unsplit = l.split && texel_inputs;
+  if (l.split) l.part_bytes = split_part_bytes(info());
+  // Operands bound in parts are read a word at a time; a plan that reads them through texel views instead
+  // keeps its 4-element loads (Kernel::for_offsets turns them off for the split build).
+  l.vec4_allowed = (!l.split || l.texel_unsplit) && options().vec4_loads;
+  return l;
 }
 
-// Operands bound in parts are read a word at a time; a plan that reads them through texel views instead
-// keeps its 4-element loads (Kernel::for_offsets turns them off for the split build).
-bool DispatchPlan::vec4_allowed() const {
-  return (!kernel_.split || kernel_.texel_unsplit) && options().vec4_loads;
-}
-
-void DispatchPlan::set_shape(const KernelShape& shape) {
-  kernel_.set_shape(shape);
-  kernel_.set(VKGMM_ID_LHS_TYPE, uint32_t(operands_[0].type));
-  kernel_.set(VKGMM_ID_RHS_TYPE, uint32_t(operands_[1].type));
-  // With a combine, existing_out is the combine's to add.
-  kernel_.set(VKGMM_ID_OUT_TYPE, uint32_t(kernel_out_type()));
-  kernel_.set(VKGMM_ID_HAS_EXISTING, has_existing_ && !combines());
-  kernel_.set(VKGMM_ID_PERSISTENT, persistent_);
-}
-
-void DispatchPlan::set_bias(uint64_t count) {
-  if (count * 4 > info().max_storage_buffer_range)
-    throw Error(Status::unsupported, std::string(name()) + ": bias: " + std::to_string(count * 4) +
-                                         " bytes exceed maxStorageBufferRange (" +
-                                         std::to_string(info().max_storage_buffer_range) + "), bound whole");
-  has_bias_ = true;
-  bias_count_ = count;
-}
-
-DispatchPlan::RoutingWords DispatchPlan::set_routing(const Routing& r) {
-  if (!device_meta_) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata first");
-  routing_ = r;
-  size_workspace();
-  return {static_cast<uint32_t>(workspace_.map), static_cast<uint32_t>(workspace_.weight_rows),
-          static_cast<uint32_t>(workspace_.partial), static_cast<uint32_t>(workspace_.tile_counts)};
-}
-
-void DispatchPlan::set_metadata(const std::vector<int32_t>& words) {
-  const VkDeviceSize bytes = words.size() * sizeof(int32_t);
-  if (bytes > info().max_storage_buffer_range)
-    throw Error(Status::unsupported, std::string(name()) + ": the metadata (" + std::to_string(bytes) +
-                                         " bytes) exceeds maxStorageBufferRange: use a larger tm");
-  if (options().compile_only) return;  // nothing will read it
-  meta_ = ContextInternals::adopt(ctx_).create_buffer(bytes);
-  meta_.upload(words.data(), bytes);
-}
-
-void DispatchPlan::set_device_metadata(const DeviceMetadata& d) {
-  device_meta_ = d;
-  // gmm's list may run on the indirect grid (options; record() may still fall back per workspace); the
-  // persistent grid's dispatch is direct.
-  indirect_ = d.visits && !persistent_ && device_grid(options(), info()) == DeviceGrid::indirect;
-  size_workspace();
-}
-
-void DispatchPlan::check_loop_budget() const {
-  const LoopCount build = metadata_build_loops(*device_meta_, routing_ ? &*routing_ : nullptr);
-  check_cpu_loop_budget(info(), name(), build.iterations, "the metadata build for " + build.what, build.remedy);
-  if (!combines()) return;
-  const LoopCount sum = combine_loops(*routing_, combine_columns());
-  check_cpu_loop_budget(info(), name(), sum.iterations, "the combine of " + sum.what, sum.remedy);
-}
-
-void DispatchPlan::size_workspace() {
-  const DeviceMetadata& d = *device_meta_;
-  Workspace& w = workspace_;
-  // group_offsets, the visit list (groups, then first rows), the indirect grid's command (there whichever
-  // grid runs, so the workspace's size does not depend on the option).
+DispatchPlan::Workspace DispatchPlan::layout_workspace(const DeviceMetadata& d, const std::optional<Routing>& routing) const {
+  Workspace w;
+  // group_offsets, the visit list (groups, then first rows), the indirect grid's command and the visit
+  // count (there whichever grid runs, so the workspace's size does not depend on the option).
   uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) + kDispatchWords : 0);
-  if (routing_) {
-    const Routing& r = *routing_;
+  w.visit_count = dispatch_word(d) + 3;
+  if (routing) {
+    const Routing& r = *routing;
     const uint64_t slots = uint64_t(r.tokens) * r.top_k;
     w.sizes = words;
     words += r.num_local;
@@ -154,38 +86,120 @@ void DispatchPlan::size_workspace() {
     throw Error(Status::unsupported,
                 std::string(name()) + ": the workspace (" + std::to_string(w.bytes()) +
                     " bytes) exceeds maxStorageBufferRange" +
-                    (routing_ && routing_->combine ? ": it holds every slot's fp32 result; combine fewer tokens per call"
-                     : routing_ ? ": it holds the routing's row map; route fewer tokens per call"
-                                : ": use a larger tm"));
+                    (routing && routing->combine ? ": it holds every slot's fp32 result; combine fewer tokens per call"
+                     : routing ? ": it holds the routing's row map; route fewer tokens per call"
+                               : ": use a larger tm"));
+  return w;
 }
 
-bool DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations, uint64_t uneven_loops) {
-  persistent_ = persistent_grid(name(), requested, options(), info()) && items <= UINT32_MAX;
-  if (persistent_ && info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+void DispatchPlan::check_loop_budget() const {
+  const LoopCount build = metadata_build_loops(*device_meta_, routing_ ? &*routing_ : nullptr);
+  check_cpu_loop_budget(info(), name(), build.iterations, "the metadata build for " + build.what, build.remedy);
+  if (!combines()) return;
+  const LoopCount sum = combine_loops(*routing_, combine_columns());
+  check_cpu_loop_budget(info(), name(), sum.iterations, "the combine of " + sum.what, sum.remedy);
+}
+
+DispatchPlan::GridChoice DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations,
+                                                   uint64_t uneven_loops) const {
+  GridChoice g;
+  g.persistent = persistent_grid(name(), requested, options(), info()) && items <= UINT32_MAX;
+  if (g.persistent && info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
     // Half of llvmpipe's budget (kCpuLoopIterations) for the even share, the other half for the items
     // not dividing evenly.
     constexpr uint64_t kLoopBudget = kCpuLoopIterations / 2;
-    persistent_min_workgroups_ = std::max<uint64_t>((loop_iterations + kLoopBudget - 1) / kLoopBudget, 1);
-    // The grid is one row of at most maxComputeWorkGroupCount[0] workgroups (set_grid): a problem needing
+    g.min_workgroups = std::max<uint64_t>((loop_iterations + kLoopBudget - 1) / kLoopBudget, 1);
+    // The grid is one row of at most maxComputeWorkGroupCount[0] workgroups (build): a problem needing
     // more for its share to fit keeps the per-item grid too (each item is checked on its own there).
-    if (persistent_min_workgroups_ * 2 > items || uneven_loops > kLoopBudget ||
-        persistent_min_workgroups_ > info().max_workgroup_count[0])
-      persistent_ = false;
+    if (g.min_workgroups * 2 > items || uneven_loops > kLoopBudget || g.min_workgroups > info().max_workgroup_count[0])
+      g = GridChoice{};
   }
-  return persistent_;
+  return g;
 }
 
-void DispatchPlan::set_grid(uint64_t x, uint64_t y, uint64_t z) {
-  if (persistent_) {
-    const uint64_t items = x * y * z;
-    const uint64_t wanted = std::max<uint64_t>(persistent_workgroups(options(), info()), persistent_min_workgroups_);
-    x = std::min<uint64_t>({items, wanted, info().max_workgroup_count[0]});
-    y = z = 1;
+void DispatchPlan::build(const Launch& l) {
+  // The operands, bound as layout_operands says.
+  operands_[0] = l.lhs;
+  operands_[1] = l.rhs;
+  operands_[2] = l.out;
+  has_existing_ = l.existing_out;
+  const OperandLayout layout = layout_operands(l.lhs, l.rhs, l.out, l.existing_out);
+  sizes_ = layout.sizes;
+  kernel_.split = layout.split;
+  kernel_.texel_unsplit = layout.texel_unsplit;
+  part_bytes_ = layout.part_bytes;
+  if (l.bias) {
+    if (*l.bias * 4 > info().max_storage_buffer_range)
+      throw Error(Status::unsupported, std::string(name()) + ": bias: " + std::to_string(*l.bias * 4) +
+                                           " bytes exceed maxStorageBufferRange (" +
+                                           std::to_string(info().max_storage_buffer_range) + "), bound whole");
+    has_bias_ = true;
+    bias_count_ = *l.bias;
   }
-  check_grid(name(), info(), x, y, z);
-  grid_[0] = static_cast<uint32_t>(x);
-  grid_[1] = static_cast<uint32_t>(y);
-  grid_[2] = static_cast<uint32_t>(z);
+  persistent_ = l.grid_choice.persistent;
+  // The metadata: built on the device by record() into the workspace, or on the host now.
+  if (l.device_metadata) {
+    device_meta_ = l.device_metadata;
+    routing_ = l.routing;
+    // gmm's list may run on the indirect grid (options; record() may still fall back per workspace); the
+    // persistent grid's dispatch is direct.
+    indirect_ = device_meta_->visits && !persistent_ && device_grid(options(), info()) == DeviceGrid::indirect;
+    workspace_ = layout_workspace(*device_meta_, routing_);
+  } else {
+    if (l.routing) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata");
+    const VkDeviceSize bytes = l.host_metadata.size() * sizeof(int32_t);
+    if (bytes > info().max_storage_buffer_range)
+      throw Error(Status::unsupported, std::string(name()) + ": the metadata (" + std::to_string(bytes) +
+                                           " bytes) exceeds maxStorageBufferRange: use a larger tm");
+    if (!l.host_metadata.empty() && !options().compile_only) {  // compile_only: nothing will read it
+      meta_ = ContextInternals::adopt(ctx_).create_buffer(bytes);
+      meta_.upload(l.host_metadata.data(), bytes);
+    }
+  }
+  // The grid: per item, or on the persistent grid one row of workgroups looping over the items.
+  if (l.grid[0] && l.grid[1] && l.grid[2]) {
+    uint64_t x = l.grid[0], y = l.grid[1], z = l.grid[2];
+    if (persistent_) {
+      const uint64_t items = x * y * z;
+      const uint64_t wanted = std::max<uint64_t>(persistent_workgroups(options(), info()), l.grid_choice.min_workgroups);
+      x = std::min<uint64_t>({items, wanted, info().max_workgroup_count[0]});
+      y = z = 1;
+    }
+    check_grid(name(), info(), x, y, z);
+    grid_[0] = static_cast<uint32_t>(x);
+    grid_[1] = static_cast<uint32_t>(y);
+    grid_[2] = static_cast<uint32_t>(z);
+    if (l.push.empty()) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
+    push_ = l.push;
+    // The kernel's constants: its shape, the ones every op shares (types, existing_out), the op's own.
+    kernel_.set_shape(l.shape);
+    kernel_.set(VKGMM_ID_LHS_TYPE, uint32_t(operands_[0].type));
+    kernel_.set(VKGMM_ID_RHS_TYPE, uint32_t(operands_[1].type));
+    // With a combine, existing_out is the combine's to add.
+    kernel_.set(VKGMM_ID_OUT_TYPE, uint32_t(kernel_out_type()));
+    kernel_.set(VKGMM_ID_HAS_EXISTING, has_existing_ && !combines());
+    kernel_.set(VKGMM_ID_PERSISTENT, persistent_);
+    for (const auto& [id, value] : l.constants) kernel_.set(id, value);
+    kernel_.loads = l.loads;
+  }
+  if (device_meta_) check_loop_budget();
+  if (dispatches()) {
+    kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, kernel_out_type());
+    kernel_.create(*ctx_, part_bytes_);
+  }
+  if (device_meta_) {
+    // The plan's own workspace, for operands that bring none.
+    if (!options().compile_only) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
+    const ShaderCode code = metadata_shader();
+    meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
+  }
+  if (combines()) {
+    const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
+    check_grid(name(), info(), combine_columns(), y, (routing_->tokens + y - 1) / y);
+    const ShaderCode code = combine_shader();
+    combine_pipeline_ = ctx_->pipeline(code.code, code.words, combine_constants());
+  }
+  ctx_->log.throw_if_any();
 }
 
 std::vector<uint32_t> DispatchPlan::meta_constants() const {
@@ -214,295 +228,6 @@ std::vector<uint32_t> DispatchPlan::combine_constants() const {
   return constants;
 }
 
-void DispatchPlan::build() {
-  if (device_meta_) check_loop_budget();
-  if (dispatches()) {
-    if (push_.empty()) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
-    kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, kernel_out_type());
-    kernel_.create(*ctx_, part_bytes_);
-  }
-  if (device_meta_) {
-    // The plan's own workspace, for operands that bring none.
-    if (!options().compile_only) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
-    const ShaderCode code = metadata_shader();
-    meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
-  }
-  if (combines()) {
-    const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
-    check_grid(name(), info(), combine_columns(), y, (routing_->tokens + y - 1) / y);
-    const ShaderCode code = combine_shader();
-    combine_pipeline_ = ctx_->pipeline(code.code, code.words, combine_constants());
-  }
-  ctx_->log.throw_if_any();
-}
-
-// One dispatch of a record(): its pipeline, descriptors, push constants and grid (or indirect command), and
-// the barrier that orders it after what came before.
-struct DispatchPlan::Stage {
-  VkPipeline pipeline = VK_NULL_HANDLE;
-  VkDescriptorBufferInfo infos[kNumSplitBindings]{};
-  uint32_t count = 0;  // descriptors in infos
-  uint32_t push[abi::kPushConstantBytes / 4] = {};
-  uint32_t push_bytes = 0;
-  const VkBufferView* texels = nullptr;  // the inputs' texel views, for the texel build
-  uint32_t grid[3] = {0, 0, 0};
-  VkBuffer indirect_buffer = VK_NULL_HANDLE;  // set: vkCmdDispatchIndirect with the command there
-  VkDeviceSize indirect_offset = 0;
-  // The barrier before it: the accesses of earlier commands it waits for, its own, and the indirect
-  // command read (DRAW_INDIRECT stage) on either side. No access at all: no barrier.
-  VkAccessFlags wait_for = 0, before_own = 0;
-  VkPipelineStageFlags extra_before = 0, extra_after = 0;
-  template <class Push>
-  void set_push(const Push& p) {
-    static_assert(sizeof(Push) <= sizeof(push));
-    std::memcpy(push, &p, sizeof(Push));
-    push_bytes = sizeof(Push);
-  }
-  void record(Context::Impl& ctx, VkCommandBuffer cb) const {
-    if (wait_for || before_own) compute_barrier(cb, wait_for, before_own, extra_before, extra_after);
-    bind_and_push(ctx, cb, pipeline, infos, count, push, push_bytes, texels);
-    if (indirect_buffer) vkCmdDispatchIndirect(cb, indirect_buffer, indirect_offset);
-    else vkCmdDispatch(cb, grid[0], grid[1], grid[2]);
-  }
-};
-
-// The views checked and resolved: descriptors in binding order, push constants with the operands'
-// offsets, and the inputs' texel views (texel false: read as storage buffers).
-struct DispatchPlan::Bound {
-  // With device metadata: the metadata module's descriptors (plain layout) and push constants; with
-  // routing, its ids and weights too; with a combine, the combine's and its grid.
-  bool device_meta = false;
-  // Set: the op's dispatch is vkCmdDispatchIndirect with the command the metadata build writes there.
-  VkBuffer indirect_buffer = VK_NULL_HANDLE;
-  VkDeviceSize indirect_offset = 0;
-  VkDescriptorBufferInfo meta_infos[kNumBindings];
-  abi::MetadataPush meta_push{};
-  bool combine = false;
-  VkDescriptorBufferInfo combine_infos[kNumBindings];
-  abi::CombinePush combine_push{};
-  uint32_t combine_grid[3] = {0, 0, 0};
-  VkDescriptorBufferInfo infos[kNumSplitBindings];
-  uint32_t count = 0;  // 0: nothing to dispatch
-  VkBufferView texels[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
-  bool texel = false;
-  uint32_t push[abi::kPushConstantBytes / 4] = {};
-  abi::OperandOffsets& offsets() { return *reinterpret_cast<abi::OperandOffsets*>(push); }
-};
-
-DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
-  const char* op = name();
-  options().check_records(op);
-  check_existing_view(op, has_existing_, ops.existing_out, ops.out);
-  for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);
-  auto refuse_given = [&](const char* what, const BufferView& view, const char* why) {
-    if (view.buffer) throw Error(Status::invalid_argument, std::string(op) + ": " + what + ": a view was given but " + why);
-  };
-  if (!routing_) {
-    refuse_given("ids", ops.ids, "the problem is not routed (Routing::top_k is 0)");
-    refuse_given("weights", ops.weights, "the problem is not routed (Routing::top_k is 0)");
-  }
-  if (!has_bias_) refuse_given("bias", ops.bias, "the problem has no bias (Epilogue::bias)");
-  Bound b;
-  VkDescriptorBufferInfo meta{meta_.handle(), 0, meta_.size()};
-  if (device_meta_) {
-    meta = bind_device_metadata(ops, b);
-  } else {
-    for (const auto& [what, view] : {std::pair{"group_sizes", ops.group_sizes}, {"workspace", ops.workspace},
-                                     {"status", ops.status}})
-      refuse_given(what, view, "the problem's group sizes are on the host");
-  }
-  // The overlap rules over the views as bound: the workspace as far as the plan uses it, or the plan's own.
-  OperandViews bound_views = ops;
-  if (device_meta_) bound_views.workspace = {meta.buffer, meta.offset, meta.range};
-  check_operand_overlaps(op, bound_views);
-  if (!dispatches()) return b;
-
-  // The inputs through their buffers' texel views where the plan has a texel build and both have views
-  // (their pushed offsets then count from the buffers' starts); else read as storage buffers, in parts
-  // where the plan's operands need them.
-  uint32_t texel_offsets[2] = {0, 0};
-  if (kernel_.texel_code.code && operands_[0].count && operands_[1].count) {
-    bind_texel_inputs(*ctx_, ops.lhs, operands_[0].type, operands_[0].count, ops.rhs, operands_[1].type,
-                      operands_[1].count, b.texels, texel_offsets[0], texel_offsets[1]);
-    b.texel = b.texels[0] != VK_NULL_HANDLE;
-  }
-  const bool split = kernel_.split && !b.texel;
-  // The first four rows of the operand table, in binding order.
-  auto name_of = [](int o) { return kOperandRows[o].name; };
-  auto view_of = [&](int o) -> const BufferView& { return ops[OperandId(o)]; };
-  BoundOperand bound[4];
-  for (int o = 0; o < 4; ++o) {
-    const OperandSpec& spec = operands_[o < 3 ? o : 2];  // existing_out: out's type and count
-    if (o == 3 && !has_existing_) {
-      bound[3] = bound[2];  // the shader reads none: any valid descriptor
-    } else if (!spec.count) {
-      bound[o].info = meta;  // an input never read
-    } else if (o < 2 && b.texel) {
-      // The texel build reads the inputs only through their views: these bindings, never read, take the
-      // metadata's descriptor (an input may be past what one binding addresses).
-      bound[o] = bind_unread_operand(*ctx_, op, name_of(o), view_of(o), spec.type, spec.count, !kernel_.storage16, meta);
-      bound[o].element_offset = texel_offsets[o];
-    } else {
-      const VkDeviceSize bytes = operand_bytes(spec.type, spec.count);
-      if (o < 2 && kernel_.texel_unsplit && bytes > part_bytes_ * kMaxParts)
-        throw Error(Status::unsupported,
-                    std::string(op) + ": " + name_of(o) + ": " + std::to_string(bytes) +
-                        " bytes are more than vkgmm binds as a storage buffer on this device (" +
-                        std::to_string(kMaxParts) + " parts of maxStorageBufferRange " +
-                        std::to_string(info().max_storage_buffer_range) +
-                        "); inputs this large are read through texel views, which this call cannot use: both lhs "
-                        "and rhs must be in buffers from Context::create_buffer or borrow_buffer (with texel "
-                        "usage), each within what its view reaches (Context::max_whole_input_bytes)");
-      bound[o] = bind_operand(*ctx_, op, name_of(o), view_of(o), spec.type, spec.count, split ? part_bytes_ : 0,
-                              !kernel_.storage16);
-    }
-  }
-  if (combines()) {
-    // The kernel writes the per-slot results into the workspace; the combine reads them there and
-    // writes out (its module packs 16-bit elements in words), adding existing_out.
-    b.combine = true;
-    for (VkDescriptorBufferInfo& i : b.combine_infos) i = meta;  // COMBINE_PARTIAL and the unused ones
-    // out and existing_out [T, n_out] bound whole (the plain layout), in words.
-    const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
-    const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
-                                                        operands_[2].type, operands_[2].count, 0, true)
-                                         : o;
-    b.combine_infos[VKGMM_BINDING_COMBINE_OUT] = o.info;
-    b.combine_infos[VKGMM_BINDING_COMBINE_EXISTING] = e.info;
-    b.combine_push.out_off = o.element_offset;
-    b.combine_push.ex_off = e.element_offset;
-    b.combine_push.lhs_off = static_cast<uint32_t>(workspace_.partial);
-    b.combine_push.tokens = routing_->tokens;
-    b.combine_push.top_k = routing_->top_k;
-    b.combine_push.out_n = routing_->out_n;
-    const uint32_t y = std::min<uint32_t>(routing_->tokens, info().max_workgroup_count[1]);
-    b.combine_grid[0] = combine_columns();
-    b.combine_grid[1] = y;
-    b.combine_grid[2] = y ? (routing_->tokens + y - 1) / y : 0;
-    bound[2] = BoundOperand{};
-    bound[2].info = meta;
-    bound[2].element_offset = static_cast<uint32_t>(workspace_.partial);
-    bound[3] = bound[2];
-  }
-  BoundOperand bias;
-  bias.info = meta;  // no bias (or one of no elements: no local expert): any valid descriptor
-  if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
-  b.count = layout_descriptors(bound, meta, bias.info, split, b.infos);
-  std::memcpy(b.push, push_.data(), push_.size() * 4);
-  abi::OperandOffsets& off = b.offsets();
-  off.lhs_off = bound[0].element_offset;
-  off.rhs_off = bound[1].element_offset;
-  off.out_off = bound[2].element_offset;
-  off.ex_off = bound[3].element_offset;
-  off.bias_off = bias.element_offset;
-  return b;
-}
-
-VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& ops, Bound& b) const {
-  const char* op = name();
-  const DeviceMetadata& d = *device_meta_;
-  auto bad = [&](const std::string& what) { throw Error(Status::invalid_argument, std::string(op) + ": " + what); };
-  if (routing_ && ops.group_sizes.buffer)
-    bad("group_sizes: a view was given but the problem is routed by expert ids (the ids give the groups)");
-  if (!routing_ && !ops.group_sizes.buffer)
-    bad("group_sizes: the problem's group sizes are on the device but no view was given");
-  const VkDeviceSize workspace_bytes = workspace_.bytes();
-  // The workspace is read from its first word by the op's kernel: its offset must be a binding offset.
-  VkDescriptorBufferInfo work{meta_.handle(), 0, workspace_bytes};
-  if (ops.workspace.buffer) {
-    const VkDeviceSize align = std::max<VkDeviceSize>(info().min_storage_buffer_offset_alignment, 4);
-    if (ops.workspace.offset % align != 0)
-      bad("workspace: offset " + std::to_string(ops.workspace.offset) +
-          " is not a multiple of minStorageBufferOffsetAlignment (" + std::to_string(align) + ")");
-    if (ops.workspace.size < workspace_bytes)
-      bad("workspace: view of " + std::to_string(ops.workspace.size) + " bytes is too small: the plan needs " +
-          std::to_string(workspace_bytes) + " (workspace_bytes())");
-    work = {ops.workspace.buffer, ops.workspace.offset, workspace_bytes};
-  }
-  // The sizes and the status word: int32 / uint32 words at any 4-byte offset (read, written once). A
-  // routed problem's sizes are the routing build's counts, in the workspace.
-  BoundOperand sizes;
-  sizes.info = work;
-  sizes.element_offset = static_cast<uint32_t>(workspace_.sizes);
-  if (!routing_) sizes = bind_operand(*ctx_, op, "group_sizes", ops.group_sizes, DType::f32, d.num_groups, 0, false);
-  b.device_meta = true;
-  b.meta_push.sizes_off = sizes.element_offset;
-  VkDescriptorBufferInfo status = work;  // no status view: the workspace's last word takes it
-  b.meta_push.status_off = static_cast<uint32_t>(workspace_.status);
-  if (ops.status.buffer) {
-    const BoundOperand s = bind_operand(*ctx_, op, "status", ops.status, DType::f32, 1, 0, false);
-    status = s.info;
-    b.meta_push.status_off = s.element_offset;
-  }
-  b.meta_push.num_groups = d.num_groups;
-  b.meta_push.group_offset = d.group_offset;
-  b.meta_push.num_local = d.num_local;
-  b.meta_push.m = d.m;
-  b.meta_push.tm = d.tm;
-  b.meta_push.fill_rows = d.fill_rows;
-  b.meta_push.visits_off = d.num_groups + 1;
-  b.meta_push.max_visits = d.max_visits;
-  // The indirect grid, when the plan takes it and the workspace can be read as an indirect buffer:
-  // vkgmm's own buffers can; an app's only when lent with indirect_usage; an unregistered VkBuffer's
-  // usage cannot be seen, so it gets the upper-bound grid.
-  const std::optional<OwnBuffer> own = ctx_->buffers.find(work.buffer);
-  if (persistent_ && d.visits && dispatches()) {
-    // The visits packed first and their count after the (unused) command, in any workspace: the
-    // persistent grid's workgroups loop up to that count.
-    b.meta_push.dispatch_off = dispatch_word();
-    b.meta_push.grid_x = grid_[0];
-    b.meta_push.grid_y = grid_[1];
-  } else if (indirect_ && dispatches() && own && own->indirect) {
-    b.meta_push.dispatch_off = dispatch_word();
-    b.meta_push.grid_x = grid_[0];
-    b.meta_push.grid_y = grid_[1];  // min(max_visits, maxComputeWorkGroupCount[1])
-    b.indirect_buffer = work.buffer;
-    b.indirect_offset = work.offset + VkDeviceSize(b.meta_push.dispatch_off) * 4;
-  }
-  // Bindings the module does not use repeat the workspace (any valid descriptor).
-  for (VkDescriptorBufferInfo& i : b.meta_infos) i = work;
-  b.meta_infos[VKGMM_BINDING_META_SIZES] = sizes.info;
-  b.meta_infos[VKGMM_BINDING_META_STATUS] = status;
-  if (routing_) bind_routing(ops, b);
-  return work;
-}
-
-void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b) const {
-  const char* op = name();
-  const Routing& r = *routing_;
-  const uint32_t slots = r.tokens * r.top_k;
-  if (!ops.ids.buffer) throw Error(Status::invalid_argument, std::string(op) + ": ids: the problem is routed but no view was given");
-  if (r.combine && !ops.weights.buffer)
-    throw Error(Status::invalid_argument,
-                std::string(op) + ": weights: the problem combines the slots (Routing::combine) but no view was given");
-  if (!r.combine && ops.weights.buffer)
-    throw Error(Status::invalid_argument, std::string(op) +
-                                              ": weights: a view was given but the problem writes every slot's "
-                                              "result (Routing::combine is off)");
-  // ids (int32) and weights (f32): words at any 4-byte offset, read by the metadata build's routing
-  // prologue at the sizes' and an unused binding. A problem of no tokens reads neither.
-  abi::MetadataPush& m = b.meta_push;
-  if (slots) {
-    const BoundOperand ids = bind_operand(*ctx_, op, "ids", ops.ids, DType::f32, slots, 0, false);
-    b.meta_infos[VKGMM_BINDING_META_IDS] = ids.info;
-    m.ids_off = ids.element_offset;
-    if (r.combine) {
-      const BoundOperand w = bind_operand(*ctx_, op, "weights", ops.weights, DType::f32, slots, 0, false);
-      b.meta_infos[VKGMM_BINDING_META_WEIGHTS] = w.info;
-      m.weights_off = w.element_offset;
-    }
-  }
-  m.slots = slots;
-  m.window_offset = r.group_offset;
-  m.route_experts = r.num_local;
-  m.num_experts = r.num_experts;
-  m.counts_off = static_cast<uint32_t>(workspace_.counts);
-  m.map_off = static_cast<uint32_t>(workspace_.map);
-  m.weight_rows_off = static_cast<uint32_t>(workspace_.weight_rows);
-  m.tile_count_off = static_cast<uint32_t>(workspace_.tile_counts);
-  m.tile_counts = r.fused_tiles;
-}
-
 std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
   std::vector<PlannedPipeline> out;
   if (meta_pipeline_) out.push_back({"metadata", metadata_shader(), meta_constants(), false, meta_pipeline_});
@@ -514,73 +239,6 @@ std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
   }
   if (combine_pipeline_) out.push_back({"combine", combine_shader(), combine_constants(), false, combine_pipeline_});
   return out;
-}
-
-void DispatchPlan::check(const OperandViews& ops) const {
-  // Also creates the pipeline these offsets need, so record() cannot fail after a check that passed.
-  Bound b = bind(ops);
-  if (b.count) kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.offsets().out_off, b.texel);
-}
-
-bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).texel; }
-
-std::vector<DispatchPlan::Stage> DispatchPlan::stages(const Bound& b, VkPipeline op_pipeline) const {
-  std::vector<Stage> out;
-  // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
-  // is written by every record().
-  if (b.device_meta) {
-    Stage& build = out.emplace_back();
-    // Earlier work of this plan may still read the workspace (write after read), its indirect command
-    // too when the plan takes that grid, or have written it (write after write: the fused combine's
-    // per-slot results and tile counters; that needs the earlier writes made available, not only
-    // finished).
-    build.wait_for = build.before_own = VK_ACCESS_SHADER_WRITE_BIT;
-    build.extra_before = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
-    build.pipeline = meta_pipeline_;
-    std::copy(std::begin(b.meta_infos), std::end(b.meta_infos), build.infos);
-    build.count = kNumBindings;
-    build.set_push(b.meta_push);
-    build.grid[0] = build.grid[1] = build.grid[2] = 1;
-  }
-  if (!b.count) return out;
-  Stage& op = out.emplace_back();
-  if (b.device_meta) {
-    // The metadata visible to the dispatch (read after write), the command to its indirect read.
-    op.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
-    op.before_own = VK_ACCESS_SHADER_READ_BIT | (b.indirect_buffer ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0);
-    op.extra_after = b.indirect_buffer ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
-  }
-  op.pipeline = op_pipeline;
-  std::copy(b.infos, b.infos + b.count, op.infos);
-  op.count = b.count;
-  std::memcpy(op.push, b.push, push_.size() * 4);
-  op.push_bytes = static_cast<uint32_t>(push_.size() * 4);
-  op.texels = b.texel ? b.texels : nullptr;
-  std::copy(grid_, grid_ + 3, op.grid);
-  op.indirect_buffer = b.indirect_buffer;
-  op.indirect_offset = b.indirect_offset;
-  if (b.combine && b.combine_grid[1]) {
-    // Every slot's result written, then summed per token in slot order.
-    Stage& sum = out.emplace_back();
-    sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
-    sum.before_own = VK_ACCESS_SHADER_READ_BIT;
-    sum.pipeline = combine_pipeline_;
-    std::copy(std::begin(b.combine_infos), std::end(b.combine_infos), sum.infos);
-    sum.count = kNumBindings;
-    sum.set_push(b.combine_push);
-    std::copy(b.combine_grid, b.combine_grid + 3, sum.grid);
-  }
-  return out;
-}
-
-void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
-  if (cb == VK_NULL_HANDLE)
-    throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
-  Bound b = bind(ops);
-  // The op's pipeline for these offsets first: for_offsets may refuse them, and nothing is recorded then.
-  const VkPipeline pipeline =
-      b.count ? kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.offsets().out_off, b.texel) : VK_NULL_HANDLE;
-  for (const Stage& stage : stages(b, pipeline)) stage.record(*ctx_, cb);
 }
 
 }  // namespace vkgmm

@@ -2,16 +2,18 @@
 //
 // After CUTLASS's base_grouped (can_implement / initialize / run for every grouped kernel): an op's plan
 // is this core plus a small per-op part (host/gmm_plan.cpp, host/tgmm_plan.cpp) that validates its
-// problem, picks its tiling, and fills in the core: operand types and element counts, the kernel shape
-// and its own specialization constants, the metadata the kernel reads, the grid and the push constants.
-// The core does the rest for every op: operand sizes and binding limits, the modules and pipelines,
-// the metadata workspace, and at record time checking the views, binding them (storage buffers, parts
-// or texel views), pushing and dispatching. A new op is a new per-op part, never a copy of this.
+// problem, picks its tiling and describes its launch as one value (Launch: operand types and counts, the
+// kernel shape and its own constants, the metadata, the grid, the push constants), asking the core only
+// questions that change nothing (layout_operands, choose_grid, layout_workspace). build() does the rest for
+// every op: operand sizes and binding limits, the modules and pipelines, the metadata and workspace; and
+// at record time it checks the views, binds them (storage buffers, parts or texel views) and records its
+// stages in order. A new op is a new per-op part, never a copy of this.
 #pragma once
 
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "interface.hpp"
@@ -38,30 +40,45 @@ class DispatchPlan {
     kernel_.declare(constants);
   }
 
-  // ----- made by the op's part, once, in this order -----
+  // ----- what the op's part asks while it describes its launch (none of these changes the plan) -----
   const DeviceInfo& info() const;
   // The device the schedule and tiles are chosen for: info(), unless a test plans as another device
   // (tiling_device.hpp). What may run (limits, CPU drivers' loop budget) is still info()'s to say.
   const DeviceInfo& tiling_info() const;
   const ResolvedOptions& options() const;
   const char* name() const { return op_name(op_); }
-  // lhs, rhs and out; existing_out (when the problem has one) is read with out's type and count.
-  // Sets sizes() and whether operands are bound in parts.
-  void set_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out, bool existing_out);
-  // Whether the kernel may use 4-element loads at all (the op adds its shape's conditions): the direct
-  // schedule's micro-tile loads, the shared schedule's staging loads.
-  bool vec4_allowed() const;
-  // The kernel's shape and the constants every op shares (types, existing_out); then the op's own
-  // constants with kernel().set().
-  void set_shape(const KernelShape& shape);
-  Kernel& kernel() { return kernel_; }
   // The rules every op's problem shares: dims, group sizes on the host or their count on the device
   // (returns G), element types.
   int64_t check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
                         const DeviceGroupSizes& device, DType lhs, DType rhs, DType out) const;
-  // The metadata the kernel reads at VKGMM_BINDING_META, built on the host now.
-  void set_metadata(const std::vector<int32_t>& words);
-  // ... or built on the device by record() (group sizes in a device buffer): the metadata module writes
+  // How lhs, rhs and out are bound (existing_out as out): in parts past one binding, or their inputs through
+  // texel views; refuses operands no layout reaches.
+  struct OperandLayout {
+    OperandSizes sizes;
+    bool split = false, texel_unsplit = false;
+    VkDeviceSize part_bytes = 0;  // > 0: operands are bound in parts of this size (the split layout)
+    // Whether the kernel may use 4-element loads at all (the op adds its shape's conditions): the direct
+    // schedule's micro-tile loads, the shared schedule's staging loads.
+    bool vec4_allowed = false;
+  };
+  OperandLayout layout_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out, bool existing_out) const;
+  // Whether the kernel takes the persistent grid (Grid: the options', else `requested`, else automatic);
+  // `items` is the op's work items, the per-item grid's workgroups (past 2^32 - 1 the shader's loop index
+  // would wrap: such a problem keeps that grid), `loop_iterations` a bound on the loop iterations an
+  // invocation runs for all of them together, and `uneven_loops` a bound on what one workgroup's items
+  // can take beyond an even share of those, however many workgroups stride over the items (gmm: one
+  // item's loops; tgmm: one item of every group, since a group's blocks are consecutive items and its
+  // rows set their cost).
+  // lavapipe (llvmpipe) silently ends every loop of an invocation once it has run 65535 iterations in
+  // all, whatever the loops: on CPU devices the persistent grid takes at least as many workgroups as
+  // keep each even share within half of that, and a problem needing about one per item, or whose uneven
+  // part could pass the other half, keeps the per-item grid.
+  struct GridChoice {
+    bool persistent = false;
+    uint64_t min_workgroups = 1;  // the loop budget's floor on CPU devices
+  };
+  GridChoice choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations, uint64_t uneven_loops) const;
+  // Metadata built on the device by record() (group sizes in a device buffer): the metadata module writes
   // group_offsets[G + 1] and, with `visits`, the visit list padded to max_visits at visits_off = G + 1,
   // into the workspace (the operands' or the plan's own), then the dispatch reads it there. With the
   // indirect grid (options), the build writes the op's grid there too and the dispatch is indirect.
@@ -69,52 +86,56 @@ class DispatchPlan {
     uint32_t num_groups = 0, group_offset = 0, num_local = 0, m = 0, tm = 1, fill_rows = 1, max_visits = 0;
     bool visits = false;
   };
-  void set_device_metadata(const DeviceMetadata& d);
-  // The epilogue's bias, f32 [count] at VKGMM_BINDING_BIAS (its offset pushed as bias_off).
-  void set_bias(uint64_t count);
-  // Routing by expert ids (after set_device_metadata, whose group sizes are then the routing's counts):
-  // the metadata build first orders the slots on the device (shaders/routing.glsl); with `combine` the
-  // kernel writes fp32 per-slot results into the workspace and an ordered sum (shaders/combine.comp)
-  // writes out; with fused_tiles > 0 the kernel sums them itself (FUSED_COMBINE, interface.h), counting
-  // in fused_tiles workspace words the build zeroes, and there is no combine dispatch. Returns where the
-  // row map, the rows' weights, the per-slot results and the tile counters are, in workspace words.
+  // Routing by expert ids (with device metadata, whose group sizes are then the routing's counts): the
+  // metadata build first orders the slots on the device (shaders/routing.glsl); with `combine` the kernel
+  // writes fp32 per-slot results into the workspace and an ordered sum (shaders/combine.comp) writes out;
+  // with fused_tiles > 0 the kernel sums them itself (FUSED_COMBINE, interface.h), counting in
+  // fused_tiles workspace words the build zeroes, and there is no combine dispatch.
   struct Routing {
     uint32_t tokens = 0, top_k = 0, group_offset = 0, num_local = 0, num_experts = 0, out_n = 0;
     bool combine = false;
     uint32_t fused_tiles = 0;
   };
-  struct RoutingWords {
-    uint32_t map = 0, weight_rows = 0, partial = 0, tile_counts = 0;
+  // The workspace in 32-bit words: the group metadata (offsets, visits, the indirect command and the
+  // visit count), then with routing the counts as group sizes, the routing build's scratch, the row map
+  // and the rows' weights, the per-slot results (combine) and the fused combine's tile counters, and last
+  // the status slot (used when the app gives no status view).
+  struct Workspace {
+    uint64_t sizes = 0, counts = 0, map = 0, weight_rows = 0, partial = 0, tile_counts = 0, status = 0;
+    uint64_t visit_count = 0;  // with visits: the count of real visits, which the persistent grid loops up to
+    VkDeviceSize bytes() const { return (status + 1) * 4; }
   };
-  RoutingWords set_routing(const Routing& r);
-  // Whether the kernel takes the persistent grid (Grid: the options', else `requested`, else automatic),
-  // before set_device_metadata and set_grid; `items` is the op's work items, the per-item grid's
-  // workgroups (past 2^32 - 1 the shader's loop index would wrap: such a problem keeps that grid), and
-  // `loop_iterations` a bound on the loop iterations an invocation runs for all of them together, and
-  // `uneven_loops` a bound on what one workgroup's items can take beyond an even share of those, however
-  // many workgroups stride over the items (gmm: one item's loops; tgmm: one item of every group, since
-  // a group's blocks are consecutive items and its rows set their cost).
-  // lavapipe (llvmpipe) silently ends every loop of an invocation once it has run 65535 iterations in
-  // all, whatever the loops: on CPU devices the persistent grid takes at least as many workgroups as
-  // keep each even share within half of that, and a problem needing about one per item, or whose uneven
-  // part could pass the other half, keeps the per-item grid.
-  bool choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations, uint64_t uneven_loops);
-  // With device metadata built with visits: the workspace word holding the count of real visits, which
-  // the persistent grid loops up to (gmm's visit_count_off).
-  uint32_t visit_count_word() const { return dispatch_word() + 3; }
-  // The per-item workgroup grid (checked against the device's limits), or on the persistent grid its
-  // fixed count of workgroups, at most one per item; never set: nothing to dispatch.
-  void set_grid(uint64_t x, uint64_t y, uint64_t z);
-  // The op's push constants, a struct from shaders/interface.h whose operand offsets the core fills in
-  // at record time.
-  template <class Push>
-  void set_push(const Push& push) {
-    static_assert(abi::starts_with_operand_offsets<Push>() && sizeof(Push) <= abi::kPushConstantBytes);
-    push_.resize(sizeof(Push) / 4);
-    std::memcpy(push_.data(), &push, sizeof(Push));
-  }
-  // Picks the modules and creates the pipelines (when there is a grid).
-  void build();
+  Workspace layout_workspace(const DeviceMetadata& d, const std::optional<Routing>& routing) const;
+
+  // ----- the launch, described by the op's part as one value, and the plan made from it -----
+  struct Launch {
+    OperandSpec lhs, rhs, out;  // existing_out (when the problem has one) is read with out's type and count
+    bool existing_out = false;
+    std::optional<uint64_t> bias;  // the epilogue's bias, f32 [count] at VKGMM_BINDING_BIAS (bias_off pushed)
+    KernelShape shape;
+    // The op's own constants (the shape's and the types' are the core's) and its loads' alignment rules.
+    std::vector<std::pair<uint32_t, uint32_t>> constants;
+    KernelLoads loads;
+    // A struct from shaders/interface.h whose operand offsets the core fills in at record time (set_push).
+    std::vector<uint32_t> push;
+    // The per-item workgroup grid (checked against the device's limits), or on the persistent grid its
+    // fixed count of workgroups, at most one per item; all 0: nothing to dispatch.
+    uint64_t grid[3] = {0, 0, 0};
+    GridChoice grid_choice;
+    // The metadata the kernel reads at VKGMM_BINDING_META: built on the host now, or on the device.
+    std::vector<int32_t> host_metadata;
+    std::optional<DeviceMetadata> device_metadata;
+    std::optional<Routing> routing;
+    template <class Push>
+    void set_push(const Push& p) {
+      static_assert(abi::starts_with_operand_offsets<Push>() && sizeof(Push) <= abi::kPushConstantBytes);
+      push.resize(sizeof(Push) / 4);
+      std::memcpy(push.data(), &p, sizeof(Push));
+    }
+  };
+  // Sizes and checks the operands, lays out the metadata and workspace, picks the modules and creates the
+  // pipelines (when there is a grid).
+  void build(const Launch& launch);
 
   // ----- what the op's plan forwards -----
   const OperandSizes& sizes() const { return sizes_; }
@@ -142,7 +163,8 @@ class DispatchPlan {
   void bind_routing(const OperandViews& ops, Bound& b) const;
   bool dispatches() const { return grid_[0] != 0; }
   // Where the metadata build writes the indirect grid's command, then the visit count (kDispatchWords).
-  uint32_t dispatch_word() const { return device_meta_->num_groups + 1 + 2 * device_meta_->max_visits; }
+  static uint64_t dispatch_word(const DeviceMetadata& d) { return uint64_t(d.num_groups) + 1 + 2 * uint64_t(d.max_visits); }
+  uint32_t dispatch_word() const { return static_cast<uint32_t>(dispatch_word(*device_meta_)); }
   // A combine dispatch runs after the kernel (a combine the kernel does not fuse).
   bool combines() const { return routing_ && routing_->combine && !routing_->fused_tiles; }
   // The combine's workgroups along the columns: one per 64, at most the device's limit (the shader
@@ -169,15 +191,7 @@ class DispatchPlan {
   // Device metadata: its parameters, the workspace's layout and the metadata module's pipeline.
   std::optional<DeviceMetadata> device_meta_;
   std::optional<Routing> routing_;
-  // The workspace in 32-bit words: the group metadata (offsets, visits), then with routing the counts
-  // as group sizes, the routing build's scratch, the row map and the rows' weights, the per-slot
-  // results (combine) and the fused combine's tile counters, and last the status slot (used when the
-  // app gives no status view).
-  struct Workspace {
-    uint64_t sizes = 0, counts = 0, map = 0, weight_rows = 0, partial = 0, tile_counts = 0, status = 0;
-    VkDeviceSize bytes() const { return (status + 1) * 4; }
-  } workspace_;
-  void size_workspace();
+  Workspace workspace_;
   // On CPU devices, refuses a metadata build or combine that would run past the driver's loop budget
   // (tiling.hpp, check_cpu_loop_budget), naming the argument that drives it (build(), before anything
   // is created).
@@ -192,7 +206,6 @@ class DispatchPlan {
   // The persistent grid (choose_grid): the kernel loops over the work items; with device metadata the
   // build packs the visits and writes their count, as for the indirect grid, and the dispatch is direct.
   bool persistent_ = false;
-  uint64_t persistent_min_workgroups_ = 1;  // the loop budget's floor on CPU devices (choose_grid)
   static constexpr uint32_t kDispatchWords = VKGMM_DISPATCH_WORDS;  // VkDispatchIndirectCommand {x, y, z}, R
 };
 

@@ -25,30 +25,36 @@ struct GmmPlan::State {
   State(Context& ctx, const GmmProblem& p) : problem(p), core(ctx, Op::gmm, abi::kGmmConstants) {}
 };
 
-GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
-  auto st = std::make_shared<State>(ctx, p);
-  DispatchPlan& core = st->core;
-  const DeviceInfo& info = core.info();
-  const DeviceInfo& tile_info = core.tiling_info();
-  const char* op = core.name();
+namespace {
 
+// The problem as the kernel sees it, once its rules are checked.
+struct GmmRows {
+  bool routed = false, on_device = false, gate_up = false;
+  int64_t G = 0, g_local = 0, group_offset = 0;
+  int64_t rows = 0;   // the kernel's rows: the problem's, or routed the T * top_k slots in expert order
+  int64_t out_n = 0;  // output columns (a gated activation's product has 2 * out_n)
+};
+
+GmmRows validate(const DispatchPlan& core, const GmmProblem& p) {
+  const char* op = core.name();
+  GmmRows r;
   // Routed by expert ids, the kernel's rows are the T * top_k slots in expert order (the routing build's
   // row map) and its groups the E_local local experts, from group 0; else the problem's rows and groups.
   const int64_t routed_experts = check_routing(op, p);
-  const bool routed = routed_experts >= 0;
-  const Routing& route = p.routing;
-  int64_t G = 0, g_local = 0, group_offset = p.group_offset, rows = p.m;
-  if (routed) {
+  r.routed = routed_experts >= 0;
+  r.group_offset = p.group_offset;
+  r.rows = p.m;
+  if (r.routed) {
     check_dims(op, p.m, p.k, p.n);
     check_types(op, p.lhs_type, p.rhs_type, p.out_type, true);
-    G = g_local = routed_experts;
-    group_offset = 0;
-    rows = p.m * route.top_k;
+    r.G = r.g_local = routed_experts;
+    r.group_offset = 0;
+    r.rows = p.m * p.routing.top_k;
   } else {
-    G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type, p.out_type);
-    g_local = check_group_window(op, G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
+    r.G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type, p.out_type);
+    r.g_local = check_group_window(op, r.G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
   }
-  const int64_t out_n = check_epilogue(op, p.epilogue, p.n);
+  r.out_n = check_epilogue(op, p.epilogue, p.n);
   if (is_quantized(p.rhs_type)) {
     // Blocks lie along rhs's contiguous axis, each row whole blocks (GGUF's [n, k] expert rows).
     const int64_t B = int64_t(block_elements(p.rhs_type)), along = p.transpose_rhs ? p.k : p.n;
@@ -60,46 +66,71 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
                       (p.transpose_rhs ? " (rhs [G_local, n, k])" : " (rhs [G_local, k, n])"));
   }
   // A gated activation reads two product columns, [gate | up], per output column: two accumulator halves.
-  const bool gate_up = gated(p.epilogue.activation);
-  const bool on_device = routed || p.device_group_sizes.count > 0;
+  r.gate_up = gated(p.epilogue.activation);
+  r.on_device = r.routed || p.device_group_sizes.count > 0;
+  return r;
+}
 
-  // The automatic tiling sizes the m tile to the groups' rows: with the sizes on the device, to the
-  // expected rows of each (routed: their distribution; else the hint, else the rows spread evenly).
+// The schedule and the kernel's shape: the m tile sized to the groups' rows (with the sizes on the device,
+// to the expected rows of each: routed, their distribution; else the hint, else the rows spread evenly).
+KernelShape choose_shape(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r, bool vec4) {
+  const DeviceInfo& tile_info = core.tiling_info();
   std::vector<int32_t> expected;
-  if (routed) {
+  if (r.routed) {
     // Without num_experts, the window is taken as all the experts.
-    expected = routed_expected_sizes(p.m, route.top_k, route.num_experts > 0 ? route.num_experts : g_local);
-  } else if (on_device && G > 0) {
-    const int64_t each = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (rows + G - 1) / G;
-    expected.assign(size_t(g_local), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
+    expected = routed_expected_sizes(p.m, p.routing.top_k, p.routing.num_experts > 0 ? p.routing.num_experts : r.g_local);
+  } else if (r.on_device && r.G > 0) {
+    const int64_t each = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (r.rows + r.G - 1) / r.G;
+    expected.assign(size_t(r.g_local), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
   }
-  const ActiveGroups active = on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
-                                        : ActiveGroups{&p.group_sizes, group_offset, g_local};
+  const ActiveGroups active = r.on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
+                                          : ActiveGroups{&p.group_sizes, r.group_offset, r.g_local};
   const Schedule schedule =
       gmm_schedule(p.schedule, tile_info, core.options().schedule, active, !p.tiling.fixed && !p.tiling.lookup);
-  const Tiling asked = resolve_tiling(p.tiling, rows, p.k, out_n, op, [&] {
-    return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, out_n, gate_up ? 2 : 1, is_quantized(p.rhs_type));
+  const Tiling asked = resolve_tiling(p.tiling, r.rows, p.k, r.out_n, core.name(), [&] {
+    return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, r.out_n, r.gate_up ? 2 : 1,
+                           is_quantized(p.rhs_type));
   });
+  // gmm's output block is [tm, tn], reduced over K tk at a time; with a gated activation each output column
+  // needs two product columns (gate and up), two accumulator halves. The direct schedule's K step, which its
+  // K slices take whole: a block format's walk along K (rhs [n, k]), else 4 elements.
+  const uint32_t k_step = p.transpose_rhs ? static_cast<uint32_t>(block_walk_step(p.rhs_type)) : 4u;
+  return make_kernel_shape(asked.tm, asked.tk, asked.tn, r.rows, p.k, r.out_n, schedule, tile_info, core.name(),
+                           vec4 ? 4 : 1, 1, r.gate_up ? 2 : 1, k_step);
+}
+
+}  // namespace
+
+GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
+  auto st = std::make_shared<State>(ctx, p);
+  DispatchPlan& core = st->core;
+  const DeviceInfo& info = core.info();
+  const char* op = core.name();
+  const GmmRows r = validate(core, p);
+  const Routing& route = p.routing;
+  const bool routed = r.routed;
+  const int64_t rows = r.rows, out_n = r.out_n;
+
+  DispatchPlan::Launch launch;
   // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
   const int64_t out_rows = routed && route.combine ? p.m : rows;
-  core.set_operands({p.lhs_type, uint64_t(lhs_rows) * p.k}, {p.rhs_type, uint64_t(g_local) * p.k * p.n},
-                    {p.out_type, uint64_t(out_rows) * out_n}, p.existing_out);
-  if (p.epilogue.bias) core.set_bias(uint64_t(g_local) * p.n);
+  launch.lhs = {p.lhs_type, uint64_t(lhs_rows) * p.k};
+  launch.rhs = {p.rhs_type, uint64_t(r.g_local) * p.k * p.n};
+  launch.out = {p.out_type, uint64_t(out_rows) * out_n};
+  launch.existing_out = p.existing_out;
+  if (p.epilogue.bias) launch.bias = uint64_t(r.g_local) * p.n;
+  const DispatchPlan::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
 
   // Both schedules load 4 elements at a time where K (and N, unless rhs is transposed) allow it;
   // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements. With
   // a gated activation the up half starts at column out_n, which must keep the 4-element alignment too.
-  const bool vec4 = core.vec4_allowed() && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
-  // gmm's output block is [tm, tn], reduced over K tk at a time; with a gated activation each output column needs
-  // two product columns (gate and up), two accumulator halves.
-  // The direct schedule's K step, which its K slices take whole: a block format's walk along K (rhs [n, k]),
-  // else 4 elements.
-  const uint32_t k_step = p.transpose_rhs ? static_cast<uint32_t>(block_walk_step(p.rhs_type)) : 4u;
-  const KernelShape shape = make_kernel_shape(asked.tm, asked.tk, asked.tn, rows, p.k, out_n, schedule, tile_info, op,
-                                              vec4 ? 4 : 1, 1, gate_up ? 2 : 1, k_step);
+  const bool vec4 = layout.vec4_allowed && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
+  const KernelShape shape = choose_shape(core, p, r, vec4);
   st->tiling = {shape.rows, shape.step, shape.cols};
+  launch.shape = shape;
 
+  // The visits, the grid and the push constants.
   const int64_t tm = shape.rows;
   abi::GmmPush push{};
   push.m = uint32_t(rows);
@@ -107,17 +138,17 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   push.n = uint32_t(p.n);
   push.out_n = uint32_t(out_n);
   push.lhs_div = routed && !route.lhs_per_slot ? uint32_t(route.top_k) : 1u;
-  push.group_offset = uint32_t(group_offset);
+  push.group_offset = uint32_t(r.group_offset);
   // Fill visits only copy or zero rows: give each at least 256 of them, so inactive rows (which the
   // m tile was not sized for) cannot multiply the visits.
   push.fill_rows = static_cast<uint32_t>(tm * ((256 + tm - 1) / tm));
-  push.visits_off = static_cast<uint32_t>(G + 1);
+  push.visits_off = static_cast<uint32_t>(r.G + 1);
   const uint64_t tiles_n = (out_n + shape.cols - 1) / shape.cols;
   // A small combined call sums its slots in the kernel (FUSED_COMBINE): the last workgroup of each n
   // tile does the whole tile's tokens, so only where that is a short loop, and on the direct schedule
-  // (CPU drivers, where the combine dispatch and its barrier cost ~0.1 ms at decode, more than the sum;
-  // GPUs' decode schedule, where they are most of a decode's fixed cost). The last workgroup is found by
-  // an atomic count after a buffer memory barrier, the workgroups' stores coherent.
+  // (CPU drivers, where the combine dispatch and its barrier cost more than the sum at decode; GPUs'
+  // decode schedule, where they are most of a decode's fixed cost). The last workgroup is found by an
+  // atomic count after a buffer memory barrier, the workgroups' stores coherent.
   const uint64_t fused_loops =
       routed ? (uint64_t(p.m) * shape.cols + shape.invocations() - 1) / shape.invocations() * (route.top_k + 1) : 0;
   const bool fused_combine = routed && route.combine && !shape.use_shared && fused_loops <= kFusedCombineLoops;
@@ -127,67 +158,71 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   // and the persistent grid's workgroups, must hold them (with 4-element ones sized for, one workgroup
   // taking 60 items of k = 4096 returned partial sums for an unaligned lhs).
   const uint64_t item_loops =
-      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, gate_up ? 2 : 1, false), push.fill_rows / tm) +
+      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, r.gate_up ? 2 : 1, false), push.fill_rows / tm) +
       (fused_combine ? fused_loops : 0) + 1;
   check_cpu_loop_budget(info, op, item_loops, "k = " + std::to_string(p.k));
-  if (on_device) {
+  if (r.on_device) {
     // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
     // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows
     // fill visits (fill_rows >= tm), so fewer than m / tm + G_local + 2 visits in all.
     st->num_tiles = -1;
-    push.num_visits = rows > 0 ? static_cast<uint32_t>((rows + tm - 1) / tm + g_local + 2) : 0;
-    const bool persistent =
+    push.num_visits = rows > 0 ? static_cast<uint32_t>((rows + tm - 1) / tm + r.g_local + 2) : 0;
+    launch.grid_choice =
         core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
-    core.set_device_metadata({uint32_t(G), uint32_t(group_offset), uint32_t(g_local), uint32_t(rows),
-                              uint32_t(tm), push.fill_rows, push.num_visits, true});
+    launch.device_metadata = DispatchPlan::DeviceMetadata{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local),
+                                                          uint32_t(rows), uint32_t(tm), push.fill_rows, push.num_visits,
+                                                          true};
+    if (routed)
+      launch.routing = DispatchPlan::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
+                                             uint32_t(r.g_local), uint32_t(route.num_experts), uint32_t(out_n),
+                                             route.combine, fused_combine ? uint32_t(tiles_n) : 0u};
+    const DispatchPlan::Workspace words = core.layout_workspace(*launch.device_metadata, launch.routing);
     // The persistent grid loops over the real visits only, their count read where the build wrote it.
-    if (persistent) push.visit_count_off = core.visit_count_word();
+    if (launch.grid_choice.persistent) push.visit_count_off = static_cast<uint32_t>(words.visit_count);
     if (routed) {
-      const DispatchPlan::RoutingWords words =
-          core.set_routing({uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset), uint32_t(g_local),
-                            uint32_t(route.num_experts), uint32_t(out_n), route.combine,
-                            fused_combine ? uint32_t(tiles_n) : 0u});
-      push.map_off = words.map;
-      push.weight_off = words.weight_rows;
+      push.map_off = static_cast<uint32_t>(words.map);
+      push.weight_off = static_cast<uint32_t>(words.weight_rows);
       push.top_k = uint32_t(route.top_k);
-      push.partial_off = words.partial;
-      push.tile_count_off = words.tile_counts;
+      push.partial_off = static_cast<uint32_t>(words.partial);
+      push.tile_count_off = static_cast<uint32_t>(words.tile_counts);
     }
   } else if (rows > 0) {
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
     // outside the active groups' (see make_gmm_visits).
-    GroupMetadata md = make_group_metadata(p.group_sizes, p.m, tm, p.group_offset, g_local, false);
+    GroupMetadata md = make_group_metadata(p.group_sizes, p.m, tm, p.group_offset, r.g_local, false);
     st->num_tiles = md.num_tiles;
-    const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, g_local, push.fill_rows);
+    const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, r.g_local, push.fill_rows);
     push.num_visits = static_cast<uint32_t>(visits.groups.size());
-    core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
-    std::vector<int32_t> meta = md.group_offsets;
-    meta.insert(meta.end(), visits.groups.begin(), visits.groups.end());
-    meta.insert(meta.end(), visits.row_starts.begin(), visits.row_starts.end());
-    core.set_metadata(meta);
+    launch.grid_choice =
+        core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
+    launch.host_metadata = md.group_offsets;
+    launch.host_metadata.insert(launch.host_metadata.end(), visits.groups.begin(), visits.groups.end());
+    launch.host_metadata.insert(launch.host_metadata.end(), visits.row_starts.begin(), visits.row_starts.end());
   }
   if (rows > 0) {
-    core.set_push(push);
+    launch.set_push(push);
     // Grid: (n tiles) x (visits), the visits spread over y and z beyond y's limit (or the persistent grid).
     const uint64_t y = std::min<uint64_t>(push.num_visits, info.max_workgroup_count[1]);
-    core.set_grid(tiles_n, y, (push.num_visits + y - 1) / y);
-    core.set_shape(shape);
-    Kernel& kn = core.kernel();
-    kn.set(VKGMM_ID_GMM_TRANSPOSE_RHS, p.transpose_rhs);
-    kn.set(VKGMM_ID_VEC4, vec4);
-    kn.set(VKGMM_ID_GMM_ROUTED, routed);
-    kn.set(VKGMM_ID_GMM_WEIGHTED, routed && route.combine);
-    kn.set(VKGMM_ID_GMM_BIAS, p.epilogue.bias);
-    kn.set(VKGMM_ID_GMM_ACTIVATION, static_cast<uint32_t>(p.epilogue.activation));
-    kn.set(VKGMM_ID_GMM_FUSED_COMBINE, fused_combine);
-    kn.set(VKGMM_ID_GMM_K_SLICES, shape.slices);
-    // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
-    kn.set(VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0);
-    kn.vec4_out_id = VKGMM_ID_GMM_VEC4_OUT;
-    kn.vec4_needs_lhs = true;
-    kn.rhs_any_offset = is_quantized(p.rhs_type);
+    launch.grid[0] = tiles_n;
+    launch.grid[1] = y;
+    launch.grid[2] = (push.num_visits + y - 1) / y;
+    launch.constants = {
+        {VKGMM_ID_GMM_TRANSPOSE_RHS, p.transpose_rhs},
+        {VKGMM_ID_VEC4, vec4},
+        {VKGMM_ID_GMM_ROUTED, routed},
+        {VKGMM_ID_GMM_WEIGHTED, routed && route.combine},
+        {VKGMM_ID_GMM_BIAS, p.epilogue.bias},
+        {VKGMM_ID_GMM_ACTIVATION, static_cast<uint32_t>(p.epilogue.activation)},
+        {VKGMM_ID_GMM_FUSED_COMBINE, fused_combine},
+        {VKGMM_ID_GMM_K_SLICES, shape.slices},
+        // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
+        {VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0},
+    };
+    launch.loads.vec4_out_id = VKGMM_ID_GMM_VEC4_OUT;
+    launch.loads.vec4_needs_lhs = true;
+    launch.loads.rhs_any_offset = is_quantized(p.rhs_type);
   }
-  core.build();
+  core.build(launch);
   state_ = std::move(st);
 }
 

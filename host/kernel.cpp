@@ -66,19 +66,19 @@ VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t
                                bool texel) const {
   const ShaderCode& c = texel ? texel_code : code;
   auto on = [&](uint32_t id) { return id != 0 && id < constants.size() && constants[id] != 0; };
-  const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = rhs_any_offset || rhs_offset % 4 == 0;
+  const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = loads.rhs_any_offset || rhs_offset % 4 == 0;
   const bool parts = split && !texel;  // the split build: its loads are words (kernel.hpp, texel_unsplit)
-  const bool vec4_off = on(VKGMM_ID_VEC4) && (parts || !rhs_ok || (vec4_needs_lhs && !lhs_ok));
-  const bool vec4_lhs_off = on(vec4_lhs_id) && (vec4_off || (!lhs_ok && !vec4_lhs_any_offset));
+  const bool vec4_off = on(VKGMM_ID_VEC4) && (parts || !rhs_ok || (loads.vec4_needs_lhs && !lhs_ok));
+  const bool vec4_lhs_off = on(loads.vec4_lhs_id) && (vec4_off || (!lhs_ok && !loads.vec4_lhs_any_offset));
   // The stores' groups of 4 columns are the 4-element loads' (or the shared schedule's): off with them.
-  const bool vec4_out_off = on(vec4_out_id) && (out_offset % 4 != 0 || (vec4_off && !on(VKGMM_ID_USE_SHARED)));
-  if (vec4_off && !scalar_loads_refusal.empty()) throw Error(Status::unsupported, scalar_loads_refusal);
+  const bool vec4_out_off = on(loads.vec4_out_id) && (out_offset % 4 != 0 || (vec4_off && !on(VKGMM_ID_USE_SHARED)));
+  if (vec4_off && !loads.scalar_loads_refusal.empty()) throw Error(Status::unsupported, loads.scalar_loads_refusal);
   const VkPipeline planned = texel ? texel_pipeline : pipeline;
   if (!vec4_off && !vec4_lhs_off && !vec4_out_off && planned) return planned;
   std::vector<uint32_t> adjusted = constants;
   if (vec4_off) adjusted[VKGMM_ID_VEC4] = 0;
-  if (vec4_lhs_off) adjusted[vec4_lhs_id] = 0;
-  if (vec4_out_off) adjusted[vec4_out_id] = 0;
+  if (vec4_lhs_off) adjusted[loads.vec4_lhs_id] = 0;
+  if (vec4_out_off) adjusted[loads.vec4_out_id] = 0;
   return ctx.pipeline(c.code, c.words, adjusted, parts);
 }
 

@@ -12,17 +12,12 @@
 
 namespace vkgmm {
 
-struct Kernel {
-  ShaderCode code{};
-  // The op's declared constants (abi::kGmmConstants, ...) beside abi::kCommonConstants: set() refuses
-  // any other id.
-  const abi::SpecConstant* declared = nullptr;
-  size_t declared_count = 0;
-  std::vector<uint32_t> constants;  // constants[id] is constant_id id (ids not declared stay 0, ignored)
-  std::vector<bool> is_set;         // by id: set() was called (create() refuses a declared id left unset)
-  // The shader's 4-element loads: VKGMM_ID_VEC4 needs rhs's offset, and with vec4_needs_lhs also lhs's,
-  // a multiple of 4 elements; an optional second switch (vec4_lhs_id, needs VEC4 on) needs lhs's
-  // aligned unless vec4_lhs_any_offset (the shader aligns its own loads).
+// Which offsets the kernel's 4-element loads and stores need, for the scalar variants record() takes
+// where a view's offset is not a multiple of 4 elements.
+struct KernelLoads {
+  // VKGMM_ID_VEC4 needs rhs's offset, and with vec4_needs_lhs also lhs's, a multiple of 4 elements; an
+  // optional second switch (vec4_lhs_id, needs VEC4 on) needs lhs's aligned unless vec4_lhs_any_offset
+  // (the shader aligns its own loads).
   bool vec4_needs_lhs = false;
   uint32_t vec4_lhs_id = 0;  // 0: none
   bool vec4_lhs_any_offset = false;
@@ -32,6 +27,17 @@ struct Kernel {
   // Set where the plan's 4-element loads fit a CPU driver's loop budget but the scalar ones VKGMM_ID_VEC4's
   // fallback takes would not (tiling.hpp, check_cpu_loop_budget): the error for_offsets throws instead.
   std::string scalar_loads_refusal;
+};
+
+struct Kernel {
+  ShaderCode code{};
+  // The op's declared constants (abi::kGmmConstants, ...) beside abi::kCommonConstants: set() refuses
+  // any other id.
+  const abi::SpecConstant* declared = nullptr;
+  size_t declared_count = 0;
+  std::vector<uint32_t> constants;  // constants[id] is constant_id id (ids not declared stay 0, ignored)
+  std::vector<bool> is_set;         // by id: set() was called (create() refuses a declared id left unset)
+  KernelLoads loads;
   bool split = false;               // the module and layout bind operands in parts
   // Split only because lhs or rhs passes one binding: the texel build reads them whole through the views
   // of vkgmm's buffers in the plain layout (its constants are the plan's); the split build serves other

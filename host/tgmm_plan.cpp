@@ -65,18 +65,23 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   const TgmmTiles asked = TgmmTiles::of(resolve_tiling(p.tiling, p.m, p.k, p.n, op, [&] {
     return tgmm_auto_tiles(schedule, tile_info, p.lhs_mk).tiling();
   }));
-  core.set_operands({p.lhs_type, uint64_t(p.k) * p.m}, {p.rhs_type, uint64_t(p.m) * p.n},
-                    {p.out_type, uint64_t(groups) * p.k * p.n}, p.existing_out);
+  DispatchPlan::Launch launch;
+  launch.lhs = {p.lhs_type, uint64_t(p.k) * p.m};
+  launch.rhs = {p.rhs_type, uint64_t(p.m) * p.n};
+  launch.out = {p.out_type, uint64_t(groups) * p.k * p.n};
+  launch.existing_out = p.existing_out;
+  const DispatchPlan::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
 
   // rhs is read as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp).
-  const bool vec4 = core.vec4_allowed() && p.n % 4 == 0;
+  const bool vec4 = layout.vec4_allowed && p.n % 4 == 0;
   // With lhs stored [m, k], the block's k rows are read 4 at a time too.
   // lhs stored [k, m] is read 4 rows of the group at a time instead (m a multiple of 4).
   const bool vec4_lhs = vec4 && (p.lhs_mk ? p.k % 4 == 0 : p.m % 4 == 0);
   const KernelShape shape = make_kernel_shape(asked.block_k, asked.rows_per_step, asked.block_n, p.k, p.m, p.n,
                                               schedule, tile_info, op, vec4 ? 4 : 1, vec4_lhs && p.lhs_mk ? 4 : 1);
   st->tiling = TgmmTiles{shape.step, shape.rows, shape.cols}.tiling();
-  const std::string scalar_loads_refusal = check_group_loop_budget(core.info(), op, p, groups, shape, vec4);
+  launch.shape = shape;
+  launch.loads.scalar_loads_refusal = check_group_loop_budget(core.info(), op, p, groups, shape, vec4);
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
@@ -89,33 +94,35 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   // a persistent workgroup can take beyond its even share (a group's blocks are consecutive items).
   const uint64_t pad = std::max<uint64_t>(shape.step, 32);
   const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + uint64_t(groups) * pad, 1, false) + groups;
-  core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups), tiles_n * tiles_k * loops, loops);
+  launch.grid_choice = core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups), tiles_n * tiles_k * loops, loops);
   if (p.device_group_sizes.count > 0)
-    core.set_device_metadata({uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false});
+    launch.device_metadata =
+        DispatchPlan::DeviceMetadata{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false};
   else
-    core.set_metadata(make_group_offsets(p.group_sizes));
+    launch.host_metadata = make_group_offsets(p.group_sizes);
   abi::TgmmPush push{};
   push.m = uint32_t(p.m);
   push.k = uint32_t(p.k);
   push.n = uint32_t(p.n);
   push.num_groups = uint32_t(groups);
   push.group_offset = uint32_t(p.group_offset);
-  core.set_push(push);
+  launch.set_push(push);
   // Grid: (n blocks) x (k blocks) x (active groups), or the persistent grid over those blocks.
-  core.set_grid(tiles_n, tiles_k, groups);
-  core.set_shape(shape);
-  Kernel& kn = core.kernel();
-  kn.set(VKGMM_ID_TGMM_LHS_MK, p.lhs_mk);
-  kn.set(VKGMM_ID_TGMM_OUT_NK, p.out_nk);
-  kn.set(VKGMM_ID_VEC4, vec4);
-  kn.set(VKGMM_ID_TGMM_VEC4_LHS, vec4_lhs);
-  kn.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
+  launch.grid[0] = tiles_n;
+  launch.grid[1] = tiles_k;
+  launch.grid[2] = uint64_t(groups);
+  launch.constants = {
+      {VKGMM_ID_TGMM_LHS_MK, p.lhs_mk},
+      {VKGMM_ID_TGMM_OUT_NK, p.out_nk},
+      {VKGMM_ID_VEC4, vec4},
+      {VKGMM_ID_TGMM_VEC4_LHS, vec4_lhs},
+  };
+  launch.loads.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
   // With lhs [k, m] any offset does: the direct schedule peels rows up to an aligned one, and the shared
   // one never reads VEC4_LHS there (it loads lhs [k, m] 4 elements at a time but not as one vec4, its steps
   // starting at any row), so an unaligned offset must not build a second pipeline differing only in it.
-  kn.vec4_lhs_any_offset = !p.lhs_mk;
-  kn.scalar_loads_refusal = scalar_loads_refusal;
-  core.build();
+  launch.loads.vec4_lhs_any_offset = !p.lhs_mk;
+  core.build(launch);
   state_ = std::move(st);
 }
 
