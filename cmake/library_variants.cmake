@@ -25,14 +25,6 @@ set(VKGMM_PUBLIC_HEADERS
 
 include(GNUInstallDirs)
 
-# The C API and the device-requirements query, beside the sources listed in CMakeLists.txt.
-target_sources(vkgmm PRIVATE
-  host/requirements.cpp
-  host/c_api/errors.cpp
-  host/c_api/devices.cpp
-  host/c_api/buffers.cpp
-  host/c_api/plans.cpp
-)
 # Only errors.cpp reports the version: a version bump rebuilds one file.
 set_source_files_properties(host/c_api/errors.cpp PROPERTIES
   COMPILE_DEFINITIONS "VKGMM_VERSION_STRING=\"${PROJECT_VERSION}\"")
