@@ -1,0 +1,139 @@
+// gmm's direct schedule (included by gmm.comp): each invocation reads its micro-tile's operands straight
+// from the buffers, its K steps every K_SLICES-th one (the slices' sums are added after the reduction).
+
+// With 4-element loads: one tile's reduction into acc4 (row i, column group v at i * VNH + v).
+void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice) {
+  uint arow[RM];
+  [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
+  uint rbase = pc.rhs_off + g_local * pc.k * pc.n;
+  // Each invocation owns RN/4 groups of 4 adjacent columns (col_of). Per 4 K steps it takes the 4 K
+  // rows of a batch of those column groups (VB below) as b[q * VB + w] (q: the K step), then each
+  // accumulator of the batch takes its four FMAs in a row: a CPU driver keeps few accumulators in
+  // registers, so touch each one once per four K steps. rhs [k, n] gives those rows as vec4s along N
+  // directly. rhs [n, k] gives vec4s along K, one per column: 4 of them are the 4 x 4 block transposed,
+  // which costs nothing where vectors are held component by component (a CPU driver's SoA registers).
+  uint bcol[VNH];      // rhs [k, n]: the group's first column (clamped so the vec4 stays in the row)
+  uint bcol_t[4 * VNH];  // rhs [n, k]: each column's K run (columns past n clamped; never stored)
+  [[unroll]] for (uint v = 0; v < VNH; ++v) {
+    uint col = product_col(v / VN, n0 + col_of(tx, (v % VN) * 4u));
+    bcol[v] = min(col, pc.n - 4u);
+    [[unroll]] for (uint c = 0; c < 4; ++c) bcol_t[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
+  }
+  // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64) at a
+  // time, and each column's step (its scales, its quant words) is read once per step into registers and
+  // decoded 4 values at a time from there; q4_K's super-block head (d, dmin, the packed scales) is read
+  // once per 256 values and kept. The walk sums the products of lhs with the unscaled values in part
+  // over each run of one scale, which then scales the run's sum once per accumulator (q4_K's mins come
+  // off as min * the row's sum of lhs over the run), except q4_K at 16 rows per invocation (prefill's
+  // 32 x 128 tiles), which scales each value as it decodes it: its runs cost 2 * 16 * 16 FMAs and
+  // 16 * 32 adds per run of 8 quads beside a second set of accumulators, where scaling each value costs
+  // 16 * 32 FMAs. Measured on lavapipe against the unquantized peer: scaling each value is faster for
+  // q4_K at 16 rows; runs are faster at 2 rows (decode) for q4_0 and q4_K, and q8_0 at 16 rows keeps runs
+  // (even by CPU time, slower per value scaled by gpu ms).
+  const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
+  // Not a specialization-constant expression (glslang emitted one whose id spirv-val found undefined
+  // where the loops below use it); folded all the same once the constants are specialized.
+  const bool values_scaled = q_values_scaled(RHS_TYPE, RM);
+  const bool WALK_RUNS = WALK_STEPS && !values_scaled;
+  const bool WALK_MINS = WALK_RUNS && RHS_TYPE == VKGMM_DT_Q4_K;
+  const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
+  const uint run_quads = q_run_quads(RHS_TYPE);
+  // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
+  // of every row that use it, so 16 values are live at a time instead of the quad's 16 * VNH, which a
+  // CPU driver spills; measured on lavapipe it is faster than loading every group first on the gmm
+  // presets and the block-format decodes. Every group first stays where that measured better: q4_K
+  // scaling each value as it decodes it (16 rows per invocation), and rhs [n, k] of an element type,
+  // whose loads are 4 * VNH separate K runs in memory, all in flight together that way.
+  // Block formats stored [k, n] take one group at a time too, unmeasured (the presets store [n, k]).
+  const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? VNH : 1u;
+  uvec4 qhead[4 * VNH];
+  // K slices take every K_SLICES-th step, whole steps (a block format's steps lie in whole blocks).
+  for (uint k0 = slice * kstep; k0 < pc.k; k0 += K_SLICES * kstep) {
+    QStep qs[4 * VNH];
+    uint qw[4 * VNH][8], qh[4 * VNH][8];
+    // q4_K's head once per super-block of 256 values; a slice's steps are K_SLICES steps apart, so with
+    // more than one slice each step may be in a super-block of its own.
+    if (WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K && (K_SLICES > 1u || k0 % 256u == 0u))
+      [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) qhead[e] = q4k_head(bcol_t[e] - pc.rhs_off + k0);
+    if (WALK_STEPS)
+      [[unroll]] for (uint e = 0; e < 4 * VNH; ++e)
+        q_step_walk(RHS_TYPE, bcol_t[e] - pc.rhs_off + k0, qhead[e], qs[e], qw[e], qh[e]);
+    vec4 part[RM * VNH];
+    float xsum[RM];
+    // One quad of K (the body below), in a loop of two shapes. q4_K's 64-value steps where each value is
+    // scaled as it is decoded (16 rows per invocation) run their 16 quads as a loop: unrolled, a step
+    // (16 x 16 x 16 FMAs and the decoding) is machine code far beyond a CPU's instruction cache; looped,
+    // q4_K prefill took ~12 % less CPU time on lavapipe (alternated against bf16 in one process, 5 rounds
+    // each). q8_0's 8-quad steps took 4-8 % more looped, and the other loads (one quad per K step) were
+    // 1.7x slower: they stay unrolled, as do the per-run sums, whose run boundaries fold away unrolled.
+    // qh is q6_K's, whose steps are 8 quads (its index wraps only in formats that never read it).
+#define VKGMM_WALK_QUAD(s) \
+{ \
+  uint kk = k0 + 4 * s; \
+  vec4 a[RM]; \
+  [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk); \
+  const bool run_starts = WALK_RUNS && s % run_quads == 0u; \
+  if (WALK_MINS) \
+    [[unroll]] for (uint i = 0; i < RM; ++i) xsum[i] = (run_starts ? 0.0 : xsum[i]) + ((a[i].x + a[i].y) + (a[i].z + a[i].w)); \
+  [[unroll]] for (uint v0 = 0; v0 < VNH; v0 += VB) { \
+    vec4 b[4 * VNH]; /* 4 * VB used: VB is not a constant expression where glslang sizes arrays */ \
+    [[unroll]] for (uint w = 0; w < VB; ++w) { \
+      uint v = v0 + w; \
+      if (TRANSPOSE_RHS) { \
+        [[unroll]] for (uint c = 0; c < 4; ++c) { \
+          uint e = 4 * v + c; \
+          uint word = qw[e][s % q_run_words(RHS_TYPE)], hi_word = qh[e][s % 8u]; \
+          vec4 t = WALK_RUNS    ? q_raw4(RHS_TYPE, qs[e], word, hi_word, s) \
+                   : WALK_STEPS ? q_step4(RHS_TYPE, qs[e], word, hi_word, s) \
+                                : load4_rhs(bcol_t[e] + kk); \
+          [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VB + w][c] = t[q]; \
+        } \
+      } else { \
+        [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VB + w] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]); \
+      } \
+    } \
+    [[unroll]] for (uint i = 0; i < RM; ++i) \
+      [[unroll]] for (uint w = 0; w < VB; ++w) { \
+        uint v = v0 + w; \
+        vec4 c = WALK_RUNS ? (run_starts ? vec4(0.0) : part[i * VNH + v]) : acc4[i * VNH + v]; \
+        [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VB + w], c); \
+        if (WALK_RUNS) part[i * VNH + v] = c; \
+        else acc4[i * VNH + v] = c; \
+      } \
+  } \
+  if (WALK_RUNS && s % run_quads == run_quads - 1u) \
+    [[unroll]] for (uint v = 0; v < VNH; ++v) { \
+      uint e = 4 * v; \
+      vec4 scale = vec4(q_run_scale(RHS_TYPE, qs[e], s), q_run_scale(RHS_TYPE, qs[e + 1], s), \
+                        q_run_scale(RHS_TYPE, qs[e + 2], s), q_run_scale(RHS_TYPE, qs[e + 3], s)); \
+      vec4 mins = vec4(q_run_min(RHS_TYPE, qs[e], s), q_run_min(RHS_TYPE, qs[e + 1], s), \
+                       q_run_min(RHS_TYPE, qs[e + 2], s), q_run_min(RHS_TYPE, qs[e + 3], s)); \
+      [[unroll]] for (uint i = 0; i < RM; ++i) { \
+        vec4 c = fma(scale, part[i * VNH + v], acc4[i * VNH + v]); \
+        acc4[i * VNH + v] = WALK_MINS ? fma(-mins, vec4(xsum[i]), c) : c; \
+      } \
+    } \
+}
+    if (WALK_STEPS && !WALK_RUNS && kstep > 32u) {
+      [[dont_unroll]] for (uint s = 0; s < kstep / 4; ++s) VKGMM_WALK_QUAD(s)
+    } else {
+      [[unroll]] for (uint s = 0; s < kstep / 4; ++s) VKGMM_WALK_QUAD(s)
+    }
+#undef VKGMM_WALK_QUAD
+  }
+}
+
+// With scalar loads: into acc (row i, product column j at i * RNH + j).
+void reduce_direct(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice) {
+  // Clamped addresses keep every read in bounds; the rows and columns they duplicate are never stored.
+  uint arow[RM], bcol[RNH];
+  [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
+  [[unroll]] for (uint j = 0; j < RNH; ++j) bcol[j] = min(product_col(j / RN, n0 + tx + (j % RN) * TX), pc.n - 1);
+  for (uint kk = slice; kk < pc.k; kk += K_SLICES) {
+    float a[RM], b[RNH];
+    [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load_lhs(arow[i] + kk);
+    [[unroll]] for (uint j = 0; j < RNH; ++j) b[j] = load_rhs(rhs_index(g_local, kk, bcol[j]));
+    [[unroll]] for (uint i = 0; i < RM; ++i)
+      [[unroll]] for (uint j = 0; j < RNH; ++j) acc[i * RNH + j] = fma(a[i], b[j], acc[i * RNH + j]);
+  }
+}
