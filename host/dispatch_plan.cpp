@@ -92,6 +92,13 @@ DispatchPlan::Workspace DispatchPlan::layout_workspace(const DeviceMetadata& d, 
   return w;
 }
 
+void DispatchPlan::check_bias(uint64_t count) const {
+  if (count * 4 > info().max_storage_buffer_range)
+    throw Error(Status::unsupported, std::string(name()) + ": bias: " + std::to_string(count * 4) +
+                                         " bytes exceed maxStorageBufferRange (" +
+                                         std::to_string(info().max_storage_buffer_range) + "), bound whole");
+}
+
 void DispatchPlan::check_loop_budget() const {
   const LoopCount build = metadata_build_loops(*device_meta_, routing_ ? &*routing_ : nullptr);
   check_cpu_loop_budget(info(), name(), build.iterations, "the metadata build for " + build.what, build.remedy);
@@ -118,6 +125,8 @@ DispatchPlan::GridChoice DispatchPlan::choose_grid(Grid requested, uint64_t item
 }
 
 void DispatchPlan::build(const Launch& l) {
+  if (built_) throw Error(Status::internal, std::string(name()) + ": the plan was built twice");
+  built_ = true;
   // The operands, bound as layout_operands says.
   operands_[0] = l.lhs;
   operands_[1] = l.rhs;
@@ -129,10 +138,7 @@ void DispatchPlan::build(const Launch& l) {
   kernel_.texel_unsplit = layout.texel_unsplit;
   part_bytes_ = layout.part_bytes;
   if (l.bias) {
-    if (*l.bias * 4 > info().max_storage_buffer_range)
-      throw Error(Status::unsupported, std::string(name()) + ": bias: " + std::to_string(*l.bias * 4) +
-                                           " bytes exceed maxStorageBufferRange (" +
-                                           std::to_string(info().max_storage_buffer_range) + "), bound whole");
+    check_bias(*l.bias);
     has_bias_ = true;
     bias_count_ = *l.bias;
   }

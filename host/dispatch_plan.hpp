@@ -106,6 +106,8 @@ class DispatchPlan {
     VkDeviceSize bytes() const { return (status + 1) * 4; }
   };
   Workspace layout_workspace(const DeviceMetadata& d, const std::optional<Routing>& routing) const;
+  // The epilogue's bias, f32 [count], is bound whole: refuses one past a binding.
+  void check_bias(uint64_t count) const;
 
   // ----- the launch, described by the op's part as one value, and the plan made from it -----
   struct Launch {
@@ -119,7 +121,7 @@ class DispatchPlan {
     // A struct from shaders/interface.h whose operand offsets the core fills in at record time (set_push).
     std::vector<uint32_t> push;
     // The per-item workgroup grid (checked against the device's limits), or on the persistent grid its
-    // fixed count of workgroups, at most one per item; all 0: nothing to dispatch.
+    // fixed count of workgroups, at most one per item; any of them 0: nothing to dispatch.
     uint64_t grid[3] = {0, 0, 0};
     GridChoice grid_choice;
     // The metadata the kernel reads at VKGMM_BINDING_META: built on the host now, or on the device.
@@ -206,6 +208,7 @@ class DispatchPlan {
   // The persistent grid (choose_grid): the kernel loops over the work items; with device metadata the
   // build packs the visits and writes their count, as for the indirect grid, and the dispatch is direct.
   bool persistent_ = false;
+  bool built_ = false;
   static constexpr uint32_t kDispatchWords = VKGMM_DISPATCH_WORDS;  // VkDispatchIndirectCommand {x, y, z}, R
 };
 

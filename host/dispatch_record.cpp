@@ -359,6 +359,9 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   const VkPipeline pipeline =
       b.count ? kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.offsets().out_off, b.texel) : VK_NULL_HANDLE;
   for (const Stage& stage : stages(b, pipeline)) stage.record(*ctx_, cb);
+  // A build with no op after it (gmm with m = 0) still ends in the barrier that makes its writes (the
+  // status word) visible to what follows in the same queue, as when the op runs.
+  if (b.device_meta && !b.count) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
 }
 
 }  // namespace vkgmm

@@ -71,9 +71,13 @@ GmmRows validate(const DispatchPlan& core, const GmmProblem& p) {
   return r;
 }
 
-// The schedule and the kernel's shape: the m tile sized to the groups' rows (with the sizes on the device,
+// The schedule and the tiling asked for: the m tile sized to the groups' rows (with the sizes on the device,
 // to the expected rows of each: routed, their distribution; else the hint, else the rows spread evenly).
-KernelShape choose_shape(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r, bool vec4) {
+struct GmmTiling {
+  Schedule schedule;
+  Tiling asked;
+};
+GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r) {
   const DeviceInfo& tile_info = core.tiling_info();
   std::vector<int32_t> expected;
   if (r.routed) {
@@ -91,12 +95,18 @@ KernelShape choose_shape(const DispatchPlan& core, const GmmProblem& p, const Gm
     return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, r.out_n, r.gate_up ? 2 : 1,
                            is_quantized(p.rhs_type));
   });
-  // gmm's output block is [tm, tn], reduced over K tk at a time; with a gated activation each output column
-  // needs two product columns (gate and up), two accumulator halves. The direct schedule's K step, which its
-  // K slices take whole: a block format's walk along K (rhs [n, k]), else 4 elements.
+  return {schedule, asked};
+}
+
+// The kernel's shape for the tiling asked: gmm's output block is [tm, tn], reduced over K tk at a time;
+// with a gated activation each output column needs two product columns (gate and up), two accumulator
+// halves. The direct schedule's K step, which its K slices take whole: a block format's walk along K
+// (rhs [n, k]), else 4 elements.
+KernelShape choose_shape(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r, const GmmTiling& t,
+                         bool vec4) {
   const uint32_t k_step = p.transpose_rhs ? static_cast<uint32_t>(block_walk_step(p.rhs_type)) : 4u;
-  return make_kernel_shape(asked.tm, asked.tk, asked.tn, r.rows, p.k, r.out_n, schedule, tile_info, core.name(),
-                           vec4 ? 4 : 1, 1, r.gate_up ? 2 : 1, k_step);
+  return make_kernel_shape(t.asked.tm, t.asked.tk, t.asked.tn, r.rows, p.k, r.out_n, t.schedule, core.tiling_info(),
+                           core.name(), vec4 ? 4 : 1, 1, r.gate_up ? 2 : 1, k_step);
 }
 
 }  // namespace
@@ -111,6 +121,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   const bool routed = r.routed;
   const int64_t rows = r.rows, out_n = r.out_n;
 
+  const GmmTiling tiling = choose_tiling(core, p, r);
+
   DispatchPlan::Launch launch;
   // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
@@ -119,14 +131,17 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
   launch.rhs = {p.rhs_type, uint64_t(r.g_local) * p.k * p.n};
   launch.out = {p.out_type, uint64_t(out_rows) * out_n};
   launch.existing_out = p.existing_out;
-  if (p.epilogue.bias) launch.bias = uint64_t(r.g_local) * p.n;
   const DispatchPlan::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
+  if (p.epilogue.bias) {
+    launch.bias = uint64_t(r.g_local) * p.n;
+    core.check_bias(*launch.bias);
+  }
 
   // Both schedules load 4 elements at a time where K (and N, unless rhs is transposed) allow it;
   // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements. With
   // a gated activation the up half starts at column out_n, which must keep the 4-element alignment too.
   const bool vec4 = layout.vec4_allowed && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
-  const KernelShape shape = choose_shape(core, p, r, vec4);
+  const KernelShape shape = choose_shape(core, p, r, tiling, vec4);
   st->tiling = {shape.rows, shape.step, shape.cols};
   launch.shape = shape;
 

@@ -78,6 +78,12 @@ VKGMM_OPERAND_TABLE(VKGMM_OPERAND_HAS)
 // public structs into OperandViews, the C API's structs into the C++ ones.
 template <class To, class From, class Convert>
 void copy_operands(To& to, const From& from, Convert convert) {
+  // Every view field of `from` is a row of the table: one the table lacks would be dropped silently. The
+  // C structs' struct_size is the one other field, smaller than a view.
+#define VKGMM_OPERAND_PRESENT(name, written) +size_t(operand_fields::has_##name<From>::value)
+  constexpr size_t present = 0 VKGMM_OPERAND_TABLE(VKGMM_OPERAND_PRESENT);
+#undef VKGMM_OPERAND_PRESENT
+  static_assert(sizeof(From) < (present + 1) * sizeof(BufferView), "an operand field the operand table lacks");
 #define VKGMM_OPERAND_COPY(name, written)                                                       \
   if constexpr (operand_fields::has_##name<From>::value) {                                      \
     static_assert(operand_fields::has_##name<To>::value, "the target lacks operand " #name);    \
