@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "vkgmm/ops.hpp"
+#include "routing_draws.hpp"
 #include "vkgmm/types.hpp"
 
 namespace bench {
@@ -15,12 +16,6 @@ enum class Op { gmm, tgmm, backward };
 const char* op_name(Op op);
 bool parse_op(const std::string& s, Op& op);
 
-// How the m rows are routed to the G groups (experts).
-//   uniform: equal sizes (the remainder spread over the first groups).
-//   random:  each row picks a group uniformly at random (balanced top-k routing).
-//   zipf:    each row picks a group with probability ~ 1/rank^1.1 over a shuffled ranking: a few hot
-//            experts, a long tail, and some experts that receive nothing (as trained routers give).
-enum class Dist { uniform, random, zipf };
 const char* dist_name(Dist d);
 bool parse_dist(const std::string& s, Dist& d);
 
@@ -75,14 +70,8 @@ bool make_preset(const std::string& name, Workload& w);
 // (storage_bytes of the block format for quantized weights).
 double rhs_bytes(const Workload& w);
 
-// Deterministic for a given (m, groups, dist, empty_groups, seed). Requires empty_groups < groups.
-std::vector<int32_t> make_group_sizes(int64_t m, int64_t groups, Dist dist, int64_t empty_groups, uint32_t seed);
-
-// A seeded top-k router over random logits, as an MoE layer's gate produces it: each expert has a fixed
-// popularity (normal, sd 1) added to every token's normal logits, so loads are uneven but spread; each
-// token takes its top_k distinct experts in descending logit order, weighted by a softmax over the
-// selected logits (Qwen3's normalized top-k). Fills w.ids, w.route_weights and w.group_sizes from
-// (m, groups, top_k, seed). Requires top_k <= groups.
+// The seeded router (draw_router, routing_draws.hpp) over (m tokens, groups experts, top_k, seed): fills
+// w.ids, w.route_weights and w.group_sizes (slots per expert). Requires top_k <= groups.
 void make_routing(Workload& w);
 // The experts that receive at least one slot (their weights are what a routed call must read).
 int64_t distinct_experts(const Workload& w);

@@ -50,7 +50,7 @@ cp "$dl/LICENSE" "$dir/LICENSE.llama.cpp"
 ggml_version=$(sed -n 's/^set(GGML_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\))/\2/p' "$dl/ggml/CMakeLists.txt" | paste -sd.)
 
 echo "fetch_ggml.sh: building $dir/ggml_mul_mat_id (ggml $ggml_version)" >&2
-nice g++ -std=c++17 -O2 -Wall -Wextra -I"$dl/include" "$root/bench/peers/ggml_mul_mat_id.cpp" -o "$dir/ggml_mul_mat_id" \
+nice g++ -std=c++17 -O2 -Wall -Wextra -I"$dl/include" -I"$root/bench" "$root/bench/peers/ggml_mul_mat_id.cpp" "$root/bench/routing_draws.cpp" -o "$dir/ggml_mul_mat_id" \
   -L"$dir" -l:libggml.vulkan.v0.5.0.so -l:libggml-base.so -Wl,-rpath,'$ORIGIN'
 {
   echo "ggml peer: ggml $ggml_version, npm @node-llama-cpp/linux-x64-vulkan@$version, headers from node-llama-cpp@$version"
