@@ -284,7 +284,11 @@ uint64_t Context::max_whole_input_bytes(DType t) const {
   const uint64_t binding = info.max_storage_buffer_range - operand_binding_alignment(info);
   return std::max<uint64_t>(binding, texel ? texel_reach_bytes(info, t) : 0);
 }
-ContextOptions Context::options() const { return to_public(impl_->dev.options); }
+ContextOptions Context::options() const {
+  ContextOptions o = to_public(impl_->dev.options);
+  o.eager_pipelines = eager_pipelines(impl_->dev.options, impl_->dev.info);  // resolved for this device
+  return o;
+}
 VkDevice Context::device() const { return impl_->dev.device; }
 
 std::vector<std::string> Context::take_validation_messages() { return impl_->log.take(); }

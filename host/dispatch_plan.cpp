@@ -51,7 +51,7 @@ DispatchPlan::OperandLayout DispatchPlan::layout_operands(OperandSpec lhs, Opera
   l.texel_unsplit = l.split && texel_inputs;
   if (l.split) l.part_bytes = split_part_bytes(info());
   // Operands bound in parts are read a word at a time; a plan that reads them through texel views instead
-  // keeps its 4-element loads (Kernel::for_offsets turns them off for the split build).
+  // keeps its 4-element loads (Kernel::variant_for turns them off for the split build).
   l.vec4_allowed = (!l.split || l.texel_unsplit) && options().vec4_loads;
   return l;
 }
@@ -191,7 +191,7 @@ void DispatchPlan::build(const Launch& l) {
   if (device_meta_) check_loop_budget();
   if (dispatches()) {
     kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, kernel_out_type());
-    kernel_.create(*ctx_, part_bytes_);
+    kernel_.create(*ctx_, part_bytes_, eager_pipelines(options(), info()));
   }
   if (device_meta_) {
     // The plan's own workspace, for operands that bring none.
@@ -238,10 +238,10 @@ std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
   std::vector<PlannedPipeline> out;
   if (meta_pipeline_) out.push_back({"metadata", metadata_shader(), meta_constants(), false, meta_pipeline_});
   if (dispatches()) {
-    // Where there is a texel build, vkgmm's own buffers take it, and it is the one build() compiled.
-    const bool texel = kernel_.texel_code.code != nullptr;
-    out.push_back({"op", texel ? kernel_.texel_code : kernel_.code, kernel_.constants, kernel_.split && !texel,
-                   texel ? kernel_.texel_pipeline : kernel_.pipeline});
+    // Where there is a texel build, vkgmm's own buffers take it, and it is the one build() compiled first.
+    const Kernel::Variant v = kernel_.planned();
+    out.push_back({"op", v.texel ? kernel_.texel_code : kernel_.code, kernel_.constants, kernel_.split && !v.texel,
+                   kernel_.pipeline(*ctx_, v)});
   }
   if (combine_pipeline_) out.push_back({"combine", combine_shader(), combine_constants(), false, combine_pipeline_});
   return out;

@@ -146,8 +146,8 @@ class DispatchPlan {
   void check(const OperandViews& ops) const;
   bool texel_loads(const OperandViews& ops) const;
   void record(VkCommandBuffer cb, const OperandViews& ops) const;
-  // The pipelines record() binds, in dispatch order (the op's as planned: with 4-element loads
-  // where the plan chose them; offsets that are not multiples of 4 get a scalar variant at record time).
+  // The pipelines record() binds, in dispatch order (the op's as planned: with 4-element loads where
+  // the plan chose them; offsets that are not multiples of 4 take a variant of it, Kernel::variant_for).
   std::vector<PlannedPipeline> pipelines() const;
 
  private:
@@ -155,6 +155,8 @@ class DispatchPlan {
   struct Bound;
   struct Stage;
   Bound bind(const OperandViews& ops) const;
+  // The op's pipeline for b's buffers and offsets (Kernel::variant_for).
+  VkPipeline op_pipeline(const Bound& b) const;
   // What record() records for b, in order: the metadata build, the op (with `op_pipeline`), the combine;
   // each with the barrier before it.
   std::vector<Stage> stages(const Bound& b, VkPipeline op_pipeline) const;

@@ -78,6 +78,7 @@ struct DispatchPlan::Bound {
   bool texel = false;
   uint32_t push[abi::kPushConstantBytes / 4] = {};
   abi::OperandOffsets& offsets() { return *reinterpret_cast<abi::OperandOffsets*>(push); }
+  const abi::OperandOffsets& offsets() const { return *reinterpret_cast<const abi::OperandOffsets*>(push); }
 };
 
 DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
@@ -295,9 +296,15 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b) const {
 }
 
 void DispatchPlan::check(const OperandViews& ops) const {
-  // Also creates the pipeline these offsets need, so record() cannot fail after a check that passed.
+  // Also compiles the pipeline these offsets need where the plan has not, so record() cannot fail after a
+  // check that passed.
   Bound b = bind(ops);
-  if (b.count) kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.offsets().out_off, b.texel);
+  if (b.count) op_pipeline(b);
+}
+
+VkPipeline DispatchPlan::op_pipeline(const Bound& b) const {
+  const abi::OperandOffsets& o = b.offsets();
+  return kernel_.pipeline(*ctx_, kernel_.variant_for(o.lhs_off, o.rhs_off, o.out_off, b.texel));
 }
 
 bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).texel; }
@@ -355,9 +362,8 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
   Bound b = bind(ops);
-  // The op's pipeline for these offsets first: for_offsets may refuse them, and nothing is recorded then.
-  const VkPipeline pipeline =
-      b.count ? kernel_.for_offsets(*ctx_, b.offsets().lhs_off, b.offsets().rhs_off, b.offsets().out_off, b.texel) : VK_NULL_HANDLE;
+  // The op's pipeline for these offsets first: they may be refused, and nothing is recorded then.
+  const VkPipeline pipeline = b.count ? op_pipeline(b) : VK_NULL_HANDLE;
   for (const Stage& stage : stages(b, pipeline)) stage.record(*ctx_, cb);
   // A build with no op after it (gmm with m = 0) still ends in the barrier that makes its writes (the
   // status word) visible to what follows in the same queue, as when the op runs.

@@ -40,7 +40,7 @@ void Kernel::choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions
     texel_code = texel_shader_for(op, info, options.storage16 && !split, any16);
 }
 
-void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
+void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes, bool every_variant) {
   if (split) {
     uint32_t shift = 0;
     while ((VkDeviceSize(4) << shift) < part_bytes) ++shift;  // words per part = 2^shift
@@ -54,32 +54,59 @@ void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes) {
   };
   for (const abi::SpecConstant& c : abi::kCommonConstants) require_set(c);
   for (size_t i = 0; i < declared_count; ++i) require_set(declared[i]);
-  // Only the pipeline vkgmm's own buffers will use is compiled now (compiling is slow on CPU drivers);
-  // for_offsets compiles the other on first use.
-  if (texel_code.code)
-    texel_pipeline = ctx.pipeline(texel_code.code, texel_code.words, constants, false);
-  else
-    pipeline = ctx.pipeline(code.code, code.words, constants, split);
+  // vkgmm's own buffers at aligned offsets take the planned variant: compiled first, so a plan that
+  // cannot be compiled fails before the rest.
+  const Variant first = planned();
+  pipelines_[first.texel][0] = compile(ctx, first);
+  if (!every_variant) return;
+  // Every offset pattern of every build a record() can bind (the plain build serves buffers without
+  // texel views), except the patterns variant_for refuses.
+  for (const bool texel : {false, true}) {
+    if (texel && !texel_code.code) continue;
+    for (uint32_t misaligned = 0; misaligned < 8; ++misaligned) {
+      const uint32_t lhs = misaligned & 1, rhs = (misaligned >> 1) & 1, out = (misaligned >> 2) & 1;
+      if (rhs && loads.rhs_any_offset) continue;  // never a separate variant
+      Variant v;
+      try {
+        v = variant_for(lhs, rhs, out, texel);
+      } catch (const Error&) {
+        continue;
+      }
+      if (!pipelines_[v.texel][v.off]) pipelines_[v.texel][v.off] = compile(ctx, v);
+    }
+  }
 }
 
-VkPipeline Kernel::for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset, uint32_t out_offset,
-                               bool texel) const {
-  const ShaderCode& c = texel ? texel_code : code;
-  auto on = [&](uint32_t id) { return id != 0 && id < constants.size() && constants[id] != 0; };
+Kernel::Variant Kernel::variant_for(uint32_t lhs_offset, uint32_t rhs_offset, uint32_t out_offset, bool texel) const {
   const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = loads.rhs_any_offset || rhs_offset % 4 == 0;
   const bool parts = split && !texel;  // the split build: its loads are words (kernel.hpp, texel_unsplit)
-  const bool vec4_off = on(VKGMM_ID_VEC4) && (parts || !rhs_ok || (loads.vec4_needs_lhs && !lhs_ok));
-  const bool vec4_lhs_off = on(loads.vec4_lhs_id) && (vec4_off || (!lhs_ok && !loads.vec4_lhs_any_offset));
+  const bool loads_off = on(VKGMM_ID_VEC4) && (parts || !rhs_ok || (loads.vec4_needs_lhs && !lhs_ok));
+  const bool lhs_loads_off = on(loads.vec4_lhs_id) && (loads_off || (!lhs_ok && !loads.vec4_lhs_any_offset));
   // The stores' groups of 4 columns are the 4-element loads' (or the shared schedule's): off with them.
-  const bool vec4_out_off = on(loads.vec4_out_id) && (out_offset % 4 != 0 || (vec4_off && !on(VKGMM_ID_USE_SHARED)));
-  if (vec4_off && !loads.scalar_loads_refusal.empty()) throw Error(Status::unsupported, loads.scalar_loads_refusal);
-  const VkPipeline planned = texel ? texel_pipeline : pipeline;
-  if (!vec4_off && !vec4_lhs_off && !vec4_out_off && planned) return planned;
-  std::vector<uint32_t> adjusted = constants;
-  if (vec4_off) adjusted[VKGMM_ID_VEC4] = 0;
-  if (vec4_lhs_off) adjusted[loads.vec4_lhs_id] = 0;
-  if (vec4_out_off) adjusted[loads.vec4_out_id] = 0;
-  return ctx.pipeline(c.code, c.words, adjusted, parts);
+  const bool stores_off = on(loads.vec4_out_id) && (out_offset % 4 != 0 || (loads_off && !on(VKGMM_ID_USE_SHARED)));
+  if (loads_off && !loads.scalar_loads_refusal.empty()) throw Error(Status::unsupported, loads.scalar_loads_refusal);
+  Variant v;
+  v.texel = texel;
+  v.off = uint8_t((loads_off ? kLoadsOff : 0) | (lhs_loads_off ? kLhsLoadsOff : 0) | (stores_off ? kStoresOff : 0));
+  return v;
+}
+
+std::vector<uint32_t> Kernel::constants_for(uint8_t off) const {
+  std::vector<uint32_t> c = constants;
+  if (off & kLoadsOff) c[VKGMM_ID_VEC4] = 0;
+  if (off & kLhsLoadsOff) c[loads.vec4_lhs_id] = 0;
+  if (off & kStoresOff) c[loads.vec4_out_id] = 0;
+  return c;
+}
+
+VkPipeline Kernel::compile(Context::Impl& ctx, const Variant& v) const {
+  const ShaderCode& c = v.texel ? texel_code : code;
+  return ctx.pipeline(c.code, c.words, constants_for(v.off), split && !v.texel);
+}
+
+VkPipeline Kernel::pipeline(Context::Impl& ctx, const Variant& v) const {
+  if (const VkPipeline made = pipelines_[v.texel][v.off]) return made;
+  return compile(ctx, v);
 }
 
 }  // namespace vkgmm

@@ -25,7 +25,7 @@ struct KernelLoads {
   // The shader's 4-element stores (0: none): needs out's offset a multiple of 4 elements.
   uint32_t vec4_out_id = 0;
   // Set where the plan's 4-element loads fit a CPU driver's loop budget but the scalar ones VKGMM_ID_VEC4's
-  // fallback takes would not (tiling.hpp, check_cpu_loop_budget): the error for_offsets throws instead.
+  // fallback takes would not (tiling.hpp, check_cpu_loop_budget): the error variant_for throws instead.
   std::string scalar_loads_refusal;
 };
 
@@ -44,10 +44,8 @@ struct Kernel {
   // buffers, with its 4-element loads and stores off (it reads parts a word at a time).
   bool texel_unsplit = false;
   bool storage16 = false;           // the module reads and writes 16-bit elements natively (else in words)
-  VkPipeline pipeline = VK_NULL_HANDLE;  // null until first needed when there is a texel pipeline
-  // The VKGMM_TEXEL build of the module (null code: none) and its pipeline with the same constants.
+  // The VKGMM_TEXEL build of the module (null code: none), with the same constants.
   ShaderCode texel_code{};
-  VkPipeline texel_pipeline = VK_NULL_HANDLE;
 
   template <size_t N>
   void declare(const abi::SpecConstant (&table)[N]) {
@@ -61,13 +59,32 @@ struct Kernel {
   // Picks `code` (and `texel_code` where the inputs can be read through texel views) for op with these
   // element types; `split` and `texel_unsplit` must be set first.
   void choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions& options, DType lhs, DType rhs, DType out);
-  // Sets PART_SHIFT for split kernels and creates (or finds) the pipelines.
-  void create(Context::Impl& ctx, VkDeviceSize part_bytes);
-  // The planned pipeline (the texel one with `texel`); where it uses 4-element loads or stores of an
-  // operand whose offset (in elements, as pushed) is not a multiple of 4, the same kernel with those
-  // loads or stores scalar.
-  VkPipeline for_offsets(Context::Impl& ctx, uint32_t lhs_offset, uint32_t rhs_offset, uint32_t out_offset,
-                         bool texel = false) const;
+
+  // Which pipeline a record() binds: the build, and which 4-element switches it turns off for operand
+  // offsets that are not multiples of 4 elements (the split build's loads are words: its switches off).
+  enum Vec4Off : uint8_t { kLoadsOff = 1, kLhsLoadsOff = 2, kStoresOff = 4, kVec4OffCombinations = 8 };
+  struct Variant {
+    bool texel = false;  // the VKGMM_TEXEL build (else `code`)
+    uint8_t off = 0;     // Vec4Off bits
+  };
+  // The variant these operand offsets (in elements, as pushed) take; throws Error(unsupported) with
+  // loads.scalar_loads_refusal where they need scalar loads that the plan cannot run.
+  Variant variant_for(uint32_t lhs_offset, uint32_t rhs_offset, uint32_t out_offset, bool texel) const;
+  // Sets PART_SHIFT for split kernels and compiles the pipeline vkgmm's own buffers take at aligned
+  // offsets; with `every_variant`, also each other one variant_for can return, so that record() never
+  // compiles (ContextOptions::eager_pipelines).
+  void create(Context::Impl& ctx, VkDeviceSize part_bytes, bool every_variant);
+  // The pipeline of a variant: compiled by create(), else compiled (and cached by the context) now.
+  VkPipeline pipeline(Context::Impl& ctx, const Variant& v) const;
+  // The variant create() compiles first: the texel build where there is one.
+  Variant planned() const { return {texel_code.code != nullptr, 0}; }
+
+ private:
+  std::vector<uint32_t> constants_for(uint8_t off) const;
+  bool on(uint32_t id) const { return id != 0 && id < constants.size() && constants[id] != 0; }
+  VkPipeline compile(Context::Impl& ctx, const Variant& v) const;
+  // By [texel][off]: what create() compiled (null: not yet).
+  VkPipeline pipelines_[2][kVec4OffCombinations] = {};
 };
 
 }  // namespace vkgmm

@@ -82,6 +82,13 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
     const double seconds = std::atof(t);
     if (seconds > 0 && std::isfinite(seconds)) r.timeout_s = seconds;
   }
+  if (o.eager_pipelines) {
+    r.eager_pipelines = o.eager_pipelines;
+  } else if (const char* e = getenv("VKGMM_EAGER_PIPELINES")) {
+    // 1 or 0; anything else leaves the choice to the device type.
+    if (std::strcmp(e, "1") == 0) r.eager_pipelines = true;
+    if (std::strcmp(e, "0") == 0) r.eager_pipelines = false;
+  }
   if (const char* f = getenv("VKGMM_INJECT_FAULT")) r.inject_fault = f;
   return r;
 }
@@ -98,7 +105,13 @@ ContextOptions to_public(const ResolvedOptions& r) {
   o.grid = r.grid;
   o.persistent_workgroups = r.persistent_workgroups;
   o.timeout_s = r.timeout_s;
+  o.eager_pipelines = r.eager_pipelines;
   return o;
+}
+
+bool eager_pipelines(const ResolvedOptions& o, const DeviceInfo& info) {
+  if (o.compile_only) return false;  // its plans record nothing: the planned pipeline is all they need
+  return o.eager_pipelines.value_or(info.type != VK_PHYSICAL_DEVICE_TYPE_CPU);
 }
 
 DeviceGrid device_grid(const ResolvedOptions& o, const DeviceInfo& info) {

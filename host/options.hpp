@@ -2,6 +2,7 @@
 // with the environment consulted only here (internal).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "vkgmm/context.hpp"
@@ -19,6 +20,7 @@ struct ResolvedOptions {
   Grid grid = Grid::automatic;              // per_visit / persistent: forced on every plan of the context
   uint32_t persistent_workgroups = 0;       // 0: the device's compute units
   double timeout_s = 600;                   // every wait on the device
+  std::optional<bool> eager_pipelines;      // unset: by device type (eager_pipelines())
   std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
@@ -29,13 +31,19 @@ struct ResolvedOptions {
 
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
-// $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
+// $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S,
+// $VKGMM_EAGER_PIPELINES. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
 // an option out of range (a schedule that is no Schedule, a timeout that is not positive).
 using EnvLookup = const char* (*)(const char*);
 ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);
 
 // The options as the public struct, every field set (Context::options()).
 ContextOptions to_public(const ResolvedOptions& o);
+
+// Whether plans compile every pipeline record() can bind when they are made: the option, else on GPUs
+// (a compile costs milliseconds there) and off on CPU devices (a second of CPU per pipeline on lavapipe:
+// record() compiles a variant the first time a buffer or offset needs it).
+bool eager_pipelines(const ResolvedOptions& o, const DeviceInfo& info);
 
 // The grid a plan takes with device group sizes: the option, automatic resolved for the device.
 DeviceGrid device_grid(const ResolvedOptions& o, const DeviceInfo& info);

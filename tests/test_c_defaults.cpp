@@ -494,6 +494,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
     EXPECT_EQ(a.device_grid, b.device_grid);
     EXPECT_EQ(a.grid, b.grid);
     EXPECT_EQ(a.persistent_workgroups, b.persistent_workgroups);
+    EXPECT_EQ(a.eager_pipelines, b.eager_pipelines);
   };
   vkgmm_context_options c;
   std::memset(&c, 0, sizeof c);
@@ -512,6 +513,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   c.device_grid = VKGMM_DEVICE_GRID_UPPER_BOUND;
   c.grid = VKGMM_GRID_PERSISTENT;
   c.persistent_workgroups = 3;
+  c.eager_pipelines = 1;
   ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
   o.schedule = Schedule::direct;
   o.storage16 = o.vec4_loads = o.texel_loads = false;
@@ -519,6 +521,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   o.device_grid = DeviceGrid::upper_bound;
   o.grid = Grid::persistent;
   o.persistent_workgroups = 3;
+  o.eager_pipelines = true;
   same(c_ctx->ctx.options(), Context(o).options());
   vkgmm_context_destroy(c_ctx);
 

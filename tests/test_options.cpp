@@ -162,6 +162,21 @@ TEST(Options, BadFieldsAreRefusedNamingThem) {
   EXPECT_THROW(resolve(o, {}), Error);
 }
 
+// Plans compile every variant up front on GPUs, lazily on CPU devices, unless told.
+TEST(Options, EagerPipelinesByDeviceTypeUnlessSet) {
+  DeviceInfo cpu, gpu;
+  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  gpu.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  EXPECT_FALSE(eager_pipelines(resolve({}, {}), cpu));
+  EXPECT_TRUE(eager_pipelines(resolve({}, {}), gpu));
+  EXPECT_TRUE(eager_pipelines(resolve({}, {{"VKGMM_EAGER_PIPELINES", "1"}}), cpu));
+  EXPECT_FALSE(eager_pipelines(resolve({}, {{"VKGMM_EAGER_PIPELINES", "0"}}), gpu));
+  EXPECT_TRUE(eager_pipelines(resolve({}, {{"VKGMM_EAGER_PIPELINES", "yes"}}), gpu));  // nonsense: the default
+  ContextOptions o;
+  o.eager_pipelines = false;
+  EXPECT_FALSE(eager_pipelines(resolve(o, {{"VKGMM_EAGER_PIPELINES", "1"}}), gpu));
+}
+
 // Context::options() reports what is in force, every field set.
 TEST(Options, PublicViewHasEveryFieldSet) {
   const ContextOptions p = to_public(resolve({}, {{"VKGMM_DISABLE_VEC4", "1"}}));

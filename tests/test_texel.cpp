@@ -2,8 +2,10 @@
 // buffers are read through uniform texel buffers; the switch, odd offsets and operands a view cannot cover fall back or
 // read single elements, and every result still matches the reference. Which plans read through views is
 // taken from the device (reads_texel_views): on a GPU every case here runs on storage buffers and expects so.
+#include <array>
 #include <cstring>
 
+#include "context_impl.hpp"
 #include "gpu_harness.hpp"
 
 namespace vkgmm::test {
@@ -188,6 +190,80 @@ TEST_F(DeviceTest, BorrowedAppBuffersTakeTheTexelPath) {
   // Borrowed again after the first borrower is gone (its views were destroyed, the VkBuffer is intact).
   Buffer again = ctx().borrow_buffer(l.buffer, lhs.size() * 4, false);
   EXPECT_EQ(again.size(), lhs.size() * 4);
+}
+
+// ContextOptions::eager_pipelines: a plan compiles every pipeline its record() can bind when it is made,
+// so records of vkgmm's buffers and of an app's (storage-buffer build), at offsets that turn the 4-element
+// loads and stores off, compile nothing; off, the plan compiles one pipeline and a record compiles the
+// variant its buffers or offsets need once.
+TEST_F(DeviceTest, EagerPlansRecordWithoutCompiling) {
+  std::mt19937 rng(22);
+  GmmProblem g;
+  g.m = 24, g.k = 16, g.n = 12;
+  g.group_sizes = {10, 0, 14};
+  TgmmProblem t;
+  t.m = 24, t.k = 16, t.n = 12;
+  t.group_sizes = {10, 0, 14};
+  const auto lhs = random_values(size_t(g.m) * g.k, DType::f32, rng);
+  const auto rhs = random_values(3 * size_t(g.k) * g.n, DType::f32, rng);
+  const auto t_rhs = random_values(size_t(t.m) * t.n, DType::f32, rng);
+  const std::vector<float> want_g = reference::gmm(g, lhs, rhs), want_t = reference::tgmm(t, lhs, t_rhs);
+  const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  constexpr size_t kSlack = 16;  // elements before each operand, for its offset
+  for (const bool eager : {true, false}) {
+    SCOPED_TRACE(eager ? "eager" : "lazy");
+    ContextOptions o;
+    o.eager_pipelines = eager;
+    Context c = make_context(o);
+    EXPECT_EQ(c.options().eager_pipelines, eager);
+    const GmmPlan gmm_plan(c, g);
+    const TgmmPlan tgmm_plan(c, t);
+    const size_t planned = ContextInternals::of(c).pipelines.size();
+    size_t compiled_by_records = 0;
+    // lhs, rhs and out at these element offsets, in vkgmm's buffers (texel views where the device reads
+    // them) or in an app's VkBuffers (storage buffers).
+    for (const bool app : {false, true}) {
+      for (const std::array<size_t, 3> at : {std::array<size_t, 3>{0, 0, 0}, {1, 0, 0}, {0, 2, 0}, {0, 0, 3}, {5, 6, 7}}) {
+        for (const bool is_gmm : {true, false}) {
+          SCOPED_TRACE(std::string(app ? "app" : "own") + (is_gmm ? " gmm" : " tgmm") + " offsets " +
+                       std::to_string(at[0]) + "," + std::to_string(at[1]) + "," + std::to_string(at[2]));
+          const std::vector<float>& b_values = is_gmm ? rhs : t_rhs;
+          const std::vector<float>& want = is_gmm ? want_g : want_t;
+          auto padded = [&](const std::vector<float>& v, size_t at_element) {
+            std::vector<float> x(kSlack + v.size() + kSlack, 0.f);
+            std::copy(v.begin(), v.end(), x.begin() + at_element);
+            return encode(DType::f32, x);
+          };
+          const std::vector<uint8_t> a_bytes = padded(lhs, at[0]), b_bytes = padded(b_values, at[1]),
+                                     o_bytes = padded(std::vector<float>(want.size(), 0.f), at[2]);
+          AppBuffer la(c, a_bytes, usage), ra(c, b_bytes, usage), oa(c, o_bytes, usage);
+          Buffer lo = c.create_buffer(a_bytes.size()), ro = c.create_buffer(b_bytes.size()),
+                 oo = c.create_buffer(o_bytes.size());
+          lo.upload(a_bytes.data(), a_bytes.size());
+          ro.upload(b_bytes.data(), b_bytes.size());
+          oo.upload(o_bytes.data(), o_bytes.size());
+          const BufferView l{app ? la.buffer : lo.handle(), at[0] * 4, lhs.size() * 4},
+              r{app ? ra.buffer : ro.handle(), at[1] * 4, b_values.size() * 4},
+              out{app ? oa.buffer : oo.handle(), at[2] * 4, want.size() * 4};
+          const size_t before = ContextInternals::of(c).pipelines.size();
+          c.submit_and_wait([&](VkCommandBuffer cb) {
+            if (is_gmm) gmm_plan.record(cb, GmmOperands{l, r, out, {}});
+            else tgmm_plan.record(cb, TgmmOperands{l, r, out, {}});
+          });
+          compiled_by_records += ContextInternals::of(c).pipelines.size() - before;
+          std::vector<float> got(want.size());
+          if (app) std::memcpy(got.data(), static_cast<const char*>(oa.mapped) + at[2] * 4, got.size() * 4);
+          else oo.download(got.data(), got.size() * 4, at[2] * 4);
+          EXPECT_TRUE(all_close(got, want, 1e-3, 1e-5));
+        }
+      }
+    }
+    if (eager) EXPECT_EQ(compiled_by_records, 0u) << "records compiled pipelines an eager plan had not";
+    else EXPECT_EQ(planned, 2u) << "a lazy plan compiles its one planned pipeline";
+    if (eager) EXPECT_GE(planned, 2u);
+    // The count sees compiles: a lazy plan's records of an app's buffers compile the storage build.
+    if (!eager && reads_texel_views(c)) EXPECT_GT(compiled_by_records, 0u);
+  }
 }
 
 }  // namespace

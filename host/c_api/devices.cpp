@@ -60,6 +60,8 @@ vkgmm::ContextOptions context_options(const vkgmm_context_options* options, cons
   // As above: AUTO and 0 leave $VKGMM_GRID and $VKGMM_PERSISTENT_WORKGROUPS their say.
   if (const vkgmm::Grid g = vkgmm::c_api::grid(what, c.grid); g != vkgmm::Grid::automatic) o.grid = g;
   if (c.persistent_workgroups != 0) o.persistent_workgroups = c.persistent_workgroups;
+  o.eager_pipelines = tri_state(c.eager_pipelines);
+  if (c.reserved_tail != 0) vkgmm::c_api::bad(what, "reserved_tail must be 0");
   return o;
 }
 

@@ -59,6 +59,13 @@ struct ContextOptions {
   // Bound on every wait for the device, in seconds (a hung device becomes an Error, not a hang).
   // Unset: $VKGMM_TIMEOUT_S, else 600.
   std::optional<double> timeout_s;
+  // Compile, when a plan is made, every pipeline its record() can bind (the storage-buffer build beside
+  // the texel one, the variants for offsets that are not multiples of 4 elements), so that record()
+  // never compiles. Off: the plan compiles the pipeline vkgmm's own buffers take at aligned offsets and
+  // record() compiles another the first time a buffer or offset needs it (once per context).
+  // Unset: $VKGMM_EAGER_PIPELINES=1|0, else on for GPUs and off on CPU devices, where one compile costs
+  // about half a second of CPU time (lavapipe). Context::options() reports the value for its device.
+  std::optional<bool> eager_pipelines;
 };
 
 // Handles of an application's device. vkgmm uses them and destroys none of them. The device must have

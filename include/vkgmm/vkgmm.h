@@ -136,6 +136,10 @@ typedef struct vkgmm_context_options {
   vkgmm_grid grid;
   /* The persistent grid's workgroups. 0: $VKGMM_PERSISTENT_WORKGROUPS, else one per compute unit. */
   uint32_t persistent_workgroups;
+  /* Compile every pipeline a plan's record can bind when the plan is made (record never compiles).
+   * 0: $VKGMM_EAGER_PIPELINES (1|0), else on for GPUs and off on CPU devices; 1 on; -1 off */
+  int eager_pipelines;
+  int32_t reserved_tail; /* must be 0 */
 } vkgmm_context_options;
 
 /* An app's device; vkgmm destroys none of these handles. */

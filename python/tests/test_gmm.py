@@ -175,3 +175,13 @@ def test_megablox_positional_arguments(ctx, rng):
 def test_float64_input_becomes_float32(ctx, rng):
     lhs, rhs = rng.standard_normal((32, 16)), rng.standard_normal((2, 16, 8))
     assert_close(vkgmm.gmm(lhs, rhs, [16, 16]), ref_gmm(lhs.astype(np.float32), rhs.astype(np.float32), [16, 16]), 16)
+
+
+def test_eager_pipelines_context(rng):
+    # A context that compiles every variant when a plan is made runs the same products, and reports it.
+    eager = vkgmm.Context(validate=True, eager_pipelines=True)
+    assert eager.options["eager_pipelines"] is True
+    lhs, rhs = inputs(rng, 24, 16, 12, 3)
+    gs = np.array([10, 0, 14], np.int32)
+    assert_close(vkgmm.gmm(lhs, rhs, gs, context=eager), ref_gmm(lhs, rhs, gs), 16)
+    assert eager.take_validation_messages() == []
