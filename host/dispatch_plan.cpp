@@ -175,7 +175,7 @@ void DispatchPlan::build(const Launch& l) {
     grid_[0] = static_cast<uint32_t>(x);
     grid_[1] = static_cast<uint32_t>(y);
     grid_[2] = static_cast<uint32_t>(z);
-    if (l.push.empty()) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
+    if (!l.push.bytes) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
     push_ = l.push;
     // The kernel's constants: its shape, the ones every op shares (types, existing_out), the op's own.
     kernel_.set_shape(l.shape);

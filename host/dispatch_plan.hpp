@@ -21,6 +21,7 @@
 #include "op.hpp"
 #include "operand_table.hpp"
 #include "planned_pipeline.hpp"
+#include "stage.hpp"
 #include "vkgmm/ops.hpp"
 
 namespace vkgmm {
@@ -119,7 +120,7 @@ class DispatchPlan {
     std::vector<std::pair<uint32_t, uint32_t>> constants;
     KernelLoads loads;
     // A struct from shaders/interface.h whose operand offsets the core fills in at record time (set_push).
-    std::vector<uint32_t> push;
+    PushBlock push;
     // The per-item workgroup grid (checked against the device's limits), or on the persistent grid its
     // fixed count of workgroups, at most one per item; any of them 0: nothing to dispatch.
     uint64_t grid[3] = {0, 0, 0};
@@ -130,9 +131,8 @@ class DispatchPlan {
     std::optional<Routing> routing;
     template <class Push>
     void set_push(const Push& p) {
-      static_assert(abi::starts_with_operand_offsets<Push>() && sizeof(Push) <= abi::kPushConstantBytes);
-      push.resize(sizeof(Push) / 4);
-      std::memcpy(push.data(), &p, sizeof(Push));
+      static_assert(abi::starts_with_operand_offsets<Push>());
+      push.start<Push>() = p;
     }
   };
   // Sizes and checks the operands, lays out the metadata and workspace, picks the modules and creates the
@@ -153,13 +153,9 @@ class DispatchPlan {
  private:
   DispatchPlan(Context& ctx, Op op);
   struct Bound;
-  struct Stage;
   Bound bind(const OperandViews& ops) const;
   // The op's pipeline for b's buffers and offsets (Kernel::variant_for).
   VkPipeline op_pipeline(const Bound& b) const;
-  // What record() records for b, in order: the metadata build, the op (with `op_pipeline`), the combine;
-  // each with the barrier before it.
-  std::vector<Stage> stages(const Bound& b, VkPipeline op_pipeline) const;
   // Checks the group sizes (or ids), workspace and status views, fills b's metadata and routing
   // dispatches; returns the workspace's descriptor (what the op's kernel reads as its metadata).
   VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b) const;
@@ -189,7 +185,7 @@ class DispatchPlan {
   Kernel kernel_;
   Buffer meta_;
   uint32_t grid_[3] = {0, 0, 0};
-  std::vector<uint32_t> push_;
+  PushBlock push_;  // the op's, its operand offsets filled in at record
   bool has_bias_ = false;
   uint64_t bias_count_ = 0;  // 0 with a bias: one of no elements, never read
   // Device metadata: its parameters, the workspace's layout and the metadata module's pipeline.

@@ -7,78 +7,22 @@
 #include "operands.hpp"
 #include "options.hpp"
 #include "problem_checks.hpp"
+#include "stage.hpp"
 #include "texel_views.hpp"
 #include "view_bounds.hpp"
 
 namespace vkgmm {
 
-namespace {
-
-// Dependency of the commands before on the commands after, for these accesses: compute to compute, plus
-// the indirect command read (DRAW_INDIRECT stage) on the side given.
-void compute_barrier(VkCommandBuffer cb, VkAccessFlags before, VkAccessFlags after,
-                     VkPipelineStageFlags extra_before = 0, VkPipelineStageFlags extra_after = 0) {
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = before;
-  mb.dstAccessMask = after;
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | extra_before,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | extra_after, 0, 1, &mb, 0, nullptr, 0, nullptr);
-}
-
-}  // namespace
-
-// One dispatch of a record(): its pipeline, descriptors, push constants and grid (or indirect command), and
-// the barrier that orders it after what came before.
-struct DispatchPlan::Stage {
-  VkPipeline pipeline = VK_NULL_HANDLE;
-  VkDescriptorBufferInfo infos[kNumSplitBindings]{};
-  uint32_t count = 0;  // descriptors in infos
-  uint32_t push[abi::kPushConstantBytes / 4] = {};
-  uint32_t push_bytes = 0;
-  const VkBufferView* texels = nullptr;  // the inputs' texel views, for the texel build
-  uint32_t grid[3] = {0, 0, 0};
-  VkBuffer indirect_buffer = VK_NULL_HANDLE;  // set: vkCmdDispatchIndirect with the command there
-  VkDeviceSize indirect_offset = 0;
-  // The barrier before it: the accesses of earlier commands it waits for, its own, and the indirect
-  // command read (DRAW_INDIRECT stage) on either side. No access at all: no barrier.
-  VkAccessFlags wait_for = 0, before_own = 0;
-  VkPipelineStageFlags extra_before = 0, extra_after = 0;
-  template <class Push>
-  void set_push(const Push& p) {
-    static_assert(sizeof(Push) <= sizeof(push));
-    std::memcpy(push, &p, sizeof(Push));
-    push_bytes = sizeof(Push);
-  }
-  void record(Context::Impl& ctx, VkCommandBuffer cb) const {
-    if (wait_for || before_own) compute_barrier(cb, wait_for, before_own, extra_before, extra_after);
-    bind_and_push(ctx, cb, pipeline, infos, count, push, push_bytes, texels);
-    if (indirect_buffer) vkCmdDispatchIndirect(cb, indirect_buffer, indirect_offset);
-    else vkCmdDispatch(cb, grid[0], grid[1], grid[2]);
-  }
-};
-
 // The views checked and resolved: descriptors in binding order, push constants with the operands'
 // offsets, and the inputs' texel views (texel false: read as storage buffers).
 struct DispatchPlan::Bound {
-  // With device metadata: the metadata module's descriptors (plain layout) and push constants; with
-  // routing, its ids and weights too; with a combine, the combine's and its grid.
-  bool device_meta = false;
-  // Set: the op's dispatch is vkCmdDispatchIndirect with the command the metadata build writes there.
-  VkBuffer indirect_buffer = VK_NULL_HANDLE;
-  VkDeviceSize indirect_offset = 0;
-  VkDescriptorBufferInfo meta_infos[kNumBindings];
-  abi::MetadataPush meta_push{};
-  bool combine = false;
-  VkDescriptorBufferInfo combine_infos[kNumBindings];
-  abi::CombinePush combine_push{};
-  uint32_t combine_grid[3] = {0, 0, 0};
-  VkDescriptorBufferInfo infos[kNumSplitBindings];
-  uint32_t count = 0;  // 0: nothing to dispatch
-  VkBufferView texels[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
-  bool texel = false;
-  uint32_t push[abi::kPushConstantBytes / 4] = {};
-  abi::OperandOffsets& offsets() { return *reinterpret_cast<abi::OperandOffsets*>(push); }
-  const abi::OperandOffsets& offsets() const { return *reinterpret_cast<const abi::OperandOffsets*>(push); }
+  // With device metadata: the metadata build (its routing prologue reading the ids and weights).
+  std::optional<Stage> build;
+  // The op's kernel; count 0: nothing to dispatch. Its pipeline is op_pipeline's, chosen at record.
+  Stage op;
+  // A combine the kernel does not fuse: the ordered sum of the slots' results into out.
+  std::optional<Stage> combine;
+  const abi::OperandOffsets& offsets() const { return op.push.as<abi::OperandOffsets>(); }
 };
 
 DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
@@ -115,10 +59,10 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   uint32_t texel_offsets[2] = {0, 0};
   if (kernel_.texel_code.code && operands_[0].count && operands_[1].count) {
     bind_texel_inputs(*ctx_, ops.lhs, operands_[0].type, operands_[0].count, ops.rhs, operands_[1].type,
-                      operands_[1].count, b.texels, texel_offsets[0], texel_offsets[1]);
-    b.texel = b.texels[0] != VK_NULL_HANDLE;
+                      operands_[1].count, b.op.texels, texel_offsets[0], texel_offsets[1]);
+    b.op.texel = b.op.texels[0] != VK_NULL_HANDLE;
   }
-  const bool split = kernel_.split && !b.texel;
+  const bool split = kernel_.split && !b.op.texel;
   // The first four rows of the operand table, in binding order.
   auto name_of = [](int o) { return kOperandRows[o].name; };
   auto view_of = [&](int o) -> const BufferView& { return ops[OperandId(o)]; };
@@ -129,7 +73,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
       bound[3] = bound[2];  // the shader reads none: any valid descriptor
     } else if (!spec.count) {
       bound[o].info = meta;  // an input never read
-    } else if (o < 2 && b.texel) {
+    } else if (o < 2 && b.op.texel) {
       // The texel build reads the inputs only through their views: these bindings, never read, take the
       // metadata's descriptor (an input may be past what one binding addresses).
       bound[o] = bind_unread_operand(*ctx_, op, name_of(o), view_of(o), spec.type, spec.count, !kernel_.storage16, meta);
@@ -152,25 +96,31 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   if (combines()) {
     // The kernel writes the per-slot results into the workspace; the combine reads them there and
     // writes out (its module packs 16-bit elements in words), adding existing_out.
-    b.combine = true;
-    for (VkDescriptorBufferInfo& i : b.combine_infos) i = meta;  // COMBINE_PARTIAL and the unused ones
+    Stage& sum = b.combine.emplace();
+    sum.bind_all(meta);  // COMBINE_PARTIAL and the unused ones
     // out and existing_out [T, n_out] bound whole (the plain layout), in words.
     const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
     const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
                                                         operands_[2].type, operands_[2].count, 0, true)
                                          : o;
-    b.combine_infos[VKGMM_BINDING_COMBINE_OUT] = o.info;
-    b.combine_infos[VKGMM_BINDING_COMBINE_EXISTING] = e.info;
-    b.combine_push.out_off = o.element_offset;
-    b.combine_push.ex_off = e.element_offset;
-    b.combine_push.lhs_off = static_cast<uint32_t>(workspace_.partial);
-    b.combine_push.tokens = routing_->tokens;
-    b.combine_push.top_k = routing_->top_k;
-    b.combine_push.out_n = routing_->out_n;
+    sum.infos[VKGMM_BINDING_COMBINE_OUT] = o.info;
+    sum.infos[VKGMM_BINDING_COMBINE_EXISTING] = e.info;
+    abi::CombinePush& c = sum.push.start<abi::CombinePush>();
+    c.out_off = o.element_offset;
+    c.ex_off = e.element_offset;
+    c.lhs_off = static_cast<uint32_t>(workspace_.partial);
+    c.tokens = routing_->tokens;
+    c.top_k = routing_->top_k;
+    c.out_n = routing_->out_n;
     const uint32_t y = std::min<uint32_t>(routing_->tokens, info().max_workgroup_count[1]);
-    b.combine_grid[0] = combine_columns();
-    b.combine_grid[1] = y;
-    b.combine_grid[2] = y ? (routing_->tokens + y - 1) / y : 0;
+    sum.grid[0] = combine_columns();
+    sum.grid[1] = y;
+    sum.grid[2] = y ? (routing_->tokens + y - 1) / y : 0;
+    // Every slot's result written, then summed per token in slot order.
+    sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
+    sum.before_own = VK_ACCESS_SHADER_READ_BIT;
+    sum.pipeline = combine_pipeline_;
+    if (!y) b.combine.reset();  // no tokens: nothing to sum
     bound[2] = BoundOperand{};
     bound[2].info = meta;
     bound[2].element_offset = static_cast<uint32_t>(workspace_.partial);
@@ -179,14 +129,21 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   BoundOperand bias;
   bias.info = meta;  // no bias (or one of no elements: no local expert): any valid descriptor
   if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
-  b.count = layout_descriptors(bound, meta, bias.info, split, b.infos);
-  std::memcpy(b.push, push_.data(), push_.size() * 4);
-  abi::OperandOffsets& off = b.offsets();
+  b.op.count = layout_descriptors(bound, meta, bias.info, split, b.op.infos);
+  b.op.push = push_;
+  abi::OperandOffsets& off = b.op.push.as<abi::OperandOffsets>();
   off.lhs_off = bound[0].element_offset;
   off.rhs_off = bound[1].element_offset;
   off.out_off = bound[2].element_offset;
   off.ex_off = bound[3].element_offset;
   off.bias_off = bias.element_offset;
+  std::copy(grid_, grid_ + 3, b.op.grid);
+  if (b.build) {
+    // The metadata visible to the dispatch (read after write), the command to its indirect read.
+    b.op.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
+    b.op.before_own = VK_ACCESS_SHADER_READ_BIT | (b.op.indirect_buffer ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0);
+    b.op.extra_after = b.op.indirect_buffer ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
+  }
   return b;
 }
 
@@ -217,23 +174,31 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   sizes.info = work;
   sizes.element_offset = static_cast<uint32_t>(workspace_.sizes);
   if (!routing_) sizes = bind_operand(*ctx_, op, "group_sizes", ops.group_sizes, DType::f32, d.num_groups, 0, false);
-  b.device_meta = true;
-  b.meta_push.sizes_off = sizes.element_offset;
+  Stage& build = b.build.emplace();
+  // Earlier work of this plan may still read the workspace (write after read), its indirect command too
+  // when the plan takes that grid, or have written it (write after write: the fused combine's per-slot
+  // results and tile counters; that needs the earlier writes made available, not only finished).
+  build.wait_for = build.before_own = VK_ACCESS_SHADER_WRITE_BIT;
+  build.extra_before = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
+  build.pipeline = meta_pipeline_;
+  build.grid[0] = build.grid[1] = build.grid[2] = 1;
+  abi::MetadataPush& m = build.push.start<abi::MetadataPush>();
+  m.sizes_off = sizes.element_offset;
   VkDescriptorBufferInfo status = work;  // no status view: the workspace's last word takes it
-  b.meta_push.status_off = static_cast<uint32_t>(workspace_.status);
+  m.status_off = static_cast<uint32_t>(workspace_.status);
   if (ops.status.buffer) {
     const BoundOperand s = bind_operand(*ctx_, op, "status", ops.status, DType::f32, 1, 0, false);
     status = s.info;
-    b.meta_push.status_off = s.element_offset;
+    m.status_off = s.element_offset;
   }
-  b.meta_push.num_groups = d.num_groups;
-  b.meta_push.group_offset = d.group_offset;
-  b.meta_push.num_local = d.num_local;
-  b.meta_push.m = d.m;
-  b.meta_push.tm = d.tm;
-  b.meta_push.fill_rows = d.fill_rows;
-  b.meta_push.visits_off = d.num_groups + 1;
-  b.meta_push.max_visits = d.max_visits;
+  m.num_groups = d.num_groups;
+  m.group_offset = d.group_offset;
+  m.num_local = d.num_local;
+  m.m = d.m;
+  m.tm = d.tm;
+  m.fill_rows = d.fill_rows;
+  m.visits_off = d.num_groups + 1;
+  m.max_visits = d.max_visits;
   // The indirect grid, when the plan takes it and the workspace can be read as an indirect buffer:
   // vkgmm's own buffers can; an app's only when lent with indirect_usage; an unregistered VkBuffer's
   // usage cannot be seen, so it gets the upper-bound grid.
@@ -241,20 +206,21 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   if (persistent_ && d.visits && dispatches()) {
     // The visits packed first and their count after the (unused) command, in any workspace: the
     // persistent grid's workgroups loop up to that count.
-    b.meta_push.dispatch_off = dispatch_word();
-    b.meta_push.grid_x = grid_[0];
-    b.meta_push.grid_y = grid_[1];
+    m.dispatch_off = dispatch_word();
+    m.grid_x = grid_[0];
+    m.grid_y = grid_[1];
   } else if (indirect_ && dispatches() && own && own->indirect) {
-    b.meta_push.dispatch_off = dispatch_word();
-    b.meta_push.grid_x = grid_[0];
-    b.meta_push.grid_y = grid_[1];  // min(max_visits, maxComputeWorkGroupCount[1])
-    b.indirect_buffer = work.buffer;
-    b.indirect_offset = work.offset + VkDeviceSize(b.meta_push.dispatch_off) * 4;
+    m.dispatch_off = dispatch_word();
+    m.grid_x = grid_[0];
+    m.grid_y = grid_[1];  // min(max_visits, maxComputeWorkGroupCount[1])
+    // The op's dispatch reads the command the build writes there.
+    b.op.indirect_buffer = work.buffer;
+    b.op.indirect_offset = work.offset + VkDeviceSize(m.dispatch_off) * 4;
   }
   // Bindings the module does not use repeat the workspace (any valid descriptor).
-  for (VkDescriptorBufferInfo& i : b.meta_infos) i = work;
-  b.meta_infos[VKGMM_BINDING_META_SIZES] = sizes.info;
-  b.meta_infos[VKGMM_BINDING_META_STATUS] = status;
+  build.bind_all(work);
+  build.infos[VKGMM_BINDING_META_SIZES] = sizes.info;
+  build.infos[VKGMM_BINDING_META_STATUS] = status;
   if (routing_) bind_routing(ops, b);
   return work;
 }
@@ -273,14 +239,14 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b) const {
                                               "result (Routing::combine is off)");
   // ids (int32) and weights (f32): words at any 4-byte offset, read by the metadata build's routing
   // prologue at the sizes' and an unused binding. A problem of no tokens reads neither.
-  abi::MetadataPush& m = b.meta_push;
+  abi::MetadataPush& m = b.build->push.as<abi::MetadataPush>();
   if (slots) {
     const BoundOperand ids = bind_operand(*ctx_, op, "ids", ops.ids, DType::f32, slots, 0, false);
-    b.meta_infos[VKGMM_BINDING_META_IDS] = ids.info;
+    b.build->infos[VKGMM_BINDING_META_IDS] = ids.info;
     m.ids_off = ids.element_offset;
     if (r.combine) {
       const BoundOperand w = bind_operand(*ctx_, op, "weights", ops.weights, DType::f32, slots, 0, false);
-      b.meta_infos[VKGMM_BINDING_META_WEIGHTS] = w.info;
+      b.build->infos[VKGMM_BINDING_META_WEIGHTS] = w.info;
       m.weights_off = w.element_offset;
     }
   }
@@ -299,75 +265,30 @@ void DispatchPlan::check(const OperandViews& ops) const {
   // Also compiles the pipeline these offsets need where the plan has not, so record() cannot fail after a
   // check that passed.
   Bound b = bind(ops);
-  if (b.count) op_pipeline(b);
+  if (b.op.count) op_pipeline(b);
 }
 
 VkPipeline DispatchPlan::op_pipeline(const Bound& b) const {
   const abi::OperandOffsets& o = b.offsets();
-  return kernel_.pipeline(*ctx_, kernel_.variant_for(o.lhs_off, o.rhs_off, o.out_off, b.texel));
+  return kernel_.pipeline(*ctx_, kernel_.variant_for(o.lhs_off, o.rhs_off, o.out_off, b.op.texel));
 }
 
-bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).texel; }
-
-std::vector<DispatchPlan::Stage> DispatchPlan::stages(const Bound& b, VkPipeline op_pipeline) const {
-  std::vector<Stage> out;
-  // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
-  // is written by every record().
-  if (b.device_meta) {
-    Stage& build = out.emplace_back();
-    // Earlier work of this plan may still read the workspace (write after read), its indirect command
-    // too when the plan takes that grid, or have written it (write after write: the fused combine's
-    // per-slot results and tile counters; that needs the earlier writes made available, not only
-    // finished).
-    build.wait_for = build.before_own = VK_ACCESS_SHADER_WRITE_BIT;
-    build.extra_before = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
-    build.pipeline = meta_pipeline_;
-    std::copy(std::begin(b.meta_infos), std::end(b.meta_infos), build.infos);
-    build.count = kNumBindings;
-    build.set_push(b.meta_push);
-    build.grid[0] = build.grid[1] = build.grid[2] = 1;
-  }
-  if (!b.count) return out;
-  Stage& op = out.emplace_back();
-  if (b.device_meta) {
-    // The metadata visible to the dispatch (read after write), the command to its indirect read.
-    op.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
-    op.before_own = VK_ACCESS_SHADER_READ_BIT | (b.indirect_buffer ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0);
-    op.extra_after = b.indirect_buffer ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
-  }
-  op.pipeline = op_pipeline;
-  std::copy(b.infos, b.infos + b.count, op.infos);
-  op.count = b.count;
-  std::memcpy(op.push, b.push, push_.size() * 4);
-  op.push_bytes = static_cast<uint32_t>(push_.size() * 4);
-  op.texels = b.texel ? b.texels : nullptr;
-  std::copy(grid_, grid_ + 3, op.grid);
-  op.indirect_buffer = b.indirect_buffer;
-  op.indirect_offset = b.indirect_offset;
-  if (b.combine && b.combine_grid[1]) {
-    // Every slot's result written, then summed per token in slot order.
-    Stage& sum = out.emplace_back();
-    sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
-    sum.before_own = VK_ACCESS_SHADER_READ_BIT;
-    sum.pipeline = combine_pipeline_;
-    std::copy(std::begin(b.combine_infos), std::end(b.combine_infos), sum.infos);
-    sum.count = kNumBindings;
-    sum.set_push(b.combine_push);
-    std::copy(b.combine_grid, b.combine_grid + 3, sum.grid);
-  }
-  return out;
-}
+bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).op.texel; }
 
 void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
   Bound b = bind(ops);
   // The op's pipeline for these offsets first: they may be refused, and nothing is recorded then.
-  const VkPipeline pipeline = b.count ? op_pipeline(b) : VK_NULL_HANDLE;
-  for (const Stage& stage : stages(b, pipeline)) stage.record(*ctx_, cb);
+  if (b.op.count) b.op.pipeline = op_pipeline(b);
+  // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
+  // is written by every record().
+  if (b.build) b.build->record(*ctx_, cb);
+  if (b.op.count) b.op.record(*ctx_, cb);
+  if (b.op.count && b.combine) b.combine->record(*ctx_, cb);
   // A build with no op after it (gmm with m = 0) still ends in the barrier that makes its writes (the
   // status word) visible to what follows in the same queue, as when the op runs.
-  if (b.device_meta && !b.count) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
+  if (b.build && !b.op.count) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
 }
 
 }  // namespace vkgmm

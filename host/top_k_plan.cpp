@@ -1,5 +1,5 @@
 // TopKPlan: the problem's rules, one pipeline, and one dispatch over the tokens (shaders/topk.comp).
-// Not a grouped op, so not a DispatchPlan: it shares the core's view checks and binding helpers instead.
+// Not a grouped op, so not a DispatchPlan: its record is one Stage, bound with the core's view checks.
 #include "vkgmm/top_k.hpp"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "operands.hpp"
 #include "problem_checks.hpp"
 #include "shader_modules.hpp"
+#include "stage.hpp"
 #include "tiling.hpp"
 #include "view_bounds.hpp"
 
@@ -77,12 +78,8 @@ const TopKProblem& TopKPlan::problem() const { return state_->problem; }
 TopKSizes TopKPlan::sizes() const { return state_->sizes; }
 
 namespace {
-struct BoundTopK {
-  VkDescriptorBufferInfo infos[kNumBindings]{};
-  abi::TopKPush push{};
-};
-
-BoundTopK bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperands& ops) {
+// The dispatch for these views (its pipeline and grid the caller's).
+Stage bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperands& ops) {
   check_views_in_buffers(ctx, kOp, {{"logits", ops.logits}, {"ids", ops.ids}, {"weights", ops.weights}});
   check_no_overlap(kOp, ops.ids, {{"logits", ops.logits}, {"weights", ops.weights}}, "ids");
   check_no_overlap(kOp, ops.weights, {{"logits", ops.logits}}, "weights");
@@ -92,18 +89,19 @@ BoundTopK bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperand
   const BoundOperand ids = bind_operand(ctx, kOp, "ids", ops.ids, DType::f32, slots, 0, false);
   const BoundOperand weights = bind_operand(ctx, kOp, "weights", ops.weights, DType::f32, slots, 0, false);
   ctx.dev.options.check_records(kOp);
-  BoundTopK b;
-  std::fill(std::begin(b.infos), std::end(b.infos), logits.info);  // bindings the module does not declare
-  b.infos[VKGMM_BINDING_TOPK_LOGITS] = logits.info;
-  b.infos[VKGMM_BINDING_TOPK_IDS] = ids.info;
-  b.infos[VKGMM_BINDING_TOPK_WEIGHTS] = weights.info;
-  b.push.logits_off = logits.element_offset;
-  b.push.ids_off = ids.element_offset;
-  b.push.weights_off = weights.element_offset;
-  b.push.tokens = static_cast<uint32_t>(p.tokens);
-  b.push.experts = static_cast<uint32_t>(p.experts);
-  b.push.top_k = static_cast<uint32_t>(p.top_k);
-  return b;
+  Stage s;
+  s.bind_all(logits.info);  // bindings the module does not declare
+  s.infos[VKGMM_BINDING_TOPK_LOGITS] = logits.info;
+  s.infos[VKGMM_BINDING_TOPK_IDS] = ids.info;
+  s.infos[VKGMM_BINDING_TOPK_WEIGHTS] = weights.info;
+  abi::TopKPush& push = s.push.start<abi::TopKPush>();
+  push.logits_off = logits.element_offset;
+  push.ids_off = ids.element_offset;
+  push.weights_off = weights.element_offset;
+  push.tokens = static_cast<uint32_t>(p.tokens);
+  push.experts = static_cast<uint32_t>(p.experts);
+  push.top_k = static_cast<uint32_t>(p.top_k);
+  return s;
 }
 }  // namespace
 
@@ -111,10 +109,12 @@ void TopKPlan::check(const TopKOperands& ops) const { bind(*state_->ctx, state_-
 
 void TopKPlan::record(VkCommandBuffer cb, const TopKOperands& ops) const {
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
-  const BoundTopK b = bind(*state_->ctx, state_->problem, ops);
+  Stage s = bind(*state_->ctx, state_->problem, ops);
   if (!state_->groups) return;  // no tokens: the views checked, nothing to run
-  bind_and_push(*state_->ctx, cb, state_->pipeline, b.infos, &b.push, sizeof(b.push));
-  vkCmdDispatch(cb, state_->groups, 1, 1);
+  s.pipeline = state_->pipeline;
+  s.grid[0] = state_->groups;
+  s.grid[1] = s.grid[2] = 1;
+  s.record(*state_->ctx, cb);
 }
 
 void top_k(Context& ctx, const TopKProblem& problem, const TopKOperands& ops) {
