@@ -7,7 +7,7 @@
 
 #include "context_impl.hpp"
 #include "texel_views.hpp"
-#include "view_bounds.hpp"
+#include "operands.hpp"
 
 namespace vkgmm {
 

@@ -10,7 +10,6 @@
 #include "options.hpp"
 #include "problem_checks.hpp"
 #include "texel_views.hpp"
-#include "view_bounds.hpp"
 
 namespace vkgmm {
 

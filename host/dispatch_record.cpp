@@ -9,7 +9,6 @@
 #include "problem_checks.hpp"
 #include "stage.hpp"
 #include "texel_views.hpp"
-#include "view_bounds.hpp"
 
 namespace vkgmm {
 
@@ -29,6 +28,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   const char* op = name();
   options().check_records(op);
   check_existing_view(op, has_existing_, ops.existing_out, ops.out);
+  // Every given view inside its buffer before the rules between views (binding checks each again).
   for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);
   auto refuse_given = [&](const char* what, const BufferView& view, const char* why) {
     if (view.buffer) throw Error(Status::invalid_argument, std::string(op) + ": " + what + ": a view was given but " + why);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "view_bounds.hpp"
+#include "operands.hpp"
 
 namespace vkgmm {
 

@@ -12,7 +12,6 @@
 #include "shader_modules.hpp"
 #include "stage.hpp"
 #include "tiling.hpp"
-#include "view_bounds.hpp"
 
 namespace vkgmm {
 
@@ -80,6 +79,7 @@ TopKSizes TopKPlan::sizes() const { return state_->sizes; }
 namespace {
 // The dispatch for these views (its pipeline and grid the caller's).
 Stage bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperands& ops) {
+  // Each view inside its buffer first (bind_operand checks it again), then the overlaps between them.
   check_views_in_buffers(ctx, kOp, {{"logits", ops.logits}, {"ids", ops.ids}, {"weights", ops.weights}});
   check_no_overlap(kOp, ops.ids, {{"logits", ops.logits}, {"weights", ops.weights}}, "ids");
   check_no_overlap(kOp, ops.weights, {{"logits", ops.logits}}, "weights");
