@@ -280,9 +280,24 @@ void Instance::record(VkCommandBuffer cb) const {
   const vkgmm::BufferView a = pick(buf_a, 0).view(), b = pick(buf_b, 1).view(), c = pick(buf_c, 2).view();
   const vkgmm::BufferView o0 = pick(out0, 3).view(), o1 = pick(out1, 4).view();
   const vkgmm::BufferView work = workspace_view();
-  if (gmm_) gmm_->record(cb, {a, b, o0, {}, sizes, work, status});
-  if (tgmm_) tgmm_->record(cb, {a, b, o0, {}, sizes, work, status});
-  if (backward_) backward_->record(cb, {a, b, c, o0, o1, sizes, work, status});
+  if (gmm_) {
+    vkgmm::GmmOperands ops;
+    ops.lhs = a, ops.rhs = b, ops.out = o0;
+    ops.group_sizes = sizes, ops.workspace = work, ops.status = status;
+    gmm_->record(cb, ops);
+  }
+  if (tgmm_) {
+    vkgmm::TgmmOperands ops;
+    ops.lhs = a, ops.rhs = b, ops.out = o0;
+    ops.group_sizes = sizes, ops.workspace = work, ops.status = status;
+    tgmm_->record(cb, ops);
+  }
+  if (backward_) {
+    vkgmm::GmmBackwardOperands ops;
+    ops.lhs = a, ops.rhs = b, ops.d_out = c, ops.d_lhs = o0, ops.d_rhs = o1;
+    ops.group_sizes = sizes, ops.workspace = work, ops.status = status;
+    backward_->record(cb, ops);
+  }
 }
 
 namespace {

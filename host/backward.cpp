@@ -84,13 +84,29 @@ VkDeviceSize GmmBackwardPlan::metadata_bytes() const {
   return d_lhs_.metadata_bytes() + (d_rhs_ ? d_rhs_->metadata_bytes() : 0);
 }
 
+namespace {
+// d_lhs = gmm(d_out, rhs, transposed) and d_rhs = tgmm(lhs, d_out): the backward's views as theirs.
+GmmOperands d_lhs_operands(const GmmBackwardOperands& ops, const BufferView& workspace, const BufferView& status) {
+  GmmOperands g;
+  g.lhs = ops.d_out, g.rhs = ops.rhs, g.out = ops.d_lhs;
+  g.group_sizes = ops.group_sizes, g.workspace = workspace, g.status = status;
+  return g;
+}
+TgmmOperands d_rhs_operands(const GmmBackwardOperands& ops, const BufferView& workspace) {
+  TgmmOperands t;
+  t.lhs = ops.lhs, t.rhs = ops.d_out, t.out = ops.d_rhs;
+  t.group_sizes = ops.group_sizes, t.workspace = workspace, t.status = ops.status;
+  return t;
+}
+}  // namespace
+
 void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const {
   if (!d_rhs_) {
     // Frozen weights: d_lhs alone, which then writes the status word.
     if (ops.d_rhs.buffer)
       throw Error(Status::invalid_argument, "gmm_backward: d_rhs: a view was given but the weights are in a block "
                                             "format, frozen: their gradient is not computed");
-    d_lhs_.record(cb, {ops.d_out, ops.rhs, ops.d_lhs, {}, ops.group_sizes, ops.workspace, ops.status});
+    d_lhs_.record(cb, d_lhs_operands(ops, ops.workspace, ops.status));
     return;
   }
   // Device group sizes: both read them; the workspace is split between the two; the status word is
@@ -104,8 +120,8 @@ void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops)
     lhs_work = {ops.workspace.buffer, ops.workspace.offset, d_lhs_.workspace_bytes()};
     rhs_work = {ops.workspace.buffer, ops.workspace.offset + d_rhs_workspace_offset_, d_rhs_->workspace_bytes()};
   }
-  const GmmOperands d_lhs_ops{ops.d_out, ops.rhs, ops.d_lhs, {}, ops.group_sizes, lhs_work, {}};
-  const TgmmOperands d_rhs_ops{ops.lhs, ops.d_out, ops.d_rhs, {}, ops.group_sizes, rhs_work, ops.status};
+  const GmmOperands d_lhs_ops = d_lhs_operands(ops, lhs_work, {});
+  const TgmmOperands d_rhs_ops = d_rhs_operands(ops, rhs_work);
   // Check both before recording either, so a bad view records nothing. The two dispatches run with no
   // barrier between them, so neither output may overlap anything the other reads or writes.
   d_lhs_.check(d_lhs_ops);

@@ -32,9 +32,11 @@ py::tuple top_k(const Array& logits, int64_t k, bool renormalize) {
   // Vulkan has no empty buffer: at least one word each.
   vkgmm::Buffer ids = ctx.create_buffer(std::max<uint64_t>(sz.ids, 4));
   vkgmm::Buffer weights = ctx.create_buffer(std::max<uint64_t>(sz.weights, 4));
-  run(ctx, [&](VkCommandBuffer cb) {
-    plan->record(cb, {logits.view(), ids.view(0, sz.ids), weights.view(0, sz.weights)});
-  });
+  vkgmm::TopKOperands ops;
+  ops.logits = logits.view();
+  ops.ids = ids.view(0, sz.ids);
+  ops.weights = weights.view(0, sz.weights);
+  run(ctx, [&](VkCommandBuffer cb) { plan->record(cb, ops); });
   py::array_t<int32_t> ids_out({tokens, k});
   py::array_t<float> weights_out({tokens, k});
   if (sz.ids) {
