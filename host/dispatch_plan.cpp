@@ -91,6 +91,14 @@ DispatchPlan::Workspace DispatchPlan::layout_workspace(const DeviceMetadata& d, 
   return w;
 }
 
+const DispatchPlan::Workspace& DispatchPlan::use_device_metadata(Launch& launch, const DeviceMetadata& d,
+                                                                 const std::optional<Routing>& routing) const {
+  launch.device_metadata = d;
+  launch.routing = routing;
+  launch.workspace = layout_workspace(d, routing);
+  return launch.workspace;
+}
+
 void DispatchPlan::check_bias(uint64_t count) const {
   if (count * 4 > info().max_storage_buffer_range)
     throw Error(Status::unsupported, std::string(name()) + ": bias: " + std::to_string(count * 4) +
@@ -149,7 +157,7 @@ void DispatchPlan::build(const Launch& l) {
     // gmm's list may run on the indirect grid (options; record() may still fall back per workspace); the
     // persistent grid's dispatch is direct.
     indirect_ = device_meta_->visits && !persistent_ && device_grid(options(), info()) == DeviceGrid::indirect;
-    workspace_ = layout_workspace(*device_meta_, routing_);
+    workspace_ = l.workspace;
   } else {
     if (l.routing) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata");
     const VkDeviceSize bytes = l.host_metadata.size() * sizeof(int32_t);

@@ -110,6 +110,11 @@ class DispatchPlan {
   // The epilogue's bias, f32 [count], is bound whole: refuses one past a binding.
   void check_bias(uint64_t count) const;
 
+  struct Launch;
+  // Sets the launch's device metadata and routing, and the workspace laid out for them (layout_workspace),
+  // which it returns: the one layout the op's pushed offsets and the core's bindings both come from.
+  const Workspace& use_device_metadata(Launch& launch, const DeviceMetadata& d, const std::optional<Routing>& routing) const;
+
   // ----- the launch, described by the op's part as one value, and the plan made from it -----
   struct Launch {
     OperandSpec lhs, rhs, out;  // existing_out (when the problem has one) is read with out's type and count
@@ -129,6 +134,7 @@ class DispatchPlan {
     std::vector<int32_t> host_metadata;
     std::optional<DeviceMetadata> device_metadata;
     std::optional<Routing> routing;
+    Workspace workspace;  // with device_metadata: its layout, whose offsets the op pushes (use_device_metadata)
     template <class Push>
     void set_push(const Push& p) {
       static_assert(abi::starts_with_operand_offsets<Push>());

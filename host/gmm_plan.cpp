@@ -184,14 +184,14 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     push.num_visits = rows > 0 ? static_cast<uint32_t>((rows + tm - 1) / tm + r.g_local + 2) : 0;
     launch.grid_choice =
         core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
-    launch.device_metadata = DispatchPlan::DeviceMetadata{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local),
-                                                          uint32_t(rows), uint32_t(tm), push.fill_rows, push.num_visits,
-                                                          true};
+    const DispatchPlan::DeviceMetadata d{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local), uint32_t(rows),
+                                         uint32_t(tm), push.fill_rows, push.num_visits, true};
+    std::optional<DispatchPlan::Routing> routing;
     if (routed)
-      launch.routing = DispatchPlan::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
-                                             uint32_t(r.g_local), uint32_t(route.num_experts), uint32_t(out_n),
-                                             route.combine, fused_combine ? uint32_t(tiles_n) : 0u};
-    const DispatchPlan::Workspace words = core.layout_workspace(*launch.device_metadata, launch.routing);
+      routing = DispatchPlan::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
+                                      uint32_t(r.g_local), uint32_t(route.num_experts), uint32_t(out_n),
+                                      route.combine, fused_combine ? uint32_t(tiles_n) : 0u};
+    const DispatchPlan::Workspace& words = core.use_device_metadata(launch, d, routing);
     // The persistent grid loops over the real visits only, their count read where the build wrote it.
     if (launch.grid_choice.persistent) push.visit_count_off = static_cast<uint32_t>(words.visit_count);
     if (routed) {

@@ -96,8 +96,9 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
   const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + uint64_t(groups) * pad, 1, false) + groups;
   launch.grid_choice = core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups), tiles_n * tiles_k * loops, loops);
   if (p.device_group_sizes.count > 0)
-    launch.device_metadata =
-        DispatchPlan::DeviceMetadata{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false};
+    core.use_device_metadata(
+        launch, DispatchPlan::DeviceMetadata{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false},
+        std::nullopt);
   else
     launch.host_metadata = make_group_offsets(p.group_sizes);
   abi::TgmmPush push{};
