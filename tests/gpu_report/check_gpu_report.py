@@ -73,8 +73,8 @@ def main():
                 check(not gated or loop["fma_share"] >= min_share,
                       f"{c['name']} {cp['plan']}: share {loop['fma_share']} < {min_share}")
         check(len(ops) >= 20, f"only {len(ops)} distinct op pipelines")
-        # The gate covers what issue 16 names: gmm and tgmm (and the backward's), f32 and both 16-bit
-        # types, the routed qwen3-ids-t512 and the bias + SwiGLU epilogue.
+        # The gate covers the kernels that carry the FLOPs: gmm and tgmm (and the backward's), f32 and both
+        # 16-bit types, the routed qwen3-ids-t512 and the bias + SwiGLU epilogue.
         gated_names = {(c["name"], cp["plan"]) for c in report["cases"] for cp in c["pipelines"] if cp["gated"]}
         for t in ("f32", "f16", "bf16"):
             for case, plan in ((f"moe-prefill {t}", "gmm"), (f"moe-fine {t}", "gmm"), (f"moe-grad {t}", "d_rhs"),
