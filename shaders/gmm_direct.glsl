@@ -1,10 +1,83 @@
 // gmm's direct schedule (included by gmm.comp): each invocation reads its micro-tile's operands straight
 // from the buffers, its K steps every K_SLICES-th one (the slices' sums are added after the reduction).
 
+// The block walk's choices for this pipeline (reduce_direct4 gives the reasons), made once there and
+// handed to walk_quad.
+struct Walk {
+  bool steps;      // rhs [n, k] in a block format: K walked a step at a time
+  bool runs;       // the sums of each run of one scale scaled once
+  bool mins;       // q4_K's runs: lhs's sum over each run kept for the mins
+  uint run_quads;  // quads per run of one scale
+  uint batch;      // column groups per batch of rhs loads
+};
+
+// reduce_direct4's state, at module scope (as acc4) so that its quad of K is a function of its own:
+// glslang's copy of an array sized by a specialization-constant expression into a function's parameter
+// does not validate. The loads' first elements, per tile: lhs's rows, rhs [k, n]'s column groups and
+// rhs [n, k]'s columns (see reduce_direct4). Per step of the block walk: each column's scales (qs), quant
+// words (qw) and q6_K's high bits (qh). Per run of one scale: the partial sums (part) and q4_K's sums of
+// lhs (xsum).
+uint d4_arow[RM];
+uint d4_bcol[VNH];
+uint d4_bcol_t[4 * VNH];
+QStep d4_qs[4 * VNH];
+uint d4_qw[4 * VNH][8], d4_qh[4 * VNH][8];
+vec4 d4_part[RM * VNH];
+float d4_xsum[RM];
+
+// Quad s (K values k0 + 4s .. k0 + 4s + 3) of the step at k0: lhs's 4 values per row, rhs's 4 x 4 block per
+// column group, a batch of groups at a time, into acc4, or with runs into part and, at a run's end, part
+// scaled into acc4. qh is q6_K's, whose steps are 8 quads (its index wraps only in formats that never read it).
+void walk_quad(Walk walk, uint k0, uint s, uint rbase) {
+  uint kk = k0 + 4 * s;
+  vec4 a[RM];
+  [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(d4_arow[i] + kk);
+  const bool run_starts = walk.runs && s % walk.run_quads == 0u;
+  if (walk.mins)
+    [[unroll]] for (uint i = 0; i < RM; ++i) d4_xsum[i] = (run_starts ? 0.0 : d4_xsum[i]) + ((a[i].x + a[i].y) + (a[i].z + a[i].w));
+  [[unroll]] for (uint v0 = 0; v0 < VNH; v0 += walk.batch) {
+    vec4 b[4 * VNH];  // 4 * batch used: the batch is not a constant expression where glslang sizes arrays
+    [[unroll]] for (uint w = 0; w < walk.batch; ++w) {
+      uint v = v0 + w;
+      if (TRANSPOSE_RHS) {
+        [[unroll]] for (uint c = 0; c < 4; ++c) {
+          uint e = 4 * v + c;
+          uint word = d4_qw[e][s % q_run_words(RHS_TYPE)], hi_word = d4_qh[e][s % 8u];
+          vec4 t = walk.runs    ? q_raw4(RHS_TYPE, d4_qs[e], word, hi_word, s)
+                   : walk.steps ? q_step4(RHS_TYPE, d4_qs[e], word, hi_word, s)
+                                : load4_rhs(d4_bcol_t[e] + kk);
+          [[unroll]] for (uint q = 0; q < 4; ++q) b[q * walk.batch + w][c] = t[q];
+        }
+      } else {
+        [[unroll]] for (uint q = 0; q < 4; ++q) b[q * walk.batch + w] = load4_rhs(rbase + (kk + q) * pc.n + d4_bcol[v]);
+      }
+    }
+    [[unroll]] for (uint i = 0; i < RM; ++i)
+      [[unroll]] for (uint w = 0; w < walk.batch; ++w) {
+        uint v = v0 + w;
+        vec4 c = walk.runs ? (run_starts ? vec4(0.0) : d4_part[i * VNH + v]) : acc4[i * VNH + v];
+        [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * walk.batch + w], c);
+        if (walk.runs) d4_part[i * VNH + v] = c;
+        else acc4[i * VNH + v] = c;
+      }
+  }
+  if (walk.runs && s % walk.run_quads == walk.run_quads - 1u)
+    [[unroll]] for (uint v = 0; v < VNH; ++v) {
+      uint e = 4 * v;
+      vec4 scale = vec4(q_run_scale(RHS_TYPE, d4_qs[e], s), q_run_scale(RHS_TYPE, d4_qs[e + 1], s),
+                        q_run_scale(RHS_TYPE, d4_qs[e + 2], s), q_run_scale(RHS_TYPE, d4_qs[e + 3], s));
+      vec4 mins = vec4(q_run_min(RHS_TYPE, d4_qs[e], s), q_run_min(RHS_TYPE, d4_qs[e + 1], s),
+                       q_run_min(RHS_TYPE, d4_qs[e + 2], s), q_run_min(RHS_TYPE, d4_qs[e + 3], s));
+      [[unroll]] for (uint i = 0; i < RM; ++i) {
+        vec4 c = fma(scale, d4_part[i * VNH + v], acc4[i * VNH + v]);
+        acc4[i * VNH + v] = walk.mins ? fma(-mins, vec4(d4_xsum[i]), c) : c;
+      }
+    }
+}
+
 // With 4-element loads: one tile's reduction into acc4 (row i, column group v at i * VNH + v).
 void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice) {
-  uint arow[RM];
-  [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
+  [[unroll]] for (uint i = 0; i < RM; ++i) d4_arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
   uint rbase = pc.rhs_off + g_local * pc.k * pc.n;
   // Each invocation owns RN/4 groups of 4 adjacent columns (col_of). Per 4 K steps it takes the 4 K
   // rows of a batch of those column groups (VB below) as b[q * VB + w] (q: the K step), then each
@@ -12,12 +85,12 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   // registers, so touch each one once per four K steps. rhs [k, n] gives those rows as vec4s along N
   // directly. rhs [n, k] gives vec4s along K, one per column: 4 of them are the 4 x 4 block transposed,
   // which costs nothing where vectors are held component by component (a CPU driver's SoA registers).
-  uint bcol[VNH];      // rhs [k, n]: the group's first column (clamped so the vec4 stays in the row)
-  uint bcol_t[4 * VNH];  // rhs [n, k]: each column's K run (columns past n clamped; never stored)
+  // d4_bcol, rhs [k, n]: the group's first column (clamped so the vec4 stays in the row); d4_bcol_t, rhs
+  // [n, k]: each column's K run (columns past n clamped; never stored).
   [[unroll]] for (uint v = 0; v < VNH; ++v) {
     uint col = product_col(v / VN, n0 + col_of(tx, (v % VN) * 4u));
-    bcol[v] = min(col, pc.n - 4u);
-    [[unroll]] for (uint c = 0; c < 4; ++c) bcol_t[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
+    d4_bcol[v] = min(col, pc.n - 4u);
+    [[unroll]] for (uint c = 0; c < 4; ++c) d4_bcol_t[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
   }
   // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64) at a
   // time, and each column's step (its scales, its quant words) is read once per step into registers and
@@ -46,80 +119,28 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   // whose loads are 4 * VNH separate K runs in memory, all in flight together that way.
   // Block formats stored [k, n] take one group at a time too, unmeasured (the presets store [n, k]).
   const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? VNH : 1u;
+  const Walk walk = Walk(WALK_STEPS, WALK_RUNS, WALK_MINS, run_quads, VB);
   uvec4 qhead[4 * VNH];
   // K slices take every K_SLICES-th step, whole steps (a block format's steps lie in whole blocks).
   for (uint k0 = slice * kstep; k0 < pc.k; k0 += K_SLICES * kstep) {
-    QStep qs[4 * VNH];
-    uint qw[4 * VNH][8], qh[4 * VNH][8];
     // q4_K's head once per super-block of 256 values; a slice's steps are K_SLICES steps apart, so with
     // more than one slice each step may be in a super-block of its own.
     if (WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K && (K_SLICES > 1u || k0 % 256u == 0u))
-      [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) qhead[e] = q4k_head(bcol_t[e] - pc.rhs_off + k0);
+      [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) qhead[e] = q4k_head(d4_bcol_t[e] - pc.rhs_off + k0);
     if (WALK_STEPS)
       [[unroll]] for (uint e = 0; e < 4 * VNH; ++e)
-        q_step_walk(RHS_TYPE, bcol_t[e] - pc.rhs_off + k0, qhead[e], qs[e], qw[e], qh[e]);
-    vec4 part[RM * VNH];
-    float xsum[RM];
-    // One quad of K (the body below), in a loop of two shapes. q4_K's 64-value steps where each value is
+        q_step_walk(RHS_TYPE, d4_bcol_t[e] - pc.rhs_off + k0, qhead[e], d4_qs[e], d4_qw[e], d4_qh[e]);
+    // One quad of K (walk_quad), in a loop of two shapes. q4_K's 64-value steps where each value is
     // scaled as it is decoded (16 rows per invocation) run their 16 quads as a loop: unrolled, a step
     // (16 x 16 x 16 FMAs and the decoding) is machine code far beyond a CPU's instruction cache; looped,
     // q4_K prefill took ~12 % less CPU time on lavapipe (alternated against bf16 in one process, 5 rounds
     // each). q8_0's 8-quad steps took 4-8 % more looped, and the other loads (one quad per K step) were
     // 1.7x slower: they stay unrolled, as do the per-run sums, whose run boundaries fold away unrolled.
-    // qh is q6_K's, whose steps are 8 quads (its index wraps only in formats that never read it).
-#define VKGMM_WALK_QUAD(s) \
-{ \
-  uint kk = k0 + 4 * s; \
-  vec4 a[RM]; \
-  [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(arow[i] + kk); \
-  const bool run_starts = WALK_RUNS && s % run_quads == 0u; \
-  if (WALK_MINS) \
-    [[unroll]] for (uint i = 0; i < RM; ++i) xsum[i] = (run_starts ? 0.0 : xsum[i]) + ((a[i].x + a[i].y) + (a[i].z + a[i].w)); \
-  [[unroll]] for (uint v0 = 0; v0 < VNH; v0 += VB) { \
-    vec4 b[4 * VNH]; /* 4 * VB used: VB is not a constant expression where glslang sizes arrays */ \
-    [[unroll]] for (uint w = 0; w < VB; ++w) { \
-      uint v = v0 + w; \
-      if (TRANSPOSE_RHS) { \
-        [[unroll]] for (uint c = 0; c < 4; ++c) { \
-          uint e = 4 * v + c; \
-          uint word = qw[e][s % q_run_words(RHS_TYPE)], hi_word = qh[e][s % 8u]; \
-          vec4 t = WALK_RUNS    ? q_raw4(RHS_TYPE, qs[e], word, hi_word, s) \
-                   : WALK_STEPS ? q_step4(RHS_TYPE, qs[e], word, hi_word, s) \
-                                : load4_rhs(bcol_t[e] + kk); \
-          [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VB + w][c] = t[q]; \
-        } \
-      } else { \
-        [[unroll]] for (uint q = 0; q < 4; ++q) b[q * VB + w] = load4_rhs(rbase + (kk + q) * pc.n + bcol[v]); \
-      } \
-    } \
-    [[unroll]] for (uint i = 0; i < RM; ++i) \
-      [[unroll]] for (uint w = 0; w < VB; ++w) { \
-        uint v = v0 + w; \
-        vec4 c = WALK_RUNS ? (run_starts ? vec4(0.0) : part[i * VNH + v]) : acc4[i * VNH + v]; \
-        [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * VB + w], c); \
-        if (WALK_RUNS) part[i * VNH + v] = c; \
-        else acc4[i * VNH + v] = c; \
-      } \
-  } \
-  if (WALK_RUNS && s % run_quads == run_quads - 1u) \
-    [[unroll]] for (uint v = 0; v < VNH; ++v) { \
-      uint e = 4 * v; \
-      vec4 scale = vec4(q_run_scale(RHS_TYPE, qs[e], s), q_run_scale(RHS_TYPE, qs[e + 1], s), \
-                        q_run_scale(RHS_TYPE, qs[e + 2], s), q_run_scale(RHS_TYPE, qs[e + 3], s)); \
-      vec4 mins = vec4(q_run_min(RHS_TYPE, qs[e], s), q_run_min(RHS_TYPE, qs[e + 1], s), \
-                       q_run_min(RHS_TYPE, qs[e + 2], s), q_run_min(RHS_TYPE, qs[e + 3], s)); \
-      [[unroll]] for (uint i = 0; i < RM; ++i) { \
-        vec4 c = fma(scale, part[i * VNH + v], acc4[i * VNH + v]); \
-        acc4[i * VNH + v] = WALK_MINS ? fma(-mins, vec4(xsum[i]), c) : c; \
-      } \
-    } \
-}
     if (WALK_STEPS && !WALK_RUNS && kstep > 32u) {
-      [[dont_unroll]] for (uint s = 0; s < kstep / 4; ++s) VKGMM_WALK_QUAD(s)
+      [[dont_unroll]] for (uint s = 0; s < kstep / 4; ++s) walk_quad(walk, k0, s, rbase);
     } else {
-      [[unroll]] for (uint s = 0; s < kstep / 4; ++s) VKGMM_WALK_QUAD(s)
+      [[unroll]] for (uint s = 0; s < kstep / 4; ++s) walk_quad(walk, k0, s, rbase);
     }
-#undef VKGMM_WALK_QUAD
   }
 }
 

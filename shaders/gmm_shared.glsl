@@ -2,19 +2,19 @@
 // in shared memory per K step, and each invocation reduces its RM x RN accumulators from there.
 
 // ----- the shared schedule's staging: chunks of 4 elements along each operand's contiguous axis ----------
-// lhs [TM, TK] as TK/4 x TM chunks along K, chunk e of row e % TM; rhs [TK, TN * NH] as TK x TN*NH/4
-// chunks along N, or transposed (rhs [n, k]) as TK/4 x TN*NH chunks along K, chunk e of product column
-// e % (TN * NH). A chunk along K is stored as 4 K rows: neighbouring lanes take neighbouring rows
-// (columns), so those stores hit consecutive banks with no padding. Invocation lid takes chunks
-// lid + s * NT: their sources and their places in the stage stay the same from one K step to the next,
-// so both are computed once (a_src / b_src: the chunk's first element at K step 0; a_dst / b_dst) and a
-// step only adds its K offset, the same for the whole workgroup. The next step's chunks are loaded into
-// registers (a_next, b_next) while the current one is computed from shared memory.
+// lhs [TM, TK] K-major (stage_kmajor.glsl), TM rows per K step; rhs [TK, TN * NH] as TK x TN*NH/4 chunks
+// along N, stored whole, or transposed (rhs [n, k]) K-major, TN * NH product columns per K step.
+// Invocation lid takes chunks lid + s * NT: their sources and their places in the stage stay the same
+// from one K step to the next, so both are computed once (a_src / b_src: the chunk's first element at K
+// step 0; a_dst / b_dst) and a step only adds its K offset, the same for the whole workgroup. The next
+// step's chunks are loaded into registers (a_next, b_next) while the current one is computed from shared
+// memory.
 //
 // No bounds check runs in the main loop: rows past m read row m - 1 and columns past n the tile's first
 // column instead (in bounds; their products are never stored), and the K steps end at k: the first step
 // is the ragged one, starting before K = 0 (its values there are zero), so every later step lies in K.
 const uint NT = TX * TY * K_SLICES;  // the workgroup's invocations
+#include "stage_kmajor.glsl"
 const uint TNH = TN * NH;  // the tile's product columns
 const uint A_CHUNKS = TM * TK / 4, B_CHUNKS = TK * TNH / 4;
 const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
@@ -36,39 +36,47 @@ VKGMM_DEFINE_PACKED16_LOAD4(rhs4_packed, rhs)
 VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
 VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
-// The chunk's K offset within a step (chunks along K: a multiple of 4; rhs [k, n]: its K row).
-uint a_koff(uint e) { return (e / TM) * 4u; }
-uint b_koff(uint e) { return TRANSPOSE_RHS ? (e / TNH) * 4u : e / (TNH / 4); }
+// rhs [k, n]: the chunk's K row within a step.
+uint b_krow(uint e) { return e / (TNH / 4); }
 
 // Where invocation lid's chunks come from and go, for the tile at (m0, n0) of group g_local. Where the
 // invocations divide a K step's chunks of one row (column), all of an invocation's chunks share its first
 // chunk's row (column) and lie a constant number of K rows after it: one address, constant offsets.
 void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    uint e = lid + s * NT, r = e % TM;
-    if (s > 0 && NT % TM == 0) {
-      a_src[s] = a_src[0] + s * (NT / TM) * 4u;
-      a_dst[s] = a_dst[0] + s * NT;
+    uint e = lid + s * NT;
+    if (kmajor_on_first_line(s, TM)) {
+      a_src[s] = a_src[0] + kmajor_k_past(lid, s, TM);
+      a_dst[s] = a_dst[0] + kmajor_place_past(s);
       continue;
     }
-    uint row = min(m0 + r, pc.m - 1u);  // m0 comes from the visit list: clamped, whatever it holds
-    a_src[s] = pc.lhs_off + lhs_row(row) * pc.k + a_koff(e);
-    a_dst[s] = a_koff(e) * (TM / 4) + r / 4u;  // component r & 3 of 4 K rows, TM / 4 vec4s apart
+    uint row = min(m0 + kmajor_line(e, TM), pc.m - 1u);  // m0 comes from the visit list: clamped, whatever it holds
+    a_src[s] = pc.lhs_off + lhs_row(row) * pc.k + kmajor_k(e, TM);
+    a_dst[s] = kmajor_place(e, TM);
   }
-  // The chunks of one K row (rhs [k, n]) or one product column (rhs [n, k]).
-  const uint B_RUN = TRANSPOSE_RHS ? TNH : TNH / 4;
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
-    uint j = TRANSPOSE_RHS ? e % TNH : (e % (TNH / 4)) * 4u;  // the chunk's (first) product column
+    uint j = TRANSPOSE_RHS ? kmajor_line(e, TNH) : (e % (TNH / 4)) * 4u;  // the chunk's (first) product column
     uint col = n0 + j % TN;
     b_cols[s] = run_in(col, pc.out_n);
-    if (s > 0 && NT % B_RUN == 0) {
-      b_src[s] = b_src[0] + (b_koff(e) - b_koff(lid)) * (TRANSPOSE_RHS ? 1u : pc.n);
+    if (TRANSPOSE_RHS) {
+      if (kmajor_on_first_line(s, TNH)) {
+        b_src[s] = b_src[0] + kmajor_k_past(lid, s, TNH);
+        b_dst[s] = b_dst[0] + kmajor_place_past(s);
+        continue;
+      }
+      b_src[s] = rhs_index(g_local, kmajor_k(e, TNH), product_col(j / TN, col < pc.out_n ? col : n0));
+      b_dst[s] = kmajor_place(e, TNH);
+      continue;
+    }
+    // rhs [k, n]: the chunks of one K row.
+    if (s > 0 && NT % (TNH / 4) == 0) {
+      b_src[s] = b_src[0] + (b_krow(e) - b_krow(lid)) * pc.n;
       b_dst[s] = b_dst[0] + s * NT;
       continue;
     }
-    b_src[s] = rhs_index(g_local, b_koff(e), product_col(j / TN, col < pc.out_n ? col : n0));
-    b_dst[s] = TRANSPOSE_RHS ? b_koff(e) * (TNH / 4) + j / 4u : e;
+    b_src[s] = rhs_index(g_local, b_krow(e), product_col(j / TN, col < pc.out_n ? col : n0));
+    b_dst[s] = e;
   }
 }
 
@@ -78,38 +86,33 @@ void stage_load(int k0, const bool first) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
-    bvec4 ok = first ? greaterThanEqual(ivec4(k0 + int(a_koff(e))) + ivec4(0, 1, 2, 3), ivec4(0)) : bvec4(true);
-    a_next[s] = lhs4_staged(a_src[s] + uint(k0), ok);
+    a_next[s] = lhs4_staged(a_src[s] + uint(k0), kmajor_reads(k0 + int(kmajor_k(e, TM)), 0, first));
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     if (TRANSPOSE_RHS) {
-      bvec4 ok = first ? greaterThanEqual(ivec4(k0 + int(b_koff(e))) + ivec4(0, 1, 2, 3), ivec4(0)) : bvec4(true);
-      b_next[s] = rhs4_staged(b_src[s] + uint(k0), ok);
+      b_next[s] = rhs4_staged(b_src[s] + uint(k0), kmajor_reads(k0 + int(kmajor_k(e, TNH)), 0, first));
     } else {
       bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
-      b_next[s] = rhs4_staged(b_src[s] + uint(k0) * pc.n, first && k0 + int(b_koff(e)) < 0 ? bvec4(false) : cols);
+      b_next[s] = rhs4_staged(b_src[s] + uint(k0) * pc.n, first && k0 + int(b_krow(e)) < 0 ? bvec4(false) : cols);
     }
   }
 }
 
-// Store a_next / b_next into the stage: lhs chunks transposed (4 K rows), rhs chunks along N whole.
+// Store a_next / b_next into the stage: lhs chunks and rhs [n, k]'s as 4 K rows, rhs [k, n]'s whole.
 void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    if (!A_EVEN && gl_LocalInvocationIndex + s * NT >= A_CHUNKS) continue;
-    // The row's component r & 3 (stage_sources): chunk e's e & 3 is (e % TM) & 3, TM a multiple of 4
-    // (NT need not be one: 12 invocations happen).
-    uint c = (gl_LocalInvocationIndex + s * NT) & 3u;
-    vec4 v = staged_values(a_next[s], A_PACKED, LHS_TYPE);
-    [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TM / 4)][c] = v[q];
+    uint e = gl_LocalInvocationIndex + s * NT;
+    if (!A_EVEN && e >= A_CHUNKS) continue;
+    kmajor_store(false, a_dst[s], e, TM, staged_values(a_next[s], A_PACKED, LHS_TYPE));
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     vec4 v = staged_values(b_next[s], B_PACKED, RHS_TYPE);
     if (TRANSPOSE_RHS) {
-      [[unroll]] for (uint q = 0; q < 4; ++q) Bs4[b_dst[s] + q * (TNH / 4)][e & 3u] = v[q];
+      kmajor_store(true, b_dst[s], e, TNH, v);
     } else {
       Bs4[b_dst[s]] = v;  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
     }

@@ -75,17 +75,17 @@ uint lhs_index(uint kk, uint row) {
 shared vec4 As4[(SHARED_A + 3) / 4];
 shared vec4 Bs4[(SHARED_B + 3) / 4];
 // Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
-// k, stored whole; lhs [k, m] as TM/4 x TK chunks along m, chunk e of k row e % TK, stored as 4 rows c
-// (neighbouring lanes: neighbouring k rows, consecutive banks); rhs as TM x TN/4 chunks along n. Invocation
-// lid takes chunks lid + s * NT, whose sources from the group's row 0 (a_src, b_src) and places in the
-// stage (a_dst) are computed once; a step adds its first row. The next step's chunks are loaded into
-// a_next / b_next while the current one computes.
+// k, stored whole; lhs [k, m] K-major (stage_kmajor.glsl: the group's rows are the reduction), TK k rows
+// per step; rhs as TM x TN/4 chunks along n. Invocation lid takes chunks lid + s * NT, whose sources from
+// the group's row 0 (a_src, b_src) and places in the stage (a_dst) are computed once; a step adds its
+// first row. The next step's chunks are loaded into a_next / b_next while the current one computes.
 //
 // No bounds check runs in the main loop: k rows past k and columns past n read the block's first
 // instead (in bounds; never stored), and the steps end at the group's end: the first step is the ragged
 // one, starting before the group (rows there are zero), so every later step lies in the group. lhs
 // [k, m] is read 4 elements at a time but not as one vec4: the steps start at any row.
 const uint NT = TX * TY;
+#include "stage_kmajor.glsl"
 const uint A_CHUNKS = TK * TM / 4, B_CHUNKS = TM * TN / 4;
 const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
 const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
@@ -103,32 +103,37 @@ VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
 VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
 // The chunk's first group row within a step.
-uint a_row(uint e) { return LHS_MK ? e / (TK / 4) : (e / TK) * 4u; }
+uint a_row(uint e) { return LHS_MK ? e / (TK / 4) : kmajor_k(e, TK); }
 uint b_row(uint e) { return e / (TN / 4); }
 
 // Where the invocations divide a step's chunks of one k run (k row, column run), all of an invocation's
 // chunks share its first chunk's and lie a constant number of group rows after it: one address, constant
 // offsets (as in gmm.comp).
 void stage_sources(uint lid, uint k0, uint n0) {
-  const uint A_RUN = LHS_MK ? TK / 4 : TK;  // the chunks of one group row (lhs [m, k]) or 4 (lhs [k, m])
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = lid + s * NT;
-    if (s > 0 && NT % A_RUN == 0) {
-      a_k[s] = a_k[0];
-      a_src[s] = a_src[0] + (a_row(e) - a_row(lid)) * (LHS_MK ? pc.k : 1u);
-      a_dst[s] = a_dst[0] + (LHS_MK ? s * NT : (a_row(e) - a_row(lid)) * (TK / 4));
+    if (!LHS_MK) {
+      if (kmajor_on_first_line(s, TK)) {
+        a_src[s] = a_src[0] + kmajor_k_past(lid, s, TK);
+        a_dst[s] = a_dst[0] + kmajor_place_past(s);
+        continue;
+      }
+      uint kk = k0 + kmajor_line(e, TK);
+      a_src[s] = pc.lhs_off + (kk < pc.k ? kk : k0) * pc.m + kmajor_k(e, TK);
+      a_dst[s] = kmajor_place(e, TK);
       continue;
     }
-    if (LHS_MK) {
-      uint kk = k0 + (e % (TK / 4)) * 4u;
-      a_k[s] = run_in(kk, pc.k);
-      a_src[s] = pc.lhs_off + a_row(e) * pc.k + (kk < pc.k ? kk : k0);
-      a_dst[s] = e;
-    } else {
-      uint kr = e % TK, kk = k0 + kr;
-      a_src[s] = pc.lhs_off + (kk < pc.k ? kk : k0) * pc.m + a_row(e);
-      a_dst[s] = a_row(e) * (TK / 4) + kr / 4u;  // component kr & 3 of 4 rows c, TK / 4 vec4s apart
+    // lhs [m, k]: the chunks of one group row.
+    if (s > 0 && NT % (TK / 4) == 0) {
+      a_k[s] = a_k[0];
+      a_src[s] = a_src[0] + (a_row(e) - a_row(lid)) * pc.k;
+      a_dst[s] = a_dst[0] + s * NT;
+      continue;
     }
+    uint kk = k0 + (e % (TK / 4)) * 4u;
+    a_k[s] = run_in(kk, pc.k);
+    a_src[s] = pc.lhs_off + a_row(e) * pc.k + (kk < pc.k ? kk : k0);
+    a_dst[s] = e;
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
@@ -154,8 +159,7 @@ void stage_load(int r0, uint gstart, const bool first) {
       bvec4 ks = VEC4_LHS ? bvec4(true) : a_k[s];
       a_next[s] = lhs4_staged(a_src[s] + uint(r0) * pc.k, first && row < int(gstart) ? bvec4(false) : ks);
     } else {
-      bvec4 ok = first ? greaterThanEqual(ivec4(row) + ivec4(0, 1, 2, 3), ivec4(gstart)) : bvec4(true);
-      a_next[s] = lhs4_staged(a_src[s] + uint(r0), ok);
+      a_next[s] = lhs4_staged(a_src[s] + uint(r0), kmajor_reads(row, int(gstart), first));
     }
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
@@ -175,7 +179,7 @@ void stage_store() {
     if (LHS_MK) {
       As4[a_dst[s]] = v;  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
     } else {
-      [[unroll]] for (uint q = 0; q < 4; ++q) As4[a_dst[s] + q * (TK / 4)][e & 3u] = v[q];
+      kmajor_store(false, a_dst[s], e, TK, v);
     }
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
