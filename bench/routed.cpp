@@ -9,11 +9,10 @@
 #include <stdexcept>
 
 #include "check.hpp"         // parallel_blocks
-#include "context_impl.hpp"  // the chain's own pipelines, through the library's pipeline cache
-#include "operands.hpp"
-#include "pipeline_cache.hpp"
+#include "interface.h"  // the binding count of the plain layout the chain's shaders share with vkgmm's
 #include "tuning.hpp"
 #include "vkgmm/convert.hpp"
+#include "vkgmm/internals.hpp"  // the chain's own pipelines, through the library's pipeline cache
 #include "vkgmm/reference.hpp"
 
 namespace vkgmm::spirv {
@@ -233,10 +232,10 @@ UnfusedChain::UnfusedChain(RoutedInstance& inst, const vkgmm::TilingChoice& tili
   s.status = ctx.create_buffer(4);
   const uint32_t zero = 0;
   s.status.upload(&zero, 4);
-  vkgmm::Context::Impl& im = vkgmm::ContextInternals::of(ctx);
-  s.route = im.pipeline(vkgmm::spirv::bench_chain_route, vkgmm::spirv::bench_chain_route_words, {kLanes});
-  s.gather = im.pipeline(vkgmm::spirv::bench_chain_gather, vkgmm::spirv::bench_chain_gather_words, {kLanes});
-  s.combine = im.pipeline(vkgmm::spirv::bench_chain_combine, vkgmm::spirv::bench_chain_combine_words, {kLanes});
+  using vkgmm::internals::pipeline;
+  s.route = pipeline(ctx, vkgmm::spirv::bench_chain_route, vkgmm::spirv::bench_chain_route_words, {kLanes});
+  s.gather = pipeline(ctx, vkgmm::spirv::bench_chain_gather, vkgmm::spirv::bench_chain_gather_words, {kLanes});
+  s.combine = pipeline(ctx, vkgmm::spirv::bench_chain_combine, vkgmm::spirv::bench_chain_combine_words, {kLanes});
   plan();
 
   // The sorted gemm's inputs: the stable expert order of the slots, on the host.
@@ -271,22 +270,25 @@ std::string UnfusedChain::sorted_tiling_text() const { return bench::tiling_text
 void UnfusedChain::record(VkCommandBuffer cb) const {
   const State& s = *st_;
   const RoutedInstance& inst = *s.inst;
-  vkgmm::Context::Impl& im = vkgmm::ContextInternals::of(inst.ctx);
+  const auto bind_and_push = [&](VkPipeline pipeline, const VkDescriptorBufferInfo* infos, const void* push,
+                                 uint32_t bytes) {
+    vkgmm::internals::bind_and_push(inst.ctx, cb, pipeline, infos, VKGMM_NUM_BINDINGS, push, bytes);
+  };
   auto info = [](const vkgmm::Buffer& b) { return VkDescriptorBufferInfo{b.handle(), 0, b.size()}; };
   const VkDescriptorBufferInfo work = info(s.work);
   // (a) counts and the permutation.
   {
-    const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(inst.buf_ids), work, work, work, work, work};
+    const VkDescriptorBufferInfo infos[VKGMM_NUM_BINDINGS] = {info(inst.buf_ids), work, work, work, work, work};
     const uint32_t push[6] = {uint32_t(s.S), uint32_t(s.E), s.sizes_off, s.base_off, s.perm_off, s.inv_off};
-    vkgmm::bind_and_push(im, cb, s.route, infos, push, sizeof push);
+    bind_and_push(s.route, infos, push, sizeof push);
     vkCmdDispatch(cb, 1, 1, 1);
   }
   compute_barrier(cb);
   // (b) the lhs rows gathered into expert order.
   {
-    const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(inst.buf_a), work, info(s.lhs_perm), work, work, work};
+    const VkDescriptorBufferInfo infos[VKGMM_NUM_BINDINGS] = {info(inst.buf_a), work, info(s.lhs_perm), work, work, work};
     const uint32_t push[4] = {uint32_t(s.S), s.row_words, uint32_t(s.K), s.perm_off};
-    vkgmm::bind_and_push(im, cb, s.gather, infos, push, sizeof push);
+    bind_and_push(s.gather, infos, push, sizeof push);
     const uint32_t y = uint32_t(std::min<int64_t>(s.S, 65535)), z = uint32_t((s.S + y - 1) / y);
     vkCmdDispatch(cb, groups_for(s.row_words), y, z);
   }
@@ -303,11 +305,11 @@ void UnfusedChain::record(VkCommandBuffer cb) const {
   compute_barrier(cb);
   // (d) un-permute and combine with the routing weights.
   {
-    const VkDescriptorBufferInfo infos[vkgmm::kNumBindings] = {info(s.y), info(inst.buf_weights), info(s.out), work,
+    const VkDescriptorBufferInfo infos[VKGMM_NUM_BINDINGS] = {info(s.y), info(inst.buf_weights), info(s.out), work,
                                                                 work, work};
     const uint32_t out_type = 0u;  // f32, as ids mode's out (the shader also rounds to f16 / bf16: 1, 2)
     const uint32_t push[5] = {uint32_t(s.T), uint32_t(s.K), uint32_t(s.n), s.inv_off, out_type};
-    vkgmm::bind_and_push(im, cb, s.combine, infos, push, sizeof push);
+    bind_and_push(s.combine, infos, push, sizeof push);
     const uint32_t y = uint32_t(std::min<int64_t>(s.T, 65535)), z = uint32_t((s.T + y - 1) / y);
     vkCmdDispatch(cb, groups_for(out_type ? uint64_t(s.n / 2) : uint64_t(s.n)), y, z);
   }

@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "context_impl.hpp"  // the memory-type choice of the app copies
+#include "vkgmm/internals.hpp"  // the memory-type choice of the app copies
 
 #include <algorithm>
 #include <random>
@@ -199,7 +199,6 @@ std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBu
   // a type), reached through the library's internals (the bench is vkgmm's own program): the first
   // host-visible type alone is system memory on a discrete GPU, read over PCIe, and the app/own ratio
   // would measure that instead of borrowing.
-  const vkgmm::Device& dev = vkgmm::ContextInternals::of(ctx).dev;
   auto c = std::make_shared<AppCopy>();
   c->device = ctx.device();
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -211,9 +210,9 @@ std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBu
   vkGetBufferMemoryRequirements(c->device, c->buffer, &req);
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
-  mai.memoryTypeIndex = dev.buffer_memory_type(req.memoryTypeBits);
+  mai.memoryTypeIndex = vkgmm::internals::buffer_memory_type(ctx, req.memoryTypeBits);
   if (mai.memoryTypeIndex == UINT32_MAX) throw std::runtime_error("app buffers: no host-visible memory type");
-  c->flags = dev.memory.memoryTypes[mai.memoryTypeIndex].propertyFlags;
+  c->flags = vkgmm::internals::memory_type_flags(ctx, mai.memoryTypeIndex);
   if (vkAllocateMemory(c->device, &mai, nullptr, &c->memory) != VK_SUCCESS ||
       vkBindBufferMemory(c->device, c->buffer, c->memory, 0) != VK_SUCCESS ||
       vkMapMemory(c->device, c->memory, 0, VK_WHOLE_SIZE, 0, &c->mapped) != VK_SUCCESS)
@@ -241,11 +240,10 @@ VkMemoryPropertyFlags Instance::app_memory_flags() const {
 }
 
 VkMemoryPropertyFlags Instance::own_memory_flags() const {
-  const vkgmm::Device& dev = vkgmm::ContextInternals::of(ctx).dev;
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(ctx.device(), buf_a.handle(), &req);
-  const uint32_t type = dev.buffer_memory_type(req.memoryTypeBits);
-  return type == UINT32_MAX ? 0 : dev.memory.memoryTypes[type].propertyFlags;
+  const uint32_t type = vkgmm::internals::buffer_memory_type(ctx, req.memoryTypeBits);
+  return type == UINT32_MAX ? 0 : vkgmm::internals::memory_type_flags(ctx, type);
 }
 
 void Instance::make_workspaces() {

@@ -1,4 +1,4 @@
-// The GGUF v3 reader (host/cli/gguf.hpp) on files the test writes (tests/gguf_writer.hpp): several tensors
+// The GGUF v3 reader (formats/gguf.hpp) on files the test writes (tests/gguf_writer.hpp): several tensors
 // of several types, key-values of every type, the default and a custom alignment, read back exactly; and
 // every malformed case, made by corrupting a valid file, refused with a one-line message naming the problem.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The gpu-report's reading of ACO disassembly (host/cli/gpu_report/isa_mix.*) on fixed listings shaped like
+// The gpu-report's reading of ACO disassembly (gpu_report/isa_mix.*) on fixed listings shaped like
 // RADV's: a K loop with a staging loop nested in it, and the instruction classes.
 #include <gtest/gtest.h>
 

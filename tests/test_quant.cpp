@@ -1,6 +1,6 @@
 // GGUF's block formats on the CPU (vkgmm/quant.hpp). The dequantizers are pinned on byte vectors whose
 // values are derived here by hand from the format definitions (ggml-common.h's block_* structs and
-// ggml-quants.c's dequantize_row_*), independently of host/quant.cpp: the derivations are the comments.
+// ggml-quants.c's dequantize_row_*), independently of reference/quant.cpp: the derivations are the comments.
 // The quantizers are checked by round trips (error bounds on random data, exact on representable data,
 // zeros, extremes) and against a re-implementation of ggml's reference quantizers (quantize_row_*_ref)
 // for q8_0, q4_0 and mxfp4: never less accurate.

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "context_impl.hpp"  // take_teardown_messages: what the tests check after closing a Context
+#include "vkgmm/internals.hpp"  // take_teardown_messages: what the tests check after closing a Context
 #include "errors.hpp"
 
 namespace py = pybind11;
@@ -84,7 +84,7 @@ void bind_context(py::module_& m) {
       .def_property_readonly("options", &options_of)
       .def("take_validation_messages", &vkgmm::Context::take_validation_messages);
   // What Contexts reported while being destroyed (objects left alive), since the last call: the tests' check.
-  m.def("_take_teardown_messages", [] { return vkgmm::take_teardown_messages(); });
+  m.def("_take_teardown_messages", [] { return vkgmm::internals::take_teardown_messages(); });
 }
 
 }  // namespace vkgmm_py

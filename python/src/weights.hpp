@@ -1,5 +1,5 @@
 // Quantized expert weights: GGUF's block formats made from floats (vkgmm::quant, the library's quantizers),
-// widened back to floats, and expert tensors read from GGUF files (the CLI's reader, host/cli/gguf.*).
+// widened back to floats, and expert tensors read from GGUF files (formats/gguf.*, the reader the CLI uses too).
 #pragma once
 
 #include <pybind11/pybind11.h>

@@ -25,7 +25,7 @@ for f in include/vkgmm/vkgmm.hpp include/vkgmm/vkgmm.h include/vkgmm/requirement
          "$libdir/pkgconfig/vkgmm.pc"; do
   [ -e "$prefix/$f" ] || { echo "missing: $f"; exit 1; }
 done
-# Exactly the headers of include/vkgmm/: the internal ones (host/internal_include/) stay in the tree.
+# Exactly the headers of include/vkgmm/: the internal ones (host/internal_include/, reference/) stay in the tree.
 installed=$(cd "$prefix/include/vkgmm" && ls | sort | tr '\n' ' ')
 public=$(cd "$src/include/vkgmm" && ls | sort | tr '\n' ' ')
 [ "$installed" = "$public" ] || { echo "installed headers: $installed"; echo "public headers:    $public"; exit 1; }

@@ -1,7 +1,8 @@
 // GGUF's block formats on the CPU: the values a block holds (exactly ggml's dequantize_row_*), and blocks
 // made from floats (`vkgmm quantize`, the tests). The layouts are ggml's block_* structs, byte for byte
-// (docs/contract.md, "Quantized expert weights"); host/quant.cpp spells each one out.
-// Internal (host/internal_include/, not installed): for the tests, the CLI, the bench and the CPU reference.
+// (docs/contract.md, "Quantized expert weights"); reference/quant.cpp spells each one out.
+// Not part of the library (reference/, not installed): for the tests, the CLI, the bench, Python and the
+// CPU reference.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // Inputs are the values the device sees (already rounded to their element types), as float; sums over k
 // are accumulated in double and rounded to float; gmm's epilogue (bias, activation, routing weight, sum
 // over slots, + existing_out) follows in fp32, as on the device; the result is rounded to the out type.
-// Internal (host/internal_include/, not installed): for the tests, fuzz targets, CLI and bench only.
+// Not part of the library (reference/, not installed): for the tests, the CLI and the bench.
 //
 // Quantized weights (p.rhs_type a block format, q8_0 ... mxfp4): rhs is given as the float values its
 // blocks hold, already exact (quant::dequantize_experts turns a GGUF expert tensor [G_local, n, k] into
