@@ -4,21 +4,21 @@
 #include <string>
 
 #include "problem_checks.hpp"
+#include "routed_backward.hpp"
 #include "vkgmm/ops.hpp"
 
 namespace vkgmm {
 
 namespace {
 
-GmmProblem d_lhs_problem(const GmmProblem& f) {
-  // The gradients of a routed or fused forward (the gather, the combine's weights, bias and SwiGLU) are not
-  // the two grouped matmuls below: refuse rather than return those of another function.
-  if (f.routing.top_k != 0)
-    throw Error(Status::invalid_argument, "gmm_backward: routing.top_k: the backward of a gmm routed by expert ids is "
-                                          "not supported (sort the rows by expert and use group sizes)");
+GmmProblem d_lhs_problem(const GmmProblem& f, const GmmBackwardOptions& o) {
+  if (routed_backward(f)) return routed_d_lhs_problem(f, o);
+  // With group sizes, the epilogue's gradient is not the two grouped matmuls below: refuse rather than
+  // return those of another function.
   if (f.epilogue.bias || f.epilogue.activation != Activation::none)
     throw Error(Status::invalid_argument, "gmm_backward: epilogue: the backward of gmm with a fused bias or "
-                                          "activation is not supported");
+                                          "activation is computed for a forward routed by expert ids (a forward "
+                                          "with group sizes takes ids of top_k = 1: Routing)");
   GmmProblem p = f;
   // d_lhs[m, k] = d_out[m, n] @ rhs^T: gmm with k and n swapped and the transpose flipped.
   p.k = f.n;
@@ -26,11 +26,12 @@ GmmProblem d_lhs_problem(const GmmProblem& f) {
   p.transpose_rhs = !f.transpose_rhs;
   p.lhs_type = f.out_type;  // d_out
   p.out_type = f.lhs_type;
-  p.existing_out = false;   // rows outside the active groups get zero gradient
+  p.existing_out = o.accumulate;  // else rows outside the active groups get zero gradient
   return p;
 }
 
 TgmmProblem d_rhs_problem(const GmmProblem& f) {
+  if (routed_backward(f)) return routed_d_rhs_problem(f);
   TgmmProblem p;
   p.m = f.m;
   p.k = f.k;
@@ -52,9 +53,14 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
 
 }  // namespace
 
-GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward) : d_lhs_(ctx, d_lhs_problem(forward)) {
+GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options)
+    : d_lhs_(ctx, d_lhs_problem(forward, options)) {
   // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
   if (!is_quantized(forward.rhs_type)) d_rhs_.emplace(ctx, d_rhs_problem(forward));
+  if (routed_backward(forward)) {
+    routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr);
+    return;
+  }
   // An app's workspace holds d_lhs's then d_rhs's, each at a binding offset.
   const VkDeviceSize align = std::max<VkDeviceSize>(ctx.info().min_storage_buffer_offset_alignment, 4);
   d_rhs_workspace_offset_ = (d_lhs_.workspace_bytes() + align - 1) / align * align;
@@ -68,27 +74,34 @@ const TgmmPlan& GmmBackwardPlan::d_rhs_plan() const {
 }
 
 VkDeviceSize GmmBackwardPlan::workspace_bytes() const {
+  if (routed_) return routed_->workspace_bytes();
   if (!d_rhs_) return d_lhs_.workspace_bytes();
   return d_rhs_->workspace_bytes() ? d_rhs_workspace_offset_ + d_rhs_->workspace_bytes() : 0;
 }
 
 GmmBackwardSizes GmmBackwardPlan::sizes() const {
+  if (routed_) return routed_->sizes(d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr);
   // d_lhs = gmm(d_out, rhs) -> d_lhs and d_rhs = tgmm(lhs^T, d_out) -> d_rhs; d_out is read by both.
   const OperandSizes a = d_lhs_.sizes();
-  if (!d_rhs_) return {0, a.rhs, a.lhs, a.out, 0};
+  GmmBackwardSizes s;
+  s.rhs = a.rhs, s.d_out = a.lhs, s.d_lhs = a.out;
+  if (!d_rhs_) return s;
   const OperandSizes b = d_rhs_->sizes();
-  return {b.lhs, a.rhs, std::max(a.lhs, b.rhs), a.out, b.out};
+  s.lhs = b.lhs, s.d_out = std::max(a.lhs, b.rhs), s.d_rhs = b.out;
+  return s;
 }
 
 VkDeviceSize GmmBackwardPlan::metadata_bytes() const {
-  return d_lhs_.metadata_bytes() + (d_rhs_ ? d_rhs_->metadata_bytes() : 0);
+  return d_lhs_.metadata_bytes() + (d_rhs_ ? d_rhs_->metadata_bytes() : 0) + (routed_ ? routed_->metadata_bytes() : 0);
 }
 
 namespace {
 // d_lhs = gmm(d_out, rhs, transposed) and d_rhs = tgmm(lhs, d_out): the backward's views as theirs.
-GmmOperands d_lhs_operands(const GmmBackwardOperands& ops, const BufferView& workspace, const BufferView& status) {
+GmmOperands d_lhs_operands(const GmmBackwardOperands& ops, const BufferView& workspace, const BufferView& status,
+                           bool accumulate) {
   GmmOperands g;
   g.lhs = ops.d_out, g.rhs = ops.rhs, g.out = ops.d_lhs;
+  if (accumulate) g.existing_out = ops.d_lhs;
   g.group_sizes = ops.group_sizes, g.workspace = workspace, g.status = status;
   return g;
 }
@@ -100,13 +113,34 @@ TgmmOperands d_rhs_operands(const GmmBackwardOperands& ops, const BufferView& wo
 }
 }  // namespace
 
-void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const {
+namespace {
+// Unrouted, the views only a routed forward's backward reads or writes stay null.
+void check_unrouted_views(const GmmBackwardOperands& ops) {
+  const std::pair<const char*, BufferView> routed_only[] = {
+      {"ids", ops.ids}, {"weights", ops.weights}, {"bias", ops.bias}, {"d_bias", ops.d_bias}, {"d_weights", ops.d_weights}};
+  for (const auto& [name, view] : routed_only)
+    if (view.buffer)
+      throw Error(Status::invalid_argument, std::string("gmm_backward: ") + name +
+                                                ": a view was given but the forward is not routed by expert ids "
+                                                "(Routing::top_k = 0)");
+}
+}  // namespace
+
+void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it) const {
+  if (routed_) {
+    routed_->record(cb, ops, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr, record_it);
+    return;
+  }
+  check_unrouted_views(ops);
+  const bool accumulate = d_lhs_.problem().existing_out;
   if (!d_rhs_) {
     // Frozen weights: d_lhs alone, which then writes the status word.
     if (ops.d_rhs.buffer)
       throw Error(Status::invalid_argument, "gmm_backward: d_rhs: a view was given but the weights are in a block "
                                             "format, frozen: their gradient is not computed");
-    d_lhs_.record(cb, d_lhs_operands(ops, ops.workspace, ops.status));
+    const GmmOperands d_lhs_ops = d_lhs_operands(ops, ops.workspace, ops.status, accumulate);
+    d_lhs_.check(d_lhs_ops);
+    if (record_it) d_lhs_.record(cb, d_lhs_ops);
     return;
   }
   // Device group sizes: both read them; the workspace is split between the two; the status word is
@@ -120,7 +154,7 @@ void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops)
     lhs_work = {ops.workspace.buffer, ops.workspace.offset, d_lhs_.workspace_bytes()};
     rhs_work = {ops.workspace.buffer, ops.workspace.offset + d_rhs_workspace_offset_, d_rhs_->workspace_bytes()};
   }
-  const GmmOperands d_lhs_ops = d_lhs_operands(ops, lhs_work, {});
+  const GmmOperands d_lhs_ops = d_lhs_operands(ops, lhs_work, {}, accumulate);
   const TgmmOperands d_rhs_ops = d_rhs_operands(ops, rhs_work);
   // Check both before recording either, so a bad view records nothing. The two dispatches run with no
   // barrier between them, so neither output may overlap anything the other reads or writes.
@@ -137,12 +171,21 @@ void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops)
   check_no_overlap("gmm_backward", ops.d_lhs, {{"lhs", ops.lhs}, {"d_rhs", ops.d_rhs}, {"group_sizes", ops.group_sizes}},
                    "d_lhs");
   check_no_overlap("gmm_backward", ops.d_rhs, {{"rhs", ops.rhs}, {"group_sizes", ops.group_sizes}}, "d_rhs");
+  if (!record_it) return;
   d_lhs_.record(cb, d_lhs_ops);
   d_rhs_->record(cb, d_rhs_ops);
 }
 
-void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops) {
-  GmmBackwardPlan plan(ctx, forward);
+void GmmBackwardPlan::check(const GmmBackwardOperands& ops) const { check_or_record(VK_NULL_HANDLE, ops, false); }
+void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const {
+  if (cb == VK_NULL_HANDLE)
+    throw Error(Status::invalid_argument, "gmm_backward: command buffer is VK_NULL_HANDLE");
+  check_or_record(cb, ops, true);
+}
+
+void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops,
+                  const GmmBackwardOptions& options) {
+  GmmBackwardPlan plan(ctx, forward, options);
   ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
 }
 

@@ -149,6 +149,7 @@ class DispatchPlan {
   const OperandSizes& sizes() const { return sizes_; }
   VkDeviceSize metadata_bytes() const { return meta_.size(); }
   VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_.bytes() : 0; }
+  const Workspace& workspace_layout() const { return workspace_; }
   void check(const OperandViews& ops) const;
   bool texel_loads(const OperandViews& ops) const;
   void record(VkCommandBuffer cb, const OperandViews& ops) const;

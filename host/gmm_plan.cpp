@@ -242,6 +242,10 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 }
 
 std::vector<PlannedPipeline> PlanInternals::pipelines(const GmmPlan& plan) { return plan.state_->core.pipelines(); }
+PlanInternals::RoutingWords PlanInternals::routing_words(const GmmPlan& plan) {
+  const DispatchPlan::Workspace& w = plan.state_->core.workspace_layout();
+  return {w.map, w.sizes};
+}
 
 const GmmProblem& GmmPlan::problem() const { return state_->problem; }
 Tiling GmmPlan::tiling() const { return state_->tiling; }

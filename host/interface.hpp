@@ -36,6 +36,9 @@ struct CombinePush {
 struct TopKPush {
   VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD)
 };
+struct GradPush {
+  VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD)
+};
 
 // A push-constant field by name and byte offset, as the host lays it out (what the interface test
 // compares with the offsets glslc gave the shader's block).
@@ -81,6 +84,11 @@ struct PushLayout<TopKPush> {
   using Struct = TopKPush;
   static constexpr PushField fields[] = {VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
 };
+template <>
+struct PushLayout<GradPush> {
+  using Struct = GradPush;
+  static constexpr PushField fields[] = {VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
 #undef VKGMM_PUSH_FIELD_ENTRY
 
 // Every op's push block starts with its operands' offsets, where the plan core writes them.
@@ -100,7 +108,7 @@ static_assert(sizeof(OperandOffsets) == VKGMM_PUSH_OPERAND_WORDS * 4);
 constexpr uint32_t kPushConstantBytes = 128;
 static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPushConstantBytes &&
               sizeof(MetadataPush) <= kPushConstantBytes && sizeof(CombinePush) <= kPushConstantBytes &&
-              sizeof(TopKPush) <= kPushConstantBytes);
+              sizeof(TopKPush) <= kPushConstantBytes && sizeof(GradPush) <= kPushConstantBytes);
 
 static_assert(uint32_t(DType::f32) == VKGMM_DT_F32 && uint32_t(DType::f16) == VKGMM_DT_F16 &&
               uint32_t(DType::bf16) == VKGMM_DT_BF16 && uint32_t(DType::q8_0) == VKGMM_DT_Q8_0 &&
@@ -176,6 +184,14 @@ inline constexpr SpecConstant kCombineConstants[] = {
 // The workgroup size is fixed in the module (VKGMM_TOPK_INVOCATIONS).
 inline constexpr SpecConstant kTopKConstants[] = {
     {VKGMM_ID_TOPK_RENORMALIZE, "RENORMALIZE"},
+};
+// The workgroup size is fixed in the module (VKGMM_GRAD_INVOCATIONS).
+inline constexpr SpecConstant kGradConstants[] = {
+    {VKGMM_ID_OUT_TYPE, "OUT_TYPE"},
+    {VKGMM_ID_LHS_TYPE, "LHS_TYPE"},
+    {VKGMM_ID_GRAD_COMBINED, "COMBINED"},
+    {VKGMM_ID_GRAD_ACCUMULATE, "ACCUMULATE"},
+    {VKGMM_ID_GRAD_ACTIVATION, "ACTIVATION"},
 };
 inline constexpr SpecConstant kCeilingConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

@@ -13,6 +13,12 @@ struct PlanInternals {
   // The pipelines record() binds, in dispatch order (DispatchPlan::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp
+  // Where a routed gmm's metadata build leaves the row map and the local experts' counts, in words of its
+  // workspace (the group offsets lead it, from word 0).
+  struct RoutingWords {
+    uint64_t map = 0, sizes = 0;
+  };
+  static RoutingWords routing_words(const GmmPlan& plan);  // host/gmm_plan.cpp
 };
 
 }  // namespace vkgmm

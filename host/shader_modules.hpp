@@ -35,6 +35,8 @@ ShaderCode metadata_shader();
 ShaderCode combine_shader();
 // Top-k routing of router logits (shaders/topk.comp).
 ShaderCode topk_shader();
+// The routed backward's epilogue gradient (shaders/routed_grad.comp).
+ShaderCode routed_grad_shader();
 
 // Every embedded module of the plans' ops, by the name cmake/shaders.cmake gave it, with what it is
 // built for (its constants and layout): for tools and tests that look at all of them.

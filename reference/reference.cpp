@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <limits>
 
+#include "activations.hpp"
 #include "vkgmm/convert.hpp"
 
 namespace vkgmm::reference {
@@ -70,26 +71,7 @@ void products(const GmmProblem& p, const float* w, const std::vector<const float
   }
 }
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float gelu_tanh(float x) {
-  const float c = 0.7978845608028654f;  // sqrt(2 / pi)
-  return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
-}
-
-// A gated activation of one output column from its gate and up values.
-float gated_value(Activation a, float gate, float up) {
-  switch (a) {
-    case Activation::swiglu: return silu(gate) * up;
-    case Activation::swiglu_oai: {
-      const float g = std::min(gate, 7.0f), u = std::clamp(up, -7.0f, 7.0f);
-      return (u + 1.0f) * g * sigmoid(1.702f * g);
-    }
-    case Activation::geglu: return gelu_tanh(gate) * up;
-    case Activation::none: break;
-  }
-  return gate;
-}
+using act::gated_value;
 
 // The epilogue on one product row, in fp32 and in place: + bias (a row of n, or null), then the
 // activation. Afterwards the first out_columns(p) values are the result.

@@ -1,20 +1,6 @@
 // Element types (shaders/interface.h: the numbers of enum class DType in include/vkgmm/types.hpp) and their loads/stores.
 // The type of each operand is a specialization constant, so every branch below folds away.
-const uint DT_F32 = VKGMM_DT_F32;
-const uint DT_F16 = VKGMM_DT_F16;
-const uint DT_BF16 = VKGMM_DT_BF16;
-
-float decode16(uint h, uint type) {
-  return type == DT_F16 ? unpackHalf2x16(h).x : uintBitsToFloat(h << 16);
-}
-
-// Round to nearest even; NaN stays a (quiet) NaN.
-uint encode16(float v, uint type) {
-  if (type == DT_F16) return packHalf2x16(vec2(v, 0.0)) & 0xffffu;
-  uint b = floatBitsToUint(v);
-  if ((b & 0x7fffffffu) > 0x7f800000u) return (b >> 16) | 0x40u;
-  return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
-}
+#include "dtype16.glsl"
 
 // float NAME(uint element_index) reading operand OPND (lhs, rhs or ex: its words through OPND_word, see
 // bindings.glsl) holding elements of type TYPE; in the VKGMM_STORAGE16 build, 16-bit elements come

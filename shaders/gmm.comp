@@ -203,24 +203,7 @@ void finish_tile(uint n_tile, uint rows) {
   }
 }
 
-float silu(float x) { return x / (1.0 + exp(-x)); }
-float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
-// gelu's tanh form, tanh written through exp (tanh(y) = 1 - 2 / (exp(2y) + 1): exact at both ends, where
-// some drivers' tanh of a large argument is NaN).
-float gelu_tanh(float x) {
-  float y = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-  return 0.5 * x * (2.0 - 2.0 / (exp(2.0 * y) + 1.0));
-}
-
-// The gated activation (ACTIVATION, folded) of a gate value and an up value (include/vkgmm/ops.hpp).
-float gated_value(float gate, float up) {
-  if (ACTIVATION == VKGMM_ACT_SWIGLU) return silu(gate) * up;
-  if (ACTIVATION == VKGMM_ACT_SWIGLU_OAI) {
-    float g = min(gate, 7.0), u = clamp(up, -7.0, 7.0);
-    return (u + 1.0) * g * sigmoid(1.702 * g);
-  }
-  return gelu_tanh(gate) * up;  // VKGMM_ACT_GEGLU
-}
+#include "activation.glsl"
 
 // The epilogue of one output value: the gate (or only) product v, the up product u (GATED), of group
 // g_local at output column col, its row's routing weight w: + bias, activation, weight; all in fp32

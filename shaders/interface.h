@@ -45,6 +45,15 @@
 #define VKGMM_BINDING_TOPK_LOGITS VKGMM_BINDING_LHS
 #define VKGMM_BINDING_TOPK_WEIGHTS VKGMM_BINDING_RHS
 #define VKGMM_BINDING_TOPK_IDS VKGMM_BINDING_OUT
+// The routed backward's epilogue gradient (shaders/routed_grad.comp): the forward's lhs and routing
+// weights, d_out, the routing build's words (row map and group offsets), the gradient workspace it writes
+// (per-slot and expert-ordered d_h, the gathered lhs rows, ones), and d_weights.
+#define VKGMM_BINDING_GRAD_LHS VKGMM_BINDING_LHS
+#define VKGMM_BINDING_GRAD_D_OUT VKGMM_BINDING_RHS
+#define VKGMM_BINDING_GRAD_WORK VKGMM_BINDING_OUT
+#define VKGMM_BINDING_GRAD_WEIGHTS VKGMM_BINDING_EXISTING
+#define VKGMM_BINDING_GRAD_ROUTE VKGMM_BINDING_META
+#define VKGMM_BINDING_GRAD_D_WEIGHTS VKGMM_BINDING_BIAS
 
 // ----- specialization constants ------------------------------------------------------------------------
 // Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced
@@ -216,6 +225,23 @@
 #define VKGMM_TOPK_INVOCATIONS 64
 #define VKGMM_TOPK_PUSH(F) F(uint, logits_off) F(uint, ids_off) F(uint, weights_off) F(uint, tokens) \
   F(uint, experts) F(uint, top_k)
+
+// The gradient of a routed gmm's epilogue (shaders/routed_grad.comp, the routed GmmBackwardPlan), one
+// workgroup per row r of the routing build's expert order (strided past the grid), slot s = route[map_off
+// + r], token t = s / top_k; rows r < route[offsets_off + num_local] are the local slots'. Given the
+// pre-activation h (f32 [slots, n] at work[h_off], the forward's product + bias per slot) and d_out
+// (OUT_TYPE: [T, out_n] combined, else [slots, out_n]): dy = d_out[s] or weights[s] * d_out[t]; d_h =
+// dy through the activation (ACTIVATION); written over h (per slot, for d_lhs) and at work[sorted_off
+// + r * n] (expert order, for d_rhs and d_bias); lhs row s / lhs_div gathered at work[a_off + r * k]
+// (f32); work[ones_off + r] = 1; with COMBINED d_weights[s] = <d_out[t], y(s)> (0 for other slots), + its
+// value with ACCUMULATE. Every loop is bounded by k, n and the slot count.
+#define VKGMM_GRAD_INVOCATIONS 64
+#define VKGMM_ID_GRAD_COMBINED 16
+#define VKGMM_ID_GRAD_ACCUMULATE 17
+#define VKGMM_ID_GRAD_ACTIVATION 18
+#define VKGMM_GRAD_PUSH(F) F(uint, lhs_off) F(uint, d_out_off) F(uint, weights_off) F(uint, d_weights_off) \
+  F(uint, map_off) F(uint, offsets_off) F(uint, num_local) F(uint, h_off) F(uint, sorted_off) F(uint, a_off) \
+  F(uint, ones_off) F(uint, slots) F(uint, top_k) F(uint, lhs_div) F(uint, k) F(uint, n) F(uint, out_n)
 
 // The bench's FMA ceiling kernel (shaders/fma_ceiling.comp).
 #define VKGMM_ID_CEILING_ITERS 1

@@ -225,6 +225,8 @@ std::vector<uint8_t> encode_values(DType t, const std::vector<float>& values) {
   return it != made_blocks().end() ? it->second : quant::quantize(t, values.data(), values.size());
 }
 
+}  // namespace
+
 Buffer upload(Context& ctx, DType t, const std::vector<float>& values) {
   std::vector<uint8_t> bytes = encode_values(t, values);
   // Exactly the elements' bytes (odd 16-bit counts end mid-word): padding is vkgmm's job.
@@ -246,8 +248,6 @@ Buffer poisoned(Context& ctx, size_t bytes) {
   b.upload(junk.data(), junk.size());
   return b;
 }
-
-}  // namespace
 
 namespace {
 
@@ -363,6 +363,8 @@ Buffer to_device_sizes(Context& ctx, const Problem& p, Problem& q) {
   return sizes;
 }
 
+}  // namespace
+
 // A status word that starts as all ones, so that a run that never writes it fails too.
 Buffer status_word(Context& ctx) {
   Buffer s = ctx.create_buffer(4);
@@ -378,6 +380,8 @@ void expect_status(const Buffer& s, uint32_t want) {
 }
 
 void expect_clean_status(const Buffer& s) { expect_status(s, 0); }
+
+namespace {
 
 // ctx's grid first, then the other one's context: DeviceTest::grid_ctx, or for a context that plans as
 // another device (tiling_device.hpp) a twin of it forced to the other grid, made for the call (the

@@ -139,6 +139,15 @@ Context cpu_planned_context(ContextOptions options = {});
 // Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.
 void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed);
 
+// Host values to and from device buffers in an element type (exactly the elements' bytes); an output
+// buffer poisoned with 0xA5 bytes; a status word starting as all ones, and its check.
+Buffer upload(Context& ctx, DType t, const std::vector<float>& values);
+std::vector<float> download(const Buffer& b, DType t, size_t count);
+Buffer poisoned(Context& ctx, size_t bytes);
+Buffer status_word(Context& ctx);
+void expect_status(const Buffer& s, uint32_t want);
+void expect_clean_status(const Buffer& s);
+
 // |got - want| <= atol + rtol * |want| everywhere (NaN must match NaN); reports the first mismatches.
 ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want, double atol,
                                      double rtol);

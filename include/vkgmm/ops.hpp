@@ -202,40 +202,72 @@ class VKGMM_API TgmmPlan {
 // the types of lhs and rhs, as in JAX.
 // With device group sizes, group_sizes, workspace (workspace_bytes(), aligned as GmmOperands') and status
 // as GmmOperands'.
+//
+// A forward routed by expert ids (Routing) and any epilogue (bias, activation) has its backward too
+// (docs/routing-and-epilogues.md, "The backward"): ids, weights and bias are the forward's views, d_out is
+// [T, top_k, n_out] per slot or [T, n_out] combined, and the gradients are
+//   d_lhs [T, k] (summed over the token's local slots) or [T, top_k, k] with lhs_per_slot (0 for the
+//         other slots);
+//   d_rhs [E_local, k, n] (as rhs): each local expert's sum over its slots, in token order;
+//   d_bias f32 [E_local, n] with Epilogue::bias (its view may stay null: not computed);
+//   d_weights f32 [T, top_k] with Routing::combine: <d_out[t], the slot's activation output> for local
+//         slots, 0 for the others (null: not computed).
+// The product + bias is recomputed per slot into the workspace, then one pass takes d_out through the
+// activation and gathers each local slot's lhs row in expert order, then tgmm gives d_rhs (and d_bias) and
+// a routed gmm with the flipped transpose d_lhs: every sum in a fixed order, the same bits on every run.
+// The workspace is always used (the plan's own when the operands give none: executions that overlap in
+// time then race); the status word reports the ids as the forward's does.
 struct GmmBackwardOperands {
   BufferView lhs, rhs, d_out, d_lhs, d_rhs;
   BufferView group_sizes, workspace, status;
+  BufferView ids, weights, bias;  // the forward's (routed; with Routing::combine; with Epilogue::bias)
+  BufferView d_bias, d_weights;   // optional outputs, with Epilogue::bias and Routing::combine
 };
 
 // Byte sizes each view of GmmBackwardOperands must have at least (exactly, as OperandSizes').
 struct GmmBackwardSizes {
   VkDeviceSize lhs = 0, rhs = 0, d_out = 0, d_lhs = 0, d_rhs = 0;
+  VkDeviceSize ids = 0, weights = 0, bias = 0, d_bias = 0, d_weights = 0;  // 0: the forward has none
+};
+
+struct GmmBackwardOptions {
+  // d_lhs (and d_weights) add to what their views hold instead of overwriting it: shards of the experts
+  // (group_offset, num_rhs_groups) each add their rows' or slots' share, the sum being the whole layer's.
+  bool accumulate = false;
 };
 
 // Weights in a block format (DType::q4_0, ...) are frozen: their gradient is not computed (adapter
 // fine-tuning), only d_lhs; d_rhs (and lhs, read only for it) stay null, and the status word is d_lhs's.
+// (Routed, lhs is read for the recomputed product all the same.)
+struct RoutedBackward;  // the routed backward's other passes (internal)
 class VKGMM_API GmmBackwardPlan {
  public:
-  GmmBackwardPlan(Context& ctx, const GmmProblem& forward);
+  GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options = {});
   const GmmPlan& d_lhs_plan() const { return d_lhs_; }
   // Throws Error(invalid_argument) for frozen weights (frozen_rhs()).
   const TgmmPlan& d_rhs_plan() const;
   bool frozen_rhs() const { return !d_rhs_.has_value(); }
   GmmBackwardSizes sizes() const;
-  VkDeviceSize metadata_bytes() const;   // both plans' (as GmmPlan::metadata_bytes())
-  VkDeviceSize workspace_bytes() const;  // both plans', each at an aligned offset
-  // Both dispatches are independent: no barrier between them.
+  VkDeviceSize metadata_bytes() const;   // the plans' (as GmmPlan::metadata_bytes())
+  VkDeviceSize workspace_bytes() const;  // the plans' and the routed backward's, each at an aligned offset
+  // Throws what record() would throw for these operands, recording nothing.
+  void check(const GmmBackwardOperands& ops) const;
+  // Unrouted, both dispatches are independent: no barrier between them. Routed, the passes above with
+  // their barriers.
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const;
 
  private:
+  void check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it) const;
   GmmPlan d_lhs_;
   std::optional<TgmmPlan> d_rhs_;  // none: frozen (block-format) weights
   VkDeviceSize d_rhs_workspace_offset_ = 0;  // in an app's workspace
+  std::shared_ptr<const RoutedBackward> routed_;  // routed by expert ids (internal)
 };
 
 // Conveniences: plan, record into a one-time command buffer, submit and wait.
 VKGMM_API void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops);
 VKGMM_API void tgmm(Context& ctx, const TgmmProblem& problem, const TgmmOperands& ops);
-VKGMM_API void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops);
+VKGMM_API void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops,
+                            const GmmBackwardOptions& options = {});
 
 }  // namespace vkgmm

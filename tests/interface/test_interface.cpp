@@ -127,6 +127,14 @@ TEST(Interface, TopKModuleMatchesTheHost) {
               r.bindings.count(VKGMM_BINDING_RHS));
 }
 
+TEST(Interface, RoutedGradModuleMatchesTheHost) {
+  const Reflection r = reflect(routed_grad_shader());
+  const auto bad = compare(r, false, abi::kGradConstants, false, abi::GradPush{});
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+  // lhs, d_out, the gradient workspace, weights, the routing words, d_weights
+  EXPECT_EQ(r.bindings.size(), 6u);
+}
+
 // The texel builds declare the texel bindings; the split builds the parts; the plain ones neither.
 TEST(Interface, EachBuildDeclaresItsBindings) {
   for (const EmbeddedModule& m : embedded_op_modules()) {

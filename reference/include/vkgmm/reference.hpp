@@ -52,4 +52,21 @@ struct Gradients {
 Gradients gmm_backward(const GmmProblem& forward, const std::vector<float>& lhs,
                        const std::vector<float>& rhs, const std::vector<float>& d_out);
 
+// The routed forward's inputs as gmm_routed takes them (routed_backward.cpp), and its gradients in
+// float64 for a cotangent d_out (its output's shape): d_lhs as lhs, d_rhs as rhs, d_bias [E_local, n]
+// with a bias, d_weights [T, top_k] with a combine (0 for slots outside the window).
+struct RoutedInputs {
+  std::vector<float> lhs, rhs, weights, bias;
+  std::vector<int32_t> ids;
+};
+struct RoutedGradients {
+  std::vector<double> d_lhs, d_rhs, d_bias, d_weights;
+};
+RoutedGradients gmm_routed_backward(const GmmProblem& forward, const RoutedInputs& in, const std::vector<float>& d_out);
+// sum(d_out * forward(in)) in float64 (no rounding to the out type, no existing_out): the scalar whose
+// gradients gmm_routed_backward gives, for finite differences.
+double gmm_routed_dot(const GmmProblem& forward, const RoutedInputs& in, const std::vector<double>& lhs,
+                      const std::vector<double>& rhs, const std::vector<double>& weights,
+                      const std::vector<double>& bias, const std::vector<float>& d_out);
+
 }  // namespace vkgmm::reference

@@ -1,0 +1,311 @@
+// The backward of a gmm routed by expert ids, with its epilogue (ops.hpp, GmmBackwardOperands): the
+// product + bias recomputed per slot, the epilogue's gradient (shaders/routed_grad.comp), then tgmm over
+// the slots in expert order for d_rhs and d_bias and a routed gmm with the flipped transpose for d_lhs.
+// Every pass reads the first pass's routing build (its row map and counts), so all of them agree on
+// which slots are local and in what order.
+#include "routed_backward.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "context_impl.hpp"
+#include "interface.hpp"
+#include "operands.hpp"
+#include "plan_internals.hpp"
+#include "problem_checks.hpp"
+#include "shader_modules.hpp"
+#include "stage.hpp"
+
+namespace vkgmm {
+
+namespace {
+constexpr const char* kOp = "gmm_backward";
+
+[[noreturn]] void refuse(Status s, const std::string& what) { throw Error(s, std::string(kOp) + ": " + what); }
+
+VkDeviceSize round_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
+
+BufferView sub_view(const BufferView& whole, VkDeviceSize offset, VkDeviceSize bytes) {
+  return {whole.buffer, whole.offset + offset, bytes};
+}
+}  // namespace
+
+bool routed_backward(const GmmProblem& f) { return f.routing.top_k != 0; }
+
+GmmProblem routed_d_lhs_problem(const GmmProblem& f, const GmmBackwardOptions& o) {
+  // d_lhs(t, j) = d_h(t, j) @ W(ids[t, j])^T from the per-slot d_h (f32 [T, top_k, n] in the
+  // workspace); a token-level lhs sums its slots' (a combine with unit weights).
+  GmmProblem p;
+  p.m = f.m;
+  p.k = f.n;
+  p.n = f.k;
+  p.num_rhs_groups = f.num_rhs_groups;
+  p.group_offset = f.group_offset;
+  p.transpose_rhs = !f.transpose_rhs;
+  p.lhs_type = DType::f32;
+  p.rhs_type = f.rhs_type;
+  p.out_type = f.lhs_type;
+  p.existing_out = o.accumulate;
+  p.tiling = f.tiling;
+  p.schedule = f.schedule;
+  p.grid = f.grid;
+  p.routing = {f.routing.top_k, true, !f.routing.lhs_per_slot, f.routing.num_experts};
+  return p;
+}
+
+namespace {
+int64_t local_experts(const GmmProblem& f) {
+  if (f.num_rhs_groups < 0)
+    refuse(Status::invalid_argument, "num_rhs_groups: a routed forward names its local experts (E_local); got " +
+                                         std::to_string(f.num_rhs_groups));
+  return f.num_rhs_groups;
+}
+
+// tgmm over the slots in expert order: lhs [slots, k] (the gathered rows, or ones for d_bias with k = 1),
+// rhs d_h [slots, n], the local experts' sizes from the routing build (on the host: all 0 without slots).
+TgmmProblem slots_tgmm(const GmmProblem& f, int64_t k, DType out_type, bool out_nk) {
+  TgmmProblem p;
+  const int64_t e_local = local_experts(f);
+  p.m = f.m * f.routing.top_k;
+  p.k = k;
+  p.n = f.n;
+  if (p.m > 0)
+    p.device_group_sizes = {e_local, 0};
+  else
+    p.group_sizes.assign(size_t(e_local), 0);
+  p.num_actual_groups = e_local;
+  p.lhs_mk = true;
+  p.out_nk = out_nk;
+  p.lhs_type = p.rhs_type = DType::f32;
+  p.out_type = out_type;
+  p.tiling = f.tiling;
+  p.schedule = f.schedule;
+  p.grid = f.grid;
+  return p;
+}
+}  // namespace
+
+TgmmProblem routed_d_rhs_problem(const GmmProblem& f) { return slots_tgmm(f, f.k, f.rhs_type, f.transpose_rhs); }
+
+RoutedBackward::RoutedBackward(Context& context, const GmmProblem& f, const GmmBackwardOptions& o, const GmmPlan& d_lhs,
+                               const TgmmPlan* d_rhs)
+    : ctx(ContextInternals::shared(context)), forward(f), options(o) {
+  const DeviceInfo& info = ctx->dev.info;
+  slots = uint64_t(f.m) * uint64_t(f.routing.top_k);
+  out_n = uint64_t(gated(f.epilogue.activation) ? f.n / 2 : f.n);
+  if (f.epilogue.bias) d_bias.emplace(context, slots_tgmm(f, 1, DType::f32, false));
+  if (slots > 0) {
+    // The product + bias per slot, in f32: the epilogue's input.
+    GmmProblem hp = f;
+    hp.routing.combine = false;
+    hp.epilogue.activation = Activation::none;
+    hp.out_type = DType::f32;
+    hp.existing_out = false;
+    h.emplace(context, hp);
+  }
+
+  // The workspace: each plan's share at an aligned offset, then the gradient area (f32 words): d_h per
+  // slot (over the recomputed h), d_h in expert order, the gathered lhs rows, ones, and the discarded
+  // d_weights when the app asks for none.
+  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
+  VkDeviceSize at = 0;
+  auto take = [&](VkDeviceSize bytes) {
+    const VkDeviceSize start = at;
+    if (bytes) at = round_up(at + bytes, align);
+    return start;
+  };
+  h_ws = take(h ? h->workspace_bytes() : 0);
+  d_lhs_ws = take(d_lhs.workspace_bytes());
+  d_rhs_ws = take(d_rhs ? d_rhs->workspace_bytes() : 0);
+  d_bias_ws = take(d_bias ? d_bias->workspace_bytes() : 0);
+  const uint64_t n = uint64_t(f.n), k = uint64_t(f.k);
+  words.h = 0;
+  words.sorted = words.h + slots * n;
+  words.a = words.sorted + slots * n;
+  words.ones = words.a + slots * k;
+  words.d_weights = words.ones + slots;
+  const uint64_t area_words = words.d_weights + slots;
+  area_bytes = slots ? area_words * 4 : 0;
+  area = take(area_bytes);
+  total = at;
+  // The gradient pass binds the area as one storage buffer, its words indexed in 32 bits.
+  if (area_bytes > info.max_storage_buffer_range || area_words >= (uint64_t(1) << 32))
+    refuse(Status::unsupported, "workspace: the routed backward's gradient area of " + std::to_string(area_bytes) +
+                                    " bytes (T * top_k * (2 n + k + 2) f32 words) is past what one storage binding "
+                                    "addresses on this device (" + std::to_string(info.max_storage_buffer_range) +
+                                    " bytes): run fewer tokens per call");
+  if (h) {
+    const PlanInternals::RoutingWords rw = PlanInternals::routing_words(*h);
+    route_map = rw.map;
+    route_sizes = rw.sizes;
+    std::vector<uint32_t> constants(VKGMM_ID_GRAD_ACTIVATION + 1, 0);
+    constants[VKGMM_ID_OUT_TYPE] = uint32_t(f.out_type);
+    constants[VKGMM_ID_LHS_TYPE] = uint32_t(f.lhs_type);
+    constants[VKGMM_ID_GRAD_COMBINED] = f.routing.combine;
+    constants[VKGMM_ID_GRAD_ACCUMULATE] = o.accumulate;
+    constants[VKGMM_ID_GRAD_ACTIVATION] = uint32_t(f.epilogue.activation);
+    const ShaderCode code = routed_grad_shader();
+    grad = ctx->pipeline(code.code, code.words, constants);
+    ctx->log.throw_if_any();
+    grad_groups = static_cast<uint32_t>(std::min<uint64_t>(slots, info.max_workgroup_count[0]));
+  }
+  if (total) own_workspace = context.create_buffer(total);
+}
+
+GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
+  const GmmProblem& f = forward;
+  GmmBackwardSizes s;
+  const uint64_t lhs_rows = f.routing.lhs_per_slot ? slots : uint64_t(f.m);
+  s.lhs = operand_bytes(f.lhs_type, lhs_rows * uint64_t(f.k));
+  s.rhs = d_lhs.sizes().rhs;
+  s.d_out = operand_bytes(f.out_type, (f.routing.combine ? uint64_t(f.m) : slots) * out_n);
+  s.d_lhs = d_lhs.sizes().out;
+  s.d_rhs = d_rhs ? d_rhs->sizes().out : 0;
+  s.ids = slots * 4;
+  if (f.routing.combine) s.weights = s.d_weights = slots * 4;
+  if (f.epilogue.bias) s.bias = s.d_bias = uint64_t(local_experts(f)) * uint64_t(f.n) * 4;
+  return s;
+}
+
+void RoutedBackward::record(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs,
+                            const TgmmPlan* d_rhs, bool record_it) const {
+  const GmmProblem& f = forward;
+  if (!d_rhs && ops.d_rhs.buffer)
+    refuse(Status::invalid_argument, "d_rhs: a view was given but the weights are in a block format, frozen: their "
+                                     "gradient is not computed");
+  if (!f.epilogue.bias && (ops.bias.buffer || ops.d_bias.buffer))
+    refuse(Status::invalid_argument, std::string(ops.bias.buffer ? "bias" : "d_bias") +
+                                         ": a view was given but the forward has no bias (Epilogue::bias)");
+  if (!f.routing.combine && (ops.weights.buffer || ops.d_weights.buffer))
+    refuse(Status::invalid_argument, std::string(ops.weights.buffer ? "weights" : "d_weights") +
+                                         ": a view was given but the forward does not combine (Routing::combine)");
+  // The workspace: the app's, or the plan's own.
+  BufferView work = ops.workspace;
+  if (work.buffer) {
+    if (work.size < total)
+      refuse(Status::invalid_argument, "workspace: view of " + std::to_string(work.size) +
+                                           " bytes is too small: the plan needs " + std::to_string(total) +
+                                           " (workspace_bytes())");
+    const VkDeviceSize align = std::max<VkDeviceSize>(ctx->dev.info.min_storage_buffer_offset_alignment, 4);
+    if (work.offset % align)
+      refuse(Status::invalid_argument, "workspace: offset " + std::to_string(work.offset) +
+                                           " is not a multiple of minStorageBufferOffsetAlignment (" +
+                                           std::to_string(align) + ")");
+  } else if (total) {
+    work = own_workspace.view();
+  }
+  const std::initializer_list<std::pair<const char*, BufferView>> app = {
+      {"lhs", ops.lhs},     {"rhs", ops.rhs},       {"d_out", ops.d_out},   {"d_lhs", ops.d_lhs},
+      {"d_rhs", ops.d_rhs}, {"ids", ops.ids},       {"weights", ops.weights}, {"bias", ops.bias},
+      {"d_bias", ops.d_bias}, {"d_weights", ops.d_weights}, {"status", ops.status}};
+  if (ops.workspace.buffer) check_no_overlap(kOp, ops.workspace, app, "workspace");
+  // Outputs may not overlap the inputs they are computed from, nor each other.
+  check_no_overlap(kOp, ops.d_lhs, {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"d_out", ops.d_out}, {"ids", ops.ids},
+                                    {"weights", ops.weights}, {"d_rhs", ops.d_rhs}, {"d_bias", ops.d_bias},
+                                    {"d_weights", ops.d_weights}}, "d_lhs");
+  check_no_overlap(kOp, ops.d_rhs, {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"d_out", ops.d_out}, {"ids", ops.ids},
+                                    {"d_bias", ops.d_bias}, {"d_weights", ops.d_weights}}, "d_rhs");
+  check_no_overlap(kOp, ops.d_weights, {{"lhs", ops.lhs}, {"d_out", ops.d_out}, {"ids", ops.ids},
+                                        {"weights", ops.weights}, {"d_bias", ops.d_bias}}, "d_weights");
+  check_no_overlap(kOp, ops.d_bias, {{"d_out", ops.d_out}, {"ids", ops.ids}, {"bias", ops.bias}}, "d_bias");
+
+  const VkDeviceSize a4 = 4;
+  const BufferView area_view = sub_view(work, area, area_bytes);
+  const BufferView h_view = sub_view(area_view, words.h * a4, slots * uint64_t(f.n) * 4);
+  const BufferView sorted_view = sub_view(area_view, words.sorted * a4, slots * uint64_t(f.n) * 4);
+  const BufferView a_view = sub_view(area_view, words.a * a4, slots * uint64_t(f.k) * 4);
+  const BufferView ones_view = sub_view(area_view, words.ones * a4, slots * 4);
+  const BufferView h_work = h ? sub_view(work, h_ws, h->workspace_bytes()) : BufferView{};
+  const BufferView sizes_view = h ? sub_view(h_work, route_sizes * 4, uint64_t(local_experts(f)) * 4) : BufferView{};
+
+  GmmOperands h_ops;
+  h_ops.lhs = ops.lhs, h_ops.rhs = ops.rhs, h_ops.out = h_view, h_ops.ids = ops.ids, h_ops.bias = ops.bias;
+  h_ops.workspace = h_work, h_ops.status = ops.status;
+  TgmmOperands rhs_ops;
+  rhs_ops.lhs = a_view, rhs_ops.rhs = sorted_view, rhs_ops.out = ops.d_rhs;
+  if (h) rhs_ops.group_sizes = sizes_view, rhs_ops.workspace = sub_view(work, d_rhs_ws, d_rhs ? d_rhs->workspace_bytes() : 0);
+  TgmmOperands bias_ops;
+  bias_ops.lhs = ones_view, bias_ops.rhs = sorted_view, bias_ops.out = ops.d_bias;
+  if (h && d_bias) bias_ops.group_sizes = sizes_view, bias_ops.workspace = sub_view(work, d_bias_ws, d_bias->workspace_bytes());
+  GmmOperands lhs_ops;
+  lhs_ops.lhs = h_view, lhs_ops.rhs = ops.rhs, lhs_ops.out = ops.d_lhs, lhs_ops.ids = ops.ids;
+  if (options.accumulate) lhs_ops.existing_out = ops.d_lhs;
+  if (!f.routing.lhs_per_slot) lhs_ops.weights = ones_view;
+  lhs_ops.workspace = sub_view(work, d_lhs_ws, d_lhs.workspace_bytes());
+
+  // Check every pass before recording any, so that a bad view records nothing.
+  if (h) h->check(h_ops);
+  if (d_rhs) d_rhs->check(rhs_ops);
+  if (d_bias && ops.d_bias.buffer) d_bias->check(bias_ops);
+  if (h) d_lhs.check(lhs_ops);
+  Stage grad_stage;
+  if (h) grad_stage = bind_grad(ops, area_view, h_work);
+  if (!record_it) return;
+
+  if (!h) {
+    // No slots: nothing to gather; every expert's gradient is 0.
+    if (d_rhs) d_rhs->record(cb, rhs_ops);
+    if (d_bias && ops.d_bias.buffer) d_bias->record(cb, bias_ops);
+    return;
+  }
+  h->record(cb, h_ops);
+  compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  grad_stage.record(*ctx, cb);
+  compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  if (d_rhs) d_rhs->record(cb, rhs_ops);
+  if (d_bias && ops.d_bias.buffer) d_bias->record(cb, bias_ops);
+  d_lhs.record(cb, lhs_ops);
+}
+
+Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work) const {
+  const GmmProblem& f = forward;
+  const Context::Impl& c = *ctx;
+  const uint64_t lhs_rows = f.routing.lhs_per_slot ? slots : uint64_t(f.m);
+  const BoundOperand lhs = bind_operand(c, kOp, "lhs", ops.lhs, f.lhs_type, lhs_rows * uint64_t(f.k), 0, true);
+  const BoundOperand d_out = bind_operand(c, kOp, "d_out", ops.d_out, f.out_type,
+                                          (f.routing.combine ? uint64_t(f.m) : slots) * out_n, 0, true);
+  const BoundOperand area_b = bind_operand(c, kOp, "workspace", area_view, DType::f32, area_bytes / 4, 0, false);
+  const BoundOperand route = bind_operand(c, kOp, "workspace", h_work, DType::f32, h_work.size / 4, 0, false);
+  Stage s;
+  s.bind_all(area_b.info);
+  s.infos[VKGMM_BINDING_GRAD_LHS] = lhs.info;
+  s.infos[VKGMM_BINDING_GRAD_D_OUT] = d_out.info;
+  s.infos[VKGMM_BINDING_GRAD_WORK] = area_b.info;
+  s.infos[VKGMM_BINDING_GRAD_ROUTE] = route.info;
+  abi::GradPush& push = s.push.start<abi::GradPush>();
+  if (f.routing.combine) {
+    const BoundOperand w = bind_operand(c, kOp, "weights", ops.weights, DType::f32, slots, 0, false);
+    s.infos[VKGMM_BINDING_GRAD_WEIGHTS] = w.info;
+    push.weights_off = w.element_offset;
+    if (ops.d_weights.buffer) {
+      const BoundOperand dw = bind_operand(c, kOp, "d_weights", ops.d_weights, DType::f32, slots, 0, false);
+      s.infos[VKGMM_BINDING_GRAD_D_WEIGHTS] = dw.info;
+      push.d_weights_off = dw.element_offset;
+    } else {
+      // No d_weights asked for: the pass writes them into the area's scratch words.
+      s.infos[VKGMM_BINDING_GRAD_D_WEIGHTS] = area_b.info;
+      push.d_weights_off = area_b.element_offset + uint32_t(words.d_weights);
+    }
+  }
+  push.lhs_off = lhs.element_offset;
+  push.d_out_off = d_out.element_offset;
+  push.map_off = route.element_offset + uint32_t(route_map);
+  push.offsets_off = route.element_offset;  // the group offsets lead the routed gmm's metadata
+  push.num_local = uint32_t(local_experts(f));
+  push.h_off = area_b.element_offset + uint32_t(words.h);
+  push.sorted_off = area_b.element_offset + uint32_t(words.sorted);
+  push.a_off = area_b.element_offset + uint32_t(words.a);
+  push.ones_off = area_b.element_offset + uint32_t(words.ones);
+  push.slots = uint32_t(slots);
+  push.top_k = uint32_t(f.routing.top_k);
+  push.lhs_div = f.routing.lhs_per_slot ? 1u : uint32_t(f.routing.top_k);
+  push.k = uint32_t(f.k);
+  push.n = uint32_t(f.n);
+  push.out_n = uint32_t(out_n);
+  s.pipeline = grad;
+  s.grid[0] = grad_groups;
+  s.grid[1] = s.grid[2] = 1;
+  return s;
+}
+
+}  // namespace vkgmm

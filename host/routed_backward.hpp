@@ -1,0 +1,49 @@
+// The routed backward's passes besides d_lhs and d_rhs (host/routed_backward.cpp): GmmBackwardPlan
+// holds one for a forward routed by expert ids.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "context_impl.hpp"
+#include "stage.hpp"
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm {
+
+bool routed_backward(const GmmProblem& forward);
+// The d_lhs gmm and the d_rhs tgmm of a routed forward (GmmBackwardPlan makes them as its two plans).
+GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOptions& options);
+TgmmProblem routed_d_rhs_problem(const GmmProblem& forward);
+
+struct RoutedBackward {
+  RoutedBackward(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, const GmmPlan& d_lhs,
+                 const TgmmPlan* d_rhs);
+  GmmBackwardSizes sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const;
+  // Checks every view, then (record_it) records the passes with their barriers.
+  void record(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
+              bool record_it) const;
+  VkDeviceSize workspace_bytes() const { return total; }
+  VkDeviceSize metadata_bytes() const { return (h ? h->metadata_bytes() : 0) + (d_bias ? d_bias->metadata_bytes() : 0); }
+
+ private:
+  Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work) const;
+
+  std::shared_ptr<Context::Impl> ctx;
+  GmmProblem forward;
+  GmmBackwardOptions options;
+  uint64_t slots = 0, out_n = 0;
+  std::optional<GmmPlan> h;          // the product + bias per slot (none without slots)
+  std::optional<TgmmPlan> d_bias;    // with a bias: ones^T @ d_h per expert
+  VkPipeline grad = VK_NULL_HANDLE;  // shaders/routed_grad.comp
+  uint32_t grad_groups = 0;
+  uint64_t route_map = 0, route_sizes = 0;  // in h's workspace: the row map and the experts' counts (words)
+  // The workspace, bytes: each plan's share, then the gradient area; its words (from the area's start).
+  VkDeviceSize h_ws = 0, d_lhs_ws = 0, d_rhs_ws = 0, d_bias_ws = 0, area = 0, area_bytes = 0, total = 0;
+  struct {
+    uint64_t h = 0, sorted = 0, a = 0, ones = 0, d_weights = 0;
+  } words;
+  Buffer own_workspace;
+};
+
+}  // namespace vkgmm

@@ -1,0 +1,298 @@
+// The backward of gmm routed by expert ids, with its epilogues (GmmBackwardPlan on a routed forward):
+// every gradient against the float64 reference (reference/routed_backward.cpp), whose own derivatives
+// are checked by finite differences first; windows whose shards add up to the whole layer; bits equal
+// run to run; hostile ids; refusals.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "gpu_harness.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+struct Case {
+  const char* name;
+  int64_t T, top_k, E, offset, e_local, k, n;
+  bool per_slot, combine, bias;
+  Activation act;
+  bool transpose = false;
+  DType lhs = DType::f32, rhs = DType::f32, out = DType::f32;
+  int hit_experts = 0;  // > 0: ids only ever name this many experts (the others stay empty)
+  uint32_t seed = 1;
+};
+
+GmmProblem problem_of(const Case& c) {
+  GmmProblem p;
+  p.m = c.T;
+  p.k = c.k;
+  p.n = c.n;
+  p.group_offset = c.offset;
+  p.num_rhs_groups = c.e_local;
+  p.transpose_rhs = c.transpose;
+  p.lhs_type = c.lhs;
+  p.rhs_type = c.rhs;
+  p.out_type = c.out;
+  p.routing = {c.top_k, c.per_slot, c.combine, c.E};
+  p.epilogue = {c.bias, c.act};
+  return p;
+}
+
+// Distinct experts per token (as a router's top-k), about one slot in eight -1.
+std::vector<int32_t> make_ids(const Case& c, std::mt19937& rng) {
+  const int64_t pool = c.hit_experts > 0 ? c.hit_experts : c.E;
+  std::vector<int32_t> ids;
+  std::vector<int32_t> experts(static_cast<size_t>(pool));
+  for (int64_t t = 0; t < c.T; ++t) {
+    std::iota(experts.begin(), experts.end(), 0);
+    std::shuffle(experts.begin(), experts.end(), rng);
+    for (int64_t j = 0; j < c.top_k; ++j)
+      ids.push_back(rng() % 8 == 0 || j >= pool ? -1 : experts[size_t(j)] + (c.hit_experts > 0 ? int32_t(c.offset) : 0));
+  }
+  return ids;
+}
+
+reference::RoutedInputs make_inputs(const Case& c, std::mt19937& rng) {
+  reference::RoutedInputs in;
+  const int64_t slots = c.T * c.top_k;
+  in.ids = make_ids(c, rng);
+  in.lhs = random_values(size_t((c.per_slot ? slots : c.T) * c.k), c.lhs, rng);
+  in.rhs = random_values(size_t(c.e_local * c.k * c.n), c.rhs, rng);
+  if (c.combine) {
+    std::uniform_real_distribution<float> d(0.05f, 1.0f);
+    for (int64_t s = 0; s < slots; ++s) in.weights.push_back(d(rng));
+  }
+  if (c.bias) in.bias = random_values(size_t(c.e_local * c.n), DType::f32, rng);
+  return in;
+}
+
+std::vector<float> make_d_out(const Case& c, std::mt19937& rng) {
+  const int64_t n_out = gated(c.act) ? c.n / 2 : c.n;
+  return random_values(size_t((c.combine ? c.T : c.T * c.top_k) * n_out), c.out, rng);
+}
+
+struct DeviceGrads {
+  std::vector<float> d_lhs, d_rhs, d_bias, d_weights;
+};
+
+// The routed backward on the device. `start` holds d_lhs's and d_weights's starting values with
+// options.accumulate (else the outputs start poisoned).
+DeviceGrads run_routed_backward(Context& ctx, const GmmProblem& p, const reference::RoutedInputs& in,
+                                const std::vector<float>& d_out, const GmmBackwardOptions& options = {},
+                                const DeviceGrads* start = nullptr, uint32_t expected_status = 0) {
+  const GmmBackwardPlan plan(ctx, p, options);
+  const GmmBackwardSizes sizes = plan.sizes();
+  Buffer lhs = upload(ctx, p.lhs_type, in.lhs), rhs = upload(ctx, p.rhs_type, in.rhs);
+  Buffer dout = upload(ctx, p.out_type, d_out);
+  Buffer ids = ctx.create_buffer(std::max<size_t>(in.ids.size() * 4, 4));
+  if (!in.ids.empty()) ids.upload(in.ids.data(), in.ids.size() * 4);
+  Buffer d_lhs = start ? upload(ctx, p.lhs_type, start->d_lhs) : poisoned(ctx, sizes.d_lhs);
+  Buffer d_rhs = poisoned(ctx, sizes.d_rhs), status = status_word(ctx);
+  Buffer weights, bias, d_bias, d_weights;
+  GmmBackwardOperands ops;
+  ops.lhs = lhs.view(), ops.rhs = rhs.view(), ops.d_out = dout.view(0, sizes.d_out);
+  ops.d_lhs = d_lhs.view(0, sizes.d_lhs), ops.d_rhs = d_rhs.view(0, sizes.d_rhs);
+  ops.ids = ids.view(0, sizes.ids), ops.status = status.view();
+  if (p.routing.combine) {
+    ops.weights = (weights = upload(ctx, DType::f32, in.weights)).view();
+    d_weights = start ? upload(ctx, DType::f32, start->d_weights) : poisoned(ctx, sizes.d_weights);
+    ops.d_weights = d_weights.view(0, sizes.d_weights);
+  }
+  if (p.epilogue.bias) {
+    ops.bias = (bias = upload(ctx, DType::f32, in.bias)).view();
+    ops.d_bias = (d_bias = poisoned(ctx, sizes.d_bias)).view(0, sizes.d_bias);
+  }
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  if (p.m > 0) expect_status(status, expected_status);
+  DeviceGrads g;
+  g.d_lhs = download(d_lhs, p.lhs_type, sizes.d_lhs / dtype_size(p.lhs_type));
+  g.d_rhs = download(d_rhs, p.rhs_type, sizes.d_rhs / dtype_size(p.rhs_type));
+  if (p.epilogue.bias) g.d_bias = download(d_bias, DType::f32, sizes.d_bias / 4);
+  if (p.routing.combine) g.d_weights = download(d_weights, DType::f32, sizes.d_weights / 4);
+  return g;
+}
+
+std::vector<float> narrow(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+// f32 sums of a few dozen terms against float64; 16-bit outputs round to their type.
+double rtol_for(DType t) { return t == DType::f32 ? 2e-4 : 1.6e-2; }
+constexpr double kAtol = 2e-3;
+
+void expect_matches(const Case& c, const DeviceGrads& got, const reference::RoutedGradients& want) {
+  EXPECT_TRUE(all_close(got.d_lhs, narrow(want.d_lhs), kAtol, rtol_for(c.lhs))) << "d_lhs";
+  EXPECT_TRUE(all_close(got.d_rhs, narrow(want.d_rhs), kAtol, rtol_for(c.rhs))) << "d_rhs";
+  if (c.bias) EXPECT_TRUE(all_close(got.d_bias, narrow(want.d_bias), kAtol, 2e-4)) << "d_bias";
+  if (c.combine) EXPECT_TRUE(all_close(got.d_weights, narrow(want.d_weights), kAtol, rtol_for(c.out))) << "d_weights";
+}
+
+const Case kCases[] = {
+    // An MoE layer's up projection ([gate | up], per slot, bias, SwiGLU) and its down projection (per-slot
+    // input, combined with the routing weights, bias).
+    {"up_swiglu_bias", 37, 2, 6, 0, 6, 24, 40, false, false, true, Activation::swiglu},
+    {"down_combined_bias", 37, 2, 6, 0, 6, 20, 24, true, true, true, Activation::none},
+    {"combined_swiglu_oai", 29, 3, 5, 0, 5, 16, 18, false, true, false, Activation::swiglu_oai},
+    {"combined_geglu", 29, 2, 4, 0, 4, 16, 22, false, true, true, Activation::geglu},
+    {"per_slot_plain", 21, 2, 4, 0, 4, 13, 11, false, false, false, Activation::none},
+    {"window_swiglu_combined", 33, 3, 8, 2, 3, 12, 20, false, true, true, Activation::swiglu},
+    {"transposed_rhs", 25, 2, 5, 0, 5, 16, 24, false, true, false, Activation::swiglu, true},
+    {"f16_bf16", 27, 2, 4, 0, 4, 16, 24, false, true, true, Activation::swiglu, false, DType::f16, DType::bf16,
+     DType::f16},
+    {"bf16_per_slot", 19, 2, 4, 0, 4, 8, 12, true, false, true, Activation::geglu, true, DType::bf16, DType::bf16,
+     DType::bf16},
+    {"empty_experts", 23, 2, 6, 0, 6, 9, 14, false, true, true, Activation::swiglu, false, DType::f32, DType::f32,
+     DType::f32, 2},
+    {"one_of_each", 1, 1, 1, 0, 1, 1, 2, false, true, true, Activation::swiglu},
+    {"no_tokens", 0, 2, 4, 0, 4, 8, 8, false, true, true, Activation::swiglu},
+};
+
+class RoutedBackward : public DeviceTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(RoutedBackward, MatchesFloat64Reference) {
+  const Case& c = GetParam();
+  std::mt19937 rng(c.seed);
+  const GmmProblem p = problem_of(c);
+  const reference::RoutedInputs in = make_inputs(c, rng);
+  const std::vector<float> d_out = make_d_out(c, rng);
+  const DeviceGrads got = run_routed_backward(ctx(), p, in, d_out);
+  expect_matches(c, got, reference::gmm_routed_backward(p, in, d_out));
+  if (c.hit_experts > 0) {
+    // Experts no slot names get zero gradients, written.
+    const size_t per_expert = size_t(c.k * c.n);
+    for (size_t i = size_t(c.hit_experts) * per_expert; i < got.d_rhs.size(); ++i) ASSERT_EQ(got.d_rhs[i], 0.0f) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, RoutedBackward, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// The reference's derivatives against central differences of its own float64 forward.
+TEST(RoutedBackwardReference, MatchesFiniteDifferences) {
+  for (const Case& base : kCases) {
+    if (base.T == 0 || base.T > 30) continue;
+    Case c = base;
+    c.T = std::min<int64_t>(c.T, 5);
+    c.lhs = c.rhs = c.out = DType::f32;
+    std::mt19937 rng(7);
+    const GmmProblem p = problem_of(c);
+    const reference::RoutedInputs in = make_inputs(c, rng);
+    const std::vector<float> d_out = make_d_out(c, rng);
+    const reference::RoutedGradients g = reference::gmm_routed_backward(p, in, d_out);
+    std::vector<double> lhs(in.lhs.begin(), in.lhs.end()), rhs(in.rhs.begin(), in.rhs.end());
+    std::vector<double> w(in.weights.begin(), in.weights.end()), b(in.bias.begin(), in.bias.end());
+    auto check = [&](std::vector<double>& x, const std::vector<double>& grad, const char* what) {
+      for (size_t i = 0; i < x.size(); i += 1 + x.size() / 7) {
+        const double keep = x[i], h = 1e-5;
+        x[i] = keep + h;
+        const double up = reference::gmm_routed_dot(p, in, lhs, rhs, w, b, d_out);
+        x[i] = keep - h;
+        const double down = reference::gmm_routed_dot(p, in, lhs, rhs, w, b, d_out);
+        x[i] = keep;
+        EXPECT_NEAR(grad[i], (up - down) / (2 * h), 1e-6 + 1e-5 * std::abs(grad[i])) << c.name << " " << what << "[" << i << "]";
+      }
+    };
+    check(lhs, g.d_lhs, "d_lhs");
+    check(rhs, g.d_rhs, "d_rhs");
+    if (c.combine) check(w, g.d_weights, "d_weights");
+    if (c.bias) check(b, g.d_bias, "d_bias");
+  }
+}
+
+// Shards of the experts (each a window, accumulating d_lhs and d_weights) add up to the whole layer's
+// gradients; each shard's d_rhs and d_bias are the whole layer's rows of its experts.
+TEST_F(DeviceTest, RoutedBackwardShardsAddUp) {
+  for (const bool per_slot : {false, true}) {
+    Case c{"shards", 31, 3, 6, 0, 6, 12, 16, per_slot, !per_slot, true, Activation::swiglu};
+    std::mt19937 rng(3);
+    const GmmProblem whole = problem_of(c);
+    const reference::RoutedInputs in = make_inputs(c, rng);
+    const std::vector<float> d_out = make_d_out(c, rng);
+    const reference::RoutedGradients want = reference::gmm_routed_backward(whole, in, d_out);
+    DeviceGrads sum;
+    sum.d_lhs.assign(want.d_lhs.size(), 0.0f);
+    sum.d_weights.assign(want.d_weights.size(), 0.0f);
+    std::vector<float> d_rhs, d_bias;
+    for (const int64_t offset : {0, 2, 5}) {
+      Case s = c;
+      s.offset = offset;
+      s.e_local = offset == 0 ? 2 : offset == 2 ? 3 : 1;
+      const GmmProblem p = problem_of(s);
+      reference::RoutedInputs part = in;
+      part.rhs.assign(in.rhs.begin() + offset * c.k * c.n, in.rhs.begin() + (offset + s.e_local) * c.k * c.n);
+      part.bias.assign(in.bias.begin() + offset * c.n, in.bias.begin() + (offset + s.e_local) * c.n);
+      GmmBackwardOptions o;
+      o.accumulate = true;
+      const DeviceGrads g = run_routed_backward(ctx(), p, part, d_out, o, &sum);
+      sum.d_lhs = g.d_lhs;
+      sum.d_weights = g.d_weights;
+      d_rhs.insert(d_rhs.end(), g.d_rhs.begin(), g.d_rhs.end());
+      d_bias.insert(d_bias.end(), g.d_bias.begin(), g.d_bias.end());
+    }
+    EXPECT_TRUE(all_close(sum.d_lhs, narrow(want.d_lhs), kAtol, 2e-4)) << "d_lhs, per_slot " << per_slot;
+    EXPECT_TRUE(all_close(d_rhs, narrow(want.d_rhs), kAtol, 2e-4)) << "d_rhs";
+    EXPECT_TRUE(all_close(d_bias, narrow(want.d_bias), kAtol, 2e-4)) << "d_bias";
+    if (c.combine) EXPECT_TRUE(all_close(sum.d_weights, narrow(want.d_weights), kAtol, 2e-4)) << "d_weights";
+  }
+}
+
+// Every sum runs in a fixed order: two runs give the same bits.
+TEST_F(DeviceTest, RoutedBackwardBitsEqualRunToRun) {
+  const Case c = kCases[0];
+  std::mt19937 rng(5);
+  const GmmProblem p = problem_of(c);
+  const reference::RoutedInputs in = make_inputs(c, rng);
+  const std::vector<float> d_out = make_d_out(c, rng);
+  const DeviceGrads a = run_routed_backward(ctx(), p, in, d_out), b = run_routed_backward(ctx(), p, in, d_out);
+  EXPECT_EQ(0, std::memcmp(a.d_lhs.data(), b.d_lhs.data(), a.d_lhs.size() * 4));
+  EXPECT_EQ(0, std::memcmp(a.d_rhs.data(), b.d_rhs.data(), a.d_rhs.size() * 4));
+  EXPECT_EQ(0, std::memcmp(a.d_bias.data(), b.d_bias.data(), a.d_bias.size() * 4));
+}
+
+// Ids below -1 or past num_experts are flagged in the status word and skipped, as the forward does.
+TEST_F(DeviceTest, RoutedBackwardSkipsHostileIds) {
+  Case c = kCases[1];
+  std::mt19937 rng(9);
+  const GmmProblem p = problem_of(c);
+  reference::RoutedInputs in = make_inputs(c, rng);
+  in.ids[0] = -7;
+  in.ids[3] = int32_t(c.E) + 4;
+  in.ids[5] = 1 << 30;
+  const std::vector<float> d_out = make_d_out(c, rng);
+  reference::RoutedInputs skipped = in;
+  for (int32_t& id : skipped.ids)
+    if (id < -1 || id >= c.E) id = -1;
+  const DeviceGrads got = run_routed_backward(ctx(), p, in, d_out, {}, nullptr, device_status::bad_id);
+  expect_matches(c, got, reference::gmm_routed_backward(p, skipped, d_out));
+}
+
+TEST_F(DeviceTest, RoutedBackwardRefusesViewsItHasNoUseFor) {
+  Context& cx = ctx();
+  Case c = kCases[4];  // per slot, no bias, no combine
+  const GmmProblem p = problem_of(c);
+  const GmmBackwardPlan plan(cx, p);
+  const GmmBackwardSizes s = plan.sizes();
+  Buffer b = cx.create_buffer(1 << 16);
+  GmmBackwardOperands ops;
+  ops.lhs = b.view(0, s.lhs), ops.rhs = b.view(4096, s.rhs), ops.d_out = b.view(8192, s.d_out);
+  ops.d_lhs = b.view(16384, s.d_lhs), ops.d_rhs = b.view(24576, s.d_rhs), ops.ids = b.view(32768, s.ids);
+  GmmBackwardOperands with = ops;
+  with.d_weights = b.view(40960, 64);
+  expect_invalid_argument([&] { plan.check(with); }, "d_weights: a view was given but the forward does not combine");
+  with = ops;
+  with.d_bias = b.view(40960, 64);
+  expect_invalid_argument([&] { plan.check(with); }, "d_bias: a view was given but the forward has no bias");
+  // Unrouted forwards take no routed views.
+  GmmProblem plain;
+  plain.m = 8, plain.k = 4, plain.n = 4, plain.group_sizes = {8};
+  const GmmBackwardPlan unrouted(cx, plain);
+  GmmBackwardOperands u;
+  u.lhs = b.view(0, 128), u.rhs = b.view(4096, 64), u.d_out = b.view(8192, 128), u.d_lhs = b.view(16384, 128);
+  u.d_rhs = b.view(24576, 64), u.ids = b.view(32768, 32);
+  expect_invalid_argument([&] { unrouted.check(u); }, "ids: a view was given but the forward is not routed");
+}
+
+}  // namespace
+}  // namespace vkgmm::test
