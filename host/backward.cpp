@@ -13,12 +13,6 @@ namespace {
 
 GmmProblem d_lhs_problem(const GmmProblem& f, const GmmBackwardOptions& o) {
   if (routed_backward(f)) return routed_d_lhs_problem(f, o);
-  // With group sizes, the epilogue's gradient is not the two grouped matmuls below: refuse rather than
-  // return those of another function.
-  if (f.epilogue.bias || f.epilogue.activation != Activation::none)
-    throw Error(Status::invalid_argument, "gmm_backward: epilogue: the backward of gmm with a fused bias or "
-                                          "activation is computed for a forward routed by expert ids (a forward "
-                                          "with group sizes takes ids of top_k = 1: Routing)");
   GmmProblem p = f;
   // d_lhs[m, k] = d_out[m, n] @ rhs^T: gmm with k and n swapped and the transpose flipped.
   p.k = f.n;
@@ -54,9 +48,11 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
 }  // namespace
 
 GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options)
-    : d_lhs_(ctx, d_lhs_problem(forward, options)) {
+    : d_lhs_(ctx, d_lhs_problem(forward, options)), frozen_(is_quantized(forward.rhs_type)) {
   // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
-  if (!is_quantized(forward.rhs_type)) d_rhs_.emplace(ctx, d_rhs_problem(forward));
+  // A routed shard with no local expert has no weights to differentiate.
+  const bool no_experts = routed_backward(forward) && forward.num_rhs_groups == 0;
+  if (!frozen_rhs() && !no_experts) d_rhs_.emplace(ctx, d_rhs_problem(forward));
   if (routed_backward(forward)) {
     routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr);
     return;
@@ -67,6 +63,9 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
 }
 
 const TgmmPlan& GmmBackwardPlan::d_rhs_plan() const {
+  if (!d_rhs_ && !frozen_)
+    throw Error(Status::invalid_argument, "gmm_backward: d_rhs_plan: the forward has no local expert "
+                                          "(num_rhs_groups = 0): there is no gradient of weights to compute");
   if (!d_rhs_)
     throw Error(Status::invalid_argument, "gmm_backward: d_rhs_plan: the weights are in a block format, frozen: "
                                           "their gradient is not computed");

@@ -30,11 +30,41 @@ BufferView sub_view(const BufferView& whole, VkDeviceSize offset, VkDeviceSize b
 }
 }  // namespace
 
-bool routed_backward(const GmmProblem& f) { return f.routing.top_k != 0; }
+bool routed_backward(const GmmProblem& f) {
+  return f.routing.top_k != 0 || f.epilogue.bias || f.epilogue.activation != Activation::none;
+}
 
-GmmProblem routed_d_lhs_problem(const GmmProblem& f, const GmmBackwardOptions& o) {
+namespace {
+// A forward with group sizes and an epilogue as the routed forward it equals: each row one slot (top_k
+// = 1) whose id is its group (row_ids), every group an expert, the same window.
+GmmProblem routed_form(const GmmProblem& f) {
+  if (f.routing.top_k != 0) return f;
+  if (f.device_group_sizes.count > 0)
+    refuse(Status::invalid_argument, "device_group_sizes: the backward of a fused bias or activation takes its "
+                                     "rows' groups on the host (group_sizes), or ids (Routing)");
+  GmmProblem p = f;
+  const int64_t G = int64_t(f.group_sizes.size());
+  p.group_sizes.clear();
+  p.num_rhs_groups = f.num_rhs_groups < 0 ? G - f.group_offset : f.num_rhs_groups;
+  p.routing = {1, false, false, G};
+  return p;
+}
+
+// Row t's group, or -1 past the sizes' sum (rows of no group); sizes that break the contract are the
+// routed plans' to refuse.
+std::vector<int32_t> row_ids(const GmmProblem& f) {
+  std::vector<int32_t> ids(size_t(std::max<int64_t>(f.m, 0)), -1);
+  size_t row = 0;
+  for (size_t g = 0; g < f.group_sizes.size(); ++g)
+    for (int32_t i = 0; i < f.group_sizes[g] && row < ids.size(); ++i) ids[row++] = int32_t(g);
+  return ids;
+}
+}  // namespace
+
+GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOptions& o) {
   // d_lhs(t, j) = d_h(t, j) @ W(ids[t, j])^T from the per-slot d_h (f32 [T, top_k, n] in the
   // workspace); a token-level lhs sums its slots' (a combine with unit weights).
+  const GmmProblem f = routed_form(forward);
   GmmProblem p;
   p.m = f.m;
   p.k = f.n;
@@ -69,10 +99,11 @@ TgmmProblem slots_tgmm(const GmmProblem& f, int64_t k, DType out_type, bool out_
   p.m = f.m * f.routing.top_k;
   p.k = k;
   p.n = f.n;
-  if (p.m > 0)
+  if (p.m > 0) {
     p.device_group_sizes = {e_local, 0};
-  else
+  } else {
     p.group_sizes.assign(size_t(e_local), 0);
+  }
   p.num_actual_groups = e_local;
   p.lhs_mk = true;
   p.out_nk = out_nk;
@@ -85,15 +116,24 @@ TgmmProblem slots_tgmm(const GmmProblem& f, int64_t k, DType out_type, bool out_
 }
 }  // namespace
 
-TgmmProblem routed_d_rhs_problem(const GmmProblem& f) { return slots_tgmm(f, f.k, f.rhs_type, f.transpose_rhs); }
+TgmmProblem routed_d_rhs_problem(const GmmProblem& forward) {
+  const GmmProblem f = routed_form(forward);
+  return slots_tgmm(f, f.k, f.rhs_type, f.transpose_rhs);
+}
 
-RoutedBackward::RoutedBackward(Context& context, const GmmProblem& f, const GmmBackwardOptions& o, const GmmPlan& d_lhs,
-                               const TgmmPlan* d_rhs)
-    : ctx(ContextInternals::shared(context)), forward(f), options(o) {
+RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const GmmBackwardOptions& o,
+                               const GmmPlan& d_lhs, const TgmmPlan* d_rhs)
+    : ctx(ContextInternals::shared(context)), forward(routed_form(given)), options(o) {
+  const GmmProblem& f = forward;
   const DeviceInfo& info = ctx->dev.info;
+  if (given.routing.top_k == 0 && f.m > 0) {
+    const std::vector<int32_t> ids = row_ids(given);
+    own_ids = context.create_buffer(ids.size() * 4);
+    own_ids.upload(ids.data(), ids.size() * 4);
+  }
   slots = uint64_t(f.m) * uint64_t(f.routing.top_k);
   out_n = uint64_t(gated(f.epilogue.activation) ? f.n / 2 : f.n);
-  if (f.epilogue.bias) d_bias.emplace(context, slots_tgmm(f, 1, DType::f32, false));
+  if (f.epilogue.bias && local_experts(f) > 0) d_bias.emplace(context, slots_tgmm(f, 1, DType::f32, false));
   if (slots > 0) {
     // The product + bias per slot, in f32: the epilogue's input.
     GmmProblem hp = f;
@@ -161,7 +201,7 @@ GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_r
   s.d_out = operand_bytes(f.out_type, (f.routing.combine ? uint64_t(f.m) : slots) * out_n);
   s.d_lhs = d_lhs.sizes().out;
   s.d_rhs = d_rhs ? d_rhs->sizes().out : 0;
-  s.ids = slots * 4;
+  s.ids = own_ids.handle() ? 0 : slots * 4;
   if (f.routing.combine) s.weights = s.d_weights = slots * 4;
   if (f.epilogue.bias) s.bias = s.d_bias = uint64_t(local_experts(f)) * uint64_t(f.n) * 4;
   return s;
@@ -170,7 +210,7 @@ GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_r
 void RoutedBackward::record(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs,
                             const TgmmPlan* d_rhs, bool record_it) const {
   const GmmProblem& f = forward;
-  if (!d_rhs && ops.d_rhs.buffer)
+  if (is_quantized(f.rhs_type) && ops.d_rhs.buffer)
     refuse(Status::invalid_argument, "d_rhs: a view was given but the weights are in a block format, frozen: their "
                                      "gradient is not computed");
   if (!f.epilogue.bias && (ops.bias.buffer || ops.d_bias.buffer))
@@ -179,6 +219,23 @@ void RoutedBackward::record(VkCommandBuffer cb, const GmmBackwardOperands& ops, 
   if (!f.routing.combine && (ops.weights.buffer || ops.d_weights.buffer))
     refuse(Status::invalid_argument, std::string(ops.weights.buffer ? "weights" : "d_weights") +
                                          ": a view was given but the forward does not combine (Routing::combine)");
+  GmmBackwardOperands routed_ops = ops;
+  if (own_ids.handle()) {
+    // Group sizes: the plan's ids say each row's group.
+    const std::pair<const char*, BufferView> routed_only[] = {
+        {"ids", ops.ids}, {"weights", ops.weights}, {"d_weights", ops.d_weights}, {"group_sizes", ops.group_sizes}};
+    for (const auto& [name, view] : routed_only)
+      if (view.buffer)
+        refuse(Status::invalid_argument, std::string(name) + ": a view was given but the forward's groups are its "
+                                                             "group_sizes, on the host");
+    routed_ops.ids = own_ids.view();
+  }
+  record_routed(cb, routed_ops, d_lhs, d_rhs, record_it);
+}
+
+void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs,
+                                   const TgmmPlan* d_rhs, bool record_it) const {
+  const GmmProblem& f = forward;
   // The workspace: the app's, or the plan's own.
   BufferView work = ops.workspace;
   if (work.buffer) {

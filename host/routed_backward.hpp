@@ -11,6 +11,8 @@
 
 namespace vkgmm {
 
+// Whether the backward takes the routed path: routed by expert ids, or an epilogue (a forward with
+// group sizes then runs as the routed forward it equals: top_k = 1, each row's group its id).
 bool routed_backward(const GmmProblem& forward);
 // The d_lhs gmm and the d_rhs tgmm of a routed forward (GmmBackwardPlan makes them as its two plans).
 GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOptions& options);
@@ -27,10 +29,12 @@ struct RoutedBackward {
   VkDeviceSize metadata_bytes() const { return (h ? h->metadata_bytes() : 0) + (d_bias ? d_bias->metadata_bytes() : 0); }
 
  private:
+  void record_routed(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
+                     bool record_it) const;
   Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work) const;
 
   std::shared_ptr<Context::Impl> ctx;
-  GmmProblem forward;
+  GmmProblem forward;  // routed (routed_form of a forward with group sizes)
   GmmBackwardOptions options;
   uint64_t slots = 0, out_n = 0;
   std::optional<GmmPlan> h;          // the product + bias per slot (none without slots)
@@ -44,6 +48,7 @@ struct RoutedBackward {
     uint64_t h = 0, sorted = 0, a = 0, ones = 0, d_weights = 0;
   } words;
   Buffer own_workspace;
+  Buffer own_ids;  // a forward with group sizes: each row's group, as ids [m, 1]
 };
 
 }  // namespace vkgmm

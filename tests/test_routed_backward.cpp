@@ -147,6 +147,7 @@ const Case kCases[] = {
      DType::f32, 2},
     {"one_of_each", 1, 1, 1, 0, 1, 1, 2, false, true, true, Activation::swiglu},
     {"no_tokens", 0, 2, 4, 0, 4, 8, 8, false, true, true, Activation::swiglu},
+    {"no_local_expert", 11, 2, 8, 3, 0, 8, 10, false, true, true, Activation::swiglu},
 };
 
 class RoutedBackward : public DeviceTest, public ::testing::WithParamInterface<Case> {};
@@ -266,6 +267,69 @@ TEST_F(DeviceTest, RoutedBackwardSkipsHostileIds) {
     if (id < -1 || id >= c.E) id = -1;
   const DeviceGrads got = run_routed_backward(ctx(), p, in, d_out, {}, nullptr, device_status::bad_id);
   expect_matches(c, got, reference::gmm_routed_backward(p, skipped, d_out));
+}
+
+// A forward with group sizes and an epilogue: its backward is that of the routed forward it equals (each
+// row one slot, its id its group; rows past the sizes' sum in no group), windows and empty groups too.
+TEST_F(DeviceTest, EpilogueBackwardWithGroupSizes) {
+  struct Grouped {
+    std::vector<int32_t> sizes;
+    int64_t offset, g_local;
+    Activation act;
+    bool bias;
+  };
+  const Grouped cases[] = {{{7, 0, 12, 5}, 0, 4, Activation::swiglu, true},
+                           {{3, 9, 0, 6, 4}, 1, 3, Activation::geglu, false},
+                           {{10, 2}, 0, 2, Activation::none, true}};
+  for (const Grouped& g : cases) {
+    std::mt19937 rng(11);
+    GmmProblem p;
+    p.m = 30;  // past the sizes' sum in every case: those rows belong to no group
+    p.k = 12;
+    p.n = 16;
+    p.group_sizes = g.sizes;
+    p.group_offset = g.offset;
+    p.num_rhs_groups = g.g_local;
+    p.epilogue = {g.bias, g.act};
+    reference::RoutedInputs in;
+    int32_t group = 0, left = g.sizes[0];
+    for (int64_t t = 0; t < p.m; ++t) {
+      while (group < int32_t(g.sizes.size()) && left == 0) left = ++group < int32_t(g.sizes.size()) ? g.sizes[size_t(group)] : 0;
+      in.ids.push_back(group < int32_t(g.sizes.size()) ? group : -1);
+      --left;
+    }
+    in.lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+    in.rhs = random_values(size_t(g.g_local * p.k * p.n), DType::f32, rng);
+    if (g.bias) in.bias = random_values(size_t(g.g_local * p.n), DType::f32, rng);
+    const std::vector<float> d_out = random_values(size_t(p.m * (gated(g.act) ? p.n / 2 : p.n)), DType::f32, rng);
+    GmmProblem routed = p;
+    routed.group_sizes.clear();
+    routed.routing = {1, false, false, int64_t(g.sizes.size())};
+    const reference::RoutedGradients want = reference::gmm_routed_backward(routed, in, d_out);
+
+    const GmmBackwardPlan plan(ctx(), p);
+    const GmmBackwardSizes sizes = plan.sizes();
+    EXPECT_EQ(sizes.ids, 0u);
+    Buffer lhs = upload(ctx(), DType::f32, in.lhs), rhs = upload(ctx(), DType::f32, in.rhs);
+    Buffer dout = upload(ctx(), DType::f32, d_out), d_lhs = poisoned(ctx(), sizes.d_lhs), d_rhs = poisoned(ctx(), sizes.d_rhs);
+    Buffer bias, d_bias;
+    GmmBackwardOperands ops;
+    ops.lhs = lhs.view(), ops.rhs = rhs.view(), ops.d_out = dout.view(), ops.d_lhs = d_lhs.view(0, sizes.d_lhs);
+    ops.d_rhs = d_rhs.view(0, sizes.d_rhs);
+    if (g.bias) {
+      ops.bias = (bias = upload(ctx(), DType::f32, in.bias)).view();
+      ops.d_bias = (d_bias = poisoned(ctx(), sizes.d_bias)).view(0, sizes.d_bias);
+    }
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+    EXPECT_TRUE(all_close(download(d_lhs, DType::f32, in.lhs.size()), narrow(want.d_lhs), kAtol, 2e-4));
+    EXPECT_TRUE(all_close(download(d_rhs, DType::f32, in.rhs.size()), narrow(want.d_rhs), kAtol, 2e-4));
+    if (g.bias) EXPECT_TRUE(all_close(download(d_bias, DType::f32, in.bias.size()), narrow(want.d_bias), kAtol, 2e-4));
+  }
+  // Their groups must be on the host.
+  GmmProblem p;
+  p.m = 8, p.k = 4, p.n = 4, p.device_group_sizes = {2, 0};
+  p.epilogue = {true, Activation::none};
+  expect_invalid_argument([&] { GmmBackwardPlan(ctx(), p); }, "device_group_sizes: the backward of a fused bias");
 }
 
 TEST_F(DeviceTest, RoutedBackwardRefusesViewsItHasNoUseFor) {

@@ -584,14 +584,6 @@ TEST_F(DeviceTest, RoutingPlanErrorsNameTheArgument) {
 }
 
 // A routed or fused forward has no backward in vkgmm: refused, not differentiated as another function.
-TEST_F(DeviceTest, RoutedOrFusedBackwardIsRefused) {
-  expect_invalid_argument([&] { GmmBackwardPlan(ctx(), good_routed()); }, "routing.top_k");
-  GmmProblem p;
-  p.m = 8, p.k = 4, p.n = 6, p.group_sizes = {8};
-  p.epilogue.activation = Activation::swiglu;
-  expect_invalid_argument([&] { GmmBackwardPlan(ctx(), p); }, "epilogue");
-}
-
 // The edges of routing: more local experts than the routing build has invocations (each takes a chunk of
 // the experts' counts), no local expert at all (every slot filled), and no tokens (nothing to compute,
 // the status word still written), in both modes.

@@ -244,9 +244,10 @@ class VKGMM_API GmmBackwardPlan {
  public:
   GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options = {});
   const GmmPlan& d_lhs_plan() const { return d_lhs_; }
-  // Throws Error(invalid_argument) for frozen weights (frozen_rhs()).
+  // Throws Error(invalid_argument) for frozen weights (frozen_rhs()), and for a routed shard with no
+  // local expert (num_rhs_groups = 0: nothing to compute).
   const TgmmPlan& d_rhs_plan() const;
-  bool frozen_rhs() const { return !d_rhs_.has_value(); }
+  bool frozen_rhs() const { return frozen_; }
   GmmBackwardSizes sizes() const;
   VkDeviceSize metadata_bytes() const;   // the plans' (as GmmPlan::metadata_bytes())
   VkDeviceSize workspace_bytes() const;  // the plans' and the routed backward's, each at an aligned offset
@@ -259,7 +260,8 @@ class VKGMM_API GmmBackwardPlan {
  private:
   void check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it) const;
   GmmPlan d_lhs_;
-  std::optional<TgmmPlan> d_rhs_;  // none: frozen (block-format) weights
+  bool frozen_ = false;            // block-format weights: no d_rhs
+  std::optional<TgmmPlan> d_rhs_;  // none: frozen weights, or no local expert
   VkDeviceSize d_rhs_workspace_offset_ = 0;  // in an app's workspace
   std::shared_ptr<const RoutedBackward> routed_;  // routed by expert ids (internal)
 };
