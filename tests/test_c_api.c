@@ -200,6 +200,48 @@ static void test_tgmm_and_backward(vkgmm_context* ctx) {
   for (int i = 0; i < G * K * N; ++i) bad += !near(dr[i], tout[i]);
   CHECK(bad == 0);
 
+  /* With a fused bias the backward adds d_bias (each group's column sums of d); accumulate adds d_lhs to
+   * what its view holds (ones here). */
+  f.bias = 1;
+  vkgmm_gmm_backward_options bopt = {sizeof bopt, 1, 7};
+  vkgmm_gmm_backward_plan* bwb = NULL;
+  CHECK(vkgmm_gmm_backward_plan_create_with_options(ctx, &f, &bopt, &bwb) == VKGMM_INVALID_ARGUMENT && !bwb);
+  bopt.reserved_tail = 0;
+  CHECK(vkgmm_gmm_backward_plan_create_with_options(ctx, &f, &bopt, &bwb) == VKGMM_OK);
+  vkgmm_gmm_backward_sizes bbs = {sizeof bbs};
+  CHECK(vkgmm_gmm_backward_plan_sizes(bwb, &bbs) == VKGMM_OK);
+  CHECK(bbs.bias == G * N * 4 && bbs.d_bias == G * N * 4 && bbs.ids == 0 && bbs.d_weights == 0 && bbs.workspace > 0);
+  float bias[G * N], ones[M * K], db[G * N], dl1[M * K], dr1[G * K * N];
+  fill(bias, G * N, 5);
+  for (int i = 0; i < M * K; ++i) ones[i] = 1.0f;
+  vkgmm_buffer *bb = make_buffer(ctx, bias, G * N), *bdb = make_buffer(ctx, NULL, G * N),
+               *bdl1 = make_buffer(ctx, ones, M * K);
+  vkgmm_gmm_backward_operands bops1 = bops;
+  bops1.d_lhs = vkgmm_buffer_whole(bdl1);
+  bops1.bias = vkgmm_buffer_whole(bb);
+  bops1.d_bias = vkgmm_buffer_whole(bdb);
+  CHECK(vkgmm_gmm_backward_plan_run(ctx, bwb, &bops1) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdl1, dl1, sizeof dl1, 0) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdr, dr1, sizeof dr1, 0) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdb, db, sizeof db, 0) == VKGMM_OK);
+  bad = 0;
+  for (int i = 0; i < M * K; ++i) bad += !near(dl1[i], dl[i] + 1.0);
+  for (int i = 0; i < G * K * N; ++i) bad += !near(dr1[i], tout[i]);
+  start = 0;
+  for (int g = 0; g < G; ++g) {
+    for (int j = 0; j < N; ++j) {
+      double s = 0;
+      for (int r = start; r < start + sizes[g]; ++r) s += d[r * N + j];
+      bad += !near(db[g * N + j], s);
+    }
+    start += sizes[g];
+  }
+  CHECK(bad == 0);
+  vkgmm_gmm_backward_plan_destroy(bwb);
+  vkgmm_buffer_destroy(bb);
+  vkgmm_buffer_destroy(bdb);
+  vkgmm_buffer_destroy(bdl1);
+
   vkgmm_gmm_backward_plan_destroy(bw);
   vkgmm_tgmm_plan_destroy(plan);
   vkgmm_buffer_destroy(bl);

@@ -70,8 +70,9 @@ VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_problem, expected_group_rows);
 VKGMM_NO_TAIL_PADDING(vkgmm_operand_sizes, workspace);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_operands, bias);
 VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_operands, status);
-VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_operands, status);
-VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, workspace);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_operands, d_weights);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, d_weights);
+VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_options, reserved_tail);
 #undef VKGMM_NO_TAIL_PADDING
 
 template <typename T>

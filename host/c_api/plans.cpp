@@ -81,8 +81,12 @@ vkgmm::TgmmOperands tgmm_ops(const vkgmm_tgmm_operands* ops) {
 
 vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands* ops) {
   const vkgmm_gmm_backward_operands o = read_struct(ops, "ops", "vkgmm_gmm_backward_operands");
-  return {view(o.lhs),         view(o.rhs),       view(o.d_out), view(o.d_lhs), view(o.d_rhs),
-          view(o.group_sizes), view(o.workspace), view(o.status)};
+  vkgmm::GmmBackwardOperands b;
+  b.lhs = view(o.lhs), b.rhs = view(o.rhs), b.d_out = view(o.d_out), b.d_lhs = view(o.d_lhs), b.d_rhs = view(o.d_rhs);
+  b.group_sizes = view(o.group_sizes), b.workspace = view(o.workspace), b.status = view(o.status);
+  b.ids = view(o.ids), b.weights = view(o.weights), b.bias = view(o.bias);
+  b.d_bias = view(o.d_bias), b.d_weights = view(o.d_weights);
+  return b;
 }
 
 vkgmm::TopKOperands top_k_ops(const vkgmm_top_k_operands* ops) {
@@ -317,14 +321,33 @@ vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_
   return create_plan<vkgmm_gmm_backward_plan, vkgmm::GmmBackwardPlan>(ctx, forward, "forward", "vkgmm_gmm_problem", out);
 }
 
+vkgmm_status vkgmm_gmm_backward_plan_create_with_options(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
+                                                         const vkgmm_gmm_backward_options* options,
+                                                         vkgmm_gmm_backward_plan** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    const vkgmm_gmm_problem c = read_struct(forward, "forward", "vkgmm_gmm_problem");
+    vkgmm::GmmBackwardOptions o;
+    if (options) {
+      const vkgmm_gmm_backward_options copy = read_struct(options, "options", "vkgmm_gmm_backward_options");
+      if (copy.reserved_tail != 0) bad("options", "reserved_tail must be 0");
+      o.accumulate = copy.accumulate != 0;
+    }
+    *out = new vkgmm_gmm_backward_plan{vkgmm::GmmBackwardPlan(ctx->ctx, to_cpp(c), o),
+                                       vkgmm::ContextInternals::shared(ctx->ctx)};
+  });
+}
+
 void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan) { delete plan; }
 
 vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out) {
   return guarded([&] {
     require(plan, "plan");
     const vkgmm::GmmBackwardSizes s = plan->plan.sizes();
-    const vkgmm_gmm_backward_sizes c{sizeof c, s.lhs,   s.rhs, s.d_out, s.d_lhs, s.d_rhs, plan->plan.metadata_bytes(),
-                                     plan->plan.workspace_bytes()};
+    const vkgmm_gmm_backward_sizes c{sizeof c,  s.lhs, s.rhs, s.d_out, s.d_lhs, s.d_rhs, plan->plan.metadata_bytes(),
+                                     plan->plan.workspace_bytes(), s.ids, s.weights, s.bias, s.d_bias, s.d_weights};
     write_struct(out, c, "out", "vkgmm_gmm_backward_sizes");
   });
 }

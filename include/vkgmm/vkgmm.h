@@ -326,14 +326,24 @@ typedef struct vkgmm_tgmm_operands {
 typedef struct vkgmm_gmm_backward_operands {
   size_t struct_size;
   vkgmm_buffer_view lhs, rhs, d_out, d_lhs, d_rhs;
-  /* As vkgmm_gmm_operands'; the workspace is vkgmm_gmm_backward_sizes.workspace bytes (both plans'). */
+  /* As vkgmm_gmm_operands'; the workspace is vkgmm_gmm_backward_sizes.workspace bytes (all passes'). */
   vkgmm_buffer_view group_sizes, workspace, status;
+  /* A routed forward's ids and weights, an epilogue's bias (the forward's views), and the gradients
+   * they add: d_bias f32 [G_local, n], d_weights f32 [T, top_k] (zero views: not computed). */
+  vkgmm_buffer_view ids, weights, bias, d_bias, d_weights;
 } vkgmm_gmm_backward_operands;
 typedef struct vkgmm_gmm_backward_sizes {
   size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, d_out, d_lhs, d_rhs, metadata;
   VkDeviceSize workspace; /* as vkgmm_operand_sizes' (GmmBackwardPlan::workspace_bytes()) */
+  VkDeviceSize ids, weights, bias, d_bias, d_weights; /* 0: the forward has none */
 } vkgmm_gmm_backward_sizes;
+/* vkgmm::GmmBackwardOptions: accumulate nonzero adds d_lhs (and d_weights) to what their views hold. */
+typedef struct vkgmm_gmm_backward_options {
+  size_t struct_size;
+  int32_t accumulate;
+  int32_t reserved_tail; /* must be 0 */
+} vkgmm_gmm_backward_options;
 
 /* ----- plans: validate + metadata once; record any number of times; never submit -------------------- */
 /* record() writes dispatches into cmd (recording, of the context's queue family) and submits nothing;
@@ -357,9 +367,14 @@ VKGMM_API vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCom
 VKGMM_API vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops);
 
 /* The gradients of out = gmm(lhs, rhs, ...) (the forward problem): d_lhs [m, k] and d_rhs [G_local, k, n]
- * ([G_local, n, k] with transpose_rhs); two independent dispatches. */
+ * ([G_local, n, k] with transpose_rhs); two independent dispatches. A forward routed by expert ids or
+ * with an epilogue adds d_bias and d_weights, in passes with their barriers (vkgmm::GmmBackwardOperands).
+ * options may be NULL (the defaults). */
 VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
                                                       vkgmm_gmm_backward_plan** out);
+VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_create_with_options(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
+                                                                   const vkgmm_gmm_backward_options* options,
+                                                                   vkgmm_gmm_backward_plan** out);
 VKGMM_API void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan);
 VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out);
 VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
