@@ -180,6 +180,33 @@ GmmPlanPy make_gmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::ve
   return r;
 }
 
+// The device side of a routed run: the ids uploaded, a workspace of the run's own (not the plan's: one
+// plan may run from several threads at once) and a status word starting at 0. A plan with nothing to run
+// has no workspace and takes no status word.
+struct RoutedScratch {
+  vkgmm::Buffer ids, status, workspace;
+  RoutedScratch(vkgmm::Context& ctx, const py::array_t<int32_t, py::array::c_style>& given, int64_t T, int64_t top_k,
+                VkDeviceSize workspace_bytes) {
+    const uint64_t slots = uint64_t(T * top_k);
+    if (uint64_t(given.size()) != slots)
+      contract_error("ids: expected " + std::to_string(slots) + " ids [T, top_k] = [" + std::to_string(T) + ", " +
+                     std::to_string(top_k) + "], got " + std::to_string(given.size()));
+    ids = ctx.create_buffer(std::max<uint64_t>(4, slots * 4));
+    status = ctx.create_buffer(4);
+    const uint32_t zero = 0;
+    status.upload(&zero, 4);
+    if (slots) ids.upload(given.data(), slots * 4);
+    if (workspace_bytes > 0) workspace = ctx.create_buffer(workspace_bytes);
+  }
+  vkgmm::BufferView workspace_view() const { return workspace.handle() ? workspace.view() : vkgmm::BufferView{}; }
+  vkgmm::BufferView status_view() const { return workspace.handle() ? status.view() : vkgmm::BufferView{}; }
+  uint32_t word() const {
+    uint32_t w = 0;
+    status.download(&w, 4);
+    return w;
+  }
+};
+
 // Returns the device status word of a routed run (0: every id was taken as it is).
 uint32_t run_gmm(const GmmPlanPy& g, const Array& lhs, const Array& rhs, const Array& out, const Array* existing_out,
                  const Array* bias, const std::optional<py::array_t<int32_t, py::array::c_style>>& ids,
@@ -197,27 +224,12 @@ uint32_t run_gmm(const GmmPlanPy& g, const Array& lhs, const Array& rhs, const A
     run(*g.ctx, [&](VkCommandBuffer cb) { g.plan->record(cb, ops); });
     return 0;
   }
-  if (uint64_t(ids->size()) != slots)
-    contract_error("ids: expected " + std::to_string(slots) + " ids [T, top_k] = [" + std::to_string(g.T) + ", " +
-                   std::to_string(g.top_k) + "], got " + std::to_string(ids->size()));
-  vkgmm::Buffer id_buf = g.ctx->create_buffer(std::max<uint64_t>(4, slots * 4));
-  vkgmm::Buffer status = g.ctx->create_buffer(4);
-  const uint32_t zero = 0;
-  status.upload(&zero, 4);
-  if (slots) id_buf.upload(ids->data(), slots * 4);
-  ops.ids = id_buf.view();
-  // A workspace per run, not the plan's own: one plan may run from several threads at once. A plan with
-  // nothing to run (T = 0) has no workspace and takes no status word.
-  vkgmm::Buffer workspace;
-  if (g.plan->workspace_bytes() > 0) {
-    workspace = g.ctx->create_buffer(g.plan->workspace_bytes());
-    ops.workspace = workspace.view();
-    ops.status = status.view();
-  }
+  const RoutedScratch scratch(*g.ctx, *ids, g.T, g.top_k, g.plan->workspace_bytes());
+  ops.ids = scratch.ids.view();
+  ops.workspace = scratch.workspace_view();
+  ops.status = scratch.status_view();
   run(*g.ctx, [&](VkCommandBuffer cb) { g.plan->record(cb, ops); });
-  uint32_t word = 0;
-  status.download(&word, 4);
-  return word;
+  return scratch.word();
 }
 
 struct TgmmPlanPy {
@@ -248,34 +260,61 @@ void run_tgmm(const TgmmPlanPy& t, const Array& lhs, const Array& rhs, const Arr
 struct BackwardPlanPy {
   ContextRef ctx;
   std::unique_ptr<vkgmm::GmmBackwardPlan> plan;
+  vkgmm::GmmProblem forward;
 };
 
 BackwardPlanPy make_backward_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::vector<int32_t> group_sizes,
                                   int64_t num_rhs_groups, int64_t group_offset, bool transpose_rhs,
                                   const std::string& lhs_type, const std::string& rhs_type,
-                                  const std::string& out_type, const py::object& tiling) {
-  const vkgmm::GmmProblem p = gmm_problem(m, k, n, std::move(group_sizes), num_rhs_groups, group_offset,
-                                          transpose_rhs, lhs_type, rhs_type, out_type, "d_out", tiling);
+                                  const std::string& out_type, const py::object& tiling, int64_t top_k,
+                                  bool lhs_per_slot, bool combine, int64_t num_experts, bool bias,
+                                  const std::optional<std::string>& activation, bool accumulate) {
+  vkgmm::GmmProblem p = gmm_problem(m, k, n, std::move(group_sizes), num_rhs_groups, group_offset, transpose_rhs,
+                                    lhs_type, rhs_type, out_type, "d_out", tiling);
+  p.routing = {top_k, lhs_per_slot, combine, num_experts};
+  p.epilogue = {bias, activation_of(activation)};
+  vkgmm::GmmBackwardOptions options;
+  options.accumulate = accumulate;
   BackwardPlanPy r;
   r.ctx = ctx;
   py::gil_scoped_release unlocked;
-  r.plan = std::make_unique<vkgmm::GmmBackwardPlan>(*ctx, p);
+  r.plan = std::make_unique<vkgmm::GmmBackwardPlan>(*ctx, p, options);
+  r.forward = p;
   return r;
 }
 
-void run_backward(const BackwardPlanPy& b, const Array* lhs, const Array& rhs, const Array& d_out, const Array& d_lhs,
-                  const Array* d_rhs) {
-  const vkgmm::GmmProblem& p = b.plan->d_lhs_plan().problem();  // d_out's problem: out type is the forward's lhs's
+// Returns the device status word of a routed run (0 otherwise).
+uint32_t run_backward(const BackwardPlanPy& b, const Array* lhs, const Array& rhs, const Array& d_out,
+                      const Array& d_lhs, const Array* d_rhs,
+                      const std::optional<py::array_t<int32_t, py::array::c_style>>& ids, const Array* weights,
+                      const Array* bias, const Array* d_bias, const Array* d_weights) {
+  const vkgmm::GmmProblem& f = b.forward;
   const vkgmm::GmmBackwardSizes sz = b.plan->sizes();
-  const bool frozen = b.plan->frozen_rhs();
+  const bool frozen = b.plan->frozen_rhs(), routed = f.routing.top_k > 0;
+  // The routed backward reads lhs even for frozen weights (its product is recomputed).
+  const bool reads_lhs = !frozen || routed || f.epilogue.bias || vkgmm::gated(f.epilogue.activation);
   vkgmm::GmmBackwardOperands ops;
-  ops.lhs = bind_optional(lhs, !frozen, p.out_type, sz.lhs, "lhs");
-  ops.rhs = bind(rhs, p.rhs_type, sz.rhs, "rhs");
-  ops.d_out = bind(d_out, p.lhs_type, sz.d_out, "d_out");
-  ops.d_lhs = bind(d_lhs, p.out_type, sz.d_lhs, "d_lhs");
-  ops.d_rhs = bind_optional(d_rhs, !frozen, frozen ? p.rhs_type : b.plan->d_rhs_plan().problem().out_type, sz.d_rhs,
-                            "d_rhs");
+  ops.lhs = bind_optional(lhs, reads_lhs, f.lhs_type, sz.lhs, "lhs");
+  ops.rhs = bind(rhs, f.rhs_type, sz.rhs, "rhs");
+  ops.d_out = bind(d_out, f.out_type, sz.d_out, "d_out");
+  ops.d_lhs = bind(d_lhs, f.lhs_type, sz.d_lhs, "d_lhs");
+  ops.d_rhs = bind_optional(d_rhs, !frozen && sz.d_rhs > 0, f.rhs_type, sz.d_rhs, "d_rhs");
+  ops.weights = bind_optional(weights, f.routing.combine, vkgmm::DType::f32, sz.weights, "weights");
+  ops.bias = bind_optional(bias, f.epilogue.bias, vkgmm::DType::f32, sz.bias, "bias");
+  if (d_bias) ops.d_bias = bind(*d_bias, vkgmm::DType::f32, sz.d_bias, "d_bias");
+  if (d_weights) ops.d_weights = bind(*d_weights, vkgmm::DType::f32, sz.d_weights, "d_weights");
+  if (routed != ids.has_value())
+    contract_error(routed ? "ids: the forward routes by expert ids, and none are given"
+                          : "ids: given, but the forward was planned with group sizes");
+  std::optional<RoutedScratch> scratch;
+  if (routed) {
+    scratch.emplace(*b.ctx, *ids, f.m, f.routing.top_k, b.plan->workspace_bytes());
+    ops.ids = scratch->ids.view();
+    ops.workspace = scratch->workspace_view();
+    ops.status = scratch->status_view();
+  }
   run(*b.ctx, [&](VkCommandBuffer cb) { b.plan->record(cb, ops); });
+  return scratch ? scratch->word() : 0;
 }
 
 py::tuple tiling_tuple(const vkgmm::Tiling& t) { return py::make_tuple(t.tm, t.tk, t.tn); }
@@ -309,9 +348,15 @@ void bind_plans(py::module_& m) {
   py::class_<BackwardPlanPy>(m, "_GmmBackwardPlan")
       .def(py::init(&make_backward_plan), arg("context"), arg("m"), arg("k"), arg("n"), arg("group_sizes"),
            arg("num_rhs_groups"), arg("group_offset"), arg("transpose_rhs"), arg("lhs_type"), arg("rhs_type"),
-           arg("out_type"), arg("tiling"))
+           arg("out_type"), arg("tiling"), arg("top_k") = 0, arg("lhs_per_slot") = false, arg("combine") = false,
+           arg("num_experts") = 0, arg("bias") = false, arg("activation") = py::none(), arg("accumulate") = false)
       .def_property_readonly("frozen_rhs", [](const BackwardPlanPy& b) { return b.plan->frozen_rhs(); })
-      .def("run", &run_backward, arg("lhs"), arg("rhs"), arg("d_out"), arg("d_lhs"), arg("d_rhs"));
+      .def_property_readonly("has_d_rhs", [](const BackwardPlanPy& b) {
+        return !b.plan->frozen_rhs() && b.plan->sizes().d_rhs > 0;
+      })
+      .def("run", &run_backward, arg("lhs"), arg("rhs"), arg("d_out"), arg("d_lhs"), arg("d_rhs"),
+           arg("ids") = py::none(), arg("weights") = nullptr, arg("bias") = nullptr, arg("d_bias") = nullptr,
+           arg("d_weights") = nullptr);
 }
 
 }  // namespace vkgmm_py

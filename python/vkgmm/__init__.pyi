@@ -1,5 +1,5 @@
 # Type stubs of the vkgmm package (the extension module vkgmm._vkgmm and the Python layer around it).
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -104,6 +104,10 @@ def gmm_ids(lhs: Operand, rhs: Operand, ids: npt.ArrayLike, weights: Optional[Op
             num_experts: Optional[int] = ..., existing_out: Optional[Operand] = ..., transpose_rhs: bool = ..., *,
             bias: Optional[Operand] = ..., activation: Optional[str] = ..., context: Optional[Context] = ...,
             out: Optional[Array] = ...) -> Any: ...
+def gmm_ids_vjp(lhs: Operand, rhs: Operand, ids: npt.ArrayLike, d_out: Operand, weights: Optional[Operand] = ..., *,
+                bias: Optional[Operand] = ..., activation: Optional[str] = ..., group_offset: int = ...,
+                num_experts: Optional[int] = ..., transpose_rhs: bool = ..., tiling: TilingArg = ...,
+                context: Optional[Context] = ...) -> Tuple[np.ndarray, Dict[str, np.ndarray]]: ...
 
 def top_k(logits: Operand, k: int, renormalize: bool = ..., *,
           context: Optional[Context] = ...) -> Tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]: ...

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _context, _dtypes
-from ._ops import gmm_operands, host_ints, on_device, out_array, output, rank, scalar_count
-from ._vkgmm import Array, ContractError, _GmmPlan, _top_k
+from ._ops import gmm_operands, host_ints, on_device, out_array, output, rank, scalar_count, spec
+from ._vkgmm import Array, ContractError, _GmmBackwardPlan, _GmmPlan, _top_k
 
 
 def ids_array(ids, shape=None) -> np.ndarray:
@@ -59,9 +59,7 @@ class IdsGmmPlan:
 
     def __call__(self, lhs, rhs, ids, weights=None, existing_out=None, *, bias=None, out=None):
         c = self.context
-        ids32 = ids_array(ids, self.ids_shape)
-        if self.num_experts and ids32.size and ids32.max() >= self.num_experts:
-            raise ContractError(f"ids: {int(ids32.max())} is not below num_experts = {self.num_experts}")
+        ids32 = checked_ids(ids, self.ids_shape, self.num_experts)
         o = out_array(self.out_shape, self.out_type, c, out)
         status = self._plan.run(
             on_device(lhs, "lhs", c, self.lhs_type), on_device(rhs, "rhs", c, self.rhs_type), o,
@@ -71,6 +69,14 @@ class IdsGmmPlan:
         if status:  # the host checked the ids: a bit here is vkgmm's bug, not the caller's
             raise RuntimeError(f"ids: the device status word is {status} for valid ids")
         return output(o, self.preferred_element_type, out)
+
+
+def checked_ids(ids, shape, num_experts: int) -> np.ndarray:
+    """ids as gmm_ids takes them, refusing ids >= num_experts where it is known."""
+    ids32 = ids_array(ids, shape)
+    if num_experts and ids32.size and ids32.max() >= num_experts:
+        raise ContractError(f"ids: {int(ids32.max())} is not below num_experts = {num_experts}")
+    return ids32
 
 
 def gmm_ids(lhs, rhs, ids, weights=None, preferred_element_type=np.float32, tiling=None, group_offset=0,
@@ -92,3 +98,46 @@ def top_k(logits, k: int, renormalize: bool = True, *, context=None):
     (DeepSeek-V2)."""
     c = _context.resolve(context)
     return _top_k(on_device(logits, "logits", c, "f32"), int(k), bool(renormalize))
+
+
+def gmm_ids_vjp(lhs, rhs, ids, d_out, weights=None, *, bias=None, activation=None, group_offset=0,
+                num_experts=None, transpose_rhs=False, tiling=None, context=None):
+    """The forward of gmm_ids and its gradients for the cotangent d_out (out's shape; its dtype is the
+    forward's out type): (out, grads), grads a dict of "lhs", "rhs" (absent for block-format weights, which
+    are frozen), "bias" (with bias) and "weights" (with weights: <d_out[t], the slot's activation output>,
+    0 for slots outside [group_offset, group_offset + E_local)). Every sum runs in a fixed order: the same
+    bits on every run. Shards of the experts give d_lhs and d_weights shares that add up to the layer's."""
+    c = _context.resolve(context)
+    d_shape, d_type = spec(d_out, "d_out")
+    out = gmm_ids(lhs, rhs, ids, weights, d_type, tiling, group_offset, num_experts, None, transpose_rhs,
+                  bias=bias, activation=activation, context=c)
+    if tuple(d_shape) != out.shape:
+        raise ContractError(f"d_out: expected shape {out.shape} (out's), got {tuple(d_shape)}")
+    T, top_k = ids_array(ids).shape
+    lhs_shape, lhs_type, rhs_shape, rhs_type, g_local, k, n, transposed = gmm_operands(lhs, rhs, transpose_rhs, 0)
+    experts = scalar_count(num_experts, "num_experts", 0)
+    plan = _GmmBackwardPlan(c, T, k, n, [], g_local, scalar_count(group_offset, "group_offset", 0), transposed,
+                            lhs_type, rhs_type, _dtypes.dtype_name(d_type), tiling, top_k=top_k,
+                            lhs_per_slot=len(lhs_shape) == 3, combine=weights is not None, num_experts=experts,
+                            bias=bias is not None, activation=activation)
+    d_lhs = Array.empty(list(lhs_shape), lhs_type, context=c)
+    d_rhs = Array.empty(list(rhs_shape), rhs_type, context=c) if plan.has_d_rhs else None
+    d_bias = Array.empty([g_local, n], "f32", context=c) if bias is not None else None
+    d_weights = Array.empty([T, top_k], "f32", context=c) if weights is not None else None
+    status = plan.run(on_device(lhs, "lhs", c, lhs_type), on_device(rhs, "rhs", c, rhs_type),
+                      on_device(d_out, "d_out", c, _dtypes.dtype_name(d_type)), d_lhs, d_rhs,
+                      checked_ids(ids, (T, top_k), experts),
+                      None if weights is None else on_device(weights, "weights", c, "f32"),
+                      None if bias is None else on_device(bias, "bias", c, "f32"), d_bias, d_weights)
+    if status:  # the host checked the ids: a bit here is vkgmm's bug, not the caller's
+        raise RuntimeError(f"ids: the device status word is {status} for valid ids")
+    grads = {"lhs": d_lhs.numpy()}
+    if plan.has_d_rhs:
+        grads["rhs"] = d_rhs.numpy()
+    elif not plan.frozen_rhs:
+        grads["rhs"] = np.zeros(rhs_shape, np.float32)  # no local expert: nothing to differentiate
+    if d_bias is not None:
+        grads["bias"] = d_bias.numpy()
+    if d_weights is not None:
+        grads["weights"] = d_weights.numpy()
+    return out, grads
