@@ -4,6 +4,7 @@
 
 #include "vkgmm/context.hpp"
 #include "vkgmm/convert.hpp"
+#include "vkgmm/moe_layer.hpp"
 #include "vkgmm/ops.hpp"
 #include "vkgmm/requirements.hpp"
 #include "vkgmm/top_k.hpp"

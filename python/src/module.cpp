@@ -5,6 +5,7 @@
 #include "array.hpp"
 #include "context.hpp"
 #include "errors.hpp"
+#include "moe_layer.hpp"
 #include "plans.hpp"
 #include "top_k.hpp"
 #include "weights.hpp"
@@ -17,4 +18,5 @@ PYBIND11_MODULE(_vkgmm, m) {
   vkgmm_py::bind_plans(m);
   vkgmm_py::bind_weights(m);
   vkgmm_py::bind_top_k(m);
+  vkgmm_py::bind_moe_layer(m);
 }

@@ -108,6 +108,14 @@ def gmm_ids_vjp(lhs: Operand, rhs: Operand, ids: npt.ArrayLike, d_out: Operand, 
                 bias: Optional[Operand] = ..., activation: Optional[str] = ..., group_offset: int = ...,
                 num_experts: Optional[int] = ..., transpose_rhs: bool = ..., tiling: TilingArg = ...,
                 context: Optional[Context] = ...) -> Tuple[np.ndarray, Dict[str, np.ndarray]]: ...
+def moe_layer(x: Operand, router_w: Operand, w_up: Operand, w_down: Operand, *, top_k: int,
+              b_up: Optional[Operand] = ..., b_down: Optional[Operand] = ..., activation: Optional[str] = ...,
+              renormalize: bool = ..., expert_offset: int = ..., num_experts: Optional[int] = ...,
+              context: Optional[Context] = ...) -> np.ndarray: ...
+def moe_layer_vjp(x: Operand, router_w: Operand, w_up: Operand, w_down: Operand, d_y: Operand, *, top_k: int,
+                  b_up: Optional[Operand] = ..., b_down: Optional[Operand] = ..., activation: Optional[str] = ...,
+                  renormalize: bool = ..., expert_offset: int = ..., num_experts: Optional[int] = ...,
+                  context: Optional[Context] = ...) -> Tuple[np.ndarray, Dict[str, np.ndarray]]: ...
 
 def top_k(logits: Operand, k: int, renormalize: bool = ..., *,
           context: Optional[Context] = ...) -> Tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]: ...

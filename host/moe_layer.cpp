@@ -1,0 +1,251 @@
+// MoeLayerPlan: the MoE layer's passes as the library's plans, one workspace laid out for all of them.
+// Forward: router gmm (one group) -> top-k -> up projection (routed, per slot, bias + activation) -> down
+// projection (per-slot input, combined with the weights, bias). Backward: the down projection's (d_hidden,
+// d_w_down, d_b_down, d_weights) -> the up projection's (d_x, d_w_up, d_b_up) and top-k's (d_logits) ->
+// the router's (d_router_w, d_x += d_logits @ router_w^T).
+#include "vkgmm/moe_layer.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "operands.hpp"
+#include "stage.hpp"
+
+namespace vkgmm {
+
+namespace {
+constexpr const char* kOp = "moe_layer";
+
+[[noreturn]] void refuse(const std::string& what) { throw Error(Status::invalid_argument, std::string(kOp) + ": " + what); }
+
+int64_t local_experts(const MoeLayerProblem& p) { return p.local_experts < 0 ? p.num_experts - p.expert_offset : p.local_experts; }
+
+void check_problem(const MoeLayerProblem& p) {
+  const std::pair<const char*, int64_t> dims[] = {{"tokens", p.tokens}, {"d_model", p.d_model}, {"d_ff", p.d_ff}};
+  for (const auto& [name, v] : dims)
+    if (v < (std::string(name) == "tokens" ? 0 : 1))
+      refuse(std::string(name) + ": " + std::to_string(v) + (std::string(name) == "tokens" ? " is negative" : " must be at least 1"));
+  if (p.expert_offset < 0 || p.expert_offset > p.num_experts)
+    refuse("expert_offset: " + std::to_string(p.expert_offset) + " must be in [0, num_experts = " +
+           std::to_string(p.num_experts) + "]");
+  const int64_t e_local = local_experts(p);
+  if (e_local < 0 || p.expert_offset + e_local > p.num_experts)
+    refuse("local_experts: " + std::to_string(p.local_experts) + " must be in [0, num_experts - expert_offset = " +
+           std::to_string(p.num_experts - p.expert_offset) + "] (or -1)");
+  if (is_quantized(p.dtype)) refuse(std::string("dtype: ") + dtype_name(p.dtype) + " is a block format (x and y take f32, f16 or bf16)");
+}
+
+// The routed projections of the layer: up (token rows, per slot, bias + activation, f32 out) and down
+// (per-slot rows, combined with the weights, bias).
+GmmProblem projection_problem(const MoeLayerProblem& p, bool up) {
+  GmmProblem g;
+  const int64_t n_up = gated(p.activation) ? 2 * p.d_ff : p.d_ff;
+  g.m = p.tokens;
+  g.k = up ? p.d_model : p.d_ff;
+  g.n = up ? n_up : p.d_model;
+  g.num_rhs_groups = local_experts(p);
+  g.group_offset = p.expert_offset;
+  g.transpose_rhs = is_quantized(p.weight_type);  // GGUF's [E, n, k]
+  g.lhs_type = up ? p.dtype : DType::f32;
+  g.rhs_type = p.weight_type;
+  g.out_type = up ? DType::f32 : p.dtype;
+  g.existing_out = !up && p.accumulate;
+  g.routing = {p.top_k, !up, !up, p.num_experts};
+  g.epilogue = {up ? p.up_bias : p.down_bias, up ? p.activation : Activation::none};
+  return g;
+}
+
+// The router's matmuls, one group of all T rows: logits = x @ router_w, and d_x += d_logits @ router_w^T.
+GmmProblem router_problem(const MoeLayerProblem& p, bool backward) {
+  GmmProblem g;
+  g.m = p.tokens;
+  g.k = backward ? p.num_experts : p.d_model;
+  g.n = backward ? p.d_model : p.num_experts;
+  g.group_sizes = {int32_t(p.tokens)};
+  g.transpose_rhs = backward;  // router_w [d, E] read as [E, d]
+  g.lhs_type = backward ? DType::f32 : p.dtype;
+  g.out_type = backward ? p.dtype : DType::f32;
+  g.existing_out = backward;   // onto the up projection's d_x
+  return g;
+}
+
+// d_router_w [d, E] = x^T @ d_logits.
+TgmmProblem router_weights_problem(const MoeLayerProblem& p) {
+  TgmmProblem t;
+  t.m = p.tokens;
+  t.k = p.d_model;
+  t.n = p.num_experts;
+  t.group_sizes = {int32_t(p.tokens)};
+  t.lhs_mk = true;
+  t.lhs_type = p.dtype;
+  t.existing_out = p.accumulate;
+  return t;
+}
+
+TopKProblem routing_problem(const MoeLayerProblem& p) { return {p.tokens, p.num_experts, p.top_k, p.renormalize}; }
+
+BufferView slice(const BufferView& whole, VkDeviceSize offset, VkDeviceSize bytes) {
+  return {whole.buffer, whole.offset + offset, bytes};
+}
+}  // namespace
+
+struct MoeLayerPlan::State {
+  MoeLayerProblem problem;
+  MoeLayerSizes sizes;
+  GmmPlan router, up, down, router_dx;
+  TopKPlan top_k;
+  GmmBackwardPlan down_bw, up_bw;
+  TopKBackwardPlan top_k_bw;
+  TgmmPlan router_dw;
+  // The workspace, bytes: saved by the forward, then the backward's words, then each plan's share.
+  struct Region {
+    VkDeviceSize offset = 0, bytes = 0;
+  };
+  Region logits, ids, weights, hidden, d_hidden, d_weights, d_logits, up_ws, down_ws, down_bw_ws, up_bw_ws;
+  VkDeviceSize total = 0, align = 4;
+  Buffer own;
+
+  State(Context& ctx, const MoeLayerProblem& p)
+      : problem(p),
+        router(ctx, router_problem(p, false)),
+        up(ctx, projection_problem(p, true)),
+        down(ctx, projection_problem(p, false)),
+        router_dx(ctx, router_problem(p, true)),
+        top_k(ctx, routing_problem(p)),
+        down_bw(ctx, projection_problem(p, false)),
+        up_bw(ctx, projection_problem(p, true), GmmBackwardOptions{p.accumulate}),
+        top_k_bw(ctx, routing_problem(p)),
+        router_dw(ctx, router_weights_problem(p)) {}
+
+  Region take(VkDeviceSize bytes) {
+    const Region r{total, bytes};
+    if (bytes) total = (total + bytes + align - 1) / align * align;
+    return r;
+  }
+  BufferView view(const BufferView& work, const Region& r) const { return slice(work, r.offset, r.bytes); }
+};
+
+namespace {
+const MoeLayerProblem& checked(const MoeLayerProblem& p) {
+  check_problem(p);
+  return p;
+}
+}  // namespace
+
+MoeLayerPlan::MoeLayerPlan(Context& ctx, const MoeLayerProblem& problem) {
+  auto st = std::make_shared<State>(ctx, checked(problem));
+  const MoeLayerProblem& p = st->problem;
+  st->align = std::max<VkDeviceSize>(ctx.info().min_storage_buffer_offset_alignment, 4);
+  const VkDeviceSize T = VkDeviceSize(p.tokens), slots = T * VkDeviceSize(p.top_k);
+  st->logits = st->take(T * VkDeviceSize(p.num_experts) * 4);
+  st->ids = st->take(slots * 4);
+  st->weights = st->take(slots * 4);
+  st->hidden = st->take(slots * VkDeviceSize(p.d_ff) * 4);
+  st->up_ws = st->take(st->up.workspace_bytes());
+  st->down_ws = st->take(st->down.workspace_bytes());
+  st->d_hidden = st->take(slots * VkDeviceSize(p.d_ff) * 4);
+  st->d_weights = st->take(slots * 4);
+  st->d_logits = st->take(T * VkDeviceSize(p.num_experts) * 4);
+  st->down_bw_ws = st->take(st->down_bw.workspace_bytes());
+  st->up_bw_ws = st->take(st->up_bw.workspace_bytes());
+  if (st->total) st->own = ctx.create_buffer(st->total);
+
+  MoeLayerSizes& s = st->sizes;
+  const OperandSizes up = st->up.sizes(), down = st->down.sizes();
+  s.x = up.lhs;
+  s.router_w = st->router.sizes().rhs;
+  s.w_up = up.rhs;
+  s.w_down = down.rhs;
+  s.b_up = p.up_bias ? VkDeviceSize(local_experts(p) * st->up.problem().n) * 4 : 0;
+  s.b_down = p.down_bias ? VkDeviceSize(local_experts(p) * p.d_model) * 4 : 0;
+  s.y = down.out;
+  s.workspace = st->total;
+  state_ = std::move(st);
+}
+
+const MoeLayerProblem& MoeLayerPlan::problem() const { return state_->problem; }
+MoeLayerSizes MoeLayerPlan::sizes() const { return state_->sizes; }
+VkDeviceSize MoeLayerPlan::workspace_bytes() const { return state_->total; }
+
+namespace {
+// After a pass, before the next one reads what it wrote.
+void between(VkCommandBuffer cb) {
+  compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+}
+
+BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDeviceSize bytes) {
+  if (!ops.workspace.buffer) return own.handle() ? own.view() : BufferView{};
+  if (ops.workspace.size < bytes)
+    refuse("workspace: view of " + std::to_string(ops.workspace.size) + " bytes is too small: the plan needs " +
+           std::to_string(bytes) + " (workspace_bytes())");
+  return ops.workspace;
+}
+}  // namespace
+
+void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& ops) const {
+  const State& st = *state_;
+  if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
+  const BufferView work = workspace_of(ops, st.own, st.total);
+  const BufferView logits = st.view(work, st.logits), ids = st.view(work, st.ids), weights = st.view(work, st.weights);
+  const BufferView hidden = st.view(work, st.hidden);
+  GmmOperands r;
+  r.lhs = ops.x, r.rhs = ops.router_w, r.out = logits;
+  TopKOperands k{logits, ids, weights};
+  GmmOperands up;
+  up.lhs = ops.x, up.rhs = ops.w_up, up.out = hidden, up.ids = ids, up.bias = ops.b_up;
+  up.workspace = st.view(work, st.up_ws), up.status = ops.status;
+  GmmOperands down;
+  down.lhs = hidden, down.rhs = ops.w_down, down.out = ops.y, down.ids = ids, down.weights = weights;
+  down.bias = ops.b_down, down.workspace = st.view(work, st.down_ws);
+  if (st.problem.accumulate) down.existing_out = ops.y;
+  // Every view checked before anything is recorded.
+  st.router.check(r);
+  st.top_k.check(k);
+  st.up.check(up);
+  st.down.check(down);
+  st.router.record(cb, r);
+  between(cb);
+  st.top_k.record(cb, k);
+  between(cb);
+  st.up.record(cb, up);
+  between(cb);
+  st.down.record(cb, down);
+}
+
+void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& ops, const MoeLayerGradients& g) const {
+  const State& st = *state_;
+  if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
+  const BufferView work = workspace_of(ops, st.own, st.total);
+  const BufferView logits = st.view(work, st.logits), ids = st.view(work, st.ids), weights = st.view(work, st.weights);
+  const BufferView hidden = st.view(work, st.hidden), d_hidden = st.view(work, st.d_hidden);
+  const BufferView d_weights = st.view(work, st.d_weights), d_logits = st.view(work, st.d_logits);
+  GmmBackwardOperands down;
+  down.lhs = hidden, down.rhs = ops.w_down, down.d_out = g.d_y, down.d_lhs = d_hidden, down.d_rhs = g.d_w_down;
+  down.ids = ids, down.weights = weights, down.bias = ops.b_down, down.d_bias = g.d_b_down, down.d_weights = d_weights;
+  down.workspace = st.view(work, st.down_bw_ws), down.status = ops.status;
+  GmmBackwardOperands up;
+  up.lhs = ops.x, up.rhs = ops.w_up, up.d_out = d_hidden, up.d_lhs = g.d_x, up.d_rhs = g.d_w_up;
+  up.ids = ids, up.bias = ops.b_up, up.d_bias = g.d_b_up, up.workspace = st.view(work, st.up_bw_ws);
+  const TopKBackwardOperands k{logits, ids, weights, d_weights, d_logits};
+  TgmmOperands dw;
+  dw.lhs = ops.x, dw.rhs = d_logits, dw.out = g.d_router_w;
+  if (st.problem.accumulate) dw.existing_out = g.d_router_w;
+  GmmOperands dx;
+  dx.lhs = d_logits, dx.rhs = ops.router_w, dx.out = g.d_x, dx.existing_out = g.d_x;
+  st.down_bw.check(down);
+  st.up_bw.check(up);
+  st.top_k_bw.check(k);
+  st.router_dw.check(dw);
+  st.router_dx.check(dx);
+  between(cb);  // the forward's saved words
+  st.down_bw.record(cb, down);
+  between(cb);
+  st.up_bw.record(cb, up);
+  st.top_k_bw.record(cb, k);
+  between(cb);
+  st.router_dw.record(cb, dw);
+  st.router_dx.record(cb, dx);
+}
+
+}  // namespace vkgmm

@@ -1,0 +1,99 @@
+"""The expert part of an MoE layer in one plan: router matmul, top-k, the up projection ([gate | up], bias,
+activation) and the down projection combined in token order, and its backward (vkgmm::MoeLayerPlan)."""
+
+from __future__ import annotations
+
+from . import _context
+from ._ops import on_device, rank, scalar_count, spec
+from ._vkgmm import Array, ContractError, _MoeLayerPlan
+
+
+class _Layer:
+    """The layer's shapes and types from its operands, and its plan."""
+
+    def __init__(self, x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
+                 num_experts, context):
+        self.context = c = _context.resolve(context)
+        x_shape, self.dtype = spec(x, "x")
+        rank(x_shape, 2, "x", "[T, d]")
+        r_shape, _ = spec(router_w, "router_w")
+        rank(r_shape, 2, "router_w", "[d, E]")
+        up_shape, self.weight_type = spec(w_up, "w_up")
+        down_shape, down_type = spec(w_down, "w_down")
+        rank(up_shape, 3, "w_up", "[E_local, d, n_up]")
+        rank(down_shape, 3, "w_down", "[E_local, f, d]")
+        if down_type != self.weight_type:
+            raise ContractError(f"w_down: {down_type} weights with {self.weight_type} w_up (one type for both)")
+        T, d = x_shape
+        E = scalar_count(num_experts, "num_experts", r_shape[1])
+        if tuple(r_shape) != (d, E):
+            raise ContractError(f"router_w: expected shape {(d, E)} ([d, E]), got {tuple(r_shape)}")
+        quantized = self.weight_type not in ("f32", "f16", "bf16")
+        # Block-format weights keep GGUF's layout: w_up [E_local, n_up, d], w_down [E_local, d, f].
+        e_local, n_up = up_shape[0], (up_shape[1] if quantized else up_shape[2])
+        gated = activation not in (None, "none")
+        f = n_up // 2 if gated else n_up
+        want_up = (e_local, n_up, d) if quantized else (e_local, d, n_up)
+        want_down = (e_local, d, f) if quantized else (e_local, f, d)
+        if tuple(up_shape) != want_up or (gated and n_up % 2):
+            raise ContractError(f"w_up: expected shape {want_up} for x {tuple(x_shape)}, got {tuple(up_shape)}")
+        if tuple(down_shape) != want_down:
+            raise ContractError(f"w_down: expected shape {want_down}, got {tuple(down_shape)}")
+        self.shapes = {"x": (T, d), "router_w": (d, E), "w_up": tuple(up_shape), "w_down": tuple(down_shape),
+                       "b_up": (e_local, n_up), "b_down": (e_local, d)}
+        self.frozen = quantized
+        self.b_up, self.b_down = b_up is not None, b_down is not None
+        self.plan = _MoeLayerPlan(c, T, d, f, E, int(top_k), scalar_count(expert_offset, "expert_offset", 0), e_local,
+                                  bool(renormalize), activation or "none", self.b_up, self.b_down, self.dtype,
+                                  self.weight_type)
+
+    def inputs(self, x, router_w, w_up, w_down, b_up, b_down):
+        c = self.context
+        return (on_device(x, "x", c, self.dtype), on_device(router_w, "router_w", c, "f32"),
+                on_device(w_up, "w_up", c, self.weight_type), on_device(w_down, "w_down", c, self.weight_type),
+                None if b_up is None else on_device(b_up, "b_up", c, "f32"),
+                None if b_down is None else on_device(b_down, "b_down", c, "f32"))
+
+    def empty(self, name, dtype):
+        return Array.empty(list(self.shapes[name]), dtype, context=self.context)
+
+
+def moe_layer(x, router_w, w_up, w_down, *, top_k, b_up=None, b_down=None, activation="swiglu",
+              renormalize=True, expert_offset=0, num_experts=None, context=None):
+    """y [T, d] = sum over each token's top_k experts (those in [expert_offset, expert_offset + E_local)) of
+    weight * (act(x @ w_up[e] + b_up[e]) @ w_down[e] + b_down[e]), routed by logits = x @ router_w (float32):
+    weights the softmax over all E of the chosen logits, renormalised over them with renormalize (ties to
+    the lower expert). x [T, d]; router_w [d, E]; w_up [E_local, d, 2f] ([gate | up] columns; [E_local,
+    d, f] with activation None); w_down [E_local, f, d]; b_up [E_local, 2f]; b_down [E_local, d]."""
+    layer = _Layer(x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
+                   num_experts, context)
+    y = layer.empty("x", layer.dtype)
+    layer.plan.run(*layer.inputs(x, router_w, w_up, w_down, b_up, b_down), y)
+    return y.numpy()
+
+
+def moe_layer_vjp(x, router_w, w_up, w_down, d_y, *, top_k, b_up=None, b_down=None, activation="swiglu",
+                  renormalize=True, expert_offset=0, num_experts=None, context=None):
+    """moe_layer's y and its gradients for the cotangent d_y [T, d], forward and backward in one submit:
+    (y, grads), grads a dict of "x", "router_w", "w_up", "w_down" (absent for block-format weights, which
+    are frozen) and "b_up", "b_down" when given. Gradients flow through the routing weights to the router
+    (the top-k choice itself has none). A shard of the experts (expert_offset, w_up's E_local) gives its
+    experts' weight gradients and its share of y, "x" and "router_w": the shards' shares add up."""
+    layer = _Layer(x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
+                   num_experts, context)
+    d_shape, _ = spec(d_y, "d_y")
+    if tuple(d_shape) != layer.shapes["x"]:
+        raise ContractError(f"d_y: expected shape {layer.shapes['x']} (y's), got {tuple(d_shape)}")
+    y = layer.empty("x", layer.dtype)
+    grads = {"x": layer.empty("x", layer.dtype), "router_w": layer.empty("router_w", "f32")}
+    if not layer.frozen:
+        grads["w_up"] = layer.empty("w_up", layer.weight_type)
+        grads["w_down"] = layer.empty("w_down", layer.weight_type)
+    if layer.b_up:
+        grads["b_up"] = layer.empty("b_up", "f32")
+    if layer.b_down:
+        grads["b_down"] = layer.empty("b_down", "f32")
+    layer.plan.run(*layer.inputs(x, router_w, w_up, w_down, b_up, b_down), y,
+                   on_device(d_y, "d_y", layer.context, layer.dtype), grads["x"], grads["router_w"],
+                   grads.get("w_up"), grads.get("b_up"), grads.get("w_down"), grads.get("b_down"))
+    return y.numpy(), {name: a.numpy() for name, a in grads.items()}

@@ -1,0 +1,239 @@
+// MoeLayerPlan: the layer's forward against a float64 forward written here from its definition, and every
+// gradient against central differences of that forward's <d_y, y> (the top-k choice held fixed: the
+// test's logits have no near ties); shards of the experts that add up to the whole layer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "gpu_harness.hpp"
+#include "vkgmm/moe_layer.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+struct Params {
+  std::vector<double> x, router_w, w_up, w_down, b_up, b_down;
+};
+
+double act(Activation a, double g, double u) {
+  switch (a) {
+    case Activation::swiglu: return g / (1 + std::exp(-g)) * u;
+    case Activation::geglu: return 0.5 * g * (1 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * u;
+    case Activation::swiglu_oai: {
+      const double gc = std::min(g, 7.0), uc = std::clamp(u, -7.0, 7.0);
+      return (uc + 1) * gc / (1 + std::exp(-1.702 * gc));
+    }
+    case Activation::none: break;
+  }
+  return g;
+}
+
+// y [T, d] of the layer in float64, from the definition in vkgmm/moe_layer.hpp.
+std::vector<double> layer(const MoeLayerProblem& p, const Params& w) {
+  const int64_t T = p.tokens, d = p.d_model, f = p.d_ff, E = p.num_experts, K = p.top_k;
+  const int64_t n_up = gated(p.activation) ? 2 * f : f, e_local = p.local_experts < 0 ? E - p.expert_offset : p.local_experts;
+  std::vector<double> y(size_t(T * d), 0.0);
+  for (int64_t t = 0; t < T; ++t) {
+    std::vector<double> logit(size_t(E), 0.0);
+    for (int64_t e = 0; e < E; ++e)
+      for (int64_t i = 0; i < d; ++i) logit[size_t(e)] += w.x[size_t(t * d + i)] * w.router_w[size_t(i * E + e)];
+    std::vector<int64_t> order(size_t(E));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logit[size_t(a)] > logit[size_t(b)]; });
+    const double top = logit[size_t(order[0])];
+    double all = 0, chosen = 0;
+    for (int64_t e = 0; e < E; ++e) all += std::exp(logit[size_t(e)] - top);
+    for (int64_t j = 0; j < K; ++j) chosen += std::exp(logit[size_t(order[size_t(j)])] - top);
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = order[size_t(j)] - p.expert_offset;
+      if (e < 0 || e >= e_local) continue;
+      const double weight = std::exp(logit[size_t(order[size_t(j)])] - top) / (p.renormalize ? chosen : all);
+      std::vector<double> h(size_t(n_up), 0.0), a(size_t(f));
+      for (int64_t c = 0; c < n_up; ++c) {
+        double v = p.up_bias ? w.b_up[size_t(e * n_up + c)] : 0.0;
+        for (int64_t i = 0; i < d; ++i) v += w.x[size_t(t * d + i)] * w.w_up[size_t((e * d + i) * n_up + c)];
+        h[size_t(c)] = v;
+      }
+      for (int64_t c = 0; c < f; ++c) a[size_t(c)] = gated(p.activation) ? act(p.activation, h[size_t(c)], h[size_t(c + f)]) : h[size_t(c)];
+      for (int64_t c = 0; c < d; ++c) {
+        double v = p.down_bias ? w.b_down[size_t(e * d + c)] : 0.0;
+        for (int64_t i = 0; i < f; ++i) v += a[size_t(i)] * w.w_down[size_t((e * f + i) * d + c)];
+        y[size_t(t * d + c)] += weight * v;
+      }
+    }
+  }
+  return y;
+}
+
+struct DeviceLayer {
+  std::vector<float> y, d_x, d_router_w, d_w_up, d_b_up, d_w_down, d_b_down;
+};
+
+std::vector<float> as_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+// The plan's forward and backward in one submit; `start` holds y's, d_x's and d_router_w's starting values
+// with accumulate.
+DeviceLayer run_layer(Context& ctx, const MoeLayerProblem& p, const Params& w, const std::vector<float>& d_y,
+                      const DeviceLayer* start = nullptr) {
+  const MoeLayerPlan plan(ctx, p);
+  const MoeLayerSizes s = plan.sizes();
+  auto up = [&](const std::vector<double>& v) { return upload(ctx, DType::f32, as_float(v)); };
+  auto out = [&](const std::vector<float>* from, VkDeviceSize bytes) {
+    return from ? upload(ctx, DType::f32, *from) : poisoned(ctx, bytes);
+  };
+  Buffer x = up(w.x), rw = up(w.router_w), wu = up(w.w_up), wd = up(w.w_down), dy = upload(ctx, DType::f32, d_y);
+  Buffer bu, bd, dbu, dbd;
+  Buffer y = out(start ? &start->y : nullptr, s.y), dx = out(start ? &start->d_x : nullptr, s.x);
+  Buffer drw = out(start ? &start->d_router_w : nullptr, s.router_w);
+  Buffer dwu = poisoned(ctx, s.w_up), dwd = poisoned(ctx, s.w_down), status = status_word(ctx);
+  MoeLayerOperands ops;
+  ops.x = x.view(), ops.router_w = rw.view(), ops.w_up = wu.view(), ops.w_down = wd.view(), ops.y = y.view(0, s.y);
+  ops.status = status.view();
+  MoeLayerGradients g;
+  g.d_y = dy.view(), g.d_x = dx.view(0, s.x), g.d_router_w = drw.view(0, s.router_w);
+  g.d_w_up = dwu.view(0, s.w_up), g.d_w_down = dwd.view(0, s.w_down);
+  if (p.up_bias) ops.b_up = (bu = up(w.b_up)).view(), g.d_b_up = (dbu = poisoned(ctx, s.b_up)).view(0, s.b_up);
+  if (p.down_bias) ops.b_down = (bd = up(w.b_down)).view(), g.d_b_down = (dbd = poisoned(ctx, s.b_down)).view(0, s.b_down);
+  ctx.submit_and_wait([&](VkCommandBuffer cb) {
+    plan.record_forward(cb, ops);
+    plan.record_backward(cb, ops, g);
+  });
+  expect_clean_status(status);
+  DeviceLayer r;
+  r.y = download(y, DType::f32, s.y / 4);
+  r.d_x = download(dx, DType::f32, s.x / 4);
+  r.d_router_w = download(drw, DType::f32, s.router_w / 4);
+  r.d_w_up = download(dwu, DType::f32, s.w_up / 4);
+  r.d_w_down = download(dwd, DType::f32, s.w_down / 4);
+  if (p.up_bias) r.d_b_up = download(dbu, DType::f32, s.b_up / 4);
+  if (p.down_bias) r.d_b_down = download(dbd, DType::f32, s.b_down / 4);
+  return r;
+}
+
+Params make_params(const MoeLayerProblem& p, std::mt19937& rng) {
+  std::normal_distribution<double> d(0.0, 0.5);
+  auto fill = [&](int64_t n) {
+    std::vector<double> v(size_t(n));
+    for (double& e : v) e = float(d(rng));  // exact in f32: the device sees the same values
+    return v;
+  };
+  const int64_t e_local = p.local_experts < 0 ? p.num_experts - p.expert_offset : p.local_experts;
+  const int64_t n_up = gated(p.activation) ? 2 * p.d_ff : p.d_ff;
+  Params w;
+  w.x = fill(p.tokens * p.d_model);
+  w.router_w = fill(p.d_model * p.num_experts);
+  for (double& e : w.router_w) e *= 4;  // logits far apart: no near ties for the differences to cross
+  w.w_up = fill(e_local * p.d_model * n_up);
+  w.w_down = fill(e_local * p.d_ff * p.d_model);
+  w.b_up = fill(e_local * n_up);
+  w.b_down = fill(e_local * p.d_model);
+  return w;
+}
+
+double dot(const std::vector<float>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += double(a[i]) * b[i];
+  return s;
+}
+
+// d <d_y, layer(w)> / d v for every element of v, by central differences.
+std::vector<double> numeric(const MoeLayerProblem& p, Params& w, std::vector<double>& v, const std::vector<float>& d_y) {
+  std::vector<double> g(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double keep = v[i], h = 1e-6;
+    v[i] = keep + h;
+    const double a = dot(d_y, layer(p, w));
+    v[i] = keep - h;
+    const double b = dot(d_y, layer(p, w));
+    v[i] = keep;
+    g[i] = (a - b) / (2 * h);
+  }
+  return g;
+}
+
+void expect_gradients(const MoeLayerProblem& p, Params& w, const std::vector<float>& d_y, const DeviceLayer& got) {
+  constexpr double atol = 2e-3, rtol = 2e-3;
+  EXPECT_TRUE(all_close(got.y, as_float(layer(p, w)), atol, rtol)) << "y";
+  EXPECT_TRUE(all_close(got.d_x, as_float(numeric(p, w, w.x, d_y)), atol, rtol)) << "d_x";
+  EXPECT_TRUE(all_close(got.d_router_w, as_float(numeric(p, w, w.router_w, d_y)), atol, rtol)) << "d_router_w";
+  EXPECT_TRUE(all_close(got.d_w_up, as_float(numeric(p, w, w.w_up, d_y)), atol, rtol)) << "d_w_up";
+  EXPECT_TRUE(all_close(got.d_w_down, as_float(numeric(p, w, w.w_down, d_y)), atol, rtol)) << "d_w_down";
+  if (p.up_bias) EXPECT_TRUE(all_close(got.d_b_up, as_float(numeric(p, w, w.b_up, d_y)), atol, rtol)) << "d_b_up";
+  if (p.down_bias) EXPECT_TRUE(all_close(got.d_b_down, as_float(numeric(p, w, w.b_down, d_y)), atol, rtol)) << "d_b_down";
+}
+
+MoeLayerProblem small_layer(Activation a, bool renormalize, bool biases) {
+  MoeLayerProblem p;
+  p.tokens = 7, p.d_model = 6, p.d_ff = 5, p.num_experts = 4, p.top_k = 2;
+  p.activation = a, p.renormalize = renormalize, p.up_bias = p.down_bias = biases;
+  return p;
+}
+
+TEST_F(DeviceTest, MoeLayerGradientsMatchFiniteDifferences) {
+  for (const MoeLayerProblem& p : {small_layer(Activation::swiglu, true, true), small_layer(Activation::geglu, false, false),
+                                   small_layer(Activation::none, true, true)}) {
+    SCOPED_TRACE(std::string(activation_name(p.activation)) + (p.renormalize ? " renormalized" : ""));
+    std::mt19937 rng(21);
+    Params w = make_params(p, rng);
+    const std::vector<float> d_y = random_values(size_t(p.tokens * p.d_model), DType::f32, rng);
+    expect_gradients(p, w, d_y, run_layer(ctx(), p, w, d_y));
+  }
+}
+
+// Shards of the experts, accumulating y, d_x and d_router_w, add up to the whole layer; each shard's
+// weight gradients are the whole layer's for its experts.
+TEST_F(DeviceTest, MoeLayerShardsAddUp) {
+  MoeLayerProblem whole = small_layer(Activation::swiglu, true, true);
+  std::mt19937 rng(5);
+  Params w = make_params(whole, rng);
+  const std::vector<float> d_y = random_values(size_t(whole.tokens * whole.d_model), DType::f32, rng);
+  const DeviceLayer full = run_layer(ctx(), whole, w, d_y);
+  DeviceLayer sum;
+  sum.y.assign(full.y.size(), 0.0f);
+  sum.d_x.assign(full.d_x.size(), 0.0f);
+  sum.d_router_w.assign(full.d_router_w.size(), 0.0f);
+  std::vector<float> d_w_up, d_w_down;
+  const int64_t n_up = 2 * whole.d_ff;
+  for (const auto& [offset, count] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}}) {
+    MoeLayerProblem p = whole;
+    p.expert_offset = offset, p.local_experts = count, p.accumulate = true;
+    Params part = w;
+    auto cut = [&](const std::vector<double>& v, int64_t per) {
+      return std::vector<double>(v.begin() + offset * per, v.begin() + (offset + count) * per);
+    };
+    part.w_up = cut(w.w_up, whole.d_model * n_up);
+    part.w_down = cut(w.w_down, whole.d_ff * whole.d_model);
+    part.b_up = cut(w.b_up, n_up);
+    part.b_down = cut(w.b_down, whole.d_model);
+    const DeviceLayer got = run_layer(ctx(), p, part, d_y, &sum);
+    sum.y = got.y, sum.d_x = got.d_x, sum.d_router_w = got.d_router_w;
+    d_w_up.insert(d_w_up.end(), got.d_w_up.begin(), got.d_w_up.end());
+    d_w_down.insert(d_w_down.end(), got.d_w_down.begin(), got.d_w_down.end());
+  }
+  EXPECT_TRUE(all_close(sum.y, full.y, 1e-4, 1e-4)) << "y";
+  EXPECT_TRUE(all_close(sum.d_x, full.d_x, 1e-4, 1e-4)) << "d_x";
+  EXPECT_TRUE(all_close(sum.d_router_w, full.d_router_w, 1e-4, 1e-4)) << "d_router_w";
+  EXPECT_TRUE(all_close(d_w_up, full.d_w_up, 1e-5, 1e-5)) << "d_w_up";
+  EXPECT_TRUE(all_close(d_w_down, full.d_w_down, 1e-5, 1e-5)) << "d_w_down";
+}
+
+TEST_F(DeviceTest, MoeLayerRefusesBadProblems) {
+  MoeLayerProblem p = small_layer(Activation::swiglu, true, false);
+  p.expert_offset = 5;
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "expert_offset: 5 must be in [0, num_experts = 4]");
+  p = small_layer(Activation::swiglu, true, false);
+  p.local_experts = 9;
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "local_experts: 9");
+  p = small_layer(Activation::swiglu, true, false);
+  p.d_ff = 0;
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "d_ff: 0 must be at least 1");
+  p = small_layer(Activation::swiglu, true, false);
+  p.top_k = 5;
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "top_k");
+}
+
+}  // namespace
+}  // namespace vkgmm::test
