@@ -36,6 +36,9 @@ struct CombinePush {
 struct TopKPush {
   VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD)
 };
+struct TopKGradPush {
+  VKGMM_TOPK_GRAD_PUSH(VKGMM_PUSH_FIELD)
+};
 struct GradPush {
   VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD)
 };
@@ -85,6 +88,11 @@ struct PushLayout<TopKPush> {
   static constexpr PushField fields[] = {VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
 };
 template <>
+struct PushLayout<TopKGradPush> {
+  using Struct = TopKGradPush;
+  static constexpr PushField fields[] = {VKGMM_TOPK_GRAD_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
+};
+template <>
 struct PushLayout<GradPush> {
   using Struct = GradPush;
   static constexpr PushField fields[] = {VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
@@ -108,7 +116,8 @@ static_assert(sizeof(OperandOffsets) == VKGMM_PUSH_OPERAND_WORDS * 4);
 constexpr uint32_t kPushConstantBytes = 128;
 static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPushConstantBytes &&
               sizeof(MetadataPush) <= kPushConstantBytes && sizeof(CombinePush) <= kPushConstantBytes &&
-              sizeof(TopKPush) <= kPushConstantBytes && sizeof(GradPush) <= kPushConstantBytes);
+              sizeof(TopKPush) <= kPushConstantBytes && sizeof(TopKGradPush) <= kPushConstantBytes &&
+              sizeof(GradPush) <= kPushConstantBytes);
 
 static_assert(uint32_t(DType::f32) == VKGMM_DT_F32 && uint32_t(DType::f16) == VKGMM_DT_F16 &&
               uint32_t(DType::bf16) == VKGMM_DT_BF16 && uint32_t(DType::q8_0) == VKGMM_DT_Q8_0 &&
@@ -184,6 +193,11 @@ inline constexpr SpecConstant kCombineConstants[] = {
 // The workgroup size is fixed in the module (VKGMM_TOPK_INVOCATIONS).
 inline constexpr SpecConstant kTopKConstants[] = {
     {VKGMM_ID_TOPK_RENORMALIZE, "RENORMALIZE"},
+};
+// The workgroup size is fixed in the module (VKGMM_TOPK_INVOCATIONS, as the forward's).
+inline constexpr SpecConstant kTopKGradConstants[] = {
+    {VKGMM_ID_TOPK_RENORMALIZE, "RENORMALIZE"},
+    {VKGMM_ID_TOPK_GRAD_ACCUMULATE, "ACCUMULATE"},
 };
 // The workgroup size is fixed in the module (VKGMM_GRAD_INVOCATIONS).
 inline constexpr SpecConstant kGradConstants[] = {

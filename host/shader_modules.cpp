@@ -13,9 +13,9 @@ namespace vkgmm::spirv {
 #define VKGMM_OP_MODULE(name, op, variant) extern const uint32_t name[]; extern const size_t name##_words;
 #include "op_modules.inc"
 #undef VKGMM_OP_MODULE
-extern const uint32_t fma_ceiling[], metadata[], combine[], topk[], routed_grad[], read_ceiling[], read_ceiling_subgroup[],
+extern const uint32_t fma_ceiling[], metadata[], combine[], topk[], topk_grad[], routed_grad[], read_ceiling[], read_ceiling_subgroup[],
     read_ceiling_texel[], read_ceiling_texel_subgroup[];
-extern const size_t fma_ceiling_words, metadata_words, combine_words, topk_words, routed_grad_words, read_ceiling_words,
+extern const size_t fma_ceiling_words, metadata_words, combine_words, topk_words, topk_grad_words, routed_grad_words, read_ceiling_words,
     read_ceiling_subgroup_words, read_ceiling_texel_words, read_ceiling_texel_subgroup_words;
 }  // namespace vkgmm::spirv
 
@@ -60,6 +60,7 @@ ShaderCode read_ceiling_shader(bool texel, bool subgroup_reduce) {
 ShaderCode metadata_shader() { return {spirv::metadata, spirv::metadata_words}; }
 ShaderCode combine_shader() { return {spirv::combine, spirv::combine_words}; }
 ShaderCode topk_shader() { return {spirv::topk, spirv::topk_words}; }
+ShaderCode topk_grad_shader() { return {spirv::topk_grad, spirv::topk_grad_words}; }
 ShaderCode routed_grad_shader() { return {spirv::routed_grad, spirv::routed_grad_words}; }
 
 std::vector<EmbeddedModule> embedded_op_modules() {

@@ -35,6 +35,8 @@ ShaderCode metadata_shader();
 ShaderCode combine_shader();
 // Top-k routing of router logits (shaders/topk.comp).
 ShaderCode topk_shader();
+// Its gradient to the logits (shaders/topk_grad.comp).
+ShaderCode topk_grad_shader();
 // The routed backward's epilogue gradient (shaders/routed_grad.comp).
 ShaderCode routed_grad_shader();
 

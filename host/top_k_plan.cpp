@@ -2,54 +2,30 @@
 // Not a grouped op, so not a DispatchPlan: its record is one Stage, bound with the core's view checks.
 #include "vkgmm/top_k.hpp"
 
-#include <algorithm>
 #include <string>
 
 #include "context_impl.hpp"
 #include "interface.hpp"
 #include "operands.hpp"
 #include "problem_checks.hpp"
-#include "shader_modules.hpp"
-#include "stage.hpp"
 #include "tiling.hpp"
+#include "top_k_common.hpp"
 
 namespace vkgmm {
 
 namespace {
 constexpr const char* kOp = "top_k";
-
-[[noreturn]] void refuse(const std::string& what) { throw Error(Status::invalid_argument, std::string(kOp) + ": " + what); }
-
-void check_problem(const TopKProblem& p) {
-  if (p.tokens < 0) refuse("tokens: " + std::to_string(p.tokens) + " is negative");
-  if (p.experts < 1) refuse("experts: " + std::to_string(p.experts) + " must be at least 1");
-  if (p.top_k < 1 || p.top_k > p.experts)
-    refuse("top_k: " + std::to_string(p.top_k) + " must be in [1, experts = " + std::to_string(p.experts) + "]");
-  // One invocation reads a token's logits top_k + 2 times: bounded, so that no problem keeps a GPU busy
-  // long enough to be reset (the largest routers run 256 experts, top-8 or so).
-  if (p.experts > TopKProblem::max_experts)
-    refuse("experts: " + std::to_string(p.experts) + " is more than top_k routing takes (" +
-           std::to_string(TopKProblem::max_experts) + ")");
-  if (p.top_k > TopKProblem::max_top_k)
-    refuse("top_k: " + std::to_string(p.top_k) + " is more than top_k routing takes (" + std::to_string(TopKProblem::max_top_k) + ")");
-  // The shader indexes words with 32-bit integers; one binding addresses less anyway.
-  constexpr int64_t kWords = int64_t(1) << 32;
-  if (p.tokens > 0 && (p.experts >= kWords / p.tokens))
-    refuse("logits: tokens * experts = " + std::to_string(p.tokens) + " * " + std::to_string(p.experts) +
-           " elements is more than 32-bit indexing reaches");
-}
 }  // namespace
 
 struct TopKPlan::State {
   std::shared_ptr<Context::Impl> ctx;
   TopKProblem problem;
   TopKSizes sizes;
-  VkPipeline pipeline = VK_NULL_HANDLE;
-  uint32_t groups = 0;  // workgroups of the grid (0: nothing to record)
+  TokenDispatch dispatch;
 };
 
 TopKPlan::TopKPlan(Context& ctx, const TopKProblem& p) {
-  check_problem(p);
+  check_top_k_problem(kOp, p);
   auto st = std::make_shared<State>();
   st->ctx = ContextInternals::shared(ctx);
   st->problem = p;
@@ -61,15 +37,9 @@ TopKPlan::TopKPlan(Context& ctx, const TopKProblem& p) {
                         "top_k = " + std::to_string(p.top_k) + " over experts = " + std::to_string(p.experts),
                         "choose among fewer experts per call, or fewer of them per token");
   check_operand_limits(kOp, info, {{"logits", st->sizes.logits}, {"ids", st->sizes.ids}, {"weights", st->sizes.weights}});
-  if (p.tokens > 0) {
-    const uint64_t needed = (uint64_t(p.tokens) + VKGMM_TOPK_INVOCATIONS - 1) / VKGMM_TOPK_INVOCATIONS;
-    st->groups = static_cast<uint32_t>(std::min<uint64_t>(needed, info.max_workgroup_count[0]));
-    std::vector<uint32_t> constants(VKGMM_ID_TOPK_RENORMALIZE + 1, 0);
-    constants[VKGMM_ID_TOPK_RENORMALIZE] = p.renormalize;
-    const ShaderCode code = topk_shader();
-    st->pipeline = st->ctx->pipeline(code.code, code.words, constants);
-    st->ctx->log.throw_if_any();
-  }
+  std::vector<uint32_t> constants(VKGMM_ID_TOPK_RENORMALIZE + 1, 0);
+  constants[VKGMM_ID_TOPK_RENORMALIZE] = p.renormalize;
+  st->dispatch = TokenDispatch(*st->ctx, p.tokens, topk_shader(), constants);
   state_ = std::move(st);
 }
 
@@ -84,20 +54,16 @@ Stage bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperands& o
   check_no_overlap(kOp, ops.ids, {{"logits", ops.logits}, {"weights", ops.weights}}, "ids");
   check_no_overlap(kOp, ops.weights, {{"logits", ops.logits}}, "weights");
   const uint64_t slots = uint64_t(p.tokens * p.top_k);
-  // int32 ids take f32's checks: 4-byte elements.
-  const BoundOperand logits = bind_operand(ctx, kOp, "logits", ops.logits, DType::f32, uint64_t(p.tokens * p.experts), 0, false);
-  const BoundOperand ids = bind_operand(ctx, kOp, "ids", ops.ids, DType::f32, slots, 0, false);
-  const BoundOperand weights = bind_operand(ctx, kOp, "weights", ops.weights, DType::f32, slots, 0, false);
-  ctx.dev.options.check_records(kOp);
-  Stage s;
-  s.bind_all(logits.info);  // bindings the module does not declare
-  s.infos[VKGMM_BINDING_TOPK_LOGITS] = logits.info;
-  s.infos[VKGMM_BINDING_TOPK_IDS] = ids.info;
-  s.infos[VKGMM_BINDING_TOPK_WEIGHTS] = weights.info;
+  uint32_t off[3];
+  Stage s = bind_token_operands(ctx, kOp,
+                                {{"logits", ops.logits, uint64_t(p.tokens * p.experts), VKGMM_BINDING_TOPK_LOGITS},
+                                 {"ids", ops.ids, slots, VKGMM_BINDING_TOPK_IDS},
+                                 {"weights", ops.weights, slots, VKGMM_BINDING_TOPK_WEIGHTS}},
+                                off);
   abi::TopKPush& push = s.push.start<abi::TopKPush>();
-  push.logits_off = logits.element_offset;
-  push.ids_off = ids.element_offset;
-  push.weights_off = weights.element_offset;
+  push.logits_off = off[0];
+  push.ids_off = off[1];
+  push.weights_off = off[2];
   push.tokens = static_cast<uint32_t>(p.tokens);
   push.experts = static_cast<uint32_t>(p.experts);
   push.top_k = static_cast<uint32_t>(p.top_k);
@@ -108,13 +74,8 @@ Stage bind(const Context::Impl& ctx, const TopKProblem& p, const TopKOperands& o
 void TopKPlan::check(const TopKOperands& ops) const { bind(*state_->ctx, state_->problem, ops); }
 
 void TopKPlan::record(VkCommandBuffer cb, const TopKOperands& ops) const {
-  if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
-  Stage s = bind(*state_->ctx, state_->problem, ops);
-  if (!state_->groups) return;  // no tokens: the views checked, nothing to run
-  s.pipeline = state_->pipeline;
-  s.grid[0] = state_->groups;
-  s.grid[1] = s.grid[2] = 1;
-  s.record(*state_->ctx, cb);
+  if (cb == VK_NULL_HANDLE) refuse_top_k(kOp, "command buffer is VK_NULL_HANDLE");
+  state_->dispatch.record(*state_->ctx, cb, bind(*state_->ctx, state_->problem, ops));
 }
 
 void top_k(Context& ctx, const TopKProblem& problem, const TopKOperands& ops) {

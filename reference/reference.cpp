@@ -294,6 +294,22 @@ Gradients gmm_backward(const GmmProblem& forward, const std::vector<float>& lhs,
   return {gmm(dl, d_out, rhs), tgmm(dr, lhs, d_out)};
 }
 
+namespace {
+// A logit as top-k ranks it: NaN as -inf.
+float rank(float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; }
+
+// The softmax's terms over one token's logits: exp(logit - top), the top logit's own exactly 1 (also when
+// it is +-inf), and their sum.
+struct SoftmaxRow {
+  double top = -std::numeric_limits<double>::infinity(), total = 0;
+  SoftmaxRow(const float* row, int64_t experts) {
+    for (int64_t e = 0; e < experts; ++e) top = std::max(top, double(rank(row[e])));
+    for (int64_t e = 0; e < experts; ++e) total += term(row[e]);
+  }
+  double term(float v) const { return double(rank(v)) == top ? 1.0 : std::exp(double(rank(v)) - top); }
+};
+}  // namespace
+
 TopK top_k(const TopKProblem& p, const std::vector<float>& logits) {
   TopK r;
   r.ids.resize(size_t(p.tokens * p.top_k));
@@ -301,23 +317,51 @@ TopK top_k(const TopKProblem& p, const std::vector<float>& logits) {
   std::vector<int32_t> order(size_t(p.experts));
   for (int64_t t = 0; t < p.tokens; ++t) {
     const float* row = &logits[size_t(t * p.experts)];
-    auto rank = [](float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; };
     for (int64_t e = 0; e < p.experts; ++e) order[size_t(e)] = int32_t(e);
     // Highest logit first, the lower expert first among equal ones.
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return rank(row[a]) > rank(row[b]); });
-    const double top = rank(row[order[0]]);
-    // The top logit's own term is exactly 1 (also when it is +-inf).
-    auto term = [&](float v) { return double(rank(v)) == top ? 1.0 : std::exp(double(rank(v)) - top); };
-    double total = 0, chosen = 0;
-    for (int64_t e = 0; e < p.experts; ++e) total += term(row[e]);
-    for (int64_t j = 0; j < p.top_k; ++j) chosen += term(row[order[size_t(j)]]);
+    const SoftmaxRow softmax(row, p.experts);
+    double chosen = 0;
+    for (int64_t j = 0; j < p.top_k; ++j) chosen += softmax.term(row[order[size_t(j)]]);
     for (int64_t j = 0; j < p.top_k; ++j) {
       const int32_t e = order[size_t(j)];
       r.ids[size_t(t * p.top_k + j)] = e;
-      r.weights[size_t(t * p.top_k + j)] = float(term(row[e]) / (p.renormalize ? chosen : total));
+      r.weights[size_t(t * p.top_k + j)] = float(softmax.term(row[e]) / (p.renormalize ? chosen : softmax.total));
     }
   }
   return r;
+}
+
+std::vector<double> top_k_backward(const TopKProblem& p, const std::vector<float>& logits,
+                                   const std::vector<int32_t>& ids, const std::vector<float>& weights,
+                                   const std::vector<float>& d_weights) {
+  const size_t E = size_t(p.experts), k = size_t(p.top_k);
+  assert(logits.size() == size_t(p.tokens) * E && ids.size() == size_t(p.tokens) * k &&
+         weights.size() == ids.size() && d_weights.size() == ids.size());
+  std::vector<double> d_logits(logits.size(), 0.0);
+  for (size_t t = 0; t < size_t(p.tokens); ++t) {
+    const int32_t* id = &ids[t * k];
+    const float *w = &weights[t * k], *dw = &d_weights[t * k];
+    auto valid = [&](size_t j) { return id[j] >= 0 && id[j] < p.experts; };
+    double s = 0;
+    for (size_t j = 0; j < k; ++j)
+      if (valid(j)) s += double(dw[j]) * double(w[j]);
+    double* d = &d_logits[t * E];
+    if (p.renormalize) {
+      // d/dl_e of sum_j dw_j * exp(l_ids[j]) / sum_i exp(l_ids[i]), the sums over the valid slots.
+      for (size_t j = 0; j < k; ++j)
+        if (valid(j)) d[size_t(id[j])] += double(w[j]) * (double(dw[j]) - s);
+      continue;
+    }
+    // d/dl_e of sum_j dw_j * p[ids[j]]: p_e * (g_e - s), g_e the d_weights of the slots naming e.
+    const float* row = &logits[t * E];
+    const SoftmaxRow softmax(row, p.experts);
+    std::vector<double> g(E, 0.0);
+    for (size_t j = 0; j < k; ++j)
+      if (valid(j)) g[size_t(id[j])] += double(dw[j]);
+    for (size_t e = 0; e < E; ++e) d[e] = softmax.term(row[e]) / softmax.total * (g[e] - s);
+  }
+  return d_logits;
 }
 
 }  // namespace vkgmm::reference

@@ -45,6 +45,13 @@
 #define VKGMM_BINDING_TOPK_LOGITS VKGMM_BINDING_LHS
 #define VKGMM_BINDING_TOPK_WEIGHTS VKGMM_BINDING_RHS
 #define VKGMM_BINDING_TOPK_IDS VKGMM_BINDING_OUT
+// Top-k routing's gradient (shaders/topk_grad.comp): the forward's logits, ids and weights, d_weights,
+// and the d_logits it writes (and reads with ACCUMULATE).
+#define VKGMM_BINDING_TOPK_GRAD_LOGITS VKGMM_BINDING_LHS
+#define VKGMM_BINDING_TOPK_GRAD_WEIGHTS VKGMM_BINDING_RHS
+#define VKGMM_BINDING_TOPK_GRAD_D_LOGITS VKGMM_BINDING_OUT
+#define VKGMM_BINDING_TOPK_GRAD_D_WEIGHTS VKGMM_BINDING_EXISTING
+#define VKGMM_BINDING_TOPK_GRAD_IDS VKGMM_BINDING_META
 // The routed backward's epilogue gradient (shaders/routed_grad.comp): the forward's lhs and routing
 // weights, d_out, the routing build's words (row map and group offsets), the gradient workspace it writes
 // (per-slot and expert-ordered d_h, the gathered lhs rows, ones), and d_weights.
@@ -225,6 +232,16 @@
 #define VKGMM_TOPK_INVOCATIONS 64
 #define VKGMM_TOPK_PUSH(F) F(uint, logits_off) F(uint, ids_off) F(uint, weights_off) F(uint, tokens) \
   F(uint, experts) F(uint, top_k)
+
+// Top-k routing's gradient to the logits (shaders/topk_grad.comp, TopKBackwardPlan), one invocation per
+// token (VKGMM_TOPK_INVOCATIONS, the forward's grid), given d_weights [T, top_k] (f32) for the forward's
+// ids and weights. With RENORMALIZE, d_logits[t, e] = sum over the slots j with ids[t, j] = e of
+// w_j * (d_w_j - s), s = sum over the valid slots of d_w_j * w_j; without, d_logits[t, e] = p_e * (g_e - s),
+// p the softmax over all experts (recomputed from the logits as topk.comp does), g_e the sum of d_w_j
+// over the slots with ids[t, j] = e. Ids outside [0, experts) are skipped. With ACCUMULATE, d_logits +=.
+#define VKGMM_ID_TOPK_GRAD_ACCUMULATE 17
+#define VKGMM_TOPK_GRAD_PUSH(F) F(uint, logits_off) F(uint, ids_off) F(uint, weights_off) F(uint, d_weights_off) \
+  F(uint, d_logits_off) F(uint, tokens) F(uint, experts) F(uint, top_k)
 
 // The gradient of a routed gmm's epilogue (shaders/routed_grad.comp, the routed GmmBackwardPlan), one
 // workgroup per row r of the routing build's expert order (strided past the grid), slot s = route[map_off

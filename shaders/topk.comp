@@ -18,24 +18,14 @@ layout(std430, set = 0, binding = VKGMM_BINDING_TOPK_WEIGHTS) buffer WeightsBuf 
 
 layout(push_constant) uniform Params { VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD) } pc;
 
-const float NEG_INF = -1.0 / 0.0;  // -inf (a constant expression glslc folds)
-
-// A logit as ranked: NaN (a broken router) ranks below every number, as -inf.
-float logit(uint base, uint e) {
-  float v = logits[base + e];
-  return isnan(v) ? NEG_INF : v;
-}
-// exp(v - top) with the top logit's own term exactly 1: no NaN when the top is +-inf (all -inf: equal).
-float term(float v, float top) { return v == top ? 1.0 : exp(v - top); }
+#include "softmax.glsl"
 
 void main() {
   // Tokens past the grid's workgroups (maxComputeWorkGroupCount[0] x 64) are strided over.
   for (uint t = gl_GlobalInvocationID.x; t < pc.tokens; t += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
     uint base = pc.logits_off + t * pc.experts;
-    float top = NEG_INF;
-    for (uint e = 0u; e < pc.experts; ++e) top = max(top, logit(base, e));
-    float total = 0.0;
-    for (uint e = 0u; e < pc.experts; ++e) total += term(logit(base, e), top);
+    float top, total;
+    softmax_max_sum(base, pc.experts, top, total);
 
     uint out_base = t * pc.top_k;
     float prev_v = -NEG_INF;  // +inf, with prev_e = -1: before every expert

@@ -634,6 +634,74 @@ static void test_top_k(vkgmm_context* ctx) {
   vkgmm_buffer_destroy(bw);
 }
 
+/* The backward of the same two tokens by hand: renormalized, d_logits[e] = w_j * (d_w_j - s) for the
+ * expert e of slot j (0 for the others); without renormalize, over all four experts p_e * (g_e - s). A -1
+ * id in the second token adds nothing; accumulate adds to what d_logits holds. */
+static void test_top_k_backward(vkgmm_context* ctx) {
+  const float logits[8] = {0.5f, 2.0f, -1.0f, 1.0f, 3.0f, 3.0f, 0.0f, 4.0f};
+  const int32_t ids[4] = {1, 3, -1, 0};
+  const float d_w[4] = {1.0f, -2.0f, 5.0f, 0.5f};
+  for (int renormalize = 0; renormalize <= 1; ++renormalize) {
+    /* The forward's weights for these ids (the -1 slot's is never read: 0 here). */
+    double p[8], w[4] = {0, 0, 0, 0}, want[8];
+    for (int t = 0; t < 2; ++t) {
+      double total = 0;
+      for (int e = 0; e < 4; ++e) total += p[t * 4 + e] = exp(logits[t * 4 + e]);
+      for (int e = 0; e < 4; ++e) p[t * 4 + e] /= total;
+    }
+    const double e1 = exp(-1.0); /* exp(1 - 2): the chosen pair of token 0, renormalized */
+    w[0] = renormalize ? 1 / (1 + e1) : p[1];
+    w[1] = renormalize ? e1 / (1 + e1) : p[3];
+    w[3] = renormalize ? 1.0 : p[4]; /* token 1: one valid slot */
+    for (int t = 0; t < 2; ++t) {
+      const double s = d_w[2 * t] * w[2 * t] + d_w[2 * t + 1] * w[2 * t + 1];
+      for (int e = 0; e < 4; ++e) {
+        double g = 0, chosen = 0;
+        for (int j = 2 * t; j < 2 * t + 2; ++j)
+          if (ids[j] == e) g += d_w[j], chosen += w[j] * (d_w[j] - s);
+        want[t * 4 + e] = renormalize ? chosen : p[t * 4 + e] * (g - s);
+      }
+    }
+    float wf[4];
+    for (int j = 0; j < 4; ++j) wf[j] = (float)w[j];
+    vkgmm_top_k_problem fwd = {sizeof fwd, 2, 4, 2, renormalize};
+    vkgmm_top_k_backward_options add = {sizeof add, 1, 0};
+    vkgmm_top_k_backward_plan *plan = NULL, *accumulating = NULL;
+    CHECK(vkgmm_top_k_backward_plan_create(ctx, &fwd, NULL, &plan) == VKGMM_OK && plan != NULL);
+    CHECK(vkgmm_top_k_backward_plan_create(ctx, &fwd, &add, &accumulating) == VKGMM_OK && accumulating != NULL);
+    if (!plan || !accumulating) return;
+    vkgmm_top_k_backward_sizes sz = {sizeof sz};
+    CHECK(vkgmm_top_k_backward_plan_sizes(plan, &sz) == VKGMM_OK && sz.logits == 32 && sz.ids == 16 &&
+          sz.weights == 16 && sz.d_weights == 16 && sz.d_logits == 32);
+    vkgmm_buffer *bl = make_buffer(ctx, logits, 8), *bi = make_buffer(ctx, (const float*)(const void*)ids, 4),
+                 *bw = make_buffer(ctx, wf, 4), *bd = make_buffer(ctx, d_w, 4), *bo = make_buffer(ctx, NULL, 8);
+    vkgmm_top_k_backward_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(bi),
+                                         vkgmm_buffer_whole(bw), vkgmm_buffer_whole(bd), vkgmm_buffer_whole(bo)};
+    float got[8];
+    CHECK(vkgmm_top_k_backward_plan_run(ctx, plan, &ops) == VKGMM_OK);
+    CHECK(vkgmm_top_k_backward_plan_run(ctx, accumulating, &ops) == VKGMM_OK); /* twice the gradient */
+    CHECK(vkgmm_buffer_download(bo, got, sizeof got, 0) == VKGMM_OK);
+    for (int i = 0; i < 8; ++i) CHECK(near(got[i], 2 * want[i]));
+    ops.d_logits = ops.logits; /* the output over an input: refused, naming both */
+    CHECK(vkgmm_top_k_backward_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT &&
+          strstr(vkgmm_last_error_message(), "top_k_backward: d_logits overlaps logits"));
+    add.reserved = 1;
+    vkgmm_top_k_backward_plan* refused = (vkgmm_top_k_backward_plan*)&refused;
+    CHECK(vkgmm_top_k_backward_plan_create(ctx, &fwd, &add, &refused) == VKGMM_INVALID_ARGUMENT && refused == NULL &&
+          strstr(vkgmm_last_error_message(), "reserved"));
+    fwd.top_k = 5; /* more than the experts */
+    CHECK(vkgmm_top_k_backward_plan_create(ctx, &fwd, NULL, &refused) == VKGMM_INVALID_ARGUMENT && refused == NULL &&
+          strstr(vkgmm_last_error_message(), "top_k_backward: top_k"));
+    vkgmm_top_k_backward_plan_destroy(plan);
+    vkgmm_top_k_backward_plan_destroy(accumulating);
+    vkgmm_buffer_destroy(bl);
+    vkgmm_buffer_destroy(bi);
+    vkgmm_buffer_destroy(bw);
+    vkgmm_buffer_destroy(bd);
+    vkgmm_buffer_destroy(bo);
+  }
+}
+
 /* ----- 16-bit operands of odd element counts, in buffers of exactly their bytes ---------------------- */
 
 /* bf16 bits of a float that bf16 holds exactly (the values below are multiples of 1/8 in [-1, 1]). */
@@ -767,6 +835,7 @@ int main(void) {
   test_struct_sizes(ctx);
   test_routing_fields(ctx);
   test_top_k(ctx);
+  test_top_k_backward(ctx);
   vkgmm_context_destroy(ctx);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");

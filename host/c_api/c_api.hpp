@@ -45,6 +45,11 @@ struct VKGMM_HIDDEN vkgmm_top_k_plan {
   std::shared_ptr<vkgmm::Context::Impl> owner;
 };
 
+struct VKGMM_HIDDEN vkgmm_top_k_backward_plan {
+  vkgmm::TopKBackwardPlan plan;
+  std::shared_ptr<vkgmm::Context::Impl> owner;
+};
+
 namespace vkgmm::c_api {
 
 void clear_error() noexcept;
@@ -73,6 +78,9 @@ VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_operands, status);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_operands, d_weights);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_sizes, d_weights);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_options, reserved_tail);
+VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_options, reserved);
+VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_operands, d_logits);
+VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_sizes, d_logits);
 #undef VKGMM_NO_TAIL_PADDING
 
 template <typename T>
@@ -137,6 +145,7 @@ void write_struct(T* out, T value, const char* what, const char* type) {
 GmmProblem to_cpp(const vkgmm_gmm_problem& problem);
 TgmmProblem to_cpp(const vkgmm_tgmm_problem& problem);
 TopKProblem to_cpp(const vkgmm_top_k_problem& problem);
+TopKBackwardOptions to_cpp(const vkgmm_top_k_backward_options& options);
 // The C operands (read with read_struct) as the C++ operands.
 GmmOperands to_cpp(const vkgmm_gmm_operands& ops);
 TgmmOperands to_cpp(const vkgmm_tgmm_operands& ops);

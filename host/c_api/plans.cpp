@@ -1,4 +1,4 @@
-// C API: gmm, tgmm and backward plans — C problem structs to C++ problems, then the C++ plans as they are.
+// C API: gmm, tgmm, backward and top-k plans — C problem structs to C++ problems, then the C++ plans as they are.
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -92,6 +92,11 @@ vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands* ops) 
 vkgmm::TopKOperands top_k_ops(const vkgmm_top_k_operands* ops) {
   const vkgmm_top_k_operands o = read_struct(ops, "ops", "vkgmm_top_k_operands");
   return {view(o.logits), view(o.ids), view(o.weights)};
+}
+
+vkgmm::TopKBackwardOperands top_k_backward_ops(const vkgmm_top_k_backward_operands* ops) {
+  const vkgmm_top_k_backward_operands o = read_struct(ops, "ops", "vkgmm_top_k_backward_operands");
+  return {view(o.logits), view(o.ids), view(o.weights), view(o.d_weights), view(o.d_logits)};
 }
 
 // The bodies every plan kind shares; the C entry points below only name their types.
@@ -269,6 +274,13 @@ TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
 
 TopKProblem to_cpp(const vkgmm_top_k_problem& c) { return {c.tokens, c.experts, c.top_k, c.renormalize != 0}; }
 
+TopKBackwardOptions to_cpp(const vkgmm_top_k_backward_options& c) {
+  if (c.reserved != 0) bad("top_k_backward", "reserved = " + std::to_string(c.reserved) + " must be 0");
+  TopKBackwardOptions o;
+  o.accumulate = c.accumulate != 0;
+  return o;
+}
+
 }  // namespace vkgmm::c_api
 
 extern "C" {
@@ -385,6 +397,44 @@ vkgmm_status vkgmm_top_k_plan_record(const vkgmm_top_k_plan* plan, VkCommandBuff
 
 vkgmm_status vkgmm_top_k_plan_run(vkgmm_context* ctx, const vkgmm_top_k_plan* plan, const vkgmm_top_k_operands* ops) {
   return plan_run(ctx, plan, ops, top_k_ops);
+}
+
+// ----- top-k routing's backward -------------------------------------------------------------------------
+
+vkgmm_status vkgmm_top_k_backward_plan_create(vkgmm_context* ctx, const vkgmm_top_k_problem* forward,
+                                              const vkgmm_top_k_backward_options* options,
+                                              vkgmm_top_k_backward_plan** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    const vkgmm::TopKProblem p = to_cpp(read_struct(forward, "forward", "vkgmm_top_k_problem"));
+    const vkgmm::TopKBackwardOptions o =
+        options ? to_cpp(read_struct(options, "options", "vkgmm_top_k_backward_options")) : vkgmm::TopKBackwardOptions{};
+    *out = new vkgmm_top_k_backward_plan{vkgmm::TopKBackwardPlan(ctx->ctx, p, o),
+                                         vkgmm::ContextInternals::shared(ctx->ctx)};
+  });
+}
+
+void vkgmm_top_k_backward_plan_destroy(vkgmm_top_k_backward_plan* plan) { delete plan; }
+
+vkgmm_status vkgmm_top_k_backward_plan_sizes(const vkgmm_top_k_backward_plan* plan, vkgmm_top_k_backward_sizes* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    const vkgmm::TopKBackwardSizes s = plan->plan.sizes();
+    const vkgmm_top_k_backward_sizes c{sizeof c, s.logits, s.ids, s.weights, s.d_weights, s.d_logits};
+    write_struct(out, c, "out", "vkgmm_top_k_backward_sizes");
+  });
+}
+
+vkgmm_status vkgmm_top_k_backward_plan_record(const vkgmm_top_k_backward_plan* plan, VkCommandBuffer cmd,
+                                              const vkgmm_top_k_backward_operands* ops) {
+  return plan_record(plan, cmd, ops, top_k_backward_ops);
+}
+
+vkgmm_status vkgmm_top_k_backward_plan_run(vkgmm_context* ctx, const vkgmm_top_k_backward_plan* plan,
+                                           const vkgmm_top_k_backward_operands* ops) {
+  return plan_run(ctx, plan, ops, top_k_backward_ops);
 }
 
 }  // extern "C"

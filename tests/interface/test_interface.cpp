@@ -127,6 +127,17 @@ TEST(Interface, TopKModuleMatchesTheHost) {
               r.bindings.count(VKGMM_BINDING_RHS));
 }
 
+TEST(Interface, TopKGradModuleMatchesTheHost) {
+  const Reflection r = reflect(topk_grad_shader());
+  const auto bad = compare(r, false, abi::kTopKGradConstants, false, abi::TopKGradPush{});
+  EXPECT_TRUE(bad.empty()) << joined(bad);
+  // logits, ids, weights, d_weights, d_logits
+  EXPECT_EQ(r.bindings.size(), 5u);
+  for (const uint32_t b : {VKGMM_BINDING_TOPK_GRAD_LOGITS, VKGMM_BINDING_TOPK_GRAD_IDS, VKGMM_BINDING_TOPK_GRAD_WEIGHTS,
+                           VKGMM_BINDING_TOPK_GRAD_D_WEIGHTS, VKGMM_BINDING_TOPK_GRAD_D_LOGITS})
+    EXPECT_TRUE(r.bindings.count(b)) << "binding " << b;
+}
+
 TEST(Interface, RoutedGradModuleMatchesTheHost) {
   const Reflection r = reflect(routed_grad_shader());
   const auto bad = compare(r, false, abi::kGradConstants, false, abi::GradPush{});

@@ -45,6 +45,12 @@ struct TopK {
   std::vector<float> weights;  // [tokens, top_k]
 };
 TopK top_k(const TopKProblem& p, const std::vector<float>& logits);
+// Its gradient to the logits (TopKBackwardPlan's definition, top_k.hpp) in float64: d_logits [tokens,
+// experts] for the forward's ids and weights and d_weights [tokens, top_k]. Ids outside [0, experts) are
+// skipped; without renormalize the softmax is recomputed from the logits as top_k computes it.
+std::vector<double> top_k_backward(const TopKProblem& p, const std::vector<float>& logits,
+                                   const std::vector<int32_t>& ids, const std::vector<float>& weights,
+                                   const std::vector<float>& d_weights);
 
 struct Gradients {
   std::vector<float> d_lhs, d_rhs;
