@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "operands.hpp"
 #include "stage.hpp"
@@ -56,17 +57,30 @@ GmmProblem projection_problem(const MoeLayerProblem& p, bool up) {
   return g;
 }
 
-// The router's matmuls, one group of all T rows: logits = x @ router_w, and d_x += d_logits @ router_w^T.
-GmmProblem router_problem(const MoeLayerProblem& p, bool backward) {
+// logits = x @ router_w: one group of all T rows.
+GmmProblem router_problem(const MoeLayerProblem& p) {
   GmmProblem g;
   g.m = p.tokens;
-  g.k = backward ? p.num_experts : p.d_model;
-  g.n = backward ? p.d_model : p.num_experts;
+  g.k = p.d_model;
+  g.n = p.num_experts;
   g.group_sizes = {int32_t(p.tokens)};
-  g.transpose_rhs = backward;  // router_w [d, E] read as [E, d]
-  g.lhs_type = backward ? DType::f32 : p.dtype;
-  g.out_type = backward ? p.dtype : DType::f32;
-  g.existing_out = backward;   // onto the up projection's d_x
+  g.lhs_type = p.dtype;
+  return g;
+}
+
+// d_x += d_logits @ router_w^T, added to the up projection's d_x: gmm adds existing_out only where it
+// combines routed slots, so this is one: each token one slot of the one expert router_w^T (router_w [d, E]
+// read as [1, n = d, k = E]), its weight 1 (the plan's constant ids and ones).
+GmmProblem router_dx_problem(const MoeLayerProblem& p) {
+  GmmProblem g;
+  g.m = p.tokens;
+  g.k = p.num_experts;
+  g.n = p.d_model;
+  g.num_rhs_groups = 1;
+  g.transpose_rhs = true;
+  g.out_type = p.dtype;
+  g.existing_out = true;
+  g.routing = {1, false, true, 1};
   return g;
 }
 
@@ -102,16 +116,17 @@ struct MoeLayerPlan::State {
   struct Region {
     VkDeviceSize offset = 0, bytes = 0;
   };
-  Region logits, ids, weights, hidden, d_hidden, d_weights, d_logits, up_ws, down_ws, down_bw_ws, up_bw_ws;
+  Region logits, ids, weights, hidden, d_hidden, d_weights, d_logits, up_ws, down_ws, down_bw_ws, up_bw_ws, router_dx_ws;
   VkDeviceSize total = 0, align = 4;
   Buffer own;
+  Buffer zeros, ones;  // router_dx's ids and weights, [T] each
 
   State(Context& ctx, const MoeLayerProblem& p)
       : problem(p),
-        router(ctx, router_problem(p, false)),
+        router(ctx, router_problem(p)),
         up(ctx, projection_problem(p, true)),
         down(ctx, projection_problem(p, false)),
-        router_dx(ctx, router_problem(p, true)),
+        router_dx(ctx, router_dx_problem(p)),
         top_k(ctx, routing_problem(p)),
         down_bw(ctx, projection_problem(p, false)),
         up_bw(ctx, projection_problem(p, true), GmmBackwardOptions{p.accumulate}),
@@ -149,7 +164,16 @@ MoeLayerPlan::MoeLayerPlan(Context& ctx, const MoeLayerProblem& problem) {
   st->d_logits = st->take(T * VkDeviceSize(p.num_experts) * 4);
   st->down_bw_ws = st->take(st->down_bw.workspace_bytes());
   st->up_bw_ws = st->take(st->up_bw.workspace_bytes());
+  st->router_dx_ws = st->take(st->router_dx.workspace_bytes());
   if (st->total) st->own = ctx.create_buffer(st->total);
+  if (T) {
+    const std::vector<int32_t> zeros(T, 0);
+    const std::vector<float> ones(T, 1.0f);
+    st->zeros = ctx.create_buffer(T * 4);
+    st->zeros.upload(zeros.data(), T * 4);
+    st->ones = ctx.create_buffer(T * 4);
+    st->ones.upload(ones.data(), T * 4);
+  }
 
   MoeLayerSizes& s = st->sizes;
   const OperandSizes up = st->up.sizes(), down = st->down.sizes();
@@ -233,6 +257,8 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   if (st.problem.accumulate) dw.existing_out = g.d_router_w;
   GmmOperands dx;
   dx.lhs = d_logits, dx.rhs = ops.router_w, dx.out = g.d_x, dx.existing_out = g.d_x;
+  if (st.zeros.handle()) dx.ids = st.zeros.view(), dx.weights = st.ones.view();
+  dx.workspace = st.view(work, st.router_dx_ws);
   st.down_bw.check(down);
   st.up_bw.check(up);
   st.top_k_bw.check(k);

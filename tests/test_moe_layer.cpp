@@ -40,7 +40,7 @@ std::vector<double> layer(const MoeLayerProblem& p, const Params& w) {
     std::vector<double> logit(size_t(E), 0.0);
     for (int64_t e = 0; e < E; ++e)
       for (int64_t i = 0; i < d; ++i) logit[size_t(e)] += w.x[size_t(t * d + i)] * w.router_w[size_t(i * E + e)];
-    std::vector<int64_t> order(size_t(E));
+    std::vector<int64_t> order(static_cast<size_t>(E));
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logit[size_t(a)] > logit[size_t(b)]; });
     const double top = logit[size_t(order[0])];
@@ -51,7 +51,7 @@ std::vector<double> layer(const MoeLayerProblem& p, const Params& w) {
       const int64_t e = order[size_t(j)] - p.expert_offset;
       if (e < 0 || e >= e_local) continue;
       const double weight = std::exp(logit[size_t(order[size_t(j)])] - top) / (p.renormalize ? chosen : all);
-      std::vector<double> h(size_t(n_up), 0.0), a(size_t(f));
+      std::vector<double> h(static_cast<size_t>(n_up), 0.0), a(static_cast<size_t>(f));
       for (int64_t c = 0; c < n_up; ++c) {
         double v = p.up_bias ? w.b_up[size_t(e * n_up + c)] : 0.0;
         for (int64_t i = 0; i < d; ++i) v += w.x[size_t(t * d + i)] * w.w_up[size_t((e * d + i) * n_up + c)];
@@ -116,7 +116,7 @@ DeviceLayer run_layer(Context& ctx, const MoeLayerProblem& p, const Params& w, c
 Params make_params(const MoeLayerProblem& p, std::mt19937& rng) {
   std::normal_distribution<double> d(0.0, 0.5);
   auto fill = [&](int64_t n) {
-    std::vector<double> v(size_t(n));
+    std::vector<double> v(static_cast<size_t>(n));
     for (double& e : v) e = float(d(rng));  // exact in f32: the device sees the same values
     return v;
   };

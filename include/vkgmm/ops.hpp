@@ -231,8 +231,10 @@ struct GmmBackwardSizes {
 };
 
 struct GmmBackwardOptions {
-  // d_lhs (and d_weights) add to what their views hold instead of overwriting it: shards of the experts
-  // (group_offset, num_rhs_groups) each add their rows' or slots' share, the sum being the whole layer's.
+  // Shards of the experts (group_offset, num_rhs_groups) assemble one d_lhs and d_weights in place: rows
+  // (or slots) of no active group keep what d_lhs holds instead of becoming 0, and what several shards
+  // share adds to it: a routed token-level d_lhs (the sum over the token's slots, a combine) and
+  // d_weights. Run every shard's backward into the same views: the result is the whole layer's.
   bool accumulate = false;
 };
 

@@ -339,7 +339,8 @@ typedef struct vkgmm_gmm_backward_sizes {
   VkDeviceSize workspace; /* as vkgmm_operand_sizes' (GmmBackwardPlan::workspace_bytes()) */
   VkDeviceSize ids, weights, bias, d_bias, d_weights; /* 0: the forward has none */
 } vkgmm_gmm_backward_sizes;
-/* vkgmm::GmmBackwardOptions: accumulate nonzero adds d_lhs (and d_weights) to what their views hold. */
+/* vkgmm::GmmBackwardOptions: accumulate nonzero assembles the shards of the experts in place (rows of no
+ * active group keep what d_lhs holds; a routed token-level d_lhs and d_weights add to it). */
 typedef struct vkgmm_gmm_backward_options {
   size_t struct_size;
   int32_t accumulate;

@@ -1,0 +1,81 @@
+"""moe_layer and moe_layer_vjp against a float64 numpy layer written from the definition, its gradients
+against central differences (the top-k choice held fixed by well separated logits), and shards."""
+
+import numpy as np
+import pytest
+
+import vkgmm
+
+
+def silu(g):
+    return g / (1 + np.exp(-g))
+
+
+def ref_layer(x, rw, wu, wd, bu, bd, top_k, renormalize=True, offset=0):
+    logits = x @ rw
+    T, E = logits.shape
+    f = wd.shape[1]
+    y = np.zeros((T, x.shape[1]))
+    for t in range(T):
+        order = np.argsort(-logits[t], kind="stable")[:top_k]
+        p = np.exp(logits[t] - logits[t].max())
+        w = p[order] / (p[order].sum() if renormalize else p.sum())
+        for j, e in enumerate(order):
+            if not offset <= e < offset + wu.shape[0]:
+                continue
+            h = x[t] @ wu[e - offset] + (0 if bu is None else bu[e - offset])
+            y[t] += w[j] * (silu(h[:f]) * h[f:] @ wd[e - offset] + (0 if bd is None else bd[e - offset]))
+    return y
+
+
+def make(rng, T=6, d=5, f=4, E=4):
+    x = rng.standard_normal((T, d))
+    rw = rng.standard_normal((d, E)) * 3  # well separated logits: no near ties
+    wu = rng.standard_normal((E, d, 2 * f)) * 0.5
+    wd = rng.standard_normal((E, f, d)) * 0.5
+    bu, bd = rng.standard_normal((E, 2 * f)) * 0.5, rng.standard_normal((E, d)) * 0.5
+    return [a.astype(np.float32).astype(np.float64) for a in (x, rw, wu, wd, bu, bd)]
+
+
+@pytest.mark.parametrize("renormalize", [True, False])
+def test_moe_layer_vjp_matches_float64(ctx, rng, renormalize):
+    x, rw, wu, wd, bu, bd = make(rng)
+    d_y = rng.standard_normal(x.shape).astype(np.float32)
+    f32 = [a.astype(np.float32) for a in (x, rw, wu, wd, bu, bd)]
+    y = vkgmm.moe_layer(*f32[:4], top_k=2, b_up=f32[4], b_down=f32[5], renormalize=renormalize)
+    np.testing.assert_allclose(y, ref_layer(x, rw, wu, wd, bu, bd, 2, renormalize), rtol=1e-4, atol=1e-4)
+    y2, grads = vkgmm.moe_layer_vjp(*f32[:4], d_y, top_k=2, b_up=f32[4], b_down=f32[5], renormalize=renormalize)
+    assert np.array_equal(y, y2)
+    assert set(grads) == {"x", "router_w", "w_up", "w_down", "b_up", "b_down"}
+    params = {"x": x, "router_w": rw, "w_up": wu, "w_down": wd, "b_up": bu, "b_down": bd}
+    for name, v in params.items():
+        num = np.zeros_like(v)
+        for i in range(v.size):
+            keep = v.flat[i]
+            v.flat[i] = keep + 1e-6
+            up = np.sum(d_y * ref_layer(x, rw, wu, wd, bu, bd, 2, renormalize))
+            v.flat[i] = keep - 1e-6
+            down = np.sum(d_y * ref_layer(x, rw, wu, wd, bu, bd, 2, renormalize))
+            v.flat[i] = keep
+            num.flat[i] = (up - down) / 2e-6
+        np.testing.assert_allclose(grads[name], num, rtol=2e-3, atol=2e-3, err_msg=name)
+
+
+def test_moe_layer_shards_add_up(ctx, rng):
+    x, rw, wu, wd, bu, bd = [a.astype(np.float32) for a in make(rng)]
+    d_y = rng.standard_normal(x.shape).astype(np.float32)
+    y, g = vkgmm.moe_layer_vjp(x, rw, wu, wd, d_y, top_k=2, b_up=bu, b_down=bd)
+    parts = [vkgmm.moe_layer_vjp(x, rw, wu[o:o + 2], wd[o:o + 2], d_y, top_k=2, b_up=bu[o:o + 2],
+                                 b_down=bd[o:o + 2], expert_offset=o) for o in (0, 2)]
+    np.testing.assert_allclose(parts[0][0] + parts[1][0], y, rtol=1e-5, atol=1e-5)
+    for name in ("x", "router_w"):
+        np.testing.assert_allclose(parts[0][1][name] + parts[1][1][name], g[name], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.concatenate([parts[0][1]["w_up"], parts[1][1]["w_up"]]), g["w_up"], rtol=1e-6)
+
+
+def test_moe_layer_refuses_mismatched_shapes(ctx, rng):
+    x, rw, wu, wd, _, _ = [a.astype(np.float32) for a in make(rng)]
+    with pytest.raises(vkgmm.ContractError, match="w_down"):
+        vkgmm.moe_layer(x, rw, wu, wd[:, :, :3], top_k=2)
+    with pytest.raises(vkgmm.ContractError, match="router_w"):
+        vkgmm.moe_layer(x, rw[:3], wu, wd, top_k=2)
