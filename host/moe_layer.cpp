@@ -267,10 +267,14 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   between(cb);  // the forward's saved words
   st.down_bw.record(cb, down);
   between(cb);
+  // Passes that read the workspace through texel views of the whole buffer come before the next pass's
+  // writes with a barrier, though their words differ.
   st.up_bw.record(cb, up);
+  between(cb);
   st.top_k_bw.record(cb, k);
   between(cb);
   st.router_dw.record(cb, dw);
+  between(cb);
   st.router_dx.record(cb, dx);
 }
 

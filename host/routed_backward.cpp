@@ -309,8 +309,16 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   grad_stage.record(*ctx, cb);
   compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
-  if (d_rhs) d_rhs->record(cb, rhs_ops);
-  if (d_bias && ops.d_bias.buffer) d_bias->record(cb, bias_ops);
+  // One after another: vkgmm's own buffers are read through texel views of the whole buffer, so a pass
+  // that writes its share of the workspace must wait for the reads before it.
+  if (d_rhs) {
+    d_rhs->record(cb, rhs_ops);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+  }
+  if (d_bias && ops.d_bias.buffer) {
+    d_bias->record(cb, bias_ops);
+    compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+  }
   d_lhs.record(cb, lhs_ops);
 }
 

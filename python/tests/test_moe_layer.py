@@ -79,3 +79,15 @@ def test_moe_layer_refuses_mismatched_shapes(ctx, rng):
         vkgmm.moe_layer(x, rw, wu, wd[:, :, :3], top_k=2)
     with pytest.raises(vkgmm.ContractError, match="router_w"):
         vkgmm.moe_layer(x, rw[:3], wu, wd, top_k=2)
+
+
+def test_moe_layer_vjp_with_a_target_is_the_squared_errors_gradient(ctx, rng):
+    x, rw, wu, wd, bu, bd = [a.astype(np.float32) for a in make(rng)]
+    target = rng.standard_normal(x.shape).astype(np.float32)
+    y, g = vkgmm.moe_layer_vjp(x, rw, wu, wd, top_k=2, b_up=bu, b_down=bd, target=target)
+    y2, g2 = vkgmm.moe_layer_vjp(x, rw, wu, wd, y - target, top_k=2, b_up=bu, b_down=bd)
+    np.testing.assert_allclose(y, y2, rtol=1e-6, atol=1e-6)
+    for name in g2:
+        np.testing.assert_allclose(g[name], g2[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    with pytest.raises(vkgmm.ContractError, match="give one of them"):
+        vkgmm.moe_layer_vjp(x, rw, wu, wd, y, top_k=2, target=target)

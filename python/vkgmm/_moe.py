@@ -3,6 +3,8 @@ activation) and the down projection combined in token order, and its backward (v
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import _context
 from ._ops import on_device, rank, scalar_count, spec
 from ._vkgmm import Array, ContractError, _MoeLayerPlan
@@ -12,7 +14,7 @@ class _Layer:
     """The layer's shapes and types from its operands, and its plan."""
 
     def __init__(self, x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
-                 num_experts, context):
+                 num_experts, context, accumulate=False):
         self.context = c = _context.resolve(context)
         x_shape, self.dtype = spec(x, "x")
         rank(x_shape, 2, "x", "[T, d]")
@@ -45,7 +47,7 @@ class _Layer:
         self.b_up, self.b_down = b_up is not None, b_down is not None
         self.plan = _MoeLayerPlan(c, T, d, f, E, int(top_k), scalar_count(expert_offset, "expert_offset", 0), e_local,
                                   bool(renormalize), activation or "none", self.b_up, self.b_down, self.dtype,
-                                  self.weight_type)
+                                  self.weight_type, accumulate)
 
     def inputs(self, x, router_w, w_up, w_down, b_up, b_down):
         c = self.context
@@ -72,20 +74,37 @@ def moe_layer(x, router_w, w_up, w_down, *, top_k, b_up=None, b_down=None, activ
     return y.numpy()
 
 
-def moe_layer_vjp(x, router_w, w_up, w_down, d_y, *, top_k, b_up=None, b_down=None, activation="swiglu",
-                  renormalize=True, expert_offset=0, num_experts=None, context=None):
+def moe_layer_vjp(x, router_w, w_up, w_down, d_y=None, *, top_k, b_up=None, b_down=None, activation="swiglu",
+                  renormalize=True, expert_offset=0, num_experts=None, target=None, context=None):
     """moe_layer's y and its gradients for the cotangent d_y [T, d], forward and backward in one submit:
     (y, grads), grads a dict of "x", "router_w", "w_up", "w_down" (absent for block-format weights, which
     are frozen) and "b_up", "b_down" when given. Gradients flow through the routing weights to the router
     (the top-k choice itself has none). A shard of the experts (expert_offset, w_up's E_local) gives its
-    experts' weight gradients and its share of y, "x" and "router_w": the shards' shares add up."""
+    experts' weight gradients and its share of y, "x" and "router_w": the shards' shares add up.
+
+    With target [T, d] instead of d_y, d_y is y - target, the gradient of 1/2 |y - target|^2, computed on
+    the device in the same submit (y starts as -target and the forward adds the layer to it)."""
+    if (d_y is None) == (target is None):
+        raise ContractError("d_y, target: give one of them (the cotangent, or the target of a squared error)")
     layer = _Layer(x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
-                   num_experts, context)
-    d_shape, _ = spec(d_y, "d_y")
-    if tuple(d_shape) != layer.shapes["x"]:
-        raise ContractError(f"d_y: expected shape {layer.shapes['x']} (y's), got {tuple(d_shape)}")
-    y = layer.empty("x", layer.dtype)
-    grads = {"x": layer.empty("x", layer.dtype), "router_w": layer.empty("router_w", "f32")}
+                   num_experts, context, accumulate=target is not None)
+    c = layer.context
+    given = d_y if d_y is not None else target
+    name = "d_y" if d_y is not None else "target"
+    g_shape, _ = spec(given, name)
+    if tuple(g_shape) != layer.shapes["x"]:
+        raise ContractError(f"{name}: expected shape {layer.shapes['x']} (y's), got {tuple(g_shape)}")
+    if target is None:
+        y = layer.empty("x", layer.dtype)
+        cotangent = on_device(d_y, "d_y", c, layer.dtype)
+        grads = {"x": layer.empty("x", layer.dtype), "router_w": layer.empty("router_w", "f32")}
+    else:
+        # The accumulating plan adds to y, d_x and d_router_w: they start as -target and zeros.
+        if layer.dtype != "f32":
+            raise ContractError("target: a squared error's target takes float32 x and y")
+        y = cotangent = Array(-np.asarray(target, dtype=np.float32), "f32", context=c)
+        grads = {"x": Array(np.zeros(layer.shapes["x"], np.float32), "f32", context=c),
+                 "router_w": Array(np.zeros(layer.shapes["router_w"], np.float32), "f32", context=c)}
     if not layer.frozen:
         grads["w_up"] = layer.empty("w_up", layer.weight_type)
         grads["w_down"] = layer.empty("w_down", layer.weight_type)
@@ -93,7 +112,9 @@ def moe_layer_vjp(x, router_w, w_up, w_down, d_y, *, top_k, b_up=None, b_down=No
         grads["b_up"] = layer.empty("b_up", "f32")
     if layer.b_down:
         grads["b_down"] = layer.empty("b_down", "f32")
-    layer.plan.run(*layer.inputs(x, router_w, w_up, w_down, b_up, b_down), y,
-                   on_device(d_y, "d_y", layer.context, layer.dtype), grads["x"], grads["router_w"],
-                   grads.get("w_up"), grads.get("b_up"), grads.get("w_down"), grads.get("b_down"))
-    return y.numpy(), {name: a.numpy() for name, a in grads.items()}
+    layer.plan.run(*layer.inputs(x, router_w, w_up, w_down, b_up, b_down), y, cotangent, grads["x"],
+                   grads["router_w"], grads.get("w_up"), grads.get("b_up"), grads.get("w_down"), grads.get("b_down"))
+    out = y.numpy()
+    if target is not None:
+        out = out + np.asarray(target, dtype=np.float32)  # y itself, from the residual
+    return out, {name: a.numpy() for name, a in grads.items()}
