@@ -19,6 +19,8 @@ set(VKGMM_PUBLIC_HEADERS
   include/vkgmm/context.hpp
   include/vkgmm/ops.hpp
   include/vkgmm/top_k.hpp
+  include/vkgmm/moe_layer.hpp
+  include/vkgmm/vkgmm_moe.h
   include/vkgmm/requirements.hpp
   include/vkgmm/convert.hpp
 )

@@ -808,6 +808,82 @@ static void test_odd_counts(vkgmm_context* ctx) {
   }
 }
 
+/* ----- the MoE layer: one expert, top-1, no activation, so y = x @ w_up @ w_down and the router's weight
+ * is 1 with zero gradient -------------------------------------------------------------------------- */
+static void test_moe_layer(vkgmm_context* ctx) {
+  enum { T = 3, D = 4, F = 2 };
+  vkgmm_moe_layer_problem p;
+  memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  p.tokens = T, p.d_model = D, p.d_ff = F, p.num_experts = 1, p.top_k = 1, p.local_experts = -1;
+  p.renormalize = 1, p.activation = VKGMM_ACTIVATION_NONE, p.dtype = VKGMM_F32, p.weight_type = VKGMM_F32;
+  vkgmm_moe_layer_plan* plan = NULL;
+  p.reserved_tail = 1;
+  CHECK(vkgmm_moe_layer_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && !plan);
+  p.reserved_tail = 0;
+  CHECK(vkgmm_moe_layer_plan_create(ctx, &p, &plan) == VKGMM_OK);
+  vkgmm_moe_layer_sizes s = {sizeof s};
+  CHECK(vkgmm_moe_layer_plan_sizes(plan, &s) == VKGMM_OK && s.x == T * D * 4 && s.w_up == D * F * 4 &&
+        s.w_down == F * D * 4 && s.router_w == D * 4 && s.workspace > 0);
+  float x[T * D], rw[D], wu[D * F], wd[F * D], dy[T * D], y[T * D], dx[T * D], drw[D], dwu[D * F], dwd[F * D];
+  fill(x, T * D, 11);
+  fill(rw, D, 12);
+  fill(wu, D * F, 13);
+  fill(wd, F * D, 14);
+  fill(dy, T * D, 15);
+  vkgmm_buffer *bx = make_buffer(ctx, x, T * D), *brw = make_buffer(ctx, rw, D), *bwu = make_buffer(ctx, wu, D * F),
+               *bwd = make_buffer(ctx, wd, F * D), *bdy = make_buffer(ctx, dy, T * D), *by = make_buffer(ctx, NULL, T * D),
+               *bdx = make_buffer(ctx, NULL, T * D), *bdrw = make_buffer(ctx, NULL, D), *bdwu = make_buffer(ctx, NULL, D * F),
+               *bdwd = make_buffer(ctx, NULL, F * D);
+  vkgmm_moe_layer_operands ops;
+  memset(&ops, 0, sizeof ops);
+  ops.struct_size = sizeof ops;
+  ops.x = vkgmm_buffer_whole(bx), ops.router_w = vkgmm_buffer_whole(brw), ops.w_up = vkgmm_buffer_whole(bwu);
+  ops.w_down = vkgmm_buffer_whole(bwd), ops.y = vkgmm_buffer_whole(by);
+  vkgmm_moe_layer_gradients g;
+  memset(&g, 0, sizeof g);
+  g.struct_size = sizeof g;
+  g.d_y = vkgmm_buffer_whole(bdy), g.d_x = vkgmm_buffer_whole(bdx), g.d_router_w = vkgmm_buffer_whole(bdrw);
+  g.d_w_up = vkgmm_buffer_whole(bdwu), g.d_w_down = vkgmm_buffer_whole(bdwd);
+  CHECK(vkgmm_moe_layer_plan_run(ctx, plan, &ops, &g) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(by, y, sizeof y, 0) == VKGMM_OK && vkgmm_buffer_download(bdx, dx, sizeof dx, 0) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdrw, drw, sizeof drw, 0) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdwu, dwu, sizeof dwu, 0) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdwd, dwd, sizeof dwd, 0) == VKGMM_OK);
+  int bad = 0;
+  double h[T][F], dh[T][F];
+  for (int t = 0; t < T; ++t)
+    for (int c = 0; c < F; ++c) {
+      h[t][c] = dh[t][c] = 0;
+      for (int i = 0; i < D; ++i) h[t][c] += (double)x[t * D + i] * wu[i * F + c];
+      for (int j = 0; j < D; ++j) dh[t][c] += (double)dy[t * D + j] * wd[c * D + j];
+    }
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < D; ++j) {
+      double want = 0, want_dx = 0;
+      for (int c = 0; c < F; ++c) want += h[t][c] * wd[c * D + j], want_dx += dh[t][c] * wu[j * F + c];
+      bad += !near(y[t * D + j], want) + !near(dx[t * D + j], want_dx);
+    }
+  for (int i = 0; i < D; ++i) {
+    bad += !near(drw[i], 0.0);
+    for (int c = 0; c < F; ++c) {
+      double want = 0;
+      for (int t = 0; t < T; ++t) want += (double)x[t * D + i] * dh[t][c];
+      bad += !near(dwu[i * F + c], want);
+    }
+  }
+  for (int c = 0; c < F; ++c)
+    for (int j = 0; j < D; ++j) {
+      double want = 0;
+      for (int t = 0; t < T; ++t) want += h[t][c] * dy[t * D + j];
+      bad += !near(dwd[c * D + j], want);
+    }
+  CHECK(bad == 0);
+  vkgmm_moe_layer_plan_destroy(plan);
+  vkgmm_buffer* all[] = {bx, brw, bwu, bwd, bdy, by, bdx, bdrw, bdwu, bdwd};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) vkgmm_buffer_destroy(all[i]);
+}
+
 int main(void) {
   CHECK(strcmp(vkgmm_status_string(VKGMM_INVALID_ARGUMENT), "VKGMM_INVALID_ARGUMENT") == 0);
   CHECK(strcmp(vkgmm_status_string((vkgmm_status)99), "VKGMM_UNKNOWN_STATUS") == 0);
@@ -836,6 +912,7 @@ int main(void) {
   test_routing_fields(ctx);
   test_top_k(ctx);
   test_top_k_backward(ctx);
+  test_moe_layer(ctx);
   vkgmm_context_destroy(ctx);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");

@@ -10,6 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "../context_impl.hpp"
+#include "vkgmm/moe_layer.hpp"
 #include "vkgmm/ops.hpp"
 #include "vkgmm/top_k.hpp"
 #include "vkgmm/vkgmm.h"
@@ -42,6 +44,11 @@ struct VKGMM_HIDDEN vkgmm_gmm_backward_plan {
 
 struct VKGMM_HIDDEN vkgmm_top_k_plan {
   vkgmm::TopKPlan plan;
+  std::shared_ptr<vkgmm::Context::Impl> owner;
+};
+
+struct VKGMM_HIDDEN vkgmm_moe_layer_plan {
+  vkgmm::MoeLayerPlan plan;
   std::shared_ptr<vkgmm::Context::Impl> owner;
 };
 
@@ -81,6 +88,10 @@ VKGMM_NO_TAIL_PADDING(vkgmm_gmm_backward_options, reserved_tail);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_options, reserved);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_operands, d_logits);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_sizes, d_logits);
+VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_problem, reserved_tail);
+VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_operands, status);
+VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_gradients, d_b_down);
+VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_sizes, workspace);
 #undef VKGMM_NO_TAIL_PADDING
 
 template <typename T>
@@ -182,6 +193,32 @@ inline int raw_enum(const E& field) {
 }
 
 inline vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.offset, v.size}; }
+
+// Any vkgmm_dtype passes (the values are vkgmm::DType's, static_asserted in errors.cpp); which operand may
+// have which type (block formats: rhs only) is the plan's rule, checked there.
+inline vkgmm::DType dtype(const char* op, const char* name, const vkgmm_dtype& field) {
+  const int t = raw_enum(field);
+  if (t < VKGMM_F32 || t > VKGMM_MXFP4) bad(op, std::string(name) + " = " + std::to_string(t) + " is not a vkgmm_dtype");
+  return static_cast<vkgmm::DType>(t);
+}
+
+inline Activation activation(const char* op, const vkgmm_activation& field) {
+  const int a = raw_enum(field);
+  switch (a) {
+    case VKGMM_ACTIVATION_NONE: return Activation::none;
+    case VKGMM_ACTIVATION_SWIGLU: return Activation::swiglu;
+    case VKGMM_ACTIVATION_SWIGLU_OAI: return Activation::swiglu_oai;
+    case VKGMM_ACTIVATION_GEGLU: return Activation::geglu;
+    default: bad(op, "activation = " + std::to_string(a) + " is not a vkgmm_activation");
+  }
+}
+
+// *_run refuses a context the plan was not made on.
+inline void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::Context::Impl>& owner) {
+  require(ctx, "ctx");
+  if (vkgmm::ContextInternals::shared(ctx->ctx) != owner)
+    throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
+}
 
 inline vkgmm::Schedule schedule(const char* op, const vkgmm_schedule& field) {
   const int s = raw_enum(field);

@@ -18,20 +18,14 @@ using vkgmm::c_api::bad;
 using vkgmm::c_api::raw_enum;
 using vkgmm::c_api::schedule;
 using vkgmm::c_api::view;
+using vkgmm::c_api::same_context;
+using vkgmm::c_api::dtype;
+using vkgmm::c_api::activation;
 
 namespace {
 
 using vkgmm::Error;
 using vkgmm::Status;
-
-// Any vkgmm_dtype passes (the values are vkgmm::DType's, static_asserted in errors.cpp); which operand may
-// have which type (block formats: rhs only) is the plan's rule, checked there.
-vkgmm::DType dtype(const char* op, const char* name, const vkgmm_dtype& field) {
-  const int t = raw_enum(field);
-  if (t < VKGMM_F32 || t > VKGMM_MXFP4)
-    bad(op, std::string(name) + " = " + std::to_string(t) + " is not a vkgmm_dtype");
-  return static_cast<vkgmm::DType>(t);
-}
 
 std::vector<int32_t> group_sizes(const char* op, const int32_t* sizes, int64_t count) {
   if (count < 0) bad(op, "num_groups = " + std::to_string(count) + " must be >= 0");
@@ -58,11 +52,6 @@ int64_t count_or_default(const char* op, const char* name, int64_t v) {
   return v == 0 ? -1 : v;
 }
 
-void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::Context::Impl>& owner) {
-  require(ctx, "ctx");
-  if (vkgmm::ContextInternals::shared(ctx->ctx) != owner)
-    throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
-}
 
 template <typename Plan>
 vkgmm_operand_sizes sizes(const Plan& plan) {
@@ -203,14 +192,7 @@ Routing routing(const char* op, const vkgmm_gmm_problem& c) {
 Epilogue epilogue(const char* op, const vkgmm_gmm_problem& c) {
   Epilogue e;
   e.bias = c.bias != 0;
-  const int a = raw_enum(c.activation);
-  switch (a) {
-    case VKGMM_ACTIVATION_NONE: e.activation = Activation::none; break;
-    case VKGMM_ACTIVATION_SWIGLU: e.activation = Activation::swiglu; break;
-    case VKGMM_ACTIVATION_SWIGLU_OAI: e.activation = Activation::swiglu_oai; break;
-    case VKGMM_ACTIVATION_GEGLU: e.activation = Activation::geglu; break;
-    default: bad(op, "activation = " + std::to_string(a) + " is not a vkgmm_activation");
-  }
+  e.activation = activation(op, c.activation);
   return e;
 }
 

@@ -449,4 +449,6 @@ VKGMM_API vkgmm_status vkgmm_top_k_backward_plan_run(vkgmm_context* ctx, const v
 }
 #endif
 
+#include "vkgmm/vkgmm_moe.h"
+
 #endif /* VKGMM_H_ */
