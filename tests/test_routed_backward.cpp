@@ -269,6 +269,48 @@ TEST_F(DeviceTest, RoutedBackwardSkipsHostileIds) {
   expect_matches(c, got, reference::gmm_routed_backward(p, skipped, d_out));
 }
 
+// Hostile ids with every output and the app's workspace between guard regions: nothing is written past a
+// view, the results are those of the ids skipped.
+TEST_F(DeviceTest, RoutedBackwardStaysInsideItsViews) {
+  Context& cx = ctx();
+  Case c = kCases[5];  // a window, combined, bias, SwiGLU
+  std::mt19937 rng(13);
+  const GmmProblem p = problem_of(c);
+  reference::RoutedInputs in = make_inputs(c, rng);
+  in.ids[1] = -5;
+  in.ids[4] = int32_t(c.E) + 100;
+  const std::vector<float> d_out = make_d_out(c, rng);
+  reference::RoutedInputs skipped = in;
+  skipped.ids[1] = skipped.ids[4] = -1;
+  const GmmBackwardPlan plan(cx, p);
+  const GmmBackwardSizes s = plan.sizes();
+  Buffer lhs = upload(cx, p.lhs_type, in.lhs), rhs = upload(cx, p.rhs_type, in.rhs), dout = upload(cx, p.out_type, d_out);
+  Buffer ids = cx.create_buffer(in.ids.size() * 4), weights = upload(cx, DType::f32, in.weights);
+  Buffer bias = upload(cx, DType::f32, in.bias), status = status_word(cx);
+  ids.upload(in.ids.data(), in.ids.size() * 4);
+  Guarded d_lhs(cx, s.d_lhs), d_rhs(cx, s.d_rhs), d_bias(cx, s.d_bias), d_weights(cx, s.d_weights);
+  // The workspace's view at a binding-aligned offset inside its guards.
+  const VkDeviceSize align = std::max<VkDeviceSize>(cx.info().min_storage_buffer_offset_alignment, Guarded::kGuard);
+  Buffer work = cx.create_buffer(plan.workspace_bytes() + 2 * align);
+  std::vector<uint8_t> poison(work.size(), Guarded::kPoison);
+  work.upload(poison.data(), poison.size());
+  GmmBackwardOperands ops;
+  ops.lhs = lhs.view(), ops.rhs = rhs.view(), ops.d_out = dout.view(), ops.ids = ids.view(), ops.weights = weights.view();
+  ops.bias = bias.view(), ops.status = status.view();
+  ops.d_lhs = d_lhs.view(), ops.d_rhs = d_rhs.view(), ops.d_bias = d_bias.view(), ops.d_weights = d_weights.view();
+  ops.workspace = work.view(align, plan.workspace_bytes());
+  cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  expect_status(status, device_status::bad_id);
+  for (const Guarded* g : {&d_lhs, &d_rhs, &d_bias, &d_weights}) EXPECT_TRUE(g->guards_intact());
+  std::vector<uint8_t> after(work.size());
+  work.download(after.data(), after.size());
+  for (size_t i = 0; i < align; ++i) ASSERT_EQ(after[i], Guarded::kPoison) << "workspace guard before, byte " << i;
+  for (size_t i = align + plan.workspace_bytes(); i < after.size(); ++i)
+    ASSERT_EQ(after[i], Guarded::kPoison) << "workspace guard after, byte " << i;
+  DeviceGrads got{floats(d_lhs), floats(d_rhs), floats(d_bias), floats(d_weights)};
+  expect_matches(c, got, reference::gmm_routed_backward(p, skipped, d_out));
+}
+
 // A forward with group sizes and an epilogue: its backward is that of the routed forward it equals (each
 // row one slot, its id its group; rows past the sizes' sum in no group), windows and empty groups too.
 TEST_F(DeviceTest, EpilogueBackwardWithGroupSizes) {
