@@ -52,12 +52,6 @@ double start_together(MPI_Comm comm, Traffic& traffic) {
 
 int64_t Counts::total_received() const { return std::accumulate(recv_rows.begin(), recv_rows.end(), int64_t(0)); }
 
-std::vector<int32_t> Counts::local_group_sizes() const {
-  std::vector<int32_t> sizes(experts_per_rank, 0);
-  for (int s = 0; s < ranks; ++s)
-    for (int64_t e = 0; e < experts_per_rank; ++e) sizes[e] += recv_rows_of_expert[s * experts_per_rank + e];
-  return sizes;
-}
 
 Counts exchange_counts(MPI_Comm comm, const std::vector<int32_t>& rows_per_expert, int64_t experts_per_rank,
                        Traffic& traffic) {

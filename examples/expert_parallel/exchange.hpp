@@ -29,8 +29,6 @@ struct Counts {
   std::vector<int32_t> recv_rows_of_expert;  // [ranks, experts_per_rank]: from rank s, for local expert e
 
   int64_t total_received() const;
-  // Rows per local expert summed over the senders: the group sizes of this rank's window.
-  std::vector<int32_t> local_group_sizes() const;
 };
 
 // rows_per_expert [experts]: this rank's rows for every expert (the sizes of its stable sort by expert).

@@ -1,11 +1,11 @@
 // Expert parallelism over MPI with vkgmm: N ranks, each with its own vkgmm Context (its own device; on
 // one machine they share it), E experts split E / N per rank, T tokens split T / N per rank (data
 // parallel). One step, forward and backward, of an expert projection y[t] = sum_k weight * (x[t] @ W[e]):
-//   router -> top-k -> counts all-to-all -> rows all-to-all to the experts' ranks -> gmm over the local
-//   experts (group_offset = the rank's first expert, group sizes in a device buffer) -> all-to-all back
-//   -> combine with the routing weights;
-//   d_y * weight -> all-to-all -> d_x rows (gmm, weights transposed) and d_W (tgmm), one backward plan
-//   -> d_x rows all-to-all back -> sum per token.
+//   router -> top-k -> counts all-to-all -> rows all-to-all to the experts' ranks -> gmm routed by the
+//   rows' expert ids over the local experts (group_offset = the rank's first expert), the rows in the
+//   order they arrived -> all-to-all back -> combine with the routing weights;
+//   d_y * weight -> all-to-all -> d_x rows and d_W by the routed gmm's backward plan -> d_x rows
+//   all-to-all back -> sum per token.
 // Every rank checks its tokens' y and d_x and its experts' d_W against the single-process answer computed
 // token by token (model.cpp); the run exits non-zero on any mismatch. Rank 0 prints the per-rank table.
 //

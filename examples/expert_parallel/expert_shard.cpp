@@ -1,5 +1,6 @@
 #include "expert_shard.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <stdexcept>
@@ -28,14 +29,14 @@ std::vector<float> stage_out(const vkgmm::Buffer& b, int64_t count, ShardTime& t
   return v;
 }
 
-// The forward over this rank's window of experts, its rows' group sizes in a device buffer of all E groups.
+// The forward over this rank's window of experts: each received row one slot, routed by its expert id.
 vkgmm::GmmProblem forward_problem(const ShardShape& s) {
   vkgmm::GmmProblem p;
   p.m = s.capacity;
   p.k = s.d_model;
   p.n = s.d_out;
-  p.device_group_sizes.count = s.experts;
-  p.device_group_sizes.expected_rows = s.capacity / s.experts;
+  p.routing.top_k = 1;
+  p.routing.num_experts = s.experts;
   p.group_offset = s.first_expert;
   p.num_rhs_groups = s.experts_per_rank;
   return p;
@@ -54,7 +55,9 @@ ExpertShard::ExpertShard(vkgmm::Context& ctx, const ShardShape& shape, const std
   weights_.upload(weights.data(), f.rhs);
   x_rows_ = ctx.create_buffer(f.lhs);
   y_rows_ = ctx.create_buffer(f.out);
-  group_sizes_ = ctx.create_buffer(shape.experts * sizeof(int32_t));
+  ids_ = ctx.create_buffer(shape.capacity * sizeof(int32_t));
+  forward_work_ = ctx.create_buffer(std::max<VkDeviceSize>(forward_.workspace_bytes(), 4));
+  backward_work_ = ctx.create_buffer(std::max<VkDeviceSize>(backward_.workspace_bytes(), 4));
   status_ = ctx.create_buffer(sizeof(uint32_t));
   d_y_rows_ = ctx.create_buffer(b.d_out);
   d_x_rows_ = ctx.create_buffer(b.d_lhs);
@@ -65,26 +68,24 @@ void ExpertShard::run(const std::function<void(VkCommandBuffer)>& record, ShardT
   const auto start = std::chrono::steady_clock::now();
   ctx_.submit_and_wait(record);
   t.vkgmm += seconds_since(start);
-  // The status word is 0 when the group sizes kept the contract; anything else is a bug in the exchange.
+  // The status word is 0 when every id named an expert; anything else is a bug in the exchange.
   uint32_t status = 0;
   status_.download(&status, sizeof status);
   if (status != 0) throw std::runtime_error("ExpertShard: the device status word is " + std::to_string(status));
 }
 
-std::vector<float> ExpertShard::forward(const std::vector<float>& rows, const std::vector<int32_t>& local_sizes,
+std::vector<float> ExpertShard::forward(const std::vector<float>& rows, const std::vector<int32_t>& experts,
                                         ShardTime& t) {
   rows_ = int64_t(rows.size()) / shape_.d_model;
   if (rows_ > shape_.capacity)
     throw std::runtime_error("ExpertShard: " + std::to_string(rows_) + " rows received, capacity " +
                              std::to_string(shape_.capacity));
-  if (int64_t(local_sizes.size()) != shape_.experts_per_rank ||
-      std::accumulate(local_sizes.begin(), local_sizes.end(), int64_t(0)) != rows_)
-    throw std::runtime_error("ExpertShard: local_sizes: " + std::to_string(local_sizes.size()) +
-                             " sizes that must be one per local expert and add up to the " + std::to_string(rows_) +
-                             " rows");
-  std::vector<int32_t> sizes(shape_.experts, 0);  // every group outside the window is empty here
-  std::copy(local_sizes.begin(), local_sizes.end(), sizes.begin() + shape_.first_expert);
-  stage_in(group_sizes_, sizes, t);
+  if (int64_t(experts.size()) != rows_)
+    throw std::runtime_error("ExpertShard: experts: " + std::to_string(experts.size()) + " ids for " +
+                             std::to_string(rows_) + " rows");
+  std::vector<int32_t> ids(shape_.capacity, -1);  // rows past those received are no expert's
+  std::copy(experts.begin(), experts.end(), ids.begin());
+  stage_in(ids_, ids, t);
   stage_in(x_rows_, rows, t);
 
   run([&](VkCommandBuffer cb) {
@@ -92,7 +93,8 @@ std::vector<float> ExpertShard::forward(const std::vector<float>& rows, const st
     ops.lhs = x_rows_.view();
     ops.rhs = weights_.view();
     ops.out = y_rows_.view();
-    ops.group_sizes = group_sizes_.view();
+    ops.ids = ids_.view();
+    ops.workspace = forward_work_.view();
     ops.status = status_.view();
     forward_.record(cb, ops);
   }, t);
@@ -106,7 +108,7 @@ std::vector<float> ExpertShard::backward(const std::vector<float>& d_out, ShardT
                              " floats, the forward's rows need " + std::to_string(rows_ * shape_.d_out));
   stage_in(d_y_rows_, d_out, t);
 
-  // x rows and the group sizes are still on the device from the forward.
+  // x rows and their ids are still on the device from the forward.
   run([&](VkCommandBuffer cb) {
     vkgmm::GmmBackwardOperands ops;
     ops.lhs = x_rows_.view();
@@ -114,7 +116,8 @@ std::vector<float> ExpertShard::backward(const std::vector<float>& d_out, ShardT
     ops.d_out = d_y_rows_.view();
     ops.d_lhs = d_x_rows_.view();
     ops.d_rhs = d_weights_.view();
-    ops.group_sizes = group_sizes_.view();
+    ops.ids = ids_.view();
+    ops.workspace = backward_work_.view();
     ops.status = status_.view();
     backward_.record(cb, ops);
   }, t);

@@ -1,5 +1,6 @@
 // One rank's experts on its own vkgmm Context: the forward gmm and its backward (d_x through gmm with the
-// weights transposed, d_W through tgmm) over the rows the all-to-all brought, grouped by expert.
+// weights transposed, d_W through tgmm) over the rows the all-to-all brought, routed by their expert ids
+// in the order they arrived (the gmm gathers them by expert on the device).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,8 @@ class ExpertShard {
   // weights [experts_per_rank, d_model, d_out], f32: this rank's experts only.
   ExpertShard(vkgmm::Context& ctx, const ShardShape& shape, const std::vector<float>& weights);
 
-  // rows [R, d_model] grouped by local expert, local_sizes [experts_per_rank] (summing to R) -> [R, d_out].
-  std::vector<float> forward(const std::vector<float>& rows, const std::vector<int32_t>& local_sizes, ShardTime& t);
+  // rows [R, d_model] in any order, experts [R] each row's expert (one of this rank's) -> [R, d_out].
+  std::vector<float> forward(const std::vector<float>& rows, const std::vector<int32_t>& experts, ShardTime& t);
   // d_out [R, d_out] for the rows of the last forward, in the same order -> d_x rows [R, d_model]; the
   // shard's weight gradient is d_weights() afterwards.
   std::vector<float> backward(const std::vector<float>& d_out, ShardTime& t);
@@ -43,10 +44,12 @@ class ExpertShard {
   vkgmm::Context& ctx_;
   ShardShape shape_;
   int64_t rows_ = 0;  // R of the last forward
-  // Made once per shape: the group sizes live in a device buffer written every step (no plan per step).
+  // Made once per shape: the rows' expert ids live in a device buffer written every step (no plan per step),
+  // -1 past the rows received.
   vkgmm::GmmPlan forward_;
   vkgmm::GmmBackwardPlan backward_;
-  vkgmm::Buffer weights_, x_rows_, y_rows_, group_sizes_, status_, d_y_rows_, d_x_rows_, d_weights_;
+  vkgmm::Buffer weights_, x_rows_, y_rows_, ids_, status_, d_y_rows_, d_x_rows_, d_weights_;
+  vkgmm::Buffer forward_work_, backward_work_;
 };
 
 }  // namespace ep
