@@ -15,11 +15,11 @@ DeviceError (a RuntimeError). The device waits release the GIL; one Context serv
 from ._vkgmm import Array, Context, ContractError, DeviceError
 from ._context import default_context, set_default_context
 from ._ops import GmmBackwardPlan, GmmPlan, TgmmPlan, gmm, gmm_backward, tgmm
-from ._routing import IdsGmmPlan, gmm_ids, top_k
+from ._routing import IdsGmmPlan, gmm_ids, top_k, top_k_backward
 from ._weights import bf16_bits, dequantize, quantize, read_gguf, to_float32
 
 __all__ = [
     "Array", "Context", "ContractError", "DeviceError", "default_context", "set_default_context",
-    "GmmPlan", "TgmmPlan", "GmmBackwardPlan", "IdsGmmPlan", "gmm", "tgmm", "gmm_backward", "gmm_ids", "top_k",
-    "quantize", "dequantize", "read_gguf", "to_float32", "bf16_bits",
+    "GmmPlan", "TgmmPlan", "GmmBackwardPlan", "IdsGmmPlan", "gmm", "tgmm", "gmm_backward", "gmm_ids",
+    "top_k", "top_k_backward", "quantize", "dequantize", "read_gguf", "to_float32", "bf16_bits",
 ]
