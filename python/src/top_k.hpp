@@ -1,4 +1,5 @@
-// vkgmm.top_k: top-k routing of router logits on the device (vkgmm::TopKPlan).
+// vkgmm.top_k: top-k routing of router logits on the device (vkgmm::TopKPlan), and its backward
+// (vkgmm::TopKBackwardPlan).
 #pragma once
 
 #include <pybind11/pybind11.h>

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _context, _dtypes
 from ._ops import gmm_operands, host_ints, on_device, out_array, output, rank, scalar_count, spec
-from ._vkgmm import Array, ContractError, _GmmBackwardPlan, _GmmPlan, _top_k
+from ._vkgmm import Array, ContractError, _GmmBackwardPlan, _GmmPlan, _top_k, _top_k_backward
 
 
 def ids_array(ids, shape=None) -> np.ndarray:
@@ -141,3 +141,16 @@ def gmm_ids_vjp(lhs, rhs, ids, d_out, weights=None, *, bias=None, activation=Non
     if d_weights is not None:
         grads["weights"] = d_weights.numpy()
     return out, grads
+
+
+def top_k_backward(logits, ids, weights, d_weights, renormalize: bool = True, *, context=None):
+    """The gradient of top_k's weights to the logits, on the device: d_logits float32 [T, E] for the logits
+    [T, E] and the forward's ids [T, k] and weights [T, k] (float32), given d_weights [T, k] (float32), the
+    loss's gradient to the weights. With s = sum over a token's slots of d_weights * weights: renormalized,
+    d_logits[e] = weights[j] * (d_weights[j] - s) summed over the slots j choosing e (0 for the others);
+    with renormalize=False, softmax(logits)[e] * (g[e] - s), g[e] the d_weights of the slots choosing e.
+    Ids outside [0, E) (-1: none) take no part."""
+    c = _context.resolve(context)
+    return _top_k_backward(on_device(logits, "logits", c, "f32"), host_ints(ids, "ids", 2, "[T, top_k]"),
+                           on_device(weights, "weights", c, "f32"), on_device(d_weights, "d_weights", c, "f32"),
+                           bool(renormalize))
