@@ -3,6 +3,8 @@
 #ifndef VKGMM_MOE_H_
 #define VKGMM_MOE_H_
 
+#include "vkgmm/vkgmm.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -4,7 +4,7 @@
 usage: check_exports.py <libvkgmm.so> <public include dir (the one holding vkgmm/)>
 
 Reads the library's dynamic symbol table (nm -D --defined-only, demangled) and checks every symbol:
-  - a C function: `vkgmm_*` declared in vkgmm/vkgmm.h;
+  - a C function: `vkgmm_*` declared in vkgmm/vkgmm.h or a C header it includes;
   - a C++ name in namespace vkgmm (functions, typeinfo and vtable of vkgmm::Error): every part of its
     qualified name is a name the public headers' code (comments stripped) declares, and none is a private
     implementation type (Impl, State);
@@ -32,13 +32,14 @@ def strip_comments(text):
 
 
 def public_names(include_dir):
-    """(C functions declared in vkgmm.h, identifiers in the code of every public header)."""
+    """(C functions declared in the C headers, vkgmm.h and those it includes, identifiers in the code of
+    every public header)."""
     headers = sorted(pathlib.Path(include_dir, "vkgmm").glob("*.h*"))
     if not headers:
         sys.exit(f"no public headers under {include_dir}/vkgmm")
     code = {h.name: strip_comments(h.read_text()) for h in headers}
     c_functions = set()
-    c_code = re.sub(r"^\s*#.*$", " ", code.get("vkgmm.h", ""), flags=re.M)
+    c_code = " ".join(re.sub(r"^\s*#.*$", " ", text, flags=re.M) for name, text in code.items() if name.endswith(".h"))
     for statement in re.split(r"[;{}]", c_code):
         name = re.search(r"\b(vkgmm_\w+)\s*\(", statement)
         if name and not statement.lstrip().startswith("typedef"):  # not a callback type
@@ -66,7 +67,7 @@ def verdict(kind, name, c_functions, words):
     if name in LINKER:
         return None
     if re.fullmatch(r"vkgmm_\w+", name):
-        return None if name in c_functions else "a vkgmm_ C function vkgmm.h does not declare"
+        return None if name in c_functions else "a vkgmm_ C function no C header declares"
     entity = name
     for prefix in SPECIAL_PREFIXES:
         if entity.startswith(prefix):
