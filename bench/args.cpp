@@ -106,7 +106,7 @@ const char kBenchUsage[] =
     "                   for --tiling auto ($XDG_CACHE_HOME/vkgmm, else ~/.cache/vkgmm)\n"
     "\n"
     "Progress goes to stderr. $VKGMM_BENCH_PERTURB=1 changes one output element before the check (a test\n"
-    "that the bench refuses wrong results).\n";
+    "that the bench refuses wrong results; =train: in --train's check alone).\n";
 
 const char* grid_run_name(GridRun g) {
   switch (g) {

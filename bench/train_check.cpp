@@ -1,7 +1,7 @@
 // The check of a training step before it is timed (train.hpp). A token's rows of y and d_x depend on that
-// token alone (its logits, its experts, its own d_y), so a sample of tokens is checked exactly, at a cost
-// that does not grow with T: the whole layer's CPU reference at 4096 tokens would take minutes. The
-// gradients of the weights sum over every token; those are checked finite and not all zero.
+// token alone (its logits, its experts, its own d_y), so a sample of tokens is checked exactly, each on its
+// own top-k experts, at a cost that grows with neither T nor E. The gradients of the weights sum over
+// every token; those are checked finite and not all zero.
 #include <algorithm>
 #include <cmath>
 #include <functional>
