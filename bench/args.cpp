@@ -12,7 +12,7 @@ namespace bench {
 
 const char kBenchUsage[] =
     "usage: vkgmm bench [--preset NAME]... [--presets default|ids|quant|all] [custom workload] [--dtype f32|f16|bf16]\n"
-    "                   [--model NAME|all]... [--scale S] [--tokens T,T,...]\n"
+    "                   [--model NAME|all]... [--scale S] [--tokens T,T,...] [--train]\n"
     "                   [--rhs-format q8_0|q4_0|q4_K|q6_K|mxfp4]\n"
     "                   [--tiling TM,TK,TN|auto] [--metadata host|device|both] [--reps N] [--warmup N]\n"
     "                   [--device-grid auto|indirect|bound|both] [--grid auto|per_visit|persistent|both]\n"
@@ -53,6 +53,11 @@ const char kBenchUsage[] =
     "                   JSON. Default 8 (all four models: 2.5-4.3 min on a loaded 2-core lavapipe);\n"
     "                   1: the published sizes\n"
     "  --tokens LIST    tokens per layer call (default 1,8,512,4096: decode and prefill)\n"
+    "  --train          also each layer's training step through vkgmm::MoeLayerPlan (router, top-k, both\n"
+    "                   projections): the forward alone, the backward alone (reading the forward's saved\n"
+    "                   words) and both in one command buffer, timed alternately; y and d_x checked on a\n"
+    "                   sample of tokens against the CPU reference, every gradient finite. A layer whose\n"
+    "                   shapes the library refuses (a gradient past one storage binding) is reported skipped\n"
     "\n"
     "  --presets G  a group: default (the four above, what a run with no workload runs), ids (ids-decode\n"
     "               and the qwen3-ids-* presets, ~1 min f32 on lavapipe plus the references), quant\n"
@@ -101,7 +106,7 @@ const char kBenchUsage[] =
     "                   for --tiling auto ($XDG_CACHE_HOME/vkgmm, else ~/.cache/vkgmm)\n"
     "\n"
     "Progress goes to stderr. $VKGMM_BENCH_PERTURB=1 changes one output element before the check (a test\n"
-    "that the bench refuses wrong results).\n";
+    "that the bench refuses wrong results; =train: in --train's check alone).\n";
 
 const char* grid_run_name(GridRun g) {
   switch (g) {
@@ -155,6 +160,10 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     }
     if (a == "--sweep-tiling") {
       opts.sweep = true;
+      continue;
+    }
+    if (a == "--train") {
+      opts.train = true;
       continue;
     }
     const bool takes_value = a == "--model" || a == "--scale" || a == "--tokens" || a == "--preset" || a == "--presets" || a == "--top-k" || a == "--expert-shards" || a == "--m" || a == "--k" || a == "--n" || a == "--groups" ||
@@ -304,8 +313,8 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     return 2;
   }
 
-  if (models.empty() && (tokens != default_model_tokens() || opts.scale != kDefaultModelScale)) {
-    error = "--scale and --tokens apply to model presets: add --model NAME";
+  if (models.empty() && (tokens != default_model_tokens() || opts.scale != kDefaultModelScale || opts.train)) {
+    error = "--scale, --tokens and --train apply to model presets: add --model NAME";
     return 2;
   }
   if (opts.sweep && !models.empty()) {

@@ -51,6 +51,8 @@ struct Options {
   int64_t expert_shards = 0;  // --expert-shards: routed workloads' expert windows (0: as few as fit)
   bool reps_given = false;
   bool json = false, sweep = false;
+  // --train: each model layer's forward and backward through vkgmm::MoeLayerPlan, timed after its layer.
+  bool train = false;
 };
 
 extern const char kBenchUsage[];

@@ -23,6 +23,7 @@
 #include "routed.hpp"
 #include "runner.hpp"
 #include "timing.hpp"
+#include "train.hpp"
 #include "tuning.hpp"
 #include "vkgmm/context.hpp"
 #include "probe.hpp"
@@ -546,6 +547,55 @@ Result measure_layer(vkgmm::Context& ctx, CallTimer& clock, const Options& o, co
   return r;
 }
 
+// A model layer's training step (--train) through MoeLayerPlan, checked first (train_check.cpp), then
+// timed alternately, one call of each kind per round: the forward alone, the backward alone (reading
+// the words the forward before it saved in the plan's workspace) and both in one command buffer. Every
+// call starts from evicted caches, as each layer's backward finds its weights after the other layers'.
+// The plan is built once (its workspace is what the backward reads). Shapes the library refuses: a
+// skipped row with its message.
+TrainResult measure_train(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const ModelLayer& l) {
+  GpuTimer& timer = clock.timer();
+  const Counted counted{clock};
+  const std::string label = l.name() + " train";
+  const char* name = label.c_str();
+  TrainResult r;
+  std::unique_ptr<TrainInstance> inst;
+  try {
+    inst = std::make_unique<TrainInstance>(ctx, l);
+  } catch (const vkgmm::Error& e) {
+    if (e.status() != vkgmm::Status::unsupported && e.status() != vkgmm::Status::out_of_memory) throw;
+    r.skipped = e.what();
+    progress("[%s] skipped, the library refuses the layer: %s", name, e.what());
+    return r;
+  }
+  const auto forward = [&](VkCommandBuffer cb) { inst->record_forward(cb); };
+  const auto backward = [&](VkCommandBuffer cb) { inst->record_backward(cb); };
+  const auto step = [&](VkCommandBuffer cb) {
+    forward(cb);
+    backward(cb);
+  };
+  const std::string refused = "model layer '" + l.name() + "' (--train): ";
+  timer.run_ms(step);
+  if (const uint32_t word = inst->device_status())
+    throw Refused(refused + "device status word " + std::to_string(word) + " for the top-k's ids; refusing to time it");
+  const tool::Stopwatch watch;
+  if (auto diff = check_train(*inst, inst->download(), r.checked_tokens))
+    throw Refused(refused + "differs from the CPU reference: " + *diff + "; refusing to time it");
+  progress("[%s] y and d_x of %lld sampled tokens match the CPU reference (%.1f s), every gradient finite", name,
+           (long long)r.checked_tokens, watch.seconds());
+  r.reps = reps_for(o, timer.run_ms(step), clock);
+  progress("[%s] timing %d reps after %d warmup: forward, backward, both, alternating", name, r.reps, o.warmup);
+  const std::vector<Samples> s =
+      clock.alternate(r.reps, o.warmup, {{[] {}, forward}, {[] {}, backward}, {[] {}, step}});
+  r.forward_ms = median(s[0].gpu_ms);
+  r.backward_ms = median(s[1].gpu_ms);
+  r.forward_backward_ms = median(s[2].gpu_ms);
+  counted.into(r.timed_calls, r.evictions);
+  progress("[%s] gpu ms median: forward %.3f, backward %.3f (%.2fx the forward), both %.3f", name, r.forward_ms,
+           r.backward_ms, r.backward_ms / r.forward_ms, r.forward_backward_ms);
+  return r;
+}
+
 SweepResult sweep(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Workload& w,
                   const std::filesystem::path& cache) {
   const char* name = w.name.c_str();
@@ -667,7 +717,10 @@ int bench_main(int argc, char** argv) {
     std::vector<Result> results;
     for (const Workload& w : o.workloads)
       results.push_back(w.routed() ? measure_routed(ctx, clock, o, w, run, cache) : measure(ctx, clock, o, w, run, cache));
-    for (const ModelLayer& l : o.layers) results.push_back(measure_layer(ctx, clock, o, l, run, cache));
+    for (const ModelLayer& l : o.layers) {
+      results.push_back(measure_layer(ctx, clock, o, l, run, cache));
+      if (o.train) results.back().train = measure_train(ctx, clock, o, l);
+    }
     (o.json ? print_json : print_table)(stdout, run, results);
     return 0;
   } catch (const Refused& e) {

@@ -152,9 +152,9 @@ std::optional<std::string> compare(const std::vector<Output>& got, const std::ve
   return std::nullopt;
 }
 
-bool perturb_if_asked(std::vector<Output>& got) {
+bool perturb_if_asked(std::vector<Output>& got, const char* value) {
   const char* env = std::getenv("VKGMM_BENCH_PERTURB");
-  if (!env || std::string(env) != "1" || got.empty() || got[0].values.empty()) return false;
+  if (!env || std::string(env) != value || got.empty() || got[0].values.empty()) return false;
   std::vector<float>& v = got[0].values;
   v[v.size() / 2] += 1.0f;
   return true;

@@ -23,7 +23,8 @@ std::optional<std::string> compare(const std::vector<Output>& got, const std::ve
                                    vkgmm::DType dtype);
 
 // $VKGMM_BENCH_PERTURB=1: the test switch that proves a wrong result is refused. Changes one element of
-// the first output by 1.0; returns whether it did.
-bool perturb_if_asked(std::vector<Output>& got);
+// the first output by 1.0; returns whether it did. `value`: what the variable must hold for this check
+// ("train": --train's check alone, after every other check passed).
+bool perturb_if_asked(std::vector<Output>& got, const char* value = "1");
 
 }  // namespace bench

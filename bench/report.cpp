@@ -3,7 +3,9 @@
 #include <cmath>
 #include <set>
 
+#include "format.hpp"
 #include "json.hpp"
+#include "train_report.hpp"
 
 namespace bench {
 
@@ -18,14 +20,6 @@ double result_bytes(const Result& r) {
 namespace {
 
 using tool::json_string;
-
-// JSON has no NaN or infinity: those (and absent values) become null.
-std::string json_number(std::optional<double> x) {
-  if (!x || !std::isfinite(*x)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", *x);
-  return buf;
-}
 
 // Counts (FLOPs, bytes) are whole numbers: written exactly, not to json_number's 6 digits.
 std::string json_count(double x) { return std::to_string(int64_t(std::llround(x))); }
@@ -85,19 +79,6 @@ std::string routed_fields(const Result& r) {
          ", \"sorted_gpu_ms_median\": " + json_number(r.sorted_ms) +
          ", \"ids_over_sorted\": " + json_number(ratio(ms, r.sorted_ms.value_or(0))) +
          ", \"sorted_tiling\": " + (r.sorted_ms ? json_string(r.sorted_tiling) : "null");
-}
-
-std::string fixed(std::optional<double> x, int decimals) {
-  if (!x || !std::isfinite(*x)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, *x);
-  return buf;
-}
-
-// Milliseconds with three significant digits or more: 0.0123, 1.23, 123, 12345.
-std::string ms_text(double ms) {
-  const int decimals = ms >= 100 ? 0 : ms >= 10 ? 1 : ms >= 1 ? 2 : ms >= 0.1 ? 3 : 4;
-  return fixed(ms, decimals);
 }
 
 // The element types a workload runs: "f32", or "f32+q4_0" with block-format weights.
@@ -281,7 +262,7 @@ std::string layer_fields(const Result& r) {
          ", \"published_expert_size\": " + std::to_string(m.expert_size) + ", \"bias\": " + (m.bias ? "true" : "false") +
          ", \"weights\": " + json_string(vkgmm::dtype_name(l.up.rhs_type())) +
          ", \"tokens_per_s\": " + json_number(double(l.tokens) / (r.time.gpu_ms_median * 1e-3)) +
-         ", \"up\": " + shape(l.up) + ", \"down\": " + shape(l.down);
+         ", \"up\": " + shape(l.up) + ", \"down\": " + shape(l.down) + train_json(r);
 }
 
 // Model layers (--model), each the whole layer's expert part at T tokens.
@@ -326,6 +307,7 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
   if (results.empty()) {
     if (!routed.empty()) print_routed_table(f, routed);
     if (!layers.empty()) print_model_table(f, layers, !routed.empty());
+    print_train_table(f, layers);
     print_quant_table(f, run, all);
     print_notes(f, all);
     return;
@@ -382,6 +364,7 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
     print_routed_table(f, routed);
   }
   if (!layers.empty()) print_model_table(f, layers, true);
+  print_train_table(f, layers);
   print_quant_table(f, run, all);
   print_notes(f, all);
 }

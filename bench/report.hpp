@@ -9,6 +9,7 @@
 #include "models.hpp"
 #include "probe.hpp"
 #include "timing.hpp"
+#include "train.hpp"
 #include "workloads.hpp"
 
 namespace bench {
@@ -78,6 +79,8 @@ struct Result {
   // A model's layer (--model): `work` is its gate/up projection; the times, GFLOP/s and ratios are the
   // whole layer's (gate/up and down in one command buffer).
   std::optional<ModelLayer> layer;
+  // --train: the layer's training step through vkgmm::MoeLayerPlan (its own router and top-k).
+  std::optional<TrainResult> train;
 };
 
 // FLOPs and bytes of one timed call: the workload's, or the sum of a layer's two projections.

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """End-to-end checks of `vkgmm bench --model` and of scripts/roofline.py (the device may be a CPU emulator).
 
-usage: check_models.py /path/to/vkgmm models|roofline
+usage: check_models.py /path/to/vkgmm models|train|roofline
 
   models:   every model preset at --scale 32 and two token counts: each layer checked against the CPU
             reference before it is timed (a perturbed result refused), its JSON fields (the scaled shapes,
             FLOPs and bytes of both projections, tokens per second, the ratios), the table, and the
             argument checks.
+  train:    --train on two models at --scale 64, 8 tokens (bf16 weights with their gradients, and mxfp4 ones
+            frozen): each layer's "train" group (positive forward, backward and forward+backward times, their
+            ratio, the tokens checked, an eviction per timed call), a perturbed result refused
+            (VKGMM_BENCH_PERTURB=train), and --train without --model refused.
   roofline: scripts/roofline.py draws a PNG from a bench JSON (a model and a preset), and refuses a file
             that is not one.
 """
@@ -82,6 +86,8 @@ def check_layer(w, name, tokens, doc, out):
     # Each timed layer started from evicted caches.
     if not (w["timed_calls"] > 0 and w["evictions"] == w["timed_calls"]):
         fail(f"{name}: {w['evictions']} evictions for {w['timed_calls']} timed calls", out)
+    if w.get("train", "absent") is not None:
+        fail(f"{name}: train = {w.get('train', 'absent')!r} without --train, expected null", out)
 
 
 def check_models(exe):
@@ -131,6 +137,56 @@ def check_models(exe):
             fail(f"{args}: status {code}, expected 2 with '{needle}' before any GPU work", out, err)
 
 
+TRAIN = ["--scale", "64", "--tokens", "8", "--reps", "1", "--warmup", "0"]
+TRAIN_MODELS = ["--model", "qwen3-30b-a3b", "--model", "gpt-oss-20b"]
+
+
+def check_train_group(w, out):
+    name = w["name"]
+    t = w.get("train")
+    if not isinstance(t, dict):
+        fail(f"{name}: train = {t!r}, expected the --train group", out)
+    if t["skipped"] is not None:
+        fail(f"{name}: skipped at --scale 64: {t['skipped']}", out)
+    for key in ("forward_ms", "backward_ms", "forward_backward_ms", "backward_over_forward"):
+        if not positive(t[key]):
+            fail(f"{name}: train {key} = {t[key]!r} is not a positive finite number", out)
+    if abs(t["backward_over_forward"] - t["backward_ms"] / t["forward_ms"]) > 1e-3 * t["backward_over_forward"]:
+        fail(f"{name}: backward_over_forward {t['backward_over_forward']} is not backward_ms / forward_ms", out)
+    if abs(t["backward_in_step_ms"] - (t["forward_backward_ms"] - t["forward_ms"])) > 1e-3 * t["forward_backward_ms"]:
+        fail(f"{name}: backward_in_step_ms {t['backward_in_step_ms']} is not forward_backward_ms - forward_ms", out)
+    # Every sampled token checked (8 tokens: all of them, unless a near tie left one out), and the three
+    # kinds of call each timed once after an eviction.
+    if not 6 <= t["checked_tokens"] <= 8:
+        fail(f"{name}: {t['checked_tokens']} tokens checked, expected the 8", out)
+    if t["reps"] != 1 or t["timed_calls"] != 3 or t["evictions"] != 3:
+        fail(f"{name}: reps {t['reps']}, {t['timed_calls']} timed calls, {t['evictions']} evictions; expected 1, 3, 3", out)
+
+
+def check_train(exe):
+    code, out, err = run(exe, TRAIN_MODELS + TRAIN + ["--train", "--json"])
+    if code != 0:
+        fail(f"--train: exit status {code}", out, err)
+    ws = json.loads(out)["workloads"]
+    if [w["name"] for w in ws] != ["qwen3-30b-a3b/t8", "gpt-oss-20b/t8"]:
+        fail(f"--train: workloads {[w['name'] for w in ws]}", out)
+    for w in ws:
+        check_train_group(w, out)
+        log = [line for line in err.splitlines() if f"[{w['name']} train]" in line]
+        checked = [i for i, line in enumerate(log) if "match the CPU reference" in line]
+        timed = [i for i, line in enumerate(log) if "gpu ms median" in line]
+        if not checked or not timed or checked[0] > timed[0]:
+            fail(f"{w['name']}: the training step was not checked before it was timed", out, err)
+    # A wrong result refused before anything of the training step is timed.
+    code, out, err = run(exe, TRAIN_MODELS[:2] + TRAIN + ["--train"], {"VKGMM_BENCH_PERTURB": "train"})
+    if code != 1 or "'qwen3-30b-a3b/t8' (--train): differs from the CPU reference" not in err or out.strip() \
+            or "train] timing" in err:
+        fail(f"--train with VKGMM_BENCH_PERTURB=train: status {code}, expected 1 and a refusal", out, err)
+    code, out, err = run(exe, ["--preset", "decode", "--train"])
+    if code != 2 or "add --model" not in err or "measuring" in err:
+        fail(f"--train without --model: status {code}, expected 2 before any GPU work", out, err)
+
+
 def png_size(path):
     with open(path, "rb") as f:
         head = f.read(24)
@@ -175,7 +231,7 @@ def check_roofline(exe):
 
 def main():
     exe, mode = sys.argv[1], sys.argv[2]
-    {"models": check_models, "roofline": check_roofline}[mode](exe)
+    {"models": check_models, "train": check_train, "roofline": check_roofline}[mode](exe)
     print("ok")
 
 
