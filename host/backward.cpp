@@ -116,7 +116,8 @@ namespace {
 // Unrouted, the views only a routed forward's backward reads or writes stay null.
 void check_unrouted_views(const GmmBackwardOperands& ops) {
   const std::pair<const char*, BufferView> routed_only[] = {
-      {"ids", ops.ids}, {"weights", ops.weights}, {"bias", ops.bias}, {"d_bias", ops.d_bias}, {"d_weights", ops.d_weights}};
+      {"ids", ops.ids},         {"weights", ops.weights},     {"bias", ops.bias},
+      {"d_bias", ops.d_bias},   {"d_weights", ops.d_weights}, {"pre_activation", ops.pre_activation}};
   for (const auto& [name, view] : routed_only)
     if (view.buffer)
       throw Error(Status::invalid_argument, std::string("gmm_backward: ") + name +

@@ -79,13 +79,17 @@ DispatchPlan::Workspace DispatchPlan::layout_workspace(const DeviceMetadata& d, 
     if (r.combine) words += slots * r.out_n;
     w.tile_counts = words;
     words += r.fused_tiles;
+    // The saved pre-activations, [slots, pre_n] (none with pre_n = 0).
+    w.pre = words;
+    words += slots * r.pre_n;
   }
   w.status = words;
   if (w.bytes() > info().max_storage_buffer_range)
     throw Error(Status::unsupported,
                 std::string(name()) + ": the workspace (" + std::to_string(w.bytes()) +
                     " bytes) exceeds maxStorageBufferRange" +
-                    (routing && routing->combine ? ": it holds every slot's fp32 result; combine fewer tokens per call"
+                    (routing && routing->pre_n ? ": it holds every slot's fp32 pre-activation; route fewer tokens per call"
+                     : routing && routing->combine ? ": it holds every slot's fp32 result; combine fewer tokens per call"
                      : routing ? ": it holds the routing's row map; route fewer tokens per call"
                                : ": use a larger tm"));
   return w;

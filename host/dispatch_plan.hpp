@@ -96,13 +96,14 @@ class DispatchPlan {
     uint32_t tokens = 0, top_k = 0, group_offset = 0, num_local = 0, num_experts = 0, out_n = 0;
     bool combine = false;
     uint32_t fused_tiles = 0;
+    uint32_t pre_n = 0;  // > 0: the kernel saves each slot's pre-activation, pre_n f32 words (SAVE_PRE)
   };
   // The workspace in 32-bit words: the group metadata (offsets, visits, the indirect command and the
   // visit count), then with routing the counts as group sizes, the routing build's scratch, the row map
-  // and the rows' weights, the per-slot results (combine) and the fused combine's tile counters, and last
-  // the status slot (used when the app gives no status view).
+  // and the rows' weights, the per-slot results (combine), the fused combine's tile counters and the saved
+  // pre-activations, and last the status slot (used when the app gives no status view).
   struct Workspace {
-    uint64_t sizes = 0, counts = 0, map = 0, weight_rows = 0, partial = 0, tile_counts = 0, status = 0;
+    uint64_t sizes = 0, counts = 0, map = 0, weight_rows = 0, partial = 0, tile_counts = 0, pre = 0, status = 0;
     uint64_t visit_count = 0;  // with visits: the count of real visits, which the persistent grid loops up to
     VkDeviceSize bytes() const { return (status + 1) * 4; }
   };
@@ -152,7 +153,11 @@ class DispatchPlan {
   const Workspace& workspace_layout() const { return workspace_; }
   void check(const OperandViews& ops) const;
   bool texel_loads(const OperandViews& ops) const;
-  void record(VkCommandBuffer cb, const OperandViews& ops) const;
+  // build_only: only the metadata build (with device metadata: a routing build whose row map and counts
+  // another pass reads) and its barrier.
+  void record(VkCommandBuffer cb, const OperandViews& ops, bool build_only = false) const;
+  // The workspace record() uses with `given` as the operands' view: that view, or the plan's own.
+  BufferView workspace_view(const BufferView& given) const;
   // The pipelines record() binds, in dispatch order (the op's as planned: with 4-element loads where
   // the plan chose them; offsets that are not multiples of 4 take a variant of it, Kernel::variant_for).
   std::vector<PlannedPipeline> pipelines() const;

@@ -275,20 +275,26 @@ VkPipeline DispatchPlan::op_pipeline(const Bound& b) const {
 
 bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).op.texel; }
 
-void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops) const {
+void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops, bool build_only) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
   Bound b = bind(ops);
+  const bool op = b.op.count && !build_only;
   // The op's pipeline for these offsets first: they may be refused, and nothing is recorded then.
-  if (b.op.count) b.op.pipeline = op_pipeline(b);
+  if (op) b.op.pipeline = op_pipeline(b);
   // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
   // is written by every record().
   if (b.build) b.build->record(*ctx_, cb);
-  if (b.op.count) b.op.record(*ctx_, cb);
-  if (b.op.count && b.combine) b.combine->record(*ctx_, cb);
-  // A build with no op after it (gmm with m = 0) still ends in the barrier that makes its writes (the
-  // status word) visible to what follows in the same queue, as when the op runs.
-  if (b.build && !b.op.count) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
+  if (op) b.op.record(*ctx_, cb);
+  if (op && b.combine) b.combine->record(*ctx_, cb);
+  // A build with no op after it (gmm with m = 0, or only the build asked for) still ends in the barrier
+  // that makes its writes (the status word, the routing) visible to what follows in the same queue.
+  if (b.build && !op) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
+}
+
+BufferView DispatchPlan::workspace_view(const BufferView& given) const {
+  if (given.buffer) return {given.buffer, given.offset, workspace_bytes()};
+  return meta_.handle() && device_meta_ ? BufferView{meta_.handle(), 0, workspace_bytes()} : BufferView{};
 }
 
 }  // namespace vkgmm

@@ -55,6 +55,11 @@ GmmRows validate(const DispatchPlan& core, const GmmProblem& p) {
     r.g_local = check_group_window(op, r.G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
   }
   r.out_n = check_epilogue(op, p.epilogue, p.n);
+  if (p.epilogue.save_pre_activation && !r.routed)
+    throw Error(Status::invalid_argument,
+                std::string(op) + ": epilogue.save_pre_activation: only a gmm routed by ids (routing.top_k > 0) "
+                                  "keeps its pre-activation (in its workspace); with group sizes the backward "
+                                  "recomputes it");
   if (is_quantized(p.rhs_type)) {
     // Blocks lie along rhs's contiguous axis, each row whole blocks (GGUF's [n, k] expert rows).
     const int64_t B = int64_t(block_elements(p.rhs_type)), along = p.transpose_rhs ? p.k : p.n;
@@ -190,7 +195,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
     if (routed)
       routing = DispatchPlan::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
                                       uint32_t(r.g_local), uint32_t(route.num_experts), uint32_t(out_n),
-                                      route.combine, fused_combine ? uint32_t(tiles_n) : 0u};
+                                      route.combine, fused_combine ? uint32_t(tiles_n) : 0u,
+                                      p.epilogue.save_pre_activation ? uint32_t(p.n) : 0u};
     const DispatchPlan::Workspace& words = core.use_device_metadata(launch, d, routing);
     // The persistent grid loops over the real visits only, their count read where the build wrote it.
     if (launch.grid_choice.persistent) push.visit_count_off = static_cast<uint32_t>(words.visit_count);
@@ -200,6 +206,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
       push.top_k = uint32_t(route.top_k);
       push.partial_off = static_cast<uint32_t>(words.partial);
       push.tile_count_off = static_cast<uint32_t>(words.tile_counts);
+      push.pre_off = static_cast<uint32_t>(words.pre);
     }
   } else if (rows > 0) {
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
@@ -230,6 +237,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
         {VKGMM_ID_GMM_ACTIVATION, static_cast<uint32_t>(p.epilogue.activation)},
         {VKGMM_ID_GMM_FUSED_COMBINE, fused_combine},
         {VKGMM_ID_GMM_K_SLICES, shape.slices},
+        {VKGMM_ID_GMM_SAVE_PRE, p.epilogue.save_pre_activation},
         // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
         {VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0},
     };
@@ -256,6 +264,18 @@ int64_t GmmPlan::num_tiles() const { return state_->num_tiles; }
 void GmmPlan::check(const GmmOperands& ops) const { state_->core.check(views_of(ops)); }
 bool GmmPlan::texel_loads(const GmmOperands& ops) const { return state_->core.texel_loads(views_of(ops)); }
 void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const { state_->core.record(cb, views_of(ops)); }
+void PlanInternals::record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops) {
+  plan.state_->core.record(cb, views_of(ops), true);
+}
+BufferView GmmPlan::saved_pre_activation(const BufferView& workspace) const {
+  const State& st = *state_;
+  const GmmProblem& p = st.problem;
+  if (!p.epilogue.save_pre_activation)
+    throw Error(Status::invalid_argument, "gmm: saved_pre_activation: the plan saves none (epilogue.save_pre_activation)");
+  const BufferView work = st.core.workspace_view(workspace);
+  const VkDeviceSize bytes = VkDeviceSize(p.m) * VkDeviceSize(p.routing.top_k) * VkDeviceSize(p.n) * 4;
+  return {work.buffer, work.offset + st.core.workspace_layout().pre * 4, work.buffer ? bytes : 0};
+}
 
 void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops) {
   GmmPlan plan(ctx, problem);

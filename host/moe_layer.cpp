@@ -53,7 +53,9 @@ GmmProblem projection_problem(const MoeLayerProblem& p, bool up) {
   g.out_type = up ? DType::f32 : p.dtype;
   g.existing_out = !up && p.accumulate;
   g.routing = {p.top_k, !up, !up, p.num_experts};
-  g.epilogue = {up ? p.up_bias : p.down_bias, up ? p.activation : Activation::none};
+  // The forward keeps each slot's pre-activation in its workspace: the backward's input (the up
+  // projection's activation derivative, the down projection's y(t, j) for d_weights), not recomputed.
+  g.epilogue = {up ? p.up_bias : p.down_bias, up ? p.activation : Activation::none, true};
   return g;
 }
 
@@ -245,10 +247,12 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   const BufferView hidden = st.view(work, st.hidden), d_hidden = st.view(work, st.d_hidden);
   const BufferView d_weights = st.view(work, st.d_weights), d_logits = st.view(work, st.d_logits);
   GmmBackwardOperands down;
+  down.pre_activation = st.down.saved_pre_activation(st.view(work, st.down_ws));
   down.lhs = hidden, down.rhs = ops.w_down, down.d_out = g.d_y, down.d_lhs = d_hidden, down.d_rhs = g.d_w_down;
   down.ids = ids, down.weights = weights, down.bias = ops.b_down, down.d_bias = g.d_b_down, down.d_weights = d_weights;
   down.workspace = st.view(work, st.down_bw_ws), down.status = ops.status;
   GmmBackwardOperands up;
+  up.pre_activation = st.up.saved_pre_activation(st.view(work, st.up_ws));
   up.lhs = ops.x, up.rhs = ops.w_up, up.d_out = d_hidden, up.d_lhs = g.d_x, up.d_rhs = g.d_w_up;
   up.ids = ids, up.bias = ops.b_up, up.d_bias = g.d_b_up, up.workspace = st.view(work, st.up_bw_ws);
   const TopKBackwardOperands k{logits, ids, weights, d_weights, d_logits};

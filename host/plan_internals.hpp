@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include <vulkan/vulkan.h>
+
 #include "planned_pipeline.hpp"
 #include "vkgmm/ops.hpp"
 
@@ -19,6 +21,9 @@ struct PlanInternals {
     uint64_t map = 0, sizes = 0;
   };
   static RoutingWords routing_words(const GmmPlan& plan);  // host/gmm_plan.cpp
+  // Records only a routed plan's routing build (and its barrier): the row map and counts another pass
+  // reads, the product not needed.
+  static void record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops);
 };
 
 }  // namespace vkgmm

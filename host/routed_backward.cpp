@@ -135,18 +135,18 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   out_n = uint64_t(gated(f.epilogue.activation) ? f.n / 2 : f.n);
   if (f.epilogue.bias && local_experts(f) > 0) d_bias.emplace(context, slots_tgmm(f, 1, DType::f32, false));
   if (slots > 0) {
-    // The product + bias per slot, in f32: the epilogue's input.
+    // The forward itself, saving its pre-activation (the product + bias per slot, f32): the same kernel
+    // as a forward that saved it, so the same bits. Its output goes to scratch words of the area; with
+    // the forward's saved pre-activation given, only its routing build runs.
     GmmProblem hp = f;
-    hp.routing.combine = false;
-    hp.epilogue.activation = Activation::none;
-    hp.out_type = DType::f32;
+    hp.epilogue.save_pre_activation = true;
     hp.existing_out = false;
     h.emplace(context, hp);
   }
 
   // The workspace: each plan's share at an aligned offset, then the gradient area (f32 words): d_h per
-  // slot (over the recomputed h), d_h in expert order, the gathered lhs rows, ones, and the discarded
-  // d_weights when the app asks for none.
+  // slot, d_h in expert order (first the recomputing forward's discarded output), the gathered lhs rows,
+  // ones, and the discarded d_weights when the app asks for none.
   const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
   VkDeviceSize at = 0;
   auto take = [&](VkDeviceSize bytes) {
@@ -185,7 +185,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     constants[VKGMM_ID_GRAD_ACCUMULATE] = o.accumulate;
     constants[VKGMM_ID_GRAD_ACTIVATION] = uint32_t(f.epilogue.activation);
     const ShaderCode code = routed_grad_shader();
-    grad = ctx->pipeline(code.code, code.words, constants);
+    grad = ctx->pipeline(code.code, code.words, constants, true);
     ctx->log.throw_if_any();
     grad_groups = static_cast<uint32_t>(std::min<uint64_t>(slots, info.max_workgroup_count[0]));
   }
@@ -204,6 +204,7 @@ GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_r
   s.ids = own_ids.handle() ? 0 : slots * 4;
   if (f.routing.combine) s.weights = s.d_weights = slots * 4;
   if (f.epilogue.bias) s.bias = s.d_bias = uint64_t(local_experts(f)) * uint64_t(f.n) * 4;
+  if (!own_ids.handle()) s.pre_activation = slots * uint64_t(f.n) * 4;
   return s;
 }
 
@@ -223,7 +224,9 @@ void RoutedBackward::record(VkCommandBuffer cb, const GmmBackwardOperands& ops, 
   if (own_ids.handle()) {
     // Group sizes: the plan's ids say each row's group.
     const std::pair<const char*, BufferView> routed_only[] = {
-        {"ids", ops.ids}, {"weights", ops.weights}, {"d_weights", ops.d_weights}, {"group_sizes", ops.group_sizes}};
+        {"ids", ops.ids},           {"weights", ops.weights},
+        {"d_weights", ops.d_weights}, {"group_sizes", ops.group_sizes},
+        {"pre_activation", ops.pre_activation}};
     for (const auto& [name, view] : routed_only)
       if (view.buffer)
         refuse(Status::invalid_argument, std::string(name) + ": a view was given but the forward's groups are its "
@@ -254,7 +257,8 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   const std::initializer_list<std::pair<const char*, BufferView>> app = {
       {"lhs", ops.lhs},     {"rhs", ops.rhs},       {"d_out", ops.d_out},   {"d_lhs", ops.d_lhs},
       {"d_rhs", ops.d_rhs}, {"ids", ops.ids},       {"weights", ops.weights}, {"bias", ops.bias},
-      {"d_bias", ops.d_bias}, {"d_weights", ops.d_weights}, {"status", ops.status}};
+      {"d_bias", ops.d_bias}, {"d_weights", ops.d_weights}, {"status", ops.status},
+      {"pre_activation", ops.pre_activation}};
   if (ops.workspace.buffer) check_no_overlap(kOp, ops.workspace, app, "workspace");
   // Outputs may not overlap the inputs they are computed from, nor each other.
   check_no_overlap(kOp, ops.d_lhs, {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"d_out", ops.d_out}, {"ids", ops.ids},
@@ -265,6 +269,8 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   check_no_overlap(kOp, ops.d_weights, {{"lhs", ops.lhs}, {"d_out", ops.d_out}, {"ids", ops.ids},
                                         {"weights", ops.weights}, {"d_bias", ops.d_bias}}, "d_weights");
   check_no_overlap(kOp, ops.d_bias, {{"d_out", ops.d_out}, {"ids", ops.ids}, {"bias", ops.bias}}, "d_bias");
+  check_no_overlap(kOp, ops.pre_activation, {{"d_lhs", ops.d_lhs}, {"d_rhs", ops.d_rhs}, {"d_bias", ops.d_bias},
+                                             {"d_weights", ops.d_weights}, {"status", ops.status}}, "pre_activation");
 
   const VkDeviceSize a4 = 4;
   const BufferView area_view = sub_view(work, area, area_bytes);
@@ -276,8 +282,13 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   const BufferView sizes_view = h ? sub_view(h_work, route_sizes * 4, uint64_t(local_experts(f)) * 4) : BufferView{};
 
   GmmOperands h_ops;
-  h_ops.lhs = ops.lhs, h_ops.rhs = ops.rhs, h_ops.out = h_view, h_ops.ids = ops.ids, h_ops.bias = ops.bias;
+  h_ops.lhs = ops.lhs, h_ops.rhs = ops.rhs, h_ops.ids = ops.ids, h_ops.bias = ops.bias;
+  if (f.routing.combine) h_ops.weights = ops.weights;
+  if (h) h_ops.out = sub_view(sorted_view, 0, h->sizes().out);
   h_ops.workspace = h_work, h_ops.status = ops.status;
+  // The pre-activation: the forward's, or the recomputing forward's in its workspace.
+  const bool saved = ops.pre_activation.buffer != VK_NULL_HANDLE;
+  const BufferView pre_view = saved ? ops.pre_activation : h ? h->saved_pre_activation(h_work) : BufferView{};
   TgmmOperands rhs_ops;
   rhs_ops.lhs = a_view, rhs_ops.rhs = sorted_view, rhs_ops.out = ops.d_rhs;
   if (h) rhs_ops.group_sizes = sizes_view, rhs_ops.workspace = sub_view(work, d_rhs_ws, d_rhs ? d_rhs->workspace_bytes() : 0);
@@ -296,7 +307,7 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   if (d_bias && ops.d_bias.buffer) d_bias->check(bias_ops);
   if (h) d_lhs.check(lhs_ops);
   Stage grad_stage;
-  if (h) grad_stage = bind_grad(ops, area_view, h_work);
+  if (h) grad_stage = bind_grad(ops, area_view, h_work, pre_view);
   if (!record_it) return;
 
   if (!h) {
@@ -305,7 +316,11 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
     if (d_bias && ops.d_bias.buffer) d_bias->record(cb, bias_ops);
     return;
   }
-  h->record(cb, h_ops);
+  if (saved) {
+    PlanInternals::record_routing(*h, cb, h_ops);
+  } else {
+    h->record(cb, h_ops);
+  }
   compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   grad_stage.record(*ctx, cb);
   compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
@@ -322,7 +337,8 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   d_lhs.record(cb, lhs_ops);
 }
 
-Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work) const {
+Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work,
+                                const BufferView& pre_view) const {
   const GmmProblem& f = forward;
   const Context::Impl& c = *ctx;
   const uint64_t lhs_rows = f.routing.lhs_per_slot ? slots : uint64_t(f.m);
@@ -331,8 +347,12 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
                                           (f.routing.combine ? uint64_t(f.m) : slots) * out_n, 0, true);
   const BoundOperand area_b = bind_operand(c, kOp, "workspace", area_view, DType::f32, area_bytes / 4, 0, false);
   const BoundOperand route = bind_operand(c, kOp, "workspace", h_work, DType::f32, h_work.size / 4, 0, false);
+  const BoundOperand pre = bind_operand(c, kOp, "pre_activation", pre_view, DType::f32, slots * uint64_t(f.n), 0, false);
   Stage s;
-  s.bind_all(area_b.info);
+  // The split layout: every binding valid, the pre-activation's past the plain six.
+  std::fill(std::begin(s.infos), std::end(s.infos), area_b.info);
+  s.count = kNumSplitBindings;
+  s.infos[VKGMM_BINDING_GRAD_PRE] = pre.info;
   s.infos[VKGMM_BINDING_GRAD_LHS] = lhs.info;
   s.infos[VKGMM_BINDING_GRAD_D_OUT] = d_out.info;
   s.infos[VKGMM_BINDING_GRAD_WORK] = area_b.info;
@@ -361,6 +381,7 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   push.sorted_off = area_b.element_offset + uint32_t(words.sorted);
   push.a_off = area_b.element_offset + uint32_t(words.a);
   push.ones_off = area_b.element_offset + uint32_t(words.ones);
+  push.pre_off = pre.element_offset;
   push.slots = uint32_t(slots);
   push.top_k = uint32_t(f.routing.top_k);
   push.lhs_div = f.routing.lhs_per_slot ? 1u : uint32_t(f.routing.top_k);

@@ -31,13 +31,14 @@ struct RoutedBackward {
  private:
   void record_routed(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
                      bool record_it) const;
-  Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work) const;
+  Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work,
+                  const BufferView& pre_view) const;
 
   std::shared_ptr<Context::Impl> ctx;
   GmmProblem forward;  // routed (routed_form of a forward with group sizes)
   GmmBackwardOptions options;
   uint64_t slots = 0, out_n = 0;
-  std::optional<GmmPlan> h;          // the product + bias per slot (none without slots)
+  std::optional<GmmPlan> h;          // the forward, saving its pre-activation (none without slots)
   std::optional<TgmmPlan> d_bias;    // with a bias: ones^T @ d_h per expert
   VkPipeline grad = VK_NULL_HANDLE;  // shaders/routed_grad.comp
   uint32_t grad_groups = 0;

@@ -61,6 +61,8 @@ layout(constant_id = VKGMM_ID_GMM_FUSED_COMBINE) const bool FUSED_COMBINE = fals
 layout(constant_id = VKGMM_ID_GMM_VEC4_OUT) const bool VEC4_OUT = false;
 // The direct schedule's K slices (interface.h): invocation lid is (tx, ty) of slice lid / (TX * TY).
 layout(constant_id = VKGMM_ID_GMM_K_SLICES) const uint K_SLICES = 1;
+// Routed: each slot's pre-activation saved in the workspace too (interface.h).
+layout(constant_id = VKGMM_ID_GMM_SAVE_PRE) const bool SAVE_PRE = false;
 const uint NH = GATED ? 2u : 1u;
 const uint RNH = RN * NH;  // accumulator columns per row: half h, column j at h * RN + j
 
@@ -208,11 +210,17 @@ void finish_tile(uint n_tile, uint rows) {
 // The epilogue of one output value: the gate (or only) product v, the up product u (GATED), of group
 // g_local at output column col, its row's routing weight w: + bias, activation, weight; all in fp32
 // (v itself with none of them: the constants fold every step away).
-float epilogue(float v, float u, uint g_local, uint col, float w) {
+// SAVE_PRE: the slot's product + bias goes to the workspace first (the same sums epilogue() takes).
+float epilogue(float v, float u, uint g_local, uint col, float w, uint orow) {
   if (BIAS) {
     uint brow = pc.bias_off + g_local * pc.n;
     v += bias[brow + product_col(0u, col)];
     if (GATED) u += bias[brow + product_col(1u, col)];
+  }
+  if (SAVE_PRE) {
+    uint at = pc.pre_off + orow * pc.n;
+    work[at + product_col(0u, col)] = floatBitsToUint(v);
+    if (GATED) work[at + product_col(1u, col)] = floatBitsToUint(u);
   }
   if (GATED) v = gated_value(v, u);
   if (WEIGHTED) v *= w;
@@ -301,7 +309,7 @@ void run_visit(uint visit, uint n_tile) {
         vec4 val;
         [[unroll]] for (uint q = 0; q < 4; ++q) {
           uint j = 4 * v + q;
-          val[q] = epilogue(acc[i * RNH + j], acc[i * RNH + (NH - 1u) * RN + j], g_local, col + q, weight);
+          val[q] = epilogue(acc[i * RNH + j], acc[i * RNH + (NH - 1u) * RN + j], g_local, col + q, weight, orow);
         }
         store_row_values4(orow, col, val);
       }
@@ -311,7 +319,7 @@ void run_visit(uint visit, uint n_tile) {
       uint c = col_of(tx, j);
       uint col = n0 + c;
       if (c >= TN || col >= pc.out_n) continue;
-      store_row_value(orow, col, epilogue(acc[i * RNH + j], acc[i * RNH + (NH - 1u) * RN + j], g_local, col, weight));
+      store_row_value(orow, col, epilogue(acc[i * RNH + j], acc[i * RNH + (NH - 1u) * RN + j], g_local, col, weight, orow));
     }
   }
   // The visit's rows: from its first row (a group's first row, or tm rows past one) to the group's end.

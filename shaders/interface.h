@@ -61,6 +61,9 @@
 #define VKGMM_BINDING_GRAD_WEIGHTS VKGMM_BINDING_EXISTING
 #define VKGMM_BINDING_GRAD_ROUTE VKGMM_BINDING_META
 #define VKGMM_BINDING_GRAD_D_WEIGHTS VKGMM_BINDING_BIAS
+// The pre-activation, saved by the forward or recomputed: the split layout's first storage binding past
+// the plain six (routed_grad binds the split layout).
+#define VKGMM_BINDING_GRAD_PRE VKGMM_NUM_BINDINGS
 
 // ----- specialization constants ------------------------------------------------------------------------
 // Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced
@@ -109,6 +112,9 @@
 // memory (SHARED_A floats) before the store. 1 on CPU devices and on the shared schedule; on GPUs it fills
 // the workgroup where a visit's few rows (decode) leave its tile a few dozen invocations.
 #define VKGMM_ID_GMM_K_SLICES 23
+// Routed: each slot's pre-activation (the product + bias, before the activation and the weight) also
+// goes to the workspace as f32 [slots, n] at pre_off (the META binding): the backward's input, saved.
+#define VKGMM_ID_GMM_SAVE_PRE 24
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18
@@ -152,7 +158,7 @@
 #define VKGMM_GMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
   F(uint, m) F(uint, k) F(uint, n) F(uint, num_visits) F(uint, group_offset) F(uint, visits_off) \
   F(uint, fill_rows) F(uint, out_n) F(uint, lhs_div) F(uint, map_off) F(uint, weight_off) \
-  F(uint, visit_count_off) F(uint, top_k) F(uint, partial_off) F(uint, tile_count_off)
+  F(uint, visit_count_off) F(uint, top_k) F(uint, partial_off) F(uint, tile_count_off) F(uint, pre_off)
 // visit_count_off (PERSISTENT only): 0, num_visits visits; else the count of real visits is
 // meta[visit_count_off], written by the device's metadata build and taken at most num_visits.
 // FUSED_COMBINE (small routed calls, combined): each row's weighted fp32 result goes to the workspace's
@@ -246,19 +252,21 @@
 // The gradient of a routed gmm's epilogue (shaders/routed_grad.comp, the routed GmmBackwardPlan), one
 // workgroup per row r of the routing build's expert order (strided past the grid), slot s = route[map_off
 // + r], token t = s / top_k; rows r < route[offsets_off + num_local] are the local slots'. Given the
-// pre-activation h (f32 [slots, n] at work[h_off], the forward's product + bias per slot) and d_out
-// (OUT_TYPE: [T, out_n] combined, else [slots, out_n]): dy = d_out[s] or weights[s] * d_out[t]; d_h =
-// dy through the activation (ACTIVATION); written over h (per slot, for d_lhs) and at work[sorted_off
-// + r * n] (expert order, for d_rhs and d_bias); lhs row s / lhs_div gathered at work[a_off + r * k]
-// (f32); work[ones_off + r] = 1; with COMBINED d_weights[s] = <d_out[t], y(s)> (0 for other slots), + its
-// value with ACCUMULATE. Every loop is bounded by k, n and the slot count.
+// pre-activation h (f32 [slots, n] at pre[pre_off], the forward's product + bias per slot: saved by the
+// forward or recomputed) and d_out (OUT_TYPE: [T, out_n] combined, else [slots, out_n]): dy = d_out[s]
+// or weights[s] * d_out[t]; d_h = dy through the activation (ACTIVATION); written per slot at
+// work[h_off + s * n] (for d_lhs) and at work[sorted_off + r * n] (expert order, for d_rhs and d_bias);
+// lhs row s / lhs_div gathered at work[a_off + r * k] (f32); work[ones_off + r] = 1; with COMBINED
+// d_weights[s] = <d_out[t], y(s)> (0 for other slots), + its value with ACCUMULATE. Every loop is
+// bounded by k, n and the slot count.
 #define VKGMM_GRAD_INVOCATIONS 64
 #define VKGMM_ID_GRAD_COMBINED 16
 #define VKGMM_ID_GRAD_ACCUMULATE 17
 #define VKGMM_ID_GRAD_ACTIVATION 18
 #define VKGMM_GRAD_PUSH(F) F(uint, lhs_off) F(uint, d_out_off) F(uint, weights_off) F(uint, d_weights_off) \
   F(uint, map_off) F(uint, offsets_off) F(uint, num_local) F(uint, h_off) F(uint, sorted_off) F(uint, a_off) \
-  F(uint, ones_off) F(uint, slots) F(uint, top_k) F(uint, lhs_div) F(uint, k) F(uint, n) F(uint, out_n)
+  F(uint, ones_off) F(uint, slots) F(uint, top_k) F(uint, lhs_div) F(uint, k) F(uint, n) F(uint, out_n) \
+  F(uint, pre_off)
 
 // The bench's FMA ceiling kernel (shaders/fma_ceiling.comp).
 #define VKGMM_ID_CEILING_ITERS 1

@@ -1,8 +1,9 @@
 #version 450
 // The gradient of a routed gmm's epilogue, between the routed backward's matmuls (VKGMM_GRAD_PUSH in
-// interface.h says what each word holds): from the recomputed pre-activation h and d_out, each local
-// slot's d_h, written per slot (the d_lhs gmm's input) and in expert order next to the slot's gathered
-// lhs row (the d_rhs and d_bias tgmms' inputs), and with a combine the routing weights' gradient.
+// interface.h says what each word holds): from the pre-activation h (saved by the forward or recomputed)
+// and d_out, each local slot's d_h, written per slot (the d_lhs gmm's input) and in expert order next to
+// the slot's gathered lhs row (the d_rhs and d_bias tgmms' inputs), and with a combine the routing
+// weights' gradient. It binds the split layout, for the pre-activation's binding past the plain six.
 //
 // One workgroup per row of expert order; its invocations stride over the row's columns, and a combined
 // row's dot product is summed in shared memory in a fixed tree: the same bits on every run.
@@ -25,6 +26,7 @@ layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_WORK) buffer WorkBuf { floa
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_WEIGHTS) readonly buffer WeightsBuf { float weights[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_ROUTE) readonly buffer RouteBuf { int route[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_D_WEIGHTS) buffer DWeightsBuf { float d_weights[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_PRE) readonly buffer PreBuf { float pre[]; };
 
 layout(push_constant) uniform Params { VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD) } pc;
 
@@ -56,11 +58,11 @@ void main() {
       const uint t = s / pc.top_k;
       const float w = COMBINED ? weights[pc.weights_off + s] : 1.0;
       const uint dy_row = pc.d_out_off + (COMBINED ? t : s) * pc.out_n;
-      const uint h_row = pc.h_off + s * pc.n, sorted_row = pc.sorted_off + r * pc.n;
+      const uint pre_row = pc.pre_off + s * pc.n, h_row = pc.h_off + s * pc.n, sorted_row = pc.sorted_off + r * pc.n;
       for (uint c = lid; c < pc.out_n; c += lanes) {
         const float d = load_d_out(dy_row + c);
         if (GATED) {
-          const float g = work[h_row + c], u = work[h_row + pc.out_n + c];
+          const float g = pre[pre_row + c], u = pre[pre_row + pc.out_n + c];
           const vec2 dgu = gated_derivatives(g, u) * (w * d);
           if (COMBINED) dot += d * gated_value(g, u);
           work[h_row + c] = dgu.x;
@@ -68,7 +70,7 @@ void main() {
           work[sorted_row + c] = dgu.x;
           work[sorted_row + pc.out_n + c] = dgu.y;
         } else {
-          if (COMBINED) dot += d * work[h_row + c];
+          if (COMBINED) dot += d * pre[pre_row + c];
           work[h_row + c] = w * d;
           work[sorted_row + c] = w * d;
         }

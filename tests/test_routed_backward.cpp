@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "gpu_harness.hpp"
@@ -80,10 +81,13 @@ struct DeviceGrads {
 };
 
 // The routed backward on the device. `start` holds d_lhs's and d_weights's starting values with
-// options.accumulate (else the outputs start poisoned).
+// options.accumulate (else the outputs start poisoned). The pre-activation: recomputed by the backward;
+// saved (the forward runs first, saving it, and the backward reads it); or zeros given in its place.
+enum class Pre { recomputed, saved, zeros };
 DeviceGrads run_routed_backward(Context& ctx, const GmmProblem& p, const reference::RoutedInputs& in,
                                 const std::vector<float>& d_out, const GmmBackwardOptions& options = {},
-                                const DeviceGrads* start = nullptr, uint32_t expected_status = 0) {
+                                const DeviceGrads* start = nullptr, uint32_t expected_status = 0,
+                                Pre pre = Pre::recomputed) {
   const GmmBackwardPlan plan(ctx, p, options);
   const GmmBackwardSizes sizes = plan.sizes();
   Buffer lhs = upload(ctx, p.lhs_type, in.lhs), rhs = upload(ctx, p.rhs_type, in.rhs);
@@ -106,7 +110,33 @@ DeviceGrads run_routed_backward(Context& ctx, const GmmProblem& p, const referen
     ops.bias = (bias = upload(ctx, DType::f32, in.bias)).view();
     ops.d_bias = (d_bias = poisoned(ctx, sizes.d_bias)).view(0, sizes.d_bias);
   }
-  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  std::optional<GmmPlan> forward;
+  Buffer out, zeros;
+  GmmOperands f;
+  if (pre == Pre::zeros) {
+    zeros = upload(ctx, DType::f32, std::vector<float>(sizes.pre_activation / 4, 0.0f));
+    ops.pre_activation = zeros.view(0, sizes.pre_activation);
+  }
+  if (pre == Pre::saved) {
+    GmmProblem fp = p;
+    fp.epilogue.save_pre_activation = true;
+    forward.emplace(ctx, fp);
+    out = poisoned(ctx, std::max<VkDeviceSize>(forward->sizes().out, 4));
+    f.lhs = ops.lhs, f.rhs = ops.rhs, f.out = out.view(0, forward->sizes().out), f.ids = ops.ids;
+    f.weights = ops.weights, f.bias = ops.bias;
+    ops.pre_activation = forward->saved_pre_activation();
+    EXPECT_EQ(ops.pre_activation.size, sizes.pre_activation);
+  }
+  ctx.submit_and_wait([&](VkCommandBuffer cb) {
+    if (forward) {
+      forward->record(cb, f);
+      const VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                               VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+      vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                           0, nullptr, 0, nullptr);
+    }
+    plan.record(cb, ops);
+  });
   if (p.m > 0) expect_status(status, expected_status);
   DeviceGrads g;
   g.d_lhs = download(d_lhs, p.lhs_type, sizes.d_lhs / dtype_size(p.lhs_type));
@@ -160,6 +190,12 @@ TEST_P(RoutedBackward, MatchesFloat64Reference) {
   const std::vector<float> d_out = make_d_out(c, rng);
   const DeviceGrads got = run_routed_backward(ctx(), p, in, d_out);
   expect_matches(c, got, reference::gmm_routed_backward(p, in, d_out));
+  // The forward's saved pre-activation gives the same bits as the recomputed one.
+  const DeviceGrads saved = run_routed_backward(ctx(), p, in, d_out, {}, nullptr, 0, Pre::saved);
+  EXPECT_TRUE(same_bits(saved.d_lhs, got.d_lhs)) << "d_lhs";
+  EXPECT_TRUE(same_bits(saved.d_rhs, got.d_rhs)) << "d_rhs";
+  EXPECT_TRUE(same_bits(saved.d_bias, got.d_bias)) << "d_bias";
+  EXPECT_TRUE(same_bits(saved.d_weights, got.d_weights)) << "d_weights";
   if (c.hit_experts > 0) {
     // Experts no slot names get zero gradients, written.
     const size_t per_expert = size_t(c.k * c.n);
@@ -398,6 +434,73 @@ TEST_F(DeviceTest, RoutedBackwardRefusesViewsItHasNoUseFor) {
   u.lhs = b.view(0, 128), u.rhs = b.view(4096, 64), u.d_out = b.view(8192, 128), u.d_lhs = b.view(16384, 128);
   u.d_rhs = b.view(24576, 64), u.ids = b.view(32768, 32);
   expect_invalid_argument([&] { unrouted.check(u); }, "ids: a view was given but the forward is not routed");
+  u.ids = {};
+  u.pre_activation = b.view(32768, 32);
+  expect_invalid_argument([&] { unrouted.check(u); }, "pre_activation: a view was given but the forward is not routed");
+}
+
+// The saved pre-activation: only a routed forward keeps one; the backward takes a view of its size that
+// overlaps no output.
+TEST_F(DeviceTest, SavedPreActivationIsChecked) {
+  Context& cx = ctx();
+  Case c = kCases[0];  // per slot, bias, SwiGLU
+  GmmProblem p = problem_of(c);
+  expect_invalid_argument([&] { GmmPlan(cx, p).saved_pre_activation(); }, "saves none");
+  GmmProblem sized = p;
+  sized.routing = {};
+  sized.group_sizes = {int32_t(c.T)};
+  sized.num_rhs_groups = -1;
+  sized.epilogue.save_pre_activation = true;
+  expect_invalid_argument([&] { GmmPlan(cx, sized); }, "epilogue.save_pre_activation: only a gmm routed by ids");
+  p.epilogue.save_pre_activation = true;
+  const GmmPlan forward(cx, p);
+  const BufferView own = forward.saved_pre_activation();
+  EXPECT_EQ(own.size, VkDeviceSize(c.T * c.top_k * c.n * 4));
+  EXPECT_NE(own.buffer, VK_NULL_HANDLE);
+  Buffer w = cx.create_buffer(forward.workspace_bytes() + 256);
+  const BufferView in_app = forward.saved_pre_activation(w.view(256, forward.workspace_bytes()));
+  EXPECT_EQ(in_app.buffer, w.handle());
+  EXPECT_GE(in_app.offset, 256u);
+  EXPECT_LE(in_app.offset + in_app.size, 256 + forward.workspace_bytes());
+
+  const GmmBackwardPlan plan(cx, p);
+  const GmmBackwardSizes s = plan.sizes();
+  EXPECT_EQ(s.pre_activation, own.size);
+  Buffer b = cx.create_buffer(1 << 20);
+  GmmBackwardOperands ops;
+  ops.lhs = b.view(0, s.lhs), ops.rhs = b.view(65536, s.rhs), ops.d_out = b.view(131072, s.d_out);
+  ops.d_lhs = b.view(196608, s.d_lhs), ops.d_rhs = b.view(262144, s.d_rhs), ops.ids = b.view(327680, s.ids);
+  ops.bias = b.view(393216, s.bias), ops.d_bias = b.view(458752, s.d_bias);
+  ops.pre_activation = b.view(524288, s.pre_activation);
+  plan.check(ops);
+  GmmBackwardOperands bad = ops;
+  bad.pre_activation.size -= 4;
+  expect_invalid_argument([&] { plan.check(bad); }, "pre_activation");
+  bad = ops;
+  bad.pre_activation = b.view(196608, s.pre_activation);  // over d_lhs
+  expect_invalid_argument([&] { plan.check(bad); }, "pre_activation");
+  // The view given is what the backward reads: SwiGLU's derivatives at a pre-activation of 0 are 0.
+  std::mt19937 rng(3);
+  const reference::RoutedInputs in = make_inputs(c, rng);
+  const std::vector<float> d_out = make_d_out(c, rng);
+  const DeviceGrads real = run_routed_backward(cx, problem_of(c), in, d_out);
+  const DeviceGrads zero = run_routed_backward(cx, problem_of(c), in, d_out, {}, nullptr, 0, Pre::zeros);
+  EXPECT_GT(*std::max_element(real.d_lhs.begin(), real.d_lhs.end()), 0.0f);
+  for (const std::vector<float>* v : {&zero.d_lhs, &zero.d_rhs, &zero.d_bias})
+    for (float x : *v) ASSERT_EQ(x, 0.0f);
+  // A forward with group sizes and an epilogue saves none: its backward recomputes.
+  GmmProblem grouped = sized;
+  grouped.epilogue.save_pre_activation = false;
+  const GmmBackwardPlan grouped_plan(cx, grouped);
+  EXPECT_EQ(grouped_plan.sizes().pre_activation, 0u);
+  GmmBackwardOperands g;
+  const GmmBackwardSizes gs = grouped_plan.sizes();
+  g.lhs = b.view(0, gs.lhs), g.rhs = b.view(65536, gs.rhs), g.d_out = b.view(131072, gs.d_out);
+  g.d_lhs = b.view(196608, gs.d_lhs), g.d_rhs = b.view(262144, gs.d_rhs);
+  g.bias = b.view(393216, gs.bias), g.d_bias = b.view(458752, gs.d_bias);
+  grouped_plan.check(g);
+  g.pre_activation = b.view(524288, s.pre_activation);
+  expect_invalid_argument([&] { grouped_plan.check(g); }, "pre_activation: a view was given but the forward's groups");
 }
 
 }  // namespace

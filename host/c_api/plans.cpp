@@ -75,6 +75,7 @@ vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands* ops) 
   b.group_sizes = view(o.group_sizes), b.workspace = view(o.workspace), b.status = view(o.status);
   b.ids = view(o.ids), b.weights = view(o.weights), b.bias = view(o.bias);
   b.d_bias = view(o.d_bias), b.d_weights = view(o.d_weights);
+  b.pre_activation = view(o.pre_activation);
   return b;
 }
 
@@ -193,6 +194,8 @@ Epilogue epilogue(const char* op, const vkgmm_gmm_problem& c) {
   Epilogue e;
   e.bias = c.bias != 0;
   e.activation = activation(op, c.activation);
+  e.save_pre_activation = c.save_pre_activation != 0;
+  if (c.reserved_tail != 0) bad(op, "reserved_tail = " + std::to_string(c.reserved_tail) + " must be 0");
   return e;
 }
 
@@ -287,6 +290,16 @@ vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, 
   return plan_run(ctx, plan, ops, gmm_ops);
 }
 
+vkgmm_status vkgmm_gmm_plan_saved_pre_activation(const vkgmm_gmm_plan* plan, vkgmm_buffer_view workspace,
+                                                 vkgmm_buffer_view* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    const vkgmm::BufferView v = plan->plan.saved_pre_activation(view(workspace));
+    *out = {v.buffer, v.offset, v.size};
+  });
+}
+
 // ----- tgmm --------------------------------------------------------------------------------------------
 
 vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out) {
@@ -341,7 +354,8 @@ vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, 
     require(plan, "plan");
     const vkgmm::GmmBackwardSizes s = plan->plan.sizes();
     const vkgmm_gmm_backward_sizes c{sizeof c,  s.lhs, s.rhs, s.d_out, s.d_lhs, s.d_rhs, plan->plan.metadata_bytes(),
-                                     plan->plan.workspace_bytes(), s.ids, s.weights, s.bias, s.d_bias, s.d_weights};
+                                     plan->plan.workspace_bytes(), s.ids, s.weights, s.bias, s.d_bias, s.d_weights,
+                                     s.pre_activation};
     write_struct(out, c, "out", "vkgmm_gmm_backward_sizes");
   });
 }

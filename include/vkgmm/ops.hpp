@@ -77,6 +77,10 @@ constexpr bool gated(Activation a) { return a != Activation::none; }
 struct Epilogue {
   bool bias = false;  // bias [G_local, n] f32 (n: the product's width), added before the activation
   Activation activation = Activation::none;
+  // Routed by ids: the kernel also keeps each slot's pre-activation (product + bias, f32 [T, top_k, n])
+  // in the workspace, where GmmPlan::saved_pre_activation() finds it: the backward's input
+  // (GmmBackwardOperands::pre_activation), which it otherwise recomputes, to the same bits.
+  bool save_pre_activation = false;
 };
 
 // out[m, n]: rows of active group g = lhs[rows] @ rhs[g - group_offset] (rhs^T with transpose_rhs);
@@ -167,7 +171,10 @@ class VKGMM_API GmmPlan {
   // app's own VkBuffers are read as storage buffers, which is slower on CPU drivers such as lavapipe.
   bool texel_loads(const GmmOperands& ops) const;
   void record(VkCommandBuffer cb, const GmmOperands& ops) const;
-
+  // With Epilogue::save_pre_activation: where record() left the pre-activation, f32 [T, top_k, n], in
+  // `workspace` (the operands' workspace, or null for the plan's own); valid until the workspace is
+  // next written. Throws Error(invalid_argument) for a plan that saves none.
+  BufferView saved_pre_activation(const BufferView& workspace = {}) const;
 
  private:
   struct VKGMM_HIDDEN State;  // the library's, exported with nothing
@@ -222,12 +229,16 @@ struct GmmBackwardOperands {
   BufferView group_sizes, workspace, status;
   BufferView ids, weights, bias;  // the forward's (routed; with Routing::combine; with Epilogue::bias)
   BufferView d_bias, d_weights;   // optional outputs, with Epilogue::bias and Routing::combine
+  // Routed (or with an epilogue): the forward's saved pre-activation (GmmPlan::saved_pre_activation(),
+  // f32 [T, top_k, n]); null: the backward recomputes it (the same bits, one more matmul).
+  BufferView pre_activation;
 };
 
 // Byte sizes each view of GmmBackwardOperands must have at least (exactly, as OperandSizes').
 struct GmmBackwardSizes {
   VkDeviceSize lhs = 0, rhs = 0, d_out = 0, d_lhs = 0, d_rhs = 0;
   VkDeviceSize ids = 0, weights = 0, bias = 0, d_bias = 0, d_weights = 0;  // 0: the forward has none
+  VkDeviceSize pre_activation = 0;  // routed: T * top_k * n * 4 (0: not routed)
 };
 
 struct GmmBackwardOptions {

@@ -256,6 +256,10 @@ typedef struct vkgmm_gmm_problem {
    * product (+ bias) -> activation -> routing weight -> sum over slots -> + existing_out, in fp32. */
   int bias;                    /* the operands' bias [G_local, n] f32 is added to each product row of its group */
   vkgmm_activation activation; /* gated (not NONE): n (the product's width) even, out has n_out = n / 2 columns */
+  /* Routed: the kernel also keeps each slot's pre-activation (product + bias, f32 [T, top_k, n]) in the
+   * workspace (vkgmm_gmm_plan_saved_pre_activation), the backward's pre_activation. */
+  int save_pre_activation;
+  int32_t reserved_tail; /* must be 0 */
 } vkgmm_gmm_problem;
 
 /* out[j, k, n] = lhs[:, rows(group_offset + j)] @ rhs[rows(group_offset + j), :] (+ existing_out[j]). */
@@ -332,12 +336,16 @@ typedef struct vkgmm_gmm_backward_operands {
   /* A routed forward's ids and weights, an epilogue's bias (the forward's views), and the gradients
    * they add: d_bias f32 [G_local, n], d_weights f32 [T, top_k] (zero views: not computed). */
   vkgmm_buffer_view ids, weights, bias, d_bias, d_weights;
+  /* Routed: the forward's saved pre-activation (vkgmm_gmm_plan_saved_pre_activation); a zero view: the
+   * backward recomputes it (the same bits, one more matmul). */
+  vkgmm_buffer_view pre_activation;
 } vkgmm_gmm_backward_operands;
 typedef struct vkgmm_gmm_backward_sizes {
   size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, d_out, d_lhs, d_rhs, metadata;
   VkDeviceSize workspace; /* as vkgmm_operand_sizes' (GmmBackwardPlan::workspace_bytes()) */
   VkDeviceSize ids, weights, bias, d_bias, d_weights; /* 0: the forward has none */
+  VkDeviceSize pre_activation; /* routed: T * top_k * n * 4; 0: not routed */
 } vkgmm_gmm_backward_sizes;
 /* vkgmm::GmmBackwardOptions: accumulate nonzero assembles the shards of the experts in place (rows of no
  * active group keep what d_lhs holds; a routed token-level d_lhs and d_weights add to it). */
@@ -360,6 +368,10 @@ VKGMM_API vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_op
 VKGMM_API vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out);
 VKGMM_API vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops);
 VKGMM_API vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops);
+/* With save_pre_activation: where record() leaves the pre-activation in `workspace` (the operands'
+ * workspace; a zero view: the plan's own), into *out. */
+VKGMM_API vkgmm_status vkgmm_gmm_plan_saved_pre_activation(const vkgmm_gmm_plan* plan, vkgmm_buffer_view workspace,
+                                                           vkgmm_buffer_view* out);
 
 VKGMM_API vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem* problem, vkgmm_tgmm_plan** out);
 VKGMM_API void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan);
