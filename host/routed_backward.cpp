@@ -144,9 +144,10 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     h.emplace(context, hp);
   }
 
-  // The workspace: each plan's share at an aligned offset, then the gradient area (f32 words): d_h per
-  // slot, d_h in expert order (first the recomputing forward's discarded output), the gathered lhs rows,
-  // ones, and the discarded d_weights when the app asks for none.
+  // The workspace: each plan's share at an aligned offset, then the gradient area's regions (f32), each
+  // at an aligned offset and bound on its own: d_h per slot, d_h in expert order (first the recomputing
+  // forward's discarded output), the gathered lhs rows, then ones and the discarded d_weights when the
+  // app asks for none.
   const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
   VkDeviceSize at = 0;
   auto take = [&](VkDeviceSize bytes) {
@@ -159,21 +160,21 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   d_rhs_ws = take(d_rhs ? d_rhs->workspace_bytes() : 0);
   d_bias_ws = take(d_bias ? d_bias->workspace_bytes() : 0);
   const uint64_t n = uint64_t(f.n), k = uint64_t(f.k);
-  words.h = 0;
-  words.sorted = words.h + slots * n;
-  words.a = words.sorted + slots * n;
-  words.ones = words.a + slots * k;
-  words.d_weights = words.ones + slots;
-  const uint64_t area_words = words.d_weights + slots;
-  area_bytes = slots ? area_words * 4 : 0;
-  area = take(area_bytes);
+  // Each region is one storage binding, its words indexed in 32 bits.
+  auto region = [&](Region& r, uint64_t count, const char* what) {
+    r.bytes = slots ? count * 4 : 0;
+    if (r.bytes > info.max_storage_buffer_range || count >= (uint64_t(1) << 32))
+      refuse(Status::unsupported, std::string("workspace: the routed backward's ") + what + " (" +
+                                      std::to_string(r.bytes) + " bytes) is past what one storage binding addresses "
+                                      "on this device (" + std::to_string(info.max_storage_buffer_range) +
+                                      " bytes): run fewer tokens per call");
+    r.offset = take(r.bytes);
+  };
+  region(area.d_h, slots * n, "d_h per slot (T * top_k * n f32)");
+  region(area.sorted, slots * n, "d_h in expert order (T * top_k * n f32)");
+  region(area.gathered, slots * k, "gathered lhs rows (T * top_k * k f32)");
+  region(area.small, 2 * slots, "ones and d_weights (T * top_k * 2 f32)");
   total = at;
-  // The gradient pass binds the area as one storage buffer, its words indexed in 32 bits.
-  if (area_bytes > info.max_storage_buffer_range || area_words >= (uint64_t(1) << 32))
-    refuse(Status::unsupported, "workspace: the routed backward's gradient area of " + std::to_string(area_bytes) +
-                                    " bytes (T * top_k * (2 n + k + 2) f32 words) is past what one storage binding "
-                                    "addresses on this device (" + std::to_string(info.max_storage_buffer_range) +
-                                    " bytes): run fewer tokens per call");
   if (h) {
     const PlanInternals::RoutingWords rw = PlanInternals::routing_words(*h);
     route_map = rw.map;
@@ -272,12 +273,10 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   check_no_overlap(kOp, ops.pre_activation, {{"d_lhs", ops.d_lhs}, {"d_rhs", ops.d_rhs}, {"d_bias", ops.d_bias},
                                              {"d_weights", ops.d_weights}, {"status", ops.status}}, "pre_activation");
 
-  const VkDeviceSize a4 = 4;
-  const BufferView area_view = sub_view(work, area, area_bytes);
-  const BufferView h_view = sub_view(area_view, words.h * a4, slots * uint64_t(f.n) * 4);
-  const BufferView sorted_view = sub_view(area_view, words.sorted * a4, slots * uint64_t(f.n) * 4);
-  const BufferView a_view = sub_view(area_view, words.a * a4, slots * uint64_t(f.k) * 4);
-  const BufferView ones_view = sub_view(area_view, words.ones * a4, slots * 4);
+  const BufferView h_view = sub_view(work, area.d_h.offset, area.d_h.bytes);
+  const BufferView sorted_view = sub_view(work, area.sorted.offset, area.sorted.bytes);
+  const BufferView a_view = sub_view(work, area.gathered.offset, area.gathered.bytes);
+  const BufferView ones_view = sub_view(work, area.small.offset, slots * 4);
   const BufferView h_work = h ? sub_view(work, h_ws, h->workspace_bytes()) : BufferView{};
   const BufferView sizes_view = h ? sub_view(h_work, route_sizes * 4, uint64_t(local_experts(f)) * 4) : BufferView{};
 
@@ -307,7 +306,7 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   if (d_bias && ops.d_bias.buffer) d_bias->check(bias_ops);
   if (h) d_lhs.check(lhs_ops);
   Stage grad_stage;
-  if (h) grad_stage = bind_grad(ops, area_view, h_work, pre_view);
+  if (h) grad_stage = bind_grad(ops, work, h_work, pre_view);
   if (!record_it) return;
 
   if (!h) {
@@ -337,7 +336,7 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   d_lhs.record(cb, lhs_ops);
 }
 
-Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work,
+Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const BufferView& h_work,
                                 const BufferView& pre_view) const {
   const GmmProblem& f = forward;
   const Context::Impl& c = *ctx;
@@ -345,7 +344,11 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   const BoundOperand lhs = bind_operand(c, kOp, "lhs", ops.lhs, f.lhs_type, lhs_rows * uint64_t(f.k), 0, true);
   const BoundOperand d_out = bind_operand(c, kOp, "d_out", ops.d_out, f.out_type,
                                           (f.routing.combine ? uint64_t(f.m) : slots) * out_n, 0, true);
-  const BoundOperand area_b = bind_operand(c, kOp, "workspace", area_view, DType::f32, area_bytes / 4, 0, false);
+  auto bind_region = [&](const Region& r) {
+    return bind_operand(c, kOp, "workspace", sub_view(work, r.offset, r.bytes), DType::f32, r.bytes / 4, 0, false);
+  };
+  const BoundOperand area_b = bind_region(area.small), d_h = bind_region(area.d_h);
+  const BoundOperand sorted = bind_region(area.sorted), gathered = bind_region(area.gathered);
   const BoundOperand route = bind_operand(c, kOp, "workspace", h_work, DType::f32, h_work.size / 4, 0, false);
   const BoundOperand pre = bind_operand(c, kOp, "pre_activation", pre_view, DType::f32, slots * uint64_t(f.n), 0, false);
   Stage s;
@@ -353,6 +356,9 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   std::fill(std::begin(s.infos), std::end(s.infos), area_b.info);
   s.count = kNumSplitBindings;
   s.infos[VKGMM_BINDING_GRAD_PRE] = pre.info;
+  s.infos[VKGMM_BINDING_GRAD_D_H] = d_h.info;
+  s.infos[VKGMM_BINDING_GRAD_SORTED] = sorted.info;
+  s.infos[VKGMM_BINDING_GRAD_GATHERED] = gathered.info;
   s.infos[VKGMM_BINDING_GRAD_LHS] = lhs.info;
   s.infos[VKGMM_BINDING_GRAD_D_OUT] = d_out.info;
   s.infos[VKGMM_BINDING_GRAD_WORK] = area_b.info;
@@ -369,7 +375,7 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
     } else {
       // No d_weights asked for: the pass writes them into the area's scratch words.
       s.infos[VKGMM_BINDING_GRAD_D_WEIGHTS] = area_b.info;
-      push.d_weights_off = area_b.element_offset + uint32_t(words.d_weights);
+      push.d_weights_off = area_b.element_offset + uint32_t(slots);
     }
   }
   push.lhs_off = lhs.element_offset;
@@ -377,10 +383,10 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   push.map_off = route.element_offset + uint32_t(route_map);
   push.offsets_off = route.element_offset;  // the group offsets lead the routed gmm's metadata
   push.num_local = uint32_t(local_experts(f));
-  push.h_off = area_b.element_offset + uint32_t(words.h);
-  push.sorted_off = area_b.element_offset + uint32_t(words.sorted);
-  push.a_off = area_b.element_offset + uint32_t(words.a);
-  push.ones_off = area_b.element_offset + uint32_t(words.ones);
+  push.h_off = d_h.element_offset;
+  push.sorted_off = sorted.element_offset;
+  push.a_off = gathered.element_offset;
+  push.ones_off = area_b.element_offset;
   push.pre_off = pre.element_offset;
   push.slots = uint32_t(slots);
   push.top_k = uint32_t(f.routing.top_k);

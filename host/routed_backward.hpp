@@ -31,7 +31,7 @@ struct RoutedBackward {
  private:
   void record_routed(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
                      bool record_it) const;
-  Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& area_view, const BufferView& h_work,
+  Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const BufferView& h_work,
                   const BufferView& pre_view) const;
 
   std::shared_ptr<Context::Impl> ctx;
@@ -43,11 +43,15 @@ struct RoutedBackward {
   VkPipeline grad = VK_NULL_HANDLE;  // shaders/routed_grad.comp
   uint32_t grad_groups = 0;
   uint64_t route_map = 0, route_sizes = 0;  // in h's workspace: the row map and the experts' counts (words)
-  // The workspace, bytes: each plan's share, then the gradient area; its words (from the area's start).
-  VkDeviceSize h_ws = 0, d_lhs_ws = 0, d_rhs_ws = 0, d_bias_ws = 0, area = 0, area_bytes = 0, total = 0;
+  // The workspace, bytes: each plan's share, then the gradient area's regions, each bound on its own
+  // (small: ones [slots], then the discarded d_weights [slots]).
+  struct Region {
+    VkDeviceSize offset = 0, bytes = 0;
+  };
+  VkDeviceSize h_ws = 0, d_lhs_ws = 0, d_rhs_ws = 0, d_bias_ws = 0, total = 0;
   struct {
-    uint64_t h = 0, sorted = 0, a = 0, ones = 0, d_weights = 0;
-  } words;
+    Region d_h, sorted, gathered, small;
+  } area;
   Buffer own_workspace;
   Buffer own_ids;  // a forward with group sizes: each row's group, as ids [m, 1]
 };

@@ -61,9 +61,13 @@
 #define VKGMM_BINDING_GRAD_WEIGHTS VKGMM_BINDING_EXISTING
 #define VKGMM_BINDING_GRAD_ROUTE VKGMM_BINDING_META
 #define VKGMM_BINDING_GRAD_D_WEIGHTS VKGMM_BINDING_BIAS
-// The pre-activation, saved by the forward or recomputed: the split layout's first storage binding past
-// the plain six (routed_grad binds the split layout).
+// Past the plain six (routed_grad binds the split layout): the pre-activation, saved by the forward or
+// recomputed, and the gradient area's three large regions, each its own binding (so that none but each
+// region must fit one): d_h per slot, d_h in expert order, the gathered lhs rows.
 #define VKGMM_BINDING_GRAD_PRE VKGMM_NUM_BINDINGS
+#define VKGMM_BINDING_GRAD_D_H (VKGMM_NUM_BINDINGS + 1)
+#define VKGMM_BINDING_GRAD_SORTED (VKGMM_NUM_BINDINGS + 2)
+#define VKGMM_BINDING_GRAD_GATHERED (VKGMM_NUM_BINDINGS + 3)
 
 // ----- specialization constants ------------------------------------------------------------------------
 // Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced
@@ -255,8 +259,8 @@
 // pre-activation h (f32 [slots, n] at pre[pre_off], the forward's product + bias per slot: saved by the
 // forward or recomputed) and d_out (OUT_TYPE: [T, out_n] combined, else [slots, out_n]): dy = d_out[s]
 // or weights[s] * d_out[t]; d_h = dy through the activation (ACTIVATION); written per slot at
-// work[h_off + s * n] (for d_lhs) and at work[sorted_off + r * n] (expert order, for d_rhs and d_bias);
-// lhs row s / lhs_div gathered at work[a_off + r * k] (f32); work[ones_off + r] = 1; with COMBINED
+// d_h[h_off + s * n] (for d_lhs) and at sorted[sorted_off + r * n] (expert order, for d_rhs and d_bias);
+// lhs row s / lhs_div gathered at gathered[a_off + r * k] (f32); work[ones_off + r] = 1; with COMBINED
 // d_weights[s] = <d_out[t], y(s)> (0 for other slots), + its value with ACCUMULATE. Every loop is
 // bounded by k, n and the slot count.
 #define VKGMM_GRAD_INVOCATIONS 64

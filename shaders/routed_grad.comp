@@ -3,7 +3,7 @@
 // interface.h says what each word holds): from the pre-activation h (saved by the forward or recomputed)
 // and d_out, each local slot's d_h, written per slot (the d_lhs gmm's input) and in expert order next to
 // the slot's gathered lhs row (the d_rhs and d_bias tgmms' inputs), and with a combine the routing
-// weights' gradient. It binds the split layout, for the pre-activation's binding past the plain six.
+// weights' gradient. It binds the split layout, for the bindings past the plain six (interface.h).
 //
 // One workgroup per row of expert order; its invocations stride over the row's columns, and a combined
 // row's dot product is summed in shared memory in a fixed tree: the same bits on every run.
@@ -27,6 +27,9 @@ layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_WEIGHTS) readonly buffer We
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_ROUTE) readonly buffer RouteBuf { int route[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_D_WEIGHTS) buffer DWeightsBuf { float d_weights[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_PRE) readonly buffer PreBuf { float pre[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_D_H) writeonly buffer DhBuf { float d_h[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_SORTED) writeonly buffer SortedBuf { float sorted[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_GATHERED) writeonly buffer GatheredBuf { float gathered[]; };
 
 layout(push_constant) uniform Params { VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD) } pc;
 
@@ -65,18 +68,18 @@ void main() {
           const float g = pre[pre_row + c], u = pre[pre_row + pc.out_n + c];
           const vec2 dgu = gated_derivatives(g, u) * (w * d);
           if (COMBINED) dot += d * gated_value(g, u);
-          work[h_row + c] = dgu.x;
-          work[h_row + pc.out_n + c] = dgu.y;
-          work[sorted_row + c] = dgu.x;
-          work[sorted_row + pc.out_n + c] = dgu.y;
+          d_h[h_row + c] = dgu.x;
+          d_h[h_row + pc.out_n + c] = dgu.y;
+          sorted[sorted_row + c] = dgu.x;
+          sorted[sorted_row + pc.out_n + c] = dgu.y;
         } else {
           if (COMBINED) dot += d * pre[pre_row + c];
-          work[h_row + c] = w * d;
-          work[sorted_row + c] = w * d;
+          d_h[h_row + c] = w * d;
+          sorted[sorted_row + c] = w * d;
         }
       }
       const uint a_src = pc.lhs_off + (s / pc.lhs_div) * pc.k, a_dst = pc.a_off + r * pc.k;
-      for (uint c = lid; c < pc.k; c += lanes) work[a_dst + c] = load_lhs(a_src + c);
+      for (uint c = lid; c < pc.k; c += lanes) gathered[a_dst + c] = load_lhs(a_src + c);
     }
     if (COMBINED) {
       // The row's dot product, in a fixed order; every slot's gradient is written (0 where not local).

@@ -288,6 +288,71 @@ TEST_F(DeviceTest, RoutedBackwardBitsEqualRunToRun) {
   EXPECT_EQ(0, std::memcmp(a.d_bias.data(), b.d_bias.data(), a.d_bias.size() * 4));
 }
 
+// The gradient area's regions are bound one by one: an area past one binding works where each region
+// fits one (a context whose binding limit is 1 MiB: the area here is 1.3 MB, its largest region 0.64 MB).
+TEST_F(DeviceTest, RoutedBackwardAreaPastOneBinding) {
+  static Context limited = binding_limited_context(uint64_t(1) << 20);
+  const Case c{"area", 100, 2, 2, 0, 2, 32, 800, false, true, true, Activation::swiglu};
+  std::mt19937 rng(17);
+  const GmmProblem p = problem_of(c);
+  const GmmBackwardPlan plan(limited, p);
+  const uint64_t slots = uint64_t(c.T * c.top_k);
+  ASSERT_GT(slots * uint64_t(2 * c.n + c.k) * 4, limited.info().max_storage_buffer_range);
+  const reference::RoutedInputs in = make_inputs(c, rng);
+  const std::vector<float> d_out = make_d_out(c, rng);
+  expect_matches(c, run_routed_backward(limited, p, in, d_out), reference::gmm_routed_backward(p, in, d_out));
+  // Past one binding (the saved pre-activation, [T * top_k, n] f32, first): refused, asking for fewer tokens.
+  Case big = c;
+  big.n = 1400;
+  expect_refused([&] { GmmBackwardPlan(limited, problem_of(big)); }, Status::unsupported, "fewer tokens per call");
+}
+
+// Where the sums run in the same order, the routed backward gives the sorted path's bits: per slot, no
+// epilogue, the same tiling and schedule; the sorted path's rows are the local slots in expert order (each
+// expert's in slot order, as the routing build orders them), their group sizes on the host.
+TEST_F(DeviceTest, RoutedBackwardMatchesTheSortedPathBitForBit) {
+  const Case c{"sorted", 29, 2, 5, 1, 3, 20, 24, true, false, false, Activation::none};
+  std::mt19937 rng(11);
+  GmmProblem p = problem_of(c);
+  p.tiling = TilingChoice::of(Tiling{8, 4, 8});
+  p.schedule = Schedule::direct;
+  const reference::RoutedInputs in = make_inputs(c, rng);
+  const std::vector<float> d_out = make_d_out(c, rng);
+  const DeviceGrads routed = run_routed_backward(ctx(), p, in, d_out);
+
+  std::vector<int64_t> order;  // local slots in expert order
+  std::vector<int32_t> sizes(size_t(c.e_local), 0);
+  for (int64_t e = 0; e < c.e_local; ++e)
+    for (int64_t s = 0; s < c.T * c.top_k; ++s)
+      if (in.ids[size_t(s)] == int32_t(c.offset + e)) order.push_back(s), ++sizes[size_t(e)];
+  ASSERT_GT(order.size(), 10u);
+  const size_t R = order.size(), K = size_t(c.k), N = size_t(c.n);
+  std::vector<float> lhs(R * K), dy(R * N);
+  for (size_t r = 0; r < R; ++r) {
+    std::copy_n(in.lhs.begin() + order[r] * K, K, lhs.begin() + r * K);
+    std::copy_n(d_out.begin() + order[r] * N, N, dy.begin() + r * N);
+  }
+  GmmProblem sorted;
+  sorted.m = int64_t(R), sorted.k = c.k, sorted.n = c.n;
+  sorted.group_sizes = sizes;
+  sorted.tiling = p.tiling;
+  sorted.schedule = p.schedule;
+  Context& cx = ctx();
+  Buffer a = upload(cx, DType::f32, lhs), w = upload(cx, DType::f32, in.rhs), g = upload(cx, DType::f32, dy);
+  Buffer d_lhs = poisoned(cx, R * K * 4), d_rhs = poisoned(cx, in.rhs.size() * 4);
+  GmmBackwardOperands ops;
+  ops.lhs = a.view(), ops.rhs = w.view(), ops.d_out = g.view(), ops.d_lhs = d_lhs.view(), ops.d_rhs = d_rhs.view();
+  gmm_backward(cx, sorted, ops);
+  EXPECT_TRUE(same_bits(download(d_rhs, DType::f32, in.rhs.size()), routed.d_rhs)) << "d_rhs";
+  const std::vector<float> sorted_d_lhs = download(d_lhs, DType::f32, R * K);
+  std::vector<float> want(R * K), got(R * K);
+  for (size_t r = 0; r < R; ++r) {
+    std::copy_n(sorted_d_lhs.begin() + r * K, K, want.begin() + r * K);
+    std::copy_n(routed.d_lhs.begin() + order[r] * K, K, got.begin() + r * K);
+  }
+  EXPECT_TRUE(same_bits(got, want)) << "d_lhs";
+}
+
 // Ids below -1 or past num_experts are flagged in the status word and skipped, as the forward does.
 TEST_F(DeviceTest, RoutedBackwardSkipsHostileIds) {
   Case c = kCases[1];

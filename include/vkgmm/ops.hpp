@@ -219,8 +219,9 @@ class VKGMM_API TgmmPlan {
 //   d_bias f32 [E_local, n] with Epilogue::bias (its view may stay null: not computed);
 //   d_weights f32 [T, top_k] with Routing::combine: <d_out[t], the slot's activation output> for local
 //         slots, 0 for the others (null: not computed).
-// The product + bias is recomputed per slot into the workspace, then one pass takes d_out through the
-// activation and gathers each local slot's lhs row in expert order, then tgmm gives d_rhs (and d_bias) and
+// The product + bias per slot is the forward's saved pre-activation (pre_activation) or recomputed into
+// the workspace by the same kernel (the same bits), then one pass takes d_out through the activation and
+// gathers each local slot's lhs row in expert order, then tgmm gives d_rhs (and d_bias) and
 // a routed gmm with the flipped transpose d_lhs: every sum in a fixed order, the same bits on every run.
 // The workspace is always used (the plan's own when the operands give none: executions that overlap in
 // time then race); the status word reports the ids as the forward's does.
@@ -251,7 +252,7 @@ struct GmmBackwardOptions {
 
 // Weights in a block format (DType::q4_0, ...) are frozen: their gradient is not computed (adapter
 // fine-tuning), only d_lhs; d_rhs (and lhs, read only for it) stay null, and the status word is d_lhs's.
-// (Routed, lhs is read for the recomputed product all the same.)
+// (Routed without a saved pre-activation, lhs is read for the recomputed product all the same.)
 struct RoutedBackward;  // the routed backward's other passes (internal)
 class VKGMM_API GmmBackwardPlan {
  public:

@@ -143,10 +143,13 @@ TEST(Interface, RoutedGradModuleMatchesTheHost) {
   const Reflection r = reflect(routed_grad_shader());
   const auto bad = compare(r, false, abi::kGradConstants, true, abi::GradPush{});
   EXPECT_TRUE(bad.empty()) << joined(bad);
-  // lhs, d_out, the gradient workspace, weights, the routing words, d_weights, the pre-activation: the
-  // last past the plain layout's storage bindings, a storage buffer only in the split layout.
-  EXPECT_EQ(r.bindings.size(), 7u);
-  EXPECT_TRUE(r.bindings.count(VKGMM_BINDING_GRAD_PRE));
+  // lhs, d_out, the gradient area's small words, weights, the routing words, d_weights, and past the
+  // plain layout's storage bindings (storage buffers only in the split layout) the pre-activation and the
+  // area's three large regions.
+  EXPECT_EQ(r.bindings.size(), 10u);
+  for (const uint32_t b : {VKGMM_BINDING_GRAD_PRE, VKGMM_BINDING_GRAD_D_H, VKGMM_BINDING_GRAD_SORTED,
+                           VKGMM_BINDING_GRAD_GATHERED})
+    EXPECT_TRUE(r.bindings.count(b)) << "binding " << b;
 }
 
 // The texel builds declare the texel bindings; the split builds the parts; the plain ones neither.
