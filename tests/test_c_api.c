@@ -599,6 +599,85 @@ static void test_routing_fields(vkgmm_context* ctx) {
   vkgmm_buffer_destroy(bo);
 }
 
+/* ----- a routed forward saving its pre-activation, and the backward reading it ------------------------- */
+
+/* T = M tokens, top-2 of the G experts, per slot, SwiGLU over N product columns: the saved pre-activation
+ * is each slot's product (no bias), and the backward gives the same bits from it as when it recomputes. */
+static void test_saved_pre_activation(vkgmm_context* ctx) {
+  vkgmm_gmm_problem p = gmm_problem();
+  p.save_pre_activation = 1; /* group sizes: nothing to save it in */
+  expect_refused(ctx, &p, "save_pre_activation");
+  p = gmm_problem();
+  p.group_sizes = NULL, p.num_groups = 0, p.num_rhs_groups = G, p.top_k = 2, p.num_experts = G;
+  p.activation = VKGMM_ACTIVATION_SWIGLU;
+  p.reserved_tail = 5;
+  expect_refused(ctx, &p, "reserved_tail");
+  p.reserved_tail = 0;
+  vkgmm_gmm_plan* plain = NULL;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plain) == VKGMM_OK);
+  vkgmm_buffer_view v;
+  CHECK(vkgmm_gmm_plan_saved_pre_activation(plain, vkgmm_buffer_whole(NULL), &v) == VKGMM_INVALID_ARGUMENT &&
+        strstr(vkgmm_last_error_message(), "saves none"));
+  vkgmm_gmm_plan_destroy(plain);
+  p.save_pre_activation = 1;
+  vkgmm_gmm_plan* plan = NULL;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_OK && plan != NULL);
+  if (!plan) return;
+  vkgmm_operand_sizes s = {sizeof s};
+  CHECK(vkgmm_gmm_plan_sizes(plan, &s) == VKGMM_OK && s.workspace > 0);
+  int32_t ids[M * 2];
+  for (int i = 0; i < M * 2; ++i) ids[i] = i == 5 ? -1 : (i / 2 + i % 2) % G;
+  vkgmm_buffer* bi = NULL;
+  CHECK(vkgmm_buffer_create(ctx, sizeof ids, &bi) == VKGMM_OK && vkgmm_buffer_upload(bi, ids, sizeof ids, 0) == VKGMM_OK);
+  vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *br = make_buffer(ctx, rhs, G * K * N),
+               *bo = make_buffer(ctx, NULL, M * 2 * N / 2), *bws = make_buffer(ctx, NULL, s.workspace / 4);
+  vkgmm_gmm_operands ops;
+  memset(&ops, 0, sizeof ops);
+  ops.struct_size = sizeof ops;
+  ops.lhs = vkgmm_buffer_whole(bl), ops.rhs = vkgmm_buffer_whole(br), ops.out = vkgmm_buffer_whole(bo);
+  ops.ids = vkgmm_buffer_whole(bi), ops.workspace = vkgmm_buffer_whole(bws);
+  CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
+  CHECK(vkgmm_gmm_plan_saved_pre_activation(plan, ops.workspace, &v) == VKGMM_OK);
+  CHECK(v.buffer == ops.workspace.buffer && v.size == M * 2 * N * 4 && v.offset + v.size <= s.workspace);
+  float pre[M * 2 * N];
+  CHECK(vkgmm_buffer_download(bws, pre, sizeof pre, (size_t)v.offset) == VKGMM_OK);
+  int wrong = 0;
+  for (int slot = 0; slot < M * 2; ++slot)
+    for (int c = 0; ids[slot] >= 0 && c < N; ++c) {
+      double sum = 0;
+      for (int i = 0; i < K; ++i) sum += (double)lhs[(slot / 2) * K + i] * rhs[(ids[slot] * K + i) * N + c];
+      wrong += !near(pre[slot * N + c], sum);
+    }
+  CHECK(wrong == 0);
+
+  vkgmm_gmm_backward_plan* bw = NULL;
+  CHECK(vkgmm_gmm_backward_plan_create(ctx, &p, &bw) == VKGMM_OK);
+  vkgmm_gmm_backward_sizes bs = {sizeof bs};
+  CHECK(vkgmm_gmm_backward_plan_sizes(bw, &bs) == VKGMM_OK && bs.pre_activation == v.size);
+  float d[M * 2 * N / 2], recomputed[M * K], saved[M * K];
+  fill(d, M * N, 9);
+  vkgmm_buffer *bd = make_buffer(ctx, d, M * N), *bdl = make_buffer(ctx, NULL, M * K),
+               *bdr = make_buffer(ctx, NULL, G * K * N);
+  vkgmm_gmm_backward_operands b;
+  memset(&b, 0, sizeof b);
+  b.struct_size = sizeof b;
+  b.lhs = ops.lhs, b.rhs = ops.rhs, b.d_out = vkgmm_buffer_whole(bd), b.d_lhs = vkgmm_buffer_whole(bdl);
+  b.d_rhs = vkgmm_buffer_whole(bdr), b.ids = ops.ids;
+  CHECK(vkgmm_gmm_backward_plan_run(ctx, bw, &b) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdl, recomputed, sizeof recomputed, 0) == VKGMM_OK);
+  b.pre_activation = v;
+  CHECK(vkgmm_gmm_backward_plan_run(ctx, bw, &b) == VKGMM_OK);
+  CHECK(vkgmm_buffer_download(bdl, saved, sizeof saved, 0) == VKGMM_OK);
+  CHECK(memcmp(recomputed, saved, sizeof saved) == 0);
+  int nonzero = 0;
+  for (int i = 0; i < M * K; ++i) nonzero += saved[i] != 0.0f;
+  CHECK(nonzero > M * K / 2);
+  vkgmm_gmm_backward_plan_destroy(bw);
+  vkgmm_gmm_plan_destroy(plan);
+  vkgmm_buffer* all[] = {bi, bl, br, bo, bws, bd, bdl, bdr};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) vkgmm_buffer_destroy(all[i]);
+}
+
 /* ----- top-k routing: logits in, the ids and weights the routed gmm reads ------------------------------ */
 
 /* Two tokens, four experts, top 2, renormalised: each token's picks by hand, weights a softmax of the two. */
@@ -910,6 +989,7 @@ int main(void) {
   test_errors(ctx);
   test_struct_sizes(ctx);
   test_routing_fields(ctx);
+  test_saved_pre_activation(ctx);
   test_top_k(ctx);
   test_top_k_backward(ctx);
   test_moe_layer(ctx);
