@@ -147,6 +147,7 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
   // d_rhs's to write (its tgmm always runs, even with m = 0).
   BufferView lhs_work, rhs_work;
   if (ops.workspace.buffer) {
+    // Its offset is each share's plan's to check.
     if (ops.workspace.size < workspace_bytes())
       throw Error(Status::invalid_argument, "gmm_backward: workspace: view of " + std::to_string(ops.workspace.size) +
                                                 " bytes is too small: the plan needs " +

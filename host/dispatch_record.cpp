@@ -158,16 +158,8 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   const VkDeviceSize workspace_bytes = workspace_.bytes();
   // The workspace is read from its first word by the op's kernel: its offset must be a binding offset.
   VkDescriptorBufferInfo work{meta_.handle(), 0, workspace_bytes};
-  if (ops.workspace.buffer) {
-    const VkDeviceSize align = std::max<VkDeviceSize>(info().min_storage_buffer_offset_alignment, 4);
-    if (ops.workspace.offset % align != 0)
-      bad("workspace: offset " + std::to_string(ops.workspace.offset) +
-          " is not a multiple of minStorageBufferOffsetAlignment (" + std::to_string(align) + ")");
-    if (ops.workspace.size < workspace_bytes)
-      bad("workspace: view of " + std::to_string(ops.workspace.size) + " bytes is too small: the plan needs " +
-          std::to_string(workspace_bytes) + " (workspace_bytes())");
-    work = {ops.workspace.buffer, ops.workspace.offset, workspace_bytes};
-  }
+  check_workspace_view(op, ops.workspace, workspace_bytes, info());
+  if (ops.workspace.buffer) work = {ops.workspace.buffer, ops.workspace.offset, workspace_bytes};
   // The sizes and the status word: int32 / uint32 words at any 4-byte offset (read, written once). A
   // routed problem's sizes are the routing build's counts, in the workspace.
   BoundOperand sizes;

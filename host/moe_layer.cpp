@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "operands.hpp"
+#include "problem_checks.hpp"
 #include "stage.hpp"
 
 namespace vkgmm {
@@ -120,6 +121,7 @@ struct MoeLayerPlan::State {
   };
   Region logits, ids, weights, hidden, d_hidden, d_weights, d_logits, up_ws, down_ws, down_bw_ws, up_bw_ws, router_dx_ws;
   VkDeviceSize total = 0, align = 4;
+  DeviceInfo info;
   Buffer own;
   Buffer zeros, ones;  // router_dx's ids and weights, [T] each
 
@@ -153,7 +155,8 @@ const MoeLayerProblem& checked(const MoeLayerProblem& p) {
 MoeLayerPlan::MoeLayerPlan(Context& ctx, const MoeLayerProblem& problem) {
   auto st = std::make_shared<State>(ctx, checked(problem));
   const MoeLayerProblem& p = st->problem;
-  st->align = std::max<VkDeviceSize>(ctx.info().min_storage_buffer_offset_alignment, 4);
+  st->info = ctx.info();
+  st->align = std::max<VkDeviceSize>(st->info.min_storage_buffer_offset_alignment, 4);
   const VkDeviceSize T = VkDeviceSize(p.tokens), slots = T * VkDeviceSize(p.top_k);
   st->logits = st->take(T * VkDeviceSize(p.num_experts) * 4);
   st->ids = st->take(slots * 4);
@@ -200,11 +203,9 @@ void between(VkCommandBuffer cb) {
   compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
-BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDeviceSize bytes) {
+BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDeviceSize bytes, const DeviceInfo& info) {
+  check_workspace_view(kOp, ops.workspace, bytes, info);
   if (!ops.workspace.buffer) return own.handle() ? own.view() : BufferView{};
-  if (ops.workspace.size < bytes)
-    refuse("workspace: view of " + std::to_string(ops.workspace.size) + " bytes is too small: the plan needs " +
-           std::to_string(bytes) + " (workspace_bytes())");
   return ops.workspace;
 }
 }  // namespace
@@ -212,7 +213,7 @@ BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDevice
 void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& ops) const {
   const State& st = *state_;
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
-  const BufferView work = workspace_of(ops, st.own, st.total);
+  const BufferView work = workspace_of(ops, st.own, st.total, st.info);
   const BufferView logits = st.view(work, st.logits), ids = st.view(work, st.ids), weights = st.view(work, st.weights);
   const BufferView hidden = st.view(work, st.hidden);
   GmmOperands r;
@@ -242,7 +243,7 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
 void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& ops, const MoeLayerGradients& g) const {
   const State& st = *state_;
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
-  const BufferView work = workspace_of(ops, st.own, st.total);
+  const BufferView work = workspace_of(ops, st.own, st.total, st.info);
   const BufferView logits = st.view(work, st.logits), ids = st.view(work, st.ids), weights = st.view(work, st.weights);
   const BufferView hidden = st.view(work, st.hidden), d_hidden = st.view(work, st.d_hidden);
   const BufferView d_weights = st.view(work, st.d_weights), d_logits = st.view(work, st.d_logits);

@@ -146,6 +146,17 @@ void check_existing_view(const char* op, bool expected, const BufferView& existi
     bad(op, "existing_out overlaps out without being the same range");
 }
 
+void check_workspace_view(const char* op, const BufferView& workspace, VkDeviceSize needed, const DeviceInfo& info) {
+  if (!workspace.buffer) return;
+  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
+  if (workspace.offset % align != 0)
+    bad(op, "workspace: offset " + std::to_string(workspace.offset) +
+                " is not a multiple of minStorageBufferOffsetAlignment (" + std::to_string(align) + ")");
+  if (workspace.size < needed)
+    bad(op, "workspace: view of " + std::to_string(workspace.size) + " bytes is too small: the plan needs " +
+                std::to_string(needed) + " (workspace_bytes())");
+}
+
 void check_no_overlap(const char* op, const BufferView& out,
                       std::initializer_list<std::pair<const char*, BufferView>> inputs, const char* out_name) {
   for (auto& [name, view] : inputs)

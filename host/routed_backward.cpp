@@ -132,7 +132,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     own_ids.upload(ids.data(), ids.size() * 4);
   }
   slots = uint64_t(f.m) * uint64_t(f.routing.top_k);
-  out_n = uint64_t(gated(f.epilogue.activation) ? f.n / 2 : f.n);
+  out_n = uint64_t(check_epilogue(kOp, f.epilogue, f.n));
   if (f.epilogue.bias && local_experts(f) > 0) d_bias.emplace(context, slots_tgmm(f, 1, DType::f32, false));
   if (slots > 0) {
     // The forward itself, saving its pre-activation (the product + bias per slot, f32): the same kernel
@@ -242,19 +242,8 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   const GmmProblem& f = forward;
   // The workspace: the app's, or the plan's own.
   BufferView work = ops.workspace;
-  if (work.buffer) {
-    if (work.size < total)
-      refuse(Status::invalid_argument, "workspace: view of " + std::to_string(work.size) +
-                                           " bytes is too small: the plan needs " + std::to_string(total) +
-                                           " (workspace_bytes())");
-    const VkDeviceSize align = std::max<VkDeviceSize>(ctx->dev.info.min_storage_buffer_offset_alignment, 4);
-    if (work.offset % align)
-      refuse(Status::invalid_argument, "workspace: offset " + std::to_string(work.offset) +
-                                           " is not a multiple of minStorageBufferOffsetAlignment (" +
-                                           std::to_string(align) + ")");
-  } else if (total) {
-    work = own_workspace.view();
-  }
+  check_workspace_view(kOp, work, total, ctx->dev.info);
+  if (!work.buffer && total) work = own_workspace.view();
   const std::initializer_list<std::pair<const char*, BufferView>> app = {
       {"lhs", ops.lhs},     {"rhs", ops.rhs},       {"d_out", ops.d_out},   {"d_lhs", ops.d_lhs},
       {"d_rhs", ops.d_rhs}, {"ids", ops.ids},       {"weights", ops.weights}, {"bias", ops.bias},
