@@ -44,8 +44,9 @@ void print_train_table(std::FILE* f, const std::vector<Result>& layers) {
                "(inputs of its own; weights in a block format are frozen: no gradient of theirs). gpu ms medians of\n"
                "three calls timed alternately, each from evicted caches: fwd ms, record_forward alone; bwd ms,\n"
                "record_backward alone (reading the words the forward before it saved); fwd+bwd ms, both in one\n"
-               "command buffer. bwd/fwd: bwd ms over fwd ms (the backward recomputes each slot's product: about 3\n"
-               "forwards of matmul work). step-fwd: fwd+bwd ms - fwd ms, the backward right after its forward.\n"
+               "command buffer. bwd/fwd: bwd ms over fwd ms (the forward saves each slot's pre-activation, so the\n"
+               "backward's matmuls are d_lhs's and the weights': about 2 forwards). step-fwd: fwd+bwd ms - fwd ms,\n"
+               "the backward right after its forward.\n"
                "checked: tokens whose y and d_x rows matched the CPU reference before timing (every gradient also\n"
                "finite and not all zero).\n");
 }
