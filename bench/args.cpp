@@ -34,6 +34,11 @@ const char kBenchUsage[] =
     "               also timed per slot (no combine) and against the unfused chain (permute + gmm with\n"
     "               device group sizes + un-permute/combine), alternately. Not in a default run.\n"
     "  ids-decode   decode routed by ids: T=8 tokens, top-2 of E=8 experts, k=n=1024 (f32)\n"
+    "  moe-grad-ids the backward of a gmm routed by ids at moe-prefill's scale: T=2048 tokens, top-2 of\n"
+    "               E=8 experts (4096 slots), k=n=1024, output combined with the router weights\n"
+    "               (GmmBackwardPlan: d_lhs, d_rhs, d_weights), checked on sampled tokens and experts,\n"
+    "               timed alternately with the routed forward and the sorted path's backward (the slots\n"
+    "               in expert order on the host, as moe-grad runs). In --presets ids\n"
     "  FMT-ids-decode, FMT-prefill\n"
     "               expert weights in GGUF block format FMT (q8_0, q4_0, q4_K, q6_K, mxfp4; rhs [G, n, k],\n"
     "               blocks along k): ids-decode with f32 activations, moe-prefill's shape with bf16\n"
@@ -59,16 +64,17 @@ const char kBenchUsage[] =
     "                   sample of tokens against the CPU reference, every gradient finite. A layer whose\n"
     "                   shapes the library refuses (a gradient past one storage binding) is reported skipped\n"
     "\n"
-    "  --presets G  a group: default (the four above, what a run with no workload runs), ids (ids-decode\n"
-    "               and the qwen3-ids-* presets, ~1 min f32 on lavapipe plus the references), quant\n"
-    "               (ids-decode, q4_0-, q8_0-, q6_K-, mxfp4-ids-decode, bf16-, q8_0-, q4_K-prefill: issue\n"
+    "  --presets G  a group: default (the four above, what a run with no workload runs), ids (ids-decode,\n"
+    "               the qwen3-ids-* presets and moe-grad-ids, ~2 min f32 on lavapipe plus the references),\n"
+    "               quant (ids-decode, q4_0-, q8_0-, q6_K-, mxfp4-ids-decode, bf16-, q8_0-, q4_K-prefill: issue\n"
     "               15's comparisons in one run, reported after the tables), all (every group)\n"
     "\n"
     "custom workload (any of these adds one, named 'custom'; unset ones take the values shown):\n"
     "  --op gmm|tgmm|backward  (gmm)      --m M (1024)  --k K (512)  --n N (512)  --groups G (8)\n"
     "  --dist uniform|random|zipf (random) --empty-groups E (0): E experts get no rows\n"
     "  --top-k K        route by expert ids as the qwen3-ids presets: --m tokens, --groups experts, K\n"
-    "                   distinct experts per token from the seeded router (--dist, --empty-groups unused)\n"
+    "                   distinct experts per token from the seeded router (--dist, --empty-groups unused);\n"
+    "                   with --op backward, its backward as moe-grad-ids runs it\n"
     "\n"
     "for every workload:\n"
     "  --dtype T        element type of every operand (f32; a preset's own otherwise)\n"
@@ -187,7 +193,8 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       Workload w;
       if (!make_preset(v, w))
         return bad("unknown preset (moe-prefill, moe-fine, decode, moe-grad, ids-decode, qwen3-ids-t1, -t8, -t64, "
-                   "-t512, FMT-ids-decode, FMT-prefill with FMT q8_0, q4_0, q4_K, q6_K or mxfp4, bf16-prefill)");
+                   "-t512, moe-grad-ids, FMT-ids-decode, FMT-prefill with FMT q8_0, q4_0, q4_K, q6_K or mxfp4, "
+                   "bf16-prefill)");
       if (std::find(presets.begin(), presets.end(), v) == presets.end()) presets.push_back(v);
     } else if (a == "--presets") {
       std::vector<std::string> group;
@@ -286,8 +293,8 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       seed = *x;
     }
   }
-  if (has_custom && custom.routed() && (custom.op != Op::gmm || custom.top_k > custom.groups)) {
-    error = "--top-k " + std::to_string(custom.top_k) + ": ids routing is gmm only, with top_k <= --groups " +
+  if (has_custom && custom.routed() && (custom.op == Op::tgmm || custom.top_k > custom.groups)) {
+    error = "--top-k " + std::to_string(custom.top_k) + ": ids routing is gmm or its backward, with top_k <= --groups " +
             std::to_string(custom.groups) + " (distinct experts per token)";
     return 2;
   }

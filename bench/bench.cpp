@@ -21,6 +21,7 @@
 #include "layer.hpp"
 #include "report.hpp"
 #include "routed.hpp"
+#include "routed_grad.hpp"
 #include "runner.hpp"
 #include "timing.hpp"
 #include "train.hpp"
@@ -493,6 +494,62 @@ Result measure_routed(vkgmm::Context& ctx, CallTimer& clock, const Options& o, c
   return r;
 }
 
+// A routed backward (moe-grad-ids): GmmBackwardPlan on the routed forward, its gradients checked on a
+// sample of tokens and experts against reference::gmm_routed_backward (routed_grad.hpp), the forward's
+// output and the sorted path's backward on the same sample, then the three timed alternately, one call
+// of each per round, each from evicted caches. The plans are built once, as measure_train's (no host share
+// is timed).
+Result measure_routed_grad(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Workload& w,
+                           const RunInfo& run, const std::filesystem::path& cache) {
+  const char* name = w.name.c_str();
+  GpuTimer& timer = clock.timer();
+  const Counted counted{clock};
+  progress("[%s] backward of a gmm routed by ids: T=%lld k=%lld n=%lld E=%lld top_k=%lld %s (%lld experts "
+           "selected): preparing inputs",
+           name, (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups, (long long)w.top_k,
+           vkgmm::dtype_name(w.dtype), (long long)distinct_experts(w));
+  Result r;
+  r.work = w;
+  r.metadata = "ids";
+  r.expert_shards = 1;
+  if (o.expert_shards > 1) r.notes.push_back("--expert-shards: the routed backward runs its experts in one window");
+  const vkgmm::TilingChoice tiling = choose_tiling(o, w, cache, r.notes);
+  RoutedGradInstance inst(ctx, w, tiling);
+  r.tiling = inst.tiling_text();
+  r.sorted_tiling = inst.sorted_tiling_text();
+  const tool::Stopwatch watch;
+  const GradReference want = grad_reference(inst);
+  r.checked_tokens = int64_t(want.sample.tokens.size());
+  r.checked_experts = int64_t(want.sample.experts.size());
+  progress("[%s] CPU reference on %lld sampled tokens and %lld experts computed in %.1f s", name,
+           (long long)r.checked_tokens, (long long)r.checked_experts, watch.seconds());
+  const auto backward = [&](VkCommandBuffer cb) { inst.record(cb); };
+  const auto forward = [&](VkCommandBuffer cb) { inst.forward.record(cb); };
+  const auto sorted = [&](VkCommandBuffer cb) { inst.record_sorted(cb); };
+  const auto sample = [&](std::vector<Output> full) { return on_sample(want.sample, w, std::move(full)); };
+  check_routed_or_refuse(
+      timer, w, "routed backward, tiling " + r.tiling, backward, [&] { return inst.device_status(); },
+      [&] { return sample(inst.download()); }, want.backward, w.dtype);
+  check_routed_or_refuse(
+      timer, w, "routed forward, tiling " + inst.forward.tiling_text(), forward,
+      [&] { return inst.forward.device_status(); }, [&] { return sample(inst.forward.download()); }, want.forward);
+  check_routed_or_refuse(
+      timer, w, "sorted backward, tiling " + r.sorted_tiling, sorted, [] { return 0u; },
+      [&] { return sample(inst.download_sorted()); }, want.sorted, w.dtype);
+  r.reps = reps_for(o, timer.run_ms(backward), clock);
+  progress("[%s] matches the reference; timing %d reps after %d warmup: backward, forward, sorted backward, "
+           "alternating", name, r.reps, o.warmup);
+  const std::vector<Samples> s = clock.alternate(r.reps, o.warmup, {{[] {}, backward}, {[] {}, forward}, {[] {}, sorted}});
+  r.time = summarize(s[0]);
+  r.forward_ms = median(s[1].gpu_ms);
+  r.sorted_ms = median(s[2].gpu_ms);
+  set_rates(r, run);
+  counted.into(r.timed_calls, r.evictions);
+  progress("[%s] gpu ms median: backward %.3f (%.2f GFLOP/s, %.2fx the forward's %.3f), sorted backward %.3f", name,
+           r.time.gpu_ms_median, r.gflops, r.time.gpu_ms_median / *r.forward_ms, *r.forward_ms, *r.sorted_ms);
+  return r;
+}
+
 // A model's MoE layer: each projection checked against the reference on its own (gate/up on the router's
 // ids; down on the slots the device's gate/up wrote), then the whole layer once, then timed: both calls in
 // one command buffer, as an engine runs them.
@@ -716,7 +773,9 @@ int bench_main(int argc, char** argv) {
     }
     std::vector<Result> results;
     for (const Workload& w : o.workloads)
-      results.push_back(w.routed() ? measure_routed(ctx, clock, o, w, run, cache) : measure(ctx, clock, o, w, run, cache));
+      results.push_back(!w.routed()             ? measure(ctx, clock, o, w, run, cache)
+                        : w.op == Op::backward ? measure_routed_grad(ctx, clock, o, w, run, cache)
+                                               : measure_routed(ctx, clock, o, w, run, cache));
     for (const ModelLayer& l : o.layers) {
       results.push_back(measure_layer(ctx, clock, o, l, run, cache));
       if (o.train) results.back().train = measure_train(ctx, clock, o, l);

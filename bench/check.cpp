@@ -32,6 +32,25 @@ void parallel_blocks(int64_t blocks, const std::function<void(int64_t)>& body) {
   for (auto& t : threads) t.join();
 }
 
+std::vector<float> gather_rows(const std::vector<float>& m, const std::vector<int64_t>& rows, int64_t width) {
+  std::vector<float> out;
+  out.reserve(rows.size() * size_t(width));
+  for (const int64_t r : rows) out.insert(out.end(), m.begin() + r * width, m.begin() + (r + 1) * width);
+  return out;
+}
+
+std::vector<float> gather_experts(const std::vector<float>& all, const std::vector<int32_t>& experts, int64_t per_expert) {
+  std::vector<int64_t> rows(experts.begin(), experts.end());
+  return all.empty() ? all : gather_rows(all, rows, per_expert);
+}
+
+std::vector<int64_t> spread(int64_t n, int64_t count) {
+  const int64_t c = std::min(n, count);
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < c; ++i) out.push_back(i * n / c);
+  return out;
+}
+
 namespace {
 
 constexpr int64_t kBlock = 16;  // columns per reference call: 64-byte strides

@@ -13,6 +13,13 @@ namespace bench {
 // Runs body(block) for block in [0, blocks) on all cores (the CPU references' column blocks).
 void parallel_blocks(int64_t blocks, const std::function<void(int64_t)>& body);
 
+// Rows `rows` of a [*, width] matrix, in that order.
+std::vector<float> gather_rows(const std::vector<float>& m, const std::vector<int64_t>& rows, int64_t width);
+// The slabs of `experts` (each `per_expert` values) of a per-expert tensor, in that order (empty stays empty).
+std::vector<float> gather_experts(const std::vector<float>& all, const std::vector<int32_t>& experts, int64_t per_expert);
+// `count` indices spread evenly over [0, n) (all of them when count >= n), ascending: a sampled check's rows.
+std::vector<int64_t> spread(int64_t n, int64_t count);
+
 // The expected outputs of `inst`'s workload, in the order Instance::download() returns them.
 // Computed by vkgmm::reference (double accumulation); see check.cpp for how it is kept fast.
 std::vector<Output> expected_outputs(const Instance& inst);

@@ -78,7 +78,11 @@ std::string routed_fields(const Result& r) {
          ", \"chain_tiling\": " + (r.chain_ms ? json_string(r.chain_tiling) : "null") +
          ", \"sorted_gpu_ms_median\": " + json_number(r.sorted_ms) +
          ", \"ids_over_sorted\": " + json_number(ratio(ms, r.sorted_ms.value_or(0))) +
-         ", \"sorted_tiling\": " + (r.sorted_ms ? json_string(r.sorted_tiling) : "null");
+         ", \"sorted_tiling\": " + (r.sorted_ms ? json_string(r.sorted_tiling) : "null") +
+         ", \"forward_gpu_ms_median\": " + json_number(r.forward_ms) +
+         ", \"backward_over_forward\": " + json_number(ratio(ms, r.forward_ms.value_or(0))) +
+         ", \"checked_tokens\": " + (r.forward_ms ? std::to_string(r.checked_tokens) : "null") +
+         ", \"checked_experts\": " + (r.forward_ms ? std::to_string(r.checked_experts) : "null");
 }
 
 // The element types a workload runs: "f32", or "f32+q4_0" with block-format weights.
@@ -246,6 +250,45 @@ void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
                "caches, as a model's layer finds its experts in none (bench/eviction.hpp).\n");
 }
 
+// Routed backwards (moe-grad-ids), in a table of their own: their peers are a forward and a backward.
+void print_routed_grad_table(std::FILE* f, const std::vector<Result>& results) {
+  std::fprintf(f, "%-16s %5s %5s %5s %4s %4s %-6s %-15s %8s %8s %8s %6s %8s %7s %-15s %8s %6s %7s\n", "routed backward",
+               "T", "k", "n", "E", "topk", "dtype", "tiling", "bwd ms", "bwd min", "GFLOP/s", "%ceil", "fwd ms",
+               "bwd/fwd", "sort tiling", "sort ms", "ids/so", "checked");
+  for (const Result& r : results) {
+    const Workload& w = r.work;
+    const double ms = r.time.gpu_ms_median;
+    const std::string checked = std::to_string(r.checked_tokens) + "t/" + std::to_string(r.checked_experts) + "e";
+    std::fprintf(f, "%-16s %5lld %5lld %5lld %4lld %4lld %-6s %-15s %8s %8s %8.2f %5.1f%% %8s %7s %-15s %8s %6s %7s\n",
+                 w.name.c_str(), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups, (long long)w.top_k,
+                 dtype_label(w).c_str(), r.tiling.c_str(), ms_text(ms).c_str(), ms_text(r.time.gpu_ms_min).c_str(),
+                 r.gflops, 100.0 * r.ceiling_fraction, r.forward_ms ? ms_text(*r.forward_ms).c_str() : "-",
+                 fixed(ratio(ms, r.forward_ms.value_or(0)), 2).c_str(), r.sorted_tiling.c_str(),
+                 r.sorted_ms ? ms_text(*r.sorted_ms).c_str() : "-", fixed(ratio(ms, r.sorted_ms.value_or(0)), 2).c_str(),
+                 checked.c_str());
+  }
+  std::fprintf(f,
+               "\nThe backward of a gmm routed by ids (combined with the routing weights, no bias, no activation):\n"
+               "vkgmm::GmmBackwardPlan writing d_lhs [T, k], d_rhs [E, k, n] and d_weights [T, topk], its product per\n"
+               "slot recomputed (no saved pre-activation). GFLOP/s counts 4*T*topk*k*n (d_lhs and d_rhs; the\n"
+               "recomputed product is not counted). Timed alternately with it, one call of each per round, every call\n"
+               "from evicted caches, plans built once: fwd ms, the routed forward (GmmPlan, combined), bwd/fwd the\n"
+               "backward's gpu ms over it; sort ms, the sorted path's backward (the slots' rows in expert order on\n"
+               "the host, d_out times the routing weight, an unrouted GmmBackwardPlan with host group sizes: what\n"
+               "moe-grad runs; no d_weights), ids/so the routed backward's gpu ms over it (above 1: the sorted\n"
+               "backward is faster). checked: the sampled tokens (t: their out, d_lhs and d_weights rows) and experts\n"
+               "(e: their d_rhs) compared with vkgmm::reference before timing.\n");
+}
+
+// The routed tables: the forwards', then the backwards'.
+void print_routed_tables(std::FILE* f, const std::vector<Result>& routed) {
+  std::vector<Result> forwards, backwards;
+  for (const Result& r : routed) (r.work.op == Op::backward ? backwards : forwards).push_back(r);
+  if (!forwards.empty()) print_routed_table(f, forwards);
+  if (!forwards.empty() && !backwards.empty()) std::fprintf(f, "\n");
+  if (!backwards.empty()) print_routed_grad_table(f, backwards);
+}
+
 // A model layer's own fields (none for other workloads): the model, its scaled shapes and per-token rate.
 std::string layer_fields(const Result& r) {
   if (!r.layer) return "";
@@ -305,7 +348,7 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
   std::vector<Result> results, routed, layers;
   for (const Result& r : all) (r.layer ? layers : r.work.routed() ? routed : results).push_back(r);
   if (results.empty()) {
-    if (!routed.empty()) print_routed_table(f, routed);
+    print_routed_tables(f, routed);
     if (!layers.empty()) print_model_table(f, layers, !routed.empty());
     print_train_table(f, layers);
     print_quant_table(f, run, all);
@@ -361,7 +404,7 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
                "            faster\n");
   if (!routed.empty()) {
     std::fprintf(f, "\n");
-    print_routed_table(f, routed);
+    print_routed_tables(f, routed);
   }
   if (!layers.empty()) print_model_table(f, layers, true);
   print_train_table(f, layers);

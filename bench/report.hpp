@@ -76,6 +76,11 @@ struct Result {
   std::optional<double> per_slot_ms, chain_ms, sorted_ms;
   std::string chain_tiling, sorted_tiling;
   int64_t expert_shards = 0;  // the calls the experts were split into (1: one window of all E)
+  // A routed backward (work.op backward, moe-grad-ids): `time` is GmmBackwardPlan's; timed alternately
+  // with it, forward_ms the routed forward (GmmPlan, combined) and sorted_ms the sorted path's backward
+  // (sorted_tiling its tiling); the tokens and experts the check compared with the reference.
+  std::optional<double> forward_ms;
+  int64_t checked_tokens = 0, checked_experts = 0;
   // A model's layer (--model): `work` is its gate/up projection; the times, GFLOP/s and ratios are the
   // whole layer's (gate/up and down in one command buffer).
   std::optional<ModelLayer> layer;

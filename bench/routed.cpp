@@ -39,6 +39,14 @@ uint32_t groups_for(uint64_t items) { return static_cast<uint32_t>((items + kLan
 
 }  // namespace
 
+std::vector<int32_t> expert_order(const Workload& w) {
+  std::vector<int32_t> base(size_t(w.groups) + 1, 0);
+  for (int64_t e = 0; e < w.groups; ++e) base[size_t(e) + 1] = base[size_t(e)] + w.group_sizes[size_t(e)];
+  std::vector<int32_t> order(w.ids.size(), 0);
+  for (size_t slot = 0; slot < w.ids.size(); ++slot) order[size_t(base[size_t(w.ids[slot])]++)] = int32_t(slot);
+  return order;
+}
+
 // ----- vkgmm's ids mode ---------------------------------------------------------------------------------
 
 RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const vkgmm::TilingChoice& tiling,
@@ -239,10 +247,7 @@ UnfusedChain::UnfusedChain(RoutedInstance& inst, const vkgmm::TilingChoice& tili
   plan();
 
   // The sorted gemm's inputs: the stable expert order of the slots, on the host.
-  std::vector<int32_t> base(size_t(s.E) + 1, 0);
-  for (int64_t e = 0; e < s.E; ++e) base[size_t(e) + 1] = base[size_t(e)] + w.group_sizes[size_t(e)];
-  s.perm.assign(size_t(s.S), 0);
-  for (int64_t slot = 0; slot < s.S; ++slot) s.perm[size_t(base[size_t(w.ids[size_t(slot)])]++)] = int32_t(slot);
+  s.perm = expert_order(w);
   std::vector<float> rows(size_t(s.S * s.k));
   for (int64_t i = 0; i < s.S; ++i)
     std::copy_n(inst.a.begin() + (s.perm[size_t(i)] / s.K) * s.k, s.k, rows.begin() + i * s.k);

@@ -59,6 +59,10 @@ class RoutedInstance {
   const RoutedInstance* lhs_source_;
 };
 
+// The slots in expert order, each expert's in slot order (the order the routing build and the unfused
+// chain's stable permutation give them): entry i is the slot at position i of the sorted rows.
+std::vector<int32_t> expert_order(const Workload& w);
+
 // Shader writes -> shader reads and writes (and the indirect grid a gmm's metadata build writes), between
 // dispatches of one command buffer.
 void compute_barrier(VkCommandBuffer cb);

@@ -171,12 +171,14 @@ uint32_t Instance::device_status() const {
 std::string Instance::tiling_text() const {
   if (gmm_) return bench::tiling_text(gmm_->tiling());
   if (tgmm_) return bench::tiling_text(tgmm_->tiling());
-  if (backward_) {
-    const std::string l = bench::tiling_text(backward_->d_lhs_plan().tiling());
-    const std::string r = bench::tiling_text(backward_->d_rhs_plan().tiling());
-    return l == r ? l : l + "/" + r;
-  }
+  if (backward_) return backward_tiling_text(*backward_);
   return "";
+}
+
+std::string backward_tiling_text(const vkgmm::GmmBackwardPlan& plan) {
+  const std::string l = bench::tiling_text(plan.d_lhs_plan().tiling());
+  const std::string r = bench::tiling_text(plan.d_rhs_plan().tiling());
+  return l == r ? l : l + "/" + r;
 }
 
 // An app's own VkBuffer holding a copy of a vkgmm buffer's bytes, and vkgmm's borrowed Buffer of it.

@@ -101,6 +101,9 @@ class Instance {
   std::vector<float> download_from(const vkgmm::Buffer& own, size_t index, size_t count) const;
 };
 
+// A backward's tiling, "tm,tk,tn", or "d_lhs/d_rhs" when its two plans run different ones.
+std::string backward_tiling_text(const vkgmm::GmmBackwardPlan& plan);
+
 // Expert weights in a block format: random floats (uniform in [-1, 1)) quantized as GGUF stores an
 // expert tensor [experts, n, k], blocks along k; `values` are what the blocks hold (quant::dequantize).
 struct QuantizedWeights {

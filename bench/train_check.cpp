@@ -19,14 +19,6 @@ constexpr int64_t kSampleTokens = 64;
 // fp32 sums than by the reference's double ones (they differ by ~1e-7 here): such tokens are left out.
 constexpr float kTieMargin = 1e-4f;
 
-// Rows `rows` of a [*, width] matrix.
-std::vector<float> gather_rows(const std::vector<float>& m, const std::vector<int64_t>& rows, int64_t width) {
-  std::vector<float> out;
-  out.reserve(rows.size() * size_t(width));
-  for (const int64_t r : rows) out.insert(out.end(), m.begin() + r * width, m.begin() + (r + 1) * width);
-  return out;
-}
-
 // The projections as MoeLayerPlan defines them (moe_layer.hpp), on one token and its top-k experts (the
 // only weights its rows read): up reads the token and writes each slot's activation in f32; down reads
 // those slots and combines them with the routing weights.
@@ -54,8 +46,7 @@ vkgmm::GmmProblem projection(const vkgmm::MoeLayerProblem& p, bool up) {
 std::vector<int64_t> sample_tokens(const TrainInstance& inst, std::vector<float>& logits) {
   const vkgmm::MoeLayerProblem& p = inst.problem;
   const int64_t T = p.tokens, E = p.num_experts, K = p.top_k, S = std::min(T, kSampleTokens);
-  std::vector<int64_t> rows;
-  for (int64_t i = 0; i < S; ++i) rows.push_back(i * T / S);
+  const std::vector<int64_t> rows = spread(T, S);
   vkgmm::GmmProblem router;
   router.m = S, router.k = p.d_model, router.n = E, router.group_sizes = {int32_t(S)};
   router.lhs_type = p.dtype;
@@ -73,12 +64,6 @@ std::vector<int64_t> sample_tokens(const TrainInstance& inst, std::vector<float>
 }
 
 std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
-
-// The slabs of `experts` (each `per_expert` values) of a per-expert tensor, in that order.
-std::vector<float> gather_experts(const std::vector<float>& all, const std::vector<int32_t>& experts, int64_t per_expert) {
-  std::vector<int64_t> rows(experts.begin(), experts.end());
-  return all.empty() ? all : gather_rows(all, rows, per_expert);
-}
 
 // One token's y and d_x rows by vkgmm::reference: the router's logits given, top-k, both projections
 // on its experts alone (renumbered 0 .. top_k - 1 in slot order), then the backward of each (down's

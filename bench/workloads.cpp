@@ -46,7 +46,7 @@ const std::vector<std::string>& preset_names() {
 
 const std::vector<std::string>& ids_preset_names() {
   static const std::vector<std::string> names = {"ids-decode", "qwen3-ids-t1", "qwen3-ids-t8", "qwen3-ids-t64",
-                                                 "qwen3-ids-t512"};
+                                                 "qwen3-ids-t512", "moe-grad-ids"};
   return names;
 }
 
@@ -80,6 +80,14 @@ bool make_preset(const std::string& name, Workload& w) {
     // The decode preset routed by ids: 8 tokens, top-2 of 8 experts (16 slots, as decode's 16 rows), whose
     // weights (32 MiB f32) fit one binding: one call streaming the selected experts' weights.
     w.m = 8, w.k = 1024, w.n = 1024, w.groups = 8, w.top_k = 2;
+    make_routing(w);
+    return true;
+  }
+  if (name == "moe-grad-ids") {
+    // The backward of moe-prefill's scale routed by ids: 2048 tokens, top-2 of 8 experts (4096 slots, as
+    // moe-prefill's m), lhs [T, k], the output combined with the routing weights; against the sorted
+    // path's backward on the same slots (what moe-grad runs).
+    w.m = 2048, w.k = 1024, w.n = 1024, w.groups = 8, w.top_k = 2, w.op = Op::backward;
     make_routing(w);
     return true;
   }
@@ -144,6 +152,12 @@ double rhs_bytes(const Workload& w) {
 double bytes(const Workload& w) {
   const double e = double(vkgmm::dtype_size(w.dtype));
   const double mk = double(w.m) * w.k, mn = double(w.m) * w.n, gkn = double(w.groups) * w.k * w.n;
+  if (w.routed() && w.op == Op::backward) {
+    // Reads lhs, the selected experts' weights and d_out [T, n] f32; writes d_lhs, their d_rhs and
+    // d_weights [T, top_k] f32 (no bias, no activation: what the routed backward bench runs).
+    const double slots = double(w.m * w.top_k);
+    return 2 * rhs_bytes(w) + 2 * e * double(w.m) * double(w.k) + 4.0 * double(w.m) * double(w.n) + 4.0 * slots;
+  }
   if (w.routed()) {
     const double out = w.combine ? 4.0 * double(w.m) * double(w.n_out())  // f32, token order
                                  : double(vkgmm::dtype_size(w.slots_type)) * double(w.m * w.top_k) * double(w.n_out());

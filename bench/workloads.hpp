@@ -40,6 +40,7 @@ struct Workload {
   // of experts E (all local), and make_routing fills ids and route_weights ([T, top_k] each) and
   // group_sizes (each expert's slots, summing to T * top_k). The output is combined in token order with
   // the routing weights, [T, n] f32 (also timed per slot, [T, top_k, n]); dtype is lhs's and rhs's.
+  // With op backward (moe-grad-ids): the backward of that combined forward (bench/routed_grad.hpp).
   int64_t top_k = 0;
   std::vector<int32_t> ids;
   std::vector<float> route_weights;
@@ -57,8 +58,8 @@ struct Workload {
 
 // The named presets, in the order `vkgmm bench` runs them; false for an unknown name.
 const std::vector<std::string>& preset_names();
-// The presets routed by expert ids (Qwen3-30B-A3B's experts at T = 1, 8, 64, 512): `--presets ids`; not
-// in a default run.
+// The presets routed by expert ids (ids-decode, Qwen3-30B-A3B's experts at T = 1, 8, 64, 512, and
+// moe-grad-ids, a routed backward): `--presets ids`; not in a default run.
 const std::vector<std::string>& ids_preset_names();
 // `--presets quant`: the weight formats, each beside its unquantized peer in the same run:
 // ids-decode with f32 weights and q4_0 (plus q6_K and mxfp4), moe-prefill's shape with bf16 weights
@@ -77,11 +78,13 @@ void make_routing(Workload& w);
 int64_t distinct_experts(const Workload& w);
 
 // Useful FLOPs of one call (2 per multiply-add): gmm 2*rows*k*n over the rows of the groups; tgmm the
-// same over the groups' rows; backward both. Routed by ids: 2*T*top_k*k*n (every slot is local).
+// same over the groups' rows; backward both. Routed by ids: 2*T*top_k*k*n (every slot is local); its
+// backward 4*T*top_k*k*n (d_lhs and d_rhs: the recomputed product is not counted).
 double flops(const Workload& w);
 // Bytes one call must at least read and write: every input once, every output once. Routed by ids: the
 // selected experts' weights (and biases) once, the activations ([T, k] or per slot) and the output
-// (combined [T, n_out] f32, or per slot in slots_type).
+// (combined [T, n_out] f32, or per slot in slots_type); its backward: lhs, the selected experts' weights
+// and d_out [T, n] f32 read, d_lhs, their d_rhs and d_weights [T, top_k] f32 written.
 double bytes(const Workload& w);
 
 }  // namespace bench

@@ -106,8 +106,10 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
       });
     }
   // Routed by expert ids, combined in token order (the bench's main times), in the experts' first window
-  // of one binding (the bench's windows; every later window differs only in adding existing_out); then
-  // an up projection with the fused epilogue (bias + SwiGLU over [gate | up], per slot).
+  // of one binding (the bench's windows; every later window differs only in adding existing_out); of the
+  // routed backward (moe-grad-ids) its forward alone: a routed GmmBackwardPlan makes its own workspace,
+  // which a context that only compiles cannot. Then an up projection with the fused epilogue (bias +
+  // SwiGLU over [gate | up], per slot).
   auto routed = [&](const std::string& preset, DType t, bool epilogue) {
     bench::Workload w;
     bench::make_preset(preset, w);

@@ -12,6 +12,9 @@ usage: check_bench.py /path/to/vkgmm refuse|json|sweep
   sweep:  --sweep-tiling must cache a tiling that --tiling auto then runs (in a scratch cache directory).
   ids:    a tiny workload routed by expert ids (--top-k): its JSON fields (per-slot, chain and sorted-gemm
           times and ratios, in one and in three expert windows), the table, and a refused wrong result.
+  grad_ids: a tiny routed backward (--op backward --top-k, moe-grad-ids's code at a small size): its JSON
+          fields (backward, forward and sorted-backward times and ratios, the sampled check), the table,
+          and a refused wrong result.
   quant:  block-format weights (--rhs-format): a tiny gmm in q4_K and a tiny routed one in q4_0 beside the
           same with f32 weights (checked against the reference first, a perturbed result refused), their
           JSON fields (rhs_format, rhs_bytes as the blocks' storage bytes, the peer comparison), and the
@@ -305,6 +308,22 @@ def check_sweep(exe):
             fail("the persistent grid's sweep replaced the cached tiling", out, err)
 
 
+def check_rates(w, what, positives, ratios, flop, flop_rule, out):
+    """Each of `positives` a positive number, each (ratio, base) gpu_ms_median over base, the FLOP count
+    `flop` (flop_rule says how it is counted) and gflops it over gpu_ms_median."""
+    for key in positives:
+        if not positive(w[key]):
+            fail(f"{what}: {key} = {w[key]!r} is not a positive number", out)
+    ms = w["gpu_ms_median"]
+    for ratio, base in ratios:
+        if abs(w[ratio] - ms / w[base]) > 1e-3 * w[ratio]:
+            fail(f"{what}: {ratio} is not gpu_ms_median / {base}", out)
+    if w["flop"] != flop:
+        fail(f"{what}: flop = {w['flop']}, expected {flop_rule}", out)
+    if abs(w["gflops"] - w["flop"] / (ms * 1e6)) > 1e-3 * w["gflops"]:
+        fail(f"{what}: gflops does not match the FLOP count over gpu_ms_median", out)
+
+
 IDS = ["--m", "6", "--k", "64", "--n", "80", "--groups", "12", "--top-k", "4", "--reps", "2", "--warmup", "1"]
 IDS_FIELDS = ["top_k", "tokens", "experts", "experts_selected", "expert_shards", "flop", "bytes",
               "per_slot_gpu_ms_median", "combine_ratio", "combine_ms", "chain_gpu_ms_median", "ids_over_chain",
@@ -332,19 +351,11 @@ def check_ids(exe):
         check_times(w, "", out)
         check_copy(w, out)
         check_measured(w, json.loads(out), out)
-        for key in ["gflops", "gbps", "copy_fraction", "ceiling_fraction", "per_slot_gpu_ms_median", "combine_ratio",
-                    "chain_gpu_ms_median", "ids_over_chain", "sorted_gpu_ms_median", "ids_over_sorted"]:
-            if not positive(w[key]):
-                fail(f"ids: {key} = {w[key]!r} is not a positive number", out)
-        ms = w["gpu_ms_median"]
-        for ratio, base in (("combine_ratio", "per_slot_gpu_ms_median"), ("ids_over_chain", "chain_gpu_ms_median"),
-                            ("ids_over_sorted", "sorted_gpu_ms_median")):
-            if abs(w[ratio] - ms / w[base]) > 1e-3 * w[ratio]:
-                fail(f"ids: {ratio} is not gpu_ms_median / {base}", out)
-        if w["flop"] != 2 * 6 * 4 * 64 * 80:
-            fail(f"ids: flop = {w['flop']}, expected 2*T*top_k*k*n", out)
-        if abs(w["gflops"] - w["flop"] / (ms * 1e6)) > 1e-3 * w["gflops"]:
-            fail("ids: gflops does not match the FLOP count over gpu_ms_median", out)
+        check_rates(w, "ids", ["gflops", "gbps", "copy_fraction", "ceiling_fraction", "per_slot_gpu_ms_median",
+                               "combine_ratio", "chain_gpu_ms_median", "ids_over_chain", "sorted_gpu_ms_median",
+                               "ids_over_sorted"],
+                    (("combine_ratio", "per_slot_gpu_ms_median"), ("ids_over_chain", "chain_gpu_ms_median"),
+                     ("ids_over_sorted", "sorted_gpu_ms_median")), 2 * 6 * 4 * 64 * 80, "2*T*top_k*k*n", out)
         esize = 2 if "bf16" in extra else 4
         if w["bytes"] != esize * (w["experts_selected"] * 64 * 80 + 6 * 64) + 4 * 6 * 80:
             fail(f"ids: bytes = {w['bytes']}, expected the selected experts' weights + activations + output", out)
@@ -355,6 +366,51 @@ def check_ids(exe):
     code, out, err = run(exe, IDS, {"VKGMM_BENCH_PERTURB": "1"})
     if code != 1 or "workload 'custom' (ids" not in err or out.strip() or "timing" in err:
         fail(f"ids: a perturbed result was not refused (status {code})", out, err)
+
+
+GRAD = ["--op", "backward", "--m", "40", "--k", "64", "--n", "80", "--groups", "6", "--top-k", "2", "--reps", "2",
+        "--warmup", "1"]
+GRAD_FIELDS = ["top_k", "tokens", "experts", "experts_selected", "forward_gpu_ms_median", "backward_over_forward",
+               "sorted_gpu_ms_median", "ids_over_sorted", "sorted_tiling", "checked_tokens", "checked_experts"]
+
+
+def check_grad_ids(exe):
+    # A 1 MiB cache keeps the probes and the evictions small (bench_probes checks them at the real size).
+    env = {"VKGMM_CACHE_BYTES": str(1 << 20)}
+    code, out, err = run(exe, GRAD + ["--json"], env)
+    if code != 0:
+        fail(f"grad_ids: exit status {code}", out, err)
+    doc = json.loads(out)
+    w = doc["workloads"][0]
+    missing = [f for f in FIELDS + GRAD_FIELDS if f not in w]
+    if missing:
+        fail(f"grad_ids workload lacks {missing}", out)
+    expect = {"name": "custom", "op": "backward", "m": 40, "k": 64, "n": 80, "groups": 6, "top_k": 2, "tokens": 40,
+              "metadata": "ids", "dist": "router", "expert_shards": 1, "checked_tokens": 40, "checked_experts": 2}
+    for key, value in expect.items():
+        if w[key] != value:
+            fail(f"grad_ids: {key} = {w[key]!r}, expected {value!r}", out)
+    if "matches the reference" not in err:
+        fail("grad_ids: no check against the reference before timing", out, err)
+    check_times(w, "", out)
+    check_measured(w, doc, out)
+    check_rates(w, "grad_ids", ["gflops", "gbps", "forward_gpu_ms_median", "backward_over_forward",
+                                "sorted_gpu_ms_median", "ids_over_sorted"],
+                (("backward_over_forward", "forward_gpu_ms_median"), ("ids_over_sorted", "sorted_gpu_ms_median")),
+                4 * 40 * 2 * 64 * 80, "4*T*top_k*k*n", out)
+    # Three kinds of call per round, warmup included, each after an eviction.
+    if w["timed_calls"] != 3 * (2 + 1):
+        fail(f"grad_ids: {w['timed_calls']} timed calls, expected 3 kinds x 3 rounds", out)
+    code, out, err = run(exe, GRAD, env)
+    if code != 0 or "routed backward" not in out or "bwd/fwd" not in out or "ids/so" not in out:
+        fail("grad_ids: the table lacks the routed backward's columns", out, err)
+    code, out, err = run(exe, GRAD, dict(env, VKGMM_BENCH_PERTURB="1"))
+    if code != 1 or "workload 'custom' (routed backward" not in err or out.strip() or "timing" in err:
+        fail(f"grad_ids: a perturbed result was not refused (status {code})", out, err)
+    # A tgmm is not routed.
+    code, out, err = run(exe, ["--op", "tgmm", "--m", "8", "--groups", "4", "--top-k", "2"])
+    if code != 2 or "gmm or its backward" not in err:
+        fail(f"grad_ids: --op tgmm --top-k: status {code}, expected 2", out, err)
 
 
 QUANT_FIELDS = ["rhs_format", "rhs_bytes", "quant_peer", "quant_peer_gpu_ms_median", "quant_speedup", "copy_ms",
@@ -481,7 +537,7 @@ def check_probes_follow_the_cache(exe):
 
 def main():
     exe, mode = sys.argv[1], sys.argv[2]
-    {"refuse": check_refuse, "json": check_json, "sweep": check_sweep, "ids": check_ids,
+    {"refuse": check_refuse, "json": check_json, "sweep": check_sweep, "ids": check_ids, "grad_ids": check_grad_ids,
      "quant": check_quant, "probes": check_probes_follow_the_cache}[mode](exe)
     print("ok")
 
