@@ -390,14 +390,14 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
 void check_routed_or_refuse(GpuTimer& timer, const Workload& w, const std::string& what,
                             const std::function<void(VkCommandBuffer)>& record, const std::function<uint32_t()>& status,
                             const std::function<std::vector<Output>()>& download, const std::vector<Output>& want,
-                            vkgmm::DType out_type = vkgmm::DType::f32) {
+                            vkgmm::DType out_type = vkgmm::DType::f32, const char* perturb = "1") {
   timer.run_ms(record);
   if (const uint32_t word = status())
     throw Refused("workload '" + w.name + "' (" + what + "): device status word " + std::to_string(word) +
                   " for valid ids; refusing to time it");
   std::vector<Output> got = download();
-  if (perturb_if_asked(got)) progress("[%s] VKGMM_BENCH_PERTURB=1: changed one element of %s", w.name.c_str(),
-                                      got[0].name.c_str());
+  if (perturb_if_asked(got, perturb))
+    progress("[%s] VKGMM_BENCH_PERTURB=%s: changed one element of %s", w.name.c_str(), perturb, got[0].name.c_str());
   if (auto diff = compare(got, want, out_type))  // f32, but a model's per-slot gate/up result
     throw Refused("workload '" + w.name + "' (" + what + "): the result differs from the CPU reference: " + *diff +
                   "; refusing to time a wrong kernel");
@@ -527,12 +527,14 @@ Result measure_routed_grad(vkgmm::Context& ctx, CallTimer& clock, const Options&
   const auto forward = [&](VkCommandBuffer cb) { inst.forward.record(cb); };
   const auto sorted = [&](VkCommandBuffer cb) { inst.record_sorted(cb); };
   const auto sample = [&](std::vector<Output> full) { return on_sample(want.sample, w, std::move(full)); };
+  // The forward first: the backward reads the pre-activation it saves.
+  check_routed_or_refuse(
+      timer, w, "routed forward, tiling " + inst.forward.tiling_text(), forward,
+      [&] { return inst.forward.device_status(); }, [&] { return sample(inst.forward.download()); }, want.forward,
+      vkgmm::DType::f32, "forward");
   check_routed_or_refuse(
       timer, w, "routed backward, tiling " + r.tiling, backward, [&] { return inst.device_status(); },
       [&] { return sample(inst.download()); }, want.backward, w.dtype);
-  check_routed_or_refuse(
-      timer, w, "routed forward, tiling " + inst.forward.tiling_text(), forward,
-      [&] { return inst.forward.device_status(); }, [&] { return sample(inst.forward.download()); }, want.forward);
   check_routed_or_refuse(
       timer, w, "sorted backward, tiling " + r.sorted_tiling, sorted, [] { return 0u; },
       [&] { return sample(inst.download_sorted()); }, want.sorted, w.dtype);

@@ -31,7 +31,8 @@ std::optional<std::string> compare(const std::vector<Output>& got, const std::ve
 
 // $VKGMM_BENCH_PERTURB=1: the test switch that proves a wrong result is refused. Changes one element of
 // the first output by 1.0; returns whether it did. `value`: what the variable must hold for this check
-// ("train": --train's check alone, after every other check passed).
+// ("train": --train's check alone, after every other check passed; "forward": moe-grad-ids's forward, so
+// that "1" reaches its backward's check, which runs after the forward's).
 bool perturb_if_asked(std::vector<Output>& got, const char* value = "1");
 
 }  // namespace bench

@@ -101,12 +101,13 @@ RoutedInstance::RoutedInstance(vkgmm::Context& context, const Workload& w, const
 
 vkgmm::GmmProblem RoutedInstance::problem(bool combine) const { return routed_problem(work, combine); }
 
-void RoutedInstance::plan(const vkgmm::TilingChoice& tiling, bool combine) {
+void RoutedInstance::plan(const vkgmm::TilingChoice& tiling, bool combine, bool save_pre) {
   plans_.clear();
   combine_ = combine;
   for (int64_t s = 0; s < shards(); ++s) {
     vkgmm::GmmProblem p = problem(combine);
     p.tiling = tiling;
+    p.epilogue.save_pre_activation = save_pre;
     p.group_offset = s * per_shard_;
     p.num_rhs_groups = shard_experts(s);
     p.existing_out = s > 0;

@@ -28,7 +28,10 @@ class RoutedInstance {
                  const RoutedInstance* lhs_source = nullptr);
   // Builds the plan (validation, pipeline lookup: the host's share of a call): combined, out [T, n] in
   // token order with the routing weights; or per slot, out [T, top_k, n].
-  void plan(const vkgmm::TilingChoice& tiling, bool combine);
+  // With save_pre, the plan keeps each slot's pre-activation in its workspace (one shard only), where
+  // saved_pre_activation() finds it: a training step's forward.
+  void plan(const vkgmm::TilingChoice& tiling, bool combine, bool save_pre = false);
+  vkgmm::BufferView saved_pre_activation() const { return plans_.front().saved_pre_activation(); }
   vkgmm::GmmProblem problem(bool combine) const;  // all E experts in one window (the reference's)
   std::string tiling_text() const;
   vkgmm::Tiling tiling() const;

@@ -61,6 +61,8 @@ RoutedGradInstance::RoutedGradInstance(vkgmm::Context& ctx, const Workload& w, c
   ops_.d_out = d_out_.view(0, z.d_out), ops_.d_lhs = d_lhs_.view(0, z.d_lhs), ops_.d_rhs = d_rhs_.view(0, z.d_rhs);
   ops_.ids = forward.buf_ids.view(0, z.ids), ops_.weights = forward.buf_weights.view(0, z.weights);
   ops_.d_weights = d_weights_.view(0, z.d_weights), ops_.status = status_.view(0, 4);
+  forward.plan(tiling, true, true);
+  ops_.pre_activation = forward.saved_pre_activation();
 
   // The peer's rows: slot order_[i] at row i.
   std::vector<float> lhs(size_t(S * k)), dy(size_t(S * n));

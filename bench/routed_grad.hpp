@@ -13,8 +13,8 @@ namespace bench {
 // The forward is RoutedInstance's, combined, its experts in one window; it must have no bias, no
 // activation and lhs [T, k] (what moe-grad-ids runs; std::invalid_argument otherwise). d_out is f32
 // [T, n] uniform in [-1, 1), seeded. The gradients: d_lhs [T, k] and d_rhs [E, k, n] of the workload's
-// dtype, d_weights f32 [T, top_k]. The routed backward gets no saved pre-activation: it recomputes each
-// slot's product, as a backward that does not follow its own forward does.
+// dtype, d_weights f32 [T, top_k]. The forward saves its pre-activation, and the routed backward reads it
+// (as a training step's does: no product recomputed), so the forward must have run before the backward.
 // The sorted path's backward (the peer): the slots in expert order on the host (expert_order), each
 // slot's lhs row its token's and its d_out row its token's times the slot's routing weight, as an unrouted
 // GmmBackwardPlan with host group sizes (moe-grad's call), d_out f32.
