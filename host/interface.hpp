@@ -176,6 +176,7 @@ inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_TGMM_LHS_MK, "LHS_MK"},
     {VKGMM_ID_TGMM_OUT_NK, "OUT_NK"},
     {VKGMM_ID_TGMM_VEC4_LHS, "VEC4_LHS"},
+    {VKGMM_ID_TGMM_VEC4_OUT, "VEC4_OUT"},
 };
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
@@ -200,8 +201,8 @@ inline constexpr SpecConstant kTopKGradConstants[] = {
     {VKGMM_ID_TOPK_RENORMALIZE, "RENORMALIZE"},
     {VKGMM_ID_TOPK_GRAD_ACCUMULATE, "ACCUMULATE"},
 };
-// The workgroup size is fixed in the module (VKGMM_GRAD_INVOCATIONS).
 inline constexpr SpecConstant kGradConstants[] = {
+    {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_OUT_TYPE, "OUT_TYPE"},
     {VKGMM_ID_LHS_TYPE, "LHS_TYPE"},
     {VKGMM_ID_GRAD_COMBINED, "COMBINED"},

@@ -117,8 +117,12 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
       {VKGMM_ID_TGMM_OUT_NK, p.out_nk},
       {VKGMM_ID_VEC4, vec4},
       {VKGMM_ID_TGMM_VEC4_LHS, vec4_lhs},
+      // The block's columns in groups of 4 adjacent ones (the 4-element loads' or the shared schedule's),
+      // adjacent in out only where it is stored [k, n].
+      {VKGMM_ID_TGMM_VEC4_OUT, (vec4 || shape.use_shared) && !p.out_nk && p.n % 4 == 0},
   };
   launch.loads.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
+  launch.loads.vec4_out_id = VKGMM_ID_TGMM_VEC4_OUT;
   // With lhs [k, m] any offset does: the direct schedule peels rows up to an aligned one, and the shared
   // one never reads VEC4_LHS there (it loads lhs [k, m] 4 elements at a time but not as one vec4, its steps
   // starting at any row), so an unaligned offset must not build a second pipeline differing only in it.

@@ -122,6 +122,7 @@
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18
+#define VKGMM_ID_TGMM_VEC4_OUT 19    // the block stored 4 adjacent columns at a time (as gmm's VEC4_OUT)
 // Operands bound in parts (VKGMM_SPLIT): words per part = 2^PART_SHIFT.
 #define VKGMM_ID_PART_SHIFT 31
 
@@ -262,8 +263,9 @@
 // d_h[h_off + s * n] (for d_lhs) and at sorted[sorted_off + r * n] (expert order, for d_rhs and d_bias);
 // lhs row s / lhs_div gathered at gathered[a_off + r * k] (f32); work[ones_off + r] = 1; with COMBINED
 // d_weights[s] = <d_out[t], y(s)> (0 for other slots), + its value with ACCUMULATE. Every loop is
-// bounded by k, n and the slot count.
-#define VKGMM_GRAD_INVOCATIONS 64
+// bounded by k, n and the slot count. The workgroup is VKGMM_ID_INVOCATIONS invocations, a power of two
+// (the host's choice: a CPU driver runs a workgroup of more than one subgroup as coroutines that switch at
+// every barrier, and the combined row's sum has a barrier per halving).
 #define VKGMM_ID_GRAD_COMBINED 16
 #define VKGMM_ID_GRAD_ACCUMULATE 17
 #define VKGMM_ID_GRAD_ACTIVATION 18

@@ -12,7 +12,7 @@
 #include "interface.h"
 #include "dtype16.glsl"
 
-layout(local_size_x = VKGMM_GRAD_INVOCATIONS) in;
+layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;  // a power of two
 layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;  // d_out's (the forward's out)
 layout(constant_id = VKGMM_ID_LHS_TYPE) const uint LHS_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_GRAD_COMBINED) const bool COMBINED = false;
@@ -45,7 +45,7 @@ VKGMM_GRAD_LOAD(load_d_out, d_out_buf, OUT_TYPE)
 
 #include "activation.glsl"
 
-shared float dot_part[VKGMM_GRAD_INVOCATIONS];
+shared float dot_part[gl_WorkGroupSize.x];
 
 void main() {
   const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;

@@ -43,6 +43,10 @@ layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 // for a row of lhs as one vec4. With lhs [k, m] (m a multiple of 4): a k row's elements for 4 rows of the
 // group are one vec4 (the direct schedule only: the shared one's steps start at any row).
 layout(constant_id = VKGMM_ID_TGMM_VEC4_LHS) const bool VEC4_LHS = false;
+// The block stored 4 adjacent columns at a time (one vector store; VEC4 or USE_SHARED, out [k, n], n a
+// multiple of 4): a CPU driver stores a lane's vector in one pass over the lanes, and a 16-bit out takes
+// one store per 4 elements instead of a read-modify-write per element.
+layout(constant_id = VKGMM_ID_TGMM_VEC4_OUT) const bool VEC4_OUT = false;
 // The persistent grid (interface.h): main() loops over the work items instead of running one.
 layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
 
@@ -297,6 +301,21 @@ void run_block(uint j_group, uint k_block, uint n_block) {
     uint r = krow_of(ty, i);
     uint kk = k0 + r;
     if (r >= TK || kk >= pc.k) continue;
+    if (VEC4_OUT) {
+      // The invocation's columns in groups of 4 adjacent ones (col_of), each group in or out whole.
+      [[unroll]] for (uint v = 0; v < RN / 4; ++v) {
+        uint c = col_of(tx, 4 * v);
+        uint col = n0 + c;
+        if (c >= TN || col >= pc.n) continue;
+        uint idx = block + kk * pc.n + col;
+        vec4 val;
+        [[unroll]] for (uint q = 0; q < 4; ++q) val[q] = acc[i * RN + 4 * v + q];
+        if (HAS_EXISTING)
+          [[unroll]] for (uint q = 0; q < 4; ++q) val[q] += load_ex(pc.ex_off + idx + q);
+        store4_out(pc.out_off + idx, val, OUT_TYPE);
+      }
+      continue;
+    }
     [[unroll]] for (uint j = 0; j < RN; ++j) {
       uint c = col_of(tx, j);
       uint col = n0 + c;
