@@ -4,6 +4,7 @@
 #include <string>
 
 #include "problem_checks.hpp"
+#include "plan_internals.hpp"
 #include "routed_backward.hpp"
 #include "vkgmm/ops.hpp"
 
@@ -126,11 +127,13 @@ void check_unrouted_views(const GmmBackwardOperands& ops) {
 }
 }  // namespace
 
-void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it) const {
+void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it,
+                                      const RoutingSource* routing) const {
   if (routed_) {
-    routed_->record(cb, ops, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr, record_it);
+    routed_->record(cb, ops, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr, record_it, routing);
     return;
   }
+  if (routing) throw Error(Status::internal, "gmm_backward: a routing given to the backward of an unrouted forward");
   check_unrouted_views(ops);
   const bool accumulate = d_lhs_.problem().existing_out;
   if (!d_rhs_) {
@@ -182,6 +185,13 @@ void GmmBackwardPlan::record(VkCommandBuffer cb, const GmmBackwardOperands& ops)
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, "gmm_backward: command buffer is VK_NULL_HANDLE");
   check_or_record(cb, ops, true);
+}
+
+void PlanInternals::record_backward(const GmmBackwardPlan& plan, VkCommandBuffer cb, const GmmBackwardOperands& ops,
+                                    const RoutingSource& routing) {
+  if (cb == VK_NULL_HANDLE)
+    throw Error(Status::invalid_argument, "gmm_backward: command buffer is VK_NULL_HANDLE");
+  plan.check_or_record(cb, ops, true, &routing);
 }
 
 void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops,

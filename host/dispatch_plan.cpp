@@ -219,8 +219,16 @@ void DispatchPlan::build(const Launch& l) {
   ctx_->log.throw_if_any();
 }
 
-std::vector<uint32_t> DispatchPlan::meta_constants() const {
-  std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_SHARED_COUNTS + 1, 0);
+// The status word's bits as the shaders set them are the public ones.
+static_assert(VKGMM_STATUS_NEGATIVE_SIZE == device_status::negative_size);
+static_assert(VKGMM_STATUS_SUM_ABOVE_M == device_status::sum_above_m);
+static_assert(VKGMM_STATUS_VISITS_CUT == device_status::visits_cut);
+static_assert(VKGMM_STATUS_BAD_ID == device_status::bad_id);
+static_assert(VKGMM_STATUS_BAD_ROUTING == device_status::bad_routing);
+
+std::vector<uint32_t> DispatchPlan::meta_constants(bool given_routing) const {
+  std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_GIVEN + 1, 0);
+  constants[VKGMM_ID_META_ROUTE_GIVEN] = given_routing;
   constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
   constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
   // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
@@ -228,7 +236,7 @@ std::vector<uint32_t> DispatchPlan::meta_constants() const {
   constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
   // Its counts in shared memory on GPUs where they fit beside the build's own few words (on CPU devices
   // shared memory is the host's memory, as the workspace is).
-  if (routing_ && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+  if (routing_ && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
     const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (routing_->num_local + 1);
     constexpr uint64_t kBuildSharedBytes = 1024;  // part[], flags, total_tiles, with room to spare
     if ((words + 1) * 4 + kBuildSharedBytes <= info().max_shared_memory)

@@ -21,6 +21,7 @@
 #include "op.hpp"
 #include "operand_table.hpp"
 #include "planned_pipeline.hpp"
+#include "routing_source.hpp"
 #include "stage.hpp"
 #include "vkgmm/ops.hpp"
 
@@ -154,8 +155,13 @@ class DispatchPlan {
   void check(const OperandViews& ops) const;
   bool texel_loads(const OperandViews& ops) const;
   // build_only: only the metadata build (with device metadata: a routing build whose row map and counts
-  // another pass reads) and its barrier.
-  void record(VkCommandBuffer cb, const OperandViews& ops, bool build_only = false) const;
+  // another pass reads) and its barrier. `given` (routed): the slots' order another plan's build wrote,
+  // which this plan's build copies instead of ordering them again (routing_source).
+  void record(VkCommandBuffer cb, const OperandViews& ops, bool build_only = false,
+              const RoutingSource* given = nullptr) const;
+  // A routed plan's routing as record() writes it into `workspace` (null: the plan's own), for another
+  // plan's record() of the same slots.
+  RoutingSource routing_source(const BufferView& workspace) const;
   // The workspace record() uses with `given` as the operands' view: that view, or the plan's own.
   BufferView workspace_view(const BufferView& given) const;
   // The pipelines record() binds, in dispatch order (the op's as planned: with 4-element loads where
@@ -165,14 +171,15 @@ class DispatchPlan {
  private:
   DispatchPlan(Context& ctx, Op op);
   struct Bound;
-  Bound bind(const OperandViews& ops) const;
+  Bound bind(const OperandViews& ops, const RoutingSource* given = nullptr) const;
   // The op's pipeline for b's buffers and offsets (Kernel::variant_for).
   VkPipeline op_pipeline(const Bound& b) const;
   // Checks the group sizes (or ids), workspace and status views, fills b's metadata and routing
   // dispatches; returns the workspace's descriptor (what the op's kernel reads as its metadata).
-  VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b) const;
-  // The routing prologue's ids and weights and its push constants, into b's metadata build.
-  void bind_routing(const OperandViews& ops, Bound& b) const;
+  VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b, const RoutingSource* given) const;
+  // The routing prologue's ids and weights and its push constants, into b's metadata build (with `given`,
+  // the build that copies that routing).
+  void bind_routing(const OperandViews& ops, Bound& b, const RoutingSource* given) const;
   bool dispatches() const { return grid_[0] != 0; }
   // Where the metadata build writes the indirect grid's command, then the visit count (kDispatchWords).
   static uint64_t dispatch_word(const DeviceMetadata& d) { return uint64_t(d.num_groups) + 1 + 2 * uint64_t(d.max_visits); }
@@ -209,7 +216,8 @@ class DispatchPlan {
   // is created).
   void check_loop_budget() const;
   VkPipeline meta_pipeline_ = VK_NULL_HANDLE, combine_pipeline_ = VK_NULL_HANDLE;
-  std::vector<uint32_t> meta_constants() const;     // the metadata build's specialization constants
+  // The metadata build's specialization constants (given_routing: the build that copies a given routing).
+  std::vector<uint32_t> meta_constants(bool given_routing = false) const;
   std::vector<uint32_t> combine_constants() const;  // the combine's
   // The plan takes the indirect grid (gmm's visit list, ContextOptions::device_grid), where its workspace
   // allows; the workspace holds the command and the visit count (kDispatchWords) after the visit list

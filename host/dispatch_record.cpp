@@ -7,6 +7,7 @@
 #include "operands.hpp"
 #include "options.hpp"
 #include "problem_checks.hpp"
+#include "shader_modules.hpp"
 #include "stage.hpp"
 #include "texel_views.hpp"
 
@@ -24,7 +25,7 @@ struct DispatchPlan::Bound {
   const abi::OperandOffsets& offsets() const { return op.push.as<abi::OperandOffsets>(); }
 };
 
-DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
+DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops, const RoutingSource* given) const {
   const char* op = name();
   options().check_records(op);
   check_existing_view(op, has_existing_, ops.existing_out, ops.out);
@@ -41,7 +42,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   Bound b;
   VkDescriptorBufferInfo meta{meta_.handle(), 0, meta_.size()};
   if (device_meta_) {
-    meta = bind_device_metadata(ops, b);
+    meta = bind_device_metadata(ops, b, given);
   } else {
     for (const auto& [what, view] : {std::pair{"group_sizes", ops.group_sizes}, {"workspace", ops.workspace},
                                      {"status", ops.status}})
@@ -147,7 +148,8 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops) const {
   return b;
 }
 
-VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& ops, Bound& b) const {
+VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& ops, Bound& b,
+                                                          const RoutingSource* given) const {
   const char* op = name();
   const DeviceMetadata& d = *device_meta_;
   auto bad = [&](const std::string& what) { throw Error(Status::invalid_argument, std::string(op) + ": " + what); };
@@ -213,13 +215,28 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   build.bind_all(work);
   build.infos[VKGMM_BINDING_META_SIZES] = sizes.info;
   build.infos[VKGMM_BINDING_META_STATUS] = status;
-  if (routing_) bind_routing(ops, b);
+  if (routing_) bind_routing(ops, b, given);
   return work;
 }
 
-void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b) const {
+void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b, const RoutingSource* given) const {
   const char* op = name();
   const Routing& r = *routing_;
+  if (given) {
+    // Another plan's order of the same slots: its counts and row map, bound from its workspace's start.
+    const bool same = given->tokens == r.tokens && given->top_k == r.top_k && given->group_offset == r.group_offset &&
+                      given->num_local == r.num_local && given->num_experts == r.num_experts;
+    if (!same || given->map + uint64_t(r.tokens) * r.top_k > given->words.size / 4 ||
+        given->sizes + r.num_local > given->words.size / 4)
+      throw Error(Status::internal, std::string(op) + ": a given routing is not of this problem's slots");
+    const BoundOperand src = bind_operand(*ctx_, op, "workspace", given->words, DType::f32, given->words.size / 4, 0, false);
+    b.build->infos[VKGMM_BINDING_META_GIVEN] = src.info;
+    abi::MetadataPush& m = b.build->push.as<abi::MetadataPush>();
+    m.given_counts_off = src.element_offset + static_cast<uint32_t>(given->sizes);
+    m.given_map_off = src.element_offset + static_cast<uint32_t>(given->map);
+    const ShaderCode code = metadata_shader();
+    b.build->pipeline = ctx_->pipeline(code.code, code.words, meta_constants(true));
+  }
   const uint32_t slots = r.tokens * r.top_k;
   if (!ops.ids.buffer) throw Error(Status::invalid_argument, std::string(op) + ": ids: the problem is routed but no view was given");
   if (r.combine && !ops.weights.buffer)
@@ -267,10 +284,12 @@ VkPipeline DispatchPlan::op_pipeline(const Bound& b) const {
 
 bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).op.texel; }
 
-void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops, bool build_only) const {
+void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops, bool build_only,
+                          const RoutingSource* given) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
-  Bound b = bind(ops);
+  if (given && !routing_) throw Error(Status::internal, std::string(name()) + ": a routing given to an unrouted plan");
+  Bound b = bind(ops, given);
   const bool op = b.op.count && !build_only;
   // The op's pipeline for these offsets first: they may be refused, and nothing is recorded then.
   if (op) b.op.pipeline = op_pipeline(b);
@@ -282,6 +301,19 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops, bool buil
   // A build with no op after it (gmm with m = 0, or only the build asked for) still ends in the barrier
   // that makes its writes (the status word, the routing) visible to what follows in the same queue.
   if (b.build && !op) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
+}
+
+RoutingSource DispatchPlan::routing_source(const BufferView& workspace) const {
+  if (!routing_) throw Error(Status::internal, std::string(name()) + ": routing_source of an unrouted plan");
+  const Routing& r = *routing_;
+  const BufferView work = workspace_view(workspace);
+  RoutingSource s;
+  s.words = {work.buffer, work.offset, (workspace_.map + uint64_t(r.tokens) * r.top_k) * 4};
+  s.sizes = workspace_.sizes;
+  s.map = workspace_.map;
+  s.tokens = r.tokens, s.top_k = r.top_k, s.group_offset = r.group_offset, s.num_local = r.num_local;
+  s.num_experts = r.num_experts;
+  return s;
 }
 
 BufferView DispatchPlan::workspace_view(const BufferView& given) const {

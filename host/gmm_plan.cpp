@@ -250,10 +250,6 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 }
 
 std::vector<PlannedPipeline> PlanInternals::pipelines(const GmmPlan& plan) { return plan.state_->core.pipelines(); }
-PlanInternals::RoutingWords PlanInternals::routing_words(const GmmPlan& plan) {
-  const DispatchPlan::Workspace& w = plan.state_->core.workspace_layout();
-  return {w.map, w.sizes};
-}
 
 const GmmProblem& GmmPlan::problem() const { return state_->problem; }
 Tiling GmmPlan::tiling() const { return state_->tiling; }
@@ -266,6 +262,13 @@ bool GmmPlan::texel_loads(const GmmOperands& ops) const { return state_->core.te
 void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const { state_->core.record(cb, views_of(ops)); }
 void PlanInternals::record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops) {
   plan.state_->core.record(cb, views_of(ops), true);
+}
+RoutingSource PlanInternals::routing_source(const GmmPlan& plan, const BufferView& workspace) {
+  return plan.state_->core.routing_source(workspace);
+}
+void PlanInternals::record_routed_from(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops,
+                                       const RoutingSource& routing) {
+  plan.state_->core.record(cb, views_of(ops), false, &routing);
 }
 BufferView GmmPlan::saved_pre_activation(const BufferView& workspace) const {
   const State& st = *state_;

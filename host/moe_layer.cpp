@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "operands.hpp"
+#include "plan_internals.hpp"
 #include "problem_checks.hpp"
 #include "stage.hpp"
 
@@ -237,7 +238,8 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
   between(cb);
   st.up.record(cb, up);
   between(cb);
-  st.down.record(cb, down);
+  // One routing build for the layer: the down projection takes the up projection's order of the slots.
+  PlanInternals::record_routed_from(st.down, cb, down, PlanInternals::routing_source(st.up, up.workspace));
 }
 
 void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& ops, const MoeLayerGradients& g) const {
@@ -269,12 +271,14 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   st.top_k_bw.check(k);
   st.router_dw.check(dw);
   st.router_dx.check(dx);
+  // Both backwards take the forward's routing, saved in the up projection's words: no build of their own.
+  const RoutingSource routing = PlanInternals::routing_source(st.up, st.view(work, st.up_ws));
   between(cb);  // the forward's saved words
-  st.down_bw.record(cb, down);
+  PlanInternals::record_backward(st.down_bw, cb, down, routing);
   between(cb);
   // Passes that read the workspace through texel views of the whole buffer come before the next pass's
   // writes with a barrier, though their words differ.
-  st.up_bw.record(cb, up);
+  PlanInternals::record_backward(st.up_bw, cb, up, routing);
   between(cb);
   st.top_k_bw.record(cb, k);
   between(cb);

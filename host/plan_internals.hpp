@@ -7,6 +7,7 @@
 #include <vulkan/vulkan.h>
 
 #include "planned_pipeline.hpp"
+#include "routing_source.hpp"
 #include "vkgmm/ops.hpp"
 
 namespace vkgmm {
@@ -15,15 +16,18 @@ struct PlanInternals {
   // The pipelines record() binds, in dispatch order (DispatchPlan::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp
-  // Where a routed gmm's metadata build leaves the row map and the local experts' counts, in words of its
-  // workspace (the group offsets lead it, from word 0).
-  struct RoutingWords {
-    uint64_t map = 0, sizes = 0;
-  };
-  static RoutingWords routing_words(const GmmPlan& plan);  // host/gmm_plan.cpp
   // Records only a routed plan's routing build (and its barrier): the row map and counts another pass
   // reads, the product not needed.
   static void record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops);
+  // A routed plan's routing as its record() into `workspace` (null: the plan's own) leaves it, and a
+  // record() of another routed plan of the same slots that copies it instead of ordering them again.
+  static RoutingSource routing_source(const GmmPlan& plan, const BufferView& workspace);
+  static void record_routed_from(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops,
+                                 const RoutingSource& routing);
+  // A routed forward's backward whose passes take `routing` (the forward's) for their slots' order: no
+  // routing build of their own (host/backward.cpp).
+  static void record_backward(const GmmBackwardPlan& plan, VkCommandBuffer cb, const GmmBackwardOperands& ops,
+                              const RoutingSource& routing);
 };
 
 }  // namespace vkgmm

@@ -186,9 +186,6 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   region(area.small, 2 * slots, "ones and d_weights (T * top_k * 2 f32)");
   total = at;
   if (h) {
-    const PlanInternals::RoutingWords rw = PlanInternals::routing_words(*h);
-    route_map = rw.map;
-    route_sizes = rw.sizes;
     std::vector<uint32_t> constants(VKGMM_ID_GRAD_ACTIVATION + 1, 0);
     constants[VKGMM_ID_OUT_TYPE] = uint32_t(f.out_type);
     constants[VKGMM_ID_LHS_TYPE] = uint32_t(f.lhs_type);
@@ -221,7 +218,7 @@ GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_r
 }
 
 void RoutedBackward::record(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs,
-                            const TgmmPlan* d_rhs, bool record_it) const {
+                            const TgmmPlan* d_rhs, bool record_it, const RoutingSource* routing) const {
   const GmmProblem& f = forward;
   if (is_quantized(f.rhs_type) && ops.d_rhs.buffer)
     refuse(Status::invalid_argument, "d_rhs: a view was given but the weights are in a block format, frozen: their "
@@ -245,11 +242,13 @@ void RoutedBackward::record(VkCommandBuffer cb, const GmmBackwardOperands& ops, 
                                                              "group_sizes, on the host");
     routed_ops.ids = own_ids.view();
   }
-  record_routed(cb, routed_ops, d_lhs, d_rhs, record_it);
+  if (routing && own_ids.handle())
+    refuse(Status::internal, "a routing given to the backward of a forward with group sizes");
+  record_routed(cb, routed_ops, d_lhs, d_rhs, record_it, routing);
 }
 
 void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs,
-                                   const TgmmPlan* d_rhs, bool record_it) const {
+                                   const TgmmPlan* d_rhs, bool record_it, const RoutingSource* given) const {
   const GmmProblem& f = forward;
   // The workspace: the app's, or the plan's own.
   BufferView work = ops.workspace;
@@ -278,15 +277,23 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   const BufferView a_view = sub_view(work, area.gathered.offset, area.gathered.bytes);
   const BufferView ones_view = sub_view(work, area.small.offset, slots * 4);
   const BufferView h_work = h ? sub_view(work, h_ws, h->workspace_bytes()) : BufferView{};
-  const BufferView sizes_view = h ? sub_view(h_work, route_sizes * 4, uint64_t(local_experts(f)) * 4) : BufferView{};
+  // The slots' order every pass takes: the forward's given one, else h's build (the recomputing forward's,
+  // or with a saved pre-activation its routing build alone). The d_lhs gmm copies it, the gradient pass
+  // reads its row map and group offsets, the tgmms its counts as their group sizes.
+  const bool saved = ops.pre_activation.buffer != VK_NULL_HANDLE;
+  const RoutingSource routing = given ? *given : h ? PlanInternals::routing_source(*h, h_work) : RoutingSource{};
+  const bool build_h = h && !(saved && given);  // with both, nothing of h runs
+  const BufferView sizes_view =
+      h ? sub_view(routing.words, routing.sizes * 4, uint64_t(local_experts(f)) * 4) : BufferView{};
 
   GmmOperands h_ops;
   h_ops.lhs = ops.lhs, h_ops.rhs = ops.rhs, h_ops.ids = ops.ids, h_ops.bias = ops.bias;
   if (f.routing.combine) h_ops.weights = ops.weights;
   if (h) h_ops.out = sub_view(sorted_view, 0, h->sizes().out);
-  h_ops.workspace = h_work, h_ops.status = ops.status;
+  // The first build writes the status word: h's, else the d_lhs gmm's.
+  h_ops.workspace = h_work;
+  if (build_h) h_ops.status = ops.status;
   // The pre-activation: the forward's, or the recomputing forward's in its workspace.
-  const bool saved = ops.pre_activation.buffer != VK_NULL_HANDLE;
   const BufferView pre_view = saved ? ops.pre_activation : h ? h->saved_pre_activation(h_work) : BufferView{};
   TgmmOperands rhs_ops;
   rhs_ops.lhs = a_view, rhs_ops.rhs = sorted_view, rhs_ops.out = ops.d_rhs;
@@ -299,6 +306,7 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   if (options.accumulate) lhs_ops.existing_out = ops.d_lhs;
   if (!f.routing.lhs_per_slot) lhs_ops.weights = ones_view;
   lhs_ops.workspace = sub_view(work, d_lhs_ws, d_lhs.workspace_bytes());
+  if (!build_h) lhs_ops.status = ops.status;
 
   // Check every pass before recording any, so that a bad view records nothing.
   if (h) h->check(h_ops);
@@ -306,7 +314,7 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   if (d_bias && ops.d_bias.buffer) d_bias->check(bias_ops);
   if (h) d_lhs.check(lhs_ops);
   Stage grad_stage;
-  if (h) grad_stage = bind_grad(ops, work, h_work, pre_view);
+  if (h) grad_stage = bind_grad(ops, work, routing, pre_view);
   if (!record_it) return;
 
   if (!h) {
@@ -315,10 +323,11 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
     if (d_bias && ops.d_bias.buffer) d_bias->record(cb, bias_ops);
     return;
   }
-  if (saved) {
+  if (build_h && saved) {
     PlanInternals::record_routing(*h, cb, h_ops);
-  } else {
-    h->record(cb, h_ops);
+  } else if (build_h) {
+    if (given) PlanInternals::record_routed_from(*h, cb, h_ops, *given);
+    else h->record(cb, h_ops);
   }
   compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
   grad_stage.record(*ctx, cb);
@@ -333,10 +342,10 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
     d_bias->record(cb, bias_ops);
     compute_barrier(cb, VK_ACCESS_SHADER_READ_BIT, VK_ACCESS_SHADER_WRITE_BIT);
   }
-  d_lhs.record(cb, lhs_ops);
+  PlanInternals::record_routed_from(d_lhs, cb, lhs_ops, routing);
 }
 
-Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const BufferView& h_work,
+Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const RoutingSource& routing,
                                 const BufferView& pre_view) const {
   const GmmProblem& f = forward;
   const Context::Impl& c = *ctx;
@@ -349,7 +358,8 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   };
   const BoundOperand area_b = bind_region(area.small), d_h = bind_region(area.d_h);
   const BoundOperand sorted = bind_region(area.sorted), gathered = bind_region(area.gathered);
-  const BoundOperand route = bind_operand(c, kOp, "workspace", h_work, DType::f32, h_work.size / 4, 0, false);
+  const BoundOperand route =
+      bind_operand(c, kOp, "workspace", routing.words, DType::f32, routing.words.size / 4, 0, false);
   const BoundOperand pre = bind_operand(c, kOp, "pre_activation", pre_view, DType::f32, slots * uint64_t(f.n), 0, false);
   Stage s;
   // The split layout: every binding valid, the pre-activation's past the plain six.
@@ -380,7 +390,7 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   }
   push.lhs_off = lhs.element_offset;
   push.d_out_off = d_out.element_offset;
-  push.map_off = route.element_offset + uint32_t(route_map);
+  push.map_off = route.element_offset + uint32_t(routing.map);
   push.offsets_off = route.element_offset;  // the group offsets lead the routed gmm's metadata
   push.num_local = uint32_t(local_experts(f));
   push.h_off = d_h.element_offset;

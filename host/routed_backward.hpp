@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "context_impl.hpp"
+#include "routing_source.hpp"
 #include "stage.hpp"
 #include "vkgmm/ops.hpp"
 
@@ -23,15 +24,17 @@ struct RoutedBackward {
                  const TgmmPlan* d_rhs);
   GmmBackwardSizes sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const;
   // Checks every view, then (record_it) records the passes with their barriers.
+  // `routing`: the forward's order of the slots (its metadata build's words), which every pass then takes
+  // instead of building its own; null: the first pass builds it and the others take that.
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
-              bool record_it) const;
+              bool record_it, const RoutingSource* routing = nullptr) const;
   VkDeviceSize workspace_bytes() const { return total; }
   VkDeviceSize metadata_bytes() const { return (h ? h->metadata_bytes() : 0) + (d_bias ? d_bias->metadata_bytes() : 0); }
 
  private:
   void record_routed(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
-                     bool record_it) const;
-  Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const BufferView& h_work,
+                     bool record_it, const RoutingSource* given) const;
+  Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const RoutingSource& routing,
                   const BufferView& pre_view) const;
 
   std::shared_ptr<Context::Impl> ctx;
@@ -42,7 +45,6 @@ struct RoutedBackward {
   std::optional<TgmmPlan> d_bias;    // with a bias: ones^T @ d_h per expert
   VkPipeline grad = VK_NULL_HANDLE;  // shaders/routed_grad.comp
   uint32_t grad_groups = 0;
-  uint64_t route_map = 0, route_sizes = 0;  // in h's workspace: the row map and the experts' counts (words)
   // The workspace, bytes: each plan's share, then the gradient area's regions, each bound on its own
   // (small: ones [slots], then the discarded d_weights [slots]).
   struct Region {

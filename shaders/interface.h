@@ -37,6 +37,8 @@
 #define VKGMM_BINDING_META_WEIGHTS VKGMM_BINDING_RHS
 #define VKGMM_BINDING_META_WORKSPACE VKGMM_BINDING_OUT
 #define VKGMM_BINDING_META_STATUS VKGMM_BINDING_EXISTING
+// A routing given by another plan's build (ROUTE_GIVEN): that plan's workspace, its counts and row map.
+#define VKGMM_BINDING_META_GIVEN VKGMM_BINDING_META
 // The ordered combine (shaders/combine.comp): the per-slot results (in the workspace), out, existing_out.
 #define VKGMM_BINDING_COMBINE_PARTIAL VKGMM_BINDING_LHS
 #define VKGMM_BINDING_COMBINE_OUT VKGMM_BINDING_OUT
@@ -200,6 +202,12 @@
 // memory, this many words (0: at counts_off of the workspace). Its scans walk every invocation's count of
 // each bucket in turn: from the workspace, each step a round trip to memory on a GPU.
 #define VKGMM_ID_META_ROUTE_SHARED_COUNTS 19
+// With ROUTE: the routing is given, built by another plan for the same ids, window and experts (its
+// workspace at VKGMM_BINDING_META_GIVEN: the counts at given_counts_off, the row map at given_map_off).
+// The build copies them instead of counting and ordering the slots, gathers the weights in the map's
+// order, and still reads every id for VKGMM_STATUS_BAD_ID. A map entry past the slots (words rewritten
+// between the passes) is taken as its own row's slot and flagged (VKGMM_STATUS_BAD_ROUTING).
+#define VKGMM_ID_META_ROUTE_GIVEN 20
 // The gmm grid has two forms (ContextOptions::device_grid), chosen per record() by dispatch_off:
 // - 0, the upper-bound grid: the host dispatches (n tiles) x max_visits, the R real visits are spread
 //   over the max_visits slots and the surplus workgroups exit at once;
@@ -216,7 +224,7 @@
   F(uint, max_visits) F(uint, dispatch_off) F(uint, grid_x) F(uint, grid_y) \
   F(uint, ids_off) F(uint, weights_off) F(uint, slots) F(uint, window_offset) F(uint, route_experts) \
   F(uint, num_experts) F(uint, counts_off) F(uint, map_off) F(uint, weight_rows_off) \
-  F(uint, tile_count_off) F(uint, tile_counts)
+  F(uint, tile_count_off) F(uint, tile_counts) F(uint, given_counts_off) F(uint, given_map_off)
 // tile_counts words from tile_count_off of the workspace are zeroed (a gmm with FUSED_COMBINE counts there).
 // Invocations of the metadata build: few, because on CPU drivers every barrier() of a workgroup switches
 // between all its invocations (decode with its device sizes, lavapipe: dev/host 1.04-1.36 with 32,
@@ -227,6 +235,7 @@
 #define VKGMM_STATUS_SUM_ABOVE_M 2u    // the sizes add up to more than m: every offset clamped at m
 #define VKGMM_STATUS_VISITS_CUT 4u     // more visits than the plan's bound (cannot happen; rows left unwritten)
 #define VKGMM_STATUS_BAD_ID 8u         // routing: an id below -1 or >= num_experts (the slot skipped)
+#define VKGMM_STATUS_BAD_ROUTING 16u   // a given routing's map held a slot past the slots (ROUTE_GIVEN)
 
 // The ordered combine of routed slots (shaders/combine.comp): out[t, c] = sum over j ascending of the
 // per-slot fp32 results part[t * top_k + j, c] (at VKGMM_BINDING_LHS), + existing_out[t, c] with

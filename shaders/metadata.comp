@@ -11,7 +11,8 @@
 //   fill the first R slots and the dispatch command for R visits is written too, then R (interface.h).
 // - the status word: VKGMM_STATUS_* bits, 0 for sizes that keep the contract.
 // With ROUTE the sizes are not the app's: a prologue (shaders/routing.glsl) counts the router's ids per
-// local expert into the workspace and orders the slots, in the same dispatch.
+// local expert into the workspace and orders the slots, in the same dispatch, or with ROUTE_GIVEN copies
+// another plan's counts and order of the same slots.
 //
 // One workgroup: each invocation takes a contiguous chunk of groups, the chunks' sums are scanned in
 // shared memory by invocation 0 (VKGMM_METADATA_INVOCATIONS terms). Every loop is bounded by G,
@@ -25,6 +26,7 @@ layout(constant_id = VKGMM_ID_META_VISITS) const bool VISITS = false;
 layout(constant_id = VKGMM_ID_META_ROUTE) const bool ROUTE = false;
 layout(constant_id = VKGMM_ID_META_ROUTE_WEIGHTED) const bool ROUTE_WEIGHTED = false;
 layout(constant_id = VKGMM_ID_META_ROUTE_SHARED_COUNTS) const uint ROUTE_SHARED_COUNTS = 0;
+layout(constant_id = VKGMM_ID_META_ROUTE_GIVEN) const bool ROUTE_GIVEN = false;
 
 // The app's group sizes, or with ROUTE its ids (the same binding).
 layout(std430, set = 0, binding = VKGMM_BINDING_META_SIZES) readonly buffer SizesBuf { int sizes[]; };
@@ -33,6 +35,8 @@ layout(std430, set = 0, binding = VKGMM_BINDING_META_WEIGHTS) readonly buffer We
 // coherent: invocations read offsets other invocations wrote (after memoryBarrierBuffer + barrier).
 layout(std430, set = 0, binding = VKGMM_BINDING_META_WORKSPACE) coherent buffer WorkBuf { int work[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_META_STATUS) buffer StatusBuf { uint status_word[]; };
+// With ROUTE_GIVEN: the plan whose build ordered the slots, its workspace.
+layout(std430, set = 0, binding = VKGMM_BINDING_META_GIVEN) readonly buffer GivenBuf { int given[]; };
 
 layout(push_constant) uniform Params { VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD) } pc;
 
@@ -95,7 +99,8 @@ void main() {
   if (lid == 0u) flags = 0u;
   // The fused combine's tile counters (interface.h), read by the gmm dispatch after this one.
   for (uint i = lid; i < pc.tile_counts; i += lanes) work[pc.tile_count_off + i] = 0;
-  if (ROUTE) route_slots(bad);
+  if (ROUTE && ROUTE_GIVEN) route_given(bad);
+  else if (ROUTE) route_slots(bad);
 
   // group_offsets: chunk sums, their scan, then each chunk's offsets.
   const uint G = pc.num_groups;

@@ -11,7 +11,7 @@
 // Each invocation counts a contiguous chunk of slots per bucket (the local experts and one bucket for the
 // rest) into the workspace; per bucket, the chunks' counts are scanned across invocations, offset by the
 // buckets before it; then each invocation places its chunk's slots in order. Every loop is bounded by
-// the slot count or the bucket count. The includer declares ids, weights, work (coherent), part[] and pc.
+// the slot count or the bucket count. The includer declares ids, weights, work (coherent), given, part[] and pc.
 
 // The counts, counts[lanes][B]: shared memory where the plan found room for them, else the workspace.
 shared int route_counts[ROUTE_SHARED_COUNTS + 1u];
@@ -96,6 +96,28 @@ void route_slots(inout uint bad) {
     if (ROUTE_WEIGHTED) work[pc.weight_rows_off + r] = int(weights[pc.weights_off + s]);
   }
   // The sizes (and the map) visible to the whole workgroup before the build goes on.
+  memoryBarrierBuffer();
+  barrier();
+}
+
+// ROUTE_GIVEN: another plan's build of the same ids and window (its counts and row map, at given[]) taken
+// as this one's: each loop strides over the experts or the slots. The ids are still read, each once, so
+// that the status word says what this build would; a map entry past the slots, which no build writes,
+// becomes its own row's slot (flagged): every row still reads and writes inside its views.
+void route_given(inout uint bad) {
+  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x, S = pc.slots;
+  for (uint e = lid; e < pc.route_experts; e += lanes)
+    work[pc.sizes_off + e] = clamp(given[pc.given_counts_off + e], 0, int(S));
+  for (uint r = lid; r < S; r += lanes) {
+    uint s = uint(given[pc.given_map_off + r]);
+    if (s >= S) {
+      s = r;
+      bad |= VKGMM_STATUS_BAD_ROUTING;
+    }
+    work[pc.map_off + r] = int(s);
+    if (ROUTE_WEIGHTED) work[pc.weight_rows_off + r] = int(weights[pc.weights_off + s]);
+    bucket_of(r, bad);
+  }
   memoryBarrierBuffer();
   barrier();
 }

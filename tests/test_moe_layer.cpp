@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -218,6 +219,37 @@ TEST_F(DeviceTest, MoeLayerShardsAddUp) {
   EXPECT_TRUE(all_close(sum.d_router_w, full.d_router_w, 1e-4, 1e-4)) << "d_router_w";
   EXPECT_TRUE(all_close(d_w_up, full.d_w_up, 1e-5, 1e-5)) << "d_w_up";
   EXPECT_TRUE(all_close(d_w_down, full.d_w_down, 1e-5, 1e-5)) << "d_w_down";
+}
+
+// The backward reads what the forward left in the workspace (its one routing build, the saved
+// pre-activations): rewritten in between (every word INT32_MAX), every pass stays inside its views and
+// the status word says the shared routing was not the forward's.
+TEST_F(DeviceTest, MoeLayerBackwardOfARewrittenWorkspaceStaysInside) {
+  const MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
+  std::mt19937 rng(9);
+  const Params w = make_params(p, rng);
+  const MoeLayerPlan plan(ctx(), p);
+  const MoeLayerSizes s = plan.sizes();
+  auto in = [&](const std::vector<double>& v) { return guarded_floats(ctx(), as_float(v)); };
+  Guarded x = in(w.x), rw = in(w.router_w), wu = in(w.w_up), wd = in(w.w_down), bu = in(w.b_up), bd = in(w.b_down);
+  Guarded dy = guarded_floats(ctx(), random_values(size_t(p.tokens * p.d_model), DType::f32, rng));
+  Guarded y(ctx(), s.y), dx(ctx(), s.x), drw(ctx(), s.router_w), dwu(ctx(), s.w_up), dwd(ctx(), s.w_down),
+      dbu(ctx(), s.b_up), dbd(ctx(), s.b_down), work(ctx(), s.workspace), status(ctx(), 4);
+  MoeLayerOperands ops;
+  ops.x = x.view(), ops.router_w = rw.view(), ops.w_up = wu.view(), ops.w_down = wd.view();
+  ops.b_up = bu.view(), ops.b_down = bd.view(), ops.y = y.view(), ops.workspace = work.view(), ops.status = status.view();
+  MoeLayerGradients g;
+  g.d_y = dy.view(), g.d_x = dx.view(), g.d_router_w = drw.view(), g.d_w_up = dwu.view(), g.d_w_down = dwd.view();
+  g.d_b_up = dbu.view(), g.d_b_down = dbd.view();
+  ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record_forward(cb, ops); });
+  const std::vector<int32_t> junk(size_t(s.workspace / 4), INT32_MAX);
+  work.set(junk.data(), junk.size() * 4);
+  ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record_backward(cb, ops, g); });
+  uint32_t word = 0;
+  std::memcpy(&word, status.get().data(), 4);
+  EXPECT_NE(word & device_status::bad_routing, 0u);
+  for (const Guarded* b : {&x, &rw, &wu, &wd, &bu, &bd, &dy, &y, &dx, &drw, &dwu, &dwd, &dbu, &dbd, &work, &status})
+    EXPECT_TRUE(b->guards_intact());
 }
 
 TEST_F(DeviceTest, MoeLayerRefusesBadProblems) {

@@ -442,6 +442,71 @@ TEST_F(DeviceTest, RoutingHostileIdsAreSkippedAndReported) {
       }
 }
 
+// A routed plan given another plan's routing of the same slots (PlanInternals::record_routed_from: the MoE
+// layer's down projection, the routed backward's passes) copies that order instead of building its own:
+// the bits and the status word of its own build, windowed, with bad ids, per slot and combined (the
+// weights gathered in the given order). A given routing rewritten before the copy (an app's workspace)
+// keeps every row inside its views and is reported.
+TEST_F(DeviceTest, RoutingGivenByAnotherPlanGivesItsOwnBits) {
+  for (bool combine : {false, true})
+    for (Schedule schedule : {Schedule::shared, Schedule::direct}) {
+      RoutingCase c = base_case(combine, schedule);
+      c.existing_out = true;
+      c.offset = 3, c.e_local = 9;
+      SCOPED_TRACE(case_name(c));
+      Context& cx = ctx(schedule);
+      Routed r = make_routed(c);
+      for (size_t s = 0; s < r.ids.size(); s += 5) r.ids[s] = (s / 5) % 2 ? -1 : 99;  // 99 >= E: flagged
+      const std::vector<float> own = run(cx, r, device_status::bad_id);
+      EXPECT_TRUE(close_to_reference(r, own));
+
+      // The source: another problem of the same slots (its own k and n, per slot, no epilogue).
+      GmmProblem sp = r.p;
+      sp.k = 8, sp.n = 12, sp.existing_out = false, sp.epilogue = {};
+      sp.routing.combine = false, sp.routing.lhs_per_slot = false;
+      const GmmPlan source(cx, sp);
+      const GmmPlan plan(cx, r.p);
+      std::mt19937 rng(3);
+      Guarded sl = guarded_floats(cx, random_values(size_t(sp.m * sp.k), DType::f32, rng));
+      Guarded sw = guarded_floats(cx, random_values(size_t(sp.num_rhs_groups * sp.k * sp.n), DType::f32, rng));
+      Guarded so(cx, gmm_out_elements(sp) * 4), swork(cx, source.workspace_bytes());
+      Guarded l = guarded_floats(cx, r.lhs), w = guarded_floats(cx, r.rhs), e = guarded_floats(cx, r.existing_out),
+              b = guarded_floats(cx, r.bias), o(cx, own.size() * 4), ids(cx, r.ids.size() * 4), status(cx, 4),
+              work(cx, plan.workspace_bytes());
+      ids.set(r.ids.data(), r.ids.size() * 4);
+      GmmOperands sops{sl.view(), sw.view(), so.view()};
+      sops.ids = ids.view(), sops.workspace = swork.view();
+      GmmOperands ops{l.view(), w.view(), o.view(), e.view()};
+      ops.ids = ids.view(), ops.bias = b.view(), ops.status = status.view(), ops.workspace = work.view();
+      std::optional<Guarded> weights;
+      if (combine) ops.weights = weights.emplace(guarded_floats(cx, r.weights)).view();
+      const RoutingSource given = PlanInternals::routing_source(source, swork.view());
+      auto read_status = [&] {
+        uint32_t word = ~0u;
+        std::memcpy(&word, status.get().data(), 4);
+        return word;
+      };
+      cx.submit_and_wait([&](VkCommandBuffer cb) {
+        source.record(cb, sops);
+        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                             nullptr, 0, nullptr);
+        PlanInternals::record_routed_from(plan, cb, ops, given);
+      });
+      EXPECT_TRUE(same_bits(floats(o), own));
+      EXPECT_EQ(read_status(), device_status::bad_id);
+
+      // The source's words rewritten (every word INT32_MAX): counts past the slots, a map of no slot.
+      const std::vector<int32_t> junk(size_t(source.workspace_bytes() / 4), INT32_MAX);
+      swork.set(junk.data(), junk.size() * 4);
+      cx.submit_and_wait([&](VkCommandBuffer cb) { PlanInternals::record_routed_from(plan, cb, ops, given); });
+      EXPECT_NE(read_status() & device_status::bad_routing, 0u);
+      for (const Guarded* g : {&sl, &sw, &so, &swork, &l, &w, &e, &b, &o, &ids, &status, &work})
+        EXPECT_TRUE(g->guards_intact());
+      if (weights) EXPECT_TRUE(weights->guards_intact());
+    }
+}
+
 // --- the epilogue with group sizes -----------------------------------------------------------------------
 
 struct EpilogueCase {

@@ -119,6 +119,7 @@ static_assert(VKGMM_DEVICE_STATUS_NEGATIVE_SIZE == device_status::negative_size)
 static_assert(VKGMM_DEVICE_STATUS_SUM_ABOVE_M == device_status::sum_above_m);
 static_assert(VKGMM_DEVICE_STATUS_VISITS_CUT == device_status::visits_cut);
 static_assert(VKGMM_DEVICE_STATUS_BAD_ID == device_status::bad_id);
+static_assert(VKGMM_DEVICE_STATUS_BAD_ROUTING == device_status::bad_routing);
 // The C activations are the C++ ones.
 static_assert(VKGMM_ACTIVATION_NONE == static_cast<int>(Activation::none));
 static_assert(VKGMM_ACTIVATION_SWIGLU == static_cast<int>(Activation::swiglu));

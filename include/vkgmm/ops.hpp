@@ -36,6 +36,9 @@ constexpr uint32_t negative_size = 1;  // some size was negative (taken as 0)
 constexpr uint32_t sum_above_m = 2;    // the sizes add up to more than m (offsets clamped at m)
 constexpr uint32_t visits_cut = 4;     // internal: more visits than the plan's bound (never expected)
 constexpr uint32_t bad_id = 8;         // routing: an id below -1, or >= Routing::num_experts (skipped)
+// A routing one pass shares with another (MoeLayerPlan's passes, from its workspace) was found rewritten
+// between them: rows stayed inside the views, the results are not the layer's.
+constexpr uint32_t bad_routing = 16;
 }  // namespace device_status
 
 // Routing by expert ids (docs/contract.md, "Routing by expert ids"): gmm takes the router's output as it
@@ -254,6 +257,7 @@ struct GmmBackwardOptions {
 // fine-tuning), only d_lhs; d_rhs (and lhs, read only for it) stay null, and the status word is d_lhs's.
 // (Routed without a saved pre-activation, lhs is read for the recomputed product all the same.)
 struct RoutedBackward;  // the routed backward's other passes (internal)
+struct RoutingSource;   // a routing another plan built (internal)
 class VKGMM_API GmmBackwardPlan {
  public:
   GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options = {});
@@ -272,7 +276,9 @@ class VKGMM_API GmmBackwardPlan {
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const;
 
  private:
-  void check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it) const;
+  void check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it,
+                       const RoutingSource* routing = nullptr) const;
+  friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
   GmmPlan d_lhs_;
   bool frozen_ = false;            // block-format weights: no d_rhs
   std::optional<TgmmPlan> d_rhs_;  // none: frozen weights, or no local expert
