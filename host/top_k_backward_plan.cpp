@@ -18,11 +18,12 @@ namespace {
 constexpr const char* kOp = "top_k_backward";
 
 // Loop iterations of one invocation (tiling.hpp, check_cpu_loop_budget), each loop's exit test one more:
-// the token, its slots once, the softmax's max and sum without renormalize, then the walk over the experts
-// with one scan of the slots per distinct expert they name.
-uint64_t loop_iterations(const TopKProblem& p) {
+// for each of its tokens, its slots once, the softmax's max and sum without renormalize, then the walk over
+// the experts with one scan of the slots per distinct expert they name.
+uint64_t loop_iterations(const TopKProblem& p, uint64_t tokens) {
   const uint64_t e = uint64_t(p.experts), k = uint64_t(p.top_k);
-  return 2 + (k + 1) + (p.renormalize ? 0 : 2 * (e + 1)) + (e + k * std::min(k, e) + 1);
+  const uint64_t per_token = (k + 1) + (p.renormalize ? 0 : 2 * (e + 1)) + (e + k * std::min(k, e) + 1);
+  return tokens * (per_token + 1) + 1;
 }
 }  // namespace
 
@@ -44,7 +45,7 @@ TopKBackwardPlan::TopKBackwardPlan(Context& ctx, const TopKProblem& p, const Top
   sz.logits = sz.d_logits = operand_bytes(DType::f32, uint64_t(p.tokens * p.experts));
   sz.ids = sz.weights = sz.d_weights = operand_bytes(DType::f32, uint64_t(p.tokens * p.top_k));
   const DeviceInfo& info = st->ctx->dev.info;
-  check_cpu_loop_budget(info, kOp, loop_iterations(p),
+  check_cpu_loop_budget(info, kOp, loop_iterations(p, tokens_per_invocation(info, p.tokens)),
                         "top_k = " + std::to_string(p.top_k) + " over experts = " + std::to_string(p.experts),
                         "differentiate over fewer experts per call, or fewer of them per token");
   check_operand_limits(kOp, info,

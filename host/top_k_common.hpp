@@ -35,6 +35,10 @@ Stage bind_token_operands(const Context::Impl& ctx, const char* op, std::initial
 
 // One invocation per token (VKGMM_TOPK_INVOCATIONS a workgroup, tokens past the largest grid strided
 // over): the pipeline and the grid, none when there are no tokens.
+// Tokens one invocation of a TokenDispatch takes: its grid strides over the tokens past
+// maxComputeWorkGroupCount[0] workgroups of VKGMM_TOPK_INVOCATIONS (what a CPU loop budget counts).
+uint64_t tokens_per_invocation(const DeviceInfo& info, int64_t tokens);
+
 struct TokenDispatch {
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t groups = 0;  // workgroups (0: nothing to record)

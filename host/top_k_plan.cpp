@@ -24,6 +24,17 @@ struct TopKPlan::State {
   TokenDispatch dispatch;
 };
 
+namespace {
+// Loop iterations of one invocation (tiling.hpp, check_cpu_loop_budget), each loop's exit test one more
+// (shaders/topk.comp): for each of its tokens the softmax's max and sum over the experts, a walk over the
+// experts per chosen slot inside the slots' loop, and the weights' scaling over the slots.
+uint64_t loop_iterations(const TopKProblem& p, uint64_t tokens) {
+  const uint64_t e = uint64_t(p.experts), k = uint64_t(p.top_k);
+  const uint64_t per_token = 2 * (e + 1) + (k + 1) + k * (e + 1) + (k + 1);
+  return tokens * (per_token + 1) + 1;
+}
+}  // namespace
+
 TopKPlan::TopKPlan(Context& ctx, const TopKProblem& p) {
   check_top_k_problem(kOp, p);
   auto st = std::make_shared<State>();
@@ -32,8 +43,8 @@ TopKPlan::TopKPlan(Context& ctx, const TopKProblem& p) {
   st->sizes.logits = operand_bytes(DType::f32, uint64_t(p.tokens * p.experts));
   st->sizes.ids = st->sizes.weights = operand_bytes(DType::f32, uint64_t(p.tokens * p.top_k));
   const DeviceInfo& info = st->ctx->dev.info;
-  // An invocation reads its token's logits top_k + 2 times: no existing_out to split that over calls.
-  check_cpu_loop_budget(info, kOp, uint64_t(p.top_k + 2) * uint64_t(p.experts) + 1,
+  // An invocation reads each of its tokens' logits top_k + 2 times: no existing_out to split that over calls.
+  check_cpu_loop_budget(info, kOp, loop_iterations(p, tokens_per_invocation(info, p.tokens)),
                         "top_k = " + std::to_string(p.top_k) + " over experts = " + std::to_string(p.experts),
                         "choose among fewer experts per call, or fewer of them per token");
   check_operand_limits(kOp, info, {{"logits", st->sizes.logits}, {"ids", st->sizes.ids}, {"weights", st->sizes.weights}});

@@ -33,24 +33,36 @@ void expect_past_budget(F&& f, const std::string& needle) {
   }
 }
 
-// Top-k reads a token's logits top_k + 2 times in one invocation: (1 + 2) * 21845 + 1 = 65536 passes the
-// budget, one expert fewer fits. The message names both and says what to change (there is no reduction
-// to split through existing_out).
+// Top-k reads a token's logits top_k + 2 times in one invocation; with each loop's exit test, a token of
+// top_k = 1 over E experts takes 3 * E + 9 iterations: E = 21843 passes the budget and is refused, naming
+// both and saying what to change (there is no reduction to split through existing_out). The largest E
+// that fits runs, its top logit the last expert's: a walk cut short would miss it.
 TEST_F(LoopBudget, TopKPastItIsRefused) {
   Context& c = ctx();
   TopKProblem p;
   p.tokens = 3;
   p.top_k = 1;
-  p.experts = 21845;
-  expect_past_budget([&] { TopKPlan(c, p); }, "top_k = 1 over experts = 21845");
+  p.experts = 21843;
+  expect_past_budget([&] { TopKPlan(c, p); }, "top_k = 1 over experts = 21843");
   try {
     TopKPlan plan(c, p);
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).find("existing_out"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("fewer experts"), std::string::npos) << e.what();
   }
-  p.experts = 21844;
-  EXPECT_NO_THROW(TopKPlan(c, p));
+  p.experts = 21842;
+  const TopKPlan plan(c, p);
+  std::vector<float> logits(size_t(p.tokens * p.experts), -1.0f);
+  for (int64_t t = 0; t < p.tokens; ++t) logits[size_t((t + 1) * p.experts - 1 - t)] = 2.0f;
+  Buffer l = upload(c, DType::f32, logits), ids = poisoned(c, size_t(p.tokens) * 4), w = poisoned(c, size_t(p.tokens) * 4);
+  c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), ids.view(), w.view()}); });
+  const std::vector<float> weights = download(w, DType::f32, size_t(p.tokens));
+  std::vector<int32_t> got(size_t(p.tokens));
+  ids.download(got.data(), got.size() * 4);
+  for (int64_t t = 0; t < p.tokens; ++t) {
+    EXPECT_EQ(got[size_t(t)], int32_t(p.experts - 1 - t)) << "token " << t;
+    EXPECT_EQ(weights[size_t(t)], 1.0f) << "token " << t << " (renormalized over its one slot)";
+  }
 }
 
 // tgmm (or the gmm whose backward runs one) with the group sizes around one large group, n odd so that
