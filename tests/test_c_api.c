@@ -689,6 +689,10 @@ static void test_top_k(vkgmm_context* ctx) {
   const double want_w[4] = {1 / (1 + e1), e1 / (1 + e1), 1 / (1 + e1), e1 / (1 + e1)};
   vkgmm_top_k_problem p = {sizeof p, 2, 4, 2, 1};
   vkgmm_top_k_plan* plan = NULL;
+  p.reserved_tail = 3;
+  CHECK(vkgmm_top_k_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL &&
+        strstr(vkgmm_last_error_message(), "reserved_tail = 3 must be 0"));
+  p.reserved_tail = 0;
   CHECK(vkgmm_top_k_plan_create(ctx, &p, &plan) == VKGMM_OK && plan != NULL);
   if (!plan) return;
   vkgmm_top_k_sizes s = {sizeof s};

@@ -257,7 +257,11 @@ TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
   return p;
 }
 
-TopKProblem to_cpp(const vkgmm_top_k_problem& c) { return {c.tokens, c.experts, c.top_k, c.renormalize != 0}; }
+TopKProblem to_cpp(const vkgmm_top_k_problem& c) {
+  if (c.reserved_tail != 0)
+    bad("vkgmm_top_k_problem", "reserved_tail = " + std::to_string(c.reserved_tail) + " must be 0");
+  return {c.tokens, c.experts, c.top_k, c.renormalize != 0};
+}
 
 TopKBackwardOptions to_cpp(const vkgmm_top_k_backward_options& c) {
   if (c.reserved != 0) bad("top_k_backward", "reserved = " + std::to_string(c.reserved) + " must be 0");

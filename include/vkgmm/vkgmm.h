@@ -407,6 +407,7 @@ typedef struct vkgmm_top_k_problem {
   size_t struct_size;
   int64_t tokens, experts, top_k;
   int renormalize;
+  int32_t reserved_tail; /* must be 0: no struct ends in padding */
 } vkgmm_top_k_problem;
 typedef struct vkgmm_top_k_operands {
   size_t struct_size;
