@@ -193,6 +193,10 @@ void PlanInternals::record_backward(const GmmBackwardPlan& plan, VkCommandBuffer
     throw Error(Status::invalid_argument, "gmm_backward: command buffer is VK_NULL_HANDLE");
   plan.check_or_record(cb, ops, true, &routing);
 }
+void PlanInternals::check_backward(const GmmBackwardPlan& plan, const GmmBackwardOperands& ops,
+                                   const RoutingSource& routing) {
+  plan.check_or_record(VK_NULL_HANDLE, ops, false, &routing);
+}
 
 void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops,
                   const GmmBackwardOptions& options) {

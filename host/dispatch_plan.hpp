@@ -152,7 +152,9 @@ class DispatchPlan {
   VkDeviceSize metadata_bytes() const { return meta_.size(); }
   VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_.bytes() : 0; }
   const Workspace& workspace_layout() const { return workspace_; }
-  void check(const OperandViews& ops) const;
+  // With `given`: also the build that copies that routing (compiled here, so that record() with it cannot
+  // fail after a check that passed).
+  void check(const OperandViews& ops, const RoutingSource* given = nullptr) const;
   bool texel_loads(const OperandViews& ops) const;
   // build_only: only the metadata build (with device metadata: a routing build whose row map and counts
   // another pass reads) and its barrier. `given` (routed): the slots' order another plan's build wrote,

@@ -236,6 +236,8 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b, const Routing
     m.given_map_off = src.element_offset + static_cast<uint32_t>(given->map);
     const ShaderCode code = metadata_shader();
     b.build->pipeline = ctx_->pipeline(code.code, code.words, meta_constants(true));
+    // It reads what the other plan's build wrote (the callers put a barrier after that build too).
+    b.build->before_own |= VK_ACCESS_SHADER_READ_BIT;
   }
   const uint32_t slots = r.tokens * r.top_k;
   if (!ops.ids.buffer) throw Error(Status::invalid_argument, std::string(op) + ": ids: the problem is routed but no view was given");
@@ -270,10 +272,11 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b, const Routing
   m.tile_counts = r.fused_tiles;
 }
 
-void DispatchPlan::check(const OperandViews& ops) const {
+void DispatchPlan::check(const OperandViews& ops, const RoutingSource* given) const {
   // Also compiles the pipeline these offsets need where the plan has not, so record() cannot fail after a
   // check that passed.
-  Bound b = bind(ops);
+  if (given && !routing_) throw Error(Status::internal, std::string(name()) + ": a routing given to an unrouted plan");
+  Bound b = bind(ops, given);
   if (b.op.count) op_pipeline(b);
 }
 

@@ -270,6 +270,9 @@ void PlanInternals::record_routed_from(const GmmPlan& plan, VkCommandBuffer cb, 
                                        const RoutingSource& routing) {
   plan.state_->core.record(cb, views_of(ops), false, &routing);
 }
+void PlanInternals::check_routed_from(const GmmPlan& plan, const GmmOperands& ops, const RoutingSource& routing) {
+  plan.state_->core.check(views_of(ops), &routing);
+}
 BufferView GmmPlan::saved_pre_activation(const BufferView& workspace) const {
   const State& st = *state_;
   const GmmProblem& p = st.problem;

@@ -186,6 +186,7 @@ inline constexpr SpecConstant kMetadataConstants[] = {
     {VKGMM_ID_META_ROUTE, "ROUTE"},
     {VKGMM_ID_META_ROUTE_WEIGHTED, "ROUTE_WEIGHTED"},
     {VKGMM_ID_META_ROUTE_SHARED_COUNTS, "ROUTE_SHARED_COUNTS"},
+    {VKGMM_ID_META_ROUTE_GIVEN, "ROUTE_GIVEN"},
 };
 inline constexpr SpecConstant kCombineConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

@@ -227,19 +227,20 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
   down.lhs = hidden, down.rhs = ops.w_down, down.out = ops.y, down.ids = ids, down.weights = weights;
   down.bias = ops.b_down, down.workspace = st.view(work, st.down_ws);
   if (st.problem.accumulate) down.existing_out = ops.y;
-  // Every view checked before anything is recorded.
+  // Every view checked before anything is recorded. One routing build for the layer: the down projection
+  // takes the up projection's order of the slots.
+  const RoutingSource routing = PlanInternals::routing_source(st.up, up.workspace);
   st.router.check(r);
   st.top_k.check(k);
   st.up.check(up);
-  st.down.check(down);
+  PlanInternals::check_routed_from(st.down, down, routing);
   st.router.record(cb, r);
   between(cb);
   st.top_k.record(cb, k);
   between(cb);
   st.up.record(cb, up);
   between(cb);
-  // One routing build for the layer: the down projection takes the up projection's order of the slots.
-  PlanInternals::record_routed_from(st.down, cb, down, PlanInternals::routing_source(st.up, up.workspace));
+  PlanInternals::record_routed_from(st.down, cb, down, routing);
 }
 
 void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& ops, const MoeLayerGradients& g) const {
@@ -266,13 +267,13 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   dx.lhs = d_logits, dx.rhs = ops.router_w, dx.out = g.d_x, dx.existing_out = g.d_x;
   if (st.zeros.handle()) dx.ids = st.zeros.view(), dx.weights = st.ones.view();
   dx.workspace = st.view(work, st.router_dx_ws);
-  st.down_bw.check(down);
-  st.up_bw.check(up);
+  // Both backwards take the forward's routing, saved in the up projection's words: no build of their own.
+  const RoutingSource routing = PlanInternals::routing_source(st.up, st.view(work, st.up_ws));
+  PlanInternals::check_backward(st.down_bw, down, routing);
+  PlanInternals::check_backward(st.up_bw, up, routing);
   st.top_k_bw.check(k);
   st.router_dw.check(dw);
   st.router_dx.check(dx);
-  // Both backwards take the forward's routing, saved in the up projection's words: no build of their own.
-  const RoutingSource routing = PlanInternals::routing_source(st.up, st.view(work, st.up_ws));
   between(cb);  // the forward's saved words
   PlanInternals::record_backward(st.down_bw, cb, down, routing);
   between(cb);

@@ -24,10 +24,13 @@ struct PlanInternals {
   static RoutingSource routing_source(const GmmPlan& plan, const BufferView& workspace);
   static void record_routed_from(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops,
                                  const RoutingSource& routing);
+  // What record_routed_from would throw, recording nothing (its build compiled).
+  static void check_routed_from(const GmmPlan& plan, const GmmOperands& ops, const RoutingSource& routing);
   // A routed forward's backward whose passes take `routing` (the forward's) for their slots' order: no
   // routing build of their own (host/backward.cpp).
   static void record_backward(const GmmBackwardPlan& plan, VkCommandBuffer cb, const GmmBackwardOperands& ops,
                               const RoutingSource& routing);
+  static void check_backward(const GmmBackwardPlan& plan, const GmmBackwardOperands& ops, const RoutingSource& routing);
 };
 
 }  // namespace vkgmm

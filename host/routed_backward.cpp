@@ -309,10 +309,11 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   if (!build_h) lhs_ops.status = ops.status;
 
   // Check every pass before recording any, so that a bad view records nothing.
-  if (h) h->check(h_ops);
+  if (build_h && given && !saved) PlanInternals::check_routed_from(*h, h_ops, *given);
+  else if (h) h->check(h_ops);
   if (d_rhs) d_rhs->check(rhs_ops);
   if (d_bias && ops.d_bias.buffer) d_bias->check(bias_ops);
-  if (h) d_lhs.check(lhs_ops);
+  if (h) PlanInternals::check_routed_from(d_lhs, lhs_ops, routing);
   Stage grad_stage;
   if (h) grad_stage = bind_grad(ops, work, routing, pre_view);
   if (!record_it) return;

@@ -301,7 +301,7 @@ void run_block(uint j_group, uint k_block, uint n_block) {
     uint r = krow_of(ty, i);
     uint kk = k0 + r;
     if (r >= TK || kk >= pc.k) continue;
-    if (VEC4_OUT) {
+    if (VEC4_OUT && !OUT_NK) {
       // The invocation's columns in groups of 4 adjacent ones (col_of), each group in or out whole.
       [[unroll]] for (uint v = 0; v < RN / 4; ++v) {
         uint c = col_of(tx, 4 * v);

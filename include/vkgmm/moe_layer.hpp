@@ -42,7 +42,10 @@ struct MoeLayerOperands {
   // projections' pre-activations (saved for the backward: record_backward reads what the last
   // record_forward into the same workspace wrote) and each pass's own words. Null: the plan's own (executions of the plan that overlap in time then race).
   BufferView workspace;
-  BufferView status;  // optional uint32 word: the routing's device_status bits (0 for ids the top-k wrote)
+  // Optional uint32 word: the routing's device_status bits (0 for ids the top-k wrote), written by the
+  // forward's routing build and again by the backward's first pass (bad_routing: the workspace's routing
+  // words were rewritten between them).
+  BufferView status;
 };
 
 // The cotangent d_y [T, d] (dtype) and the gradients: d_x [T, d] (dtype), d_router_w f32 [d, E],

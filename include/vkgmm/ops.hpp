@@ -36,8 +36,9 @@ constexpr uint32_t negative_size = 1;  // some size was negative (taken as 0)
 constexpr uint32_t sum_above_m = 2;    // the sizes add up to more than m (offsets clamped at m)
 constexpr uint32_t visits_cut = 4;     // internal: more visits than the plan's bound (never expected)
 constexpr uint32_t bad_id = 8;         // routing: an id below -1, or >= Routing::num_experts (skipped)
-// A routing one pass shares with another (MoeLayerPlan's passes, from its workspace) was found rewritten
-// between them: rows stayed inside the views, the results are not the layer's.
+// A routing one pass takes from another (MoeLayerPlan's, kept in its workspace) held a row-map entry past
+// the slots, which no routing build writes: its words were rewritten between the passes. Rows stayed
+// inside their views; the results are not the layer's. (Other rewrites of those words go unreported.)
 constexpr uint32_t bad_routing = 16;
 }  // namespace device_status
 

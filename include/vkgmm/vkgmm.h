@@ -291,8 +291,8 @@ typedef enum vkgmm_device_status_bits {
   VKGMM_DEVICE_STATUS_SUM_ABOVE_M = 2,   /* the sizes add up to more than m (offsets clamped at m) */
   VKGMM_DEVICE_STATUS_VISITS_CUT = 4,    /* internal: more visits than the plan's bound (never expected) */
   VKGMM_DEVICE_STATUS_BAD_ID = 8,        /* routing: an id below -1, or >= num_experts (skipped) */
-  VKGMM_DEVICE_STATUS_BAD_ROUTING = 16   /* a routing shared between passes (the MoE layer's, in its workspace) was
-                                            rewritten between them: rows stayed inside the views, results undefined */
+  VKGMM_DEVICE_STATUS_BAD_ROUTING = 16   /* a routing shared between passes (the MoE layer's, in its workspace) held a
+                                            row-map entry past the slots: rewritten between them; results undefined */
 } vkgmm_device_status_bits;
 
 /* Bytes each view must cover at least (exactly the elements; see OperandSizes in ops.hpp), and the device memory

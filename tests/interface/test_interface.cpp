@@ -107,7 +107,9 @@ TEST(Interface, MetadataModuleMatchesTheHost) {
   const Reflection r = reflect(metadata_shader());
   const auto bad = compare(r, false, abi::kMetadataConstants, false, abi::MetadataPush{});
   EXPECT_TRUE(bad.empty()) << joined(bad);
-  EXPECT_EQ(r.bindings.size(), 4u);  // sizes (or ids), weights, workspace, status
+  // sizes (or ids), weights, workspace, status, and a given routing's words
+  EXPECT_EQ(r.bindings.size(), 5u);
+  EXPECT_EQ(r.bindings.count(VKGMM_BINDING_META_GIVEN), 1u);
 }
 
 TEST(Interface, CombineModuleMatchesTheHost) {
