@@ -193,8 +193,9 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // Narrower rows get the multiple of 32 columns that covers them with the least surplus: a CPU driver
   // runs the lanes past n too (loads clamped, stores skipped), and Qwen3's down-projection backward (n =
   // 96 per slot) measured 1.27x faster in 96 columns than in 128 on lavapipe. 96 columns also where they
-  // cover a row in fewer columns than 128 do (192 in two tiles of 96). SwiGLU's halves keep 128.
-  if (t.tn == 128 && halves == 1) {
+  // cover a row in fewer columns than 128 do (192 in two tiles of 96). SwiGLU's halves and block formats
+  // (16 x 16 per invocation, above) keep 128.
+  if (t.tn == 128 && halves == 1 && !rhs_blocks) {
     if (n < 128) t.tn = std::max<int64_t>(32, (n + 31) / 32 * 32);
     else if ((n + 95) / 96 * 96 < (n + 127) / 128 * 128) t.tn = 96;
   }
