@@ -79,7 +79,9 @@ DispatchPlan::Workspace DispatchPlan::layout_workspace(const DeviceMetadata& d, 
     if (r.combine) words += slots * r.out_n;
     w.tile_counts = words;
     words += r.fused_tiles;
-    // The saved pre-activations, [slots, pre_n] (none with pre_n = 0).
+    // The saved pre-activations, [slots, pre_n] (none with pre_n = 0), from a multiple of 4 words: the
+    // backward's gradient pass reads 4 adjacent columns as one vector.
+    words = (words + 3) / 4 * 4;
     w.pre = words;
     words += slots * r.pre_n;
   }

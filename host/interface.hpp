@@ -209,6 +209,7 @@ inline constexpr SpecConstant kGradConstants[] = {
     {VKGMM_ID_GRAD_COMBINED, "COMBINED"},
     {VKGMM_ID_GRAD_ACCUMULATE, "ACCUMULATE"},
     {VKGMM_ID_GRAD_ACTIVATION, "ACTIVATION"},
+    {VKGMM_ID_VEC4, "VEC4"},
 };
 inline constexpr SpecConstant kCeilingConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

@@ -187,6 +187,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   total = at;
   if (h) {
     std::vector<uint32_t> constants(VKGMM_ID_GRAD_ACTIVATION + 1, 0);
+    static_assert(VKGMM_ID_VEC4 < VKGMM_ID_GRAD_ACTIVATION);
     constants[VKGMM_ID_OUT_TYPE] = uint32_t(f.out_type);
     constants[VKGMM_ID_LHS_TYPE] = uint32_t(f.lhs_type);
     constants[VKGMM_ID_GRAD_COMBINED] = f.routing.combine;
@@ -195,6 +196,11 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     constants[VKGMM_ID_INVOCATIONS] = grad_invocations(info);
     const ShaderCode code = routed_grad_shader();
     grad = ctx->pipeline(code.code, code.words, constants, true);
+    // Rows of whole 4-column groups also get the vector loads and stores, for views at such offsets.
+    if (out_n % 4 == 0 && f.k % 4 == 0) {
+      constants[VKGMM_ID_VEC4] = 1;
+      grad_vec4 = ctx->pipeline(code.code, code.words, constants, true);
+    }
     ctx->log.throw_if_any();
     grad_groups = static_cast<uint32_t>(std::min<uint64_t>(slots, info.max_workgroup_count[0]));
   }
@@ -405,7 +411,11 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   push.k = uint32_t(f.k);
   push.n = uint32_t(f.n);
   push.out_n = uint32_t(out_n);
-  s.pipeline = grad;
+  // The vector loads and stores where every view's element offset is a multiple of 4 (the same bits).
+  const bool aligned = lhs.element_offset % 4 == 0 && d_out.element_offset % 4 == 0 && pre.element_offset % 4 == 0 &&
+                       d_h.element_offset % 4 == 0 && sorted.element_offset % 4 == 0 &&
+                       gathered.element_offset % 4 == 0;
+  s.pipeline = grad_vec4 && aligned ? grad_vec4 : grad;
   s.grid[0] = grad_groups;
   s.grid[1] = s.grid[2] = 1;
   return s;

@@ -43,7 +43,8 @@ struct RoutedBackward {
   uint64_t slots = 0, out_n = 0;
   std::optional<GmmPlan> h;          // the forward, saving its pre-activation (none without slots)
   std::optional<TgmmPlan> d_bias;    // with a bias: ones^T @ d_h per expert
-  VkPipeline grad = VK_NULL_HANDLE;  // shaders/routed_grad.comp
+  VkPipeline grad = VK_NULL_HANDLE;       // shaders/routed_grad.comp
+  VkPipeline grad_vec4 = VK_NULL_HANDLE;  // the same with VEC4 (rows of whole 4-column groups)
   uint32_t grad_groups = 0;
   // The workspace, bytes: each plan's share, then the gradient area's regions, each bound on its own
   // (small: ones [slots], then the discarded d_weights [slots]).

@@ -5,8 +5,11 @@
 // the slot's gathered lhs row (the d_rhs and d_bias tgmms' inputs), and with a combine the routing
 // weights' gradient. It binds the split layout, for the bindings past the plain six (interface.h).
 //
-// One workgroup per row of expert order; its invocations stride over the row's columns, and a combined
-// row's dot product is summed in shared memory in a fixed tree: the same bits on every run.
+// One workgroup per row of expert order; each invocation takes 4 adjacent columns at a time, striding over
+// the row, and a combined row's dot product is summed in shared memory in a fixed tree: the same bits on
+// every run. With VEC4 (the host's choice where n, k and every view's offset are multiples of 4) those
+// 4 columns are one vector load or store each, else 4 scalar ones: the same values in the same order, so
+// both give the same bits.
 #extension GL_GOOGLE_include_directive : require
 
 #include "interface.h"
@@ -18,6 +21,7 @@ layout(constant_id = VKGMM_ID_LHS_TYPE) const uint LHS_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_GRAD_COMBINED) const bool COMBINED = false;
 layout(constant_id = VKGMM_ID_GRAD_ACCUMULATE) const bool ACCUMULATE = false;
 layout(constant_id = VKGMM_ID_GRAD_ACTIVATION) const uint ACTIVATION = VKGMM_ACT_NONE;
+layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 const bool GATED = ACTIVATION != VKGMM_ACT_NONE;
 
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_LHS) readonly buffer LhsBuf { uint lhs_buf[]; };
@@ -30,6 +34,16 @@ layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_PRE) readonly buffer PreBuf
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_D_H) writeonly buffer DhBuf { float d_h[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_SORTED) writeonly buffer SortedBuf { float sorted[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_GATHERED) writeonly buffer GatheredBuf { float gathered[]; };
+// Vector views of the same bindings (descriptor aliasing), read and written only with VEC4: four f32
+// elements as a vec4 / uvec4, four 16-bit ones as a uvec2.
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_LHS) readonly buffer LhsV4 { uvec4 lhs_v4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_LHS) readonly buffer LhsV2 { uvec2 lhs_v2[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_D_OUT) readonly buffer DOutV4 { uvec4 d_out_v4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_D_OUT) readonly buffer DOutV2 { uvec2 d_out_v2[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_PRE) readonly buffer PreV4 { vec4 pre4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_D_H) writeonly buffer DhV4 { vec4 d_h4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_SORTED) writeonly buffer SortedV4 { vec4 sorted4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_GRAD_GATHERED) writeonly buffer GatheredV4 { vec4 gathered4[]; };
 
 layout(push_constant) uniform Params { VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD) } pc;
 
@@ -42,6 +56,47 @@ layout(push_constant) uniform Params { VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD) } pc;
   }
 VKGMM_GRAD_LOAD(load_lhs, lhs_buf, LHS_TYPE)
 VKGMM_GRAD_LOAD(load_d_out, d_out_buf, OUT_TYPE)
+
+// Elements i .. i + 3 of a buffer of TYPE (i a multiple of 4), through its vector views.
+#define VKGMM_GRAD_LOAD4(NAME, V4, V2, TYPE)                                                   \
+  vec4 NAME(uint i) {                                                                          \
+    if (TYPE == DT_F32) return uintBitsToFloat(V4[i >> 2]);                                    \
+    uvec2 w = V2[i >> 2];                                                                      \
+    return vec4(decode16(w.x & 0xffffu, TYPE), decode16(w.x >> 16, TYPE), decode16(w.y & 0xffffu, TYPE), \
+                decode16(w.y >> 16, TYPE));                                                    \
+  }
+VKGMM_GRAD_LOAD4(load4_lhs, lhs_v4, lhs_v2, LHS_TYPE)
+VKGMM_GRAD_LOAD4(load4_d_out, d_out_v4, d_out_v2, OUT_TYPE)
+
+// Columns c .. c + 3 of a row (those below `end`; all 4 with VEC4): loads give 0 past the end, stores skip it.
+vec4 d_out4(uint row, uint c, uint end) {
+  if (VEC4) return load4_d_out(row + c);
+  vec4 v;
+  for (uint q = 0u; q < 4u; ++q) v[q] = c + q < end ? load_d_out(row + c + q) : 0.0;
+  return v;
+}
+vec4 pre4_at(uint row, uint c, uint end) {
+  if (VEC4) return pre4[(row + c) >> 2];
+  vec4 v;
+  for (uint q = 0u; q < 4u; ++q) v[q] = c + q < end ? pre[row + c + q] : 0.0;
+  return v;
+}
+void store_d_h(uint at, uint c, uint end, vec4 v) {
+  if (VEC4) {
+    d_h4[at >> 2] = v;
+    return;
+  }
+  for (uint q = 0u; q < 4u; ++q)
+    if (c + q < end) d_h[at + q] = v[q];
+}
+void store_sorted(uint at, uint c, uint end, vec4 v) {
+  if (VEC4) {
+    sorted4[at >> 2] = v;
+    return;
+  }
+  for (uint q = 0u; q < 4u; ++q)
+    if (c + q < end) sorted[at + q] = v[q];
+}
 
 #include "activation.glsl"
 
@@ -62,24 +117,38 @@ void main() {
       const float w = COMBINED ? weights[pc.weights_off + s] : 1.0;
       const uint dy_row = pc.d_out_off + (COMBINED ? t : s) * pc.out_n;
       const uint pre_row = pc.pre_off + s * pc.n, h_row = pc.h_off + s * pc.n, sorted_row = pc.sorted_off + r * pc.n;
-      for (uint c = lid; c < pc.out_n; c += lanes) {
-        const float d = load_d_out(dy_row + c);
+      for (uint c = 4u * lid; c < pc.out_n; c += 4u * lanes) {
+        const vec4 d = d_out4(dy_row, c, pc.out_n);
         if (GATED) {
-          const float g = pre[pre_row + c], u = pre[pre_row + pc.out_n + c];
-          const vec2 dgu = gated_derivatives(g, u) * (w * d);
-          if (COMBINED) dot += d * gated_value(g, u);
-          d_h[h_row + c] = dgu.x;
-          d_h[h_row + pc.out_n + c] = dgu.y;
-          sorted[sorted_row + c] = dgu.x;
-          sorted[sorted_row + pc.out_n + c] = dgu.y;
+          const vec4 g = pre4_at(pre_row, c, pc.out_n), u = pre4_at(pre_row + pc.out_n, c, pc.out_n);
+          vec4 dg, du;
+          for (uint q = 0u; q < 4u; ++q) {
+            const vec2 dgu = gated_derivatives(g[q], u[q]) * (w * d[q]);
+            dg[q] = dgu.x;
+            du[q] = dgu.y;
+            if (COMBINED) dot += d[q] * gated_value(g[q], u[q]);  // 0 past the row's end
+          }
+          store_d_h(h_row + c, c, pc.out_n, dg);
+          store_d_h(h_row + pc.out_n + c, c, pc.out_n, du);
+          store_sorted(sorted_row + c, c, pc.out_n, dg);
+          store_sorted(sorted_row + pc.out_n + c, c, pc.out_n, du);
         } else {
-          if (COMBINED) dot += d * pre[pre_row + c];
-          d_h[h_row + c] = w * d;
-          sorted[sorted_row + c] = w * d;
+          const vec4 h = pre4_at(pre_row, c, pc.out_n);
+          if (COMBINED)
+            for (uint q = 0u; q < 4u; ++q) dot += d[q] * h[q];
+          store_d_h(h_row + c, c, pc.out_n, w * d);
+          store_sorted(sorted_row + c, c, pc.out_n, w * d);
         }
       }
       const uint a_src = pc.lhs_off + (s / pc.lhs_div) * pc.k, a_dst = pc.a_off + r * pc.k;
-      for (uint c = lid; c < pc.k; c += lanes) gathered[a_dst + c] = load_lhs(a_src + c);
+      for (uint c = 4u * lid; c < pc.k; c += 4u * lanes) {
+        if (VEC4) {
+          gathered4[(a_dst + c) >> 2] = load4_lhs(a_src + c);
+        } else {
+          for (uint q = 0u; q < 4u; ++q)
+            if (c + q < pc.k) gathered[a_dst + c + q] = load_lhs(a_src + c + q);
+        }
+      }
     }
     if (COMBINED) {
       // The row's dot product, in a fixed order; every slot's gradient is written (0 where not local).

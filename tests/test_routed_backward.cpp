@@ -83,22 +83,25 @@ struct DeviceGrads {
 // The routed backward on the device. `start` holds d_lhs's and d_weights's starting values with
 // options.accumulate (else the outputs start poisoned). The pre-activation: recomputed by the backward;
 // saved (the forward runs first, saving it, and the backward reads it); or zeros given in its place.
+// d_out's view starts `d_out_skip` elements into its buffer.
 enum class Pre { recomputed, saved, zeros };
 DeviceGrads run_routed_backward(Context& ctx, const GmmProblem& p, const reference::RoutedInputs& in,
                                 const std::vector<float>& d_out, const GmmBackwardOptions& options = {},
                                 const DeviceGrads* start = nullptr, uint32_t expected_status = 0,
-                                Pre pre = Pre::recomputed) {
+                                Pre pre = Pre::recomputed, size_t d_out_skip = 0) {
   const GmmBackwardPlan plan(ctx, p, options);
   const GmmBackwardSizes sizes = plan.sizes();
   Buffer lhs = upload(ctx, p.lhs_type, in.lhs), rhs = upload(ctx, p.rhs_type, in.rhs);
-  Buffer dout = upload(ctx, p.out_type, d_out);
+  std::vector<float> padded(d_out_skip + d_out.size(), 0.0f);
+  std::copy(d_out.begin(), d_out.end(), padded.begin() + std::ptrdiff_t(d_out_skip));
+  Buffer dout = upload(ctx, p.out_type, padded);
   Buffer ids = ctx.create_buffer(std::max<size_t>(in.ids.size() * 4, 4));
   if (!in.ids.empty()) ids.upload(in.ids.data(), in.ids.size() * 4);
   Buffer d_lhs = start ? upload(ctx, p.lhs_type, start->d_lhs) : poisoned(ctx, sizes.d_lhs);
   Buffer d_rhs = poisoned(ctx, sizes.d_rhs), status = status_word(ctx);
   Buffer weights, bias, d_bias, d_weights;
   GmmBackwardOperands ops;
-  ops.lhs = lhs.view(), ops.rhs = rhs.view(), ops.d_out = dout.view(0, sizes.d_out);
+  ops.lhs = lhs.view(), ops.rhs = rhs.view(), ops.d_out = dout.view(d_out_skip * dtype_size(p.out_type), sizes.d_out);
   ops.d_lhs = d_lhs.view(0, sizes.d_lhs), ops.d_rhs = d_rhs.view(0, sizes.d_rhs);
   ops.ids = ids.view(0, sizes.ids), ops.status = status.view();
   if (p.routing.combine) {
@@ -286,6 +289,29 @@ TEST_F(DeviceTest, RoutedBackwardBitsEqualRunToRun) {
   EXPECT_EQ(0, std::memcmp(a.d_lhs.data(), b.d_lhs.data(), a.d_lhs.size() * 4));
   EXPECT_EQ(0, std::memcmp(a.d_rhs.data(), b.d_rhs.data(), a.d_rhs.size() * 4));
   EXPECT_EQ(0, std::memcmp(a.d_bias.data(), b.d_bias.data(), a.d_bias.size() * 4));
+}
+
+// The gradient pass reads 4 adjacent columns as one vector where every view allows (here: d_out at its
+// buffer's start), else as 4 scalars (d_out one element in): the same values summed in the same order, so
+// the same bits, per slot and combined (d_weights' dot products), f32 and 16-bit.
+TEST_F(DeviceTest, RoutedBackwardBitsEqualAtEveryDOutOffset) {
+  for (const size_t i : {size_t(0), size_t(1), size_t(7)}) {
+    const Case c = kCases[i];
+    SCOPED_TRACE(c.name);
+    ASSERT_EQ((gated(c.act) ? c.n / 2 : c.n) % 4, 0) << "rows of whole 4-column groups";
+    ASSERT_EQ(c.k % 4, 0);
+    std::mt19937 rng(17);
+    const GmmProblem p = problem_of(c);
+    const reference::RoutedInputs in = make_inputs(c, rng);
+    const std::vector<float> d_out = make_d_out(c, rng);
+    const DeviceGrads a = run_routed_backward(ctx(), p, in, d_out);
+    const DeviceGrads b = run_routed_backward(ctx(), p, in, d_out, {}, nullptr, 0, Pre::recomputed, 1);
+    expect_matches(c, a, reference::gmm_routed_backward(p, in, d_out));
+    EXPECT_TRUE(same_bits(a.d_lhs, b.d_lhs)) << "d_lhs";
+    EXPECT_TRUE(same_bits(a.d_rhs, b.d_rhs)) << "d_rhs";
+    EXPECT_TRUE(same_bits(a.d_bias, b.d_bias)) << "d_bias";
+    EXPECT_TRUE(same_bits(a.d_weights, b.d_weights)) << "d_weights";
+  }
 }
 
 // The gradient area's regions are bound one by one: an area past one binding works where each region
