@@ -34,6 +34,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops, const RoutingSou
   auto refuse_given = [&](const char* what, const BufferView& view, const char* why) {
     if (view.buffer) throw Error(Status::invalid_argument, std::string(op) + ": " + what + ": a view was given but " + why);
   };
+  if (given && !routing_) throw Error(Status::internal, std::string(op) + ": a routing given to an unrouted plan");
   if (!routing_) {
     refuse_given("ids", ops.ids, "the problem is not routed (Routing::top_k is 0)");
     refuse_given("weights", ops.weights, "the problem is not routed (Routing::top_k is 0)");
@@ -275,7 +276,6 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b, const Routing
 void DispatchPlan::check(const OperandViews& ops, const RoutingSource* given) const {
   // Also compiles the pipeline these offsets need where the plan has not, so record() cannot fail after a
   // check that passed.
-  if (given && !routing_) throw Error(Status::internal, std::string(name()) + ": a routing given to an unrouted plan");
   Bound b = bind(ops, given);
   if (b.op.count) op_pipeline(b);
 }
@@ -291,7 +291,6 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops, bool buil
                           const RoutingSource* given) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
-  if (given && !routing_) throw Error(Status::internal, std::string(name()) + ": a routing given to an unrouted plan");
   Bound b = bind(ops, given);
   const bool op = b.op.count && !build_only;
   // The op's pipeline for these offsets first: they may be refused, and nothing is recorded then.

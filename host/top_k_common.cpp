@@ -45,18 +45,25 @@ Stage bind_token_operands(const Context::Impl& ctx, const char* op, std::initial
   return s;
 }
 
-uint64_t tokens_per_invocation(const DeviceInfo& info, int64_t tokens) {
+namespace {
+// The grid: a workgroup per VKGMM_TOPK_INVOCATIONS tokens, at most the device's limit (striding past it).
+uint32_t token_groups(const DeviceInfo& info, int64_t tokens) {
   if (tokens <= 0) return 0;
   const uint64_t needed = (uint64_t(tokens) + VKGMM_TOPK_INVOCATIONS - 1) / VKGMM_TOPK_INVOCATIONS;
-  const uint64_t lanes = std::min<uint64_t>(needed, info.max_workgroup_count[0]) * VKGMM_TOPK_INVOCATIONS;
+  return static_cast<uint32_t>(std::min<uint64_t>(needed, info.max_workgroup_count[0]));
+}
+}  // namespace
+
+uint64_t tokens_per_invocation(const DeviceInfo& info, int64_t tokens) {
+  if (tokens <= 0) return 0;
+  const uint64_t lanes = uint64_t(token_groups(info, tokens)) * VKGMM_TOPK_INVOCATIONS;
   return (uint64_t(tokens) + lanes - 1) / lanes;
 }
 
 TokenDispatch::TokenDispatch(Context::Impl& ctx, int64_t tokens, const ShaderCode& code,
                              const std::vector<uint32_t>& constants) {
   if (tokens <= 0) return;
-  const uint64_t needed = (uint64_t(tokens) + VKGMM_TOPK_INVOCATIONS - 1) / VKGMM_TOPK_INVOCATIONS;
-  groups = static_cast<uint32_t>(std::min<uint64_t>(needed, ctx.dev.info.max_workgroup_count[0]));
+  groups = token_groups(ctx.dev.info, tokens);
   pipeline = ctx.pipeline(code.code, code.words, constants);
   ctx.log.throw_if_any();
 }

@@ -81,22 +81,17 @@ vec4 pre4_at(uint row, uint c, uint end) {
   for (uint q = 0u; q < 4u; ++q) v[q] = c + q < end ? pre[row + c + q] : 0.0;
   return v;
 }
-void store_d_h(uint at, uint c, uint end, vec4 v) {
-  if (VEC4) {
-    d_h4[at >> 2] = v;
-    return;
+#define VKGMM_GRAD_STORE4(NAME, BUF, V4)       \
+  void NAME(uint at, uint c, uint end, vec4 v) { \
+    if (VEC4) {                                  \
+      V4[at >> 2] = v;                           \
+      return;                                    \
+    }                                            \
+    for (uint q = 0u; q < 4u; ++q)               \
+      if (c + q < end) BUF[at + q] = v[q];       \
   }
-  for (uint q = 0u; q < 4u; ++q)
-    if (c + q < end) d_h[at + q] = v[q];
-}
-void store_sorted(uint at, uint c, uint end, vec4 v) {
-  if (VEC4) {
-    sorted4[at >> 2] = v;
-    return;
-  }
-  for (uint q = 0u; q < 4u; ++q)
-    if (c + q < end) sorted[at + q] = v[q];
-}
+VKGMM_GRAD_STORE4(store_d_h, d_h, d_h4)
+VKGMM_GRAD_STORE4(store_sorted, sorted, sorted4)
 
 #include "activation.glsl"
 
