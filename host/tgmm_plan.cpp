@@ -63,7 +63,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
 
   const Schedule schedule = resolve_schedule(p.schedule, tile_info, core.options().schedule);
   const TgmmTiles asked = TgmmTiles::of(resolve_tiling(p.tiling, p.m, p.k, p.n, op, [&] {
-    return tgmm_auto_tiles(schedule, tile_info, p.lhs_mk).tiling();
+    return tgmm_auto_tiles(schedule, tile_info, p.lhs_mk, p.n).tiling();
   }));
   DispatchPlan::Launch launch;
   launch.lhs = {p.lhs_type, uint64_t(p.k) * p.m};

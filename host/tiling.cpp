@@ -245,16 +245,18 @@ std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_
 }
 
 // tgmm's output block is [block_k, block_n], walking its group's rows rows_per_step at a time: the
-// same shapes as gmm's defaults with the roles of tm and tk swapped. Direct schedule: with lhs [m, k]
-// a 64 x 64 block (32 x 8 per invocation) is faster, with lhs [k, m] 128 x 128 (measured on lavapipe,
-// m = 4096, k = n = 1024, G = 8).
-TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk) {
+// same shapes as gmm's defaults with the roles of tm and tk swapped. Direct schedule: with lhs [k, m]
+// a 128 x 128 block; with lhs [m, k] a 32 x 128 block where n fills it, else 64 x 64 (measured on
+// lavapipe, min of alternating runs: 32 x 128 took 0.75-0.9x the time of 64 x 64 at m = 1024-8192,
+// k = 176-1024, n = 256-3584, and tied at k = 1792, n = 512).
+TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk, int64_t n) {
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
     return {/*rows_per_step=*/kSharedStep, /*block_k=*/16 * r.rows, /*block_n=*/16 * r.cols};
   }
-  if (lhs_mk) return {4, 64, 64};
-  return {4, 128, 128};
+  if (!lhs_mk) return {4, 128, 128};
+  if (n >= 128) return {4, 32, 128};
+  return {4, 64, 64};
 }
 
 namespace {

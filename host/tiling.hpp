@@ -78,7 +78,7 @@ struct TgmmTiles {
   static TgmmTiles of(const Tiling& t) { return {t.tm, t.tk, t.tn}; }
   Tiling tiling() const { return {rows_per_step, block_k, block_n}; }
 };
-TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk);
+TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk, int64_t n);
 
 // The shared schedule's register tile per invocation (rows x columns, multiples of 4), from the device's
 // register file (DeviceInfo::vector_registers).
