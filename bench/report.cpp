@@ -269,9 +269,9 @@ void print_routed_grad_table(std::FILE* f, const std::vector<Result>& results) {
   }
   std::fprintf(f,
                "\nThe backward of a gmm routed by ids (combined with the routing weights, no bias, no activation):\n"
-               "vkgmm::GmmBackwardPlan writing d_lhs [T, k], d_rhs [E, k, n] and d_weights [T, topk], its product per\n"
-               "slot recomputed (no saved pre-activation). GFLOP/s counts 4*T*topk*k*n (d_lhs and d_rhs; the\n"
-               "recomputed product is not counted). Timed alternately with it, one call of each per round, every call\n"
+               "vkgmm::GmmBackwardPlan writing d_lhs [T, k], d_rhs [E, k, n] and d_weights [T, topk], reading each\n"
+               "slot's product as its forward saved it (nothing recomputed). GFLOP/s counts 4*T*topk*k*n (d_lhs and\n"
+               "d_rhs). Timed alternately with it, one call of each per round, every call\n"
                "from evicted caches, plans built once: fwd ms, the routed forward (GmmPlan, combined), bwd/fwd the\n"
                "backward's gpu ms over it; sort ms, the sorted path's backward (the slots' rows in expert order on\n"
                "the host, d_out times the routing weight, an unrouted GmmBackwardPlan with host group sizes: what\n"

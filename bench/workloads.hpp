@@ -79,7 +79,7 @@ int64_t distinct_experts(const Workload& w);
 
 // Useful FLOPs of one call (2 per multiply-add): gmm 2*rows*k*n over the rows of the groups; tgmm the
 // same over the groups' rows; backward both. Routed by ids: 2*T*top_k*k*n (every slot is local); its
-// backward 4*T*top_k*k*n (d_lhs and d_rhs: the recomputed product is not counted).
+// backward 4*T*top_k*k*n (d_lhs and d_rhs; it reads the product its forward saved).
 double flops(const Workload& w);
 // Bytes one call must at least read and write: every input once, every output once. Routed by ids: the
 // selected experts' weights (and biases) once, the activations ([T, k] or per slot) and the output
