@@ -10,14 +10,17 @@ namespace {
 std::string module_name(const vkgmm::PlannedPipeline& p) {
   for (const vkgmm::EmbeddedModule& m : vkgmm::embedded_op_modules())
     if (m.code.code == p.code.code) return m.name;
-  return p.role;  // the metadata build and the combine have one module each, named as their role
+  // The metadata build (whose given-routing variant is a role of its own) and the combine have one module
+  // each, named as their role.
+  const std::string role = p.role;
+  return role.rfind("metadata", 0) == 0 ? "metadata" : role;
 }
 
 // The constants the pipeline's module family declares (shaders/interface.h's names), with their values.
 std::vector<Analysis::Constant> named_constants(const vkgmm::PlannedPipeline& p, const std::string& module) {
   std::vector<vkgmm::abi::SpecConstant> declared;
   const std::string role = p.role;
-  if (role == "metadata") {
+  if (role.rfind("metadata", 0) == 0) {
     declared.assign(std::begin(vkgmm::abi::kMetadataConstants), std::end(vkgmm::abi::kMetadataConstants));
   } else if (role == "combine") {
     declared.assign(std::begin(vkgmm::abi::kCombineConstants), std::end(vkgmm::abi::kCombineConstants));

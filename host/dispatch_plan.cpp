@@ -265,6 +265,13 @@ std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
                    kernel_.pipeline(*ctx_, v)});
   }
   if (combine_pipeline_) out.push_back({"combine", combine_shader(), combine_constants(), false, combine_pipeline_});
+  // A routed plan's build of another plan's routing (record() with a RoutingSource): the same module,
+  // compiled (and cached by the context) at the first check or listing that asks for it.
+  if (meta_pipeline_ && routing_) {
+    const ShaderCode code = metadata_shader();
+    const std::vector<uint32_t> constants = meta_constants(true);
+    out.push_back({"metadata given", code, constants, false, ctx_->pipeline(code.code, code.words, constants)});
+  }
   return out;
 }
 

@@ -167,7 +167,8 @@ class DispatchPlan {
   // The workspace record() uses with `given` as the operands' view: that view, or the plan's own.
   BufferView workspace_view(const BufferView& given) const;
   // The pipelines record() binds, in dispatch order (the op's as planned: with 4-element loads where
-  // the plan chose them; offsets that are not multiples of 4 take a variant of it, Kernel::variant_for).
+  // the plan chose them; offsets that are not multiples of 4 take a variant of it, Kernel::variant_for),
+  // then a routed plan's "metadata given", the build record() binds instead of its own with a given routing.
   std::vector<PlannedPipeline> pipelines() const;
 
  private:

@@ -54,7 +54,7 @@ TEST(CompileOnly, PlansMakeTheirPipelinesAndHoldNoMemory) {
   EXPECT_TRUE(ctx.take_validation_messages().empty());
 }
 
-TEST(CompileOnly, DeviceSizesAndRoutingListTheirBuildAndCombine) {
+TEST(CompileOnly, DeviceSizesAndRoutingListTheirBuildsAndCombine) {
   Context ctx = open_compile_only({});
   GmmProblem p = small_gmm();
   p.group_sizes.clear();
@@ -73,18 +73,29 @@ TEST(CompileOnly, DeviceSizesAndRoutingListTheirBuildAndCombine) {
   r.out_type = DType::f32;
   r.schedule = Schedule::shared;
   const std::vector<PlannedPipeline> routed = PlanInternals::pipelines(GmmPlan(ctx, r));
-  ASSERT_EQ(routed.size(), 3u);
+  ASSERT_EQ(routed.size(), 4u);
   EXPECT_STREQ(routed[0].role, "metadata");
   EXPECT_EQ(routed[0].constants[VKGMM_ID_META_ROUTE_WEIGHTED], 1u);
+  EXPECT_EQ(routed[0].constants[VKGMM_ID_META_ROUTE_GIVEN], 0u);
   EXPECT_EQ(routed[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 0u);
   EXPECT_STREQ(routed[2].role, "combine");
+  // The build that takes another plan's routing (MoeLayerPlan's down projection, a backward's d_lhs):
+  // the same module and constants but ROUTE_GIVEN, and never its counts in shared memory.
+  EXPECT_STREQ(routed[3].role, "metadata given");
+  EXPECT_EQ(routed[3].code.code, routed[0].code.code);
+  std::vector<uint32_t> own = routed[0].constants;
+  own[VKGMM_ID_META_ROUTE_GIVEN] = 1u;
+  own[VKGMM_ID_META_ROUTE_SHARED_COUNTS] = 0u;
+  EXPECT_EQ(routed[3].constants, own);
   for (const PlannedPipeline& x : routed) EXPECT_NE(x.pipeline, VK_NULL_HANDLE);
+  EXPECT_NE(routed[3].pipeline, routed[0].pipeline);
   // The direct schedule sums a small call's slots in the kernel: no combine pipeline.
   r.schedule = Schedule::direct;
   const std::vector<PlannedPipeline> fused = PlanInternals::pipelines(GmmPlan(ctx, r));
-  ASSERT_EQ(fused.size(), 2u);
+  ASSERT_EQ(fused.size(), 3u);
   EXPECT_STREQ(fused[1].role, "op");
   EXPECT_EQ(fused[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 1u);
+  EXPECT_STREQ(fused[2].role, "metadata given");
   for (const PlannedPipeline& x : fused) EXPECT_NE(x.pipeline, VK_NULL_HANDLE);
 }
 

@@ -278,7 +278,8 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
     const Routed r = make_routed(c);
     const GmmPlan plan(cx, r.p);
     const std::vector<PlannedPipeline> pipelines = PlanInternals::pipelines(plan);
-    ASSERT_EQ(pipelines.size(), 2u) << "the metadata build and the kernel, no combine";
+    ASSERT_EQ(pipelines.size(), 3u) << "the metadata build and the kernel, no combine, then the given-routing build";
+    EXPECT_STREQ(pipelines[2].role, "metadata given");
     EXPECT_EQ(pipelines[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 1u);
     if (d.n == 768 || d.n == 704) {
       const int64_t tn = plan.tiling().tn;
