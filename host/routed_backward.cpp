@@ -15,6 +15,7 @@
 #include "problem_checks.hpp"
 #include "shader_modules.hpp"
 #include "stage.hpp"
+#include "tiling.hpp"
 
 namespace vkgmm {
 
@@ -37,6 +38,20 @@ uint32_t grad_invocations(const DeviceInfo& info) {
       (info.subgroup_size & (info.subgroup_size - 1)) == 0)
     return info.subgroup_size;
   return 64;
+}
+
+// One invocation's loop iterations in the gradient pass (shaders/routed_grad.comp): each of its
+// workgroup's rows (the slots strided over the grid) walks the row's out_n and k columns 4 per
+// invocation at a time, then halves the lanes to sum the row's dot product; one more per loop for its
+// exit test. The gmms' own K budgets and the regions' binding limits keep it far inside a CPU driver's
+// budget today; checked all the same, as every kernel's loops are.
+uint64_t grad_pass_loops(uint64_t slots, uint64_t groups, uint64_t out_n, uint64_t k, uint64_t lanes) {
+  uint64_t halvings = 0;
+  for (uint64_t l = lanes; l > 1; l /= 2) ++halvings;
+  const uint64_t step = 4 * lanes;
+  const uint64_t per_row = (out_n + step - 1) / step + 1 + (k + step - 1) / step + 1 + halvings + 1;
+  const uint64_t rows = groups ? (slots + groups - 1) / groups : 0;
+  return rows * (per_row + 1) + 1;
 }
 }  // namespace
 
@@ -186,6 +201,11 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   region(area.small, 2 * slots, "ones and d_weights (T * top_k * 2 f32)");
   total = at;
   if (h) {
+    grad_groups = static_cast<uint32_t>(std::min<uint64_t>(slots, info.max_workgroup_count[0]));
+    check_cpu_loop_budget(info, kOp, grad_pass_loops(slots, grad_groups, out_n, k, grad_invocations(info)),
+                          "the gradient pass over " + std::to_string(slots) + " slots of " + std::to_string(out_n) +
+                              " + " + std::to_string(k) + " columns",
+                          "run fewer tokens per call");
     std::vector<uint32_t> constants(VKGMM_ID_GRAD_ACTIVATION + 1, 0);
     static_assert(VKGMM_ID_VEC4 < VKGMM_ID_GRAD_ACTIVATION);
     constants[VKGMM_ID_OUT_TYPE] = uint32_t(f.out_type);
@@ -202,7 +222,6 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
       grad_vec4 = ctx->pipeline(code.code, code.words, constants, true);
     }
     ctx->log.throw_if_any();
-    grad_groups = static_cast<uint32_t>(std::min<uint64_t>(slots, info.max_workgroup_count[0]));
   }
   if (total) own_workspace = context.create_buffer(total);
 }
