@@ -49,18 +49,29 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
 }  // namespace
 
 GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options)
-    : d_lhs_(ctx, d_lhs_problem(forward, options)), frozen_(is_quantized(forward.rhs_type)) {
+    : GmmBackwardPlan(ctx, forward, options, true) {}
+
+GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options,
+                                 bool own_workspace)
+    : d_lhs_(PlanInternals::gmm_plan(ctx, d_lhs_problem(forward, options), own_workspace)),
+      frozen_(is_quantized(forward.rhs_type)) {
   // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
   // A routed shard with no local expert has no weights to differentiate.
   const bool no_experts = routed_backward(forward) && forward.num_rhs_groups == 0;
-  if (!frozen_rhs() && !no_experts) d_rhs_.emplace(ctx, d_rhs_problem(forward));
+  if (!frozen_rhs() && !no_experts) d_rhs_.emplace(PlanInternals::tgmm_plan(ctx, d_rhs_problem(forward), own_workspace));
   if (routed_backward(forward)) {
-    routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr);
+    routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr,
+                                                     own_workspace);
     return;
   }
   // An app's workspace holds d_lhs's then d_rhs's, each at a binding offset.
   const VkDeviceSize align = std::max<VkDeviceSize>(ctx.info().min_storage_buffer_offset_alignment, 4);
   d_rhs_workspace_offset_ = (d_lhs_.workspace_bytes() + align - 1) / align * align;
+}
+
+GmmBackwardPlan PlanInternals::part_of_another(Context& ctx, const GmmProblem& forward,
+                                               const GmmBackwardOptions& options) {
+  return GmmBackwardPlan(ctx, forward, options, false);
 }
 
 const TgmmPlan& GmmBackwardPlan::d_rhs_plan() const {

@@ -32,6 +32,12 @@ class BufferRegistry {
   // nothing and returns false, with `held` what vkgmm's buffers already held there.
   bool charge(uint32_t heap, VkDeviceSize bytes, VkDeviceSize heap_size, uint64_t& held);
   void refund(uint32_t heap, VkDeviceSize bytes) { heap_used_[heap] -= bytes; }
+  // Device memory vkgmm's buffers hold, every heap's (the resource tests bound it).
+  uint64_t held_bytes() const {
+    uint64_t sum = 0;
+    for (const auto& h : heap_used_) sum += h.load();
+    return sum;
+  }
   // Device allocations vkgmm holds (the resource tests bound them).
   void count_allocation(int delta) { live_allocations_ += delta; }
   int64_t live_allocations() const { return live_allocations_.load(); }

@@ -208,7 +208,7 @@ void DispatchPlan::build(const Launch& l) {
   }
   if (device_meta_) {
     // The plan's own workspace, for operands that bring none.
-    if (!options().compile_only) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
+    if (!options().compile_only && own_workspace_) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
     const ShaderCode code = metadata_shader();
     meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
   }

@@ -150,6 +150,8 @@ class DispatchPlan {
   // ----- what the op's plan forwards -----
   const OperandSizes& sizes() const { return sizes_; }
   VkDeviceSize metadata_bytes() const { return meta_.size(); }
+  // Before build(): the plan is a part of another, which always gives it a workspace (none allocated).
+  void part_of_another() { own_workspace_ = false; }
   VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_.bytes() : 0; }
   const Workspace& workspace_layout() const { return workspace_; }
   // With `given`: also the build that copies that routing (compiled here, so that record() with it cannot
@@ -206,6 +208,7 @@ class DispatchPlan {
   VkDeviceSize part_bytes_ = 0;  // > 0: operands are bound in parts of this size (the split layout)
   Kernel kernel_;
   Buffer meta_;
+  bool own_workspace_ = true;
   uint32_t grid_[3] = {0, 0, 0};
   PushBlock push_;  // the op's, its operand offsets filled in at record
   bool has_bias_ = false;

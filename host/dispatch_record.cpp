@@ -163,6 +163,8 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   VkDescriptorBufferInfo work{meta_.handle(), 0, workspace_bytes};
   check_workspace_view(op, ops.workspace, workspace_bytes, info());
   if (ops.workspace.buffer) work = {ops.workspace.buffer, ops.workspace.offset, workspace_bytes};
+  if (!work.buffer)
+    throw Error(Status::internal, std::string(op) + ": workspace: a part of another plan was given none");
   // The sizes and the status word: int32 / uint32 words at any 4-byte offset (read, written once). A
   // routed problem's sizes are the routing build's counts, in the workspace.
   BoundOperand sizes;

@@ -116,9 +116,12 @@ KernelShape choose_shape(const DispatchPlan& core, const GmmProblem& p, const Gm
 
 }  // namespace
 
-GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
+GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) : GmmPlan(ctx, p, true) {}
+
+GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   auto st = std::make_shared<State>(ctx, p);
   DispatchPlan& core = st->core;
+  if (!own_workspace) core.part_of_another();
   const DeviceInfo& info = core.info();
   const char* op = core.name();
   const GmmRows r = validate(core, p);
@@ -250,6 +253,10 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) {
 }
 
 std::vector<PlannedPipeline> PlanInternals::pipelines(const GmmPlan& plan) { return plan.state_->core.pipelines(); }
+GmmPlan PlanInternals::part_of_another(Context& ctx, const GmmProblem& problem) { return GmmPlan(ctx, problem, false); }
+GmmPlan PlanInternals::gmm_plan(Context& ctx, const GmmProblem& problem, bool own_workspace) {
+  return GmmPlan(ctx, problem, own_workspace);
+}
 
 const GmmProblem& GmmPlan::problem() const { return state_->problem; }
 Tiling GmmPlan::tiling() const { return state_->tiling; }

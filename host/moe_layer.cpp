@@ -126,15 +126,17 @@ struct MoeLayerPlan::State {
   Buffer own;
   Buffer zeros, ones;  // router_dx's ids and weights, [T] each
 
+  // The plans that use a workspace are parts of this one: each takes its share of the layer's, and
+  // allocates none of its own.
   State(Context& ctx, const MoeLayerProblem& p)
       : problem(p),
         router(ctx, router_problem(p)),
-        up(ctx, projection_problem(p, true)),
-        down(ctx, projection_problem(p, false)),
-        router_dx(ctx, router_dx_problem(p)),
+        up(PlanInternals::part_of_another(ctx, projection_problem(p, true))),
+        down(PlanInternals::part_of_another(ctx, projection_problem(p, false))),
+        router_dx(PlanInternals::part_of_another(ctx, router_dx_problem(p))),
         top_k(ctx, routing_problem(p)),
-        down_bw(ctx, projection_problem(p, false)),
-        up_bw(ctx, projection_problem(p, true), GmmBackwardOptions{p.accumulate}),
+        down_bw(PlanInternals::part_of_another(ctx, projection_problem(p, false), {})),
+        up_bw(PlanInternals::part_of_another(ctx, projection_problem(p, true), GmmBackwardOptions{p.accumulate})),
         top_k_bw(ctx, routing_problem(p)),
         router_dw(ctx, router_weights_problem(p)) {}
 

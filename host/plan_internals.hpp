@@ -13,6 +13,15 @@
 namespace vkgmm {
 
 struct PlanInternals {
+  // Plans that are parts of another (MoeLayerPlan's, the routed backward's), which always gives them a
+  // workspace: none of their own is allocated, and a record() without one is refused (internal).
+  static GmmPlan part_of_another(Context& ctx, const GmmProblem& problem);           // host/gmm_plan.cpp
+  static TgmmPlan part_of_another(Context& ctx, const TgmmProblem& problem);         // host/tgmm_plan.cpp
+  static GmmBackwardPlan part_of_another(Context& ctx, const GmmProblem& forward,
+                                         const GmmBackwardOptions& options);         // host/backward.cpp
+  // A plan's own or a part's plan, by own_workspace.
+  static GmmPlan gmm_plan(Context& ctx, const GmmProblem& problem, bool own_workspace);
+  static TgmmPlan tgmm_plan(Context& ctx, const TgmmProblem& problem, bool own_workspace);
   // The pipelines record() binds, in dispatch order (DispatchPlan::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp

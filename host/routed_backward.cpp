@@ -147,7 +147,7 @@ TgmmProblem routed_d_rhs_problem(const GmmProblem& forward) {
 }
 
 RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const GmmBackwardOptions& o,
-                               const GmmPlan& d_lhs, const TgmmPlan* d_rhs)
+                               const GmmPlan& d_lhs, const TgmmPlan* d_rhs, bool owns_workspace)
     : ctx(ContextInternals::shared(context)), forward(routed_form(given)), options(o) {
   const GmmProblem& f = forward;
   const DeviceInfo& info = ctx->dev.info;
@@ -158,7 +158,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   }
   slots = uint64_t(f.m) * uint64_t(f.routing.top_k);
   out_n = uint64_t(check_epilogue(kOp, f.epilogue, f.n));
-  if (f.epilogue.bias && local_experts(f) > 0) d_bias.emplace(context, slots_tgmm(f, 1, DType::f32, false));
+  if (f.epilogue.bias && local_experts(f) > 0) d_bias.emplace(PlanInternals::part_of_another(context, slots_tgmm(f, 1, DType::f32, false)));
   if (slots > 0) {
     // The forward itself, saving its pre-activation (the product + bias per slot, f32): the same kernel
     // as a forward that saved it, so the same bits. Its output goes to scratch words of the area; with
@@ -166,7 +166,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     GmmProblem hp = f;
     hp.epilogue.save_pre_activation = true;
     hp.existing_out = false;
-    h.emplace(context, hp);
+    h.emplace(PlanInternals::part_of_another(context, hp));
   }
 
   // The workspace: each plan's share at an aligned offset, then the gradient area's regions (f32), each
@@ -223,7 +223,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     }
     ctx->log.throw_if_any();
   }
-  if (total) own_workspace = context.create_buffer(total);
+  if (total && owns_workspace) own_workspace = context.create_buffer(total);
 }
 
 GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
@@ -278,7 +278,10 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   // The workspace: the app's, or the plan's own.
   BufferView work = ops.workspace;
   check_workspace_view(kOp, work, total, ctx->dev.info);
-  if (!work.buffer && total) work = own_workspace.view();
+  if (!work.buffer && total) {
+    if (!own_workspace.handle()) refuse(Status::internal, "workspace: a part of another plan was given none");
+    work = own_workspace.view();
+  }
   const std::initializer_list<std::pair<const char*, BufferView>> app = {
       {"lhs", ops.lhs},     {"rhs", ops.rhs},       {"d_out", ops.d_out},   {"d_lhs", ops.d_lhs},
       {"d_rhs", ops.d_rhs}, {"ids", ops.ids},       {"weights", ops.weights}, {"bias", ops.bias},

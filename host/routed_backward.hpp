@@ -20,8 +20,9 @@ GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOpti
 TgmmProblem routed_d_rhs_problem(const GmmProblem& forward);
 
 struct RoutedBackward {
+  // own_workspace false: a part of another plan, which always gives it a workspace (none allocated).
   RoutedBackward(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, const GmmPlan& d_lhs,
-                 const TgmmPlan* d_rhs);
+                 const TgmmPlan* d_rhs, bool own_workspace);
   GmmBackwardSizes sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const;
   // Checks every view, then (record_it) records the passes with their barriers.
   // `routing`: the forward's order of the slots (its metadata build's words), which every pass then takes
@@ -55,7 +56,7 @@ struct RoutedBackward {
   struct {
     Region d_h, sorted, gathered, small;
   } area;
-  Buffer own_workspace;
+  Buffer own_workspace;  // none for a part of another plan
   Buffer own_ids;  // a forward with group sizes: each row's group, as ids [m, 1]
 };
 

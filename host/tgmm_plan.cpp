@@ -51,9 +51,12 @@ struct TgmmPlan::State {
   State(Context& ctx, const TgmmProblem& p) : problem(p), core(ctx, Op::tgmm, abi::kTgmmConstants) {}
 };
 
-TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
+TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) : TgmmPlan(ctx, p, true) {}
+
+TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   auto st = std::make_shared<State>(ctx, p);
   DispatchPlan& core = st->core;
+  if (!own_workspace) core.part_of_another();
   const DeviceInfo& tile_info = core.tiling_info();
   const char* op = core.name();
 
@@ -132,6 +135,10 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) {
 }
 
 std::vector<PlannedPipeline> PlanInternals::pipelines(const TgmmPlan& plan) { return plan.state_->core.pipelines(); }
+TgmmPlan PlanInternals::part_of_another(Context& ctx, const TgmmProblem& problem) { return TgmmPlan(ctx, problem, false); }
+TgmmPlan PlanInternals::tgmm_plan(Context& ctx, const TgmmProblem& problem, bool own_workspace) {
+  return TgmmPlan(ctx, problem, own_workspace);
+}
 
 const TgmmProblem& TgmmPlan::problem() const { return state_->problem; }
 Tiling TgmmPlan::tiling() const { return state_->tiling; }

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "context_impl.hpp"
 #include "gpu_harness.hpp"
 #include "vkgmm/moe_layer.hpp"
 
@@ -250,6 +251,37 @@ TEST_F(DeviceTest, MoeLayerBackwardOfARewrittenWorkspaceStaysInside) {
   EXPECT_NE(word & device_status::bad_routing, 0u);
   for (const Guarded* b : {&x, &rw, &wu, &wd, &bu, &bd, &dy, &y, &dx, &drw, &dwu, &dwd, &dbu, &dbd, &work, &status})
     EXPECT_TRUE(b->guards_intact());
+}
+
+// The layer's plans that use a workspace are parts of it, each given its share of the layer's: the device
+// memory the plan holds is that workspace and the router's constant ids and weights ([T] each), not every
+// part's workspace again. So for a routed backward's own parts (its recomputing forward, d_bias's tgmm).
+TEST_F(DeviceTest, MoeLayerPlanHoldsOneWorkspace) {
+  MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
+  p.tokens = 384, p.d_model = 64, p.d_ff = 96, p.num_experts = 8, p.top_k = 2;
+  const BufferRegistry& buffers = ContextInternals::of(ctx()).buffers;
+  // Each allocation may be padded: to whole 16-byte texels, and by the driver to its memory alignment.
+  constexpr uint64_t kPaddingPerAllocation = 64 * 1024;
+  const uint64_t before = buffers.held_bytes();
+  {
+    const MoeLayerPlan plan(ctx(), p);
+    const uint64_t held = buffers.held_bytes() - before;
+    const uint64_t want = plan.workspace_bytes() + 2 * uint64_t(p.tokens) * 4;
+    EXPECT_GE(held, want);
+    EXPECT_LE(held, want + 3 * kPaddingPerAllocation) << "the layer's workspace is " << plan.workspace_bytes();
+  }
+  EXPECT_EQ(buffers.held_bytes(), before);
+
+  GmmProblem f;
+  f.m = 384, f.k = 64, f.n = 192, f.num_rhs_groups = 8;
+  f.routing = {2, false, true, 8};
+  f.epilogue = {true, Activation::swiglu, false};
+  const GmmBackwardPlan bw(ctx(), f);
+  const uint64_t held = buffers.held_bytes() - before;
+  // Its own workspace, and d_lhs's and d_rhs's plans' (public: an app may record them on their own).
+  const uint64_t want = bw.workspace_bytes() + bw.d_lhs_plan().workspace_bytes() + bw.d_rhs_plan().workspace_bytes();
+  EXPECT_GE(held, want);
+  EXPECT_LE(held, want + 3 * kPaddingPerAllocation) << "the backward's workspace is " << bw.workspace_bytes();
 }
 
 TEST_F(DeviceTest, MoeLayerRefusesBadProblems) {

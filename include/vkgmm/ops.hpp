@@ -181,6 +181,8 @@ class VKGMM_API GmmPlan {
   BufferView saved_pre_activation(const BufferView& workspace = {}) const;
 
  private:
+  // own_workspace false: a part of another plan, which always gives it a workspace (none allocated).
+  GmmPlan(Context& ctx, const GmmProblem& problem, bool own_workspace);
   struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
   friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
@@ -198,8 +200,8 @@ class VKGMM_API TgmmPlan {
   bool texel_loads(const TgmmOperands& ops) const;  // as GmmPlan::texel_loads()
   void record(VkCommandBuffer cb, const TgmmOperands& ops) const;
 
-
  private:
+  TgmmPlan(Context& ctx, const TgmmProblem& problem, bool own_workspace);  // as GmmPlan's
   struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
   friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
@@ -277,6 +279,9 @@ class VKGMM_API GmmBackwardPlan {
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops) const;
 
  private:
+  // own_workspace false: a part of another plan, which always gives it a workspace (its passes' plans
+  // and the routed backward allocate none).
+  GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, bool own_workspace);
   void check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it,
                        const RoutingSource* routing = nullptr) const;
   friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
