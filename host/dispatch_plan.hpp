@@ -163,10 +163,11 @@ class DispatchPlan {
   // which this plan's build copies instead of ordering them again (routing_source).
   void record(VkCommandBuffer cb, const OperandViews& ops, bool build_only = false,
               const RoutingSource* given = nullptr) const;
-  // A routed plan's routing as record() writes it into `workspace` (null: the plan's own), for another
-  // plan's record() of the same slots.
+  // A routed plan's routing as record() writes it into `workspace` (null: the plan's own; a part of
+  // another plan has none), for another plan's record() of the same slots.
   RoutingSource routing_source(const BufferView& workspace) const;
-  // The workspace record() uses with `given` as the operands' view: that view, or the plan's own.
+  // The workspace record() uses with `given` as the operands' view: that view, or the plan's own (a part
+  // of another plan given none: Error(internal)).
   BufferView workspace_view(const BufferView& given) const;
   // The pipelines record() binds, in dispatch order (the op's as planned: with 4-element loads where
   // the plan chose them; offsets that are not multiples of 4 take a variant of it, Kernel::variant_for),

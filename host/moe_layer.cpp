@@ -174,13 +174,15 @@ MoeLayerPlan::MoeLayerPlan(Context& ctx, const MoeLayerProblem& problem) {
   st->up_bw_ws = st->take(st->up_bw.workspace_bytes());
   st->router_dx_ws = st->take(st->router_dx.workspace_bytes());
   if (st->total) st->own = ctx.create_buffer(st->total);
-  if (T) {
-    const std::vector<int32_t> zeros(T, 0);
-    const std::vector<float> ones(T, 1.0f);
-    st->zeros = ctx.create_buffer(T * 4);
-    st->zeros.upload(zeros.data(), T * 4);
-    st->ones = ctx.create_buffer(T * 4);
-    st->ones.upload(ones.data(), T * 4);
+  {
+    // At least one word each: with no tokens the views are still given (and bound), of nothing to read.
+    const VkDeviceSize count = std::max<VkDeviceSize>(T, 1);
+    const std::vector<int32_t> zeros(count, 0);
+    const std::vector<float> ones(count, 1.0f);
+    st->zeros = ctx.create_buffer(count * 4);
+    st->zeros.upload(zeros.data(), count * 4);
+    st->ones = ctx.create_buffer(count * 4);
+    st->ones.upload(ones.data(), count * 4);
   }
 
   MoeLayerSizes& s = st->sizes;
@@ -267,7 +269,7 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   if (st.problem.accumulate) dw.existing_out = g.d_router_w;
   GmmOperands dx;
   dx.lhs = d_logits, dx.rhs = ops.router_w, dx.out = g.d_x, dx.existing_out = g.d_x;
-  if (st.zeros.handle()) dx.ids = st.zeros.view(), dx.weights = st.ones.view();
+  dx.ids = st.zeros.view(), dx.weights = st.ones.view();
   dx.workspace = st.view(work, st.router_dx_ws);
   // Both backwards take the forward's routing, saved in the up projection's words: no build of their own.
   const RoutingSource routing = PlanInternals::routing_source(st.up, st.view(work, st.up_ws));

@@ -22,13 +22,15 @@ struct PlanInternals {
   // A plan's own or a part's plan, by own_workspace.
   static GmmPlan gmm_plan(Context& ctx, const GmmProblem& problem, bool own_workspace);
   static TgmmPlan tgmm_plan(Context& ctx, const TgmmProblem& problem, bool own_workspace);
-  // The pipelines record() binds, in dispatch order (DispatchPlan::pipelines).
+  // The pipelines record() binds, in dispatch order, then the build a given routing binds instead of the
+  // plan's own (DispatchPlan::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp
   // Records only a routed plan's routing build (and its barrier): the row map and counts another pass
   // reads, the product not needed.
   static void record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops);
-  // A routed plan's routing as its record() into `workspace` (null: the plan's own) leaves it, and a
+  // A routed plan's routing as its record() into `workspace` (null: the plan's own, which a part of
+  // another plan has not) leaves it, and a
   // record() of another routed plan of the same slots that copies it instead of ordering them again.
   static RoutingSource routing_source(const GmmPlan& plan, const BufferView& workspace);
   static void record_routed_from(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops,

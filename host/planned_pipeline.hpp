@@ -10,8 +10,9 @@
 
 namespace vkgmm {
 
-// Which dispatch (`role`: "op", "metadata" or "combine"), its module, specialization constants
-// (constants[i] is constant_id i) and layout (split).
+// Which dispatch (`role`: "op", "metadata", "combine", or "metadata given": the metadata build that takes
+// another plan's routing), its module, specialization constants (constants[i] is constant_id i) and
+// layout (split).
 struct PlannedPipeline {
   const char* role;
   ShaderCode code;

@@ -20,9 +20,9 @@ GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOpti
 TgmmProblem routed_d_rhs_problem(const GmmProblem& forward);
 
 struct RoutedBackward {
-  // own_workspace false: a part of another plan, which always gives it a workspace (none allocated).
+  // owns_workspace false: a part of another plan, which always gives it a workspace (none allocated).
   RoutedBackward(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, const GmmPlan& d_lhs,
-                 const TgmmPlan* d_rhs, bool own_workspace);
+                 const TgmmPlan* d_rhs, bool owns_workspace);
   GmmBackwardSizes sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const;
   // Checks every view, then (record_it) records the passes with their barriers.
   // `routing`: the forward's order of the slots (its metadata build's words), which every pass then takes
@@ -30,7 +30,10 @@ struct RoutedBackward {
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
               bool record_it, const RoutingSource* routing = nullptr) const;
   VkDeviceSize workspace_bytes() const { return total; }
-  VkDeviceSize metadata_bytes() const { return (h ? h->metadata_bytes() : 0) + (d_bias ? d_bias->metadata_bytes() : 0); }
+  // The device memory it holds: its own workspace and ids, and its parts' host-built metadata.
+  VkDeviceSize metadata_bytes() const {
+    return own_workspace.size() + own_ids.size() + (h ? h->metadata_bytes() : 0) + (d_bias ? d_bias->metadata_bytes() : 0);
+  }
 
  private:
   void record_routed(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,

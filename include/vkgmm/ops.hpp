@@ -270,7 +270,9 @@ class VKGMM_API GmmBackwardPlan {
   const TgmmPlan& d_rhs_plan() const;
   bool frozen_rhs() const { return frozen_; }
   GmmBackwardSizes sizes() const;
-  VkDeviceSize metadata_bytes() const;   // the plans' (as GmmPlan::metadata_bytes())
+  // The device memory the plan holds: its two plans' (as GmmPlan::metadata_bytes()) and, routed, its
+  // own workspace.
+  VkDeviceSize metadata_bytes() const;
   VkDeviceSize workspace_bytes() const;  // the plans' and the routed backward's, each at an aligned offset
   // Throws what record() would throw for these operands, recording nothing.
   void check(const GmmBackwardOperands& ops) const;
