@@ -114,10 +114,10 @@ bench_args() {  # the vkgmm bench arguments of step $1
   case $quick:$1 in
     0:bench) echo "" ;;  # the default presets
     0:bench_ids) echo "--presets ids" ;;
-    0:bench_models) echo "--model all --scale 8" ;;
+    0:bench_models) echo "--model all --scale 8 --train" ;;
     1:bench) echo "--preset decode --reps 2 --metadata host" ;;
     1:bench_ids) echo "--preset ids-decode --reps 2" ;;
-    1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2" ;;
+    1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2 --train" ;;
   esac
 }
 peer_quick=()
@@ -202,6 +202,10 @@ for f in ("bench.out", "bench_ids.out", "bench_models.out"):
                   f" FMA ceiling {o.get('ceiling_gflops')} GFLOP/s")
         for w in o.get("workloads", []):
             rows.append(("vkgmm", w.get("name"), w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
+            t = w.get("train")
+            if t and t.get("backward_ms") is not None:  # --train: the layer's backward, its ratio in the op column
+                rows.append(("vkgmm", w.get("name"), w.get("dtype", ""), f"train bwd {t.get('backward_over_forward', 0):.2f}x fwd",
+                             t["backward_ms"], None, None))
 for f in ("ggml.out", "torch.out", "jax.out"):
     for o in lines(f):
         if "workload" not in o:
