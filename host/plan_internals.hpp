@@ -30,8 +30,8 @@ struct PlanInternals {
   // reads, the product not needed.
   static void record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops);
   // A routed plan's routing as its record() into `workspace` (null: the plan's own, which a part of
-  // another plan has not) leaves it, and a
-  // record() of another routed plan of the same slots that copies it instead of ordering them again.
+  // another plan has not) leaves it, and a record() of another routed plan of the same slots that copies
+  // it instead of ordering them again.
   static RoutingSource routing_source(const GmmPlan& plan, const BufferView& workspace);
   static void record_routed_from(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops,
                                  const RoutingSource& routing);
