@@ -53,12 +53,14 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
 
 GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options,
                                  bool own_workspace)
-    : d_lhs_(PlanInternals::gmm_plan(ctx, d_lhs_problem(forward, options), own_workspace)),
+    : d_lhs_(own_workspace ? GmmPlan(ctx, d_lhs_problem(forward, options))
+                           : PlanInternals::part_of_another(ctx, d_lhs_problem(forward, options))),
       frozen_(is_quantized(forward.rhs_type)) {
   // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
   // A routed shard with no local expert has no weights to differentiate.
   const bool no_experts = routed_backward(forward) && forward.num_rhs_groups == 0;
-  if (!frozen_rhs() && !no_experts) d_rhs_.emplace(PlanInternals::tgmm_plan(ctx, d_rhs_problem(forward), own_workspace));
+  if (!frozen_rhs() && !no_experts)
+    d_rhs_.emplace(own_workspace ? TgmmPlan(ctx, d_rhs_problem(forward)) : PlanInternals::part_of_another(ctx, d_rhs_problem(forward)));
   if (routed_backward(forward)) {
     routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr,
                                                      own_workspace);

@@ -160,11 +160,9 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
     bad("group_sizes: the problem's group sizes are on the device but no view was given");
   const VkDeviceSize workspace_bytes = workspace_.bytes();
   // The workspace is read from its first word by the op's kernel: its offset must be a binding offset.
-  VkDescriptorBufferInfo work{meta_.handle(), 0, workspace_bytes};
   check_workspace_view(op, ops.workspace, workspace_bytes, info());
-  if (ops.workspace.buffer) work = {ops.workspace.buffer, ops.workspace.offset, workspace_bytes};
-  if (!work.buffer)
-    throw Error(Status::internal, std::string(op) + ": workspace: a part of another plan was given none");
+  const BufferView given_or_own = workspace_view(ops.workspace);
+  VkDescriptorBufferInfo work{given_or_own.buffer, given_or_own.offset, workspace_bytes};
   // The sizes and the status word: int32 / uint32 words at any 4-byte offset (read, written once). A
   // routed problem's sizes are the routing build's counts, in the workspace.
   BoundOperand sizes;

@@ -254,9 +254,6 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
 
 std::vector<PlannedPipeline> PlanInternals::pipelines(const GmmPlan& plan) { return plan.state_->core.pipelines(); }
 GmmPlan PlanInternals::part_of_another(Context& ctx, const GmmProblem& problem) { return GmmPlan(ctx, problem, false); }
-GmmPlan PlanInternals::gmm_plan(Context& ctx, const GmmProblem& problem, bool own_workspace) {
-  return GmmPlan(ctx, problem, own_workspace);
-}
 
 const GmmProblem& GmmPlan::problem() const { return state_->problem; }
 Tiling GmmPlan::tiling() const { return state_->tiling; }

@@ -19,9 +19,6 @@ struct PlanInternals {
   static TgmmPlan part_of_another(Context& ctx, const TgmmProblem& problem);         // host/tgmm_plan.cpp
   static GmmBackwardPlan part_of_another(Context& ctx, const GmmProblem& forward,
                                          const GmmBackwardOptions& options);         // host/backward.cpp
-  // A plan's own or a part's plan, by own_workspace.
-  static GmmPlan gmm_plan(Context& ctx, const GmmProblem& problem, bool own_workspace);
-  static TgmmPlan tgmm_plan(Context& ctx, const TgmmProblem& problem, bool own_workspace);
   // The pipelines record() binds, in dispatch order, then the build a given routing binds instead of the
   // plan's own (DispatchPlan::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp

@@ -136,9 +136,6 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
 
 std::vector<PlannedPipeline> PlanInternals::pipelines(const TgmmPlan& plan) { return plan.state_->core.pipelines(); }
 TgmmPlan PlanInternals::part_of_another(Context& ctx, const TgmmProblem& problem) { return TgmmPlan(ctx, problem, false); }
-TgmmPlan PlanInternals::tgmm_plan(Context& ctx, const TgmmProblem& problem, bool own_workspace) {
-  return TgmmPlan(ctx, problem, own_workspace);
-}
 
 const TgmmProblem& TgmmPlan::problem() const { return state_->problem; }
 Tiling TgmmPlan::tiling() const { return state_->tiling; }
