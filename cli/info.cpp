@@ -72,6 +72,28 @@ std::string formats_json() {
   return s + "]";
 }
 
+// The matrix units gmm's matrix schedule runs on, and every cooperative-matrix shape the device lists.
+std::string matrix_text(const vkgmm::DeviceInfo& d) {
+  if (d.matrix_extension.empty()) return "none (gmm runs its FMA schedules; the shapes below say what the device has)";
+  return d.matrix_extension + ", " + std::to_string(d.matrix_m) + "x" + std::to_string(d.matrix_n) + "x" +
+         std::to_string(d.matrix_k) + " f16*f16+f32 (gmm's matrix schedule: f16 lhs, f16 or block-format rhs)";
+}
+std::string matrix_json(const vkgmm::DeviceInfo& d) {
+  if (d.matrix_extension.empty()) return "null";
+  return "{\"extension\": " + json_string(d.matrix_extension) + ", \"m\": " + std::to_string(d.matrix_m) +
+         ", \"n\": " + std::to_string(d.matrix_n) + ", \"k\": " + std::to_string(d.matrix_k) + "}";
+}
+std::string shapes_text(const vkgmm::DeviceInfo& d) {
+  std::string s;
+  for (const std::string& shape : d.matrix_shapes) s += (s.empty() ? "" : "; ") + shape;
+  return s.empty() ? "none" : s;
+}
+std::string shapes_json(const vkgmm::DeviceInfo& d) {
+  std::string s = "[";
+  for (const std::string& shape : d.matrix_shapes) s += (s.size() > 1 ? ", " : "") + json_string(shape);
+  return s + "]";
+}
+
 // One row per fact, in order; printed as text or as JSON from the same list so the two never disagree.
 struct Row {
   std::string key, text, json;
@@ -110,6 +132,8 @@ std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
       {"rhs_formats", formats_text() + " (gmm weights; the last five GGUF's blocks)", formats_json()},
       {"timestamps", yes(d.timestamps), flag(d.timestamps)},
       {"timestamp_period_ns", period, period},
+      {"matrix_units", matrix_text(d), matrix_json(d)},
+      {"matrix_shapes", shapes_text(d), shapes_json(d)},
   };
 }
 

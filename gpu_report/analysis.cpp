@@ -31,6 +31,8 @@ std::vector<Analysis::Constant> named_constants(const vkgmm::PlannedPipeline& p,
     else
       declared.insert(declared.end(), std::begin(vkgmm::abi::kGmmConstants), std::end(vkgmm::abi::kGmmConstants));
     if (p.split) declared.push_back(vkgmm::abi::kSplitConstant);
+    if (module.find("matrix") != std::string::npos)
+      declared.insert(declared.end(), std::begin(vkgmm::abi::kMatrixConstants), std::end(vkgmm::abi::kMatrixConstants));
   }
   std::vector<Analysis::Constant> out;
   for (const vkgmm::abi::SpecConstant& c : declared)

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "context_impl.hpp"
+#include "matrix_units.hpp"
 #include "interface.hpp"
 #include "operands.hpp"
 #include "texel_views.hpp"
@@ -210,11 +211,21 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
   en.pNext = &en11;
   en.features.shaderInt64 = have.features.shaderInt64;
   std::vector<const char*> device_extensions(req.required_extensions.begin(), req.required_extensions.end());
+  // The matrix units, where the device has every feature gmm's matrix builds need and 16-bit storage is on.
+  const MatrixUnits units = query_matrix_units(dev.instance, dev.physical, nullptr);
+  MatrixFeatures matrix;
+  const bool use_matrix = matrix.query(dev.physical, units, en11.storageBuffer16BitAccess && dev.options.storage16);
+  if (use_matrix) {
+    device_extensions.push_back(units.extension);
+    device_extensions.push_back(MatrixFeatures::kSizeControl);
+    matrix.link(&en11.pNext);
+  }
   // A compile-only context keeps what the driver's compiler made of each pipeline, where it can tell.
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   if (dev.options.compile_only && has_device_extension(dev.physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
     executables.pipelineExecutableInfo = VK_TRUE;
+    executables.pNext = en11.pNext;
     en11.pNext = &executables;
     device_extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     dev.executable_properties = true;
@@ -238,6 +249,12 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
                                                                 VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR
                                                           : 0);
   dev.info.storage_buffer_16bit = en11.storageBuffer16BitAccess;
+  if (use_matrix) {
+    dev.info.matrix_extension = units.extension;
+    dev.info.matrix_m = units.m;
+    dev.info.matrix_n = units.n;
+    dev.info.matrix_k = units.k;
+  }
   im.log.throw_if_any();
 }
 

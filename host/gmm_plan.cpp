@@ -5,6 +5,7 @@
 #include "dispatch_plan.hpp"
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
+#include "shader_modules.hpp"
 #include "tiling.hpp"
 #include "vkgmm/metadata.hpp"
 
@@ -82,7 +83,26 @@ struct GmmTiling {
   Schedule schedule;
   Tiling asked;
 };
-GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r) {
+// Why the call cannot take the matrix schedule (empty where it can): its build multiplies f16 on the
+// matrix units, reads 16-bit operands natively and binds each operand whole.
+std::string matrix_refusal(const DispatchPlan& core, const GmmProblem& p, const DispatchPlan::OperandLayout& layout) {
+  const DeviceInfo& info = core.info();
+  const std::string op = core.name();
+  if (info.matrix_extension.empty())
+    return op + ": schedule matrix: " + info.name + " has no matrix units vkgmm uses (DeviceInfo::matrix_extension)";
+  if (p.lhs_type != DType::f16)
+    return op + ": schedule matrix: lhs is " + dtype_name(p.lhs_type) + "; the matrix units take f16 inputs";
+  if (p.rhs_type != DType::f16 && !is_quantized(p.rhs_type))
+    return op + ": schedule matrix: rhs is " + dtype_name(p.rhs_type) + "; the matrix schedule takes f16 or a block format";
+  if (!use_storage16(info, core.options().storage16, true))
+    return op + ": schedule matrix: 16-bit storage is off (ContextOptions::storage16)";
+  if (layout.split)
+    return op + ": schedule matrix: an operand is larger than one binding (maxStorageBufferRange) and bound in parts";
+  return {};
+}
+
+GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r,
+                        const DispatchPlan::OperandLayout& layout) {
   const DeviceInfo& tile_info = core.tiling_info();
   std::vector<int32_t> expected;
   if (r.routed) {
@@ -94,8 +114,18 @@ GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const Gmm
   }
   const ActiveGroups active = r.on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
                                           : ActiveGroups{&p.group_sizes, r.group_offset, r.g_local};
-  const Schedule schedule =
+  Schedule schedule =
       gmm_schedule(p.schedule, tile_info, core.options().schedule, active, !p.tiling.fixed && !p.tiling.lookup);
+  // The matrix units: where asked of this problem, or forced or chosen where shared would run, if it can.
+  const std::string refusal = matrix_refusal(core, p, layout);
+  const bool automatic = p.schedule == Schedule::automatic && core.options().schedule == Schedule::automatic;
+  if (schedule == Schedule::matrix && !refusal.empty()) {
+    if (p.schedule == Schedule::matrix && core.options().schedule == Schedule::automatic)
+      throw Error(Status::unsupported, refusal);
+    schedule = Schedule::shared;
+  } else if (schedule == Schedule::shared && automatic && refusal.empty()) {
+    schedule = Schedule::matrix;
+  }
   const Tiling asked = resolve_tiling(p.tiling, r.rows, p.k, r.out_n, core.name(), [&] {
     return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, r.out_n, r.gate_up ? 2 : 1,
                            is_quantized(p.rhs_type));
@@ -109,6 +139,9 @@ GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const Gmm
 // (rhs [n, k]), else 4 elements.
 KernelShape choose_shape(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r, const GmmTiling& t,
                          bool vec4) {
+  if (t.schedule == Schedule::matrix)
+    return make_matrix_shape(t.asked.tm, t.asked.tk, t.asked.tn, r.rows, p.k, r.out_n, core.info(), core.name(),
+                             r.gate_up ? 2 : 1, is_quantized(p.rhs_type));
   const uint32_t k_step = p.transpose_rhs ? static_cast<uint32_t>(block_walk_step(p.rhs_type)) : 4u;
   return make_kernel_shape(t.asked.tm, t.asked.tk, t.asked.tn, r.rows, p.k, r.out_n, t.schedule, core.tiling_info(),
                            core.name(), vec4 ? 4 : 1, 1, r.gate_up ? 2 : 1, k_step);
@@ -129,8 +162,6 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   const bool routed = r.routed;
   const int64_t rows = r.rows, out_n = r.out_n;
 
-  const GmmTiling tiling = choose_tiling(core, p, r);
-
   DispatchPlan::Launch launch;
   // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
@@ -144,6 +175,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     launch.bias = uint64_t(r.g_local) * p.n;
     core.check_bias(*launch.bias);
   }
+  const GmmTiling tiling = choose_tiling(core, p, r, layout);
 
   // Both schedules load 4 elements at a time where K (and N, unless rhs is transposed) allow it;
   // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements. With

@@ -180,6 +180,14 @@ inline constexpr SpecConstant kTgmmConstants[] = {
 };
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
+// Declared by gmm's matrix builds (VKGMM_MATRIX) only.
+inline constexpr SpecConstant kMatrixConstants[] = {
+    {VKGMM_ID_GMM_MATRIX_M, "CM_M"},
+    {VKGMM_ID_GMM_MATRIX_N, "CM_N"},
+    {VKGMM_ID_GMM_MATRIX_K, "CM_K"},
+    {VKGMM_ID_GMM_MATRIX_SG_M, "SG_M"},
+    {VKGMM_ID_GMM_MATRIX_SG_N, "SG_N"},
+};
 inline constexpr SpecConstant kMetadataConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_META_VISITS, "VISITS"},

@@ -8,6 +8,7 @@ namespace vkgmm {
 
 void Kernel::set(uint32_t id, uint32_t value) {
   bool known = split && id == abi::kSplitConstant.id;
+  for (const abi::SpecConstant& c : abi::kMatrixConstants) known = known || (matrix && c.id == id);
   for (const abi::SpecConstant& c : abi::kCommonConstants) known = known || c.id == id;
   for (size_t i = 0; i < declared_count && !known; ++i) known = declared[i].id == id;
   if (!known) throw Error(Status::internal, "specialization constant " + std::to_string(id) + " is not declared");
@@ -28,11 +29,25 @@ void Kernel::set_shape(const KernelShape& s) {
   set(VKGMM_ID_USE_SHARED, s.use_shared);
   set(VKGMM_ID_SHARED_A, s.shared_a);
   set(VKGMM_ID_SHARED_B, s.shared_b);
+  matrix = s.matrix;
+  if (matrix) {
+    set(VKGMM_ID_GMM_MATRIX_M, s.cm_m);
+    set(VKGMM_ID_GMM_MATRIX_N, s.cm_n);
+    set(VKGMM_ID_GMM_MATRIX_K, s.cm_k);
+    set(VKGMM_ID_GMM_MATRIX_SG_M, s.sg_m);
+    set(VKGMM_ID_GMM_MATRIX_SG_N, s.sg_n);
+  }
 }
 
 void Kernel::choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions& options, DType lhs, DType rhs,
                             DType out) {
   const bool any16 = lhs != DType::f32 || rhs != DType::f32 || out != DType::f32;
+  if (matrix) {
+    // The plan took the matrix schedule only where its build runs (16-bit storage, unsplit operands).
+    code = matrix_shader_for(op, info);
+    storage16 = true;
+    return;
+  }
   code = shader_for(op, info, options.storage16, any16, split);
   storage16 = !split && use_storage16(info, options.storage16, any16);
   // One binding rule for both builds of a split plan: no 16-bit storage (out is bound in words).
@@ -54,6 +69,8 @@ void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes, bool every_vari
   };
   for (const abi::SpecConstant& c : abi::kCommonConstants) require_set(c);
   for (size_t i = 0; i < declared_count; ++i) require_set(declared[i]);
+  if (matrix)
+    for (const abi::SpecConstant& c : abi::kMatrixConstants) require_set(c);
   // vkgmm's own buffers at aligned offsets take the planned variant: compiled first, so a plan that
   // cannot be compiled fails before the rest.
   const Variant first = planned();
@@ -101,7 +118,7 @@ std::vector<uint32_t> Kernel::constants_for(uint8_t off) const {
 
 VkPipeline Kernel::compile(Context::Impl& ctx, const Variant& v) const {
   const ShaderCode& c = v.texel ? texel_code : code;
-  return ctx.pipeline(c.code, c.words, constants_for(v.off), split && !v.texel);
+  return ctx.pipeline(c.code, c.words, constants_for(v.off), split && !v.texel, matrix ? ctx.dev.info.subgroup_size : 0);
 }
 
 VkPipeline Kernel::pipeline(Context::Impl& ctx, const Variant& v) const {

@@ -44,6 +44,7 @@ struct Kernel {
   // buffers, with its 4-element loads and stores off (it reads parts a word at a time).
   bool texel_unsplit = false;
   bool storage16 = false;           // the module reads and writes 16-bit elements natively (else in words)
+  bool matrix = false;              // gmm's matrix build (set_shape: the shape is a matrix schedule's)
   // The VKGMM_TEXEL build of the module (null code: none), with the same constants.
   ShaderCode texel_code{};
 

@@ -34,14 +34,15 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
   r.validate = o.validate.value_or(flag(getenv, "VKGMM_VALIDATE"));
   if (o.schedule) {
     const Schedule s = *o.schedule;
-    if (s != Schedule::automatic && s != Schedule::shared && s != Schedule::direct)
+    if (s != Schedule::automatic && s != Schedule::shared && s != Schedule::direct && s != Schedule::matrix)
       throw Error(Status::invalid_argument, "ContextOptions.schedule: " + std::to_string(static_cast<int>(s)) +
-                                                " is not automatic, shared or direct");
+                                                " is not automatic, shared, direct or matrix");
     r.schedule = s;
   } else if (const char* s = getenv("VKGMM_SCHEDULE")) {
     // Unknown values leave the choice to each problem, as before the option existed.
     if (std::strcmp(s, "shared") == 0) r.schedule = Schedule::shared;
     if (std::strcmp(s, "direct") == 0) r.schedule = Schedule::direct;
+    if (std::strcmp(s, "matrix") == 0) r.schedule = Schedule::matrix;
   }
   r.storage16 = o.storage16.value_or(!flag(getenv, "VKGMM_DISABLE_16BIT_STORAGE"));
   r.vec4_loads = o.vec4_loads.value_or(!flag(getenv, "VKGMM_DISABLE_VEC4"));

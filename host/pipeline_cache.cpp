@@ -48,7 +48,7 @@ void PipelineCache::destroy(VkDevice device) {
 }
 
 VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t words,
-                              const std::vector<uint32_t>& constants, bool split) {
+                              const std::vector<uint32_t>& constants, bool split, uint32_t subgroup_size) {
   Key key{code, constants};
   std::lock_guard lock(mutex_);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
@@ -73,6 +73,13 @@ VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t word
   ci.stage.module = module;
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = &spec;
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT size{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT};
+  if (subgroup_size) {
+    size.requiredSubgroupSize = subgroup_size;
+    ci.stage.pNext = &size;
+    ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+  }
   ci.flags = flags_;
   ci.layout = layout(split);
   VkPipeline p = VK_NULL_HANDLE;

@@ -52,9 +52,12 @@ class PipelineCache {
   void init(VkDevice device, VkPipelineCreateFlags flags = 0);
   void destroy(VkDevice device);
   // `split`: the module was built with VKGMM_SPLIT and binds the split layout. constants[i] is
-  // constant_id i (ids the module does not declare are ignored).
+  // constant_id i (ids the module does not declare are ignored). subgroup_size > 0: the pipeline runs
+  // full subgroups of exactly that size (VK_EXT_subgroup_size_control, which the device must have enabled;
+  // gmm's matrix builds tile the workgroup by subgroup, and a KHR cooperative matrix in a SPIR-V 1.5
+  // module needs full subgroups).
   VkPipeline get(VkDevice device, const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
-                 bool split = false);
+                 bool split = false, uint32_t subgroup_size = 0);
   VkPipelineLayout layout(bool split) const { return split ? split_layout_ : layout_; }
   // Pipelines made so far (tests: which record() variants compile a pipeline of their own).
   size_t size() {

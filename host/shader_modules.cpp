@@ -24,7 +24,7 @@ namespace vkgmm {
 namespace {
 
 // The builds of one op's source, as VKGMM_OP_VARIANTS names them.
-enum class Variant { plain, s16, split, texel, texel_s16 };
+enum class Variant { plain, s16, split, texel, texel_s16, matrix_nv, matrix_khr };
 
 ShaderCode op_module(Op op, Variant variant) {
 #define VKGMM_OP_MODULE(name, op_, variant_) \
@@ -49,6 +49,12 @@ ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool storage16, bool 
   return op_module(op, use_storage16(info, storage16, any_16bit_operand) ? Variant::texel_s16 : Variant::texel);
 }
 
+ShaderCode matrix_shader_for(Op op, const DeviceInfo& info) {
+  if (info.matrix_extension.empty())
+    throw Error(Status::unsupported, std::string(op_name(op)) + ": the device's matrix units are not in use");
+  return op_module(op, info.matrix_extension == "VK_KHR_cooperative_matrix" ? Variant::matrix_khr : Variant::matrix_nv);
+}
+
 ShaderCode fma_ceiling_shader() { return {spirv::fma_ceiling, spirv::fma_ceiling_words}; }
 ShaderCode read_ceiling_shader(bool texel, bool subgroup_reduce) {
   if (texel)
@@ -66,7 +72,8 @@ ShaderCode routed_grad_shader() { return {spirv::routed_grad, spirv::routed_grad
 std::vector<EmbeddedModule> embedded_op_modules() {
   return {
 #define VKGMM_OP_MODULE(name, op, variant) \
-  {#name, Op::op, Variant::variant == Variant::split, {spirv::name, spirv::name##_words}},
+  {#name, Op::op, Variant::variant == Variant::split,                                                  \
+   Variant::variant == Variant::matrix_nv || Variant::variant == Variant::matrix_khr, {spirv::name, spirv::name##_words}},
 #include "op_modules.inc"
 #undef VKGMM_OP_MODULE
   };

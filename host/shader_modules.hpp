@@ -25,6 +25,9 @@ bool use_storage16(const DeviceInfo& info, bool storage16, bool any_16bit_operan
 ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand, bool split);
 // The same module with lhs and rhs read through texel views (VKGMM_TEXEL; never split).
 ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand);
+// gmm's matrix build for the extension the device's matrix units were enabled with
+// (DeviceInfo::matrix_extension); throws Error(unsupported) where there is none.
+ShaderCode matrix_shader_for(Op op, const DeviceInfo& info);
 ShaderCode fma_ceiling_shader();
 // The read-bandwidth probe (shaders/read_ceiling.comp): through the texel view or the storage binding,
 // reduced with subgroup arithmetic or in shared memory.
@@ -45,7 +48,8 @@ ShaderCode routed_grad_shader();
 struct EmbeddedModule {
   const char* name;
   Op op;
-  bool split;  // the VKGMM_SPLIT build: the split layout, and PART_SHIFT
+  bool split;   // the VKGMM_SPLIT build: the split layout, and PART_SHIFT
+  bool matrix;  // a VKGMM_MATRIX build: kMatrixConstants
   ShaderCode code;
 };
 std::vector<EmbeddedModule> embedded_op_modules();

@@ -64,7 +64,9 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
                                        p.out_type);
   const int64_t groups = check_group_window(op, G, p.group_offset, p.num_actual_groups, "num_actual_groups");
 
-  const Schedule schedule = resolve_schedule(p.schedule, tile_info, core.options().schedule);
+  // tgmm has no matrix build: the shared schedule stands in for it.
+  Schedule schedule = resolve_schedule(p.schedule, tile_info, core.options().schedule);
+  if (schedule == Schedule::matrix) schedule = Schedule::shared;
   const TgmmTiles asked = TgmmTiles::of(resolve_tiling(p.tiling, p.m, p.k, p.n, op, [&] {
     return tgmm_auto_tiles(schedule, tile_info, p.lhs_mk, p.n).tiling();
   }));

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <climits>
 #include <functional>
+#include <numeric>
 #include <string>
 
 namespace vkgmm {
@@ -15,6 +16,7 @@ const char* schedule_name(Schedule s) {
     case Schedule::automatic: return "auto";
     case Schedule::shared: return "shared";
     case Schedule::direct: return "direct";
+    case Schedule::matrix: return "matrix";
   }
   return "?";
 }
@@ -79,9 +81,10 @@ RegisterTile shared_register_tile(const DeviceInfo& info) {
 }
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule forced) {
-  if (requested != Schedule::automatic && requested != Schedule::shared && requested != Schedule::direct)
+  if (requested != Schedule::automatic && requested != Schedule::shared && requested != Schedule::direct &&
+      requested != Schedule::matrix)
     throw Error(Status::invalid_argument, "schedule: " + std::to_string(static_cast<int>(requested)) +
-                                              " is not automatic, shared or direct");
+                                              " is not automatic, shared, direct or matrix");
   if (forced != Schedule::automatic) return forced;
   if (requested != Schedule::automatic) return requested;
   // Measured on lavapipe: shared-memory staging and barriers cost more than they save on a CPU.
@@ -167,6 +170,12 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
   // worth beyond its rows on lavapipe (the overhead that picks the m tile measured fastest on moe-fine
   // and moe-prefill); the shared schedule wants at least 16 rows per tile.
+  // Matrix: 128 x 128 product columns (8 subgroups of 64 x 32 on 16 x 16 matrices), 32-deep stages.
+  if (schedule == Schedule::matrix) {
+    Tiling t{128, 2 * kSharedStep, 128 / halves};
+    t.tm = pick_tm(groups, std::max<int64_t>(16, info.matrix_m), t.tm, kSharedVisitOverheadRows);
+    return t;
+  }
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
     Tiling t{16 * r.rows, kSharedStep, 16 * std::max<int64_t>(4, r.cols / halves)};
@@ -313,6 +322,72 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
 }
 
 }  // namespace
+
+KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
+                              int64_t cols_extent, const DeviceInfo& info, const char* op, uint32_t halves,
+                              bool rhs_blocks) {
+  const uint32_t cm_m = info.matrix_m, cm_n = info.matrix_n, cm_k = info.matrix_k, lanes = info.subgroup_size;
+  if (!cm_m || !cm_n || !cm_k || !lanes)
+    throw Error(Status::internal, std::string(op) + ": the matrix schedule was chosen without matrix units");
+  auto round_up = [](int64_t x, int64_t to) { return (std::max<int64_t>(x, 1) + to - 1) / to * to; };
+  KernelShape s;
+  s.use_shared = s.matrix = true;
+  s.cm_m = cm_m;
+  s.cm_n = cm_n;
+  s.cm_k = cm_k;
+  rows = round_up(std::min(rows, pow2_at_least(std::max<int64_t>(rows_extent, 1))), cm_m);
+  cols = round_up(std::min(cols, pow2_at_least(std::max<int64_t>(cols_extent, 1))), cm_n);
+  if (rows > 65536 || cols > 65536 || step > 65536)
+    throw Error(Status::invalid_argument, std::string(op) + ": tiling: tile sizes above 65536 cannot run");
+  uint32_t subgroups = std::max(1u, std::min(kMatrixSubgroups, info.max_workgroup_invocations / lanes));
+  // The split of the subgroups between rows and columns with the squarest parts; fewer subgroups where
+  // none divides the block into whole matrices.
+  for (;; subgroups /= 2) {
+    int64_t best = -1;
+    for (uint32_t sg_m = 1; sg_m <= subgroups; sg_m *= 2) {
+      const uint32_t sg_n = subgroups / sg_m;
+      if (rows % (int64_t(sg_m) * cm_m) != 0 || cols % (int64_t(sg_n) * cm_n) != 0) continue;
+      const int64_t part_rows = rows / sg_m, part_cols = cols / sg_n * halves;
+      const int64_t skew = std::max(part_rows, part_cols) * 1024 / std::min(part_rows, part_cols);
+      if (best < 0 || skew < best) best = skew, s.sg_m = sg_m, s.sg_n = sg_n;
+    }
+    if (best >= 0 || subgroups == 1) break;
+  }
+  const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves;
+  if (fragments > kMatrixFragments)
+    throw Error(Status::invalid_argument,
+                std::string(op) + ": tiling: a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                    " block gives each of its " + std::to_string(s.sg_m * s.sg_n) + " subgroups " +
+                    std::to_string(fragments) + " accumulators of " + std::to_string(cm_m) + " x " +
+                    std::to_string(cm_n) + "; at most " + std::to_string(kMatrixFragments) + " fit");
+  s.rows = static_cast<uint32_t>(rows);
+  s.cols = static_cast<uint32_t>(cols);
+  // The invocations as the fill visits and the staging see them (TX x TY, groups of 4 rows and columns).
+  const uint32_t invocations = s.sg_m * s.sg_n * lanes;
+  s.tx = 1;
+  while (s.tx * 2 <= invocations && int64_t(s.tx) * 2 * 4 <= cols) s.tx *= 2;
+  s.ty = invocations / s.tx;
+  s.rm = round_up4((rows + s.ty - 1) / s.ty);
+  s.rn = round_up4((cols + s.tx - 1) / s.tx);
+  // The step: whole matrices and chunks of 4, no longer than the reduction needs.
+  const int64_t unit = std::lcm<int64_t>(4, cm_k);
+  step = round_up(std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1))), unit);
+  auto shared_bytes = [&](int64_t st) {
+    return uint64_t(2) * (uint64_t(rows) * st + uint64_t(st) * cols * halves * (rhs_blocks ? 2 : 1)) +
+           uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n;
+  };
+  auto in_flight = [&](int64_t st) { return ((uint64_t(rows) + uint64_t(cols) * halves) * st / 4 + invocations - 1) / invocations; };
+  while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > kSharedChunksInFlight))
+    step = std::max(unit, step / 2 / unit * unit);
+  if (shared_bytes(step) > info.max_shared_memory)
+    throw Error(Status::unsupported, std::string(op) + ": tiling: a " + std::to_string(rows) + " x " +
+                                         std::to_string(cols) + " block cannot be staged for the matrix units in " +
+                                         std::to_string(info.max_shared_memory) + " bytes of shared memory");
+  s.step = static_cast<uint32_t>(step);
+  s.shared_a = static_cast<uint32_t>(rows * step);
+  s.shared_b = static_cast<uint32_t>(step * cols * halves * (rhs_blocks ? 2 : 1));
+  return s;
+}
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,

@@ -115,15 +115,20 @@ bench_args() {  # the vkgmm bench arguments of step $1
     0:bench) echo "" ;;  # the default presets
     0:bench_ids) echo "--presets ids" ;;
     0:bench_models) echo "--model all --scale 8 --train" ;;
+    # f16 (block-format weights with f16 activations): the matrix units where the device has them, and the
+    # same calls on the FMA schedule (bench_fma16, VKGMM_SCHEDULE=shared) for the ratio in one run.
+    0:bench_matrix | 0:bench_fma16)
+      echo "--preset moe-prefill --preset moe-fine --preset moe-grad --preset q8_0-prefill --preset q4_K-prefill --dtype f16" ;;
     1:bench) echo "--preset decode --reps 2 --metadata host" ;;
     1:bench_ids) echo "--preset ids-decode --reps 2" ;;
     1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2 --train" ;;
+    1:bench_matrix | 1:bench_fma16) echo "--preset moe-fine --reps 2 --metadata host --dtype f16" ;;
   esac
 }
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_ids ggml torch jax bench_models ggml_perf tests}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix bench_fma16 bench_ids ggml torch jax bench_models ggml_perf tests}
 for s in $steps; do
   case $s in
     info)
@@ -134,10 +139,14 @@ for s in $steps; do
       icd=$(sed -n 's/^run.sh: Vulkan driver[^:]*: //p' "$out/info.err" | tail -1)
       if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
       machine >"$out/machine.txt" 2>&1 ;;
-    bench | bench_ids | bench_models)
+    bench | bench_ids | bench_models | bench_matrix)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046  # the arguments are words
       step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    bench_fma16)
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      # shellcheck disable=SC2046
+      step "$s" env VKGMM_SCHEDULE=shared "$bundle/run.sh" bench --json $(bench_args "$s") ;;
     ggml | ggml_perf)
       if [ -z "$peer" ]; then skip "$s" "no ggml peer"; continue; fi
       # The bundle's loader (and the GL dispatch libraries NVIDIA's driver loads); ggml skips CPU devices
@@ -195,7 +204,7 @@ def lines(name):
             except ValueError:
                 pass
     return [o for o in objs if isinstance(o, dict)]
-for f in ("bench.out", "bench_ids.out", "bench_models.out"):
+for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_ids.out", "bench_models.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"

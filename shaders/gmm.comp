@@ -17,6 +17,9 @@
 // rows and columns instead where 4-wide vectors carry them (row_of, col_of).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef VKGMM_MATRIX
+#include "coopmat.glsl"
+#endif
 
 #include "bindings.glsl"
 #include "dtype.glsl"
@@ -84,9 +87,48 @@ VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 
 // The shared schedule's stage, K-major so that an invocation's 4 adjacent rows (columns) are one 16-byte
 // read: As[kk][row] and Bs[kk][product column] (the tile's product columns half by half). Lanes read
-// consecutive vec4s of Bs and at most TY distinct vec4s of As per K step.
+// consecutive vec4s of Bs and at most TY distinct vec4s of As per K step. The matrix builds stage the same
+// layout in f16, the cooperative matrices' inputs (As4 and Bs4 stay for the other schedules' code, dead there).
+#ifdef VKGMM_MATRIX
+// A block format's dequantized weight needs more bits than f16's 11 (q8_0: an f16 scale times a 7-bit
+// quant): it is staged as two f16 values, its rounding and the rest times 2^11 (Bs16's second half, from
+// B_LO; unscaled, the rest of a weight below 0.125 would be an f16 subnormal, which devices may flush),
+// and multiplied twice, so that every product is the f32 product of the decoded weight's bits.
+const uint B_LO = SHARED_B / 2u;
+const float B_LO_SCALE = 2048.0;
+shared float16_t As16[SHARED_A];
+shared float16_t Bs16[SHARED_B];
+shared vec4 As4[1];
+shared vec4 Bs4[1];
+void stage_put_b(uint i, float v) {
+  if (!RHS_BLOCKS) {
+    Bs16[i] = float16_t(v);
+    return;
+  }
+  // v rounded to f16's 11 bits (to nearest even) in f32, by its bits: compilers fold v - float(float16_t(v))
+  // to 0 (lavapipe's does, `precise` or not). Below f16's normal range (|v| < 2^-14) the rounding keeps
+  // more bits than the f16 store does, an error below 2^-24 per weight.
+  const uint b = floatBitsToUint(v);
+  const float hi = uintBitsToFloat((b + 0xfffu + ((b >> 13) & 1u)) & ~0x1fffu);
+  Bs16[i] = float16_t(hi);
+  Bs16[B_LO + i] = float16_t((v - hi) * B_LO_SCALE);
+}
+void stage_put(const bool to_b, uint at, uint c, float v) {
+  if (!to_b) As16[at * 4u + c] = float16_t(v);
+  else stage_put_b(at * 4u + c, v);
+}
+void stage_put_b4(uint at, vec4 v) {
+  [[unroll]] for (uint c = 0; c < 4; ++c) stage_put_b(at * 4u + c, v[c]);
+}
+#else
 shared vec4 As4[(SHARED_A + 3) / 4];
 shared vec4 Bs4[(SHARED_B + 3) / 4];
+void stage_put(const bool to_b, uint at, uint c, float v) {
+  if (!to_b) As4[at][c] = v;
+  else Bs4[at][c] = v;
+}
+void stage_put_b4(uint at, vec4 v) { Bs4[at] = v; }
+#endif
 
 layout(std430, set = 0, binding = VKGMM_BINDING_BIAS) readonly buffer BiasBuf { float bias[]; };
 
@@ -150,6 +192,7 @@ vec4 acc4[RM * VNH];
 
 #include "gmm_shared.glsl"
 #include "gmm_direct.glsl"
+
 
 // A fill visit: fill_rows rows from m0 on (TM of them at a time per K slice), within its stretch of inactive rows (below the first active
 // group's first row when it starts there, else up to m), so no row is written by two visits (on the
@@ -227,6 +270,23 @@ float epilogue(float v, float u, uint g_local, uint col, float w, uint orow) {
   return v;
 }
 
+// Columns col .. col + 3 of output row orow from the products v (the gate's, or the only ones) and u (the up
+// projection's, GATED) of group g_local: the epilogue of each, stored 4 at a time with VEC4_OUT, else the
+// columns below out_n one by one.
+void store_chunk(uint orow, uint col, float weight, vec4 v, vec4 u, uint g_local) {
+  vec4 val;
+  [[unroll]] for (uint q = 0; q < 4; ++q) val[q] = epilogue(v[q], u[q], g_local, col + q, weight, orow);
+  if (VEC4_OUT) {
+    store_row_values4(orow, col, val);
+    return;
+  }
+  [[unroll]] for (uint q = 0; q < 4; ++q)
+    if (col + q < pc.out_n) store_row_value(orow, col + q, val[q]);
+}
+#ifdef VKGMM_MATRIX
+#include "gmm_matrix.glsl"
+#endif
+
 // One work item: n tile n_tile of visit `visit` (the workgroup's whole job on the per-visit grid). Its
 // barriers stay in uniform control flow: both arguments are the same for the whole workgroup.
 void run_visit(uint visit, uint n_tile) {
@@ -252,6 +312,12 @@ void run_visit(uint visit, uint n_tile) {
   }
   uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
   uint g_local = uint(group) - pc.group_offset;
+#ifdef VKGMM_MATRIX
+  reduce_matrix(lid, m0, n0, g_local);
+  store_matrix(m0, n0, g_local, gstart, gend);
+  if (FUSED_COMBINE) finish_tile(n_tile, m0 < gend ? min(m0 + TM, gend) - m0 : 0u);
+  return;
+#endif
 
   [[unroll]] for (uint e = 0; e < RM * RNH; ++e) acc[e] = 0.0;
   [[unroll]] for (uint e = 0; e < RM * VNH; ++e) acc4[e] = vec4(0.0);
@@ -306,12 +372,12 @@ void run_visit(uint visit, uint n_tile) {
         uint c = col_of(tx, 4 * v);
         uint col = n0 + c;
         if (c >= TN || col >= pc.out_n) continue;
-        vec4 val;
+        vec4 gate, up;
         [[unroll]] for (uint q = 0; q < 4; ++q) {
-          uint j = 4 * v + q;
-          val[q] = epilogue(acc[i * RNH + j], acc[i * RNH + (NH - 1u) * RN + j], g_local, col + q, weight, orow);
+          gate[q] = acc[i * RNH + 4 * v + q];
+          up[q] = acc[i * RNH + (NH - 1u) * RN + 4 * v + q];
         }
-        store_row_values4(orow, col, val);
+        store_chunk(orow, col, weight, gate, up, g_local);
       }
       continue;
     }

@@ -114,7 +114,7 @@ void stage_store() {
     if (TRANSPOSE_RHS) {
       kmajor_store(true, b_dst[s], e, TNH, v);
     } else {
-      Bs4[b_dst[s]] = v;  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
+      stage_put_b4(b_dst[s], v);  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
     }
   }
 }

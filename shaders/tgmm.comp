@@ -78,6 +78,10 @@ uint lhs_index(uint kk, uint row) {
 // As[c][k row] and Bs[c][column] for the step's group row c.
 shared vec4 As4[(SHARED_A + 3) / 4];
 shared vec4 Bs4[(SHARED_B + 3) / 4];
+void stage_put(const bool to_b, uint at, uint c, float v) {
+  if (!to_b) As4[at][c] = v;
+  else Bs4[at][c] = v;
+}
 // Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
 // k, stored whole; lhs [k, m] K-major (stage_kmajor.glsl: the group's rows are the reduction), TK k rows
 // per step; rhs as TM x TN/4 chunks along n. Invocation lid takes chunks lid + s * NT, whose sources from

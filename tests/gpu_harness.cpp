@@ -20,15 +20,15 @@ namespace {
 
 // The process's contexts, by the schedule they force (automatic: the shared one, forcing nothing).
 std::unique_ptr<Context>& context_slot(Schedule schedule) {
-  static std::unique_ptr<Context> contexts[3];
+  static std::unique_ptr<Context> contexts[4];
   return contexts[static_cast<size_t>(schedule)];
 }
-constexpr Schedule kSchedules[] = {Schedule::automatic, Schedule::shared, Schedule::direct};
+constexpr Schedule kSchedules[] = {Schedule::automatic, Schedule::shared, Schedule::direct, Schedule::matrix};
 
 // Per schedule, the context forced to the grid ctx(schedule) does not take (grid_ctx), made when first
 // asked for.
 std::unique_ptr<Context>& other_grid_context(Schedule schedule) {
-  static std::unique_ptr<Context> contexts[3];
+  static std::unique_ptr<Context> contexts[4];
   return contexts[static_cast<size_t>(schedule)];
 }
 
@@ -336,7 +336,10 @@ namespace {
 template <typename Plan>
 Schedule planned_schedule(const Plan& plan) {
   for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
-    if (std::string(pp.role) == "op") return pp.constants[VKGMM_ID_USE_SHARED] ? Schedule::shared : Schedule::direct;
+    if (std::string(pp.role) == "op") {
+      if (pp.constants.size() > VKGMM_ID_GMM_MATRIX_M && pp.constants[VKGMM_ID_GMM_MATRIX_M]) return Schedule::matrix;
+      return pp.constants[VKGMM_ID_USE_SHARED] ? Schedule::shared : Schedule::direct;
+    }
   return Schedule::automatic;
 }
 

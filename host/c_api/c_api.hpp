@@ -230,6 +230,7 @@ inline vkgmm::Schedule schedule(const char* op, const vkgmm_schedule& field) {
     case VKGMM_SCHEDULE_AUTO: return vkgmm::Schedule::automatic;
     case VKGMM_SCHEDULE_SHARED: return vkgmm::Schedule::shared;
     case VKGMM_SCHEDULE_DIRECT: return vkgmm::Schedule::direct;
+    case VKGMM_SCHEDULE_MATRIX: return vkgmm::Schedule::matrix;
   }
   bad(op, "schedule = " + std::to_string(int(s)) + " is not a vkgmm_schedule");
 }

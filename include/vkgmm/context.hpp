@@ -32,8 +32,9 @@ struct ContextOptions {
   // Enable VK_LAYER_KHRONOS_validation; every message becomes a Status::validation error.
   // Unset: $VKGMM_VALIDATE=1 turns it on. Ignored by Context::wrap (the app creates the instance).
   std::optional<bool> validate;
-  // shared or direct: every plan made on this context uses that schedule, whatever its problem asks.
-  // automatic: each problem's own choice. Unset: $VKGMM_SCHEDULE=shared|direct, else automatic.
+  // shared, direct or matrix: every plan made on this context uses that schedule, whatever its problem
+  // asks (matrix where the call can take it, see Schedule).
+  // automatic: each problem's own choice. Unset: $VKGMM_SCHEDULE=shared|direct|matrix, else automatic.
   std::optional<Schedule> schedule;
   // Read and write 16-bit operands natively where the device has storageBuffer16BitAccess (else they
   // are packed in 32-bit words: same results). Unset: true unless $VKGMM_DISABLE_16BIT_STORAGE=1.
@@ -117,6 +118,15 @@ struct DeviceInfo {
   // hardware threads (lavapipe runs a thread per CPU); on a GPU its compute units where an extension
   // says (VK_AMD_shader_core_properties, VK_NV_shader_sm_builtins), else 64 (a guess).
   uint32_t compute_units = 0;
+  // The matrix units gmm's matrix schedule (Schedule::matrix) runs on: the cooperative-matrix extension
+  // vkgmm enabled for f16 products accumulated in f32 (VK_KHR_cooperative_matrix, else
+  // VK_NV_cooperative_matrix), and the M x N x K shape it takes; empty and 0 where it uses none (the
+  // device lists no such shape or lacks a feature the builds need, vkgmm was built without a compiler for
+  // the extension, or the device is borrowed).
+  std::string matrix_extension;
+  uint32_t matrix_m = 0, matrix_n = 0, matrix_k = 0;
+  // Every cooperative-matrix shape the device lists, as "KHR 16x16x16 f16*f16+f32->f32 subgroup".
+  std::vector<std::string> matrix_shapes;
 };
 
 class Context;

@@ -72,7 +72,8 @@ typedef enum vkgmm_dtype {
 typedef enum vkgmm_schedule {
   VKGMM_SCHEDULE_AUTO = 0,   /* by device type */
   VKGMM_SCHEDULE_SHARED = 1, /* tiles staged in shared memory (GPUs) */
-  VKGMM_SCHEDULE_DIRECT = 2  /* register micro-tiles, reads straight from the buffers (CPU drivers) */
+  VKGMM_SCHEDULE_DIRECT = 2, /* register micro-tiles, reads straight from the buffers (CPU drivers) */
+  VKGMM_SCHEDULE_MATRIX = 3  /* gmm on the matrix units (f16 lhs; vkgmm::Schedule::matrix) */
 } vkgmm_schedule;
 
 /* gmm's grid with device group sizes (vkgmm::DeviceGrid). */
@@ -120,8 +121,8 @@ typedef struct vkgmm_context_options {
   size_t struct_size;
   const char* device; /* index or name substring; NULL or "": $VKGMM_DEVICE, else the best device */
   int validate;       /* 0: $VKGMM_VALIDATE decides; 1: on; -1: off */
-  /* SHARED or DIRECT: every plan on the context uses that schedule. AUTO (0): $VKGMM_SCHEDULE
-   * (shared|direct) decides, else each problem's own. */
+  /* SHARED, DIRECT or MATRIX: every plan on the context uses that schedule (MATRIX where it can). AUTO (0): $VKGMM_SCHEDULE
+   * (shared|direct|matrix) decides, else each problem's own. */
   vkgmm_schedule schedule;
   int storage16;   /* 16-bit storage where the device has it. 0: on unless $VKGMM_DISABLE_16BIT_STORAGE=1; 1 on; -1 off */
   int vec4_loads;  /* 4-element loads of the direct schedule. 0: on unless $VKGMM_DISABLE_VEC4=1; 1 on; -1 off */

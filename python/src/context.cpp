@@ -19,7 +19,8 @@ std::optional<vkgmm::Schedule> schedule_of(const std::optional<std::string>& nam
   if (*name == "automatic") return vkgmm::Schedule::automatic;
   if (*name == "shared") return vkgmm::Schedule::shared;
   if (*name == "direct") return vkgmm::Schedule::direct;
-  contract_error("Context: schedule: unknown schedule '" + *name + "' (expected automatic, shared or direct)");
+  if (*name == "matrix") return vkgmm::Schedule::matrix;
+  contract_error("Context: schedule: unknown schedule '" + *name + "' (expected automatic, shared, direct or matrix)");
 }
 
 ContextRef make_context(std::optional<std::string> device, std::optional<bool> validate,

@@ -827,9 +827,18 @@ def main():
                 info = json.loads(stdout)
                 for key in ["name", "driver", "type", "subgroup_size", "max_storage_buffer_range", "push_descriptor",
                             "storage_buffer_16bit", "texel_loads_32bit", "texel_loads_16bit",
-                            "max_texel_buffer_elements"]:
+                            "max_texel_buffer_elements", "matrix_units", "matrix_shapes"]:
                     if key not in info:
                         reason = "no %r in %r" % (key, sorted(info))
+                # The matrix units in use are null or one of the shapes listed, of f16 inputs and f32 sums.
+                units, shapes = info.get("matrix_units"), info.get("matrix_shapes")
+                if reason is None and not isinstance(shapes, list):
+                    reason = "matrix_shapes is not a list: %r" % (shapes,)
+                elif reason is None and units is not None:
+                    shape = "%dx%dx%d f16*f16+f32->f32 subgroup" % (units["m"], units["n"], units["k"])
+                    api = "KHR" if units["extension"] == "VK_KHR_cooperative_matrix" else "NV"
+                    if api + " " + shape not in shapes:
+                        reason = "matrix units %r are not among the shapes listed %r" % (units, shapes)
                 # The texel formats are mandatory in Vulkan: every device reads inputs through them.
                 if reason is None and not (info["texel_loads_32bit"] is True and info["texel_loads_16bit"] is True):
                     reason = "texel loads not reported: %r %r" % (info["texel_loads_32bit"], info["texel_loads_16bit"])

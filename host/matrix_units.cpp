@@ -1,0 +1,175 @@
+#include "matrix_units.hpp"
+
+#include <cstring>
+
+#include "device.hpp"
+
+namespace vkgmm {
+
+namespace {
+
+// VK_KHR_cooperative_matrix's structs and values, for Vulkan headers older than the extension (Debian
+// 12's are 1.3.239): the values are the registry's.
+constexpr auto kCoopFeaturesKhr = static_cast<VkStructureType>(1000506000);
+constexpr auto kCoopPropertiesKhr = static_cast<VkStructureType>(1000506001);
+struct CoopPropertiesKhr {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t MSize, NSize, KSize;
+  int32_t AType, BType, CType, ResultType;
+  VkBool32 saturatingAccumulation;
+  int32_t scope;
+};
+using CoopPropertiesKhrFn = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, CoopPropertiesKhr*);
+// Both extensions number the component types and scopes alike.
+constexpr int32_t kFloat16 = 0, kFloat32 = 1, kScopeSubgroup = 3;
+
+const char* component_name(int32_t t) {
+  switch (t) {
+    case 0: return "f16";
+    case 1: return "f32";
+    case 2: return "f64";
+    case 3: return "s8";
+    case 4: return "s16";
+    case 5: return "s32";
+    case 6: return "s64";
+    case 7: return "u8";
+    case 8: return "u16";
+    case 9: return "u32";
+    case 10: return "u64";
+    case 1000141000: return "bf16";
+  }
+  return "?";
+}
+const char* scope_name(int32_t s) {
+  switch (s) {
+    case 1: return "device";
+    case 2: return "workgroup";
+    case 3: return "subgroup";
+    case 5: return "queue family";
+  }
+  return "?";
+}
+
+struct Shape {
+  uint32_t m, n, k;
+  int32_t a, b, c, result, scope;
+};
+
+std::string shape_text(const char* api, const Shape& s) {
+  return std::string(api) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " +
+         component_name(s.a) + "*" + component_name(s.b) + "+" + component_name(s.c) + "->" +
+         component_name(s.result) + " " + scope_name(s.scope);
+}
+
+// gmm's matrix schedule: f16 inputs, f32 accumulators, a subgroup's matrices; M and N whole chunks of
+// 4 columns (its epilogue's stores), K a multiple of 4 (its staging's chunks).
+bool usable(const Shape& s) {
+  return s.a == kFloat16 && s.b == kFloat16 && s.c == kFloat32 && s.result == kFloat32 && s.scope == kScopeSubgroup &&
+         s.m % 4 == 0 && s.n % 4 == 0 && s.k % 4 == 0 && s.m > 0 && s.n > 0 && s.k > 0;
+}
+
+// The largest M x N, then K, of the usable shapes.
+void consider(MatrixUnits& u, const Shape& s, const char* extension, bool khr) {
+  if (!usable(s)) return;
+  const uint64_t area = uint64_t(s.m) * s.n, best = uint64_t(u.m) * u.n;
+  if (u.extension && u.khr == khr && (area < best || (area == best && s.k <= u.k))) return;
+  if (u.extension && u.khr && !khr) return;  // KHR preferred
+  u.extension = extension;
+  u.khr = khr;
+  u.m = s.m;
+  u.n = s.n;
+  u.k = s.k;
+}
+
+}  // namespace
+
+MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, PFN_vkGetInstanceProcAddr gipa) {
+  MatrixUnits u;
+  if (!gipa) gipa = vkGetInstanceProcAddr;
+  // Only the extensions the device has: the loader's entry point for an unknown one may not be safe to call.
+  if (has_device_extension(physical, "VK_KHR_cooperative_matrix")) {
+    if (auto fn = reinterpret_cast<CoopPropertiesKhrFn>(gipa(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))) {
+      uint32_t count = 0;
+      fn(physical, &count, nullptr);
+      std::vector<CoopPropertiesKhr> props(count);
+      for (auto& p : props) p = CoopPropertiesKhr{kCoopPropertiesKhr, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+      if (count) fn(physical, &count, props.data());
+      props.resize(count);
+      for (const auto& p : props) {
+        const Shape s{p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType, p.scope};
+        u.listed.push_back(shape_text("KHR", s));
+#ifdef VKGMM_HAVE_MATRIX_KHR
+        consider(u, s, "VK_KHR_cooperative_matrix", true);
+#endif
+      }
+    }
+  }
+  if (has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+    auto fn = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        gipa(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    if (fn) {
+      uint32_t count = 0;
+      fn(physical, &count, nullptr);
+      std::vector<VkCooperativeMatrixPropertiesNV> props(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+      if (count) fn(physical, &count, props.data());
+      props.resize(count);
+      for (const auto& p : props) {
+        const Shape s{p.MSize, p.NSize, p.KSize, int32_t(p.AType), int32_t(p.BType), int32_t(p.CType), int32_t(p.DType),
+                      int32_t(p.scope)};
+        u.listed.push_back(shape_text("NV", s));
+        consider(u, s, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, false);
+      }
+    }
+  }
+  return u;
+}
+
+bool MatrixFeatures::query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16) {
+  if (!units.extension || !storage16) return false;
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(physical, &props);
+  if (props.apiVersion < VK_API_VERSION_1_2 || !has_device_extension(physical, kSizeControl)) return false;
+  // The device's subgroup size must be one a compute pipeline may require.
+  VkPhysicalDeviceSubgroupSizeControlPropertiesEXT limits{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  subgroup.pNext = &limits;
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &subgroup;
+  vkGetPhysicalDeviceProperties2(physical, &props2);
+  if (!(limits.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+      subgroup.subgroupSize < limits.minSubgroupSize || subgroup.subgroupSize > limits.maxSubgroupSize ||
+      !(subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
+    return false;
+  coop = {};
+  coop.sType = units.khr ? kCoopFeaturesKhr : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  v12 = VkPhysicalDeviceVulkan12Features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  size_control = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  v12.pNext = &coop;
+  coop.pNext = &size_control;
+  VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f.pNext = &v12;
+  vkGetPhysicalDeviceFeatures2(physical, &f);
+  return coop.cooperativeMatrix && v12.shaderFloat16 && v12.vulkanMemoryModel && v12.vulkanMemoryModelDeviceScope &&
+         size_control.subgroupSizeControl && size_control.computeFullSubgroups;
+}
+
+void MatrixFeatures::link(void** tail) {
+  VkPhysicalDeviceVulkan12Features on{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  on.shaderFloat16 = VK_TRUE;
+  on.vulkanMemoryModel = VK_TRUE;
+  on.vulkanMemoryModelDeviceScope = VK_TRUE;
+  v12 = on;
+  coop.cooperativeMatrix = VK_TRUE;
+  coop.cooperativeMatrixRobustBufferAccess = VK_FALSE;
+  size_control = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  size_control.subgroupSizeControl = VK_TRUE;
+  size_control.computeFullSubgroups = VK_TRUE;
+  size_control.pNext = *tail;
+  coop.pNext = &size_control;
+  v12.pNext = &coop;
+  *tail = &v12;
+}
+
+}  // namespace vkgmm

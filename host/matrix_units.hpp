@@ -1,0 +1,51 @@
+// The device's matrix units as vkgmm sees them: the cooperative-matrix shapes it lists, and the one
+// extension and shape gmm's matrix schedule takes (internal).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <string>
+#include <vector>
+
+namespace vkgmm {
+
+struct MatrixUnits {
+  // Every shape the device lists, as text ("KHR 16x16x16 f16*f16+f32->f32 subgroup"), for vkgmm info.
+  std::vector<std::string> listed;
+  // The extension for f16 x f16 + f32 -> f32 at subgroup scope whose build vkgmm has (nullptr: none),
+  // preferring VK_KHR_cooperative_matrix, and its largest such shape.
+  const char* extension = nullptr;
+  bool khr = false;
+  uint32_t m = 0, n = 0, k = 0;
+};
+
+// Queries the physical device (its extensions, then the listed shapes of those it has). `gipa` is the
+// instance's vkGetInstanceProcAddr.
+MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, PFN_vkGetInstanceProcAddr gipa);
+
+// The features gmm's matrix builds need beside the extension's own (cooperativeMatrix): 16-bit storage,
+// shaderFloat16, the Vulkan memory model at device scope (glslang declares it for these extensions), and
+// full subgroups of the device's subgroup size in compute pipelines (VK_EXT_subgroup_size_control).
+struct MatrixFeatures {
+  VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  // VkPhysicalDeviceCooperativeMatrixFeaturesKHR / ...NV: the same layout (sType, pNext, cooperativeMatrix,
+  // cooperativeMatrixRobustBufferAccess).
+  struct Coop {
+    VkStructureType sType;
+    void* pNext;
+    VkBool32 cooperativeMatrix;
+    VkBool32 cooperativeMatrixRobustBufferAccess;
+  } coop{};
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  // Asks the device; true where everything is there (storage16: whether 16-bit storage is).
+  bool query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16);
+  // Links v12 (shaderFloat16 and the memory model on, nothing else), coop (cooperativeMatrix on) and
+  // size_control (both its features on) into a device create-info chain at `tail` (the pNext that pointed
+  // on now points to v12).
+  void link(void** tail);
+  // The device extensions they need: the matrix extension and VK_EXT_subgroup_size_control.
+  static constexpr const char* kSizeControl = "VK_EXT_subgroup_size_control";
+};
+
+}  // namespace vkgmm

@@ -1,0 +1,231 @@
+// gmm's matrix schedule (cooperative matrices: f16 products accumulated in f32) against the reference:
+// odd m, k and n, empty groups, every weight format it takes (f16 and the block formats, dequantized into
+// its f16 stage), both rhs layouts, every output type, shards into existing_out, device group sizes, and
+// the routed call with its epilogue (bias, SwiGLU, weights, the combine). Where the device's matrix units
+// are not in use (DeviceInfo::matrix_extension empty: no cooperative-matrix extension, or vkgmm built
+// without a compiler for the one it has) these are skipped, saying why; the refusals and the fallback of a
+// forced schedule run on every device.
+#include "gpu_harness.hpp"
+#include "interface.hpp"
+#include "plan_internals.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+// Whether the plan's kernel is the matrix build.
+bool runs_on_matrix_units(const GmmPlan& plan) {
+  for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
+    if (std::string(pp.role) == "op")
+      return pp.constants.size() > VKGMM_ID_GMM_MATRIX_M && pp.constants[VKGMM_ID_GMM_MATRIX_M] != 0;
+  return false;
+}
+
+class MatrixTest : public DeviceTest {
+ protected:
+  void SetUp() override {
+    const DeviceInfo& info = ctx().info();
+    if (!info.matrix_extension.empty()) return;
+    std::string listed;
+    for (const std::string& s : info.matrix_shapes) listed += (listed.empty() ? "" : ", ") + s;
+    GTEST_SKIP() << info.name << " has no matrix units vkgmm uses (cooperative-matrix shapes listed: "
+                 << (listed.empty() ? "none" : listed) << ")";
+  }
+};
+
+struct MatrixCase {
+  int64_t m, k, n, G;
+  Sizes sizes;
+  DType rhs, out;
+  bool transpose;
+  std::optional<Tiling> tiling;
+  bool shard;         // a window of the groups, into existing_out
+  bool device_sizes;  // the group sizes in a device buffer too (the host path's bits)
+  uint32_t seed;
+};
+
+std::string case_name(const MatrixCase& c) {
+  std::string s = "m" + std::to_string(c.m) + "k" + std::to_string(c.k) + "n" + std::to_string(c.n) + "g" +
+                  std::to_string(c.G) + "_" + sizes_name(c.sizes) + "_f16" + dtype_name(c.rhs) + dtype_name(c.out) +
+                  (c.transpose ? "_T" : "");
+  if (c.tiling)
+    s += "_t" + std::to_string(c.tiling->tm) + "x" + std::to_string(c.tiling->tk) + "x" + std::to_string(c.tiling->tn);
+  if (c.shard) s += "_shard";
+  if (c.device_sizes) s += "_dev";
+  return s;
+}
+void PrintTo(const MatrixCase& c, std::ostream* os) { *os << case_name(c); }
+
+std::vector<MatrixCase> matrix_cases() {
+  std::vector<MatrixCase> out;
+  struct Shape {
+    int64_t m, k, n, G;
+  };
+  const Shape shapes[] = {
+      {1, 1, 1, 1},      // the smallest problem
+      {37, 19, 23, 4},   // multiples of nothing
+      {8, 3, 5, 6},      // k and n below a matrix; more groups than rows
+      {96, 520, 24, 3},  // a long K, ragged against every step
+      {200, 64, 72, 16}, // many groups
+      {130, 40, 70, 7},
+  };
+  const Sizes kinds[] = {Sizes::random, Sizes::empty_ends, Sizes::split_tiles, Sizes::sum_below_m};
+  const std::optional<Tiling> tilings[] = {std::nullopt, Tiling{32, 32, 32}, Tiling{64, 16, 64}, Tiling{16, 128, 64}};
+  const DType outs[] = {DType::f32, DType::f16, DType::bf16};
+  uint32_t seed = 1;
+  int i = 0;
+  for (const Shape& s : shapes)
+    for (Sizes kind : kinds) {
+      if (s.G == 1 && kind != Sizes::random) continue;
+      out.push_back({s.m, s.k, s.n, s.G, kind, DType::f16, outs[i % 3], i % 2 == 1, tilings[i % 4], i % 3 == 2 && s.G > 1,
+                     i % 4 == 1, seed++});
+      ++i;
+    }
+  // The block formats, in both layouts: the blocked axis two blocks long, the other odd.
+  for (DType f : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
+    for (bool transpose : {true, false}) {
+      const int64_t B = int64_t(block_elements(f));
+      out.push_back({45, transpose ? 2 * B : 21, transpose ? 19 : 2 * B, 3, Sizes::empty_ends, f, DType::f32, transpose,
+                     std::nullopt, false, transpose, seed++});
+    }
+  return out;
+}
+
+class MatrixSweep : public MatrixTest, public ::testing::WithParamInterface<MatrixCase> {};
+
+TEST_P(MatrixSweep, MatchesReference) {
+  const MatrixCase& c = GetParam();
+  std::mt19937 rng(c.seed);
+  GmmProblem p;
+  p.m = c.m;
+  p.k = c.k;
+  p.n = c.n;
+  p.lhs_type = DType::f16;
+  p.rhs_type = c.rhs;
+  p.out_type = c.out;
+  p.group_sizes = make_group_sizes(c.sizes, c.G, c.m, rng);
+  p.transpose_rhs = c.transpose;
+  p.schedule = Schedule::matrix;
+  if (c.tiling) p.tiling = TilingChoice::of(*c.tiling);
+  int64_t g_local = c.G;
+  if (c.shard) {
+    p.group_offset = c.G / 3;
+    g_local = std::max<int64_t>(1, c.G / 2);
+    p.num_rhs_groups = g_local;
+    p.existing_out = true;
+  }
+  ASSERT_TRUE(runs_on_matrix_units(GmmPlan(ctx(), p)));
+  const auto lhs = random_values(size_t(c.m * c.k), p.lhs_type, rng);
+  const auto rhs = random_values(size_t(g_local * c.k * c.n), p.rhs_type, rng);
+  std::vector<float> ex;
+  if (p.existing_out) ex = random_values(size_t(c.m * c.n), p.out_type, rng);
+  const auto got = run_gmm(ctx(), p, lhs, rhs, ex);
+  const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+  EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs, ex), tol.atol, tol.rtol));
+  if (c.device_sizes) EXPECT_TRUE(same_bits(run_gmm_device(ctx(), p, lhs, rhs, ex), got)) << "device group sizes";
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, MatrixSweep, ::testing::ValuesIn(matrix_cases()),
+                         [](const ::testing::TestParamInfo<MatrixCase>& info) { return case_name(info.param); });
+
+// Routed by expert ids with the whole epilogue: a bias, SwiGLU's gate and up halves meeting in one
+// column block, the routing weights and the combine in token order over existing_out; per slot too.
+TEST_F(MatrixTest, RoutedWithTheEpilogue) {
+  for (const bool combine : {true, false})
+    for (const bool swiglu : {true, false}) {
+      SCOPED_TRACE(std::string(combine ? "combined" : "per slot") + (swiglu ? " swiglu" : ""));
+      std::mt19937 rng(combine * 2 + swiglu + 40);
+      GmmProblem p;
+      const int64_t E = 5, top_k = 2;
+      p.m = 29;
+      p.k = 44;
+      p.n = swiglu ? 2 * 37 : 37;
+      p.lhs_type = DType::f16;
+      p.rhs_type = DType::f16;
+      p.out_type = DType::f32;
+      p.num_rhs_groups = E;
+      p.routing = {top_k, false, combine, E};
+      p.epilogue = {true, swiglu ? Activation::swiglu : Activation::none};
+      p.existing_out = combine;
+      p.schedule = Schedule::matrix;
+      ASSERT_TRUE(runs_on_matrix_units(GmmPlan(ctx(), p)));
+      std::vector<int32_t> ids;
+      for (int64_t t = 0; t < p.m; ++t) ids.push_back(int32_t(t % E)), ids.push_back(int32_t((t + 2 + t / 4) % E));
+      std::vector<float> weights;
+      if (combine)
+        for (int64_t i = 0; i < p.m * top_k; ++i) weights.push_back(0.25f + 0.5f * float(i % 3) / 2);
+      const auto lhs = random_values(size_t(p.m * p.k), p.lhs_type, rng);
+      const auto rhs = random_values(size_t(E * p.k * p.n), p.rhs_type, rng);
+      const auto bias = random_values(size_t(E * p.n), DType::f32, rng);
+      std::vector<float> ex;
+      if (combine) ex = random_values(gmm_out_elements(p), p.out_type, rng);
+      const auto got = run_gmm_routed(ctx(), p, lhs, rhs, ids, weights, ex, bias);
+      const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+      EXPECT_TRUE(all_close(got, reference::gmm_routed(p, lhs, rhs, ids, weights, ex, bias), tol.atol, tol.rtol));
+    }
+}
+
+// Automatic on a GPU: f16 calls that would take the shared schedule take the matrix units; f32 ones never.
+TEST_F(MatrixTest, AutomaticTakesTheMatrixUnitsForF16) {
+  GmmProblem p;
+  p.m = 512;
+  p.k = 256;
+  p.n = 256;
+  p.group_sizes = {128, 256, 128};
+  EXPECT_FALSE(runs_on_matrix_units(GmmPlan(ctx(), p))) << "f32";
+  p.lhs_type = p.rhs_type = DType::f16;
+  if (ctx().info().type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    EXPECT_FALSE(runs_on_matrix_units(GmmPlan(ctx(), p))) << "a CPU device's automatic schedule is direct";
+    return;
+  }
+  EXPECT_TRUE(runs_on_matrix_units(GmmPlan(ctx(), p)));
+}
+
+// A problem that asks for the matrix schedule where it cannot run is refused, naming why; on a device
+// without matrix units every such request is.
+TEST_F(DeviceTest, MatrixScheduleRefusedWhereItCannotRun) {
+  GmmProblem p;
+  p.m = 8;
+  p.k = 8;
+  p.n = 8;
+  p.group_sizes = {8};
+  p.schedule = Schedule::matrix;
+  expect_refused([&] { GmmPlan(ctx(), p); }, Status::unsupported,
+                 ctx().info().matrix_extension.empty() ? "has no matrix units" : "lhs is f32");
+  p.lhs_type = DType::f16;
+  p.rhs_type = DType::bf16;
+  expect_refused([&] { GmmPlan(ctx(), p); }, Status::unsupported,
+                 ctx().info().matrix_extension.empty() ? "has no matrix units" : "rhs is bf16");
+  if (!ctx().info().matrix_extension.empty()) {
+    // With 16-bit storage off the matrix build cannot read its operands.
+    ContextOptions o;
+    o.storage16 = false;
+    Context c = make_context(o);
+    p.rhs_type = DType::f16;
+    expect_refused([&] { GmmPlan(c, p); }, Status::unsupported, "schedule matrix");
+  }
+}
+
+// Forced on a context, the matrix schedule runs where it can and the shared schedule elsewhere: an f32
+// call, and tgmm, which has no matrix build, still match the reference.
+TEST_F(DeviceTest, MatrixForcedOnAContextFallsBackToShared) {
+  Context& c = ctx(Schedule::matrix);
+  GmmProblem p;
+  p.m = 41;
+  p.k = 13;
+  p.n = 22;
+  p.group_sizes = {10, 0, 31};
+  EXPECT_FALSE(runs_on_matrix_units(GmmPlan(c, p)));
+  expect_gmm_matches_reference(c, p, 3);
+  TgmmProblem t;
+  t.m = 41;
+  t.k = 13;
+  t.n = 22;
+  t.group_sizes = {10, 0, 31};
+  std::mt19937 rng(4);
+  const auto lhs = random_values(size_t(t.m * t.k), t.lhs_type, rng);
+  const auto rhs = random_values(size_t(t.m * t.n), t.rhs_type, rng);
+  EXPECT_TRUE(all_close(run_tgmm(c, t, lhs, rhs), reference::tgmm(t, lhs, rhs), 1e-3, 1e-5));
+}
+
+}  // namespace
+}  // namespace vkgmm::test
