@@ -5,7 +5,7 @@
 #include "dispatch_plan.hpp"
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
-#include "shader_modules.hpp"
+#include "matrix_schedule.hpp"
 #include "tiling.hpp"
 #include "vkgmm/metadata.hpp"
 
@@ -83,24 +83,6 @@ struct GmmTiling {
   Schedule schedule;
   Tiling asked;
 };
-// Why the call cannot take the matrix schedule (empty where it can): its build multiplies f16 on the
-// matrix units, reads 16-bit operands natively and binds each operand whole.
-std::string matrix_refusal(const DispatchPlan& core, const GmmProblem& p, const DispatchPlan::OperandLayout& layout) {
-  const DeviceInfo& info = core.info();
-  const std::string op = core.name();
-  if (info.matrix_extension.empty())
-    return op + ": schedule matrix: " + info.name + " has no matrix units vkgmm uses (DeviceInfo::matrix_extension)";
-  if (p.lhs_type != DType::f16)
-    return op + ": schedule matrix: lhs is " + dtype_name(p.lhs_type) + "; the matrix units take f16 inputs";
-  if (p.rhs_type != DType::f16 && !is_quantized(p.rhs_type))
-    return op + ": schedule matrix: rhs is " + dtype_name(p.rhs_type) + "; the matrix schedule takes f16 or a block format";
-  if (!use_storage16(info, core.options().storage16, true))
-    return op + ": schedule matrix: 16-bit storage is off (ContextOptions::storage16)";
-  if (layout.split)
-    return op + ": schedule matrix: an operand is larger than one binding (maxStorageBufferRange) and bound in parts";
-  return {};
-}
-
 GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r,
                         const DispatchPlan::OperandLayout& layout) {
   const DeviceInfo& tile_info = core.tiling_info();
@@ -116,16 +98,7 @@ GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const Gmm
                                           : ActiveGroups{&p.group_sizes, r.group_offset, r.g_local};
   Schedule schedule =
       gmm_schedule(p.schedule, tile_info, core.options().schedule, active, !p.tiling.fixed && !p.tiling.lookup);
-  // The matrix units: where asked of this problem, or forced or chosen where shared would run, if it can.
-  const std::string refusal = matrix_refusal(core, p, layout);
-  const bool automatic = p.schedule == Schedule::automatic && core.options().schedule == Schedule::automatic;
-  if (schedule == Schedule::matrix && !refusal.empty()) {
-    if (p.schedule == Schedule::matrix && core.options().schedule == Schedule::automatic)
-      throw Error(Status::unsupported, refusal);
-    schedule = Schedule::shared;
-  } else if (schedule == Schedule::shared && automatic && refusal.empty()) {
-    schedule = Schedule::matrix;
-  }
+  schedule = matrix_or_fallback(core, schedule, p.schedule, matrix_refusal(core, p.lhs_type, p.rhs_type, true, layout));
   const Tiling asked = resolve_tiling(p.tiling, r.rows, p.k, r.out_n, core.name(), [&] {
     return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, r.out_n, r.gate_up ? 2 : 1,
                            is_quantized(p.rhs_type));

@@ -180,13 +180,13 @@ inline constexpr SpecConstant kTgmmConstants[] = {
 };
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
-// Declared by gmm's matrix builds (VKGMM_MATRIX) only.
+// Declared by the ops' matrix builds (VKGMM_MATRIX) only.
 inline constexpr SpecConstant kMatrixConstants[] = {
-    {VKGMM_ID_GMM_MATRIX_M, "CM_M"},
-    {VKGMM_ID_GMM_MATRIX_N, "CM_N"},
-    {VKGMM_ID_GMM_MATRIX_K, "CM_K"},
-    {VKGMM_ID_GMM_MATRIX_SG_M, "SG_M"},
-    {VKGMM_ID_GMM_MATRIX_SG_N, "SG_N"},
+    {VKGMM_ID_MATRIX_M, "CM_M"},
+    {VKGMM_ID_MATRIX_N, "CM_N"},
+    {VKGMM_ID_MATRIX_K, "CM_K"},
+    {VKGMM_ID_MATRIX_SG_M, "SG_M"},
+    {VKGMM_ID_MATRIX_SG_N, "SG_N"},
 };
 inline constexpr SpecConstant kMetadataConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

@@ -31,11 +31,11 @@ void Kernel::set_shape(const KernelShape& s) {
   set(VKGMM_ID_SHARED_B, s.shared_b);
   matrix = s.matrix;
   if (matrix) {
-    set(VKGMM_ID_GMM_MATRIX_M, s.cm_m);
-    set(VKGMM_ID_GMM_MATRIX_N, s.cm_n);
-    set(VKGMM_ID_GMM_MATRIX_K, s.cm_k);
-    set(VKGMM_ID_GMM_MATRIX_SG_M, s.sg_m);
-    set(VKGMM_ID_GMM_MATRIX_SG_N, s.sg_n);
+    set(VKGMM_ID_MATRIX_M, s.cm_m);
+    set(VKGMM_ID_MATRIX_N, s.cm_n);
+    set(VKGMM_ID_MATRIX_K, s.cm_k);
+    set(VKGMM_ID_MATRIX_SG_M, s.sg_m);
+    set(VKGMM_ID_MATRIX_SG_N, s.sg_n);
   }
 }
 

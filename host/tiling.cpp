@@ -259,6 +259,8 @@ std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_
 // lavapipe, min of alternating runs: 32 x 128 took 0.75-0.9x the time of 64 x 64 at m = 1024-8192,
 // k = 176-1024, n = 256-3584, and tied at k = 1792, n = 512).
 TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk, int64_t n) {
+  // Matrix: gmm's blocks (128 x 128 on 8 subgroups), the group's rows 32 at a time.
+  if (schedule == Schedule::matrix) return {/*rows_per_step=*/2 * kSharedStep, /*block_k=*/128, /*block_n=*/128};
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
     return {/*rows_per_step=*/kSharedStep, /*block_k=*/16 * r.rows, /*block_n=*/16 * r.cols};

@@ -313,8 +313,7 @@ void run_visit(uint visit, uint n_tile) {
   uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
   uint g_local = uint(group) - pc.group_offset;
 #ifdef VKGMM_MATRIX
-  reduce_matrix(lid, m0, n0, g_local);
-  store_matrix(m0, n0, g_local, gstart, gend);
+  run_matrix(lid, m0, n0, g_local, gstart, gend);
   if (FUSED_COMBINE) finish_tile(n_tile, m0 < gend ? min(m0 + TM, gend) - m0 : 0u);
   return;
 #endif

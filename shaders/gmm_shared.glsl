@@ -119,12 +119,18 @@ void stage_store() {
   }
 }
 
+// The K steps: ceil(k / TK) of them ending at k, the first one ragged (see the staging above); returns
+// the first's K offset.
+int first_k_step(out uint steps) {
+  steps = (pc.k + TK - 1) / TK;
+  return int(pc.k) - int(steps * TK);
+}
+
 // One tile's reduction over K into acc4 (row i, column group v at i * VNH + v).
 void reduce_shared(uint lid, uint m0, uint n0, uint g_local, uint tx, uint ty) {
   stage_sources(lid, m0, n0, g_local);
-  // ceil(k / TK) steps ending at k, the first one ragged (see the staging above).
-  const uint steps = (pc.k + TK - 1) / TK;
-  int k0 = int(pc.k) - int(steps * TK);
+  uint steps;
+  int k0 = first_k_step(steps);
   if (steps > 0) stage_load(k0, true);
   for (; k0 < int(pc.k); k0 += int(TK)) {
     stage_store();

@@ -121,19 +121,20 @@
 // Routed: each slot's pre-activation (the product + bias, before the activation and the weight) also
 // goes to the workspace as f32 [slots, n] at pre_off (the META binding): the backward's input, saved.
 #define VKGMM_ID_GMM_SAVE_PRE 24
-// The matrix-unit builds (VKGMM_MATRIX): the cooperative matrices' shape, M x N x K of f16 products
-// accumulated in f32 (one the device lists), and the workgroup's subgroups as SG_M x SG_N over the tile.
-#define VKGMM_ID_GMM_MATRIX_M 25
-#define VKGMM_ID_GMM_MATRIX_N 26
-#define VKGMM_ID_GMM_MATRIX_K 27
-#define VKGMM_ID_GMM_MATRIX_SG_M 28
-#define VKGMM_ID_GMM_MATRIX_SG_N 29
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18
 #define VKGMM_ID_TGMM_VEC4_OUT 19    // the block stored 4 adjacent columns at a time (as gmm's VEC4_OUT)
 // Operands bound in parts (VKGMM_SPLIT): words per part = 2^PART_SHIFT.
 #define VKGMM_ID_PART_SHIFT 31
+// The ops' matrix-unit builds (VKGMM_MATRIX, shaders/matrix_tile.glsl): the cooperative matrices' shape,
+// M x N x K of f16 products accumulated in f32 (one the device lists), and the workgroup's subgroups as
+// SG_M x SG_N over the output block.
+#define VKGMM_ID_MATRIX_M 25
+#define VKGMM_ID_MATRIX_N 26
+#define VKGMM_ID_MATRIX_K 27
+#define VKGMM_ID_MATRIX_SG_M 28
+#define VKGMM_ID_MATRIX_SG_N 29
 
 // Element types (vkgmm::DType's values).
 #define VKGMM_DT_F32 0

@@ -13,6 +13,9 @@
 // invocation reads its micro-tile's operands straight from the buffers.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef VKGMM_MATRIX
+#include "coopmat.glsl"
+#endif
 
 #include "bindings.glsl"
 #include "dtype.glsl"
@@ -76,11 +79,27 @@ uint lhs_index(uint kk, uint row) {
 // ----- the shared schedule (see gmm.comp's, the same scheme with the group's rows as the reduction) ------
 // The stage, row-major so that an invocation's 4 adjacent k rows (columns) are one 16-byte read:
 // As[c][k row] and Bs[c][column] for the step's group row c.
+// The matrix builds stage the same layout in f16, the cooperative matrices' inputs (As4 and Bs4 stay for
+// the other schedules' code, dead there).
+#ifdef VKGMM_MATRIX
+shared float16_t As16[SHARED_A];
+shared float16_t Bs16[SHARED_B];
+shared vec4 As4[1];
+shared vec4 Bs4[1];
+void stage_put(const bool to_b, uint at, uint c, float v) {
+  if (!to_b) As16[at * 4u + c] = float16_t(v);
+  else Bs16[at * 4u + c] = float16_t(v);
+}
+#else
 shared vec4 As4[(SHARED_A + 3) / 4];
 shared vec4 Bs4[(SHARED_B + 3) / 4];
 void stage_put(const bool to_b, uint at, uint c, float v) {
   if (!to_b) As4[at][c] = v;
   else Bs4[at][c] = v;
+}
+#endif
+void stage_put4(const bool to_b, uint at, vec4 v) {
+  [[unroll]] for (uint c = 0; c < 4; ++c) stage_put(to_b, at, c, v[c]);
 }
 // Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
 // k, stored whole; lhs [k, m] K-major (stage_kmajor.glsl: the group's rows are the reduction), TK k rows
@@ -185,7 +204,7 @@ void stage_store() {
     if (!A_EVEN && e >= A_CHUNKS) continue;
     vec4 v = staged_values(a_next[s], A_PACKED, LHS_TYPE);
     if (LHS_MK) {
-      As4[a_dst[s]] = v;  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
+      stage_put4(false, a_dst[s], v);  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
     } else {
       kmajor_store(false, a_dst[s], e, TK, v);
     }
@@ -193,8 +212,15 @@ void stage_store() {
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     // row e / (TN / 4), columns from (e % (TN / 4)) * 4
-    if (B_EVEN || e < B_CHUNKS) Bs4[e] = staged_values(b_next[s], B_PACKED, RHS_TYPE);
+    if (B_EVEN || e < B_CHUNKS) stage_put4(true, e, staged_values(b_next[s], B_PACKED, RHS_TYPE));
   }
+}
+
+// The shared schedules' steps: ceil(rows / TM) of them ending at the group's end, the first one ragged
+// (see the staging above); returns the first's group row.
+int first_row_step(uint gstart, uint gend, out uint steps) {
+  steps = gend > gstart ? (gend - gstart + TM - 1) / TM : 0u;
+  return int(gend) - int(steps * TM);
 }
 
 // The VEC4 schedule: vec4 column groups per invocation (RN is a multiple of 4 there; never 0, even where
@@ -208,6 +234,42 @@ const uint VN = (RN + 3) / 4;
       acc4[i * VN + v] = fma(vec4(a1), load4_rhs(pc.rhs_off + (row) * pc.n + bcol[v]), acc4[i * VN + v]); \
   }
 
+// Block row kk, columns col .. col + 3 (col a multiple of 4 with VEC4_OUT) of output group j_group: the
+// sums v, plus existing_out, stored 4 at a time with VEC4_OUT (out [k, n]), else those below n one by one.
+void store_block4(uint j_group, uint kk, uint col, vec4 v) {
+  const uint block = j_group * pc.k * pc.n;
+  if (VEC4_OUT && !OUT_NK) {
+    const uint idx = block + kk * pc.n + col;
+    if (HAS_EXISTING) [[unroll]] for (uint q = 0; q < 4; ++q) v[q] += load_ex(pc.ex_off + idx + q);
+    store4_out(pc.out_off + idx, v, OUT_TYPE);
+    return;
+  }
+  [[unroll]] for (uint q = 0; q < 4; ++q) {
+    if (col + q >= pc.n) continue;
+    const uint idx = block + (OUT_NK ? (col + q) * pc.k + kk : kk * pc.n + col + q);
+    store_out(pc.out_off + idx, HAS_EXISTING ? v[q] + load_ex(pc.ex_off + idx) : v[q], OUT_TYPE);
+  }
+}
+
+#ifdef VKGMM_MATRIX
+// The matrix-unit schedule: the shared schedule's staging into the f16 stage, the products on
+// cooperative matrices (matrix_tile.glsl), the group's rows the reduction.
+#define MT_ROWS TK
+#define MT_COLS TN
+#define MT_STEP TM
+#define MT_HALVES 1u
+#define MT_SPLIT_B false
+const uint B_LO = 0u;
+const float B_LO_SCALE = 1.0;
+// The block being stored (matrix_store4 reads it).
+uint mt_k0, mt_n0, mt_group;
+void matrix_store4(uint r, uint c, vec4 v, vec4 u) {
+  const uint kk = mt_k0 + r, col = mt_n0 + c;
+  if (kk < pc.k && col < pc.n) store_block4(mt_group, kk, col, v);
+}
+#include "matrix_tile.glsl"
+#endif
+
 // One work item: block (k_block, n_block) of output group j_group (the workgroup's whole job on the
 // per-block grid). Its barriers stay in uniform control flow: the arguments are the workgroup's.
 void run_block(uint j_group, uint k_block, uint n_block) {
@@ -219,6 +281,29 @@ void run_block(uint j_group, uint k_block, uint n_block) {
   uint lid = gl_LocalInvocationIndex;
   uint tx = lid % TX, ty = lid / TX;
 
+#ifdef VKGMM_MATRIX
+  {
+    stage_sources(lid, k0, n0);
+    matrix_zero();
+    uint steps;
+    int r0 = first_row_step(gstart, gend, steps);
+    if (steps > 0) stage_load(r0, gstart, true);
+    for (; r0 < int(gend); r0 += int(TM)) {
+      stage_store();
+      barrier();
+      if (r0 + int(TM) < int(gend)) stage_load(r0 + int(TM), gstart, false);  // in flight while this step computes
+      matrix_step();
+      barrier();
+    }
+    matrix_finish();
+    mt_k0 = k0;
+    mt_n0 = n0;
+    mt_group = j_group;
+    matrix_store();
+    return;
+  }
+#endif
+
   float acc[RK * RN];
   [[unroll]] for (uint e = 0; e < RK * RN; ++e) acc[e] = 0.0;
 
@@ -226,9 +311,8 @@ void run_block(uint j_group, uint k_block, uint n_block) {
     vec4 acc4[RK * VN];  // k row i, column group v (as in the VEC4 branch)
     [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
     stage_sources(lid, k0, n0);
-    // ceil(rows / TM) steps ending at the group's end, the first one ragged (see the staging above).
-    const uint steps = gend > gstart ? (gend - gstart + TM - 1) / TM : 0u;
-    int r0 = int(gend) - int(steps * TM);
+    uint steps;
+    int r0 = first_row_step(gstart, gend, steps);
     if (steps > 0) stage_load(r0, gstart, true);
     for (; r0 < int(gend); r0 += int(TM)) {
       stage_store();
@@ -311,12 +395,9 @@ void run_block(uint j_group, uint k_block, uint n_block) {
         uint c = col_of(tx, 4 * v);
         uint col = n0 + c;
         if (c >= TN || col >= pc.n) continue;
-        uint idx = block + kk * pc.n + col;
         vec4 val;
         [[unroll]] for (uint q = 0; q < 4; ++q) val[q] = acc[i * RN + 4 * v + q];
-        if (HAS_EXISTING)
-          [[unroll]] for (uint q = 0; q < 4; ++q) val[q] += load_ex(pc.ex_off + idx + q);
-        store4_out(pc.out_off + idx, val, OUT_TYPE);
+        store_block4(j_group, kk, col, val);
       }
       continue;
     }

@@ -337,7 +337,7 @@ template <typename Plan>
 Schedule planned_schedule(const Plan& plan) {
   for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
     if (std::string(pp.role) == "op") {
-      if (pp.constants.size() > VKGMM_ID_GMM_MATRIX_M && pp.constants[VKGMM_ID_GMM_MATRIX_M]) return Schedule::matrix;
+      if (pp.constants.size() > VKGMM_ID_MATRIX_M && pp.constants[VKGMM_ID_MATRIX_M]) return Schedule::matrix;
       return pp.constants[VKGMM_ID_USE_SHARED] ? Schedule::shared : Schedule::direct;
     }
   return Schedule::automatic;

@@ -1,7 +1,8 @@
-// gmm's matrix schedule (cooperative matrices: f16 products accumulated in f32) against the reference:
-// odd m, k and n, empty groups, every weight format it takes (f16 and the block formats, dequantized into
-// its f16 stage), both rhs layouts, every output type, shards into existing_out, device group sizes, and
-// the routed call with its epilogue (bias, SwiGLU, weights, the combine). Where the device's matrix units
+// The matrix schedule (cooperative matrices: f16 products accumulated in f32) against the reference: gmm
+// with odd m, k and n, empty groups, every weight format it takes (f16 and the block formats, dequantized
+// into its f16 stage), both rhs layouts, every output type, shards into existing_out, device group sizes,
+// and the routed call with its epilogue (bias, SwiGLU, weights, the combine); tgmm in every layout; the
+// backward. Where the device's matrix units
 // are not in use (DeviceInfo::matrix_extension empty: no cooperative-matrix extension, or vkgmm built
 // without a compiler for the one it has) these are skipped, saying why; the refusals and the fallback of a
 // forced schedule run on every device.
@@ -13,10 +14,11 @@ namespace vkgmm::test {
 namespace {
 
 // Whether the plan's kernel is the matrix build.
-bool runs_on_matrix_units(const GmmPlan& plan) {
+template <typename Plan>
+bool runs_on_matrix_units(const Plan& plan) {
   for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
     if (std::string(pp.role) == "op")
-      return pp.constants.size() > VKGMM_ID_GMM_MATRIX_M && pp.constants[VKGMM_ID_GMM_MATRIX_M] != 0;
+      return pp.constants.size() > VKGMM_ID_MATRIX_M && pp.constants[VKGMM_ID_MATRIX_M] != 0;
   return false;
 }
 
@@ -164,6 +166,111 @@ TEST_F(MatrixTest, RoutedWithTheEpilogue) {
     }
 }
 
+// tgmm on the matrix units: both lhs layouts, both out layouts, existing_out, every output type, empty
+// groups and rows past the groups, the group sizes on the device (the host path's bits).
+struct TgmmMatrixCase {
+  int64_t m, k, n, G;
+  Sizes sizes;
+  bool lhs_mk, out_nk, existing_out;
+  DType out;
+  std::optional<Tiling> tiling;
+  uint32_t seed;
+};
+std::string case_name(const TgmmMatrixCase& c) {
+  std::string s = "m" + std::to_string(c.m) + "k" + std::to_string(c.k) + "n" + std::to_string(c.n) + "g" +
+                  std::to_string(c.G) + "_" + sizes_name(c.sizes) + "_" + dtype_name(c.out) + (c.lhs_mk ? "_mk" : "_km") +
+                  (c.out_nk ? "_nk" : "") + (c.existing_out ? "_ex" : "");
+  if (c.tiling)
+    s += "_t" + std::to_string(c.tiling->tm) + "x" + std::to_string(c.tiling->tk) + "x" + std::to_string(c.tiling->tn);
+  return s;
+}
+void PrintTo(const TgmmMatrixCase& c, std::ostream* os) { *os << case_name(c); }
+
+std::vector<TgmmMatrixCase> tgmm_matrix_cases() {
+  std::vector<TgmmMatrixCase> out;
+  struct Shape {
+    int64_t m, k, n, G;
+  };
+  const Shape shapes[] = {{1, 1, 1, 1}, {37, 19, 23, 4}, {8, 3, 5, 6}, {300, 40, 70, 7}, {200, 64, 72, 16}};
+  const Sizes kinds[] = {Sizes::random, Sizes::empty_ends, Sizes::sum_below_m};
+  const std::optional<Tiling> tilings[] = {std::nullopt, Tiling{16, 32, 32}, Tiling{64, 64, 16}};
+  const DType outs[] = {DType::f32, DType::f16, DType::bf16};
+  uint32_t seed = 60;
+  int i = 0;
+  for (const Shape& s : shapes)
+    for (Sizes kind : kinds) {
+      if (s.G == 1 && kind != Sizes::random) continue;
+      out.push_back({s.m, s.k, s.n, s.G, kind, i % 2 == 0, i % 3 == 1, i % 4 == 2, outs[i % 3], tilings[i % 3], seed++});
+      ++i;
+    }
+  return out;
+}
+
+class TgmmMatrixSweep : public MatrixTest, public ::testing::WithParamInterface<TgmmMatrixCase> {};
+
+TEST_P(TgmmMatrixSweep, MatchesReference) {
+  const TgmmMatrixCase& c = GetParam();
+  std::mt19937 rng(c.seed);
+  TgmmProblem p;
+  p.m = c.m;
+  p.k = c.k;
+  p.n = c.n;
+  p.group_sizes = make_group_sizes(c.sizes, c.G, c.m, rng);
+  p.lhs_mk = c.lhs_mk;
+  p.out_nk = c.out_nk;
+  p.existing_out = c.existing_out;
+  p.lhs_type = p.rhs_type = DType::f16;
+  p.out_type = c.out;
+  p.schedule = Schedule::matrix;
+  if (c.tiling) p.tiling = TilingChoice::of(*c.tiling);
+  ASSERT_TRUE(runs_on_matrix_units(TgmmPlan(ctx(), p)));
+  const auto lhs = random_values(size_t(c.m * c.k), p.lhs_type, rng);
+  const auto rhs = random_values(size_t(c.m * c.n), p.rhs_type, rng);
+  std::vector<float> ex;
+  if (p.existing_out) ex = random_values(size_t(c.G * c.k * c.n), p.out_type, rng);
+  const auto got = run_tgmm(ctx(), p, lhs, rhs, ex);
+  const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+  EXPECT_TRUE(all_close(got, reference::tgmm(p, lhs, rhs, ex), tol.atol, tol.rtol));
+  EXPECT_TRUE(same_bits(run_tgmm_device(ctx(), p, lhs, rhs, ex), got)) << "device group sizes";
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, TgmmMatrixSweep, ::testing::ValuesIn(tgmm_matrix_cases()),
+                         [](const ::testing::TestParamInfo<TgmmMatrixCase>& info) { return case_name(info.param); });
+
+// The backward of an f16 gmm on the matrix units: d_lhs (a gmm with rhs transposed) and d_rhs (a tgmm),
+// both layouts of rhs, a window of the groups.
+TEST_F(MatrixTest, BackwardOnTheMatrixUnits) {
+  for (const bool transpose : {false, true})
+    for (const bool shard : {false, true}) {
+      SCOPED_TRACE(std::string(transpose ? "T" : "N") + (shard ? " shard" : ""));
+      std::mt19937 rng(70 + transpose + 2 * shard);
+      GmmProblem p;
+      p.m = 70;
+      p.k = 18;
+      p.n = 14;
+      p.group_sizes = make_group_sizes(Sizes::empty_ends, 6, 60, rng);
+      p.transpose_rhs = transpose;
+      p.lhs_type = p.rhs_type = p.out_type = DType::f16;
+      p.schedule = Schedule::matrix;
+      int64_t g_local = 6;
+      if (shard) {
+        p.group_offset = 2;
+        p.num_rhs_groups = g_local = 3;
+      }
+      const GmmBackwardPlan plan(ctx(), p);
+      EXPECT_TRUE(runs_on_matrix_units(plan.d_lhs_plan())) << "d_lhs";
+      EXPECT_TRUE(runs_on_matrix_units(plan.d_rhs_plan())) << "d_rhs";
+      const auto lhs = random_values(size_t(p.m * p.k), p.lhs_type, rng);
+      const auto rhs = random_values(size_t(g_local * p.k * p.n), p.rhs_type, rng);
+      const auto d_out = random_values(size_t(p.m * p.n), p.out_type, rng);
+      const auto got = run_backward(ctx(), p, lhs, rhs, d_out);
+      const auto want = reference::gmm_backward(p, lhs, rhs, d_out);
+      const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+      EXPECT_TRUE(all_close(got.d_lhs, want.d_lhs, tol.atol, tol.rtol)) << "d_lhs";
+      EXPECT_TRUE(all_close(got.d_rhs, want.d_rhs, tol.atol, tol.rtol)) << "d_rhs";
+    }
+}
+
 // Automatic on a GPU: f16 calls that would take the shared schedule take the matrix units; f32 ones never.
 TEST_F(MatrixTest, AutomaticTakesTheMatrixUnitsForF16) {
   GmmProblem p;
@@ -205,8 +312,8 @@ TEST_F(DeviceTest, MatrixScheduleRefusedWhereItCannotRun) {
   }
 }
 
-// Forced on a context, the matrix schedule runs where it can and the shared schedule elsewhere: an f32
-// call, and tgmm, which has no matrix build, still match the reference.
+// Forced on a context, the matrix schedule runs where it can and the shared schedule elsewhere: f32 gmm
+// and tgmm calls still match the reference.
 TEST_F(DeviceTest, MatrixForcedOnAContextFallsBackToShared) {
   Context& c = ctx(Schedule::matrix);
   GmmProblem p;
@@ -224,6 +331,7 @@ TEST_F(DeviceTest, MatrixForcedOnAContextFallsBackToShared) {
   std::mt19937 rng(4);
   const auto lhs = random_values(size_t(t.m * t.k), t.lhs_type, rng);
   const auto rhs = random_values(size_t(t.m * t.n), t.rhs_type, rng);
+  EXPECT_FALSE(runs_on_matrix_units(TgmmPlan(c, t)));
   EXPECT_TRUE(all_close(run_tgmm(c, t, lhs, rhs), reference::tgmm(t, lhs, rhs), 1e-3, 1e-5));
 }
 

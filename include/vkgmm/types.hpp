@@ -79,15 +79,14 @@ struct TilingChoice {
 
 // Which kernel schedule runs: staged through shared memory (the GPU schedule), or register micro-tiles
 // read straight from the buffers (fast on CPU drivers such as lavapipe; on GPUs, with the reduction split
-// over the workgroup, the decode schedule), or gmm's matrix schedule: the shared schedule's staging in
-// f16 and the products on the device's matrix units (cooperative matrices, DeviceInfo::matrix_extension),
-// for f16 lhs with f16 or block-format rhs. Automatic picks by device type, on GPUs takes the direct
-// schedule for gmm's groups of a few rows when the tiling is automatic too, and the matrix schedule where
-// shared would run and the call can take it. Asked of a gmm problem, matrix is refused where the call
-// cannot take it (f32 or bf16 inputs, no matrix units, operands bound in parts); forced on a context
-// ($VKGMM_SCHEDULE=shared|direct|matrix, ContextOptions::schedule, to exercise each path on one device),
-// the calls that cannot take it run the shared schedule. tgmm has no matrix schedule: it runs the shared
-// one for it.
+// over the workgroup, the decode schedule), or the matrix schedule: the shared schedule's staging in f16
+// and the products on the device's matrix units (cooperative matrices, DeviceInfo::matrix_extension),
+// accumulated in f32, for f16 lhs with f16 rhs (gmm: or a block format). Automatic picks by device type,
+// on GPUs takes the direct schedule for gmm's groups of a few rows when the tiling is automatic too, and
+// the matrix schedule where shared would run and the call can take it. Asked of a problem, matrix is
+// refused where the call cannot take it (f32 or bf16 inputs, no matrix units, operands bound in parts);
+// forced on a context ($VKGMM_SCHEDULE=shared|direct|matrix, ContextOptions::schedule, to exercise each
+// path on one device), the calls that cannot take it run the shared schedule.
 enum class Schedule { automatic, shared, direct, matrix };
 VKGMM_API const char* schedule_name(Schedule s);
 

@@ -1,0 +1,88 @@
+// An output block on cooperative matrices (the VKGMM_MATRIX builds; coopmat.glsl's types): the shared
+// schedule's f16 stage of one step multiplied into f32 accumulators, and the block taken out through
+// shared memory to the includer's epilogue. The includer defines, before including:
+//   MT_ROWS, MT_COLS, MT_STEP: the block's rows and output columns and the step's depth (its constants);
+//   MT_HALVES: product columns per output column (gmm's gated activation: 2, the gate's and the up
+//     projection's, staged half after half);
+//   MT_SPLIT_B: a block format's second parts staged from B_LO, scaled by B_LO_SCALE (see gmm.comp);
+//   the stage As16 [MT_STEP][MT_ROWS] (column-major A) and Bs16 [MT_STEP][MT_COLS * MT_HALVES] (row-major B);
+//   void matrix_store4(uint r, uint c, vec4 v, vec4 u): the epilogue of block row r, output columns
+//     c .. c + 3 (below MT_COLS; the includer checks the problem's bounds), v the products (the gate's)
+//     and u the up projection's (MT_HALVES 2; else v again).
+// The workgroup's subgroups tile the block SG_M x SG_N: subgroup s takes rows (s % SG_M) * WM .. + WM and,
+// in each half, output columns (s / SG_M) * WN .. + WN, as FM x FN accumulators of CM_M x CM_N. The host
+// sizes the block so that all of these divide (make_matrix_shape), and runs full subgroups of the
+// device's size.
+layout(constant_id = VKGMM_ID_MATRIX_M) const uint CM_M = 16;
+layout(constant_id = VKGMM_ID_MATRIX_N) const uint CM_N = 16;
+layout(constant_id = VKGMM_ID_MATRIX_K) const uint CM_K = 16;
+layout(constant_id = VKGMM_ID_MATRIX_SG_M) const uint SG_M = 2;
+layout(constant_id = VKGMM_ID_MATRIX_SG_N) const uint SG_N = 4;
+const uint WM = MT_ROWS / SG_M, WN = MT_COLS / SG_N;
+const uint FM = WM / CM_M, FN = WN / CM_N;
+const uint FRAGMENT = CM_M * CM_N;
+const uint FRAGMENTS = FM * FN * MT_HALVES;
+// Each subgroup's accumulators on their way to the epilogue: MT_HALVES at a time (a column block's gate and
+// up products meet there).
+shared float Cs[SG_M * SG_N * MT_HALVES * FRAGMENT];
+
+// Accumulator fm * FN * MT_HALVES + h * FN + fn: rows fm * CM_M, columns fn * CM_N of half h, in the
+// subgroup's part; a block format's second parts in accs_lo until matrix_finish.
+VKGMM_CM_ACC accs[FRAGMENTS];
+VKGMM_CM_ACC accs_lo[FRAGMENTS];
+
+void matrix_zero() {
+  [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs[f] = VKGMM_CM_ACC(0.0);
+  if (MT_SPLIT_B) [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs_lo[f] = VKGMM_CM_ACC(0.0);
+}
+
+// The staged step's products into the accumulators (between the barriers of the staging).
+void matrix_step() {
+  const uint sg_m = gl_SubgroupID % SG_M, sg_n = gl_SubgroupID / SG_M;
+  const uint B_ROW = MT_COLS * MT_HALVES;
+  [[unroll]] for (uint kk = 0; kk < MT_STEP; kk += CM_K) {
+    VKGMM_CM_A a[FM];
+    VKGMM_CM_B b[FN * MT_HALVES];
+    [[unroll]] for (uint fm = 0; fm < FM; ++fm)
+      VKGMM_CM_LOAD_COLUMNS(a[fm], As16, kk * MT_ROWS + sg_m * WM + fm * CM_M, MT_ROWS);
+    [[unroll]] for (uint part = 0; part < (MT_SPLIT_B ? 2u : 1u); ++part) {
+      [[unroll]] for (uint h = 0; h < MT_HALVES; ++h)
+        [[unroll]] for (uint fn = 0; fn < FN; ++fn)
+          VKGMM_CM_LOAD_ROWS(b[h * FN + fn], Bs16, part * B_LO + kk * B_ROW + h * MT_COLS + sg_n * WN + fn * CM_N, B_ROW);
+      [[unroll]] for (uint fm = 0; fm < FM; ++fm)
+        [[unroll]] for (uint j = 0; j < FN * MT_HALVES; ++j) {
+          const uint f = fm * FN * MT_HALVES + j;
+          if (part == 0u) accs[f] = VKGMM_CM_MUL_ADD(a[fm], b[j], accs[f]);
+          else accs_lo[f] = VKGMM_CM_MUL_ADD(a[fm], b[j], accs_lo[f]);
+        }
+    }
+  }
+}
+
+// After the last step: a block format's second parts added in.
+void matrix_finish() {
+  if (MT_SPLIT_B) [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs[f] = accs[f] + accs_lo[f] * (1.0 / B_LO_SCALE);
+}
+
+// The subgroup's accumulators to matrix_store4, one column block at a time (its halves) through Cs, each
+// lane 4 adjacent columns of a row.
+void matrix_store() {
+  const uint sg_m = gl_SubgroupID % SG_M, sg_n = gl_SubgroupID / SG_M;
+  const uint base = gl_SubgroupID * MT_HALVES * FRAGMENT;
+  [[unroll]] for (uint fm = 0; fm < FM; ++fm)
+    [[unroll]] for (uint fn = 0; fn < FN; ++fn) {
+      [[unroll]] for (uint h = 0; h < MT_HALVES; ++h)
+        VKGMM_CM_STORE_ROWS(accs[fm * FN * MT_HALVES + h * FN + fn], Cs, base + h * FRAGMENT, CM_N);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint e = gl_SubgroupInvocationID; e < FRAGMENT / 4u; e += gl_SubgroupSize) {
+        const uint r = e / (CM_N / 4u), c = (e % (CM_N / 4u)) * 4u;
+        const uint at = base + r * CM_N + c, up_at = at + (MT_HALVES - 1u) * FRAGMENT;
+        matrix_store4(sg_m * WM + fm * CM_M + r, sg_n * WN + fn * CM_N + c,
+                      vec4(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]),
+                      vec4(Cs[up_at], Cs[up_at + 1u], Cs[up_at + 2u], Cs[up_at + 3u]));
+      }
+      // Every lane's reads done before the next block overwrites Cs.
+      subgroupBarrier();
+    }
+}
