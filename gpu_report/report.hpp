@@ -23,7 +23,7 @@ struct Report {
 };
 
 // Whether the FMA-share threshold applies: a gmm or tgmm kernel of a compute-bound case with element-type
-// weights (decode is bandwidth-bound; block formats dequantize in the loop).
+// weights (decode is bandwidth-bound; block formats dequantize in the loop), not on the matrix units.
 bool gated(const Case& c, const CasePipeline& p);
 
 // Plans every case on `ctx` (a compile-only context; `executables`: its pipelines captured statistics),

@@ -56,6 +56,12 @@ py::dict info_of(const vkgmm::Context& c) {
   d["max_shared_memory"] = i.max_shared_memory;
   d["storage_buffer_16bit"] = i.storage_buffer_16bit;
   d["texel_loads"] = i.texel_loads_32bit;
+  // The matrix units gmm and tgmm run on (None: none), and every cooperative-matrix shape listed.
+  if (i.matrix_extension.empty())
+    d["matrix_units"] = py::none();
+  else
+    d["matrix_units"] = py::make_tuple(i.matrix_extension, i.matrix_m, i.matrix_n, i.matrix_k);
+  d["matrix_shapes"] = i.matrix_shapes;
   return d;
 }
 

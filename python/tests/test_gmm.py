@@ -185,3 +185,24 @@ def test_eager_pipelines_context(rng):
     gs = np.array([10, 0, 14], np.int32)
     assert_close(vkgmm.gmm(lhs, rhs, gs, context=eager), ref_gmm(lhs, rhs, gs), 16)
     assert eager.take_validation_messages() == []
+
+
+def test_matrix_schedule_context(rng):
+    # A context forcing the matrix schedule: f16 calls take the matrix units where the device has them
+    # (info says which), the others the shared schedule; the products are the same either way.
+    c = vkgmm.Context(validate=True, schedule="matrix")
+    assert c.options["schedule"] == "matrix"
+    units, shapes = c.info["matrix_units"], c.info["matrix_shapes"]
+    assert isinstance(shapes, list)
+    if units is not None:
+        extension, m, n, k = units
+        assert ("KHR " if extension == "VK_KHR_cooperative_matrix" else "NV ") + "%dx%dx%d f16*f16+f32->f32 subgroup" % (
+            m, n, k) in shapes
+    lhs, rhs = inputs(rng, 40, 24, 20, 3)
+    gs = np.array([13, 0, 27], np.int32)
+    out = vkgmm.gmm(lhs.astype(np.float16), rhs.astype(np.float16), gs, preferred_element_type=np.float32, context=c)
+    assert_close(out, ref_gmm(lhs.astype(np.float16), rhs.astype(np.float16), gs), 24, low_precision=True)
+    assert_close(vkgmm.gmm(lhs, rhs, gs, context=c), ref_gmm(lhs, rhs, gs), 24)
+    assert c.take_validation_messages() == []
+    with pytest.raises(ValueError, match="expected automatic, shared, direct or matrix"):
+        vkgmm.Context(schedule="tensor")
