@@ -17,7 +17,8 @@ if(VKGMM_GLSLC)
 endif()
 
 # Whether the configured glslc emits, and spirv-val accepts, a GLSL extension: compiles a probe that
-# enables `extension` and runs `body` in main(); sets <result> ON or OFF (cached by the extension's name).
+# enables `extension` and runs `body` in main(); sets <result> ON or OFF in the caller's scope (run at every
+# configure).
 function(vkgmm_glslc_knows result extension body)
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/glslc_probes)
   file(MAKE_DIRECTORY ${dir})

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "problem_checks.hpp"
+#include "matrix_schedule.hpp"
 #include "plan_internals.hpp"
 #include "routed_backward.hpp"
 #include "vkgmm/ops.hpp"
@@ -22,6 +23,7 @@ GmmProblem d_lhs_problem(const GmmProblem& f, const GmmBackwardOptions& o) {
   p.lhs_type = f.out_type;  // d_out
   p.out_type = f.lhs_type;
   p.existing_out = o.accumulate;  // else rows outside the active groups get zero gradient
+  p.schedule = part_schedule(f.schedule, p.lhs_type, p.rhs_type);
   return p;
 }
 
@@ -41,7 +43,7 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
   p.rhs_type = f.out_type;         // d_out
   p.out_type = f.rhs_type;
   p.tiling = f.tiling;
-  p.schedule = f.schedule;
+  p.schedule = part_schedule(f.schedule, p.lhs_type, p.rhs_type);
   p.grid = f.grid;
   return p;
 }

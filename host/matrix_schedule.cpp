@@ -19,6 +19,11 @@ std::string matrix_refusal(const DispatchPlan& core, DType lhs, DType rhs, bool 
   return {};
 }
 
+Schedule part_schedule(Schedule forward, DType lhs, DType rhs) {
+  const bool f16_inputs = lhs == DType::f16 && (rhs == DType::f16 || is_quantized(rhs));
+  return forward == Schedule::matrix && !f16_inputs ? Schedule::shared : forward;
+}
+
 Schedule matrix_or_fallback(const DispatchPlan& core, Schedule resolved, Schedule requested, const std::string& refusal) {
   const Schedule forced = core.options().schedule;
   if (resolved == Schedule::matrix && !refusal.empty()) {

@@ -13,6 +13,11 @@ namespace vkgmm {
 std::string matrix_refusal(const DispatchPlan& core, DType lhs, DType rhs, bool rhs_blocks,
                            const DispatchPlan::OperandLayout& layout);
 
+// The schedule a backward's part takes from its forward's problem: the forward's, except that a part whose
+// inputs the matrix units cannot take (f32 gradients, the routed passes' f32 rows) runs shared where the
+// forward asked for matrix.
+Schedule part_schedule(Schedule forward, DType lhs, DType rhs);
+
 // The schedule the kernel runs, from the one resolved for the problem (`resolved`), what the problem
 // asked (`requested`) and the context forces (core.options().schedule): matrix where it was asked for or
 // forced, or where automatic chose shared, and the call can take it. Asked of the problem where the call

@@ -49,7 +49,7 @@ void PipelineCache::destroy(VkDevice device) {
 
 VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t words,
                               const std::vector<uint32_t>& constants, bool split, uint32_t subgroup_size) {
-  Key key{code, constants};
+  Key key{code, constants, subgroup_size};
   std::lock_guard lock(mutex_);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
 

@@ -69,7 +69,11 @@ class PipelineCache {
   struct Key {
     const uint32_t* code = nullptr;
     std::vector<uint32_t> constants;
-    bool operator<(const Key& o) const { return code != o.code ? code < o.code : constants < o.constants; }
+    uint32_t subgroup_size = 0;
+    bool operator<(const Key& o) const {
+      if (code != o.code) return code < o.code;
+      return constants != o.constants ? constants < o.constants : subgroup_size < o.subgroup_size;
+    }
   };
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE, split_set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE, split_layout_ = VK_NULL_HANDLE;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "context_impl.hpp"
+#include "matrix_schedule.hpp"
 #include "interface.hpp"
 #include "operands.hpp"
 #include "plan_internals.hpp"
@@ -102,7 +103,7 @@ GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOpti
   p.out_type = f.lhs_type;
   p.existing_out = o.accumulate;
   p.tiling = f.tiling;
-  p.schedule = f.schedule;
+  p.schedule = part_schedule(f.schedule, p.lhs_type, p.rhs_type);
   p.grid = f.grid;
   p.routing = {f.routing.top_k, true, !f.routing.lhs_per_slot, f.routing.num_experts};
   return p;
@@ -135,7 +136,7 @@ TgmmProblem slots_tgmm(const GmmProblem& f, int64_t k, DType out_type, bool out_
   p.lhs_type = p.rhs_type = DType::f32;
   p.out_type = out_type;
   p.tiling = f.tiling;
-  p.schedule = f.schedule;
+  p.schedule = part_schedule(f.schedule, p.lhs_type, p.rhs_type);
   p.grid = f.grid;
   return p;
 }

@@ -341,27 +341,47 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   cols = round_up(std::min(cols, pow2_at_least(std::max<int64_t>(cols_extent, 1))), cm_n);
   if (rows > 65536 || cols > 65536 || step > 65536)
     throw Error(Status::invalid_argument, std::string(op) + ": tiling: tile sizes above 65536 cannot run");
-  uint32_t subgroups = std::max(1u, std::min(kMatrixSubgroups, info.max_workgroup_invocations / lanes));
-  // The split of the subgroups between rows and columns with the squarest parts; fewer subgroups where
-  // none divides the block into whole matrices.
-  for (;; subgroups /= 2) {
-    int64_t best = -1;
-    for (uint32_t sg_m = 1; sg_m <= subgroups; sg_m *= 2) {
-      const uint32_t sg_n = subgroups / sg_m;
-      if (rows % (int64_t(sg_m) * cm_m) != 0 || cols % (int64_t(sg_n) * cm_n) != 0) continue;
-      const int64_t part_rows = rows / sg_m, part_cols = cols / sg_n * halves;
-      const int64_t skew = std::max(part_rows, part_cols) * 1024 / std::min(part_rows, part_cols);
-      if (best < 0 || skew < best) best = skew, s.sg_m = sg_m, s.sg_n = sg_n;
+  const int64_t unit = std::lcm<int64_t>(4, cm_k);  // the step: whole matrices and chunks of 4
+  const int64_t asked_step = round_up(std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1))), unit);
+  const uint32_t most = std::max(1u, std::min(kMatrixSubgroups, info.max_workgroup_invocations / lanes));
+  // The block shrinks, its longer side halved in whole matrices, until each subgroup holds at most
+  // kMatrixFragments accumulators and the stage fits shared memory (beside the dead schedules' few
+  // words: 64 bytes).
+  for (;;) {
+    // The split of the subgroups between rows and columns with the squarest parts; fewer subgroups where
+    // none divides the block into whole matrices.
+    for (uint32_t subgroups = most;; subgroups /= 2) {
+      int64_t best = -1;
+      for (uint32_t sg_m = 1; sg_m <= subgroups; sg_m *= 2) {
+        const uint32_t sg_n = subgroups / sg_m;
+        if (rows % (int64_t(sg_m) * cm_m) != 0 || cols % (int64_t(sg_n) * cm_n) != 0) continue;
+        const int64_t part_rows = rows / sg_m, part_cols = cols / sg_n * halves;
+        const int64_t skew = std::max(part_rows, part_cols) * 1024 / std::min(part_rows, part_cols);
+        if (best < 0 || skew < best) best = skew, s.sg_m = sg_m, s.sg_n = sg_n;
+      }
+      if (best >= 0 || subgroups == 1) break;
     }
-    if (best >= 0 || subgroups == 1) break;
+    const uint32_t invocations = s.sg_m * s.sg_n * lanes;
+    auto shared_bytes = [&](int64_t st) {
+      return uint64_t(2) * (uint64_t(rows) * st + uint64_t(st) * cols * halves * (rhs_blocks ? 2 : 1)) +
+             uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n + 64;
+    };
+    auto in_flight = [&](int64_t st) {
+      return ((uint64_t(rows) + uint64_t(cols) * halves) * st / 4 + invocations - 1) / invocations;
+    };
+    step = asked_step;
+    while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > kSharedChunksInFlight))
+      step = std::max(unit, step / 2 / unit * unit);
+    const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves;
+    if (fragments <= kMatrixFragments && shared_bytes(step) <= info.max_shared_memory) break;
+    if (rows <= cm_m && cols <= cm_n)
+      throw Error(Status::unsupported, std::string(op) + ": tiling: one " + std::to_string(cm_m) + " x " +
+                                           std::to_string(cm_n) + " matrix per subgroup cannot be staged in " +
+                                           std::to_string(info.max_shared_memory) + " bytes of shared memory");
+    if (rows / cm_m >= cols * halves / cm_n && rows > cm_m) rows = round_up(rows / 2, cm_m);
+    else if (cols > cm_n) cols = round_up(cols / 2, cm_n);
+    else rows = round_up(rows / 2, cm_m);
   }
-  const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves;
-  if (fragments > kMatrixFragments)
-    throw Error(Status::invalid_argument,
-                std::string(op) + ": tiling: a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                    " block gives each of its " + std::to_string(s.sg_m * s.sg_n) + " subgroups " +
-                    std::to_string(fragments) + " accumulators of " + std::to_string(cm_m) + " x " +
-                    std::to_string(cm_n) + "; at most " + std::to_string(kMatrixFragments) + " fit");
   s.rows = static_cast<uint32_t>(rows);
   s.cols = static_cast<uint32_t>(cols);
   // The invocations as the fill visits and the staging see them (TX x TY, groups of 4 rows and columns).
@@ -371,20 +391,6 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   s.ty = invocations / s.tx;
   s.rm = round_up4((rows + s.ty - 1) / s.ty);
   s.rn = round_up4((cols + s.tx - 1) / s.tx);
-  // The step: whole matrices and chunks of 4, no longer than the reduction needs.
-  const int64_t unit = std::lcm<int64_t>(4, cm_k);
-  step = round_up(std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1))), unit);
-  auto shared_bytes = [&](int64_t st) {
-    return uint64_t(2) * (uint64_t(rows) * st + uint64_t(st) * cols * halves * (rhs_blocks ? 2 : 1)) +
-           uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n;
-  };
-  auto in_flight = [&](int64_t st) { return ((uint64_t(rows) + uint64_t(cols) * halves) * st / 4 + invocations - 1) / invocations; };
-  while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > kSharedChunksInFlight))
-    step = std::max(unit, step / 2 / unit * unit);
-  if (shared_bytes(step) > info.max_shared_memory)
-    throw Error(Status::unsupported, std::string(op) + ": tiling: a " + std::to_string(rows) + " x " +
-                                         std::to_string(cols) + " block cannot be staged for the matrix units in " +
-                                         std::to_string(info.max_shared_memory) + " bytes of shared memory");
   s.step = static_cast<uint32_t>(step);
   s.shared_a = static_cast<uint32_t>(rows * step);
   s.shared_b = static_cast<uint32_t>(step * cols * halves * (rhs_blocks ? 2 : 1));

@@ -128,14 +128,15 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
                               uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1,
                               uint32_t k_slice_step = 0);
-// gmm's matrix schedule (shaders/gmm_matrix.glsl) on `info`'s matrix units (DeviceInfo::matrix_m, n, k):
+// The matrix schedule (shaders/matrix_tile.glsl) on `info`'s matrix units (DeviceInfo::matrix_m, n, k):
 // the block [rows, cols] (cols output columns, `halves` product columns each) shrunk to the problem's
 // extents as make_kernel_shape does and rounded up to whole matrices, over kMatrixSubgroups subgroups (fewer
 // where the device's workgroups hold fewer) split between rows and columns so that each subgroup's part is
 // as near square as whole matrices allow; the step a multiple of the matrices' K and of 4, halved until the
 // f16 stage (rhs's twice over for a block format, `rhs_blocks`: its rounding and the rest), the
-// accumulators' way out and the chunks in flight fit. Throws Error(invalid_argument) for a block whose
-// subgroups would hold more than kMatrixFragments accumulators each.
+// accumulators' way out and the chunks in flight fit; and the block's longer side halved until each
+// subgroup holds at most kMatrixFragments accumulators and the stage fits. Throws Error(unsupported) where
+// not even one matrix per subgroup can be staged.
 constexpr uint32_t kMatrixSubgroups = 8;
 constexpr uint32_t kMatrixFragments = 16;
 KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,

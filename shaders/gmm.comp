@@ -274,14 +274,15 @@ float epilogue(float v, float u, uint g_local, uint col, float w, uint orow) {
 // projection's, GATED) of group g_local: the epilogue of each, stored 4 at a time with VEC4_OUT, else the
 // columns below out_n one by one.
 void store_chunk(uint orow, uint col, float weight, vec4 v, vec4 u, uint g_local) {
-  vec4 val;
-  [[unroll]] for (uint q = 0; q < 4; ++q) val[q] = epilogue(v[q], u[q], g_local, col + q, weight, orow);
   if (VEC4_OUT) {
+    vec4 val;
+    [[unroll]] for (uint q = 0; q < 4; ++q) val[q] = epilogue(v[q], u[q], g_local, col + q, weight, orow);
     store_row_values4(orow, col, val);
     return;
   }
+  // Past out_n nothing runs: epilogue() reads the bias and writes the saved pre-activation there.
   [[unroll]] for (uint q = 0; q < 4; ++q)
-    if (col + q < pc.out_n) store_row_value(orow, col + q, val[q]);
+    if (col + q < pc.out_n) store_row_value(orow, col + q, epilogue(v[q], u[q], g_local, col + q, weight, orow));
 }
 #ifdef VKGMM_MATRIX
 #include "gmm_matrix.glsl"

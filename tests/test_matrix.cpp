@@ -271,6 +271,128 @@ TEST_F(MatrixTest, BackwardOnTheMatrixUnits) {
     }
 }
 
+// A routed call that saves its pre-activations (the backward's input), n odd: each slot's product plus
+// bias, in the plan's workspace, and nothing past its columns (the epilogue of the columns past n in a
+// subgroup's chunk of 4 never runs: it would write the next slot's words, and past the last slot's the
+// status word).
+TEST_F(MatrixTest, RoutedSavesItsPreActivations) {
+  std::mt19937 rng(81);
+  GmmProblem p;
+  const int64_t E = 3, top_k = 2, T = 13;
+  p.m = T;
+  p.k = 20;
+  p.n = 2 * 19;
+  p.lhs_type = p.rhs_type = DType::f16;
+  p.num_rhs_groups = E;
+  p.routing = {top_k, false, false, E};
+  p.epilogue = {true, Activation::swiglu, true};
+  p.schedule = Schedule::matrix;
+  const GmmPlan plan(ctx(), p);
+  ASSERT_TRUE(runs_on_matrix_units(plan));
+  std::vector<int32_t> ids;
+  for (int64_t t = 0; t < T; ++t) ids.push_back(int32_t(t % E)), ids.push_back(int32_t((t + 1) % E));
+  const auto lhs = random_values(size_t(T * p.k), p.lhs_type, rng);
+  const auto rhs = random_values(size_t(E * p.k * p.n), p.rhs_type, rng);
+  const auto bias = random_values(size_t(E * p.n), DType::f32, rng);
+  Buffer l = upload(ctx(), p.lhs_type, lhs), r = upload(ctx(), p.rhs_type, rhs), b = upload(ctx(), DType::f32, bias);
+  Buffer i = ctx().create_buffer(ids.size() * 4), status = status_word(ctx());
+  i.upload(ids.data(), ids.size() * 4);
+  const size_t out_count = gmm_out_elements(p);
+  Buffer o = poisoned(ctx(), out_count * 4), work = poisoned(ctx(), plan.workspace_bytes());
+  GmmOperands ops{l.view(), r.view(), o.view()};
+  ops.ids = i.view();
+  ops.bias = b.view();
+  ops.status = status.view();
+  ops.workspace = work.view();
+  ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  expect_clean_status(status);
+  const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+  EXPECT_TRUE(all_close(download(o, p.out_type, out_count), reference::gmm_routed(p, lhs, rhs, ids, {}, {}, bias),
+                        tol.atol, tol.rtol));
+  const BufferView pre = plan.saved_pre_activation(work.view());
+  std::vector<float> saved(size_t(T * top_k * p.n));
+  work.download(saved.data(), saved.size() * 4, pre.offset - work.view().offset);
+  std::vector<float> want(saved.size());
+  for (int64_t s = 0; s < T * top_k; ++s)
+    for (int64_t c = 0; c < p.n; ++c) {
+      const int64_t t = s / top_k, e = ids[size_t(s)];
+      double v = bias[size_t(e * p.n + c)];
+      for (int64_t kk = 0; kk < p.k; ++kk) v += double(lhs[size_t(t * p.k + kk)]) * rhs[size_t((e * p.k + kk) * p.n + c)];
+      want[size_t(s * p.n + c)] = float(v);
+    }
+  EXPECT_TRUE(all_close(saved, want, 1e-5, 1e-5)) << "saved pre-activations";
+}
+
+// Blocks larger than a subgroup's accumulators allow shrink (lavapipe's 8 x 8 matrices give the automatic
+// 128 x 128 block 32 per subgroup): the automatic tilings and an explicit large one run.
+TEST_F(MatrixTest, LargeBlocksShrinkToTheAccumulators) {
+  std::mt19937 rng(90);
+  GmmProblem p;
+  p.m = 300;
+  p.k = 40;
+  p.n = 260;
+  p.group_sizes = {100, 0, 200};
+  p.lhs_type = p.rhs_type = DType::f16;
+  p.schedule = Schedule::matrix;
+  for (const std::optional<Tiling> t : {std::optional<Tiling>{}, std::optional<Tiling>(Tiling{256, 64, 256})}) {
+    SCOPED_TRACE(t ? "256 x 64 x 256" : "automatic");
+    p.tiling = t ? TilingChoice::of(*t) : TilingChoice{};
+    const GmmPlan plan(ctx(), p);
+    ASSERT_TRUE(runs_on_matrix_units(plan));
+    const auto lhs = random_values(size_t(p.m * p.k), p.lhs_type, rng);
+    const auto rhs = random_values(size_t(3 * p.k * p.n), p.rhs_type, rng);
+    const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+    EXPECT_TRUE(all_close(run_gmm(ctx(), p, lhs, rhs), reference::gmm(p, lhs, rhs), tol.atol, tol.rtol));
+  }
+  TgmmProblem t;
+  t.m = 150;
+  t.k = 130;
+  t.n = 140;
+  t.group_sizes = {70, 80};
+  t.lhs_type = t.rhs_type = DType::f16;
+  t.schedule = Schedule::matrix;
+  ASSERT_TRUE(runs_on_matrix_units(TgmmPlan(ctx(), t)));
+  const auto lhs = random_values(size_t(t.m * t.k), t.lhs_type, rng);
+  const auto rhs = random_values(size_t(t.m * t.n), t.rhs_type, rng);
+  const Tolerance tol = tolerance_for(t.lhs_type, t.rhs_type, t.out_type);
+  EXPECT_TRUE(all_close(run_tgmm(ctx(), t, lhs, rhs), reference::tgmm(t, lhs, rhs), tol.atol, tol.rtol)) << "tgmm";
+}
+
+// A backward whose forward asked for the matrix units: its parts that cannot take them (f32 gradients,
+// the routed passes' f32 rows) run the shared schedule instead of refusing.
+TEST_F(MatrixTest, BackwardPartsThatCannotTakeTheMatrixUnitsRunShared) {
+  std::mt19937 rng(95);
+  GmmProblem p;
+  p.m = 30;
+  p.k = 12;
+  p.n = 10;
+  p.group_sizes = {14, 16};
+  p.lhs_type = p.rhs_type = DType::f16;
+  p.out_type = DType::f32;  // d_out f32: d_lhs's lhs and d_rhs's rhs
+  p.schedule = Schedule::matrix;
+  const GmmBackwardPlan plan(ctx(), p);
+  EXPECT_FALSE(runs_on_matrix_units(plan.d_lhs_plan()));
+  EXPECT_FALSE(runs_on_matrix_units(plan.d_rhs_plan()));
+  const auto lhs = random_values(size_t(p.m * p.k), p.lhs_type, rng);
+  const auto rhs = random_values(size_t(2 * p.k * p.n), p.rhs_type, rng);
+  const auto d_out = random_values(size_t(p.m * p.n), p.out_type, rng);
+  const auto got = run_backward(ctx(), p, lhs, rhs, d_out);
+  const auto want = reference::gmm_backward(p, lhs, rhs, d_out);
+  const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+  EXPECT_TRUE(all_close(got.d_lhs, want.d_lhs, tol.atol, tol.rtol)) << "d_lhs";
+  EXPECT_TRUE(all_close(got.d_rhs, want.d_rhs, tol.atol, tol.rtol)) << "d_rhs";
+  // Routed by ids with a combine: the routed backward's passes (f32 rows) likewise.
+  GmmProblem r;
+  r.m = 9;
+  r.k = 12;
+  r.n = 10;
+  r.lhs_type = r.rhs_type = r.out_type = DType::f16;
+  r.num_rhs_groups = 3;
+  r.routing = {2, false, true, 3};
+  r.schedule = Schedule::matrix;
+  EXPECT_NO_THROW(GmmBackwardPlan(ctx(), r));
+}
+
 // Automatic on a GPU: f16 calls that would take the shared schedule take the matrix units; f32 ones never.
 TEST_F(MatrixTest, AutomaticTakesTheMatrixUnitsForF16) {
   GmmProblem p;

@@ -84,7 +84,8 @@ struct TilingChoice {
 // accumulated in f32, for f16 lhs with f16 rhs (gmm: or a block format). Automatic picks by device type,
 // on GPUs takes the direct schedule for gmm's groups of a few rows when the tiling is automatic too, and
 // the matrix schedule where shared would run and the call can take it. Asked of a problem, matrix is
-// refused where the call cannot take it (f32 or bf16 inputs, no matrix units, operands bound in parts);
+// refused where the call cannot take it (f32 or bf16 inputs, no matrix units, 16-bit storage off, operands
+// bound in parts; a backward's parts that cannot run shared instead);
 // forced on a context ($VKGMM_SCHEDULE=shared|direct|matrix, ContextOptions::schedule, to exercise each
 // path on one device), the calls that cannot take it run the shared schedule.
 enum class Schedule { automatic, shared, direct, matrix };

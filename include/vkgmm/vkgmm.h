@@ -73,7 +73,7 @@ typedef enum vkgmm_schedule {
   VKGMM_SCHEDULE_AUTO = 0,   /* by device type */
   VKGMM_SCHEDULE_SHARED = 1, /* tiles staged in shared memory (GPUs) */
   VKGMM_SCHEDULE_DIRECT = 2, /* register micro-tiles, reads straight from the buffers (CPU drivers) */
-  VKGMM_SCHEDULE_MATRIX = 3  /* gmm on the matrix units (f16 lhs; vkgmm::Schedule::matrix) */
+  VKGMM_SCHEDULE_MATRIX = 3  /* gmm and tgmm on the matrix units (f16 inputs; vkgmm::Schedule::matrix) */
 } vkgmm_schedule;
 
 /* gmm's grid with device group sizes (vkgmm::DeviceGrid). */
