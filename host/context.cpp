@@ -249,6 +249,7 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
                                                                 VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR
                                                           : 0);
   dev.info.storage_buffer_16bit = en11.storageBuffer16BitAccess;
+  dev.info.matrix_shapes = units.listed;
   if (use_matrix) {
     dev.info.matrix_extension = units.extension;
     dev.info.matrix_m = units.m;
@@ -287,6 +288,7 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
   dev.queue_family = d.queue_family;
   dev.app_get_instance_proc_addr = d.get_instance_proc_addr;
   dev.query();
+  dev.info.matrix_shapes = query_matrix_units(dev.instance, dev.physical, dev.app_get_instance_proc_addr).listed;
   impl->pipelines.init(dev.device);
   // Only the app knows which optional features it enabled; without its word, the paths that need none.
   dev.info.storage_buffer_16bit = d.storage_buffer_16bit;

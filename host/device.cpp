@@ -1,6 +1,5 @@
 // The device's handles, what vkgmm reads of it once, and VkResult errors.
 #include "device.hpp"
-#include "matrix_units.hpp"
 
 #include <algorithm>
 #include <string>
@@ -117,7 +116,6 @@ void Device::query() {
                     lim.timestampComputeAndGraphics;
   info.timestamp_period_ns = lim.timestampPeriod;
   info.compute_units = query_compute_units(physical, info.type);
-  info.matrix_shapes = query_matrix_units(instance, physical, app_get_instance_proc_addr).listed;
 
   PFN_vkGetDeviceProcAddr get_device_proc_addr = vkGetDeviceProcAddr;
   if (app_get_instance_proc_addr) {

@@ -1,6 +1,6 @@
 #include "matrix_units.hpp"
 
-#include <cstring>
+#include <tuple>
 
 #include "device.hpp"
 
@@ -69,12 +69,11 @@ bool usable(const Shape& s) {
          s.m % 4 == 0 && s.n % 4 == 0 && s.k % 4 == 0 && s.m > 0 && s.n > 0 && s.k > 0;
 }
 
-// The largest M x N, then K, of the usable shapes.
+// The usable shapes' best: KHR's before NV's, then the largest M x N, then K.
 void consider(MatrixUnits& u, const Shape& s, const char* extension, bool khr) {
   if (!usable(s)) return;
-  const uint64_t area = uint64_t(s.m) * s.n, best = uint64_t(u.m) * u.n;
-  if (u.extension && u.khr == khr && (area < best || (area == best && s.k <= u.k))) return;
-  if (u.extension && u.khr && !khr) return;  // KHR preferred
+  const auto rank = [](bool k, uint64_t m, uint64_t n, uint64_t depth) { return std::make_tuple(k, m * n, depth); };
+  if (u.extension && rank(khr, s.m, s.n, s.k) <= rank(u.khr, u.m, u.n, u.k)) return;
   u.extension = extension;
   u.khr = khr;
   u.m = s.m;

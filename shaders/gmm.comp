@@ -85,50 +85,11 @@ float load_rhs(uint i) {
 vec4 load4_rhs(uint i) { return RHS_BLOCKS ? dequant4(RHS_TYPE, i - pc.rhs_off) : load4_rhs_elements(i); }
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 
-// The shared schedule's stage, K-major so that an invocation's 4 adjacent rows (columns) are one 16-byte
-// read: As[kk][row] and Bs[kk][product column] (the tile's product columns half by half). Lanes read
-// consecutive vec4s of Bs and at most TY distinct vec4s of As per K step. The matrix builds stage the same
-// layout in f16, the cooperative matrices' inputs (As4 and Bs4 stay for the other schedules' code, dead there).
-#ifdef VKGMM_MATRIX
-// A block format's dequantized weight needs more bits than f16's 11 (q8_0: an f16 scale times a 7-bit
-// quant): it is staged as two f16 values, its rounding and the rest times 2^11 (Bs16's second half, from
-// B_LO; unscaled, the rest of a weight below 0.125 would be an f16 subnormal, which devices may flush),
-// and multiplied twice, so that every product is the f32 product of the decoded weight's bits.
-const uint B_LO = SHARED_B / 2u;
-const float B_LO_SCALE = 2048.0;
-shared float16_t As16[SHARED_A];
-shared float16_t Bs16[SHARED_B];
-shared vec4 As4[1];
-shared vec4 Bs4[1];
-void stage_put_b(uint i, float v) {
-  if (!RHS_BLOCKS) {
-    Bs16[i] = float16_t(v);
-    return;
-  }
-  // v rounded to f16's 11 bits (to nearest even) in f32, by its bits: compilers fold v - float(float16_t(v))
-  // to 0 (lavapipe's does, `precise` or not). Below f16's normal range (|v| < 2^-14) the rounding keeps
-  // more bits than the f16 store does, an error below 2^-24 per weight.
-  const uint b = floatBitsToUint(v);
-  const float hi = uintBitsToFloat((b + 0xfffu + ((b >> 13) & 1u)) & ~0x1fffu);
-  Bs16[i] = float16_t(hi);
-  Bs16[B_LO + i] = float16_t((v - hi) * B_LO_SCALE);
-}
-void stage_put(const bool to_b, uint at, uint c, float v) {
-  if (!to_b) As16[at * 4u + c] = float16_t(v);
-  else stage_put_b(at * 4u + c, v);
-}
-void stage_put_b4(uint at, vec4 v) {
-  [[unroll]] for (uint c = 0; c < 4; ++c) stage_put_b(at * 4u + c, v[c]);
-}
-#else
-shared vec4 As4[(SHARED_A + 3) / 4];
-shared vec4 Bs4[(SHARED_B + 3) / 4];
-void stage_put(const bool to_b, uint at, uint c, float v) {
-  if (!to_b) As4[at][c] = v;
-  else Bs4[at][c] = v;
-}
-void stage_put_b4(uint at, vec4 v) { Bs4[at] = v; }
-#endif
+// The shared schedule's stage (stage.glsl), K-major so that an invocation's 4 adjacent rows (columns) are
+// one 16-byte read: As[kk][row] and Bs[kk][product column] (the tile's product columns half by half).
+// Lanes read consecutive vec4s of Bs and at most TY distinct vec4s of As per K step.
+#define STAGE_SPLIT_B RHS_BLOCKS
+#include "stage.glsl"
 
 layout(std430, set = 0, binding = VKGMM_BINDING_BIAS) readonly buffer BiasBuf { float bias[]; };
 
@@ -190,6 +151,46 @@ const uint VNH = VN * NH;
 float acc[RM * RNH];
 vec4 acc4[RM * VNH];
 
+#include "activation.glsl"
+
+// The epilogue of one output value: the gate (or only) product v, the up product u (GATED), of group
+// g_local at output column col, its row's routing weight w: + bias, activation, weight; all in fp32
+// (v itself with none of them: the constants fold every step away).
+// SAVE_PRE: the slot's product + bias goes to the workspace first (the same sums epilogue() takes).
+float epilogue(float v, float u, uint g_local, uint col, float w, uint orow) {
+  if (BIAS) {
+    uint brow = pc.bias_off + g_local * pc.n;
+    v += bias[brow + product_col(0u, col)];
+    if (GATED) u += bias[brow + product_col(1u, col)];
+  }
+  if (SAVE_PRE) {
+    uint at = pc.pre_off + orow * pc.n;
+    work[at + product_col(0u, col)] = floatBitsToUint(v);
+    if (GATED) work[at + product_col(1u, col)] = floatBitsToUint(u);
+  }
+  if (GATED) v = gated_value(v, u);
+  if (WEIGHTED) v *= w;
+  return v;
+}
+
+// Columns col .. col + 3 of output row orow from the products v (the gate's, or the only ones) and u (the up
+// projection's, GATED) of group g_local: the epilogue of each, stored 4 at a time with VEC4_OUT, else the
+// columns below out_n one by one.
+void store_chunk(uint orow, uint col, float weight, vec4 v, vec4 u, uint g_local) {
+  if (VEC4_OUT) {
+    vec4 val;
+    [[unroll]] for (uint q = 0; q < 4; ++q) val[q] = epilogue(v[q], u[q], g_local, col + q, weight, orow);
+    store_row_values4(orow, col, val);
+    return;
+  }
+  // Past out_n nothing runs: epilogue() reads the bias and writes the saved pre-activation there.
+  [[unroll]] for (uint q = 0; q < 4; ++q)
+    if (col + q < pc.out_n) store_row_value(orow, col + q, epilogue(v[q], u[q], g_local, col + q, weight, orow));
+}
+#ifdef VKGMM_MATRIX
+#include "gmm_matrix.glsl"
+#endif
+
 #include "gmm_shared.glsl"
 #include "gmm_direct.glsl"
 
@@ -248,45 +249,6 @@ void finish_tile(uint n_tile, uint rows) {
   }
 }
 
-#include "activation.glsl"
-
-// The epilogue of one output value: the gate (or only) product v, the up product u (GATED), of group
-// g_local at output column col, its row's routing weight w: + bias, activation, weight; all in fp32
-// (v itself with none of them: the constants fold every step away).
-// SAVE_PRE: the slot's product + bias goes to the workspace first (the same sums epilogue() takes).
-float epilogue(float v, float u, uint g_local, uint col, float w, uint orow) {
-  if (BIAS) {
-    uint brow = pc.bias_off + g_local * pc.n;
-    v += bias[brow + product_col(0u, col)];
-    if (GATED) u += bias[brow + product_col(1u, col)];
-  }
-  if (SAVE_PRE) {
-    uint at = pc.pre_off + orow * pc.n;
-    work[at + product_col(0u, col)] = floatBitsToUint(v);
-    if (GATED) work[at + product_col(1u, col)] = floatBitsToUint(u);
-  }
-  if (GATED) v = gated_value(v, u);
-  if (WEIGHTED) v *= w;
-  return v;
-}
-
-// Columns col .. col + 3 of output row orow from the products v (the gate's, or the only ones) and u (the up
-// projection's, GATED) of group g_local: the epilogue of each, stored 4 at a time with VEC4_OUT, else the
-// columns below out_n one by one.
-void store_chunk(uint orow, uint col, float weight, vec4 v, vec4 u, uint g_local) {
-  if (VEC4_OUT) {
-    vec4 val;
-    [[unroll]] for (uint q = 0; q < 4; ++q) val[q] = epilogue(v[q], u[q], g_local, col + q, weight, orow);
-    store_row_values4(orow, col, val);
-    return;
-  }
-  // Past out_n nothing runs: epilogue() reads the bias and writes the saved pre-activation there.
-  [[unroll]] for (uint q = 0; q < 4; ++q)
-    if (col + q < pc.out_n) store_row_value(orow, col + q, epilogue(v[q], u[q], g_local, col + q, weight, orow));
-}
-#ifdef VKGMM_MATRIX
-#include "gmm_matrix.glsl"
-#endif
 
 // One work item: n tile n_tile of visit `visit` (the workgroup's whole job on the per-visit grid). Its
 // barriers stay in uniform control flow: both arguments are the same for the whole workgroup.
@@ -314,7 +276,10 @@ void run_visit(uint visit, uint n_tile) {
   uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
   uint g_local = uint(group) - pc.group_offset;
 #ifdef VKGMM_MATRIX
-  run_matrix(lid, m0, n0, g_local, gstart, gend);
+  matrix_zero();
+  reduce_shared(lid, m0, n0, g_local, tx, ty);
+  matrix_finish();
+  matrix_store_visit(m0, n0, gstart, gend, g_local);
   if (FUSED_COMBINE) finish_tile(n_tile, m0 < gend ? min(m0 + TM, gend) - m0 : 0u);
   return;
 #endif

@@ -114,7 +114,7 @@ void stage_store() {
     if (TRANSPOSE_RHS) {
       kmajor_store(true, b_dst[s], e, TNH, v);
     } else {
-      stage_put_b4(b_dst[s], v);  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
+      stage_put4(true, b_dst[s], v);  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
     }
   }
 }
@@ -126,7 +126,8 @@ int first_k_step(out uint steps) {
   return int(pc.k) - int(steps * TK);
 }
 
-// One tile's reduction over K into acc4 (row i, column group v at i * VNH + v).
+// One tile's reduction over K: into acc4 (row i, column group v at i * VNH + v), or in the matrix builds
+// into the cooperative matrices' accumulators (matrix_tile.glsl's, which the includer zeroes and finishes).
 void reduce_shared(uint lid, uint m0, uint n0, uint g_local, uint tx, uint ty) {
   stage_sources(lid, m0, n0, g_local);
   uint steps;
@@ -136,6 +137,9 @@ void reduce_shared(uint lid, uint m0, uint n0, uint g_local, uint tx, uint ty) {
     stage_store();
     barrier();
     if (k0 + int(TK) < int(pc.k)) stage_load(k0 + int(TK), false);  // in flight while this step computes
+#ifdef VKGMM_MATRIX
+    matrix_step();
+#else
     [[unroll]] for (uint kk = 0; kk < TK; ++kk) {
       vec4 a[(RM + 3) / 4], b[VNH];  // RM is a multiple of 4 here; never 0 where this branch is dead
       [[unroll]] for (uint u = 0; u < RM / 4; ++u) a[u] = As4[kk * (TM / 4) + u * TY + ty];
@@ -143,6 +147,7 @@ void reduce_shared(uint lid, uint m0, uint n0, uint g_local, uint tx, uint ty) {
       [[unroll]] for (uint i = 0; i < RM; ++i)
         [[unroll]] for (uint v = 0; v < VNH; ++v) acc4[i * VNH + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VNH + v]);
     }
+#endif
     barrier();
   }
 }

@@ -4,8 +4,9 @@
 //   MT_ROWS, MT_COLS, MT_STEP: the block's rows and output columns and the step's depth (its constants);
 //   MT_HALVES: product columns per output column (gmm's gated activation: 2, the gate's and the up
 //     projection's, staged half after half);
-//   MT_SPLIT_B: a block format's second parts staged from B_LO, scaled by B_LO_SCALE (see gmm.comp);
-//   the stage As16 [MT_STEP][MT_ROWS] (column-major A) and Bs16 [MT_STEP][MT_COLS * MT_HALVES] (row-major B);
+// and includes stage.glsl first: its stage As16 [MT_STEP][MT_ROWS] (column-major A) and Bs16
+// [MT_STEP][MT_COLS * MT_HALVES] (row-major B), with STAGE_SPLIT_B a block format's second parts from B_LO,
+// scaled by B_LO_SCALE. Also:
 //   void matrix_store4(uint r, uint c, vec4 v, vec4 u): the epilogue of block row r, output columns
 //     c .. c + 3 (below MT_COLS; the includer checks the problem's bounds), v the products (the gate's)
 //     and u the up projection's (MT_HALVES 2; else v again).
@@ -33,7 +34,7 @@ VKGMM_CM_ACC accs_lo[FRAGMENTS];
 
 void matrix_zero() {
   [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs[f] = VKGMM_CM_ACC(0.0);
-  if (MT_SPLIT_B) [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs_lo[f] = VKGMM_CM_ACC(0.0);
+  if (STAGE_SPLIT_B) [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs_lo[f] = VKGMM_CM_ACC(0.0);
 }
 
 // The staged step's products into the accumulators (between the barriers of the staging).
@@ -45,7 +46,7 @@ void matrix_step() {
     VKGMM_CM_B b[FN * MT_HALVES];
     [[unroll]] for (uint fm = 0; fm < FM; ++fm)
       VKGMM_CM_LOAD_COLUMNS(a[fm], As16, kk * MT_ROWS + sg_m * WM + fm * CM_M, MT_ROWS);
-    [[unroll]] for (uint part = 0; part < (MT_SPLIT_B ? 2u : 1u); ++part) {
+    [[unroll]] for (uint part = 0; part < ((STAGE_SPLIT_B) ? 2u : 1u); ++part) {
       [[unroll]] for (uint h = 0; h < MT_HALVES; ++h)
         [[unroll]] for (uint fn = 0; fn < FN; ++fn)
           VKGMM_CM_LOAD_ROWS(b[h * FN + fn], Bs16, part * B_LO + kk * B_ROW + h * MT_COLS + sg_n * WN + fn * CM_N, B_ROW);
@@ -61,7 +62,7 @@ void matrix_step() {
 
 // After the last step: a block format's second parts added in.
 void matrix_finish() {
-  if (MT_SPLIT_B) [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs[f] = accs[f] + accs_lo[f] * (1.0 / B_LO_SCALE);
+  if (STAGE_SPLIT_B) [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs[f] = accs[f] + accs_lo[f] * (1.0 / B_LO_SCALE);
 }
 
 // The subgroup's accumulators to matrix_store4, one column block at a time (its halves) through Cs, each

@@ -31,8 +31,8 @@ bvec4 kmajor_reads(int at, int begin, const bool first) {
 
 // The chunk's values v into the lhs stage, or the rhs one with `to_b` (a constant where it is called: a
 // shared array cannot be passed to a function): K row q at kmajor_row, component line & 3, which is e & 3
-// (lines is a multiple of 4; NT need not be one: 12 invocations happen). The includer's
-// stage_put(to_b, vec4 index, component, value) writes one value in its stage's element type.
+// (lines is a multiple of 4; NT need not be one: 12 invocations happen), through stage.glsl's
+// stage_put, which the includer includes first.
 uint kmajor_row(uint place, uint q, uint lines) { return place + q * (lines / 4u); }
 void kmajor_store(const bool to_b, uint place, uint e, uint lines, vec4 v) {
   [[unroll]] for (uint q = 0; q < 4; ++q) stage_put(to_b, kmajor_row(place, q, lines), e & 3u, v[q]);

@@ -77,30 +77,10 @@ uint lhs_index(uint kk, uint row) {
 }
 
 // ----- the shared schedule (see gmm.comp's, the same scheme with the group's rows as the reduction) ------
-// The stage, row-major so that an invocation's 4 adjacent k rows (columns) are one 16-byte read:
-// As[c][k row] and Bs[c][column] for the step's group row c.
-// The matrix builds stage the same layout in f16, the cooperative matrices' inputs (As4 and Bs4 stay for
-// the other schedules' code, dead there).
-#ifdef VKGMM_MATRIX
-shared float16_t As16[SHARED_A];
-shared float16_t Bs16[SHARED_B];
-shared vec4 As4[1];
-shared vec4 Bs4[1];
-void stage_put(const bool to_b, uint at, uint c, float v) {
-  if (!to_b) As16[at * 4u + c] = float16_t(v);
-  else Bs16[at * 4u + c] = float16_t(v);
-}
-#else
-shared vec4 As4[(SHARED_A + 3) / 4];
-shared vec4 Bs4[(SHARED_B + 3) / 4];
-void stage_put(const bool to_b, uint at, uint c, float v) {
-  if (!to_b) As4[at][c] = v;
-  else Bs4[at][c] = v;
-}
-#endif
-void stage_put4(const bool to_b, uint at, vec4 v) {
-  [[unroll]] for (uint c = 0; c < 4; ++c) stage_put(to_b, at, c, v[c]);
-}
+// The stage (stage.glsl), row-major so that an invocation's 4 adjacent k rows (columns) are one 16-byte
+// read: As[c][k row] and Bs[c][column] for the step's group row c.
+#define STAGE_SPLIT_B false
+#include "stage.glsl"
 // Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
 // k, stored whole; lhs [k, m] K-major (stage_kmajor.glsl: the group's rows are the reduction), TK k rows
 // per step; rhs as TM x TN/4 chunks along n. Invocation lid takes chunks lid + s * NT, whose sources from
@@ -258,9 +238,6 @@ void store_block4(uint j_group, uint kk, uint col, vec4 v) {
 #define MT_COLS TN
 #define MT_STEP TM
 #define MT_HALVES 1u
-#define MT_SPLIT_B false
-const uint B_LO = 0u;
-const float B_LO_SCALE = 1.0;
 // The block being stored (matrix_store4 reads it).
 uint mt_k0, mt_n0, mt_group;
 void matrix_store4(uint r, uint c, vec4 v, vec4 u) {
@@ -269,6 +246,36 @@ void matrix_store4(uint r, uint c, vec4 v, vec4 u) {
 }
 #include "matrix_tile.glsl"
 #endif
+
+// The shared schedule's and the VEC4 schedule's accumulators: k row i, column group v at i * VN + v.
+vec4 acc4[RK * VN];
+
+// One block's reduction over the group's rows (gstart .. gend) on the stage: into acc4, or in the matrix
+// builds into the cooperative matrices' accumulators (matrix_tile.glsl's, which the caller zeroes and
+// finishes).
+void reduce_shared(uint lid, uint k0, uint n0, uint gstart, uint gend, uint tx, uint ty) {
+  stage_sources(lid, k0, n0);
+  uint steps;
+  int r0 = first_row_step(gstart, gend, steps);
+  if (steps > 0) stage_load(r0, gstart, true);
+  for (; r0 < int(gend); r0 += int(TM)) {
+    stage_store();
+    barrier();
+    if (r0 + int(TM) < int(gend)) stage_load(r0 + int(TM), gstart, false);  // in flight while this step computes
+#ifdef VKGMM_MATRIX
+    matrix_step();
+#else
+    [[unroll]] for (uint c = 0; c < TM; ++c) {
+      vec4 a[(RK + 3) / 4], b[VN];  // RK is a multiple of 4 here; never 0 where this branch is dead
+      [[unroll]] for (uint u = 0; u < RK / 4; ++u) a[u] = As4[c * (TK / 4) + u * TY + ty];
+      [[unroll]] for (uint v = 0; v < VN; ++v) b[v] = Bs4[c * (TN / 4) + v * TX + tx];
+      [[unroll]] for (uint i = 0; i < RK; ++i)
+        [[unroll]] for (uint v = 0; v < VN; ++v) acc4[i * VN + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VN + v]);
+    }
+#endif
+    barrier();
+  }
+}
 
 // One work item: block (k_block, n_block) of output group j_group (the workgroup's whole job on the
 // per-block grid). Its barriers stay in uniform control flow: the arguments are the workgroup's.
@@ -282,51 +289,22 @@ void run_block(uint j_group, uint k_block, uint n_block) {
   uint tx = lid % TX, ty = lid / TX;
 
 #ifdef VKGMM_MATRIX
-  {
-    stage_sources(lid, k0, n0);
-    matrix_zero();
-    uint steps;
-    int r0 = first_row_step(gstart, gend, steps);
-    if (steps > 0) stage_load(r0, gstart, true);
-    for (; r0 < int(gend); r0 += int(TM)) {
-      stage_store();
-      barrier();
-      if (r0 + int(TM) < int(gend)) stage_load(r0 + int(TM), gstart, false);  // in flight while this step computes
-      matrix_step();
-      barrier();
-    }
-    matrix_finish();
-    mt_k0 = k0;
-    mt_n0 = n0;
-    mt_group = j_group;
-    matrix_store();
-    return;
-  }
+  matrix_zero();
+  reduce_shared(lid, k0, n0, gstart, gend, tx, ty);
+  matrix_finish();
+  mt_k0 = k0;
+  mt_n0 = n0;
+  mt_group = j_group;
+  matrix_store();
+  return;
 #endif
 
   float acc[RK * RN];
   [[unroll]] for (uint e = 0; e < RK * RN; ++e) acc[e] = 0.0;
 
   if (USE_SHARED) {
-    vec4 acc4[RK * VN];  // k row i, column group v (as in the VEC4 branch)
     [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
-    stage_sources(lid, k0, n0);
-    uint steps;
-    int r0 = first_row_step(gstart, gend, steps);
-    if (steps > 0) stage_load(r0, gstart, true);
-    for (; r0 < int(gend); r0 += int(TM)) {
-      stage_store();
-      barrier();
-      if (r0 + int(TM) < int(gend)) stage_load(r0 + int(TM), gstart, false);  // in flight while this step computes
-      [[unroll]] for (uint c = 0; c < TM; ++c) {
-        vec4 a[(RK + 3) / 4], b[VN];  // RK is a multiple of 4 here; never 0 where this branch is dead
-        [[unroll]] for (uint u = 0; u < RK / 4; ++u) a[u] = As4[c * (TK / 4) + u * TY + ty];
-        [[unroll]] for (uint v = 0; v < VN; ++v) b[v] = Bs4[c * (TN / 4) + v * TX + tx];
-        [[unroll]] for (uint i = 0; i < RK; ++i)
-          [[unroll]] for (uint v = 0; v < VN; ++v) acc4[i * VN + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VN + v]);
-      }
-      barrier();
-    }
+    reduce_shared(lid, k0, n0, gstart, gend, tx, ty);
     [[unroll]] for (uint i = 0; i < RK; ++i)
       [[unroll]] for (uint v = 0; v < VN; ++v)
         [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RN + v * 4 + c] = acc4[i * VN + v][c];
@@ -336,7 +314,6 @@ void run_block(uint j_group, uint k_block, uint n_block) {
     [[unroll]] for (uint i = 0; i < RK; ++i)
       krow[i] = VEC4_LHS && LHS_MK ? min(k0 + krow_of(ty, i), pc.k - 4u + (i & 3u)) : min(k0 + krow_of(ty, i), pc.k - 1);
     [[unroll]] for (uint v = 0; v < VN; ++v) bcol[v] = min(n0 + col_of(tx, v * 4u), pc.n - 4u);
-    vec4 acc4[RK * VN];
     [[unroll]] for (uint e = 0; e < RK * VN; ++e) acc4[e] = vec4(0.0);
     // VEC4_LHS with lhs [k, m] (m and lhs's offset multiples of 4): once the row is a multiple of 4,
     // lhs[krow][row .. row + 3] is one vec4; the group's first rows, up to there, go one at a time.
