@@ -9,6 +9,8 @@
 #include <numeric>
 #include <string>
 
+#include "interface.hpp"
+
 namespace vkgmm {
 
 const char* schedule_name(Schedule s) {
@@ -363,7 +365,8 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
     }
     const uint32_t invocations = s.sg_m * s.sg_n * lanes;
     auto shared_bytes = [&](int64_t st) {
-      return uint64_t(2) * (uint64_t(rows) * st + uint64_t(st) * cols * halves * (rhs_blocks ? 2 : 1)) +
+      const uint64_t ld = uint64_t(st) + VKGMM_MATRIX_STAGE_PAD;
+      return uint64_t(2) * (uint64_t(rows) * ld + ld * cols * halves * (rhs_blocks ? 2 : 1)) +
              uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n + 64;
     };
     auto in_flight = [&](int64_t st) {
@@ -392,8 +395,10 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   s.rm = round_up4((rows + s.ty - 1) / s.ty);
   s.rn = round_up4((cols + s.tx - 1) / s.tx);
   s.step = static_cast<uint32_t>(step);
-  s.shared_a = static_cast<uint32_t>(rows * step);
-  s.shared_b = static_cast<uint32_t>(step * cols * halves * (rhs_blocks ? 2 : 1));
+  // The stage line-major, each line's step at a stride of the step and the pad (shaders/stage.glsl).
+  const int64_t ld = step + VKGMM_MATRIX_STAGE_PAD;
+  s.shared_a = static_cast<uint32_t>(rows * ld);
+  s.shared_b = static_cast<uint32_t>(ld * cols * halves * (rhs_blocks ? 2 : 1));
   return s;
 }
 

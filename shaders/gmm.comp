@@ -88,6 +88,7 @@ VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 // The shared schedule's stage (stage.glsl), K-major so that an invocation's 4 adjacent rows (columns) are
 // one 16-byte read: As[kk][row] and Bs[kk][product column] (the tile's product columns half by half).
 // Lanes read consecutive vec4s of Bs and at most TY distinct vec4s of As per K step.
+#define STAGE_DEPTH TK
 #define STAGE_SPLIT_B RHS_BLOCKS
 #include "stage.glsl"
 

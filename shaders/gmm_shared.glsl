@@ -21,7 +21,7 @@ const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
 // Every invocation has all its chunks (no check) when the invocations divide them.
 const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
 uint a_src[CA], b_src[CB];
-uint a_dst[CA], b_dst[CB];  // the chunk's (first) vec4 in As4 / Bs4, and its component when stored as K rows
+uint a_dst[CA], b_dst[CB];  // the chunk's first value's place in the stage (stage.glsl)
 bvec4 b_cols[CB];           // rhs [k, n] without VEC4: which of the chunk's 4 columns are in the problem
 // The chunks in flight, as loaded (dtype.glsl's staged chunks: 16-bit ones packed until stage_store).
 const bool A_PACKED = VEC4 && LHS_TYPE != DT_F32;
@@ -47,7 +47,7 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
     uint e = lid + s * NT;
     if (kmajor_on_first_line(s, TM)) {
       a_src[s] = a_src[0] + kmajor_k_past(lid, s, TM);
-      a_dst[s] = a_dst[0] + kmajor_place_past(s);
+      a_dst[s] = a_dst[0] + kmajor_place_past(s, TM);
       continue;
     }
     uint row = min(m0 + kmajor_line(e, TM), pc.m - 1u);  // m0 comes from the visit list: clamped, whatever it holds
@@ -62,7 +62,7 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
     if (TRANSPOSE_RHS) {
       if (kmajor_on_first_line(s, TNH)) {
         b_src[s] = b_src[0] + kmajor_k_past(lid, s, TNH);
-        b_dst[s] = b_dst[0] + kmajor_place_past(s);
+        b_dst[s] = b_dst[0] + kmajor_place_past(s, TNH);
         continue;
       }
       b_src[s] = rhs_index(g_local, kmajor_k(e, TNH), product_col(j / TN, col < pc.out_n ? col : n0));
@@ -72,11 +72,11 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
     // rhs [k, n]: the chunks of one K row.
     if (s > 0 && NT % (TNH / 4) == 0) {
       b_src[s] = b_src[0] + (b_krow(e) - b_krow(lid)) * pc.n;
-      b_dst[s] = b_dst[0] + s * NT;
+      b_dst[s] = b_dst[0] + s * NT / (TNH / 4) * stage_step_stride(TNH);
       continue;
     }
     b_src[s] = rhs_index(g_local, b_krow(e), product_col(j / TN, col < pc.out_n ? col : n0));
-    b_dst[s] = e;
+    b_dst[s] = stage_place(j, b_krow(e), TNH);
   }
 }
 
@@ -105,16 +105,16 @@ void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
-    kmajor_store(false, a_dst[s], e, TM, staged_values(a_next[s], A_PACKED, LHS_TYPE));
+    kmajor_store(false, a_dst[s], TM, staged_values(a_next[s], A_PACKED, LHS_TYPE));
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     vec4 v = staged_values(b_next[s], B_PACKED, RHS_TYPE);
     if (TRANSPOSE_RHS) {
-      kmajor_store(true, b_dst[s], e, TNH, v);
+      kmajor_store(true, b_dst[s], TNH, v);
     } else {
-      stage_put4(true, b_dst[s], v);  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
+      stage_put_across(true, b_dst[s], v);  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
     }
   }
 }

@@ -135,6 +135,10 @@
 #define VKGMM_ID_MATRIX_K 27
 #define VKGMM_ID_MATRIX_SG_M 28
 #define VKGMM_ID_MATRIX_SG_N 29
+// The matrix builds' stage holds each row of A and each column of B contiguous along the step (the
+// reduction), the layout the matrix units load from, at a stride of the step plus this many f16 values:
+// 16 bytes, so that every row starts 16-byte aligned and neighbouring rows start in other banks.
+#define VKGMM_MATRIX_STAGE_PAD 8
 
 // Element types (vkgmm::DType's values).
 #define VKGMM_DT_F32 0

@@ -1,58 +1,79 @@
 // The shared schedules' stage (gmm.comp, tgmm.comp): one step of each operand in shared memory, As
-// (SHARED_A values) and Bs (SHARED_B), in the layouts each op's staging gives (stage_kmajor.glsl and its
-// own). The FMA builds stage f32 as vec4s, so that an invocation's 4 adjacent lines are one 16-byte read;
-// the matrix builds (VKGMM_MATRIX) stage f16, the cooperative matrices' inputs, and keep As4 and Bs4 at
-// one vec4 for the other schedules' code, dead there.
+// (SHARED_A values) and Bs (SHARED_B). An operand's values are lines (lhs rows, rhs product columns,
+// tgmm's k rows) by the step's rows (the reduction). The staging code (stage_kmajor.glsl and each op's
+// own) puts 4 values at a time, 4 step rows of one line or 4 adjacent lines (the first a multiple of 4)
+// of one step row, at a place (stage_place: an element index) it computes once per tile.
+//  - The FMA builds: f32, step-major ([step row][line]), as vec4s, so that an invocation's 4 adjacent
+//    lines are one 16-byte read.
+//  - The matrix builds (VKGMM_MATRIX): f16, the cooperative matrices' inputs, line-major: each line's step
+//    contiguous at a stride of STAGE_LD (interface.h's pad past the step), the layout matrix units read A's
+//    rows and B's columns from without transposing. They keep As4 and Bs4 at one vec4 for the other
+//    schedules' code, dead there.
 //
-// The includer defines STAGE_SPLIT_B (a constant expression): with the matrix units, Bs holds a block
-// format's weights. A dequantized weight needs more bits than f16's 11 (q8_0: an f16 scale times a 7-bit
-// quant): it is staged as two f16 values, its rounding and the rest times 2^11 (Bs16's second half, from
-// B_LO; unscaled, the rest of a weight below 0.125 would be an f16 subnormal, which devices may flush),
-// and multiplied twice (matrix_tile.glsl), so that every product is the f32 product of the decoded
-// weight's bits.
+// The includer defines (constant expressions) STAGE_DEPTH, the step's rows, and STAGE_SPLIT_B: with the
+// matrix units, Bs holds a block format's weights. A dequantized weight needs more bits than f16's 11
+// (q8_0: an f16 scale times a 7-bit quant): it is staged as two f16 values, its rounding and the rest times
+// 2^11 (Bs16's second half, from B_LO; unscaled, the rest of a weight below 0.125 would be an f16
+// subnormal, which devices may flush), and multiplied twice (matrix_tile.glsl), so that every product is
+// the f32 product of the decoded weight's bits.
+//
+// The staging code's calls, in both builds:
+//   stage_place(line, k, lines): the place of value (line, step row k) of an operand of `lines` lines;
+//   stage_step_stride(lines): the places between a line's step rows;
+//   stage_put_along(to_b, place, lines, v): v at step rows k .. k + 3 of the line, from `place` (k's);
+//   stage_put_across(to_b, place, v): v at lines line .. line + 3 of the step row, from `place` (line's);
+// `to_b` (a constant where it is called: a shared array cannot be passed to a function) picks Bs, else As.
 #ifdef VKGMM_MATRIX
+const uint STAGE_LD = STAGE_DEPTH + VKGMM_MATRIX_STAGE_PAD;
 const uint B_LO = SHARED_B / 2u;
 const float B_LO_SCALE = 2048.0;
 shared float16_t As16[SHARED_A];
 shared float16_t Bs16[SHARED_B];
 shared vec4 As4[1];
 shared vec4 Bs4[1];
-void stage_put_b(uint i, float v) {
-  if (!(STAGE_SPLIT_B)) {
+
+uint stage_place(uint line, uint k, uint lines) { return line * STAGE_LD + k; }
+uint stage_step_stride(uint lines) { return 1u; }
+
+void stage_put(const bool to_b, uint i, float v) {
+  if (!to_b) {
+    As16[i] = float16_t(v);
+  } else if (!(STAGE_SPLIT_B)) {
     Bs16[i] = float16_t(v);
-    return;
+  } else {
+    // v rounded to f16's 11 bits (to nearest even) in f32, by its bits: compilers fold
+    // v - float(float16_t(v)) to 0 (lavapipe's does, `precise` or not). Below f16's normal range
+    // (|v| < 2^-14) the rounding keeps more bits than the f16 store does, an error below 2^-24 per weight.
+    const uint b = floatBitsToUint(v);
+    const float hi = uintBitsToFloat((b + 0xfffu + ((b >> 13) & 1u)) & ~0x1fffu);
+    Bs16[i] = float16_t(hi);
+    Bs16[B_LO + i] = float16_t((v - hi) * B_LO_SCALE);
   }
-  // v rounded to f16's 11 bits (to nearest even) in f32, by its bits: compilers fold v - float(float16_t(v))
-  // to 0 (lavapipe's does, `precise` or not). Below f16's normal range (|v| < 2^-14) the rounding keeps
-  // more bits than the f16 store does, an error below 2^-24 per weight.
-  const uint b = floatBitsToUint(v);
-  const float hi = uintBitsToFloat((b + 0xfffu + ((b >> 13) & 1u)) & ~0x1fffu);
-  Bs16[i] = float16_t(hi);
-  Bs16[B_LO + i] = float16_t((v - hi) * B_LO_SCALE);
+}
+
+void stage_put_along(const bool to_b, uint place, uint lines, vec4 v) {
+  [[unroll]] for (uint q = 0; q < 4; ++q) stage_put(to_b, place + q, v[q]);
+}
+void stage_put_across(const bool to_b, uint place, vec4 v) {
+  [[unroll]] for (uint q = 0; q < 4; ++q) stage_put(to_b, place + q * STAGE_LD, v[q]);
 }
 #else
 shared vec4 As4[(SHARED_A + 3) / 4];
 shared vec4 Bs4[(SHARED_B + 3) / 4];
-#endif
 
-// Value v into component c of vec4 `at` of the lhs stage, or the rhs one with `to_b` (a constant where it
-// is called: a shared array cannot be passed to a function).
-void stage_put(const bool to_b, uint at, uint c, float v) {
-#ifdef VKGMM_MATRIX
-  if (!to_b) As16[at * 4u + c] = float16_t(v);
-  else stage_put_b(at * 4u + c, v);
-#else
-  if (!to_b) As4[at][c] = v;
-  else Bs4[at][c] = v;
-#endif
-}
+uint stage_place(uint line, uint k, uint lines) { return k * lines + line; }
+uint stage_step_stride(uint lines) { return lines; }
 
-// The 4 values v into vec4 `at` of a stage.
-void stage_put4(const bool to_b, uint at, vec4 v) {
-#ifdef VKGMM_MATRIX
-  [[unroll]] for (uint c = 0; c < 4; ++c) stage_put(to_b, at, c, v[c]);
-#else
-  if (!to_b) As4[at] = v;
-  else Bs4[at] = v;
-#endif
+// Component place & 3 (line & 3) of 4 vec4s a step row apart: lines is a multiple of 4.
+void stage_put_along(const bool to_b, uint place, uint lines, vec4 v) {
+  const uint at = place >> 2, c = place & 3u;
+  [[unroll]] for (uint q = 0; q < 4; ++q) {
+    if (!to_b) As4[at + q * (lines / 4u)][c] = v[q];
+    else Bs4[at + q * (lines / 4u)][c] = v[q];
+  }
 }
+void stage_put_across(const bool to_b, uint place, vec4 v) {
+  if (!to_b) As4[place >> 2] = v;
+  else Bs4[place >> 2] = v;
+}
+#endif

@@ -79,12 +79,13 @@ uint lhs_index(uint kk, uint row) {
 // ----- the shared schedule (see gmm.comp's, the same scheme with the group's rows as the reduction) ------
 // The stage (stage.glsl), row-major so that an invocation's 4 adjacent k rows (columns) are one 16-byte
 // read: As[c][k row] and Bs[c][column] for the step's group row c.
+#define STAGE_DEPTH TM
 #define STAGE_SPLIT_B false
 #include "stage.glsl"
 // Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
 // k, stored whole; lhs [k, m] K-major (stage_kmajor.glsl: the group's rows are the reduction), TK k rows
 // per step; rhs as TM x TN/4 chunks along n. Invocation lid takes chunks lid + s * NT, whose sources from
-// the group's row 0 (a_src, b_src) and places in the stage (a_dst) are computed once; a step adds its
+// the group's row 0 (a_src, b_src) and places in the stage (a_dst, b_dst) are computed once; a step adds its
 // first row. The next step's chunks are loaded into a_next / b_next while the current one computes.
 //
 // No bounds check runs in the main loop: k rows past k and columns past n read the block's first
@@ -96,7 +97,8 @@ const uint NT = TX * TY;
 const uint A_CHUNKS = TK * TM / 4, B_CHUNKS = TM * TN / 4;
 const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
 const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
-uint a_src[CA], b_src[CB], a_dst[CA];
+uint a_src[CA], b_src[CB];
+uint a_dst[CA], b_dst[CB];  // the chunk's first value's place in the stage (stage.glsl)
 bvec4 a_k[CA], b_cols[CB];  // LHS_MK without VEC4_LHS: which of its 4 k values are in the problem; rhs: columns
 // The chunks in flight, as loaded (dtype.glsl's staged chunks: 16-bit ones packed until stage_store).
 const bool A_PACKED = VEC4_LHS && LHS_MK && LHS_TYPE != DT_F32;
@@ -122,7 +124,7 @@ void stage_sources(uint lid, uint k0, uint n0) {
     if (!LHS_MK) {
       if (kmajor_on_first_line(s, TK)) {
         a_src[s] = a_src[0] + kmajor_k_past(lid, s, TK);
-        a_dst[s] = a_dst[0] + kmajor_place_past(s);
+        a_dst[s] = a_dst[0] + kmajor_place_past(s, TK);
         continue;
       }
       uint kk = k0 + kmajor_line(e, TK);
@@ -134,24 +136,26 @@ void stage_sources(uint lid, uint k0, uint n0) {
     if (s > 0 && NT % (TK / 4) == 0) {
       a_k[s] = a_k[0];
       a_src[s] = a_src[0] + (a_row(e) - a_row(lid)) * pc.k;
-      a_dst[s] = a_dst[0] + s * NT;
+      a_dst[s] = a_dst[0] + s * NT / (TK / 4) * stage_step_stride(TK);
       continue;
     }
     uint kk = k0 + (e % (TK / 4)) * 4u;
     a_k[s] = run_in(kk, pc.k);
     a_src[s] = pc.lhs_off + a_row(e) * pc.k + (kk < pc.k ? kk : k0);
-    a_dst[s] = e;
+    a_dst[s] = stage_place((e % (TK / 4)) * 4u, a_row(e), TK);
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
     if (s > 0 && NT % (TN / 4) == 0) {
       b_cols[s] = b_cols[0];
       b_src[s] = b_src[0] + (b_row(e) - b_row(lid)) * pc.n;
+      b_dst[s] = b_dst[0] + s * NT / (TN / 4) * stage_step_stride(TN);
       continue;
     }
     uint col = n0 + (e % (TN / 4)) * 4u;
     b_cols[s] = run_in(col, pc.n);
     b_src[s] = pc.rhs_off + b_row(e) * pc.n + (col < pc.n ? col : n0);
+    b_dst[s] = stage_place((e % (TN / 4)) * 4u, b_row(e), TN);
   }
 }
 
@@ -184,15 +188,15 @@ void stage_store() {
     if (!A_EVEN && e >= A_CHUNKS) continue;
     vec4 v = staged_values(a_next[s], A_PACKED, LHS_TYPE);
     if (LHS_MK) {
-      stage_put4(false, a_dst[s], v);  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
+      stage_put_across(false, a_dst[s], v);  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
     } else {
-      kmajor_store(false, a_dst[s], e, TK, v);
+      kmajor_store(false, a_dst[s], TK, v);
     }
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     // row e / (TN / 4), columns from (e % (TN / 4)) * 4
-    if (B_EVEN || e < B_CHUNKS) stage_put4(true, e, staged_values(b_next[s], B_PACKED, RHS_TYPE));
+    if (B_EVEN || e < B_CHUNKS) stage_put_across(true, b_dst[s], staged_values(b_next[s], B_PACKED, RHS_TYPE));
   }
 }
 
