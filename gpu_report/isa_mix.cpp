@@ -92,6 +92,32 @@ double fma_work(const std::string& m) {
   return 1;
 }
 
+bool is_matrix(const std::string& m) {
+  return starts(m, "v_wmma") || starts(m, "v_swmmac") || starts(m, "v_mfma") || starts(m, "v_smfmac");
+}
+
+double matrix_work(const std::string& m) {
+  if (!is_matrix(m)) return 0;
+  // The shape: the first "<M>x<N>x<K>" (CDNA's v_mfma_f32_32x32x8f16 runs the K digits into the type).
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(m[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(m[i - 1]))))
+      continue;
+    double dims[3];
+    size_t at = i;
+    int n = 0;
+    for (; n < 3; ++n) {
+      size_t end = at;
+      while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
+      if (end == at) break;
+      dims[n] = std::stod(m.substr(at, end - at));
+      if (n < 2 && (end >= m.size() || m[end] != 'x')) break;
+      at = end + 1;
+    }
+    if (n == 3) return dims[0] * dims[1] * dims[2];
+  }
+  return 0;
+}
+
 int shared_load_bits(const std::string& m) {
   if (!starts(m, "ds_read") && !starts(m, "ds_load")) return 0;
   const int pair = has(m, "read2") || has(m, "2addr") ? 2 : 1;
@@ -226,6 +252,7 @@ Mix main_loop_mix(const std::vector<Instruction>& code) {
       const std::string& s = code[i].mnemonic;
       m.instructions += 1;
       if (is_fma(s)) m.fma += 1, m.fma_work += fma_work(s);
+      if (is_matrix(s)) m.matrix += 1, m.matrix_work += matrix_work(s);
       if (is_branch(s)) m.branches += 1;
       else if (is_wait(s)) m.waits += 1;
       else if (starts(s, "s_barrier")) m.barriers += 1;
@@ -243,6 +270,8 @@ Mix main_loop_mix(const std::vector<Instruction>& code) {
       m.instructions += t * inner.instructions;
       m.fma += t * inner.fma;
       m.fma_work += t * inner.fma_work;
+      m.matrix += t * inner.matrix;
+      m.matrix_work += t * inner.matrix_work;
       m.valu += t * inner.valu;
       m.salu += t * inner.salu;
       m.branches += t * inner.branches;
@@ -264,7 +293,8 @@ Mix main_loop_mix(const std::vector<Instruction>& code) {
   for (size_t l = 0; l < loops.size(); ++l) {
     Mix m = mix_of(int(l));
     // Later loops are nested deeper: ">=" keeps the innermost of equals.
-    if (m.fma > 0 && (best_loop < 0 || m.fma >= best.fma)) best = m, best_loop = int(l);
+    const bool more = m.matrix > best.matrix || (m.matrix == best.matrix && m.fma >= best.fma);
+    if ((m.matrix > 0 || m.fma > 0) && (best_loop < 0 || more)) best = m, best_loop = int(l);
   }
   if (best_loop < 0) return Mix{};
   best.found = true;

@@ -30,6 +30,7 @@ std::string mix_json(const Mix& m) {
   if (!m.found) return "null";
   const std::pair<const char*, double> counts[] = {
       {"instructions", m.instructions}, {"fma", m.fma},       {"fma_work", m.fma_work},
+      {"matrix", m.matrix},             {"matrix_work", m.matrix_work},
       {"valu", m.valu},                 {"salu", m.salu},     {"branches", m.branches},
       {"waits", m.waits},               {"barriers", m.barriers}, {"scalar_loads", m.scalar_loads},
       {"shared_loads", m.shared_loads}, {"shared_stores", m.shared_stores}, {"shared_bytes", m.shared_bytes()},

@@ -18,12 +18,12 @@ std::string cell(double v, int decimals = 0) {
 
 std::string percent(double share) { return cell(100 * share, 1) + " %"; }
 
-// Loads per FMA and their widths: "0.312 (0.25xb64 0.06xb128)".
-std::string per_fma(double loads, const std::map<int, double>& bits, double fma) {
+// Loads per op (Mix::ops: an FMA, or a matrix instruction) and their widths: "0.312 (0.25xb64 0.06xb128)".
+std::string per_op(double loads, const std::map<int, double>& bits, double ops) {
   std::string widths;
   for (const auto& [b, n] : bits)
-    if (n > 0) widths += std::string(widths.empty() ? "" : " ") + cell(n / fma, 2) + "xb" + std::to_string(b);
-  return cell(loads / fma, 3) + " (" + (widths.empty() ? "0" : widths) + ")";
+    if (n > 0) widths += std::string(widths.empty() ? "" : " ") + cell(n / ops, 2) + "xb" + std::to_string(b);
+  return cell(loads / ops, 3) + " (" + (widths.empty() ? "0" : widths) + ")";
 }
 
 struct Row {
@@ -36,19 +36,19 @@ void print_kernels(const char* title, const std::vector<Row>& rows) {
   std::printf("\n%s\n", title);
   std::printf("| case | m, k, n, G (ids: T, k, n, E, top_k) | plan | pipeline | module | tiling | VGPRs | SGPRs | spills "
               "| LDS B | wave | waves/SIMD | code B | instr/iter | k/iter | FMA/iter | FMA share | FMA/VALU "
-              "| LDS loads/FMA (bits) | global loads/FMA (bits) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "| matrix/iter (MACs) | LDS loads/op (bits) | global loads/op (bits) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const Analysis& a = r.a;
     const Mix& m = a.mix;
     const std::string spills = a.statistics ? cell(a.spilled_vgprs + a.spilled_sgprs) : "-";
     const std::string wave = a.wave_size ? std::to_string(a.wave_size) : "-";
-    std::string loop = "| - | - | - | - | - | - | - |";
+    std::string loop = "| - | - | - | - | - | - | - | - |";
     if (m.found)
       loop = std::string("| ") + cell(m.instructions) + " | " + std::to_string(m.k_per_iteration) + " | " + cell(m.fma) + " | " +
-             percent(m.fma_share()) + " | " + percent(m.fma_valu_share()) + " | " +
-             per_fma(m.shared_loads, m.shared_load_bits, m.fma) + " | " +
-             per_fma(m.global_loads, m.global_load_bits, m.fma) + " |";
+             percent(m.fma_share()) + " | " + percent(m.fma_valu_share()) + " | " + cell(m.matrix) + " (" +
+             cell(m.matrix_work) + ") | " + per_op(m.shared_loads, m.shared_load_bits, m.ops()) + " | " +
+             per_op(m.global_loads, m.global_load_bits, m.ops()) + " |";
     std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s %s\n", r.c.name.c_str(),
                 r.c.shape.c_str(), r.p.plan.c_str(), a.id.c_str(), a.module.c_str(), r.p.tiling.c_str(),
                 cell(a.vgprs).c_str(), cell(a.sgprs).c_str(), spills.c_str(), cell(a.lds).c_str(), wave.c_str(),
@@ -65,7 +65,9 @@ void print_text(const Report& r) {
                 "statistics, no disassembly.\n");
   std::printf("Per main-loop iteration (k/iter of the reduction); nested loops counted with their trip counts; FMA "
               "share = FMA instructions / all instructions (the gated figure), FMA/VALU = / vector-ALU "
-              "instructions. Case names: rhsT = rhs [G, n, k].\n");
+              "instructions; in the matrix builds' loops, matrix instructions (and their multiply-adds per wave) instead, "
+              "and loads are counted per op: per matrix instruction there, else per FMA. Case names: rhsT = rhs "
+              "[G, n, k].\n");
   std::vector<Row> compute, decode, aux;
   for (const Case& c : r.cases)
     for (const CasePipeline& p : c.pipelines) {

@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "device.hpp"
+#include "tiling.hpp"
 
 namespace vkgmm {
 
@@ -12,6 +13,13 @@ namespace {
 // 12's are 1.3.239): the values are the registry's.
 constexpr auto kCoopFeaturesKhr = static_cast<VkStructureType>(1000506000);
 constexpr auto kCoopPropertiesKhr = static_cast<VkStructureType>(1000506001);
+constexpr auto kCoopDevicePropertiesKhr = static_cast<VkStructureType>(1000506002);
+// VkPhysicalDeviceCooperativeMatrixPropertiesKHR / ...NV: the same layout.
+struct CoopDeviceProperties {
+  VkStructureType sType;
+  void* pNext;
+  VkShaderStageFlags cooperativeMatrixSupportedStages;
+};
 struct CoopPropertiesKhr {
   VkStructureType sType;
   void* pNext;
@@ -132,14 +140,22 @@ bool MatrixFeatures::query(VkPhysicalDevice physical, const MatrixUnits& units, 
   // The device's subgroup size must be one a compute pipeline may require.
   VkPhysicalDeviceSubgroupSizeControlPropertiesEXT limits{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+  CoopDeviceProperties stages{units.khr ? kCoopDevicePropertiesKhr
+                                        : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV,
+                               nullptr, 0};
+  limits.pNext = &stages;
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   subgroup.pNext = &limits;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
   vkGetPhysicalDeviceProperties2(physical, &props2);
-  if (!(limits.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
-      subgroup.subgroupSize < limits.minSubgroupSize || subgroup.subgroupSize > limits.maxSubgroupSize ||
-      !(subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
+  // Compute shaders may use the matrices, and a workgroup of kMatrixSubgroups full subgroups (the most a
+  // matrix block takes, host/tiling.hpp) is allowed: every device known to have matrix units allows 16
+  // or more.
+  if (!(stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+      !(limits.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+      limits.maxComputeWorkgroupSubgroups < kMatrixSubgroups || subgroup.subgroupSize < limits.minSubgroupSize ||
+      subgroup.subgroupSize > limits.maxSubgroupSize || !(subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
     return false;
   coop = {};
   coop.sType = units.khr ? kCoopFeaturesKhr : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;

@@ -95,6 +95,28 @@ TEST(IsaMix, NoFmaNoMainLoop) {
   EXPECT_DOUBLE_EQ(m.fma_share(), 0);
 }
 
+TEST(IsaMix, MatrixInstructionsMakeTheMainLoop) {
+  // A loop of FMAs (the epilogue's, say) beside a loop of fewer matrix instructions: the latter is the
+  // main loop, and its loads are counted per matrix instruction.
+  const Mix m = main_loop_mix(parse_disassembly("BB0:\n"
+                                                "\tv_fmac_f32_e32 v1, v2, v3\n"
+                                                "\tv_fmac_f32_e32 v4, v2, v3\n"
+                                                "\tv_fmac_f32_e32 v5, v2, v3\n"
+                                                "\ts_cbranch_scc1 BB0\n"
+                                                "BB1:\n"
+                                                "\tds_load_b64 v[10:11], v0\n"
+                                                "\tds_load_b64 v[12:13], v0 offset:64\n"
+                                                "\tv_wmma_f32_16x16x16_f16 v[20:27], v[10:17], v[30:37], v[20:27]\n"
+                                                "\ts_cbranch_scc1 BB1\n"));
+  ASSERT_TRUE(m.found);
+  EXPECT_DOUBLE_EQ(m.matrix, 1);
+  EXPECT_DOUBLE_EQ(m.matrix_work, 16 * 16 * 16);
+  EXPECT_DOUBLE_EQ(m.fma, 0);
+  EXPECT_DOUBLE_EQ(m.instructions, 4);
+  EXPECT_DOUBLE_EQ(m.ops(), 1);
+  EXPECT_DOUBLE_EQ(m.shared_loads / m.ops(), 2);
+}
+
 TEST(IsaMix, ClassifiesEachFamilysMnemonics) {
   for (const char* f : {"v_fma_f32", "v_fmac_f32_e32", "v_fmaak_f32", "v_mac_f32_e32", "v_mad_f32", "v_pk_fma_f16",
                         "v_dot2_f32_f16", "v_dot4_i32_i8", "v_fma_mix_f32"})
@@ -103,6 +125,14 @@ TEST(IsaMix, ClassifiesEachFamilysMnemonics) {
     EXPECT_FALSE(is_fma(f)) << f;
   EXPECT_DOUBLE_EQ(fma_work("v_dot4_i32_i8"), 4);
   EXPECT_DOUBLE_EQ(fma_work("v_fmac_f32_e32"), 1);
+  for (const char* f : {"v_wmma_f32_16x16x16_f16", "v_wmma_f32_16x16x16_bf16", "v_swmmac_f32_16x16x32_f16",
+                        "v_mfma_f32_32x32x8f16", "v_smfmac_f32_16x16x32_f16"})
+    EXPECT_TRUE(is_matrix(f) && !is_fma(f)) << f;
+  EXPECT_FALSE(is_matrix("v_fma_f32"));
+  EXPECT_DOUBLE_EQ(matrix_work("v_wmma_f32_16x16x16_f16"), 4096);
+  EXPECT_DOUBLE_EQ(matrix_work("v_mfma_f32_32x32x8f16"), 32 * 32 * 8);  // K's digits run into the type
+  EXPECT_DOUBLE_EQ(matrix_work("v_swmmac_f32_16x16x32_f16"), 16 * 16 * 32);
+  EXPECT_DOUBLE_EQ(matrix_work("v_fma_f32"), 0);
   // gfx9/10 and gfx11 spellings of shared-memory loads.
   EXPECT_EQ(shared_load_bits("ds_read_b32"), 32);
   EXPECT_EQ(shared_load_bits("ds_read_b64"), 64);
