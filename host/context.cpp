@@ -269,6 +269,15 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
   if (d.storage_buffer_16bit && !req.storage_buffer_16bit)
     throw Error(Status::invalid_argument,
                 "BorrowedDevice.storage_buffer_16bit is set but the device has no storageBuffer16BitAccess");
+  if (d.matrix_units && !d.storage_buffer_16bit)
+    throw Error(Status::invalid_argument,
+                "BorrowedDevice.matrix_units is set without storage_buffer_16bit (the matrix units read 16-bit "
+                "operands from storage buffers)");
+  const MatrixUnits units = query_matrix_units(d.instance, d.physical_device, d.get_instance_proc_addr);
+  if (MatrixFeatures features; d.matrix_units && !features.query(d.physical_device, units, true))
+    throw Error(Status::invalid_argument,
+                "BorrowedDevice.matrix_units is set but the device offers no matrix units vkgmm can use "
+                "(device_requirements(instance, physical_device).matrix_extension is null)");
   uint32_t nf = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(d.physical_device, &nf, nullptr);
   std::vector<VkQueueFamilyProperties> fams(nf);
@@ -288,10 +297,16 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
   dev.queue_family = d.queue_family;
   dev.app_get_instance_proc_addr = d.get_instance_proc_addr;
   dev.query();
-  dev.info.matrix_shapes = query_matrix_units(dev.instance, dev.physical, dev.app_get_instance_proc_addr).listed;
+  dev.info.matrix_shapes = units.listed;
   impl->pipelines.init(dev.device);
   // Only the app knows which optional features it enabled; without its word, the paths that need none.
   dev.info.storage_buffer_16bit = d.storage_buffer_16bit;
+  if (d.matrix_units && dev.options.storage16) {
+    dev.info.matrix_extension = units.extension;
+    dev.info.matrix_m = units.m;
+    dev.info.matrix_n = units.n;
+    dev.info.matrix_k = units.k;
+  }
   return Context(std::move(impl));
 }
 

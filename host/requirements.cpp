@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "device.hpp"
+#include "matrix_units.hpp"
 
 namespace vkgmm {
 
@@ -66,6 +67,15 @@ DeviceRequirements device_requirements(VkPhysicalDevice pd) {
     vkGetPhysicalDeviceFeatures2(pd, &f);
     r.storage_buffer_16bit = s16.storageBuffer16BitAccess == VK_TRUE;
   }
+  return r;
+}
+
+DeviceRequirements device_requirements(VkInstance instance, VkPhysicalDevice pd, PFN_vkGetInstanceProcAddr gipa) {
+  DeviceRequirements r = device_requirements(pd);
+  if (!r.supported || instance == VK_NULL_HANDLE || !r.storage_buffer_16bit) return r;
+  const MatrixUnits units = query_matrix_units(instance, pd, gipa);
+  MatrixFeatures features;
+  if (features.query(pd, units, true)) r.matrix_extension = units.extension;
   return r;
 }
 

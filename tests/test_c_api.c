@@ -452,6 +452,15 @@ static void test_errors(vkgmm_context* ctx) {
   vkgmm_context* wrapped = NULL;
   CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
   CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
+  none.reserved_tail = 1;
+  CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "reserved_tail") != NULL);
+  /* One built against the vkgmm.h before matrix_units: read up to there (and refused for its null
+   * instance, not for its size). */
+  none.reserved_tail = 0;
+  none.struct_size = offsetof(vkgmm_borrowed_device, matrix_units);
+  CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
 
   /* A successful call clears the message. */
   vkgmm_device_requirements req = {sizeof req};
@@ -459,6 +468,17 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(strcmp(vkgmm_last_error_message(), "") == 0);
   CHECK(req.min_api_version >= VK_API_VERSION_1_2 && req.required_extension_count == 1 && req.supported == 1);
   CHECK(strcmp(req.required_extensions[0], "VK_KHR_push_descriptor") == 0);
+  CHECK(req.matrix_extension == NULL);
+  /* The matrix units take the instance: refused without one, naming it. */
+  CHECK(vkgmm_device_requirements_query_instance(VK_NULL_HANDLE, VK_NULL_HANDLE, &req) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
+  /* An older caller's struct (before matrix_extension) is written up to its size. */
+  unsigned char old_req[sizeof(vkgmm_device_requirements) + 8];
+  memset(old_req, 0xab, sizeof old_req);
+  vkgmm_device_requirements* older = (vkgmm_device_requirements*)old_req;
+  older->struct_size = offsetof(vkgmm_device_requirements, matrix_extension);
+  CHECK(vkgmm_device_requirements_query(VK_NULL_HANDLE, older) == VKGMM_OK && older->supported == 1);
+  CHECK(old_req[offsetof(vkgmm_device_requirements, matrix_extension)] == 0xab);
 
   vkgmm_gmm_plan_destroy(NULL); /* NULL is fine everywhere a handle is destroyed */
   vkgmm_buffer_destroy(NULL);

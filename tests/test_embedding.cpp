@@ -20,6 +20,7 @@ struct App {
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t family = 0;
+  const char* matrix_extension = nullptr;  // enabled (App(true) on a device with matrix units)
   std::vector<std::string> messages;
 
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -30,7 +31,9 @@ struct App {
     return VK_FALSE;
   }
 
-  App() {
+  // with_matrix: enable the matrix units where device_requirements(instance, physical) names them, as
+  // requirements.hpp says an app does.
+  explicit App(bool with_matrix = false) {
     VkApplicationInfo ai{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     ai.apiVersion = VK_API_VERSION_1_2;
     const char* layer = "VK_LAYER_KHRONOS_validation";
@@ -66,8 +69,38 @@ struct App {
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
-    dci.enabledExtensionCount = static_cast<uint32_t>(req.required_extensions.size());
-    dci.ppEnabledExtensionNames = req.required_extensions.data();
+    std::vector<const char*> extensions = req.required_extensions;
+    // The matrix units' features (VkPhysicalDeviceCooperativeMatrixFeaturesKHR / ...NV share a layout; the
+    // KHR values are the registry's, for Vulkan headers older than the extension).
+    struct CoopFeatures {
+      VkStructureType sType;
+      void* pNext;
+      VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+    } coop{};
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+    VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    matrix_extension = with_matrix ? vkgmm::device_requirements(instance, physical).matrix_extension : nullptr;
+    if (matrix_extension) {
+      const bool khr = std::strcmp(matrix_extension, "VK_KHR_cooperative_matrix") == 0;
+      coop.sType = khr ? static_cast<VkStructureType>(1000506000)
+                       : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+      coop.cooperativeMatrix = VK_TRUE;
+      size_control.subgroupSizeControl = size_control.computeFullSubgroups = VK_TRUE;
+      v12.shaderFloat16 = v12.vulkanMemoryModel = v12.vulkanMemoryModelDeviceScope = VK_TRUE;
+      v11.storageBuffer16BitAccess = VK_TRUE;
+      features.pNext = &v11;
+      v11.pNext = &v12;
+      v12.pNext = &coop;
+      coop.pNext = &size_control;
+      dci.pNext = &features;
+      extensions.push_back(matrix_extension);
+      extensions.push_back("VK_EXT_subgroup_size_control");
+    }
+    dci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    dci.ppEnabledExtensionNames = extensions.data();
     EXPECT_EQ(vkCreateDevice(physical, &dci, nullptr, &device), VK_SUCCESS);
     vkGetDeviceQueue(device, family, 0, &queue);
   }
@@ -205,6 +238,59 @@ TEST(Embedding, QueuelessContextRecordsIntoTheAppsCommandBuffer) {
   vkDestroyCommandPool(app.device, pool, nullptr);
   out.download(y.data(), y.size() * 4);
   for (int r = 0; r < 12; ++r) EXPECT_EQ(y[r * 4], r < 11 ? 4.f : 0.f) << "row " << r;
+}
+
+// BorrowedDevice::matrix_units: refused without 16-bit storage, and on a device without matrix units
+// vkgmm can use; where the device has them and the app enabled them, gmm runs on them.
+TEST(Embedding, MatrixUnitsOnlyWhereTheAppEnabledThem) {
+  App app(true);
+  vkgmm::BorrowedDevice d = app.borrowed();
+  d.matrix_units = true;
+  std::string message;
+  try {
+    vkgmm::Context::wrap(d);
+  } catch (const vkgmm::Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("BorrowedDevice.matrix_units"), std::string::npos) << message;
+  EXPECT_NE(message.find("storage_buffer_16bit"), std::string::npos) << message;
+  d.storage_buffer_16bit = vkgmm::device_requirements(app.physical).storage_buffer_16bit;
+  if (!app.matrix_extension) {
+    // Without 16-bit storage the first refusal stands; with it, the units are missing.
+    EXPECT_EQ(status_of([&] { vkgmm::Context::wrap(d); }), vkgmm::Status::invalid_argument);
+    d.matrix_units = false;
+    EXPECT_TRUE(vkgmm::Context::wrap(d).info().matrix_extension.empty());
+    GTEST_SKIP() << "the device offers no matrix units vkgmm can use: the refusal is all there is to test";
+  }
+  vkgmm::Context ctx = vkgmm::Context::wrap(d);
+  EXPECT_EQ(ctx.info().matrix_extension, app.matrix_extension);
+  EXPECT_GT(ctx.info().matrix_m, 0u);
+  vkgmm::GmmProblem p;
+  p.m = 40;
+  p.k = 32;
+  p.n = 24;
+  p.group_sizes = {16, 0, 21};  // rows 37..39 in no group: zero
+  p.lhs_type = p.rhs_type = vkgmm::DType::f16;
+  p.schedule = vkgmm::Schedule::matrix;  // refused where the context cannot run it
+  vkgmm::GmmPlan plan(ctx, p);
+  std::vector<float> x(40 * 32), w(3 * 32 * 24), y(40 * 24, -1.f);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = vkgmm::round_to(vkgmm::DType::f16, float(int(i % 13) - 6) / 8.f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = vkgmm::round_to(vkgmm::DType::f16, float(int(i % 7) - 3) / 4.f);
+  vkgmm::Buffer lhs = ctx.create_buffer(plan.sizes().lhs), rhs = ctx.create_buffer(plan.sizes().rhs),
+                out = ctx.create_buffer(plan.sizes().out);
+  const std::vector<uint8_t> x16 = vkgmm::encode(vkgmm::DType::f16, x), w16 = vkgmm::encode(vkgmm::DType::f16, w);
+  lhs.upload(x16.data(), x16.size());
+  rhs.upload(w16.data(), w16.size());
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {lhs.view(), rhs.view(), out.view(), {}}); });
+  out.download(y.data(), y.size() * 4);
+  for (int r = 0; r < 40; ++r) {
+    const int g = r < 16 ? 0 : r < 37 ? 2 : -1;
+    for (int c = 0; c < 24; ++c) {
+      double want = 0;  // small multiples of 1/32: every sum exact in f32
+      for (int k = 0; g >= 0 && k < 32; ++k) want += double(x[r * 32 + k]) * w[(g * 32 + k) * 24 + c];
+      ASSERT_EQ(y[r * 24 + c], float(want)) << "row " << r << ", column " << c;
+    }
+  }
 }
 
 TEST(Embedding, EmptyProblemHoldsNoMetadata) {

@@ -75,8 +75,8 @@ void require(const void* p, const char* what);
 #define VKGMM_NO_TAIL_PADDING(T, last) \
   static_assert(sizeof(T) == offsetof(T, last) + sizeof(T::last), #T " ends in padding: add a reserved field")
 VKGMM_NO_TAIL_PADDING(vkgmm_context_options, reserved_tail);
-VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, options);
-VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, storage_buffer_16bit);
+VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, reserved_tail);
+VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, matrix_extension);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, reserved_tail);
 VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_problem, expected_group_rows);
 VKGMM_NO_TAIL_PADDING(vkgmm_operand_sizes, workspace);
@@ -115,6 +115,10 @@ VKGMM_GROWN_AT(vkgmm_gmm_backward_operands, group_sizes);
 VKGMM_GROWN_AT(vkgmm_gmm_backward_sizes, workspace);
 // Grown by the device grid switch: an older caller's options take the automatic grid.
 VKGMM_GROWN_AT(vkgmm_context_options, device_grid);
+// Grown by the matrix units: an older caller's borrowed device uses none, and its requirements say nothing
+// of them.
+VKGMM_GROWN_AT(vkgmm_borrowed_device, matrix_units);
+VKGMM_GROWN_AT(vkgmm_device_requirements, matrix_extension);
 #undef VKGMM_GROWN_AT
 
 // The C status bits are the C++ ones.

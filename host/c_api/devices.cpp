@@ -9,7 +9,10 @@ using vkgmm::c_api::require;
 
 extern "C" {
 
-vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out) {
+namespace {
+
+// Both queries: with an instance, the matrix units too.
+vkgmm_status query_requirements(VkInstance instance, VkPhysicalDevice physical_device, vkgmm_device_requirements* out) {
   // The extension names are static strings; the array holding them must outlive the call, so it is static.
   static const vkgmm::DeviceRequirements base = vkgmm::device_requirements();
   std::string missing;
@@ -20,9 +23,12 @@ vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, v
     answer.required_extensions = base.required_extensions.data();
     answer.supported = 1;
     if (physical_device != VK_NULL_HANDLE) {
-      const vkgmm::DeviceRequirements r = vkgmm::device_requirements(physical_device);
+      const vkgmm::DeviceRequirements r = instance != VK_NULL_HANDLE
+                                              ? vkgmm::device_requirements(instance, physical_device)
+                                              : vkgmm::device_requirements(physical_device);
       answer.supported = r.supported ? 1 : 0;
       answer.storage_buffer_16bit = r.storage_buffer_16bit ? 1 : 0;
+      answer.matrix_extension = r.matrix_extension;
       for (const std::string& m : r.missing) missing += (missing.empty() ? "" : "; ") + m;
     }
     vkgmm::c_api::write_struct(out, answer, "out", "vkgmm_device_requirements");
@@ -30,6 +36,19 @@ vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, v
   // Documented: an unsupported device is a successful answer, with the reasons as the message.
   if (s == VKGMM_OK && !missing.empty()) vkgmm::c_api::set_error(VKGMM_OK, missing.c_str());
   return s;
+}
+
+}  // namespace
+
+vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out) {
+  return query_requirements(VK_NULL_HANDLE, physical_device, out);
+}
+
+vkgmm_status vkgmm_device_requirements_query_instance(VkInstance instance, VkPhysicalDevice physical_device,
+                                                      vkgmm_device_requirements* out) {
+  if (instance == VK_NULL_HANDLE)
+    return guarded([] { vkgmm::c_api::bad("instance", "is VK_NULL_HANDLE (vkgmm_device_requirements_query takes none)"); });
+  return query_requirements(instance, physical_device, out);
 }
 
 namespace {
@@ -88,6 +107,8 @@ vkgmm_status vkgmm_context_wrap(const vkgmm_borrowed_device* device, vkgmm_conte
     d.queue_family = c.queue_family;
     d.storage_buffer_16bit = c.storage_buffer_16bit != 0;
     d.get_instance_proc_addr = c.get_instance_proc_addr;
+    d.matrix_units = c.matrix_units != 0;
+    if (c.reserved_tail != 0) vkgmm::c_api::bad("device", "reserved_tail must be 0");
     *out = new vkgmm_context{vkgmm::Context::wrap(d, context_options(c.options, "device->options"))};
   });
 }

@@ -87,6 +87,11 @@ struct BorrowedDevice {
   // extension entry point (vkCmdPushDescriptorSetKHR) through it. Core entry points are still called
   // through the loader vkgmm links (libvulkan.so.1), so the handles must come from that loader.
   PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
+  // Whether the app enabled the matrix units on `device`: device_requirements(instance, physical_device)'s
+  // matrix_extension and the features it lists (storage_buffer_16bit among them). vkgmm checks that the
+  // device offers them (wrap throws where it does not) but cannot see what was enabled. false: no
+  // matrix schedule on this context.
+  bool matrix_units = false;
 };
 
 struct DeviceInfo {

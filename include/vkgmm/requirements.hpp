@@ -26,6 +26,13 @@ struct DeviceRequirements {
   bool supported = true;              // the device has everything required
   std::vector<std::string> missing;   // what it lacks, one line each (empty when supported)
   bool storage_buffer_16bit = false;  // the device has storageBuffer16BitAccess: enable it if you like
+  // Filled by device_requirements(VkInstance, VkPhysicalDevice) only: the cooperative-matrix extension
+  // vkgmm's matrix schedule (Schedule::matrix: f16 products on the matrix units) would use on the device,
+  // "VK_KHR_cooperative_matrix" or "VK_NV_cooperative_matrix" (a static string); nullptr where it can use
+  // none. To use them, enable it, VK_EXT_subgroup_size_control and the features cooperativeMatrix,
+  // shaderFloat16, vulkanMemoryModel, vulkanMemoryModelDeviceScope, subgroupSizeControl,
+  // computeFullSubgroups and storageBuffer16BitAccess, then set BorrowedDevice::matrix_units.
+  const char* matrix_extension = nullptr;
 };
 
 // The requirements alone (supported = true, nothing probed).
@@ -33,5 +40,9 @@ VKGMM_API DeviceRequirements device_requirements();
 // The requirements checked against a physical device: supported / missing say whether wrap() will accept
 // a device made from it (with the required extensions enabled), storage_buffer_16bit what it offers.
 VKGMM_API DeviceRequirements device_requirements(VkPhysicalDevice physical_device);
+// The same, and the matrix units (matrix_extension), which take the instance to query. `gipa`: the
+// vkGetInstanceProcAddr the app loads Vulkan with (nullptr: the loader vkgmm links).
+VKGMM_API DeviceRequirements device_requirements(VkInstance instance, VkPhysicalDevice physical_device,
+                                                 PFN_vkGetInstanceProcAddr gipa = nullptr);
 
 }  // namespace vkgmm

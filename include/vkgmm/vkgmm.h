@@ -108,12 +108,19 @@ typedef struct vkgmm_device_requirements {
   const char* const* required_extensions;  /* static strings, ready for ppEnabledExtensionNames */
   int supported;            /* the physical device has everything required (1 when none was given) */
   int storage_buffer_16bit; /* the device offers storageBuffer16BitAccess (optional: enable it if you like) */
+  /* vkgmm_device_requirements_query_instance only (else NULL): the cooperative-matrix extension vkgmm's
+   * matrix schedule would use, a static string, or NULL where it can use none; what to enable with it:
+   * DeviceRequirements::matrix_extension in requirements.hpp. Then set vkgmm_borrowed_device.matrix_units. */
+  const char* matrix_extension;
 } vkgmm_device_requirements;
 
 /* physical_device may be VK_NULL_HANDLE: the requirements alone. Otherwise, when the device lacks
  * something required, out->supported = 0 and vkgmm_last_error_message() says what (the call still
  * returns VKGMM_OK). */
 VKGMM_API vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
+/* The same, and matrix_extension, which takes the device's instance to query. */
+VKGMM_API vkgmm_status vkgmm_device_requirements_query_instance(VkInstance instance, VkPhysicalDevice physical_device,
+                                                                vkgmm_device_requirements* out);
 
 /* How a context runs (vkgmm::ContextOptions): read once when it is made. 0 in a field means "the
  * default", which the environment variable named beside it gives where set. */
@@ -156,6 +163,8 @@ typedef struct vkgmm_borrowed_device {
   PFN_vkGetInstanceProcAddr get_instance_proc_addr; /* optional, see BorrowedDevice in context.hpp */
   /* Optional (NULL: defaults): the context's options; device and validate do not apply here. */
   const vkgmm_context_options* options;
+  int matrix_units; /* the app enabled the matrix units: see BorrowedDevice::matrix_units in context.hpp */
+  int32_t reserved_tail; /* must be 0 */
 } vkgmm_borrowed_device;
 
 /* options may be NULL (all defaults). */
