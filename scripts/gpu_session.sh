@@ -128,7 +128,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix bench_fma16 bench_ids ggml torch jax bench_models ggml_perf tests}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix bench_fma16 bench_ids ggml torch jax bench_models ggml_perf gpu_report tests}
 for s in $steps; do
   case $s in
     info)
@@ -147,6 +147,13 @@ for s in $steps; do
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046
       step "$s" env VKGMM_SCHEDULE=shared "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    gpu_report)
+      # What the driver's compiler made of every pipeline (registers, spills, shared memory; the
+      # disassembly where it gives one): compile-only, the first device; the f16 cases in a quick run.
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      only=()
+      [ $quick = 0 ] || only=(--only "moe-prefill f16")
+      cap=60 step "$s" "$bundle/run.sh" vkgmm gpu-report --device 0 --json "${only[@]}" ;;
     ggml | ggml_perf)
       if [ -z "$peer" ]; then skip "$s" "no ggml peer"; continue; fi
       # The bundle's loader (and the GL dispatch libraries NVIDIA's driver loads); ggml skips CPU devices
