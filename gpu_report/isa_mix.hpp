@@ -17,7 +17,7 @@
 // v_dot*: the share is of instructions (issue slots); `fma_work` counts the multiply-adds they do
 // (packed and dot2: 2, dot4: 4, dot8: 8). Matrix instructions: v_wmma*/v_swmmac* (RDNA3 and later),
 // v_mfma*/v_smfmac* (CDNA); `matrix_work` counts their multiply-adds per wave, M x N x K from the
-// mnemonic (v_wmma_f32_16x16x16_f16: 4096). Shared loads: ds_read*/ds_load* (read2: two elements);
+// mnemonic (v_wmma_f32_16x16x16_f16: 4096; a CDNA multi-block MFMA counts one block). Shared loads: ds_read*/ds_load* (read2: two elements);
 // global loads: buffer_load*/global_load*/tbuffer_load* (vector memory); scalar loads (s_load*,
 // s_buffer_load*) are counted apart. Widths in bits from the mnemonic (dword = 32, dwordx4 = 128,
 // b128 = 128, ushort/u16 = 16, ubyte/u8 = 8, read2 x 2).

@@ -38,8 +38,10 @@ layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_GMM_TRANSPOSE_RHS) const bool TRANSPOSE_RHS = false;
 layout(constant_id = VKGMM_ID_USE_SHARED) const bool USE_SHARED = true;
 layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
-layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;  // TM * TK when USE_SHARED, else 1
-layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TK * TN * NH when USE_SHARED, else 1
+// The stage's lengths (stage.glsl), 1 when unused: TM * TK and TK * TN * NH on FMAs; the matrix builds'
+// line-major stage pads each line (and B holds a block format's two parts).
+layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;
+layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;
 // 4-element loads (k, n unless rhs is transposed, and the operands' offsets multiples of 4): lhs is read
 // as vec4 along K; rhs as vec4 along N, or along K when transposed. Direct schedule: each invocation owns
 // RN/4 groups of 4 adjacent columns, lanes side by side, and reuse per load is 4x the scalar direct
@@ -85,9 +87,9 @@ float load_rhs(uint i) {
 vec4 load4_rhs(uint i) { return RHS_BLOCKS ? dequant4(RHS_TYPE, i - pc.rhs_off) : load4_rhs_elements(i); }
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 
-// The shared schedule's stage (stage.glsl), K-major so that an invocation's 4 adjacent rows (columns) are
-// one 16-byte read: As[kk][row] and Bs[kk][product column] (the tile's product columns half by half).
-// Lanes read consecutive vec4s of Bs and at most TY distinct vec4s of As per K step.
+// The shared schedule's stage (stage.glsl); on FMAs K-major so that an invocation's 4 adjacent rows
+// (columns) are one 16-byte read: As[kk][row] and Bs[kk][product column] (the tile's product columns half
+// by half). Lanes read consecutive vec4s of Bs and at most TY distinct vec4s of As per K step.
 #define STAGE_DEPTH TK
 #define STAGE_SPLIT_B RHS_BLOCKS
 #include "stage.glsl"

@@ -100,7 +100,8 @@ void stage_load(int k0, const bool first) {
   }
 }
 
-// Store a_next / b_next into the stage: lhs chunks and rhs [n, k]'s as 4 K rows, rhs [k, n]'s whole.
+// Store a_next / b_next into the stage: lhs chunks and rhs [n, k]'s along their line (4 K rows), rhs
+// [k, n]'s across 4 lines (one K row).
 void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;

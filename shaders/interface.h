@@ -137,7 +137,8 @@
 #define VKGMM_ID_MATRIX_SG_N 29
 // The matrix builds' stage holds each row of A and each column of B contiguous along the step (the
 // reduction), the layout the matrix units load from, at a stride of the step plus this many f16 values:
-// 16 bytes, so that every row starts 16-byte aligned and neighbouring rows start in other banks.
+// 16 bytes, so that rows start 16-byte aligned where the step is a multiple of 8 (matrices of K >= 8) and
+// neighbouring rows start in other banks.
 #define VKGMM_MATRIX_STAGE_PAD 8
 
 // Element types (vkgmm::DType's values).

@@ -34,8 +34,10 @@ layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_TGMM_LHS_MK) const bool LHS_MK = false;
 layout(constant_id = VKGMM_ID_USE_SHARED) const bool USE_SHARED = true;
 layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
-layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;  // TM * TK when USE_SHARED, else 1
-layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;  // TM * TN when USE_SHARED, else 1
+// The stage's lengths (stage.glsl), 1 when unused: TM * TK and TM * TN on FMAs; the matrix builds'
+// line-major stage pads each line.
+layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;
+layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;
 layout(constant_id = VKGMM_ID_TGMM_OUT_NK) const bool OUT_NK = false;
 // rhs read as vec4 along N (n and rhs's offset multiples of 4). Direct schedule: each invocation owns
 // RN/4 groups of 4 adjacent columns, and takes the group's rows 4 at a time so each accumulator gets
@@ -77,8 +79,8 @@ uint lhs_index(uint kk, uint row) {
 }
 
 // ----- the shared schedule (see gmm.comp's, the same scheme with the group's rows as the reduction) ------
-// The stage (stage.glsl), row-major so that an invocation's 4 adjacent k rows (columns) are one 16-byte
-// read: As[c][k row] and Bs[c][column] for the step's group row c.
+// The stage (stage.glsl); on FMAs row-major so that an invocation's 4 adjacent k rows (columns) are one
+// 16-byte read: As[c][k row] and Bs[c][column] for the step's group row c.
 #define STAGE_DEPTH TM
 #define STAGE_SPLIT_B false
 #include "stage.glsl"

@@ -470,15 +470,17 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(strcmp(req.required_extensions[0], "VK_KHR_push_descriptor") == 0);
   CHECK(req.matrix_extension == NULL);
   /* The matrix units take the instance: refused without one, naming it. */
-  CHECK(vkgmm_device_requirements_query_instance(VK_NULL_HANDLE, VK_NULL_HANDLE, &req) == VKGMM_INVALID_ARGUMENT);
+  CHECK(vkgmm_device_requirements_query_instance(VK_NULL_HANDLE, VK_NULL_HANDLE, NULL, &req) == VKGMM_INVALID_ARGUMENT);
   CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
   /* An older caller's struct (before matrix_extension) is written up to its size. */
-  unsigned char old_req[sizeof(vkgmm_device_requirements) + 8];
-  memset(old_req, 0xab, sizeof old_req);
-  vkgmm_device_requirements* older = (vkgmm_device_requirements*)old_req;
-  older->struct_size = offsetof(vkgmm_device_requirements, matrix_extension);
-  CHECK(vkgmm_device_requirements_query(VK_NULL_HANDLE, older) == VKGMM_OK && older->supported == 1);
-  CHECK(old_req[offsetof(vkgmm_device_requirements, matrix_extension)] == 0xab);
+  union {
+    vkgmm_device_requirements req;
+    unsigned char bytes[sizeof(vkgmm_device_requirements)];
+  } older;
+  memset(&older, 0xab, sizeof older);
+  older.req.struct_size = offsetof(vkgmm_device_requirements, matrix_extension);
+  CHECK(vkgmm_device_requirements_query(VK_NULL_HANDLE, &older.req) == VKGMM_OK && older.req.supported == 1);
+  CHECK(older.bytes[offsetof(vkgmm_device_requirements, matrix_extension)] == 0xab);
 
   vkgmm_gmm_plan_destroy(NULL); /* NULL is fine everywhere a handle is destroyed */
   vkgmm_buffer_destroy(NULL);

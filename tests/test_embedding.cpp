@@ -21,6 +21,7 @@ struct App {
   VkQueue queue = VK_NULL_HANDLE;
   uint32_t family = 0;
   const char* matrix_extension = nullptr;  // enabled (App(true) on a device with matrix units)
+  bool storage16 = false;                   // storageBuffer16BitAccess enabled (App(true) where offered)
   std::vector<std::string> messages;
 
   static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -83,6 +84,12 @@ struct App {
     VkPhysicalDeviceVulkan11Features v11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     matrix_extension = with_matrix ? vkgmm::device_requirements(instance, physical).matrix_extension : nullptr;
+    storage16 = with_matrix && req.storage_buffer_16bit;
+    if (storage16) {
+      v11.storageBuffer16BitAccess = VK_TRUE;
+      features.pNext = &v11;
+      dci.pNext = &features;
+    }
     if (matrix_extension) {
       const bool khr = std::strcmp(matrix_extension, "VK_KHR_cooperative_matrix") == 0;
       coop.sType = khr ? static_cast<VkStructureType>(1000506000)
@@ -90,12 +97,9 @@ struct App {
       coop.cooperativeMatrix = VK_TRUE;
       size_control.subgroupSizeControl = size_control.computeFullSubgroups = VK_TRUE;
       v12.shaderFloat16 = v12.vulkanMemoryModel = v12.vulkanMemoryModelDeviceScope = VK_TRUE;
-      v11.storageBuffer16BitAccess = VK_TRUE;
-      features.pNext = &v11;
-      v11.pNext = &v12;
+      v11.pNext = &v12;  // v11 is on the chain: the matrix extension is named only where 16-bit storage is
       v12.pNext = &coop;
       coop.pNext = &size_control;
-      dci.pNext = &features;
       extensions.push_back(matrix_extension);
       extensions.push_back("VK_EXT_subgroup_size_control");
     }
@@ -254,7 +258,7 @@ TEST(Embedding, MatrixUnitsOnlyWhereTheAppEnabledThem) {
   }
   EXPECT_NE(message.find("BorrowedDevice.matrix_units"), std::string::npos) << message;
   EXPECT_NE(message.find("storage_buffer_16bit"), std::string::npos) << message;
-  d.storage_buffer_16bit = vkgmm::device_requirements(app.physical).storage_buffer_16bit;
+  d.storage_buffer_16bit = app.storage16;
   if (!app.matrix_extension) {
     // Without 16-bit storage the first refusal stands; with it, the units are missing.
     EXPECT_EQ(status_of([&] { vkgmm::Context::wrap(d); }), vkgmm::Status::invalid_argument);

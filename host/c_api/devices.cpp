@@ -12,7 +12,8 @@ extern "C" {
 namespace {
 
 // Both queries: with an instance, the matrix units too.
-vkgmm_status query_requirements(VkInstance instance, VkPhysicalDevice physical_device, vkgmm_device_requirements* out) {
+vkgmm_status query_requirements(VkInstance instance, VkPhysicalDevice physical_device, PFN_vkGetInstanceProcAddr gipa,
+                                vkgmm_device_requirements* out) {
   // The extension names are static strings; the array holding them must outlive the call, so it is static.
   static const vkgmm::DeviceRequirements base = vkgmm::device_requirements();
   std::string missing;
@@ -24,7 +25,7 @@ vkgmm_status query_requirements(VkInstance instance, VkPhysicalDevice physical_d
     answer.supported = 1;
     if (physical_device != VK_NULL_HANDLE) {
       const vkgmm::DeviceRequirements r = instance != VK_NULL_HANDLE
-                                              ? vkgmm::device_requirements(instance, physical_device)
+                                              ? vkgmm::device_requirements(instance, physical_device, gipa)
                                               : vkgmm::device_requirements(physical_device);
       answer.supported = r.supported ? 1 : 0;
       answer.storage_buffer_16bit = r.storage_buffer_16bit ? 1 : 0;
@@ -41,14 +42,15 @@ vkgmm_status query_requirements(VkInstance instance, VkPhysicalDevice physical_d
 }  // namespace
 
 vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out) {
-  return query_requirements(VK_NULL_HANDLE, physical_device, out);
+  return query_requirements(VK_NULL_HANDLE, physical_device, nullptr, out);
 }
 
 vkgmm_status vkgmm_device_requirements_query_instance(VkInstance instance, VkPhysicalDevice physical_device,
+                                                      PFN_vkGetInstanceProcAddr get_instance_proc_addr,
                                                       vkgmm_device_requirements* out) {
   if (instance == VK_NULL_HANDLE)
     return guarded([] { vkgmm::c_api::bad("instance", "is VK_NULL_HANDLE (vkgmm_device_requirements_query takes none)"); });
-  return query_requirements(instance, physical_device, out);
+  return query_requirements(instance, physical_device, get_instance_proc_addr, out);
 }
 
 namespace {

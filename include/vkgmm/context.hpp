@@ -127,7 +127,7 @@ struct DeviceInfo {
   // vkgmm enabled for f16 products accumulated in f32 (VK_KHR_cooperative_matrix, else
   // VK_NV_cooperative_matrix), and the M x N x K shape it takes; empty and 0 where it uses none (the
   // device lists no such shape or lacks a feature the builds need, vkgmm was built without a compiler for
-  // the extension, or the device is borrowed).
+  // the extension, or the device is borrowed without BorrowedDevice::matrix_units).
   std::string matrix_extension;
   uint32_t matrix_m = 0, matrix_n = 0, matrix_k = 0;
   // Every cooperative-matrix shape the device lists, as "KHR 16x16x16 f16*f16+f32->f32 subgroup".

@@ -118,8 +118,10 @@ typedef struct vkgmm_device_requirements {
  * something required, out->supported = 0 and vkgmm_last_error_message() says what (the call still
  * returns VKGMM_OK). */
 VKGMM_API vkgmm_status vkgmm_device_requirements_query(VkPhysicalDevice physical_device, vkgmm_device_requirements* out);
-/* The same, and matrix_extension, which takes the device's instance to query. */
+/* The same, and matrix_extension, which takes the device's instance to query; get_instance_proc_addr: the
+ * app's (as in vkgmm_borrowed_device), or NULL for the loader vkgmm links. */
 VKGMM_API vkgmm_status vkgmm_device_requirements_query_instance(VkInstance instance, VkPhysicalDevice physical_device,
+                                                                PFN_vkGetInstanceProcAddr get_instance_proc_addr,
                                                                 vkgmm_device_requirements* out);
 
 /* How a context runs (vkgmm::ContextOptions): read once when it is made. 0 in a field means "the

@@ -65,10 +65,13 @@ def main():
                 if loop is None:
                     continue
                 check(loop["instructions"] >= loop["fma"] + loop["matrix"] > 0, f"{p['id']}: counts {loop}")
-                gated = not c["decode"] and not c["quantized"]
+                # The matrix builds are outside the FMA gate: their main loops are matrix instructions.
+                matrix = "matrix" in p["module"]
+                gated = not c["decode"] and not c["quantized"] and not matrix
                 # The K step (the main loop's induction step) is read where the share is gated; ACO may
                 # lay a decode tile's loop out so that its step is not a constant compare (vega10, SwiGLU).
                 check(not gated or loop["k_per_iteration"] > 0, f"{p['id']}: no K step found")
+                check(not matrix or loop["matrix"] > 0, f"{p['id']}: a matrix build without matrix instructions")
                 check(loop["unknown_trip_counts"] == 0, f"{p['id']}: a nested loop of unknown trip count")
                 check(cp["gated"] == gated, f"{c['name']} {cp['plan']}: gated {cp['gated']}")
                 check(not gated or loop["fma_share"] >= min_share,
@@ -77,7 +80,9 @@ def main():
         # The gate covers the kernels that carry the FLOPs: gmm and tgmm (and the backward's), f32 and both
         # 16-bit types, the routed qwen3-ids-t512 and the bias + SwiGLU epilogue.
         gated_names = {(c["name"], cp["plan"]) for c in report["cases"] for cp in c["pipelines"] if cp["gated"]}
-        for t in ("f32", "f16", "bf16"):
+        # f16 runs on the matrix units where the device has them (outside the gate).
+        matrix_units = any("matrix" in p["module"] for p in report["pipelines"])
+        for t in ("f32", "bf16") if matrix_units else ("f32", "f16", "bf16"):
             for case, plan in ((f"moe-prefill {t}", "gmm"), (f"moe-fine {t}", "gmm"), (f"moe-grad {t}", "d_rhs"),
                                (f"tgmm moe-prefill {t}", "tgmm"), (f"qwen3-ids-t512 {t}", "gmm"),
                                (f"moe-prefill {t} bias+swiglu", "gmm")):
