@@ -76,12 +76,14 @@ std::string formats_json() {
 std::string matrix_text(const vkgmm::DeviceInfo& d) {
   if (d.matrix_extension.empty()) return "none (gmm runs its FMA schedules; the shapes below say what the device has)";
   return d.matrix_extension + ", " + std::to_string(d.matrix_m) + "x" + std::to_string(d.matrix_n) + "x" +
-         std::to_string(d.matrix_k) + " f16*f16+f32 (gmm's matrix schedule: f16 lhs, f16 or block-format rhs)";
+         std::to_string(d.matrix_k) + " f16*f16+f32 in subgroups of " + std::to_string(d.matrix_subgroup_size) +
+         " (gmm's matrix schedule: f16 lhs, f16 or block-format rhs)";
 }
 std::string matrix_json(const vkgmm::DeviceInfo& d) {
   if (d.matrix_extension.empty()) return "null";
   return "{\"extension\": " + json_string(d.matrix_extension) + ", \"m\": " + std::to_string(d.matrix_m) +
-         ", \"n\": " + std::to_string(d.matrix_n) + ", \"k\": " + std::to_string(d.matrix_k) + "}";
+         ", \"n\": " + std::to_string(d.matrix_n) + ", \"k\": " + std::to_string(d.matrix_k) +
+         ", \"subgroup_size\": " + std::to_string(d.matrix_subgroup_size) + "}";
 }
 std::string shapes_text(const vkgmm::DeviceInfo& d) {
   std::string s;
@@ -103,6 +105,11 @@ std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
   auto num = [](auto v) { return std::to_string(v); };
   auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
   auto yes = [](bool b) { return std::string(b ? "yes" : "no"); };
+  auto hex = [](uint32_t v) {
+    char s[16];
+    std::snprintf(s, sizeof s, "0x%04x", v);
+    return std::string(s);
+  };
   const std::string wg = num(d.max_workgroup_count[0]) + ", " + num(d.max_workgroup_count[1]) + ", " +
                          num(d.max_workgroup_count[2]);
   char period[32];
@@ -112,6 +119,9 @@ std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
       {"driver", d.driver, json_string(d.driver)},
       {"type", type_name(d.type), json_string(type_name(d.type))},
       {"api_version", api_version(d.api_version), json_string(api_version(d.api_version))},
+      {"vendor_id", hex(d.vendor_id), num(d.vendor_id)},
+      {"device_id", hex(d.device_id), num(d.device_id)},
+      {"architecture", d.architecture + " (the device class vkgmm tunes for)", json_string(d.architecture)},
       {"subgroup_size", num(d.subgroup_size), num(d.subgroup_size)},
       {"vector_registers", num(d.vector_registers) + " per lane of a SIMD (0: not reported; sizes the shared schedule's tile)",
        num(d.vector_registers)},

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "context_impl.hpp"
+#include "device_class.hpp"
 #include "matrix_units.hpp"
 #include "interface.hpp"
 #include "operands.hpp"
@@ -17,6 +18,16 @@ namespace vkgmm {
 namespace {
 
 const char* env_lookup(const char* name) { return std::getenv(name); }
+
+// The matrix units a context uses: their shape, and the subgroups their pipelines run.
+void set_matrix_units(Device& dev, const MatrixUnits& units, MatrixSubgroup subgroup) {
+  dev.info.matrix_extension = units.extension;
+  dev.info.matrix_m = units.m;
+  dev.info.matrix_n = units.n;
+  dev.info.matrix_k = units.k;
+  dev.info.matrix_subgroup_size = subgroup.size;
+  dev.matrix_subgroup = subgroup;
+}
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                 VkDebugUtilsMessageTypeFlagsEXT,
@@ -214,7 +225,8 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
   // The matrix units, where the device has every feature gmm's matrix builds need and 16-bit storage is on.
   const MatrixUnits units = query_matrix_units(dev.instance, dev.physical, nullptr);
   MatrixFeatures matrix;
-  const bool use_matrix = matrix.query(dev.physical, units, en11.storageBuffer16BitAccess && dev.options.storage16);
+  const bool use_matrix = matrix.query(dev.physical, units, en11.storageBuffer16BitAccess && dev.options.storage16,
+                                       device_class(dev.physical).matrix_subgroup);
   if (use_matrix) {
     device_extensions.push_back(units.extension);
     device_extensions.push_back(MatrixFeatures::kSizeControl);
@@ -250,12 +262,7 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
                                                           : 0);
   dev.info.storage_buffer_16bit = en11.storageBuffer16BitAccess;
   dev.info.matrix_shapes = units.listed;
-  if (use_matrix) {
-    dev.info.matrix_extension = units.extension;
-    dev.info.matrix_m = units.m;
-    dev.info.matrix_n = units.n;
-    dev.info.matrix_k = units.k;
-  }
+  if (use_matrix) set_matrix_units(dev, units, matrix.subgroup);
   im.log.throw_if_any();
 }
 
@@ -274,7 +281,8 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
                 "BorrowedDevice.matrix_units is set without storage_buffer_16bit (the matrix units read 16-bit "
                 "operands from storage buffers)");
   const MatrixUnits units = query_matrix_units(d.instance, d.physical_device, d.get_instance_proc_addr);
-  if (MatrixFeatures features; d.matrix_units && !features.query(d.physical_device, units, true))
+  MatrixFeatures features;
+  if (d.matrix_units && !features.query(d.physical_device, units, true, device_class(d.physical_device).matrix_subgroup))
     throw Error(Status::invalid_argument,
                 "BorrowedDevice.matrix_units is set but the device offers no matrix units vkgmm can use "
                 "(device_requirements(instance, physical_device).matrix_extension is null)");
@@ -301,12 +309,7 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
   impl->pipelines.init(dev.device);
   // Only the app knows which optional features it enabled; without its word, the paths that need none.
   dev.info.storage_buffer_16bit = d.storage_buffer_16bit;
-  if (d.matrix_units && dev.options.storage16) {
-    dev.info.matrix_extension = units.extension;
-    dev.info.matrix_m = units.m;
-    dev.info.matrix_n = units.n;
-    dev.info.matrix_k = units.k;
-  }
+  if (d.matrix_units && dev.options.storage16) set_matrix_units(dev, units, features.subgroup);
   return Context(std::move(impl));
 }
 

@@ -31,8 +31,8 @@ struct Context::Impl {
 
   // The pipeline of `code` with these constants (PipelineCache::get on this device).
   VkPipeline pipeline(const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
-                      bool split = false, uint32_t subgroup_size = 0) {
-    return pipelines.get(dev.device, code, words, constants, split, subgroup_size);
+                      bool split = false, MatrixSubgroup subgroup = {}) {
+    return pipelines.get(dev.device, code, words, constants, split, subgroup);
   }
 };
 

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "device_class.hpp"
 #include "texel_views.hpp"
 
 namespace vkgmm {
@@ -96,6 +97,9 @@ void Device::query() {
   info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
   info.type = props.properties.deviceType;
   info.api_version = props.properties.apiVersion;
+  info.vendor_id = props.properties.vendorID;
+  info.device_id = props.properties.deviceID;
+  info.architecture = device_class(info).architecture;
   info.subgroup_size = subgroup.subgroupSize;
   info.vector_registers = query_vector_registers(physical, subgroup.subgroupSize);
   info.max_shared_memory = lim.maxComputeSharedMemorySize;

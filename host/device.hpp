@@ -4,6 +4,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include "matrix_units.hpp"
 #include "options.hpp"
 #include "vkgmm/context.hpp"
 
@@ -30,6 +31,7 @@ struct Device {
   DeviceInfo info;
   VkPhysicalDeviceMemoryProperties memory{};
   ResolvedOptions options;  // read once, when the Context is made
+  MatrixSubgroup matrix_subgroup;  // how the matrix builds' pipelines run their subgroups (with matrix units)
   // Compile-only contexts: VK_KHR_pipeline_executable_properties is enabled, pipelines capture their
   // statistics and internal representations (vkgmm gpu-report reads them).
   bool executable_properties = false;

@@ -118,7 +118,7 @@ std::vector<uint32_t> Kernel::constants_for(uint8_t off) const {
 
 VkPipeline Kernel::compile(Context::Impl& ctx, const Variant& v) const {
   const ShaderCode& c = v.texel ? texel_code : code;
-  return ctx.pipeline(c.code, c.words, constants_for(v.off), split && !v.texel, matrix ? ctx.dev.info.subgroup_size : 0);
+  return ctx.pipeline(c.code, c.words, constants_for(v.off), split && !v.texel, matrix ? ctx.dev.matrix_subgroup : MatrixSubgroup{});
 }
 
 VkPipeline Kernel::pipeline(Context::Impl& ctx, const Variant& v) const {

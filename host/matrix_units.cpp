@@ -132,30 +132,44 @@ MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, P
   return u;
 }
 
-bool MatrixFeatures::query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16) {
+MatrixSubgroup choose_matrix_subgroup(const SubgroupLimits& l, uint32_t preferred) {
+  MatrixSubgroup g;
+  const bool fixed = l.min == l.max && l.min == l.size && l.size > 0;
+  const bool can_require = l.required_in_compute && l.size_control && l.min <= l.size && l.size <= l.max;
+  if (fixed) {
+    g.size = l.size;
+  } else if (can_require) {
+    g.size = preferred && l.min <= preferred && preferred <= l.max ? preferred : l.size;
+    g.required = true;
+  } else {
+    return {};
+  }
+  g.full = l.size_control && l.full_subgroups;
+  // A size that varies must come in full subgroups: the matrices are the subgroup's.
+  if (!fixed && !g.full) return {};
+  return g;
+}
+
+bool MatrixFeatures::query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16,
+                           uint32_t preferred_subgroup) {
+  subgroup = {};
   if (!units.extension || !storage16) return false;
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical, &props);
   if (props.apiVersion < VK_API_VERSION_1_2 || !has_device_extension(physical, kSizeControl)) return false;
-  // The device's subgroup size must be one a compute pipeline may require.
   VkPhysicalDeviceSubgroupSizeControlPropertiesEXT limits{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
   CoopDeviceProperties stages{units.khr ? kCoopDevicePropertiesKhr
                                         : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV,
                                nullptr, 0};
   limits.pNext = &stages;
-  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-  subgroup.pNext = &limits;
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  sub.pNext = &limits;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props2.pNext = &subgroup;
+  props2.pNext = &sub;
   vkGetPhysicalDeviceProperties2(physical, &props2);
-  // Compute shaders may use the matrices, and a workgroup of kMatrixSubgroups full subgroups (the most a
-  // matrix block takes, host/tiling.hpp) is allowed: every device known to have matrix units allows 16
-  // or more.
   if (!(stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
-      !(limits.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
-      limits.maxComputeWorkgroupSubgroups < kMatrixSubgroups || subgroup.subgroupSize < limits.minSubgroupSize ||
-      subgroup.subgroupSize > limits.maxSubgroupSize || !(subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
+      !(sub.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
     return false;
   coop = {};
   coop.sType = units.khr ? kCoopFeaturesKhr : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
@@ -166,8 +180,22 @@ bool MatrixFeatures::query(VkPhysicalDevice physical, const MatrixUnits& units, 
   VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   f.pNext = &v12;
   vkGetPhysicalDeviceFeatures2(physical, &f);
-  return coop.cooperativeMatrix && v12.shaderFloat16 && v12.vulkanMemoryModel && v12.vulkanMemoryModelDeviceScope &&
-         size_control.subgroupSizeControl && size_control.computeFullSubgroups;
+  SubgroupLimits l;
+  l.size = sub.subgroupSize;
+  l.min = limits.minSubgroupSize;
+  l.max = limits.maxSubgroupSize;
+  l.required_in_compute = (limits.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+  l.size_control = size_control.subgroupSizeControl;
+  l.full_subgroups = size_control.computeFullSubgroups;
+  const MatrixSubgroup g = choose_matrix_subgroup(l, preferred_subgroup);
+  // A workgroup of kMatrixSubgroups full subgroups (the most a matrix block takes, host/tiling.hpp) must be
+  // allowed: every device known to have matrix units allows 16 or more.
+  if (!g.size || limits.maxComputeWorkgroupSubgroups < kMatrixSubgroups)
+    return false;
+  if (!(coop.cooperativeMatrix && v12.shaderFloat16 && v12.vulkanMemoryModel && v12.vulkanMemoryModelDeviceScope))
+    return false;
+  subgroup = g;
+  return true;
 }
 
 void MatrixFeatures::link(void** tail) {
@@ -178,9 +206,10 @@ void MatrixFeatures::link(void** tail) {
   v12 = on;
   coop.cooperativeMatrix = VK_TRUE;
   coop.cooperativeMatrixRobustBufferAccess = VK_FALSE;
+  // Only what the chosen subgroups use: a fixed-size device may lack either.
   size_control = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
-  size_control.subgroupSizeControl = VK_TRUE;
-  size_control.computeFullSubgroups = VK_TRUE;
+  size_control.subgroupSizeControl = subgroup.required || subgroup.full;
+  size_control.computeFullSubgroups = subgroup.full;
   size_control.pNext = *tail;
   coop.pNext = &size_control;
   v12.pNext = &coop;

@@ -23,9 +23,31 @@ struct MatrixUnits {
 // instance's vkGetInstanceProcAddr.
 MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, PFN_vkGetInstanceProcAddr gipa);
 
+// How the matrix builds' pipelines run their subgroups.
+struct MatrixSubgroup {
+  uint32_t size = 0;      // lanes per subgroup (0: none usable)
+  bool required = false;  // the pipelines require `size` (VkPipelineShaderStageRequiredSubgroupSizeCreateInfo)
+  bool full = false;      // ... and full subgroups (VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT)
+};
+
+// What a device says of its subgroups (VkPhysicalDeviceSubgroupSizeControlProperties and features).
+struct SubgroupLimits {
+  uint32_t size = 0;  // VkPhysicalDeviceSubgroupProperties::subgroupSize, the default
+  uint32_t min = 0, max = 0;
+  bool required_in_compute = false;  // requiredSubgroupSizeStages has the compute stage
+  bool size_control = false, full_subgroups = false;  // the subgroupSizeControl and computeFullSubgroups features
+};
+
+// The subgroup size for the matrix builds: `preferred` (the device class's, host/device_class.hpp; 0 for
+// the default) where pipelines may require it; the one size where the device has only one (NVK, NVIDIA:
+// 32; no pipeline needs to ask for it, and none may where the compute stage takes no required size);
+// else the default size, required, so that it cannot vary. Every subgroup full where the device can
+// promise it; a device whose size varies must also promise that. size 0 where none of this holds.
+MatrixSubgroup choose_matrix_subgroup(const SubgroupLimits& limits, uint32_t preferred);
+
 // The features gmm's matrix builds need beside the extension's own (cooperativeMatrix): 16-bit storage,
 // shaderFloat16, the Vulkan memory model at device scope (glslang declares it for these extensions), and
-// full subgroups of the device's subgroup size in compute pipelines (VK_EXT_subgroup_size_control).
+// subgroups of one size, full, in compute pipelines (VK_EXT_subgroup_size_control; choose_matrix_subgroup).
 struct MatrixFeatures {
   VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   // VkPhysicalDeviceCooperativeMatrixFeaturesKHR / ...NV: the same layout (sType, pNext, cooperativeMatrix,
@@ -38,8 +60,11 @@ struct MatrixFeatures {
   } coop{};
   VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
-  // Asks the device; true where everything is there (storage16: whether 16-bit storage is).
-  bool query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16);
+  // The subgroups the builds run (query sets it).
+  MatrixSubgroup subgroup;
+  // Asks the device; true where everything is there (storage16: whether 16-bit storage is), with the
+  // subgroup size the device class `preferred_subgroup` names where the device allows it.
+  bool query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16, uint32_t preferred_subgroup);
   // Links v12 (shaderFloat16 and the memory model on, nothing else), coop (cooperativeMatrix on) and
   // size_control (both its features on) into a device create-info chain at `tail` (the pNext that pointed
   // on now points to v12).

@@ -48,8 +48,8 @@ void PipelineCache::destroy(VkDevice device) {
 }
 
 VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t words,
-                              const std::vector<uint32_t>& constants, bool split, uint32_t subgroup_size) {
-  Key key{code, constants, subgroup_size};
+                              const std::vector<uint32_t>& constants, bool split, MatrixSubgroup subgroup) {
+  Key key{code, constants, subgroup};
   std::lock_guard lock(mutex_);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
 
@@ -75,11 +75,11 @@ VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t word
   ci.stage.pSpecializationInfo = &spec;
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT size{
       VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT};
-  if (subgroup_size) {
-    size.requiredSubgroupSize = subgroup_size;
+  if (subgroup.required) {
+    size.requiredSubgroupSize = subgroup.size;
     ci.stage.pNext = &size;
-    ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
   }
+  if (subgroup.full) ci.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
   ci.flags = flags_;
   ci.layout = layout(split);
   VkPipeline p = VK_NULL_HANDLE;

@@ -6,9 +6,11 @@
 
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "interface.h"
+#include "matrix_units.hpp"
 
 namespace vkgmm {
 
@@ -52,12 +54,12 @@ class PipelineCache {
   void init(VkDevice device, VkPipelineCreateFlags flags = 0);
   void destroy(VkDevice device);
   // `split`: the module was built with VKGMM_SPLIT and binds the split layout. constants[i] is
-  // constant_id i (ids the module does not declare are ignored). subgroup_size > 0: the pipeline runs
-  // full subgroups of exactly that size (VK_EXT_subgroup_size_control, which the device must have enabled;
-  // gmm's matrix builds tile the workgroup by subgroup, and a KHR cooperative matrix in a SPIR-V 1.5
-  // module needs full subgroups).
+  // constant_id i (ids the module does not declare are ignored). `subgroup`: the
+  // subgroup size the pipeline requires and whether its subgroups are full (VK_EXT_subgroup_size_control,
+  // which the device must have enabled; gmm's matrix builds tile the workgroup by subgroup, and a KHR
+  // cooperative matrix in a SPIR-V 1.5 module needs full subgroups); none by default.
   VkPipeline get(VkDevice device, const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
-                 bool split = false, uint32_t subgroup_size = 0);
+                 bool split = false, MatrixSubgroup subgroup = {});
   VkPipelineLayout layout(bool split) const { return split ? split_layout_ : layout_; }
   // Pipelines made so far (tests: which record() variants compile a pipeline of their own).
   size_t size() {
@@ -69,10 +71,10 @@ class PipelineCache {
   struct Key {
     const uint32_t* code = nullptr;
     std::vector<uint32_t> constants;
-    uint32_t subgroup_size = 0;
+    MatrixSubgroup subgroup;
     bool operator<(const Key& o) const {
-      if (code != o.code) return code < o.code;
-      return constants != o.constants ? constants < o.constants : subgroup_size < o.subgroup_size;
+      return std::tie(code, constants, subgroup.size, subgroup.required, subgroup.full) <
+             std::tie(o.code, o.constants, o.subgroup.size, o.subgroup.required, o.subgroup.full);
     }
   };
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE, split_set_layout_ = VK_NULL_HANDLE;

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <string>
 
+#include "device_class.hpp"
 #include "interface.hpp"
 
 namespace vkgmm {
@@ -66,15 +67,15 @@ uint32_t round_up4(int64_t x) { return static_cast<uint32_t>((std::max<int64_t>(
 }  // namespace
 
 RegisterTile shared_register_tile(const DeviceInfo& info) {
-  // An 8 x 8 tile (64 accumulators, 4 16-byte shared reads per 64 FMAs) where the register file holds it
-  // at 2 waves per SIMD; 8 x 4, then 4 x 4 on smaller files. Two waves is the floor, not four: on GCN
-  // (256 registers per lane), 4 waves leave 64 registers, which hold no more than a 4 x 4 tile beside
-  // the stage's operands and prefetch, and that tile's inner loop stays near 65 % FMAs; an 8 x 8 tile's
-  // 64 independent FMAs per K step hide latency within the wave. Devices that do not say get 8 x 8
-  // (they allow 255 registers per invocation or more).
-  // CPU drivers have no register file to fill, and compile a large tile's unrolled loop slowly (lavapipe:
-  // one small tgmm test took 42 s of CPU with 8 x 8, 4 s with 4 x 4; they run the direct schedule anyway).
-  if (info.type == VK_PHYSICAL_DEVICE_TYPE_CPU) return {4, 4};
+  // The device class's tile where its row names one (host/device_class.cpp: CPU drivers 4 x 4, NVIDIA
+  // 8 x 8). Else an 8 x 8 tile (64 accumulators, 4 16-byte shared reads per 64 FMAs) where the register
+  // file holds it at 2 waves per SIMD; 8 x 4, then 4 x 4 on smaller files. Two waves is the floor, not
+  // four: on GCN (256 registers per lane), 4 waves leave 64 registers, which hold no more than a 4 x 4
+  // tile beside the stage's operands and prefetch, and that tile's inner loop stays near 65 % FMAs; an
+  // 8 x 8 tile's 64 independent FMAs per K step hide latency within the wave. Devices that do not say get
+  // 8 x 8 (they allow 255 registers per invocation or more).
+  const DeviceClass& row = device_class(info);
+  if (row.tile_rows && row.tile_cols) return {row.tile_rows, row.tile_cols};
   if (info.vector_registers == 0) return {8, 8};
   const uint32_t per_wave = info.vector_registers / 2;
   if (64 + kSharedOverheadRegisters <= per_wave) return {8, 8};
@@ -330,7 +331,7 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
 KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, const DeviceInfo& info, const char* op, uint32_t halves,
                               bool rhs_blocks) {
-  const uint32_t cm_m = info.matrix_m, cm_n = info.matrix_n, cm_k = info.matrix_k, lanes = info.subgroup_size;
+  const uint32_t cm_m = info.matrix_m, cm_n = info.matrix_n, cm_k = info.matrix_k, lanes = info.matrix_subgroup_size;
   if (!cm_m || !cm_n || !cm_k || !lanes)
     throw Error(Status::internal, std::string(op) + ": the matrix schedule was chosen without matrix units");
   auto round_up = [](int64_t x, int64_t to) { return (std::max<int64_t>(x, 1) + to - 1) / to * to; };

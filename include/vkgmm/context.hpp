@@ -99,6 +99,11 @@ struct DeviceInfo {
   std::string driver;
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint32_t api_version = 0;
+  // The PCI vendor and device ids the driver reports, and the device class vkgmm tunes for ("nvidia-ampere",
+  // "amd-rdna3", "intel-xe2", ..., "gpu" for an unknown GPU, "cpu" for a CPU driver): which of its choices
+  // per architecture (the matrix units' subgroup size, the shared schedule's register tile) it makes here.
+  uint32_t vendor_id = 0, device_id = 0;
+  std::string architecture;
   uint32_t subgroup_size = 0;
   // 32-bit vector registers per lane of one SIMD's register file, shared by its resident waves
   // (VK_AMD_shader_core_properties: vgprsPerSimd at wavefrontSize lanes, per subgroup_size lanes); 0 when
@@ -130,6 +135,10 @@ struct DeviceInfo {
   // the extension, or the device is borrowed without BorrowedDevice::matrix_units).
   std::string matrix_extension;
   uint32_t matrix_m = 0, matrix_n = 0, matrix_k = 0;
+  // The subgroup size the matrix builds run at (every subgroup full): the device's class's choice where
+  // pipelines may require a size (wave32 on RDNA3, the EU's SIMD width on Intel), else the device's fixed
+  // or default size; 0 without matrix units.
+  uint32_t matrix_subgroup_size = 0;
   // Every cooperative-matrix shape the device lists, as "KHR 16x16x16 f16*f16+f32->f32 subgroup".
   std::vector<std::string> matrix_shapes;
 };

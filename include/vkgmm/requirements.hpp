@@ -30,8 +30,9 @@ struct DeviceRequirements {
   // vkgmm's matrix schedule (Schedule::matrix: f16 products on the matrix units) would use on the device,
   // "VK_KHR_cooperative_matrix" or "VK_NV_cooperative_matrix" (a static string); nullptr where it can use
   // none. To use them, enable it, VK_EXT_subgroup_size_control and the features cooperativeMatrix,
-  // shaderFloat16, vulkanMemoryModel, vulkanMemoryModelDeviceScope, subgroupSizeControl,
-  // computeFullSubgroups and storageBuffer16BitAccess, then set BorrowedDevice::matrix_units.
+  // shaderFloat16, vulkanMemoryModel, vulkanMemoryModelDeviceScope, storageBuffer16BitAccess, and
+  // subgroupSizeControl and computeFullSubgroups where the device has them (a device whose subgroups are
+  // one size may lack both), then set BorrowedDevice::matrix_units.
   const char* matrix_extension = nullptr;
 };
 

@@ -52,6 +52,9 @@ py::dict info_of(const vkgmm::Context& c) {
                                                                  : "other";
   d["api_version"] = py::make_tuple(VK_API_VERSION_MAJOR(i.api_version), VK_API_VERSION_MINOR(i.api_version),
                                     VK_API_VERSION_PATCH(i.api_version));
+  d["vendor_id"] = i.vendor_id;
+  d["device_id"] = i.device_id;
+  d["architecture"] = i.architecture;
   d["subgroup_size"] = i.subgroup_size;
   d["max_shared_memory"] = i.max_shared_memory;
   d["storage_buffer_16bit"] = i.storage_buffer_16bit;
@@ -61,6 +64,7 @@ py::dict info_of(const vkgmm::Context& c) {
     d["matrix_units"] = py::none();
   else
     d["matrix_units"] = py::make_tuple(i.matrix_extension, i.matrix_m, i.matrix_n, i.matrix_k);
+  d["matrix_subgroup_size"] = i.matrix_subgroup_size;
   d["matrix_shapes"] = i.matrix_shapes;
   return d;
 }

@@ -198,6 +198,8 @@ def test_matrix_schedule_context(rng):
         extension, m, n, k = units
         assert ("KHR " if extension == "VK_KHR_cooperative_matrix" else "NV ") + "%dx%dx%d f16*f16+f32->f32 subgroup" % (
             m, n, k) in shapes
+        assert c.info["matrix_subgroup_size"] > 0
+    assert (c.info["architecture"] == "cpu") == (c.info["type"] == "cpu")
     lhs, rhs = inputs(rng, 40, 24, 20, 3)
     gs = np.array([13, 0, 27], np.int32)
     out = vkgmm.gmm(lhs.astype(np.float16), rhs.astype(np.float16), gs, preferred_element_type=np.float32, context=c)

@@ -825,7 +825,8 @@ def main():
             reason = None
             try:
                 info = json.loads(stdout)
-                for key in ["name", "driver", "type", "subgroup_size", "max_storage_buffer_range", "push_descriptor",
+                for key in ["name", "driver", "type", "vendor_id", "device_id", "architecture", "subgroup_size",
+                            "max_storage_buffer_range", "push_descriptor",
                             "storage_buffer_16bit", "texel_loads_32bit", "texel_loads_16bit",
                             "max_texel_buffer_elements", "matrix_units", "matrix_shapes"]:
                     if key not in info:
@@ -839,6 +840,12 @@ def main():
                     api = "KHR" if units["extension"] == "VK_KHR_cooperative_matrix" else "NV"
                     if api + " " + shape not in shapes:
                         reason = "matrix units %r are not among the shapes listed %r" % (units, shapes)
+                    sg = units.get("subgroup_size", 0)
+                    if reason is None and (sg <= 0 or sg & (sg - 1)):
+                        reason = "matrix units' subgroup size %r is not a power of two" % (sg,)
+                # A CPU driver is the "cpu" class; a GPU never is.
+                if reason is None and (info["type"] == "cpu") != (info["architecture"] == "cpu"):
+                    reason = "type %r with architecture %r" % (info["type"], info["architecture"])
                 # The texel formats are mandatory in Vulkan: every device reads inputs through them.
                 if reason is None and not (info["texel_loads_32bit"] is True and info["texel_loads_16bit"] is True):
                     reason = "texel loads not reported: %r %r" % (info["texel_loads_32bit"], info["texel_loads_16bit"])
