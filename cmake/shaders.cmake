@@ -9,11 +9,21 @@
 
 find_program(VKGMM_SPIRV_VAL spirv-val REQUIRED)
 set(VKGMM_SPIRV_ENV vulkan1.2)
-# The shader compiler: -DVKGMM_GLSLC=<glslc> picks another than the Vulkan SDK's (one that knows newer
-# GLSL extensions; give its spirv-val with -DVKGMM_SPIRV_VAL=<spirv-val>).
-set(VKGMM_GLSLC "" CACHE FILEPATH "glslc to compile the shaders with (default: the one find_package(Vulkan) found)")
+# The shader compiler: -DVKGMM_GLSLC=<glslc> picks one (a glslc that knows newer GLSL extensions; give
+# its spirv-val with -DVKGMM_SPIRV_VAL=<spirv-val>). Else Debian trixie's glslc and spirv-val where
+# scripts/gpu_compilers.sh fetched them (scripts/install_deps.sh does, into build/gpu-compilers or
+# $VKGMM_GPU_COMPILERS): Debian 12's glslc cannot emit the KHR cooperative-matrix builds. Else the one
+# find_package(Vulkan) found.
+set(VKGMM_GLSLC "" CACHE FILEPATH "glslc to compile the shaders with (default: trixie's, fetched, else the Vulkan SDK's)")
+set(VKGMM_FETCHED_COMPILERS "$ENV{VKGMM_GPU_COMPILERS}")
+if(NOT VKGMM_FETCHED_COMPILERS)
+  set(VKGMM_FETCHED_COMPILERS ${PROJECT_SOURCE_DIR}/build/gpu-compilers)
+endif()
 if(VKGMM_GLSLC)
   set(Vulkan_GLSLC_EXECUTABLE ${VKGMM_GLSLC})
+elseif(EXISTS ${VKGMM_FETCHED_COMPILERS}/wrap/glslc AND EXISTS ${VKGMM_FETCHED_COMPILERS}/wrap/spirv-val)
+  set(Vulkan_GLSLC_EXECUTABLE ${VKGMM_FETCHED_COMPILERS}/wrap/glslc)
+  set(VKGMM_SPIRV_VAL ${VKGMM_FETCHED_COMPILERS}/wrap/spirv-val)
 endif()
 
 # Whether the configured glslc emits, and spirv-val accepts, a GLSL extension: compiles a probe that
@@ -59,7 +69,7 @@ function(vkgmm_embed_shader target name source)
     COMMAND ${VKGMM_SPIRV_VAL} --target-env ${VKGMM_SPIRV_ENV} ${spv}
     COMMAND ${Vulkan_GLSLC_EXECUTABLE} --target-env=${VKGMM_SPIRV_ENV} -fshader-stage=compute ${defs}
             -mfmt=num -o ${inc} ${src}
-    DEPENDS ${src}
+    DEPENDS ${src} ${Vulkan_GLSLC_EXECUTABLE}
     DEPFILE ${spv}.d
     COMMENT "glslc + spirv-val ${source}"
     VERBATIM)

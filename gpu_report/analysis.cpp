@@ -1,5 +1,9 @@
 #include "analysis.hpp"
 
+#include <algorithm>
+#include <initializer_list>
+#include <optional>
+
 #include "interface.hpp"
 #include "shader_modules.hpp"
 
@@ -40,6 +44,47 @@ std::vector<Analysis::Constant> named_constants(const vkgmm::PlannedPipeline& p,
   return out;
 }
 
+// The sum of the named statistics the driver gives (-1 where it gives none of them).
+double sum_of(const Executable& e, std::initializer_list<const char*> names) {
+  double sum = -1;
+  for (const char* n : names)
+    if (const double v = e.statistic(n); v >= 0) sum = std::max(sum, 0.0) + v;
+  return sum;
+}
+
+// Each vendor's statistics under the report's names (analysis.hpp). The names are the drivers' own:
+// RADV's ACO, NVK's NAK (Mesa 25 gives only GPRs, code size and SLM size; Mesa 26 adds spills, fills and
+// warps per SM) and ANV's.
+void read_statistics(const Executable& e, Analysis& a) {
+  switch (a.isa) {
+    case Isa::aco:
+      a.registers = e.statistic("VGPRs");
+      a.scalar_registers = e.statistic("SGPRs");
+      a.spills = sum_of(e, {"Spilled VGPRs", "Spilled SGPRs"});
+      a.local_bytes = e.statistic("Scratch size");
+      a.shared_bytes = e.statistic("LDS size");
+      a.occupancy = e.statistic("Subgroups per SIMD");
+      a.code_bytes = e.statistic("Code size");
+      break;
+    case Isa::nak:
+      a.registers = e.statistic("Number of GPRs");
+      a.spills = e.statistic("Spills to memory");
+      a.fills = e.statistic("Fills from memory");
+      a.local_bytes = e.statistic("SLM Size");
+      if (a.local_bytes < 0) a.local_bytes = e.statistic("SLM size");
+      a.occupancy = e.statistic("Max warps/SM");
+      a.code_bytes = sum_of(e, {"Code Size", "Code size"});
+      break;
+    case Isa::intel:
+      a.registers = e.statistic("Max live registers");
+      a.spills = e.statistic("Spill Count");
+      a.fills = e.statistic("Fill Count");
+      a.local_bytes = e.statistic("Scratch Memory Size");
+      a.shared_bytes = e.statistic("Workgroup Memory Size");
+      break;
+  }
+}
+
 }  // namespace
 
 Analysis analyse(VkDevice device, const vkgmm::PlannedPipeline& p, bool executables) {
@@ -55,16 +100,14 @@ Analysis analyse(VkDevice device, const vkgmm::PlannedPipeline& p, bool executab
   a.statistics = !e.statistics.empty();
   a.wave_size = e.subgroup_size;
   a.all_statistics = e.statistics;
-  a.vgprs = e.statistic("VGPRs");
-  a.sgprs = e.statistic("SGPRs");
-  a.spilled_vgprs = e.statistic("Spilled VGPRs");
-  a.spilled_sgprs = e.statistic("Spilled SGPRs");
-  a.lds = e.statistic("LDS size");
-  a.waves = e.statistic("Subgroups per SIMD");
-  a.code_size = e.statistic("Code size");
-  a.scratch = e.statistic("Scratch size");
-  a.disassembly = e.representation("Assembly");
-  if (!a.disassembly.empty()) a.mix = main_loop_mix(parse_disassembly(a.disassembly));
+  for (const auto& [name, text] : e.representations)
+    if (const std::optional<Isa> isa = isa_of_representation(name)) {
+      a.isa = *isa;
+      a.disassembly = text;
+      break;
+    }
+  read_statistics(e, a);
+  if (!a.disassembly.empty()) a.mix = main_loop_mix(parse_disassembly(a.disassembly, a.isa));
   return a;
 }
 

@@ -1,5 +1,7 @@
 #include "executables.hpp"
 
+#include <cctype>
+
 #include <stdexcept>
 
 namespace gpu_report {
@@ -11,8 +13,12 @@ double Executable::statistic(const std::string& want) const {
 }
 
 std::string Executable::representation(const std::string& part) const {
+  auto lower = [](std::string s) {
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
   for (const auto& [n, text] : representations)
-    if (n.find(part) != std::string::npos) return text;
+    if (lower(n).find(lower(part)) != std::string::npos) return text;
   return "";
 }
 

@@ -18,7 +18,7 @@ struct Executable {
   std::vector<std::pair<std::string, std::string>> representations;  // name -> text
   // A statistic by name, or -1 when the driver gives none of that name.
   double statistic(const std::string& name) const;
-  // The representation whose name contains `part` (e.g. "Assembly"), or "".
+  // The representation whose name contains `part` in any case (e.g. "assembly"), or "".
   std::string representation(const std::string& part) const;
 };
 

@@ -1,3 +1,4 @@
+// The ISA-independent part: which reader, the loops, their trip counts and the main loop's mix.
 #include "isa_mix.hpp"
 
 #include <algorithm>
@@ -5,15 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
-#include <optional>
-#include <sstream>
+#include <set>
 
 namespace gpu_report {
 
-namespace {
-
-bool starts(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+namespace isa_text {
 
 std::string trim(const std::string& s) {
   size_t b = 0, e = s.size();
@@ -22,30 +19,20 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-// "BB12" -> 12, else -1.
-int label_number(const std::string& s) {
-  if (s.size() < 3 || !starts(s, "BB")) return -1;
-  for (size_t i = 2; i < s.size(); ++i)
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return -1;
-  return std::atoi(s.c_str() + 2);
-}
-
-std::vector<std::string> split_operands(const std::string& ops) {
+std::vector<std::string> words(const std::string& s) {
   std::vector<std::string> out;
-  std::stringstream ss(ops);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item = trim(item);
-    // Modifiers after the last operand ("offen", "offset:16") are separated by spaces.
-    const size_t sp = item.find(' ');
-    if (sp != std::string::npos) item = item.substr(0, sp);
-    if (!item.empty()) out.push_back(item);
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    size_t e = i;
+    while (e < s.size() && !std::isspace(static_cast<unsigned char>(s[e]))) ++e;
+    if (e > i) out.push_back(s.substr(i, e - i));
+    i = e;
   }
   return out;
 }
 
-// An integer constant operand ("16", "-1", "0x200").
-std::optional<long> constant_of(const std::string& s) {
+std::optional<long> integer(const std::string& s) {
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
   const long v = std::strtol(s.c_str(), &end, 0);
@@ -53,113 +40,45 @@ std::optional<long> constant_of(const std::string& s) {
   return v;
 }
 
-bool is_register(const std::string& s) {
-  return s.size() >= 2 && (s[0] == 'v' || s[0] == 's') && std::isdigit(static_cast<unsigned char>(s[1]));
+}  // namespace isa_text
+
+using isa_text::integer;
+
+std::optional<Isa> isa_of_representation(const std::string& name) {
+  std::string n = name;
+  for (char& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+  auto has = [&](const char* part) { return n.find(part) != std::string::npos; };
+  if (!has("assembly") || has("nir")) return std::nullopt;
+  if (has("nak")) return Isa::nak;
+  if (has("gen") || has("intel")) return Isa::intel;
+  return Isa::aco;
 }
 
-bool is_branch(const std::string& m) { return starts(m, "s_branch") || starts(m, "s_cbranch"); }
-bool is_wait(const std::string& m) { return starts(m, "s_waitcnt") || starts(m, "s_nop") || starts(m, "s_delay_alu"); }
-bool is_scalar_load(const std::string& m) { return starts(m, "s_load") || starts(m, "s_buffer_load"); }
-bool is_shared_store(const std::string& m) { return starts(m, "ds_write") || starts(m, "ds_store"); }
-
-// Bits of one element as a load mnemonic spells it.
-int element_bits(const std::string& m) {
-  static const std::pair<const char*, int> kWidths[] = {
-      {"dwordx4", 128}, {"dwordx3", 96}, {"dwordx2", 64}, {"dword", 32},   {"b128", 128},      {"b96", 96},
-      {"b64", 64},      {"b32", 32},     {"format_xyzw", 128}, {"format_xyz", 96}, {"format_xy", 64},
-      {"format_x", 32}, {"ushort", 16},  {"sshort", 16}, {"short", 16},   {"u16", 16},        {"i16", 16},
-      {"b16", 16},      {"ubyte", 8},    {"sbyte", 8},   {"u8", 8},       {"i8", 8},          {"b8", 8}};
-  for (const auto& [part, bits] : kWidths)
-    if (has(m, part)) return bits;
-  return 32;
-}
-
-}  // namespace
-
-bool is_fma(const std::string& m) {
-  if (!starts(m, "v_")) return false;
-  std::string op = m.substr(2);
-  if (starts(op, "pk_")) op = op.substr(3);
-  return starts(op, "fma") || starts(op, "mac_f") || starts(op, "mad_f") || starts(op, "mad_legacy") ||
-         starts(op, "mad_mix") || starts(op, "dot");
-}
-
-double fma_work(const std::string& m) {
-  if (!is_fma(m)) return 0;
-  if (has(m, "dot8")) return 8;
-  if (has(m, "dot4")) return 4;
-  if (has(m, "dot2") || starts(m, "v_pk_")) return 2;
-  return 1;
-}
-
-bool is_matrix(const std::string& m) {
-  return starts(m, "v_wmma") || starts(m, "v_swmmac") || starts(m, "v_mfma") || starts(m, "v_smfmac");
-}
-
-double matrix_work(const std::string& m) {
-  if (!is_matrix(m)) return 0;
-  // The shape: the first "<M>x<N>x<K>" (CDNA's v_mfma_f32_32x32x8f16 runs the K digits into the type).
-  for (size_t i = 0; i < m.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(m[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(m[i - 1]))))
-      continue;
-    double dims[3];
-    size_t at = i;
-    int n = 0;
-    for (; n < 3; ++n) {
-      size_t end = at;
-      while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
-      if (end == at) break;
-      dims[n] = std::stod(m.substr(at, end - at));
-      if (n < 2 && (end >= m.size() || m[end] != 'x')) break;
-      at = end + 1;
-    }
-    if (n == 3) return dims[0] * dims[1] * dims[2];
+std::vector<Instruction> parse_disassembly(const std::string& text, Isa isa) {
+  switch (isa) {
+    case Isa::nak: return parse_nak(text);
+    case Isa::intel: return parse_intel(text);
+    case Isa::aco: break;
   }
-  return 0;
+  return parse_aco(text);
 }
 
-int shared_load_bits(const std::string& m) {
-  if (!starts(m, "ds_read") && !starts(m, "ds_load")) return 0;
-  const int pair = has(m, "read2") || has(m, "2addr") ? 2 : 1;
-  return pair * element_bits(m);
+bool Loop::contains(size_t line) const {
+  for (const auto& [b, e] : spans)
+    if (b <= line && line <= e) return true;
+  return false;
 }
 
-int global_load_bits(const std::string& m) {
-  if (!starts(m, "buffer_load") && !starts(m, "global_load") && !starts(m, "tbuffer_load") && !starts(m, "flat_load"))
-    return 0;
-  return element_bits(m);
+size_t Loop::lines() const {
+  size_t n = 0;
+  for (const auto& [b, e] : spans) n += e - b + 1;
+  return n;
 }
 
-std::vector<Instruction> parse_disassembly(const std::string& text) {
-  std::vector<Instruction> out;
-  std::stringstream ss(text);
-  std::string line;
-  while (std::getline(ss, line)) {
-    // Drop the encoding comment ("; bf8a0000") and surrounding space.
-    const size_t semi = line.find(';');
-    if (semi != std::string::npos) line = line.substr(0, semi);
-    line = trim(line);
-    if (line.empty()) continue;
-    if (line.back() == ':') {
-      const int n = label_number(line.substr(0, line.size() - 1));
-      if (n >= 0) out.push_back({"", "", n, -1});
-      continue;
-    }
-    if (!std::islower(static_cast<unsigned char>(line[0]))) continue;
-    Instruction ins;
-    const size_t sp = line.find_first_of(" \t");
-    ins.mnemonic = line.substr(0, sp);
-    ins.operands = sp == std::string::npos ? "" : trim(line.substr(sp));
-    if (is_branch(ins.mnemonic)) {
-      const std::vector<std::string> ops = split_operands(ins.operands);
-      if (!ops.empty()) ins.target = label_number(ops[0]);
-    }
-    out.push_back(std::move(ins));
-  }
-  return out;
-}
+namespace {
 
-std::vector<Loop> find_loops(const std::vector<Instruction>& code) {
+// Loops laid out in one piece: from a label to the last branch back to it.
+std::vector<Loop> loops_from_text(const std::vector<Instruction>& code) {
   std::map<int, size_t> label_line;
   for (size_t i = 0; i < code.size(); ++i)
     if (code[i].label >= 0) label_line[code[i].label] = i;
@@ -170,11 +89,80 @@ std::vector<Loop> find_loops(const std::vector<Instruction>& code) {
     if (it != label_line.end() && it->second <= i) ends[it->second] = std::max(ends[it->second], i);
   }
   std::vector<Loop> loops;
-  for (const auto& [b, e] : ends) loops.push_back({b, e, 1, false, -1});
-  // Sorted by header: a loop's enclosing loops come before it; the innermost is the last that contains it.
-  for (size_t l = 0; l < loops.size(); ++l)
-    for (size_t o = 0; o < l; ++o)
-      if (loops[o].begin <= loops[l].begin && loops[l].end <= loops[o].end) loops[l].parent = int(o);
+  for (const auto& [b, e] : ends) {
+    Loop l;
+    l.begin = b, l.end = e, l.spans = {{b, e}};
+    loops.push_back(std::move(l));
+  }
+  return loops;
+}
+
+// Loops from the listed successors: for each header (a block some block at or below it branches back
+// to), the blocks that reach one of those back edges without passing the header.
+std::vector<Loop> loops_from_successors(const std::vector<Instruction>& code) {
+  struct Block {
+    size_t first, last;
+    std::vector<int> succs;
+  };
+  std::map<int, Block> blocks;  // label -> block
+  std::vector<int> order;
+  for (size_t i = 0; i < code.size(); ++i) {
+    if (code[i].label < 0) continue;
+    if (!order.empty()) blocks[order.back()].last = i - 1;
+    blocks[code[i].label] = {i, code.size() - 1, code[i].successors.value_or(std::vector<int>{})};
+    order.push_back(code[i].label);
+  }
+  std::map<int, std::vector<int>> preds;
+  std::map<int, std::vector<int>> latches;  // header -> blocks branching back to it
+  for (const auto& [label, b] : blocks)
+    for (int s : b.succs) {
+      auto it = blocks.find(s);
+      if (it == blocks.end()) continue;
+      preds[s].push_back(label);
+      if (it->second.first <= b.first) latches[s].push_back(label);
+    }
+  std::vector<Loop> loops;
+  for (const auto& [header, from] : latches) {
+    std::set<int> body = {header};
+    std::vector<int> work;
+    for (int l : from)
+      if (body.insert(l).second) work.push_back(l);
+    while (!work.empty()) {
+      const int b = work.back();
+      work.pop_back();
+      for (int p : preds[b])
+        if (body.insert(p).second) work.push_back(p);
+    }
+    Loop l;
+    l.begin = blocks[header].first;
+    for (int b : from) l.end = std::max(l.end, blocks[b].last);
+    std::vector<std::pair<size_t, size_t>> spans;
+    for (int b : body) spans.emplace_back(blocks[b].first, blocks[b].last);
+    std::sort(spans.begin(), spans.end());
+    for (const auto& s : spans) {
+      if (!l.spans.empty() && l.spans.back().second + 1 == s.first) l.spans.back().second = s.second;
+      else l.spans.push_back(s);
+    }
+    loops.push_back(std::move(l));
+  }
+  std::sort(loops.begin(), loops.end(), [](const Loop& a, const Loop& b) { return a.begin < b.begin; });
+  return loops;
+}
+
+}  // namespace
+
+std::vector<Loop> find_loops(const std::vector<Instruction>& code) {
+  const bool listed = std::any_of(code.begin(), code.end(), [](const Instruction& i) { return i.successors.has_value(); });
+  std::vector<Loop> loops = listed ? loops_from_successors(code) : loops_from_text(code);
+  // Sorted by header; the innermost enclosing loop is the smallest other loop holding both ends.
+  for (size_t l = 0; l < loops.size(); ++l) {
+    size_t best = 0;
+    for (size_t o = 0; o < loops.size(); ++o) {
+      if (o == l || !loops[o].contains(loops[l].begin) || !loops[o].contains(loops[l].end)) continue;
+      const size_t n = loops[o].lines();
+      if (n > loops[l].lines() && (loops[l].parent < 0 || n < best)) loops[l].parent = int(o), best = n;
+    }
+  }
   return loops;
 }
 
@@ -189,26 +177,26 @@ struct Induction {
 
 std::optional<Induction> induction_of(const std::vector<Instruction>& code, const std::vector<int>& owner, int loop,
                                       const Loop& l) {
-  auto own = [&](size_t i) { return owner[i] == loop; };
-  for (size_t i = l.begin; i <= l.end; ++i) {
-    if (!own(i) || !has(code[i].mnemonic, "cmp")) continue;
-    const std::vector<std::string> ops = split_operands(code[i].operands);
+  std::vector<size_t> own;  // the loop's own lines, nested loops' left out
+  for (const auto& [b, e] : l.spans)
+    for (size_t i = b; i <= e; ++i)
+      if (owner[i] == loop) own.push_back(i);
+  for (size_t i : own) {
+    if (!code[i].traits.compare) continue;
+    const std::vector<std::string>& ops = code[i].sources;
     std::optional<long> bound;
     for (const std::string& o : ops)
-      if (auto c = constant_of(o)) bound = c;
+      if (auto c = integer(o)) bound = c;
     for (const std::string& r : ops) {
-      if (!is_register(r)) continue;
-      for (size_t j = l.begin; j <= l.end; ++j) {
-        const std::string& m = code[j].mnemonic;
-        if (!own(j) || !(starts(m, "v_add") || starts(m, "s_add"))) continue;
-        const std::vector<std::string> a = split_operands(code[j].operands);
-        // v_add_nc_u32 vD, c, vD / s_add_u32 sD, sD, c / s_addk_i32 sD, c (dest first; v_add_co has a carry).
-        if (a.empty() || a[0] != r) continue;
-        bool reads_itself = starts(m, "s_addk");
+      if (integer(r)) continue;
+      for (size_t j : own) {
+        const Instruction& a = code[j];
+        if (!a.traits.add || a.dests.empty() || a.dests[0] != r) continue;
+        bool reads_itself = false;
         std::optional<long> step;
-        for (size_t k = 1; k < a.size(); ++k) {
-          if (a[k] == r) reads_itself = true;
-          if (auto c = constant_of(a[k])) step = c;
+        for (const std::string& s : a.sources) {
+          if (s == r) reads_itself = true;
+          if (auto c = integer(s)) step = c;
         }
         if (reads_itself && step && *step > 0) return Induction{*step, bound};
       }
@@ -217,14 +205,51 @@ std::optional<Induction> induction_of(const std::vector<Instruction>& code, cons
   return std::nullopt;
 }
 
-}  // namespace
-
-namespace {
-
 double bytes_of(const std::map<int, double>& bits) {
   double b = 0;
   for (const auto& [width, n] : bits) b += width / 8.0 * n;
   return b;
+}
+
+void count(Mix& m, const Traits& t) {
+  m.instructions += 1;
+  if (t.fma) m.fma += 1, m.fma_work += t.fma_work;
+  if (t.matrix) m.matrix += 1, m.matrix_work += t.matrix_work;
+  if (t.branch) m.branches += 1;
+  else if (t.wait) m.waits += 1;
+  else if (t.barrier) m.barriers += 1;
+  else if (t.scalar_load) m.scalar_loads += 1;
+  else if (t.valu) m.valu += 1;
+  else if (t.salu) m.salu += 1;
+  if (t.shared_load_bits) m.shared_loads += 1, m.shared_load_bits[t.shared_load_bits] += 1;
+  if (t.shared_store) m.shared_stores += 1;
+  if (t.global_load_bits) m.global_loads += 1, m.global_load_bits[t.global_load_bits] += 1;
+  if (t.local_load) m.local_loads += 1;
+  if (t.local_store) m.local_stores += 1;
+}
+
+// m += t * inner: a nested loop's per-iteration mix, run t times.
+void add_nested(Mix& m, const Mix& inner, double t, bool trips_known) {
+  m.instructions += t * inner.instructions;
+  m.fma += t * inner.fma;
+  m.fma_work += t * inner.fma_work;
+  m.matrix += t * inner.matrix;
+  m.matrix_work += t * inner.matrix_work;
+  m.valu += t * inner.valu;
+  m.salu += t * inner.salu;
+  m.branches += t * inner.branches;
+  m.waits += t * inner.waits;
+  m.barriers += t * inner.barriers;
+  m.scalar_loads += t * inner.scalar_loads;
+  m.shared_loads += t * inner.shared_loads;
+  m.shared_stores += t * inner.shared_stores;
+  m.global_loads += t * inner.global_loads;
+  m.local_loads += t * inner.local_loads;
+  m.local_stores += t * inner.local_stores;
+  for (const auto& [b, n] : inner.shared_load_bits) m.shared_load_bits[b] += t * n;
+  for (const auto& [b, n] : inner.global_load_bits) m.global_load_bits[b] += t * n;
+  m.nested_loops += 1 + inner.nested_loops;
+  m.unknown_trips += (trips_known ? 0 : 1) + inner.unknown_trips;
 }
 
 }  // namespace
@@ -234,9 +259,11 @@ double Mix::global_bytes() const { return bytes_of(global_load_bits); }
 
 Mix main_loop_mix(const std::vector<Instruction>& code) {
   std::vector<Loop> loops = find_loops(code);
-  std::vector<int> owner(code.size(), -1);  // the innermost loop of each line
+  std::vector<int> owner(code.size(), -1);  // the innermost (smallest) loop holding each line
   for (size_t l = 0; l < loops.size(); ++l)
-    for (size_t i = loops[l].begin; i <= loops[l].end; ++i) owner[i] = int(l);  // later loops are inner
+    for (const auto& [b, e] : loops[l].spans)
+      for (size_t i = b; i <= e; ++i)
+        if (owner[i] < 0 || loops[l].lines() < loops[owner[i]].lines()) owner[i] = int(l);
   for (size_t l = 0; l < loops.size(); ++l) {
     const std::optional<Induction> ind = induction_of(code, owner, int(l), loops[l]);
     if (ind && ind->bound && *ind->bound > 0) {
@@ -247,45 +274,11 @@ Mix main_loop_mix(const std::vector<Instruction>& code) {
   // Per iteration of loop l: its own lines, plus each directly nested loop's per-iteration mix times its trips.
   std::function<Mix(int)> mix_of = [&](int l) {
     Mix m;
-    for (size_t i = loops[l].begin; i <= loops[l].end; ++i) {
-      if (owner[i] != l || code[i].label >= 0) continue;
-      const std::string& s = code[i].mnemonic;
-      m.instructions += 1;
-      if (is_fma(s)) m.fma += 1, m.fma_work += fma_work(s);
-      if (is_matrix(s)) m.matrix += 1, m.matrix_work += matrix_work(s);
-      if (is_branch(s)) m.branches += 1;
-      else if (is_wait(s)) m.waits += 1;
-      else if (starts(s, "s_barrier")) m.barriers += 1;
-      else if (is_scalar_load(s)) m.scalar_loads += 1;
-      else if (starts(s, "v_")) m.valu += 1;
-      else if (starts(s, "s_")) m.salu += 1;
-      if (int b = shared_load_bits(s)) m.shared_loads += 1, m.shared_load_bits[b] += 1;
-      if (is_shared_store(s)) m.shared_stores += 1;
-      if (int b = global_load_bits(s)) m.global_loads += 1, m.global_load_bits[b] += 1;
-    }
-    for (size_t c = 0; c < loops.size(); ++c) {
-      if (loops[c].parent != l) continue;
-      const Mix inner = mix_of(int(c));
-      const double t = loops[c].trips;
-      m.instructions += t * inner.instructions;
-      m.fma += t * inner.fma;
-      m.fma_work += t * inner.fma_work;
-      m.matrix += t * inner.matrix;
-      m.matrix_work += t * inner.matrix_work;
-      m.valu += t * inner.valu;
-      m.salu += t * inner.salu;
-      m.branches += t * inner.branches;
-      m.waits += t * inner.waits;
-      m.barriers += t * inner.barriers;
-      m.scalar_loads += t * inner.scalar_loads;
-      m.shared_loads += t * inner.shared_loads;
-      m.shared_stores += t * inner.shared_stores;
-      m.global_loads += t * inner.global_loads;
-      for (const auto& [b, n] : inner.shared_load_bits) m.shared_load_bits[b] += t * n;
-      for (const auto& [b, n] : inner.global_load_bits) m.global_load_bits[b] += t * n;
-      m.nested_loops += 1 + inner.nested_loops;
-      m.unknown_trips += (loops[c].trips_known ? 0 : 1) + inner.unknown_trips;
-    }
+    for (const auto& [b, e] : loops[l].spans)
+      for (size_t i = b; i <= e; ++i)
+        if (owner[i] == l && code[i].label < 0) count(m, code[i].traits);
+    for (size_t c = 0; c < loops.size(); ++c)
+      if (loops[c].parent == l) add_nested(m, mix_of(int(c)), loops[c].trips, loops[c].trips_known);
     return m;
   };
   Mix best;

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -52,9 +54,13 @@ Report make_report(vkgmm::Context& ctx, bool executables, const std::string& onl
   for (const Case& c : r.cases)
     if (!c.error.empty()) r.failures.push_back(c.name + ": " + c.error);
   for (const Analysis& a : r.pipelines)
-    if (a.spills())
-      r.failures.push_back(a.id + " (" + a.module + ") spills: " + fixed(a.spilled_vgprs, 0) + " VGPRs, " +
-                           fixed(a.spilled_sgprs, 0) + " SGPRs, " + fixed(a.scratch, 0) + " bytes of scratch");
+    if (a.spilled())
+      r.failures.push_back(a.id + " (" + a.module + ") spills: " + fixed(std::max(a.spills, 0.0), 0) + " spills, " +
+                           fixed(std::max(a.fills, 0.0), 0) + " fills, " + fixed(std::max(a.local_bytes, 0.0), 0) +
+                           " bytes of local memory per invocation");
+    else if (a.mix.local_loads + a.mix.local_stores > 0)
+      r.failures.push_back(a.id + " (" + a.module + ") main loop reads or writes local memory: " +
+                           fixed(a.mix.local_loads, 0) + " loads, " + fixed(a.mix.local_stores, 0) + " stores per iteration");
   if (min_fma_share > 0 && executables)
     for (const Case& c : r.cases)
       for (const CasePipeline& p : c.pipelines) {

@@ -34,13 +34,33 @@ std::string mix_json(const Mix& m) {
       {"valu", m.valu},                 {"salu", m.salu},     {"branches", m.branches},
       {"waits", m.waits},               {"barriers", m.barriers}, {"scalar_loads", m.scalar_loads},
       {"shared_loads", m.shared_loads}, {"shared_stores", m.shared_stores}, {"shared_bytes", m.shared_bytes()},
-      {"global_loads", m.global_loads}, {"global_bytes", m.global_bytes()}};
+      {"global_loads", m.global_loads}, {"global_bytes", m.global_bytes()},
+      {"local_loads", m.local_loads},   {"local_stores", m.local_stores}};
   std::string s = "{\"k_per_iteration\": " + std::to_string(m.k_per_iteration);
   for (const auto& [name, v] : counts) s += ", " + json_string(name) + ": " + number(v, 3);
   return s + ", \"fma_share\": " + number(m.fma_share(), 4) + ", \"fma_valu_share\": " + number(m.fma_valu_share(), 4) +
          ", \"shared_load_bits\": " + by_width(m.shared_load_bits) + ", \"global_load_bits\": " +
          by_width(m.global_load_bits) + ", \"nested_loops\": " + std::to_string(m.nested_loops) +
          ", \"unknown_trip_counts\": " + std::to_string(m.unknown_trips) + "}";
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::aco: return "aco";
+    case Isa::nak: return "nak";
+    case Isa::intel: return "intel";
+  }
+  return "?";
+}
+
+// The statistics under the report's own names (analysis.hpp), null where the driver gives none.
+std::string compiled_json(const Analysis& a) {
+  auto value = [](double v) { return v < 0 ? std::string("null") : number(v); };
+  return std::string("{\"isa\": ") + json_string(isa_name(a.isa)) + ", \"registers\": " + value(a.registers) +
+         ", \"scalar_registers\": " + value(a.scalar_registers) + ", \"spills\": " + value(a.spills) +
+         ", \"fills\": " + value(a.fills) + ", \"local_bytes\": " + value(a.local_bytes) +
+         ", \"shared_bytes\": " + value(a.shared_bytes) + ", \"occupancy\": " + value(a.occupancy) +
+         ", \"code_bytes\": " + value(a.code_bytes) + "}";
 }
 
 std::string pipeline_json(const Analysis& a) {
@@ -54,7 +74,7 @@ std::string pipeline_json(const Analysis& a) {
   if (!a.statistics) return s + "null, \"main_loop\": null}";
   std::string stats;
   for (const auto& [name, v] : a.all_statistics) stats += std::string(stats.empty() ? "" : ", ") + json_string(name) + ": " + number(v);
-  return s + "{" + stats + "}, \"main_loop\": " + mix_json(a.mix) + "}";
+  return s + "{" + stats + "}, \"compiled\": " + compiled_json(a) + ", \"main_loop\": " + mix_json(a.mix) + "}";
 }
 
 std::string case_json(const Report& r, const Case& c) {

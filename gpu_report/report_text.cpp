@@ -26,6 +26,22 @@ std::string per_op(double loads, const std::map<int, double>& bits, double ops) 
   return cell(loads / ops, 3) + " (" + (widths.empty() ? "0" : widths) + ")";
 }
 
+// "spills/fills", "-" where the driver gives neither.
+std::string spill_cell(const Analysis& a) {
+  if (a.spills < 0 && a.fills < 0) return "-";
+  return cell(a.spills) + "/" + cell(a.fills);
+}
+
+// What the occupancy column counts on this compiler.
+const char* occupancy_unit(Isa isa) {
+  switch (isa) {
+    case Isa::aco: return "waves per SIMD";
+    case Isa::nak: return "warps per SM";
+    case Isa::intel: return "not given";
+  }
+  return "";
+}
+
 struct Row {
   const Case& c;
   const CasePipeline& p;
@@ -34,14 +50,13 @@ struct Row {
 
 void print_kernels(const char* title, const std::vector<Row>& rows) {
   std::printf("\n%s\n", title);
-  std::printf("| case | m, k, n, G (ids: T, k, n, E, top_k) | plan | pipeline | module | tiling | VGPRs | SGPRs | spills "
-              "| LDS B | wave | waves/SIMD | code B | instr/iter | k/iter | FMA/iter | FMA share | FMA/VALU "
+  std::printf("| case | m, k, n, G (ids: T, k, n, E, top_k) | plan | pipeline | module | tiling | regs | sregs "
+              "| spills/fills | local B | shared B | wave | occupancy | code B | instr/iter | k/iter | FMA/iter | FMA share | FMA/VALU "
               "| matrix/iter (MACs) | LDS loads/op (bits) | global loads/op (bits) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const Analysis& a = r.a;
     const Mix& m = a.mix;
-    const std::string spills = a.statistics ? cell(a.spilled_vgprs + a.spilled_sgprs) : "-";
     const std::string wave = a.wave_size ? std::to_string(a.wave_size) : "-";
     std::string loop = "| - | - | - | - | - | - | - | - |";
     if (m.found)
@@ -49,10 +64,11 @@ void print_kernels(const char* title, const std::vector<Row>& rows) {
              percent(m.fma_share()) + " | " + percent(m.fma_valu_share()) + " | " + cell(m.matrix) + " (" +
              cell(m.matrix_work) + ") | " + per_op(m.shared_loads, m.shared_load_bits, m.ops()) + " | " +
              per_op(m.global_loads, m.global_load_bits, m.ops()) + " |";
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s %s\n", r.c.name.c_str(),
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s %s\n", r.c.name.c_str(),
                 r.c.shape.c_str(), r.p.plan.c_str(), a.id.c_str(), a.module.c_str(), r.p.tiling.c_str(),
-                cell(a.vgprs).c_str(), cell(a.sgprs).c_str(), spills.c_str(), cell(a.lds).c_str(), wave.c_str(),
-                cell(a.waves).c_str(), cell(a.code_size).c_str(), loop.c_str());
+                cell(a.registers).c_str(), cell(a.scalar_registers).c_str(), spill_cell(a).c_str(),
+                cell(a.local_bytes).c_str(), cell(a.shared_bytes).c_str(), wave.c_str(), cell(a.occupancy).c_str(),
+                cell(a.code_bytes).c_str(), loop.c_str());
   }
 }
 
@@ -63,6 +79,14 @@ void print_text(const Report& r) {
   if (!r.executables)
     std::printf("The driver has no VK_KHR_pipeline_executable_properties: modules and constants only, no "
                 "statistics, no disassembly.\n");
+  if (!r.pipelines.empty() && r.pipelines.front().statistics) {
+    const Isa isa = r.pipelines.front().isa;
+    std::printf("Compiler: %s. regs: %s; sregs: scalar registers (ACO); spills/fills: as the compiler counts them; "
+                "local B: memory per invocation the compiler added (scratch, local memory); occupancy: %s.\n",
+                isa == Isa::aco ? "ACO (AMD)" : isa == Isa::nak ? "NAK (NVIDIA)" : "Intel's (ANV)",
+                isa == Isa::intel ? "the most registers live at once, at the SIMD width (wave)" : "vector registers per lane",
+                occupancy_unit(isa));
+  }
   std::printf("Per main-loop iteration (k/iter of the reduction); nested loops counted with their trip counts; FMA "
               "share = FMA instructions / all instructions (the gated figure), FMA/VALU = / vector-ALU "
               "instructions; in the matrix builds' loops, matrix instructions (and their multiply-adds per wave) instead, "
@@ -78,13 +102,14 @@ void print_text(const Report& r) {
   print_kernels("Compute-bound cases:", compute);
   print_kernels("Decode-sized cases (a few rows per expert: bandwidth-bound, outside the FMA-share target):", decode);
   std::printf("\nAuxiliary pipelines (device metadata build, ordered combine):\n");
-  std::printf("| case | plan | pipeline | module | VGPRs | SGPRs | spills | LDS B | code B |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| case | plan | pipeline | module | regs | sregs | spills/fills | local B | shared B | code B |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& row : aux) {
     const Analysis& a = row.a;
-    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.c.name.c_str(), row.p.plan.c_str(),
-                a.id.c_str(), a.module.c_str(), cell(a.vgprs).c_str(), cell(a.sgprs).c_str(),
-                a.statistics ? cell(a.spilled_vgprs + a.spilled_sgprs).c_str() : "-", cell(a.lds).c_str(),
-                cell(a.code_size).c_str());
+    std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", row.c.name.c_str(), row.p.plan.c_str(),
+                a.id.c_str(), a.module.c_str(), cell(a.registers).c_str(), cell(a.scalar_registers).c_str(),
+                spill_cell(a).c_str(), cell(a.local_bytes).c_str(), cell(a.shared_bytes).c_str(),
+                cell(a.code_bytes).c_str());
   }
   std::printf("\nPipelines (module, descriptor layout, specialization constants as NAME (constant_id) = value):\n");
   for (const Analysis& a : r.pipelines) {

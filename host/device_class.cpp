@@ -11,26 +11,26 @@ namespace {
 // The table. Register tiles: 0 x 0 keeps the register-file rule (tiling.cpp, shared_register_tile).
 constexpr DeviceClass kClasses[] = {
     // CPU drivers run the direct schedule; a large tile's unrolled loop only slows their compiler.
-    {"cpu", 0, 0, 4, 4},
+    {"cpu", 0, 0, 4, 4, 0, 0},
     // NVIDIA: 32 lanes always, 255 registers per thread: an 8 x 8 tile fits beside the stage's operands.
-    {"nvidia-turing", kVendorNvidia, 0, 8, 8},
-    {"nvidia-ampere", kVendorNvidia, 0, 8, 8},
-    {"nvidia-ada", kVendorNvidia, 0, 8, 8},
-    {"nvidia-hopper", kVendorNvidia, 0, 8, 8},
-    {"nvidia-blackwell", kVendorNvidia, 0, 8, 8},
-    {"nvidia", kVendorNvidia, 0, 8, 8},
+    {"nvidia-turing", kVendorNvidia, 0, 8, 8, 0, 0},
+    {"nvidia-ampere", kVendorNvidia, 0, 8, 8, 0, 0},
+    {"nvidia-ada", kVendorNvidia, 0, 8, 8, 0, 0},
+    {"nvidia-hopper", kVendorNvidia, 0, 8, 8, 0, 0},
+    {"nvidia-blackwell", kVendorNvidia, 0, 8, 8, 0, 0},
+    {"nvidia", kVendorNvidia, 0, 8, 8, 0, 0},
     // AMD: WMMA is a wave32 instruction (wave64 runs it as two halves).
-    {"amd-rdna4", kVendorAmd, 32, 0, 0},
-    {"amd-rdna3", kVendorAmd, 32, 0, 0},
-    {"amd-rdna2", kVendorAmd, 0, 0, 0},
-    {"amd-rdna1", kVendorAmd, 0, 0, 0},
-    {"amd-gcn", kVendorAmd, 0, 0, 0},
-    {"amd", kVendorAmd, 0, 0, 0},
+    {"amd-rdna4", kVendorAmd, 32, 0, 0, 0, 0},
+    {"amd-rdna3", kVendorAmd, 32, 0, 0, 0, 0},
+    {"amd-rdna2", kVendorAmd, 0, 0, 0, 0, 0},
+    {"amd-rdna1", kVendorAmd, 0, 0, 0, 0, 0},
+    {"amd-gcn", kVendorAmd, 0, 0, 0, 0, 0},
+    {"amd", kVendorAmd, 0, 0, 0, 0, 0},
     // Intel: DPAS runs at the EU's native width, SIMD8 on Xe-HPG and SIMD16 on Xe2.
-    {"intel-xe-hpg", kVendorIntel, 8, 0, 0},
-    {"intel-xe2", kVendorIntel, 16, 0, 0},
-    {"intel", kVendorIntel, 0, 0, 0},
-    {"gpu", 0, 0, 0, 0},
+    {"intel-xe-hpg", kVendorIntel, 8, 4, 8, 4, 1},
+    {"intel-xe2", kVendorIntel, 16, 4, 8, 4, 1},
+    {"intel", kVendorIntel, 0, 0, 0, 0, 1},
+    {"gpu", 0, 0, 0, 0, 0, 0},
 };
 
 const DeviceClass& named(const char* architecture) {

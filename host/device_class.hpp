@@ -26,6 +26,13 @@ struct DeviceClass {
   // The shared schedule's register tile (rows x columns of accumulators per invocation); 0 x 0: sized from
   // DeviceInfo::vector_registers where the device reports it, else 8 x 8.
   uint32_t tile_rows, tile_cols;
+  // The most accumulator matrices a subgroup of the matrix schedule holds (0: kMatrixFragments,
+  // host/tiling.hpp). Intel's register file holds 128 registers per thread, and one 8 x 8 (Xe-HPG) or
+  // 8 x 16 (Xe2) f32 accumulator takes 8 of them at the DPAS width.
+  uint32_t matrix_fragments;
+  // The most rows an invocation of the decode schedule takes while walking a block format (0: 2). Each row
+  // holds its step of lhs beside the columns' decoded words; Intel's SIMD8 register file fits one.
+  uint32_t decode_walk_rows;
 };
 
 // The row for a device: by vendor, PCI device id and name (drivers name the chip: "RADV NAVI31",

@@ -347,6 +347,8 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   const int64_t unit = std::lcm<int64_t>(4, cm_k);  // the step: whole matrices and chunks of 4
   const int64_t asked_step = round_up(std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1))), unit);
   const uint32_t most = std::max(1u, std::min(kMatrixSubgroups, info.max_workgroup_invocations / lanes));
+  const uint32_t most_fragments = device_class(info).matrix_fragments ? device_class(info).matrix_fragments
+                                                                      : kMatrixFragments;
   // The block shrinks, its longer side halved in whole matrices, until each subgroup holds at most
   // kMatrixFragments accumulators and the stage fits shared memory (beside the dead schedules' few
   // words: 64 bytes).
@@ -377,7 +379,7 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
     while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > kSharedChunksInFlight))
       step = std::max(unit, step / 2 / unit * unit);
     const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves;
-    if (fragments <= kMatrixFragments && shared_bytes(step) <= info.max_shared_memory) break;
+    if (fragments <= most_fragments && shared_bytes(step) <= info.max_shared_memory) break;
     if (rows <= cm_m && cols <= cm_n)
       throw Error(Status::unsupported, std::string(op) + ": tiling: one " + std::to_string(cm_m) + " x " +
                                            std::to_string(cm_n) + " matrix per subgroup cannot be staged in " +
@@ -457,7 +459,8 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
     // other rows on more invocations, whose loads of the same words hit the cache. With 4 rows x 4
     // columns, ACO's wave64 compile for gfx1100 spilled q6_K's walk (132 VGPRs, 4 KiB of scratch) and the
     // other formats took 120 VGPRs.
-    while (k_slice_step > 4 && rows <= kGpuDecodeRows && s.rm > 2 &&
+    const uint32_t walk_rows = device_class(info).decode_walk_rows ? device_class(info).decode_walk_rows : 2;
+    while (k_slice_step > 4 && rows <= kGpuDecodeRows && s.rm > walk_rows &&
            s.invocations() * 2 <= info.max_workgroup_invocations) {
       s.ty *= 2;
       s.rm = static_cast<uint32_t>((rows + s.ty - 1) / s.ty);

@@ -14,12 +14,17 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "vkgmm: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-echo "vkgmm: installing ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# Debian trixie's glslc (the KHR cooperative-matrix builds: Debian 12's cannot emit them) and NVIDIA's,
+# Intel's and RDNA3's compilers (the gpu-report tests), unpacked into build/gpu-compilers, nothing into
+# the system; instant when present. Without them the build has no KHR matrix builds and those tests fail.
+"$(dirname "$0")/gpu_compilers.sh" fetch >&2 ||
+  echo "vkgmm: warning: scripts/gpu_compilers.sh fetch failed: building without the KHR matrix builds" >&2

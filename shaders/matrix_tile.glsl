@@ -66,24 +66,29 @@ void matrix_finish() {
 }
 
 // The subgroup's accumulators to matrix_store4, one column block at a time (its halves) through Cs, each
-// lane 4 adjacent columns of a row.
+// lane 4 adjacent columns of a row. The blocks are a loop (the epilogue once in the code), but each
+// accumulator is named by a constant index, under a uniform branch per accumulator: indexed by the loop's
+// counter, accs would become indexable memory, which NAK keeps in local memory and ANV in scratch for the
+// whole kernel, main loop included.
 void matrix_store() {
   const uint sg_m = gl_SubgroupID % SG_M, sg_n = gl_SubgroupID / SG_M;
   const uint base = gl_SubgroupID * MT_HALVES * FRAGMENT;
-  [[unroll]] for (uint fm = 0; fm < FM; ++fm)
-    [[unroll]] for (uint fn = 0; fn < FN; ++fn) {
-      [[unroll]] for (uint h = 0; h < MT_HALVES; ++h)
-        VKGMM_CM_STORE_ROWS(accs[fm * FN * MT_HALVES + h * FN + fn], Cs, base + h * FRAGMENT, CM_N);
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      for (uint e = gl_SubgroupInvocationID; e < FRAGMENT / 4u; e += gl_SubgroupSize) {
-        const uint r = e / (CM_N / 4u), c = (e % (CM_N / 4u)) * 4u;
-        const uint at = base + r * CM_N + c, up_at = at + (MT_HALVES - 1u) * FRAGMENT;
-        matrix_store4(sg_m * WM + fm * CM_M + r, sg_n * WN + fn * CM_N + c,
-                      vec4(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]),
-                      vec4(Cs[up_at], Cs[up_at + 1u], Cs[up_at + 2u], Cs[up_at + 3u]));
-      }
-      // Every lane's reads done before the next block overwrites Cs.
-      subgroupBarrier();
+  for (uint block = 0; block < FM * FN; ++block) {
+    const uint fm = block / FN, fn = block % FN;
+    [[unroll]] for (uint f = 0; f < FM * FN; ++f)
+      if (f == block)
+        [[unroll]] for (uint h = 0; h < MT_HALVES; ++h)
+          VKGMM_CM_STORE_ROWS(accs[(f / FN) * FN * MT_HALVES + h * FN + f % FN], Cs, base + h * FRAGMENT, CM_N);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    for (uint e = gl_SubgroupInvocationID; e < FRAGMENT / 4u; e += gl_SubgroupSize) {
+      const uint r = e / (CM_N / 4u), c = (e % (CM_N / 4u)) * 4u;
+      const uint at = base + r * CM_N + c, up_at = at + (MT_HALVES - 1u) * FRAGMENT;
+      matrix_store4(sg_m * WM + fm * CM_M + r, sg_n * WN + fn * CM_N + c,
+                    vec4(Cs[at], Cs[at + 1u], Cs[at + 2u], Cs[at + 3u]),
+                    vec4(Cs[up_at], Cs[up_at + 1u], Cs[up_at + 2u], Cs[up_at + 3u]));
     }
+    // Every lane's reads done before the next block overwrites Cs.
+    subgroupBarrier();
+  }
 }

@@ -122,6 +122,36 @@ TEST(MatrixSubgroup, VaryingSizeMustBePinnedAndFull) {
   EXPECT_EQ(choose_matrix_subgroup(none, 32).size, 0u);
 }
 
+// Intel's rows: the shared schedule's 4 x 8 tile, 4 accumulator matrices per subgroup and 1 row per decode
+// invocation walking a block format keep ANV's SIMD8 / SIMD16 loops inside 128 registers (gpu-report on
+// DG2 and BMG: no spills); NVIDIA's and AMD's keep the defaults.
+TEST(DeviceClass, IntelRowsFitItsRegisterFile) {
+  for (uint32_t id : {0x56a0u, 0xe20bu}) {
+    const DeviceClass& c = device_class(kVendorIntel, id, kGpu, "");
+    EXPECT_EQ(c.tile_rows, 4u);
+    EXPECT_EQ(c.tile_cols, 8u);
+    EXPECT_EQ(c.matrix_fragments, 4u);
+    EXPECT_EQ(c.decode_walk_rows, 1u);
+  }
+  const DeviceClass& nv = device_class(kVendorNvidia, 0x2204, kGpu, "");
+  EXPECT_EQ(nv.matrix_fragments, 0u);
+  EXPECT_EQ(nv.decode_walk_rows, 0u);
+  DeviceInfo dg2;
+  dg2.type = kGpu;
+  dg2.vendor_id = kVendorIntel;
+  dg2.device_id = 0x56a0;
+  dg2.subgroup_size = 32;
+  dg2.matrix_subgroup_size = 8;
+  dg2.matrix_m = dg2.matrix_n = 8;
+  dg2.matrix_k = 16;
+  dg2.max_shared_memory = 65536;
+  dg2.max_workgroup_invocations = 1024;
+  EXPECT_EQ(shared_register_tile(dg2).rows, 4u);
+  const KernelShape s = make_matrix_shape(128, 32, 128, 4096, 1024, 1024, dg2, "gmm", 1, false);
+  EXPECT_LE((s.rows / (s.sg_m * s.cm_m)) * (s.cols / (s.sg_n * s.cm_n)), 4u);
+  EXPECT_EQ(s.sg_m * s.sg_n, kMatrixSubgroups);
+}
+
 // The matrix block's workgroup is its subgroups times the matrix subgroup size, not the default size.
 TEST(MatrixSubgroup, BlockTilesBySubgroupsOfTheChosenSize) {
   DeviceInfo info;
