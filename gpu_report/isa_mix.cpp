@@ -175,6 +175,14 @@ struct Induction {
   std::optional<long> bound;
 };
 
+// A register-to-register move (ACO's s_mov / v_mov, NAK's and Intel's mov).
+bool is_copy(const Instruction& a) {
+  const std::string& m = a.mnemonic;
+  const bool mov = m == "mov" || isa_text::starts(m, "mov.") || isa_text::starts(m, "mov(") ||
+                   isa_text::starts(m, "s_mov") || isa_text::starts(m, "v_mov");
+  return mov && a.dests.size() == 1 && a.sources.size() == 1 && !integer(a.sources[0]);
+}
+
 std::optional<Induction> induction_of(const std::vector<Instruction>& code, const std::vector<int>& owner, int loop,
                                       const Loop& l) {
   std::vector<size_t> own;  // the loop's own lines, nested loops' left out
@@ -189,9 +197,15 @@ std::optional<Induction> induction_of(const std::vector<Instruction>& code, cons
       if (auto c = integer(o)) bound = c;
     for (const std::string& r : ops) {
       if (integer(r)) continue;
+      // The counter's names: r, and a register the loop copies into r (NAK 26 steps a uniform counter
+      // into another register and moves it back at the loop's end).
+      std::vector<std::string> names{r};
+      for (size_t j : own)
+        if (is_copy(code[j]) && code[j].dests[0] == r) names.push_back(code[j].sources[0]);
+      auto named = [&](const std::string& x) { return std::find(names.begin(), names.end(), x) != names.end(); };
       for (size_t j : own) {
         const Instruction& a = code[j];
-        if (!a.traits.add || a.dests.empty() || a.dests[0] != r) continue;
+        if (!a.traits.add || a.dests.empty() || !named(a.dests[0])) continue;
         bool reads_itself = false;
         std::optional<long> step;
         for (const std::string& s : a.sources) {

@@ -263,6 +263,32 @@ TEST(IsaMixNak, MatrixLoopIsTheMainLoop) {
   EXPECT_DOUBLE_EQ(m.shared_loads / m.ops(), 1);
 }
 
+// NAK 26 steps a uniform counter into another register and moves it back at the loop's end: the K step
+// is still read (tgmm's loop on Mesa 26.2).
+TEST(IsaMixNak, CounterCarriedThroughAMove) {
+  const std::string text =
+      "block 0 L0 [] -> {\n"
+      "      ur7       = mov rZ                                          // delay=1\n"
+      "} -> [1]\n"
+      "block 1 L1 [0, 2] -> {\n"
+      "      p0        = isetp.ge.i32 ur7 ur3                            // delay=13\n"
+      "@p0               bra L3                                          // delay=1\n"
+      "} -> [2, 3]\n"
+      "block 2 L2 [1] -> {\n"
+      "      r5        = ffma r6 r7 r5                                   // delay=1\n"
+      "      ur11      = iadd3 ur7 0x10 rZ                               // delay=6\n"
+      "      ur7       = mov ur11                                        // delay=1\n"
+      "                  bra L1                                          // delay=1\n"
+      "} -> [1]\n"
+      "block 3 L3 [1] -> {\n"
+      "                  exit                                            // delay=1\n"
+      "} -> []\n";
+  const Mix m = main_loop_mix(parse_disassembly(text, Isa::nak));
+  ASSERT_TRUE(m.found);
+  EXPECT_EQ(m.k_per_iteration, 16);
+  EXPECT_DOUBLE_EQ(m.fma, 1);
+}
+
 TEST(IsaMixNak, ClassifiesInstructions) {
   auto t = [](const std::string& line) { return traits_of(line, Isa::nak); };
   EXPECT_DOUBLE_EQ(t("r1 = ffma.ftz r2 r3 r1").fma_work, 1);
