@@ -52,8 +52,8 @@ void print_kernels(const char* title, const std::vector<Row>& rows) {
   std::printf("\n%s\n", title);
   std::printf("| case | m, k, n, G (ids: T, k, n, E, top_k) | plan | pipeline | module | tiling | regs | sregs "
               "| spills/fills | local B | shared B | wave | occupancy | code B | instr/iter | k/iter | FMA/iter | FMA share | FMA/VALU "
-              "| matrix/iter (MACs) | LDS loads/op (bits) | global loads/op (bits) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "| matrix/iter (MACs) | shared loads/op (bits) | global loads/op (bits) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const Analysis& a = r.a;
     const Mix& m = a.mix;

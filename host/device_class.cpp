@@ -55,10 +55,14 @@ const char* nvidia(uint32_t id, const std::string& n) {
   return "nvidia";
 }
 
-// AMD's ids follow no order; RADV names the chip ("AMD Radeon RX 7900 XTX (RADV NAVI31)", "RADV GFX1100").
-const char* amd(const std::string& n) {
-  if (has(n, {"GFX12", "NAVI4"})) return "amd-rdna4";
-  if (has(n, {"GFX11", "NAVI3", "PHOENIX", "STRIX"})) return "amd-rdna3";
+// AMD's ids follow no order; RADV names the chip ("AMD Radeon RX 7900 XTX (RADV NAVI31)", "RADV GFX1100"),
+// AMD's own drivers only the card, so the ids of the RDNA3 and RDNA4 parts (whose matrix units want
+// wave32) are listed too.
+const char* amd(uint32_t id, const std::string& n) {
+  if (has(n, {"GFX12", "NAVI4"}) || in(id, 0x7550, 0x7551) || id == 0x7590) return "amd-rdna4";
+  if (has(n, {"GFX11", "NAVI3", "PHOENIX", "STRIX"}) || in(id, 0x7448, 0x7489) || id == 0x15bf || id == 0x15c8 ||
+      id == 0x1900 || id == 0x1901 || id == 0x150e || id == 0x1586)
+    return "amd-rdna3";
   if (has(n, {"GFX103", "NAVI2", "VANGOGH", "REMBRANDT", "RAPHAEL", "MENDOCINO"})) return "amd-rdna2";
   if (has(n, {"GFX101", "NAVI1"})) return "amd-rdna1";
   if (has(n, {"GFX9", "GFX8", "VEGA", "RAVEN", "RENOIR", "POLARIS", "FIJI", "TONGA"})) return "amd-gcn";
@@ -81,7 +85,7 @@ const DeviceClass& device_class(uint32_t vendor_id, uint32_t device_id, VkPhysic
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return char(std::toupper(c)); });
   switch (vendor_id) {
     case kVendorNvidia: return named(nvidia(device_id, n));
-    case kVendorAmd: return named(amd(n));
+    case kVendorAmd: return named(amd(device_id, n));
     case kVendorIntel: return named(intel(device_id, n));
   }
   return named("gpu");

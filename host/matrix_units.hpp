@@ -66,8 +66,8 @@ struct MatrixFeatures {
   // subgroup size the device class `preferred_subgroup` names where the device allows it.
   bool query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16, uint32_t preferred_subgroup);
   // Links v12 (shaderFloat16 and the memory model on, nothing else), coop (cooperativeMatrix on) and
-  // size_control (both its features on) into a device create-info chain at `tail` (the pNext that pointed
-  // on now points to v12).
+  // size_control (the features `subgroup` uses) into a device create-info chain at `tail` (the pNext that
+  // pointed on now points to v12).
   void link(void** tail);
   // The device extensions they need: the matrix extension and VK_EXT_subgroup_size_control.
   static constexpr const char* kSizeControl = "VK_EXT_subgroup_size_control";

@@ -19,12 +19,15 @@ struct TilingDevice {
 };
 
 // `real` as a discrete GPU with this register file (DeviceInfo::vector_registers), compute units and
-// subgroup size would describe itself; real's workgroup and shared-memory limits are kept, so every shape
-// planned for it can run on the real device.
+// subgroup size would describe itself, of no known vendor (the generic "gpu" device class, so that the
+// register file decides the tile whatever the real device is); real's workgroup and shared-memory limits
+// are kept, so every shape planned for it can run on the real device.
 inline DeviceInfo discrete_gpu_like(const DeviceInfo& real, uint32_t vector_registers, uint32_t compute_units,
                                     uint32_t subgroup_size) {
   DeviceInfo gpu = real;
   gpu.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  gpu.vendor_id = gpu.device_id = 0;
+  gpu.architecture = "gpu";
   gpu.vector_registers = vector_registers;
   gpu.compute_units = compute_units;
   gpu.subgroup_size = subgroup_size;

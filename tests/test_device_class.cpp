@@ -31,6 +31,7 @@ TEST(DeviceClass, NamesTheArchitecture) {
   EXPECT_EQ(arch(kVendorAmd, 0, "AMD RADV NAVI21"), "amd-rdna2");
   EXPECT_EQ(arch(kVendorAmd, 0, "AMD RADV VEGA10"), "amd-gcn");
   EXPECT_EQ(arch(kVendorAmd, 0x73bf, "AMD Radeon RX 6800"), "amd");  // no chip in the name: generic
+  EXPECT_EQ(arch(kVendorAmd, 0x744c, "AMD Radeon RX 7900 XTX"), "amd-rdna3");  // AMD's driver: by id
   EXPECT_EQ(arch(kVendorIntel, 0x56a0, "Intel(R) Arc(tm) A770 Graphics (DG2)"), "intel-xe-hpg");
   EXPECT_EQ(arch(kVendorIntel, 0xe20b, "Intel(R) Graphics (BMG G21)"), "intel-xe2");
   EXPECT_EQ(arch(kVendorIntel, 0x7d55, "Intel(R) Graphics (MTL)"), "intel");

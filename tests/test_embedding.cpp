@@ -95,7 +95,13 @@ struct App {
       coop.sType = khr ? static_cast<VkStructureType>(1000506000)
                        : VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
       coop.cooperativeMatrix = VK_TRUE;
-      size_control.subgroupSizeControl = size_control.computeFullSubgroups = VK_TRUE;
+      // Where the device has them (a device whose subgroups are one size may have neither).
+      VkPhysicalDeviceSubgroupSizeControlFeaturesEXT has{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+      VkPhysicalDeviceFeatures2 asked{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+      asked.pNext = &has;
+      vkGetPhysicalDeviceFeatures2(physical, &asked);
+      size_control.subgroupSizeControl = has.subgroupSizeControl;
+      size_control.computeFullSubgroups = has.computeFullSubgroups;
       v12.shaderFloat16 = v12.vulkanMemoryModel = v12.vulkanMemoryModelDeviceScope = VK_TRUE;
       v11.pNext = &v12;  // v11 is on the chain: the matrix extension is named only where 16-bit storage is
       v12.pNext = &coop;
