@@ -226,7 +226,7 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
   const MatrixUnits units = query_matrix_units(dev.instance, dev.physical, nullptr);
   MatrixFeatures matrix;
   const bool use_matrix = matrix.query(dev.physical, units, en11.storageBuffer16BitAccess && dev.options.storage16,
-                                       device_class(dev.physical).matrix_subgroup);
+                                       device_class(dev.physical));
   if (use_matrix) {
     device_extensions.push_back(units.extension);
     device_extensions.push_back(MatrixFeatures::kSizeControl);
@@ -282,7 +282,7 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
                 "operands from storage buffers)");
   const MatrixUnits units = query_matrix_units(d.instance, d.physical_device, d.get_instance_proc_addr);
   MatrixFeatures features;
-  if (d.matrix_units && !features.query(d.physical_device, units, true, device_class(d.physical_device).matrix_subgroup))
+  if (d.matrix_units && !features.query(d.physical_device, units, true, device_class(d.physical_device)))
     throw Error(Status::invalid_argument,
                 "BorrowedDevice.matrix_units is set but the device offers no matrix units vkgmm can use "
                 "(device_requirements(instance, physical_device).matrix_extension is null)");

@@ -8,29 +8,72 @@ namespace vkgmm {
 
 namespace {
 
-// The table. Register tiles: 0 x 0 keeps the register-file rule (tiling.cpp, shared_register_tile).
+// The generic values (DeviceClass's defaults), measured with ACO on RADV's null devices (navi21, gfx1100,
+// vega10) and NAK on NVK's shim (Turing, Ampere):
+//  - the shared step of 16: a step of 32 gained under a point of FMA share, took 16-24 more registers,
+//    spilled on gfx1100 and left GCN one wave per SIMD;
+//  - 8 chunks in flight (16 bytes each: 32 registers at most beside the accumulators): ACO spilled a
+//    32-row tile of 8 x 8 per invocation on gfx1100 with 10 (64 invocations, a step of 16: 132 VGPRs);
+//  - the matrix block of 128 x 128 on 8 subgroups (64 x 32 each on 16 x 16 matrices), 32-deep, at most
+//    16 accumulator matrices per subgroup;
+//  - 2 rows per decode invocation walking a block format: with 4 rows x 4 columns, ACO's wave64 compile
+//    for gfx1100 spilled q6_K's walk (132 VGPRs, 4 KiB of scratch) and the other formats took 120 VGPRs.
+constexpr DeviceClass generic(const char* architecture, uint32_t vendor) {
+  DeviceClass c;
+  c.architecture = architecture;
+  c.vendor_id = vendor;
+  return c;
+}
+
+// CPU drivers run the direct schedule; a large tile's unrolled loop only slows their compiler (lavapipe
+// compiled one tgmm test's 8 x 8 tiles in 42 s against 4 s at 4 x 4).
+constexpr DeviceClass cpu() {
+  DeviceClass c = generic("cpu", 0);
+  c.tile_rows = c.tile_cols = 4;
+  return c;
+}
+
+// NVIDIA: 32 lanes always, 255 registers per thread: an 8 x 8 tile fits beside the stage's operands
+// (NAK: 108-130 registers for gmm, 171-181 for tgmm, no spills).
+constexpr DeviceClass nvidia(const char* architecture) {
+  DeviceClass c = generic(architecture, kVendorNvidia);
+  c.tile_rows = c.tile_cols = 8;
+  return c;
+}
+
+// AMD: WMMA is a wave32 instruction (wave64 runs it as two halves). The register tile follows the
+// register file (GCN's 256 registers per lane hold a smaller one at two waves per SIMD than RDNA's).
+constexpr DeviceClass amd(const char* architecture, uint32_t matrix_subgroup) {
+  DeviceClass c = generic(architecture, kVendorAmd);
+  c.matrix_subgroup = matrix_subgroup;
+  return c;
+}
+
+// Intel: DPAS runs at the EU's native width, SIMD8 on Xe-HPG and SIMD16 on Xe2. A thread has 128
+// registers: the shared schedule's 4 x 8 tile, 4 accumulator matrices per subgroup (one 8 x 8 or 8 x 16
+// f32 accumulator takes 8 registers at the DPAS width) and 1 row per decode invocation walking a block
+// format keep ANV's loops unspilled (gpu-report on DG2 and BMG).
+constexpr DeviceClass intel(const char* architecture, uint32_t lanes) {
+  DeviceClass c = generic(architecture, kVendorIntel);
+  c.matrix_subgroup = lanes;
+  if (lanes) {
+    c.tile_rows = 4;
+    c.tile_cols = 8;
+    c.matrix_fragments = 4;
+  }
+  c.decode_walk_rows = 1;
+  return c;
+}
+
+// The table: one row per class, the generic rows last of their vendor's; "gpu" (any other device) last.
 constexpr DeviceClass kClasses[] = {
-    // CPU drivers run the direct schedule; a large tile's unrolled loop only slows their compiler.
-    {"cpu", 0, 0, 4, 4, 0, 0},
-    // NVIDIA: 32 lanes always, 255 registers per thread: an 8 x 8 tile fits beside the stage's operands.
-    {"nvidia-turing", kVendorNvidia, 0, 8, 8, 0, 0},
-    {"nvidia-ampere", kVendorNvidia, 0, 8, 8, 0, 0},
-    {"nvidia-ada", kVendorNvidia, 0, 8, 8, 0, 0},
-    {"nvidia-hopper", kVendorNvidia, 0, 8, 8, 0, 0},
-    {"nvidia-blackwell", kVendorNvidia, 0, 8, 8, 0, 0},
-    {"nvidia", kVendorNvidia, 0, 8, 8, 0, 0},
-    // AMD: WMMA is a wave32 instruction (wave64 runs it as two halves).
-    {"amd-rdna4", kVendorAmd, 32, 0, 0, 0, 0},
-    {"amd-rdna3", kVendorAmd, 32, 0, 0, 0, 0},
-    {"amd-rdna2", kVendorAmd, 0, 0, 0, 0, 0},
-    {"amd-rdna1", kVendorAmd, 0, 0, 0, 0, 0},
-    {"amd-gcn", kVendorAmd, 0, 0, 0, 0, 0},
-    {"amd", kVendorAmd, 0, 0, 0, 0, 0},
-    // Intel: DPAS runs at the EU's native width, SIMD8 on Xe-HPG and SIMD16 on Xe2.
-    {"intel-xe-hpg", kVendorIntel, 8, 4, 8, 4, 1},
-    {"intel-xe2", kVendorIntel, 16, 4, 8, 4, 1},
-    {"intel", kVendorIntel, 0, 0, 0, 0, 1},
-    {"gpu", 0, 0, 0, 0, 0, 0},
+    cpu(),
+    nvidia("nvidia-turing"), nvidia("nvidia-ampere"), nvidia("nvidia-ada"), nvidia("nvidia-hopper"),
+    nvidia("nvidia-blackwell"), nvidia("nvidia"),
+    amd("amd-rdna4", 32), amd("amd-rdna3", 32), amd("amd-rdna2", 0), amd("amd-rdna1", 0), amd("amd-gcn", 0),
+    amd("amd", 0),
+    intel("intel-xe-hpg", 8), intel("intel-xe2", 16), intel("intel", 0),
+    generic("gpu", 0),
 };
 
 const DeviceClass& named(const char* architecture) {
@@ -46,7 +89,7 @@ bool has(const std::string& upper, std::initializer_list<const char*> tokens) {
 bool in(uint32_t id, uint32_t first, uint32_t last) { return id >= first && id <= last; }
 
 // NVIDIA numbers its PCI ids by generation; drivers that fake the id (NVK on a drm-shim) name the chip.
-const char* nvidia(uint32_t id, const std::string& n) {
+const char* nvidia_chip(uint32_t id, const std::string& n) {
   if (in(id, 0x2300, 0x233f) || has(n, {"GH1", "H100", "H200", "H800"})) return "nvidia-hopper";
   if (in(id, 0x2900, 0x2fff) || has(n, {"GB1", "GB2", "BLACKWELL"})) return "nvidia-blackwell";
   if (in(id, 0x2600, 0x28ff) || has(n, {"AD1", " ADA"})) return "nvidia-ada";
@@ -58,7 +101,7 @@ const char* nvidia(uint32_t id, const std::string& n) {
 // AMD's ids follow no order; RADV names the chip ("AMD Radeon RX 7900 XTX (RADV NAVI31)", "RADV GFX1100"),
 // AMD's own drivers only the card, so the ids of the RDNA3 and RDNA4 parts (whose matrix units want
 // wave32) are listed too.
-const char* amd(uint32_t id, const std::string& n) {
+const char* amd_chip(uint32_t id, const std::string& n) {
   if (has(n, {"GFX12", "NAVI4"}) || in(id, 0x7550, 0x7551) || id == 0x7590) return "amd-rdna4";
   if (has(n, {"GFX11", "NAVI3", "PHOENIX", "STRIX"}) || in(id, 0x7448, 0x7489) || id == 0x15bf || id == 0x15c8 ||
       id == 0x1900 || id == 0x1901 || id == 0x150e || id == 0x1586)
@@ -69,7 +112,7 @@ const char* amd(uint32_t id, const std::string& n) {
   return "amd";
 }
 
-const char* intel(uint32_t id, const std::string& n) {
+const char* intel_chip(uint32_t id, const std::string& n) {
   if (in(id, 0x5690, 0x56cf) || has(n, {"DG2", "ALCHEMIST"})) return "intel-xe-hpg";
   if (in(id, 0xe200, 0xe2ff) || in(id, 0x6420, 0x64ff) || has(n, {"BMG", "LNL", "BATTLEMAGE", "LUNAR"}))
     return "intel-xe2";
@@ -84,9 +127,9 @@ const DeviceClass& device_class(uint32_t vendor_id, uint32_t device_id, VkPhysic
   std::string n(name);
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return char(std::toupper(c)); });
   switch (vendor_id) {
-    case kVendorNvidia: return named(nvidia(device_id, n));
-    case kVendorAmd: return named(amd(device_id, n));
-    case kVendorIntel: return named(intel(device_id, n));
+    case kVendorNvidia: return named(nvidia_chip(device_id, n));
+    case kVendorAmd: return named(amd_chip(device_id, n));
+    case kVendorIntel: return named(intel_chip(device_id, n));
   }
   return named("gpu");
 }

@@ -2,8 +2,9 @@
 //
 // One table (device_class.cpp) holds a row per device class, the way CUTLASS keeps a default
 // configuration per architecture and ggml-vulkan a warptile per vendor: the subgroup size its matrix
-// units want and the shared schedule's register tile where the register file the device reports does not
-// decide it. Everything that differs by vendor or architecture is read from the row, nowhere else.
+// units want, the shared schedule's register tile, step and chunks in flight, the matrix schedule's block,
+// and the decode walk's rows. Everything that differs by vendor or architecture is read from the row,
+// nowhere else; host/kernel_choice.hpp's choose_kernel reads it once per plan.
 #pragma once
 
 #include <cstdint>
@@ -17,22 +18,29 @@ namespace vkgmm {
 
 constexpr uint32_t kVendorAmd = 0x1002, kVendorNvidia = 0x10de, kVendorIntel = 0x8086;
 
+// Every field holds the value the class takes (the generic rows hold the defaults), except the shared
+// schedule's register tile, which 0 x 0 leaves to the register file the device reports.
 struct DeviceClass {
-  const char* architecture;  // DeviceInfo::architecture: "nvidia-ampere", "amd-rdna3", "intel-xe2", ...
-  uint32_t vendor_id;        // 0: any vendor (the generic rows)
+  const char* architecture = "gpu";  // DeviceInfo::architecture: "nvidia-ampere", "amd-rdna3", "intel-xe2", ...
+  uint32_t vendor_id = 0;            // 0: any vendor (the generic rows)
   // The subgroup size the matrix builds ask for where the device lets pipelines choose one (0: the
   // device's default). RDNA3's WMMA runs natively in wave32; Intel's DPAS at the EU's native SIMD width.
-  uint32_t matrix_subgroup;
-  // The shared schedule's register tile (rows x columns of accumulators per invocation); 0 x 0: sized from
-  // DeviceInfo::vector_registers where the device reports it, else 8 x 8.
-  uint32_t tile_rows, tile_cols;
-  // The most accumulator matrices a subgroup of the matrix schedule holds (0: kMatrixFragments,
-  // host/tiling.hpp). Intel's register file holds 128 registers per thread, and one 8 x 8 (Xe-HPG) or
-  // 8 x 16 (Xe2) f32 accumulator takes 8 of them at the DPAS width.
-  uint32_t matrix_fragments;
-  // The most rows an invocation of the decode schedule takes while walking a block format (0: 2). Each row
-  // holds its step of lhs beside the columns' decoded words; Intel's SIMD8 register file fits one.
-  uint32_t decode_walk_rows;
+  uint32_t matrix_subgroup = 0;
+  // The shared schedule: its register tile (rows x columns of accumulators per invocation; 0 x 0: sized
+  // from DeviceInfo::vector_registers where the device reports it, else 8 x 8), its reduction step (K
+  // values staged per step), and the 4-element chunks of the next step one invocation may hold in
+  // registers while the current step computes.
+  uint32_t tile_rows = 0, tile_cols = 0;
+  uint32_t shared_step = 16;
+  uint32_t chunks_in_flight = 8;
+  // The matrix schedule's automatic block (rows x product columns, and its step), the most subgroups it
+  // spreads over, and the most accumulator matrices one subgroup holds.
+  uint32_t matrix_rows = 128, matrix_cols = 128, matrix_step = 32;
+  uint32_t matrix_subgroups = 8;
+  uint32_t matrix_fragments = 16;
+  // The most rows an invocation of the decode schedule takes while walking a block format: each row holds
+  // its step of lhs beside the columns' decoded words.
+  uint32_t decode_walk_rows = 2;
 };
 
 // The row for a device: by vendor, PCI device id and name (drivers name the chip: "RADV NAVI31",

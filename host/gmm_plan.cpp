@@ -5,8 +5,8 @@
 #include "dispatch_plan.hpp"
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
+#include "kernel_choice.hpp"
 #include "matrix_schedule.hpp"
-#include "tiling.hpp"
 #include "vkgmm/metadata.hpp"
 
 namespace vkgmm {
@@ -77,15 +77,12 @@ GmmRows validate(const DispatchPlan& core, const GmmProblem& p) {
   return r;
 }
 
-// The schedule and the tiling asked for: the m tile sized to the groups' rows (with the sizes on the device,
-// to the expected rows of each: routed, their distribution; else the hint, else the rows spread evenly).
-struct GmmTiling {
-  Schedule schedule;
-  Tiling asked;
-};
-GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r,
-                        const DispatchPlan::OperandLayout& layout) {
-  const DeviceInfo& tile_info = core.tiling_info();
+// The kernel for the problem (kernel_choice.hpp): the m tile sized to the groups' rows (with the sizes on
+// the device, to the expected rows of each: routed, their distribution; else the hint, else the rows
+// spread evenly). The direct schedule's K step, which its K slices take whole: a block format's walk along
+// K (rhs [n, k]), else 4 elements. Both schedules load 4 elements at a time where `vec4`.
+KernelChoice choose(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r,
+                    const DispatchPlan::OperandLayout& layout, bool vec4) {
   std::vector<int32_t> expected;
   if (r.routed) {
     // Without num_experts, the window is taken as all the experts.
@@ -94,30 +91,15 @@ GmmTiling choose_tiling(const DispatchPlan& core, const GmmProblem& p, const Gmm
     const int64_t each = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (r.rows + r.G - 1) / r.G;
     expected.assign(size_t(r.g_local), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
   }
-  const ActiveGroups active = r.on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
-                                          : ActiveGroups{&p.group_sizes, r.group_offset, r.g_local};
-  Schedule schedule =
-      gmm_schedule(p.schedule, tile_info, core.options().schedule, active, !p.tiling.fixed && !p.tiling.lookup);
-  schedule = matrix_or_fallback(core, schedule, p.schedule, matrix_refusal(core, p.lhs_type, p.rhs_type, true, layout));
-  const Tiling asked = resolve_tiling(p.tiling, r.rows, p.k, r.out_n, core.name(), [&] {
-    return gmm_auto_tiling(schedule, tile_info, active, !p.transpose_rhs, r.out_n, r.gate_up ? 2 : 1,
-                           is_quantized(p.rhs_type));
-  });
-  return {schedule, asked};
-}
-
-// The kernel's shape for the tiling asked: gmm's output block is [tm, tn], reduced over K tk at a time;
-// with a gated activation each output column needs two product columns (gate and up), two accumulator
-// halves. The direct schedule's K step, which its K slices take whole: a block format's walk along K
-// (rhs [n, k]), else 4 elements.
-KernelShape choose_shape(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r, const GmmTiling& t,
-                         bool vec4) {
-  if (t.schedule == Schedule::matrix)
-    return make_matrix_shape(t.asked.tm, t.asked.tk, t.asked.tn, r.rows, p.k, r.out_n, core.info(), core.name(),
-                             r.gate_up ? 2 : 1, is_quantized(p.rhs_type));
-  const uint32_t k_step = p.transpose_rhs ? static_cast<uint32_t>(block_walk_step(p.rhs_type)) : 4u;
-  return make_kernel_shape(t.asked.tm, t.asked.tk, t.asked.tn, r.rows, p.k, r.out_n, t.schedule, core.tiling_info(),
-                           core.name(), vec4 ? 4 : 1, 1, r.gate_up ? 2 : 1, k_step);
+  KernelRequest q(Op::gmm, p.schedule, &p.tiling, r.rows, p.k, r.out_n,
+                  matrix_refusal(core, p.lhs_type, p.rhs_type, true, layout), vec4);
+  q.groups = r.on_device ? ActiveGroups{&expected, 0, int64_t(expected.size())}
+                         : ActiveGroups{&p.group_sizes, r.group_offset, r.g_local};
+  q.rhs_rows_contiguous = !p.transpose_rhs;
+  q.rhs_blocks = is_quantized(p.rhs_type);
+  q.halves = r.gate_up ? 2 : 1;
+  q.k_walk_step = p.transpose_rhs ? static_cast<uint32_t>(block_walk_step(p.rhs_type)) : 4u;
+  return choose_kernel(q, core.info(), core.tiling_info(), core.options());
 }
 
 }  // namespace
@@ -148,14 +130,13 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     launch.bias = uint64_t(r.g_local) * p.n;
     core.check_bias(*launch.bias);
   }
-  const GmmTiling tiling = choose_tiling(core, p, r, layout);
-
   // Both schedules load 4 elements at a time where K (and N, unless rhs is transposed) allow it;
   // record() falls back to scalar loads when an operand's offset is not a multiple of 4 elements. With
   // a gated activation the up half starts at column out_n, which must keep the 4-element alignment too.
   const bool vec4 = layout.vec4_allowed && p.k % 4 == 0 && (p.transpose_rhs || out_n % 4 == 0);
-  const KernelShape shape = choose_shape(core, p, r, tiling, vec4);
-  st->tiling = {shape.rows, shape.step, shape.cols};
+  const KernelChoice kernel = choose(core, p, r, layout, vec4);
+  const KernelShape& shape = kernel.shape;
+  st->tiling = kernel.tiling();
   launch.shape = shape;
 
   // The visits, the grid and the push constants.

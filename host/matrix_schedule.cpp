@@ -24,15 +24,4 @@ Schedule part_schedule(Schedule forward, DType lhs, DType rhs) {
   return forward == Schedule::matrix && !f16_inputs ? Schedule::shared : forward;
 }
 
-Schedule matrix_or_fallback(const DispatchPlan& core, Schedule resolved, Schedule requested, const std::string& refusal) {
-  const Schedule forced = core.options().schedule;
-  if (resolved == Schedule::matrix && !refusal.empty()) {
-    if (requested == Schedule::matrix && forced == Schedule::automatic) throw Error(Status::unsupported, refusal);
-    return Schedule::shared;
-  }
-  const bool automatic = requested == Schedule::automatic && forced == Schedule::automatic;
-  if (resolved == Schedule::shared && automatic && refusal.empty()) return Schedule::matrix;
-  return resolved;
-}
-
 }  // namespace vkgmm

@@ -1,4 +1,5 @@
-// Whether a plan's kernel runs on the matrix units (Schedule::matrix), for gmm and tgmm alike (internal).
+// Whether a call can run on the matrix units (Schedule::matrix), for gmm and tgmm alike (internal);
+// kernel_choice.cpp decides whether it does.
 #pragma once
 
 #include <string>
@@ -17,11 +18,5 @@ std::string matrix_refusal(const DispatchPlan& core, DType lhs, DType rhs, bool 
 // inputs the matrix units cannot take (f32 gradients, the routed passes' f32 rows) runs shared where the
 // forward asked for matrix.
 Schedule part_schedule(Schedule forward, DType lhs, DType rhs);
-
-// The schedule the kernel runs, from the one resolved for the problem (`resolved`), what the problem
-// asked (`requested`) and the context forces (core.options().schedule): matrix where it was asked for or
-// forced, or where automatic chose shared, and the call can take it. Asked of the problem where the call
-// cannot, throws Error(unsupported) with `refusal`; forced on the context, such a call runs shared.
-Schedule matrix_or_fallback(const DispatchPlan& core, Schedule resolved, Schedule requested, const std::string& refusal);
 
 }  // namespace vkgmm

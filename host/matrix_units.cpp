@@ -3,7 +3,6 @@
 #include <tuple>
 
 #include "device.hpp"
-#include "tiling.hpp"
 
 namespace vkgmm {
 
@@ -151,7 +150,7 @@ MatrixSubgroup choose_matrix_subgroup(const SubgroupLimits& l, uint32_t preferre
 }
 
 bool MatrixFeatures::query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16,
-                           uint32_t preferred_subgroup) {
+                           const DeviceClass& row) {
   subgroup = {};
   if (!units.extension || !storage16) return false;
   VkPhysicalDeviceProperties props;
@@ -187,10 +186,10 @@ bool MatrixFeatures::query(VkPhysicalDevice physical, const MatrixUnits& units, 
   l.required_in_compute = (limits.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   l.size_control = size_control.subgroupSizeControl;
   l.full_subgroups = size_control.computeFullSubgroups;
-  const MatrixSubgroup g = choose_matrix_subgroup(l, preferred_subgroup);
-  // A workgroup of kMatrixSubgroups full subgroups (the most a matrix block takes, host/tiling.hpp) must be
-  // allowed: every device known to have matrix units allows 16 or more.
-  if (!g.size || limits.maxComputeWorkgroupSubgroups < kMatrixSubgroups)
+  const MatrixSubgroup g = choose_matrix_subgroup(l, row.matrix_subgroup);
+  // A workgroup of the class's matrix subgroups, full (the most a matrix block takes), must be allowed:
+  // every device known to have matrix units allows 16 or more.
+  if (!g.size || limits.maxComputeWorkgroupSubgroups < row.matrix_subgroups)
     return false;
   if (!(coop.cooperativeMatrix && v12.shaderFloat16 && v12.vulkanMemoryModel && v12.vulkanMemoryModelDeviceScope))
     return false;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "device_class.hpp"
+
 namespace vkgmm {
 
 struct MatrixUnits {
@@ -63,8 +65,9 @@ struct MatrixFeatures {
   // The subgroups the builds run (query sets it).
   MatrixSubgroup subgroup;
   // Asks the device; true where everything is there (storage16: whether 16-bit storage is), with the
-  // subgroup size the device class `preferred_subgroup` names where the device allows it.
-  bool query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16, uint32_t preferred_subgroup);
+  // subgroup size the device class `row` names where the device allows it, and workgroups of as many
+  // subgroups as the class's matrix block spreads over.
+  bool query(VkPhysicalDevice physical, const MatrixUnits& units, bool storage16, const DeviceClass& row);
   // Links v12 (shaderFloat16 and the memory model on, nothing else), coop (cooperativeMatrix on) and
   // size_control (the features `subgroup` uses) into a device create-info chain at `tail` (the pNext that
   // pointed on now points to v12).

@@ -76,7 +76,7 @@ DeviceRequirements device_requirements(VkInstance instance, VkPhysicalDevice pd,
   if (!r.supported || instance == VK_NULL_HANDLE || !r.storage_buffer_16bit) return r;
   const MatrixUnits units = query_matrix_units(instance, pd, gipa);
   MatrixFeatures features;
-  if (features.query(pd, units, true, device_class(pd).matrix_subgroup)) r.matrix_extension = units.extension;
+  if (features.query(pd, units, true, device_class(pd))) r.matrix_extension = units.extension;
   return r;
 }
 

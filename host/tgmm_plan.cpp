@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dispatch_plan.hpp"
+#include "kernel_choice.hpp"
 #include "matrix_schedule.hpp"
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
@@ -58,7 +59,6 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   auto st = std::make_shared<State>(ctx, p);
   DispatchPlan& core = st->core;
   if (!own_workspace) core.part_of_another();
-  const DeviceInfo& tile_info = core.tiling_info();
   const char* op = core.name();
 
   const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
@@ -71,25 +71,18 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   launch.out = {p.out_type, uint64_t(groups) * p.k * p.n};
   launch.existing_out = p.existing_out;
   const DispatchPlan::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
-  const Schedule schedule =
-      matrix_or_fallback(core, resolve_schedule(p.schedule, tile_info, core.options().schedule), p.schedule,
-                         matrix_refusal(core, p.lhs_type, p.rhs_type, false, layout));
-  const TgmmTiles asked = TgmmTiles::of(resolve_tiling(p.tiling, p.m, p.k, p.n, op, [&] {
-    return tgmm_auto_tiles(schedule, tile_info, p.lhs_mk, p.n).tiling();
-  }));
-
   // rhs is read as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp).
   const bool vec4 = layout.vec4_allowed && p.n % 4 == 0;
   // With lhs stored [m, k], the block's k rows are read 4 at a time too.
   // lhs stored [k, m] is read 4 rows of the group at a time instead (m a multiple of 4).
   const bool vec4_lhs = vec4 && (p.lhs_mk ? p.k % 4 == 0 : p.m % 4 == 0);
-  // The matrix schedule's block: block_k rows of out by block_n columns, the group's rows its reduction.
-  const KernelShape shape =
-      schedule == Schedule::matrix
-          ? make_matrix_shape(asked.block_k, asked.rows_per_step, asked.block_n, p.k, p.m, p.n, core.info(), op, 1, false)
-          : make_kernel_shape(asked.block_k, asked.rows_per_step, asked.block_n, p.k, p.m, p.n, schedule, tile_info, op,
-                              vec4 ? 4 : 1, vec4_lhs && p.lhs_mk ? 4 : 1);
-  st->tiling = TgmmTiles{shape.step, shape.rows, shape.cols}.tiling();
+  KernelRequest q(Op::tgmm, p.schedule, &p.tiling, p.m, p.k, p.n,
+                  matrix_refusal(core, p.lhs_type, p.rhs_type, false, layout), vec4);
+  q.lhs_mk = p.lhs_mk;
+  q.vec4_lhs_rows = vec4_lhs && p.lhs_mk;
+  const KernelChoice kernel = choose_kernel(q, core.info(), core.tiling_info(), core.options());
+  const KernelShape& shape = kernel.shape;
+  st->tiling = kernel.tiling();
   launch.shape = shape;
   launch.loads.scalar_loads_refusal = check_group_loop_budget(core.info(), op, p, groups, shape, vec4);
 

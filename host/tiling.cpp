@@ -46,17 +46,6 @@ constexpr uint32_t kMaxAccumulators = 256;
 constexpr int64_t kVisitOverheadRows = 2;
 constexpr int64_t kSharedVisitOverheadRows = 64;
 
-// The shared schedule's default reduction step: 16 K values (tgmm: rows) per stage. Measured with ACO
-// (RADV's null device, navi21 / gfx1100 / vega10, 128 x 128 tiles of 8 x 8 per invocation), a step of 32
-// gains under a point of FMA share, takes 16-24 more registers, spills on gfx1100 and leaves GCN one wave
-// per SIMD.
-constexpr int64_t kSharedStep = 16;
-
-// 4-element chunks one invocation of the shared schedule may keep in flight (the next K step's, 16 bytes
-// each: 32 registers at most beside the accumulators). ACO spilled a 32-row tile of 8 x 8 per invocation
-// on gfx1100 with 10 (64 invocations, a step of 16: 132 VGPRs); with a step of 8, 5 chunks and 120 VGPRs.
-constexpr uint64_t kSharedChunksInFlight = 8;
-
 // Registers an invocation needs beside its accumulators in the shared schedule: the K step's operands
 // (4 + 4 vec4s), the next step's chunks in flight (4 vec4s at 128 x 128) and addresses, as ACO allocated
 // them (112 registers for 64 accumulators).
@@ -68,7 +57,7 @@ uint32_t round_up4(int64_t x) { return static_cast<uint32_t>((std::max<int64_t>(
 
 RegisterTile shared_register_tile(const DeviceInfo& info) {
   // The device class's tile where its row names one (host/device_class.cpp: CPU drivers 4 x 4, NVIDIA
-  // 8 x 8). Else an 8 x 8 tile (64 accumulators, 4 16-byte shared reads per 64 FMAs) where the register
+  // 8 x 8, Intel 4 x 8). Else an 8 x 8 tile (64 accumulators, 4 16-byte shared reads per 64 FMAs) where the register
   // file holds it at 2 waves per SIMD; 8 x 4, then 4 x 4 on smaller files. Two waves is the floor, not
   // four: on GCN (256 registers per lane), 4 waves leave 64 registers, which hold no more than a 4 x 4
   // tile beside the stage's operands and prefetch, and that tile's inner loop stays near 65 % FMAs; an
@@ -173,15 +162,16 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // fine-grained experts). With the inputs read through texel views, a visit costs about 2 rows'
   // worth beyond its rows on lavapipe (the overhead that picks the m tile measured fastest on moe-fine
   // and moe-prefill); the shared schedule wants at least 16 rows per tile.
-  // Matrix: 128 x 128 product columns (8 subgroups of 64 x 32 on 16 x 16 matrices), 32-deep stages.
+  // Matrix: the device class's block (product columns), its rows sized to the groups.
+  const DeviceClass& row = device_class(info);
   if (schedule == Schedule::matrix) {
-    Tiling t{128, 2 * kSharedStep, 128 / halves};
+    Tiling t{row.matrix_rows, row.matrix_step, row.matrix_cols / halves};
     t.tm = pick_tm(groups, std::max<int64_t>(16, info.matrix_m), t.tm, kSharedVisitOverheadRows);
     return t;
   }
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
-    Tiling t{16 * r.rows, kSharedStep, 16 * std::max<int64_t>(4, r.cols / halves)};
+    Tiling t{16 * r.rows, row.shared_step, 16 * std::max<int64_t>(4, r.cols / halves)};
     t.tm = pick_tm(groups, 16, t.tm, kSharedVisitOverheadRows);
     return t;
   }
@@ -262,11 +252,12 @@ std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_
 // lavapipe, min of alternating runs: 32 x 128 took 0.75-0.9x the time of 64 x 64 at m = 1024-8192,
 // k = 176-1024, n = 256-3584, and tied at k = 1792, n = 512).
 TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk, int64_t n) {
-  // Matrix: gmm's blocks (128 x 128 on 8 subgroups), the group's rows 32 at a time.
-  if (schedule == Schedule::matrix) return {/*rows_per_step=*/2 * kSharedStep, /*block_k=*/128, /*block_n=*/128};
+  // Matrix: gmm's blocks, the group's rows a matrix step at a time.
+  const DeviceClass& row = device_class(info);
+  if (schedule == Schedule::matrix) return {/*rows_per_step=*/row.matrix_step, /*block_k=*/row.matrix_rows, /*block_n=*/row.matrix_cols};
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
-    return {/*rows_per_step=*/kSharedStep, /*block_k=*/16 * r.rows, /*block_n=*/16 * r.cols};
+    return {/*rows_per_step=*/row.shared_step, /*block_k=*/16 * r.rows, /*block_n=*/16 * r.cols};
   }
   if (!lhs_mk) return {4, 128, 128};
   if (n >= 128) return {4, 32, 128};
@@ -318,9 +309,10 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
                                          std::to_string(info.max_shared_memory) + " bytes of shared memory");
   s.step = static_cast<uint32_t>(std::min<uint64_t>(round_up4(step), fit));
   // The next step's chunks are held in registers while the current one computes: at most
-  // kSharedChunksInFlight per invocation, halving the step (whole chunks) until they fit.
+  // the device class's chunks in flight per invocation, halving the step (whole chunks) until they fit.
+  const uint64_t most_in_flight = device_class(info).chunks_in_flight;
   auto in_flight = [&](uint64_t st) { return ((uint64_t(s.rows) + uint64_t(s.cols) * halves) * st / 4 + s.invocations() - 1) / s.invocations(); };
-  while (s.step > 4 && in_flight(s.step) > kSharedChunksInFlight) s.step = round_up4(s.step / 2);
+  while (s.step > 4 && in_flight(s.step) > most_in_flight) s.step = round_up4(s.step / 2);
   s.shared_a = s.rows * s.step;
   s.shared_b = s.step * s.cols * halves;
   return s;
@@ -346,12 +338,11 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
     throw Error(Status::invalid_argument, std::string(op) + ": tiling: tile sizes above 65536 cannot run");
   const int64_t unit = std::lcm<int64_t>(4, cm_k);  // the step: whole matrices and chunks of 4
   const int64_t asked_step = round_up(std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1))), unit);
-  const uint32_t most = std::max(1u, std::min(kMatrixSubgroups, info.max_workgroup_invocations / lanes));
-  const uint32_t most_fragments = device_class(info).matrix_fragments ? device_class(info).matrix_fragments
-                                                                      : kMatrixFragments;
-  // The block shrinks, its longer side halved in whole matrices, until each subgroup holds at most
-  // kMatrixFragments accumulators and the stage fits shared memory (beside the dead schedules' few
-  // words: 64 bytes).
+  const DeviceClass& row = device_class(info);
+  const uint32_t most = std::max(1u, std::min(row.matrix_subgroups, info.max_workgroup_invocations / lanes));
+  // The block shrinks, its longer side halved in whole matrices, until each subgroup holds at most the
+  // class's accumulator matrices and the stage fits shared memory (beside the dead schedules' few words:
+  // 64 bytes).
   for (;;) {
     // The split of the subgroups between rows and columns with the squarest parts; fewer subgroups where
     // none divides the block into whole matrices.
@@ -376,10 +367,10 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
       return ((uint64_t(rows) + uint64_t(cols) * halves) * st / 4 + invocations - 1) / invocations;
     };
     step = asked_step;
-    while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > kSharedChunksInFlight))
+    while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > row.chunks_in_flight))
       step = std::max(unit, step / 2 / unit * unit);
     const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves;
-    if (fragments <= most_fragments && shared_bytes(step) <= info.max_shared_memory) break;
+    if (fragments <= row.matrix_fragments && shared_bytes(step) <= info.max_shared_memory) break;
     if (rows <= cm_m && cols <= cm_n)
       throw Error(Status::unsupported, std::string(op) + ": tiling: one " + std::to_string(cm_m) + " x " +
                                            std::to_string(cm_n) + " matrix per subgroup cannot be staged in " +
@@ -455,11 +446,9 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   s.step = 4u;
   if (k_slice_step > 0 && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
     // A decode tile's block-format walk (a step of more than 4 values) holds each of its columns' step
-    // words beside the accumulators (q6_K: 16 words per column): at most 2 rows per invocation, the tile's
-    // other rows on more invocations, whose loads of the same words hit the cache. With 4 rows x 4
-    // columns, ACO's wave64 compile for gfx1100 spilled q6_K's walk (132 VGPRs, 4 KiB of scratch) and the
-    // other formats took 120 VGPRs.
-    const uint32_t walk_rows = device_class(info).decode_walk_rows ? device_class(info).decode_walk_rows : 2;
+    // words beside the accumulators (q6_K: 16 words per column): at most the device class's rows per
+    // invocation, the tile's other rows on more invocations, whose loads of the same words hit the cache.
+    const uint32_t walk_rows = device_class(info).decode_walk_rows;
     while (k_slice_step > 4 && rows <= kGpuDecodeRows && s.rm > walk_rows &&
            s.invocations() * 2 <= info.max_workgroup_invocations) {
       s.ty *= 2;

@@ -130,15 +130,13 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
                               uint32_t k_slice_step = 0);
 // The matrix schedule (shaders/matrix_tile.glsl) on `info`'s matrix units (DeviceInfo::matrix_m, n, k):
 // the block [rows, cols] (cols output columns, `halves` product columns each) shrunk to the problem's
-// extents as make_kernel_shape does and rounded up to whole matrices, over kMatrixSubgroups subgroups (fewer
+// extents as make_kernel_shape does and rounded up to whole matrices, over the device class's subgroups (fewer
 // where the device's workgroups hold fewer) split between rows and columns so that each subgroup's part is
 // as near square as whole matrices allow; the step a multiple of the matrices' K and of 4, halved until the
 // f16 stage (rhs's twice over for a block format, `rhs_blocks`: its rounding and the rest), the
 // accumulators' way out and the chunks in flight fit; and the block's longer side halved until each
-// subgroup holds at most kMatrixFragments accumulators and the stage fits. Throws Error(unsupported) where
-// not even one matrix per subgroup can be staged.
-constexpr uint32_t kMatrixSubgroups = 8;
-constexpr uint32_t kMatrixFragments = 16;
+// subgroup holds at most the class's accumulator matrices and the stage fits. Throws Error(unsupported)
+// where not even one matrix per subgroup can be staged.
 KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, const DeviceInfo& info, const char* op, uint32_t halves,
                               bool rhs_blocks);

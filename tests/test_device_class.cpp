@@ -135,8 +135,8 @@ TEST(DeviceClass, IntelRowsFitItsRegisterFile) {
     EXPECT_EQ(c.decode_walk_rows, 1u);
   }
   const DeviceClass& nv = device_class(kVendorNvidia, 0x2204, kGpu, "");
-  EXPECT_EQ(nv.matrix_fragments, 0u);
-  EXPECT_EQ(nv.decode_walk_rows, 0u);
+  EXPECT_EQ(nv.matrix_fragments, 16u);
+  EXPECT_EQ(nv.decode_walk_rows, 2u);
   DeviceInfo dg2;
   dg2.type = kGpu;
   dg2.vendor_id = kVendorIntel;
@@ -150,7 +150,7 @@ TEST(DeviceClass, IntelRowsFitItsRegisterFile) {
   EXPECT_EQ(shared_register_tile(dg2).rows, 4u);
   const KernelShape s = make_matrix_shape(128, 32, 128, 4096, 1024, 1024, dg2, "gmm", 1, false);
   EXPECT_LE((s.rows / (s.sg_m * s.cm_m)) * (s.cols / (s.sg_n * s.cm_n)), 4u);
-  EXPECT_EQ(s.sg_m * s.sg_n, kMatrixSubgroups);
+  EXPECT_EQ(s.sg_m * s.sg_n, device_class(dg2).matrix_subgroups);
 }
 
 // The matrix block's workgroup is its subgroups times the matrix subgroup size, not the default size.
@@ -165,7 +165,7 @@ TEST(MatrixSubgroup, BlockTilesBySubgroupsOfTheChosenSize) {
   info.max_workgroup_invocations = 1024;
   const KernelShape s = make_matrix_shape(128, 32, 128, 4096, 1024, 1024, info, "gmm", 1, false);
   EXPECT_EQ(s.invocations(), s.sg_m * s.sg_n * 8u);
-  EXPECT_EQ(s.sg_m * s.sg_n, kMatrixSubgroups);
+  EXPECT_EQ(s.sg_m * s.sg_n, device_class(info).matrix_subgroups);
 }
 
 }  // namespace

@@ -1,0 +1,76 @@
+#include "kernel_choice.hpp"
+
+namespace vkgmm {
+
+namespace {
+
+// The schedule the kernel runs, from the one resolved for the problem: matrix where it was asked for or
+// forced, or where automatic chose shared, and the call can take it. Asked of the problem where the call
+// cannot, throws Error(unsupported) with the refusal; forced on the context, such a call runs shared.
+Schedule matrix_or_fallback(Schedule resolved, Schedule requested, Schedule forced, const std::string& refusal) {
+  if (resolved == Schedule::matrix && !refusal.empty()) {
+    if (requested == Schedule::matrix && forced == Schedule::automatic) throw Error(Status::unsupported, refusal);
+    return Schedule::shared;
+  }
+  const bool automatic = requested == Schedule::automatic && forced == Schedule::automatic;
+  if (resolved == Schedule::shared && automatic && refusal.empty()) return Schedule::matrix;
+  return resolved;
+}
+
+const TilingChoice& tiling_of(const KernelRequest& r) {
+  static const TilingChoice automatic{};
+  return r.tiling ? *r.tiling : automatic;
+}
+
+// gmm's output block is [tm, tn], reduced over K tk at a time; a gated activation's output column needs two
+// product columns (gate and up), two accumulator halves.
+KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const DeviceInfo& tiling_info,
+                        const ResolvedOptions& options) {
+  const TilingChoice& tiling = tiling_of(r);
+  KernelChoice c;
+  c.schedule = gmm_schedule(r.requested, tiling_info, options.schedule, r.groups, !tiling.fixed && !tiling.lookup);
+  c.schedule = matrix_or_fallback(c.schedule, r.requested, options.schedule, r.matrix_refusal);
+  c.asked = resolve_tiling(tiling, r.m, r.k, r.n, "gmm", [&] {
+    return gmm_auto_tiling(c.schedule, tiling_info, r.groups, r.rhs_rows_contiguous, r.n, r.halves, r.rhs_blocks);
+  });
+  const Tiling& t = c.asked;
+  c.shape = c.schedule == Schedule::matrix
+                ? make_matrix_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, info, "gmm", r.halves, r.rhs_blocks)
+                : make_kernel_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, c.schedule, tiling_info, "gmm", r.vec4 ? 4 : 1, 1,
+                                    r.halves, r.k_walk_step);
+  return c;
+}
+
+// tgmm's output block is [block_k, block_n] per group, reduced over the group's rows rows_per_step at a time.
+KernelChoice choose_tgmm(const KernelRequest& r, const DeviceInfo& info, const DeviceInfo& tiling_info,
+                         const ResolvedOptions& options) {
+  KernelChoice c;
+  c.schedule = matrix_or_fallback(resolve_schedule(r.requested, tiling_info, options.schedule), r.requested,
+                                  options.schedule, r.matrix_refusal);
+  c.asked = resolve_tiling(tiling_of(r), r.m, r.k, r.n, "tgmm",
+                           [&] { return tgmm_auto_tiles(c.schedule, tiling_info, r.lhs_mk, r.n).tiling(); });
+  const TgmmTiles t = TgmmTiles::of(c.asked);
+  c.shape = c.schedule == Schedule::matrix
+                ? make_matrix_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, info, "tgmm", 1, false)
+                : make_kernel_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, c.schedule, tiling_info,
+                                    "tgmm", r.vec4 ? 4 : 1, r.vec4_lhs_rows ? 4 : 1);
+  return c;
+}
+
+}  // namespace
+
+Tiling KernelChoice::tiling() const {
+  // gmm's (tm, tk, tn) is (rows, step, cols); tgmm's is (rows_per_step, block_k, block_n).
+  if (op == Op::tgmm) return TgmmTiles{shape.step, shape.rows, shape.cols}.tiling();
+  return {shape.rows, shape.step, shape.cols};
+}
+
+KernelChoice choose_kernel(const KernelRequest& request, const DeviceInfo& info, const DeviceInfo& tiling_info,
+                           const ResolvedOptions& options) {
+  KernelChoice c = request.op == Op::tgmm ? choose_tgmm(request, info, tiling_info, options)
+                                          : choose_gmm(request, info, tiling_info, options);
+  c.op = request.op;
+  return c;
+}
+
+}  // namespace vkgmm

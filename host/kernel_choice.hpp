@@ -1,0 +1,64 @@
+// The one place a gmm or tgmm plan's kernel is chosen: the schedule, the tiling asked and the kernel shape
+// that runs, from the request, the device and the context's options (internal).
+//
+// Pure: it reads its arguments and the device class's row (host/device_class.hpp) and nothing else of the
+// world, so a test can pin what any device description gets (tests/test_kernel_choice.cpp).
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "op.hpp"
+#include "options.hpp"
+#include "tiling.hpp"
+
+namespace vkgmm {
+
+// What a plan asks of its kernel, in the kernel's terms.
+//  gmm: an output block of rows x cols (the kernel's rows: the problem's, or routed the slots; cols the
+//    output columns), reduced over k; tgmm: an output block of k x n per group, reduced over the group's m
+//    rows.
+struct KernelRequest {
+  KernelRequest() = default;
+  // What every op asks: the rest is the op's own, set after.
+  KernelRequest(Op op_, Schedule requested_, const TilingChoice* tiling_, int64_t m_, int64_t k_, int64_t n_,
+                std::string matrix_refusal_, bool vec4_)
+      : op(op_), requested(requested_), tiling(tiling_), m(m_), k(k_), n(n_),
+        matrix_refusal(std::move(matrix_refusal_)), vec4(vec4_) {}
+
+  Op op = Op::gmm;
+  Schedule requested = Schedule::automatic;  // the problem's schedule
+  const TilingChoice* tiling = nullptr;      // the problem's tiling (null: automatic)
+  int64_t m = 0, k = 0, n = 0;               // gmm: rows, k, output columns; tgmm: m, k, n
+  // Why the call cannot run on the matrix units (matrix_schedule.hpp's matrix_refusal; empty: it can).
+  std::string matrix_refusal;
+  // 4-element loads along the output columns (and for tgmm with lhs [m, k], along its k rows too).
+  bool vec4 = false;
+  // gmm:
+  ActiveGroups groups;            // the rows of each active group (expected ones where they are on the device)
+  bool rhs_rows_contiguous = false;  // rhs [k, n]
+  bool rhs_blocks = false;           // rhs in a block format
+  uint32_t halves = 1;               // product columns per output column (2: a gated activation)
+  uint32_t k_walk_step = 4;          // the direct schedule's step along K (a block format's walk)
+  // tgmm:
+  bool lhs_mk = false;         // lhs stored [m, k]
+  bool vec4_lhs_rows = false;  // lhs [m, k] read 4 of the block's k rows at a time
+};
+
+struct KernelChoice {
+  Op op = Op::gmm;
+  Schedule schedule = Schedule::automatic;  // the schedule the kernel runs (never automatic)
+  Tiling asked;                             // the tiling asked for, the caller's or the automatic one
+  KernelShape shape;                        // what runs: asked shrunk to the problem and mapped on invocations
+  // The tiling the plan reports (GmmPlan::tiling, TgmmPlan::tiling): the shape's, as (tm, tk, tn).
+  Tiling tiling() const;
+};
+
+// `info` is the device that runs the kernel (its matrix units and limits); `tiling_info` the one the
+// schedule and tiles are chosen for (info, unless a test plans as another device: tiling_device.hpp).
+// Throws Error(invalid_argument) on a tiling that cannot run, Error(unsupported) where the matrix schedule
+// was asked of a call that cannot take it.
+KernelChoice choose_kernel(const KernelRequest& request, const DeviceInfo& info, const DeviceInfo& tiling_info,
+                           const ResolvedOptions& options);
+
+}  // namespace vkgmm

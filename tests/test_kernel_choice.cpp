@@ -1,0 +1,206 @@
+// choose_kernel (host/kernel_choice.hpp) on descriptions of the devices vkgmm targets: each device class's
+// row pinned by the kernel it gives the bench's moe-prefill shape (gmm and tgmm, f32 on the FMA schedules,
+// f16 on the matrix units) and decode. A change to a row, or to the rules that read it, shows here.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "device_class.hpp"
+#include "kernel_choice.hpp"
+
+namespace vkgmm {
+namespace {
+
+struct Described {
+  const char* what;
+  DeviceInfo info;
+};
+
+DeviceInfo gpu(uint32_t vendor, uint32_t device, const char* name, uint32_t subgroup, uint32_t shared,
+               uint32_t vector_registers) {
+  DeviceInfo d;
+  d.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  d.vendor_id = vendor;
+  d.device_id = device;
+  d.name = name;
+  d.subgroup_size = subgroup;
+  d.max_shared_memory = shared;
+  d.max_workgroup_invocations = 1024;
+  d.vector_registers = vector_registers;
+  d.max_workgroup_count[0] = d.max_workgroup_count[1] = d.max_workgroup_count[2] = 65535;
+  d.compute_units = 64;
+  return d;
+}
+
+DeviceInfo with_matrix(DeviceInfo d, uint32_t m, uint32_t n, uint32_t k, uint32_t lanes) {
+  d.matrix_extension = "VK_KHR_cooperative_matrix";
+  d.matrix_m = m;
+  d.matrix_n = n;
+  d.matrix_k = k;
+  d.matrix_subgroup_size = lanes;
+  return d;
+}
+
+// The limits as each driver reports them.
+std::vector<Described> devices() {
+  DeviceInfo lavapipe = gpu(0x10005, 0, "llvmpipe (LLVM 15.0.6, 256 bits)", 8, 32768, 0);
+  lavapipe.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  return {
+      {"lavapipe", lavapipe},
+      {"H100", with_matrix(gpu(kVendorNvidia, 0x2330, "NVIDIA H100 80GB HBM3", 32, 49152, 0), 16, 16, 16, 32)},
+      {"NVK GA102", with_matrix(gpu(kVendorNvidia, 0, "NVK GA102", 32, 49152, 0), 16, 8, 16, 32)},
+      {"RADV NAVI31", with_matrix(gpu(kVendorAmd, 0x744c, "AMD Radeon RX 7900 XTX (RADV NAVI31)", 64, 65536, 512), 16, 16,
+                                  16, 32)},
+      {"RADV VEGA10", gpu(kVendorAmd, 0x687f, "AMD Radeon RX Vega (RADV VEGA10)", 64, 65536, 256)},
+      {"ANV DG2", with_matrix(gpu(kVendorIntel, 0x56a0, "Intel(R) Arc(tm) A770 Graphics (DG2)", 32, 65536, 0), 8, 8, 16, 8)},
+      {"ANV BMG", with_matrix(gpu(kVendorIntel, 0xe20b, "Intel(R) Graphics (BMG G21)", 32, 131072, 0), 8, 16, 16, 16)},
+  };
+}
+
+// moe-prefill: 8 experts of 512 rows, k = n = 1024.
+const std::vector<int32_t> kPrefillGroups(8, 512);
+// decode: 8 experts of 2 rows.
+const std::vector<int32_t> kDecodeGroups(8, 2);
+
+KernelRequest gmm_request(const std::vector<int32_t>& groups, bool f16, const DeviceInfo& info) {
+  KernelRequest q;
+  q.op = Op::gmm;
+  int64_t rows = 0;
+  for (int32_t g : groups) rows += g;
+  q.m = rows;
+  q.k = q.n = 1024;
+  q.vec4 = true;
+  q.groups = {&groups, 0, int64_t(groups.size())};
+  q.rhs_rows_contiguous = true;
+  if (!f16 || info.matrix_extension.empty()) q.matrix_refusal = "gmm: schedule matrix: not this call";
+  return q;
+}
+
+KernelRequest tgmm_request(bool f16, const DeviceInfo& info) {
+  KernelRequest q;
+  q.op = Op::tgmm;
+  q.m = 4096;
+  q.k = q.n = 1024;
+  q.vec4 = true;
+  q.vec4_lhs_rows = false;
+  if (!f16 || info.matrix_extension.empty()) q.matrix_refusal = "tgmm: schedule matrix: not this call";
+  return q;
+}
+
+// "schedule (tm, tk, tn) tx x ty of rm x rn [slices] [matrix sg_m x sg_n of cm_m x cm_n x cm_k]".
+std::string text(const KernelChoice& c) {
+  const KernelShape& s = c.shape;
+  const Tiling t = c.tiling();
+  std::string out = std::string(schedule_name(c.schedule)) + " (" + std::to_string(t.tm) + ", " + std::to_string(t.tk) +
+                    ", " + std::to_string(t.tn) + ") " + std::to_string(s.tx) + "x" + std::to_string(s.ty) + " of " +
+                    std::to_string(s.rm) + "x" + std::to_string(s.rn);
+  if (s.slices > 1) out += " slices " + std::to_string(s.slices);
+  if (s.matrix)
+    out += " matrix " + std::to_string(s.sg_m) + "x" + std::to_string(s.sg_n) + " of " + std::to_string(s.cm_m) + "x" +
+           std::to_string(s.cm_n) + "x" + std::to_string(s.cm_k);
+  return out;
+}
+
+struct Pinned {
+  const char* device;
+  const char* gmm_f32;
+  const char* gmm_f16;
+  const char* tgmm_f32;
+  const char* tgmm_f16;
+  const char* decode_f32;
+};
+
+// What each device's row gives. lavapipe runs the direct schedule (decode: whole rows of rhs [k, n]);
+// NVIDIA the 8 x 8 register tile; AMD's tile from its register file (GCN's 256 registers: 8 x 8 at two
+// waves); the matrix block 128 x 128 over 8 subgroups, except on Intel, whose 4 accumulator matrices per
+// subgroup at the DPAS width shrink it (32 x 64 on DG2's 8 x 8 matrices, 32 x 128 on BMG's 8 x 16) and
+// its step to 16; Intel's shared tile 4 x 8; GPUs' decode 2 rows by 32 columns over 32 K slices.
+const Pinned kPinned[] = {
+    {"lavapipe", "direct (32, 4, 128) 8x2 of 16x16", "direct (32, 4, 128) 8x2 of 16x16", "direct (4, 128, 128) 8x8 of 16x16",
+     "direct (4, 128, 128) 8x8 of 16x16", "direct (2, 4, 1024) 8x1 of 2x128"},
+    {"H100", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
+     "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+    {"NVK GA102", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x8x16",
+     "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x8x16",
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+    {"RADV NAVI31", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
+     "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+    {"RADV VEGA10", "shared (128, 16, 128) 16x16 of 8x8", "shared (128, 16, 128) 16x16 of 8x8",
+     "shared (16, 128, 128) 16x16 of 8x8", "shared (16, 128, 128) 16x16 of 8x8", "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+    {"ANV DG2", "shared (64, 16, 128) 16x16 of 4x8", "matrix (32, 16, 64) 16x4 of 8x4 matrix 2x4 of 8x8x16",
+     "shared (16, 64, 128) 16x16 of 4x8", "matrix (16, 32, 64) 16x4 of 8x4 matrix 2x4 of 8x8x16",
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+    {"ANV BMG", "shared (64, 16, 128) 16x16 of 4x8", "matrix (32, 16, 128) 32x4 of 8x4 matrix 1x8 of 8x16x16",
+     "shared (16, 64, 128) 16x16 of 4x8", "matrix (16, 32, 128) 32x4 of 8x4 matrix 1x8 of 8x16x16",
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+};
+
+TEST(KernelChoice, EachDeviceClassGetsItsPinnedKernel) {
+  const ResolvedOptions options;
+  const std::vector<Described> all = devices();
+  ASSERT_EQ(all.size(), std::size(kPinned));
+  for (size_t i = 0; i < all.size(); ++i) {
+    const DeviceInfo& d = all[i].info;
+    const Pinned& want = kPinned[i];
+    SCOPED_TRACE(std::string(all[i].what) + " (" + device_class(d).architecture + ")");
+    ASSERT_STREQ(all[i].what, want.device);
+    auto choose = [&](const KernelRequest& q) { return text(choose_kernel(q, d, d, options)); };
+    EXPECT_EQ(choose(gmm_request(kPrefillGroups, false, d)), want.gmm_f32);
+    EXPECT_EQ(choose(gmm_request(kPrefillGroups, true, d)), want.gmm_f16);
+    EXPECT_EQ(choose(tgmm_request(false, d)), want.tgmm_f32);
+    EXPECT_EQ(choose(tgmm_request(true, d)), want.tgmm_f16);
+    EXPECT_EQ(choose(gmm_request(kDecodeGroups, false, d)), want.decode_f32);
+  }
+}
+
+// The choice reads the row's values, not constants beside it: each field moves what the kernel gets.
+TEST(KernelChoice, RowFieldsReachTheKernel) {
+  const ResolvedOptions options;
+  const DeviceInfo h100 = devices()[1].info;
+  const DeviceClass& row = device_class(h100);
+  const KernelChoice shared = choose_kernel(gmm_request(kPrefillGroups, false, h100), h100, h100, options);
+  EXPECT_EQ(shared.shape.step, row.shared_step);
+  EXPECT_EQ(shared.shape.rm, row.tile_rows);
+  EXPECT_EQ(shared.shape.rn, row.tile_cols);
+  const KernelChoice matrix = choose_kernel(gmm_request(kPrefillGroups, true, h100), h100, h100, options);
+  EXPECT_EQ(matrix.shape.rows, row.matrix_rows);
+  EXPECT_EQ(matrix.shape.cols, row.matrix_cols);
+  EXPECT_EQ(matrix.shape.step, row.matrix_step);
+  EXPECT_EQ(matrix.shape.sg_m * matrix.shape.sg_n, row.matrix_subgroups);
+  EXPECT_LE((matrix.shape.rows / (matrix.shape.sg_m * matrix.shape.cm_m)) *
+                (matrix.shape.cols / (matrix.shape.sg_n * matrix.shape.cm_n)),
+            row.matrix_fragments);
+}
+
+// The schedule rules the choice owns: matrix asked of a call that cannot take it is refused by name;
+// forced on the context, the call runs shared; the caller's tiling is kept where it can run.
+TEST(KernelChoice, ScheduleRules) {
+  const DeviceInfo h100 = devices()[1].info;
+  ResolvedOptions options;
+  KernelRequest q = gmm_request(kPrefillGroups, false, h100);
+  q.requested = Schedule::matrix;
+  try {
+    choose_kernel(q, h100, h100, options);
+    ADD_FAILURE() << "matrix asked of an f32 call";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::unsupported);
+    EXPECT_NE(std::string(e.what()).find("not this call"), std::string::npos) << e.what();
+  }
+  q.requested = Schedule::automatic;
+  options.schedule = Schedule::matrix;
+  EXPECT_EQ(choose_kernel(q, h100, h100, options).schedule, Schedule::shared);
+  options.schedule = Schedule::automatic;
+  const TilingChoice fixed = TilingChoice::of(Tiling{64, 8, 64});
+  q.tiling = &fixed;
+  const KernelChoice c = choose_kernel(q, h100, h100, options);
+  EXPECT_EQ(c.schedule, Schedule::shared);
+  EXPECT_EQ(c.tiling().tm, 64);
+  EXPECT_EQ(c.tiling().tk, 8);
+  EXPECT_EQ(c.tiling().tn, 64);
+}
+
+}  // namespace
+}  // namespace vkgmm
