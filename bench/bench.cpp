@@ -55,14 +55,28 @@ void announce(const Workload& w, const char* what) {
            (long long)w.k, (long long)w.n, (long long)w.groups, vkgmm::dtype_name(w.dtype), what);
 }
 
+// `rate` over the roof `roof` measured for it; NaN, with a probe failure in r, where the rate is above
+// the roof: every timed call starts from evicted caches, so a call faster than the probe means the probe
+// did not saturate the device, and a fraction over 100 % would be read as a figure.
+double roof_fraction(Result& r, double rate, double roof, const char* what, const char* unit) {
+  if (roof <= 0) return 0;
+  const double fraction = rate / roof;
+  if (fraction <= 1.0) return fraction;
+  char text[160];
+  std::snprintf(text, sizeof text, "%s probe: %.2f %s, below this call's %.2f %s", what, roof, unit, rate, unit);
+  r.probe_failures.push_back(text);
+  return std::nan("");
+}
+
 // GFLOP/s, GB/s and their fractions of the device's ceilings, from r's median gpu ms.
 void set_rates(Result& r, const RunInfo& run) {
   r.gflops = result_flops(r) / (r.time.gpu_ms_median * 1e6);
   r.gbps = result_bytes(r) / (r.time.gpu_ms_median * 1e6);
-  r.ceiling_fraction = run.ceilings.fma_gflops > 0 ? r.gflops / run.ceilings.fma_gflops : 0;
+  r.probe_failures.clear();
+  r.ceiling_fraction = roof_fraction(r, r.gflops, run.ceilings.fma_gflops, "the FMA ceiling", "GFLOP/s");
   // The memory roof: the bytes over the streaming read's bandwidth, measured as the device reads at best
   // (vkgmm::measure_ceilings), so that it means the same on every device.
-  r.read_fraction = run.ceilings.read_gbps > 0 ? r.gbps / run.ceilings.read_gbps : 0;
+  r.read_fraction = roof_fraction(r, r.gbps, run.ceilings.read_gbps, "the streaming read", "GB/s");
   // The copy of the call's own bytes timed alternately with it when there is one (the same machine load
   // on both sides of the ratio); the best-case bandwidth of `vkgmm info` otherwise.
   if (r.copy_ms) r.copy_fraction = *r.copy_ms / r.time.gpu_ms_median;
@@ -757,6 +771,14 @@ int bench_main(int argc, char** argv) {
     run.openblas = openblas_description();
     progress("measuring the device's FMA ceiling, read and copy bandwidth on %s", run.device.c_str());
     run.ceilings = vkgmm::measure_ceilings(ctx);
+    // Test-only: $VKGMM_BENCH_ROOF_SCALE scales the measured roofs (the FMA ceiling and the streaming read),
+    // so that a test can see a call beat them (tests/bench/check_bench.py roofs).
+    if (const char* scale = std::getenv("VKGMM_BENCH_ROOF_SCALE")) {
+      const double s = std::atof(scale);
+      if (!(s > 0)) throw std::invalid_argument(std::string("VKGMM_BENCH_ROOF_SCALE is '") + scale + "': a positive number");
+      run.ceilings.fma_gflops *= s;
+      run.ceilings.read_gbps *= s;
+    }
     progress("%.1f GFLOP/s, read %.1f GB/s (%s), copy %.1f GB/s; last-level cache %llu MiB (%s)",
              run.ceilings.fma_gflops, run.ceilings.read_gbps, run.ceilings.read_path.c_str(), run.ceilings.copy_gbps,
              (unsigned long long)(run.ceilings.cache.bytes >> 20), run.ceilings.cache.source.c_str());

@@ -12,6 +12,13 @@ std::string json_number(std::optional<double> x) {
   return buf;
 }
 
+std::string roof_percent(double fraction) {
+  if (!std::isfinite(fraction)) return "probe!";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
 std::string fixed(std::optional<double> x, int decimals) {
   if (!x || !std::isfinite(*x)) return "-";
   char buf[32];

@@ -10,6 +10,8 @@ namespace bench {
 std::string json_number(std::optional<double> x);
 // x with `decimals` decimals, or "-" when absent or not finite.
 std::string fixed(std::optional<double> x, int decimals);
+// A roof's fraction as a table cell: "42.0%", or "probe!" where the call beat the roof (NaN: Result).
+std::string roof_percent(double fraction);
 // Milliseconds with three significant digits or more: 0.0123, 1.23, 123, 12345.
 std::string ms_text(double ms);
 

@@ -20,6 +20,7 @@ double result_bytes(const Result& r) {
 namespace {
 
 using tool::json_string;
+using tool::json_strings;
 
 // Counts (FLOPs, bytes) are whole numbers: written exactly, not to json_number's 6 digits.
 std::string json_count(double x) { return std::to_string(int64_t(std::llround(x))); }
@@ -201,14 +202,18 @@ void print_header(std::FILE* f, const RunInfo& run) {
 void print_notes(std::FILE* f, const std::vector<Result>& results) {
   bool any_note = false;
   std::set<std::string> said;  // a model's note once, not once per token count
-  for (const Result& r : results)
-    for (const std::string& note : r.notes) {
-      const std::string who = r.layer ? r.layer->model->name : r.work.name;
-      if (r.layer && !said.insert(who + ": " + note).second) continue;
-      if (!any_note) std::fprintf(f, "\nnotes:\n");
-      any_note = true;
-      std::fprintf(f, "  %s: %s\n", who.c_str(), note.c_str());
-    }
+  const auto say = [&](const std::string& who, const std::string& note) {
+    if (!any_note) std::fprintf(f, "\nnotes:\n");
+    any_note = true;
+    std::fprintf(f, "  %s: %s\n", who.c_str(), note.c_str());
+  };
+  for (const Result& r : results) {
+    const std::string who = r.layer ? r.layer->model->name : r.work.name;
+    for (const std::string& failure : r.probe_failures)
+      say(r.work.name, "probe failure: " + failure + " (its roof's fraction is printed as probe!)");
+    for (const std::string& note : r.notes)
+      if (!r.layer || said.insert(who + ": " + note).second) say(who, note);
+  }
 }
 
 // Workloads routed by ids, in a table of their own (their baselines are not the grouped ones').
@@ -222,13 +227,13 @@ void print_routed_table(std::FILE* f, const std::vector<Result>& results) {
     const Times& t = r.time;
     const auto opt_ms = [](std::optional<double> x) { return x ? ms_text(*x) : std::string("-"); };
     std::fprintf(f,
-                 "%-16s %4lld %5lld %4lld %4lld %4lld %-10s %-10s %8s %8s %8s %7s %8.2f %7.2f %5.1f%% %5.1f%% %5.1f%% %4lld "
+                 "%-16s %4lld %5lld %4lld %4lld %4lld %-10s %-10s %8s %8s %8s %7s %8.2f %7.2f %6s %5.1f%% %6s %4lld "
                  "%8s %7s %8s %7s %8s %7s\n",
                  w.name.c_str(), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
                  (long long)w.top_k, dtype_label(w).c_str(), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
-                 r.gflops, r.gbps, 100.0 * r.read_fraction, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
-                 (long long)distinct_experts(w), opt_ms(r.per_slot_ms).c_str(),
+                 r.gflops, r.gbps, roof_percent(r.read_fraction).c_str(), 100.0 * r.copy_fraction,
+                 roof_percent(r.ceiling_fraction).c_str(), (long long)distinct_experts(w), opt_ms(r.per_slot_ms).c_str(),
                  fixed(ratio(t.gpu_ms_median, r.per_slot_ms.value_or(0)), 3).c_str(), opt_ms(r.chain_ms).c_str(),
                  fixed(ratio(t.gpu_ms_median, r.chain_ms.value_or(0)), 3).c_str(), opt_ms(r.sorted_ms).c_str(),
                  fixed(ratio(t.gpu_ms_median, r.sorted_ms.value_or(0)), 3).c_str());
@@ -259,10 +264,10 @@ void print_routed_grad_table(std::FILE* f, const std::vector<Result>& results) {
     const Workload& w = r.work;
     const double ms = r.time.gpu_ms_median;
     const std::string checked = std::to_string(r.checked_tokens) + "t/" + std::to_string(r.checked_experts) + "e";
-    std::fprintf(f, "%-16s %5lld %5lld %5lld %4lld %4lld %-6s %-15s %8s %8s %8.2f %5.1f%% %8s %7s %-15s %8s %6s %7s\n",
+    std::fprintf(f, "%-16s %5lld %5lld %5lld %4lld %4lld %-6s %-15s %8s %8s %8.2f %6s %8s %7s %-15s %8s %6s %7s\n",
                  w.name.c_str(), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups, (long long)w.top_k,
                  dtype_label(w).c_str(), r.tiling.c_str(), ms_text(ms).c_str(), ms_text(r.time.gpu_ms_min).c_str(),
-                 r.gflops, 100.0 * r.ceiling_fraction, r.forward_ms ? ms_text(*r.forward_ms).c_str() : "-",
+                 r.gflops, roof_percent(r.ceiling_fraction).c_str(), r.forward_ms ? ms_text(*r.forward_ms).c_str() : "-",
                  fixed(ratio(ms, r.forward_ms.value_or(0)), 2).c_str(), r.sorted_tiling.c_str(),
                  r.sorted_ms ? ms_text(*r.sorted_ms).c_str() : "-", fixed(ratio(ms, r.sorted_ms.value_or(0)), 2).c_str(),
                  checked.c_str());
@@ -317,12 +322,12 @@ void print_model_table(std::FILE* f, const std::vector<Result>& results, bool bl
   for (const Result& r : results) {
     const ModelLayer& l = *r.layer;
     const Times& t = r.time;
-    std::fprintf(f, "%-24s %5lld %6lld %6lld %4lld %4lld %-10s %5lld %-12s %8s %8s %9.0f %8.2f %7.2f %5.1f%% %5.1f%% %6.1f\n",
+    std::fprintf(f, "%-24s %5lld %6lld %6lld %4lld %4lld %-10s %5lld %-12s %8s %8s %9.0f %8.2f %7.2f %6s %6s %6.1f\n",
                  r.work.name.c_str(), (long long)l.tokens, (long long)l.up.k, (long long)l.up.n_out(),
                  (long long)l.up.groups, (long long)l.up.top_k, dtype_label(l.up).c_str(), (long long)l.scale,
                  r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(), ms_text(t.gpu_ms_min).c_str(),
-                 double(l.tokens) / (t.gpu_ms_median * 1e-3), r.gflops, r.gbps, 100.0 * r.read_fraction,
-                 100.0 * r.ceiling_fraction, result_flops(r) / result_bytes(r));
+                 double(l.tokens) / (t.gpu_ms_median * 1e-3), r.gflops, r.gbps, roof_percent(r.read_fraction).c_str(),
+                 roof_percent(r.ceiling_fraction).c_str(), result_flops(r) / result_bytes(r));
   }
   const int64_t scale = results.front().layer->scale;
   std::fprintf(f,
@@ -365,16 +370,16 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
     const Workload& w = r.work;
     const Times& t = r.time;
     std::fprintf(f,
-                 "%-12s %-8s %5lld %5lld %5lld %4lld %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %7s %7s %8.2f %7.2f %5.1f%% "
-                 "%5.1f%% %5.1f%% %7s %7s %7s\n",
+                 "%-12s %-8s %5lld %5lld %5lld %4lld %-9s %-12s %9s %9s %9s %8s %9s %8s %7s %7s %7s %7s %8.2f %7.2f %6s "
+                 "%5.1f%% %6s %7s %7s %7s\n",
                  w.name.c_str(), op_name(w.op), (long long)w.m, (long long)w.k, (long long)w.n, (long long)w.groups,
                  dtype_label(w).c_str(), r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(),
                  ms_text(t.gpu_ms_min).c_str(), ms_text(t.wall_ms_median).c_str(), ms_text(t.host_ms_median).c_str(),
                  r.device ? ms_text(r.device->gpu_ms_median).c_str() : "-", fixed(device_ratio(r), 3).c_str(),
                  fixed(grid_ratio(r), 3).c_str(), fixed(persistent_ratio(r), 3).c_str(),
                  fixed(device_persistent_ratio(r), 3).c_str(), fixed(r.app_ratio, 3).c_str(),
-                 r.gflops, r.gbps, 100.0 * r.read_fraction, 100.0 * r.copy_fraction, 100.0 * r.ceiling_fraction,
-                 fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, t.gpu_ms_median), 2).c_str(),
+                 r.gflops, r.gbps, roof_percent(r.read_fraction).c_str(), 100.0 * r.copy_fraction,
+                 roof_percent(r.ceiling_fraction).c_str(), fixed(one_group_ratio(r), 2).c_str(), fixed(ratio(r.naive_ms, t.gpu_ms_median), 2).c_str(),
                  fixed(ratio(r.openblas_ms, t.gpu_ms_median), 2).c_str());
   }
   std::fprintf(f,
@@ -391,11 +396,12 @@ void print_table(std::FILE* f, const RunInfo& run, const std::vector<Result>& al
                "            device path's), timed alternately: the persistent grid costs more\n"
                "  app/own   the host path's call on app-owned VkBuffers (vkgmm's memory type, lent with borrow_buffer)\n"
                "            over the same call on vkgmm's own buffers, timed alternately: borrowed buffers cost more\n"
-               "  %%read     GB/s over the streaming read's bandwidth (the memory roof, vkgmm info): above 100%%, the\n"
-               "            call moved its bytes faster than the device streams memory (a cache served some)\n"
+               "  %%read     GB/s over the streaming read's bandwidth (the memory roof, vkgmm info); probe! where the\n"
+               "            call, from evicted caches, moved its bytes faster than the probe read (see the notes)\n"
                "  %%copy     a copy of the same bytes' gpu ms (vkCmdCopyBuffer, half read, half written, timed\n"
                "            alternately) over the call's: the call moves its bytes faster than a copy does\n"
-               "  %%ceil     GFLOP/s over the FMA ceiling (above 100%%: the ceiling was measured under more load)\n"
+               "  %%ceil     GFLOP/s over the FMA ceiling; probe! where the call beat it (the probe did not measure\n"
+               "            the device's best: see the notes), never a figure above 100%%\n"
                "  G=1 x     the same m, k, n as one group (one expert's weights instead of G: fewer bytes), its own\n"
                "            automatic tiling, timed alternately with the grouped call: its gpu ms per FLOP over the\n"
                "            grouped call's; above 1: one group costs more per FLOP (below 1: grouping costs that much)\n"
@@ -429,9 +435,7 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
       if (!r.device) return std::nullopt;
       return (*r.device).*field;
     };
-    std::string notes = "[";
-    for (size_t j = 0; j < r.notes.size(); ++j) notes += (j ? ", " : "") + json_string(r.notes[j]);
-    notes += "]";
+    const std::string notes = json_strings(r.notes);
     s += std::string(i ? ", " : "") + "{\"name\": " + json_string(w.name) + ", \"op\": " + json_string(op_name(w.op)) +
          ", \"m\": " + std::to_string(w.m) + ", \"k\": " + std::to_string(w.k) + ", \"n\": " + std::to_string(w.n) +
          ", \"groups\": " + std::to_string(w.groups) +
@@ -466,6 +470,7 @@ void print_json(std::FILE* f, const RunInfo& run, const std::vector<Result>& res
          ", \"gbps\": " + json_number(r.gbps) + ", \"flop\": " + json_count(result_flops(r)) +
          ", \"bytes\": " + json_count(result_bytes(r)) + ", \"ceiling_fraction\": " + json_number(r.ceiling_fraction) +
          ", \"read_fraction\": " + json_number(r.read_fraction) +
+         ", \"probe_failures\": " + json_strings(r.probe_failures) +
          ", \"copy_fraction\": " + json_number(r.copy_fraction) + ", \"copy_gpu_ms_median\": " + json_number(r.copy_ms) +
          ", \"baseline_one_group_ms\": " + json_number(r.one_group_ms) +
          ", \"baseline_one_group_tiling\": " + (r.one_group_ms ? json_string(r.one_group_tiling) : "null") +

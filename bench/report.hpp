@@ -35,9 +35,12 @@ struct Result {
   // The calls timed: the host path's (the device path's with --metadata device). Everything below that
   // is not device_* is of these calls.
   Times time;
+  // GFLOP/s over the FMA ceiling, GB/s over the streaming read's bandwidth (DeviceCeilings): the roofs'
+  // fractions; NaN where the call beat the roof, which means the probe did not measure the device's best
+  // (printed as a probe failure, `probe_failures` says which, JSON null), never a figure above 100 %.
   double gflops = 0, gbps = 0, ceiling_fraction = 0;
-  // GB/s over the streaming read's bandwidth (DeviceCeilings::read_gbps): the memory roof's fraction.
   double read_fraction = 0;
+  std::vector<std::string> probe_failures;
   // --metadata both: the device path's calls (the same inputs and tiling, the sizes in a device buffer),
   // timed alternately with the host path's, and the tiling they ran.
   std::optional<Times> device;

@@ -222,6 +222,7 @@ inline constexpr SpecConstant kGradConstants[] = {
 inline constexpr SpecConstant kCeilingConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_CEILING_ITERS, "ITERS"},
+    {VKGMM_ID_CEILING_CHAINS, "CHAINS"},
 };
 inline constexpr SpecConstant kReadConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

@@ -298,7 +298,7 @@
 
 // The bench's FMA ceiling kernel (shaders/fma_ceiling.comp).
 #define VKGMM_ID_CEILING_ITERS 1
-#define VKGMM_CEILING_CHAINS 16  // independent FMA chains per invocation
+#define VKGMM_ID_CEILING_CHAINS 2  // independent FMA chains per invocation
 #define VKGMM_CEILING_PUSH(F) F(float, seed)
 
 // The bench's read-bandwidth kernel (shaders/read_ceiling.comp): `count` 16-byte vectors from vector

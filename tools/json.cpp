@@ -21,4 +21,10 @@ std::string json_string(const std::string& s) {
   return r + "\"";
 }
 
+std::string json_strings(const std::vector<std::string>& list) {
+  std::string r = "[";
+  for (size_t i = 0; i < list.size(); ++i) r += (i ? ", " : "") + json_string(list[i]);
+  return r + "]";
+}
+
 }  // namespace tool

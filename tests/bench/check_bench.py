@@ -21,7 +21,9 @@ usage: check_bench.py /path/to/vkgmm refuse|json|sweep
           argument checks (k not whole blocks, a backward).
   probes: the memory probes and the eviction follow the last-level cache: 8x it per probe run (at least
           1 GiB on a GPU), 4x it per eviction, the host's L3 on a CPU device and $VKGMM_CACHE_BYTES where
-          set (a malformed value refused); `vkgmm info` prints the read bandwidth beside the copy's.
+          set (a malformed value refused); `vkgmm info` prints the read bandwidth beside the copy's; and a
+          call that beats a roof (the roofs scaled down by $VKGMM_BENCH_ROOF_SCALE) is reported as a probe
+          failure, its fractions null in the JSON and printed as probe!, never as a figure over 100 %.
 
 Every run also checks (check_measured) that each workload's calls were preceded by as many cache
 evictions as there were calls, that %read is GB/s over the run's read bandwidth, that the app's borrowed
@@ -48,7 +50,7 @@ PERSISTENT_FIELDS = ["persistent_gpu_ms_median", "persistent_over_per_visit"]
 DEVICE_PERSISTENT_FIELDS = ["device_persistent_gpu_ms_median", "device_persistent_over_per_visit"]
 FIELDS += PERSISTENT_FIELDS + DEVICE_PERSISTENT_FIELDS + ["grid"]
 FIELDS += ["read_fraction", "plan", "timed_calls", "evictions", "app_memory_flags", "own_memory_flags",
-           "baseline_one_group_tiling"]
+           "baseline_one_group_tiling", "probe_failures"]
 PROBE_FIELDS = ["read_gbps", "copy_gbps", "cpu_device", "cache_bytes", "cache_source", "read_probe", "read_path",
                 "copy_probe", "eviction"]
 GiB = 1 << 30
@@ -193,6 +195,8 @@ def check_json_run(exe, extra, op, dtype, metadata="both", grid="auto", workgrou
     check_copy(w, out)
     check_probes(doc, out)
     check_measured(w, doc, out)
+    if w["probe_failures"] != []:
+        fail(f"a tiny workload beat the device's roofs: {w['probe_failures']}", out)
     if w["baseline_one_group_tiling"] is None or not w["plan"].startswith("op=" + op + " tiling="):
         fail(f"one-group tiling {w['baseline_one_group_tiling']!r}, plan {w['plan']!r}", out)
     # App-owned buffers (borrowed): checked against the reference, then timed beside vkgmm's own.
@@ -533,6 +537,28 @@ def check_probes_follow_the_cache(exe):
     info = json.loads(p.stdout) if p.returncode == 0 else {}
     if not positive(info.get("read_gbps")) or not positive(info.get("copy_gbps")) or info.get("cache_bytes") != small:
         fail("vkgmm info --json lacks read_gbps, copy_gbps or the cache it was sized by", p.stdout, p.stderr)
+    check_roofs_beaten(exe)
+
+
+def check_roofs_beaten(exe):
+    """Roofs scaled a millionfold down: the call beats both, which the bench reports as probe failures."""
+    scaled = {"VKGMM_BENCH_ROOF_SCALE": "1e-6"}
+    code, out, err = run(exe, TINY + ["--metadata", "host", "--json"], scaled)
+    if code != 0:
+        fail(f"VKGMM_BENCH_ROOF_SCALE: exit status {code}", out, err)
+    w = json.loads(out)["workloads"][0]
+    if w["ceiling_fraction"] is not None or w["read_fraction"] is not None:
+        fail(f"fractions over a beaten roof: ceiling {w['ceiling_fraction']}, read {w['read_fraction']}", out)
+    failures = w["probe_failures"]
+    if len(failures) != 2 or "FMA ceiling" not in failures[0] or "streaming read" not in failures[1]:
+        fail(f"probe_failures = {failures!r}, expected the FMA ceiling's and the streaming read's", out)
+    code, out, err = run(exe, TINY + ["--metadata", "host"], scaled)
+    rows = [line for line in out.splitlines() if line.startswith("custom ")]
+    if code != 0 or len(rows) != 1 or rows[0].count("probe!") != 2 or "probe failure: the FMA ceiling" not in out:
+        fail("the table does not print the beaten roofs as probe! with a note", out, err)
+    code, out, err = run(exe, TINY, {"VKGMM_BENCH_ROOF_SCALE": "zero"})
+    if code == 0 or "VKGMM_BENCH_ROOF_SCALE" not in err:
+        fail("a malformed VKGMM_BENCH_ROOF_SCALE was not refused by name", out, err)
 
 
 def main():
