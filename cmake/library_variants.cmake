@@ -13,6 +13,7 @@
 # installed; those in-tree users get them through the `vkgmm` OBJECT library.
 set(VKGMM_PUBLIC_HEADERS
   include/vkgmm/export.h
+  include/vkgmm/vocabulary.h
   include/vkgmm/vkgmm.h
   include/vkgmm/vkgmm.hpp
   include/vkgmm/types.hpp

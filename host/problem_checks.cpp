@@ -53,17 +53,13 @@ int64_t check_routing(const char* op, const GmmProblem& p) {
 }
 
 int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n) {
-  switch (e.activation) {
-    case Activation::none: return n;
-    case Activation::swiglu:
-    case Activation::swiglu_oai:
-    case Activation::geglu:
-      if (n % 2)
-        bad(op, "n = " + std::to_string(n) + ": activation " + activation_name(e.activation) +
-                    " needs an even product width ([gate | up])");
-      return n / 2;
-  }
-  bad(op, "epilogue.activation = " + std::to_string(uint32_t(e.activation)) + " is not an activation vkgmm knows");
+  if (!known(e.activation))
+    bad(op, "epilogue.activation = " + std::to_string(uint32_t(e.activation)) + " is not an activation vkgmm knows");
+  if (!gated(e.activation)) return n;
+  if (n % 2)
+    bad(op, "n = " + std::to_string(n) + ": activation " + activation_name(e.activation) +
+                " needs an even product width ([gate | up])");
+  return n / 2;
 }
 
 int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m) {

@@ -134,19 +134,19 @@ const char* status_name(Status s) {
 }
 
 const char* activation_name(Activation a) {
-  switch (a) {
-    case Activation::none: return "none";
-    case Activation::swiglu: return "swiglu";
-    case Activation::swiglu_oai: return "swiglu_oai";
-    case Activation::geglu: return "geglu";
-  }
+#define VKGMM_ACTIVATION_CASE_(name, NAME, value, gated) \
+  if (a == Activation::name) return #name;
+  VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_CASE_)
+#undef VKGMM_ACTIVATION_CASE_
   return "unknown";
 }
 
 std::optional<Activation> activation_of_name(const char* name) {
   if (!name) return std::nullopt;
-  for (Activation a : {Activation::none, Activation::swiglu, Activation::swiglu_oai, Activation::geglu})
-    if (std::strcmp(name, activation_name(a)) == 0) return a;
+#define VKGMM_ACTIVATION_PARSE_(name_, NAME, value, gated) \
+  if (std::strcmp(name, #name_) == 0) return Activation::name_;
+  VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_PARSE_)
+#undef VKGMM_ACTIVATION_PARSE_
   return std::nullopt;
 }
 

@@ -10,6 +10,8 @@
 #ifndef VKGMM_INTERFACE_H
 #define VKGMM_INTERFACE_H
 
+#include "../include/vkgmm/vocabulary.h"
+
 #define VKGMM_PUSH_FIELD(type, name) type name;
 
 // ----- descriptor set 0 (pushed with vkCmdPushDescriptorSetKHR) -------------------------------------
@@ -103,10 +105,13 @@
 // The activation (VKGMM_ACT_*, vkgmm::Activation's values); the gated ones read product columns
 // [gate | up]: out_n = n / 2.
 #define VKGMM_ID_GMM_ACTIVATION 20
-#define VKGMM_ACT_NONE 0
-#define VKGMM_ACT_SWIGLU 1
-#define VKGMM_ACT_SWIGLU_OAI 2
-#define VKGMM_ACT_GEGLU 3
+// The shaders' constants VKGMM_ACT_NONE, _SWIGLU, ... from the one list (include/vkgmm/vocabulary.h);
+// VULKAN: glslang's, for Vulkan GLSL.
+#ifdef VULKAN
+#define VKGMM_ACT_CONSTANT_(name, NAME, value, gated) const uint VKGMM_ACT_##NAME = value;
+VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
+#undef VKGMM_ACT_CONSTANT_
+#endif
 // With WEIGHTED (routed, combined): the kernel itself sums the slots (FUSED_COMBINE, below), no combine dispatch.
 #define VKGMM_ID_GMM_FUSED_COMBINE 21
 // Rows stored 4 adjacent columns at a time (one vector store): the plan's where out_n is a multiple of

@@ -152,6 +152,30 @@ TEST(CDefaults, RoutingAndEpilogueAreTheCppOnes) {
     EXPECT_EQ(activation_of_name(activation_name(a)), a);
   EXPECT_FALSE(activation_of_name("gelu").has_value());
   EXPECT_FALSE(activation_of_name(nullptr).has_value());
+  // Past the list: refused by the C API (before any GPU work), unknown to the C++ one.
+  e.activation = static_cast<vkgmm_activation>(4);
+  EXPECT_THROW(c_api::to_cpp(e), Error);
+  EXPECT_FALSE(known(static_cast<Activation>(4)));
+  EXPECT_STREQ(activation_name(static_cast<Activation>(4)), "unknown");
+}
+
+// Every spelling of the activations comes from VKGMM_ACTIVATIONS (vkgmm/vocabulary.h): each row's C and
+// C++ values, name, gating and the shaders' constant agree.
+TEST(CDefaults, ActivationsComeFromOneList) {
+  size_t rows = 0;
+  std::string names;
+#define CHECK_ROW_(name, NAME, value, is_gated)                                     \
+  EXPECT_EQ(static_cast<uint32_t>(Activation::name), uint32_t(value));              \
+  EXPECT_EQ(static_cast<int>(VKGMM_ACTIVATION_##NAME), value);                      \
+  EXPECT_STREQ(activation_name(Activation::name), #name);                           \
+  EXPECT_EQ(gated(Activation::name), bool(is_gated));                               \
+  EXPECT_TRUE(known(Activation::name));                                             \
+  names += std::string(rows++ ? ", " : "") + #name;
+  VKGMM_ACTIVATIONS(CHECK_ROW_)
+#undef CHECK_ROW_
+  EXPECT_EQ(rows, 4u);
+  EXPECT_EQ(names, kActivationNames);
+  EXPECT_EQ(names, "none, swiglu, swiglu_oai, geglu");
 }
 
 // The rules of the new fields, under their C names (the C++ checks name the C++ fields).

@@ -127,11 +127,7 @@ static_assert(VKGMM_DEVICE_STATUS_SUM_ABOVE_M == device_status::sum_above_m);
 static_assert(VKGMM_DEVICE_STATUS_VISITS_CUT == device_status::visits_cut);
 static_assert(VKGMM_DEVICE_STATUS_BAD_ID == device_status::bad_id);
 static_assert(VKGMM_DEVICE_STATUS_BAD_ROUTING == device_status::bad_routing);
-// The C activations are the C++ ones.
-static_assert(VKGMM_ACTIVATION_NONE == static_cast<int>(Activation::none));
-static_assert(VKGMM_ACTIVATION_SWIGLU == static_cast<int>(Activation::swiglu));
-static_assert(VKGMM_ACTIVATION_SWIGLU_OAI == static_cast<int>(Activation::swiglu_oai));
-static_assert(VKGMM_ACTIVATION_GEGLU == static_cast<int>(Activation::geglu));
+// The C activations are the C++ ones: both enums are made from VKGMM_ACTIVATIONS (vkgmm/vocabulary.h).
 
 // Throws unless `size` (the caller's struct_size of a `type`, this library's being `known`) is at least
 // `first`, and, when larger than `known`, every byte of `bytes` from `known` to `size` is zero.
@@ -212,13 +208,9 @@ inline vkgmm::DType dtype(const char* op, const char* name, const vkgmm_dtype& f
 
 inline Activation activation(const char* op, const vkgmm_activation& field) {
   const int a = raw_enum(field);
-  switch (a) {
-    case VKGMM_ACTIVATION_NONE: return Activation::none;
-    case VKGMM_ACTIVATION_SWIGLU: return Activation::swiglu;
-    case VKGMM_ACTIVATION_SWIGLU_OAI: return Activation::swiglu_oai;
-    case VKGMM_ACTIVATION_GEGLU: return Activation::geglu;
-    default: bad(op, "activation = " + std::to_string(a) + " is not a vkgmm_activation");
-  }
+  if (a < 0 || !known(static_cast<Activation>(a)))
+    bad(op, "activation = " + std::to_string(a) + " is not a vkgmm_activation");
+  return static_cast<Activation>(a);
 }
 
 // *_run refuses a context the plan was not made on.

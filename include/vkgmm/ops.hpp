@@ -13,6 +13,7 @@
 
 #include "vkgmm/context.hpp"
 #include "vkgmm/types.hpp"
+#include "vkgmm/vocabulary.h"
 
 namespace vkgmm {
 
@@ -65,19 +66,32 @@ struct Routing {
 // The epilogue fused into gmm's store (docs/contract.md, "Epilogues"), with group sizes or ids: product
 // (+ bias) -> activation -> routing weight -> sum over slots -> + existing_out, all in fp32; only the
 // stored value is rounded to the output type.
-// The gated ones take the product's n columns as [gate | up] (n even) and give out n_out = n / 2 columns:
-// - swiglu: silu(gate) * up, silu(x) = x / (1 + exp(-x));
-// - swiglu_oai (gpt-oss's clamped SwiGLU): g = min(gate, 7), u = clamp(up, -7, 7),
-//   out = (u + 1) * g * sigmoid(1.702 * g);
-// - geglu: gelu(gate) * up with gelu's tanh form, gelu(x) = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))).
-enum class Activation : uint32_t { none = 0, swiglu = 1, swiglu_oai = 2, geglu = 3 };
+// The activations (none, swiglu, swiglu_oai, geglu) and their math are listed once, in
+// vkgmm/vocabulary.h (VKGMM_ACTIVATIONS). The gated ones take the product's n columns as [gate | up] (n
+// even) and give out n_out = n / 2 columns.
+#define VKGMM_CPP_ACTIVATION_(name, NAME, value, gated) name = value,
+enum class Activation : uint32_t { VKGMM_ACTIVATIONS(VKGMM_CPP_ACTIVATION_) };
+#undef VKGMM_CPP_ACTIVATION_
+// Its name ("unknown" for a value that is no Activation).
 VKGMM_API const char* activation_name(Activation a);
-// The activation activation_name() names `name` ("none", "swiglu", "swiglu_oai", "geglu"); nullopt for
-// any other text. kActivationNames lists them, for messages.
+// The activation activation_name() names `name`; nullopt for any other text. kActivationNames lists
+// them, for messages: "none, swiglu, swiglu_oai, geglu".
 VKGMM_API std::optional<Activation> activation_of_name(const char* name);
-inline constexpr const char* kActivationNames = "none, swiglu, swiglu_oai or geglu";
-// Whether the activation takes [gate | up] halves of the product (every activation but none).
-constexpr bool gated(Activation a) { return a != Activation::none; }
+#define VKGMM_ACTIVATION_NAME_(name, NAME, value, gated) ", " #name
+inline constexpr const char* kActivationNames = VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_NAME_) + 2;  // past the first ", "
+#undef VKGMM_ACTIVATION_NAME_
+// Whether `a` is one of the listed activations (an Activation cast from any other number is not).
+constexpr bool known(Activation a) {
+#define VKGMM_ACTIVATION_IS_(name, NAME, value, gated) a == Activation::name ||
+  return VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_IS_) false;
+#undef VKGMM_ACTIVATION_IS_
+}
+// Whether the activation takes [gate | up] halves of the product.
+constexpr bool gated(Activation a) {
+#define VKGMM_ACTIVATION_GATED_(name, NAME, value, gated) (a == Activation::name && gated) ||
+  return VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_GATED_) false;
+#undef VKGMM_ACTIVATION_GATED_
+}
 struct Epilogue {
   bool bias = false;  // bias [G_local, n] f32 (n: the product's width), added before the activation
   Activation activation = Activation::none;

@@ -30,6 +30,7 @@
 #include <vulkan/vulkan.h>
 
 #include "vkgmm/export.h"
+#include "vkgmm/vocabulary.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -216,14 +217,11 @@ VKGMM_API vkgmm_buffer_view vkgmm_buffer_whole(const vkgmm_buffer* buffer);
 
 /* ----- problems ----------------------------------------------------------------------------------- */
 
-/* The activation of gmm's epilogue; the values match the C++ vkgmm::Activation. */
-/* The gated ones take the product's n columns as [gate | up] (gate first) and give n / 2 columns. */
-typedef enum vkgmm_activation {
-  VKGMM_ACTIVATION_NONE = 0,
-  VKGMM_ACTIVATION_SWIGLU = 1,     /* silu(gate) * up, silu(x) = x / (1 + exp(-x)) */
-  VKGMM_ACTIVATION_SWIGLU_OAI = 2, /* gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7), (u + 1) * g * sigmoid(1.702 g) */
-  VKGMM_ACTIVATION_GEGLU = 3       /* gelu(gate) * up, gelu's tanh form */
-} vkgmm_activation;
+/* The activation of gmm's epilogue: VKGMM_ACTIVATION_NONE, _SWIGLU, _SWIGLU_OAI, _GEGLU, listed with
+ * their math in vkgmm/vocabulary.h (VKGMM_ACTIVATIONS); the values match the C++ vkgmm::Activation. */
+#define VKGMM_C_ACTIVATION_(name, NAME, value, gated) VKGMM_ACTIVATION_##NAME = value,
+typedef enum vkgmm_activation { VKGMM_ACTIVATIONS(VKGMM_C_ACTIVATION_) } vkgmm_activation;
+#undef VKGMM_C_ACTIVATION_
 
 typedef struct vkgmm_tiling {
   int64_t tm, tk, tn; /* all 0: automatic */

@@ -1,0 +1,29 @@
+/* vkgmm's vocabularies, each listed once as an X-macro that every spelling of it is made from: the C
+ * and C++ enums, the names the API, the CLI and Python parse, the shaders' constants, the C API's
+ * checks. Plain preprocessor lines only, so that C, C++ and GLSL (through shaders/interface.h) all read
+ * this one file.
+ *
+ * VKGMM_ACTIVATIONS(X): gmm's epilogue activations, X(name, NAME, value, gated), in value order:
+ *   name   the C++ enumerator (vkgmm::Activation::name) and the text activation_of_name() parses;
+ *   NAME   the C enumerator's suffix (VKGMM_ACTIVATION_NAME) and the shaders' VKGMM_ACT_NAME;
+ *   value  the number every spelling shares;
+ *   gated  1 where the activation takes the product's n columns as [gate | up] (gate first; n even)
+ *          and gives n / 2 columns.
+ * The gated ones, with gelu's tanh form gelu(x) = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))):
+ *   swiglu:     silu(gate) * up, silu(x) = x / (1 + exp(-x));
+ *   swiglu_oai: gpt-oss's clamped SwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
+ *               (u + 1) * g * sigmoid(1.702 g);
+ *   geglu:      gelu(gate) * up.
+ * A new activation is a row here plus its math: shaders/activation.glsl (value and derivatives) and
+ * reference/activations.hpp (and the reference backward's derivative, reference/routed_backward.cpp).
+ */
+#ifndef VKGMM_VOCABULARY_H
+#define VKGMM_VOCABULARY_H
+
+#define VKGMM_ACTIVATIONS(X)      \
+  X(none, NONE, 0, 0)             \
+  X(swiglu, SWIGLU, 1, 1)         \
+  X(swiglu_oai, SWIGLU_OAI, 2, 1) \
+  X(geglu, GEGLU, 3, 1)
+
+#endif /* VKGMM_VOCABULARY_H */
