@@ -211,6 +211,11 @@ void DispatchPlan::build(const Launch& l) {
     if (!options().compile_only && own_workspace_) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
     const ShaderCode code = metadata_shader();
     meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
+    // A routed plan's build of another plan's routing (record() with a RoutingSource: the MoE layer's and
+    // the routed backward's passes) is the same module with ROUTE_GIVEN: compiled now where the plan
+    // compiles every pipeline record() can bind, else (and cached by the context) at the first record or
+    // listing that asks for it.
+    if (routing_ && eager_pipelines(options(), info())) ctx_->pipeline(code.code, code.words, meta_constants(true));
   }
   if (combines()) {
     const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
@@ -265,8 +270,8 @@ std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
                    kernel_.pipeline(*ctx_, v)});
   }
   if (combine_pipeline_) out.push_back({"combine", combine_shader(), combine_constants(), false, combine_pipeline_});
-  // A routed plan's build of another plan's routing (record() with a RoutingSource): the same module,
-  // compiled (and cached by the context) at the first check or listing that asks for it.
+  // A routed plan's build of another plan's routing (record() with a RoutingSource), from the context's
+  // cache where build() compiled it.
   if (meta_pipeline_ && routing_) {
     const ShaderCode code = metadata_shader();
     const std::vector<uint32_t> constants = meta_constants(true);

@@ -258,6 +258,25 @@ TEST_F(DeviceTest, RoutingCombinedIsDeterministic) {
 // repeated runs give the same bits; every operand and the app's workspace between guard regions. The
 // tiles are a CPU device's (a GPU gives decode visits 32-column tiles with K slices, test_gpu_decode.cpp):
 // planned as a CPU device, so every device checks them and runs them.
+// Where plans compile every pipeline record() can bind (ContextOptions::eager_pipelines, GPUs' default), a
+// routed plan compiles its build of another plan's routing too: listing it, as record() with a
+// RoutingSource binds it, compiles nothing more.
+TEST_F(DeviceTest, EagerRoutedPlanCompilesTheGivenRoutingBuild) {
+  ContextOptions eager;
+  eager.eager_pipelines = true;
+  eager.schedule = Schedule::direct;
+  eager.vec4_loads = false;  // fewer kernel variants to compile on a CPU device
+  Context cx = make_context(eager);
+  const RoutingCase c{3, 2, 4, 0, 4, 8, 12, Route::top_k, DType::f32, DType::f32, DType::f32,
+                      false, false, true, false, false, false, Schedule::direct, 5};
+  const Routed r = make_routed(c);
+  const GmmPlan plan(cx, r.p);
+  const size_t planned = ContextInternals::of(cx).pipelines.size();
+  const std::vector<PlannedPipeline> pipelines = PlanInternals::pipelines(plan);
+  ASSERT_EQ(pipelines.back().role, std::string("metadata given"));
+  EXPECT_EQ(ContextInternals::of(cx).pipelines.size(), planned) << "listing the given-routing build compiled it";
+}
+
 TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
   ContextOptions direct;
   direct.schedule = Schedule::direct;
