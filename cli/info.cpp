@@ -50,9 +50,9 @@ using tool::json_string;
 
 // The types gmm's rhs may have: the element types, then GGUF's block formats (docs/contract.md, "Quantized
 // expert weights"), by the names --rhs-format and vkgmm quantize take.
-constexpr vkgmm::DType kRhsFormats[] = {vkgmm::DType::f32,  vkgmm::DType::f16,  vkgmm::DType::bf16,
-                                        vkgmm::DType::q8_0, vkgmm::DType::q4_0, vkgmm::DType::q4_K,
-                                        vkgmm::DType::q6_K, vkgmm::DType::mxfp4};
+#define VKGMM_INFO_DTYPE_(name, NAME, value, values, bytes, ggml) vkgmm::DType::name,
+constexpr vkgmm::DType kRhsFormats[] = {VKGMM_DTYPES(VKGMM_INFO_DTYPE_)};
+#undef VKGMM_INFO_DTYPE_
 
 std::string formats_text() {
   std::string s;

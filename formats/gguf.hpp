@@ -59,10 +59,11 @@ struct KeyValue {
   Value value;
 };
 
-// ggml's tensor type ids (ggml.h, enum ggml_type) that vkgmm runs.
-enum GgmlType : uint32_t {
-  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14, kBF16 = 30, kMXFP4 = 39,
-};
+// ggml's tensor type ids (ggml.h, enum ggml_type) that vkgmm runs: kF32, kF16, kBF16, kQ8_0, kQ4_0,
+// kQ4_K, kQ6_K, kMXFP4, from VKGMM_DTYPES (vkgmm/vocabulary.h).
+#define VKGMM_GGML_TYPE_(name, NAME, value, values, bytes, ggml) k##NAME = ggml,
+enum GgmlType : uint32_t { VKGMM_DTYPES(VKGMM_GGML_TYPE_) };
+#undef VKGMM_GGML_TYPE_
 // ggml's name of a type id ("Q4_K"); nullptr for an id ggml does not define.
 const char* ggml_type_name(uint32_t type);
 // Values per block and bytes per block of a defined type id (1 and the element size for plain types);

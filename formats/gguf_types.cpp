@@ -143,32 +143,18 @@ uint64_t ggml_block_bytes(uint32_t type) {
 }
 
 std::optional<vkgmm::DType> dtype_of_ggml(uint32_t type) {
-  using vkgmm::DType;
-  switch (type) {
-    case kF32: return DType::f32;
-    case kF16: return DType::f16;
-    case kBF16: return DType::bf16;
-    case kQ8_0: return DType::q8_0;
-    case kQ4_0: return DType::q4_0;
-    case kQ4_K: return DType::q4_K;
-    case kQ6_K: return DType::q6_K;
-    case kMXFP4: return DType::mxfp4;
-    default: return std::nullopt;
-  }
+#define VKGMM_DTYPE_OF_GGML_(name, NAME, value, values, bytes, ggml) \
+  if (type == ggml) return vkgmm::DType::name;
+  VKGMM_DTYPES(VKGMM_DTYPE_OF_GGML_)
+#undef VKGMM_DTYPE_OF_GGML_
+  return std::nullopt;
 }
 
 uint32_t ggml_of_dtype(vkgmm::DType t) {
-  using vkgmm::DType;
-  switch (t) {
-    case DType::f32: return kF32;
-    case DType::f16: return kF16;
-    case DType::bf16: return kBF16;
-    case DType::q8_0: return kQ8_0;
-    case DType::q4_0: return kQ4_0;
-    case DType::q4_K: return kQ4_K;
-    case DType::q6_K: return kQ6_K;
-    case DType::mxfp4: return kMXFP4;
-  }
+#define VKGMM_GGML_OF_DTYPE_(name, NAME, value, values, bytes, ggml) \
+  if (t == vkgmm::DType::name) return ggml;
+  VKGMM_DTYPES(VKGMM_GGML_OF_DTYPE_)
+#undef VKGMM_GGML_OF_DTYPE_
   throw std::logic_error("gguf::ggml_of_dtype: unknown DType");
 }
 

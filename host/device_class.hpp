@@ -18,8 +18,9 @@ namespace vkgmm {
 
 constexpr uint32_t kVendorAmd = 0x1002, kVendorNvidia = 0x10de, kVendorIntel = 0x8086;
 
-// Every field holds the value the class takes (the generic rows hold the defaults), except the shared
-// schedule's register tile, which 0 x 0 leaves to the register file the device reports.
+// Every field holds the value the class takes (the generic rows hold the defaults), except two whose 0
+// defers to the device: the matrix subgroup (its default size) and the shared schedule's register tile
+// (0 x 0: from the register file it reports).
 struct DeviceClass {
   const char* architecture = "gpu";  // DeviceInfo::architecture: "nvidia-ampere", "amd-rdna3", "intel-xe2", ...
   uint32_t vendor_id = 0;            // 0: any vendor (the generic rows)

@@ -119,10 +119,6 @@ static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPush
               sizeof(TopKPush) <= kPushConstantBytes && sizeof(TopKGradPush) <= kPushConstantBytes &&
               sizeof(GradPush) <= kPushConstantBytes);
 
-static_assert(uint32_t(DType::f32) == VKGMM_DT_F32 && uint32_t(DType::f16) == VKGMM_DT_F16 &&
-              uint32_t(DType::bf16) == VKGMM_DT_BF16 && uint32_t(DType::q8_0) == VKGMM_DT_Q8_0 &&
-              uint32_t(DType::q4_0) == VKGMM_DT_Q4_0 && uint32_t(DType::q4_K) == VKGMM_DT_Q4_K &&
-              uint32_t(DType::q6_K) == VKGMM_DT_Q6_K && uint32_t(DType::mxfp4) == VKGMM_DT_MXFP4);
 
 // A specialization constant by id and the name the shader gives it, per module family (the interface
 // test checks both against every built module).

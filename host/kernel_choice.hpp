@@ -1,8 +1,9 @@
 // The one place a gmm or tgmm plan's kernel is chosen: the schedule, the tiling asked and the kernel shape
 // that runs, from the request, the device and the context's options (internal).
 //
-// Pure: it reads its arguments and the device class's row (host/device_class.hpp) and nothing else of the
-// world, so a test can pin what any device description gets (tests/test_kernel_choice.cpp).
+// It reads its arguments (the caller's tiling lookup included) and the device class's row
+// (host/device_class.hpp), nothing else of the world, so a test can pin what any device description gets
+// (tests/test_kernel_choice.cpp).
 #pragma once
 
 #include <string>
@@ -32,7 +33,7 @@ struct KernelRequest {
   int64_t m = 0, k = 0, n = 0;               // gmm: rows, k, output columns; tgmm: m, k, n
   // Why the call cannot run on the matrix units (matrix_schedule.hpp's matrix_refusal; empty: it can).
   std::string matrix_refusal;
-  // 4-element loads along the output columns (and for tgmm with lhs [m, k], along its k rows too).
+  // 4-element loads: gmm's along K (and N, unless rhs is transposed); tgmm's along N.
   bool vec4 = false;
   // gmm:
   ActiveGroups groups;            // the rows of each active group (expected ones where they are on the device)

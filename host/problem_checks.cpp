@@ -53,7 +53,7 @@ int64_t check_routing(const char* op, const GmmProblem& p) {
 }
 
 int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n) {
-  if (!known(e.activation))
+  if (!is_known(e.activation))
     bad(op, "epilogue.activation = " + std::to_string(uint32_t(e.activation)) + " is not an activation vkgmm knows");
   if (!gated(e.activation)) return n;
   if (n % 2)

@@ -57,7 +57,7 @@ uint32_t round_up4(int64_t x) { return static_cast<uint32_t>((std::max<int64_t>(
 
 RegisterTile shared_register_tile(const DeviceInfo& info) {
   // The device class's tile where its row names one (host/device_class.cpp: CPU drivers 4 x 4, NVIDIA
-  // 8 x 8, Intel 4 x 8). Else an 8 x 8 tile (64 accumulators, 4 16-byte shared reads per 64 FMAs) where the register
+  // 8 x 8, Intel's Xe-HPG and Xe2 4 x 8). Else an 8 x 8 tile (64 accumulators, 4 16-byte shared reads per 64 FMAs) where the register
   // file holds it at 2 waves per SIMD; 8 x 4, then 4 x 4 on smaller files. Two waves is the floor, not
   // four: on GCN (256 registers per lane), 4 waves leave 64 registers, which hold no more than a 4 x 4
   // tile beside the stage's operands and prefetch, and that tile's inner loop stays near 65 % FMAs; an

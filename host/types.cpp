@@ -3,75 +3,62 @@
 #include "vkgmm/types.hpp"
 
 #include "interface.hpp"
+#include "vkgmm/vkgmm.h"
 #include "vkgmm/ops.hpp"
 
+#include <iterator>
 #include <string>
 
 namespace vkgmm {
 
 namespace {
 
-// GGUF's block formats: values per block and bytes per block (ggml's block_q8_0 {half d; int8 qs[32]},
-// block_q4_0 {half d; uint8 qs[16]}, block_q4_K {half d, dmin; uint8 scales[12], qs[128]}, block_q6_K
-// {uint8 ql[128], qh[64]; int8 scales[16]; half d}, block_mxfp4 {uint8 e; uint8 qs[16]}).
-// The sizes are interface.h's table, which the shaders read too.
-struct BlockFormat {
-  DType type;
-  size_t elements, bytes, step;
-};
-constexpr BlockFormat kBlockFormats[] = {
-#define VKGMM_HOST_BLOCK_FORMAT(t, values, bytes, step, scale) {DType(t), values, bytes, step},
-    VKGMM_BLOCK_FORMATS(VKGMM_HOST_BLOCK_FORMAT)
-#undef VKGMM_HOST_BLOCK_FORMAT
-};
-static_assert(uint32_t(DType::q8_0) == VKGMM_DT_Q8_0 && uint32_t(DType::mxfp4) == VKGMM_DT_MXFP4);
-
-const char* block_name(DType t) {
-  switch (t) {
-    case DType::q8_0: return "q8_0";
-    case DType::q4_0: return "q4_0";
-    case DType::q4_K: return "q4_K";
-    case DType::q6_K: return "q6_K";
-    case DType::mxfp4: return "mxfp4";
-    default: return nullptr;
-  }
-}
-
-const BlockFormat* block_format(DType t) {
-  for (const BlockFormat& f : kBlockFormats)
-    if (f.type == t) return &f;
-  return nullptr;
-}
-
 // An enum value outside the list can only come from a cast; refuse it rather than size a buffer by 0.
 [[noreturn]] void unknown_type(DType t) {
   throw Error(Status::invalid_argument, "unknown element type " + std::to_string(static_cast<uint32_t>(t)));
 }
 
+// VKGMM_DTYPES lists the types in value order, 0 up, so that a type's value indexes its row.
+constexpr bool in_value_order() {
+  uint32_t next = 0;
+  bool ordered = true;
+#define VKGMM_DTYPE_IN_ORDER_(name, NAME, value, values, bytes, ggml) ordered = ordered && value == next++;
+  VKGMM_DTYPES(VKGMM_DTYPE_IN_ORDER_)
+#undef VKGMM_DTYPE_IN_ORDER_
+  return ordered;
+}
+static_assert(in_value_order(), "VKGMM_DTYPES must list the types in value order from 0");
+
+// The type's row of VKGMM_DTYPES: values and bytes per block (1 and the element's bytes for the element
+// types); null for a value that is no DType.
+struct Sizes {
+  size_t values, bytes;
+};
+const Sizes* sizes_of(DType t) {
+#define VKGMM_DTYPE_SIZES_(name, NAME, value, values, bytes, ggml) {values, bytes},
+  static constexpr Sizes kSizes[] = {VKGMM_DTYPES(VKGMM_DTYPE_SIZES_)};
+#undef VKGMM_DTYPE_SIZES_
+  const uint32_t i = static_cast<uint32_t>(t);
+  return is_known(t) && i < std::size(kSizes) ? &kSizes[i] : nullptr;
+}
+
 }  // namespace
 
 size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::f32: return 4;
-    case DType::f16: return 2;
-    case DType::bf16: return 2;
-    default: break;
-  }
-  if (const BlockFormat* f = block_format(t))
-    throw Error(Status::invalid_argument, std::string(block_name(t)) + " is a block format: " +
-                                              std::to_string(f->bytes) + " bytes per block of " +
-                                              std::to_string(f->elements) + " values, no size per element");
-  unknown_type(t);
+  const Sizes* s = sizes_of(t);
+  if (!s) unknown_type(t);
+  if (s->values > 1)
+    throw Error(Status::invalid_argument, std::string(dtype_name(t)) + " is a block format: " +
+                                              std::to_string(s->bytes) + " bytes per block of " +
+                                              std::to_string(s->values) + " values, no size per element");
+  return s->bytes;
 }
 
 const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    default: break;
-  }
-  if (block_format(t)) return block_name(t);
+#define VKGMM_DTYPE_NAME_(name, NAME, value, values, bytes, ggml) \
+  if (t == DType::name) return #name;
+  VKGMM_DTYPES(VKGMM_DTYPE_NAME_)
+#undef VKGMM_DTYPE_NAME_
   // Used while building error messages, so it must not throw itself.
   return "unknown";
 }
@@ -88,27 +75,36 @@ std::optional<DType> parse_dtype(std::string_view name) {
     for (char& c : l) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
     return l;
   };
-  for (const BlockFormat& f : kBlockFormats)
-    if (lower(name) == lower(block_name(f.type))) return f.type;
+#define VKGMM_DTYPE_PARSE_(name_, NAME, value, values, bytes, ggml) \
+  if (values > 1 && lower(name) == lower(#name_)) return DType::name_;
+  VKGMM_DTYPES(VKGMM_DTYPE_PARSE_)
+#undef VKGMM_DTYPE_PARSE_
   return std::nullopt;
 }
 
-bool is_quantized(DType t) { return block_format(t) != nullptr; }
+bool is_quantized(DType t) {
+  const Sizes* s = sizes_of(t);
+  return s && s->values > 1;
+}
 
 size_t block_elements(DType t) {
-  if (const BlockFormat* f = block_format(t)) return f->elements;
-  dtype_size(t);  // throws for a value that is no type
-  return 1;
+  const Sizes* s = sizes_of(t);
+  if (!s) unknown_type(t);
+  return s->values;
 }
 
 size_t block_walk_step(DType t) {
-  const BlockFormat* f = block_format(t);
-  return f ? f->step : 4;
+#define VKGMM_WALK_STEP_(NAME, step, scale) \
+  if (t == DType(VKGMM_##NAME)) return step;
+  VKGMM_BLOCK_FORMATS(VKGMM_WALK_STEP_)
+#undef VKGMM_WALK_STEP_
+  return 4;
 }
 
 size_t block_bytes(DType t) {
-  if (const BlockFormat* f = block_format(t)) return f->bytes;
-  return dtype_size(t);
+  const Sizes* s = sizes_of(t);
+  if (!s) unknown_type(t);
+  return s->bytes;
 }
 
 uint64_t storage_bytes(DType t, uint64_t count) {

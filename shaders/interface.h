@@ -106,7 +106,7 @@
 // [gate | up]: out_n = n / 2.
 #define VKGMM_ID_GMM_ACTIVATION 20
 // The shaders' constants VKGMM_ACT_NONE, _SWIGLU, ... from the one list (include/vkgmm/vocabulary.h);
-// VULKAN: glslang's, for Vulkan GLSL.
+// VULKAN: glslang's, for Vulkan GLSL. They are constants, not macros: an #if cannot test them.
 #ifdef VULKAN
 #define VKGMM_ACT_CONSTANT_(name, NAME, value, gated) const uint VKGMM_ACT_##NAME = value;
 VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
@@ -146,25 +146,24 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // neighbouring rows start in other banks.
 #define VKGMM_MATRIX_STAGE_PAD 8
 
-// Element types (vkgmm::DType's values).
-#define VKGMM_DT_F32 0
-#define VKGMM_DT_F16 1
-#define VKGMM_DT_BF16 2
-// GGUF's block formats (gmm's rhs only): blocks along k of each expert's [n, k] rows.
-#define VKGMM_DT_Q8_0 3
-#define VKGMM_DT_Q4_0 4
-#define VKGMM_DT_Q4_K 5
-#define VKGMM_DT_Q6_K 6
-#define VKGMM_DT_MXFP4 7
-// Each block format once, for the host (host/types.cpp: sizes; gmm's walk step) and the shaders
-// (shaders/quant.glsl): X(type, values per block, bytes per block, values per step of the kernel's block
-// walk, bytes of the scale before a whole block's quants (0: a super-block with a head of its own)).
-#define VKGMM_BLOCK_FORMATS(X)        \
-  X(VKGMM_DT_Q8_0, 32, 34, 32, 2)      \
-  X(VKGMM_DT_Q4_0, 32, 18, 32, 2)      \
-  X(VKGMM_DT_Q4_K, 256, 144, 64, 0)    \
-  X(VKGMM_DT_Q6_K, 256, 210, 32, 0)    \
-  X(VKGMM_DT_MXFP4, 32, 17, 32, 1)
+// Element types and GGUF's block formats (vkgmm::DType's values): the shaders' constants VKGMM_DT_F32,
+// ..., VKGMM_DT_MXFP4 from the one list (include/vkgmm/vocabulary.h, with the blocks' sizes); constants,
+// not macros, as VKGMM_ACT_*.
+#ifdef VULKAN
+#define VKGMM_DT_CONSTANT_(name, NAME, value, values, bytes, ggml) const uint VKGMM_DT_##NAME = value;
+VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
+#undef VKGMM_DT_CONSTANT_
+#endif
+// What the kernels' block walk needs of each block format beyond its sizes, for the host (host/types.cpp:
+// gmm's walk step) and the shaders (shaders/quant.glsl): X(NAME as in VKGMM_DTYPES, values per step of
+// the kernel's block walk, bytes of the scale before a whole block's quants (0: a super-block with a head
+// of its own)).
+#define VKGMM_BLOCK_FORMATS(X) \
+  X(Q8_0, 32, 2)               \
+  X(Q4_0, 32, 2)               \
+  X(Q4_K, 64, 0)               \
+  X(Q6_K, 32, 0)               \
+  X(MXFP4, 32, 1)
 
 // ----- push constants -----------------------------------------------------------------------------------
 // Every op's block starts with its operands' element offsets (relative to where each descriptor is

@@ -108,13 +108,14 @@ struct QStep {
   vec2 scale;            // each run's scale (a step of one run: .x)
   vec2 mins;             // q4_K: each run's min (dmin * m), taken off its values; 0 elsewhere
 };
-// The block formats' table (interface.h), one field at a time: the type's row, else 0 (the step: 4).
-#define VKGMM_Q_VALUES(t, values, bytes, step, scale) type == uint(t) ? uint(values) :
-#define VKGMM_Q_BYTES(t, values, bytes, step, scale) type == uint(t) ? uint(bytes) :
-#define VKGMM_Q_STEP(t, values, bytes, step, scale) type == uint(t) ? uint(step) :
-#define VKGMM_Q_SCALE(t, values, bytes, step, scale) type == uint(t) ? uint(scale) :
-uint q_block_values(uint type) { return VKGMM_BLOCK_FORMATS(VKGMM_Q_VALUES) 0u; }
-uint q_block_bytes(uint type) { return VKGMM_BLOCK_FORMATS(VKGMM_Q_BYTES) 0u; }
+// The block formats' sizes (VKGMM_DTYPES) and walk (VKGMM_BLOCK_FORMATS), one field at a time: the
+// type's row, else 0 (the step: 4) for an element type.
+#define VKGMM_Q_VALUES(name, NAME, value, values, bytes, ggml) values > 1 && type == uint(value) ? uint(values) :
+#define VKGMM_Q_BYTES(name, NAME, value, values, bytes, ggml) values > 1 && type == uint(value) ? uint(bytes) :
+#define VKGMM_Q_STEP(NAME, step, scale) type == VKGMM_DT_##NAME ? uint(step) :
+#define VKGMM_Q_SCALE(NAME, step, scale) type == VKGMM_DT_##NAME ? uint(scale) :
+uint q_block_values(uint type) { return VKGMM_DTYPES(VKGMM_Q_VALUES) 0u; }
+uint q_block_bytes(uint type) { return VKGMM_DTYPES(VKGMM_Q_BYTES) 0u; }
 uint q_step_values(uint type) { return VKGMM_BLOCK_FORMATS(VKGMM_Q_STEP) 4u; }  // element types: 4
 uint q_scale_bytes(uint type) { return VKGMM_BLOCK_FORMATS(VKGMM_Q_SCALE) 0u; }
 // Quads per run of one scale: q6_K's 16-value halves of a sub-block, q4_K's sub-blocks, whole blocks.

@@ -1,8 +1,9 @@
 # Fails when a file of the library is missing from docs/architecture.md's layout, naming each one, so that
 # the map cannot drift from the tree. The library is host/, include/ and shaders/; the folders outside it
 # (cli/, bench/, gpu_report/, formats/, reference/, tools/, python/) must be named as folders.
-# A file counts as named where the document holds its path, its file name, its stem with ".*" (a header
-# and its source: `tiling.*`), or, below host/ or include/, its folder's path (`host/c_api/`).
+# A file counts as named where the document holds its path, its file name or its stem with ".*" (a header
+# and its source: `tiling.*`, `host/tiling.*`), each as a whole name, or, for a file in a folder below host/, its folder's
+# path (`host/c_api/`).
 #   cmake -DROOT=<source dir> -P check_architecture_map.cmake
 if(NOT ROOT)
   message(FATAL_ERROR "usage: cmake -DROOT=<source dir> -P check_architecture_map.cmake")
@@ -36,15 +37,18 @@ foreach(f IN LISTS files)
   string(REGEX REPLACE "\\..*$" "" stem "${name}")
   string(FIND "${doc}" "${f}" at_path)
   named(by_name "${name}")
-  string(FIND "${doc}" "${stem}.*" at_stem)
+  named(by_stem "${stem}.*")
+  if(NOT by_stem)
+    named(by_stem "${dir}/${stem}.*")
+  endif()
   set(by_folder FALSE)
-  if(dir MATCHES "/")
+  if(dir MATCHES "^host/.")
     string(FIND "${doc}" "${dir}/" at_folder)
     if(at_folder GREATER -1)
       set(by_folder TRUE)
     endif()
   endif()
-  if(at_path EQUAL -1 AND NOT by_name AND at_stem EQUAL -1 AND NOT by_folder)
+  if(at_path EQUAL -1 AND NOT by_name AND NOT by_stem AND NOT by_folder)
     list(APPEND missing ${f})
   endif()
 endforeach()

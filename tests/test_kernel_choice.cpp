@@ -156,7 +156,62 @@ TEST(KernelChoice, EachDeviceClassGetsItsPinnedKernel) {
   }
 }
 
-// The choice reads the row's values, not constants beside it: each field moves what the kernel gets.
+// A gated activation's two accumulator halves and a block format's decode walk (its rows per invocation
+// are the row's decode_walk_rows: Intel walks one, the others two), on the generic rows too (Intel, AMD
+// and any other GPU that names no known chip).
+TEST(KernelChoice, GatedPrefillAndBlockDecode) {
+  const ResolvedOptions options;
+  std::vector<Described> all = devices();
+  all.push_back({"Intel MTL", gpu(kVendorIntel, 0x7d55, "Intel(R) Graphics (MTL)", 32, 65536, 0)});
+  all.push_back({"AMD RX 6800", gpu(kVendorAmd, 0x73bf, "AMD Radeon RX 6800", 64, 65536, 512)});
+  all.push_back({"Mali", gpu(0x13b5, 0, "Mali-G710", 16, 32768, 0)});
+  struct Want {
+    const char* device;
+    const char* swiglu_prefill;
+    const char* q4_0_decode;
+  };
+  const Want wants[] = {
+      {"lavapipe", "direct (32, 4, 128) 8x4 of 8x16", "direct (2, 4, 128) 8x1 of 2x16"},
+      {"H100", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
+      {"NVK GA102", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
+      {"RADV NAVI31", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
+      {"RADV VEGA10", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
+      {"ANV DG2", "shared (64, 16, 64) 16x16 of 4x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
+      {"ANV BMG", "shared (64, 16, 64) 16x16 of 4x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
+      {"Intel MTL", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
+      {"AMD RX 6800", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
+      {"Mali", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
+  };
+  ASSERT_EQ(all.size(), std::size(wants));
+  for (size_t i = 0; i < all.size(); ++i) {
+    const DeviceInfo& d = all[i].info;
+    SCOPED_TRACE(std::string(all[i].what) + " (" + device_class(d).architecture + ")");
+    ASSERT_STREQ(all[i].what, wants[i].device);
+    KernelRequest swiglu = gmm_request(kPrefillGroups, false, d);
+    swiglu.halves = 2;
+    EXPECT_EQ(text(choose_kernel(swiglu, d, d, options)), wants[i].swiglu_prefill);
+    KernelRequest q4_0 = gmm_request(kDecodeGroups, false, d);
+    q4_0.rhs_rows_contiguous = false;  // rhs [n, k], GGUF's layout
+    q4_0.rhs_blocks = true;
+    q4_0.k_walk_step = 32;
+    EXPECT_EQ(text(choose_kernel(q4_0, d, d, options)), wants[i].q4_0_decode);
+  }
+}
+
+// Planned as another device (tiling_device.hpp): the schedule and tiles are that device's, what may run
+// the real one's.
+TEST(KernelChoice, PlansAsTheTilingDevice) {
+  const ResolvedOptions options;
+  const std::vector<Described> all = devices();
+  const DeviceInfo& lavapipe = all[0].info;
+  const DeviceInfo& h100 = all[1].info;
+  const KernelRequest q = gmm_request(kPrefillGroups, false, lavapipe);
+  EXPECT_EQ(text(choose_kernel(q, lavapipe, h100, options)), "shared (128, 16, 128) 16x16 of 8x8");
+  EXPECT_EQ(text(choose_kernel(q, h100, lavapipe, options)), "direct (32, 4, 128) 8x2 of 16x16");
+}
+
+// The kernel the H100's row gives holds the row's values (which equal the generic ones, so this pins
+// where each value shows in the kernel, not that the row differs).
 TEST(KernelChoice, RowFieldsReachTheKernel) {
   const ResolvedOptions options;
   const DeviceInfo h100 = devices()[1].info;

@@ -251,13 +251,6 @@ TEST_F(DeviceTest, RoutingCombinedIsDeterministic) {
   }
 }
 
-// Decode-sized combined calls on the direct schedule sum their slots inside the gmm kernel (FUSED_COMBINE:
-// the last workgroup of each n tile, no combine dispatch). Against the reference with: an expert chosen
-// by every token (8 rows, more than one visit holds), -1 ids, a window with experts nobody chose and
-// tokens with no local slot, existing_out and 16-bit outs, widths with and without 4-column groups;
-// repeated runs give the same bits; every operand and the app's workspace between guard regions. The
-// tiles are a CPU device's (a GPU gives decode visits 32-column tiles with K slices, test_gpu_decode.cpp):
-// planned as a CPU device, so every device checks them and runs them.
 // Where plans compile every pipeline record() can bind (ContextOptions::eager_pipelines, GPUs' default), a
 // routed plan compiles its build of another plan's routing too: listing it, as record() with a
 // RoutingSource binds it, compiles nothing more.
@@ -277,6 +270,13 @@ TEST_F(DeviceTest, EagerRoutedPlanCompilesTheGivenRoutingBuild) {
   EXPECT_EQ(ContextInternals::of(cx).pipelines.size(), planned) << "listing the given-routing build compiled it";
 }
 
+// Decode-sized combined calls on the direct schedule sum their slots inside the gmm kernel (FUSED_COMBINE:
+// the last workgroup of each n tile, no combine dispatch). Against the reference with: an expert chosen
+// by every token (8 rows, more than one visit holds), -1 ids, a window with experts nobody chose and
+// tokens with no local slot, existing_out and 16-bit outs, widths with and without 4-column groups;
+// repeated runs give the same bits; every operand and the app's workspace between guard regions. The
+// tiles are a CPU device's (a GPU gives decode visits 32-column tiles with K slices, test_gpu_decode.cpp):
+// planned as a CPU device, so every device checks them and runs them.
 TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
   ContextOptions direct;
   direct.schedule = Schedule::direct;

@@ -25,12 +25,15 @@ namespace {
 // counts: how many a device needs in flight differs. On lavapipe (2 cores, one run) 8 chains read 34
 // GFLOP/s, 16 read 46, 32 read 51 and 64 read 36 to 52; with 16 alone, a 2-core Xeon host read 24.2
 // GFLOP/s while gmm itself ran at 29.3.
+// Each count runs kFmasPerInvocation / CHAINS iterations, so every invocation does the same work and
+// stays far inside CPU drivers' loop budget (kCpuLoopIterations) even where the chains are not unrolled.
 constexpr uint32_t kLocalSize = 64;
-constexpr uint32_t kIters = 1024;
+constexpr uint32_t kFmasPerInvocation = 16384;
 constexpr uint32_t kChainCounts[] = {16, 32, 64};
+static_assert(kFmasPerInvocation < kCpuLoopIterations, "the chains, not unrolled, must fit the loop budget");
 
 // Each FMA measurement should last long enough that launch overhead and timer resolution do not matter,
-// yet the whole probe stays near a second on lavapipe.
+// yet each chain count's stays near a second on lavapipe.
 constexpr double kTargetSeconds = 0.1;
 constexpr int kRuns = 5;
 // The memory probes' runs are already long (8x the cache each): the best of fewer.
@@ -96,7 +99,7 @@ double measure_fma(Context& ctx, DeviceSeconds& seconds, uint32_t chains) {
   const ShaderCode code = fma_ceiling_shader();
   std::vector<uint32_t> constants(std::max(VKGMM_ID_CEILING_ITERS, VKGMM_ID_CEILING_CHAINS) + 1);
   constants[VKGMM_ID_INVOCATIONS] = kLocalSize;
-  constants[VKGMM_ID_CEILING_ITERS] = kIters;
+  constants[VKGMM_ID_CEILING_ITERS] = kFmasPerInvocation / chains;
   constants[VKGMM_ID_CEILING_CHAINS] = chains;
   const VkPipeline pipeline = im.pipeline(code.code, code.words, constants);
   // Workgroups spread over x (and y beyond x's limit); each x column writes its own words, so the buffer
@@ -115,7 +118,7 @@ double measure_fma(Context& ctx, DeviceSeconds& seconds, uint32_t chains) {
       vkCmdDispatch(cb, x, y, 1);
     });
   });
-  return groups_per_second * kLocalSize * (2.0 * kIters * chains) * 1e-9;
+  return groups_per_second * kLocalSize * (2.0 * (kFmasPerInvocation / chains) * chains) * 1e-9;
 }
 
 // Whether the device runs subgroup arithmetic in compute shaders (the read probe's reduction).

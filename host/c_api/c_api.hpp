@@ -208,7 +208,7 @@ inline vkgmm::DType dtype(const char* op, const char* name, const vkgmm_dtype& f
 
 inline Activation activation(const char* op, const vkgmm_activation& field) {
   const int a = raw_enum(field);
-  if (a < 0 || !known(static_cast<Activation>(a)))
+  if (a < 0 || !is_known(static_cast<Activation>(a)))
     bad(op, "activation = " + std::to_string(a) + " is not a vkgmm_activation");
   return static_cast<Activation>(a);
 }

@@ -129,7 +129,7 @@ VkDevice vkgmm_context_device(const vkgmm_context* ctx) { return ctx ? ctx->ctx.
 
 uint64_t vkgmm_context_max_whole_input_bytes(const vkgmm_context* ctx, vkgmm_dtype type) {
   const int t = static_cast<int>(type);
-  if (!ctx || t < 0 || t > static_cast<int>(vkgmm::DType::mxfp4)) return 0;
+  if (!ctx || t < 0 || !vkgmm::is_known(static_cast<vkgmm::DType>(t))) return 0;
   return ctx->ctx.max_whole_input_bytes(static_cast<vkgmm::DType>(t));
 }
 

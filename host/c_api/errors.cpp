@@ -29,11 +29,7 @@ static_assert(int(VKGMM_DEVICE_LOST) == int(Status::device_lost));
 static_assert(int(VKGMM_VULKAN_ERROR) == int(Status::vulkan_error));
 static_assert(int(VKGMM_VALIDATION) == int(Status::validation));
 static_assert(int(VKGMM_INTERNAL) == int(Status::internal));
-static_assert(int(VKGMM_F32) == int(DType::f32) && int(VKGMM_F16) == int(DType::f16) &&
-              int(VKGMM_BF16) == int(DType::bf16));
-static_assert(int(VKGMM_Q8_0) == int(DType::q8_0) && int(VKGMM_Q4_0) == int(DType::q4_0) &&
-              int(VKGMM_Q4_K) == int(DType::q4_K) && int(VKGMM_Q6_K) == int(DType::q6_K) &&
-              int(VKGMM_MXFP4) == int(DType::mxfp4));
+// The C dtypes are the C++ ones: both enums are made from VKGMM_DTYPES (vkgmm/vocabulary.h).
 
 vkgmm_status to_c(Status s) noexcept {
   return (s >= Status::ok && s <= Status::internal) ? static_cast<vkgmm_status>(s) : VKGMM_INTERNAL;

@@ -81,7 +81,7 @@ VKGMM_API std::optional<Activation> activation_of_name(const char* name);
 inline constexpr const char* kActivationNames = VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_NAME_) + 2;  // past the first ", "
 #undef VKGMM_ACTIVATION_NAME_
 // Whether `a` is one of the listed activations (an Activation cast from any other number is not).
-constexpr bool known(Activation a) {
+constexpr bool is_known(Activation a) {
 #define VKGMM_ACTIVATION_IS_(name, NAME, value, gated) a == Activation::name ||
   return VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_IS_) false;
 #undef VKGMM_ACTIVATION_IS_

@@ -10,14 +10,23 @@
 #include <string_view>
 
 #include "vkgmm/export.h"
+#include "vkgmm/vocabulary.h"
 
 namespace vkgmm {
 
-// The numeric values are the shaders' (VKGMM_DT_* in shaders/interface.h; the library static_asserts them).
+// Listed once in vkgmm/vocabulary.h (VKGMM_DTYPES), with the C enum and the shaders' VKGMM_DT_*.
 // f32, f16 and bf16 are element types of any operand. The others are GGUF's block formats, byte for byte
 // ggml's block_* structs (docs/contract.md, "Quantized expert weights"), for gmm's rhs only: `block_elements`
 // values along k stored in `block_bytes` bytes.
-enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2, q8_0 = 3, q4_0 = 4, q4_K = 5, q6_K = 6, mxfp4 = 7 };
+#define VKGMM_CPP_DTYPE_(name, NAME, value, values, bytes, ggml) name = value,
+enum class DType : uint32_t { VKGMM_DTYPES(VKGMM_CPP_DTYPE_) };
+#undef VKGMM_CPP_DTYPE_
+// Whether `t` is one of the listed types (a DType cast from any other number is not).
+constexpr bool is_known(DType t) {
+#define VKGMM_DTYPE_IS_(name, NAME, value, values, bytes, ggml) t == DType::name ||
+  return VKGMM_DTYPES(VKGMM_DTYPE_IS_) false;
+#undef VKGMM_DTYPE_IS_
+}
 
 // Bytes of one element; throws Error(invalid_argument) for a block format (see storage_bytes).
 VKGMM_API size_t dtype_size(DType t);

@@ -59,16 +59,11 @@ VKGMM_API const char* vkgmm_version_string(void);
 /* Element types, then GGUF's block formats (gmm's rhs only: expert weights [E_local, n, k] as GGUF stores
  * them, blocks of values along k, byte for byte ggml's block_* structs; docs/quantized-weights.md). The values match
  * the C++ vkgmm::DType. */
-typedef enum vkgmm_dtype {
-  VKGMM_F32 = 0,
-  VKGMM_F16 = 1,
-  VKGMM_BF16 = 2,
-  VKGMM_Q8_0 = 3,  /* 32 values in 34 bytes */
-  VKGMM_Q4_0 = 4,  /* 32 values in 18 bytes */
-  VKGMM_Q4_K = 5,  /* 256 values in 144 bytes */
-  VKGMM_Q6_K = 6,  /* 256 values in 210 bytes */
-  VKGMM_MXFP4 = 7  /* 32 values in 17 bytes */
-} vkgmm_dtype;
+/* VKGMM_F32, VKGMM_F16, VKGMM_BF16, VKGMM_Q8_0, VKGMM_Q4_0, VKGMM_Q4_K, VKGMM_Q6_K, VKGMM_MXFP4: listed with
+ * their block sizes in vkgmm/vocabulary.h (VKGMM_DTYPES). */
+#define VKGMM_C_DTYPE_(name, NAME, value, values, bytes, ggml) VKGMM_##NAME = value,
+typedef enum vkgmm_dtype { VKGMM_DTYPES(VKGMM_C_DTYPE_) } vkgmm_dtype;
+#undef VKGMM_C_DTYPE_
 
 typedef enum vkgmm_schedule {
   VKGMM_SCHEDULE_AUTO = 0,   /* by device type */

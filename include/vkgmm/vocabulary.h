@@ -16,6 +16,16 @@
  *   geglu:      gelu(gate) * up.
  * A new activation is a row here plus its math: shaders/activation.glsl (value and derivatives) and
  * reference/activations.hpp (and the reference backward's derivative, reference/routed_backward.cpp).
+ *
+ * VKGMM_DTYPES(X): the element types, then GGUF's block formats (gmm's rhs only: ggml's block_* structs
+ * byte for byte, blocks of values along k), X(name, NAME, value, values, bytes, ggml), in value order:
+ *   name    vkgmm::DType::name and dtype_name()'s text (parse_dtype also takes NumPy's spellings, and
+ *           the block formats in any case);
+ *   NAME    the C enumerator (VKGMM_NAME) and the shaders' VKGMM_DT_NAME;
+ *   values  values per block (1: an element type), bytes: bytes per block (an element's bytes);
+ *   ggml    the type's number in GGUF files (ggml_type).
+ * A new block format is a row here, its kernel facts in shaders/interface.h (VKGMM_BLOCK_FORMATS), its
+ * fields in shaders/quant.glsl and its quantizer in reference/quant.cpp.
  */
 #ifndef VKGMM_VOCABULARY_H
 #define VKGMM_VOCABULARY_H
@@ -25,5 +35,15 @@
   X(swiglu, SWIGLU, 1, 1)         \
   X(swiglu_oai, SWIGLU_OAI, 2, 1) \
   X(geglu, GEGLU, 3, 1)
+
+#define VKGMM_DTYPES(X)              \
+  X(f32, F32, 0, 1, 4, 0)            \
+  X(f16, F16, 1, 1, 2, 1)            \
+  X(bf16, BF16, 2, 1, 2, 30)         \
+  X(q8_0, Q8_0, 3, 32, 34, 8)        \
+  X(q4_0, Q4_0, 4, 32, 18, 2)        \
+  X(q4_K, Q4_K, 5, 256, 144, 12)     \
+  X(q6_K, Q6_K, 6, 256, 210, 14)     \
+  X(mxfp4, MXFP4, 7, 32, 17, 39)
 
 #endif /* VKGMM_VOCABULARY_H */

@@ -155,7 +155,10 @@ def check_measured(w, doc, out):
     app's buffers got vkgmm's memory type."""
     if not (isinstance(w["timed_calls"], int) and w["timed_calls"] > 0 and w["evictions"] == w["timed_calls"]):
         fail(f"{w['name']}: {w['evictions']} evictions for {w['timed_calls']} timed calls", out)
-    if abs(w["read_fraction"] - w["gbps"] / doc["read_gbps"]) > 1e-3 * w["read_fraction"]:
+    if w["read_fraction"] is None:
+        if w["gbps"] <= doc["read_gbps"] or not any("streaming read" in f for f in w["probe_failures"]):
+            fail(f"{w['name']}: read_fraction is null without a beaten read roof", out)
+    elif abs(w["read_fraction"] - w["gbps"] / doc["read_gbps"]) > 1e-3 * w["read_fraction"]:
         fail(f"{w['name']}: read_fraction is not gbps / read_gbps", out)
     if w.get("app_buffers_gpu_ms_median") is not None:
         if not w["own_memory_flags"] or w["app_memory_flags"] != w["own_memory_flags"]:
