@@ -4,7 +4,7 @@
 // configuration per architecture and ggml-vulkan a warptile per vendor: the subgroup size its matrix
 // units want, the shared schedule's register tile, step and chunks in flight, the matrix schedule's block,
 // and the decode walk's rows. Everything that differs by vendor or architecture is read from the row,
-// nowhere else; host/kernel_choice.hpp's choose_kernel reads it once per plan.
+// nowhere else: host/tiling.cpp's rules, which host/kernel_choice.hpp's choose_kernel applies for a plan.
 #pragma once
 
 #include <cstdint>

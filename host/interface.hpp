@@ -119,7 +119,6 @@ static_assert(sizeof(GmmPush) <= kPushConstantBytes && sizeof(TgmmPush) <= kPush
               sizeof(TopKPush) <= kPushConstantBytes && sizeof(TopKGradPush) <= kPushConstantBytes &&
               sizeof(GradPush) <= kPushConstantBytes);
 
-
 // A specialization constant by id and the name the shader gives it, per module family (the interface
 // test checks both against every built module).
 struct SpecConstant {

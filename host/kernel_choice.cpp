@@ -30,14 +30,13 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
   KernelChoice c;
   c.schedule = gmm_schedule(r.requested, tiling_info, options.schedule, r.groups, !tiling.fixed && !tiling.lookup);
   c.schedule = matrix_or_fallback(c.schedule, r.requested, options.schedule, r.matrix_refusal);
-  c.asked = resolve_tiling(tiling, r.m, r.k, r.n, op_name(r.op), [&] {
+  const Tiling t = resolve_tiling(tiling, r.m, r.k, r.n, op_name(r.op), [&] {
     return gmm_auto_tiling(c.schedule, tiling_info, r.groups, r.rhs_rows_contiguous, r.n, r.halves, r.rhs_blocks);
   });
-  const Tiling& t = c.asked;
   c.shape = c.schedule == Schedule::matrix
                 ? make_matrix_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, info, op_name(r.op), r.halves, r.rhs_blocks)
-                : make_kernel_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, c.schedule, tiling_info, op_name(r.op), r.vec4 ? 4 : 1, 1,
-                                    r.halves, r.k_walk_step);
+                : make_kernel_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, c.schedule, tiling_info, op_name(r.op),
+                                    r.vec4 ? 4 : 1, 1, r.halves, r.k_walk_step);
   return c;
 }
 
@@ -47,9 +46,9 @@ KernelChoice choose_tgmm(const KernelRequest& r, const DeviceInfo& info, const D
   KernelChoice c;
   c.schedule = matrix_or_fallback(resolve_schedule(r.requested, tiling_info, options.schedule), r.requested,
                                   options.schedule, r.matrix_refusal);
-  c.asked = resolve_tiling(tiling_of(r), r.m, r.k, r.n, op_name(r.op),
-                           [&] { return tgmm_auto_tiles(c.schedule, tiling_info, r.lhs_mk, r.n).tiling(); });
-  const TgmmTiles t = TgmmTiles::of(c.asked);
+  const TgmmTiles t = TgmmTiles::of(resolve_tiling(tiling_of(r), r.m, r.k, r.n, op_name(r.op), [&] {
+    return tgmm_auto_tiles(c.schedule, tiling_info, r.lhs_mk, r.n).tiling();
+  }));
   c.shape = c.schedule == Schedule::matrix
                 ? make_matrix_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, info, op_name(r.op), 1, false)
                 : make_kernel_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, c.schedule, tiling_info,

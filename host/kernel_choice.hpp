@@ -1,5 +1,4 @@
-// The one place a gmm or tgmm plan's kernel is chosen: the schedule, the tiling asked and the kernel shape
-// that runs, from the request, the device and the context's options (internal).
+// The one place a gmm or tgmm plan's kernel is chosen: the schedule and the kernel shape that runs, from the request, the device and the context's options (internal).
 //
 // It reads its arguments (the caller's tiling lookup included) and the device class's row
 // (host/device_class.hpp), nothing else of the world, so a test can pin what any device description gets
@@ -49,8 +48,9 @@ struct KernelRequest {
 struct KernelChoice {
   Op op = Op::gmm;
   Schedule schedule = Schedule::automatic;  // the schedule the kernel runs (never automatic)
-  Tiling asked;                             // the tiling asked for, the caller's or the automatic one
-  KernelShape shape;                        // what runs: asked shrunk to the problem and mapped on invocations
+  // What runs: the tiling asked for (the caller's or the automatic one) shrunk to the problem and mapped
+  // on invocations.
+  KernelShape shape;
   // The tiling the plan reports (GmmPlan::tiling, TgmmPlan::tiling): the shape's, as (tm, tk, tn).
   Tiling tiling() const;
 };

@@ -57,9 +57,9 @@ uint32_t round_up4(int64_t x) { return static_cast<uint32_t>((std::max<int64_t>(
 
 RegisterTile shared_register_tile(const DeviceInfo& info) {
   // The device class's tile where its row names one (host/device_class.cpp: CPU drivers 4 x 4, NVIDIA
-  // 8 x 8, Intel's Xe-HPG and Xe2 4 x 8). Else an 8 x 8 tile (64 accumulators, 4 16-byte shared reads per 64 FMAs) where the register
-  // file holds it at 2 waves per SIMD; 8 x 4, then 4 x 4 on smaller files. Two waves is the floor, not
-  // four: on GCN (256 registers per lane), 4 waves leave 64 registers, which hold no more than a 4 x 4
+  // 8 x 8, Intel's Xe-HPG and Xe2 4 x 8). Else an 8 x 8 tile (64 accumulators, 4 16-byte shared reads per
+  // 64 FMAs) where the register file holds it at 2 waves per SIMD; 8 x 4, then 4 x 4 on smaller files. Two
+  // waves is the floor, not four: on GCN (256 registers per lane), 4 waves leave 64 registers, which hold no more than a 4 x 4
   // tile beside the stage's operands and prefetch, and that tile's inner loop stays near 65 % FMAs; an
   // 8 x 8 tile's 64 independent FMAs per K step hide latency within the wave. Devices that do not say get
   // 8 x 8 (they allow 255 registers per invocation or more).
@@ -254,7 +254,8 @@ std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_
 TgmmTiles tgmm_auto_tiles(Schedule schedule, const DeviceInfo& info, bool lhs_mk, int64_t n) {
   // Matrix: gmm's blocks, the group's rows a matrix step at a time.
   const DeviceClass& row = device_class(info);
-  if (schedule == Schedule::matrix) return {/*rows_per_step=*/row.matrix_step, /*block_k=*/row.matrix_rows, /*block_n=*/row.matrix_cols};
+  if (schedule == Schedule::matrix)
+    return {/*rows_per_step=*/row.matrix_step, /*block_k=*/row.matrix_rows, /*block_n=*/row.matrix_cols};
   if (schedule != Schedule::direct) {
     const RegisterTile r = shared_register_tile(info);
     return {/*rows_per_step=*/row.shared_step, /*block_k=*/16 * r.rows, /*block_n=*/16 * r.cols};

@@ -6,7 +6,6 @@
 #include "vkgmm/vkgmm.h"
 #include "vkgmm/ops.hpp"
 
-#include <iterator>
 #include <string>
 
 namespace vkgmm {
@@ -38,8 +37,7 @@ const Sizes* sizes_of(DType t) {
 #define VKGMM_DTYPE_SIZES_(name, NAME, value, values, bytes, ggml) {values, bytes},
   static constexpr Sizes kSizes[] = {VKGMM_DTYPES(VKGMM_DTYPE_SIZES_)};
 #undef VKGMM_DTYPE_SIZES_
-  const uint32_t i = static_cast<uint32_t>(t);
-  return is_known(t) && i < std::size(kSizes) ? &kSizes[i] : nullptr;
+  return is_known(t) ? &kSizes[static_cast<uint32_t>(t)] : nullptr;  // in value order (in_value_order)
 }
 
 }  // namespace
