@@ -8,6 +8,7 @@
 #include "plan_internals.hpp"
 #include "routed_backward.hpp"
 #include "vkgmm/ops.hpp"
+#include "workspace_arena.hpp"
 
 namespace vkgmm {
 
@@ -65,12 +66,14 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
     d_rhs_.emplace(own_workspace ? TgmmPlan(ctx, d_rhs_problem(forward)) : PlanInternals::part_of_another(ctx, d_rhs_problem(forward)));
   if (routed_backward(forward)) {
     routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr,
-                                                     own_workspace);
+                                                     own_workspace ? WorkspaceOwner::self : WorkspaceOwner::composite);
     return;
   }
-  // An app's workspace holds d_lhs's then d_rhs's, each at a binding offset.
-  const VkDeviceSize align = std::max<VkDeviceSize>(ctx.info().min_storage_buffer_offset_alignment, 4);
-  d_rhs_workspace_offset_ = (d_lhs_.workspace_bytes() + align - 1) / align * align;
+  // The workspace holds d_lhs's share, then d_rhs's.
+  WorkspaceArena arena(ctx.info());
+  arena.take(d_lhs_.workspace_bytes());
+  d_rhs_workspace_offset_ = arena.take(d_rhs_ ? d_rhs_->workspace_bytes() : 0).offset;
+  workspace_bytes_ = arena.bytes();
 }
 
 GmmBackwardPlan PlanInternals::part_of_another(Context& ctx, const GmmProblem& forward,
@@ -89,9 +92,7 @@ const TgmmPlan& GmmBackwardPlan::d_rhs_plan() const {
 }
 
 VkDeviceSize GmmBackwardPlan::workspace_bytes() const {
-  if (routed_) return routed_->workspace_bytes();
-  if (!d_rhs_) return d_lhs_.workspace_bytes();
-  return d_rhs_->workspace_bytes() ? d_rhs_workspace_offset_ + d_rhs_->workspace_bytes() : 0;
+  return routed_ ? routed_->workspace_bytes() : workspace_bytes_;
 }
 
 GmmBackwardSizes GmmBackwardPlan::sizes() const {

@@ -13,8 +13,8 @@
 
 namespace vkgmm {
 
-DispatchPlan::DispatchPlan(Context& ctx, Op op) : ctx_(ContextInternals::shared(ctx)), op_(op) {}
-
+DispatchPlan::DispatchPlan(Context& ctx, Op op, WorkspaceOwner owner)
+    : ctx_(ContextInternals::shared(ctx)), op_(op), workspace_owner_(owner) {}
 
 int64_t DispatchPlan::check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
                                     const DeviceGroupSizes& device, DType lhs, DType rhs, DType out) const {
@@ -208,7 +208,7 @@ void DispatchPlan::build(const Launch& l) {
   }
   if (device_meta_) {
     // The plan's own workspace, for operands that bring none.
-    if (!options().compile_only && own_workspace_) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
+    if (!options().compile_only && workspace_owner_ == WorkspaceOwner::self) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
     const ShaderCode code = metadata_shader();
     meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
     // A routed plan's build of another plan's routing (record() with a RoutingSource: the MoE layer's and

@@ -24,6 +24,7 @@
 #include "routing_source.hpp"
 #include "stage.hpp"
 #include "vkgmm/ops.hpp"
+#include "workspace_arena.hpp"
 
 namespace vkgmm {
 
@@ -37,8 +38,11 @@ struct OperandSpec {
 class DispatchPlan {
  public:
   // `constants`: the op's specialization constants beside abi::kCommonConstants (abi::kGmmConstants, ...).
+  // `owner`: whether build() allocates the workspace for operands that bring none, or the plan is a part
+  // of another, whose record() always gives it its region.
   template <size_t N>
-  DispatchPlan(Context& ctx, Op op, const abi::SpecConstant (&constants)[N]) : DispatchPlan(ctx, op) {
+  DispatchPlan(Context& ctx, Op op, const abi::SpecConstant (&constants)[N], WorkspaceOwner owner)
+      : DispatchPlan(ctx, op, owner) {
     kernel_.declare(constants);
   }
 
@@ -150,8 +154,6 @@ class DispatchPlan {
   // ----- what the op's plan forwards -----
   const OperandSizes& sizes() const { return sizes_; }
   VkDeviceSize metadata_bytes() const { return meta_.size(); }
-  // Before build(): the plan is a part of another, which always gives it a workspace (none allocated).
-  void part_of_another() { own_workspace_ = false; }
   VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_.bytes() : 0; }
   const Workspace& workspace_layout() const { return workspace_; }
   // With `given`: also the build that copies that routing (compiled here, so that record() with it cannot
@@ -175,7 +177,7 @@ class DispatchPlan {
   std::vector<PlannedPipeline> pipelines() const;
 
  private:
-  DispatchPlan(Context& ctx, Op op);
+  DispatchPlan(Context& ctx, Op op, WorkspaceOwner owner);
   struct Bound;
   Bound bind(const OperandViews& ops, const RoutingSource* given = nullptr) const;
   // The op's pipeline for b's buffers and offsets (Kernel::variant_for).
@@ -209,7 +211,7 @@ class DispatchPlan {
   VkDeviceSize part_bytes_ = 0;  // > 0: operands are bound in parts of this size (the split layout)
   Kernel kernel_;
   Buffer meta_;
-  bool own_workspace_ = true;
+  WorkspaceOwner workspace_owner_;
   uint32_t grid_[3] = {0, 0, 0};
   PushBlock push_;  // the op's, its operand offsets filled in at record
   bool has_bias_ = false;

@@ -320,7 +320,7 @@ RoutingSource DispatchPlan::routing_source(const BufferView& workspace) const {
 
 BufferView DispatchPlan::workspace_view(const BufferView& given) const {
   if (given.buffer) return {given.buffer, given.offset, workspace_bytes()};
-  if (device_meta_ && !own_workspace_)
+  if (device_meta_ && workspace_owner_ == WorkspaceOwner::composite)
     throw Error(Status::internal, std::string(name()) + ": workspace: a part of another plan was given none");
   return meta_.handle() && device_meta_ ? BufferView{meta_.handle(), 0, workspace_bytes()} : BufferView{};
 }

@@ -23,7 +23,8 @@ struct GmmPlan::State {
   Tiling tiling;
   int64_t num_tiles = 0;
   DispatchPlan core;
-  State(Context& ctx, const GmmProblem& p) : problem(p), core(ctx, Op::gmm, abi::kGmmConstants) {}
+  State(Context& ctx, const GmmProblem& p, WorkspaceOwner owner)
+      : problem(p), core(ctx, Op::gmm, abi::kGmmConstants, owner) {}
 };
 
 namespace {
@@ -107,9 +108,8 @@ KernelChoice choose(const DispatchPlan& core, const GmmProblem& p, const GmmRows
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) : GmmPlan(ctx, p, true) {}
 
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
-  auto st = std::make_shared<State>(ctx, p);
+  auto st = std::make_shared<State>(ctx, p, own_workspace ? WorkspaceOwner::self : WorkspaceOwner::composite);
   DispatchPlan& core = st->core;
-  if (!own_workspace) core.part_of_another();
   const DeviceInfo& info = core.info();
   const char* op = core.name();
   const GmmRows r = validate(core, p);

@@ -14,6 +14,7 @@
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
 #include "stage.hpp"
+#include "workspace_arena.hpp"
 
 namespace vkgmm {
 
@@ -102,10 +103,6 @@ TgmmProblem router_weights_problem(const MoeLayerProblem& p) {
 }
 
 TopKProblem routing_problem(const MoeLayerProblem& p) { return {p.tokens, p.num_experts, p.top_k, p.renormalize}; }
-
-BufferView slice(const BufferView& whole, VkDeviceSize offset, VkDeviceSize bytes) {
-  return {whole.buffer, whole.offset + offset, bytes};
-}
 }  // namespace
 
 struct MoeLayerPlan::State {
@@ -116,12 +113,11 @@ struct MoeLayerPlan::State {
   GmmBackwardPlan down_bw, up_bw;
   TopKBackwardPlan top_k_bw;
   TgmmPlan router_dw;
-  // The workspace, bytes: saved by the forward, then the backward's words, then each plan's share.
-  struct Region {
-    VkDeviceSize offset = 0, bytes = 0;
-  };
+  // The workspace: what the forward saves, each forward plan's share, then the backward's words and each
+  // backward plan's share.
+  using Region = WorkspaceArena::Region;
   Region logits, ids, weights, hidden, d_hidden, d_weights, d_logits, up_ws, down_ws, down_bw_ws, up_bw_ws, router_dx_ws;
-  VkDeviceSize total = 0, align = 4;
+  VkDeviceSize total = 0;
   DeviceInfo info;
   Buffer own;
   Buffer zeros, ones;  // router_dx's ids and weights, [T] each
@@ -139,13 +135,6 @@ struct MoeLayerPlan::State {
         up_bw(PlanInternals::part_of_another(ctx, projection_problem(p, true), GmmBackwardOptions{p.accumulate})),
         top_k_bw(ctx, routing_problem(p)),
         router_dw(ctx, router_weights_problem(p)) {}
-
-  Region take(VkDeviceSize bytes) {
-    const Region r{total, bytes};
-    if (bytes) total = (total + bytes + align - 1) / align * align;
-    return r;
-  }
-  BufferView view(const BufferView& work, const Region& r) const { return slice(work, r.offset, r.bytes); }
 };
 
 namespace {
@@ -159,20 +148,21 @@ MoeLayerPlan::MoeLayerPlan(Context& ctx, const MoeLayerProblem& problem) {
   auto st = std::make_shared<State>(ctx, checked(problem));
   const MoeLayerProblem& p = st->problem;
   st->info = ctx.info();
-  st->align = std::max<VkDeviceSize>(st->info.min_storage_buffer_offset_alignment, 4);
   const VkDeviceSize T = VkDeviceSize(p.tokens), slots = T * VkDeviceSize(p.top_k);
-  st->logits = st->take(T * VkDeviceSize(p.num_experts) * 4);
-  st->ids = st->take(slots * 4);
-  st->weights = st->take(slots * 4);
-  st->hidden = st->take(slots * VkDeviceSize(p.d_ff) * 4);
-  st->up_ws = st->take(st->up.workspace_bytes());
-  st->down_ws = st->take(st->down.workspace_bytes());
-  st->d_hidden = st->take(slots * VkDeviceSize(p.d_ff) * 4);
-  st->d_weights = st->take(slots * 4);
-  st->d_logits = st->take(T * VkDeviceSize(p.num_experts) * 4);
-  st->down_bw_ws = st->take(st->down_bw.workspace_bytes());
-  st->up_bw_ws = st->take(st->up_bw.workspace_bytes());
-  st->router_dx_ws = st->take(st->router_dx.workspace_bytes());
+  WorkspaceArena arena(st->info);
+  st->logits = arena.take(T * VkDeviceSize(p.num_experts) * 4);
+  st->ids = arena.take(slots * 4);
+  st->weights = arena.take(slots * 4);
+  st->hidden = arena.take(slots * VkDeviceSize(p.d_ff) * 4);
+  st->up_ws = arena.take(st->up.workspace_bytes());
+  st->down_ws = arena.take(st->down.workspace_bytes());
+  st->d_hidden = arena.take(slots * VkDeviceSize(p.d_ff) * 4);
+  st->d_weights = arena.take(slots * 4);
+  st->d_logits = arena.take(T * VkDeviceSize(p.num_experts) * 4);
+  st->down_bw_ws = arena.take(st->down_bw.workspace_bytes());
+  st->up_bw_ws = arena.take(st->up_bw.workspace_bytes());
+  st->router_dx_ws = arena.take(st->router_dx.workspace_bytes());
+  st->total = arena.bytes();
   if (st->total) st->own = ctx.create_buffer(st->total);
   {
     // At least one word each: with no tokens the views are still given (and bound), of nothing to read.
@@ -219,17 +209,17 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
   const State& st = *state_;
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info);
-  const BufferView logits = st.view(work, st.logits), ids = st.view(work, st.ids), weights = st.view(work, st.weights);
-  const BufferView hidden = st.view(work, st.hidden);
+  const BufferView logits = st.logits.in(work), ids = st.ids.in(work), weights = st.weights.in(work);
+  const BufferView hidden = st.hidden.in(work);
   GmmOperands r;
   r.lhs = ops.x, r.rhs = ops.router_w, r.out = logits;
   TopKOperands k{logits, ids, weights};
   GmmOperands up;
   up.lhs = ops.x, up.rhs = ops.w_up, up.out = hidden, up.ids = ids, up.bias = ops.b_up;
-  up.workspace = st.view(work, st.up_ws), up.status = ops.status;
+  up.workspace = st.up_ws.in(work), up.status = ops.status;
   GmmOperands down;
   down.lhs = hidden, down.rhs = ops.w_down, down.out = ops.y, down.ids = ids, down.weights = weights;
-  down.bias = ops.b_down, down.workspace = st.view(work, st.down_ws);
+  down.bias = ops.b_down, down.workspace = st.down_ws.in(work);
   if (st.problem.accumulate) down.existing_out = ops.y;
   // Every view checked before anything is recorded. One routing build for the layer: the down projection
   // takes the up projection's order of the slots.
@@ -251,18 +241,18 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   const State& st = *state_;
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info);
-  const BufferView logits = st.view(work, st.logits), ids = st.view(work, st.ids), weights = st.view(work, st.weights);
-  const BufferView hidden = st.view(work, st.hidden), d_hidden = st.view(work, st.d_hidden);
-  const BufferView d_weights = st.view(work, st.d_weights), d_logits = st.view(work, st.d_logits);
+  const BufferView logits = st.logits.in(work), ids = st.ids.in(work), weights = st.weights.in(work);
+  const BufferView hidden = st.hidden.in(work), d_hidden = st.d_hidden.in(work);
+  const BufferView d_weights = st.d_weights.in(work), d_logits = st.d_logits.in(work);
   GmmBackwardOperands down;
-  down.pre_activation = st.down.saved_pre_activation(st.view(work, st.down_ws));
+  down.pre_activation = st.down.saved_pre_activation(st.down_ws.in(work));
   down.lhs = hidden, down.rhs = ops.w_down, down.d_out = g.d_y, down.d_lhs = d_hidden, down.d_rhs = g.d_w_down;
   down.ids = ids, down.weights = weights, down.bias = ops.b_down, down.d_bias = g.d_b_down, down.d_weights = d_weights;
-  down.workspace = st.view(work, st.down_bw_ws), down.status = ops.status;
+  down.workspace = st.down_bw_ws.in(work), down.status = ops.status;
   GmmBackwardOperands up;
-  up.pre_activation = st.up.saved_pre_activation(st.view(work, st.up_ws));
+  up.pre_activation = st.up.saved_pre_activation(st.up_ws.in(work));
   up.lhs = ops.x, up.rhs = ops.w_up, up.d_out = d_hidden, up.d_lhs = g.d_x, up.d_rhs = g.d_w_up;
-  up.ids = ids, up.bias = ops.b_up, up.d_bias = g.d_b_up, up.workspace = st.view(work, st.up_bw_ws);
+  up.ids = ids, up.bias = ops.b_up, up.d_bias = g.d_b_up, up.workspace = st.up_bw_ws.in(work);
   const TopKBackwardOperands k{logits, ids, weights, d_weights, d_logits};
   TgmmOperands dw;
   dw.lhs = ops.x, dw.rhs = d_logits, dw.out = g.d_router_w;
@@ -270,9 +260,9 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   GmmOperands dx;
   dx.lhs = d_logits, dx.rhs = ops.router_w, dx.out = g.d_x, dx.existing_out = g.d_x;
   dx.ids = st.zeros.view(), dx.weights = st.ones.view();
-  dx.workspace = st.view(work, st.router_dx_ws);
+  dx.workspace = st.router_dx_ws.in(work);
   // Both backwards take the forward's routing, saved in the up projection's words: no build of their own.
-  const RoutingSource routing = PlanInternals::routing_source(st.up, st.view(work, st.up_ws));
+  const RoutingSource routing = PlanInternals::routing_source(st.up, st.up_ws.in(work));
   PlanInternals::check_backward(st.down_bw, down, routing);
   PlanInternals::check_backward(st.up_bw, up, routing);
   st.top_k_bw.check(k);

@@ -25,8 +25,6 @@ constexpr const char* kOp = "gmm_backward";
 
 [[noreturn]] void refuse(Status s, const std::string& what) { throw Error(s, std::string(kOp) + ": " + what); }
 
-VkDeviceSize round_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
-
 BufferView sub_view(const BufferView& whole, VkDeviceSize offset, VkDeviceSize bytes) {
   return {whole.buffer, whole.offset + offset, bytes};
 }
@@ -148,7 +146,7 @@ TgmmProblem routed_d_rhs_problem(const GmmProblem& forward) {
 }
 
 RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const GmmBackwardOptions& o,
-                               const GmmPlan& d_lhs, const TgmmPlan* d_rhs, bool owns_workspace)
+                               const GmmPlan& d_lhs, const TgmmPlan* d_rhs, WorkspaceOwner owner)
     : ctx(ContextInternals::shared(context)), forward(routed_form(given)), options(o) {
   const GmmProblem& f = forward;
   const DeviceInfo& info = ctx->dev.info;
@@ -174,33 +172,27 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   // at an aligned offset and bound on its own: d_h per slot, d_h in expert order (first the recomputing
   // forward's discarded output), the gathered lhs rows, then ones and the discarded d_weights when the
   // app asks for none.
-  const VkDeviceSize align = std::max<VkDeviceSize>(info.min_storage_buffer_offset_alignment, 4);
-  VkDeviceSize at = 0;
-  auto take = [&](VkDeviceSize bytes) {
-    const VkDeviceSize start = at;
-    if (bytes) at = round_up(at + bytes, align);
-    return start;
-  };
-  h_ws = take(h ? h->workspace_bytes() : 0);
-  d_lhs_ws = take(d_lhs.workspace_bytes());
-  d_rhs_ws = take(d_rhs ? d_rhs->workspace_bytes() : 0);
-  d_bias_ws = take(d_bias ? d_bias->workspace_bytes() : 0);
+  WorkspaceArena arena(info);
+  h_ws = arena.take(h ? h->workspace_bytes() : 0);
+  d_lhs_ws = arena.take(d_lhs.workspace_bytes());
+  d_rhs_ws = arena.take(d_rhs ? d_rhs->workspace_bytes() : 0);
+  d_bias_ws = arena.take(d_bias ? d_bias->workspace_bytes() : 0);
   const uint64_t n = uint64_t(f.n), k = uint64_t(f.k);
   // Each region is one storage binding, its words indexed in 32 bits.
   auto region = [&](Region& r, uint64_t count, const char* what) {
-    r.bytes = slots ? count * 4 : 0;
-    if (r.bytes > info.max_storage_buffer_range || count >= (uint64_t(1) << 32))
+    const VkDeviceSize bytes = slots ? count * 4 : 0;
+    if (bytes > info.max_storage_buffer_range || count >= (uint64_t(1) << 32))
       refuse(Status::unsupported, std::string("workspace: the routed backward's ") + what + " (" +
-                                      std::to_string(r.bytes) + " bytes) is past what one storage binding addresses "
+                                      std::to_string(bytes) + " bytes) is past what one storage binding addresses "
                                       "on this device (" + std::to_string(info.max_storage_buffer_range) +
                                       " bytes): run fewer tokens per call");
-    r.offset = take(r.bytes);
+    r = arena.take(bytes);
   };
   region(area.d_h, slots * n, "d_h per slot (T * top_k * n f32)");
   region(area.sorted, slots * n, "d_h in expert order (T * top_k * n f32)");
   region(area.gathered, slots * k, "gathered lhs rows (T * top_k * k f32)");
   region(area.small, 2 * slots, "ones and d_weights (T * top_k * 2 f32)");
-  total = at;
+  total = arena.bytes();
   if (h) {
     grad_groups = static_cast<uint32_t>(std::min<uint64_t>(slots, info.max_workgroup_count[0]));
     check_cpu_loop_budget(info, kOp, grad_pass_loops(slots, grad_groups, out_n, k, grad_invocations(info)),
@@ -224,7 +216,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     }
     ctx->log.throw_if_any();
   }
-  if (total && owns_workspace) own_workspace = context.create_buffer(total);
+  if (total && owner == WorkspaceOwner::self) own_workspace = context.create_buffer(total);
 }
 
 GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
@@ -301,11 +293,11 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   check_no_overlap(kOp, ops.pre_activation, {{"d_lhs", ops.d_lhs}, {"d_rhs", ops.d_rhs}, {"d_bias", ops.d_bias},
                                              {"d_weights", ops.d_weights}, {"status", ops.status}}, "pre_activation");
 
-  const BufferView h_view = sub_view(work, area.d_h.offset, area.d_h.bytes);
-  const BufferView sorted_view = sub_view(work, area.sorted.offset, area.sorted.bytes);
-  const BufferView a_view = sub_view(work, area.gathered.offset, area.gathered.bytes);
+  const BufferView h_view = area.d_h.in(work);
+  const BufferView sorted_view = area.sorted.in(work);
+  const BufferView a_view = area.gathered.in(work);
   const BufferView ones_view = sub_view(work, area.small.offset, slots * 4);
-  const BufferView h_work = h ? sub_view(work, h_ws, h->workspace_bytes()) : BufferView{};
+  const BufferView h_work = h_ws.in(work);
   // The slots' order every pass takes: the forward's given one, else h's build (the recomputing forward's,
   // or with a saved pre-activation its routing build alone). The d_lhs gmm copies it, the gradient pass
   // reads its row map and group offsets, the tgmms its counts as their group sizes.
@@ -326,15 +318,15 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   const BufferView pre_view = saved ? ops.pre_activation : h ? h->saved_pre_activation(h_work) : BufferView{};
   TgmmOperands rhs_ops;
   rhs_ops.lhs = a_view, rhs_ops.rhs = sorted_view, rhs_ops.out = ops.d_rhs;
-  if (h) rhs_ops.group_sizes = sizes_view, rhs_ops.workspace = sub_view(work, d_rhs_ws, d_rhs ? d_rhs->workspace_bytes() : 0);
+  if (h) rhs_ops.group_sizes = sizes_view, rhs_ops.workspace = d_rhs_ws.in(work);
   TgmmOperands bias_ops;
   bias_ops.lhs = ones_view, bias_ops.rhs = sorted_view, bias_ops.out = ops.d_bias;
-  if (h && d_bias) bias_ops.group_sizes = sizes_view, bias_ops.workspace = sub_view(work, d_bias_ws, d_bias->workspace_bytes());
+  if (h && d_bias) bias_ops.group_sizes = sizes_view, bias_ops.workspace = d_bias_ws.in(work);
   GmmOperands lhs_ops;
   lhs_ops.lhs = h_view, lhs_ops.rhs = ops.rhs, lhs_ops.out = ops.d_lhs, lhs_ops.ids = ops.ids;
   if (options.accumulate) lhs_ops.existing_out = ops.d_lhs;
   if (!f.routing.lhs_per_slot) lhs_ops.weights = ones_view;
-  lhs_ops.workspace = sub_view(work, d_lhs_ws, d_lhs.workspace_bytes());
+  lhs_ops.workspace = d_lhs_ws.in(work);
   if (!build_h) lhs_ops.status = ops.status;
 
   // Check every pass before recording any, so that a bad view records nothing.
@@ -384,7 +376,7 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   const BoundOperand d_out = bind_operand(c, kOp, "d_out", ops.d_out, f.out_type,
                                           (f.routing.combine ? uint64_t(f.m) : slots) * out_n, 0, true);
   auto bind_region = [&](const Region& r) {
-    return bind_operand(c, kOp, "workspace", sub_view(work, r.offset, r.bytes), DType::f32, r.bytes / 4, 0, false);
+    return bind_operand(c, kOp, "workspace", r.in(work), DType::f32, r.bytes / 4, 0, false);
   };
   const BoundOperand area_b = bind_region(area.small), d_h = bind_region(area.d_h);
   const BoundOperand sorted = bind_region(area.sorted), gathered = bind_region(area.gathered);

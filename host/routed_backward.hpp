@@ -9,6 +9,7 @@
 #include "routing_source.hpp"
 #include "stage.hpp"
 #include "vkgmm/ops.hpp"
+#include "workspace_arena.hpp"
 
 namespace vkgmm {
 
@@ -20,9 +21,9 @@ GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOpti
 TgmmProblem routed_d_rhs_problem(const GmmProblem& forward);
 
 struct RoutedBackward {
-  // owns_workspace false: a part of another plan, which always gives it a workspace (none allocated).
+  // `owner` composite: a part of another plan, which always gives it a workspace (none allocated).
   RoutedBackward(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, const GmmPlan& d_lhs,
-                 const TgmmPlan* d_rhs, bool owns_workspace);
+                 const TgmmPlan* d_rhs, WorkspaceOwner owner);
   GmmBackwardSizes sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const;
   // Checks every view, then (record_it) records the passes with their barriers.
   // `routing`: the forward's order of the slots (its metadata build's words), which every pass then takes
@@ -50,12 +51,11 @@ struct RoutedBackward {
   VkPipeline grad = VK_NULL_HANDLE;       // shaders/routed_grad.comp
   VkPipeline grad_vec4 = VK_NULL_HANDLE;  // the same with VEC4 (rows of whole 4-column groups)
   uint32_t grad_groups = 0;
-  // The workspace, bytes: each plan's share, then the gradient area's regions, each bound on its own
+  // The workspace: each plan's share, then the gradient area's regions, each bound on its own
   // (small: ones [slots], then the discarded d_weights [slots]).
-  struct Region {
-    VkDeviceSize offset = 0, bytes = 0;
-  };
-  VkDeviceSize h_ws = 0, d_lhs_ws = 0, d_rhs_ws = 0, d_bias_ws = 0, total = 0;
+  using Region = WorkspaceArena::Region;
+  Region h_ws, d_lhs_ws, d_rhs_ws, d_bias_ws;
+  VkDeviceSize total = 0;
   struct {
     Region d_h, sorted, gathered, small;
   } area;

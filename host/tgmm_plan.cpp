@@ -50,15 +50,15 @@ struct TgmmPlan::State {
   TgmmProblem problem;
   Tiling tiling;
   DispatchPlan core;
-  State(Context& ctx, const TgmmProblem& p) : problem(p), core(ctx, Op::tgmm, abi::kTgmmConstants) {}
+  State(Context& ctx, const TgmmProblem& p, WorkspaceOwner owner)
+      : problem(p), core(ctx, Op::tgmm, abi::kTgmmConstants, owner) {}
 };
 
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) : TgmmPlan(ctx, p, true) {}
 
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
-  auto st = std::make_shared<State>(ctx, p);
+  auto st = std::make_shared<State>(ctx, p, own_workspace ? WorkspaceOwner::self : WorkspaceOwner::composite);
   DispatchPlan& core = st->core;
-  if (!own_workspace) core.part_of_another();
   const char* op = core.name();
 
   const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
