@@ -134,7 +134,15 @@ TEST_F(DeviceTest, TopKRefusesBadArguments) {
   expect_invalid_argument([&] { plan.check({logits.view(0, 4 * 8 * 4 - 4), ids, weights}); }, "logits");
   expect_invalid_argument([&] { plan.check({logits.view(), out.view(0, 28), weights}); }, "ids");
   expect_invalid_argument([&] { plan.check({logits.view(), ids, {}}); }, "weights");
-  expect_invalid_argument([&] { plan.check({logits.view(), out.view(0, 32), out.view(16, 32)}); }, "overlaps");
+  // Each written operand against every other, each pair once, the earlier written one named first.
+  expect_invalid_argument([&] { plan.check({logits.view(), out.view(0, 32), out.view(16, 32)}); },
+                          "top_k: ids overlaps weights");
+  Buffer both = c.create_buffer(4 * 8 * 4 + 32);
+  expect_invalid_argument([&] { plan.check({both.view(0, 4 * 8 * 4), both.view(4 * 8 * 4 - 4, 32), weights}); },
+                          "top_k: ids overlaps logits");
+  expect_invalid_argument([&] { plan.check({both.view(0, 4 * 8 * 4), ids, both.view(4 * 8 * 4 - 4, 32)}); },
+                          "top_k: weights overlaps logits");
+  EXPECT_EQ(plan.sizes().weights, 4u * 2 * 4);
   expect_invalid_argument([&] { plan.record(VK_NULL_HANDLE, {logits.view(), ids, weights}); }, "command buffer");
   plan.check({logits.view(), ids, weights});
   // No tokens: nothing to run, but the views are still checked.

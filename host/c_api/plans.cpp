@@ -7,6 +7,7 @@
 
 #include "../context_impl.hpp"
 #include "../operand_table.hpp"
+#include "../top_k_operands.hpp"
 #include "c_api.hpp"
 
 using vkgmm::c_api::guarded;
@@ -80,13 +81,12 @@ vkgmm::GmmBackwardOperands backward_ops(const vkgmm_gmm_backward_operands* ops) 
 }
 
 vkgmm::TopKOperands top_k_ops(const vkgmm_top_k_operands* ops) {
-  const vkgmm_top_k_operands o = read_struct(ops, "ops", "vkgmm_top_k_operands");
-  return {view(o.logits), view(o.ids), view(o.weights)};
+  return vkgmm::TokenOperandTable<vkgmm::TopKOperands>::from_c(read_struct(ops, "ops", "vkgmm_top_k_operands"), view);
 }
 
 vkgmm::TopKBackwardOperands top_k_backward_ops(const vkgmm_top_k_backward_operands* ops) {
-  const vkgmm_top_k_backward_operands o = read_struct(ops, "ops", "vkgmm_top_k_backward_operands");
-  return {view(o.logits), view(o.ids), view(o.weights), view(o.d_weights), view(o.d_logits)};
+  return vkgmm::TokenOperandTable<vkgmm::TopKBackwardOperands>::from_c(
+      read_struct(ops, "ops", "vkgmm_top_k_backward_operands"), view);
 }
 
 // The bodies every plan kind shares; the C entry points below only name their types.
