@@ -28,27 +28,18 @@ struct DispatchPlan::Bound {
 DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops, const RoutingSource* given) const {
   const char* op = name();
   options().check_records(op);
-  check_existing_view(op, has_existing_, ops.existing_out, ops.out);
-  // Every given view inside its buffer before the rules between views (binding checks each again).
+  // Which views the plan takes, then every given view inside its buffer, before the rules between views
+  // (binding checks each again).
+  PlanFacts facts;
+  facts.existing = has_existing_, facts.device_metadata = device_meta_.has_value(), facts.routed = routing_.has_value();
+  facts.combine = routing_ && routing_->combine, facts.bias = has_bias_, facts.bias_read = bias_count_ > 0;
+  check_operand_presence(op, ops, facts);
+  check_existing_view(op, ops.existing_out, ops.out);
   for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);
-  auto refuse_given = [&](const char* what, const BufferView& view, const char* why) {
-    if (view.buffer) throw Error(Status::invalid_argument, std::string(op) + ": " + what + ": a view was given but " + why);
-  };
   if (given && !routing_) throw Error(Status::internal, std::string(op) + ": a routing given to an unrouted plan");
-  if (!routing_) {
-    refuse_given("ids", ops.ids, "the problem is not routed (Routing::top_k is 0)");
-    refuse_given("weights", ops.weights, "the problem is not routed (Routing::top_k is 0)");
-  }
-  if (!has_bias_) refuse_given("bias", ops.bias, "the problem has no bias (Epilogue::bias)");
   Bound b;
   VkDescriptorBufferInfo meta{meta_.handle(), 0, meta_.size()};
-  if (device_meta_) {
-    meta = bind_device_metadata(ops, b, given);
-  } else {
-    for (const auto& [what, view] : {std::pair{"group_sizes", ops.group_sizes}, {"workspace", ops.workspace},
-                                     {"status", ops.status}})
-      refuse_given(what, view, "the problem's group sizes are on the host");
-  }
+  if (device_meta_) meta = bind_device_metadata(ops, b, given);
   // The overlap rules over the views as bound: the workspace as far as the plan uses it, or the plan's own.
   OperandViews bound_views = ops;
   if (device_meta_) bound_views.workspace = {meta.buffer, meta.offset, meta.range};
@@ -153,11 +144,6 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
                                                           const RoutingSource* given) const {
   const char* op = name();
   const DeviceMetadata& d = *device_meta_;
-  auto bad = [&](const std::string& what) { throw Error(Status::invalid_argument, std::string(op) + ": " + what); };
-  if (routing_ && ops.group_sizes.buffer)
-    bad("group_sizes: a view was given but the problem is routed by expert ids (the ids give the groups)");
-  if (!routing_ && !ops.group_sizes.buffer)
-    bad("group_sizes: the problem's group sizes are on the device but no view was given");
   const VkDeviceSize workspace_bytes = workspace_.bytes();
   // The workspace is read from its first word by the op's kernel: its offset must be a binding offset.
   check_workspace_view(op, ops.workspace, workspace_bytes, info());
@@ -241,14 +227,6 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b, const Routing
     b.build->before_own |= VK_ACCESS_SHADER_READ_BIT;
   }
   const uint32_t slots = r.tokens * r.top_k;
-  if (!ops.ids.buffer) throw Error(Status::invalid_argument, std::string(op) + ": ids: the problem is routed but no view was given");
-  if (r.combine && !ops.weights.buffer)
-    throw Error(Status::invalid_argument,
-                std::string(op) + ": weights: the problem combines the slots (Routing::combine) but no view was given");
-  if (!r.combine && ops.weights.buffer)
-    throw Error(Status::invalid_argument, std::string(op) +
-                                              ": weights: a view was given but the problem writes every slot's "
-                                              "result (Routing::combine is off)");
   // ids (int32) and weights (f32): words at any 4-byte offset, read by the metadata build's routing
   // prologue at the sizes' and an unused binding. A problem of no tokens reads neither.
   abi::MetadataPush& m = b.build->push.as<abi::MetadataPush>();

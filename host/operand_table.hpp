@@ -1,6 +1,7 @@
-// The operands of every grouped op, written once (internal): their names, which the op writes, and the
-// rules between them. The plan core's views (OperandViews), the names errors give, the overlap checks and
-// the conversions from the public operand structs (C++ and C) all come from this table.
+// The operands of every grouped op, written once (internal): their names, which the op writes, when a
+// problem takes them, and the rules between them. The plan core's views (OperandViews), the names errors
+// give, the presence and overlap checks and the conversions from the public operand structs (C++ and C)
+// all come from this table.
 #pragma once
 
 #include <cstddef>
@@ -11,23 +12,41 @@
 
 namespace vkgmm {
 
-// X(name, written): in binding order for the first four (lhs, rhs, out, existing_out), then the device
-// group sizes' operands, then gmm's routing and epilogue operands. A written operand may overlap no other
-// operand, except existing_out, which may be out itself (check_existing_view).
-#define VKGMM_OPERAND_TABLE(X) \
-  X(lhs, false)                \
-  X(rhs, false)                \
-  X(out, true)                 \
-  X(existing_out, false)       \
-  X(group_sizes, false)        \
-  X(workspace, true)           \
-  X(status, true)              \
-  X(ids, false)                \
-  X(weights, false)            \
-  X(bias, false)
+// X(name, written, when): in binding order for the first four (lhs, rhs, out, existing_out), then the
+// device group sizes' operands, then gmm's routing and epilogue operands. A written operand may overlap no
+// other operand, except existing_out, which may be out itself (check_existing_view). `when` says which
+// problems take it (OperandWhen).
+#define VKGMM_OPERAND_TABLE(X)              \
+  X(lhs, false, bound)                      \
+  X(rhs, false, bound)                      \
+  X(out, true, bound)                       \
+  X(existing_out, false, existing)          \
+  X(group_sizes, false, device_sizes)       \
+  X(workspace, true, device_metadata)       \
+  X(status, true, device_metadata)          \
+  X(ids, false, routed)                     \
+  X(weights, false, combined)               \
+  X(bias, false, bias)
+
+// Which problems take an operand: each given view is checked against the plan (check_operand_presence).
+enum class OperandWhen {
+  bound,            // every problem; a null view of one the kernel reads is refused where it is bound
+  existing,         // exactly the problems with existing_out
+  device_sizes,     // group sizes on the device, unrouted (a routed problem's sizes are the ids' counts)
+  device_metadata,  // group sizes on the device, routed or not; optional (the plan's own otherwise)
+  routed,           // routed by expert ids
+  combined,         // routed, combining each token's slots (Routing::combine)
+  bias,             // an epilogue bias; read where the plan has local experts
+};
+
+// What check_operand_presence asks of the plan.
+struct PlanFacts {
+  bool existing = false, device_metadata = false, routed = false, combine = false, bias = false;
+  bool bias_read = false;  // a bias of at least one element (a shard with no local expert reads none)
+};
 
 enum class OperandId : unsigned {
-#define VKGMM_OPERAND_ID(name, written) name,
+#define VKGMM_OPERAND_ID(name, written, when) name,
   VKGMM_OPERAND_TABLE(VKGMM_OPERAND_ID)
 #undef VKGMM_OPERAND_ID
       count
@@ -37,21 +56,22 @@ constexpr size_t kOperandCount = static_cast<size_t>(OperandId::count);
 struct OperandRow {
   const char* name;
   bool written;
+  OperandWhen when;
 };
 inline constexpr OperandRow kOperandRows[kOperandCount] = {
-#define VKGMM_OPERAND_ROW(name, written) {#name, written},
+#define VKGMM_OPERAND_ROW(name, written, when) {#name, written, OperandWhen::when},
     VKGMM_OPERAND_TABLE(VKGMM_OPERAND_ROW)
 #undef VKGMM_OPERAND_ROW
 };
 
 // Every op's views (GmmOperands and TgmmOperands are subsets of these fields).
 struct OperandViews {
-#define VKGMM_OPERAND_FIELD(name, written) BufferView name;
+#define VKGMM_OPERAND_FIELD(name, written, when) BufferView name;
   VKGMM_OPERAND_TABLE(VKGMM_OPERAND_FIELD)
 #undef VKGMM_OPERAND_FIELD
   const BufferView& operator[](OperandId id) const {
     switch (id) {
-#define VKGMM_OPERAND_CASE(name, written) \
+#define VKGMM_OPERAND_CASE(name, written, when) \
   case OperandId::name:                   \
     return name;
       VKGMM_OPERAND_TABLE(VKGMM_OPERAND_CASE)
@@ -65,7 +85,7 @@ struct OperandViews {
 };
 
 namespace operand_fields {
-#define VKGMM_OPERAND_HAS(name, written)                                                        \
+#define VKGMM_OPERAND_HAS(name, written, when)                                                        \
   template <class T, class = void>                                                              \
   struct has_##name : std::false_type {};                                                       \
   template <class T>                                                                            \
@@ -80,11 +100,11 @@ template <class To, class From, class Convert>
 void copy_operands(To& to, const From& from, Convert convert) {
   // Every view field of `from` is a row of the table: one the table lacks would be dropped silently. The
   // C structs' struct_size is the one other field, smaller than a view.
-#define VKGMM_OPERAND_PRESENT(name, written) +size_t(operand_fields::has_##name<From>::value)
+#define VKGMM_OPERAND_PRESENT(name, written, when) +size_t(operand_fields::has_##name<From>::value)
   constexpr size_t present = 0 VKGMM_OPERAND_TABLE(VKGMM_OPERAND_PRESENT);
 #undef VKGMM_OPERAND_PRESENT
   static_assert(sizeof(From) < (present + 1) * sizeof(BufferView), "an operand field the operand table lacks");
-#define VKGMM_OPERAND_COPY(name, written)                                                       \
+#define VKGMM_OPERAND_COPY(name, written, when)                                                       \
   if constexpr (operand_fields::has_##name<From>::value) {                                      \
     static_assert(operand_fields::has_##name<To>::value, "the target lacks operand " #name);    \
     to.name = convert(from.name);                                                               \
@@ -104,5 +124,9 @@ OperandViews views_of(const Operands& ops) {
 // other, each pair once, the error naming the written one first (of two written ones, the later in the
 // table): "<op>: workspace overlaps out".
 void check_operand_overlaps(const char* op, const OperandViews& views);
+
+// Each row's view given exactly where the plan takes it (OperandWhen): "<op>: <name>: a view was given but
+// <why>" for one it refuses, "<op>: <name>: <why> but no view was given" for one it needs.
+void check_operand_presence(const char* op, const OperandViews& views, const PlanFacts& plan);
 
 }  // namespace vkgmm

@@ -134,11 +134,8 @@ void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, 
                                          " exceeds the device's maxComputeWorkGroupCount: use larger tiles");
 }
 
-void check_existing_view(const char* op, bool expected, const BufferView& existing, const BufferView& out) {
-  const bool given = existing.buffer != VK_NULL_HANDLE;
-  if (expected && !given) bad(op, "existing_out: the problem has existing_out but no view was given");
-  if (!expected && given) bad(op, "existing_out: a view was given but the problem has existing_out = false");
-  if (given && views_overlap(existing, out) && (existing.offset != out.offset))
+void check_existing_view(const char* op, const BufferView& existing, const BufferView& out) {
+  if (existing.buffer && views_overlap(existing, out) && (existing.offset != out.offset))
     bad(op, "existing_out overlaps out without being the same range");
 }
 
@@ -157,6 +154,53 @@ void check_no_overlap(const char* op, const BufferView& out,
                       std::initializer_list<std::pair<const char*, BufferView>> inputs, const char* out_name) {
   for (auto& [name, view] : inputs)
     if (views_overlap(out, view)) bad(op, std::string(out_name) + " overlaps " + name);
+}
+
+namespace {
+enum class Presence { refused, optional, required };
+struct Rule {
+  Presence presence;
+  const char* why = "";
+};
+
+Rule presence_rule(OperandWhen when, const PlanFacts& p) {
+  constexpr const char* host_sizes = "the problem's group sizes are on the host";
+  constexpr const char* unrouted = "the problem is not routed (Routing::top_k is 0)";
+  switch (when) {
+    case OperandWhen::bound:
+      return {Presence::optional};
+    case OperandWhen::existing:
+      return p.existing ? Rule{Presence::required, "the problem has existing_out"}
+                        : Rule{Presence::refused, "the problem has existing_out = false"};
+    case OperandWhen::device_sizes:
+      if (!p.device_metadata) return {Presence::refused, host_sizes};
+      return p.routed ? Rule{Presence::refused, "the problem is routed by expert ids (the ids give the groups)"}
+                      : Rule{Presence::required, "the problem's group sizes are on the device"};
+    case OperandWhen::device_metadata:
+      return p.device_metadata ? Rule{Presence::optional} : Rule{Presence::refused, host_sizes};
+    case OperandWhen::routed:
+      return p.routed ? Rule{Presence::required, "the problem is routed"} : Rule{Presence::refused, unrouted};
+    case OperandWhen::combined:
+      if (!p.routed) return {Presence::refused, unrouted};
+      return p.combine ? Rule{Presence::required, "the problem combines the slots (Routing::combine)"}
+                       : Rule{Presence::refused, "the problem writes every slot's result (Routing::combine is off)"};
+    case OperandWhen::bias:
+      if (!p.bias) return {Presence::refused, "the problem has no bias (Epilogue::bias)"};
+      return p.bias_read ? Rule{Presence::required, "the problem has a bias (Epilogue::bias)"} : Rule{Presence::optional};
+  }
+  return {Presence::optional};
+}
+}  // namespace
+
+void check_operand_presence(const char* op, const OperandViews& views, const PlanFacts& plan) {
+  for (size_t o = 0; o < kOperandCount; ++o) {
+    const Rule rule = presence_rule(kOperandRows[o].when, plan);
+    const bool given = views[OperandId(o)].buffer != VK_NULL_HANDLE;
+    if (given && rule.presence == Presence::refused)
+      bad(op, std::string(kOperandRows[o].name) + ": a view was given but " + rule.why);
+    if (!given && rule.presence == Presence::required)
+      bad(op, std::string(kOperandRows[o].name) + ": " + rule.why + " but no view was given");
+  }
 }
 
 void check_operand_overlaps(const char* op, const OperandViews& views) {

@@ -41,8 +41,9 @@ struct OperandLimit {
 };
 bool check_operand_limits(const char* op, const DeviceInfo& info, std::initializer_list<OperandLimit> operands);
 void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, uint64_t z);
-// existing_out is given exactly when the problem says so, and is either `out` itself or disjoint from it.
-void check_existing_view(const char* op, bool expected, const BufferView& existing, const BufferView& out);
+// existing_out, where given, is either `out` itself or disjoint from it (whether it is given is the
+// operand table's rule, check_operand_presence).
+void check_existing_view(const char* op, const BufferView& existing, const BufferView& out);
 // An app's workspace view (null: the plan's own, not checked): at least `needed` bytes, at an offset a
 // binding may start at (minStorageBufferOffsetAlignment).
 void check_workspace_view(const char* op, const BufferView& workspace, VkDeviceSize needed, const DeviceInfo& info);

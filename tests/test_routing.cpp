@@ -668,6 +668,91 @@ TEST_F(DeviceTest, RoutingPlanErrorsNameTheArgument) {
   refused([](GmmProblem& p) { p.routing = {0, true, false, 0}, p.group_sizes = {8, 8, 0, 0}; }, "routing.lhs_per_slot");
 }
 
+// Each operand is taken exactly where the problem says (the operand table's `when`): a view the plan does
+// not take is refused, naming it and why; one it needs is asked for. Each plan first passes with its own
+// views, so every refusal below is the one change's.
+TEST_F(DeviceTest, GmmTakesEachOperandExactlyWhereTheProblemSaysSo) {
+  Context& c = ctx();
+  std::vector<Buffer> held;
+  auto view = [&](VkDeviceSize bytes) {
+    held.push_back(c.create_buffer(std::max<VkDeviceSize>(bytes, 4)));
+    held.back().upload(std::vector<uint8_t>(held.back().size(), 0).data(), held.back().size());
+    return held.back().view(0, bytes);
+  };
+  auto operands = [&](const GmmPlan& plan) {
+    const GmmProblem& p = plan.problem();
+    GmmOperands ops;
+    ops.lhs = view(plan.sizes().lhs), ops.rhs = view(plan.sizes().rhs), ops.out = view(plan.sizes().out);
+    const VkDeviceSize slots = VkDeviceSize(p.m) * VkDeviceSize(std::max<int64_t>(p.routing.top_k, 1));
+    if (p.routing.top_k) ops.ids = view(slots * 4);
+    if (p.routing.combine) ops.weights = view(slots * 4);
+    if (p.device_group_sizes.count && !p.routing.top_k) ops.group_sizes = view(p.device_group_sizes.count * 4);
+    if (p.epilogue.bias) ops.bias = view(VkDeviceSize(p.num_rhs_groups ? p.num_rhs_groups : 2) * p.n * 4);
+    if (p.existing_out) ops.existing_out = ops.out;
+    return ops;
+  };
+  auto refused = [&](const GmmPlan& plan, const GmmOperands& good, const std::function<void(GmmOperands&)>& edit,
+                     const std::string& message) {
+    SCOPED_TRACE(message);
+    GmmOperands ops = good;
+    edit(ops);
+    expect_invalid_argument([&] { plan.check(ops); }, "gmm: " + message);
+  };
+  const BufferView extra = view(64);
+
+  // Group sizes on the host, no routing, no epilogue: none of the optional views.
+  GmmProblem host;
+  host.m = 16, host.k = 8, host.n = 8, host.group_sizes = {6, 10};
+  const GmmPlan host_plan(c, host);
+  const GmmOperands h = operands(host_plan);
+  host_plan.check(h);
+  const std::string on_host = "a view was given but the problem's group sizes are on the host";
+  refused(host_plan, h, [&](GmmOperands& o) { o.group_sizes = extra; }, "group_sizes: " + on_host);
+  refused(host_plan, h, [&](GmmOperands& o) { o.workspace = extra; }, "workspace: " + on_host);
+  refused(host_plan, h, [&](GmmOperands& o) { o.status = extra; }, "status: " + on_host);
+  const std::string unrouted = "a view was given but the problem is not routed (Routing::top_k is 0)";
+  refused(host_plan, h, [&](GmmOperands& o) { o.ids = extra; }, "ids: " + unrouted);
+  refused(host_plan, h, [&](GmmOperands& o) { o.weights = extra; }, "weights: " + unrouted);
+  refused(host_plan, h, [&](GmmOperands& o) { o.bias = extra; },
+          "bias: a view was given but the problem has no bias (Epilogue::bias)");
+  refused(host_plan, h, [&](GmmOperands& o) { o.existing_out = o.out; },
+          "existing_out: a view was given but the problem has existing_out = false");
+
+  // Group sizes on the device, with existing_out.
+  GmmProblem device = host;
+  device.group_sizes = {}, device.device_group_sizes.count = 2, device.existing_out = true;
+  const GmmPlan device_plan(c, device);
+  const GmmOperands d = operands(device_plan);
+  device_plan.check(d);
+  refused(device_plan, d, [&](GmmOperands& o) { o.group_sizes = {}; },
+          "group_sizes: the problem's group sizes are on the device but no view was given");
+  refused(device_plan, d, [&](GmmOperands& o) { o.existing_out = {}; },
+          "existing_out: the problem has existing_out but no view was given");
+
+  // Routed by ids, each slot's result written, with a bias.
+  GmmProblem routed = good_routed();
+  routed.epilogue.bias = true;
+  const GmmPlan routed_plan(c, routed);
+  const GmmOperands r = operands(routed_plan);
+  routed_plan.check(r);
+  refused(routed_plan, r, [&](GmmOperands& o) { o.ids = {}; }, "ids: the problem is routed but no view was given");
+  refused(routed_plan, r, [&](GmmOperands& o) { o.weights = extra; },
+          "weights: a view was given but the problem writes every slot's result (Routing::combine is off)");
+  refused(routed_plan, r, [&](GmmOperands& o) { o.bias = {}; },
+          "bias: the problem has a bias (Epilogue::bias) but no view was given");
+  refused(routed_plan, r, [&](GmmOperands& o) { o.group_sizes = extra; },
+          "group_sizes: a view was given but the problem is routed by expert ids (the ids give the groups)");
+
+  // Routed, combining each token's slots.
+  GmmProblem combined = good_routed();
+  combined.routing.combine = true;
+  const GmmPlan combined_plan(c, combined);
+  const GmmOperands w = operands(combined_plan);
+  combined_plan.check(w);
+  refused(combined_plan, w, [&](GmmOperands& o) { o.weights = {}; },
+          "weights: the problem combines the slots (Routing::combine) but no view was given");
+}
+
 // A routed or fused forward has no backward in vkgmm: refused, not differentiated as another function.
 // The edges of routing: more local experts than the routing build has invocations (each takes a chunk of
 // the experts' counts), no local expert at all (every slot filled), and no tokens (nothing to compute,
