@@ -38,7 +38,7 @@ layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_GMM_TRANSPOSE_RHS) const bool TRANSPOSE_RHS = false;
 layout(constant_id = VKGMM_ID_USE_SHARED) const bool USE_SHARED = true;
 layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
-// The stage's lengths (stage.glsl), 1 when unused: TM * TK and TK * TN * NH on FMAs; the matrix builds'
+// The stage's lengths (stage.glsl), 1 when unused: TM * TK and TK * TN * HALVES on FMAs; the matrix builds'
 // line-major stage pads each line (and B holds a block format's two parts).
 layout(constant_id = VKGMM_ID_SHARED_A) const uint SHARED_A = 1;
 layout(constant_id = VKGMM_ID_SHARED_B) const uint SHARED_B = 1;
@@ -51,7 +51,7 @@ layout(constant_id = VKGMM_ID_VEC4) const bool VEC4 = false;
 layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
 // Routing by expert ids and the fused epilogue (interface.h, VKGMM_GMM_PUSH): rows gathered and scattered
 // through the row map, weighted, biased, and a gated activation over [gate | up] product columns. GATED, every
-// invocation holds its RN output columns twice, NH = 2 halves of accumulators: the gate's and the up
+// invocation holds its RN output columns twice, HALVES = 2 halves of accumulators: the gate's and the up
 // projection's (product columns c and out_n + c), so both meet in one invocation's registers at the store.
 layout(constant_id = VKGMM_ID_GMM_ROUTED) const bool ROUTED = false;
 layout(constant_id = VKGMM_ID_GMM_WEIGHTED) const bool WEIGHTED = false;
@@ -68,8 +68,8 @@ layout(constant_id = VKGMM_ID_GMM_VEC4_OUT) const bool VEC4_OUT = false;
 layout(constant_id = VKGMM_ID_GMM_K_SLICES) const uint K_SLICES = 1;
 // Routed: each slot's pre-activation saved in the workspace too (interface.h).
 layout(constant_id = VKGMM_ID_GMM_SAVE_PRE) const bool SAVE_PRE = false;
-const uint NH = GATED ? 2u : 1u;
-const uint RNH = RN * NH;  // accumulator columns per row: half h, column j at h * RN + j
+const uint HALVES = GATED ? 2u : 1u;
+const uint ACC_COLS = RN * HALVES;  // accumulator columns per row: half h, column j at h * RN + j
 
 // Offsets are in elements of each operand's type, relative to where its descriptor is bound.
 layout(push_constant) uniform Params { VKGMM_GMM_PUSH(VKGMM_PUSH_FIELD) } pc;
@@ -145,14 +145,14 @@ uint row_of(uint ty, uint i) {
   return ty + i * TY;
 }
 
-// The accumulators of the invocation's RM rows by RNH product columns: acc (half h, column j at
+// The accumulators of the invocation's RM rows by ACC_COLS product columns: acc (half h, column j at
 // h * RN + j) for the scalar direct schedule and the store; the vec4 schedules' acc4 (column group v, 4
-// adjacent columns of half v / VN, of row i at i * VNH + v), copied into acc before the store. Module
+// adjacent columns of half v / VN, of row i at i * ACC4_COLS + v), copied into acc before the store. Module
 // scope, so that each schedule's reduction is a function of its own (gmm_shared.glsl, gmm_direct.glsl).
 const uint VN = (RN + 3) / 4;  // RN is a multiple of 4 there; never 0, even where those schedules are dead
-const uint VNH = VN * NH;
-float acc[RM * RNH];
-vec4 acc4[RM * VNH];
+const uint ACC4_COLS = VN * HALVES;
+float acc[RM * ACC_COLS];
+vec4 acc4[RM * ACC4_COLS];
 
 #include "activation.glsl"
 
@@ -287,8 +287,8 @@ void run_visit(uint visit, uint n_tile) {
   return;
 #endif
 
-  [[unroll]] for (uint e = 0; e < RM * RNH; ++e) acc[e] = 0.0;
-  [[unroll]] for (uint e = 0; e < RM * VNH; ++e) acc4[e] = vec4(0.0);
+  [[unroll]] for (uint e = 0; e < RM * ACC_COLS; ++e) acc[e] = 0.0;
+  [[unroll]] for (uint e = 0; e < RM * ACC4_COLS; ++e) acc4[e] = vec4(0.0);
 
   if (USE_SHARED) reduce_shared(lid, m0, n0, g_local, tx, ty);
   else if (VEC4) reduce_direct4(m0, n0, g_local, tx, ty, slice);
@@ -297,8 +297,8 @@ void run_visit(uint visit, uint n_tile) {
   // Column j of half h is acc4 group h * VN + j / 4 (RN = 4 * VN): the same layout, h * RN + j.
   if (USE_SHARED || VEC4)
     [[unroll]] for (uint i = 0; i < RM; ++i)
-      [[unroll]] for (uint v = 0; v < VNH; ++v)
-        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * RNH + v * 4 + c] = acc4[i * VNH + v][c];
+      [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v)
+        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * ACC_COLS + v * 4 + c] = acc4[i * ACC4_COLS + v][c];
 
   // K_SLICES > 1: the slices' accumulators summed into the first slice's, a tree over the slices (a power
   // of two) through As4, which the direct schedule does not stage in (SHARED_A floats: half the slices'
@@ -307,7 +307,7 @@ void run_visit(uint visit, uint n_tile) {
   // slice. In run_visit itself: glslang's copy of a spec-constant-sized array into a function's parameter
   // does not validate. Uniform control flow: the barriers are reached by every invocation.
   if (K_SLICES > 1u) {
-    const uint E = RM * RNH, W = TX * TY;
+    const uint E = RM * ACC_COLS, W = TX * TY;
     for (uint half_ = K_SLICES / 2u; half_ > 0u; half_ /= 2u) {
       barrier();
       if (slice >= half_ && slice < 2u * half_)
@@ -342,8 +342,8 @@ void run_visit(uint visit, uint n_tile) {
         if (c >= TN || col >= pc.out_n) continue;
         vec4 gate, up;
         [[unroll]] for (uint q = 0; q < 4; ++q) {
-          gate[q] = acc[i * RNH + 4 * v + q];
-          up[q] = acc[i * RNH + (NH - 1u) * RN + 4 * v + q];
+          gate[q] = acc[i * ACC_COLS + 4 * v + q];
+          up[q] = acc[i * ACC_COLS + (HALVES - 1u) * RN + 4 * v + q];
         }
         store_chunk(orow, col, weight, gate, up, g_local);
       }
@@ -353,7 +353,7 @@ void run_visit(uint visit, uint n_tile) {
       uint c = col_of(tx, j);
       uint col = n0 + c;
       if (c >= TN || col >= pc.out_n) continue;
-      store_row_value(orow, col, epilogue(acc[i * RNH + j], acc[i * RNH + (NH - 1u) * RN + j], g_local, col, weight, orow));
+      store_row_value(orow, col, epilogue(acc[i * ACC_COLS + j], acc[i * ACC_COLS + (HALVES - 1u) * RN + j], g_local, col, weight, orow));
     }
   }
   // The visit's rows: from its first row (a group's first row, or tm rows past one) to the group's end.

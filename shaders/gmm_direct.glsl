@@ -13,17 +13,17 @@ struct Walk {
 
 // reduce_direct4's state, at module scope (as acc4) so that its quad of K is a function of its own:
 // glslang's copy of an array sized by a specialization-constant expression into a function's parameter
-// does not validate. The loads' first elements, per tile: lhs's rows, rhs [k, n]'s column groups and
-// rhs [n, k]'s columns (see reduce_direct4). Per step of the block walk: each column's scales (qs), quant
-// words (qw) and q6_K's high bits (qh). Per run of one scale: the partial sums (part) and q4_K's sums of
-// lhs (xsum).
-uint d4_arow[RM];
-uint d4_bcol[VNH];
-uint d4_bcol_t[4 * VNH];
-QStep d4_qs[4 * VNH];
-uint d4_qw[4 * VNH][8], d4_qh[4 * VNH][8];
-vec4 d4_part[RM * VNH];
-float d4_xsum[RM];
+// does not validate. The loads' first elements, per tile: lhs's rows (lhs_row_start), rhs [k, n]'s column
+// groups (rhs_group_start) and rhs [n, k]'s columns (rhs_col_start; see reduce_direct4). Per step of the
+// block walk: each column's scales, quant words and q6_K's high bits. Per run of one scale: the partial
+// sums and q4_K's sums of lhs.
+uint lhs_row_start[RM];
+uint rhs_group_start[ACC4_COLS];
+uint rhs_col_start[4 * ACC4_COLS];
+QStep col_scales[4 * ACC4_COLS];
+uint col_quant_words[4 * ACC4_COLS][8], col_high_bits[4 * ACC4_COLS][8];
+vec4 run_sums[RM * ACC4_COLS];
+float run_lhs_sums[RM];
 
 // Quad s (K values k0 + 4s .. k0 + 4s + 3) of the step at k0: lhs's 4 values per row, rhs's 4 x 4 block per
 // column group, a batch of groups at a time, into acc4, or with runs into part and, at a run's end, part
@@ -31,53 +31,53 @@ float d4_xsum[RM];
 void walk_quad(Walk walk, uint k0, uint s, uint rbase) {
   uint kk = k0 + 4 * s;
   vec4 a[RM];
-  [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(d4_arow[i] + kk);
+  [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(lhs_row_start[i] + kk);
   const bool run_starts = walk.runs && s % walk.run_quads == 0u;
   if (walk.mins)
-    [[unroll]] for (uint i = 0; i < RM; ++i) d4_xsum[i] = (run_starts ? 0.0 : d4_xsum[i]) + ((a[i].x + a[i].y) + (a[i].z + a[i].w));
-  [[unroll]] for (uint v0 = 0; v0 < VNH; v0 += walk.batch) {
-    vec4 b[4 * VNH];  // 4 * batch used: the batch is not a constant expression where glslang sizes arrays
+    [[unroll]] for (uint i = 0; i < RM; ++i) run_lhs_sums[i] = (run_starts ? 0.0 : run_lhs_sums[i]) + ((a[i].x + a[i].y) + (a[i].z + a[i].w));
+  [[unroll]] for (uint v0 = 0; v0 < ACC4_COLS; v0 += walk.batch) {
+    vec4 b[4 * ACC4_COLS];  // 4 * batch used: the batch is not a constant expression where glslang sizes arrays
     [[unroll]] for (uint w = 0; w < walk.batch; ++w) {
       uint v = v0 + w;
       if (TRANSPOSE_RHS) {
         [[unroll]] for (uint c = 0; c < 4; ++c) {
           uint e = 4 * v + c;
-          uint word = d4_qw[e][s % q_run_words(RHS_TYPE)], hi_word = d4_qh[e][s % 8u];
-          vec4 t = walk.runs    ? q_raw4(RHS_TYPE, d4_qs[e], word, hi_word, s)
-                   : walk.steps ? q_step4(RHS_TYPE, d4_qs[e], word, hi_word, s)
-                                : load4_rhs(d4_bcol_t[e] + kk);
+          uint word = col_quant_words[e][s % q_run_words(RHS_TYPE)], hi_word = col_high_bits[e][s % 8u];
+          vec4 t = walk.runs    ? q_raw4(RHS_TYPE, col_scales[e], word, hi_word, s)
+                   : walk.steps ? q_step4(RHS_TYPE, col_scales[e], word, hi_word, s)
+                                : load4_rhs(rhs_col_start[e] + kk);
           [[unroll]] for (uint q = 0; q < 4; ++q) b[q * walk.batch + w][c] = t[q];
         }
       } else {
-        [[unroll]] for (uint q = 0; q < 4; ++q) b[q * walk.batch + w] = load4_rhs(rbase + (kk + q) * pc.n + d4_bcol[v]);
+        [[unroll]] for (uint q = 0; q < 4; ++q) b[q * walk.batch + w] = load4_rhs(rbase + (kk + q) * pc.n + rhs_group_start[v]);
       }
     }
     [[unroll]] for (uint i = 0; i < RM; ++i)
       [[unroll]] for (uint w = 0; w < walk.batch; ++w) {
         uint v = v0 + w;
-        vec4 c = walk.runs ? (run_starts ? vec4(0.0) : d4_part[i * VNH + v]) : acc4[i * VNH + v];
+        vec4 c = walk.runs ? (run_starts ? vec4(0.0) : run_sums[i * ACC4_COLS + v]) : acc4[i * ACC4_COLS + v];
         [[unroll]] for (uint q = 0; q < 4; ++q) c = fma(vec4(a[i][q]), b[q * walk.batch + w], c);
-        if (walk.runs) d4_part[i * VNH + v] = c;
-        else acc4[i * VNH + v] = c;
+        if (walk.runs) run_sums[i * ACC4_COLS + v] = c;
+        else acc4[i * ACC4_COLS + v] = c;
       }
   }
   if (walk.runs && s % walk.run_quads == walk.run_quads - 1u)
-    [[unroll]] for (uint v = 0; v < VNH; ++v) {
+    [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v) {
       uint e = 4 * v;
-      vec4 scale = vec4(q_run_scale(RHS_TYPE, d4_qs[e], s), q_run_scale(RHS_TYPE, d4_qs[e + 1], s),
-                        q_run_scale(RHS_TYPE, d4_qs[e + 2], s), q_run_scale(RHS_TYPE, d4_qs[e + 3], s));
-      vec4 mins = vec4(q_run_min(RHS_TYPE, d4_qs[e], s), q_run_min(RHS_TYPE, d4_qs[e + 1], s),
-                       q_run_min(RHS_TYPE, d4_qs[e + 2], s), q_run_min(RHS_TYPE, d4_qs[e + 3], s));
+      vec4 scale = vec4(q_run_scale(RHS_TYPE, col_scales[e], s), q_run_scale(RHS_TYPE, col_scales[e + 1], s),
+                        q_run_scale(RHS_TYPE, col_scales[e + 2], s), q_run_scale(RHS_TYPE, col_scales[e + 3], s));
+      vec4 mins = vec4(q_run_min(RHS_TYPE, col_scales[e], s), q_run_min(RHS_TYPE, col_scales[e + 1], s),
+                       q_run_min(RHS_TYPE, col_scales[e + 2], s), q_run_min(RHS_TYPE, col_scales[e + 3], s));
       [[unroll]] for (uint i = 0; i < RM; ++i) {
-        vec4 c = fma(scale, d4_part[i * VNH + v], acc4[i * VNH + v]);
-        acc4[i * VNH + v] = walk.mins ? fma(-mins, vec4(d4_xsum[i]), c) : c;
+        vec4 c = fma(scale, run_sums[i * ACC4_COLS + v], acc4[i * ACC4_COLS + v]);
+        acc4[i * ACC4_COLS + v] = walk.mins ? fma(-mins, vec4(run_lhs_sums[i]), c) : c;
       }
     }
 }
 
-// With 4-element loads: one tile's reduction into acc4 (row i, column group v at i * VNH + v).
+// With 4-element loads: one tile's reduction into acc4 (row i, column group v at i * ACC4_COLS + v).
 void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice) {
-  [[unroll]] for (uint i = 0; i < RM; ++i) d4_arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
+  [[unroll]] for (uint i = 0; i < RM; ++i) lhs_row_start[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
   uint rbase = pc.rhs_off + g_local * pc.k * pc.n;
   // Each invocation owns RN/4 groups of 4 adjacent columns (col_of). Per 4 K steps it takes the 4 K
   // rows of a batch of those column groups (VB below) as b[q * VB + w] (q: the K step), then each
@@ -85,12 +85,12 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   // registers, so touch each one once per four K steps. rhs [k, n] gives those rows as vec4s along N
   // directly. rhs [n, k] gives vec4s along K, one per column: 4 of them are the 4 x 4 block transposed,
   // which costs nothing where vectors are held component by component (a CPU driver's SoA registers).
-  // d4_bcol, rhs [k, n]: the group's first column (clamped so the vec4 stays in the row); d4_bcol_t, rhs
+  // rhs_group_start, rhs [k, n]: the group's first column (clamped so the vec4 stays in the row); rhs_col_start, rhs
   // [n, k]: each column's K run (columns past n clamped; never stored).
-  [[unroll]] for (uint v = 0; v < VNH; ++v) {
+  [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v) {
     uint col = product_col(v / VN, n0 + col_of(tx, (v % VN) * 4u));
-    d4_bcol[v] = min(col, pc.n - 4u);
-    [[unroll]] for (uint c = 0; c < 4; ++c) d4_bcol_t[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
+    rhs_group_start[v] = min(col, pc.n - 4u);
+    [[unroll]] for (uint c = 0; c < 4; ++c) rhs_col_start[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
   }
   // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64) at a
   // time, and each column's step (its scales, its quant words) is read once per step into registers and
@@ -112,24 +112,24 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
   const uint run_quads = q_run_quads(RHS_TYPE);
   // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
-  // of every row that use it, so 16 values are live at a time instead of the quad's 16 * VNH, which a
+  // of every row that use it, so 16 values are live at a time instead of the quad's 16 * ACC4_COLS, which a
   // CPU driver spills; measured on lavapipe it is faster than loading every group first on the gmm
   // presets and the block-format decodes. Every group first stays where that measured better: q4_K
   // scaling each value as it decodes it (16 rows per invocation), and rhs [n, k] of an element type,
-  // whose loads are 4 * VNH separate K runs in memory, all in flight together that way.
+  // whose loads are 4 * ACC4_COLS separate K runs in memory, all in flight together that way.
   // Block formats stored [k, n] take one group at a time too, unmeasured (the presets store [n, k]).
-  const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? VNH : 1u;
+  const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? ACC4_COLS : 1u;
   const Walk walk = Walk(WALK_STEPS, WALK_RUNS, WALK_MINS, run_quads, VB);
-  uvec4 qhead[4 * VNH];
+  uvec4 qhead[4 * ACC4_COLS];
   // K slices take every K_SLICES-th step, whole steps (a block format's steps lie in whole blocks).
   for (uint k0 = slice * kstep; k0 < pc.k; k0 += K_SLICES * kstep) {
     // q4_K's head once per super-block of 256 values; a slice's steps are K_SLICES steps apart, so with
     // more than one slice each step may be in a super-block of its own.
     if (WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K && (K_SLICES > 1u || k0 % 256u == 0u))
-      [[unroll]] for (uint e = 0; e < 4 * VNH; ++e) qhead[e] = q4k_head(d4_bcol_t[e] - pc.rhs_off + k0);
+      [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q4k_head(rhs_col_start[e] - pc.rhs_off + k0);
     if (WALK_STEPS)
-      [[unroll]] for (uint e = 0; e < 4 * VNH; ++e)
-        q_step_walk(RHS_TYPE, d4_bcol_t[e] - pc.rhs_off + k0, qhead[e], d4_qs[e], d4_qw[e], d4_qh[e]);
+      [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e)
+        q_step_walk(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + k0, qhead[e], col_scales[e], col_quant_words[e], col_high_bits[e]);
     // One quad of K (walk_quad), in a loop of two shapes. q4_K's 64-value steps where each value is
     // scaled as it is decoded (16 rows per invocation) run their 16 quads as a loop: unrolled, a step
     // (16 x 16 x 16 FMAs and the decoding) is machine code far beyond a CPU's instruction cache; looped,
@@ -144,17 +144,17 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   }
 }
 
-// With scalar loads: into acc (row i, product column j at i * RNH + j).
+// With scalar loads: into acc (row i, product column j at i * ACC_COLS + j).
 void reduce_direct(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice) {
   // Clamped addresses keep every read in bounds; the rows and columns they duplicate are never stored.
-  uint arow[RM], bcol[RNH];
+  uint arow[RM], bcol[ACC_COLS];
   [[unroll]] for (uint i = 0; i < RM; ++i) arow[i] = pc.lhs_off + lhs_row(min(m0 + ty + i * TY, pc.m - 1)) * pc.k;
-  [[unroll]] for (uint j = 0; j < RNH; ++j) bcol[j] = min(product_col(j / RN, n0 + tx + (j % RN) * TX), pc.n - 1);
+  [[unroll]] for (uint j = 0; j < ACC_COLS; ++j) bcol[j] = min(product_col(j / RN, n0 + tx + (j % RN) * TX), pc.n - 1);
   for (uint kk = slice; kk < pc.k; kk += K_SLICES) {
-    float a[RM], b[RNH];
+    float a[RM], b[ACC_COLS];
     [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load_lhs(arow[i] + kk);
-    [[unroll]] for (uint j = 0; j < RNH; ++j) b[j] = load_rhs(rhs_index(g_local, kk, bcol[j]));
+    [[unroll]] for (uint j = 0; j < ACC_COLS; ++j) b[j] = load_rhs(rhs_index(g_local, kk, bcol[j]));
     [[unroll]] for (uint i = 0; i < RM; ++i)
-      [[unroll]] for (uint j = 0; j < RNH; ++j) acc[i * RNH + j] = fma(a[i], b[j], acc[i * RNH + j]);
+      [[unroll]] for (uint j = 0; j < ACC_COLS; ++j) acc[i * ACC_COLS + j] = fma(a[i], b[j], acc[i * ACC_COLS + j]);
   }
 }

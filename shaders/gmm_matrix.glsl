@@ -4,7 +4,7 @@
 #define MT_ROWS TM
 #define MT_COLS TN
 #define MT_STEP TK
-#define MT_HALVES NH
+#define MT_HALVES HALVES
 
 // The visit being stored (matrix_store4 reads it): its first row and column, its group's rows and index.
 uint mt_m0, mt_n0, mt_gstart, mt_gend, mt_g_local;

@@ -2,8 +2,8 @@
 // in shared memory per K step, and each invocation reduces its RM x RN accumulators from there.
 
 // ----- the shared schedule's staging: chunks of 4 elements along each operand's contiguous axis ----------
-// lhs [TM, TK] K-major (stage_kmajor.glsl), TM rows per K step; rhs [TK, TN * NH] as TK x TN*NH/4 chunks
-// along N, stored whole, or transposed (rhs [n, k]) K-major, TN * NH product columns per K step.
+// lhs [TM, TK] K-major (stage_kmajor.glsl), TM rows per K step; rhs [TK, TN * HALVES] as TK x TN*HALVES/4 chunks
+// along N, stored whole, or transposed (rhs [n, k]) K-major, TN * HALVES product columns per K step.
 // Invocation lid takes chunks lid + s * NT: their sources and their places in the stage stay the same
 // from one K step to the next, so both are computed once (a_src / b_src: the chunk's first element at K
 // step 0; a_dst / b_dst) and a step only adds its K offset, the same for the whole workgroup. The next
@@ -15,7 +15,7 @@
 // is the ragged one, starting before K = 0 (its values there are zero), so every later step lies in K.
 const uint NT = TX * TY * K_SLICES;  // the workgroup's invocations
 #include "stage_kmajor.glsl"
-const uint TNH = TN * NH;  // the tile's product columns
+const uint TNH = TN * HALVES;  // the tile's product columns
 const uint A_CHUNKS = TM * TK / 4, B_CHUNKS = TK * TNH / 4;
 const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
 // Every invocation has all its chunks (no check) when the invocations divide them.
@@ -127,7 +127,7 @@ int first_k_step(out uint steps) {
   return int(pc.k) - int(steps * TK);
 }
 
-// One tile's reduction over K: into acc4 (row i, column group v at i * VNH + v), or in the matrix builds
+// One tile's reduction over K: into acc4 (row i, column group v at i * ACC4_COLS + v), or in the matrix builds
 // into the cooperative matrices' accumulators (matrix_tile.glsl's, which the includer zeroes and finishes).
 void reduce_shared(uint lid, uint m0, uint n0, uint g_local, uint tx, uint ty) {
   stage_sources(lid, m0, n0, g_local);
@@ -142,11 +142,11 @@ void reduce_shared(uint lid, uint m0, uint n0, uint g_local, uint tx, uint ty) {
     matrix_step();
 #else
     [[unroll]] for (uint kk = 0; kk < TK; ++kk) {
-      vec4 a[(RM + 3) / 4], b[VNH];  // RM is a multiple of 4 here; never 0 where this branch is dead
+      vec4 a[(RM + 3) / 4], b[ACC4_COLS];  // RM is a multiple of 4 here; never 0 where this branch is dead
       [[unroll]] for (uint u = 0; u < RM / 4; ++u) a[u] = As4[kk * (TM / 4) + u * TY + ty];
-      [[unroll]] for (uint v = 0; v < VNH; ++v) b[v] = Bs4[kk * (TNH / 4) + (v / VN) * (TN / 4) + (v % VN) * TX + tx];
+      [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v) b[v] = Bs4[kk * (TNH / 4) + (v / VN) * (TN / 4) + (v % VN) * TX + tx];
       [[unroll]] for (uint i = 0; i < RM; ++i)
-        [[unroll]] for (uint v = 0; v < VNH; ++v) acc4[i * VNH + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VNH + v]);
+        [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v) acc4[i * ACC4_COLS + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * ACC4_COLS + v]);
     }
 #endif
     barrier();

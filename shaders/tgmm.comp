@@ -97,15 +97,16 @@ uint lhs_index(uint kk, uint row) {
 const uint NT = TX * TY;
 #include "stage_kmajor.glsl"
 const uint A_CHUNKS = TK * TM / 4, B_CHUNKS = TM * TN / 4;
-const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
+// The chunks each invocation copies per K step.
+const uint A_CHUNKS_EACH = (A_CHUNKS + NT - 1) / NT, B_CHUNKS_EACH = (B_CHUNKS + NT - 1) / NT;
 const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
-uint a_src[CA], b_src[CB];
-uint a_dst[CA], b_dst[CB];  // the chunk's first value's place in the stage (stage.glsl)
-bvec4 a_k[CA], b_cols[CB];  // LHS_MK without VEC4_LHS: which of its 4 k values are in the problem; rhs: columns
+uint a_src[A_CHUNKS_EACH], b_src[B_CHUNKS_EACH];
+uint a_dst[A_CHUNKS_EACH], b_dst[B_CHUNKS_EACH];  // the chunk's first value's place in the stage (stage.glsl)
+bvec4 a_k[A_CHUNKS_EACH], b_cols[B_CHUNKS_EACH];  // LHS_MK without VEC4_LHS: which of its 4 k values are in the problem; rhs: columns
 // The chunks in flight, as loaded (dtype.glsl's staged chunks: 16-bit ones packed until stage_store).
 const bool A_PACKED = VEC4_LHS && LHS_MK && LHS_TYPE != DT_F32;
 const bool B_PACKED = VEC4 && RHS_TYPE != DT_F32;
-uvec4 a_next[CA], b_next[CB];
+uvec4 a_next[A_CHUNKS_EACH], b_next[B_CHUNKS_EACH];
 VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4_LHS && LHS_MK)
 VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
 VKGMM_DEFINE_PACKED16_LOAD4(lhs4_packed, lhs)
@@ -121,7 +122,7 @@ uint b_row(uint e) { return e / (TN / 4); }
 // chunks share its first chunk's and lie a constant number of group rows after it: one address, constant
 // offsets (as in gmm.comp).
 void stage_sources(uint lid, uint k0, uint n0) {
-  [[unroll]] for (uint s = 0; s < CA; ++s) {
+  [[unroll]] for (uint s = 0; s < A_CHUNKS_EACH; ++s) {
     uint e = lid + s * NT;
     if (!LHS_MK) {
       if (kmajor_on_first_line(s, TK)) {
@@ -146,7 +147,7 @@ void stage_sources(uint lid, uint k0, uint n0) {
     a_src[s] = pc.lhs_off + a_row(e) * pc.k + (kk < pc.k ? kk : k0);
     a_dst[s] = stage_place((e % (TK / 4)) * 4u, a_row(e), TK);
   }
-  [[unroll]] for (uint s = 0; s < CB; ++s) {
+  [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
     uint e = lid + s * NT;
     if (s > 0 && NT % (TN / 4) == 0) {
       b_cols[s] = b_cols[0];
@@ -164,7 +165,7 @@ void stage_sources(uint lid, uint k0, uint n0) {
 // The chunks of the step from group row r0. The first step (`first`, a constant where it is called) may
 // start before the group: its rows there are zero, never read; every other step lies in the group.
 void stage_load(int r0, uint gstart, const bool first) {
-  [[unroll]] for (uint s = 0; s < CA; ++s) {
+  [[unroll]] for (uint s = 0; s < A_CHUNKS_EACH; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
     int row = r0 + int(a_row(e));
@@ -175,7 +176,7 @@ void stage_load(int r0, uint gstart, const bool first) {
       a_next[s] = lhs4_staged(a_src[s] + uint(r0), kmajor_reads(row, int(gstart), first));
     }
   }
-  [[unroll]] for (uint s = 0; s < CB; ++s) {
+  [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
@@ -185,7 +186,7 @@ void stage_load(int r0, uint gstart, const bool first) {
 }
 
 void stage_store() {
-  [[unroll]] for (uint s = 0; s < CA; ++s) {
+  [[unroll]] for (uint s = 0; s < A_CHUNKS_EACH; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
     vec4 v = staged_values(a_next[s], A_PACKED, LHS_TYPE);
@@ -195,7 +196,7 @@ void stage_store() {
       kmajor_store(false, a_dst[s], TK, v);
     }
   }
-  [[unroll]] for (uint s = 0; s < CB; ++s) {
+  [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     // row e / (TN / 4), columns from (e % (TN / 4)) * 4
     if (B_EVEN || e < B_CHUNKS) stage_put_across(true, b_dst[s], staged_values(b_next[s], B_PACKED, RHS_TYPE));
