@@ -40,7 +40,7 @@ const char kBenchUsage[] =
     "               timed alternately with the routed forward and the sorted path's backward (the slots\n"
     "               in expert order on the host, as moe-grad runs). In --presets ids\n"
     "  FMT-ids-decode, FMT-prefill\n"
-    "               expert weights in GGUF block format FMT (q8_0, q4_0, q4_K, q6_K, mxfp4; rhs [G, n, k],\n"
+    "               expert weights in GGUF block format FMT ({formats}; rhs [G, n, k],\n"
     "               blocks along k): ids-decode with f32 activations, moe-prefill's shape with bf16\n"
     "               activations and out; bf16-prefill is moe-prefill with every operand bf16 (their peer)\n"
     "\n"
@@ -78,7 +78,7 @@ const char kBenchUsage[] =
     "\n"
     "for every workload:\n"
     "  --dtype T        element type of every operand (f32; a preset's own otherwise)\n"
-    "  --rhs-format F   expert weights (rhs) in GGUF block format F: q8_0, q4_0, q4_K, q6_K or mxfp4 (gmm\n"
+    "  --rhs-format F   expert weights (rhs) in GGUF block format F: one of {formats} (gmm\n"
     "                   only; k a multiple of the block, 32 or 256 for q4_K/q6_K). rhs is then [G, n, k]\n"
     "                   (transpose_rhs, as GGUF stores experts): random floats quantized and uploaded as\n"
     "                   raw blocks, checked against the reference on their dequantized values; lhs and out\n"
@@ -145,7 +145,7 @@ const char* metadata_name(Metadata m) {
 
 int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   if (tool::wants_help(argc, argv)) {
-    std::fputs(kBenchUsage, stdout);
+    std::fputs(tool::with_block_formats(kBenchUsage).c_str(), stdout);
     return 1;
   }
   std::vector<std::string> presets;
@@ -192,9 +192,9 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     if (a == "--preset") {
       Workload w;
       if (!make_preset(v, w))
-        return bad("unknown preset (moe-prefill, moe-fine, decode, moe-grad, ids-decode, qwen3-ids-t1, -t8, -t64, "
-                   "-t512, moe-grad-ids, FMT-ids-decode, FMT-prefill with FMT q8_0, q4_0, q4_K, q6_K or mxfp4, "
-                   "bf16-prefill)");
+        return bad(tool::with_block_formats(
+            "unknown preset (moe-prefill, moe-fine, decode, moe-grad, ids-decode, qwen3-ids-t1, -t8, -t64, -t512, "
+            "moe-grad-ids, FMT-ids-decode, FMT-prefill with FMT one of {formats}, bf16-prefill)"));
       if (std::find(presets.begin(), presets.end(), v) == presets.end()) presets.push_back(v);
     } else if (a == "--presets") {
       std::vector<std::string> group;
@@ -254,7 +254,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       if (!dtype || vkgmm::is_quantized(*dtype)) return bad("must be f32, f16 or bf16 (block formats: --rhs-format)");
     } else if (a == "--rhs-format") {
       rhs_format = vkgmm::parse_dtype(v);
-      if (!rhs_format || !vkgmm::is_quantized(*rhs_format)) return bad("must be q8_0, q4_0, q4_K, q6_K or mxfp4");
+      if (!rhs_format || !vkgmm::is_quantized(*rhs_format)) return bad(tool::with_block_formats("must be one of {formats}"));
     } else if (a == "--tiling") {
       if (v == "auto") {
         opts.tiling_mode = TilingMode::cached;

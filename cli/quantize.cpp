@@ -30,12 +30,22 @@ const char kUsage[] =
     "\n"
     "Quantizes expert weights to one of GGUF's block formats, as GGUF stores expert tensors: per expert,\n"
     "n rows of k values, blocks along k.\n"
-    "  --format F   q8_0, q4_0, q4_K, q6_K or mxfp4 (values per block B, bytes per block S:\n"
-    "               q8_0 32/34, q4_0 32/18, q4_K 256/144, q6_K 256/210, mxfp4 32/17)\n"
+    "  --format F   one of {formats} (values per block B, bytes per block S:\n"
+    "               {sizes})\n"
     "  --in W.npy   <f4 [E, n, k] or [n, k] (E = 1); k a multiple of B; finite values\n"
     "  --out Q.npy  written as |u1 [E, n, (k / B) * S]: the rhs of vkgmm run gmm --rhs-format F\n";
 
-constexpr DType kFormats[] = {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4};
+// kUsage with the formats and each one's B/S filled in from the type list.
+std::string usage() {
+  std::string sizes;
+  for (uint32_t v = 0; vkgmm::is_known(DType(v)); ++v)
+    if (vkgmm::is_quantized(DType(v)))
+      sizes += (sizes.empty() ? "" : ", ") + std::string(vkgmm::dtype_name(DType(v))) + " " +
+               std::to_string(vkgmm::block_elements(DType(v))) + "/" + std::to_string(vkgmm::block_bytes(DType(v)));
+  std::string text = tool::with_block_formats(kUsage);
+  text.replace(text.find("{sizes}"), 7, sizes);
+  return text;
+}
 
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string r = "(";
@@ -57,7 +67,7 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) throw UsageError(a + " needs a value");
     *slot = argv[++i];
   }
-  if (!o.format) throw UsageError("--format is required (q8_0, q4_0, q4_K, q6_K or mxfp4)");
+  if (!o.format) throw UsageError(tool::with_block_formats("--format is required (one of {formats})"));
   if (!o.in) throw UsageError("--in is required (an <f4 .npy of shape [E, n, k] or [n, k])");
   if (!o.out) throw UsageError("--out is required");
   return o;
@@ -66,7 +76,7 @@ Options parse(int argc, char** argv) {
 DType parse_format(const std::string& name) {
   const std::optional<DType> t = vkgmm::parse_dtype(name);
   if (!t || !vkgmm::is_quantized(*t))
-    throw UsageError("--format: unknown format '" + name + "' (expected q8_0, q4_0, q4_K, q6_K or mxfp4)");
+    throw UsageError("--format: unknown format '" + name + tool::with_block_formats("' (expected one of {formats})"));
   return *t;
 }
 
@@ -114,7 +124,7 @@ int quantize(const Options& o) {
 
 int quantize_main(int argc, char** argv) {
   if (tool::wants_help(argc, argv)) {
-    std::fputs(kUsage, stdout);
+    std::fputs(usage().c_str(), stdout);
     return 0;
   }
   return exit_status_of([&] { return quantize(parse(argc, argv)); });

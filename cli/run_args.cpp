@@ -192,7 +192,7 @@ Job prepare(const Args& args) {
   if (const std::string* f = args.get("rhs-format")) {
     const auto d = vkgmm::parse_dtype(*f);
     if (!d || !vkgmm::is_quantized(*d))
-      throw UsageError("--rhs-format: expected q8_0, q4_0, q4_K, q6_K or mxfp4, got '" + *f + "'");
+      throw UsageError(tool::with_block_formats("--rhs-format: expected one of {formats}, got '") + *f + "'");
     j.rhs_format = *d;
   }
   check_out_path(*args.get("out"));

@@ -85,6 +85,18 @@ bool is_quantized(DType t) {
   return s && s->values > 1;
 }
 
+const char* block_format_names() {
+  static const std::string names = [] {
+    std::string s;
+#define VKGMM_BLOCK_NAME_(name, NAME, value, values, bytes, ggml) \
+  if (values > 1) s += (s.empty() ? "" : ", ") + std::string(#name);
+    VKGMM_DTYPES(VKGMM_BLOCK_NAME_)
+#undef VKGMM_BLOCK_NAME_
+    return s;
+  }();
+  return names.c_str();
+}
+
 size_t block_elements(DType t) {
   const Sizes* s = sizes_of(t);
   if (!s) unknown_type(t);

@@ -179,6 +179,26 @@ TEST(CDefaults, ActivationsComeFromOneList) {
   EXPECT_EQ(names, "none, swiglu, swiglu_oai, geglu");
 }
 
+// Every spelling of the element types comes from VKGMM_DTYPES: each row's C and C++ values, name (which
+// parses back), block sizes and whether it is a block format agree, and the block formats' list that
+// messages and help print is the rows' own.
+TEST(CDefaults, DTypesComeFromOneList) {
+  std::string blocks;
+#define CHECK_ROW_(name, NAME, value, values, bytes, ggml)                   \
+  EXPECT_EQ(static_cast<uint32_t>(DType::name), uint32_t(value));            \
+  EXPECT_EQ(static_cast<int>(VKGMM_##NAME), value);                          \
+  EXPECT_STREQ(dtype_name(DType::name), #name);                              \
+  EXPECT_EQ(parse_dtype(#name), DType::name);                                \
+  EXPECT_EQ(block_elements(DType::name), size_t(values));                    \
+  EXPECT_EQ(block_bytes(DType::name), size_t(bytes));                        \
+  EXPECT_EQ(is_quantized(DType::name), values > 1);                          \
+  if (values > 1) blocks += std::string(blocks.empty() ? "" : ", ") + #name;
+  VKGMM_DTYPES(CHECK_ROW_)
+#undef CHECK_ROW_
+  EXPECT_EQ(blocks, block_format_names());
+  EXPECT_EQ(blocks, "q8_0, q4_0, q4_K, q6_K, mxfp4");
+}
+
 // The rules of the new fields, under their C names (the C++ checks name the C++ fields).
 TEST(CDefaults, RoutingRulesUnderTheCNames) {
   auto message = [](const vkgmm_gmm_problem& c) -> std::string {

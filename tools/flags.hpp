@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace tool {
@@ -16,5 +17,9 @@ bool wants_help(int argc, char** argv);
 // nothing otherwise. Strict on purpose: "--reps 5x" or "--group-offset ' 1'" is a typo to report, not
 // a number to guess.
 std::optional<int64_t> parse_int(std::string_view text, int64_t lo, int64_t hi);
+
+// `text` (a usage or a message) with every "{formats}" replaced by the block formats' names
+// (vkgmm::block_format_names()), so that no help lists them by hand.
+std::string with_block_formats(std::string text);
 
 }  // namespace tool

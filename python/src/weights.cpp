@@ -21,7 +21,8 @@ using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
 vkgmm::DType block_format(const std::string& name, const char* what) {
   const std::optional<vkgmm::DType> t = vkgmm::parse_dtype(name);
   if (!t || !vkgmm::is_quantized(*t))
-    contract_error(std::string(what) + ": unknown block format '" + name + "' (expected q8_0, q4_0, q4_K, q6_K or mxfp4)");
+    contract_error(std::string(what) + ": unknown block format '" + name + "' (expected one of " +
+                   vkgmm::block_format_names() + ")");
   return *t;
 }
 
@@ -85,6 +86,8 @@ py::tuple read_gguf_tensor(const std::string& path, const std::string& name) {
 }  // namespace
 
 void bind_weights(py::module_& m) {
+  // The block formats' names, in the type list's order (what _dtypes.py accepts).
+  m.def("_block_format_names", [] { return std::string(vkgmm::block_format_names()); });
   m.def("_quantize", &quantize, py::arg("w"), py::arg("format"));
   m.def("_dequantize", &dequantize, py::arg("blocks"), py::arg("format"));
   m.def("_read_gguf_tensor", &read_gguf_tensor, py::arg("path"), py::arg("name"));

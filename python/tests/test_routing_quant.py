@@ -102,3 +102,13 @@ def test_read_gguf(ctx, rng, tmp_path):
     (tmp_path / "bad.gguf").write_bytes(b"GGUF\x02\0\0\0")
     with pytest.raises(ValueError, match="bad.gguf"):
         vkgmm.read_gguf(tmp_path / "bad.gguf", "x")
+
+
+def test_block_format_names_are_the_librarys(ctx):
+    assert vkgmm.BLOCK_FORMATS == ("q8_0", "q4_0", "q4_K", "q6_K", "mxfp4")
+    w = np.zeros((1, 2, 256), np.float32)
+    for fmt in vkgmm.BLOCK_FORMATS:
+        # Any case, the canonical name back.
+        assert vkgmm.quantize(w, fmt.upper()).dtype == fmt
+    with pytest.raises(vkgmm.ContractError, match="one of q8_0, q4_0, q4_K, q6_K, mxfp4"):
+        vkgmm.quantize(w, "q5_K")

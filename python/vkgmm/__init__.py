@@ -17,11 +17,11 @@ from ._context import default_context, set_default_context
 from ._ops import GmmBackwardPlan, GmmPlan, TgmmPlan, gmm, gmm_backward, tgmm
 from ._moe import moe_layer, moe_layer_vjp
 from ._routing import IdsGmmPlan, gmm_ids, gmm_ids_vjp, top_k, top_k_backward
-from ._weights import bf16_bits, dequantize, quantize, read_gguf, to_float32
+from ._weights import BLOCK_FORMATS, bf16_bits, dequantize, quantize, read_gguf, to_float32
 
 __all__ = [
     "Array", "Context", "ContractError", "DeviceError", "default_context", "set_default_context",
     "GmmPlan", "TgmmPlan", "GmmBackwardPlan", "IdsGmmPlan", "gmm", "tgmm", "gmm_backward", "gmm_ids",
     "gmm_ids_vjp", "top_k", "top_k_backward", "moe_layer", "moe_layer_vjp",
-    "quantize", "dequantize", "read_gguf", "to_float32", "bf16_bits",
+    "quantize", "dequantize", "read_gguf", "to_float32", "bf16_bits", "BLOCK_FORMATS",
 ]

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._vkgmm import ContractError
+from ._vkgmm import ContractError, _block_format_names
 
 _FLOAT_NAMES = {"f32": "f32", "float32": "f32", "f16": "f16", "float16": "f16", "bf16": "bf16",
                 "bfloat16": "bf16"}
-_BLOCK_FORMATS = ("q8_0", "q4_0", "q4_k", "q6_k", "mxfp4")
-_CANONICAL_BLOCK = {"q4_k": "q4_K", "q6_k": "q6_K"}
+# The block formats by their canonical names (q4_K), keyed by any case: the library's list.
+_BLOCK_FORMATS = {name.lower(): name for name in _block_format_names().split(", ")}
 
 
 def dtype_name(dtype) -> str:
@@ -23,8 +23,8 @@ def dtype_name(dtype) -> str:
         if key in _FLOAT_NAMES:
             return _FLOAT_NAMES[key]
         if key in _BLOCK_FORMATS:
-            return _CANONICAL_BLOCK.get(key, key)
-        raise ContractError(f"unknown dtype {dtype!r} (expected f32, f16, bf16, q8_0, q4_0, q4_K, q6_K or mxfp4)")
+            return _BLOCK_FORMATS[key]
+        raise ContractError(f"unknown dtype {dtype!r} (expected f32, f16, bf16 or one of {_block_format_names()})")
     try:
         name = np.dtype(dtype).name
     except TypeError:

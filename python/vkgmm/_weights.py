@@ -1,13 +1,16 @@
-"""Quantized expert weights: GGUF's block formats (q8_0, q4_0, q4_K, q6_K, mxfp4), made from floats by the
-library's quantizers or read from a GGUF file, as device Arrays gmm takes as rhs ([experts, n, k],
-blocks along k: GGUF's layout for expert tensors, the transposed one)."""
+"""Quantized expert weights: GGUF's block formats (BLOCK_FORMATS), made from floats by the library's
+quantizers or read from a GGUF file, as device Arrays gmm takes as rhs ([experts, n, k], blocks along k:
+GGUF's layout for expert tensors, the transposed one)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import _context, _dtypes
-from ._vkgmm import Array, _decode16, _dequantize, _encode16, _quantize, _read_gguf_tensor
+from ._vkgmm import Array, _block_format_names, _decode16, _dequantize, _encode16, _quantize, _read_gguf_tensor
+
+# The block formats gmm reads as rhs, by their canonical names ("q8_0", "q4_K", ...), as the library lists them.
+BLOCK_FORMATS: tuple = tuple(_block_format_names().split(", "))
 
 
 def quantize(w, format: str, *, context=None) -> Array:
