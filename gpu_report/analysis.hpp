@@ -7,22 +7,18 @@
 #include <utility>
 #include <vector>
 
-#include "planned_pipeline.hpp"
 #include "executables.hpp"
 #include "isa_mix.hpp"
+#include "vkgmm/plan_pipelines.hpp"
 
 namespace gpu_report {
 
 struct Analysis {
   std::string id;      // "P1", "P2", ... in order of first use
   std::string module;  // the embedded module's name (cmake/shaders.cmake): gmm, gmm_s16, tgmm_split, ...
-  const char* role = "op";
+  std::string role = "op";
   bool split = false;  // the split layout (operands bound in parts: VKGMM_SPLIT modules), else the plain one
-  struct Constant {
-    uint32_t id;
-    std::string name;  // the shader's (shaders/interface.h); "local_size_x" for the workgroup size
-    uint32_t value;
-  };
+  using Constant = vkgmm::internals::PipelineConstant;
   std::vector<Constant> constants;  // every constant the module declares, as the pipeline sets it
   bool statistics = false;  // the driver gave its executables' statistics
   uint32_t wave_size = 0;   // the executable's subgroup size (RADV: 64 for compute unless wave32 is forced)
@@ -45,8 +41,8 @@ struct Analysis {
   bool spilled() const { return spills > 0 || fills > 0 || local_bytes > 0; }
 };
 
-// The module's name, its constants by name, and (when `executables`) the driver's statistics and the
+// The pipeline's module and constants, and (when `executables`) the driver's statistics and the
 // disassembly's main-loop mix.
-Analysis analyse(VkDevice device, const vkgmm::PlannedPipeline& p, bool executables);
+Analysis analyse(VkDevice device, const vkgmm::internals::PlanPipeline& p, bool executables);
 
 }  // namespace gpu_report

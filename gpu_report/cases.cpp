@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <functional>
 
-#include "plan_internals.hpp"
 #include "problems.hpp"
 #include "tiling_text.hpp"
 #include "vkgmm/ops.hpp"
@@ -19,7 +18,7 @@ constexpr int64_t kDecodeRowsPerGroup = 16;
 
 template <class Plan>
 void add_pipelines(Case& c, const std::string& label, const Plan& plan) {
-  for (const vkgmm::PlannedPipeline& p : vkgmm::PlanInternals::pipelines(plan))
+  for (const vkgmm::internals::PlanPipeline& p : vkgmm::internals::plan_pipelines(plan))
     c.pipelines.push_back({label, tool::tiling_text(plan.tiling()), p});
 }
 

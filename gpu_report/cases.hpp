@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "planned_pipeline.hpp"
 #include "vkgmm/context.hpp"
+#include "vkgmm/plan_pipelines.hpp"
 
 namespace gpu_report {
 
@@ -15,7 +15,7 @@ namespace gpu_report {
 struct CasePipeline {
   std::string plan;
   std::string tiling;  // the tiling the plan runs, "tm,tk,tn"
-  vkgmm::PlannedPipeline pipeline;
+  vkgmm::internals::PlanPipeline pipeline;
 };
 
 struct Case {

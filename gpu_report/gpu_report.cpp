@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "context_impl.hpp"
 #include "fail.hpp"
 #include "flags.hpp"
 #include "report.hpp"
@@ -70,7 +69,7 @@ int gpu_report_main(int argc, char** argv) {
     vkgmm::ContextOptions options;
     options.device = device;
     vkgmm::Context ctx = vkgmm::open_compile_only(options);
-    const bool executables = vkgmm::ContextInternals::of(ctx).dev.executable_properties;
+    const bool executables = vkgmm::internals::reads_executable_properties(ctx);
     const gpu_report::Report report = gpu_report::make_report(ctx, executables, only, min_share);
     if (!dump.empty()) gpu_report::dump(report, dump);
     if (json)

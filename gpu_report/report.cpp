@@ -6,8 +6,6 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "interface.hpp"
-#include "shader_modules.hpp"
 
 namespace gpu_report {
 
@@ -29,8 +27,7 @@ void write_file(const std::string& path, const char* data, size_t bytes) {
 
 bool gated(const Case& c, const CasePipeline& p) {
   // The matrix builds' main loops are matrix instructions, not FMAs: the FMA share does not measure them.
-  const bool matrix = p.pipeline.constants.size() > VKGMM_ID_MATRIX_M && p.pipeline.constants[VKGMM_ID_MATRIX_M] != 0;
-  return std::string(p.pipeline.role) == "op" && !c.decode && !c.quantized && !matrix;
+  return p.pipeline.role == "op" && !c.decode && !c.quantized && !p.pipeline.matrix;
 }
 
 Report make_report(vkgmm::Context& ctx, bool executables, const std::string& only, double min_fma_share) {
@@ -73,10 +70,8 @@ Report make_report(vkgmm::Context& ctx, bool executables, const std::string& onl
 }
 
 void dump(const Report& r, const std::string& dir) {
-  for (const vkgmm::EmbeddedModule& m : vkgmm::embedded_op_modules())
-    write_file(dir + "/" + m.name + ".spv", reinterpret_cast<const char*>(m.code.code), m.code.words * 4);
-  for (const auto& [name, code] : {std::pair{"metadata", vkgmm::metadata_shader()}, {"combine", vkgmm::combine_shader()}})
-    write_file(dir + "/" + name + ".spv", reinterpret_cast<const char*>(code.code), code.words * 4);
+  for (const vkgmm::internals::SpirvModule& m : vkgmm::internals::spirv_modules())
+    write_file(dir + "/" + m.name + ".spv", reinterpret_cast<const char*>(m.code), m.words * 4);
   for (const Analysis& a : r.pipelines) write_file(dir + "/" + a.id + ".s", a.disassembly.data(), a.disassembly.size());
 }
 

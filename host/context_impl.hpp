@@ -13,6 +13,7 @@
 #include "tiling_device.hpp"
 #include "validation_log.hpp"
 #include "vkgmm/context.hpp"
+#include "vkgmm/plan_pipelines.hpp"
 
 namespace vkgmm {
 
@@ -46,10 +47,7 @@ struct ContextInternals {
 // Creates the instance and device of a Context vkgmm owns into `im`, with these options (Context's
 // constructor; open_compile_only).
 void open_owned_device(Context::Impl& im, ResolvedOptions options);
-// A Context whose plans compile their pipelines and nothing else (ResolvedOptions::compile_only): no
-// device memory, no submission; for drivers that can compile but not run, such as RADV's null device
-// (RADV_FORCE_FAMILY). Buffers, record() and submit_and_wait() are refused with Status::unsupported.
-Context open_compile_only(const ContextOptions& options);
+// open_compile_only: vkgmm/plan_pipelines.hpp.
 
 // Validation messages that arrive while a Context is destroyed (vkDestroyDevice and vkDestroyInstance
 // report leaked objects) cannot be thrown: they are echoed to stderr and kept process-wide here, where

@@ -1,8 +1,8 @@
 // gmm's part of its plan: the problem's rules, the tiling, the visit list, the constants and push
-// constants. Everything else is the plan core's (dispatch_plan.hpp).
+// constants. Everything else is the plan core's (plan_core.hpp).
 #include <algorithm>
 
-#include "dispatch_plan.hpp"
+#include "plan_core.hpp"
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
 #include "kernel_choice.hpp"
@@ -22,7 +22,7 @@ struct GmmPlan::State {
   GmmProblem problem;
   Tiling tiling;
   int64_t num_tiles = 0;
-  DispatchPlan core;
+  PlanCore core;
   State(Context& ctx, const GmmProblem& p, WorkspaceOwner owner)
       : problem(p), core(ctx, Op::gmm, abi::kGmmConstants, owner) {}
 };
@@ -37,7 +37,7 @@ struct GmmRows {
   int64_t out_n = 0;  // output columns (a gated activation's product has 2 * out_n)
 };
 
-GmmRows validate(const DispatchPlan& core, const GmmProblem& p) {
+GmmRows validate(const PlanCore& core, const GmmProblem& p) {
   const char* op = core.name();
   GmmRows r;
   // Routed by expert ids, the kernel's rows are the T * top_k slots in expert order (the routing build's
@@ -82,8 +82,8 @@ GmmRows validate(const DispatchPlan& core, const GmmProblem& p) {
 // the device, to the expected rows of each: routed, their distribution; else the hint, else the rows
 // spread evenly). The direct schedule's K step, which its K slices take whole: a block format's walk along
 // K (rhs [n, k]), else 4 elements. Both schedules load 4 elements at a time where `vec4`.
-KernelChoice choose(const DispatchPlan& core, const GmmProblem& p, const GmmRows& r,
-                    const DispatchPlan::OperandLayout& layout, bool vec4) {
+KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
+                    const PlanCore::OperandLayout& layout, bool vec4) {
   std::vector<int32_t> expected;
   if (r.routed) {
     // Without num_experts, the window is taken as all the experts.
@@ -109,7 +109,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) : GmmPlan(ctx, p, true) {}
 
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   auto st = std::make_shared<State>(ctx, p, own_workspace ? WorkspaceOwner::self : WorkspaceOwner::composite);
-  DispatchPlan& core = st->core;
+  PlanCore& core = st->core;
   const DeviceInfo& info = core.info();
   const char* op = core.name();
   const GmmRows r = validate(core, p);
@@ -117,7 +117,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   const bool routed = r.routed;
   const int64_t rows = r.rows, out_n = r.out_n;
 
-  DispatchPlan::Launch launch;
+  PlanCore::Launch launch;
   // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
   const int64_t out_rows = routed && route.combine ? p.m : rows;
@@ -125,7 +125,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   launch.rhs = {p.rhs_type, uint64_t(r.g_local) * p.k * p.n};
   launch.out = {p.out_type, uint64_t(out_rows) * out_n};
   launch.existing_out = p.existing_out;
-  const DispatchPlan::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
+  const PlanCore::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
   if (p.epilogue.bias) {
     launch.bias = uint64_t(r.g_local) * p.n;
     core.check_bias(*launch.bias);
@@ -178,15 +178,15 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     push.num_visits = rows > 0 ? static_cast<uint32_t>((rows + tm - 1) / tm + r.g_local + 2) : 0;
     launch.grid_choice =
         core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
-    const DispatchPlan::DeviceMetadata d{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local), uint32_t(rows),
+    const PlanCore::DeviceMetadata d{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local), uint32_t(rows),
                                          uint32_t(tm), push.fill_rows, push.num_visits, true};
-    std::optional<DispatchPlan::Routing> routing;
+    std::optional<PlanCore::Routing> routing;
     if (routed)
-      routing = DispatchPlan::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
+      routing = PlanCore::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
                                       uint32_t(r.g_local), uint32_t(route.num_experts), uint32_t(out_n),
                                       route.combine, fused_combine ? uint32_t(tiles_n) : 0u,
                                       p.epilogue.save_pre_activation ? uint32_t(p.n) : 0u};
-    const DispatchPlan::Workspace& words = core.use_device_metadata(launch, d, routing);
+    const PlanCore::Workspace& words = core.use_device_metadata(launch, d, routing);
     // The persistent grid loops over the real visits only, their count read where the build wrote it.
     if (launch.grid_choice.persistent) push.visit_count_off = static_cast<uint32_t>(words.visit_count);
     if (routed) {
@@ -230,9 +230,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
         // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
         {VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0},
     };
-    launch.loads.vec4_out_id = VKGMM_ID_GMM_VEC4_OUT;
-    launch.loads.vec4_needs_lhs = true;
-    launch.loads.rhs_any_offset = is_quantized(p.rhs_type);
+    launch.alignment.vec4_out_id = VKGMM_ID_GMM_VEC4_OUT;
+    launch.alignment.vec4_needs_lhs = true;
+    launch.alignment.rhs_any_offset = is_quantized(p.rhs_type);
   }
   core.build(launch);
   state_ = std::move(st);

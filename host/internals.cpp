@@ -1,10 +1,16 @@
 // vkgmm/internals.hpp: the narrow door vkgmm's own programs use into a Context's parts.
 #include "vkgmm/internals.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <optional>
 #include <stdexcept>
 
 #include "context_impl.hpp"
+#include "interface.hpp"
 #include "operands.hpp"
+#include "shader_modules.hpp"
+#include "tiling.hpp"
 
 namespace vkgmm::internals {
 
@@ -24,12 +30,57 @@ VkPipeline pipeline(const Context& ctx, const uint32_t* code, size_t words, cons
   return ContextInternals::of(ctx).pipeline(code, words, constants);
 }
 
+static_assert(kPlainBindings == vkgmm::kNumBindings);
+static_assert(internals::kCpuLoopIterations == vkgmm::kCpuLoopIterations);
+static_assert(sizeof(FmaCeilingPush) == sizeof(abi::CeilingPush) && offsetof(FmaCeilingPush, seed) == offsetof(abi::CeilingPush, seed));
+static_assert(sizeof(ReadCeilingPush) == sizeof(abi::ReadPush) && offsetof(ReadCeilingPush, first) == offsetof(abi::ReadPush, first) &&
+              offsetof(ReadCeilingPush, count) == offsetof(abi::ReadPush, count) &&
+              offsetof(ReadCeilingPush, out_off) == offsetof(abi::ReadPush, out_off));
+
 void bind_and_push(const Context& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
-                   uint32_t count, const void* push, uint32_t push_bytes) {
+                   uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels) {
   // pipeline() makes plain-layout pipelines only: any other count would not match their layout.
   if (count != kNumBindings) throw std::logic_error("vkgmm::internals::bind_and_push: the plain layout has " +
                                                     std::to_string(kNumBindings) + " bindings");
-  vkgmm::bind_and_push(ContextInternals::of(ctx), cb, pipeline, infos, count, push, push_bytes);
+  vkgmm::bind_and_push(ContextInternals::of(ctx), cb, pipeline, infos, count, push, push_bytes, texels);
 }
+
+VkPipeline fma_ceiling_pipeline(const Context& ctx, uint32_t invocations, uint32_t iterations, uint32_t chains) {
+  const ShaderCode code = fma_ceiling_shader();
+  std::vector<uint32_t> constants(std::max({VKGMM_ID_INVOCATIONS, VKGMM_ID_CEILING_ITERS, VKGMM_ID_CEILING_CHAINS}) + 1);
+  constants[VKGMM_ID_INVOCATIONS] = invocations;
+  constants[VKGMM_ID_CEILING_ITERS] = iterations;
+  constants[VKGMM_ID_CEILING_CHAINS] = chains;
+  return ContextInternals::of(ctx).pipeline(code.code, code.words, constants);
+}
+
+namespace {
+// Whether the device runs subgroup arithmetic in compute shaders (the read probe's reduction).
+bool subgroup_arithmetic(VkPhysicalDevice physical) {
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &sub;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  return (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+         (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+}
+}  // namespace
+
+VkPipeline read_ceiling_pipeline(const Context& ctx, bool texel, uint32_t invocations) {
+  Context::Impl& im = ContextInternals::of(ctx);
+  const ShaderCode code = read_ceiling_shader(texel, subgroup_arithmetic(im.dev.physical));
+  std::vector<uint32_t> constants(VKGMM_ID_INVOCATIONS + 1);
+  constants[VKGMM_ID_INVOCATIONS] = invocations;
+  return im.pipeline(code.code, code.words, constants);
+}
+
+VkBufferView texel_view(const Context& ctx, const Buffer& buffer) {
+  const std::optional<OwnBuffer> own = ContextInternals::of(ctx).buffers.find(buffer.handle());
+  return own ? own->texel_views[0] : VK_NULL_HANDLE;
+}
+
+VkPhysicalDevice physical_device(const Context& ctx) { return ContextInternals::of(ctx).dev.physical; }
+
+void throw_validation_messages(const Context& ctx) { ContextInternals::of(ctx).log.throw_if_any(); }
 
 }  // namespace vkgmm::internals

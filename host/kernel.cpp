@@ -82,7 +82,7 @@ void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes, bool every_vari
     if (texel && !texel_code.code) continue;
     for (uint32_t misaligned = 0; misaligned < 8; ++misaligned) {
       const uint32_t lhs = misaligned & 1, rhs = (misaligned >> 1) & 1, out = (misaligned >> 2) & 1;
-      if (rhs && loads.rhs_any_offset) continue;  // never a separate variant
+      if (rhs && alignment.rhs_any_offset) continue;  // never a separate variant
       Variant v;
       try {
         v = variant_for(lhs, rhs, out, texel);
@@ -95,13 +95,13 @@ void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes, bool every_vari
 }
 
 Kernel::Variant Kernel::variant_for(uint32_t lhs_offset, uint32_t rhs_offset, uint32_t out_offset, bool texel) const {
-  const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = loads.rhs_any_offset || rhs_offset % 4 == 0;
+  const bool lhs_ok = lhs_offset % 4 == 0, rhs_ok = alignment.rhs_any_offset || rhs_offset % 4 == 0;
   const bool parts = split && !texel;  // the split build: its loads are words (kernel.hpp, texel_unsplit)
-  const bool loads_off = on(VKGMM_ID_VEC4) && (parts || !rhs_ok || (loads.vec4_needs_lhs && !lhs_ok));
-  const bool lhs_loads_off = on(loads.vec4_lhs_id) && (loads_off || (!lhs_ok && !loads.vec4_lhs_any_offset));
+  const bool loads_off = on(VKGMM_ID_VEC4) && (parts || !rhs_ok || (alignment.vec4_needs_lhs && !lhs_ok));
+  const bool lhs_loads_off = on(alignment.vec4_lhs_id) && (loads_off || (!lhs_ok && !alignment.vec4_lhs_any_offset));
   // The stores' groups of 4 columns are the 4-element loads' (or the shared schedule's): off with them.
-  const bool stores_off = on(loads.vec4_out_id) && (out_offset % 4 != 0 || (loads_off && !on(VKGMM_ID_USE_SHARED)));
-  if (loads_off && !loads.scalar_loads_refusal.empty()) throw Error(Status::unsupported, loads.scalar_loads_refusal);
+  const bool stores_off = on(alignment.vec4_out_id) && (out_offset % 4 != 0 || (loads_off && !on(VKGMM_ID_USE_SHARED)));
+  if (loads_off && !alignment.scalar_loads_refusal.empty()) throw Error(Status::unsupported, alignment.scalar_loads_refusal);
   Variant v;
   v.texel = texel;
   v.off = uint8_t((loads_off ? kLoadsOff : 0) | (lhs_loads_off ? kLhsLoadsOff : 0) | (stores_off ? kStoresOff : 0));
@@ -111,8 +111,8 @@ Kernel::Variant Kernel::variant_for(uint32_t lhs_offset, uint32_t rhs_offset, ui
 std::vector<uint32_t> Kernel::constants_for(uint8_t off) const {
   std::vector<uint32_t> c = constants;
   if (off & kLoadsOff) c[VKGMM_ID_VEC4] = 0;
-  if (off & kLhsLoadsOff) c[loads.vec4_lhs_id] = 0;
-  if (off & kStoresOff) c[loads.vec4_out_id] = 0;
+  if (off & kLhsLoadsOff) c[alignment.vec4_lhs_id] = 0;
+  if (off & kStoresOff) c[alignment.vec4_out_id] = 0;
   return c;
 }
 

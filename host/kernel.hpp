@@ -14,7 +14,7 @@ namespace vkgmm {
 
 // Which offsets the kernel's 4-element loads and stores need, for the scalar variants record() takes
 // where a view's offset is not a multiple of 4 elements.
-struct KernelLoads {
+struct VectorAlignment {
   // VKGMM_ID_VEC4 needs rhs's offset, and with vec4_needs_lhs also lhs's, a multiple of 4 elements; an
   // optional second switch (vec4_lhs_id, needs VEC4 on) needs lhs's aligned unless vec4_lhs_any_offset
   // (the shader aligns its own loads).
@@ -37,7 +37,7 @@ struct Kernel {
   size_t declared_count = 0;
   std::vector<uint32_t> constants;  // constants[id] is constant_id id (ids not declared stay 0, ignored)
   std::vector<bool> is_set;         // by id: set() was called (create() refuses a declared id left unset)
-  KernelLoads loads;
+  VectorAlignment alignment;
   bool split = false;               // the module and layout bind operands in parts
   // Split only because lhs or rhs passes one binding: the texel build reads them whole through the views
   // of vkgmm's buffers in the plain layout (its constants are the plan's); the split build serves other
@@ -69,7 +69,7 @@ struct Kernel {
     uint8_t off = 0;     // Vec4Off bits
   };
   // The variant these operand offsets (in elements, as pushed) take; throws Error(unsupported) with
-  // loads.scalar_loads_refusal where they need scalar loads that the plan cannot run.
+  // alignment.scalar_loads_refusal where they need scalar loads that the plan cannot run.
   Variant variant_for(uint32_t lhs_offset, uint32_t rhs_offset, uint32_t out_offset, bool texel) const;
   // Sets PART_SHIFT for split kernels and compiles the pipeline vkgmm's own buffers take at aligned
   // offsets; with `every_variant`, also each other one variant_for can return, so that record() never

@@ -4,8 +4,8 @@
 
 namespace vkgmm {
 
-std::string matrix_refusal(const DispatchPlan& core, DType lhs, DType rhs, bool rhs_blocks,
-                           const DispatchPlan::OperandLayout& layout) {
+std::string matrix_refusal(const PlanCore& core, DType lhs, DType rhs, bool rhs_blocks,
+                           const PlanCore::OperandLayout& layout) {
   const DeviceInfo& info = core.info();
   const std::string why = std::string(core.name()) + ": schedule matrix: ";
   if (info.matrix_extension.empty())

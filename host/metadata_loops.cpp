@@ -21,7 +21,7 @@ struct Terms {
   uint64_t groups = 0, rows = 0, slots = 0, rest = 0;
 };
 
-Terms build_terms(const DispatchPlan::DeviceMetadata& d, const DispatchPlan::Routing* r) {
+Terms build_terms(const PlanCore::DeviceMetadata& d, const PlanCore::Routing* r) {
   Terms t;
   // The fused combine's tile counters zeroed, a lane's share.
   t.rest += loop(up(r ? r->fused_tiles : 0, kLanes));
@@ -53,7 +53,7 @@ Terms build_terms(const DispatchPlan::DeviceMetadata& d, const DispatchPlan::Rou
 
 }  // namespace
 
-LoopCount metadata_build_loops(const DispatchPlan::DeviceMetadata& d, const DispatchPlan::Routing* r) {
+LoopCount metadata_build_loops(const PlanCore::DeviceMetadata& d, const PlanCore::Routing* r) {
   const Terms t = build_terms(d, r);
   LoopCount c;
   c.iterations = t.groups + t.rows + t.slots + t.rest;
@@ -73,7 +73,7 @@ LoopCount metadata_build_loops(const DispatchPlan::DeviceMetadata& d, const Disp
   return c;
 }
 
-LoopCount combine_loops(const DispatchPlan::Routing& r, uint32_t columns) {
+LoopCount combine_loops(const PlanCore::Routing& r, uint32_t columns) {
   // An invocation's columns, each a sum over the token's top_k slots.
   const uint64_t trips = up(r.out_n, uint64_t(columns) * VKGMM_COMBINE_INVOCATIONS);
   return {loop(trips) + trips * loop(r.top_k), "top_k = " + std::to_string(r.top_k) + " slots per token",

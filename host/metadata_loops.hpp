@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dispatch_plan.hpp"
+#include "plan_core.hpp"
 
 namespace vkgmm {
 
@@ -19,10 +19,10 @@ struct LoopCount {
 
 // The metadata build's busiest invocation (shaders/metadata.comp, with routing shaders/routing.glsl):
 // invocation 0, which takes a full chunk of every chunked loop and runs the scans. `routing` may be null.
-LoopCount metadata_build_loops(const DispatchPlan::DeviceMetadata& d, const DispatchPlan::Routing* routing);
+LoopCount metadata_build_loops(const PlanCore::DeviceMetadata& d, const PlanCore::Routing* routing);
 
 // The combine's (shaders/combine.comp): each invocation's columns, `columns` workgroups of
 // VKGMM_COMBINE_INVOCATIONS apart, each summing top_k slots.
-LoopCount combine_loops(const DispatchPlan::Routing& r, uint32_t columns);
+LoopCount combine_loops(const PlanCore::Routing& r, uint32_t columns);
 
 }  // namespace vkgmm

@@ -13,7 +13,7 @@
 #include "operands.hpp"
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
-#include "stage.hpp"
+#include "dispatch.hpp"
 #include "workspace_arena.hpp"
 
 namespace vkgmm {

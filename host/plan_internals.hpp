@@ -20,7 +20,7 @@ struct PlanInternals {
   static GmmBackwardPlan part_of_another(Context& ctx, const GmmProblem& forward,
                                          const GmmBackwardOptions& options);         // host/backward.cpp
   // The pipelines record() binds, in dispatch order, then the build a given routing binds instead of the
-  // plan's own (DispatchPlan::pipelines).
+  // plan's own (PlanCore::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp
   // Records only a routed plan's routing build (and its barrier): the row map and counts another pass

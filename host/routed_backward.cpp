@@ -15,7 +15,7 @@
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
 #include "shader_modules.hpp"
-#include "stage.hpp"
+#include "dispatch.hpp"
 #include "tiling.hpp"
 
 namespace vkgmm {
@@ -335,7 +335,7 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   if (d_rhs) d_rhs->check(rhs_ops);
   if (d_bias && ops.d_bias.buffer) d_bias->check(bias_ops);
   if (h) PlanInternals::check_routed_from(d_lhs, lhs_ops, routing);
-  Stage grad_stage;
+  Dispatch grad_stage;
   if (h) grad_stage = bind_grad(ops, work, routing, pre_view);
   if (!record_it) return;
 
@@ -367,7 +367,7 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   PlanInternals::record_routed_from(d_lhs, cb, lhs_ops, routing);
 }
 
-Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const RoutingSource& routing,
+Dispatch RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const RoutingSource& routing,
                                 const BufferView& pre_view) const {
   const GmmProblem& f = forward;
   const Context::Impl& c = *ctx;
@@ -383,7 +383,7 @@ Stage RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferView
   const BoundOperand route =
       bind_operand(c, kOp, "workspace", routing.words, DType::f32, routing.words.size / 4, 0, false);
   const BoundOperand pre = bind_operand(c, kOp, "pre_activation", pre_view, DType::f32, slots * uint64_t(f.n), 0, false);
-  Stage s;
+  Dispatch s;
   // The split layout: every binding valid, the pre-activation's past the plain six.
   std::fill(std::begin(s.infos), std::end(s.infos), area_b.info);
   s.count = kNumSplitBindings;

@@ -7,7 +7,7 @@
 
 #include "context_impl.hpp"
 #include "routing_source.hpp"
-#include "stage.hpp"
+#include "dispatch.hpp"
 #include "vkgmm/ops.hpp"
 #include "workspace_arena.hpp"
 
@@ -39,7 +39,7 @@ struct RoutedBackward {
  private:
   void record_routed(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
                      bool record_it, const RoutingSource* given) const;
-  Stage bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const RoutingSource& routing,
+  Dispatch bind_grad(const GmmBackwardOperands& ops, const BufferView& work, const RoutingSource& routing,
                   const BufferView& pre_view) const;
 
   std::shared_ptr<Context::Impl> ctx;

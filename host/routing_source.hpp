@@ -11,7 +11,7 @@ namespace vkgmm {
 // The words a routed gmm's metadata build wrote for its ids: `words` is its workspace from word 0 (the
 // group offsets, G_local + 1 of them) to the end of the row map; `sizes` and `map` are word offsets in it
 // (the local experts' counts, the slot of each row). Another routed plan takes them only for the same
-// slots: tokens, top_k, window and experts all equal (DispatchPlan checks).
+// slots: tokens, top_k, window and experts all equal (PlanCore checks).
 struct RoutingSource {
   BufferView words;
   uint64_t sizes = 0, map = 0;

@@ -10,7 +10,7 @@
 //
 // A view also reaches past maxStorageBufferRange (maxTexelBufferElements texels: 2 GiB of f32 on
 // lavapipe): inputs too large for one storage binding are read whole through it rather than bound in
-// parts (DispatchPlan::set_operands, Kernel::texel_unsplit).
+// parts (PlanCore::set_operands, Kernel::texel_unsplit).
 #pragma once
 
 #include "context_impl.hpp"
@@ -37,7 +37,7 @@ bool texel_loads_usable(const DeviceInfo& info, bool allowed, DType a, DType b);
 
 // The bytes of an input of type t that a view reaches from its buffer's start (maxTexelBufferElements
 // texels, and element indices below 2^32): how large lhs and rhs may be when they are read through
-// texel views instead of storage-buffer bindings (DispatchPlan::set_operands).
+// texel views instead of storage-buffer bindings (PlanCore::set_operands).
 uint64_t texel_reach_bytes(const DeviceInfo& info, DType t);
 
 // Both inputs through texel views, or neither: when lhs (`lhs_count` elements of lhs_t) and rhs both

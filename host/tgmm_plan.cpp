@@ -1,8 +1,8 @@
 // tgmm's part of its plan: the problem's rules, the tiling, the group offsets, the constants and push
-// constants. Everything else is the plan core's (dispatch_plan.hpp).
+// constants. Everything else is the plan core's (plan_core.hpp).
 #include <algorithm>
 
-#include "dispatch_plan.hpp"
+#include "plan_core.hpp"
 #include "kernel_choice.hpp"
 #include "matrix_schedule.hpp"
 #include "plan_internals.hpp"
@@ -49,7 +49,7 @@ std::string check_group_loop_budget(const DeviceInfo& info, const char* op, cons
 struct TgmmPlan::State {
   TgmmProblem problem;
   Tiling tiling;
-  DispatchPlan core;
+  PlanCore core;
   State(Context& ctx, const TgmmProblem& p, WorkspaceOwner owner)
       : problem(p), core(ctx, Op::tgmm, abi::kTgmmConstants, owner) {}
 };
@@ -58,19 +58,19 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) : TgmmPlan(ctx, p, true) 
 
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   auto st = std::make_shared<State>(ctx, p, own_workspace ? WorkspaceOwner::self : WorkspaceOwner::composite);
-  DispatchPlan& core = st->core;
+  PlanCore& core = st->core;
   const char* op = core.name();
 
   const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
                                        p.out_type);
   const int64_t groups = check_group_window(op, G, p.group_offset, p.num_actual_groups, "num_actual_groups");
 
-  DispatchPlan::Launch launch;
+  PlanCore::Launch launch;
   launch.lhs = {p.lhs_type, uint64_t(p.k) * p.m};
   launch.rhs = {p.rhs_type, uint64_t(p.m) * p.n};
   launch.out = {p.out_type, uint64_t(groups) * p.k * p.n};
   launch.existing_out = p.existing_out;
-  const DispatchPlan::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
+  const PlanCore::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
   // rhs is read as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp).
   const bool vec4 = layout.vec4_allowed && p.n % 4 == 0;
   // With lhs stored [m, k], the block's k rows are read 4 at a time too.
@@ -84,7 +84,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   const KernelShape& shape = kernel.shape;
   st->tiling = kernel.tiling();
   launch.shape = shape;
-  launch.loads.scalar_loads_refusal = check_group_loop_budget(core.info(), op, p, groups, shape, vec4);
+  launch.alignment.scalar_loads_refusal = check_group_loop_budget(core.info(), op, p, groups, shape, vec4);
 
   // Every workgroup walks its group's rows directly, so of the metadata it needs only the group offsets:
   // the visit list's role (every active group, empty or not, gets its block written) is the grid's z.
@@ -100,7 +100,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   launch.grid_choice = core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups), tiles_n * tiles_k * loops, loops);
   if (p.device_group_sizes.count > 0)
     core.use_device_metadata(
-        launch, DispatchPlan::DeviceMetadata{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false},
+        launch, PlanCore::DeviceMetadata{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false},
         std::nullopt);
   else
     launch.host_metadata = make_group_offsets(p.group_sizes);
@@ -124,12 +124,12 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
       // adjacent in out only where it is stored [k, n].
       {VKGMM_ID_TGMM_VEC4_OUT, (vec4 || shape.use_shared) && !p.out_nk && p.n % 4 == 0},
   };
-  launch.loads.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
-  launch.loads.vec4_out_id = VKGMM_ID_TGMM_VEC4_OUT;
+  launch.alignment.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
+  launch.alignment.vec4_out_id = VKGMM_ID_TGMM_VEC4_OUT;
   // With lhs [k, m] any offset does: the direct schedule peels rows up to an aligned one, and the shared
   // one never reads VEC4_LHS there (it loads lhs [k, m] 4 elements at a time but not as one vec4, its steps
   // starting at any row), so an unaligned offset must not build a second pipeline differing only in it.
-  launch.loads.vec4_lhs_any_offset = !p.lhs_mk;
+  launch.alignment.vec4_lhs_any_offset = !p.lhs_mk;
   core.build(launch);
   state_ = std::move(st);
 }

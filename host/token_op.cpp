@@ -68,7 +68,7 @@ TokenOpCore::TokenOpCore(Context& ctx, const char* op, const TopKProblem& p, con
   ctx_->log.throw_if_any();
 }
 
-Stage TokenOpCore::bind(const BufferView* views, uint32_t* offsets) const {
+Dispatch TokenOpCore::bind(const BufferView* views, uint32_t* offsets) const {
   // Each view inside its buffer first (bind_operand checks it again), then the overlaps between them.
   for (size_t i = 0; i < count_; ++i) check_view_in_buffer(*ctx_, op_, rows_[i].name, views[i]);
   for (size_t w = 0; w < count_; ++w) {
@@ -79,7 +79,7 @@ Stage TokenOpCore::bind(const BufferView* views, uint32_t* offsets) const {
         refuse_top_k(op_, std::string(rows_[w].name) + " overlaps " + rows_[o].name);
     }
   }
-  Stage s;
+  Dispatch s;
   for (size_t i = 0; i < count_; ++i) {
     // int32 ids take f32's checks: 4-byte elements.
     const BoundOperand b = bind_operand(*ctx_, op_, rows_[i].name, views[i], DType::f32,
@@ -92,7 +92,7 @@ Stage TokenOpCore::bind(const BufferView* views, uint32_t* offsets) const {
   return s;
 }
 
-void TokenOpCore::record(VkCommandBuffer cb, Stage s) const {
+void TokenOpCore::record(VkCommandBuffer cb, Dispatch s) const {
   if (cb == VK_NULL_HANDLE) refuse_top_k(op_, "command buffer is VK_NULL_HANDLE");
   if (!groups_) return;  // no tokens: the views checked, nothing to run
   s.pipeline = pipeline_;

@@ -12,7 +12,7 @@
 
 #include "context_impl.hpp"
 #include "shader_modules.hpp"
-#include "stage.hpp"
+#include "dispatch.hpp"
 #include "top_k_operands.hpp"
 #include "vkgmm/top_k.hpp"
 
@@ -51,11 +51,11 @@ class TokenOpCore {
   const DeviceInfo& info() const { return ctx_->dev.info; }
   Context::Impl& context() const { return *ctx_; }
   // Each view inside its buffer, the table's overlap rule (each written operand against every other, each
-  // pair once, named "<written> overlaps <other>", the earlier written one first), then the stage binding
+  // pair once, named "<written> overlaps <other>", the earlier written one first), then the dispatch binding
   // them in the rows' order, their element offsets into offsets[0 .. count).
-  Stage bind(const BufferView* views, uint32_t* offsets) const;
-  // The stage over the grid (its pipeline and grid set here); nothing without tokens.
-  void record(VkCommandBuffer cb, Stage s) const;
+  Dispatch bind(const BufferView* views, uint32_t* offsets) const;
+  // The dispatch over the grid (its pipeline and grid set here); nothing without tokens.
+  void record(VkCommandBuffer cb, Dispatch s) const;
 
  private:
   std::shared_ptr<Context::Impl> ctx_;
@@ -69,11 +69,11 @@ class TokenOpCore {
 
 // An op's operands bound (TokenOpCore::bind) and its push constants filled from its table.
 template <class Operands>
-Stage bind_token_op(const TokenOpCore& core, const Operands& ops) {
+Dispatch bind_token_op(const TokenOpCore& core, const Operands& ops) {
   using Table = TokenOperandTable<Operands>;
   const auto views = Table::views(ops);
   uint32_t offsets[Table::count];
-  Stage s = core.bind(views.data(), offsets);
+  Dispatch s = core.bind(views.data(), offsets);
   typename Table::Push& push = s.push.template start<typename Table::Push>();
   Table::set_offsets(push, offsets);
   const TopKProblem& p = core.problem();

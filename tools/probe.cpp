@@ -1,6 +1,7 @@
 // measure_ceilings: the FMA ceiling (shaders/fma_ceiling.comp), the streaming read bandwidth
-// (shaders/read_ceiling.comp) and the buffer copy bandwidth. It reaches into the library's internals (the
-// pipeline cache, push descriptors, the memory vkgmm's buffers live in) to run modules of its own.
+// (shaders/read_ceiling.comp) and the buffer copy bandwidth. It runs the library's probe modules through
+// vkgmm/internals.hpp (their pipelines, push descriptors, a buffer's texel view, the memory vkgmm's
+// buffers live in), as vkgmm's own dispatches run.
 #include "probe.hpp"
 
 #include <algorithm>
@@ -10,12 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "context_impl.hpp"
-#include "interface.hpp"
-#include "operands.hpp"
-#include "shader_modules.hpp"
-#include "tiling.hpp"
 #include "timers.hpp"
+#include "vkgmm/internals.hpp"
 
 namespace vkgmm {
 
@@ -30,7 +27,7 @@ namespace {
 constexpr uint32_t kLocalSize = 64;
 constexpr uint32_t kFmasPerInvocation = 16384;
 constexpr uint32_t kChainCounts[] = {16, 32, 64};
-static_assert(kFmasPerInvocation < kCpuLoopIterations, "the chains, not unrolled, must fit the loop budget");
+static_assert(kFmasPerInvocation < internals::kCpuLoopIterations, "the chains, not unrolled, must fit the loop budget");
 
 // Each FMA measurement should last long enough that launch overhead and timer resolution do not matter,
 // yet each chain count's stays near a second on lavapipe.
@@ -48,7 +45,7 @@ constexpr uint32_t kReadGroupsPerUnit = 8;
 // The out words' passes: a run of more passes reuses them (reads of the same data, the same sums).
 constexpr uint32_t kReadOutPasses = 16;
 // Iterations of one invocation's loop per dispatch, within CPU drivers' loop budget with room to spare.
-constexpr uint64_t kReadRoundsPerDispatch = kCpuLoopIterations / 4;
+constexpr uint64_t kReadRoundsPerDispatch = internals::kCpuLoopIterations / 4;
 
 constexpr uint64_t kGiB = 1ull << 30;
 
@@ -94,41 +91,25 @@ double shortest(int runs, const std::function<double()>& run) {
 
 // The FMA rate of `chains` chains per invocation, GFLOP/s.
 double measure_fma(Context& ctx, DeviceSeconds& seconds, uint32_t chains) {
-  Context::Impl& im = ContextInternals::of(ctx);
   const DeviceInfo& info = ctx.info();
-  const ShaderCode code = fma_ceiling_shader();
-  std::vector<uint32_t> constants(std::max(VKGMM_ID_CEILING_ITERS, VKGMM_ID_CEILING_CHAINS) + 1);
-  constants[VKGMM_ID_INVOCATIONS] = kLocalSize;
-  constants[VKGMM_ID_CEILING_ITERS] = kFmasPerInvocation / chains;
-  constants[VKGMM_ID_CEILING_CHAINS] = chains;
-  const VkPipeline pipeline = im.pipeline(code.code, code.words, constants);
+  const VkPipeline pipeline = internals::fma_ceiling_pipeline(ctx, kLocalSize, kFmasPerInvocation / chains, chains);
   // Workgroups spread over x (and y beyond x's limit); each x column writes its own words, so the buffer
   // needs one word per invocation of a row. Rows past the first rewrite the same words: harmless.
   const uint64_t max_x = std::min<uint64_t>(info.max_workgroup_count[0], 65535);
   const uint64_t max_groups = max_x * std::min<uint64_t>(info.max_workgroup_count[1], 65535);
   Buffer out = ctx.create_buffer(max_x * kLocalSize * sizeof(uint32_t));
   const VkDescriptorBufferInfo word{out.handle(), 0, out.size()};
-  const VkDescriptorBufferInfo infos[kNumBindings] = {word, word, word, word, word, word};
-  const abi::CeilingPush seed{1.0f};
+  const VkDescriptorBufferInfo infos[internals::kPlainBindings] = {word, word, word, word, word, word};
+  const internals::FmaCeilingPush seed{1.0f};
   const double groups_per_second = best_rate(64, max_groups, [&](uint64_t groups) {
     const uint32_t x = static_cast<uint32_t>(std::min(groups, max_x));
     const uint32_t y = static_cast<uint32_t>((groups + x - 1) / x);
     return seconds([&](VkCommandBuffer cb) {
-      bind_and_push(im, cb, pipeline, infos, &seed, sizeof seed);
+      internals::bind_and_push(ctx, cb, pipeline, infos, internals::kPlainBindings, &seed, sizeof seed);
       vkCmdDispatch(cb, x, y, 1);
     });
   });
   return groups_per_second * kLocalSize * (2.0 * (kFmasPerInvocation / chains) * chains) * 1e-9;
-}
-
-// Whether the device runs subgroup arithmetic in compute shaders (the read probe's reduction).
-bool subgroup_arithmetic(VkPhysicalDevice physical) {
-  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &sub;
-  vkGetPhysicalDeviceProperties2(physical, &props);
-  return (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-         (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
 }
 
 uint64_t max_allocation(VkPhysicalDevice physical) {
@@ -198,7 +179,6 @@ bool StreamingRead::texel_usable(const Context& ctx, uint64_t bytes) {
 
 StreamingRead::StreamingRead(Context& ctx, uint64_t bytes, bool texel)
     : ctx_(ctx), bytes_(std::max<uint64_t>(256, bytes & ~uint64_t(255))), texel_(texel) {
-  Context::Impl& im = ContextInternals::of(ctx);
   const DeviceInfo& info = ctx.info();
   if (texel && !texel_usable(ctx, bytes_))
     throw std::runtime_error("read probe: no texel view reads a buffer of " + std::to_string(bytes_) +
@@ -214,22 +194,17 @@ StreamingRead::StreamingRead(Context& ctx, uint64_t bytes, bool texel)
   window = std::min<uint64_t>(window, uint64_t(UINT32_MAX) * 16) & ~uint64_t(255);
   window_vectors_ = window / 16;
   windows_ = static_cast<uint32_t>((bytes_ + window - 1) / window);
-  const ShaderCode code = read_ceiling_shader(texel, subgroup_arithmetic(im.dev.physical));
-  std::vector<uint32_t> constants(VKGMM_ID_INVOCATIONS + 1);
-  constants[VKGMM_ID_INVOCATIONS] = lanes;
-  pipeline_ = im.pipeline(code.code, code.words, constants);
+  pipeline_ = internals::read_ceiling_pipeline(ctx, texel, lanes);
   data_ = ctx.create_buffer(bytes_);
   out_ = ctx.create_buffer(uint64_t(kReadOutPasses) * windows_ * workgroups_ * sizeof(uint32_t));
   fill(ctx, data_);
   if (texel) {
-    const std::optional<OwnBuffer> own = im.buffers.find(data_.handle());
-    view_ = own ? own->texel_views[0] : VK_NULL_HANDLE;
+    view_ = internals::texel_view(ctx, data_);
     if (!view_) throw std::runtime_error("read probe: the buffer has no texel view");
   }
 }
 
 void StreamingRead::record(VkCommandBuffer cb, uint32_t passes) const {
-  Context::Impl& im = ContextInternals::of(ctx_);
   const uint64_t total = bytes_ / 16;
   const VkDescriptorBufferInfo out{out_.handle(), 0, VK_WHOLE_SIZE};
   const VkBufferView texels[2] = {view_, view_};
@@ -242,10 +217,11 @@ void StreamingRead::record(VkCommandBuffer cb, uint32_t passes) const {
       const VkDescriptorBufferInfo data{data_.handle(), texel_ ? 0 : first * 16,
                                         texel_ ? std::min<uint64_t>(bytes_, ctx_.info().max_storage_buffer_range)
                                                : count * 16};
-      const VkDescriptorBufferInfo infos[kNumBindings] = {data, out, out, out, out, out};
-      const abi::ReadPush push{texel_ ? uint32_t(first) : 0u, uint32_t(count),
-                               ((p % kReadOutPasses) * windows_ + w) * workgroups_};
-      bind_and_push(im, cb, pipeline_, infos, &push, sizeof push, texel_ ? texels : nullptr);
+      const VkDescriptorBufferInfo infos[internals::kPlainBindings] = {data, out, out, out, out, out};
+      const internals::ReadCeilingPush push{texel_ ? uint32_t(first) : 0u, uint32_t(count),
+                                            ((p % kReadOutPasses) * windows_ + w) * workgroups_};
+      internals::bind_and_push(ctx_, cb, pipeline_, infos, internals::kPlainBindings, &push, sizeof push,
+                               texel_ ? texels : nullptr);
       vkCmdDispatch(cb, workgroups_, 1, 1);
     }
 }
@@ -266,12 +242,14 @@ uint64_t memory_probe_bytes(const DeviceInfo& info, uint64_t cache_bytes) {
 }
 
 uint64_t max_probe_buffer(const Context& ctx, uint32_t count) {
-  const Device& dev = ContextInternals::of(ctx).dev;
-  const uint32_t type = dev.buffer_memory_type(~0u);
+  const uint32_t type = internals::buffer_memory_type(ctx, ~0u);
   if (type == UINT32_MAX) throw std::runtime_error("memory probe: no host-visible memory type");
-  const uint64_t heap = dev.memory.memoryHeaps[dev.memory.memoryTypes[type].heapIndex].size;
+  const VkPhysicalDevice physical = internals::physical_device(ctx);
+  VkPhysicalDeviceMemoryProperties memory;
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+  const uint64_t heap = memory.memoryHeaps[memory.memoryTypes[type].heapIndex].size;
   uint64_t most = heap / (2 * std::max<uint32_t>(count, 1));
-  if (const uint64_t m = max_allocation(dev.physical); m) most = std::min(most, m);
+  if (const uint64_t m = max_allocation(physical); m) most = std::min(most, m);
   return most & ~uint64_t(255);
 }
 
@@ -280,7 +258,7 @@ DeviceCeilings measure_ceilings(Context& ctx) {
   DeviceCeilings c;
   for (const uint32_t chains : kChainCounts) c.fma_gflops = std::max(c.fma_gflops, measure_fma(ctx, seconds, chains));
   measure_memory(ctx, seconds, c);
-  ContextInternals::of(ctx).log.throw_if_any();
+  internals::throw_validation_messages(ctx);
   return c;
 }
 

@@ -7,7 +7,7 @@
 // questions that change nothing (layout_operands, choose_grid, layout_workspace). build() does the rest for
 // every op: operand sizes and binding limits, the modules and pipelines, the metadata and workspace; and
 // at record time it checks the views, binds them (storage buffers, parts or texel views) and records its
-// stages in order. A new op is a new per-op part, never a copy of this.
+// dispatches in order. A new op is a new per-op part, never a copy of this.
 #pragma once
 
 #include <cstring>
@@ -22,7 +22,7 @@
 #include "operand_table.hpp"
 #include "planned_pipeline.hpp"
 #include "routing_source.hpp"
-#include "stage.hpp"
+#include "dispatch.hpp"
 #include "vkgmm/ops.hpp"
 #include "workspace_arena.hpp"
 
@@ -35,14 +35,14 @@ struct OperandSpec {
   uint64_t count = 0;
 };
 
-class DispatchPlan {
+class PlanCore {
  public:
   // `constants`: the op's specialization constants beside abi::kCommonConstants (abi::kGmmConstants, ...).
   // `owner`: whether build() allocates the workspace for operands that bring none, or the plan is a part
   // of another, whose record() always gives it its region.
   template <size_t N>
-  DispatchPlan(Context& ctx, Op op, const abi::SpecConstant (&constants)[N], WorkspaceOwner owner)
-      : DispatchPlan(ctx, op, owner) {
+  PlanCore(Context& ctx, Op op, const abi::SpecConstant (&constants)[N], WorkspaceOwner owner)
+      : PlanCore(ctx, op, owner) {
     kernel_.declare(constants);
   }
 
@@ -127,9 +127,10 @@ class DispatchPlan {
     bool existing_out = false;
     std::optional<uint64_t> bias;  // the epilogue's bias, f32 [count] at VKGMM_BINDING_BIAS (bias_off pushed)
     KernelShape shape;
-    // The op's own constants (the shape's and the types' are the core's) and its loads' alignment rules.
+    // The op's own constants (the shape's and the types' are the core's), and the offsets its 4-element
+    // loads and stores need.
     std::vector<std::pair<uint32_t, uint32_t>> constants;
-    KernelLoads loads;
+    VectorAlignment alignment;
     // A struct from shaders/interface.h whose operand offsets the core fills in at record time (set_push).
     PushBlock push;
     // The per-item workgroup grid (checked against the device's limits), or on the persistent grid its
@@ -153,7 +154,7 @@ class DispatchPlan {
 
   // ----- what the op's plan forwards -----
   const OperandSizes& sizes() const { return sizes_; }
-  VkDeviceSize metadata_bytes() const { return meta_.size(); }
+  VkDeviceSize metadata_bytes() const { return host_metadata_.size() + own_workspace_.size(); }
   VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_.bytes() : 0; }
   const Workspace& workspace_layout() const { return workspace_; }
   // With `given`: also the build that copies that routing (compiled here, so that record() with it cannot
@@ -177,7 +178,7 @@ class DispatchPlan {
   std::vector<PlannedPipeline> pipelines() const;
 
  private:
-  DispatchPlan(Context& ctx, Op op, WorkspaceOwner owner);
+  PlanCore(Context& ctx, Op op, WorkspaceOwner owner);
   struct Bound;
   Bound bind(const OperandViews& ops, const RoutingSource* given = nullptr) const;
   // The op's pipeline for b's buffers and offsets (Kernel::variant_for).
@@ -210,7 +211,8 @@ class DispatchPlan {
   OperandSizes sizes_;
   VkDeviceSize part_bytes_ = 0;  // > 0: operands are bound in parts of this size (the split layout)
   Kernel kernel_;
-  Buffer meta_;
+  Buffer host_metadata_;  // the metadata built on the host (none with device metadata)
+  Buffer own_workspace_;  // device metadata's workspace, for operands that bring none (WorkspaceOwner::self)
   WorkspaceOwner workspace_owner_;
   uint32_t grid_[3] = {0, 0, 0};
   PushBlock push_;  // the op's, its operand offsets filled in at record

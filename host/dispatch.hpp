@@ -1,6 +1,6 @@
 // One dispatch a plan records (internal): its pipeline, descriptors, push constants, grid or indirect
 // command, and the barrier that orders it after the commands before it. The grouped ops' plan core
-// records its metadata build, kernel and combine as stages; top_k records one.
+// records its metadata build, kernel and combine as dispatches; top_k records one.
 #pragma once
 
 #include <algorithm>
@@ -39,11 +39,11 @@ struct PushBlock {
 };
 
 // Dependency of the commands before on the commands after, for these accesses: compute to compute, plus
-// the extra stages given on either side (the indirect command read: DRAW_INDIRECT).
+// the extra pipeline stages given on either side (the indirect command read: DRAW_INDIRECT).
 void compute_barrier(VkCommandBuffer cb, VkAccessFlags before, VkAccessFlags after,
                      VkPipelineStageFlags extra_before = 0, VkPipelineStageFlags extra_after = 0);
 
-struct Stage {
+struct Dispatch {
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkDescriptorBufferInfo infos[kNumSplitBindings]{};
   uint32_t count = 0;  // descriptors in infos: kNumBindings (the plain layout) or kNumSplitBindings
@@ -55,7 +55,7 @@ struct Stage {
   VkBuffer indirect_buffer = VK_NULL_HANDLE;  // set: vkCmdDispatchIndirect with the command there
   VkDeviceSize indirect_offset = 0;
   // The barrier before it: the accesses of earlier commands it waits for, its own, and extra pipeline
-  // stages on either side. No access at all: no barrier.
+  // pipeline stages on either side. No access at all: no barrier.
   VkAccessFlags wait_for = 0, before_own = 0;
   VkPipelineStageFlags extra_before = 0, extra_after = 0;
 

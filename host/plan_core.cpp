@@ -1,6 +1,6 @@
-// The plan core (see dispatch_plan.hpp): the launch made into sizes, limits, pipelines and workspace.
-// Binding and recording: host/dispatch_record.cpp.
-#include "dispatch_plan.hpp"
+// The plan core (see plan_core.hpp): the launch made into sizes, limits, pipelines and workspace.
+// Binding and recording: host/plan_core_record.cpp.
+#include "plan_core.hpp"
 
 #include <algorithm>
 #include <string>
@@ -13,10 +13,10 @@
 
 namespace vkgmm {
 
-DispatchPlan::DispatchPlan(Context& ctx, Op op, WorkspaceOwner owner)
+PlanCore::PlanCore(Context& ctx, Op op, WorkspaceOwner owner)
     : ctx_(ContextInternals::shared(ctx)), op_(op), workspace_owner_(owner) {}
 
-int64_t DispatchPlan::check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
+int64_t PlanCore::check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
                                     const DeviceGroupSizes& device, DType lhs, DType rhs, DType out) const {
   check_dims(name(), m, k, n);
   const int64_t G = device.count || device.expected_rows ? check_device_group_sizes(name(), group_sizes, device)
@@ -25,11 +25,11 @@ int64_t DispatchPlan::check_problem(int64_t m, int64_t k, int64_t n, const std::
   return G;
 }
 
-const DeviceInfo& DispatchPlan::info() const { return ctx_->dev.info; }
-const DeviceInfo& DispatchPlan::tiling_info() const { return ctx_->tiling_device.of(ctx_->dev.info); }
-const ResolvedOptions& DispatchPlan::options() const { return ctx_->dev.options; }
+const DeviceInfo& PlanCore::info() const { return ctx_->dev.info; }
+const DeviceInfo& PlanCore::tiling_info() const { return ctx_->tiling_device.of(ctx_->dev.info); }
+const ResolvedOptions& PlanCore::options() const { return ctx_->dev.options; }
 
-DispatchPlan::OperandLayout DispatchPlan::layout_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out,
+PlanCore::OperandLayout PlanCore::layout_operands(OperandSpec lhs, OperandSpec rhs, OperandSpec out,
                                                          bool existing_out) const {
   OperandLayout l;
   l.sizes.lhs = operand_bytes(lhs.type, lhs.count);
@@ -55,7 +55,7 @@ DispatchPlan::OperandLayout DispatchPlan::layout_operands(OperandSpec lhs, Opera
   return l;
 }
 
-DispatchPlan::Workspace DispatchPlan::layout_workspace(const DeviceMetadata& d, const std::optional<Routing>& routing) const {
+PlanCore::Workspace PlanCore::layout_workspace(const DeviceMetadata& d, const std::optional<Routing>& routing) const {
   Workspace w;
   // group_offsets, the visit list (groups, then first rows), the indirect grid's command and the visit
   // count (there whichever grid runs, so the workspace's size does not depend on the option).
@@ -97,7 +97,7 @@ DispatchPlan::Workspace DispatchPlan::layout_workspace(const DeviceMetadata& d, 
   return w;
 }
 
-const DispatchPlan::Workspace& DispatchPlan::use_device_metadata(Launch& launch, const DeviceMetadata& d,
+const PlanCore::Workspace& PlanCore::use_device_metadata(Launch& launch, const DeviceMetadata& d,
                                                                  const std::optional<Routing>& routing) const {
   launch.device_metadata = d;
   launch.routing = routing;
@@ -105,14 +105,14 @@ const DispatchPlan::Workspace& DispatchPlan::use_device_metadata(Launch& launch,
   return launch.workspace;
 }
 
-void DispatchPlan::check_bias(uint64_t count) const {
+void PlanCore::check_bias(uint64_t count) const {
   if (count * 4 > info().max_storage_buffer_range)
     throw Error(Status::unsupported, std::string(name()) + ": bias: " + std::to_string(count * 4) +
                                          " bytes exceed maxStorageBufferRange (" +
                                          std::to_string(info().max_storage_buffer_range) + "), bound whole");
 }
 
-void DispatchPlan::check_loop_budget() const {
+void PlanCore::check_loop_budget() const {
   const LoopCount build = metadata_build_loops(*device_meta_, routing_ ? &*routing_ : nullptr);
   check_cpu_loop_budget(info(), name(), build.iterations, "the metadata build for " + build.what, build.remedy);
   if (!combines()) return;
@@ -120,7 +120,7 @@ void DispatchPlan::check_loop_budget() const {
   check_cpu_loop_budget(info(), name(), sum.iterations, "the combine of " + sum.what, sum.remedy);
 }
 
-DispatchPlan::GridChoice DispatchPlan::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations,
+PlanCore::GridChoice PlanCore::choose_grid(Grid requested, uint64_t items, uint64_t loop_iterations,
                                                    uint64_t uneven_loops) const {
   GridChoice g;
   g.persistent = persistent_grid(name(), requested, options(), info()) && items <= UINT32_MAX;
@@ -137,7 +137,7 @@ DispatchPlan::GridChoice DispatchPlan::choose_grid(Grid requested, uint64_t item
   return g;
 }
 
-void DispatchPlan::build(const Launch& l) {
+void PlanCore::build(const Launch& l) {
   if (built_) throw Error(Status::internal, std::string(name()) + ": the plan was built twice");
   built_ = true;
   // The operands, bound as layout_operands says.
@@ -171,8 +171,8 @@ void DispatchPlan::build(const Launch& l) {
       throw Error(Status::unsupported, std::string(name()) + ": the metadata (" + std::to_string(bytes) +
                                            " bytes) exceeds maxStorageBufferRange: use a larger tm");
     if (!l.host_metadata.empty() && !options().compile_only) {  // compile_only: nothing will read it
-      meta_ = ContextInternals::adopt(ctx_).create_buffer(bytes);
-      meta_.upload(l.host_metadata.data(), bytes);
+      host_metadata_ = ContextInternals::adopt(ctx_).create_buffer(bytes);
+      host_metadata_.upload(l.host_metadata.data(), bytes);
     }
   }
   // The grid: per item, or on the persistent grid one row of workgroups looping over the items.
@@ -199,7 +199,7 @@ void DispatchPlan::build(const Launch& l) {
     kernel_.set(VKGMM_ID_HAS_EXISTING, has_existing_ && !combines());
     kernel_.set(VKGMM_ID_PERSISTENT, persistent_);
     for (const auto& [id, value] : l.constants) kernel_.set(id, value);
-    kernel_.loads = l.loads;
+    kernel_.alignment = l.alignment;
   }
   if (device_meta_) check_loop_budget();
   if (dispatches()) {
@@ -208,7 +208,8 @@ void DispatchPlan::build(const Launch& l) {
   }
   if (device_meta_) {
     // The plan's own workspace, for operands that bring none.
-    if (!options().compile_only && workspace_owner_ == WorkspaceOwner::self) meta_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
+    if (!options().compile_only && workspace_owner_ == WorkspaceOwner::self)
+      own_workspace_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
     const ShaderCode code = metadata_shader();
     meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
     // A routed plan's build of another plan's routing (record() with a RoutingSource: the MoE layer's and
@@ -233,7 +234,7 @@ static_assert(VKGMM_STATUS_VISITS_CUT == device_status::visits_cut);
 static_assert(VKGMM_STATUS_BAD_ID == device_status::bad_id);
 static_assert(VKGMM_STATUS_BAD_ROUTING == device_status::bad_routing);
 
-std::vector<uint32_t> DispatchPlan::meta_constants(bool given_routing) const {
+std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
   std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_GIVEN + 1, 0);
   constants[VKGMM_ID_META_ROUTE_GIVEN] = given_routing;
   constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
@@ -252,7 +253,7 @@ std::vector<uint32_t> DispatchPlan::meta_constants(bool given_routing) const {
   return constants;
 }
 
-std::vector<uint32_t> DispatchPlan::combine_constants() const {
+std::vector<uint32_t> PlanCore::combine_constants() const {
   std::vector<uint32_t> constants(VKGMM_ID_HAS_EXISTING + 1, 0);
   constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
   constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
@@ -260,7 +261,7 @@ std::vector<uint32_t> DispatchPlan::combine_constants() const {
   return constants;
 }
 
-std::vector<PlannedPipeline> DispatchPlan::pipelines() const {
+std::vector<PlannedPipeline> PlanCore::pipelines() const {
   std::vector<PlannedPipeline> out;
   if (meta_pipeline_) out.push_back({"metadata", metadata_shader(), meta_constants(), false, meta_pipeline_});
   if (dispatches()) {

@@ -1,4 +1,4 @@
-#include "stage.hpp"
+#include "dispatch.hpp"
 
 #include <algorithm>
 
@@ -15,12 +15,12 @@ void compute_barrier(VkCommandBuffer cb, VkAccessFlags before, VkAccessFlags aft
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | extra_after, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
-void Stage::bind_all(const VkDescriptorBufferInfo& info) {
+void Dispatch::bind_all(const VkDescriptorBufferInfo& info) {
   std::fill(infos, infos + kNumBindings, info);
   count = kNumBindings;
 }
 
-void Stage::record(Context::Impl& ctx, VkCommandBuffer cb) const {
+void Dispatch::record(Context::Impl& ctx, VkCommandBuffer cb) const {
   if (wait_for || before_own) compute_barrier(cb, wait_for, before_own, extra_before, extra_after);
   bind_and_push(ctx, cb, pipeline, infos, count, push.words, push.bytes, texel ? texels : nullptr);
   if (indirect_buffer) vkCmdDispatchIndirect(cb, indirect_buffer, indirect_offset);

@@ -1,31 +1,31 @@
-// The plan core at record time (see dispatch_plan.hpp): the views checked and bound, and the plan's stages
+// The plan core at record time (see plan_core.hpp): the views checked and bound, and the plan's dispatches
 // (metadata build, op, combine) recorded in order with their barriers.
 #include <algorithm>
 #include <string>
 
-#include "dispatch_plan.hpp"
+#include "plan_core.hpp"
 #include "operands.hpp"
 #include "options.hpp"
 #include "problem_checks.hpp"
 #include "shader_modules.hpp"
-#include "stage.hpp"
+#include "dispatch.hpp"
 #include "texel_views.hpp"
 
 namespace vkgmm {
 
 // The views checked and resolved: descriptors in binding order, push constants with the operands'
 // offsets, and the inputs' texel views (texel false: read as storage buffers).
-struct DispatchPlan::Bound {
+struct PlanCore::Bound {
   // With device metadata: the metadata build (its routing prologue reading the ids and weights).
-  std::optional<Stage> build;
+  std::optional<Dispatch> build;
   // The op's kernel; count 0: nothing to dispatch. Its pipeline is op_pipeline's, chosen at record.
-  Stage op;
+  Dispatch op;
   // A combine the kernel does not fuse: the ordered sum of the slots' results into out.
-  std::optional<Stage> combine;
+  std::optional<Dispatch> combine;
   const abi::OperandOffsets& offsets() const { return op.push.as<abi::OperandOffsets>(); }
 };
 
-DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops, const RoutingSource* given) const {
+PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* given) const {
   const char* op = name();
   options().check_records(op);
   // Which views the plan takes, then every given view inside its buffer, before the rules between views
@@ -38,7 +38,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops, const RoutingSou
   for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);
   if (given && !routing_) throw Error(Status::internal, std::string(op) + ": a routing given to an unrouted plan");
   Bound b;
-  VkDescriptorBufferInfo meta{meta_.handle(), 0, meta_.size()};
+  VkDescriptorBufferInfo meta{host_metadata_.handle(), 0, host_metadata_.size()};
   if (device_meta_) meta = bind_device_metadata(ops, b, given);
   // The overlap rules over the views as bound: the workspace as far as the plan uses it, or the plan's own.
   OperandViews bound_views = ops;
@@ -89,7 +89,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops, const RoutingSou
   if (combines()) {
     // The kernel writes the per-slot results into the workspace; the combine reads them there and
     // writes out (its module packs 16-bit elements in words), adding existing_out.
-    Stage& sum = b.combine.emplace();
+    Dispatch& sum = b.combine.emplace();
     sum.bind_all(meta);  // COMBINE_PARTIAL and the unused ones
     // out and existing_out [T, n_out] bound whole (the plain layout), in words.
     const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
@@ -140,7 +140,7 @@ DispatchPlan::Bound DispatchPlan::bind(const OperandViews& ops, const RoutingSou
   return b;
 }
 
-VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& ops, Bound& b,
+VkDescriptorBufferInfo PlanCore::bind_device_metadata(const OperandViews& ops, Bound& b,
                                                           const RoutingSource* given) const {
   const char* op = name();
   const DeviceMetadata& d = *device_meta_;
@@ -155,7 +155,7 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   sizes.info = work;
   sizes.element_offset = static_cast<uint32_t>(workspace_.sizes);
   if (!routing_) sizes = bind_operand(*ctx_, op, "group_sizes", ops.group_sizes, DType::f32, d.num_groups, 0, false);
-  Stage& build = b.build.emplace();
+  Dispatch& build = b.build.emplace();
   // Earlier work of this plan may still read the workspace (write after read), its indirect command too
   // when the plan takes that grid, or have written it (write after write: the fused combine's per-slot
   // results and tile counters; that needs the earlier writes made available, not only finished).
@@ -206,7 +206,7 @@ VkDescriptorBufferInfo DispatchPlan::bind_device_metadata(const OperandViews& op
   return work;
 }
 
-void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b, const RoutingSource* given) const {
+void PlanCore::bind_routing(const OperandViews& ops, Bound& b, const RoutingSource* given) const {
   const char* op = name();
   const Routing& r = *routing_;
   if (given) {
@@ -251,21 +251,21 @@ void DispatchPlan::bind_routing(const OperandViews& ops, Bound& b, const Routing
   m.tile_counts = r.fused_tiles;
 }
 
-void DispatchPlan::check(const OperandViews& ops, const RoutingSource* given) const {
+void PlanCore::check(const OperandViews& ops, const RoutingSource* given) const {
   // Also compiles the pipeline these offsets need where the plan has not, so record() cannot fail after a
   // check that passed.
   Bound b = bind(ops, given);
   if (b.op.count) op_pipeline(b);
 }
 
-VkPipeline DispatchPlan::op_pipeline(const Bound& b) const {
+VkPipeline PlanCore::op_pipeline(const Bound& b) const {
   const abi::OperandOffsets& o = b.offsets();
   return kernel_.pipeline(*ctx_, kernel_.variant_for(o.lhs_off, o.rhs_off, o.out_off, b.op.texel));
 }
 
-bool DispatchPlan::texel_loads(const OperandViews& ops) const { return bind(ops).op.texel; }
+bool PlanCore::texel_loads(const OperandViews& ops) const { return bind(ops).op.texel; }
 
-void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops, bool build_only,
+void PlanCore::record(VkCommandBuffer cb, const OperandViews& ops, bool build_only,
                           const RoutingSource* given) const {
   if (cb == VK_NULL_HANDLE)
     throw Error(Status::invalid_argument, std::string(name()) + ": command buffer is VK_NULL_HANDLE");
@@ -283,7 +283,7 @@ void DispatchPlan::record(VkCommandBuffer cb, const OperandViews& ops, bool buil
   if (b.build && !op) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
 }
 
-RoutingSource DispatchPlan::routing_source(const BufferView& workspace) const {
+RoutingSource PlanCore::routing_source(const BufferView& workspace) const {
   if (!routing_) throw Error(Status::internal, std::string(name()) + ": routing_source of an unrouted plan");
   const Routing& r = *routing_;
   const BufferView work = workspace_view(workspace);
@@ -296,11 +296,11 @@ RoutingSource DispatchPlan::routing_source(const BufferView& workspace) const {
   return s;
 }
 
-BufferView DispatchPlan::workspace_view(const BufferView& given) const {
+BufferView PlanCore::workspace_view(const BufferView& given) const {
   if (given.buffer) return {given.buffer, given.offset, workspace_bytes()};
   if (device_meta_ && workspace_owner_ == WorkspaceOwner::composite)
     throw Error(Status::internal, std::string(name()) + ": workspace: a part of another plan was given none");
-  return meta_.handle() && device_meta_ ? BufferView{meta_.handle(), 0, workspace_bytes()} : BufferView{};
+  return own_workspace_.handle() ? BufferView{own_workspace_.handle(), 0, workspace_bytes()} : BufferView{};
 }
 
 }  // namespace vkgmm

@@ -1,0 +1,58 @@
+// What vkgmm's own tools (`vkgmm gpu-report`) read of a plan's pipelines and of the library's SPIR-V
+// modules, so that they include none of host/'s headers. Internal (host/internal_include/, not installed,
+// not exported): the functions are in the library's objects, which the tools link.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm {
+// A Context whose plans compile their pipelines and nothing else (ResolvedOptions::compile_only): no
+// device memory, no submission; for drivers that can compile but not run, such as RADV's null device
+// (RADV_FORCE_FAMILY). Buffers, record() and submit_and_wait() are refused with Status::unsupported.
+Context open_compile_only(const ContextOptions& options);
+}  // namespace vkgmm
+
+namespace vkgmm::internals {
+
+struct PipelineConstant {
+  uint32_t id;
+  std::string name;  // the shader's (shaders/interface.h); "local_size_x" for the workgroup size
+  uint32_t value;
+};
+
+// One pipeline a plan made and records.
+struct PlanPipeline {
+  // Which dispatch: "op", "metadata", "combine", or "metadata given" (the metadata build that takes
+  // another plan's routing, which a routed plan compiles beside its own).
+  std::string role;
+  std::string module;  // its SPIR-V module (spirv_modules()'s name): gmm, gmm_s16, tgmm_split, metadata, ...
+  std::vector<PipelineConstant> constants;  // every constant the module declares, as the pipeline sets it
+  bool split = false;   // the split layout (operands bound in parts), else the plain one
+  bool matrix = false;  // the matrix schedule: its main loop is matrix instructions, not FMAs
+  VkPipeline pipeline = VK_NULL_HANDLE;
+};
+
+// The pipelines record() binds, in dispatch order, then a routed plan's "metadata given".
+std::vector<PlanPipeline> plan_pipelines(const GmmPlan& plan);
+std::vector<PlanPipeline> plan_pipelines(const TgmmPlan& plan);
+
+// Every SPIR-V module the plans' pipelines come from: each op module, the metadata build and the combine.
+struct SpirvModule {
+  std::string name;
+  const uint32_t* code;
+  size_t words;
+};
+std::vector<SpirvModule> spirv_modules();
+
+// Whether the context's device gives its pipelines' statistics and disassembly
+// (VK_KHR_pipeline_executable_properties, enabled by vkgmm where present).
+bool reads_executable_properties(const Context& ctx);
+
+}  // namespace vkgmm::internals
