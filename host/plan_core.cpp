@@ -61,30 +61,7 @@ PlanCore::Workspace PlanCore::layout_workspace(const DeviceMetadata& d, const st
   // count (there whichever grid runs, so the workspace's size does not depend on the option).
   uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) + kDispatchWords : 0);
   w.visit_count = dispatch_word(d) + 3;
-  if (routing) {
-    const Routing& r = *routing;
-    const uint64_t slots = uint64_t(r.tokens) * r.top_k;
-    w.sizes = words;
-    words += r.num_local;
-    w.counts = words;
-    words += uint64_t(VKGMM_METADATA_INVOCATIONS) * (r.num_local + 1);
-    w.map = words;
-    words += slots;
-    w.weight_rows = words;
-    if (r.combine) words += slots;
-    // The per-slot results start at a multiple of 4 words: the kernel stores (and the fused combine
-    // reads) 4 adjacent columns as one vector there.
-    words = (words + 3) / 4 * 4;
-    w.partial = words;
-    if (r.combine) words += slots * r.out_n;
-    w.tile_counts = words;
-    words += r.fused_tiles;
-    // The saved pre-activations, [slots, pre_n] (none with pre_n = 0), from a multiple of 4 words: the
-    // backward's gradient pass reads 4 adjacent columns as one vector.
-    words = (words + 3) / 4 * 4;
-    w.pre = words;
-    words += slots * r.pre_n;
-  }
+  if (routing) words = layout_routing(*routing, words, w);
   w.status = words;
   if (w.bytes() > info().max_storage_buffer_range)
     throw Error(Status::unsupported,
@@ -233,33 +210,6 @@ static_assert(VKGMM_STATUS_SUM_ABOVE_M == device_status::sum_above_m);
 static_assert(VKGMM_STATUS_VISITS_CUT == device_status::visits_cut);
 static_assert(VKGMM_STATUS_BAD_ID == device_status::bad_id);
 static_assert(VKGMM_STATUS_BAD_ROUTING == device_status::bad_routing);
-
-std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
-  std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_GIVEN + 1, 0);
-  constants[VKGMM_ID_META_ROUTE_GIVEN] = given_routing;
-  constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
-  constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
-  // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
-  constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
-  constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
-  // Its counts in shared memory on GPUs where they fit beside the build's own few words (on CPU devices
-  // shared memory is the host's memory, as the workspace is).
-  if (routing_ && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
-    const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (routing_->num_local + 1);
-    constexpr uint64_t kBuildSharedBytes = 1024;  // part[], flags, total_tiles, with room to spare
-    if ((words + 1) * 4 + kBuildSharedBytes <= info().max_shared_memory)
-      constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS] = static_cast<uint32_t>(words);
-  }
-  return constants;
-}
-
-std::vector<uint32_t> PlanCore::combine_constants() const {
-  std::vector<uint32_t> constants(VKGMM_ID_HAS_EXISTING + 1, 0);
-  constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
-  constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
-  constants[VKGMM_ID_HAS_EXISTING] = has_existing_;
-  return constants;
-}
 
 std::vector<PlannedPipeline> PlanCore::pipelines() const {
   std::vector<PlannedPipeline> out;

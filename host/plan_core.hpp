@@ -186,9 +186,13 @@ class PlanCore {
   // Checks the group sizes (or ids), workspace and status views, fills b's metadata and routing
   // dispatches; returns the workspace's descriptor (what the op's kernel reads as its metadata).
   VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b, const RoutingSource* given) const;
-  // The routing prologue's ids and weights and its push constants, into b's metadata build (with `given`,
+  // The routing prologue's ids and weights and its push constants, into the metadata build (with `given`,
   // the build that copies that routing).
-  void bind_routing(const OperandViews& ops, Bound& b, const RoutingSource* given) const;
+  void bind_routing(const OperandViews& ops, Dispatch& build, const RoutingSource* given) const;
+  // The routing's words, laid out in the workspace from `words` on (layout_workspace); the next free word.
+  static uint64_t layout_routing(const Routing& r, uint64_t words, Workspace& w);
+  // The combine dispatch over out and existing_out, reading the per-slot results in the workspace (meta).
+  Dispatch bind_combine(const OperandViews& ops, const VkDescriptorBufferInfo& meta) const;
   bool dispatches() const { return grid_[0] != 0; }
   // Where the metadata build writes the indirect grid's command, then the visit count (kDispatchWords).
   static uint64_t dispatch_word(const DeviceMetadata& d) { return uint64_t(d.num_groups) + 1 + 2 * uint64_t(d.max_visits); }

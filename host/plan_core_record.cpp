@@ -87,33 +87,9 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     }
   }
   if (combines()) {
-    // The kernel writes the per-slot results into the workspace; the combine reads them there and
-    // writes out (its module packs 16-bit elements in words), adding existing_out.
-    Dispatch& sum = b.combine.emplace();
-    sum.bind_all(meta);  // COMBINE_PARTIAL and the unused ones
-    // out and existing_out [T, n_out] bound whole (the plain layout), in words.
-    const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
-    const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
-                                                        operands_[2].type, operands_[2].count, 0, true)
-                                         : o;
-    sum.infos[VKGMM_BINDING_COMBINE_OUT] = o.info;
-    sum.infos[VKGMM_BINDING_COMBINE_EXISTING] = e.info;
-    abi::CombinePush& c = sum.push.start<abi::CombinePush>();
-    c.out_off = o.element_offset;
-    c.ex_off = e.element_offset;
-    c.lhs_off = static_cast<uint32_t>(workspace_.partial);
-    c.tokens = routing_->tokens;
-    c.top_k = routing_->top_k;
-    c.out_n = routing_->out_n;
-    const uint32_t y = std::min<uint32_t>(routing_->tokens, info().max_workgroup_count[1]);
-    sum.grid[0] = combine_columns();
-    sum.grid[1] = y;
-    sum.grid[2] = y ? (routing_->tokens + y - 1) / y : 0;
-    // Every slot's result written, then summed per token in slot order.
-    sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
-    sum.before_own = VK_ACCESS_SHADER_READ_BIT;
-    sum.pipeline = combine_pipeline_;
-    if (!y) b.combine.reset();  // no tokens: nothing to sum
+    // The kernel writes the per-slot results into the workspace: out and existing_out are the combine's.
+    b.combine = bind_combine(ops, meta);
+    if (!b.combine->grid[1]) b.combine.reset();  // no tokens: nothing to sum
     bound[2] = BoundOperand{};
     bound[2].info = meta;
     bound[2].element_offset = static_cast<uint32_t>(workspace_.partial);
@@ -202,53 +178,8 @@ VkDescriptorBufferInfo PlanCore::bind_device_metadata(const OperandViews& ops, B
   build.bind_all(work);
   build.infos[VKGMM_BINDING_META_SIZES] = sizes.info;
   build.infos[VKGMM_BINDING_META_STATUS] = status;
-  if (routing_) bind_routing(ops, b, given);
+  if (routing_) bind_routing(ops, build, given);
   return work;
-}
-
-void PlanCore::bind_routing(const OperandViews& ops, Bound& b, const RoutingSource* given) const {
-  const char* op = name();
-  const Routing& r = *routing_;
-  if (given) {
-    // Another plan's order of the same slots: its counts and row map, bound from its workspace's start.
-    const bool same = given->tokens == r.tokens && given->top_k == r.top_k && given->group_offset == r.group_offset &&
-                      given->num_local == r.num_local && given->num_experts == r.num_experts;
-    if (!same || given->map + uint64_t(r.tokens) * r.top_k > given->words.size / 4 ||
-        given->sizes + r.num_local > given->words.size / 4)
-      throw Error(Status::internal, std::string(op) + ": a given routing is not of this problem's slots");
-    const BoundOperand src = bind_operand(*ctx_, op, "workspace", given->words, DType::f32, given->words.size / 4, 0, false);
-    b.build->infos[VKGMM_BINDING_META_GIVEN] = src.info;
-    abi::MetadataPush& m = b.build->push.as<abi::MetadataPush>();
-    m.given_counts_off = src.element_offset + static_cast<uint32_t>(given->sizes);
-    m.given_map_off = src.element_offset + static_cast<uint32_t>(given->map);
-    const ShaderCode code = metadata_shader();
-    b.build->pipeline = ctx_->pipeline(code.code, code.words, meta_constants(true));
-    // It reads what the other plan's build wrote (the callers put a barrier after that build too).
-    b.build->before_own |= VK_ACCESS_SHADER_READ_BIT;
-  }
-  const uint32_t slots = r.tokens * r.top_k;
-  // ids (int32) and weights (f32): words at any 4-byte offset, read by the metadata build's routing
-  // prologue at the sizes' and an unused binding. A problem of no tokens reads neither.
-  abi::MetadataPush& m = b.build->push.as<abi::MetadataPush>();
-  if (slots) {
-    const BoundOperand ids = bind_operand(*ctx_, op, "ids", ops.ids, DType::f32, slots, 0, false);
-    b.build->infos[VKGMM_BINDING_META_IDS] = ids.info;
-    m.ids_off = ids.element_offset;
-    if (r.combine) {
-      const BoundOperand w = bind_operand(*ctx_, op, "weights", ops.weights, DType::f32, slots, 0, false);
-      b.build->infos[VKGMM_BINDING_META_WEIGHTS] = w.info;
-      m.weights_off = w.element_offset;
-    }
-  }
-  m.slots = slots;
-  m.window_offset = r.group_offset;
-  m.route_experts = r.num_local;
-  m.num_experts = r.num_experts;
-  m.counts_off = static_cast<uint32_t>(workspace_.counts);
-  m.map_off = static_cast<uint32_t>(workspace_.map);
-  m.weight_rows_off = static_cast<uint32_t>(workspace_.weight_rows);
-  m.tile_count_off = static_cast<uint32_t>(workspace_.tile_counts);
-  m.tile_counts = r.fused_tiles;
 }
 
 void PlanCore::check(const OperandViews& ops, const RoutingSource* given) const {
@@ -281,19 +212,6 @@ void PlanCore::record(VkCommandBuffer cb, const OperandViews& ops, bool build_on
   // A build with no op after it (gmm with m = 0, or only the build asked for) still ends in the barrier
   // that makes its writes (the status word, the routing) visible to what follows in the same queue.
   if (b.build && !op) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
-}
-
-RoutingSource PlanCore::routing_source(const BufferView& workspace) const {
-  if (!routing_) throw Error(Status::internal, std::string(name()) + ": routing_source of an unrouted plan");
-  const Routing& r = *routing_;
-  const BufferView work = workspace_view(workspace);
-  RoutingSource s;
-  s.words = {work.buffer, work.offset, (workspace_.map + uint64_t(r.tokens) * r.top_k) * 4};
-  s.sizes = workspace_.sizes;
-  s.map = workspace_.map;
-  s.tokens = r.tokens, s.top_k = r.top_k, s.group_offset = r.group_offset, s.num_local = r.num_local;
-  s.num_experts = r.num_experts;
-  return s;
 }
 
 BufferView PlanCore::workspace_view(const BufferView& given) const {

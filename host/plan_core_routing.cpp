@@ -1,0 +1,158 @@
+// The plan core's routing and combine (see plan_core.hpp): a routed op's stage before it, the routing
+// build (shaders/routing.glsl, the metadata module's prologue: the slots ordered by expert into a row map
+// and counts), and after it the ordered sum of each token's slots (shaders/combine.comp): their words in
+// the workspace, the metadata build's and the combine's constants, and their bindings.
+#include "plan_core.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "context_impl.hpp"
+#include "interface.hpp"
+#include "operands.hpp"
+#include "shader_modules.hpp"
+
+namespace vkgmm {
+
+uint64_t PlanCore::layout_routing(const Routing& r, uint64_t words, Workspace& w) {
+  const uint64_t slots = uint64_t(r.tokens) * r.top_k;
+  w.sizes = words;
+  words += r.num_local;
+  w.counts = words;
+  words += uint64_t(VKGMM_METADATA_INVOCATIONS) * (r.num_local + 1);
+  w.map = words;
+  words += slots;
+  w.weight_rows = words;
+  if (r.combine) words += slots;
+  // The per-slot results start at a multiple of 4 words: the kernel stores (and the fused combine
+  // reads) 4 adjacent columns as one vector there.
+  words = (words + 3) / 4 * 4;
+  w.partial = words;
+  if (r.combine) words += slots * r.out_n;
+  w.tile_counts = words;
+  words += r.fused_tiles;
+  // The saved pre-activations, [slots, pre_n] (none with pre_n = 0), from a multiple of 4 words: the
+  // backward's gradient pass reads 4 adjacent columns as one vector.
+  words = (words + 3) / 4 * 4;
+  w.pre = words;
+  words += slots * r.pre_n;
+  return words;
+}
+
+std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
+  std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_GIVEN + 1, 0);
+  constants[VKGMM_ID_META_ROUTE_GIVEN] = given_routing;
+  constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
+  constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
+  // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
+  constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
+  constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
+  // Its counts in shared memory on GPUs where they fit beside the build's own few words (on CPU devices
+  // shared memory is the host's memory, as the workspace is).
+  if (routing_ && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (routing_->num_local + 1);
+    constexpr uint64_t kBuildSharedBytes = 1024;  // part[], flags, total_tiles, with room to spare
+    if ((words + 1) * 4 + kBuildSharedBytes <= info().max_shared_memory)
+      constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS] = static_cast<uint32_t>(words);
+  }
+  return constants;
+}
+
+std::vector<uint32_t> PlanCore::combine_constants() const {
+  std::vector<uint32_t> constants(VKGMM_ID_HAS_EXISTING + 1, 0);
+  constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
+  constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
+  constants[VKGMM_ID_HAS_EXISTING] = has_existing_;
+  return constants;
+}
+
+void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const RoutingSource* given) const {
+  const char* op = name();
+  const Routing& r = *routing_;
+  if (given) {
+    // Another plan's order of the same slots: its counts and row map, bound from its workspace's start.
+    const bool same = given->tokens == r.tokens && given->top_k == r.top_k && given->group_offset == r.group_offset &&
+                      given->num_local == r.num_local && given->num_experts == r.num_experts;
+    if (!same || given->map + uint64_t(r.tokens) * r.top_k > given->words.size / 4 ||
+        given->sizes + r.num_local > given->words.size / 4)
+      throw Error(Status::internal, std::string(op) + ": a given routing is not of this problem's slots");
+    const BoundOperand src = bind_operand(*ctx_, op, "workspace", given->words, DType::f32, given->words.size / 4, 0, false);
+    build.infos[VKGMM_BINDING_META_GIVEN] = src.info;
+    abi::MetadataPush& m = build.push.as<abi::MetadataPush>();
+    m.given_counts_off = src.element_offset + static_cast<uint32_t>(given->sizes);
+    m.given_map_off = src.element_offset + static_cast<uint32_t>(given->map);
+    const ShaderCode code = metadata_shader();
+    build.pipeline = ctx_->pipeline(code.code, code.words, meta_constants(true));
+    // It reads what the other plan's build wrote (the callers put a barrier after that build too).
+    build.before_own |= VK_ACCESS_SHADER_READ_BIT;
+  }
+  const uint32_t slots = r.tokens * r.top_k;
+  // ids (int32) and weights (f32): words at any 4-byte offset, read by the metadata build's routing
+  // prologue at the sizes' and an unused binding. A problem of no tokens reads neither.
+  abi::MetadataPush& m = build.push.as<abi::MetadataPush>();
+  if (slots) {
+    const BoundOperand ids = bind_operand(*ctx_, op, "ids", ops.ids, DType::f32, slots, 0, false);
+    build.infos[VKGMM_BINDING_META_IDS] = ids.info;
+    m.ids_off = ids.element_offset;
+    if (r.combine) {
+      const BoundOperand w = bind_operand(*ctx_, op, "weights", ops.weights, DType::f32, slots, 0, false);
+      build.infos[VKGMM_BINDING_META_WEIGHTS] = w.info;
+      m.weights_off = w.element_offset;
+    }
+  }
+  m.slots = slots;
+  m.window_offset = r.group_offset;
+  m.route_experts = r.num_local;
+  m.num_experts = r.num_experts;
+  m.counts_off = static_cast<uint32_t>(workspace_.counts);
+  m.map_off = static_cast<uint32_t>(workspace_.map);
+  m.weight_rows_off = static_cast<uint32_t>(workspace_.weight_rows);
+  m.tile_count_off = static_cast<uint32_t>(workspace_.tile_counts);
+  m.tile_counts = r.fused_tiles;
+}
+
+Dispatch PlanCore::bind_combine(const OperandViews& ops, const VkDescriptorBufferInfo& meta) const {
+  const char* op = name();
+  // The combine reads the per-slot results in the workspace and writes out (its module packs 16-bit
+  // elements in words), adding existing_out.
+  Dispatch sum;
+  sum.bind_all(meta);  // COMBINE_PARTIAL and the unused ones
+  // out and existing_out [T, n_out] bound whole (the plain layout), in words.
+  const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
+  const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
+                                                      operands_[2].type, operands_[2].count, 0, true)
+                                       : o;
+  sum.infos[VKGMM_BINDING_COMBINE_OUT] = o.info;
+  sum.infos[VKGMM_BINDING_COMBINE_EXISTING] = e.info;
+  abi::CombinePush& c = sum.push.start<abi::CombinePush>();
+  c.out_off = o.element_offset;
+  c.ex_off = e.element_offset;
+  c.lhs_off = static_cast<uint32_t>(workspace_.partial);
+  c.tokens = routing_->tokens;
+  c.top_k = routing_->top_k;
+  c.out_n = routing_->out_n;
+  const uint32_t y = std::min<uint32_t>(routing_->tokens, info().max_workgroup_count[1]);
+  sum.grid[0] = combine_columns();
+  sum.grid[1] = y;
+  sum.grid[2] = y ? (routing_->tokens + y - 1) / y : 0;
+  // Every slot's result written, then summed per token in slot order.
+  sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
+  sum.before_own = VK_ACCESS_SHADER_READ_BIT;
+  sum.pipeline = combine_pipeline_;
+  return sum;
+}
+
+RoutingSource PlanCore::routing_source(const BufferView& workspace) const {
+  if (!routing_) throw Error(Status::internal, std::string(name()) + ": routing_source of an unrouted plan");
+  const Routing& r = *routing_;
+  const BufferView work = workspace_view(workspace);
+  RoutingSource s;
+  s.words = {work.buffer, work.offset, (workspace_.map + uint64_t(r.tokens) * r.top_k) * 4};
+  s.sizes = workspace_.sizes;
+  s.map = workspace_.map;
+  s.tokens = r.tokens, s.top_k = r.top_k, s.group_offset = r.group_offset, s.num_local = r.num_local;
+  s.num_experts = r.num_experts;
+  return s;
+}
+
+}  // namespace vkgmm
