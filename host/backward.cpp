@@ -6,6 +6,7 @@
 #include "problem_checks.hpp"
 #include "matrix_schedule.hpp"
 #include "plan_internals.hpp"
+#include "backward_operands.hpp"
 #include "routed_backward.hpp"
 #include "vkgmm/ops.hpp"
 #include "workspace_arena.hpp"
@@ -129,34 +130,21 @@ TgmmOperands d_rhs_operands(const GmmBackwardOperands& ops, const BufferView& wo
 }
 }  // namespace
 
-namespace {
-// Unrouted, the views only a routed forward's backward reads or writes stay null.
-void check_unrouted_views(const GmmBackwardOperands& ops) {
-  const std::pair<const char*, BufferView> routed_only[] = {
-      {"ids", ops.ids},         {"weights", ops.weights},     {"bias", ops.bias},
-      {"d_bias", ops.d_bias},   {"d_weights", ops.d_weights}, {"pre_activation", ops.pre_activation}};
-  for (const auto& [name, view] : routed_only)
-    if (view.buffer)
-      throw Error(Status::invalid_argument, std::string("gmm_backward: ") + name +
-                                                ": a view was given but the forward is not routed by expert ids "
-                                                "(Routing::top_k = 0)");
-}
-}  // namespace
-
 void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it,
                                       const RoutingSource* routing) const {
+  // Which views this forward's backward takes, and the overlaps between them (the table's rules); each
+  // part's plan then checks the views it binds.
+  BackwardFacts facts;
+  facts.frozen = frozen_;
+  check_backward_operands(ops, routed_ ? routed_->facts() : facts);
   if (routed_) {
     routed_->record(cb, ops, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr, record_it, routing);
     return;
   }
   if (routing) throw Error(Status::internal, "gmm_backward: a routing given to the backward of an unrouted forward");
-  check_unrouted_views(ops);
   const bool accumulate = d_lhs_.problem().existing_out;
   if (!d_rhs_) {
     // Frozen weights: d_lhs alone, which then writes the status word.
-    if (ops.d_rhs.buffer)
-      throw Error(Status::invalid_argument, "gmm_backward: d_rhs: a view was given but the weights are in a block "
-                                            "format, frozen: their gradient is not computed");
     const GmmOperands d_lhs_ops = d_lhs_operands(ops, ops.workspace, ops.status, accumulate);
     d_lhs_.check(d_lhs_ops);
     if (record_it) d_lhs_.record(cb, d_lhs_ops);
@@ -177,20 +165,10 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
   const GmmOperands d_lhs_ops = d_lhs_operands(ops, lhs_work, {}, accumulate);
   const TgmmOperands d_rhs_ops = d_rhs_operands(ops, rhs_work);
   // Check both before recording either, so a bad view records nothing. The two dispatches run with no
-  // barrier between them, so neither output may overlap anything the other reads or writes.
+  // barrier between them: that neither output overlaps anything the other reads or writes is the
+  // table's overlap rule, checked above.
   d_lhs_.check(d_lhs_ops);
   d_rhs_->check(d_rhs_ops);
-  // The two halves run one after the other on the device path: what either writes (its workspace
-  // share, the status word) may overlap nothing the other reads or writes.
-  const std::initializer_list<std::pair<const char*, BufferView>> all = {
-      {"lhs", ops.lhs}, {"rhs", ops.rhs}, {"d_out", ops.d_out}, {"d_lhs", ops.d_lhs}, {"d_rhs", ops.d_rhs},
-      {"group_sizes", ops.group_sizes}};
-  check_no_overlap("gmm_backward", ops.workspace, all, "workspace");
-  check_no_overlap("gmm_backward", ops.status, all, "status");
-  check_no_overlap("gmm_backward", ops.status, {{"workspace", ops.workspace}}, "status");
-  check_no_overlap("gmm_backward", ops.d_lhs, {{"lhs", ops.lhs}, {"d_rhs", ops.d_rhs}, {"group_sizes", ops.group_sizes}},
-                   "d_lhs");
-  check_no_overlap("gmm_backward", ops.d_rhs, {{"rhs", ops.rhs}, {"group_sizes", ops.group_sizes}}, "d_rhs");
   if (!record_it) return;
   d_lhs_.record(cb, d_lhs_ops);
   d_rhs_->record(cb, d_rhs_ops);

@@ -147,7 +147,7 @@ TgmmProblem routed_d_rhs_problem(const GmmProblem& forward) {
 
 RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const GmmBackwardOptions& o,
                                const GmmPlan& d_lhs, const TgmmPlan* d_rhs, WorkspaceOwner owner)
-    : ctx(ContextInternals::shared(context)), forward(routed_form(given)), options(o) {
+    : ctx(ContextInternals::shared(context)), forward(routed_form(given)), options(o), facts_(backward_facts(given)) {
   const GmmProblem& f = forward;
   const DeviceInfo& info = ctx->dev.info;
   if (given.routing.top_k == 0 && f.m > 0) {
@@ -237,29 +237,10 @@ GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_r
 
 void RoutedBackward::record(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs,
                             const TgmmPlan* d_rhs, bool record_it, const RoutingSource* routing) const {
-  const GmmProblem& f = forward;
-  if (is_quantized(f.rhs_type) && ops.d_rhs.buffer)
-    refuse(Status::invalid_argument, "d_rhs: a view was given but the weights are in a block format, frozen: their "
-                                     "gradient is not computed");
-  if (!f.epilogue.bias && (ops.bias.buffer || ops.d_bias.buffer))
-    refuse(Status::invalid_argument, std::string(ops.bias.buffer ? "bias" : "d_bias") +
-                                         ": a view was given but the forward has no bias (Epilogue::bias)");
-  if (!f.routing.combine && (ops.weights.buffer || ops.d_weights.buffer))
-    refuse(Status::invalid_argument, std::string(ops.weights.buffer ? "weights" : "d_weights") +
-                                         ": a view was given but the forward does not combine (Routing::combine)");
+  // Which views the forward's backward takes and their overlaps: GmmBackwardPlan checked them
+  // (backward_operands.hpp).
   GmmBackwardOperands routed_ops = ops;
-  if (own_ids.handle()) {
-    // Group sizes: the plan's ids say each row's group.
-    const std::pair<const char*, BufferView> routed_only[] = {
-        {"ids", ops.ids},           {"weights", ops.weights},
-        {"d_weights", ops.d_weights}, {"group_sizes", ops.group_sizes},
-        {"pre_activation", ops.pre_activation}};
-    for (const auto& [name, view] : routed_only)
-      if (view.buffer)
-        refuse(Status::invalid_argument, std::string(name) + ": a view was given but the forward's groups are its "
-                                                             "group_sizes, on the host");
-    routed_ops.ids = own_ids.view();
-  }
+  if (own_ids.handle()) routed_ops.ids = own_ids.view();  // group sizes: the plan's ids say each row's group
   if (routing && own_ids.handle())
     refuse(Status::internal, "a routing given to the backward of a forward with group sizes");
   record_routed(cb, routed_ops, d_lhs, d_rhs, record_it, routing);
@@ -275,23 +256,6 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
     if (!own_workspace.handle()) refuse(Status::internal, "workspace: a part of another plan was given none");
     work = own_workspace.view();
   }
-  const std::initializer_list<std::pair<const char*, BufferView>> app = {
-      {"lhs", ops.lhs},     {"rhs", ops.rhs},       {"d_out", ops.d_out},   {"d_lhs", ops.d_lhs},
-      {"d_rhs", ops.d_rhs}, {"ids", ops.ids},       {"weights", ops.weights}, {"bias", ops.bias},
-      {"d_bias", ops.d_bias}, {"d_weights", ops.d_weights}, {"status", ops.status},
-      {"pre_activation", ops.pre_activation}};
-  if (ops.workspace.buffer) check_no_overlap(kOp, ops.workspace, app, "workspace");
-  // Outputs may not overlap the inputs they are computed from, nor each other.
-  check_no_overlap(kOp, ops.d_lhs, {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"d_out", ops.d_out}, {"ids", ops.ids},
-                                    {"weights", ops.weights}, {"d_rhs", ops.d_rhs}, {"d_bias", ops.d_bias},
-                                    {"d_weights", ops.d_weights}}, "d_lhs");
-  check_no_overlap(kOp, ops.d_rhs, {{"lhs", ops.lhs}, {"rhs", ops.rhs}, {"d_out", ops.d_out}, {"ids", ops.ids},
-                                    {"d_bias", ops.d_bias}, {"d_weights", ops.d_weights}}, "d_rhs");
-  check_no_overlap(kOp, ops.d_weights, {{"lhs", ops.lhs}, {"d_out", ops.d_out}, {"ids", ops.ids},
-                                        {"weights", ops.weights}, {"d_bias", ops.d_bias}}, "d_weights");
-  check_no_overlap(kOp, ops.d_bias, {{"d_out", ops.d_out}, {"ids", ops.ids}, {"bias", ops.bias}}, "d_bias");
-  check_no_overlap(kOp, ops.pre_activation, {{"d_lhs", ops.d_lhs}, {"d_rhs", ops.d_rhs}, {"d_bias", ops.d_bias},
-                                             {"d_weights", ops.d_weights}, {"status", ops.status}}, "pre_activation");
 
   const BufferView h_view = area.d_h.in(work);
   const BufferView sorted_view = area.sorted.in(work);

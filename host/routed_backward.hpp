@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "context_impl.hpp"
+#include "backward_operands.hpp"
 #include "routing_source.hpp"
 #include "dispatch.hpp"
 #include "vkgmm/ops.hpp"
@@ -31,6 +32,8 @@ struct RoutedBackward {
   void record(VkCommandBuffer cb, const GmmBackwardOperands& ops, const GmmPlan& d_lhs, const TgmmPlan* d_rhs,
               bool record_it, const RoutingSource* routing = nullptr) const;
   VkDeviceSize workspace_bytes() const { return total; }
+  // Which views its backward takes (backward_operands.hpp), from the forward as given.
+  const BackwardFacts& facts() const { return facts_; }
   // The device memory it holds: its own workspace and ids, and its parts' host-built metadata.
   VkDeviceSize metadata_bytes() const {
     return own_workspace.size() + own_ids.size() + (h ? h->metadata_bytes() : 0) + (d_bias ? d_bias->metadata_bytes() : 0);
@@ -61,6 +64,7 @@ struct RoutedBackward {
   } area;
   Buffer own_workspace;  // none for a part of another plan
   Buffer own_ids;  // a forward with group sizes: each row's group, as ids [m, 1]
+  BackwardFacts facts_;
 };
 
 }  // namespace vkgmm

@@ -517,6 +517,17 @@ TEST_F(DeviceTest, RoutedBackwardRefusesViewsItHasNoUseFor) {
   with = ops;
   with.d_bias = b.view(40960, 64);
   expect_invalid_argument([&] { plan.check(with); }, "d_bias: a view was given but the forward has no bias");
+  with = ops;
+  with.group_sizes = b.view(40960, 64);
+  expect_invalid_argument([&] { plan.check(with); },
+                          "group_sizes: a view was given but the forward is routed by expert ids (the ids give the groups)");
+  // Each written view against every other (the backward's operand table): the earlier written one named.
+  with = ops;
+  with.status = b.view(16384, 4);  // inside d_lhs
+  expect_invalid_argument([&] { plan.check(with); }, "gmm_backward: d_lhs overlaps status");
+  with = ops;
+  with.workspace = b.view(32768, plan.workspace_bytes());  // over ids
+  expect_invalid_argument([&] { plan.check(with); }, "gmm_backward: workspace overlaps ids");
   // Unrouted forwards take no routed views.
   GmmProblem plain;
   plain.m = 8, plain.k = 4, plain.n = 4, plain.group_sizes = {8};

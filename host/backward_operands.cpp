@@ -1,0 +1,91 @@
+#include "backward_operands.hpp"
+
+#include <string>
+
+#include "operands.hpp"
+#include "routed_backward.hpp"
+#include "vkgmm/types.hpp"
+
+namespace vkgmm {
+
+namespace {
+
+enum class BackwardId : unsigned {
+#define VKGMM_BACKWARD_ID(name, written, when) name,
+  VKGMM_BACKWARD_OPERAND_TABLE(VKGMM_BACKWARD_ID)
+#undef VKGMM_BACKWARD_ID
+      count
+};
+constexpr size_t kCount = static_cast<size_t>(BackwardId::count);
+
+struct Row {
+  const char* name;
+  bool written;
+  BackwardWhen when;
+};
+constexpr Row kRows[kCount] = {
+#define VKGMM_BACKWARD_ROW(name, written, when) {#name, written, BackwardWhen::when},
+    VKGMM_BACKWARD_OPERAND_TABLE(VKGMM_BACKWARD_ROW)
+#undef VKGMM_BACKWARD_ROW
+};
+
+// Every field of GmmBackwardOperands is a row (one the table lacked would go unchecked).
+static_assert(sizeof(GmmBackwardOperands) == kCount * sizeof(BufferView), "a backward operand the table lacks");
+
+// Why the backward refuses a view of this row; null: it takes one.
+const char* refusal(BackwardWhen when, const BackwardFacts& f) {
+  const bool routed = f.routed_by_ids || f.group_sizes_routed;
+  constexpr const char* unrouted = "the forward is not routed by expert ids (Routing::top_k = 0)";
+  constexpr const char* host_groups = "the forward's groups are its group_sizes, on the host";
+  switch (when) {
+    case BackwardWhen::bound:
+      return nullptr;
+    case BackwardWhen::trained:
+      return f.frozen ? "the weights are in a block format, frozen: their gradient is not computed" : nullptr;
+    case BackwardWhen::grouped:
+      if (f.routed_by_ids) return "the forward is routed by expert ids (the ids give the groups)";
+      return f.group_sizes_routed ? host_groups : nullptr;
+    case BackwardWhen::routed:
+      return f.routed_by_ids ? nullptr : f.group_sizes_routed ? host_groups : unrouted;
+    case BackwardWhen::combined:
+      if (!f.routed_by_ids) return f.group_sizes_routed ? host_groups : unrouted;
+      return f.combine ? nullptr : "the forward does not combine (Routing::combine)";
+    case BackwardWhen::bias:
+      if (!routed) return unrouted;
+      return f.bias ? nullptr : "the forward has no bias (Epilogue::bias)";
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+BackwardFacts backward_facts(const GmmProblem& forward) {
+  BackwardFacts f;
+  f.routed_by_ids = forward.routing.top_k != 0;
+  f.group_sizes_routed = !f.routed_by_ids && routed_backward(forward);
+  f.frozen = is_quantized(forward.rhs_type);
+  f.combine = forward.routing.combine;
+  f.bias = forward.epilogue.bias;
+  return f;
+}
+
+void check_backward_operands(const GmmBackwardOperands& ops, const BackwardFacts& facts) {
+  const BufferView views[kCount] = {
+#define VKGMM_BACKWARD_VIEW(name, written, when) ops.name,
+      VKGMM_BACKWARD_OPERAND_TABLE(VKGMM_BACKWARD_VIEW)
+#undef VKGMM_BACKWARD_VIEW
+  };
+  auto bad = [](const std::string& what) { throw Error(Status::invalid_argument, "gmm_backward: " + what); };
+  for (size_t i = 0; i < kCount; ++i)
+    if (views[i].buffer)
+      if (const char* why = refusal(kRows[i].when, facts)) bad(std::string(kRows[i].name) + ": a view was given but " + why);
+  for (size_t w = 0; w < kCount; ++w) {
+    if (!kRows[w].written) continue;
+    for (size_t o = 0; o < kCount; ++o) {
+      if (o == w || (kRows[o].written && o < w)) continue;  // an earlier written operand checked this pair
+      if (views_overlap(views[w], views[o])) bad(std::string(kRows[w].name) + " overlaps " + kRows[o].name);
+    }
+  }
+}
+
+}  // namespace vkgmm

@@ -1,0 +1,50 @@
+// The backward's operands, one table (internal): name, whether the backward writes it, and which
+// forwards' backwards take it. GmmBackwardPlan's presence and overlap checks come from these rows, on
+// every path (unrouted: two independent plans; routed by ids; a forward with group sizes and an epilogue,
+// run as the routed forward it equals); each part's own plan then checks its views as it binds them.
+#pragma once
+
+#include "vkgmm/ops.hpp"
+
+namespace vkgmm {
+
+// X(name, written, when): in GmmBackwardOperands' order.
+#define VKGMM_BACKWARD_OPERAND_TABLE(X) \
+  X(lhs, false, bound)                  \
+  X(rhs, false, bound)                  \
+  X(d_out, false, bound)                \
+  X(d_lhs, true, bound)                 \
+  X(d_rhs, true, trained)               \
+  X(group_sizes, false, grouped)        \
+  X(workspace, true, bound)             \
+  X(status, true, bound)                \
+  X(ids, false, routed)                 \
+  X(weights, false, combined)           \
+  X(bias, false, bias)                  \
+  X(d_bias, true, bias)                 \
+  X(d_weights, true, combined)          \
+  X(pre_activation, false, routed)
+
+// Which backwards take an operand (each given view is checked against the forward):
+enum class BackwardWhen {
+  bound,     // every one (its part's plan checks a view it needs but was not given)
+  trained,   // weights not frozen in a block format
+  grouped,   // a forward grouped by group sizes, not by expert ids
+  routed,    // a forward routed by expert ids
+  combined,  // routed by ids, combining each token's slots (Routing::combine)
+  bias,      // routed by ids or by group sizes, with an epilogue bias
+};
+
+// Which path the backward takes (routed_backward.hpp): two independent plans, or the routed passes of a
+// forward routed by ids or (group_sizes_routed) of one with group sizes and an epilogue.
+struct BackwardFacts {
+  bool routed_by_ids = false, group_sizes_routed = false, frozen = false, combine = false, bias = false;
+};
+BackwardFacts backward_facts(const GmmProblem& forward);
+
+// Each view given exactly where the forward's backward takes it: "gmm_backward: <name>: a view was given
+// but <why>". Then the overlap rule: each written view against every other given one, each pair once,
+// "gmm_backward: <written> overlaps <other>" (of two written ones, the earlier in the table first).
+void check_backward_operands(const GmmBackwardOperands& ops, const BackwardFacts& facts);
+
+}  // namespace vkgmm
