@@ -79,13 +79,7 @@ void check_backward_operands(const GmmBackwardOperands& ops, const BackwardFacts
   for (size_t i = 0; i < kCount; ++i)
     if (views[i].buffer)
       if (const char* why = refusal(kRows[i].when, facts)) bad(std::string(kRows[i].name) + ": a view was given but " + why);
-  for (size_t w = 0; w < kCount; ++w) {
-    if (!kRows[w].written) continue;
-    for (size_t o = 0; o < kCount; ++o) {
-      if (o == w || (kRows[o].written && o < w)) continue;  // an earlier written operand checked this pair
-      if (views_overlap(views[w], views[o])) bad(std::string(kRows[w].name) + " overlaps " + kRows[o].name);
-    }
-  }
+  check_table_overlaps("gmm_backward", kRows, views, kCount);
 }
 
 }  // namespace vkgmm

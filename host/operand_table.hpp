@@ -120,9 +120,8 @@ OperandViews views_of(const Operands& ops) {
   return v;
 }
 
-// The table's overlap rule over `views` (a null view overlaps nothing): each written operand against every
-// other, each pair once, the error naming the written one first (of two written ones, the later in the
-// table): "<op>: workspace overlaps out".
+// The table's overlap rule over `views` (check_table_overlaps; existing_out may be out itself):
+// "<op>: out overlaps workspace".
 void check_operand_overlaps(const char* op, const OperandViews& views);
 
 // Each row's view given exactly where the plan takes it (OperandWhen): "<op>: <name>: a view was given but

@@ -2,7 +2,9 @@
 // is checked here, in one place (the rules between views are problem_checks' and the operand table's).
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
+#include <string>
 #include <utility>
 
 #include "context_impl.hpp"
@@ -88,8 +90,26 @@ void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
                    const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes,
                    const VkBufferView* texels = nullptr);
 
-// Every operand view of a problem with `count` elements must be free of overlap with the output
-// (except existing_out, which may be the output itself).
+// Whether two views share a byte (a null view shares none).
 bool views_overlap(const BufferView& a, const BufferView& b);
+
+// An operand table's overlap rule (operand_table.hpp, top_k_operands.hpp, backward_operands.hpp): each
+// written operand's view against every other row's, each pair once (of two written ones the earlier row
+// checks it and is named first), except the one pair of rows `shared` lets share words:
+// Error(invalid_argument) "<op>: <written> overlaps <other>". Row: any struct with `name` and `written`.
+inline constexpr size_t kNoRow = ~size_t(0);
+template <class Row>
+void check_table_overlaps(const char* op, const Row* rows, const BufferView* views, size_t count,
+                          std::pair<size_t, size_t> shared = {kNoRow, kNoRow}) {
+  for (size_t w = 0; w < count; ++w) {
+    if (!rows[w].written) continue;
+    for (size_t o = 0; o < count; ++o) {
+      if (o == w || (rows[o].written && o < w)) continue;
+      if ((w == shared.first && o == shared.second) || (w == shared.second && o == shared.first)) continue;
+      if (views_overlap(views[w], views[o]))
+        throw Error(Status::invalid_argument, std::string(op) + ": " + rows[w].name + " overlaps " + rows[o].name);
+    }
+  }
+}
 
 }  // namespace vkgmm

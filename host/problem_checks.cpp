@@ -150,12 +150,6 @@ void check_workspace_view(const char* op, const BufferView& workspace, VkDeviceS
                 std::to_string(needed) + " (workspace_bytes())");
 }
 
-void check_no_overlap(const char* op, const BufferView& out,
-                      std::initializer_list<std::pair<const char*, BufferView>> inputs, const char* out_name) {
-  for (auto& [name, view] : inputs)
-    if (views_overlap(out, view)) bad(op, std::string(out_name) + " overlaps " + name);
-}
-
 namespace {
 enum class Presence { refused, optional, required };
 struct Rule {
@@ -204,17 +198,11 @@ void check_operand_presence(const char* op, const OperandViews& views, const Pla
 }
 
 void check_operand_overlaps(const char* op, const OperandViews& views) {
-  for (size_t w = 0; w < kOperandCount; ++w) {
-    if (!kOperandRows[w].written) continue;
-    const BufferView& written = views[OperandId(w)];
-    for (size_t o = 0; o < kOperandCount; ++o) {
-      // A later written operand checks this pair itself; existing_out may be out (check_existing_view).
-      if (o == w || (kOperandRows[o].written && o > w)) continue;
-      if (OperandId(w) == OperandId::out && OperandId(o) == OperandId::existing_out) continue;
-      if (views_overlap(written, views[OperandId(o)]))
-        bad(op, std::string(kOperandRows[w].name) + " overlaps " + kOperandRows[o].name);
-    }
-  }
+  BufferView v[kOperandCount];
+  for (size_t o = 0; o < kOperandCount; ++o) v[o] = views[OperandId(o)];
+  // existing_out may be out itself (check_existing_view).
+  check_table_overlaps(op, kOperandRows, v, kOperandCount,
+                       {size_t(OperandId::out), size_t(OperandId::existing_out)});
 }
 
 }  // namespace vkgmm

@@ -47,8 +47,5 @@ void check_existing_view(const char* op, const BufferView& existing, const Buffe
 // An app's workspace view (null: the plan's own, not checked): at least `needed` bytes, at an offset a
 // binding may start at (minStorageBufferOffsetAlignment).
 void check_workspace_view(const char* op, const BufferView& workspace, VkDeviceSize needed, const DeviceInfo& info);
-// The output may not overlap an input (results would depend on the schedule).
-void check_no_overlap(const char* op, const BufferView& out,
-                      std::initializer_list<std::pair<const char*, BufferView>> inputs, const char* out_name = "out");
 
 }  // namespace vkgmm

@@ -71,14 +71,7 @@ TokenOpCore::TokenOpCore(Context& ctx, const char* op, const TopKProblem& p, con
 Dispatch TokenOpCore::bind(const BufferView* views, uint32_t* offsets) const {
   // Each view inside its buffer first (bind_operand checks it again), then the overlaps between them.
   for (size_t i = 0; i < count_; ++i) check_view_in_buffer(*ctx_, op_, rows_[i].name, views[i]);
-  for (size_t w = 0; w < count_; ++w) {
-    if (!rows_[w].written) continue;
-    for (size_t o = 0; o < count_; ++o) {
-      if (o == w || (rows_[o].written && o < w)) continue;  // an earlier written operand checked this pair
-      if (views_overlap(views[w], views[o]))
-        refuse_top_k(op_, std::string(rows_[w].name) + " overlaps " + rows_[o].name);
-    }
-  }
+  check_table_overlaps(op_, rows_, views, count_);
   Dispatch s;
   for (size_t i = 0; i < count_; ++i) {
     // int32 ids take f32's checks: 4-byte elements.

@@ -174,7 +174,7 @@ TEST_F(DeviceTest, DeviceSizesErrors) {
   expect_invalid_argument([&] { plan.check(o4); }, "workspace: view of");
   GmmOperands o5 = base;
   o5.workspace = o.view();
-  expect_invalid_argument([&] { plan.check(o5); }, "workspace overlaps out");
+  expect_invalid_argument([&] { plan.check(o5); }, "out overlaps workspace");
   GmmOperands o6 = base;
   o6.status = sizes.view(0, 4);
   expect_invalid_argument([&] { plan.check(o6); }, "status overlaps group_sizes");
