@@ -74,7 +74,6 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
   WorkspaceArena arena(ctx.info());
   arena.take(d_lhs_.workspace_bytes());
   d_rhs_workspace_offset_ = arena.take(d_rhs_ ? d_rhs_->workspace_bytes() : 0).offset;
-  workspace_bytes_ = arena.bytes();
 }
 
 GmmBackwardPlan PlanInternals::part_of_another(Context& ctx, const GmmProblem& forward,
@@ -93,7 +92,10 @@ const TgmmPlan& GmmBackwardPlan::d_rhs_plan() const {
 }
 
 VkDeviceSize GmmBackwardPlan::workspace_bytes() const {
-  return routed_ ? routed_->workspace_bytes() : workspace_bytes_;
+  if (routed_) return routed_->workspace_bytes();
+  // Up to the end of d_rhs's share (its plan's workspace_bytes() is 0 with group sizes on the host).
+  if (!d_rhs_ || !d_rhs_->workspace_bytes()) return d_lhs_.workspace_bytes();
+  return d_rhs_workspace_offset_ + d_rhs_->workspace_bytes();
 }
 
 GmmBackwardSizes GmmBackwardPlan::sizes() const {

@@ -42,7 +42,9 @@ enum class OperandWhen {
 // What check_operand_presence asks of the plan.
 struct PlanFacts {
   bool existing = false, device_metadata = false, routed = false, combine = false, bias = false;
-  bool bias_read = false;  // a bias of at least one element (a shard with no local expert reads none)
+  // A bias the kernel reads: of at least one element (a shard with no local expert reads none), in a plan
+  // with something to dispatch.
+  bool bias_read = false;
 };
 
 enum class OperandId : unsigned {

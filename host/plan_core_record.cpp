@@ -32,7 +32,8 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   // (binding checks each again).
   PlanFacts facts;
   facts.existing = has_existing_, facts.device_metadata = device_meta_.has_value(), facts.routed = routing_.has_value();
-  facts.combine = routing_ && routing_->combine, facts.bias = has_bias_, facts.bias_read = bias_count_ > 0;
+  facts.combine = routing_ && routing_->combine, facts.bias = has_bias_;
+  facts.bias_read = bias_count_ > 0 && dispatches();  // nothing to dispatch (m = 0): nothing reads it
   check_operand_presence(op, ops, facts);
   check_existing_view(op, ops.existing_out, ops.out);
   for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);

@@ -85,8 +85,12 @@ Dispatch TokenOpCore::bind(const BufferView* views, uint32_t* offsets) const {
   return s;
 }
 
-void TokenOpCore::record(VkCommandBuffer cb, Dispatch s) const {
+void TokenOpCore::check_command_buffer(VkCommandBuffer cb) const {
   if (cb == VK_NULL_HANDLE) refuse_top_k(op_, "command buffer is VK_NULL_HANDLE");
+}
+
+void TokenOpCore::record(VkCommandBuffer cb, Dispatch s) const {
+  check_command_buffer(cb);
   if (!groups_) return;  // no tokens: the views checked, nothing to run
   s.pipeline = pipeline_;
   s.grid[0] = groups_;

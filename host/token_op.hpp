@@ -54,6 +54,8 @@ class TokenOpCore {
   // pair once, named "<written> overlaps <other>", the earlier written one first), then the dispatch binding
   // them in the rows' order, their element offsets into offsets[0 .. count).
   Dispatch bind(const BufferView* views, uint32_t* offsets) const;
+  // Refuses a null command buffer, before any view is checked.
+  void check_command_buffer(VkCommandBuffer cb) const;
   // The dispatch over the grid (its pipeline and grid set here); nothing without tokens.
   void record(VkCommandBuffer cb, Dispatch s) const;
 

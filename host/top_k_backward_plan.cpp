@@ -50,6 +50,7 @@ TopKBackwardSizes TopKBackwardPlan::sizes() const { return token_op_sizes<TopKBa
 void TopKBackwardPlan::check(const TopKBackwardOperands& ops) const { bind_token_op(state_->core, ops); }
 
 void TopKBackwardPlan::record(VkCommandBuffer cb, const TopKBackwardOperands& ops) const {
+  state_->core.check_command_buffer(cb);
   state_->core.record(cb, bind_token_op(state_->core, ops));
 }
 

@@ -45,6 +45,7 @@ TopKSizes TopKPlan::sizes() const { return token_op_sizes<TopKOperands>(problem(
 void TopKPlan::check(const TopKOperands& ops) const { bind_token_op(state_->core, ops); }
 
 void TopKPlan::record(VkCommandBuffer cb, const TopKOperands& ops) const {
+  state_->core.check_command_buffer(cb);
   state_->core.record(cb, bind_token_op(state_->core, ops));
 }
 

@@ -742,6 +742,13 @@ TEST_F(DeviceTest, GmmTakesEachOperandExactlyWhereTheProblemSaysSo) {
           "bias: the problem has a bias (Epilogue::bias) but no view was given");
   refused(routed_plan, r, [&](GmmOperands& o) { o.group_sizes = extra; },
           "group_sizes: a view was given but the problem is routed by expert ids (the ids give the groups)");
+  // With no tokens nothing reads the bias: its view may stay null.
+  GmmProblem no_tokens = routed;
+  no_tokens.m = 0;
+  const GmmPlan empty_plan(c, no_tokens);
+  GmmOperands e = operands(empty_plan);
+  e.bias = {};
+  empty_plan.check(e);
 
   // Routed, combining each token's slots.
   GmmProblem combined = good_routed();

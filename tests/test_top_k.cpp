@@ -144,6 +144,8 @@ TEST_F(DeviceTest, TopKRefusesBadArguments) {
                           "top_k: weights overlaps logits");
   EXPECT_EQ(plan.sizes().weights, 4u * 2 * 4);
   expect_invalid_argument([&] { plan.record(VK_NULL_HANDLE, {logits.view(), ids, weights}); }, "command buffer");
+  // The command buffer is refused first, whatever the views.
+  expect_invalid_argument([&] { plan.record(VK_NULL_HANDLE, {{}, ids, weights}); }, "command buffer");
   plan.check({logits.view(), ids, weights});
   // No tokens: nothing to run, but the views are still checked.
   const TopKPlan empty(c, {0, 8, 2, true});

@@ -304,8 +304,7 @@ class VKGMM_API GmmBackwardPlan {
   GmmPlan d_lhs_;
   bool frozen_ = false;            // block-format weights: no d_rhs
   std::optional<TgmmPlan> d_rhs_;  // none: frozen weights, or no local expert
-  // Unrouted: the workspace holds d_lhs's share, then d_rhs's at this offset.
-  VkDeviceSize d_rhs_workspace_offset_ = 0, workspace_bytes_ = 0;
+  VkDeviceSize d_rhs_workspace_offset_ = 0;  // unrouted: the workspace holds d_lhs's share, then d_rhs's
   std::shared_ptr<const RoutedBackward> routed_;  // routed by expert ids (internal)
 };
 
