@@ -492,7 +492,7 @@ def check_quant(exe):
     # Argument checks: k not whole blocks, a backward, an element type as --rhs-format.
     for extra, needle in ((["--rhs-format", "q4_K", "--k", "96"], "multiple of the block"),
                           (["--rhs-format", "q8_0", "--op", "backward"], "gmm's rhs only"),
-                          (["--rhs-format", "bf16"], "must be q8_0")):
+                          (["--rhs-format", "bf16"], "must be one of q8_0")):
         code, out, err = run(exe, ["--m", "8", "--n", "32", "--groups", "2"] + extra)
         if code != 2 or needle not in err:
             fail(f"quant: {extra}: status {code}, expected 2 with '{needle}'", out, err)
