@@ -61,9 +61,8 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
                            : PlanInternals::part_of_another(ctx, d_lhs_problem(forward, options))),
       frozen_(is_quantized(forward.rhs_type)) {
   // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
-  // A routed shard with no local expert has no weights to differentiate.
-  const bool no_experts = routed_backward(forward) && forward.num_rhs_groups == 0;
-  if (!frozen_rhs() && !no_experts)
+  // A routed shard with no local expert has no weights to differentiate (backward_facts).
+  if (backward_facts(forward).d_rhs)
     d_rhs_.emplace(own_workspace ? TgmmPlan(ctx, d_rhs_problem(forward)) : PlanInternals::part_of_another(ctx, d_rhs_problem(forward)));
   if (routed_backward(forward)) {
     routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr,
@@ -137,7 +136,7 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
   // Which views this forward's backward takes, and the overlaps between them (the table's rules); each
   // part's plan then checks the views it binds.
   BackwardFacts facts;
-  facts.frozen = frozen_;
+  facts.frozen = frozen_, facts.rows = d_lhs_.problem().m > 0, facts.d_rhs = d_rhs_.has_value();
   check_backward_operands(ops, routed_ ? routed_->facts() : facts);
   if (routed_) {
     routed_->record(cb, ops, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr, record_it, routing);

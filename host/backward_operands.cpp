@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "operand_table.hpp"
 #include "operands.hpp"
 #include "routed_backward.hpp"
 #include "vkgmm/types.hpp"
@@ -18,12 +19,7 @@ enum class BackwardId : unsigned {
 };
 constexpr size_t kCount = static_cast<size_t>(BackwardId::count);
 
-struct Row {
-  const char* name;
-  bool written;
-  BackwardWhen when;
-};
-constexpr Row kRows[kCount] = {
+constexpr PresenceRow<BackwardWhen> kRows[kCount] = {
 #define VKGMM_BACKWARD_ROW(name, written, when) {#name, written, BackwardWhen::when},
     VKGMM_BACKWARD_OPERAND_TABLE(VKGMM_BACKWARD_ROW)
 #undef VKGMM_BACKWARD_ROW
@@ -39,6 +35,8 @@ const char* refusal(BackwardWhen when, const BackwardFacts& f) {
   constexpr const char* host_groups = "the forward's groups are its group_sizes, on the host";
   switch (when) {
     case BackwardWhen::bound:
+    case BackwardWhen::rows:
+    case BackwardWhen::trained_input:
       return nullptr;
     case BackwardWhen::trained:
       return f.frozen ? "the weights are in a block format, frozen: their gradient is not computed" : nullptr;
@@ -57,6 +55,20 @@ const char* refusal(BackwardWhen when, const BackwardFacts& f) {
   return nullptr;
 }
 
+// Why the backward needs a view of this row; null: it does not, or a part's plan says so by the name.
+const char* need(BackwardWhen when, const BackwardFacts& f) {
+  switch (when) {
+    case BackwardWhen::rows:
+      return f.rows ? "the forward has rows (m > 0)" : nullptr;
+    case BackwardWhen::trained:
+      return f.d_rhs ? "the weights' gradient is computed" : nullptr;
+    case BackwardWhen::trained_input:
+      return f.d_rhs && f.rows ? "the weights' gradient is computed from it" : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
 
 BackwardFacts backward_facts(const GmmProblem& forward) {
@@ -66,6 +78,8 @@ BackwardFacts backward_facts(const GmmProblem& forward) {
   f.frozen = is_quantized(forward.rhs_type);
   f.combine = forward.routing.combine;
   f.bias = forward.epilogue.bias;
+  f.rows = forward.m > 0;
+  f.d_rhs = !f.frozen && !(routed_backward(forward) && forward.num_rhs_groups == 0);
   return f;
 }
 
@@ -76,9 +90,13 @@ void check_backward_operands(const GmmBackwardOperands& ops, const BackwardFacts
 #undef VKGMM_BACKWARD_VIEW
   };
   auto bad = [](const std::string& what) { throw Error(Status::invalid_argument, "gmm_backward: " + what); };
-  for (size_t i = 0; i < kCount; ++i)
-    if (views[i].buffer)
+  for (size_t i = 0; i < kCount; ++i) {
+    if (views[i].buffer) {
       if (const char* why = refusal(kRows[i].when, facts)) bad(std::string(kRows[i].name) + ": a view was given but " + why);
+    } else if (const char* why = need(kRows[i].when, facts)) {
+      bad(std::string(kRows[i].name) + ": " + why + " but no view was given");
+    }
+  }
   check_table_overlaps("gmm_backward", kRows, views, kCount);
 }
 

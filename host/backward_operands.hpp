@@ -10,10 +10,10 @@ namespace vkgmm {
 
 // X(name, written, when): in GmmBackwardOperands' order.
 #define VKGMM_BACKWARD_OPERAND_TABLE(X) \
-  X(lhs, false, bound)                  \
-  X(rhs, false, bound)                  \
-  X(d_out, false, bound)                \
-  X(d_lhs, true, bound)                 \
+  X(lhs, false, trained_input)          \
+  X(rhs, false, rows)                   \
+  X(d_out, false, rows)                 \
+  X(d_lhs, true, rows)                  \
   X(d_rhs, true, trained)               \
   X(group_sizes, false, grouped)        \
   X(workspace, true, bound)             \
@@ -25,11 +25,13 @@ namespace vkgmm {
   X(d_weights, true, combined)          \
   X(pre_activation, false, routed)
 
-// Which backwards take an operand (each given view is checked against the forward):
+// Which backwards take an operand (each given view is checked against the forward), and which need it:
 enum class BackwardWhen {
-  bound,     // every one (its part's plan checks a view it needs but was not given)
-  trained,   // weights not frozen in a block format
-  grouped,   // a forward grouped by group sizes, not by expert ids
+  bound,          // every one; optional (its part's plan checks a view it needs but was not given)
+  rows,           // every one; needed where the forward has rows (m > 0)
+  trained,        // weights not frozen in a block format; needed where their gradient is computed
+  trained_input,  // every one; needed where the weights' gradient is computed from rows (m > 0)
+  grouped,        // a forward grouped by group sizes, not by expert ids
   routed,    // a forward routed by expert ids
   combined,  // routed by ids, combining each token's slots (Routing::combine)
   bias,      // routed by ids or by group sizes, with an epilogue bias
@@ -39,11 +41,14 @@ enum class BackwardWhen {
 // forward routed by ids or (group_sizes_routed) of one with group sizes and an epilogue.
 struct BackwardFacts {
   bool routed_by_ids = false, group_sizes_routed = false, frozen = false, combine = false, bias = false;
+  bool rows = false;    // m > 0
+  bool d_rhs = false;   // the weights' gradient is computed: trained, and routed with a local expert
 };
 BackwardFacts backward_facts(const GmmProblem& forward);
 
 // Each view given exactly where the forward's backward takes it: "gmm_backward: <name>: a view was given
-// but <why>". Then the overlap rule: each written view against every other given one, each pair once,
+// but <why>"; where it needs one, "gmm_backward: <name>: <why> but no view was given" (named here, not by
+// the part plan that binds it under another name). Then the overlap rule: each written view against every other given one, each pair once,
 // "gmm_backward: <written> overlaps <other>" (of two written ones, the earlier in the table first).
 void check_backward_operands(const GmmBackwardOperands& ops, const BackwardFacts& facts);
 

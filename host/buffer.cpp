@@ -62,15 +62,6 @@ void Buffer::download(void* data, size_t bytes, size_t offset) const {
 
 namespace {
 
-// The largest single allocation the device allows (maxMemoryAllocationSize, Vulkan 1.1).
-VkDeviceSize max_allocation(VkPhysicalDevice physical) {
-  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &m3;
-  vkGetPhysicalDeviceProperties2(physical, &props);
-  return m3.maxMemoryAllocationSize;
-}
-
 [[noreturn]] void out_of_memory(VkDeviceSize bytes, const std::string& why) {
   throw Error(Status::out_of_memory, "create_buffer: " + std::to_string(bytes) + " bytes: " + why);
 }
@@ -95,7 +86,7 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   if (bytes > largest_heap)
     out_of_memory(bytes, "larger than the largest host-visible memory heap (" + std::to_string(largest_heap) +
                              " bytes)");
-  const VkDeviceSize max_alloc = max_allocation(dev.physical);
+  const VkDeviceSize max_alloc = dev.max_allocation;
   if (max_alloc && bytes > max_alloc)
     out_of_memory(bytes, "larger than the device's maxMemoryAllocationSize (" + std::to_string(max_alloc) + ")");
 

@@ -87,11 +87,15 @@ uint32_t query_vector_registers(VkPhysicalDevice physical, uint32_t subgroup_siz
 void Device::query() {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
   subgroup.pNext = &driver;
+  driver.pNext = &m3;
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props.pNext = &subgroup;
   vkGetPhysicalDeviceProperties2(physical, &props);
   vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+  max_allocation = m3.maxMemoryAllocationSize;
+  if (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) compute_subgroup_operations = subgroup.supportedOperations;
   const auto& lim = props.properties.limits;
   info.name = props.properties.deviceName;
   info.driver = std::string(driver.driverName) + " " + driver.driverInfo;

@@ -30,6 +30,10 @@ struct Device {
 
   DeviceInfo info;
   VkPhysicalDeviceMemoryProperties memory{};
+  VkDeviceSize max_allocation = 0;  // maxMemoryAllocationSize (Vulkan 1.1); 0 where not reported
+  // The subgroup operations compute shaders may use (VkPhysicalDeviceSubgroupProperties; 0 where the
+  // compute stage has none).
+  VkSubgroupFeatureFlags compute_subgroup_operations = 0;
   ResolvedOptions options;  // read once, when the Context is made
   MatrixSubgroup matrix_subgroup;  // how the matrix builds' pipelines run their subgroups (with matrix units)
   // Compile-only contexts: VK_KHR_pipeline_executable_properties is enabled, pipelines capture their

@@ -54,21 +54,9 @@ VkPipeline fma_ceiling_pipeline(const Context& ctx, uint32_t invocations, uint32
   return ContextInternals::of(ctx).pipeline(code.code, code.words, constants);
 }
 
-namespace {
-// Whether the device runs subgroup arithmetic in compute shaders (the read probe's reduction).
-bool subgroup_arithmetic(VkPhysicalDevice physical) {
-  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &sub;
-  vkGetPhysicalDeviceProperties2(physical, &props);
-  return (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-         (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
-}
-}  // namespace
-
 VkPipeline read_ceiling_pipeline(const Context& ctx, bool texel, uint32_t invocations) {
   Context::Impl& im = ContextInternals::of(ctx);
-  const ShaderCode code = read_ceiling_shader(texel, subgroup_arithmetic(im.dev.physical));
+  const ShaderCode code = read_ceiling_shader(texel, (im.dev.compute_subgroup_operations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0);
   std::vector<uint32_t> constants(VKGMM_ID_INVOCATIONS + 1);
   constants[VKGMM_ID_INVOCATIONS] = invocations;
   return im.pipeline(code.code, code.words, constants);
@@ -80,6 +68,8 @@ VkBufferView texel_view(const Context& ctx, const Buffer& buffer) {
 }
 
 VkPhysicalDevice physical_device(const Context& ctx) { return ContextInternals::of(ctx).dev.physical; }
+
+uint64_t max_allocation(const Context& ctx) { return ContextInternals::of(ctx).dev.max_allocation; }
 
 void throw_validation_messages(const Context& ctx) { ContextInternals::of(ctx).log.throw_if_any(); }
 

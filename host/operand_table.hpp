@@ -55,11 +55,16 @@ enum class OperandId : unsigned {
 };
 constexpr size_t kOperandCount = static_cast<size_t>(OperandId::count);
 
-struct OperandRow {
+// A row of an operand table that says, in `when`, which problems take the operand (this file's
+// OperandWhen, backward_operands.hpp's BackwardWhen).
+template <class When>
+struct PresenceRow {
   const char* name;
   bool written;
-  OperandWhen when;
+  When when;
 };
+
+using OperandRow = PresenceRow<OperandWhen>;
 inline constexpr OperandRow kOperandRows[kOperandCount] = {
 #define VKGMM_OPERAND_ROW(name, written, when) {#name, written, OperandWhen::when},
     VKGMM_OPERAND_TABLE(VKGMM_OPERAND_ROW)

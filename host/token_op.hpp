@@ -48,8 +48,6 @@ class TokenOpCore {
   TokenOpCore(Context& ctx, const char* op, const TopKProblem& p, const TokenOperandRow* rows, size_t count,
               const TokenOpModule& module);
   const TopKProblem& problem() const { return problem_; }
-  const DeviceInfo& info() const { return ctx_->dev.info; }
-  Context::Impl& context() const { return *ctx_; }
   // Each view inside its buffer, the table's overlap rule (each written operand against every other, each
   // pair once, named "<written> overlaps <other>", the earlier written one first), then the dispatch binding
   // them in the rows' order, their element offsets into offsets[0 .. count).

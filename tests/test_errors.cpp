@@ -245,6 +245,40 @@ TEST_F(DeviceTest, BackwardOutputsMayNotOverlapInputs) {
   expect_refused([&] { run({lhs, rhs, d_out, d_lhs, d_lhs}); }, Status::invalid_argument, "d_lhs overlaps d_rhs");
 }
 
+// A view the backward needs but was not given is named by the backward's operand table, under the
+// backward's name, not by the part plan that binds it under another (d_out is the d_lhs gmm's lhs).
+TEST_F(DeviceTest, BackwardNamesTheViewsItNeeds) {
+  Buffer b = ctx().create_buffer(8192);
+  const BufferView lhs = b.view(0, 512), rhs = b.view(512, 512), d_out = b.view(1024, 512),
+                   d_lhs = b.view(1536, 512), d_rhs = b.view(2048, 512);
+  GmmBackwardPlan plan(ctx(), good_gmm());
+  const std::pair<GmmBackwardOperands, const char*> missing[] = {
+      {{{}, rhs, d_out, d_lhs, d_rhs}, "lhs: the weights' gradient is computed from it but no view was given"},
+      {{lhs, {}, d_out, d_lhs, d_rhs}, "rhs: the forward has rows (m > 0) but no view was given"},
+      {{lhs, rhs, {}, d_lhs, d_rhs}, "d_out: the forward has rows (m > 0) but no view was given"},
+      {{lhs, rhs, d_out, {}, d_rhs}, "d_lhs: the forward has rows (m > 0) but no view was given"},
+      {{lhs, rhs, d_out, d_lhs, {}}, "d_rhs: the weights' gradient is computed but no view was given"},
+  };
+  for (const auto& [ops, message] : missing)
+    expect_refused([&] { plan.check(ops); }, Status::invalid_argument, std::string("gmm_backward: ") + message);
+  plan.check({lhs, rhs, d_out, d_lhs, d_rhs});
+  // Without rows only the weights' gradient (zero) is written; frozen weights have none, and lhs is unread.
+  GmmProblem empty = good_gmm();
+  empty.m = 0, empty.group_sizes = {0, 0};
+  GmmBackwardPlan none(ctx(), empty);
+  none.check({{}, {}, {}, {}, d_rhs});
+  expect_refused([&] { none.check({}); }, Status::invalid_argument,
+                 "gmm_backward: d_rhs: the weights' gradient is computed but no view was given");
+  GmmProblem frozen = good_gmm();
+  frozen.k = frozen.n = 32, frozen.rhs_type = DType::q8_0;
+  GmmBackwardPlan weights_frozen(ctx(), frozen);
+  const BufferView blocks = b.view(0, weights_frozen.sizes().rhs), wide_d_out = b.view(4096, 16 * 32 * 4),
+                   wide_d_lhs = b.view(6144, 16 * 32 * 4);
+  weights_frozen.check({{}, blocks, wide_d_out, wide_d_lhs, {}});
+  expect_refused([&] { weights_frozen.check({{}, blocks, wide_d_out, wide_d_lhs, d_rhs}); },
+                 Status::invalid_argument, "gmm_backward: d_rhs: a view was given but the weights are in a block format");
+}
+
 TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {
   GmmProblem p = good_gmm();
   p.k = 1 << 20;

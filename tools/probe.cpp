@@ -112,14 +112,6 @@ double measure_fma(Context& ctx, DeviceSeconds& seconds, uint32_t chains) {
   return groups_per_second * kLocalSize * (2.0 * (kFmasPerInvocation / chains) * chains) * 1e-9;
 }
 
-uint64_t max_allocation(VkPhysicalDevice physical) {
-  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &m3;
-  vkGetPhysicalDeviceProperties2(physical, &props);
-  return m3.maxMemoryAllocationSize;
-}
-
 // Fills a buffer on the device: every page touched before anything is timed, without a host copy of it.
 void fill(Context& ctx, const Buffer& b) {
   ctx.submit_and_wait([&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, b.handle(), 0, VK_WHOLE_SIZE, 0x01010101u); });
@@ -249,7 +241,7 @@ uint64_t max_probe_buffer(const Context& ctx, uint32_t count) {
   vkGetPhysicalDeviceMemoryProperties(physical, &memory);
   const uint64_t heap = memory.memoryHeaps[memory.memoryTypes[type].heapIndex].size;
   uint64_t most = heap / (2 * std::max<uint32_t>(count, 1));
-  if (const uint64_t m = max_allocation(physical); m) most = std::min(most, m);
+  if (const uint64_t m = internals::max_allocation(ctx); m) most = std::min(most, m);
   return most & ~uint64_t(255);
 }
 

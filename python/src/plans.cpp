@@ -81,10 +81,12 @@ vkgmm::BufferView bind(const Array& a, vkgmm::DType want, uint64_t bytes, const 
   return a.view();
 }
 
-vkgmm::BufferView bind_optional(const Array* a, bool planned, vkgmm::DType want, uint64_t bytes, const char* what) {
-  if (!a && planned) contract_error(std::string(what) + ": the plan was made with it, and none is given");
-  if (a && !planned) contract_error(std::string(what) + ": given, but the plan was made without it");
-  return a ? bind(*a, want, bytes, what) : vkgmm::BufferView{};
+// An optional operand: its view when given, else none. Which operands a plan takes is the library's
+// operand table's rule, which record() applies first; an Array the plan takes no bytes of (bytes = 0)
+// is left to that rule, which names why.
+vkgmm::BufferView bind_optional(const Array* a, vkgmm::DType want, uint64_t bytes, const char* what) {
+  if (!a) return {};
+  return bytes ? bind(*a, want, bytes, what) : a->view();
 }
 
 // The operands gmm's and tgmm's plans share, bound and checked against the plan.
@@ -96,7 +98,7 @@ Operands bind_common(const Plan& plan, const Array& lhs, const Array& rhs, const
   ops.lhs = bind(lhs, p.lhs_type, sz.lhs, "lhs");
   ops.rhs = bind(rhs, p.rhs_type, sz.rhs, "rhs");
   ops.out = bind(out, p.out_type, sz.out, "out");
-  ops.existing_out = bind_optional(existing_out, p.existing_out, p.out_type, sz.existing_out, "existing_out");
+  ops.existing_out = bind_optional(existing_out, p.out_type, p.existing_out ? sz.existing_out : 0, "existing_out");
   return ops;
 }
 
@@ -182,12 +184,13 @@ GmmPlanPy make_gmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::ve
 
 // The device side of a routed run: the ids uploaded, a workspace of the run's own (not the plan's: one
 // plan may run from several threads at once) and a status word starting at 0. A plan with nothing to run
-// has no workspace and takes no status word.
+// has no workspace and takes no status word. Ids given to an unrouted plan (top_k = 0) are uploaded as
+// they are, for record() to refuse by the operand table's rule.
 struct RoutedScratch {
   vkgmm::Buffer ids, status, workspace;
   RoutedScratch(vkgmm::Context& ctx, const py::array_t<int32_t, py::array::c_style>& given, int64_t T, int64_t top_k,
                 VkDeviceSize workspace_bytes) {
-    const uint64_t slots = uint64_t(T * top_k);
+    const uint64_t slots = top_k ? uint64_t(T * top_k) : uint64_t(given.size());
     if (uint64_t(given.size()) != slots)
       contract_error("ids: expected " + std::to_string(slots) + " ids [T, top_k] = [" + std::to_string(T) + ", " +
                      std::to_string(top_k) + "], got " + std::to_string(given.size()));
@@ -213,23 +216,19 @@ uint32_t run_gmm(const GmmPlanPy& g, const Array& lhs, const Array& rhs, const A
                  const Array* weights) {
   const vkgmm::GmmProblem& p = g.plan->problem();
   vkgmm::GmmOperands ops = bind_common<vkgmm::GmmOperands>(*g.plan, lhs, rhs, out, existing_out);
-  ops.bias = bind_optional(bias, p.epilogue.bias, vkgmm::DType::f32, uint64_t(g.g_local * g.n) * 4, "bias");
-  const bool routed = p.routing.top_k > 0;
-  const uint64_t slots = uint64_t(g.T * g.top_k);
-  ops.weights = bind_optional(weights, p.routing.combine, vkgmm::DType::f32, slots * 4, "weights");
-  if (routed != ids.has_value())
-    contract_error(routed ? "ids: the plan routes by expert ids, and none are given"
-                          : "ids: given, but the plan was made with group sizes");
-  if (!routed) {
-    run(*g.ctx, [&](VkCommandBuffer cb) { g.plan->record(cb, ops); });
-    return 0;
+  const uint64_t bias_bytes = p.epilogue.bias ? uint64_t(g.g_local * g.n) * 4 : 0;
+  ops.bias = bind_optional(bias, vkgmm::DType::f32, bias_bytes, "bias");
+  ops.weights = bind_optional(weights, vkgmm::DType::f32, p.routing.combine ? uint64_t(g.T * g.top_k) * 4 : 0,
+                              "weights");
+  std::optional<RoutedScratch> scratch;
+  if (ids) {
+    scratch.emplace(*g.ctx, *ids, g.T, g.top_k, p.routing.top_k ? g.plan->workspace_bytes() : 0);
+    ops.ids = scratch->ids.view();
+    ops.workspace = scratch->workspace_view();
+    ops.status = scratch->status_view();
   }
-  const RoutedScratch scratch(*g.ctx, *ids, g.T, g.top_k, g.plan->workspace_bytes());
-  ops.ids = scratch.ids.view();
-  ops.workspace = scratch.workspace_view();
-  ops.status = scratch.status_view();
   run(*g.ctx, [&](VkCommandBuffer cb) { g.plan->record(cb, ops); });
-  return scratch.word();
+  return scratch && p.routing.top_k ? scratch->word() : 0;
 }
 
 struct TgmmPlanPy {
@@ -290,31 +289,26 @@ uint32_t run_backward(const BackwardPlanPy& b, const Array* lhs, const Array& rh
                       const Array* bias, const Array* d_bias, const Array* d_weights) {
   const vkgmm::GmmProblem& f = b.forward;
   const vkgmm::GmmBackwardSizes sz = b.plan->sizes();
-  const bool frozen = b.plan->frozen_rhs(), routed = f.routing.top_k > 0;
-  // The routed backward reads lhs even for frozen weights (its product is recomputed).
-  const bool reads_lhs = !frozen || routed || f.epilogue.bias || vkgmm::gated(f.epilogue.activation);
+  const bool routed = f.routing.top_k > 0;
   vkgmm::GmmBackwardOperands ops;
-  ops.lhs = bind_optional(lhs, reads_lhs, f.lhs_type, sz.lhs, "lhs");
+  ops.lhs = bind_optional(lhs, f.lhs_type, sz.lhs, "lhs");
   ops.rhs = bind(rhs, f.rhs_type, sz.rhs, "rhs");
   ops.d_out = bind(d_out, f.out_type, sz.d_out, "d_out");
   ops.d_lhs = bind(d_lhs, f.lhs_type, sz.d_lhs, "d_lhs");
-  ops.d_rhs = bind_optional(d_rhs, !frozen && sz.d_rhs > 0, f.rhs_type, sz.d_rhs, "d_rhs");
-  ops.weights = bind_optional(weights, f.routing.combine, vkgmm::DType::f32, sz.weights, "weights");
-  ops.bias = bind_optional(bias, f.epilogue.bias, vkgmm::DType::f32, sz.bias, "bias");
-  if (d_bias) ops.d_bias = bind(*d_bias, vkgmm::DType::f32, sz.d_bias, "d_bias");
-  if (d_weights) ops.d_weights = bind(*d_weights, vkgmm::DType::f32, sz.d_weights, "d_weights");
-  if (routed != ids.has_value())
-    contract_error(routed ? "ids: the forward routes by expert ids, and none are given"
-                          : "ids: given, but the forward was planned with group sizes");
+  ops.d_rhs = bind_optional(d_rhs, f.rhs_type, b.plan->frozen_rhs() ? 0 : sz.d_rhs, "d_rhs");
+  ops.weights = bind_optional(weights, vkgmm::DType::f32, sz.weights, "weights");
+  ops.bias = bind_optional(bias, vkgmm::DType::f32, sz.bias, "bias");
+  ops.d_bias = bind_optional(d_bias, vkgmm::DType::f32, sz.d_bias, "d_bias");
+  ops.d_weights = bind_optional(d_weights, vkgmm::DType::f32, sz.d_weights, "d_weights");
   std::optional<RoutedScratch> scratch;
-  if (routed) {
-    scratch.emplace(*b.ctx, *ids, f.m, f.routing.top_k, b.plan->workspace_bytes());
+  if (ids) {
+    scratch.emplace(*b.ctx, *ids, f.m, f.routing.top_k, routed ? b.plan->workspace_bytes() : 0);
     ops.ids = scratch->ids.view();
     ops.workspace = scratch->workspace_view();
     ops.status = scratch->status_view();
   }
   run(*b.ctx, [&](VkCommandBuffer cb) { b.plan->record(cb, ops); });
-  return scratch ? scratch->word() : 0;
+  return scratch && routed ? scratch->word() : 0;
 }
 
 py::tuple tiling_tuple(const vkgmm::Tiling& t) { return py::make_tuple(t.tm, t.tk, t.tn); }

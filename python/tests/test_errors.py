@@ -105,7 +105,16 @@ def test_array_and_plan_errors(ctx):
     plan = vkgmm.GmmPlan(LHS, RHS, GS)
     refused("lhs: the plan takes f32", plan, vkgmm.Array(LHS.astype(np.float16)), RHS)
     refused("lhs: the plan takes 512 bytes", plan, np.ones((17, 8), f32), RHS)
-    refused("existing_out: given, but the plan was made without it", plan, LHS, RHS, np.ones((16, 4), f32))
+    # Which operands a plan takes is the library's operand table's rule, with its messages.
+    refused("gmm: existing_out: a view was given but the problem has existing_out = false", plan, LHS, RHS,
+            np.ones((16, 4), f32))
+    refused("gmm: bias: a view was given but the problem has no bias", plan, LHS, RHS, bias=np.ones((2, 4), f32))
+    refused("gmm: existing_out: the problem has existing_out but no view was given",
+            vkgmm.GmmPlan(LHS, RHS, GS, existing_out=True), LHS, RHS)
+    refused(r"gmm: bias: the problem has a bias \(Epilogue::bias\) but no view was given",
+            vkgmm.GmmPlan(LHS, RHS, GS, bias=True), LHS, RHS)
+    refused("tgmm: existing_out: a view was given but the problem has existing_out = false",
+            vkgmm.TgmmPlan(LHS.T, np.ones((16, 4), f32), GS), LHS.T, np.ones((16, 4), f32), np.ones((2, 8, 4), f32))
     refused("out: expected a f32 Array of shape", plan, LHS, RHS, out=vkgmm.Array.empty((16, 5)))
     other = vkgmm.Context(validate=True)
     refused("another Context", plan, vkgmm.Array(LHS, context=other), RHS)

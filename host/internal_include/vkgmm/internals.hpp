@@ -58,8 +58,10 @@ struct ReadCeilingPush {
 };
 // The texel view vkgmm made for a buffer of its own (on CPU devices), else VK_NULL_HANDLE.
 VkBufferView texel_view(const Context& ctx, const Buffer& buffer);
-// The physical device, for the properties vkgmm does not keep (maxMemoryAllocationSize, heaps).
+// The physical device, for the properties vkgmm does not keep (the memory heaps).
 VkPhysicalDevice physical_device(const Context& ctx);
+// The largest single allocation the device allows (maxMemoryAllocationSize); 0 where not reported.
+uint64_t max_allocation(const Context& ctx);
 // Throws the validation layer's messages reported so far as Error(validation).
 void throw_validation_messages(const Context& ctx);
 
