@@ -230,6 +230,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
         // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
         {VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0},
     };
+    launch.slices_across_lanes = shape.slices > 1 && p.transpose_rhs;  // gmm.comp's SLICE_FASTEST
     launch.alignment.vec4_out_id = VKGMM_ID_GMM_VEC4_OUT;
     launch.alignment.vec4_needs_lhs = true;
     launch.alignment.rhs_any_offset = is_quantized(p.rhs_type);

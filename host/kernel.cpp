@@ -48,7 +48,7 @@ void Kernel::choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions
     storage16 = true;
     return;
   }
-  code = shader_for(op, info, options.storage16, any16, split);
+  code = shader_for(op, info, options.storage16, any16, split, subgroup_slices);
   storage16 = !split && use_storage16(info, options.storage16, any16);
   // One binding rule for both builds of a split plan: no 16-bit storage (out is bound in words).
   if ((!split || texel_unsplit) && texel_loads_usable(info, options.texel_loads, lhs, rhs))

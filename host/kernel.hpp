@@ -45,6 +45,7 @@ struct Kernel {
   bool texel_unsplit = false;
   bool storage16 = false;           // the module reads and writes 16-bit elements natively (else in words)
   bool matrix = false;              // gmm's matrix build (set_shape: the shape is a matrix schedule's)
+  bool subgroup_slices = false;     // the build that sums K slices with subgroup shuffles (gmm's)
   // The VKGMM_TEXEL build of the module (null code: none), with the same constants.
   ShaderCode texel_code{};
 

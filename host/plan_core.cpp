@@ -177,6 +177,8 @@ void PlanCore::build(const Launch& l) {
     kernel_.set(VKGMM_ID_PERSISTENT, persistent_);
     for (const auto& [id, value] : l.constants) kernel_.set(id, value);
     kernel_.alignment = l.alignment;
+    kernel_.subgroup_slices =
+        l.slices_across_lanes && (ctx_->dev.compute_subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
   }
   if (device_meta_) check_loop_budget();
   if (dispatches()) {

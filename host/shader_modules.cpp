@@ -24,7 +24,7 @@ namespace vkgmm {
 namespace {
 
 // The builds of one op's source, as VKGMM_OP_VARIANTS names them.
-enum class Variant { plain, s16, split, texel, texel_s16, matrix_nv, matrix_khr };
+enum class Variant { plain, s16, split, texel, texel_s16, matrix_nv, matrix_khr, sg, s16_sg, split_sg };
 
 ShaderCode op_module(Op op, Variant variant) {
 #define VKGMM_OP_MODULE(name, op_, variant_) \
@@ -40,9 +40,11 @@ bool use_storage16(const DeviceInfo& info, bool storage16, bool any_16bit_operan
   return any_16bit_operand && info.storage_buffer_16bit && storage16;
 }
 
-ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand, bool split) {
-  if (split) return op_module(op, Variant::split);
-  return op_module(op, use_storage16(info, storage16, any_16bit_operand) ? Variant::s16 : Variant::plain);
+ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand, bool split,
+                      bool subgroup_slices) {
+  if (split) return op_module(op, subgroup_slices ? Variant::split_sg : Variant::split);
+  if (use_storage16(info, storage16, any_16bit_operand)) return op_module(op, subgroup_slices ? Variant::s16_sg : Variant::s16);
+  return op_module(op, subgroup_slices ? Variant::sg : Variant::plain);
 }
 
 ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand) {
@@ -72,7 +74,7 @@ ShaderCode routed_grad_shader() { return {spirv::routed_grad, spirv::routed_grad
 std::vector<EmbeddedModule> embedded_op_modules() {
   return {
 #define VKGMM_OP_MODULE(name, op, variant) \
-  {#name, Op::op, Variant::variant == Variant::split,                                                  \
+  {#name, Op::op, Variant::variant == Variant::split || Variant::variant == Variant::split_sg,                                                  \
    Variant::variant == Variant::matrix_nv || Variant::variant == Variant::matrix_khr, {spirv::name, spirv::name##_words}},
 #include "op_modules.inc"
 #undef VKGMM_OP_MODULE

@@ -21,8 +21,10 @@ bool use_storage16(const DeviceInfo& info, bool storage16, bool any_16bit_operan
 
 // The module for `op`: with `split`, the build that binds operands in parts (packed 32-bit access);
 // else the 16-bit-storage build when some operand is 16-bit, the device has storageBuffer16BitAccess
-// and `storage16` (ContextOptions::storage16) allows it; else the packed 32-bit build.
-ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand, bool split);
+// and `storage16` (ContextOptions::storage16) allows it; else the packed 32-bit build. With
+// `subgroup_slices` (gmm), that build's form that sums K slices with subgroup shuffles.
+ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand, bool split,
+                      bool subgroup_slices = false);
 // The same module with lhs and rhs read through texel views (VKGMM_TEXEL; never split).
 ShaderCode texel_shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand);
 // gmm's matrix build for the extension the device's matrix units were enabled with

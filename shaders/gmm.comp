@@ -17,6 +17,10 @@
 // rows and columns instead where 4-wide vectors carry them (row_of, col_of).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef VKGMM_SUBGROUP_SLICES
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #ifdef VKGMM_MATRIX
 #include "coopmat.glsl"
 #endif
@@ -300,12 +304,46 @@ void run_visit(uint visit, uint n_tile) {
       [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v)
         [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * ACC_COLS + v * 4 + c] = acc4[i * ACC4_COLS + v][c];
 
-  // K_SLICES > 1: the slices' accumulators summed into the first slice's, a tree over the slices (a power
-  // of two) through As4, which the direct schedule does not stage in (SHARED_A floats: half the slices'
-  // accumulators). A round's stores and loads are consecutive words across neighbouring lanes: indexed
-  // by slice fastest where the lanes run over the slices (SLICE_FASTEST), else by lane w of the W in a
-  // slice. In run_visit itself: glslang's copy of a spec-constant-sized array into a function's parameter
-  // does not validate. Uniform control flow: the barriers are reached by every invocation.
+  // K_SLICES > 1: the slices' accumulators summed into the first slice's. In run_visit itself: glslang's
+  // copy of a spec-constant-sized array into a function's parameter does not validate. Uniform control
+  // flow: the barriers are reached by every invocation.
+#ifdef VKGMM_SUBGROUP_SLICES
+  // Slices fastest (the host takes this build only there): a subgroup's lanes are runs of one lane w's
+  // slices (lid = w * K_SLICES + slice, subgroups of consecutive invocations, sizes powers of two), so a
+  // butterfly of shuffles sums each run of min(K_SLICES, subgroup size) slices in registers, the same
+  // bits in every lane of the run. Where a subgroup holds fewer slices than K_SLICES, one shared round
+  // adds the K_SLICES / subgroup-size partial sums in slice order (As4: SHARED_A floats, at least that).
+  if (K_SLICES > 1u && SLICE_FASTEST) {
+    const uint E = RM * ACC_COLS, W = TX * TY;
+    const uint run = min(K_SLICES, gl_SubgroupSize), parts = K_SLICES / run;
+    // The rounds outermost: NIR unrolls only innermost loops, and an accumulator indexed by a variable
+    // goes to local memory.
+    for (uint d = run / 2u; d > 0u; d /= 2u)
+      [[unroll]] for (uint e = 0; e < E; ++e) acc[e] += subgroupShuffleXor(acc[e], d);
+    if (parts > 1u) {
+      barrier();  // a persistent workgroup's previous visit has read its sums
+      if (slice % run == 0u)
+        [[unroll]] for (uint e = 0; e < E; ++e) {
+          uint at = (e * W + w) * parts + slice / run;
+          As4[at / 4u][at % 4u] = acc[e];
+        }
+      barrier();
+      // The parts' loop outermost: NIR unrolls only innermost loops, so the accumulators stay indexed by
+      // constants.
+      if (slice == 0u)
+        for (uint p = 0u; p < parts; ++p)
+          [[unroll]] for (uint e = 0; e < E; ++e) {
+            uint at = (e * W + w) * parts + p;
+            float part = As4[at / 4u][at % 4u];
+            acc[e] = p == 0u ? part : acc[e] + part;
+          }
+    }
+  } else
+#endif
+  // Else a tree over the slices (a power of two) through As4, which the direct schedule does not stage
+  // in (SHARED_A floats: half the slices' accumulators). A round's stores and loads are consecutive words
+  // across neighbouring lanes: indexed by slice fastest where the lanes run over the slices
+  // (SLICE_FASTEST), else by lane w of the W in a slice.
   if (K_SLICES > 1u) {
     const uint E = RM * ACC_COLS, W = TX * TY;
     for (uint half_ = K_SLICES / 2u; half_ > 0u; half_ /= 2u) {

@@ -4,7 +4,10 @@
 // (tiling_device.hpp) and run here, against vkgmm::reference: every load path (4-element and scalar, rhs
 // [k, n] and [n, k], 16-bit types, every block format), the fill visits of rows outside the active
 // groups, existing_out, device group sizes, and routing by ids with SwiGLU, bias and the fused combine.
-// Each case checks that the plan took K slices.
+// Each case checks that the plan took K slices, and over rhs [n, k] (slices across neighbouring lanes)
+// that it runs the build summing them with subgroup shuffles exactly where the device shuffles in
+// compute shaders.
+#include <cstring>
 #include <string>
 
 #include "context_impl.hpp"
@@ -26,25 +29,39 @@ Context gpu_context(bool texel = false, ContextOptions o = {}) {
   return c;
 }
 
-// The plan's op pipeline's K slices and invocations (0, 0 when it has none).
+// The plan's op pipeline's K slices and invocations (0, 0 when it has none), and its module's name.
 struct Slices {
   uint32_t slices = 0, invocations = 0;
   bool direct = false;
+  std::string module;
 };
 Slices slices_of(const GmmPlan& plan) {
-  for (const PlannedPipeline& p : PlanInternals::pipelines(plan))
-    if (std::string(p.role) == "op")
-      return {p.constants[VKGMM_ID_GMM_K_SLICES], p.constants[VKGMM_ID_INVOCATIONS],
-              p.constants[VKGMM_ID_USE_SHARED] == 0};
+  for (const PlannedPipeline& p : PlanInternals::pipelines(plan)) {
+    if (std::string(p.role) != "op") continue;
+    Slices s{p.constants[VKGMM_ID_GMM_K_SLICES], p.constants[VKGMM_ID_INVOCATIONS],
+             p.constants[VKGMM_ID_USE_SHARED] == 0, ""};
+    for (const EmbeddedModule& m : embedded_op_modules())
+      if (m.code.code == p.code.code) s.module = m.name;
+    return s;
+  }
   return {};
 }
 
-// Expects the plan for p on c to be the sliced direct schedule.
+bool shuffles(const Context& c) {
+  return (ContextInternals::of(c).dev.compute_subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
+}
+
+// Expects the plan for p on c to be the sliced direct schedule, its slices summed by subgroup shuffles
+// where they lie across lanes (rhs [n, k]) and the device shuffles (not in the texel builds).
 void expect_sliced(Context& c, const GmmProblem& p) {
   const Slices s = slices_of(GmmPlan(c, p));
   EXPECT_TRUE(s.direct) << "the shared schedule was planned";
   EXPECT_GT(s.slices, 1u) << "no K slices";
   EXPECT_EQ(s.invocations % s.slices, 0u);
+  // The texel builds (CPU drivers' reads) keep the shared tree.
+  const bool sg = s.module.size() > 3 && s.module.compare(s.module.size() - 3, 3, "_sg") == 0;
+  const bool texel = s.module.find("texel") != std::string::npos;
+  EXPECT_EQ(sg, p.transpose_rhs && shuffles(c) && !texel) << "module " << s.module;
 }
 
 struct DecodeCase {
@@ -96,6 +113,31 @@ TEST_P(GpuDecode, DeviceSizes) {
   const auto rhs = random_values(size_t(6 * p.k * p.n), c.rhs, rng);
   const Tolerance tol = tolerance_for(c.lhs, c.rhs, c.out);
   EXPECT_TRUE(all_close(run_gmm_device(cx, p, lhs, rhs), reference::gmm(p, lhs, rhs), tol.atol, tol.rtol));
+}
+
+// A split reduction gives the same bits on every run: the shuffles' butterfly and the shared round add
+// in a fixed order. Three runs of one plan, over rhs [n, k] (the shuffled build where the device has
+// one), with as many slices as the kernel takes for this k and with fewer.
+TEST_P(GpuDecode, SameBitsOnEveryRun) {
+  const DecodeCase& c = GetParam();
+  Context cx = gpu_context();
+  std::mt19937 rng(45);
+  GmmProblem p;
+  p.m = 3, p.k = c.k, p.n = c.n;
+  p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
+  p.transpose_rhs = c.transpose;
+  p.group_sizes = {1, 2};
+  expect_sliced(cx, p);
+  const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
+  const auto rhs = random_values(size_t(2 * p.k * p.n), c.rhs, rng);
+  const auto first = run_gmm(cx, p, lhs, rhs);
+  for (int run = 0; run < 2; ++run) {
+    const auto again = run_gmm(cx, p, lhs, rhs);
+    ASSERT_EQ(again.size(), first.size());
+    EXPECT_EQ(0, std::memcmp(again.data(), first.data(), first.size() * sizeof(first[0]))) << "run " << run + 1;
+  }
+  const Tolerance tol = tolerance_for(c.lhs, c.rhs, c.out);
+  EXPECT_TRUE(all_close(first, reference::gmm(p, lhs, rhs), tol.atol, tol.rtol));
 }
 
 // One token and four routed by ids (top-4 of 8 experts, one slot dropped), SwiGLU over [gate | up] with

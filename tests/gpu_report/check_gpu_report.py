@@ -66,7 +66,7 @@ def main():
                 p = pipelines[cp["pipeline"]]
                 check(p["role"] == cp["role"], f"{c['name']}: role {cp['role']} vs {p['role']}")
                 check(os.path.exists(os.path.join(dump, p["module"] + ".spv")), f"{p['module']}.spv not dumped")
-                check(p["layout"] == ("split" if p["module"].endswith("_split") else "plain"), f"{p['id']}: layout")
+                check(p["layout"] == ("split" if p["module"].endswith(("_split", "_split_sg")) else "plain"), f"{p['id']}: layout")
                 check(os.path.getsize(os.path.join(dump, p["id"] + ".s")) > 0, f"{p['id']}.s empty")
                 compiled = p.get("compiled") or {}
                 check((compiled.get("registers") or 0) > 0, f"{p['id']}: no statistics")
