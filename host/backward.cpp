@@ -137,6 +137,7 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
   // part's plan then checks the views it binds.
   BackwardFacts facts;
   facts.frozen = frozen_, facts.rows = d_lhs_.problem().m > 0, facts.d_rhs = d_rhs_.has_value();
+  facts.local_experts = d_lhs_.sizes().rhs > 0;
   check_backward_operands(ops, routed_ ? routed_->facts() : facts);
   if (routed_) {
     routed_->record(cb, ops, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr, record_it, routing);

@@ -36,7 +36,8 @@ const char* refusal(BackwardWhen when, const BackwardFacts& f) {
   switch (when) {
     case BackwardWhen::bound:
     case BackwardWhen::rows:
-    case BackwardWhen::trained_input:
+    case BackwardWhen::weights:
+    case BackwardWhen::recomputed:
       return nullptr;
     case BackwardWhen::trained:
       return f.frozen ? "the weights are in a block format, frozen: their gradient is not computed" : nullptr;
@@ -57,13 +58,18 @@ const char* refusal(BackwardWhen when, const BackwardFacts& f) {
 
 // Why the backward needs a view of this row; null: it does not, or a part's plan says so by the name.
 const char* need(BackwardWhen when, const BackwardFacts& f) {
+  const bool gradient = f.d_rhs && f.local_experts;  // a d_rhs of some bytes is written
   switch (when) {
     case BackwardWhen::rows:
       return f.rows ? "the forward has rows (m > 0)" : nullptr;
+    case BackwardWhen::weights:
+      return f.rows && f.local_experts ? "the forward has rows and a local expert" : nullptr;
     case BackwardWhen::trained:
-      return f.d_rhs ? "the weights' gradient is computed" : nullptr;
-    case BackwardWhen::trained_input:
-      return f.d_rhs && f.rows ? "the weights' gradient is computed from it" : nullptr;
+      return gradient ? "the weights' gradient is computed" : nullptr;
+    case BackwardWhen::recomputed:
+      if (!f.rows) return nullptr;
+      if (gradient) return "the weights' gradient is computed from it";
+      return f.routed_by_ids || f.group_sizes_routed ? "the routed backward recomputes the forward from it" : nullptr;
     default:
       return nullptr;
   }
@@ -79,6 +85,8 @@ BackwardFacts backward_facts(const GmmProblem& forward) {
   f.combine = forward.routing.combine;
   f.bias = forward.epilogue.bias;
   f.rows = forward.m > 0;
+  f.local_experts = (forward.num_rhs_groups >= 0 ? forward.num_rhs_groups
+                                                 : int64_t(forward.group_sizes.size()) - forward.group_offset) > 0;
   f.d_rhs = !f.frozen && !(routed_backward(forward) && forward.num_rhs_groups == 0);
   return f;
 }

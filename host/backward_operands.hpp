@@ -10,8 +10,8 @@ namespace vkgmm {
 
 // X(name, written, when): in GmmBackwardOperands' order.
 #define VKGMM_BACKWARD_OPERAND_TABLE(X) \
-  X(lhs, false, trained_input)          \
-  X(rhs, false, rows)                   \
+  X(lhs, false, recomputed)             \
+  X(rhs, false, weights)                \
   X(d_out, false, rows)                 \
   X(d_lhs, true, rows)                  \
   X(d_rhs, true, trained)               \
@@ -27,10 +27,12 @@ namespace vkgmm {
 
 // Which backwards take an operand (each given view is checked against the forward), and which need it:
 enum class BackwardWhen {
-  bound,          // every one; optional (its part's plan checks a view it needs but was not given)
-  rows,           // every one; needed where the forward has rows (m > 0)
-  trained,        // weights not frozen in a block format; needed where their gradient is computed
-  trained_input,  // every one; needed where the weights' gradient is computed from rows (m > 0)
+  bound,       // every one; optional (its part's plan checks a view it needs but was not given)
+  rows,        // every one; needed where the forward has rows (m > 0)
+  weights,     // every one; needed where the forward has rows and a local expert
+  trained,     // weights not frozen in a block format; needed where their gradient is computed
+  recomputed,  // every one; needed where the forward has rows and the backward reads them: for the
+               // weights' gradient, or routed (its passes recompute the forward's product)
   grouped,        // a forward grouped by group sizes, not by expert ids
   routed,    // a forward routed by expert ids
   combined,  // routed by ids, combining each token's slots (Routing::combine)
@@ -41,8 +43,9 @@ enum class BackwardWhen {
 // forward routed by ids or (group_sizes_routed) of one with group sizes and an epilogue.
 struct BackwardFacts {
   bool routed_by_ids = false, group_sizes_routed = false, frozen = false, combine = false, bias = false;
-  bool rows = false;    // m > 0
-  bool d_rhs = false;   // the weights' gradient is computed: trained, and routed with a local expert
+  bool rows = false;           // m > 0
+  bool local_experts = false;  // the forward has a local expert (G_local > 0)
+  bool d_rhs = false;          // the weights' gradient is computed: trained, with a local expert where routed
 };
 BackwardFacts backward_facts(const GmmProblem& forward);
 

@@ -177,8 +177,9 @@ void PlanCore::build(const Launch& l) {
     kernel_.set(VKGMM_ID_PERSISTENT, persistent_);
     for (const auto& [id, value] : l.constants) kernel_.set(id, value);
     kernel_.alignment = l.alignment;
+    constexpr VkSubgroupFeatureFlags kSliceOperations = VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT;
     kernel_.subgroup_slices =
-        l.slices_across_lanes && (ctx_->dev.compute_subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
+        l.slices_across_lanes && (ctx_->dev.compute_subgroup_operations & kSliceOperations) == kSliceOperations;
   }
   if (device_meta_) check_loop_budget();
   if (dispatches()) {

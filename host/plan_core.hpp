@@ -128,7 +128,7 @@ class PlanCore {
     std::optional<uint64_t> bias;  // the epilogue's bias, f32 [count] at VKGMM_BINDING_BIAS (bias_off pushed)
     KernelShape shape;
     // The shape's K slices lie across neighbouring lanes (gmm's decode over rhs [n, k]): where the device
-    // shuffles in compute shaders, the op's build that sums them with subgroup shuffles runs.
+    // shuffles and ballots in compute shaders, the op's build that sums them with subgroup shuffles runs.
     bool slices_across_lanes = false;
     // The op's own constants (the shape's and the types' are the core's), and the offsets its 4-element
     // loads and stores need.

@@ -44,11 +44,6 @@ constexpr uint32_t kMaxAccumulators = 256;
 // group's weights read once per visit (a 32-row tile reads them 4 times as often per row as a 128-row
 // one). It keeps 128-row tiles for groups of a few hundred rows and small tiles for few-row (decode) visits.
 constexpr int64_t kVisitOverheadRows = 2;
-// A GPU decode visit's, not measured: the visit streams its expert's k x n weights, a row adds k inputs and
-// n outputs, and the decode is bound by memory. So the tile covers the largest group (up to
-// kGpuDecodeRows): each expert's weights are read once for all of its rows, its surplus rows costing
-// FMAs only.
-constexpr int64_t kGpuDecodeVisitOverheadRows = 1024;
 constexpr int64_t kSharedVisitOverheadRows = 64;
 
 // Registers an invocation needs beside its accumulators in the shared schedule: the K step's operands
@@ -185,7 +180,7 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // streamed by visits x n / 32 workgroups of up to kSliceInvocations invocations.
   // Elsewhere (a direct schedule forced on a GPU's larger groups) the tiles below, their K sliced too.
   if (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU && few_rows_per_group(groups))
-    return {pick_tm(groups, 1, kGpuDecodeRows, kGpuDecodeVisitOverheadRows), 4, 32};
+    return {pick_tm(groups, 1, kGpuDecodeRows, kVisitOverheadRows), 4, 32};
   Tiling t{128, 4, 128};
   // Direct: at most 32 rows (more measured no faster). With rhs [n, k], 32-row tiles get 64 columns,
   // so each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load

@@ -19,6 +19,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #ifdef VKGMM_SUBGROUP_SLICES
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
 #ifdef VKGMM_MATRIX
@@ -310,12 +311,17 @@ void run_visit(uint visit, uint n_tile) {
 #ifdef VKGMM_SUBGROUP_SLICES
   // Slices fastest (the host takes this build only there): a subgroup's lanes are runs of one lane w's
   // slices (lid = w * K_SLICES + slice, subgroups of consecutive invocations, sizes powers of two), so a
-  // butterfly of shuffles sums each run of min(K_SLICES, subgroup size) slices in registers, the same
-  // bits in every lane of the run. Where a subgroup holds fewer slices than K_SLICES, one shared round
-  // adds the K_SLICES / subgroup-size partial sums in slice order (As4: SHARED_A floats, at least that).
-  if (K_SLICES > 1u && SLICE_FASTEST) {
+  // butterfly of shuffles sums each run of min(K_SLICES, lanes) slices in registers, the same bits in
+  // every lane of the run. `lanes` counts the subgroup's active lanes, not gl_SubgroupSize: a driver may
+  // fill fewer (Intel's SIMD8 or SIMD16 under a reported 32). The workgroup's invocations (a power of two)
+  // fill its subgroups alike, so `run` and the branch are the same for the whole workgroup. Where a
+  // subgroup holds fewer slices than K_SLICES, one shared round adds the K_SLICES / run partial sums in
+  // slice order: E * W * K_SLICES / run floats of As4, within its SHARED_A (half the slices') for run >= 2.
+  const uint lanes = subgroupBallotBitCount(subgroupBallot(true));
+  const uint run = min(K_SLICES, lanes);
+  if (K_SLICES > 1u && SLICE_FASTEST && run >= 2u) {
     const uint E = RM * ACC_COLS, W = TX * TY;
-    const uint run = min(K_SLICES, gl_SubgroupSize), parts = K_SLICES / run;
+    const uint parts = K_SLICES / run;
     // The rounds outermost: NIR unrolls only innermost loops, and an accumulator indexed by a variable
     // goes to local memory.
     for (uint d = run / 2u; d > 0u; d /= 2u)

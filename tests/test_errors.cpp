@@ -254,7 +254,7 @@ TEST_F(DeviceTest, BackwardNamesTheViewsItNeeds) {
   GmmBackwardPlan plan(ctx(), good_gmm());
   const std::pair<GmmBackwardOperands, const char*> missing[] = {
       {{{}, rhs, d_out, d_lhs, d_rhs}, "lhs: the weights' gradient is computed from it but no view was given"},
-      {{lhs, {}, d_out, d_lhs, d_rhs}, "rhs: the forward has rows (m > 0) but no view was given"},
+      {{lhs, {}, d_out, d_lhs, d_rhs}, "rhs: the forward has rows and a local expert but no view was given"},
       {{lhs, rhs, {}, d_lhs, d_rhs}, "d_out: the forward has rows (m > 0) but no view was given"},
       {{lhs, rhs, d_out, {}, d_rhs}, "d_lhs: the forward has rows (m > 0) but no view was given"},
       {{lhs, rhs, d_out, d_lhs, {}}, "d_rhs: the weights' gradient is computed but no view was given"},
@@ -277,6 +277,33 @@ TEST_F(DeviceTest, BackwardNamesTheViewsItNeeds) {
   weights_frozen.check({{}, blocks, wide_d_out, wide_d_lhs, {}});
   expect_refused([&] { weights_frozen.check({{}, blocks, wide_d_out, wide_d_lhs, d_rhs}); },
                  Status::invalid_argument, "gmm_backward: d_rhs: a view was given but the weights are in a block format");
+  // Routed by ids, frozen weights: the passes recompute the forward's product from lhs.
+  GmmProblem routed = frozen;
+  routed.m = 4, routed.group_sizes = {}, routed.num_rhs_groups = 4;
+  routed.routing = {2, false, false, 4};
+  GmmBackwardPlan recomputing(ctx(), routed);
+  const GmmBackwardSizes rs = recomputing.sizes();
+  Buffer r = ctx().create_buffer(rs.rhs + rs.d_out + rs.d_lhs + rs.ids + 3 * 256);
+  auto at = [&](VkDeviceSize offset, VkDeviceSize bytes) { return r.view(offset, bytes); };
+  GmmBackwardOperands ops;
+  ops.rhs = at(0, rs.rhs);
+  ops.d_out = at((rs.rhs + 255) / 256 * 256, rs.d_out);
+  ops.d_lhs = at(ops.d_out.offset + (rs.d_out + 255) / 256 * 256, rs.d_lhs);
+  ops.ids = at(ops.d_lhs.offset + (rs.d_lhs + 255) / 256 * 256, rs.ids);
+  expect_refused([&] { recomputing.check(ops); }, Status::invalid_argument,
+                 "gmm_backward: lhs: the routed backward recomputes the forward from it but no view was given");
+  // A shard with no local expert reads no weights and writes no gradient of them.
+  GmmProblem shard = routed;
+  shard.rhs_type = DType::f32, shard.num_rhs_groups = 0;
+  GmmBackwardPlan no_expert(ctx(), shard);
+  const GmmBackwardSizes ns = no_expert.sizes();
+  Buffer x = ctx().create_buffer(ns.lhs + ns.d_out + ns.d_lhs + ns.ids + 4 * 256);
+  GmmBackwardOperands shard_ops;
+  shard_ops.lhs = x.view(0, ns.lhs);
+  shard_ops.d_out = x.view((ns.lhs + 255) / 256 * 256, ns.d_out);
+  shard_ops.d_lhs = x.view(shard_ops.d_out.offset + (ns.d_out + 255) / 256 * 256, ns.d_lhs);
+  shard_ops.ids = x.view(shard_ops.d_lhs.offset + (ns.d_lhs + 255) / 256 * 256, ns.ids);
+  no_expert.check(shard_ops);
 }
 
 TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {

@@ -48,7 +48,8 @@ Slices slices_of(const GmmPlan& plan) {
 }
 
 bool shuffles(const Context& c) {
-  return (ContextInternals::of(c).dev.compute_subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
+  const VkSubgroupFeatureFlags both = VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT;
+  return (ContextInternals::of(c).dev.compute_subgroup_operations & both) == both;
 }
 
 // Expects the plan for p on c to be the sliced direct schedule, its slices summed by subgroup shuffles

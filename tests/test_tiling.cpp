@@ -160,20 +160,5 @@ TEST(DecodeTiling, RoutedSizesFollowTheBinomial) {
   EXPECT_EQ(routed_expected_sizes(0, 8, 8), std::vector<int32_t>(64, 0));
 }
 
-// A GPU's decode tile covers its largest group, up to kGpuDecodeRows rows: each expert's weights are
-// streamed once for all of its rows. A group of 5 beside groups of 1 takes 8-row tiles (2-row ones would
-// read its weights 3 times); groups of at most 2 take 2-row ones; a group past 8 rows takes two visits.
-TEST(DecodeTiling, GpuTilesCoverTheLargestGroup) {
-  auto tm = [](std::vector<int32_t> sizes) {
-    const ActiveGroups groups{&sizes, 0, int64_t(sizes.size())};
-    return gmm_auto_tiling(Schedule::direct, gpu(512), groups, false, 1024, 1).tm;
-  };
-  EXPECT_EQ(tm({5, 1, 1, 1, 1, 1}), 8);
-  EXPECT_EQ(tm({2, 1, 0, 2}), 2);
-  EXPECT_EQ(tm({1, 1, 1}), 1);
-  EXPECT_EQ(tm({3, 4, 0, 2, 4, 2}), 4);
-  EXPECT_EQ(tm({12, 1, 1, 1, 1, 1, 1, 1}), 8);
-}
-
 }  // namespace
 }  // namespace vkgmm

@@ -62,6 +62,7 @@ def run(exe, args, env_extra=None, host_cache=False):
     it), which on a shared host can be hundreds of MiB; a tiny workload needs no such roofs, so every run
     names a small cache unless it checks the host's own (host_cache) or env_extra names another."""
     env = dict(os.environ)
+    env.pop("VKGMM_CACHE_BYTES", None)
     if not host_cache:
         env["VKGMM_CACHE_BYTES"] = str(TEST_CACHE_BYTES)
     env.update(env_extra or {})
