@@ -58,17 +58,16 @@ const char* refusal(BackwardWhen when, const BackwardFacts& f) {
 
 // Why the backward needs a view of this row; null: it does not, or a part's plan says so by the name.
 const char* need(BackwardWhen when, const BackwardFacts& f) {
-  const bool gradient = f.d_rhs && f.local_experts;  // a d_rhs of some bytes is written
   switch (when) {
     case BackwardWhen::rows:
       return f.rows ? "the forward has rows (m > 0)" : nullptr;
     case BackwardWhen::weights:
       return f.rows && f.local_experts ? "the forward has rows and a local expert" : nullptr;
     case BackwardWhen::trained:
-      return gradient ? "the weights' gradient is computed" : nullptr;
+      return f.d_rhs ? "the weights' gradient is computed" : nullptr;
     case BackwardWhen::recomputed:
       if (!f.rows) return nullptr;
-      if (gradient) return "the weights' gradient is computed from it";
+      if (f.d_rhs) return "the weights' gradient is computed from it";
       return f.routed_by_ids || f.group_sizes_routed ? "the routed backward recomputes the forward from it" : nullptr;
     default:
       return nullptr;

@@ -33,10 +33,10 @@ enum class BackwardWhen {
   trained,     // weights not frozen in a block format; needed where their gradient is computed
   recomputed,  // every one; needed where the forward has rows and the backward reads them: for the
                // weights' gradient, or routed (its passes recompute the forward's product)
-  grouped,        // a forward grouped by group sizes, not by expert ids
-  routed,    // a forward routed by expert ids
-  combined,  // routed by ids, combining each token's slots (Routing::combine)
-  bias,      // routed by ids or by group sizes, with an epilogue bias
+  grouped,     // a forward grouped by group sizes, not by expert ids
+  routed,      // a forward routed by expert ids
+  combined,    // routed by ids, combining each token's slots (Routing::combine)
+  bias,        // routed by ids or by group sizes, with an epilogue bias
 };
 
 // Which path the backward takes (routed_backward.hpp): two independent plans, or the routed passes of a
@@ -45,14 +45,16 @@ struct BackwardFacts {
   bool routed_by_ids = false, group_sizes_routed = false, frozen = false, combine = false, bias = false;
   bool rows = false;           // m > 0
   bool local_experts = false;  // the forward has a local expert (G_local > 0)
-  bool d_rhs = false;          // the weights' gradient is computed: trained, with a local expert where routed
+  // The weights' gradient is computed: trained, with a local expert (an unrouted forward always has one).
+  bool d_rhs = false;
 };
 BackwardFacts backward_facts(const GmmProblem& forward);
 
 // Each view given exactly where the forward's backward takes it: "gmm_backward: <name>: a view was given
 // but <why>"; where it needs one, "gmm_backward: <name>: <why> but no view was given" (named here, not by
-// the part plan that binds it under another name). Then the overlap rule: each written view against every other given one, each pair once,
-// "gmm_backward: <written> overlaps <other>" (of two written ones, the earlier in the table first).
+// the part plan that binds it under another name). Then the overlap rule: each written view against
+// every other given one, each pair once, "gmm_backward: <written> overlaps <other>" (of two written
+// ones, the earlier in the table first).
 void check_backward_operands(const GmmBackwardOperands& ops, const BackwardFacts& facts);
 
 }  // namespace vkgmm

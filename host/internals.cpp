@@ -56,7 +56,8 @@ VkPipeline fma_ceiling_pipeline(const Context& ctx, uint32_t invocations, uint32
 
 VkPipeline read_ceiling_pipeline(const Context& ctx, bool texel, uint32_t invocations) {
   Context::Impl& im = ContextInternals::of(ctx);
-  const ShaderCode code = read_ceiling_shader(texel, (im.dev.compute_subgroup_operations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0);
+  const bool arithmetic = (im.dev.compute_subgroup_operations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
+  const ShaderCode code = read_ceiling_shader(texel, arithmetic);
   std::vector<uint32_t> constants(VKGMM_ID_INVOCATIONS + 1);
   constants[VKGMM_ID_INVOCATIONS] = invocations;
   return im.pipeline(code.code, code.words, constants);

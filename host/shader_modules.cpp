@@ -43,7 +43,8 @@ bool use_storage16(const DeviceInfo& info, bool storage16, bool any_16bit_operan
 ShaderCode shader_for(Op op, const DeviceInfo& info, bool storage16, bool any_16bit_operand, bool split,
                       bool subgroup_slices) {
   if (split) return op_module(op, subgroup_slices ? Variant::split_sg : Variant::split);
-  if (use_storage16(info, storage16, any_16bit_operand)) return op_module(op, subgroup_slices ? Variant::s16_sg : Variant::s16);
+  if (use_storage16(info, storage16, any_16bit_operand))
+    return op_module(op, subgroup_slices ? Variant::s16_sg : Variant::s16);
   return op_module(op, subgroup_slices ? Variant::sg : Variant::plain);
 }
 
@@ -74,7 +75,7 @@ ShaderCode routed_grad_shader() { return {spirv::routed_grad, spirv::routed_grad
 std::vector<EmbeddedModule> embedded_op_modules() {
   return {
 #define VKGMM_OP_MODULE(name, op, variant) \
-  {#name, Op::op, Variant::variant == Variant::split || Variant::variant == Variant::split_sg,                                                  \
+  {#name, Op::op, Variant::variant == Variant::split || Variant::variant == Variant::split_sg,         \
    Variant::variant == Variant::matrix_nv || Variant::variant == Variant::matrix_khr, {spirv::name, spirv::name##_words}},
 #include "op_modules.inc"
 #undef VKGMM_OP_MODULE

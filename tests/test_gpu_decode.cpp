@@ -9,6 +9,7 @@
 // compute shaders.
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "context_impl.hpp"
 #include "gpu_harness.hpp"
@@ -76,6 +77,16 @@ void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name; }
 
 class GpuDecode : public DeviceTest, public ::testing::WithParamInterface<DecodeCase> {};
 
+// The case's problem of m rows in these groups (host sizes).
+GmmProblem decode_problem(const DecodeCase& c, int64_t m, std::vector<int32_t> group_sizes) {
+  GmmProblem p;
+  p.m = m, p.k = c.k, p.n = c.n;
+  p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
+  p.transpose_rhs = c.transpose;
+  p.group_sizes = std::move(group_sizes);
+  return p;
+}
+
 // 16 rows over 6 groups of 0-4 rows (the last row in none), window of groups 1..4, existing_out.
 TEST_P(GpuDecode, HostSizesWithAWindowAndExistingOut) {
   const DecodeCase& c = GetParam();
@@ -83,11 +94,7 @@ TEST_P(GpuDecode, HostSizesWithAWindowAndExistingOut) {
     SCOPED_TRACE(texel ? "texel views" : "storage buffers");
     Context cx = gpu_context(texel);
     std::mt19937 rng(41);
-    GmmProblem p;
-    p.m = 16, p.k = c.k, p.n = c.n;
-    p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
-    p.transpose_rhs = c.transpose;
-    p.group_sizes = {3, 4, 0, 2, 4, 2};
+    GmmProblem p = decode_problem(c, 16, {3, 4, 0, 2, 4, 2});
     p.group_offset = 1;
     p.num_rhs_groups = 4;
     p.existing_out = true;
@@ -105,11 +112,8 @@ TEST_P(GpuDecode, DeviceSizes) {
   const DecodeCase& c = GetParam();
   Context cx = gpu_context();
   std::mt19937 rng(42);
-  GmmProblem p;
-  p.m = 16, p.k = c.k, p.n = c.n;
-  p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
-  p.transpose_rhs = c.transpose;
-  p.group_sizes = {3, 4, 0, 2, 4, 2};  // run_gmm_device uploads them; the plan expects 16 / 6 rows each
+  // run_gmm_device uploads the sizes; the plan expects 16 / 6 rows each.
+  const GmmProblem p = decode_problem(c, 16, {3, 4, 0, 2, 4, 2});
   const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
   const auto rhs = random_values(size_t(6 * p.k * p.n), c.rhs, rng);
   const Tolerance tol = tolerance_for(c.lhs, c.rhs, c.out);
@@ -117,17 +121,13 @@ TEST_P(GpuDecode, DeviceSizes) {
 }
 
 // A split reduction gives the same bits on every run: the shuffles' butterfly and the shared round add
-// in a fixed order. Three runs of one plan, over rhs [n, k] (the shuffled build where the device has
-// one), with as many slices as the kernel takes for this k and with fewer.
+// in a fixed order. Three runs of one plan (over rhs [n, k] the shuffled build, where the device has
+// one), compared bit for bit, and the first against the reference.
 TEST_P(GpuDecode, SameBitsOnEveryRun) {
   const DecodeCase& c = GetParam();
   Context cx = gpu_context();
   std::mt19937 rng(45);
-  GmmProblem p;
-  p.m = 3, p.k = c.k, p.n = c.n;
-  p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = c.out;
-  p.transpose_rhs = c.transpose;
-  p.group_sizes = {1, 2};
+  const GmmProblem p = decode_problem(c, 3, {1, 2});
   expect_sliced(cx, p);
   const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
   const auto rhs = random_values(size_t(2 * p.k * p.n), c.rhs, rng);
