@@ -77,13 +77,15 @@ std::string matrix_text(const vkgmm::DeviceInfo& d) {
   if (d.matrix_extension.empty()) return "none (gmm runs its FMA schedules; the shapes below say what the device has)";
   return d.matrix_extension + ", " + std::to_string(d.matrix_m) + "x" + std::to_string(d.matrix_n) + "x" +
          std::to_string(d.matrix_k) + " f16*f16+f32 in subgroups of " + std::to_string(d.matrix_subgroup_size) +
-         " (gmm's matrix schedule: f16 lhs, f16 or block-format rhs)";
+         " (gmm's matrix schedule: f16 lhs, f16 or block-format rhs" +
+         (d.matrix_automatic ? ")" : "; only when asked for: results seen wrong on this driver, docs/gpu-results.md)");
 }
 std::string matrix_json(const vkgmm::DeviceInfo& d) {
   if (d.matrix_extension.empty()) return "null";
   return "{\"extension\": " + json_string(d.matrix_extension) + ", \"m\": " + std::to_string(d.matrix_m) +
          ", \"n\": " + std::to_string(d.matrix_n) + ", \"k\": " + std::to_string(d.matrix_k) +
-         ", \"subgroup_size\": " + std::to_string(d.matrix_subgroup_size) + "}";
+         ", \"subgroup_size\": " + std::to_string(d.matrix_subgroup_size) +
+         ", \"automatic\": " + (d.matrix_automatic ? "true" : "false") + "}";
 }
 std::string shapes_text(const vkgmm::DeviceInfo& d) {
   std::string s;

@@ -26,6 +26,7 @@ void set_matrix_units(Device& dev, const MatrixUnits& units, MatrixSubgroup subg
   dev.info.matrix_n = units.n;
   dev.info.matrix_k = units.k;
   dev.info.matrix_subgroup_size = subgroup.size;
+  dev.info.matrix_automatic = units.extension && matrix_results_trusted(dev.driver_id);
   dev.matrix_subgroup = subgroup;
 }
 

@@ -99,6 +99,7 @@ void Device::query() {
   const auto& lim = props.properties.limits;
   info.name = props.properties.deviceName;
   info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+  driver_id = driver.driverID;
   info.type = props.properties.deviceType;
   info.api_version = props.properties.apiVersion;
   info.vendor_id = props.properties.vendorID;

@@ -34,6 +34,7 @@ struct Device {
   // The subgroup operations compute shaders may use (VkPhysicalDeviceSubgroupProperties; 0 where the
   // compute stage has none).
   VkSubgroupFeatureFlags compute_subgroup_operations = 0;
+  VkDriverId driver_id = VkDriverId(0);  // VkPhysicalDeviceDriverProperties::driverID
   ResolvedOptions options;  // read once, when the Context is made
   MatrixSubgroup matrix_subgroup;  // how the matrix builds' pipelines run their subgroups (with matrix units)
   // Compile-only contexts: VK_KHR_pipeline_executable_properties is enabled, pipelines capture their

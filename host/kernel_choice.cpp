@@ -5,15 +5,17 @@ namespace vkgmm {
 namespace {
 
 // The schedule the kernel runs, from the one resolved for the problem: matrix where it was asked for or
-// forced, or where automatic chose shared, and the call can take it. Asked of the problem where the call
-// cannot, throws Error(unsupported) with the refusal; forced on the context, such a call runs shared.
-Schedule matrix_or_fallback(Schedule resolved, Schedule requested, Schedule forced, const std::string& refusal) {
+// forced, or where automatic chose shared, the call can take it and the device's driver is trusted with it
+// (DeviceInfo::matrix_automatic). Asked of the problem where the call cannot, throws Error(unsupported)
+// with the refusal; forced on the context, such a call runs shared.
+Schedule matrix_or_fallback(Schedule resolved, Schedule requested, Schedule forced, const std::string& refusal,
+                            const DeviceInfo& info) {
   if (resolved == Schedule::matrix && !refusal.empty()) {
     if (requested == Schedule::matrix && forced == Schedule::automatic) throw Error(Status::unsupported, refusal);
     return Schedule::shared;
   }
   const bool automatic = requested == Schedule::automatic && forced == Schedule::automatic;
-  if (resolved == Schedule::shared && automatic && refusal.empty()) return Schedule::matrix;
+  if (resolved == Schedule::shared && automatic && refusal.empty() && info.matrix_automatic) return Schedule::matrix;
   return resolved;
 }
 
@@ -29,7 +31,7 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
   const TilingChoice& tiling = tiling_of(r);
   KernelChoice c;
   c.schedule = gmm_schedule(r.requested, tiling_info, options.schedule, r.groups, !tiling.fixed && !tiling.lookup);
-  c.schedule = matrix_or_fallback(c.schedule, r.requested, options.schedule, r.matrix_refusal);
+  c.schedule = matrix_or_fallback(c.schedule, r.requested, options.schedule, r.matrix_refusal, info);
   const Tiling t = resolve_tiling(tiling, r.m, r.k, r.n, op_name(r.op), [&] {
     return gmm_auto_tiling(c.schedule, tiling_info, r.groups, r.rhs_rows_contiguous, r.n, r.halves, r.rhs_blocks);
   });
@@ -45,7 +47,7 @@ KernelChoice choose_tgmm(const KernelRequest& r, const DeviceInfo& info, const D
                          const ResolvedOptions& options) {
   KernelChoice c;
   c.schedule = matrix_or_fallback(resolve_schedule(r.requested, tiling_info, options.schedule), r.requested,
-                                  options.schedule, r.matrix_refusal);
+                                  options.schedule, r.matrix_refusal, info);
   const TgmmTiles t = TgmmTiles::of(resolve_tiling(tiling_of(r), r.m, r.k, r.n, op_name(r.op), [&] {
     return tgmm_auto_tiles(c.schedule, tiling_info, r.lhs_mk, r.n).tiling();
   }));

@@ -131,6 +131,8 @@ MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, P
   return u;
 }
 
+bool matrix_results_trusted(VkDriverId driver) { return driver != VK_DRIVER_ID_NVIDIA_PROPRIETARY; }
+
 MatrixSubgroup choose_matrix_subgroup(const SubgroupLimits& l, uint32_t preferred) {
   MatrixSubgroup g;
   const bool fixed = l.min == l.max && l.min == l.size && l.size > 0;

@@ -25,6 +25,11 @@ struct MatrixUnits {
 // instance's vkGetInstanceProcAddr.
 MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, PFN_vkGetInstanceProcAddr gipa);
 
+// Whether vkgmm's matrix builds give the reference's results on a driver, as far as a run of its tests
+// has shown: not on NVIDIA's proprietary driver (an H200 with driver 580.159.04 gave wrong products for
+// every f16 gmm on the matrix units, KHR build; docs/gpu-results.md). DeviceInfo::matrix_automatic.
+bool matrix_results_trusted(VkDriverId driver);
+
 // How the matrix builds' pipelines run their subgroups.
 struct MatrixSubgroup {
   uint32_t size = 0;      // lanes per subgroup (0: none usable)

@@ -232,14 +232,17 @@ uint fill_rows(uint m0, uint n0, uint tx, uint ty, uint slice) {
 // FUSED_COMBINE, after a work item stored `rows` rows of n tile n_tile: the tile's counter takes them,
 // and the workgroup that brings it to m (every row stored: the tile's other workgroups are done) sums
 // the tile's columns for every token. Uniform control flow: the arguments are the workgroup's.
-shared bool tile_complete;
+// 16 bytes (.x the flag), as every other shared variable of the matrix builds: in whatever order a driver
+// places them, the cooperative matrices' arrays then start 16-byte aligned, as their loads and stores need
+// (VUID-RuntimeSpirv-OpCooperativeMatrixLoadKHR-08986).
+shared uvec4 tile_complete;
 void finish_tile(uint n_tile, uint rows) {
   // This workgroup's stores visible before its count says they are done.
   memoryBarrierBuffer();
   barrier();
-  if (gl_LocalInvocationIndex == 0u) tile_complete = atomicAdd(work[pc.tile_count_off + n_tile], rows) + rows == pc.m;
+  if (gl_LocalInvocationIndex == 0u) tile_complete.x = uint(atomicAdd(work[pc.tile_count_off + n_tile], rows) + rows == pc.m);
   barrier();
-  if (!tile_complete) return;
+  if (tile_complete.x == 0u) return;
   memoryBarrierBuffer();
   const uint n0 = n_tile * TN, tokens = pc.m / pc.top_k;
   if (TN % 4u == 0u && (pc.out_n & 3u) == 0u) {

@@ -39,6 +39,13 @@ DeviceInfo with_matrix(DeviceInfo d, uint32_t m, uint32_t n, uint32_t k, uint32_
   d.matrix_n = n;
   d.matrix_k = k;
   d.matrix_subgroup_size = lanes;
+  d.matrix_automatic = true;
+  return d;
+}
+
+// NVIDIA's proprietary driver: its matrix units are taken only when asked for (DeviceInfo::matrix_automatic).
+DeviceInfo untrusted(DeviceInfo d) {
+  d.matrix_automatic = false;
   return d;
 }
 
@@ -48,7 +55,7 @@ std::vector<Described> devices() {
   lavapipe.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
   return {
       {"lavapipe", lavapipe},
-      {"H100", with_matrix(gpu(kVendorNvidia, 0x2330, "NVIDIA H100 80GB HBM3", 32, 49152, 0), 16, 16, 16, 32)},
+      {"H100", untrusted(with_matrix(gpu(kVendorNvidia, 0x2330, "NVIDIA H100 80GB HBM3", 32, 49152, 0), 16, 16, 16, 32))},
       {"NVK GA102", with_matrix(gpu(kVendorNvidia, 0, "NVK GA102", 32, 49152, 0), 16, 8, 16, 32)},
       {"RADV NAVI31", with_matrix(gpu(kVendorAmd, 0x744c, "AMD Radeon RX 7900 XTX (RADV NAVI31)", 64, 65536, 512), 16, 16,
                                   16, 32)},
@@ -119,9 +126,8 @@ struct Pinned {
 const Pinned kPinned[] = {
     {"lavapipe", "direct (32, 4, 128) 8x2 of 16x16", "direct (32, 4, 128) 8x2 of 16x16", "direct (4, 128, 128) 8x8 of 16x16",
      "direct (4, 128, 128) 8x8 of 16x16", "direct (2, 4, 1024) 8x1 of 2x128"},
-    {"H100", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
-     "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
-     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+    {"H100", "shared (128, 16, 128) 16x16 of 8x8", "shared (128, 16, 128) 16x16 of 8x8",
+     "shared (16, 128, 128) 16x16 of 8x8", "shared (16, 128, 128) 16x16 of 8x8", "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
     {"NVK GA102", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x8x16",
      "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x8x16",
      "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
@@ -220,7 +226,9 @@ TEST(KernelChoice, RowFieldsReachTheKernel) {
   EXPECT_EQ(shared.shape.step, row.shared_step);
   EXPECT_EQ(shared.shape.rm, row.tile_rows);
   EXPECT_EQ(shared.shape.rn, row.tile_cols);
-  const KernelChoice matrix = choose_kernel(gmm_request(kPrefillGroups, true, h100), h100, h100, options);
+  KernelRequest asked = gmm_request(kPrefillGroups, true, h100);
+  asked.requested = Schedule::matrix;
+  const KernelChoice matrix = choose_kernel(asked, h100, h100, options);
   EXPECT_EQ(matrix.shape.rows, row.matrix_rows);
   EXPECT_EQ(matrix.shape.cols, row.matrix_cols);
   EXPECT_EQ(matrix.shape.step, row.matrix_step);
@@ -228,6 +236,31 @@ TEST(KernelChoice, RowFieldsReachTheKernel) {
   EXPECT_LE((matrix.shape.rows / (matrix.shape.sg_m * matrix.shape.cm_m)) *
                 (matrix.shape.cols / (matrix.shape.sg_n * matrix.shape.cm_n)),
             row.matrix_fragments);
+}
+
+// On a driver whose matrix results are not trusted (the H100's, NVIDIA's own), the automatic schedule
+// keeps f16 on the FMAs; the matrix units run where the problem asks for them or the context forces them,
+// with the block a trusted driver would get.
+TEST(KernelChoice, UntrustedMatrixUnitsRunOnlyWhenAsked) {
+  const DeviceInfo h100 = devices()[1].info;
+  ASSERT_FALSE(h100.matrix_automatic);
+  const char* const block = "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16";
+  ResolvedOptions options;
+  KernelRequest q = gmm_request(kPrefillGroups, true, h100);
+  EXPECT_EQ(text(choose_kernel(q, h100, h100, options)), "shared (128, 16, 128) 16x16 of 8x8");
+  q.requested = Schedule::matrix;
+  EXPECT_EQ(text(choose_kernel(q, h100, h100, options)), block);
+  q.requested = Schedule::automatic;
+  options.schedule = Schedule::matrix;
+  EXPECT_EQ(text(choose_kernel(q, h100, h100, options)), block);
+  options.schedule = Schedule::automatic;
+  KernelRequest t = tgmm_request(true, h100);
+  EXPECT_EQ(choose_kernel(t, h100, h100, options).schedule, Schedule::shared);
+  t.requested = Schedule::matrix;
+  EXPECT_EQ(text(choose_kernel(t, h100, h100, options)), "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16");
+  DeviceInfo trusted = h100;
+  trusted.matrix_automatic = true;
+  EXPECT_EQ(text(choose_kernel(gmm_request(kPrefillGroups, true, trusted), trusted, trusted, options)), block);
 }
 
 // The schedule rules the choice owns: matrix asked of a call that cannot take it is refused by name;

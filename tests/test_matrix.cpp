@@ -406,6 +406,9 @@ TEST_F(MatrixTest, AutomaticTakesTheMatrixUnitsForF16) {
     EXPECT_FALSE(runs_on_matrix_units(GmmPlan(ctx(), p))) << "a CPU device's automatic schedule is direct";
     return;
   }
+  // Where the driver is not trusted with them (DeviceInfo::matrix_automatic), only when asked for.
+  EXPECT_EQ(runs_on_matrix_units(GmmPlan(ctx(), p)), ctx().info().matrix_automatic);
+  p.schedule = Schedule::matrix;
   EXPECT_TRUE(runs_on_matrix_units(GmmPlan(ctx(), p)));
 }
 

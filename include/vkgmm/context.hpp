@@ -135,6 +135,10 @@ struct DeviceInfo {
   // the extension, or the device is borrowed without BorrowedDevice::matrix_units).
   std::string matrix_extension;
   uint32_t matrix_m = 0, matrix_n = 0, matrix_k = 0;
+  // Whether the automatic schedule takes the matrix units for f16 (with matrix_extension set): false on a
+  // driver where vkgmm's matrix builds were seen to give wrong results (NVIDIA's proprietary driver:
+  // docs/gpu-results.md), where f16 runs the shared FMA schedule unless Schedule::matrix is asked for.
+  bool matrix_automatic = false;
   // The subgroup size the matrix builds run at (every subgroup full): the device's class's choice where
   // pipelines may require a size (wave32 on RDNA3, the EU's SIMD width on Intel), else the device's fixed
   // or default size; 0 without matrix units.

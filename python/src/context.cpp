@@ -65,6 +65,8 @@ py::dict info_of(const vkgmm::Context& c) {
   else
     d["matrix_units"] = py::make_tuple(i.matrix_extension, i.matrix_m, i.matrix_n, i.matrix_k);
   d["matrix_subgroup_size"] = i.matrix_subgroup_size;
+  // Whether automatic schedules take them (False where the driver gave wrong results: docs/gpu-results.md).
+  d["matrix_automatic"] = i.matrix_automatic;
   d["matrix_shapes"] = i.matrix_shapes;
   return d;
 }

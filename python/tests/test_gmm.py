@@ -199,6 +199,8 @@ def test_matrix_schedule_context(rng):
         assert ("KHR " if extension == "VK_KHR_cooperative_matrix" else "NV ") + "%dx%dx%d f16*f16+f32->f32 subgroup" % (
             m, n, k) in shapes
         assert c.info["matrix_subgroup_size"] > 0
+    assert isinstance(c.info["matrix_automatic"], bool)
+    assert units is not None or not c.info["matrix_automatic"]
     assert (c.info["architecture"] == "cpu") == (c.info["type"] == "cpu")
     lhs, rhs = inputs(rng, 40, 24, 20, 3)
     gs = np.array([13, 0, 27], np.int32)

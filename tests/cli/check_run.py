@@ -842,6 +842,8 @@ def main():
                     api = "KHR" if units["extension"] == "VK_KHR_cooperative_matrix" else "NV"
                     if api + " " + shape not in shapes:
                         reason = "matrix units %r are not among the shapes listed %r" % (units, shapes)
+                    if reason is None and not isinstance(units.get("automatic"), bool):
+                        reason = "matrix units' automatic is not a bool: %r" % (units,)
                     sg = units.get("subgroup_size", 0)
                     if reason is None and (sg <= 0 or sg & (sg - 1)):
                         reason = "matrix units' subgroup size %r is not a power of two" % (sg,)

@@ -11,9 +11,15 @@ namespace {
 enum : uint32_t {
   kOpName = 5,
   kOpMemberName = 6,
+  kOpTypeBool = 20,
+  kOpTypeInt = 21,
+  kOpTypeFloat = 22,
+  kOpTypeVector = 23,
   kOpTypeImage = 25,
   kOpTypeSampledImage = 27,
+  kOpTypeArray = 28,
   kOpTypePointer = 32,
+  kOpConstant = 43,
   kOpVariable = 59,
   kOpDecorate = 71,
   kOpMemberDecorate = 72,
@@ -23,6 +29,7 @@ enum : uint32_t {
   kDecorationOffset = 35,
   kStorageUniformConstant = 0,
   kStorageUniform = 2,
+  kStorageWorkgroup = 4,
   kStoragePushConstant = 9,
   kStorageStorageBuffer = 12,
   kDimBuffer = 5,
@@ -54,6 +61,8 @@ Reflection reflect(const uint32_t* words, size_t count) {
     uint32_t id, pointer, storage;
   };
   std::vector<Var> vars;
+  std::map<uint32_t, uint32_t> scalar_bytes, constants;               // type id -> bytes; constant id -> value
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> vectors, arrays;  // (element type, count / length id)
   for (size_t i = 5; i < count;) {
     const uint32_t n = words[i] >> 16, op = words[i] & 0xffff;
     if (n == 0 || i + n > count) throw std::runtime_error("truncated instruction");
@@ -61,6 +70,12 @@ Reflection reflect(const uint32_t* words, size_t count) {
     switch (op) {
       case kOpName: names[a[0]] = literal(a + 1, n - 2); break;
       case kOpMemberName: member_names[{a[0], a[1]}] = literal(a + 2, n - 3); break;
+      case kOpTypeBool: scalar_bytes[a[0]] = 4; break;
+      case kOpTypeInt:
+      case kOpTypeFloat: scalar_bytes[a[0]] = a[1] / 8; break;
+      case kOpTypeVector: vectors[a[0]] = {a[1], a[2]}; break;
+      case kOpTypeArray: arrays[a[0]] = {a[1], a[2]}; break;
+      case kOpConstant: constants[a[1]] = a[2]; break;
       case kOpTypeImage: image_dim[a[0]] = a[2]; break;
       case kOpTypeSampledImage: sampled_image_of[a[0]] = a[1]; break;
       case kOpTypePointer: pointers[a[0]] = {a[1], a[2]}; break;
@@ -81,6 +96,22 @@ Reflection reflect(const uint32_t* words, size_t count) {
   for (const auto& [id, spec] : spec_ids) r.spec_constants[spec] = names.count(id) ? names[id] : "";
   for (const Var& v : vars) {
     const auto [storage, pointee] = pointers.at(v.pointer);
+    if (storage == kStorageWorkgroup) {
+      SharedVariable sv;
+      sv.name = names.count(v.id) ? names[v.id] : "";
+      uint32_t type = pointee;
+      if (arrays.count(type)) {
+        const auto [element, length] = arrays[type];
+        // A length that is no plain constant is a specialization constant or an operation on some.
+        if (constants.count(length) && !spec_ids.count(length)) sv.length = constants[length];
+        else sv.specialized = true, sv.length = 0;
+        type = element;
+      }
+      if (vectors.count(type)) sv.element_bytes = scalar_bytes.count(vectors[type].first) ? scalar_bytes[vectors[type].first] * vectors[type].second : 0;
+      else sv.element_bytes = scalar_bytes.count(type) ? scalar_bytes[type] : 0;
+      r.shared.push_back(sv);
+      continue;
+    }
     if (storage == kStoragePushConstant) {
       for (uint32_t m = 0; member_offsets.count({pointee, m}); ++m)
         r.push_members.push_back({member_names[{pointee, m}], member_offsets[{pointee, m}]});

@@ -17,11 +17,21 @@ struct ReflectedMember {
 
 enum class BindingKind { storage_buffer, texel_buffer, other };
 
+// A shared (Workgroup) variable: its element's bytes and its length; a length set by a specialization
+// constant, or computed from some, is 0 with `specialized` set.
+struct SharedVariable {
+  std::string name;
+  uint32_t element_bytes = 0;  // bool counted as 4 (its size is the driver's), 0 for a type not read here
+  uint64_t length = 1;
+  bool specialized = false;
+};
+
 struct Reflection {
   std::map<uint32_t, std::string> spec_constants;  // SpecId -> the constant's name ("" when unnamed)
   std::vector<ReflectedMember> push_members;        // the push-constant block's members, in order
   std::map<uint32_t, BindingKind> bindings;         // set-0 binding -> what is declared there
   bool other_sets = false;                          // some variable is in a set other than 0
+  std::vector<SharedVariable> shared;               // the Workgroup variables, in declaration order
 };
 
 // Throws std::runtime_error on words that are not a SPIR-V module.

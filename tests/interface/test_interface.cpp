@@ -93,6 +93,28 @@ TEST(Interface, EveryOpModuleMatchesTheHost) {
   }
 }
 
+// The matrix builds' shared variables each take a multiple of 16 bytes: cooperative-matrix loads and
+// stores need 16-byte-aligned addresses (VUID-RuntimeSpirv-OpCooperativeMatrixLoadKHR-08986), and a
+// driver places shared variables in an order of its own, so a variable of 4 bytes before the stage could
+// shift it. Lengths set by specialization constants are of 2- or 4-byte elements: the stage's (a
+// multiple of 8 halves, make_matrix_shape) and the accumulators' (whole 16 x 16 matrices).
+TEST(Interface, MatrixBuildsKeepSharedMemory16ByteAligned) {
+  size_t checked = 0;
+  for (const EmbeddedModule& m : embedded_op_modules()) {
+    if (!m.matrix) continue;
+    ++checked;
+    const Reflection r = reflect(m.code);
+    EXPECT_FALSE(r.shared.empty()) << m.name;
+    for (const SharedVariable& v : r.shared) {
+      SCOPED_TRACE(std::string(m.name) + ": shared " + v.name);
+      ASSERT_GT(v.element_bytes, 0u);
+      if (v.specialized) EXPECT_TRUE(v.element_bytes == 2 || v.element_bytes == 4) << v.element_bytes;
+      else EXPECT_EQ(v.element_bytes * v.length % 16, 0u) << v.element_bytes << " x " << v.length << " bytes";
+    }
+  }
+  EXPECT_GE(checked, 2u);
+}
+
 TEST(Interface, CeilingModuleMatchesTheHost) {
   const auto bad = compare(reflect(fma_ceiling_shader()), false, abi::kCeilingConstants, false, abi::CeilingPush{});
   EXPECT_TRUE(bad.empty()) << joined(bad);
