@@ -4,9 +4,15 @@
 # libraries, no validation layer). Inside, run.sh (scripts/bundle_run.sh) runs `vkgmm info`, the bench
 # and the test suite there; bench/README.md ("Running on another machine") says how.
 #
-# usage: scripts/bundle.sh [-o ARCHIVE.tar.gz] [BUILD_DIR]
+# usage: scripts/bundle.sh [-o ARCHIVE.tar.gz] [-v PREFIX] [BUILD_DIR]
 #   BUILD_DIR  a built tree (scripts/build.sh); default build/ or $VKGMM_BUILD_DIR
 #   ARCHIVE    default BUILD_DIR/vkgmm-bundle.tar.gz; it unpacks into vkgmm-bundle/
+#   PREFIX     take the Vulkan loader and the validation layer from PREFIX (PREFIX/lib/x86_64-linux-gnu,
+#              PREFIX/share/vulkan/explicit_layer.d) instead of this machine's: a layer that knows the
+#              GPU's extensions. Debian 12's (1.3.239) predates VK_KHR_cooperative_matrix and fails every
+#              validated test on a driver that lists it (NVIDIA's); sid's, unpacked by
+#              `VKGMM_GPU_SUITE=sid scripts/gpu_compilers.sh fetch` (PREFIX build/gpu-compilers-sid/usr),
+#              knows it and needs glibc >= 2.38 on the GPU machine
 #
 # What is carried and what is not:
 # - the programs (bin/) and every shared library they load, recursively (lib/), found with ldd: the
@@ -23,8 +29,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=""
-while getopts o:h opt; do
-  case $opt in o) out=$OPTARG ;; *) sed -n '7,9p' "$0" >&2; exit 2 ;; esac
+vulkan_from=""
+while getopts o:v:h opt; do
+  case $opt in o) out=$OPTARG ;; v) vulkan_from=$(cd "$OPTARG" && pwd) || exit 2 ;; *) sed -n '7,15p' "$0" >&2; exit 2 ;; esac
 done
 shift $((OPTIND - 1))
 build=$(cd "${1:-${VKGMM_BUILD_DIR:-$root/build}}" && pwd)
@@ -63,12 +70,19 @@ libdir=$(dirname "$(deps "$build/vkgmm" | awk '$1 == "libvulkan.so.1" { print $2
 
 # The validation layer: its manifest (Debian's vulkan-validationlayers), library_path made relative to it.
 manifest=""
-for d in /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d; do
+layer_dirs="/usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d /usr/local/share/vulkan/explicit_layer.d"
+if [ -n "$vulkan_from" ]; then
+  layer_dirs=$vulkan_from/share/vulkan/explicit_layer.d
+  libdir_from=$vulkan_from/lib/x86_64-linux-gnu
+  [ -e "$libdir_from/libvulkan.so.1" ] || { echo "bundle.sh: no $libdir_from/libvulkan.so.1" >&2; exit 1; }
+fi
+for d in $layer_dirs; do
   [ -f "$d/VkLayer_khronos_validation.json" ] && { manifest=$d/VkLayer_khronos_validation.json; break; }
 done
 [ -n "$manifest" ] || { echo "bundle.sh: no validation layer (scripts/install_deps.sh)" >&2; exit 1; }
 layer_lib=$(sed -n 's/.*"library_path" *: *"\([^"]*\)".*/\1/p' "$manifest")
-case $layer_lib in /*) ;; *) layer_lib=$libdir/$(basename "$layer_lib") ;; esac
+case $layer_lib in /*) [ -z "$vulkan_from" ] || layer_lib=$libdir_from/$(basename "$layer_lib") ;;
+  *) layer_lib=${libdir_from:-$libdir}/$(basename "$layer_lib") ;; esac
 cp -L "$layer_lib" "$stage/layers/"
 sed "s|\"library_path\" *: *\"[^\"]*\"|\"library_path\": \"./$(basename "$layer_lib")\"|" "$manifest" \
   >"$stage/layers/VkLayer_khronos_validation.json"
@@ -90,6 +104,7 @@ for f in "${programs[@]}" "$layer_lib" "${glvnd[@]}"; do
     carried[$name]=$path
   done < <(deps "$f")
 done
+[ -z "$vulkan_from" ] || carried[libvulkan.so.1]=$libdir_from/libvulkan.so.1
 for name in "${!carried[@]}"; do cp -L "${carried[$name]}" "$stage/lib/$name"; done
 
 # --- the runner and what the bundle is
@@ -102,6 +117,7 @@ newest() {  # the newest symbol version of prefix $1 that the bundle's ELF files
 package() {  # the Debian package (and version) that installed file $1
   local p
   case $1 in "$build"/*) echo "this build"; return ;; esac
+  if [ -n "$vulkan_from" ] && [[ $1 == "$vulkan_from"/* ]]; then echo "from $vulkan_from"; return; fi
   p=$(dpkg -S "$(readlink -f "$1")" 2>/dev/null || dpkg -S "/usr$(readlink -f "$1")" 2>/dev/null) || { echo "?"; return; }
   p=${p%%:*}
   echo "$p $(dpkg-query -W -f='${Version}' "$p" 2>/dev/null)"

@@ -73,6 +73,23 @@ pick_icd() {
   export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd  # the second for loaders older than the first
 }
 
+# NVIDIA's driver keeps thread-local data in static TLS (libnvidia-tls). glibc reserves that anew each
+# time a process loads the driver (each VkInstance; the test programs make hundreds) and never takes it
+# back on unload, until the loader reports "cannot allocate memory in static TLS block" and finds no
+# driver. Loaded once at the start, the library stays and the driver's loads share it.
+preload_nvidia_tls() {
+  case ${VK_DRIVER_FILES:-} in */nvidia*) ;; *) return ;; esac
+  local d f
+  for d in /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
+    for f in "$d"/libnvidia-tls.so.*; do
+      [ -f "$f" ] || continue
+      export LD_PRELOAD="$f${LD_PRELOAD:+:$LD_PRELOAD}"
+      note "preloading $f (the driver's static TLS, reserved once)"
+      return
+    done
+  done
+}
+
 # --- the tests. Each step's exit code goes to $codes ("name code" lines); the run fails if any is not 0.
 record() { echo "$1 $2" >>"$codes"; [ "$2" -eq 0 ] || note "$1: exit $2"; }
 # gtest NAME PROGRAM FILTER "VAR=VALUE ..." [GTEST ARGS]: JSON results in $out/NAME.json
@@ -140,6 +157,7 @@ case $cmd in
   *) usage >&2; exit 2 ;;
 esac
 pick_icd
+preload_nvidia_tls
 case $cmd in
   info) limited "$bin/vkgmm" info "$@" ;;
   bench) limited "$bin/vkgmm" bench "$@" ;;

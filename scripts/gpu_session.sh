@@ -18,9 +18,11 @@
 #                      left); also passed to run.sh, which ends any one test program after that long
 #   VKGMM_GPU_STEPS    the steps and their order (default below); TMPDIR where the bundle unpacks
 #
-# On the device tool (a copy of this working tree, $OUT an empty folder that comes back), after
-# `scripts/build.sh && scripts/bundle.sh && bench/peers/fetch_ggml.sh` here:
-#   run  command:  scripts/gpu_session.sh "$OUT" 480
+# On the device tool (a copy of this working tree; $OUT an empty folder that comes back, at most 8 files,
+# so the results travel as one archive), after `scripts/build.sh && bench/peers/fetch_ggml.sh &&
+# VKGMM_GPU_SUITE=sid scripts/gpu_compilers.sh fetch && scripts/bundle.sh -v build/gpu-compilers-sid/usr`
+# here (sid's validation layer: Debian 12's fails every validated test on NVIDIA's driver, bundle.sh says why):
+#   run  command:  scripts/gpu_session.sh /tmp/res 480; tar -C /tmp -czf "$OUT/res.tgz" res
 #        carry:    ["build/vkgmm-bundle.tar.gz", "build/peers/ggml.tar.gz"]
 #        timeout_s: 600
 # On any other machine: copy vkgmm-bundle.tar.gz, ggml.tar.gz, this script and
@@ -115,10 +117,11 @@ bench_args() {  # the vkgmm bench arguments of step $1
     0:bench) echo "" ;;  # the default presets
     0:bench_ids) echo "--presets ids" ;;
     0:bench_models) echo "--model all --scale 8 --train" ;;
-    # f16 (block-format weights with f16 activations): the matrix units where the device has them, and the
-    # same calls on the FMA schedule (bench_fma16, VKGMM_SCHEDULE=shared) for the ratio in one run.
+    # f16 (block-format weights with f16 activations): on the matrix units (bench_matrix, VKGMM_SCHEDULE=matrix:
+    # also where the automatic schedule keeps off them, DeviceInfo::matrix_automatic), and the same calls on
+    # the FMA schedule (bench_fma16, VKGMM_SCHEDULE=shared) for the ratio in one run.
     0:bench_matrix | 0:bench_fma16)
-      echo "--preset moe-prefill --preset moe-fine --preset moe-grad --preset q8_0-prefill --preset q4_K-prefill --dtype f16" ;;
+      echo "--preset moe-prefill --preset moe-fine --preset moe-grad --preset q8_0-prefill --preset q4_K-prefill --dtype f16 --reps 30" ;;
     1:bench) echo "--preset decode --reps 2 --metadata host" ;;
     1:bench_ids) echo "--preset ids-decode --reps 2" ;;
     1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2 --train" ;;
@@ -128,7 +131,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix bench_fma16 bench_ids ggml torch jax bench_models ggml_perf gpu_report tests}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix bench_fma16 bench_ids ggml torch jax tests bench_models ggml_perf gpu_report}
 for s in $steps; do
   case $s in
     info)
@@ -139,10 +142,14 @@ for s in $steps; do
       icd=$(sed -n 's/^run.sh: Vulkan driver[^:]*: //p' "$out/info.err" | tail -1)
       if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
       machine >"$out/machine.txt" 2>&1 ;;
-    bench | bench_ids | bench_models | bench_matrix)
+    bench | bench_ids | bench_models)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046  # the arguments are words
       step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    bench_matrix)
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      # shellcheck disable=SC2046
+      step "$s" env VKGMM_SCHEDULE=matrix "$bundle/run.sh" bench --json $(bench_args "$s") ;;
     bench_fma16)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046
@@ -178,9 +185,9 @@ for s in $steps; do
       if [ -z "$bundle" ]; then skip tests "no bundle"; continue; fi
       filter=()
       [ $quick = 0 ] || filter=("--gtest_filter=CDefaults.*:Teardown.*:GrowingStructs.*")
-      # The rest of the budget (the last step by default), each program at most the step limit; the
-      # gtest JSON is written when a program ends, tests.out has every case's line as it ran.
-      cap=$budget step tests env VKGMM_OUT="$out/tests" "$bundle/run.sh" test "${filter[@]}" ;;
+      # At most twice the step limit, each program at most the step limit; the gtest JSON is written when
+      # a program ends, tests.out has every case's line as it ran.
+      cap=$((2 * step_limit)) step tests env VKGMM_OUT="$out/tests" "$bundle/run.sh" test "${filter[@]}" ;;
     *) skip "$s" "unknown step" ;;
   esac
 done

@@ -100,4 +100,22 @@ step "run.sh's variant runs are ctest's (tests/CMakeLists.txt's TEST_SUFFIX runs
 for suffix in $(sed -n 's/.*TEST_SUFFIX "\.\([a-z0-9_]*\)".*/\1/p' "$src/tests/CMakeLists.txt"); do
   grep -q "\"test_device\.$suffix|" "$bundle/run.sh" || fail "run.sh has no test_device.$suffix variant"
 done
+step "bundle.sh -v PREFIX carries PREFIX's loader and validation layer (here copies of this machine's, renamed by content)"
+prefix=$work/prefix
+mkdir -p "$prefix/lib/x86_64-linux-gnu" "$prefix/share/vulkan/explicit_layer.d"
+loader=$(ldd "$build/vkgmm" | awk '$1 == "libvulkan.so.1" { print $3 }')
+cp -L "$loader" "$prefix/lib/x86_64-linux-gnu/libvulkan.so.1"
+printf 'prefix copy' >>"$prefix/lib/x86_64-linux-gnu/libvulkan.so.1"  # a file the bundle can only have from PREFIX
+cp -L "$bundle/layers/libVkLayer_khronos_validation.so" "$prefix/lib/x86_64-linux-gnu/"
+printf 'prefix copy' >>"$prefix/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"
+sed 's|"library_path" *: *"[^"]*"|"library_path": "libVkLayer_khronos_validation.so"|' \
+  "$bundle/layers/VkLayer_khronos_validation.json" >"$prefix/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
+"$src/scripts/bundle.sh" -o "$work/prefixed.tar.gz" -v "$prefix" "$build" >"$work/prefixed.log" 2>&1 \
+  || { cat "$work/prefixed.log"; fail "bundle.sh -v"; }
+mkdir -p "$work/prefixed" && tar -C "$work/prefixed" -xzf "$work/prefixed.tar.gz"
+for f in lib/libvulkan.so.1 layers/libVkLayer_khronos_validation.so; do
+  [ "$(tail -c 11 "$work/prefixed/vkgmm-bundle/$f")" = "prefix copy" ] || fail "-v: $f is not PREFIX's"
+done
+grep -q "libvulkan.so.1 *from $prefix" "$work/prefixed/vkgmm-bundle/BUNDLE_INFO.txt" \
+  || { cat "$work/prefixed/vkgmm-bundle/BUNDLE_INFO.txt"; fail "-v: BUNDLE_INFO does not name PREFIX's loader"; }
 echo "bundle: ok"
