@@ -224,7 +224,7 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
   en.features.shaderInt64 = have.features.shaderInt64;
   std::vector<const char*> device_extensions(req.required_extensions.begin(), req.required_extensions.end());
   // The matrix units, where the device has every feature gmm's matrix builds need and 16-bit storage is on.
-  const MatrixUnits units = query_matrix_units(dev.instance, dev.physical, nullptr);
+  const MatrixUnits units = query_matrix_units(dev.instance, dev.physical, nullptr, dev.options.matrix_extension);
   MatrixFeatures matrix;
   const bool use_matrix = matrix.query(dev.physical, units, en11.storageBuffer16BitAccess && dev.options.storage16,
                                        device_class(dev.physical));

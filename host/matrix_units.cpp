@@ -90,7 +90,10 @@ void consider(MatrixUnits& u, const Shape& s, const char* extension, bool khr) {
 
 }  // namespace
 
-MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, PFN_vkGetInstanceProcAddr gipa) {
+MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, PFN_vkGetInstanceProcAddr gipa,
+                               const std::string& only) {
+  const bool khr_wanted = only.empty() || only == "VK_KHR_cooperative_matrix";
+  const bool nv_wanted = only.empty() || only == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
   MatrixUnits u;
   if (!gipa) gipa = vkGetInstanceProcAddr;
   // Only the extensions the device has: the loader's entry point for an unknown one may not be safe to call.
@@ -106,7 +109,7 @@ MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, P
         const Shape s{p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType, p.scope};
         u.listed.push_back(shape_text("KHR", s));
 #ifdef VKGMM_HAVE_MATRIX_KHR
-        consider(u, s, "VK_KHR_cooperative_matrix", true);
+        if (khr_wanted) consider(u, s, "VK_KHR_cooperative_matrix", true);
 #endif
       }
     }
@@ -124,7 +127,7 @@ MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, P
         const Shape s{p.MSize, p.NSize, p.KSize, int32_t(p.AType), int32_t(p.BType), int32_t(p.CType), int32_t(p.DType),
                       int32_t(p.scope)};
         u.listed.push_back(shape_text("NV", s));
-        consider(u, s, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, false);
+        if (nv_wanted) consider(u, s, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, false);
       }
     }
   }

@@ -22,8 +22,10 @@ struct MatrixUnits {
 };
 
 // Queries the physical device (its extensions, then the listed shapes of those it has). `gipa` is the
-// instance's vkGetInstanceProcAddr.
-MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, PFN_vkGetInstanceProcAddr gipa);
+// instance's vkGetInstanceProcAddr; `only`, where not empty, the one extension to consider
+// (ContextOptions::matrix_extension): the others' shapes are still listed.
+MatrixUnits query_matrix_units(VkInstance instance, VkPhysicalDevice physical, PFN_vkGetInstanceProcAddr gipa,
+                               const std::string& only = {});
 
 // Whether vkgmm's matrix builds give the reference's results on a driver, as far as a run of its tests
 // has shown: not on NVIDIA's proprietary driver (an H200 with driver 580.159.04 gave wrong products for

@@ -24,6 +24,10 @@ Grid checked_grid(Grid g, const char* what) {
   return g;
 }
 
+bool known_matrix_extension(const std::string& name) {
+  return name == "VK_KHR_cooperative_matrix" || name == "VK_NV_cooperative_matrix";
+}
+
 }  // namespace
 
 ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
@@ -91,6 +95,15 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
     if (std::strcmp(e, "0") == 0) r.eager_pipelines = false;
   }
   if (const char* f = getenv("VKGMM_INJECT_FAULT")) r.inject_fault = f;
+  if (!o.matrix_extension.empty()) {
+    if (!known_matrix_extension(o.matrix_extension))
+      throw Error(Status::invalid_argument, "ContextOptions.matrix_extension: '" + o.matrix_extension +
+                                                "' is not VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix");
+    r.matrix_extension = o.matrix_extension;
+  } else if (const char* e = getenv("VKGMM_MATRIX_EXTENSION")) {
+    // As $VKGMM_SCHEDULE: unknown values leave the default.
+    if (known_matrix_extension(e)) r.matrix_extension = e;
+  }
   return r;
 }
 
@@ -107,6 +120,7 @@ ContextOptions to_public(const ResolvedOptions& r) {
   o.persistent_workgroups = r.persistent_workgroups;
   o.timeout_s = r.timeout_s;
   o.eager_pipelines = r.eager_pipelines;
+  o.matrix_extension = r.matrix_extension;
   return o;
 }
 

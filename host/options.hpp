@@ -21,6 +21,7 @@ struct ResolvedOptions {
   uint32_t persistent_workgroups = 0;       // 0: the device's compute units
   double timeout_s = 600;                   // every wait on the device
   std::optional<bool> eager_pipelines;      // unset: by device type (eager_pipelines())
+  std::string matrix_extension;             // "" = KHR where vkgmm has its build, else NV
   std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
@@ -32,7 +33,7 @@ struct ResolvedOptions {
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
 // $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S,
-// $VKGMM_EAGER_PIPELINES. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
+// $VKGMM_EAGER_PIPELINES, $VKGMM_MATRIX_EXTENSION. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
 // an option out of range (a schedule that is no Schedule, a timeout that is not positive).
 using EnvLookup = const char* (*)(const char*);
 ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);

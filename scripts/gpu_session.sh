@@ -126,12 +126,15 @@ bench_args() {  # the vkgmm bench arguments of step $1
     1:bench_ids) echo "--preset ids-decode --reps 2" ;;
     1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2 --train" ;;
     1:bench_matrix | 1:bench_fma16) echo "--preset moe-fine --reps 2 --metadata host --dtype f16" ;;
+    # decode with group sizes on the device, on both of its grids (the H200 run: 9.2x the host path's time)
+    0:bench_device) echo "--preset decode --metadata device --device-grid both --reps 30" ;;
+    1:bench_device) echo "--preset decode --metadata device --device-grid both --reps 2" ;;
   esac
 }
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix bench_fma16 bench_ids ggml torch jax tests bench_models ggml_perf gpu_report}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix bench_fma16 bench_device bench_ids ggml torch jax tests bench_models ggml_perf gpu_report}
 for s in $steps; do
   case $s in
     info)
@@ -142,7 +145,7 @@ for s in $steps; do
       icd=$(sed -n 's/^run.sh: Vulkan driver[^:]*: //p' "$out/info.err" | tail -1)
       if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
       machine >"$out/machine.txt" 2>&1 ;;
-    bench | bench_ids | bench_models)
+    bench | bench_ids | bench_models | bench_device)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046  # the arguments are words
       step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
@@ -181,6 +184,11 @@ for s in $steps; do
       routing=()
       for f in "$out/bench.out" "$out/bench_ids.out" "$out/ggml.out"; do [ -s "$f" ] && routing+=("$f"); done
       step "$s" python3 "$pypeer" --only "$s" "${peer_quick[@]}" ${routing[@]:+--routing "${routing[@]}"} ;;
+    tests_matrix)
+      # The matrix schedule's tests first, at most 60 s: each extension's build against the reference
+      # (MatrixTest.EachExtensionItsOwnBuildSameProducts: KHR and NV where the driver has both).
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      cap=60 step "$s" env VKGMM_OUT="$out/tests_matrix" "$bundle/run.sh" test "--gtest_filter=*Matrix*:Embedding.*" ;;
     tests)
       if [ -z "$bundle" ]; then skip tests "no bundle"; continue; fi
       filter=()

@@ -462,6 +462,20 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
   CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
 
+  /* An unknown matrix extension is refused by name, before any device is made; an older caller's options
+   * (before matrix_extension) are read up to there. */
+  vkgmm_context_options bad_ext;
+  memset(&bad_ext, 0, sizeof bad_ext);
+  bad_ext.struct_size = sizeof bad_ext;
+  bad_ext.matrix_extension = "VK_AMD_matrix";
+  vkgmm_context* unmade = NULL;
+  CHECK(vkgmm_context_create(&bad_ext, &unmade) == VKGMM_INVALID_ARGUMENT && unmade == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "matrix_extension: 'VK_AMD_matrix'") != NULL);
+  bad_ext.struct_size = offsetof(vkgmm_context_options, matrix_extension);
+  bad_ext.timeout_s = -1; /* refused too, so that no device is made: what is read is the point */
+  CHECK(vkgmm_context_create(&bad_ext, &unmade) == VKGMM_INVALID_ARGUMENT && unmade == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "timeout_s") != NULL);
+
   /* A successful call clears the message. */
   vkgmm_device_requirements req = {sizeof req};
   CHECK(vkgmm_device_requirements_query(VK_NULL_HANDLE, &req) == VKGMM_OK);

@@ -393,6 +393,47 @@ TEST_F(MatrixTest, BackwardPartsThatCannotTakeTheMatrixUnitsRunShared) {
   EXPECT_NO_THROW(GmmBackwardPlan(ctx(), r));
 }
 
+// Each cooperative-matrix extension the device lists f16 x f16 + f32 shapes of, through its own build
+// (ContextOptions::matrix_extension), on a problem whose sums are exact in f32: the same products, bit for
+// bit, from both where a driver has both (NVIDIA's). An extension the device does not list gives no matrix
+// units.
+TEST_F(MatrixTest, EachExtensionItsOwnBuildSameProducts) {
+  GmmProblem p;
+  p.m = 40;
+  p.k = 32;
+  p.n = 24;
+  p.group_sizes = {16, 0, 21};
+  p.lhs_type = p.rhs_type = DType::f16;
+  p.schedule = Schedule::matrix;
+  std::vector<float> x(40 * 32), w(3 * 32 * 24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 13) - 6) / 8.f;  // multiples of 1/32 in products
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) / 4.f;
+  const std::vector<float> want = reference::gmm(p, x, w, {});
+  int ran = 0;
+  for (const char* extension : {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix"}) {
+    SCOPED_TRACE(extension);
+    ContextOptions o;
+    o.matrix_extension = extension;
+    Context c = make_context(o);
+    const std::string api = std::string(extension).find("KHR") != std::string::npos ? "KHR " : "NV ";
+    bool listed = false;
+    for (const std::string& s : c.info().matrix_shapes)
+      listed |= s.rfind(api, 0) == 0 && s.find("f16*f16+f32->f32 subgroup") != std::string::npos;
+    if (c.info().matrix_extension.empty()) {
+      // Not listed, or no build of it in this vkgmm (KHR without a compiler that emits it).
+      EXPECT_TRUE(!listed || api == "KHR ") << "the device lists the shapes but vkgmm took none";
+      continue;
+    }
+    EXPECT_EQ(c.info().matrix_extension, extension);
+    EXPECT_TRUE(listed);
+    const std::vector<float> got = run_gmm(c, p, x, w, {});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+    ++ran;
+  }
+  EXPECT_GE(ran, 1);  // the fixture runs only where the default context has matrix units
+}
+
 // Automatic on a GPU: f16 calls that would take the shared schedule take the matrix units; f32 ones never.
 TEST_F(MatrixTest, AutomaticTakesTheMatrixUnitsForF16) {
   GmmProblem p;

@@ -177,6 +177,29 @@ TEST(Options, EagerPipelinesByDeviceTypeUnlessSet) {
   EXPECT_FALSE(eager_pipelines(resolve(o, {{"VKGMM_EAGER_PIPELINES", "1"}}), gpu));
 }
 
+// The matrix extension: the app's name (one of the two, else refused by name), else the environment's
+// where it is one of them, else the default (empty: KHR where vkgmm has its build); reported as resolved.
+TEST(Options, MatrixExtensionIsOneOfTheTwo) {
+  EXPECT_EQ(resolve({}, {}).matrix_extension, "");
+  EXPECT_EQ(resolve({}, {{"VKGMM_MATRIX_EXTENSION", "VK_NV_cooperative_matrix"}}).matrix_extension,
+            "VK_NV_cooperative_matrix");
+  EXPECT_EQ(resolve({}, {{"VKGMM_MATRIX_EXTENSION", "nv"}}).matrix_extension, "");  // nonsense: the default
+  ContextOptions o;
+  o.matrix_extension = "VK_KHR_cooperative_matrix";
+  EXPECT_EQ(resolve(o, {{"VKGMM_MATRIX_EXTENSION", "VK_NV_cooperative_matrix"}}).matrix_extension,
+            "VK_KHR_cooperative_matrix");
+  EXPECT_EQ(to_public(resolve(o, {})).matrix_extension, "VK_KHR_cooperative_matrix");
+  o.matrix_extension = "VK_KHR_cooperative_matrix2";
+  try {
+    resolve(o, {});
+    ADD_FAILURE() << "an unknown extension accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("ContextOptions.matrix_extension: 'VK_KHR_cooperative_matrix2'"),
+              std::string::npos) << e.what();
+  }
+}
+
 // Context::options() reports what is in force, every field set.
 TEST(Options, PublicViewHasEveryFieldSet) {
   const ContextOptions p = to_public(resolve({}, {{"VKGMM_DISABLE_VEC4", "1"}}));

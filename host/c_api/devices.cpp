@@ -83,6 +83,7 @@ vkgmm::ContextOptions context_options(const vkgmm_context_options* options, cons
   if (c.persistent_workgroups != 0) o.persistent_workgroups = c.persistent_workgroups;
   o.eager_pipelines = tri_state(c.eager_pipelines);
   if (c.reserved_tail != 0) vkgmm::c_api::bad(what, "reserved_tail must be 0");
+  if (c.matrix_extension) o.matrix_extension = c.matrix_extension;
   return o;
 }
 

@@ -67,6 +67,12 @@ struct ContextOptions {
   // Unset: $VKGMM_EAGER_PIPELINES=1|0, else on for GPUs and off on CPU devices, where one compile costs
   // about half a second of CPU time (lavapipe). Context::options() reports the value for its device.
   std::optional<bool> eager_pipelines;
+  // The cooperative-matrix extension the matrix schedule runs on: "VK_KHR_cooperative_matrix" or
+  // "VK_NV_cooperative_matrix" (a device without it has no matrix units for vkgmm). Empty:
+  // $VKGMM_MATRIX_EXTENSION, else KHR where the device has it and vkgmm was built with its compiler, else
+  // NV. Names the build to compare where a driver has both (NVIDIA's). Ignored by Context::wrap (the app
+  // enabled what device_requirements() named).
+  std::string matrix_extension;
 };
 
 // Handles of an application's device. vkgmm uses them and destroys none of them. The device must have

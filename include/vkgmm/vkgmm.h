@@ -147,6 +147,9 @@ typedef struct vkgmm_context_options {
    * 0: $VKGMM_EAGER_PIPELINES (1|0), else on for GPUs and off on CPU devices; 1 on; -1 off */
   int eager_pipelines;
   int32_t reserved_tail; /* must be 0 */
+  /* The cooperative-matrix extension of the matrix schedule: "VK_KHR_cooperative_matrix" or
+   * "VK_NV_cooperative_matrix". NULL or "": $VKGMM_MATRIX_EXTENSION, else KHR where vkgmm has its build. */
+  const char* matrix_extension;
 } vkgmm_context_options;
 
 /* An app's device; vkgmm destroys none of these handles. */

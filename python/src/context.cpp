@@ -26,7 +26,8 @@ std::optional<vkgmm::Schedule> schedule_of(const std::optional<std::string>& nam
 ContextRef make_context(std::optional<std::string> device, std::optional<bool> validate,
                         std::optional<std::string> schedule, std::optional<bool> storage16,
                         std::optional<bool> vec4_loads, std::optional<bool> texel_loads,
-                        std::optional<double> timeout_s, std::optional<bool> eager_pipelines) {
+                        std::optional<double> timeout_s, std::optional<bool> eager_pipelines,
+                        std::optional<std::string> matrix_extension) {
   vkgmm::ContextOptions o;
   if (device) o.device = *device;
   o.validate = validate;
@@ -36,6 +37,7 @@ ContextRef make_context(std::optional<std::string> device, std::optional<bool> v
   o.texel_loads = texel_loads;
   o.timeout_s = timeout_s;
   o.eager_pipelines = eager_pipelines;
+  if (matrix_extension) o.matrix_extension = *matrix_extension;
   py::gil_scoped_release unlocked;  // instance and device creation take a while; other threads may run
   return std::make_shared<vkgmm::Context>(o);
 }
@@ -82,6 +84,7 @@ py::dict options_of(const vkgmm::Context& c) {
   d["texel_loads"] = o.texel_loads.value_or(true);
   d["timeout_s"] = o.timeout_s.value_or(0);
   d["eager_pipelines"] = o.eager_pipelines.value_or(false);
+  d["matrix_extension"] = o.matrix_extension;
   return d;
 }
 
@@ -92,7 +95,7 @@ void bind_context(py::module_& m) {
       .def(py::init(&make_context), py::kw_only(), py::arg("device") = py::none(), py::arg("validate") = py::none(),
            py::arg("schedule") = py::none(), py::arg("storage16") = py::none(), py::arg("vec4_loads") = py::none(),
            py::arg("texel_loads") = py::none(), py::arg("timeout_s") = py::none(),
-           py::arg("eager_pipelines") = py::none())
+           py::arg("eager_pipelines") = py::none(), py::arg("matrix_extension") = py::none())
       .def_property_readonly("info", &info_of)
       .def_property_readonly("options", &options_of)
       .def("take_validation_messages", &vkgmm::Context::take_validation_messages);

@@ -210,3 +210,8 @@ def test_matrix_schedule_context(rng):
     assert c.take_validation_messages() == []
     with pytest.raises(ValueError, match="expected automatic, shared, direct or matrix"):
         vkgmm.Context(schedule="tensor")
+    # The matrix extension: one of the two, reported as given; any other refused by name.
+    assert vkgmm.Context(matrix_extension="VK_NV_cooperative_matrix").options["matrix_extension"] == \
+        "VK_NV_cooperative_matrix"
+    with pytest.raises(ValueError, match="matrix_extension: 'VK_AMD_matrix'"):
+        vkgmm.Context(matrix_extension="VK_AMD_matrix")

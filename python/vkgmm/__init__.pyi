@@ -18,7 +18,8 @@ class DeviceError(RuntimeError):
 class Context:
     def __init__(self, *, device: Optional[str] = ..., validate: Optional[bool] = ..., schedule: Optional[str] = ...,
                  storage16: Optional[bool] = ..., vec4_loads: Optional[bool] = ..., texel_loads: Optional[bool] = ...,
-                 timeout_s: Optional[float] = ..., eager_pipelines: Optional[bool] = ...) -> None: ...
+                 timeout_s: Optional[float] = ..., eager_pipelines: Optional[bool] = ...,
+                 matrix_extension: Optional[str] = ...) -> None: ...
     @property
     def info(self) -> dict[str, Any]: ...
     @property
