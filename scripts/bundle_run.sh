@@ -78,7 +78,7 @@ pick_icd() {
 # back on unload, until the loader reports "cannot allocate memory in static TLS block" and finds no
 # driver. Loaded once at the start, the library stays and the driver's loads share it.
 preload_nvidia_tls() {
-  case ${VK_DRIVER_FILES:-} in */nvidia*) ;; *) return ;; esac
+  case ${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-}} in */nvidia*) ;; *) return ;; esac
   local d f
   for d in /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
     for f in "$d"/libnvidia-tls.so.*; do

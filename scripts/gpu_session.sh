@@ -14,8 +14,8 @@
 #                      build/vkgmm-bundle.tar.gz, else ./vkgmm-bundle.tar.gz
 #   VKGMM_GGML_PEER    the ggml peer (bench/peers/fetch_ggml.sh): DIR.tar.gz or DIR; default
 #                      build/peers/ggml.tar.gz, else build/peers/ggml (absent: that step is skipped)
-#   VKGMM_STEP_TIMEOUT the most any one step may take, seconds (default 150; the tests take what is
-#                      left); also passed to run.sh, which ends any one test program after that long
+#   VKGMM_STEP_TIMEOUT the most any one step may take, seconds (default 150; tests_matrix at most 60);
+#                      also passed to run.sh, which ends any one test program after that long
 #   VKGMM_GPU_STEPS    the steps and their order (default below); TMPDIR where the bundle unpacks
 #
 # On the device tool (a copy of this working tree; $OUT an empty folder that comes back, at most 8 files,
@@ -32,7 +32,8 @@
 #
 # OUT holds: steps.tsv (step, exit code, seconds; 124 = timed out, "skip" = no time or no input),
 # machine.txt, STEP.out / STEP.err per step (bench_*.out are vkgmm bench's JSON, *_peer*.out JSON
-# lines), tests/ (gtest JSON and exit_codes.txt), summary.txt (what the run printed at the end).
+# lines), tests_matrix/ and tests/ (gtest JSON and exit_codes.txt), summary.txt (what the run printed at
+# the end).
 set -u
 quick=0
 if [ "${1:-}" = --quick ]; then quick=1; shift; fi
@@ -134,7 +135,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix bench_fma16 bench_device bench_ids ggml torch jax tests bench_models ggml_perf gpu_report}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_ids ggml torch jax bench_models ggml_perf gpu_report}
 for s in $steps; do
   case $s in
     info)
@@ -185,17 +186,17 @@ for s in $steps; do
       for f in "$out/bench.out" "$out/bench_ids.out" "$out/ggml.out"; do [ -s "$f" ] && routing+=("$f"); done
       step "$s" python3 "$pypeer" --only "$s" "${peer_quick[@]}" ${routing[@]:+--routing "${routing[@]}"} ;;
     tests_matrix)
-      # The matrix schedule's tests first, at most 60 s: each extension's build against the reference
-      # (MatrixTest.EachExtensionItsOwnBuildSameProducts: KHR and NV where the driver has both).
+      # The matrix schedule's own tests (not its sweeps), at most 60 s: each extension's build against the
+      # reference (MatrixTest.EachExtensionItsOwnBuildSameProducts: KHR and NV where the driver has both).
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
-      cap=60 step "$s" env VKGMM_OUT="$out/tests_matrix" "$bundle/run.sh" test "--gtest_filter=*Matrix*:Embedding.*" ;;
+      cap=60 step "$s" env VKGMM_OUT="$out/tests_matrix" "$bundle/run.sh" test "--gtest_filter=MatrixTest.*:Embedding.*" ;;
     tests)
       if [ -z "$bundle" ]; then skip tests "no bundle"; continue; fi
       filter=()
       [ $quick = 0 ] || filter=("--gtest_filter=CDefaults.*:Teardown.*:GrowingStructs.*")
-      # At most twice the step limit, each program at most the step limit; the gtest JSON is written when
-      # a program ends, tests.out has every case's line as it ran.
-      cap=$((2 * step_limit)) step tests env VKGMM_OUT="$out/tests" "$bundle/run.sh" test "${filter[@]}" ;;
+      # At most the step limit, as each program; the gtest JSON is written when a program ends, tests.out
+      # has every case's line as it ran.
+      step tests env VKGMM_OUT="$out/tests" "$bundle/run.sh" test "${filter[@]}" ;;
     *) skip "$s" "unknown step" ;;
   esac
 done
@@ -205,7 +206,9 @@ done
   echo "gpu_session: $(($(date +%s) - start)) s of ${budget}; steps (exit code, seconds):"
   column -t "$out/steps.tsv" 2>/dev/null || cat "$out/steps.tsv"
   grep -h '^Vulkan driver:' "$out/machine.txt" 2>/dev/null
-  [ ! -s "$out/tests/exit_codes.txt" ] || { echo "test programs (exit codes):"; sed 's/^/  /' "$out/tests/exit_codes.txt"; }
+  for t in tests_matrix tests; do
+    [ ! -s "$out/$t/exit_codes.txt" ] || { echo "$t: test programs (exit codes):"; sed 's/^/  /' "$out/$t/exit_codes.txt"; }
+  done
   if command -v python3 >/dev/null; then
     python3 - "$out" <<'EOF'
 import json, os, sys
@@ -226,7 +229,7 @@ def lines(name):
             except ValueError:
                 pass
     return [o for o in objs if isinstance(o, dict)]
-for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_ids.out", "bench_models.out"):
+for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_ids.out", "bench_models.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"

@@ -463,7 +463,7 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
 
   /* An unknown matrix extension is refused by name, before any device is made; an older caller's options
-   * (before matrix_extension) are read up to there. */
+   * (before matrix_extension) are read up to there: the name past its struct_size is never read. */
   vkgmm_context_options bad_ext;
   memset(&bad_ext, 0, sizeof bad_ext);
   bad_ext.struct_size = sizeof bad_ext;
@@ -472,9 +472,8 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(vkgmm_context_create(&bad_ext, &unmade) == VKGMM_INVALID_ARGUMENT && unmade == NULL);
   CHECK(strstr(vkgmm_last_error_message(), "matrix_extension: 'VK_AMD_matrix'") != NULL);
   bad_ext.struct_size = offsetof(vkgmm_context_options, matrix_extension);
-  bad_ext.timeout_s = -1; /* refused too, so that no device is made: what is read is the point */
-  CHECK(vkgmm_context_create(&bad_ext, &unmade) == VKGMM_INVALID_ARGUMENT && unmade == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "timeout_s") != NULL);
+  CHECK(vkgmm_context_create(&bad_ext, &unmade) == VKGMM_OK && unmade != NULL);
+  vkgmm_context_destroy(unmade);
 
   /* A successful call clears the message. */
   vkgmm_device_requirements req = {sizeof req};

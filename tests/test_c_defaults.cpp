@@ -540,6 +540,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
     EXPECT_EQ(a.grid, b.grid);
     EXPECT_EQ(a.persistent_workgroups, b.persistent_workgroups);
     EXPECT_EQ(a.eager_pipelines, b.eager_pipelines);
+    EXPECT_EQ(a.matrix_extension, b.matrix_extension);
   };
   vkgmm_context_options c;
   std::memset(&c, 0, sizeof c);
@@ -559,6 +560,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   c.grid = VKGMM_GRID_PERSISTENT;
   c.persistent_workgroups = 3;
   c.eager_pipelines = 1;
+  c.matrix_extension = "VK_NV_cooperative_matrix";
   ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
   o.schedule = Schedule::direct;
   o.storage16 = o.vec4_loads = o.texel_loads = false;
@@ -567,6 +569,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   o.grid = Grid::persistent;
   o.persistent_workgroups = 3;
   o.eager_pipelines = true;
+  o.matrix_extension = "VK_NV_cooperative_matrix";
   same(c_ctx->ctx.options(), Context(o).options());
   vkgmm_context_destroy(c_ctx);
 

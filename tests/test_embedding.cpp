@@ -275,6 +275,8 @@ TEST(Embedding, MatrixUnitsOnlyWhereTheAppEnabledThem) {
   vkgmm::Context ctx = vkgmm::Context::wrap(d);
   EXPECT_EQ(ctx.info().matrix_extension, app.matrix_extension);
   EXPECT_GT(ctx.info().matrix_m, 0u);
+  // Trusted with automatic schedules on every driver but NVIDIA's own (driverName "NVIDIA").
+  EXPECT_EQ(ctx.info().matrix_automatic, ctx.info().driver.rfind("NVIDIA ", 0) != 0) << ctx.info().driver;
   vkgmm::GmmProblem p;
   p.m = 40;
   p.k = 32;

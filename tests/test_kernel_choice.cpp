@@ -118,7 +118,8 @@ struct Pinned {
   const char* decode_f32;
 };
 
-// What each device's row gives. lavapipe runs the direct schedule (decode: whole rows of rhs [k, n]);
+// What each device's row gives (the H100's f16 on the shared schedule: NVIDIA's driver keeps the automatic
+// schedule off its matrix units, DeviceInfo::matrix_automatic). lavapipe runs the direct schedule (decode: whole rows of rhs [k, n]);
 // NVIDIA the 8 x 8 register tile; AMD's tile from its register file (GCN's 256 registers: 8 x 8 at two
 // waves); the matrix block 128 x 128 over 8 subgroups, except on Intel, whose 4 accumulator matrices per
 // subgroup at the DPAS width shrink it (32 x 64 on DG2's 8 x 8 matrices, 32 x 128 on BMG's 8 x 16) and

@@ -419,11 +419,9 @@ TEST_F(MatrixTest, EachExtensionItsOwnBuildSameProducts) {
     bool listed = false;
     for (const std::string& s : c.info().matrix_shapes)
       listed |= s.rfind(api, 0) == 0 && s.find("f16*f16+f32->f32 subgroup") != std::string::npos;
-    if (c.info().matrix_extension.empty()) {
-      // Not listed, or no build of it in this vkgmm (KHR without a compiler that emits it).
-      EXPECT_TRUE(!listed || api == "KHR ") << "the device lists the shapes but vkgmm took none";
-      continue;
-    }
+    // Not listed, no build of it in this vkgmm (KHR without a compiler that emits it), or a feature the
+    // builds need missing (MatrixFeatures): no matrix units.
+    if (c.info().matrix_extension.empty()) continue;
     EXPECT_EQ(c.info().matrix_extension, extension);
     EXPECT_TRUE(listed);
     const std::vector<float> got = run_gmm(c, p, x, w, {});

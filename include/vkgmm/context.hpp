@@ -135,10 +135,11 @@ struct DeviceInfo {
   // says (VK_AMD_shader_core_properties, VK_NV_shader_sm_builtins), else 64 (a guess).
   uint32_t compute_units = 0;
   // The matrix units gmm's matrix schedule (Schedule::matrix) runs on: the cooperative-matrix extension
-  // vkgmm enabled for f16 products accumulated in f32 (VK_KHR_cooperative_matrix, else
-  // VK_NV_cooperative_matrix), and the M x N x K shape it takes; empty and 0 where it uses none (the
-  // device lists no such shape or lacks a feature the builds need, vkgmm was built without a compiler for
-  // the extension, or the device is borrowed without BorrowedDevice::matrix_units).
+  // vkgmm enabled for f16 products accumulated in f32 (ContextOptions::matrix_extension's, else
+  // VK_KHR_cooperative_matrix, else VK_NV_cooperative_matrix), and the M x N x K shape it takes; empty and
+  // 0 where it uses none (the device lists no such shape of that extension or lacks a feature the builds
+  // need, vkgmm was built without a compiler for the extension, or the device is borrowed without
+  // BorrowedDevice::matrix_units).
   std::string matrix_extension;
   uint32_t matrix_m = 0, matrix_n = 0, matrix_k = 0;
   // Whether the automatic schedule takes the matrix units for f16 (with matrix_extension set): false on a

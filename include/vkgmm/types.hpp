@@ -94,7 +94,8 @@ struct TilingChoice {
 // and the products on the device's matrix units (cooperative matrices, DeviceInfo::matrix_extension),
 // accumulated in f32, for f16 lhs with f16 rhs (gmm: or a block format). Automatic picks by device type,
 // on GPUs takes the direct schedule for gmm's groups of a few rows when the tiling is automatic too, and
-// the matrix schedule where shared would run and the call can take it. Asked of a problem, matrix is
+// the matrix schedule where shared would run, the call can take it and the driver is trusted with it
+// (DeviceInfo::matrix_automatic). Asked of a problem, matrix is
 // refused where the call cannot take it (f32 or bf16 inputs, no matrix units, 16-bit storage off, operands
 // bound in parts; a backward's parts that cannot run shared instead);
 // forced on a context ($VKGMM_SCHEDULE=shared|direct|matrix, ContextOptions::schedule, to exercise each

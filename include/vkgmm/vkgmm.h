@@ -148,7 +148,8 @@ typedef struct vkgmm_context_options {
   int eager_pipelines;
   int32_t reserved_tail; /* must be 0 */
   /* The cooperative-matrix extension of the matrix schedule: "VK_KHR_cooperative_matrix" or
-   * "VK_NV_cooperative_matrix". NULL or "": $VKGMM_MATRIX_EXTENSION, else KHR where vkgmm has its build. */
+   * "VK_NV_cooperative_matrix" (any other: VKGMM_INVALID_ARGUMENT). NULL or "": $VKGMM_MATRIX_EXTENSION,
+   * else KHR where vkgmm has its build, else NV. */
   const char* matrix_extension;
 } vkgmm_context_options;
 
@@ -162,7 +163,7 @@ typedef struct vkgmm_borrowed_device {
   uint32_t queue_family; /* of queue, and of the command buffers vkgmm is recorded into */
   int storage_buffer_16bit; /* the app enabled storageBuffer16BitAccess */
   PFN_vkGetInstanceProcAddr get_instance_proc_addr; /* optional, see BorrowedDevice in context.hpp */
-  /* Optional (NULL: defaults): the context's options; device and validate do not apply here. */
+  /* Optional (NULL: defaults): the context's options; device, validate and matrix_extension do not apply here. */
   const vkgmm_context_options* options;
   int matrix_units; /* the app enabled the matrix units: see BorrowedDevice::matrix_units in context.hpp */
   int32_t reserved_tail; /* must be 0 */

@@ -108,14 +108,18 @@ cp -L "$loader" "$prefix/lib/x86_64-linux-gnu/libvulkan.so.1"
 printf 'prefix copy' >>"$prefix/lib/x86_64-linux-gnu/libvulkan.so.1"  # a file the bundle can only have from PREFIX
 cp -L "$bundle/layers/libVkLayer_khronos_validation.so" "$prefix/lib/x86_64-linux-gnu/"
 printf 'prefix copy' >>"$prefix/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so"
-sed 's|"library_path" *: *"[^"]*"|"library_path": "libVkLayer_khronos_validation.so"|' \
-  "$bundle/layers/VkLayer_khronos_validation.json" >"$prefix/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
-"$src/scripts/bundle.sh" -o "$work/prefixed.tar.gz" -v "$prefix" "$build" >"$work/prefixed.log" 2>&1 \
-  || { cat "$work/prefixed.log"; fail "bundle.sh -v"; }
-mkdir -p "$work/prefixed" && tar -C "$work/prefixed" -xzf "$work/prefixed.tar.gz"
-for f in lib/libvulkan.so.1 layers/libVkLayer_khronos_validation.so; do
-  [ "$(tail -c 11 "$work/prefixed/vkgmm-bundle/$f")" = "prefix copy" ] || fail "-v: $f is not PREFIX's"
+# The manifest's library_path as a bare name, then as the absolute path of its package (sid's): either way
+# the layer is PREFIX's.
+for library_path in libVkLayer_khronos_validation.so /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so; do
+  sed "s|\"library_path\" *: *\"[^\"]*\"|\"library_path\": \"$library_path\"|" "$bundle/layers/VkLayer_khronos_validation.json" \
+    >"$prefix/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
+  "$src/scripts/bundle.sh" -o "$work/prefixed.tar.gz" -v "$prefix" "$build" >"$work/prefixed.log" 2>&1 \
+    || { cat "$work/prefixed.log"; fail "bundle.sh -v ($library_path)"; }
+  rm -rf "$work/prefixed" && mkdir -p "$work/prefixed" && tar -C "$work/prefixed" -xzf "$work/prefixed.tar.gz"
+  for f in lib/libvulkan.so.1 layers/libVkLayer_khronos_validation.so; do
+    [ "$(tail -c 11 "$work/prefixed/vkgmm-bundle/$f")" = "prefix copy" ] || fail "-v ($library_path): $f is not PREFIX's"
+  done
+  grep -q "libvulkan.so.1 *from $prefix" "$work/prefixed/vkgmm-bundle/BUNDLE_INFO.txt" \
+    || { cat "$work/prefixed/vkgmm-bundle/BUNDLE_INFO.txt"; fail "-v: BUNDLE_INFO does not name PREFIX's loader"; }
 done
-grep -q "libvulkan.so.1 *from $prefix" "$work/prefixed/vkgmm-bundle/BUNDLE_INFO.txt" \
-  || { cat "$work/prefixed/vkgmm-bundle/BUNDLE_INFO.txt"; fail "-v: BUNDLE_INFO does not name PREFIX's loader"; }
 echo "bundle: ok"

@@ -96,8 +96,9 @@ TEST(Interface, EveryOpModuleMatchesTheHost) {
 // The matrix builds' shared variables each take a multiple of 16 bytes: cooperative-matrix loads and
 // stores need 16-byte-aligned addresses (VUID-RuntimeSpirv-OpCooperativeMatrixLoadKHR-08986), and a
 // driver places shared variables in an order of its own, so a variable of 4 bytes before the stage could
-// shift it. Lengths set by specialization constants are of 2- or 4-byte elements: the stage's (a
-// multiple of 8 halves, make_matrix_shape) and the accumulators' (whole 16 x 16 matrices).
+// shift it. Of the arrays whose lengths specialization constants set, only the element size is checked
+// here (2 or 4 bytes): their lengths are the host's, the stage's a multiple of 8 halves
+// (make_matrix_shape) and the accumulators' whole matrices.
 TEST(Interface, MatrixBuildsKeepSharedMemory16ByteAligned) {
   size_t checked = 0;
   for (const EmbeddedModule& m : embedded_op_modules()) {
