@@ -127,7 +127,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
     1:bench_ids) echo "--preset ids-decode --reps 2" ;;
     1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2 --train" ;;
     1:bench_matrix | 1:bench_fma16) echo "--preset moe-fine --reps 2 --metadata host --dtype f16" ;;
-    # decode with group sizes on the device, on both of its grids (the H200 run: 9.2x the host path's time)
+    # decode with group sizes on the device, on both of its grids: where the device path's cost shows most
     0:bench_device) echo "--preset decode --metadata device --device-grid both --reps 30" ;;
     1:bench_device) echo "--preset decode --metadata device --device-grid both --reps 2" ;;
   esac
