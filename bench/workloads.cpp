@@ -51,9 +51,14 @@ const std::vector<std::string>& ids_preset_names() {
 }
 
 const std::vector<std::string>& quant_preset_names() {
-  static const std::vector<std::string> names = {"ids-decode",       "q4_0-ids-decode", "q8_0-ids-decode",
-                                                 "q6_K-ids-decode",  "mxfp4-ids-decode", "bf16-prefill",
-                                                 "q8_0-prefill",     "q4_K-prefill"};
+  // ids-decode beside every block format's (the type list's order), then prefill: bf16 beside q8_0, q4_K.
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = {"ids-decode"};
+    for (uint32_t t = 0; vkgmm::is_known(vkgmm::DType(t)); ++t)
+      if (vkgmm::is_quantized(vkgmm::DType(t))) v.push_back(std::string(vkgmm::dtype_name(vkgmm::DType(t))) + "-ids-decode");
+    for (const char* p : {"bf16-prefill", "q8_0-prefill", "q4_K-prefill"}) v.push_back(p);
+    return v;
+  }();
   return names;
 }
 

@@ -26,7 +26,7 @@ struct Workload {
   Dist dist = Dist::random;
   int64_t empty_groups = 0;  // groups forced to receive no rows (on top of any the distribution leaves empty)
   vkgmm::DType dtype = vkgmm::DType::f32;
-  // Expert weights (rhs) in one of GGUF's block formats (q8_0, q4_0, q4_K, q6_K, mxfp4; gmm only), or
+  // Expert weights (rhs) in one of GGUF's block formats (vkgmm::block_format_names(); gmm only), or
   // nullopt: rhs of `dtype` like every operand. Quantized weights are stored as GGUF stores expert
   // tensors, [G, n, k] (transpose_rhs), blocks along k: random floats quantized with vkgmm::quant and
   // uploaded as raw blocks; the reference takes their dequantized values. lhs and out stay `dtype`.

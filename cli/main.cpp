@@ -21,7 +21,7 @@ const char kUsage[] =
     "  info           show the device, its limits and the features vkgmm uses (vkgmm info --help)\n"
     "  bench          measure gmm / tgmm throughput (vkgmm bench --help)\n"
     "  gpu-report     the compiled code of vkgmm's pipelines on a device, RADV's null GPUs included (vkgmm gpu-report --help)\n"
-    "  quantize       expert weights (.npy) to GGUF blocks: q8_0 q4_0 q4_K q6_K mxfp4 (vkgmm quantize --help)\n"
+    "  quantize       expert weights (.npy) to GGUF's block formats (vkgmm quantize --help)\n"
     "  help [command] show this, or a command's help\n"
     "\n"
     "Environment: VKGMM_DEVICE (device index or name substring), VKGMM_VALIDATE=1 (validation layer).\n";

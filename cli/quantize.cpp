@@ -1,7 +1,7 @@
 // `vkgmm quantize`: <f4 weights [E, n, k] (or [n, k], E = 1) to GGUF blocks along k, written as a |u1
 // array [E, n, (k / B) * S] (B values in S bytes per block): the bytes `vkgmm run gmm --rhs-format F`
 // reads, and those of a GGUF expert tensor of that type. The quantizers are vkgmm::quant's (round to
-// nearest per block at least; q8_0, q4_0 and mxfp4 never less accurate than ggml's reference ones).
+// nearest per block at least; never less accurate than ggml's reference ones where those round to nearest).
 // Everything is checked before anything is written; the output is written atomically (npy::write).
 #include "quantize.hpp"
 
@@ -36,16 +36,7 @@ const char kUsage[] =
     "  --out Q.npy  written as |u1 [E, n, (k / B) * S]: the rhs of vkgmm run gmm --rhs-format F\n";
 
 // kUsage with the formats and each one's B/S filled in from the type list.
-std::string usage() {
-  std::string sizes;
-  for (uint32_t v = 0; vkgmm::is_known(DType(v)); ++v)
-    if (vkgmm::is_quantized(DType(v)))
-      sizes += (sizes.empty() ? "" : ", ") + std::string(vkgmm::dtype_name(DType(v))) + " " +
-               std::to_string(vkgmm::block_elements(DType(v))) + "/" + std::to_string(vkgmm::block_bytes(DType(v)));
-  std::string text = tool::with_block_formats(kUsage);
-  text.replace(text.find("{sizes}"), 7, sizes);
-  return text;
-}
+std::string usage() { return tool::with_block_formats(kUsage); }
 
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string r = "(";

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fail.hpp"
+#include "flags.hpp"
 #include "run_args.hpp"
 #include "run_check.hpp"
 #include "run_operands.hpp"
@@ -327,7 +328,7 @@ int run_main(int argc, char** argv) {
   return exit_status_of([&] {
     const Args args = parse_args(argc, argv);
     if (args.help) {
-      std::fputs(kRunUsage, stdout);
+      std::fputs(tool::with_block_formats(kRunUsage).c_str(), stdout);
       return 0;
     }
     Job job = prepare(args);

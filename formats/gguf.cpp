@@ -265,6 +265,15 @@ std::string dims_str(const std::vector<uint64_t>& ne) {
   return s + "]";
 }
 
+// GGUF's names of the types vkgmm runs, from VKGMM_DTYPES (whose C names are GGUF's): "F32, F16, ...".
+std::string runnable_types() {
+  std::string s;
+#define VKGMM_GGUF_RUNNABLE_(name, NAME, value, values, bytes, ggml) s += (s.empty() ? "" : ", ") + std::string(#NAME);
+  VKGMM_DTYPES(VKGMM_GGUF_RUNNABLE_)
+#undef VKGMM_GGUF_RUNNABLE_
+  return s;
+}
+
 std::string type_str(uint32_t type) {
   const char* n = ggml_type_name(type);
   return std::string(n ? n : "unknown") + " (ggml type " + std::to_string(type) + ")";
@@ -476,7 +485,7 @@ ExpertTensor load_expert_tensor(const File& file, const std::string& tensor_name
                         "; an expert tensor is [k, n, E] or [k, n] (GGUF order)");
   if (!t->dtype)
     fail(file.name, tn + " is " + type_str(t->ggml_type) +
-                        ", which vkgmm does not run (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, MXFP4)");
+                        ", which vkgmm does not run (it runs " + runnable_types() + ")");
   ExpertTensor e;
   e.dtype = *t->dtype;
   e.k = static_cast<int64_t>(t->ne[0]);

@@ -6,7 +6,7 @@
 struct Walk {
   bool steps;      // rhs [n, k] in a block format: K walked a step at a time
   bool runs;       // the sums of each run of one scale scaled once
-  bool mins;       // q4_K's runs: lhs's sum over each run kept for the mins
+  bool mins;       // runs with mins (q4_K, q4_1, q5_1): lhs's sum over each run kept for them
   uint run_quads;  // quads per run of one scale
   uint batch;      // column groups per batch of rhs loads
 };
@@ -16,7 +16,7 @@ struct Walk {
 // does not validate. The loads' first elements, per tile: lhs's rows (lhs_row_start), rhs [k, n]'s column
 // groups (rhs_group_start) and rhs [n, k]'s columns (rhs_col_start; see reduce_direct4). Per step of the
 // block walk: each column's scales, quant words and q6_K's high bits. Per run of one scale: the partial
-// sums and q4_K's sums of lhs.
+// sums and, for formats with mins, the sums of lhs.
 uint lhs_row_start[RM];
 uint rhs_group_start[ACC4_COLS];
 uint rhs_col_start[4 * ACC4_COLS];
@@ -96,7 +96,7 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   // time, and each column's step (its scales, its quant words) is read once per step into registers and
   // decoded 4 values at a time from there; q4_K's super-block head (d, dmin, the packed scales) is read
   // once per 256 values and kept. The walk sums the products of lhs with the unscaled values in part
-  // over each run of one scale, which then scales the run's sum once per accumulator (q4_K's mins come
+  // over each run of one scale, which then scales the run's sum once per accumulator (a run's min comes
   // off as min * the row's sum of lhs over the run), except q4_K at 16 rows per invocation (prefill's
   // 32 x 128 tiles), which scales each value as it decodes it: its runs cost 2 * 16 * 16 FMAs and
   // 16 * 32 adds per run of 8 quads beside a second set of accumulators, where scaling each value costs
@@ -108,7 +108,7 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   // where the loops below use it); folded all the same once the constants are specialized.
   const bool values_scaled = q_values_scaled(RHS_TYPE, RM);
   const bool WALK_RUNS = WALK_STEPS && !values_scaled;
-  const bool WALK_MINS = WALK_RUNS && RHS_TYPE == VKGMM_DT_Q4_K;
+  const bool WALK_MINS = WALK_RUNS && q_has_mins(RHS_TYPE);
   const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
   const uint run_quads = q_run_quads(RHS_TYPE);
   // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
@@ -123,10 +123,10 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   uvec4 qhead[4 * ACC4_COLS];
   // K slices take every K_SLICES-th step, whole steps (a block format's steps lie in whole blocks).
   for (uint k0 = slice * kstep; k0 < pc.k; k0 += K_SLICES * kstep) {
-    // q4_K's head once per super-block of 256 values; a slice's steps are K_SLICES steps apart, so with
-    // more than one slice each step may be in a super-block of its own.
-    if (WALK_STEPS && RHS_TYPE == VKGMM_DT_Q4_K && (K_SLICES > 1u || k0 % 256u == 0u))
-      [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q4k_head(rhs_col_start[e] - pc.rhs_off + k0);
+    // A lead (q4_K's scales) once per super-block; a slice's steps are K_SLICES steps apart, so with more
+    // than one slice each step may be in a super-block of its own.
+    if (WALK_STEPS && q_has_lead(RHS_TYPE) && (K_SLICES > 1u || k0 % q_block_values(RHS_TYPE) == 0u))
+      [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q_lead_at(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + k0);
     if (WALK_STEPS)
       [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e)
         q_step_walk(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + k0, qhead[e], col_scales[e], col_quant_words[e], col_high_bits[e]);

@@ -196,7 +196,7 @@ TEST(CDefaults, DTypesComeFromOneList) {
   VKGMM_DTYPES(CHECK_ROW_)
 #undef CHECK_ROW_
   EXPECT_EQ(blocks, block_format_names());
-  EXPECT_EQ(blocks, "q8_0, q4_0, q4_K, q6_K, mxfp4");
+  EXPECT_EQ(blocks, "q8_0, q4_0, q4_K, q6_K, mxfp4, q4_1, q5_0, q5_1, iq4_nl");
 }
 
 // The rules of the new fields, under their C names (the C++ checks name the C++ fields).

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "block_formats.hpp"
 #include "gguf.hpp"
 #include "gguf_writer.hpp"
 
@@ -20,6 +21,8 @@ namespace {
 using namespace gguf_test;
 using gguf::ValueType;
 using vkgmm::DType;
+using vkgmm::test::all_dtypes;
+using vkgmm::test::block_formats;
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);
@@ -212,7 +215,7 @@ TEST_F(GgufTest, TensorFields) {
   EXPECT_EQ(f.find_kv("test.array_nested")->value.element(2).element(0).as_uint(), 7u);
   EXPECT_THROW(f.find_kv("test.u8")->value.as_int(), std::logic_error);
   // Every type id and its vkgmm type map both ways.
-  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4}) {
+  for (DType d : all_dtypes()) {
     EXPECT_EQ(gguf::dtype_of_ggml(gguf::ggml_of_dtype(d)), d);
     EXPECT_EQ(gguf::ggml_block_elements(gguf::ggml_of_dtype(d)), vkgmm::block_elements(d));
     EXPECT_EQ(gguf::ggml_block_bytes(gguf::ggml_of_dtype(d)), vkgmm::block_bytes(d));

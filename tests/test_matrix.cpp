@@ -6,6 +6,7 @@
 // are not in use (DeviceInfo::matrix_extension empty: no cooperative-matrix extension, or vkgmm built
 // without a compiler for the one it has) these are skipped, saying why; the refusals and the fallback of a
 // forced schedule run on every device.
+#include "block_formats.hpp"
 #include "gpu_harness.hpp"
 #include "interface.hpp"
 #include "plan_internals.hpp"
@@ -83,7 +84,7 @@ std::vector<MatrixCase> matrix_cases() {
       ++i;
     }
   // The block formats, in both layouts: the blocked axis two blocks long, the other odd.
-  for (DType f : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
+  for (DType f : block_formats())
     for (bool transpose : {true, false}) {
       const int64_t B = int64_t(block_elements(f));
       out.push_back({45, transpose ? 2 * B : 21, transpose ? 19 : 2 * B, 3, Sizes::empty_ends, f, DType::f32, transpose,

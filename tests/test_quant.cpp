@@ -21,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "block_formats.hpp"
 #include "vkgmm/convert.hpp"
 #include "vkgmm/quant.hpp"
 #include "vkgmm/reference.hpp"
@@ -29,12 +30,14 @@
 namespace {
 
 using vkgmm::DType;
+using vkgmm::test::all_dtypes;
+using vkgmm::test::block_formats;
 using vkgmm::quant::dequantize;
 using vkgmm::quant::quantize;
 using Bytes = std::vector<uint8_t>;
 using V = std::vector<float>;
 
-constexpr DType kFormats[] = {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4};
+const std::vector<DType> kFormats = block_formats();
 
 // Expects got == want value for value, bit for bit apart from the sign of zero.
 void expect_values(const V& got, const V& want) {
@@ -397,7 +400,13 @@ TEST(QuantRoundTrip, ExtremesStayFiniteAndSigned) {
             // Where the fp16 scales are normal numbers the extremes come back to a few parts in a thousand;
             // q4_0 to one step (big / 8) on the side opposite the block's first extreme (pinned above), and
             // mxfp4, whose levels are 2 bits deep, to a quarter.
-            const float tol = t == DType::q4_0 ? big / 8 * 1.01f : t == DType::mxfp4 ? big / 4 : big * 4e-3f;
+            // q5_0 likewise to big / 16, and iq4_nl, whose top level is 113 / 127 of its bottom one, to
+            // 14 / 127 of big.
+            const float tol = t == DType::q4_0   ? big / 8 * 1.01f
+                              : t == DType::q5_0 ? big / 16 * 1.01f
+                              : t == DType::mxfp4 ? big / 4
+                              : t == DType::iq4_nl ? big * 14 / 127 * 1.01f
+                                                   : big * 4e-3f;
             EXPECT_NEAR(y[i], (*in)[i], tol) << vkgmm::dtype_name(t) << " " << big << " " << i;
           }
         }

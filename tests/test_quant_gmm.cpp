@@ -2,6 +2,7 @@
 // reference on the decoded weights (tests/test_quant.cpp pins the decoding itself): every format, both
 // layouts (blocks along k of [n, k] rows, GGUF's, or along n of [k, n] rows), with host and device group
 // sizes and routed by ids with the epilogues, on both schedules, for f32, f16 and bf16 activations.
+#include "block_formats.hpp"
 #include "gpu_harness.hpp"
 #include "vkgmm/convert.hpp"
 #include "vkgmm/quant.hpp"
@@ -35,7 +36,7 @@ std::string case_name(const QuantCase& c) {
 void PrintTo(const QuantCase& c, std::ostream* os) { *os << case_name(c); }
 
 std::vector<QuantCase> quant_cases() {
-  const DType formats[] = {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4};
+  const std::vector<DType> formats = block_formats();
   const Mode modes[] = {Mode::host_sizes, Mode::device_sizes, Mode::routed_swiglu, Mode::routed_combined};
   const DType acts[] = {DType::f32, DType::f16, DType::bf16};
   // Every format x mode x activation type; the layout and the schedule alternate so that each format
@@ -108,7 +109,7 @@ TEST_F(DeviceTest, QuantizedRhsThroughStorageBuffers) {
   ContextOptions o;
   o.texel_loads = false;
   Context cx = make_context(o);
-  for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
+  for (DType format : block_formats())
     for (bool transposed : {true, false}) {
       SCOPED_TRACE(std::string(dtype_name(format)) + (transposed ? " [n, k]" : " [k, n]"));
       std::mt19937 rng(3);
@@ -167,7 +168,7 @@ TEST_P(QuantizedDecode, WalksWholeBlocks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(QuantDecode, QuantizedDecode,
-                         ::testing::Values(DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4),
+                         ::testing::ValuesIn(block_formats()),
                          [](const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
 
 // The block walk reads each block whole from the word holding its first byte (the scale with the quants)
@@ -180,7 +181,7 @@ INSTANTIATE_TEST_SUITE_P(QuantDecode, QuantizedDecode,
 // 32 x 128 tiles, 16 rows x 16 columns per invocation.
 TEST_F(DeviceTest, QuantizedWalkScalesEachRunOnce) {
   Context& cx = ctx(Schedule::direct);
-  for (DType format : {DType::q8_0, DType::q4_0, DType::q4_K, DType::q6_K, DType::mxfp4})
+  for (DType format : block_formats())
     for (int32_t rows : {3, 64}) {
       SCOPED_TRACE(std::string(dtype_name(format)) + ", groups of " + std::to_string(rows) + " rows");
       std::mt19937 rng(41 + uint32_t(format));
@@ -255,7 +256,7 @@ TEST_F(DeviceTest, QuantizedQ4KWalkSteps64KeepsEachHead) {
 // in the layout the forward did not use: blocks along its rows' contiguous axis either way), no d_rhs;
 // with host and device group sizes.
 TEST_F(DeviceTest, QuantizedWeightsBackwardGivesDLhsOnly) {
-  for (DType format : {DType::q4_0, DType::q6_K})
+  for (DType format : {DType::q4_0, DType::q6_K, DType::q5_1})
     for (bool device : {false, true}) {
       SCOPED_TRACE(std::string(dtype_name(format)) + (device ? " device sizes" : " host sizes"));
       std::mt19937 rng(5);

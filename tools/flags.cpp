@@ -22,11 +22,29 @@ std::optional<int64_t> parse_int(std::string_view text, int64_t lo, int64_t hi) 
   return v;
 }
 
+namespace {
+
+void replace_all(std::string& text, std::string_view key, const std::string& with) {
+  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + with.size()))
+    text.replace(at, key.size(), with);
+}
+
+// "q8_0 32/34, q4_0 32/18, ...": each block format's values and bytes per block.
+std::string block_sizes() {
+  std::string sizes;
+  for (uint32_t v = 0; vkgmm::is_known(vkgmm::DType(v)); ++v)
+    if (vkgmm::is_quantized(vkgmm::DType(v)))
+      sizes += (sizes.empty() ? "" : ", ") + std::string(vkgmm::dtype_name(vkgmm::DType(v))) + " " +
+               std::to_string(vkgmm::block_elements(vkgmm::DType(v))) + "/" +
+               std::to_string(vkgmm::block_bytes(vkgmm::DType(v)));
+  return sizes;
+}
+
+}  // namespace
+
 std::string with_block_formats(std::string text) {
-  const std::string_view key = "{formats}";
-  const std::string names = vkgmm::block_format_names();
-  for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + names.size()))
-    text.replace(at, key.size(), names);
+  replace_all(text, "{formats}", vkgmm::block_format_names());
+  replace_all(text, "{sizes}", block_sizes());
   return text;
 }
 

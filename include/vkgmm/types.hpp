@@ -34,7 +34,7 @@ VKGMM_API const char* dtype_name(DType t);
 // "f32", "float32", ..., and the block formats by GGUF's names ("q8_0", "q4_K", "mxfp4"; any case).
 VKGMM_API std::optional<DType> parse_dtype(std::string_view name);
 VKGMM_API bool is_quantized(DType t);
-// The block formats' names in VKGMM_DTYPES's order, for messages and help: "q8_0, q4_0, q4_K, q6_K, mxfp4".
+// The block formats' names in VKGMM_DTYPES's order, for messages and help: "q8_0, q4_0, q4_K, ...".
 VKGMM_API const char* block_format_names();
 // Values per block (1 for the element types) and bytes per block (dtype_size for the element types).
 VKGMM_API size_t block_elements(DType t);

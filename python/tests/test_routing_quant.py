@@ -110,5 +110,5 @@ def test_block_format_names_are_the_librarys(ctx):
     for fmt in vkgmm.BLOCK_FORMATS:
         # Any case, the canonical name back.
         assert vkgmm.quantize(w, fmt.upper()).dtype == fmt
-    with pytest.raises(vkgmm.ContractError, match="one of q8_0, q4_0, q4_K, q6_K, mxfp4"):
+    with pytest.raises(vkgmm.ContractError, match="one of q8_0, q4_0, q4_K, q6_K, mxfp4, q4_1, q5_0, q5_1, iq4_nl"):
         vkgmm.quantize(w, "q5_K")

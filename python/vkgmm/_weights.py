@@ -30,8 +30,8 @@ def dequantize(weights: Array) -> np.ndarray:
 
 
 def read_gguf(path: str, tensor: str, *, context=None) -> Array:
-    """An expert tensor of a GGUF v3 file (dims [k, n, E] or [k, n]; F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K
-    or MXFP4) as a device Array of shape (E, n, k): gmm's rhs in the transposed layout (pass
+    """An expert tensor of a GGUF v3 file (dims [k, n, E] or [k, n]; F32, F16, BF16 or one of
+    vkgmm.BLOCK_FORMATS) as a device Array of shape (E, n, k): gmm's rhs in the transposed layout (pass
     transpose_rhs=True for a float tensor; a block format implies it)."""
     fmt, shape, data = _read_gguf_tensor(str(path), tensor)
     c = _context.resolve(context)

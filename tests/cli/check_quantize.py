@@ -141,7 +141,7 @@ def error_cases(d):
         ("k not a multiple of q4_K's 256", ["quantize", "--format", "q4_K"] + good, "--in"),
         ("k not a multiple of q8_0's 32", ["quantize", "--format", "q8_0", "--in", p("w48.npy"), "--out", out],
          "multiple of 32"),
-        ("unknown format", ["quantize", "--format", "q5_0"] + good, "--format"),
+        ("unknown format", ["quantize", "--format", "q5_K"] + good, "--format"),
         ("element type as format", ["quantize", "--format", "f16"] + good, "--format"),
         ("missing --format", ["quantize"] + good, "--format"),
         ("missing --in", ["quantize", "--format", "q8_0", "--out", out], "--in"),

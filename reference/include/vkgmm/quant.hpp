@@ -22,9 +22,14 @@ std::vector<float> dequantize(DType t, const std::vector<uint8_t>& blocks, uint6
 
 // Blocks of type t (a block format) holding the `count` values x (a multiple of block_elements(t)),
 // storage_bytes(t, count) bytes. Round to nearest per block at least:
-//   q8_0, q4_0: ggml's scale (amax / 127; the signed extreme / -8), stored as fp16, and each value rounded
-//     to the nearest level of the stored scale: every value at least as close as ggml's
+//   q8_0, q4_0, q5_0: ggml's scale (amax / 127; the signed extreme / -8, / -16), stored as fp16, and each
+//     value rounded to the nearest level of the stored scale: every value at least as close as ggml's
 //     quantize_row_*_ref puts it (which rounds against the unrounded scale).
+//   q4_1, q5_1: ggml's scale ((max - min) / 15, / 31) and min, stored as fp16, each value the nearest
+//     level of the stored pair: likewise at least as close as ggml's.
+//   iq4_nl: the best by squared error of the plain scale (the signed extreme at level -127) and 15
+//     least-squares scales around it, each value at its nearest level; a block's squared error is at
+//     most 32 (14 d0)^2, d0 = amax / 127 (reference/quant_small.cpp).
 //   mxfp4: ggml's shared exponent (floor(log2 amax) - 2, the OCP MX rule) or the next one up, whichever
 //     gives the block the smaller squared error (ggml's or smaller), each value to the nearest e2m1 level.
 //   q4_K: per 32 values a (scale, min) pair found by a small least-squares search, then 6-bit scale and

@@ -1,0 +1,233 @@
+// The 32-value formats q4_1, q5_0, q5_1 and iq4_nl on the CPU (vkgmm/quant.hpp). The dequantizer is
+// pinned twice: on hand-made blocks whose values are derived in the comments, and bit for bit on random
+// blocks (every code, sign and fifth bit; random finite fp16 scales and mins) against decoders written
+// here the way ggml-quants.c's dequantize_row_* loops are (two values per quant byte, qh shifted per
+// pair), independently of reference/quant_small.cpp. The quantizers: round trips within their stated
+// bounds, and, for q4_1, q5_0 and q5_1, every value at least as close as ggml's reference quantizers
+// (re-implemented here from quantize_row_*_ref: the same arithmetic).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "vkgmm/convert.hpp"
+#include "vkgmm/quant.hpp"
+#include "vkgmm/types.hpp"
+
+namespace {
+
+using vkgmm::DType;
+using vkgmm::quant::dequantize;
+using vkgmm::quant::quantize;
+using Bytes = std::vector<uint8_t>;
+using V = std::vector<float>;
+
+constexpr DType kNew[] = {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl};
+constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+float half(const uint8_t* p) { return vkgmm::f16_to_f32(uint16_t(p[0] | p[1] << 8)); }
+void put(uint8_t* p, uint16_t h) { p[0] = uint8_t(h & 0xFF), p[1] = uint8_t(h >> 8); }
+
+// ggml's loops: for j < 16, byte qs[j] gives values j (low nibble) and j + 16 (high nibble); q5's fifth
+// bits are qh >> j (moved to bit 4) and qh >> (j + 12) (bit 4 already).
+V ggml_decode(DType t, const Bytes& b) {
+  const size_t size = vkgmm::block_bytes(t), blocks = b.size() / size;
+  V y(blocks * 32);
+  for (size_t i = 0; i < blocks; ++i) {
+    const uint8_t* x = &b[i * size];
+    float* out = &y[i * 32];
+    const float d = half(x);
+    const float m = (t == DType::q4_1 || t == DType::q5_1) ? half(x + 2) : 0.0f;
+    const uint8_t* qs = x + (t == DType::q4_1 ? 4 : t == DType::q5_0 ? 6 : t == DType::q5_1 ? 8 : 2);
+    uint32_t qh = 0;
+    if (t == DType::q5_0 || t == DType::q5_1) std::memcpy(&qh, x + (t == DType::q5_0 ? 2 : 4), 4);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = qs[j] & 0x0F, hi = qs[j] >> 4;
+      const int xh0 = int(((qh >> j) << 4) & 0x10), xh1 = int((qh >> (j + 12)) & 0x10);
+      switch (t) {
+        case DType::q4_1: out[j] = lo * d + m, out[j + 16] = hi * d + m; break;
+        case DType::q5_0: out[j] = ((lo | xh0) - 16) * d, out[j + 16] = ((hi | xh1) - 16) * d; break;
+        case DType::q5_1: out[j] = (lo | xh0) * d + m, out[j + 16] = (hi | xh1) * d + m; break;
+        default: out[j] = d * kIq4nl[lo], out[j + 16] = d * kIq4nl[hi]; break;
+      }
+    }
+  }
+  return y;
+}
+
+// Random finite fp16 bits: any sign, mantissa and exponent but the all-ones one (infinity, NaN).
+uint16_t random_half(std::mt19937& rng) {
+  uint16_t h = uint16_t(rng());
+  if ((h & 0x7C00u) == 0x7C00u) h = uint16_t(h & ~0x4000u);
+  return h;
+}
+
+void expect_same_bits(const V& got, const V& want, DType t) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    uint32_t a, b;
+    std::memcpy(&a, &got[i], 4), std::memcpy(&b, &want[i], 4);
+    ASSERT_EQ(a, b) << vkgmm::dtype_name(t) << " value " << i << ": " << got[i] << " vs " << want[i];
+  }
+}
+
+TEST(QuantFormats, RandomBlocksDecodeAsGgmlsLoopsBitForBit) {
+  std::mt19937 rng(29);
+  for (DType t : kNew) {
+    const size_t blocks = 512, size = vkgmm::block_bytes(t);
+    Bytes b(blocks * size);
+    for (auto& v : b) v = uint8_t(rng());
+    for (size_t i = 0; i < blocks; ++i) {
+      put(&b[i * size], random_half(rng));
+      if (t == DType::q4_1 || t == DType::q5_1) put(&b[i * size + 2], random_half(rng));
+    }
+    expect_same_bits(dequantize(t, b, blocks * 32), ggml_decode(t, b), t);
+  }
+}
+
+TEST(QuantFormats, HandMadeBlocks) {
+  // q4_1: d = 0.5 (0x3800), m = -1 (0xBC00); qs[0] = 0x2F: value 0 = 15 * 0.5 - 1 = 6.5, value 16 =
+  // 2 * 0.5 - 1 = 0; qs[15] = 0x10: value 15 = -1, value 31 = 0.5 - 1 = -0.5.
+  Bytes q41(20, 0);
+  put(&q41[0], 0x3800), put(&q41[2], 0xBC00);
+  q41[4] = 0x2F, q41[4 + 15] = 0x10;
+  V y = dequantize(DType::q4_1, q41, 32);
+  EXPECT_EQ(y[0], 6.5f); EXPECT_EQ(y[16], 0.0f); EXPECT_EQ(y[15], -1.0f); EXPECT_EQ(y[31], -0.5f); EXPECT_EQ(y[1], -1.0f);
+  // q5_0: d = 1, qh = 0x80000001 (bytes 01 00 00 80: the fifth bits of values 0 and 31); qs[0] = 0x21:
+  // value 0 = (1 + 16) - 16 = 1, value 16 = 2 - 16 = -14; value 31 = (0 + 16) - 16 = 0; value 15 = -16.
+  Bytes q50(22, 0);
+  put(&q50[0], 0x3C00);
+  q50[2] = 0x01, q50[5] = 0x80, q50[6] = 0x21;
+  y = dequantize(DType::q5_0, q50, 32);
+  EXPECT_EQ(y[0], 1.0f); EXPECT_EQ(y[16], -14.0f); EXPECT_EQ(y[31], 0.0f); EXPECT_EQ(y[15], -16.0f);
+  // q5_1: d = 0.25 (0x3400), m = 2 (0x4000), qh = 0x00010000 (value 16's fifth bit); qs[0] = 0xF3: value 0
+  // = 3 * 0.25 + 2 = 2.75, value 16 = (15 + 16) * 0.25 + 2 = 9.75; value 17 = 2.
+  Bytes q51(24, 0);
+  put(&q51[0], 0x3400), put(&q51[2], 0x4000);
+  q51[6] = 0x01, q51[8] = 0xF3;
+  y = dequantize(DType::q5_1, q51, 32);
+  EXPECT_EQ(y[0], 2.75f); EXPECT_EQ(y[16], 9.75f); EXPECT_EQ(y[17], 2.0f);
+  // iq4_nl: d = -2 (0xC000); qs[0] = 0xF0: value 0 = -2 * -127 = 254, value 16 = -2 * 113 = -226; qs[1] =
+  // 0x87: value 1 = -2 * -10 = 20, value 17 = -2 * 1 = -2.
+  Bytes nl(18, 0);
+  put(&nl[0], 0xC000);
+  nl[2] = 0xF0, nl[3] = 0x87;
+  y = dequantize(DType::iq4_nl, nl, 32);
+  EXPECT_EQ(y[0], 254.0f); EXPECT_EQ(y[16], -226.0f); EXPECT_EQ(y[1], 20.0f); EXPECT_EQ(y[17], -2.0f);
+}
+
+V random_data(size_t count, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nor(0, scale);
+  V x(count);
+  for (auto& v : x) v = nor(rng);
+  return x;
+}
+
+// Each value is the level nearest it among the levels its block's stored fields decode to: d * q + m,
+// q in [lo, hi] (q4_1: 0 .. 15, m the min; q5_0: -16 .. 15, m = 0; q5_1: 0 .. 31).
+TEST(QuantFormats, AffineFormatsPutEachValueAtItsNearestLevel) {
+  struct Grid {
+    DType t;
+    int lo, hi, min_at;  // min_at: the min's byte offset, or -1
+  };
+  for (const Grid& g : {Grid{DType::q4_1, 0, 15, 2}, Grid{DType::q5_0, -16, 15, -1}, Grid{DType::q5_1, 0, 31, 2}}) {
+    const V x = random_data(32 * 256, 5, 3.0f);
+    const Bytes q = quantize(g.t, x.data(), x.size());
+    const V y = dequantize(g.t, q, x.size());
+    const size_t size = vkgmm::block_bytes(g.t);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint8_t* blk = &q[i / 32 * size];
+      const double d = half(blk), m = g.min_at >= 0 ? half(blk + g.min_at) : 0.0;
+      double best = INFINITY;
+      for (int l = g.lo; l <= g.hi; ++l) best = std::min(best, std::fabs(float(d * l + m) - double(x[i])));
+      ASSERT_LE(std::fabs(double(y[i]) - x[i]), best * (1 + 1e-12) + 1e-30) << vkgmm::dtype_name(g.t) << " " << i;
+    }
+  }
+}
+
+// iq4_nl: a block's squared error is at most that of its plain scale d0 = max / -127 (stored as fp16,
+// each value at its nearest level), which is at most 32 (14 d0)^2.
+TEST(QuantFormats, Iq4NlNoWorseThanItsPlainScale) {
+  for (float scale : {1e-3f, 1.0f, 300.0f}) {
+    const V x = random_data(32 * 512, 7, scale);
+    const V y = dequantize(DType::iq4_nl, quantize(DType::iq4_nl, x.data(), x.size()), x.size());
+    for (size_t b = 0; b < x.size() / 32; ++b) {
+      float amax = 0, max = 0;
+      for (size_t i = b * 32; i < b * 32 + 32; ++i)
+        if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
+      const float d0 = vkgmm::f16_to_f32(vkgmm::f32_to_f16(max / -127.0f));
+      double ours = 0, plain = 0;
+      for (size_t i = b * 32; i < b * 32 + 32; ++i) {
+        double near = INFINITY;
+        for (int8_t l : kIq4nl) near = std::min(near, std::fabs(double(float(l) * d0) - x[i]));
+        plain += near * near;
+        ours += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
+      }
+      ASSERT_LE(ours, plain * (1 + 1e-9)) << "block " << b;
+      ASSERT_LE(ours, 32 * std::pow(14.0 * d0, 2) * 1.01) << "block " << b;
+    }
+  }
+}
+
+// ggml's quantize_row_q4_1_ref and q5_1_ref: d = (max - min) / (levels - 1), id = 1 / d, codes
+// (int)((x - min) * id + 0.5) (q4_1 at most 15); q5_0_ref: d = max / -16, codes min(31, (int8)(x * id +
+// 16.5)); the fifth bits at bit j of qh.
+Bytes ggml_quantize(DType t, const V& x) {
+  const size_t size = vkgmm::block_bytes(t);
+  Bytes out(x.size() / 32 * size, 0);
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    const float* v = &x[b * 32];
+    uint8_t* o = &out[b * size];
+    int q[32];
+    if (t == DType::q5_0) {
+      float amax = 0, max = 0;
+      for (int j = 0; j < 32; ++j)
+        if (amax < std::fabs(v[j])) amax = std::fabs(v[j]), max = v[j];
+      const float d = max / -16, id = d ? 1.0f / d : 0.0f;
+      put(o, vkgmm::f32_to_f16(d));
+      for (int j = 0; j < 32; ++j) q[j] = std::min(31, int(static_cast<int8_t>(v[j] * id + 16.5f)));
+    } else {
+      float lo = v[0], hi = v[0];
+      for (int j = 1; j < 32; ++j) lo = std::min(lo, v[j]), hi = std::max(hi, v[j]);
+      const float d = (hi - lo) / (t == DType::q4_1 ? 15 : 31), id = d ? 1.0f / d : 0.0f;
+      put(o, vkgmm::f32_to_f16(d)), put(o + 2, vkgmm::f32_to_f16(lo));
+      for (int j = 0; j < 32; ++j) {
+        const int c = int(static_cast<uint8_t>((v[j] - lo) * id + 0.5f));
+        q[j] = t == DType::q4_1 ? std::min(15, c) : c;
+      }
+    }
+    uint8_t* qs = o + (t == DType::q4_1 ? 4 : t == DType::q5_0 ? 6 : 8);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      qs[j] = uint8_t((q[j] & 0x0F) | (q[j + 16] & 0x0F) << 4);
+      qh |= uint32_t((q[j] & 0x10) >> 4) << j;
+      qh |= uint32_t((q[j + 16] & 0x10) >> 4) << (j + 16);
+    }
+    if (t != DType::q4_1) std::memcpy(o + (t == DType::q5_0 ? 2 : 4), &qh, 4);
+  }
+  return out;
+}
+
+TEST(QuantFormats, EveryValueAtLeastAsCloseAsGgmls) {
+  for (DType t : {DType::q4_1, DType::q5_0, DType::q5_1})
+    for (float scale : {1e-3f, 1.0f, 300.0f}) {
+      V x = random_data(32 * 2048, 13, scale);
+      for (size_t i = 0; i < x.size(); i += 97) x[i] *= 20;  // rare outliers
+      const V ours = dequantize(t, quantize(t, x.data(), x.size()), x.size());
+      const V ref = dequantize(t, ggml_quantize(t, x), x.size());
+      size_t better = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const float eo = std::fabs(ours[i] - x[i]), eg = std::fabs(ref[i] - x[i]);
+        ASSERT_LE(eo, eg) << vkgmm::dtype_name(t) << " value " << i << " = " << x[i];
+        better += eo < eg;
+      }
+      EXPECT_GT(better, 0u) << vkgmm::dtype_name(t);  // ggml's rounding against unrounded fields shows
+    }
+}
+
+}  // namespace
