@@ -21,6 +21,8 @@
 //         has a 6-bit scale sc_j and min m_j (the packing in scale_min below) and
 //         y[i] = (d * sc_j) * q_i - (dmin * m_j); q_i is the low nibble of qs[32 c + r] for r < 32 and the
 //         high nibble of qs[32 c + r - 32] for r >= 32, where c = i / 64, r = i % 64.
+//   q5_K  (256 values, 176 bytes): half d, dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]. As q4_K,
+//         with a fifth bit: bit 2c (r < 32) or 2c + 1 (r >= 32) of qh[r % 32] adds 16 to q_i.
 //   q6_K  (256 values, 210 bytes): uint8 ql[128]; uint8 qh[64]; int8 scales[16]; half d.
 //         y[i] = d * scales[i / 16] * (q_i - 32), q_i six bits: for h = i / 128, t = (i % 128) / 32,
 //         l = i % 32, its low four bits are ql[64 h + 32 (t % 2) + l], the low nibble for t < 2 and the high
@@ -56,6 +58,7 @@ Codec codec_of(DType t) {
     case DType::q5_1: return {dequant_q5_1, quant_q5_1};
     case DType::iq4_nl: return {dequant_iq4_nl, quant_iq4_nl};
     case DType::q4_K: return {dequant_q4_K, quant_q4_K};
+    case DType::q5_K: return {dequant_q5_K, quant_q5_K};
     case DType::q6_K: return {dequant_q6_K, quant_q6_K};
     case DType::mxfp4: return {dequant_mxfp4, quant_mxfp4};
     case DType::f32:

@@ -11,7 +11,7 @@
 namespace vkgmm::quant::codec {
 
 constexpr int kQK = 32;     // values per block of the 32-value formats
-constexpr int kQK_K = 256;  // values per super-block of q4_K, q6_K
+constexpr int kQK_K = 256;  // values per super-block of q4_K, q5_K, q6_K
 
 inline float half_at(const uint8_t* p) { return f16_to_f32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
@@ -58,6 +58,8 @@ void quant_mxfp4(const float* x, uint8_t* b);
 // quant_k.cpp: the 256-value super-blocks.
 void dequant_q4_K(const uint8_t* b, float* y);
 void quant_q4_K(const float* x, uint8_t* b);
+void dequant_q5_K(const uint8_t* b, float* y);
+void quant_q5_K(const float* x, uint8_t* b);
 void dequant_q6_K(const uint8_t* b, float* y);
 void quant_q6_K(const float* x, uint8_t* b);
 

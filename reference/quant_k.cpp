@@ -1,4 +1,4 @@
-// The 256-value super-block formats (reference/quant.cpp lays out their bytes): q4_K and q6_K.
+// The 256-value super-block formats (reference/quant.cpp lays out their bytes): q4_K, q5_K and q6_K.
 #include <cstring>
 
 #include "quant_codec.hpp"
@@ -19,15 +19,15 @@ void scale_min(int j, const uint8_t* s, int& sc, int& m) {
   }
 }
 
-// One sub-block's affine fit x ~ a * L - m with L in [0, 15], a >= 0, m >= 0 (the offset only ever
-// lowers the values, so the fit includes 0 in its range): from the plain range split (lo = min(0, min x)
-// to max x in 15 steps), levels rounded for 21 slightly wider and narrower step counts, each refitted
-// by least squares; the smallest squared error wins.
+// One sub-block's affine fit x ~ a * L - m with L in [0, top] (q4_K 15, q5_K 31), a >= 0, m >= 0 (the
+// offset only ever lowers the values, so the fit includes 0 in its range): from the plain range split
+// (lo = min(0, min x) to max x in top steps), levels rounded for 21 slightly wider and narrower step
+// counts, each refitted by least squares; the smallest squared error wins.
 struct Affine {
   double scale = 0, min = 0;
 };
 
-Affine fit_q4_K_sub(const float* x) {
+Affine fit_affine_sub(const float* x, int top) {
   constexpr int n = 32;
   double lo = 0, hi = x[0];
   for (int i = 0; i < n; ++i) {
@@ -44,15 +44,15 @@ Affine fit_q4_K_sub(const float* x) {
     return s;
   };
   int L[n];
-  double a = (hi - lo) / 15, b = lo;
-  for (int i = 0; i < n; ++i) L[i] = nearest((x[i] - lo) / a, 0, 15);
+  double a = (hi - lo) / top, b = lo;
+  for (int i = 0; i < n; ++i) L[i] = nearest((x[i] - lo) / a, 0, top);
   Affine best{a, -b};
   double best_sse = sse_of(a, b, L);
   for (int step = -10; step <= 10; ++step) {
-    const double inv = (15 + 0.1 * step) / (hi - lo);
+    const double inv = (top + 0.1 * step) / (hi - lo);
     double sl = 0, sll = 0, sx = 0, sxl = 0;
     for (int i = 0; i < n; ++i) {
-      L[i] = nearest((x[i] - lo) * inv, 0, 15);
+      L[i] = nearest((x[i] - lo) * inv, 0, top);
       sl += L[i];
       sll += double(L[i]) * L[i];
       sx += x[i];
@@ -75,36 +75,86 @@ Affine fit_q4_K_sub(const float* x) {
   return best;
 }
 
-// The level of value v in a q4_K sub-block of scale dj and min mj (as the reader computes them).
-int q4_K_level(float v, float dj, float mj) { return dj > 0 ? nearest((double(v) + mj) / dj, 0, 15) : 0; }
+// The level (0 .. top) of value v in a sub-block of scale dj and min mj (as the reader computes them).
+int affine_level(float v, float dj, float mj, int top) { return dj > 0 ? nearest((double(v) + mj) / dj, 0, top) : 0; }
 
-double q4_K_sub_error(const float* x, float d, int sc, float dmin, int m) {
+double affine_sub_error(const float* x, float d, int sc, float dmin, int m, int top) {
   const float dj = d * static_cast<float>(sc), mj = dmin * static_cast<float>(m);
   double s = 0;
   for (int i = 0; i < 32; ++i) {
-    const double diff = double(dj * static_cast<float>(q4_K_level(x[i], dj, mj)) - mj) - x[i];
+    const double diff = double(dj * static_cast<float>(affine_level(x[i], dj, mj, top)) - mj) - x[i];
     s += diff * diff;
   }
   return s;
 }
 
+// q4_K's and q5_K's head: per 32 values a fitted (scale, min) pair, as 6-bit codes against fp16
+// super-block scales d and dmin, written at b (d, dmin, the 12 packed bytes); each value's level
+// (0 .. top) against the final codes into q.
+void quant_affine_K(const float* x, int top, uint8_t* b, int* q) {
+  Affine sub[8];
+  double max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    sub[j] = fit_affine_sub(x + 32 * j, top);
+    max_scale = std::max(max_scale, sub[j].scale);
+    max_min = std::max(max_min, sub[j].min);
+  }
+  const uint16_t dh = finite_half(static_cast<float>(max_scale / 63));
+  const uint16_t dminh = finite_half(static_cast<float>(max_min / 63));
+  put_half(b, dh);
+  put_half(b + 2, dminh);
+  const float d = f16_to_f32(dh), dmin = f16_to_f32(dminh);
+  uint8_t* scales = b + 4;
+  int sc[8], m[8];
+  for (int j = 0; j < 8; ++j) {
+    sc[j] = d > 0 ? nearest(sub[j].scale / d, 0, 63) : 0;
+    m[j] = dmin > 0 ? nearest(sub[j].min / dmin, 0, 63) : 0;
+    // The codes next to the nearest ones can fit better once the values are rounded against them: the
+    // best of the 3 x 3 neighbourhood by squared error.
+    const int sc0 = sc[j], m0 = m[j];
+    double best = affine_sub_error(x + 32 * j, d, sc0, dmin, m0, top);
+    for (int a = std::max(0, sc0 - 1); a <= std::min(63, sc0 + 1); ++a)
+      for (int c = std::max(0, m0 - 1); c <= std::min(63, m0 + 1); ++c) {
+        const double e = affine_sub_error(x + 32 * j, d, a, dmin, c, top);
+        if (e < best) best = e, sc[j] = a, m[j] = c;
+      }
+  }
+  // The packing scale_min reads: sub-blocks 0..3 in the low six bits of bytes 0..3 (scales) and 4..7
+  // (mins); sub-block 4 + j's low four bits in byte 8 + j (scale low nibble, min high nibble) and its top
+  // two bits in the top bits of byte j (scale) and byte 4 + j (min).
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
+  }
+  for (int j = 0; j < 8; ++j) {
+    const float dj = d * static_cast<float>(sc[j]), mj = dmin * static_cast<float>(m[j]);
+    for (int i = 32 * j; i < 32 * j + 32; ++i) q[i] = affine_level(x[i], dj, mj, top);
+  }
+}
+
 }  // namespace
 
-void dequant_q4_K(const uint8_t* b, float* y) {
+// q4_K's and q5_K's values: d * sc_j * q_i - dmin * m_j, q_i the nibble of qs (chunk c = i / 64's 32 bytes,
+// the low nibbles the first 32 values) plus, with qh, 16 where bit 2c (r < 32) or 2c + 1 of qh[r % 32].
+static void dequant_affine_K(const uint8_t* b, const uint8_t* qh, const uint8_t* qs, float* y) {
   const float d = half_at(b), dmin = half_at(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qs = b + 16;
   for (int j = 0; j < 8; ++j) {
     int sc = 0, m = 0;
-    scale_min(j, scales, sc, m);
+    scale_min(j, b + 4, sc, m);
     const float dj = d * static_cast<float>(sc), mj = dmin * static_cast<float>(m);
     for (int i = 32 * j; i < 32 * j + 32; ++i) {
       const int c = i / 64, r = i % 64;
-      const int q = r < 32 ? qs[32 * c + r] & 0xF : qs[32 * c + r - 32] >> 4;
-      y[i] = dj * static_cast<float>(q) - mj;
+      const int low = r < 32 ? qs[32 * c + r] & 0xF : qs[32 * c + r - 32] >> 4;
+      const int high = qh ? (qh[r % 32] >> (2 * c + (r < 32 ? 0 : 1))) & 1 : 0;
+      y[i] = dj * static_cast<float>(low | (high << 4)) - mj;
     }
   }
 }
+
+void dequant_q4_K(const uint8_t* b, float* y) { dequant_affine_K(b, nullptr, b + 16, y); }
+
+void dequant_q5_K(const uint8_t* b, float* y) { dequant_affine_K(b, b + 16, b + 48, y); }
 
 void dequant_q6_K(const uint8_t* b, float* y) {
   const uint8_t* ql = b;
@@ -122,51 +172,29 @@ void dequant_q6_K(const uint8_t* b, float* y) {
 }
 
 void quant_q4_K(const float* x, uint8_t* b) {
-  Affine sub[8];
-  double max_scale = 0, max_min = 0;
-  for (int j = 0; j < 8; ++j) {
-    sub[j] = fit_q4_K_sub(x + 32 * j);
-    max_scale = std::max(max_scale, sub[j].scale);
-    max_min = std::max(max_min, sub[j].min);
-  }
-  const uint16_t dh = finite_half(static_cast<float>(max_scale / 63));
-  const uint16_t dminh = finite_half(static_cast<float>(max_min / 63));
   std::memset(b, 0, 144);
-  put_half(b, dh);
-  put_half(b + 2, dminh);
-  const float d = f16_to_f32(dh), dmin = f16_to_f32(dminh);
-  uint8_t* scales = b + 4;
+  int q[kQK_K];
+  quant_affine_K(x, 15, b, q);
+  // Value i's nibble: chunk c = i / 64's 32 bytes, the low nibbles the first 32 values.
   uint8_t* qs = b + 16;
-  int sc[8], m[8];
-  for (int j = 0; j < 8; ++j) {
-    sc[j] = d > 0 ? nearest(sub[j].scale / d, 0, 63) : 0;
-    m[j] = dmin > 0 ? nearest(sub[j].min / dmin, 0, 63) : 0;
-    // The codes next to the nearest ones can fit better once the values are rounded against them: the
-    // best of the 3 x 3 neighbourhood by squared error.
-    const int sc0 = sc[j], m0 = m[j];
-    double best = q4_K_sub_error(x + 32 * j, d, sc0, dmin, m0);
-    for (int a = std::max(0, sc0 - 1); a <= std::min(63, sc0 + 1); ++a)
-      for (int c = std::max(0, m0 - 1); c <= std::min(63, m0 + 1); ++c) {
-        const double e = q4_K_sub_error(x + 32 * j, d, a, dmin, c);
-        if (e < best) best = e, sc[j] = a, m[j] = c;
-      }
+  for (int i = 0; i < kQK_K; ++i) {
+    const int c = i / 64, r = i % 64;
+    qs[32 * c + r % 32] |= static_cast<uint8_t>(r < 32 ? q[i] : q[i] << 4);
   }
-  // The packing scale_min reads: sub-blocks 0..3 in the low six bits of bytes 0..3 (scales) and 4..7
-  // (mins); sub-block 4 + j's low four bits in byte 8 + j (scale low nibble, min high nibble) and its top
-  // two bits in the top bits of byte j (scale) and byte 4 + j (min).
-  for (int j = 0; j < 4; ++j) {
-    scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-    scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
-    scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((m[j + 4] & 0xF) << 4));
-  }
-  // Each value the nearest level of its sub-block's final (coded) scale and min, as the reader sees them.
-  for (int j = 0; j < 8; ++j) {
-    const float dj = d * static_cast<float>(sc[j]), mj = dmin * static_cast<float>(m[j]);
-    for (int i = 32 * j; i < 32 * j + 32; ++i) {
-      const int q = q4_K_level(x[i], dj, mj);
-      const int c = i / 64, r = i % 64;
-      qs[32 * c + r % 32] |= static_cast<uint8_t>(r < 32 ? q : q << 4);
-    }
+}
+
+// q5_K as q4_K with 32 levels: the nibbles likewise, and value i's fifth bit at bit 2c (r < 32) or
+// 2c + 1 of qh[r % 32].
+void quant_q5_K(const float* x, uint8_t* b) {
+  std::memset(b, 0, 176);
+  int q[kQK_K];
+  quant_affine_K(x, 31, b, q);
+  uint8_t* qh = b + 16;
+  uint8_t* qs = b + 48;
+  for (int i = 0; i < kQK_K; ++i) {
+    const int c = i / 64, r = i % 64;
+    qs[32 * c + r % 32] |= static_cast<uint8_t>(r < 32 ? (q[i] & 0xF) : (q[i] & 0xF) << 4);
+    qh[r % 32] |= static_cast<uint8_t>((q[i] >> 4) << (2 * c + (r < 32 ? 0 : 1)));
   }
 }
 

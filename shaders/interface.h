@@ -154,26 +154,29 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 #undef VKGMM_DT_CONSTANT_
 #endif
-// What the kernels' block walk needs of each block format beyond its sizes, for the host (host/types.cpp:
-// gmm's walk step) and the shaders (shaders/quant.glsl, whose step_NAME and raw4_NAME are each row's
-// decoder): X(NAME as in VKGMM_DTYPES,
+// What the kernels need of each block format beyond its sizes, its decoder's facts, for the host
+// (host/types.cpp: gmm's walk step) and the shaders (shaders/quant.glsl): X(NAME as in VKGMM_DTYPES,
 //   step       values per step of the kernel's block walk,
 //   head       bytes before a whole block's quants (its scales; q5's high bits); 0: a super-block,
 //   run_quads  quads (4 values) per run of one scale,
 //   run_words  words of quant bytes per step (quad q decodes from word q % run_words),
 //   mins       1 where each run has a min taken off its values,
-//   high       1 where a step reads a second run of high bits, a word per quad (q6_K's qh),
-//   lead       1 where a super-block starts with 16 bytes of scales, read once per super-block (q4_K)).
-#define VKGMM_BLOCK_FORMATS(X)      \
-  X(Q8_0, 32, 2, 8, 8, 0, 0, 0)     \
-  X(Q4_0, 32, 2, 8, 4, 0, 0, 0)     \
-  X(Q4_K, 64, 0, 8, 8, 1, 0, 1)     \
-  X(Q6_K, 32, 0, 4, 8, 0, 1, 0)     \
-  X(MXFP4, 32, 1, 8, 4, 0, 0, 0)    \
-  X(Q4_1, 32, 4, 8, 4, 1, 0, 0)     \
-  X(Q5_0, 32, 6, 8, 4, 0, 0, 0)     \
-  X(Q5_1, 32, 8, 8, 4, 1, 0, 0)     \
-  X(IQ4_NL, 32, 2, 8, 4, 0, 0, 0)
+//   high       1 where a step reads a second run of high bits, 8 words (q6_K's and q5_K's qh),
+//   lead       1 where a super-block starts with 16 bytes of scales, read once per super-block (q4_K,
+//              q5_K; its super-blocks whole texels),
+//   bits       a value's bits before its scale, offset: what is taken off them (q - offset),
+//   table      the levels a 4-bit code indexes (1: mxfp4's e2m1, 2: iq4_nl's; 0: none)).
+#define VKGMM_BLOCK_FORMATS(X)                \
+  X(Q8_0, 32, 2, 8, 8, 0, 0, 0, 8, 0, 0)      \
+  X(Q4_0, 32, 2, 8, 4, 0, 0, 0, 4, 8, 0)      \
+  X(Q4_K, 64, 0, 8, 8, 1, 0, 1, 4, 0, 0)      \
+  X(Q6_K, 32, 0, 4, 8, 0, 1, 0, 6, 32, 0)     \
+  X(MXFP4, 32, 1, 8, 4, 0, 0, 0, 4, 0, 1)     \
+  X(Q4_1, 32, 4, 8, 4, 1, 0, 0, 4, 0, 0)      \
+  X(Q5_0, 32, 6, 8, 4, 0, 0, 0, 5, 16, 0)     \
+  X(Q5_1, 32, 8, 8, 4, 1, 0, 0, 5, 0, 0)      \
+  X(IQ4_NL, 32, 2, 8, 4, 0, 0, 0, 4, 0, 2)    \
+  X(Q5_K, 32, 0, 8, 8, 1, 1, 1, 5, 0, 0)
 
 // ----- push constants -----------------------------------------------------------------------------------
 // Every op's block starts with its operands' element offsets (relative to where each descriptor is

@@ -1,4 +1,4 @@
-// GGUF's block formats (VKGMM_DT_Q8_0 ... VKGMM_DT_MXFP4), dequantized in the kernel's inner loop from
+// GGUF's block formats (VKGMM_DT_Q8_0 ... VKGMM_DT_Q5_K), dequantized in the kernel's inner loop from
 // rhs's 32-bit words (rhs_word, bindings.glsl): no dequantized copy of the weights exists anywhere.
 //
 // Blocks lie along rhs's contiguous axis (k for [n, k] rows, n for [k, n]), each row whole blocks, and
@@ -95,213 +95,182 @@ void q_words(uint b, uint count, out uint w[8]) {
   q_words_in(r, b & 3u, count, w);
 }
 
-// A step: q_step_values(type) consecutive values at a multiple of that many. The whole-block formats (q8_0,
-// q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4): a block of 32, its head (scales, q5's high bits) before its
-// quants. q6_K: a 32-value sub-block of its 256-value super-block. q4_K: 64 values, the two sub-blocks 2c
-// and 2c + 1 that share chunk c's 32 quant bytes (the low nibbles, then the high ones), so the walk reads
-// each quant word once for both. Within a step every format decodes 4 values (a quad) from one 32-bit word
-// of its quant bytes (and, q6_K, one word of its high bits), and a step is one or two runs of one scale
-// (and one min). QStep is what a step's values need beside those words: read once per step by the block
-// walk (q_step_walk, gmm.comp), or per 4 values by dequant4.
+// A step: q_step_values(type) consecutive values at a multiple of that many. The whole-block formats
+// (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4): a block of 32, its head (scales; q5's high bits) before
+// its quants. q6_K and q5_K: a 32-value sub-block of a 256-value super-block. q4_K: 64 values, the two
+// sub-blocks 2c and 2c + 1 that share chunk c's 32 quant bytes (the low nibbles, then the high ones), so
+// the walk reads each quant word once for both. Within a step every format decodes 4 values (a quad)
+// from one 32-bit word of its quant bytes (and, q6_K and q5_K, one word of its high bits), and a step is
+// one or two runs of one scale (and one min). QStep is what a step's values need beside those words: read once per step
+// by the block walk (q_step_walk, gmm.comp), or per 4 values by dequant4.
 struct QStep {
-  uint run, hi_run;      // byte offsets of the quant bytes (q6_K: ql) and of q6_K's qh bytes
-  uint shift, hi_shift;  // q6_K: the nibble (0: low, 4: high) of ql, and the 2-bit field in qh
+  uint run, hi_run;      // byte offsets of the quant bytes (q6_K: ql) and of the high bits (qh)
+  uint shift, hi_shift;  // q6_K: the nibble (0: low, 4: high) of ql; the high bits' place in qh's bytes
   vec2 scale;            // each run's scale (a step of one run: .x)
-  vec2 mins;             // each run's min, taken off its values (q4_K: dmin * m; q4_1, q5_1: -m); else 0
+  vec2 mins;             // each run's min, taken off its values (q4_K, q5_K: dmin * m; q4_1, q5_1: -m)
   uint bits;             // q5_0, q5_1: the block's 32 high bits (bit j: value j's fifth bit)
 };
 // The block formats' sizes (VKGMM_DTYPES) and walk (VKGMM_BLOCK_FORMATS), one field at a time: the
-// type's row, else the element types' value (a step of 4 values, one run).
-#define VKGMM_Q_VALUES(name, NAME, value, values, bytes, ggml) values > 1 && type == uint(value) ? uint(values) :
-#define VKGMM_Q_BYTES(name, NAME, value, values, bytes, ggml) values > 1 && type == uint(value) ? uint(bytes) :
-uint q_block_values(uint type) { return VKGMM_DTYPES(VKGMM_Q_VALUES) 0u; }
-uint q_block_bytes(uint type) { return VKGMM_DTYPES(VKGMM_Q_BYTES) 0u; }
-#define VKGMM_Q_FIELD(field)                                                                             \
-  uint q_row_##field(uint type) {                                                                            \
-    VKGMM_BLOCK_FORMATS(VKGMM_Q_FIELD_##field)                                                           \
-    return 0u;                                                                                           \
+// type's row, else 0 (the step: 4) for an element type.
+// Each is a sum over the rows of (type is the row) * its field: arithmetic without branches, which a
+// driver folds to the row's constant once the type is specialized. (A chain of ?: would be a cascade of
+// branches at every call, inlined everywhere before the type is known: compile time that grows with the
+// rows.)
+#define VKGMM_Q_VALUES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && type == uint(value)) * uint(values)
+#define VKGMM_Q_BYTES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && type == uint(value)) * uint(bytes)
+#define VKGMM_Q_ROW_any(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME)
+#define VKGMM_Q_ROW_step(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(step)
+#define VKGMM_Q_ROW_head(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(head)
+#define VKGMM_Q_ROW_run_quads(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(run_quads)
+#define VKGMM_Q_ROW_run_words(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(run_words)
+#define VKGMM_Q_ROW_mins(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(mins)
+#define VKGMM_Q_ROW_high(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(high)
+#define VKGMM_Q_ROW_lead(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(lead)
+#define VKGMM_Q_ROW_bits(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(bits)
+#define VKGMM_Q_ROW_offset(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(offset)
+#define VKGMM_Q_ROW_table(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(table)
+uint q_block_values(uint type) { return 0u VKGMM_DTYPES(VKGMM_Q_VALUES); }
+uint q_block_bytes(uint type) { return 0u VKGMM_DTYPES(VKGMM_Q_BYTES); }
+bool q_is_block(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_any)) != 0u; }
+uint q_step_values(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_step)) + uint(!q_is_block(type)) * 4u; }  // element types: 4
+uint q_scale_bytes(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_head); }  // a whole block's head
+// Quads per run of one scale: q6_K's 16-value halves of a sub-block, the K formats' sub-blocks, blocks.
+uint q_run_quads(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_quads)) + uint(!q_is_block(type)) * 8u; }
+// Words of quant bytes per step: word q % q_run_words holds quad q (q4_K: quads q and q + 8, nibbles).
+uint q_run_words(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_words)) + uint(!q_is_block(type)) * 8u; }
+// Runs with a min taken off (q4_K, q5_K, q4_1, q5_1); steps with a run of high bits, 8 words (q6_K, q5_K);
+// super-blocks led by 16 bytes of scales read once per super-block (q4_K, q5_K).
+bool q_has_mins(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_mins)) != 0u; }
+bool q_has_high(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_high)) != 0u; }
+bool q_has_lead(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_lead)) != 0u; }
+// A value's bits before its scale (4, 5, 6, 8), the offset taken off (q - offset), the table of levels
+// its code indexes (1: mxfp4's, 2: iq4_nl's; 0: none).
+uint q_row_bits(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_bits); }
+uint q_row_offset(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_offset); }
+uint q_row_table(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_table); }
+
+// The formats whose step is a whole block, its scale (fp16 d, or mxfp4's E8M0 byte) before the quants.
+bool q_whole_block(uint type) { return q_scale_bytes(type) != 0u; }
+// A whole block's scale from the word holding its first byte, at byte b & 3 of it.
+float q_block_scale(uint type, uint word, uint b) {
+  return type == VKGMM_DT_MXFP4 ? q_e8m0_half((word >> ((b & 3u) * 8u)) & 0xffu) : q_half_of(word, b);
+}
+
+// q4_K: {fp16 d, dmin; uint8 scales[12]; uint8 q[128]}, 144 bytes; value = d * scale * q - dmin * min.
+// q5_K: {fp16 d, dmin; uint8 scales[12]; uint8 qh[32]; uint8 q[128]}, 176 bytes: the same, and chunk c's
+// value r (< 32: low nibbles) takes bit 2c of qh[r] as its fifth bit, value r + 32 bit 2c + 1.
+// Their lead (d, dmin, scales) is the super-block's first texel: 144 and 176 bytes are whole texels, and
+// rhs starts at a texel (texel_views.cpp), so the word index is rounded down to a texel to say so to the
+// compiler (q_word_run then places no words by runtime selects).
+uvec4 q_lead_at(uint type, uint i) {
+  uint r[9];
+  q_word_run(((i >> 8) * (q_block_bytes(type) / 4u)) & ~3u, 4u, r);
+  return uvec4(r[0], r[1], r[2], r[3]);
+}
+// The step at i of the super-block whose lead is `head`: chunk c = i / 64's quant bytes (q5_K: and its high
+// bits) and the scales and mins of the step's sub-blocks.
+// q4_K's steps are whole chunks (64 values, two runs: the low nibbles, then the high ones); q5_K's are
+// half chunks (32 values, one run: one nibble and one qh bit of each byte), so that a step's quant and qh
+// words (16 per column) stay in registers: a 64-value q5_K step spilled on RDNA3's decode tile.
+QStep q4k_step(uint type, uvec4 head, uint i) {
+  QStep s;
+  uint c = (i >> 6) & 3u, base = (i >> 8) * q_block_bytes(type);
+  uint second = q_step_values(type) == 32u ? (i >> 5) & 1u : 0u;  // q5_K: the chunk's high nibbles
+  bool q5 = type == VKGMM_DT_Q5_K;
+  s.run = base + (q5 ? 48u : 16u) + c * 32u;
+  s.hi_run = q5 ? base + 16u : 0u;
+  s.shift = 4u * second;
+  s.hi_shift = 2u * c + second;
+  s.bits = 0u;
+  uvec2 lo = q4k_scale_min(head.yzw, 2u * c + second), hi = q4k_scale_min(head.yzw, 2u * c + 1u);
+  vec2 dm = unpackHalf2x16(head.x);
+  s.scale = dm.x * vec2(lo.x, hi.x);
+  s.mins = dm.y * vec2(lo.y, hi.y);
+  return s;
+}
+
+// A whole block's min and high bits from the 8 bytes of its head hw (.x: bytes 0-3): q4_1 {fp16 d, m;
+// uint8 q[16]} and q5_1 {fp16 d, m; uint8 qh[4]; uint8 q[16]}: d * q + m, so the min is -m; q5_0 {fp16 d;
+// uint8 qh[4]; uint8 q[16]}: qh's bit j is value j's fifth bit.
+void q_head_fields(uint type, uvec2 hw, inout QStep s) {
+  if (type == VKGMM_DT_Q4_1 || type == VKGMM_DT_Q5_1) s.mins = vec2(-unpackHalf2x16(hw.x).y, 0.0);
+  if (type == VKGMM_DT_Q5_0) s.bits = (hw.x >> 16) | (hw.y << 16);
+  if (type == VKGMM_DT_Q5_1) s.bits = hw.y;
+}
+bool q_head_wide(uint type) { return q_scale_bytes(type) > 2u; }
+
+QStep q_step(uint type, uint i) {
+  if (q_has_lead(type)) return q4k_step(type, q_lead_at(type, i), i);
+  QStep s;
+  s.hi_run = 0u;
+  s.shift = 0u;
+  s.hi_shift = 0u;
+  s.mins = vec2(0.0);
+  s.bits = 0u;
+  if (q_whole_block(type)) {
+    // q8_0 {fp16 d; int8 q[32]}: d * q. q4_0 {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low
+    // first), d * (q - 8). mxfp4 {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values times the scale.
+    // iq4_nl {fp16 d; uint8 q[16]}: nibbles as q4_0, d * kvalues_iq4nl[q]. q4_1, q5_0, q5_1: above.
+    uint base = (i >> 5) * q_block_bytes(type);
+    s.run = base + q_scale_bytes(type);
+    s.scale = vec2(q_block_scale(type, q_word(base >> 2), base), 0.0);
+    if (q_head_wide(type)) q_head_fields(type, uvec2(q_bytes4(base), q_bytes4(base + 4u)), s);
+  } else {
+    // q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Halves h of 128 values; quarter qq of a
+    // half takes ql's low (qq < 2) or high nibbles of bytes l (+ 32 for odd qq) and qh's bits 2qq, 2qq + 1
+    // of byte l as bits 4, 5; value = d * scale[8h + l / 16 + 2qq] * (q - 32).
+    uint base = (i >> 8) * q_block_bytes(VKGMM_DT_Q6_K), h = (i >> 7) & 1u, qq = (i >> 5) & 3u;
+    s.run = base + h * 64u + (qq & 1u) * 32u;
+    s.hi_run = base + 128u + h * 32u;
+    s.shift = qq >= 2u ? 4u : 0u;
+    s.hi_shift = 2u * qq;
+    // The step's two scale bytes share one word (they start at an even byte): one read for both.
+    uint sc = base + 192u + h * 8u + 2u * qq;
+    int both = int(q_word(sc >> 2) >> ((sc & 2u) * 8u));
+    s.scale = q_half(base + 208u) * vec2(bitfieldExtract(both, 0, 8), bitfieldExtract(both, 8, 8));
   }
-#define VKGMM_Q_FIELD_step(NAME, step, head, run_quads, run_words, mins, high, lead) if (type == VKGMM_DT_##NAME) return uint(step);
-#define VKGMM_Q_FIELD_head(NAME, step, head, run_quads, run_words, mins, high, lead) if (type == VKGMM_DT_##NAME) return uint(head);
-#define VKGMM_Q_FIELD_run_quads(NAME, step, head, run_quads, run_words, mins, high, lead) if (type == VKGMM_DT_##NAME) return uint(run_quads);
-#define VKGMM_Q_FIELD_run_words(NAME, step, head, run_quads, run_words, mins, high, lead) if (type == VKGMM_DT_##NAME) return uint(run_words);
-#define VKGMM_Q_FIELD_mins(NAME, step, head, run_quads, run_words, mins, high, lead) if (type == VKGMM_DT_##NAME) return uint(mins);
-#define VKGMM_Q_FIELD_high(NAME, step, head, run_quads, run_words, mins, high, lead) if (type == VKGMM_DT_##NAME) return uint(high);
-#define VKGMM_Q_FIELD_lead(NAME, step, head, run_quads, run_words, mins, high, lead) if (type == VKGMM_DT_##NAME) return uint(lead);
-VKGMM_Q_FIELD(step)
-VKGMM_Q_FIELD(head)
-VKGMM_Q_FIELD(run_quads)
-VKGMM_Q_FIELD(run_words)
-VKGMM_Q_FIELD(mins)
-VKGMM_Q_FIELD(high)
-VKGMM_Q_FIELD(lead)
-// Values per step (element types: 4); quads per run of one scale; words of quant bytes per step (word
-// q % q_run_words holds quad q; q4_K: quads q and q + 8, nibbles).
-uint q_step_values(uint type) { return q_row_step(type) == 0u ? 4u : q_row_step(type); }
-uint q_run_quads(uint type) { return q_row_step(type) == 0u ? 1u : q_row_run_quads(type); }
-uint q_run_words(uint type) { return q_row_step(type) == 0u ? 1u : q_row_run_words(type); }
-uint q_head(uint type) { return q_row_head(type); }
-bool q_whole_block(uint type) { return q_row_head(type) != 0u; }
-bool q_has_mins(uint type) { return q_row_mins(type) != 0u; }
-bool q_has_high(uint type) { return q_row_high(type) != 0u; }
-bool q_has_lead(uint type) { return q_row_lead(type) != 0u; }
-
-// A whole block's step at i: its quants' offset; the format's step_* fills in the rest from the head.
-QStep q_whole(uint type, uint i) {
-  return QStep((i >> 5) * q_block_bytes(type) + q_head(type), 0u, 0u, 0u, vec2(0.0), vec2(0.0), 0u);
-}
-float q_half_lo(uint w) { return unpackHalf2x16(w).x; }
-float q_half_hi(uint w) { return unpackHalf2x16(w).y; }
-
-// ---- Each format's math: QStep step_NAME(i, head) and vec4 raw4_NAME(s, word, hi_word, q) -------------
-// step_NAME: the step at i (a multiple of its values); head is the block's first 8 bytes (.xy) for a
-// whole block, the super-block's 16 (q4_K's lead), else unused. raw4_NAME: quad q of step s before the
-// scales (value = run scale * raw - run min), from the run's word q % q_run_words and (q6_K) qh's word q.
-
-// q8_0 {fp16 d; int8 q[32]}: d * q.
-QStep step_Q8_0(uint i, uvec4 h) {
-  QStep s = q_whole(VKGMM_DT_Q8_0, i);
-  s.scale.x = q_half_lo(h.x);
   return s;
 }
-vec4 raw4_Q8_0(QStep s, uint word, uint hi_word, uint q) { return q_fields(word, 0u, 8); }
 
-// q4_0 {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low first), d * (q - 8); q - 8 is the nibble with
-// its top bit flipped read as a signed field (no subtraction per value).
-QStep step_Q4_0(uint i, uvec4 h) {
-  QStep s = q_whole(VKGMM_DT_Q4_0, i);
-  s.scale.x = q_half_lo(h.x);
-  return s;
-}
-vec4 raw4_Q4_0(QStep s, uint word, uint hi_word, uint q) { return q_fields(word ^ 0x88888888u, q >= 4u ? 4u : 0u, 4); }
-
-// q4_1 {fp16 d, m; uint8 q[16]}: nibbles as q4_0, d * q + m.
-QStep step_Q4_1(uint i, uvec4 h) {
-  QStep s = q_whole(VKGMM_DT_Q4_1, i);
-  s.scale.x = q_half_lo(h.x);
-  s.mins.x = -q_half_hi(h.x);
-  return s;
-}
-vec4 raw4_Q4_1(QStep s, uint word, uint hi_word, uint q) { return q_ufields(word, q >= 4u ? 4u : 0u, 4); }
-
-// q5_0 {fp16 d; uint8 qh[4]; uint8 q[16]}: value j's low four bits are nibble j as in q4_0, its fifth bit
-// j of qh; d * (q - 16). q5_1 {fp16 d, m; uint8 qh[4]; uint8 q[16]}: the same q, d * q + m.
-// q5_quad: quad q's four 5-bit fields, one per byte: the nibbles, and bit 4q + c of qh as bit 4 of byte c.
-uint q5_quad(uint word, uint bits, uint q) {
-  uint h = (bits >> (4u * q)) & 15u;
-  uint spread = (h & 1u) | ((h & 2u) << 7) | ((h & 4u) << 14) | ((h & 8u) << 21);
-  return q_nibbles(word, q >= 4u) | (spread << 4);
-}
-QStep step_Q5_0(uint i, uvec4 h) {
-  QStep s = q_whole(VKGMM_DT_Q5_0, i);
-  s.scale.x = q_half_lo(h.x);
-  s.bits = (h.x >> 16) | (h.y << 16);
-  return s;
-}
-// q - 16: the 5-bit field with its top bit flipped, signed.
-vec4 raw4_Q5_0(QStep s, uint word, uint hi_word, uint q) { return q_fields(q5_quad(word, s.bits, q) ^ 0x10101010u, 0u, 5); }
-QStep step_Q5_1(uint i, uvec4 h) {
-  QStep s = q_whole(VKGMM_DT_Q5_1, i);
-  s.scale.x = q_half_lo(h.x);
-  s.mins.x = -q_half_hi(h.x);
-  s.bits = h.y;
-  return s;
-}
-vec4 raw4_Q5_1(QStep s, uint word, uint hi_word, uint q) { return q_ufields(q5_quad(word, s.bits, q), 0u, 5); }
-
-// iq4_nl {fp16 d; uint8 q[16]}: nibbles as q4_0, d * kvalues_iq4nl[q]. The 16 levels (-127 .. 113) are the
-// bytes of four constant words, picked by selects and a shift: a CPU driver turns an indexed table into
-// a gather per value.
+// The low four bits of h, bit c moved to bit 8c of a word (a quad's fifth bits, one per byte).
+uint q_spread4(uint h) { return (h & 1u) | ((h & 2u) << 7) | ((h & 4u) << 14) | ((h & 8u) << 21); }
+// iq4_nl's 16 levels (-127 .. 113) are the bytes of four constant words, picked by selects and a shift: a
+// CPU driver turns an indexed table into a gather per value.
 float q_iq4nl(uint n) {
   uint w = n < 8u ? (n < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (n < 12u ? 0x26190D01u : 0x71594535u);
   return float(bitfieldExtract(int(w), int((n & 3u) * 8u), 8));
 }
-QStep step_IQ4_NL(uint i, uvec4 h) {
-  QStep s = q_whole(VKGMM_DT_IQ4_NL, i);
-  s.scale.x = q_half_lo(h.x);
-  return s;
-}
-vec4 raw4_IQ4_NL(QStep s, uint word, uint hi_word, uint q) {
-  uint u = q_nibbles(word, q >= 4u);
-  return vec4(q_iq4nl(u & 15u), q_iq4nl((u >> 8) & 15u), q_iq4nl((u >> 16) & 15u), q_iq4nl(u >> 24));
-}
+// Level n of table t (1: mxfp4's e2m1 values doubled, 2: iq4_nl's).
+float q_level(uint t, uint n) { return t == 1u ? q_e2m1x2(n) : q_iq4nl(n); }
 
-// mxfp4 {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values (doubled) times the E8M0 scale (halved).
-QStep step_MXFP4(uint i, uvec4 h) {
-  QStep s = q_whole(VKGMM_DT_MXFP4, i);
-  s.scale.x = q_e8m0_half(h.x & 0xffu);
-  return s;
-}
-vec4 raw4_MXFP4(QStep s, uint word, uint hi_word, uint q) {
-  uint u = q_nibbles(word, q >= 4u);
-  return vec4(q_e2m1x2(u & 15u), q_e2m1x2((u >> 8) & 15u), q_e2m1x2((u >> 16) & 15u), q_e2m1x2(u >> 24));
-}
-
-// q4_K: {fp16 d, dmin; uint8 scales[12]; uint8 q[128]}, 144 bytes; value = d * scale * q - dmin * min. Its
-// lead (d, dmin, scales) is the super-block's first texel: step i (a multiple of 64) is chunk c's quant
-// bytes and the scales and mins of sub-blocks 2c and 2c + 1.
-QStep step_Q4_K(uint i, uvec4 head) {
-  uint c = (i >> 6) & 3u;
-  uvec2 lo = q4k_scale_min(head.yzw, 2u * c), hi = q4k_scale_min(head.yzw, 2u * c + 1u);
-  vec2 dm = unpackHalf2x16(head.x);
-  return QStep((i >> 8) * q_block_bytes(VKGMM_DT_Q4_K) + 16u + c * 32u, 0u, 0u, 0u, dm.x * vec2(lo.x, hi.x),
-               dm.y * vec2(lo.y, hi.y), 0u);
-}
-vec4 raw4_Q4_K(QStep s, uint word, uint hi_word, uint q) { return q_ufields(word, q >= 8u ? 4u : 0u, 4); }
-
-// q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Halves h of 128 values; quarter qq of a half
-// takes ql's low (qq < 2) or high nibbles of bytes l (+ 32 for odd qq) and qh's bits 2qq, 2qq + 1 of byte l
-// as bits 4, 5; value = d * scale[8h + l / 16 + 2qq] * (q - 32). Its scales are read here (no lead).
-QStep step_Q6_K(uint i, uvec4 head) {
-  uint base = (i >> 8) * q_block_bytes(VKGMM_DT_Q6_K), h = (i >> 7) & 1u, qq = (i >> 5) & 3u;
-  // The step's two scale bytes share one word (they start at an even byte): one read for both.
-  uint sc = base + 192u + h * 8u + 2u * qq;
-  int both = int(q_word(sc >> 2) >> ((sc & 2u) * 8u));
-  vec2 scale = q_half(base + 208u) * vec2(bitfieldExtract(both, 0, 8), bitfieldExtract(both, 8, 8));
-  return QStep(base + h * 64u + (qq & 1u) * 32u, base + 128u + h * 32u, qq >= 2u ? 4u : 0u, 2u * qq, scale, vec2(0.0), 0u);
-}
-// q - 32 likewise: the 6-bit field with its top bit flipped, signed.
-vec4 raw4_Q6_K(QStep s, uint word, uint hi_word, uint q) {
-  uint top = (hi_word >> s.hi_shift) & 0x03030303u;
-  return q_fields((((word >> s.shift) & 0x0f0f0f0fu) | (top << 4)) ^ 0x20202020u, 0u, 6);
-}
-
-// ---- The table's dispatch: each row's step_NAME and raw4_NAME, by the type (a constant in every caller) --
-#define VKGMM_Q_STEP_OF(NAME, step, head, run_quads, run_words, mins, high, lead) \
-  if (type == VKGMM_DT_##NAME) return step_##NAME(i, h);
-#define VKGMM_Q_RAW4_OF(NAME, step, head, run_quads, run_words, mins, high, lead) \
-  if (type == VKGMM_DT_##NAME) return raw4_##NAME(s, word, hi_word, q);
-QStep q_step_at(uint type, uint i, uvec4 h) {
-  VKGMM_BLOCK_FORMATS(VKGMM_Q_STEP_OF)
-  return QStep(0u, 0u, 0u, 0u, vec2(0.0), vec2(0.0), 0u);
-}
+// Quad q of step s before the scales: q8_0's q, q4_0's q - 8, q4_1's q, q5_0's q - 16, q5_1's q, iq4_nl's
+// level, q4_K's and q5_K's q, q6_K's q - 32, mxfp4's e2m1 values doubled; from the run's word
+// q % q_run_words and the high bits (q6_K, q5_K: qh's word q % 8; q5_0, q5_1: the step's bits).
 vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
-  VKGMM_BLOCK_FORMATS(VKGMM_Q_RAW4_OF)
-  return vec4(0.0);
+  // One body for every format, steered by its row (bits, offset, table), not a branch per format: a
+  // driver inlines this at every load site of every gmm pipeline, f32 ones too, before it drops what the
+  // specialized type rules out, so its compile time grows with the code here.
+  uint bits = q_row_bits(type);
+  if (bits == 8u) return q_fields(word, 0u, 8);
+  if (bits == 6u) {
+    // q6_K's q - 32: its 6-bit field with the top bit flipped, signed.
+    uint top = (hi_word >> s.hi_shift) & 0x03030303u;
+    return q_fields((((word >> s.shift) & 0x0f0f0f0fu) | (top << 4)) ^ 0x20202020u, 0u, 6);
+  }
+  // The nibble formats: the step's later quads take the high nibbles (of 16 quads with a lead, else 8); a
+  // fifth bit from qh (q5_K) or the block's bits (q5_0, q5_1); then a level from a table (mxfp4, iq4_nl),
+  // or q - offset as the field with its top bit flipped read signed, or q itself.
+  bool upper = q >= (q_has_lead(type) ? 8u : 4u);
+  uint u = q_nibbles(word >> s.shift, upper);
+  if (bits == 5u)
+    u |= (q_has_high(type) ? (hi_word >> (s.hi_shift + (upper ? 1u : 0u))) & 0x01010101u : q_spread4(s.bits >> (4u * q))) << 4;
+  uint table = q_row_table(type);
+  if (table != 0u) return vec4(q_level(table, u & 15u), q_level(table, (u >> 8) & 15u), q_level(table, (u >> 16) & 15u), q_level(table, u >> 24));
+  uint offset = q_row_offset(type);
+  return offset != 0u ? q_fields(u ^ (offset * 0x01010101u), 0u, int(bits)) : q_ufields(u, 0u, int(bits));
 }
-
-// q4_K's lead, the super-block's first texel: 144 bytes are 9 whole texels, and rhs starts at a texel
-// (texel_views.cpp), so the word index is rounded down to a texel to say so to the compiler (q_word_run
-// then places no words by runtime selects). A format with a lead has super-blocks of whole texels.
-uvec4 q_lead_at(uint type, uint i) {
-  uint r[9];
-  q_word_run(((i / q_block_values(type)) * (q_block_bytes(type) / 4u)) & ~3u, 4u, r);
-  return uvec4(r[0], r[1], r[2], r[3]);
-}
-// A whole block's head, its first 8 bytes (a head of at most 2 bytes lies in one word: such blocks start
-// at an even byte, mxfp4's 1 byte anywhere), from byte base on.
-uvec4 q_head_at(uint type, uint base) {
-  uint x = q_head(type) <= 2u ? q_word(base >> 2) >> ((base & 3u) * 8u) : q_bytes4(base);
-  return uvec4(x, q_head(type) > 4u ? q_bytes4(base + 4u) : 0u, 0u, 0u);
-}
-// The step at i on its own (dequant4): the head or lead it needs read here.
-QStep q_step_read(uint type, uint i) {
-  uvec4 h = q_whole_block(type) ? q_head_at(type, (i >> 5) * q_block_bytes(type))
-            : q_has_lead(type)  ? q_lead_at(type, i)
-                                : uvec4(0u);
-  return q_step_at(type, i, h);
-}
-
+// A value is q_run_scale * raw - q_run_min, both fixed over a run of q_run_quads quads, so a sum of lhs
+// times raw values over a run is scaled once (the walk), and its mins come off lhs's sum over the run.
 float q_run_scale(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.scale.y : s.scale.x; }
 float q_run_min(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.mins.y : s.mins.x; }
 
@@ -314,49 +283,60 @@ vec4 q_step4(uint type, QStep s, uint word, uint hi_word, uint q) {
   return fma(vec4(q_run_scale(type, s, q)), q_raw4(type, s, word, hi_word, q), vec4(-q_run_min(type, s, q)));
 }
 
-// The most words a whole block spans: blocks of a multiple of 4 bytes start at a word, of an even size at
-// an even byte, else anywhere.
-uint q_block_words(uint type) {
-  uint b = q_block_bytes(type);
-  return (b + ((b & 3u) == 0u ? 0u : (b & 1u) == 0u ? 2u : 3u) + 3u) / 4u;
-}
-
 // The block walk's read of step i (a multiple of q_step_values): the step's scales and quant words (run
 // and, q6_K, qh), each texel fetched once. A whole block is read in one run from the word holding its
-// first byte (the head comes with the quants: q4_0 and mxfp4 2 texels, q8_0 3). A format with a lead
-// (q4_K) takes it from the caller (q_lead_at, read once per super-block: 1 texel per 256 values) and its
-// step's 32 quant bytes are two aligned texels (2 per 64 values).
-void q_step_walk(uint type, uint i, uvec4 lead, out QStep s, out uint w[8], out uint hi[8]) {
+// first byte (the head comes with the quants: q4_0 and mxfp4 2 texels, q8_0 3). q4_K and q5_K take the
+// lead of i's super-block from the caller (q_lead_at, read once per super-block: 1 texel per 256 values)
+// and a step's 32 quant bytes are two aligned texels (2 per 64 values; q5_K's 32 qh bytes two more).
+void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out uint hi[8]) {
   [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = 0u;
   if (q_whole_block(type)) {
     uint base = (i >> 5) * q_block_bytes(type), r[9];
-    q_word_run(base >> 2, q_block_words(type), r);
-    uint hw[8];
-    q_words_in(r, base & 3u, 2u, hw);
-    s = q_step_at(type, i, uvec4(hw[0], hw[1], 0u, 0u));
-    // The quants from byte b of the run on: b < 12 (a head of at most 8 bytes), so whole words are
+    // Its bytes from byte base & 3 of the first word on: the words a block spans at worst (blocks of a
+    // multiple of 4 bytes start at a word, of an even size at an even byte): q4_0 5 (2 + 18 bytes), mxfp4
+    // 5 (3 + 17), q4_1 5, q5_0 6, q5_1 6, iq4_nl 5, q8_0 9 (2 + 34); each word holds some of its bytes.
+    uint bytes = q_block_bytes(type);
+    q_word_run(base >> 2, (bytes + ((bytes & 3u) == 0u ? 0u : (bytes & 1u) == 0u ? 2u : 3u) + 3u) / 4u, r);
+    s.run = base + q_scale_bytes(type);
+    s.hi_run = 0u;
+    s.shift = 0u;
+    s.hi_shift = 0u;
+    s.scale = vec2(q_block_scale(type, r[0], base), 0.0);
+    s.mins = vec2(0.0);
+    s.bits = 0u;
+    if (q_head_wide(type)) {
+      uint hw[8];
+      q_words_in(r, base & 3u, 2u, hw);
+      q_head_fields(type, uvec2(hw[0], hw[1]), s);
+    }
+    // The quants from byte b of the run on; b < 12 (a head of at most 8 bytes), so whole words are
     // dropped by selects over constant indices (an indexed copy would put r in memory).
-    uint b = (base & 3u) + q_head(type), drop = b >> 2, r1[9];
+    uint b = (base & 3u) + q_scale_bytes(type), drop = b >> 2;
+    uint r1[9];
     [[unroll]] for (uint j = 0u; j < 9u; ++j)
       r1[j] = drop == 0u ? r[j] : drop == 1u ? (j < 8u ? r[j + 1u] : 0u) : (j < 7u ? r[j + 2u] : 0u);
     q_words_in(r1, b & 3u, q_run_words(type), w);
   } else if (q_has_lead(type)) {
-    s = q_step_at(type, i, lead);
+    s = q4k_step(type, head, i);
     uint r[9];
     q_word_run((s.run >> 2) & ~3u, 8u, r);
     q_words_in(r, 0u, 8u, w);
+    if (q_has_high(type)) {
+      q_word_run((s.hi_run >> 2) & ~3u, 8u, r);
+      q_words_in(r, 0u, 8u, hi);
+    }
   } else {
-    s = q_step_at(type, i, uvec4(0u));
+    s = q_step(type, i);
     q_words(s.run, 8u, w);
-    if (q_has_high(type)) q_words(s.hi_run, 8u, hi);
+    q_words(s.hi_run, 8u, hi);
   }
 }
 
 // Values i .. i+3 (i a multiple of 4) on their own: the step's scales and the one or two words they need.
 vec4 dequant4(uint type, uint i) {
   uint n = q_step_values(type);
-  QStep s = q_step_read(type, i - i % n);
+  QStep s = q_step(type, i - i % n);
   uint q = (i % n) >> 2;
   uint word = q_bytes4(s.run + 4u * (q % q_run_words(type)));
-  return q_step4(type, s, word, q_has_high(type) ? q_bytes4(s.hi_run + 4u * q) : 0u, q);
+  return q_step4(type, s, word, q_has_high(type) ? q_bytes4(s.hi_run + 4u * (q % 8u)) : 0u, q);
 }

@@ -410,7 +410,9 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(strstr(vkgmm_last_error_message(), "group_sizes") != NULL);
 
   p = gmm_problem();
-  p.lhs_type = (vkgmm_dtype)8; /* one past VKGMM_MXFP4 */
+#define COUNT_DTYPE_(name, NAME, value, values, bytes, ggml) +1
+  p.lhs_type = (vkgmm_dtype)(0 VKGMM_DTYPES(COUNT_DTYPE_)); /* one past the last type */
+#undef COUNT_DTYPE_
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
   CHECK(strstr(vkgmm_last_error_message(), "lhs_type") != NULL);
   p = gmm_problem();

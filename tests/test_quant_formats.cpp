@@ -1,4 +1,4 @@
-// The 32-value formats q4_1, q5_0, q5_1 and iq4_nl on the CPU (vkgmm/quant.hpp). The dequantizer is
+// The formats q4_1, q5_0, q5_1, iq4_nl and q5_K on the CPU (vkgmm/quant.hpp). The dequantizer is
 // pinned twice: on hand-made blocks whose values are derived in the comments, and bit for bit on random
 // blocks (every code, sign and fifth bit; random finite fp16 scales and mins) against decoders written
 // here the way ggml-quants.c's dequantize_row_* loops are (two values per quant byte, qh shifted per
@@ -26,15 +26,52 @@ using vkgmm::quant::quantize;
 using Bytes = std::vector<uint8_t>;
 using V = std::vector<float>;
 
-constexpr DType kNew[] = {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl};
+constexpr DType kNew[] = {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q5_K};
 constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 float half(const uint8_t* p) { return vkgmm::f16_to_f32(uint16_t(p[0] | p[1] << 8)); }
 void put(uint8_t* p, uint16_t h) { p[0] = uint8_t(h & 0xFF), p[1] = uint8_t(h >> 8); }
 
+// ggml's get_scale_min_k4: sub-block j's 6-bit scale and min from the 12 packed bytes q.
+void scale_min_k4(int j, const uint8_t* q, int& d, int& m) {
+  if (j < 4) {
+    d = q[j] & 63, m = q[j + 4] & 63;
+  } else {
+    d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// ggml's dequantize_row_q5_K: per 64 values two sub-blocks, ql's low nibbles plus 16 where qh's bit u1,
+// then its high nibbles plus 16 where bit u2; u1 and u2 move up two bits per 64 values.
+V ggml_decode_q5_K(const Bytes& b) {
+  V y(b.size() / 176 * 256);
+  float* out = y.data();
+  for (size_t i = 0; i < b.size() / 176; ++i) {
+    const uint8_t* x = &b[i * 176];
+    const float d = half(x), min = half(x + 2);
+    const uint8_t *ql = x + 48, *qh = x + 16;
+    int is = 0;
+    uint8_t u1 = 1, u2 = 2;
+    for (int j = 0; j < 256; j += 64) {
+      int sc, m;
+      scale_min_k4(is + 0, x + 4, sc, m);
+      const float d1 = d * sc, m1 = min * m;
+      scale_min_k4(is + 1, x + 4, sc, m);
+      const float d2 = d * sc, m2 = min * m;
+      for (int l = 0; l < 32; ++l) *out++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+      for (int l = 0; l < 32; ++l) *out++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+      ql += 32, is += 2;
+      u1 = uint8_t(u1 << 2), u2 = uint8_t(u2 << 2);
+    }
+  }
+  return y;
+}
+
 // ggml's loops: for j < 16, byte qs[j] gives values j (low nibble) and j + 16 (high nibble); q5's fifth
 // bits are qh >> j (moved to bit 4) and qh >> (j + 12) (bit 4 already).
 V ggml_decode(DType t, const Bytes& b) {
+  if (t == DType::q5_K) return ggml_decode_q5_K(b);
   const size_t size = vkgmm::block_bytes(t), blocks = b.size() / size;
   V y(blocks * 32);
   for (size_t i = 0; i < blocks; ++i) {
@@ -75,17 +112,25 @@ void expect_same_bits(const V& got, const V& want, DType t) {
   }
 }
 
+V random_data(size_t count, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nor(0, scale);
+  V x(count);
+  for (auto& v : x) v = nor(rng);
+  return x;
+}
+
 TEST(QuantFormats, RandomBlocksDecodeAsGgmlsLoopsBitForBit) {
   std::mt19937 rng(29);
   for (DType t : kNew) {
-    const size_t blocks = 512, size = vkgmm::block_bytes(t);
+    const size_t blocks = 512, size = vkgmm::block_bytes(t), values = vkgmm::block_elements(t);
     Bytes b(blocks * size);
     for (auto& v : b) v = uint8_t(rng());
     for (size_t i = 0; i < blocks; ++i) {
       put(&b[i * size], random_half(rng));
-      if (t == DType::q4_1 || t == DType::q5_1) put(&b[i * size + 2], random_half(rng));
+      if (t == DType::q4_1 || t == DType::q5_1 || t == DType::q5_K) put(&b[i * size + 2], random_half(rng));
     }
-    expect_same_bits(dequantize(t, b, blocks * 32), ggml_decode(t, b), t);
+    expect_same_bits(dequantize(t, b, blocks * values), ggml_decode(t, b), t);
   }
 }
 
@@ -120,12 +165,37 @@ TEST(QuantFormats, HandMadeBlocks) {
   EXPECT_EQ(y[0], 254.0f); EXPECT_EQ(y[16], -226.0f); EXPECT_EQ(y[1], 20.0f); EXPECT_EQ(y[17], -2.0f);
 }
 
-V random_data(size_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nor(0, scale);
-  V x(count);
-  for (auto& v : x) v = nor(rng);
-  return x;
+TEST(QuantFormats, Q5_KHandMadeBlock) {
+  // d = 0.5, dmin = 0.25; sub-block 0: scale 2, min 4 (bytes 0 and 4); sub-block 1: scale 3, min 1
+  // (bytes 1 and 5); sub-block 2 (chunk 1's low nibbles): scale 1 (byte 2), min 0. Value 0: nibble 5
+  // (ql[0] low), qh[0] bit 0 set: q = 21, 0.5 * 2 * 21 - 0.25 * 4 = 20. Value 32: ql[0] high nibble 1,
+  // qh[0] bit 1 clear: 0.5 * 3 * 1 - 0.25 = 1.25. Value 64: ql[32] low nibble 0, qh[0] bit 2 set: q = 16,
+  // 0.5 * 1 * 16 = 8.
+  Bytes b(176, 0);
+  put(&b[0], 0x3800), put(&b[2], 0x3400);
+  b[4] = 2, b[5] = 3, b[6] = 1, b[8] = 4, b[9] = 1;
+  b[16] = 0x05;  // qh[0]: bits 0 and 2
+  b[48] = 0x15;  // ql[0]
+  const V y = dequantize(DType::q5_K, b, 256);
+  EXPECT_EQ(y[0], 20.0f);
+  EXPECT_EQ(y[32], 1.25f);
+  EXPECT_EQ(y[64], 8.0f);
+}
+
+// q5_K: each value at its nearest level d * sc * q - dmin * m, q in [0, 31], of its sub-block's codes.
+TEST(QuantFormats, Q5_KPutsEachValueAtItsSubBlocksNearestLevel) {
+  const V x = random_data(256 * 64, 9, 2.0f);
+  const Bytes q = quantize(DType::q5_K, x.data(), x.size());
+  const V y = dequantize(DType::q5_K, q, x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint8_t* blk = &q[i / 256 * 176];
+    int sc, m;
+    scale_min_k4(int(i % 256 / 32), blk + 4, sc, m);
+    const float dj = half(blk) * sc, mj = half(blk + 2) * m;
+    double best = INFINITY;
+    for (int l = 0; l <= 31; ++l) best = std::min(best, std::fabs(double(dj * l - mj) - x[i]));
+    ASSERT_LE(std::fabs(double(y[i]) - x[i]), best * (1 + 1e-12) + 1e-30) << i;
+  }
 }
 
 // Each value is the level nearest it among the levels its block's stored fields decode to: d * q + m,

@@ -24,8 +24,8 @@
  *   NAME    the C enumerator (VKGMM_NAME) and the shaders' VKGMM_DT_NAME;
  *   values  values per block (1: an element type), bytes: bytes per block (an element's bytes);
  *   ggml    the type's number in GGUF files (ggml_type).
- * A new block format is a row here, its kernel facts in shaders/interface.h (VKGMM_BLOCK_FORMATS), its
- * fields in shaders/quant.glsl and its quantizer in reference/quant.cpp.
+ * A new block format is a row here, its decoder's facts in shaders/interface.h (VKGMM_BLOCK_FORMATS), its
+ * head's fields in shaders/quant.glsl where its layout is new, and its codec in reference/quant_*.cpp.
  */
 #ifndef VKGMM_VOCABULARY_H
 #define VKGMM_VOCABULARY_H
@@ -48,6 +48,7 @@
   X(q4_1, Q4_1, 8, 32, 20, 3)        \
   X(q5_0, Q5_0, 9, 32, 22, 6)        \
   X(q5_1, Q5_1, 10, 32, 24, 7)       \
-  X(iq4_nl, IQ4_NL, 11, 32, 18, 20)
+  X(iq4_nl, IQ4_NL, 11, 32, 18, 20)  \
+  X(q5_K, Q5_K, 12, 256, 176, 13)
 
 #endif /* VKGMM_VOCABULARY_H */
