@@ -80,7 +80,7 @@ const char kBenchUsage[] =
     "for every workload:\n"
     "  --dtype T        element type of every operand (f32; a preset's own otherwise)\n"
     "  --rhs-format F   expert weights (rhs) in GGUF block format F: one of {formats} (gmm\n"
-    "                   only; k a multiple of the block, 32 or 256 for q4_K/q6_K). rhs is then [G, n, k]\n"
+    "                   only; k a multiple of the block, 32 or 256 for the K formats). rhs is then [G, n, k]\n"
     "                   (transpose_rhs, as GGUF stores experts): random floats quantized and uploaded as\n"
     "                   raw blocks, checked against the reference on their dequantized values; lhs and out\n"
     "                   keep --dtype. Bytes (GB/s, %copy) count the blocks' storage bytes\n"

@@ -34,7 +34,7 @@ const ModelSpec* find_model(const std::string& name);
 const std::vector<int64_t>& default_model_tokens();
 
 // --scale S: hidden and expert sizes divided by S, each rounded to the nearest multiple of `quantum` (32,
-// or the weight format's block when larger: 256 for q4_K / q6_K) and at least one quantum; the experts,
+// or the weight format's block when larger: 256 for the K formats) and at least one quantum; the experts,
 // top-k and the tokens stay the model's. S = 1: the published sizes (whole blocks already).
 int64_t scaled_size(int64_t size, int64_t scale, int64_t quantum);
 

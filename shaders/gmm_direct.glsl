@@ -15,7 +15,7 @@ struct Walk {
 // glslang's copy of an array sized by a specialization-constant expression into a function's parameter
 // does not validate. The loads' first elements, per tile: lhs's rows (lhs_row_start), rhs [k, n]'s column
 // groups (rhs_group_start) and rhs [n, k]'s columns (rhs_col_start; see reduce_direct4). Per step of the
-// block walk: each column's scales, quant words and q6_K's high bits. Per run of one scale: the partial
+// block walk: each column's scales, quant words and high bits (q6_K's, q5_K's qh). Per run of one scale: the partial
 // sums and, for formats with mins, the sums of lhs.
 uint lhs_row_start[RM];
 uint rhs_group_start[ACC4_COLS];
@@ -27,7 +27,7 @@ float run_lhs_sums[RM];
 
 // Quad s (K values k0 + 4s .. k0 + 4s + 3) of the step at k0: lhs's 4 values per row, rhs's 4 x 4 block per
 // column group, a batch of groups at a time, into acc4, or with runs into part and, at a run's end, part
-// scaled into acc4. qh is q6_K's, whose steps are 8 quads (its index wraps only in formats that never read it).
+// scaled into acc4. qh is q6_K's or q5_K's, whose steps are 8 quads (its index wraps only in formats that never read it).
 void walk_quad(Walk walk, uint k0, uint s, uint rbase) {
   uint kk = k0 + 4 * s;
   vec4 a[RM];

@@ -101,11 +101,12 @@ void q_words(uint b, uint count, out uint w[8]) {
 // sub-blocks 2c and 2c + 1 that share chunk c's 32 quant bytes (the low nibbles, then the high ones), so
 // the walk reads each quant word once for both. Within a step every format decodes 4 values (a quad)
 // from one 32-bit word of its quant bytes (and, q6_K and q5_K, one word of its high bits), and a step is
-// one or two runs of one scale (and one min). QStep is what a step's values need beside those words: read once per step
-// by the block walk (q_step_walk, gmm.comp), or per 4 values by dequant4.
+// one or two runs of one scale (and one min). QStep is what a step's values need beside those words: read
+// once per step by the block walk (q_step_walk, gmm.comp), or per 4 values by dequant4.
 struct QStep {
   uint run, hi_run;      // byte offsets of the quant bytes (q6_K: ql) and of the high bits (qh)
-  uint shift, hi_shift;  // q6_K: the nibble (0: low, 4: high) of ql; the high bits' place in qh's bytes
+  // q6_K, q5_K: the quants' nibble (0: low, 4: high); the high bits' place in qh's bytes
+  uint shift, hi_shift;
   vec2 scale;            // each run's scale (a step of one run: .x)
   vec2 mins;             // each run's min, taken off its values (q4_K, q5_K: dmin * m; q4_1, q5_1: -m)
   uint bits;             // q5_0, q5_1: the block's 32 high bits (bit j: value j's fifth bit)
@@ -284,10 +285,11 @@ vec4 q_step4(uint type, QStep s, uint word, uint hi_word, uint q) {
 }
 
 // The block walk's read of step i (a multiple of q_step_values): the step's scales and quant words (run
-// and, q6_K, qh), each texel fetched once. A whole block is read in one run from the word holding its
-// first byte (the head comes with the quants: q4_0 and mxfp4 2 texels, q8_0 3). q4_K and q5_K take the
-// lead of i's super-block from the caller (q_lead_at, read once per super-block: 1 texel per 256 values)
-// and a step's 32 quant bytes are two aligned texels (2 per 64 values; q5_K's 32 qh bytes two more).
+// and, q6_K and q5_K, qh), each texel fetched once. A whole block is read in one run from the word holding
+// its first byte (the head comes with the quants: q4_0 and mxfp4 2 texels, q5_0, q5_1 and q8_0 up to 3).
+// q4_K and q5_K take the lead of i's super-block from the caller (q_lead_at, read once per super-block: 1
+// texel per 256 values) and a step's 32 quant bytes are two aligned texels (q4_K: 2 per 64 values; q5_K: 4
+// per 32, its 32 qh bytes too).
 void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out uint hi[8]) {
   [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = 0u;
   if (q_whole_block(type)) {

@@ -338,20 +338,23 @@ TEST(QuantRoundTrip, Mxfp4NearestLevelAndExactOnItsGrid) {
   expect_values(dequantize(DType::mxfp4, gq, 32), g);
 }
 
-// q4_K and q6_K: no grid (their scales are 6- and 8-bit codes of fp16 super-block scales), so bounds: on
-// uniform data every value within one quantization step of its sub-block (a step of its range over 15
-// for q4_K, of its largest magnitude over 32 for q6_K), and the RMS error near half of that over sqrt 3.
-TEST(QuantRoundTrip, Q4_KWithinAStepOfItsSubBlock) {
+// q4_K, q5_K and q6_K: no grid (their scales are 6- and 8-bit codes of fp16 super-block scales), so
+// bounds: on uniform data every value within one quantization step of its sub-block (a step of its range
+// over 15 for q4_K, 31 for q5_K, of its largest magnitude over 32 for q6_K), and the RMS error near half
+// of that over sqrt 3.
+TEST(QuantRoundTrip, Q4_KAndQ5_KWithinAStepOfTheirSubBlock) {
+  for (const auto& [t, levels] : {std::pair{DType::q4_K, 15}, std::pair{DType::q5_K, 31}})
   for (float offset : {0.0f, 0.7f, -0.7f}) {  // mixed signs, then mostly positive, mostly negative
+    SCOPED_TRACE(vkgmm::dtype_name(t));
     V x = random_values(256 * 16, 6, 1.0f);
     for (float& v : x) v += offset;
-    const Bytes q = quantize(DType::q4_K, x.data(), x.size());
-    const V y = dequantize(DType::q4_K, q, x.size());
+    const Bytes q = quantize(t, x.data(), x.size());
+    const V y = dequantize(t, q, x.size());
     double sse = 0, step_sum = 0;
     for (size_t s = 0; s < x.size() / 32; ++s) {
       float lo = 0, hi = x[s * 32];
       for (int j = 0; j < 32; ++j) lo = std::min(lo, x[s * 32 + j]), hi = std::max(hi, x[s * 32 + j]);
-      const float step = (hi - lo) / 15;
+      const float step = (hi - lo) / static_cast<float>(levels);
       step_sum += step;
       for (int j = 0; j < 32; ++j) {
         const float err = std::fabs(y[s * 32 + j] - x[s * 32 + j]);

@@ -59,7 +59,7 @@ VKGMM_API const char* vkgmm_version_string(void);
 /* Element types, then GGUF's block formats (gmm's rhs only: expert weights [E_local, n, k] as GGUF stores
  * them, blocks of values along k, byte for byte ggml's block_* structs; docs/quantized-weights.md). The values match
  * the C++ vkgmm::DType. */
-/* VKGMM_F32, VKGMM_F16, VKGMM_BF16, then the block formats VKGMM_Q8_0 ... VKGMM_IQ4_NL: listed with their
+/* VKGMM_F32, VKGMM_F16, VKGMM_BF16, then the block formats VKGMM_Q8_0 ... VKGMM_Q5_K: listed with their
  * block sizes in vkgmm/vocabulary.h (VKGMM_DTYPES); new ones are appended. */
 #define VKGMM_C_DTYPE_(name, NAME, value, values, bytes, ggml) VKGMM_##NAME = value,
 typedef enum vkgmm_dtype { VKGMM_DTYPES(VKGMM_C_DTYPE_) } vkgmm_dtype;

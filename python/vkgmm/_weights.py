@@ -14,9 +14,9 @@ BLOCK_FORMATS: tuple = tuple(_block_format_names().split(", "))
 
 
 def quantize(w, format: str, *, context=None) -> Array:
-    """w float32 [experts, n, k] or [n, k] (k a multiple of the block: 32, or 256 for q4_K / q6_K) as a
-    device Array of `format` with shape (experts, n, k). Round to nearest per block at least (q8_0, q4_0,
-    mxfp4 never less accurate than ggml's reference quantizers)."""
+    """w float32 [experts, n, k] or [n, k] (k a multiple of the block: 32, or 256 for the K formats) as a
+    device Array of `format` with shape (experts, n, k). Round to nearest per block at least (never less
+    accurate than ggml's reference quantizers where those round to nearest: docs/quantized-weights.md)."""
     w = np.asarray(w, dtype=np.float32)
     fmt = _dtypes.dtype_name(format)
     blocks = _quantize(w, fmt)

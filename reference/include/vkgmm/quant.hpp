@@ -33,7 +33,8 @@ std::vector<float> dequantize(DType t, const std::vector<uint8_t>& blocks, uint6
 //   mxfp4: ggml's shared exponent (floor(log2 amax) - 2, the OCP MX rule) or the next one up, whichever
 //     gives the block the smaller squared error (ggml's or smaller), each value to the nearest e2m1 level.
 //   q4_K, q5_K: per 32 values a (scale, min) pair found by a small least-squares search, then 6-bit scale and
-//     min codes against fp16 super-block scales, and the 4-bit values rounded against the final codes.
+//     min codes against fp16 super-block scales, and the 4-bit (q5_K: 5-bit) values rounded against the
+//     final codes.
 //   q6_K: per 16 values a scale by a small least-squares search, 8-bit codes against an fp16 super-block
 //     scale, and the 6-bit values rounded against the final codes.
 // Throws Error(invalid_argument) for an element type, a count that is not whole blocks, or a value that
