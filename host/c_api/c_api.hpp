@@ -201,11 +201,8 @@ inline vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.
 // Any vkgmm_dtype passes (the values are vkgmm::DType's, static_asserted in errors.cpp); which operand may
 // have which type (block formats: rhs only) is the plan's rule, checked there.
 inline vkgmm::DType dtype(const char* op, const char* name, const vkgmm_dtype& field) {
-#define VKGMM_C_DTYPE_COUNT_(name, NAME, value, values, bytes, ggml) +1
-  constexpr int kCount = 0 VKGMM_DTYPES(VKGMM_C_DTYPE_COUNT_);
-#undef VKGMM_C_DTYPE_COUNT_
   const int t = raw_enum(field);
-  if (t < 0 || t >= kCount) bad(op, std::string(name) + " = " + std::to_string(t) + " is not a vkgmm_dtype");
+  if (t < 0 || !vkgmm::is_known(static_cast<vkgmm::DType>(t))) bad(op, std::string(name) + " = " + std::to_string(t) + " is not a vkgmm_dtype");
   return static_cast<vkgmm::DType>(t);
 }
 
