@@ -42,17 +42,18 @@ void Kernel::set_shape(const KernelShape& s) {
 void Kernel::choose_modules(Op op, const DeviceInfo& info, const ResolvedOptions& options, DType lhs, DType rhs,
                             DType out) {
   const bool any16 = lhs != DType::f32 || rhs != DType::f32 || out != DType::f32;
+  const bool blocks = is_quantized(rhs);
   if (matrix) {
     // The plan took the matrix schedule only where its build runs (16-bit storage, unsplit operands).
-    code = matrix_shader_for(op, info);
+    code = matrix_shader_for(op, info, blocks);
     storage16 = true;
     return;
   }
-  code = shader_for(op, info, options.storage16, any16, split, subgroup_slices);
+  code = shader_for(op, info, options.storage16, any16, split, subgroup_slices, blocks);
   storage16 = !split && use_storage16(info, options.storage16, any16);
   // One binding rule for both builds of a split plan: no 16-bit storage (out is bound in words).
   if ((!split || texel_unsplit) && texel_loads_usable(info, options.texel_loads, lhs, rhs))
-    texel_code = texel_shader_for(op, info, options.storage16 && !split, any16);
+    texel_code = texel_shader_for(op, info, options.storage16 && !split, any16, blocks);
 }
 
 void Kernel::create(Context::Impl& ctx, VkDeviceSize part_bytes, bool every_variant) {

@@ -80,16 +80,21 @@ const uint ACC_COLS = RN * HALVES;  // accumulator columns per row: half h, colu
 layout(push_constant) uniform Params { VKGMM_GMM_PUSH(VKGMM_PUSH_FIELD) } pc;
 
 VKGMM_DEFINE_INPUT_LOADS(load_lhs, load4_lhs, lhs, LHS_TYPE)
-VKGMM_DEFINE_INPUT_LOADS(load_rhs_elements, load4_rhs_elements, rhs, RHS_TYPE)
 
+// rhs of an element type, or in the VKGMM_BLOCK_RHS builds of a block format, dequantized where it is
+// read. Two builds, not a branch on RHS_TYPE: drivers inline every call before they specialize, so
+// decoding code in an element type's pipeline, dead as it is, would be inlined at each load and dropped
+// again, which tripled the compile of those pipelines (RADV and lavapipe alike).
 #include "quant.glsl"
-// rhs of an element type, or of a block format dequantized where it is read (RHS_TYPE folds the branch).
-const bool RHS_BLOCKS = RHS_TYPE >= VKGMM_DT_Q8_0;
-// Block formats: i counts values from rhs_off, which for them counts words (quant.glsl's q_word adds it).
-float load_rhs(uint i) {
-  return RHS_BLOCKS ? dequant4(RHS_TYPE, (i - pc.rhs_off) & ~3u)[(i - pc.rhs_off) & 3u] : load_rhs_elements(i);
-}
-vec4 load4_rhs(uint i) { return RHS_BLOCKS ? dequant4(RHS_TYPE, i - pc.rhs_off) : load4_rhs_elements(i); }
+#ifdef VKGMM_BLOCK_RHS
+const bool RHS_BLOCKS = true;
+// i counts values from rhs_off, which for blocks counts words (quant.glsl's q_word adds it).
+float load_rhs(uint i) { return dequant4(RHS_TYPE, (i - pc.rhs_off) & ~3u)[(i - pc.rhs_off) & 3u]; }
+vec4 load4_rhs(uint i) { return dequant4(RHS_TYPE, i - pc.rhs_off); }
+#else
+const bool RHS_BLOCKS = false;
+VKGMM_DEFINE_INPUT_LOADS(load_rhs, load4_rhs, rhs, RHS_TYPE)
+#endif
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 
 // The shared schedule's stage (stage.glsl); on FMAs K-major so that an invocation's 4 adjacent rows

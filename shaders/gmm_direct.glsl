@@ -4,7 +4,6 @@
 // The block walk's choices for this pipeline (reduce_direct4 gives the reasons), made once there and
 // handed to walk_quad.
 struct Walk {
-  bool steps;      // rhs [n, k] in a block format: K walked a step at a time
   bool runs;       // the sums of each run of one scale scaled once
   bool mins;       // runs with mins (q4_K, q4_1, q5_1): lhs's sum over each run kept for them
   uint run_quads;  // quads per run of one scale
@@ -42,10 +41,12 @@ void walk_quad(Walk walk, uint k0, uint s, uint rbase) {
       if (TRANSPOSE_RHS) {
         [[unroll]] for (uint c = 0; c < 4; ++c) {
           uint e = 4 * v + c;
+#ifdef VKGMM_BLOCK_RHS
           uint word = col_quant_words[e][s % q_run_words(RHS_TYPE)], hi_word = col_high_bits[e][s % 8u];
-          vec4 t = walk.runs    ? q_raw4(RHS_TYPE, col_scales[e], word, hi_word, s)
-                   : walk.steps ? q_step4(RHS_TYPE, col_scales[e], word, hi_word, s)
-                                : load4_rhs(rhs_col_start[e] + kk);
+          vec4 t = walk.runs ? q_raw4(RHS_TYPE, col_scales[e], word, hi_word, s) : q_step4(RHS_TYPE, col_scales[e], word, hi_word, s);
+#else
+          vec4 t = load4_rhs(rhs_col_start[e] + kk);
+#endif
           [[unroll]] for (uint q = 0; q < 4; ++q) b[q * walk.batch + w][c] = t[q];
         }
       } else {
@@ -119,17 +120,19 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   // whose loads are 4 * ACC4_COLS separate K runs in memory, all in flight together that way.
   // Block formats stored [k, n] take one group at a time too, unmeasured (the presets store [n, k]).
   const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? ACC4_COLS : 1u;
-  const Walk walk = Walk(WALK_STEPS, WALK_RUNS, WALK_MINS, run_quads, VB);
+  const Walk walk = Walk(WALK_RUNS, WALK_MINS, run_quads, VB);
   uvec4 qhead[4 * ACC4_COLS];
   // K slices take every K_SLICES-th step, whole steps (a block format's steps lie in whole blocks).
   for (uint k0 = slice * kstep; k0 < pc.k; k0 += K_SLICES * kstep) {
     // A lead (q4_K's scales) once per super-block; a slice's steps are K_SLICES steps apart, so with more
     // than one slice each step may be in a super-block of its own.
+#ifdef VKGMM_BLOCK_RHS
     if (WALK_STEPS && q_has_lead(RHS_TYPE) && (K_SLICES > 1u || k0 % q_block_values(RHS_TYPE) == 0u))
       [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q_lead_at(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + k0);
     if (WALK_STEPS)
       [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e)
         q_step_walk(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + k0, qhead[e], col_scales[e], col_quant_words[e], col_high_bits[e]);
+#endif
     // One quad of K (walk_quad), in a loop of two shapes. q4_K's 64-value steps where each value is
     // scaled as it is decoded (16 rows per invocation) run their 16 quads as a loop: unrolled, a step
     // (16 x 16 x 16 FMAs and the decoding) is machine code far beyond a CPU's instruction cache; looped,

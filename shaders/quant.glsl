@@ -1,5 +1,6 @@
 // GGUF's block formats (VKGMM_DT_Q8_0 ... VKGMM_DT_Q5_K), dequantized in the kernel's inner loop from
-// rhs's 32-bit words (rhs_word, bindings.glsl): no dequantized copy of the weights exists anywhere.
+// rhs's 32-bit words (rhs_word, bindings.glsl): no dequantized copy of the weights exists anywhere. Only
+// gmm's VKGMM_BLOCK_RHS builds call the decoders (glslang drops uncalled functions from the others).
 //
 // Blocks lie along rhs's contiguous axis (k for [n, k] rows, n for [k, n]), each row whole blocks, and
 // the view starts at a binding offset (the host checks both), so value i of the operand is value i % B
@@ -249,7 +250,7 @@ float q_level(uint t, uint n) { return t == 1u ? q_e2m1x2(n) : q_iq4nl(n); }
 // q % q_run_words and the high bits (q6_K, q5_K: qh's word q % 8; q5_0, q5_1: the step's bits).
 vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
   // One body for every format, steered by its row (bits, offset, table), not a branch per format: a
-  // driver inlines this at every load site of every gmm pipeline, f32 ones too, before it drops what the
+  // driver inlines this at every load site of every block-format pipeline before it drops what the
   // specialized type rules out, so its compile time grows with the code here.
   uint bits = q_row_bits(type);
   if (bits == 8u) return q_fields(word, 0u, 8);

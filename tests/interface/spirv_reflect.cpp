@@ -1,5 +1,5 @@
 // Reads the few instructions the interface test needs (SPIR-V 1.x, section 2.3 "Physical Layout"):
-// names, decorations, pointer and image types, and variables.
+// names, decorations, pointer and image types, variables and functions.
 #include "spirv_reflect.hpp"
 
 #include <stdexcept>
@@ -20,6 +20,7 @@ enum : uint32_t {
   kOpTypeArray = 28,
   kOpTypePointer = 32,
   kOpConstant = 43,
+  kOpFunction = 54,
   kOpVariable = 59,
   kOpDecorate = 71,
   kOpMemberDecorate = 72,
@@ -61,6 +62,7 @@ Reflection reflect(const uint32_t* words, size_t count) {
     uint32_t id, pointer, storage;
   };
   std::vector<Var> vars;
+  std::vector<uint32_t> functions;
   std::map<uint32_t, uint32_t> scalar_bytes, constants;               // type id -> bytes; constant id -> value
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> vectors, arrays;  // (element type, count / length id)
   for (size_t i = 5; i < count;) {
@@ -80,6 +82,7 @@ Reflection reflect(const uint32_t* words, size_t count) {
       case kOpTypeSampledImage: sampled_image_of[a[0]] = a[1]; break;
       case kOpTypePointer: pointers[a[0]] = {a[1], a[2]}; break;
       case kOpVariable: vars.push_back({a[1], a[0], a[2]}); break;
+      case kOpFunction: functions.push_back(a[1]); break;
       case kOpDecorate:
         if (a[1] == kDecorationSpecId) spec_ids[a[0]] = a[2];
         if (a[1] == kDecorationBinding) binding_of[a[0]] = a[2];
@@ -94,6 +97,8 @@ Reflection reflect(const uint32_t* words, size_t count) {
   }
   Reflection r;
   for (const auto& [id, spec] : spec_ids) r.spec_constants[spec] = names.count(id) ? names[id] : "";
+  for (const uint32_t f : functions)
+    if (names.count(f)) r.functions.insert(names[f].substr(0, names[f].find('(')));
   for (const Var& v : vars) {
     const auto [storage, pointee] = pointers.at(v.pointer);
     if (storage == kStorageWorkgroup) {

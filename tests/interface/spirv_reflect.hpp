@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct Reflection {
   std::map<uint32_t, BindingKind> bindings;         // set-0 binding -> what is declared there
   bool other_sets = false;                          // some variable is in a set other than 0
   std::vector<SharedVariable> shared;               // the Workgroup variables, in declaration order
+  std::set<std::string> functions;                  // each function's name, up to the "(" glslang adds
 };
 
 // Throws std::runtime_error on words that are not a SPIR-V module.

@@ -79,11 +79,13 @@ std::string joined(const std::vector<std::string>& v) {
 TEST(Interface, EveryOpModuleMatchesTheHost) {
   const auto modules = embedded_op_modules();
   // Both ops in five builds each, gmm in three more with subgroup-summed K slices, and both in their
-  // matrix builds: NV always, KHR where the compiler emits it.
-  size_t matrix = 0;
-  for (const EmbeddedModule& m : modules) matrix += m.matrix;
-  EXPECT_EQ(modules.size() - matrix, 13u);
-  EXPECT_TRUE(matrix == 2u || matrix == 4u) << matrix;
+  // matrix builds: NV always, KHR where the compiler emits it; gmm's every build twice, for element types
+  // and block formats.
+  size_t matrix = 0, blocks = 0;
+  for (const EmbeddedModule& m : modules) matrix += m.matrix, blocks += m.blocks;
+  EXPECT_EQ(modules.size() - matrix, 13u + 8u);
+  EXPECT_TRUE(matrix == 3u || matrix == 6u) << matrix;
+  EXPECT_EQ(blocks, 8u + matrix / 3);
   for (const EmbeddedModule& m : modules) {
     const Reflection r = reflect(m.code);
     EXPECT_FALSE(r.push_members.empty()) << m.name;
@@ -91,6 +93,24 @@ TEST(Interface, EveryOpModuleMatchesTheHost) {
     const auto bad = compare_op(r, m.op, m.split, m.matrix);
     EXPECT_TRUE(bad.empty()) << m.name << ":" << joined(bad);
   }
+}
+
+// Block decoding is compiled into gmm's block-format builds only: a driver inlines every call before it
+// specializes the types, so an element type's pipeline carrying the decoder would compile it at every load
+// and then drop it. The names are glslang's debug names of quant.glsl's functions.
+TEST(Interface, OnlyTheBlockBuildsDecodeBlocks) {
+  size_t block_builds = 0;
+  for (const EmbeddedModule& m : embedded_op_modules()) {
+    const Reflection r = reflect(m.code);
+    ASSERT_FALSE(r.functions.empty()) << m.name << ": no function names to check";
+    EXPECT_TRUE(r.functions.count("main")) << m.name;
+    EXPECT_EQ(r.functions.count("dequant4") == 1, m.blocks) << m.name;
+    EXPECT_EQ(r.functions.count("q_step_walk") == 1, m.blocks) << m.name;
+    EXPECT_EQ(r.functions.count("q_raw4") == 1, m.blocks) << m.name;
+    EXPECT_TRUE(!m.blocks || m.op == Op::gmm) << m.name;
+    block_builds += m.blocks;
+  }
+  EXPECT_GE(block_builds, 9u);
 }
 
 // The matrix builds' shared variables each take a multiple of 16 bytes: cooperative-matrix loads and
