@@ -43,7 +43,9 @@ void walk_quad(Walk walk, uint k0, uint s, uint rbase) {
           uint e = 4 * v + c;
 #ifdef VKGMM_BLOCK_RHS
           uint word = col_quant_words[e][s % q_run_words(RHS_TYPE)], hi_word = col_high_bits[e][s % 8u];
-          vec4 t = walk.runs ? q_raw4(RHS_TYPE, col_scales[e], word, hi_word, s) : q_step4(RHS_TYPE, col_scales[e], word, hi_word, s);
+          // One decoder call (it is inlined at each): scaled here unless the run's sum is.
+          vec4 t = q_raw4(RHS_TYPE, col_scales[e], word, hi_word, s);
+          if (!walk.runs) t = q_scaled4(RHS_TYPE, col_scales[e], s, t);
 #else
           vec4 t = load4_rhs(rhs_col_start[e] + kk);
 #endif

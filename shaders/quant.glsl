@@ -280,9 +280,9 @@ float q_run_min(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.
 // rows per invocation.
 bool q_values_scaled(uint type, uint rows) { return type == VKGMM_DT_Q4_K && rows >= 16u; }
 
-// Values 4q .. 4q + 3 of step s, scaled.
-vec4 q_step4(uint type, QStep s, uint word, uint hi_word, uint q) {
-  return fma(vec4(q_run_scale(type, s, q)), q_raw4(type, s, word, hi_word, q), vec4(-q_run_min(type, s, q)));
+// Quad q of step s scaled: its raw values (q_raw4) times its run's scale, less its run's min.
+vec4 q_scaled4(uint type, QStep s, uint q, vec4 raw) {
+  return fma(vec4(q_run_scale(type, s, q)), raw, vec4(-q_run_min(type, s, q)));
 }
 
 // The block walk's read of step i (a multiple of q_step_values): the step's scales and quant words (run
@@ -341,5 +341,5 @@ vec4 dequant4(uint type, uint i) {
   QStep s = q_step(type, i - i % n);
   uint q = (i % n) >> 2;
   uint word = q_bytes4(s.run + 4u * (q % q_run_words(type)));
-  return q_step4(type, s, word, q_has_high(type) ? q_bytes4(s.hi_run + 4u * (q % 8u)) : 0u, q);
+  return q_scaled4(type, s, q, q_raw4(type, s, word, q_has_high(type) ? q_bytes4(s.hi_run + 4u * (q % 8u)) : 0u, q));
 }
