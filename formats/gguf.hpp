@@ -59,8 +59,8 @@ struct KeyValue {
   Value value;
 };
 
-// ggml's tensor type ids (ggml.h, enum ggml_type) that vkgmm runs: kF32, kF16, kBF16, kQ8_0, kQ4_0,
-// kQ4_K, kQ6_K, kMXFP4, from VKGMM_DTYPES (vkgmm/vocabulary.h).
+// ggml's tensor type ids (ggml.h, enum ggml_type) that vkgmm runs (kF32, kQ4_K, ...), from VKGMM_DTYPES
+// (vkgmm/vocabulary.h).
 #define VKGMM_GGML_TYPE_(name, NAME, value, values, bytes, ggml) k##NAME = ggml,
 enum GgmlType : uint32_t { VKGMM_DTYPES(VKGMM_GGML_TYPE_) };
 #undef VKGMM_GGML_TYPE_

@@ -23,6 +23,8 @@ constexpr const char* kOp = "moe_layer";
 
 [[noreturn]] void refuse(const std::string& what) { throw Error(Status::invalid_argument, std::string(kOp) + ": " + what); }
 
+DType down_type(const MoeLayerProblem& p) { return p.down_weight_type.value_or(p.weight_type); }
+
 int64_t local_experts(const MoeLayerProblem& p) { return p.local_experts < 0 ? p.num_experts - p.expert_offset : p.local_experts; }
 
 void check_problem(const MoeLayerProblem& p) {
@@ -38,6 +40,9 @@ void check_problem(const MoeLayerProblem& p) {
     refuse("local_experts: " + std::to_string(p.local_experts) + " must be in [0, num_experts - expert_offset = " +
            std::to_string(p.num_experts - p.expert_offset) + "] (or -1)");
   if (is_quantized(p.dtype)) refuse(std::string("dtype: ") + dtype_name(p.dtype) + " is a block format (x and y take f32, f16 or bf16)");
+  const std::pair<const char*, DType> weights[] = {{"weight_type", p.weight_type}, {"down_weight_type", down_type(p)}};
+  for (const auto& [name, t] : weights)
+    if (!is_known(t)) refuse(std::string(name) + ": " + std::to_string(int(t)) + " is not a vkgmm type");
 }
 
 // The routed projections of the layer: up (token rows, per slot, bias + activation, f32 out) and down
@@ -50,9 +55,9 @@ GmmProblem projection_problem(const MoeLayerProblem& p, bool up) {
   g.n = up ? n_up : p.d_model;
   g.num_rhs_groups = local_experts(p);
   g.group_offset = p.expert_offset;
-  g.transpose_rhs = is_quantized(p.weight_type);  // GGUF's [E, n, k]
+  g.rhs_type = up ? p.weight_type : down_type(p);
+  g.transpose_rhs = is_quantized(g.rhs_type);  // GGUF's [E, n, k]
   g.lhs_type = up ? p.dtype : DType::f32;
-  g.rhs_type = p.weight_type;
   g.out_type = up ? DType::f32 : p.dtype;
   g.existing_out = !up && p.accumulate;
   g.routing = {p.top_k, !up, !up, p.num_experts};

@@ -945,6 +945,24 @@ static void test_moe_layer(vkgmm_context* ctx) {
   vkgmm_moe_layer_sizes s = {sizeof s};
   CHECK(vkgmm_moe_layer_plan_sizes(plan, &s) == VKGMM_OK && s.x == T * D * 4 && s.w_up == D * F * 4 &&
         s.w_down == F * D * 4 && s.router_w == D * 4 && s.workspace > 0);
+  {
+    /* w_down in its own type: q8_0 at d_ff 32 is [1, D, 32] in one block per row; an unknown type is refused
+     * by name; a caller of the vkgmm.h before the field takes weight_type for both. */
+    vkgmm_moe_layer_problem q = p;
+    vkgmm_moe_layer_plan* qp = NULL;
+    vkgmm_moe_layer_sizes qs = {sizeof qs};
+    q.d_ff = 32, q.has_down_weight_type = 1, q.down_weight_type = VKGMM_Q8_0;
+    CHECK(vkgmm_moe_layer_plan_create(ctx, &q, &qp) == VKGMM_OK);
+    CHECK(vkgmm_moe_layer_plan_sizes(qp, &qs) == VKGMM_OK && qs.w_down == D * 34 && qs.w_up == D * 32 * 4);
+    vkgmm_moe_layer_plan_destroy(qp);
+    q.down_weight_type = (vkgmm_dtype)99;
+    CHECK(vkgmm_moe_layer_plan_create(ctx, &q, &qp) == VKGMM_INVALID_ARGUMENT && !qp);
+    CHECK(strstr(vkgmm_last_error_message(), "down_weight_type") != NULL);
+    q.struct_size = offsetof(vkgmm_moe_layer_problem, has_down_weight_type);
+    CHECK(vkgmm_moe_layer_plan_create(ctx, &q, &qp) == VKGMM_OK);
+    CHECK(vkgmm_moe_layer_plan_sizes(qp, &qs) == VKGMM_OK && qs.w_down == 32 * D * 4);
+    vkgmm_moe_layer_plan_destroy(qp);
+  }
   float x[T * D], rw[D], wu[D * F], wd[F * D], dy[T * D], y[T * D], dx[T * D], drw[D], dwu[D * F], dwd[F * D];
   fill(x, T * D, 11);
   fill(rw, D, 12);

@@ -11,64 +11,11 @@
 
 #include "context_impl.hpp"
 #include "gpu_harness.hpp"
+#include "moe_reference.hpp"
 #include "vkgmm/moe_layer.hpp"
 
 namespace vkgmm::test {
 namespace {
-
-struct Params {
-  std::vector<double> x, router_w, w_up, w_down, b_up, b_down;
-};
-
-double act(Activation a, double g, double u) {
-  switch (a) {
-    case Activation::swiglu: return g / (1 + std::exp(-g)) * u;
-    case Activation::geglu: return 0.5 * g * (1 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * u;
-    case Activation::swiglu_oai: {
-      const double gc = std::min(g, 7.0), uc = std::clamp(u, -7.0, 7.0);
-      return (uc + 1) * gc / (1 + std::exp(-1.702 * gc));
-    }
-    case Activation::none: break;
-  }
-  return g;
-}
-
-// y [T, d] of the layer in float64, from the definition in vkgmm/moe_layer.hpp.
-std::vector<double> layer(const MoeLayerProblem& p, const Params& w) {
-  const int64_t T = p.tokens, d = p.d_model, f = p.d_ff, E = p.num_experts, K = p.top_k;
-  const int64_t n_up = gated(p.activation) ? 2 * f : f, e_local = p.local_experts < 0 ? E - p.expert_offset : p.local_experts;
-  std::vector<double> y(size_t(T * d), 0.0);
-  for (int64_t t = 0; t < T; ++t) {
-    std::vector<double> logit(size_t(E), 0.0);
-    for (int64_t e = 0; e < E; ++e)
-      for (int64_t i = 0; i < d; ++i) logit[size_t(e)] += w.x[size_t(t * d + i)] * w.router_w[size_t(i * E + e)];
-    std::vector<int64_t> order(static_cast<size_t>(E));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logit[size_t(a)] > logit[size_t(b)]; });
-    const double top = logit[size_t(order[0])];
-    double all = 0, chosen = 0;
-    for (int64_t e = 0; e < E; ++e) all += std::exp(logit[size_t(e)] - top);
-    for (int64_t j = 0; j < K; ++j) chosen += std::exp(logit[size_t(order[size_t(j)])] - top);
-    for (int64_t j = 0; j < K; ++j) {
-      const int64_t e = order[size_t(j)] - p.expert_offset;
-      if (e < 0 || e >= e_local) continue;
-      const double weight = std::exp(logit[size_t(order[size_t(j)])] - top) / (p.renormalize ? chosen : all);
-      std::vector<double> h(static_cast<size_t>(n_up), 0.0), a(static_cast<size_t>(f));
-      for (int64_t c = 0; c < n_up; ++c) {
-        double v = p.up_bias ? w.b_up[size_t(e * n_up + c)] : 0.0;
-        for (int64_t i = 0; i < d; ++i) v += w.x[size_t(t * d + i)] * w.w_up[size_t((e * d + i) * n_up + c)];
-        h[size_t(c)] = v;
-      }
-      for (int64_t c = 0; c < f; ++c) a[size_t(c)] = gated(p.activation) ? act(p.activation, h[size_t(c)], h[size_t(c + f)]) : h[size_t(c)];
-      for (int64_t c = 0; c < d; ++c) {
-        double v = p.down_bias ? w.b_down[size_t(e * d + c)] : 0.0;
-        for (int64_t i = 0; i < f; ++i) v += a[size_t(i)] * w.w_down[size_t((e * f + i) * d + c)];
-        y[size_t(t * d + c)] += weight * v;
-      }
-    }
-  }
-  return y;
-}
 
 struct DeviceLayer {
   std::vector<float> y, d_x, d_router_w, d_w_up, d_b_up, d_w_down, d_b_down;
@@ -78,7 +25,7 @@ std::vector<float> as_float(const std::vector<double>& v) { return {v.begin(), v
 
 // The plan's forward and backward in one submit; `start` holds y's, d_x's and d_router_w's starting values
 // with accumulate.
-DeviceLayer run_layer(Context& ctx, const MoeLayerProblem& p, const Params& w, const std::vector<float>& d_y,
+DeviceLayer run_layer(Context& ctx, const MoeLayerProblem& p, const MoeWeights& w, const std::vector<float>& d_y,
                       const DeviceLayer* start = nullptr) {
   const MoeLayerPlan plan(ctx, p);
   const MoeLayerSizes s = plan.sizes();
@@ -115,7 +62,7 @@ DeviceLayer run_layer(Context& ctx, const MoeLayerProblem& p, const Params& w, c
   return r;
 }
 
-Params make_params(const MoeLayerProblem& p, std::mt19937& rng) {
+MoeWeights make_params(const MoeLayerProblem& p, std::mt19937& rng) {
   std::normal_distribution<double> d(0.0, 0.5);
   auto fill = [&](int64_t n) {
     std::vector<double> v(static_cast<size_t>(n));
@@ -124,7 +71,7 @@ Params make_params(const MoeLayerProblem& p, std::mt19937& rng) {
   };
   const int64_t e_local = p.local_experts < 0 ? p.num_experts - p.expert_offset : p.local_experts;
   const int64_t n_up = gated(p.activation) ? 2 * p.d_ff : p.d_ff;
-  Params w;
+  MoeWeights w;
   w.x = fill(p.tokens * p.d_model);
   w.router_w = fill(p.d_model * p.num_experts);
   for (double& e : w.router_w) e *= 4;  // logits far apart: no near ties for the differences to cross
@@ -142,23 +89,23 @@ double dot(const std::vector<float>& a, const std::vector<double>& b) {
 }
 
 // d <d_y, layer(w)> / d v for every element of v, by central differences.
-std::vector<double> numeric(const MoeLayerProblem& p, Params& w, std::vector<double>& v, const std::vector<float>& d_y) {
+std::vector<double> numeric(const MoeLayerProblem& p, MoeWeights& w, std::vector<double>& v, const std::vector<float>& d_y) {
   std::vector<double> g(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     const double keep = v[i], h = 1e-6;
     v[i] = keep + h;
-    const double a = dot(d_y, layer(p, w));
+    const double a = dot(d_y, reference_layer(p, w));
     v[i] = keep - h;
-    const double b = dot(d_y, layer(p, w));
+    const double b = dot(d_y, reference_layer(p, w));
     v[i] = keep;
     g[i] = (a - b) / (2 * h);
   }
   return g;
 }
 
-void expect_gradients(const MoeLayerProblem& p, Params& w, const std::vector<float>& d_y, const DeviceLayer& got) {
+void expect_gradients(const MoeLayerProblem& p, MoeWeights& w, const std::vector<float>& d_y, const DeviceLayer& got) {
   constexpr double atol = 2e-3, rtol = 2e-3;
-  EXPECT_TRUE(all_close(got.y, as_float(layer(p, w)), atol, rtol)) << "y";
+  EXPECT_TRUE(all_close(got.y, as_float(reference_layer(p, w)), atol, rtol)) << "y";
   EXPECT_TRUE(all_close(got.d_x, as_float(numeric(p, w, w.x, d_y)), atol, rtol)) << "d_x";
   EXPECT_TRUE(all_close(got.d_router_w, as_float(numeric(p, w, w.router_w, d_y)), atol, rtol)) << "d_router_w";
   EXPECT_TRUE(all_close(got.d_w_up, as_float(numeric(p, w, w.w_up, d_y)), atol, rtol)) << "d_w_up";
@@ -179,7 +126,7 @@ TEST_F(DeviceTest, MoeLayerGradientsMatchFiniteDifferences) {
                                    small_layer(Activation::none, true, true)}) {
     SCOPED_TRACE(std::string(activation_name(p.activation)) + (p.renormalize ? " renormalized" : ""));
     std::mt19937 rng(21);
-    Params w = make_params(p, rng);
+    MoeWeights w = make_params(p, rng);
     const std::vector<float> d_y = random_values(size_t(p.tokens * p.d_model), DType::f32, rng);
     expect_gradients(p, w, d_y, run_layer(ctx(), p, w, d_y));
   }
@@ -190,7 +137,7 @@ TEST_F(DeviceTest, MoeLayerGradientsMatchFiniteDifferences) {
 TEST_F(DeviceTest, MoeLayerShardsAddUp) {
   MoeLayerProblem whole = small_layer(Activation::swiglu, true, true);
   std::mt19937 rng(5);
-  Params w = make_params(whole, rng);
+  MoeWeights w = make_params(whole, rng);
   const std::vector<float> d_y = random_values(size_t(whole.tokens * whole.d_model), DType::f32, rng);
   const DeviceLayer full = run_layer(ctx(), whole, w, d_y);
   DeviceLayer sum;
@@ -202,7 +149,7 @@ TEST_F(DeviceTest, MoeLayerShardsAddUp) {
   for (const auto& [offset, count] : {std::pair<int64_t, int64_t>{0, 1}, {1, 3}}) {
     MoeLayerProblem p = whole;
     p.expert_offset = offset, p.local_experts = count, p.accumulate = true;
-    Params part = w;
+    MoeWeights part = w;
     auto cut = [&](const std::vector<double>& v, int64_t per) {
       return std::vector<double>(v.begin() + offset * per, v.begin() + (offset + count) * per);
     };
@@ -228,7 +175,7 @@ TEST_F(DeviceTest, MoeLayerShardsAddUp) {
 TEST_F(DeviceTest, MoeLayerBackwardOfARewrittenWorkspaceStaysInside) {
   const MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
   std::mt19937 rng(9);
-  const Params w = make_params(p, rng);
+  const MoeWeights w = make_params(p, rng);
   const MoeLayerPlan plan(ctx(), p);
   const MoeLayerSizes s = plan.sizes();
   auto in = [&](const std::vector<double>& v) { return guarded_floats(ctx(), as_float(v)); };
@@ -294,7 +241,7 @@ TEST_F(DeviceTest, MoeLayerOfNoTokens) {
   MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
   p.tokens = 0;
   std::mt19937 rng(3);
-  Params w = make_params(p, rng);
+  MoeWeights w = make_params(p, rng);
   expect_gradients(p, w, {}, run_layer(ctx(), p, w, {}));
 }
 

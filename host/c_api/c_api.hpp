@@ -91,7 +91,7 @@ VKGMM_NO_TAIL_PADDING(vkgmm_top_k_sizes, weights);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_options, reserved);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_operands, d_logits);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_sizes, d_logits);
-VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_problem, reserved_tail);
+VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_problem, down_weight_type);
 VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_operands, status);
 VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_gradients, d_b_down);
 VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_sizes, workspace);
@@ -119,6 +119,8 @@ VKGMM_GROWN_AT(vkgmm_context_options, device_grid);
 // of them.
 VKGMM_GROWN_AT(vkgmm_borrowed_device, matrix_units);
 VKGMM_GROWN_AT(vkgmm_device_requirements, matrix_extension);
+// Grown by the down projection's own weight type: an older caller's layer takes weight_type for both.
+VKGMM_GROWN_AT(vkgmm_moe_layer_problem, has_down_weight_type);
 #undef VKGMM_GROWN_AT
 
 // The C status bits are the C++ ones.

@@ -16,6 +16,7 @@ vkgmm::MoeLayerProblem to_cpp(const vkgmm_moe_layer_problem& c) {
   p.up_bias = c.up_bias != 0, p.down_bias = c.down_bias != 0;
   p.dtype = dtype(op, "dtype", c.dtype);
   p.weight_type = dtype(op, "weight_type", c.weight_type);
+  if (c.has_down_weight_type) p.down_weight_type = dtype(op, "down_weight_type", c.down_weight_type);
   p.accumulate = c.accumulate != 0;
   return p;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "vkgmm/context.hpp"
 #include "vkgmm/ops.hpp"
@@ -18,9 +19,10 @@ namespace vkgmm {
 // with logits = x @ router_w (f32), ids and weights by top-k routing of the logits (TopKProblem's rules).
 // Shapes: x [T, d]; router_w f32 [d, E]; w_up [E_local, d, n_up] with n_up = 2 f for a gated activation
 // ([gate | up] columns), f otherwise; w_down [E_local, f, d]; b_up f32 [E_local, n_up]; b_down f32
-// [E_local, d]. x and y have type `dtype`, the expert weights `weight_type` (a block format freezes them:
-// the backward gives no gradient of theirs, and w_up then is [E_local, n_up, d] and w_down [E_local, d, f],
-// GGUF's layout).
+// [E_local, d]. x and y have type `dtype`, the expert weights `weight_type`, w_down `down_weight_type`
+// where given (GGUF files often keep the down projection in a wider format: q4_K gate and up beside q6_K
+// down). A block format freezes a projection's weights: the backward gives no gradient of them, and they
+// are in GGUF's layout, w_up [E_local, n_up, d], w_down [E_local, d, f].
 struct MoeLayerProblem {
   int64_t tokens = 0, d_model = 0, d_ff = 0;  // T, d, f
   int64_t num_experts = 0, top_k = 0;         // E (the router's), top_k
@@ -30,6 +32,7 @@ struct MoeLayerProblem {
   Activation activation = Activation::swiglu;
   bool up_bias = false, down_bias = false;
   DType dtype = DType::f32, weight_type = DType::f32;
+  std::optional<DType> down_weight_type;  // unset: weight_type
   // Shards of the experts add their shares: y, and in the backward d_x and d_router_w, are added to
   // what their views hold.
   bool accumulate = false;

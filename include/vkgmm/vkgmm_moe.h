@@ -11,8 +11,9 @@ extern "C" {
 
 typedef struct vkgmm_moe_layer_plan vkgmm_moe_layer_plan;
 
-/* local_experts -1: num_experts - expert_offset. Block-format weight_type: frozen weights in GGUF's
- * layout (w_up [E_local, n_up, d], w_down [E_local, d, f]); their gradient views stay zero. */
+/* local_experts -1: num_experts - expert_offset. w_down's type is down_weight_type where
+ * has_down_weight_type is nonzero, else weight_type. Block-format weights are frozen, in GGUF's layout
+ * (w_up [E_local, n_up, d], w_down [E_local, d, f]); their gradient views stay zero. */
 typedef struct vkgmm_moe_layer_problem {
   size_t struct_size;
   int64_t tokens, d_model, d_ff, num_experts, top_k, expert_offset, local_experts;
@@ -22,6 +23,8 @@ typedef struct vkgmm_moe_layer_problem {
   vkgmm_dtype dtype, weight_type;
   int32_t accumulate;    /* shards add their shares of y, d_x and d_router_w */
   int32_t reserved_tail; /* must be 0 */
+  int32_t has_down_weight_type;
+  vkgmm_dtype down_weight_type;
 } vkgmm_moe_layer_problem;
 
 /* workspace: a zero view takes the plan's own (executions that overlap in time then race). */

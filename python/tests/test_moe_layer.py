@@ -91,3 +91,25 @@ def test_moe_layer_vjp_with_a_target_is_the_squared_errors_gradient(ctx, rng):
         np.testing.assert_allclose(g[name], g2[name], rtol=1e-4, atol=1e-5, err_msg=name)
     with pytest.raises(vkgmm.ContractError, match="give one of them"):
         vkgmm.moe_layer_vjp(x, rw, wu, wd, y, top_k=2, target=target)
+
+
+@pytest.mark.parametrize("frozen", ["w_up", "w_down"])
+def test_moe_layer_projections_take_their_own_types(ctx, rng, frozen):
+    # One projection in q8_0 (GGUF's layout), the other f32: the same layer as all-f32 weights holding the
+    # q8_0 weights' values, with no gradient for the frozen projection.
+    x, rw, wu, wd, bu, bd = make(rng, T=5, d=32, f=32)
+    f32 = [a.astype(np.float32) for a in (x, rw, wu, wd, bu, bd)]
+    d_y = rng.standard_normal(x.shape).astype(np.float32)
+    weights = {"w_up": f32[2], "w_down": f32[3]}
+    q = vkgmm.quantize(np.ascontiguousarray(weights[frozen].transpose(0, 2, 1)), "q8_0")
+    held = np.ascontiguousarray(vkgmm.dequantize(q).transpose(0, 2, 1))
+    mixed = dict(weights, **{frozen: q})
+    plain = dict(weights, **{frozen: held})
+    y, grads = vkgmm.moe_layer_vjp(f32[0], f32[1], mixed["w_up"], mixed["w_down"], d_y, top_k=2, b_up=f32[4],
+                                   b_down=f32[5])
+    y_ref, grads_ref = vkgmm.moe_layer_vjp(f32[0], f32[1], plain["w_up"], plain["w_down"], d_y, top_k=2,
+                                           b_up=f32[4], b_down=f32[5])
+    assert frozen not in grads and set(grads_ref) - set(grads) == {frozen}
+    np.testing.assert_allclose(y, y_ref, rtol=1e-4, atol=1e-4)
+    for name, g in grads.items():
+        np.testing.assert_allclose(g, grads_ref[name], rtol=1e-4, atol=1e-4, err_msg=name)

@@ -21,38 +21,37 @@ class _Layer:
         r_shape, _ = spec(router_w, "router_w")
         rank(r_shape, 2, "router_w", "[d, E]")
         up_shape, self.weight_type = spec(w_up, "w_up")
-        down_shape, down_type = spec(w_down, "w_down")
+        down_shape, self.down_type = spec(w_down, "w_down")
         rank(up_shape, 3, "w_up", "[E_local, d, n_up]")
         rank(down_shape, 3, "w_down", "[E_local, f, d]")
-        if down_type != self.weight_type:
-            raise ContractError(f"w_down: {down_type} weights with {self.weight_type} w_up (one type for both)")
         T, d = x_shape
         E = scalar_count(num_experts, "num_experts", r_shape[1])
         if tuple(r_shape) != (d, E):
             raise ContractError(f"router_w: expected shape {(d, E)} ([d, E]), got {tuple(r_shape)}")
-        quantized = self.weight_type not in ("f32", "f16", "bf16")
-        # Block-format weights keep GGUF's layout: w_up [E_local, n_up, d], w_down [E_local, d, f].
-        e_local, n_up = up_shape[0], (up_shape[1] if quantized else up_shape[2])
+        up_blocks, down_blocks = (t not in ("f32", "f16", "bf16") for t in (self.weight_type, self.down_type))
+        # Block-format weights keep GGUF's layout: w_up [E_local, n_up, d], w_down [E_local, d, f]; each
+        # projection's own type says which.
+        e_local, n_up = up_shape[0], (up_shape[1] if up_blocks else up_shape[2])
         gated = activation not in (None, "none")
         f = n_up // 2 if gated else n_up
-        want_up = (e_local, n_up, d) if quantized else (e_local, d, n_up)
-        want_down = (e_local, d, f) if quantized else (e_local, f, d)
+        want_up = (e_local, n_up, d) if up_blocks else (e_local, d, n_up)
+        want_down = (e_local, d, f) if down_blocks else (e_local, f, d)
         if tuple(up_shape) != want_up or (gated and n_up % 2):
             raise ContractError(f"w_up: expected shape {want_up} for x {tuple(x_shape)}, got {tuple(up_shape)}")
         if tuple(down_shape) != want_down:
             raise ContractError(f"w_down: expected shape {want_down}, got {tuple(down_shape)}")
         self.shapes = {"x": (T, d), "router_w": (d, E), "w_up": tuple(up_shape), "w_down": tuple(down_shape),
                        "b_up": (e_local, n_up), "b_down": (e_local, d)}
-        self.frozen = quantized
+        self.frozen = {"w_up": up_blocks, "w_down": down_blocks}
         self.b_up, self.b_down = b_up is not None, b_down is not None
         self.plan = _MoeLayerPlan(c, T, d, f, E, int(top_k), scalar_count(expert_offset, "expert_offset", 0), e_local,
                                   bool(renormalize), activation or "none", self.b_up, self.b_down, self.dtype,
-                                  self.weight_type, accumulate)
+                                  self.weight_type, self.down_type, accumulate)
 
     def inputs(self, x, router_w, w_up, w_down, b_up, b_down):
         c = self.context
         return (on_device(x, "x", c, self.dtype), on_device(router_w, "router_w", c, "f32"),
-                on_device(w_up, "w_up", c, self.weight_type), on_device(w_down, "w_down", c, self.weight_type),
+                on_device(w_up, "w_up", c, self.weight_type), on_device(w_down, "w_down", c, self.down_type),
                 None if b_up is None else on_device(b_up, "b_up", c, "f32"),
                 None if b_down is None else on_device(b_down, "b_down", c, "f32"))
 
@@ -66,7 +65,9 @@ def moe_layer(x, router_w, w_up, w_down, *, top_k, b_up=None, b_down=None, activ
     weight * (act(x @ w_up[e] + b_up[e]) @ w_down[e] + b_down[e]), routed by logits = x @ router_w (float32):
     weights the softmax over all E of the chosen logits, renormalised over them with renormalize (ties to
     the lower expert). x [T, d]; router_w [d, E]; w_up [E_local, d, 2f] ([gate | up] columns; [E_local,
-    d, f] with activation None); w_down [E_local, f, d]; b_up [E_local, 2f]; b_down [E_local, d]."""
+    d, f] with activation None); w_down [E_local, f, d]; b_up [E_local, 2f]; b_down [E_local, d]. Weights in
+    a block format (each projection its own type) are frozen and in GGUF's layout: w_up [E_local, 2f, d],
+    w_down [E_local, d, f]."""
     layer = _Layer(x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
                    num_experts, context)
     y = layer.empty("x", layer.dtype)
@@ -77,8 +78,8 @@ def moe_layer(x, router_w, w_up, w_down, *, top_k, b_up=None, b_down=None, activ
 def moe_layer_vjp(x, router_w, w_up, w_down, d_y=None, *, top_k, b_up=None, b_down=None, activation="swiglu",
                   renormalize=True, expert_offset=0, num_experts=None, target=None, context=None):
     """moe_layer's y and its gradients for the cotangent d_y [T, d], forward and backward in one submit:
-    (y, grads), grads a dict of "x", "router_w", "w_up", "w_down" (absent for block-format weights, which
-    are frozen) and "b_up", "b_down" when given. Gradients flow through the routing weights to the router
+    (y, grads), grads a dict of "x", "router_w", "w_up", "w_down" (each absent where its weights are in a
+    block format, frozen) and "b_up", "b_down" when given. Gradients flow through the routing weights to the router
     (the top-k choice itself has none). A shard of the experts (expert_offset, w_up's E_local) gives its
     experts' weight gradients and its share of y, "x" and "router_w": the shards' shares add up.
 
@@ -105,9 +106,10 @@ def moe_layer_vjp(x, router_w, w_up, w_down, d_y=None, *, top_k, b_up=None, b_do
         y = cotangent = Array(-np.asarray(target, dtype=np.float32), "f32", context=c)
         grads = {"x": Array(np.zeros(layer.shapes["x"], np.float32), "f32", context=c),
                  "router_w": Array(np.zeros(layer.shapes["router_w"], np.float32), "f32", context=c)}
-    if not layer.frozen:
+    if not layer.frozen["w_up"]:
         grads["w_up"] = layer.empty("w_up", layer.weight_type)
-        grads["w_down"] = layer.empty("w_down", layer.weight_type)
+    if not layer.frozen["w_down"]:
+        grads["w_down"] = layer.empty("w_down", layer.down_type)
     if layer.b_up:
         grads["b_up"] = layer.empty("b_up", "f32")
     if layer.b_down:
