@@ -13,7 +13,7 @@ namespace bench {
 const char kBenchUsage[] =
     "usage: vkgmm bench [--preset NAME]... [--presets default|ids|quant|all] [custom workload] [--dtype f32|f16|bf16]\n"
     "                   [--model NAME|all]... [--scale S] [--tokens T,T,...] [--train]\n"
-    "                   [--rhs-format {formats}]\n"
+    "                   [--rhs-format FMT|UP,DOWN]\n"
     "                   [--tiling TM,TK,TN|auto] [--metadata host|device|both] [--reps N] [--warmup N]\n"
     "                   [--device-grid auto|indirect|bound|both] [--grid auto|per_visit|persistent|both]\n"
     "                   [--json] [--sweep-tiling]\n"
@@ -48,7 +48,8 @@ const char kBenchUsage[] =
     "(config.json; bench/README.md cites each), routed by ids from a seeded router: gate/up ([gate | up],\n"
     "the model's gated activation fused, per slot) then down (the slots' results combined in token order),\n"
     "one command buffer, each projection checked against the reference first; weights as the model ships\n"
-    "them (--rhs-format for a GGUF block format instead), activations bf16 (--dtype to change):\n"
+    "them (--rhs-format FMT for a GGUF block format instead, --rhs-format UP,DOWN for one per projection, as\n"
+    "quantized files mix them: q4_K,q6_K), activations bf16 (--dtype to change); FMT one of {formats}:\n"
     "  mixtral-8x7b      E=8,   top-2, hidden 4096 -> expert 14336, bf16\n"
     "  qwen3-30b-a3b     E=128, top-8, hidden 2048 -> expert 768,   bf16\n"
     "  deepseek-v2-lite  E=64,  top-6, hidden 2048 -> expert 1408,  bf16 (routed experts only)\n"
@@ -153,8 +154,8 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   Workload custom;
   custom.name = "custom";
   custom.m = 1024, custom.k = 512, custom.n = 512, custom.groups = 8;
-  bool has_custom = false;
-  std::optional<vkgmm::DType> dtype, rhs_format;
+  bool has_custom = false, two_formats = false;
+  std::optional<vkgmm::DType> dtype, rhs_format, down_format;
   long long seed = 1;
   std::vector<const ModelSpec*> models;
   std::vector<int64_t> tokens = default_model_tokens();
@@ -254,8 +255,14 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       dtype = vkgmm::parse_dtype(v);
       if (!dtype || vkgmm::is_quantized(*dtype)) return bad("must be f32, f16 or bf16 (block formats: --rhs-format)");
     } else if (a == "--rhs-format") {
-      rhs_format = vkgmm::parse_dtype(v);
-      if (!rhs_format || !vkgmm::is_quantized(*rhs_format)) return bad(tool::with_block_formats("must be one of {formats}"));
+      // FMT, or UP,DOWN: a model layer's projections each in its own.
+      const size_t comma = v.find(',');
+      rhs_format = vkgmm::parse_dtype(v.substr(0, comma));
+      down_format = comma == std::string::npos ? rhs_format : vkgmm::parse_dtype(v.substr(comma + 1));
+      for (const auto& f : {rhs_format, down_format})
+        if (!f || !vkgmm::is_quantized(*f))
+          return bad(tool::with_block_formats("must be one of {formats}, or two of them (UP,DOWN) for model presets"));
+      if (comma != std::string::npos) two_formats = true;
     } else if (a == "--tiling") {
       if (v == "auto") {
         opts.tiling_mode = TilingMode::cached;
@@ -325,6 +332,10 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     error = "--scale, --tokens and --train apply to model presets: add --model NAME";
     return 2;
   }
+  if (two_formats && (models.empty() || !presets.empty() || has_custom)) {
+    error = "--rhs-format UP,DOWN applies to model presets alone (their two projections): give one format";
+    return 2;
+  }
   if (opts.sweep && !models.empty()) {
     error = "--sweep-tiling does not sweep model layers (routed by ids): give --tiling instead";
     return 2;
@@ -336,7 +347,8 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     for (const int64_t t : tokens) {
       ModelLayer layer;
       const std::string why = make_model_layer(*m, opts.scale, t, dtype.value_or(m->activations),
-                                               rhs_format ? rhs_format : m->weights, uint32_t(seed), layer);
+                                               rhs_format ? rhs_format : m->weights, down_format, uint32_t(seed),
+                                               layer);
       if (!why.empty()) {
         error = "--model " + why + " (--scale " + std::to_string(opts.scale) + ")";
         return 2;

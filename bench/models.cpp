@@ -41,9 +41,12 @@ int64_t scaled_size(int64_t size, int64_t scale, int64_t quantum) {
 std::string ModelLayer::name() const { return std::string(model->name) + "/t" + std::to_string(tokens); }
 
 std::string make_model_layer(const ModelSpec& m, int64_t scale, int64_t tokens, vkgmm::DType dtype,
-                             std::optional<vkgmm::DType> weights, uint32_t seed, ModelLayer& out) {
-  const vkgmm::DType wt = weights.value_or(dtype);
-  const int64_t quantum = std::max<int64_t>(32, int64_t(vkgmm::block_elements(wt)));
+                             std::optional<vkgmm::DType> weights, std::optional<vkgmm::DType> down_weights,
+                             uint32_t seed, ModelLayer& out) {
+  const vkgmm::DType wt = weights.value_or(dtype), down_wt = down_weights.value_or(wt);
+  // Both sizes whole blocks of both formats: each is one projection's k and the other's n.
+  const vkgmm::DType widest = vkgmm::block_elements(down_wt) > vkgmm::block_elements(wt) ? down_wt : wt;
+  const int64_t quantum = std::max<int64_t>(32, int64_t(vkgmm::block_elements(widest)));
   out = ModelLayer{};
   out.model = &m;
   out.scale = scale;
@@ -52,7 +55,7 @@ std::string make_model_layer(const ModelSpec& m, int64_t scale, int64_t tokens, 
   const int64_t ffn = scale == 1 ? m.expert_size : scaled_size(m.expert_size, scale, quantum);
   for (const int64_t k : {hidden, ffn})
     if (k % quantum)
-      return std::string(m.name) + ": k = " + std::to_string(k) + " is not whole " + vkgmm::dtype_name(wt) +
+      return std::string(m.name) + ": k = " + std::to_string(k) + " is not whole " + vkgmm::dtype_name(widest) +
              " blocks of " + std::to_string(quantum) + " values";
   Workload w;
   w.m = tokens, w.groups = m.experts, w.top_k = m.top_k, w.seed = seed;
@@ -71,6 +74,8 @@ std::string make_model_layer(const ModelSpec& m, int64_t scale, int64_t tokens, 
   out.down.name = out.name() + "/down";
   out.down.k = ffn, out.down.n = hidden;
   out.down.lhs_per_slot = true, out.down.combine = true;
+  out.down.rhs_format.reset();
+  if (vkgmm::is_quantized(down_wt)) out.down.rhs_format = down_wt;
   return "";
 }
 

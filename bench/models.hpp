@@ -46,10 +46,11 @@ struct ModelLayer {
   std::string name() const;  // "<model>/t<T>"
 };
 
-// The layer's two workloads with `dtype` activations and `weights` expert weights (nullopt: dtype's),
-// routed by the seeded router (make_routing) with `seed`. Returns an empty string, or why the shapes do
-// not work (k not whole blocks of the weight format).
+// The layer's two workloads with `dtype` activations and `weights` expert weights (nullopt: dtype's), the
+// down projection's `down_weights` where given, routed by the seeded router (make_routing) with `seed`.
+// Returns an empty string, or why the shapes do not work (k not whole blocks of the weight format).
 std::string make_model_layer(const ModelSpec& m, int64_t scale, int64_t tokens, vkgmm::DType dtype,
-                             std::optional<vkgmm::DType> weights, uint32_t seed, ModelLayer& out);
+                             std::optional<vkgmm::DType> weights, std::optional<vkgmm::DType> down_weights,
+                             uint32_t seed, ModelLayer& out);
 
 }  // namespace bench

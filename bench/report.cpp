@@ -309,8 +309,15 @@ std::string layer_fields(const Result& r) {
          ", \"published_hidden\": " + std::to_string(m.hidden) +
          ", \"published_expert_size\": " + std::to_string(m.expert_size) + ", \"bias\": " + (m.bias ? "true" : "false") +
          ", \"weights\": " + json_string(vkgmm::dtype_name(l.up.rhs_type())) +
+         ", \"down_weights\": " + json_string(vkgmm::dtype_name(l.down.rhs_type())) +
          ", \"tokens_per_s\": " + json_number(double(l.tokens) / (r.time.gpu_ms_median * 1e-3)) +
          ", \"up\": " + shape(l.up) + ", \"down\": " + shape(l.down) + train_json(r);
+}
+
+// A layer's types: dtype_label's, and "/FMT" where its down projection's weights are in another format.
+std::string layer_label(const ModelLayer& l) {
+  const std::string up = dtype_label(l.up);
+  return l.down.rhs_type() == l.up.rhs_type() ? up : up + "/" + vkgmm::dtype_name(l.down.rhs_type());
 }
 
 // Model layers (--model), each the whole layer's expert part at T tokens.
@@ -324,7 +331,7 @@ void print_model_table(std::FILE* f, const std::vector<Result>& results, bool bl
     const Times& t = r.time;
     std::fprintf(f, "%-24s %5lld %6lld %6lld %4lld %4lld %-10s %5lld %-12s %8s %8s %9.0f %8.2f %7.2f %6s %6s %6.1f\n",
                  r.work.name.c_str(), (long long)l.tokens, (long long)l.up.k, (long long)l.up.n_out(),
-                 (long long)l.up.groups, (long long)l.up.top_k, dtype_label(l.up).c_str(), (long long)l.scale,
+                 (long long)l.up.groups, (long long)l.up.top_k, layer_label(l).c_str(), (long long)l.scale,
                  r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(), ms_text(t.gpu_ms_min).c_str(),
                  double(l.tokens) / (t.gpu_ms_median * 1e-3), r.gflops, r.gbps, roof_percent(r.read_fraction).c_str(),
                  roof_percent(r.ceiling_fraction).c_str(), result_flops(r) / result_bytes(r));

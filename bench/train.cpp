@@ -21,6 +21,7 @@ vkgmm::MoeLayerProblem train_problem(const ModelLayer& l) {
   p.up_bias = p.down_bias = l.up.bias;
   p.dtype = l.up.dtype;
   p.weight_type = l.up.rhs_type();
+  p.down_weight_type = l.down.rhs_type();
   return p;
 }
 
@@ -56,15 +57,16 @@ TrainInstance::TrainInstance(vkgmm::Context& ctx, const ModelLayer& l)
   const vkgmm::MoeLayerProblem& p = problem;
   const int64_t T = p.tokens, d = p.d_model, f = p.d_ff, E = p.num_experts;
   const int64_t n_up = vkgmm::gated(p.activation) ? 2 * f : f;
-  const vkgmm::DType f32 = vkgmm::DType::f32, wt = p.weight_type;
-  const bool frozen = vkgmm::is_quantized(wt);
+  const vkgmm::DType f32 = vkgmm::DType::f32, up_t = p.weight_type, down_t = *p.down_weight_type;
   std::mt19937 rng(l.up.seed * 7919u + 29u);
   x = scaled_values(size_t(T * d), 1, p.dtype, rng);
   d_y = scaled_values(size_t(T * d), 1, p.dtype, rng);
   router_w = scaled_values(size_t(d * E), d, f32, rng);
   // Block formats are stored as GGUF stores experts: [E, n, k], blocks along k.
-  w_up_ = frozen ? expert_weights(ctx, wt, E, n_up, d, d, rng, w_up) : expert_weights(ctx, wt, E, d, n_up, d, rng, w_up);
-  w_down_ = frozen ? expert_weights(ctx, wt, E, d, f, f, rng, w_down) : expert_weights(ctx, wt, E, f, d, f, rng, w_down);
+  w_up_ = vkgmm::is_quantized(up_t) ? expert_weights(ctx, up_t, E, n_up, d, d, rng, w_up)
+                                    : expert_weights(ctx, up_t, E, d, n_up, d, rng, w_up);
+  w_down_ = vkgmm::is_quantized(down_t) ? expert_weights(ctx, down_t, E, d, f, f, rng, w_down)
+                                        : expert_weights(ctx, down_t, E, f, d, f, rng, w_down);
   x_ = upload(ctx, p.dtype, x);
   d_y_ = upload(ctx, p.dtype, d_y);
   router_w_ = upload(ctx, f32, router_w);
@@ -77,10 +79,14 @@ TrainInstance::TrainInstance(vkgmm::Context& ctx, const ModelLayer& l)
   ops_.y = y_.view(0, sizes_.y), ops_.status = status_.view(0, 4);
   grads_.d_y = d_y_.view(0, sizes_.y), grads_.d_x = d_x_.view(0, sizes_.x);
   grads_.d_router_w = d_router_w_.view(0, sizes_.router_w);
-  if (!frozen) {
-    d_w_up_ = zeros(ctx, wt, size_t(E * d * n_up));
-    d_w_down_ = zeros(ctx, wt, size_t(E * f * d));
-    grads_.d_w_up = d_w_up_.view(0, sizes_.w_up), grads_.d_w_down = d_w_down_.view(0, sizes_.w_down);
+  // A block format's weights are frozen: no gradient of them.
+  if (!vkgmm::is_quantized(up_t)) {
+    d_w_up_ = zeros(ctx, up_t, size_t(E * d * n_up));
+    grads_.d_w_up = d_w_up_.view(0, sizes_.w_up);
+  }
+  if (!vkgmm::is_quantized(down_t)) {
+    d_w_down_ = zeros(ctx, down_t, size_t(E * f * d));
+    grads_.d_w_down = d_w_down_.view(0, sizes_.w_down);
   }
   if (p.up_bias) {
     b_up = scaled_values(size_t(E * n_up), d, f32, rng);
@@ -117,7 +123,7 @@ TrainInstance::Downloaded TrainInstance::download() const {
   out.gradients.emplace_back("d_x", out.d_x);
   add("d_router_w", d_router_w_, vkgmm::DType::f32, sizes_.router_w);
   add("d_w_up", d_w_up_, p.weight_type, sizes_.w_up);
-  add("d_w_down", d_w_down_, p.weight_type, sizes_.w_down);
+  add("d_w_down", d_w_down_, *p.down_weight_type, sizes_.w_down);
   add("d_b_up", d_b_up_, vkgmm::DType::f32, sizes_.b_up);
   add("d_b_down", d_b_down_, vkgmm::DType::f32, sizes_.b_down);
   return out;

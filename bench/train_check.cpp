@@ -29,9 +29,9 @@ vkgmm::GmmProblem projection(const vkgmm::MoeLayerProblem& p, bool up) {
   g.k = up ? p.d_model : p.d_ff;
   g.n = up ? n_up : p.d_model;
   g.num_rhs_groups = p.top_k;
-  g.transpose_rhs = vkgmm::is_quantized(p.weight_type);
+  g.rhs_type = up ? p.weight_type : p.down_weight_type.value_or(p.weight_type);
+  g.transpose_rhs = vkgmm::is_quantized(g.rhs_type);
   g.lhs_type = up ? p.dtype : vkgmm::DType::f32;
-  g.rhs_type = p.weight_type;
   g.out_type = up ? vkgmm::DType::f32 : p.dtype;
   g.routing.top_k = p.top_k;
   g.routing.lhs_per_slot = g.routing.combine = !up;

@@ -120,6 +120,14 @@ def check_models(exe):
     code, out, err = run(exe, ["--model", "qwen3-30b-a3b", "--scale", "32", "--tokens", "2", "--reps", "1"])
     if code != 0 or "model layer" not in out or "tokens/s" not in out or "--scale 32" not in out:
         fail("the table lacks the model section or its scale", out, err)
+    # Each projection in a block format of its own (Q4_K_M's q4_K gate/up, q6_K down); a wrong one exits 1.
+    code, out, err = run(exe, ["--model", "qwen3-30b-a3b", "--scale", "8", "--tokens", "2", "--rhs-format", "q4_K,q6_K",
+                               "--reps", "1", "--json"])
+    if code != 0:
+        fail(f"--rhs-format q4_K,q6_K: exit status {code}", out, err)
+    w = json.loads(out)["workloads"][0]
+    if (w["weights"], w["down_weights"]) != ("q4_K", "q6_K") or w["rhs_format"] != "q4_K":
+        fail(f"--rhs-format q4_K,q6_K: weights {w['weights']}, down_weights {w['down_weights']}", out, err)
     # A wrong result is refused, in either projection's check, before anything is timed.
     for name in ("mixtral-8x7b", "gpt-oss-20b"):
         code, out, err = run(exe, ["--model", name] + SMALL, {"VKGMM_BENCH_PERTURB": "1"})
@@ -131,7 +139,9 @@ def check_models(exe):
                          (["--model", "qwen3-30b-a3b", "--tokens", "1,,2"], "--tokens 1,,2"),
                          (["--scale", "4"], "add --model"),
                          (["--model", "gpt-oss-20b", "--scale", "1", "--rhs-format", "q4_K"], "not whole q4_K blocks"),
-                         (["--model", "mixtral-8x7b", "--sweep-tiling"], "--sweep-tiling")):
+                         (["--model", "mixtral-8x7b", "--sweep-tiling"], "--sweep-tiling"),
+                         (["--preset", "decode", "--rhs-format", "q4_K,q6_K"], "model presets alone"),
+                         (["--model", "qwen3-30b-a3b", "--rhs-format", "q4_K,f32"], "--rhs-format q4_K,f32")):
         code, out, err = run(exe, args)
         if code != 2 or needle not in err or "measuring" in err:
             fail(f"{args}: status {code}, expected 2 with '{needle}' before any GPU work", out, err)
