@@ -323,13 +323,13 @@ std::string layer_label(const ModelLayer& l) {
 // Model layers (--model), each the whole layer's expert part at T tokens.
 void print_model_table(std::FILE* f, const std::vector<Result>& results, bool blank_line_first) {
   if (blank_line_first) std::fprintf(f, "\n");
-  std::fprintf(f, "%-24s %5s %6s %6s %4s %4s %-10s %5s %-12s %8s %8s %9s %8s %7s %6s %6s %6s\n", "model layer", "T",
+  std::fprintf(f, "%-24s %5s %6s %6s %4s %4s %-14s %5s %-12s %8s %8s %9s %8s %7s %6s %6s %6s\n", "model layer", "T",
                "hidden", "expert", "E", "topk", "weights", "scale", "tiling", "gpu ms", "gpu min", "tokens/s", "GFLOP/s",
                "GB/s", "%read", "%ceil", "flop/B");
   for (const Result& r : results) {
     const ModelLayer& l = *r.layer;
     const Times& t = r.time;
-    std::fprintf(f, "%-24s %5lld %6lld %6lld %4lld %4lld %-10s %5lld %-12s %8s %8s %9.0f %8.2f %7.2f %6s %6s %6.1f\n",
+    std::fprintf(f, "%-24s %5lld %6lld %6lld %4lld %4lld %-14s %5lld %-12s %8s %8s %9.0f %8.2f %7.2f %6s %6s %6.1f\n",
                  r.work.name.c_str(), (long long)l.tokens, (long long)l.up.k, (long long)l.up.n_out(),
                  (long long)l.up.groups, (long long)l.up.top_k, layer_label(l).c_str(), (long long)l.scale,
                  r.tiling.c_str(), ms_text(t.gpu_ms_median).c_str(), ms_text(t.gpu_ms_min).c_str(),
