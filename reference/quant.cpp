@@ -13,6 +13,9 @@
 //   q5_1  (32 values, 24 bytes):  half d, m; uint8 qh[4]; uint8 qs[16].   y[j] = d * q_j + m, q_j as in q5_0.
 //   iq4_nl (32 values, 18 bytes): half d; uint8 qs[16].                   y[j] = d * kv[nibble_j], kv ggml's
 //         kvalues_iq4nl: -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113.
+//   iq4_xs (256 values, 136 bytes): half d; uint16 scales_h; uint8 scales_l[4]; uint8 qs[128]. Sub-block
+//         ib = i / 32 has the 6-bit ls = (scales_l[ib / 2] >> 4 (ib % 2)) & 15 | ((scales_h >> 2 ib) & 3) << 4,
+//         its values packed as iq4_nl's in qs[16 ib ..]: y[i] = (d * (ls - 32)) * kv[nibble].
 //   mxfp4 (32 values, 17 bytes):  uint8 e (E8M0); uint8 qs[16].           y[j] = kv[nibble_j] * 2^(e - 128)
 //         with the nibbles as in q4_0 and kv = {0, 1, 2, 3, 4, 6, 8, 12, -0, -1, ..., -12}: twice the e2m1
 //         values {0, 0.5, 1, 1.5, 2, 3, 4, 6}, so ggml folds the matching 1/2 into the scale: 2^(e - 127) / 2.
@@ -57,6 +60,7 @@ Codec codec_of(DType t) {
     case DType::q5_0: return {dequant_q5_0, quant_q5_0};
     case DType::q5_1: return {dequant_q5_1, quant_q5_1};
     case DType::iq4_nl: return {dequant_iq4_nl, quant_iq4_nl};
+    case DType::iq4_xs: return {dequant_iq4_xs, quant_iq4_xs};
     case DType::q4_K: return {dequant_q4_K, quant_q4_K};
     case DType::q5_K: return {dequant_q5_K, quant_q5_K};
     case DType::q6_K: return {dequant_q6_K, quant_q6_K};

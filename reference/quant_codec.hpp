@@ -11,7 +11,7 @@
 namespace vkgmm::quant::codec {
 
 constexpr int kQK = 32;     // values per block of the 32-value formats
-constexpr int kQK_K = 256;  // values per super-block of q4_K, q5_K, q6_K
+constexpr int kQK_K = 256;  // values per super-block of q4_K, q5_K, q6_K, iq4_xs
 
 inline float half_at(const uint8_t* p) { return f16_to_f32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
@@ -52,6 +52,8 @@ void dequant_q5_1(const uint8_t* b, float* y);
 void quant_q5_1(const float* x, uint8_t* b);
 void dequant_iq4_nl(const uint8_t* b, float* y);
 void quant_iq4_nl(const float* x, uint8_t* b);
+void dequant_iq4_xs(const uint8_t* b, float* y);  // 256-value super-blocks of iq4_nl's levels
+void quant_iq4_xs(const float* x, uint8_t* b);
 // quant_mxfp4.cpp.
 void dequant_mxfp4(const uint8_t* b, float* y);
 void quant_mxfp4(const float* x, uint8_t* b);

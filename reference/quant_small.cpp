@@ -1,5 +1,5 @@
 // The 32-value block formats with fp16 scales (reference/quant.cpp lays out their bytes): q8_0, q4_0,
-// q4_1, q5_0, q5_1 and iq4_nl. Each quantizer takes ggml's scale (and min) as ggml's reference
+// q4_1, q5_0, q5_1 and iq4_nl, and iq4_xs (256-value super-blocks of iq4_nl's levels). Each quantizer takes ggml's scale (and min) as ggml's reference
 // quantizer computes it, stored as fp16, and then puts each value at the level nearest it on the grid
 // the stored fields decode to; ggml rounds against the unrounded fields, which decode to the same grid,
 // so every value is at least as close as ggml's (iq4_nl: below).
@@ -167,10 +167,12 @@ void quant_q5_1(const float* x, uint8_t* b) {
 // 113 d0 and are at most 24 d0 apart), and 15 least-squares scales around it, fitted to the levels the
 // values round to at max / (-127 + t), t = -7 .. 7; each stored as fp16 and each value put at its nearest
 // level; the smallest squared error wins, so a block's error is at most d0's: 32 (14 d0)^2.
-void quant_iq4_nl(const float* x, uint8_t* b) {
+namespace {
+
+// That search's fp16 scale for the 32 values x (0 for a block of zeros).
+uint16_t iq4nl_scale(const float* x) {
   const float max = signed_extreme(x);
-  std::memset(b, 0, 18);
-  if (max == 0) return;
+  if (max == 0) return 0;
   uint16_t best = finite_half(max / -127.0f);
   double best_sse = iq4nl_error(x, f16_to_f32(best));
   for (int t = -7; t <= 7; ++t) {
@@ -186,11 +188,63 @@ void quant_iq4_nl(const float* x, uint8_t* b) {
     const double sse = iq4nl_error(x, f16_to_f32(h));
     if (sse < best_sse) best = h, best_sse = sse;
   }
-  put_half(b, best);
-  const double d = f16_to_f32(best);
+  return best;
+}
+
+// The 32 values x at their nearest levels of scale d, packed as iq4_nl's qs (16 bytes).
+void pack_iq4nl(const float* x, double d, uint8_t* qs) {
   int q[kQK];
   for (int j = 0; j < kQK; ++j) q[j] = nearest_iq4nl(x[j], d);
-  pack_codes(q, b + 2, nullptr);
+  pack_codes(q, qs, nullptr);
+}
+
+}  // namespace
+
+void quant_iq4_nl(const float* x, uint8_t* b) {
+  std::memset(b, 0, 18);
+  const uint16_t d = iq4nl_scale(x);
+  put_half(b, d);
+  pack_iq4nl(x, f16_to_f32(d), b + 2);
+}
+
+// iq4_xs (ggml's block_iq4_xs, 136 bytes): half d; uint16 scales_h; uint8 scales_l[4]; uint8 qs[128]. Its
+// 32-value sub-block ib has the 6-bit scale ls = (nibble ib % 2 of scales_l[ib / 2]) | (bits 2 ib, 2 ib + 1
+// of scales_h) << 4 and iq4_nl's packing of its 16 bytes qs[16 ib ..]: y = (d * (ls - 32)) * kv[nibble], each
+// product exact in fp32 (17 then 24 significant bits).
+void dequant_iq4_xs(const uint8_t* b, float* y) {
+  const float d = half_at(b);
+  const int scales_h = b[2] | (b[3] << 8);
+  for (int ib = 0; ib < kQK_K / kQK; ++ib) {
+    const int ls = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4);
+    const float dl = d * static_cast<float>(ls - 32);
+    for (int j = 0; j < kQK; ++j) y[kQK * ib + j] = dl * static_cast<float>(kIq4nl[nibble32(b + 8 + 16 * ib, j)]);
+  }
+}
+
+// iq4_xs: each sub-block's scale found as iq4_nl's; d the largest in magnitude over -32 (fp16), so that one
+// is -32 d and every other lies in [-32 d, 32 d]; each ls - 32 the nearest in [-32, 31] of scale / d; each
+// value at its nearest level of its sub-block's stored scale d * (ls - 32).
+void quant_iq4_xs(const float* x, uint8_t* b) {
+  std::memset(b, 0, 136);
+  float scales[kQK_K / kQK], max = 0;
+  for (int ib = 0; ib < kQK_K / kQK; ++ib) {
+    scales[ib] = f16_to_f32(iq4nl_scale(x + kQK * ib));
+    if (std::fabs(scales[ib]) > std::fabs(max)) max = scales[ib];
+  }
+  if (max == 0) return;
+  const uint16_t dh = finite_half(max / -32.0f);
+  put_half(b, dh);
+  const double d = f16_to_f32(dh);
+  int scales_h = 0;
+  for (int ib = 0; ib < kQK_K / kQK; ++ib) {
+    const int l = d == 0 ? 0 : nearest(scales[ib] / d, -32, 31);
+    const int ls = l + 32;
+    b[4 + ib / 2] = static_cast<uint8_t>(b[4 + ib / 2] | ((ls & 0xF) << (4 * (ib % 2))));
+    scales_h |= (ls >> 4) << (2 * ib);
+    pack_iq4nl(x + kQK * ib, static_cast<float>(d) * static_cast<float>(l), b + 8 + 16 * ib);
+  }
+  b[2] = static_cast<uint8_t>(scales_h & 0xFF);
+  b[3] = static_cast<uint8_t>(scales_h >> 8);
 }
 
 }  // namespace vkgmm::quant::codec

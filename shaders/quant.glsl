@@ -1,4 +1,4 @@
-// GGUF's block formats (VKGMM_DT_Q8_0 ... VKGMM_DT_Q5_K), dequantized in the kernel's inner loop from
+// GGUF's block formats (VKGMM_DT_Q8_0 ... VKGMM_DT_IQ4_XS), dequantized in the kernel's inner loop from
 // rhs's 32-bit words (rhs_word, bindings.glsl): no dequantized copy of the weights exists anywhere. Only
 // gmm's VKGMM_BLOCK_RHS builds call the decoders (glslang drops uncalled functions from the others).
 //
@@ -163,10 +163,12 @@ float q_block_scale(uint type, uint word, uint b) {
 // value r (< 32: low nibbles) takes bit 2c of qh[r] as its fifth bit, value r + 32 bit 2c + 1.
 // Their lead (d, dmin, scales) is the super-block's first texel: 144 and 176 bytes are whole texels, and
 // rhs starts at a texel (texel_views.cpp), so the word index is rounded down to a texel to say so to the
-// compiler (q_word_run then places no words by runtime selects).
+// compiler (q_word_run then places no words by runtime selects). iq4_xs's lead is its first 2 words (136
+// bytes: super-blocks start at a word).
 uvec4 q_lead_at(uint type, uint i) {
-  uint r[9];
-  q_word_run(((i >> 8) * (q_block_bytes(type) / 4u)) & ~3u, 4u, r);
+  uint r[9], bytes = q_block_bytes(type), w = (i >> 8) * (bytes / 4u);
+  bool texels = bytes % 16u == 0u;
+  q_word_run(texels ? w & ~3u : w, texels ? 4u : 2u, r);
   return uvec4(r[0], r[1], r[2], r[3]);
 }
 // The step at i of the super-block whose lead is `head`: chunk c = i / 64's quant bytes (q5_K: and its high
@@ -191,6 +193,27 @@ QStep q4k_step(uint type, uvec4 head, uint i) {
   return s;
 }
 
+// iq4_xs: {fp16 d; uint16 scales_h; uint8 scales_l[4]; uint8 q[128]}, 136 bytes, led by d, scales_h and
+// scales_l (head.x, head.y). A step is a 32-value sub-block ib, its 16 quant bytes packed as iq4_nl's, its
+// scale d * (ls - 32) with ls nibble ib of scales_l topped by bits 2 ib, 2 ib + 1 of scales_h.
+QStep iq4xs_step(uvec4 head, uint i) {
+  QStep s;
+  uint ib = (i >> 5) & 7u;
+  s.run = (i >> 8) * q_block_bytes(VKGMM_DT_IQ4_XS) + 8u + 16u * ib;
+  s.hi_run = 0u;
+  s.shift = 0u;
+  s.hi_shift = 0u;
+  s.bits = 0u;
+  s.mins = vec2(0.0);
+  uint ls = ((head.y >> (4u * ib)) & 15u) | (((head.x >> (16u + 2u * ib)) & 3u) << 4);
+  s.scale = vec2(unpackHalf2x16(head.x).x * float(int(ls) - 32), 0.0);
+  return s;
+}
+// The step at i of a super-block led by `head` (the formats with a lead).
+QStep q_lead_step(uint type, uvec4 head, uint i) {
+  return type == VKGMM_DT_IQ4_XS ? iq4xs_step(head, i) : q4k_step(type, head, i);
+}
+
 // A whole block's min and high bits from the 8 bytes of its head hw (.x: bytes 0-3): q4_1 {fp16 d, m;
 // uint8 q[16]} and q5_1 {fp16 d, m; uint8 qh[4]; uint8 q[16]}: d * q + m, so the min is -m; q5_0 {fp16 d;
 // uint8 qh[4]; uint8 q[16]}: qh's bit j is value j's fifth bit.
@@ -202,7 +225,7 @@ void q_head_fields(uint type, uvec2 hw, inout QStep s) {
 bool q_head_wide(uint type) { return q_scale_bytes(type) > 2u; }
 
 QStep q_step(uint type, uint i) {
-  if (q_has_lead(type)) return q4k_step(type, q_lead_at(type, i), i);
+  if (q_has_lead(type)) return q_lead_step(type, q_lead_at(type, i), i);
   QStep s;
   s.hi_run = 0u;
   s.shift = 0u;
@@ -259,10 +282,11 @@ vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
     uint top = (hi_word >> s.hi_shift) & 0x03030303u;
     return q_fields((((word >> s.shift) & 0x0f0f0f0fu) | (top << 4)) ^ 0x20202020u, 0u, 6);
   }
-  // The nibble formats: the step's later quads take the high nibbles (of 16 quads with a lead, else 8); a
+  // The nibble formats: the quads past the step's words take the high nibbles (q4_K's 16 quads over 8
+  // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, by its shift); a
   // fifth bit from qh (q5_K) or the block's bits (q5_0, q5_1); then a level from a table (mxfp4, iq4_nl),
   // or q - offset as the field with its top bit flipped read signed, or q itself.
-  bool upper = q >= (q_has_lead(type) ? 8u : 4u);
+  bool upper = q >= q_run_words(type);
   uint u = q_nibbles(word >> s.shift, upper);
   if (bits == 5u)
     u |= (q_has_high(type) ? (hi_word >> (s.hi_shift + (upper ? 1u : 0u))) & 0x01010101u : q_spread4(s.bits >> (4u * q))) << 4;
@@ -320,10 +344,14 @@ void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out 
       r1[j] = drop == 0u ? r[j] : drop == 1u ? (j < 8u ? r[j + 1u] : 0u) : (j < 7u ? r[j + 2u] : 0u);
     q_words_in(r1, b & 3u, q_run_words(type), w);
   } else if (q_has_lead(type)) {
-    s = q4k_step(type, head, i);
+    s = q_lead_step(type, head, i);
     uint r[9];
-    q_word_run((s.run >> 2) & ~3u, 8u, r);
-    q_words_in(r, 0u, 8u, w);
+    if (q_block_bytes(type) % 16u == 0u) {
+      q_word_run((s.run >> 2) & ~3u, 8u, r);
+      q_words_in(r, 0u, 8u, w);
+    } else {
+      q_words(s.run, q_run_words(type), w);  // iq4_xs: 16 bytes at a word
+    }
     if (q_has_high(type)) {
       q_word_run((s.hi_run >> 2) & ~3u, 8u, r);
       q_words_in(r, 0u, 8u, hi);

@@ -403,12 +403,12 @@ TEST(QuantRoundTrip, ExtremesStayFiniteAndSigned) {
             // Where the fp16 scales are normal numbers the extremes come back to a few parts in a thousand;
             // q4_0 to one step (big / 8) on the side opposite the block's first extreme (pinned above), and
             // mxfp4, whose levels are 2 bits deep, to a quarter.
-            // q5_0 likewise to big / 16, and iq4_nl, whose top level is 113 / 127 of its bottom one, to
-            // 14 / 127 of big.
+            // q5_0 likewise to big / 16, and iq4_nl and iq4_xs, whose top level is 113 / 127 of their
+            // bottom one, to 14 / 127 of big.
             const float tol = t == DType::q4_0   ? big / 8 * 1.01f
                               : t == DType::q5_0 ? big / 16 * 1.01f
                               : t == DType::mxfp4 ? big / 4
-                              : t == DType::iq4_nl ? big * 14 / 127 * 1.01f
+                              : t == DType::iq4_nl || t == DType::iq4_xs ? big * 14 / 127 * 1.01f
                                                    : big * 4e-3f;
             EXPECT_NEAR(y[i], (*in)[i], tol) << vkgmm::dtype_name(t) << " " << big << " " << i;
           }

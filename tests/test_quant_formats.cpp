@@ -1,4 +1,4 @@
-// The formats q4_1, q5_0, q5_1, iq4_nl and q5_K on the CPU (vkgmm/quant.hpp). The dequantizer is
+// The formats q4_1, q5_0, q5_1, iq4_nl, q5_K and iq4_xs on the CPU (vkgmm/quant.hpp). The dequantizer is
 // pinned twice: on hand-made blocks whose values are derived in the comments, and bit for bit on random
 // blocks (every code, sign and fifth bit; random finite fp16 scales and mins) against decoders written
 // here the way ggml-quants.c's dequantize_row_* loops are (two values per quant byte, qh shifted per
@@ -26,7 +26,7 @@ using vkgmm::quant::quantize;
 using Bytes = std::vector<uint8_t>;
 using V = std::vector<float>;
 
-constexpr DType kNew[] = {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q5_K};
+constexpr DType kNew[] = {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q5_K, DType::iq4_xs};
 constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 float half(const uint8_t* p) { return vkgmm::f16_to_f32(uint16_t(p[0] | p[1] << 8)); }
@@ -68,10 +68,31 @@ V ggml_decode_q5_K(const Bytes& b) {
   return y;
 }
 
+// ggml's dequantize_row_iq4_xs: per 32 values the scale ls from scales_l's nibble and scales_h's two bits,
+// dl = d * (ls - 32), then 16 bytes giving values j (low nibble) and j + 16 (high nibble).
+V ggml_decode_iq4_xs(const Bytes& b) {
+  V y(b.size() / 136 * 256);
+  float* out = y.data();
+  for (size_t i = 0; i < b.size() / 136; ++i) {
+    const uint8_t* x = &b[i * 136];
+    const float d = half(x);
+    const uint16_t scales_h = uint16_t(x[2] | x[3] << 8);
+    const uint8_t* qs = x + 8;
+    for (int ib = 0; ib < 8; ++ib) {
+      const int ls = ((x[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | (((scales_h >> 2 * ib) & 3) << 4);
+      const float dl = d * (ls - 32);
+      for (int j = 0; j < 16; ++j) out[j] = dl * kIq4nl[qs[j] & 0xf], out[j + 16] = dl * kIq4nl[qs[j] >> 4];
+      out += 32, qs += 16;
+    }
+  }
+  return y;
+}
+
 // ggml's loops: for j < 16, byte qs[j] gives values j (low nibble) and j + 16 (high nibble); q5's fifth
 // bits are qh >> j (moved to bit 4) and qh >> (j + 12) (bit 4 already).
 V ggml_decode(DType t, const Bytes& b) {
   if (t == DType::q5_K) return ggml_decode_q5_K(b);
+  if (t == DType::iq4_xs) return ggml_decode_iq4_xs(b);
   const size_t size = vkgmm::block_bytes(t), blocks = b.size() / size;
   V y(blocks * 32);
   for (size_t i = 0; i < blocks; ++i) {
@@ -180,6 +201,46 @@ TEST(QuantFormats, Q5_KHandMadeBlock) {
   EXPECT_EQ(y[0], 20.0f);
   EXPECT_EQ(y[32], 1.25f);
   EXPECT_EQ(y[64], 8.0f);
+}
+
+TEST(QuantFormats, Iq4XsHandMadeBlock) {
+  // d = 0.5 (0x3800); scales_h = 0x0006 (sub-block 0's top bits 2, sub-block 1's 1); scales_l[0] = 0x1F:
+  // sub-block 0's ls = 15 | 2 << 4 = 47, dl = 0.5 * 15 = 7.5; sub-block 1's ls = 1 | 1 << 4 = 17, dl = -7.5;
+  // every other ls = 0, dl = -16. qs[0] = 0xF0: value 0 = 7.5 * -127 = -952.5, value 16 = 7.5 * 113 =
+  // 847.5; qs[16] = 0x08: value 32 = -7.5 * 1 = -7.5, value 48 = -7.5 * -127 = 952.5; qs[32] = 0x00:
+  // value 64 = -16 * -127 = 2032.
+  Bytes b(136, 0);
+  put(&b[0], 0x3800);
+  b[2] = 0x06, b[4] = 0x1F, b[8] = 0xF0, b[8 + 16] = 0x08;
+  const V y = dequantize(DType::iq4_xs, b, 256);
+  EXPECT_EQ(y[0], -952.5f);
+  EXPECT_EQ(y[16], 847.5f);
+  EXPECT_EQ(y[32], -7.5f);
+  EXPECT_EQ(y[48], 952.5f);
+  EXPECT_EQ(y[64], 2032.0f);
+}
+
+// iq4_xs: each value at its nearest level of its sub-block's stored scale d * (ls - 32), and the largest
+// sub-block scale at -32 d (ls 0) or the values close to it: a round trip keeps most of the signal.
+TEST(QuantFormats, Iq4XsPutsEachValueAtItsSubBlocksNearestLevel) {
+  for (float scale : {1e-3f, 1.0f, 300.0f}) {
+    V x = random_data(256 * 64, 11, scale);
+    for (size_t i = 0; i < x.size(); i += 389) x[i] *= 8;  // sub-blocks of other scales
+    const Bytes q = quantize(DType::iq4_xs, x.data(), x.size());
+    const V y = dequantize(DType::iq4_xs, q, x.size());
+    double err = 0, sig = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint8_t* blk = &q[i / 256 * 136];
+      const int ib = int(i % 256 / 32), scales_h = blk[2] | blk[3] << 8;
+      const int ls = ((blk[4 + ib / 2] >> 4 * (ib % 2)) & 0xf) | (((scales_h >> 2 * ib) & 3) << 4);
+      const float dl = half(blk) * float(ls - 32);
+      double best = INFINITY;
+      for (int8_t l : kIq4nl) best = std::min(best, std::fabs(double(dl * float(l)) - x[i]));
+      ASSERT_LE(std::fabs(double(y[i]) - x[i]), best * (1 + 1e-12) + 1e-30) << scale << " " << i;
+      err += (double(y[i]) - x[i]) * (double(y[i]) - x[i]), sig += double(x[i]) * x[i];
+    }
+    EXPECT_LT(std::sqrt(err / sig), 0.15) << scale;  // 4 bits per value: about 0.1
+  }
 }
 
 // q5_K: each value at its nearest level d * sc * q - dmin * m, q in [0, 31], of its sub-block's codes.

@@ -56,7 +56,7 @@ def test_group_sizes_with_bias_and_a_gated_activation(ctx, rng, activation):
 @pytest.mark.parametrize("fmt", vkgmm.BLOCK_FORMATS)
 def test_quantized_weights(ctx, rng, fmt):
     m, n, E = 32, 32, 3
-    k = 256 if fmt.endswith("_K") else 64  # two blocks of 32, or one super-block
+    k = 256 if fmt.endswith("_K") or fmt == "iq4_xs" else 64  # one super-block, or two blocks of 32
     w = rng.standard_normal((E, n, k)).astype(np.float32)
     q = vkgmm.quantize(w, fmt)
     assert q.dtype == fmt and q.shape == (E, n, k)
@@ -106,10 +106,10 @@ def test_read_gguf(ctx, rng, tmp_path):
 
 
 def test_block_format_names_are_the_librarys(ctx):
-    assert vkgmm.BLOCK_FORMATS == ("q8_0", "q4_0", "q4_K", "q6_K", "mxfp4", "q4_1", "q5_0", "q5_1", "iq4_nl", "q5_K")
+    assert vkgmm.BLOCK_FORMATS == ("q8_0", "q4_0", "q4_K", "q6_K", "mxfp4", "q4_1", "q5_0", "q5_1", "iq4_nl", "q5_K", "iq4_xs")
     w = np.zeros((1, 2, 256), np.float32)
     for fmt in vkgmm.BLOCK_FORMATS:
         # Any case, the canonical name back.
         assert vkgmm.quantize(w, fmt.upper()).dtype == fmt
-    with pytest.raises(vkgmm.ContractError, match="one of q8_0, q4_0, q4_K, q6_K, mxfp4, q4_1, q5_0, q5_1, iq4_nl, q5_K"):
+    with pytest.raises(vkgmm.ContractError, match="one of q8_0, q4_0, q4_K, q6_K, mxfp4, q4_1, q5_0, q5_1, iq4_nl, q5_K, iq4_xs"):
         vkgmm.quantize(w, "q3_K")

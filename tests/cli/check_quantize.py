@@ -228,7 +228,7 @@ def main():
         code, stdout2, err = run(vkgmm, ["help", "quantize"])
         report("help quantize", None if code == 0 and stdout2 == stdout else "exit %s, %r" % (code, stdout2[:80]))
 
-        listed = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q6_K", "mxfp4", "q4_1", "q5_0", "q5_1", "iq4_nl", "q5_K"]
+        listed = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q6_K", "mxfp4", "q4_1", "q5_0", "q5_1", "iq4_nl", "q5_K", "iq4_xs"]
         code, stdout, err = run(vkgmm, ["info", "--json"])
         try:
             reason = None if json.loads(stdout)["rhs_formats"] == listed else "rhs_formats %r" % json.loads(

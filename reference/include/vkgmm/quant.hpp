@@ -30,6 +30,8 @@ std::vector<float> dequantize(DType t, const std::vector<uint8_t>& blocks, uint6
 //   iq4_nl: the best by squared error of the plain scale (the signed extreme at level -127) and 15
 //     least-squares scales around it, each value at its nearest level; a block's squared error is at
 //     most 32 (14 d0)^2, d0 = amax / 127 (reference/quant_small.cpp).
+//   iq4_xs: each 32 values' scale found as iq4_nl's, stored as 6 bits against an fp16 super-block scale (the
+//     largest in magnitude at -32), each value at its nearest level of its sub-block's stored scale.
 //   mxfp4: ggml's shared exponent (floor(log2 amax) - 2, the OCP MX rule) or the next one up, whichever
 //     gives the block the smaller squared error (ggml's or smaller), each value to the nearest e2m1 level.
 //   q4_K, q5_K: per 32 values a (scale, min) pair found by a small least-squares search, then 6-bit scale and
