@@ -57,7 +57,7 @@ TrainInstance::TrainInstance(vkgmm::Context& ctx, const ModelLayer& l)
   const vkgmm::MoeLayerProblem& p = problem;
   const int64_t T = p.tokens, d = p.d_model, f = p.d_ff, E = p.num_experts;
   const int64_t n_up = vkgmm::gated(p.activation) ? 2 * f : f;
-  const vkgmm::DType f32 = vkgmm::DType::f32, up_t = p.weight_type, down_t = *p.down_weight_type;
+  const vkgmm::DType f32 = vkgmm::DType::f32, up_t = p.weight_type, down_t = p.down_type();
   std::mt19937 rng(l.up.seed * 7919u + 29u);
   x = scaled_values(size_t(T * d), 1, p.dtype, rng);
   d_y = scaled_values(size_t(T * d), 1, p.dtype, rng);
@@ -123,7 +123,7 @@ TrainInstance::Downloaded TrainInstance::download() const {
   out.gradients.emplace_back("d_x", out.d_x);
   add("d_router_w", d_router_w_, vkgmm::DType::f32, sizes_.router_w);
   add("d_w_up", d_w_up_, p.weight_type, sizes_.w_up);
-  add("d_w_down", d_w_down_, *p.down_weight_type, sizes_.w_down);
+  add("d_w_down", d_w_down_, p.down_type(), sizes_.w_down);
   add("d_b_up", d_b_up_, vkgmm::DType::f32, sizes_.b_up);
   add("d_b_down", d_b_down_, vkgmm::DType::f32, sizes_.b_down);
   return out;

@@ -19,25 +19,15 @@ constexpr int64_t kSampleTokens = 64;
 // fp32 sums than by the reference's double ones (they differ by ~1e-7 here): such tokens are left out.
 constexpr float kTieMargin = 1e-4f;
 
-// The projections as MoeLayerPlan defines them (moe_layer.hpp), on one token and its top-k experts (the
-// only weights its rows read): up reads the token and writes each slot's activation in f32; down reads
-// those slots and combines them with the routing weights.
+// The projections as MoeLayerPlan defines them, on one token and its top-k experts (the only weights its
+// rows read, bound as groups 0 .. top_k - 1).
 vkgmm::GmmProblem projection(const vkgmm::MoeLayerProblem& p, bool up) {
-  vkgmm::GmmProblem g;
-  const int64_t n_up = vkgmm::gated(p.activation) ? 2 * p.d_ff : p.d_ff;
+  vkgmm::GmmProblem g = vkgmm::moe_layer_projection(p, up);
   g.m = 1;
-  g.k = up ? p.d_model : p.d_ff;
-  g.n = up ? n_up : p.d_model;
-  g.num_rhs_groups = p.top_k;
-  g.rhs_type = up ? p.weight_type : p.down_weight_type.value_or(p.weight_type);
-  g.transpose_rhs = vkgmm::is_quantized(g.rhs_type);
-  g.lhs_type = up ? p.dtype : vkgmm::DType::f32;
-  g.out_type = up ? vkgmm::DType::f32 : p.dtype;
-  g.routing.top_k = p.top_k;
-  g.routing.lhs_per_slot = g.routing.combine = !up;
-  g.routing.num_experts = p.top_k;
-  g.epilogue.bias = up ? p.up_bias : p.down_bias;
-  g.epilogue.activation = up ? p.activation : vkgmm::Activation::none;
+  g.num_rhs_groups = g.routing.num_experts = p.top_k;
+  g.group_offset = 0;
+  g.existing_out = false;
+  g.epilogue.save_pre_activation = false;
   return g;
 }
 

@@ -23,8 +23,6 @@ constexpr const char* kOp = "moe_layer";
 
 [[noreturn]] void refuse(const std::string& what) { throw Error(Status::invalid_argument, std::string(kOp) + ": " + what); }
 
-DType down_type(const MoeLayerProblem& p) { return p.down_weight_type.value_or(p.weight_type); }
-
 int64_t local_experts(const MoeLayerProblem& p) { return p.local_experts < 0 ? p.num_experts - p.expert_offset : p.local_experts; }
 
 void check_problem(const MoeLayerProblem& p) {
@@ -40,14 +38,14 @@ void check_problem(const MoeLayerProblem& p) {
     refuse("local_experts: " + std::to_string(p.local_experts) + " must be in [0, num_experts - expert_offset = " +
            std::to_string(p.num_experts - p.expert_offset) + "] (or -1)");
   if (is_quantized(p.dtype)) refuse(std::string("dtype: ") + dtype_name(p.dtype) + " is a block format (x and y take f32, f16 or bf16)");
-  const std::pair<const char*, DType> weights[] = {{"weight_type", p.weight_type}, {"down_weight_type", down_type(p)}};
+  const std::pair<const char*, DType> weights[] = {{"weight_type", p.weight_type}, {"down_weight_type", p.down_type()}};
   for (const auto& [name, t] : weights)
     if (!is_known(t)) refuse(std::string(name) + ": " + std::to_string(int(t)) + " is not a vkgmm type");
 }
 
-// The routed projections of the layer: up (token rows, per slot, bias + activation, f32 out) and down
-// (per-slot rows, combined with the weights, bias).
-GmmProblem projection_problem(const MoeLayerProblem& p, bool up) {
+}  // namespace
+
+GmmProblem moe_layer_projection(const MoeLayerProblem& p, bool up) {
   GmmProblem g;
   const int64_t n_up = gated(p.activation) ? 2 * p.d_ff : p.d_ff;
   g.m = p.tokens;
@@ -55,7 +53,7 @@ GmmProblem projection_problem(const MoeLayerProblem& p, bool up) {
   g.n = up ? n_up : p.d_model;
   g.num_rhs_groups = local_experts(p);
   g.group_offset = p.expert_offset;
-  g.rhs_type = up ? p.weight_type : down_type(p);
+  g.rhs_type = up ? p.weight_type : p.down_type();
   g.transpose_rhs = is_quantized(g.rhs_type);  // GGUF's [E, n, k]
   g.lhs_type = up ? p.dtype : DType::f32;
   g.out_type = up ? DType::f32 : p.dtype;
@@ -66,6 +64,8 @@ GmmProblem projection_problem(const MoeLayerProblem& p, bool up) {
   g.epilogue = {up ? p.up_bias : p.down_bias, up ? p.activation : Activation::none, true};
   return g;
 }
+
+namespace {
 
 // logits = x @ router_w: one group of all T rows.
 GmmProblem router_problem(const MoeLayerProblem& p) {
@@ -132,12 +132,12 @@ struct MoeLayerPlan::State {
   State(Context& ctx, const MoeLayerProblem& p)
       : problem(p),
         router(ctx, router_problem(p)),
-        up(PlanInternals::part_of_another(ctx, projection_problem(p, true))),
-        down(PlanInternals::part_of_another(ctx, projection_problem(p, false))),
+        up(PlanInternals::part_of_another(ctx, moe_layer_projection(p, true))),
+        down(PlanInternals::part_of_another(ctx, moe_layer_projection(p, false))),
         router_dx(PlanInternals::part_of_another(ctx, router_dx_problem(p))),
         top_k(ctx, routing_problem(p)),
-        down_bw(PlanInternals::part_of_another(ctx, projection_problem(p, false), {})),
-        up_bw(PlanInternals::part_of_another(ctx, projection_problem(p, true), GmmBackwardOptions{p.accumulate})),
+        down_bw(PlanInternals::part_of_another(ctx, moe_layer_projection(p, false), {})),
+        up_bw(PlanInternals::part_of_another(ctx, moe_layer_projection(p, true), GmmBackwardOptions{p.accumulate})),
         top_k_bw(ctx, routing_problem(p)),
         router_dw(ctx, router_weights_problem(p)) {}
 };

@@ -113,7 +113,7 @@ LoadedLayer load_layer(const gguf::File& f, int layer) {
   l.w_down = down.bytes;
   // The reference's layouts: w_up [E, d, 2f], w_down [E, f, d].
   const std::vector<float> wu = quant::dequantize_experts(p.weight_type, l.w_up.data(), E, 2 * F, D);
-  const std::vector<float> wd = quant::dequantize_experts(*p.down_weight_type, l.w_down.data(), E, D, F);
+  const std::vector<float> wd = quant::dequantize_experts(p.down_type(), l.w_down.data(), E, D, F);
   MoeWeights& r = l.reference;
   r.router_w.assign(l.router_w.begin(), l.router_w.end());
   r.w_up.resize(wu.size());
@@ -149,6 +149,10 @@ TEST_F(DeviceTest, MoeModelWithMixedFormatsRunsLayerByLayerFromGguf) {
     const MoeLayerSizes s = plan.sizes();
     ASSERT_EQ(s.w_up, l.w_up.size());
     ASSERT_EQ(s.w_down, l.w_down.size());
+    // The public projections are the plan's: their rhs sizes are the layer's weights'.
+    EXPECT_EQ(l.problem.down_type(), formats[size_t(layer)].down);
+    EXPECT_EQ(GmmPlan(c, moe_layer_projection(l.problem, true)).sizes().rhs, s.w_up);
+    EXPECT_EQ(GmmPlan(c, moe_layer_projection(l.problem, false)).sizes().rhs, s.w_down);
     Buffer bx = upload(c, DType::f32, x), router = upload(c, DType::f32, l.router_w);
     Buffer w_up = upload_bytes(c, l.w_up.data(), l.w_up.size()), w_down = upload_bytes(c, l.w_down.data(), l.w_down.size());
     Buffer y = poisoned(c, s.y), status = status_word(c);

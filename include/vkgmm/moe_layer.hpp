@@ -33,6 +33,7 @@ struct MoeLayerProblem {
   bool up_bias = false, down_bias = false;
   DType dtype = DType::f32, weight_type = DType::f32;
   std::optional<DType> down_weight_type;  // unset: weight_type
+  DType down_type() const { return down_weight_type.value_or(weight_type); }  // w_down's type
   // Shards of the experts add their shares: y, and in the backward d_x and d_router_w, are added to
   // what their views hold.
   bool accumulate = false;
@@ -58,6 +59,11 @@ struct MoeLayerGradients {
   BufferView d_y;
   BufferView d_x, d_router_w, d_w_up, d_b_up, d_w_down, d_b_down;
 };
+
+// The routed projection the plan runs for the up (gate | up, bias and activation, f32 out) or the down
+// projection (the slots' f32 rows, combined in token order, bias): what the layer's weights must satisfy,
+// as one gmm would (VKGMM_API: engines size and check their weights against it).
+VKGMM_API GmmProblem moe_layer_projection(const MoeLayerProblem& p, bool up);
 
 struct MoeLayerSizes {
   VkDeviceSize x = 0, router_w = 0, w_up = 0, w_down = 0, b_up = 0, b_down = 0, y = 0;  // and d_* alike
