@@ -1,6 +1,6 @@
 // GGUF's block formats on the CPU (vkgmm/quant.hpp): dequantizers with exactly ggml's values, and
 // quantizers at least as accurate as ggml's reference ones where those round to nearest (q8_0, q4_0,
-// q4_1, q5_0, q5_1, mxfp4). The codecs live by family: quant_small.cpp (32-value blocks with fp16
+// q4_1, q5_0, q5_1, mxfp4); the others fit each sub-block's scale (and min) by least squares. The codecs live by family: quant_small.cpp (32-value blocks with fp16
 // scales), quant_mxfp4.cpp and quant_k.cpp (super-blocks); this file holds the table and the API.
 //
 // The blocks, byte for byte (ggml-common.h; all multi-byte fields little-endian; "half" is IEEE fp16):
@@ -30,6 +30,12 @@
 //         y[i] = d * scales[i / 16] * (q_i - 32), q_i six bits: for h = i / 128, t = (i % 128) / 32,
 //         l = i % 32, its low four bits are ql[64 h + 32 (t % 2) + l], the low nibble for t < 2 and the high
 //         one for t >= 2, and its top two bits are bits 2t, 2t + 1 of qh[32 h + l].
+//   q2_K  (256 values, 84 bytes): uint8 scales[16]; uint8 qs[64]; half d, dmin. With h, t, l as q6_K's,
+//         q_i is bits 2t, 2t + 1 of qs[32 h + l], and sc = scales[i / 16]:
+//         y[i] = (d * (sc & 15)) * q_i - dmin * (sc >> 4).
+//   q3_K  (256 values, 110 bytes): uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; half d. q_i as q2_K's
+//         plus bit 4h + t of hmask[l] as its bit 2; y[i] = (d * (s_j - 32)) * (q_i - 4), j = i / 16, s_j
+//         6 bits: the nibble 4 (j / 8) of scales[j % 8], topped by bits 2 (j / 4), + 1 of scales[8 + j % 4].
 //
 // Every product above is exact in fp32 (at most 24 significant bits: an 11-bit half times small integers,
 // or a power of two times one), so the order of the multiplications and a fused multiply-add in q4_K's
@@ -64,6 +70,8 @@ Codec codec_of(DType t) {
     case DType::q4_K: return {dequant_q4_K, quant_q4_K};
     case DType::q5_K: return {dequant_q5_K, quant_q5_K};
     case DType::q6_K: return {dequant_q6_K, quant_q6_K};
+    case DType::q2_K: return {dequant_q2_K, quant_q2_K};
+    case DType::q3_K: return {dequant_q3_K, quant_q3_K};
     case DType::mxfp4: return {dequant_mxfp4, quant_mxfp4};
     case DType::f32:
     case DType::f16:

@@ -11,7 +11,7 @@
 namespace vkgmm::quant::codec {
 
 constexpr int kQK = 32;     // values per block of the 32-value formats
-constexpr int kQK_K = 256;  // values per super-block of q4_K, q5_K, q6_K, iq4_xs
+constexpr int kQK_K = 256;  // values per super-block of the K formats and iq4_xs
 
 inline float half_at(const uint8_t* p) { return f16_to_f32(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
@@ -64,5 +64,9 @@ void dequant_q5_K(const uint8_t* b, float* y);
 void quant_q5_K(const float* x, uint8_t* b);
 void dequant_q6_K(const uint8_t* b, float* y);
 void quant_q6_K(const float* x, uint8_t* b);
+void dequant_q2_K(const uint8_t* b, float* y);
+void quant_q2_K(const float* x, uint8_t* b);
+void dequant_q3_K(const uint8_t* b, float* y);
+void quant_q3_K(const float* x, uint8_t* b);
 
 }  // namespace vkgmm::quant::codec

@@ -161,7 +161,8 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 //   run_quads  quads (4 values) per run of one scale,
 //   run_words  words of quant bytes per step (quad q decodes from word q % run_words),
 //   mins       1 where each run has a min taken off its values,
-//   high       1 where a step reads a second run of high bits, 8 words (q6_K's and q5_K's qh),
+//   high       1 where a step reads a second run of high bits, 8 words (q6_K's and q5_K's qh, q3_K's
+//              hmask),
 //   lead       1 where a super-block starts with its scales, read once per super-block (q4_K, q5_K: 16
 //              bytes, their super-blocks whole texels; iq4_xs: 8 bytes),
 //   bits       a value's bits before its scale, offset: what is taken off them (q - offset),
@@ -177,7 +178,9 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
   X(Q5_1, 32, 8, 8, 4, 1, 0, 0, 5, 0, 0)      \
   X(IQ4_NL, 32, 2, 8, 4, 0, 0, 0, 4, 0, 2)    \
   X(Q5_K, 32, 0, 8, 8, 1, 1, 1, 5, 0, 0)     \
-  X(IQ4_XS, 32, 0, 8, 4, 0, 0, 1, 4, 0, 2)
+  X(IQ4_XS, 32, 0, 8, 4, 0, 0, 1, 4, 0, 2)    \
+  X(Q2_K, 32, 0, 4, 8, 1, 0, 0, 2, 0, 0)      \
+  X(Q3_K, 32, 0, 4, 8, 0, 1, 0, 3, 4, 0)
 
 // ----- push constants -----------------------------------------------------------------------------------
 // Every op's block starts with its operands' element offsets (relative to where each descriptor is

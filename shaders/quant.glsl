@@ -1,4 +1,4 @@
-// GGUF's block formats (VKGMM_DT_Q8_0 ... VKGMM_DT_IQ4_XS), dequantized in the kernel's inner loop from
+// GGUF's block formats (VKGMM_DT_Q8_0 ... VKGMM_DT_Q3_K), dequantized in the kernel's inner loop from
 // rhs's 32-bit words (rhs_word, bindings.glsl): no dequantized copy of the weights exists anywhere. Only
 // gmm's VKGMM_BLOCK_RHS builds call the decoders (glslang drops uncalled functions from the others).
 //
@@ -26,6 +26,8 @@ uint q_bytes4(uint b) {
 // The fp16 at even byte b of its word w (never across words).
 float q_half_of(uint w, uint b) { return unpackHalf2x16((b & 2u) != 0u ? w >> 16 : w).x; }
 float q_half(uint b) { return q_half_of(q_word(b >> 2), b); }
+// The two bytes at even byte b, in the low 16 bits (one word: never across words).
+uint q_pair(uint b) { return q_word(b >> 2) >> ((b & 2u) * 8u); }
 // The signed `bits`-wide fields at bit `at` of each of u's four bytes.
 vec4 q_fields(uint u, uint at, int bits) {
   int v = int(u);
@@ -112,6 +114,9 @@ struct QStep {
   vec2 mins;             // each run's min, taken off its values (q4_K, q5_K: dmin * m; q4_1, q5_1: -m)
   uint bits;             // q5_0, q5_1: the block's 32 high bits (bit j: value j's fifth bit)
 };
+// A step with no fields set: each reader fills those its format has.
+QStep q_step_none() { return QStep(0u, 0u, 0u, 0u, vec2(0.0), vec2(0.0), 0u); }
+
 // The block formats' sizes (VKGMM_DTYPES) and walk (VKGMM_BLOCK_FORMATS), one field at a time: the
 // type's row, else 0 (the step: 4) for an element type.
 // Each is a sum over the rows of (type is the row) * its field: arithmetic without branches, which a
@@ -145,6 +150,9 @@ uint q_run_words(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_wor
 bool q_has_mins(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_mins)) != 0u; }
 bool q_has_high(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_high)) != 0u; }
 bool q_has_lead(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_lead)) != 0u; }
+// Super-blocks of whole texels (q4_K, q5_K: 144 and 176 bytes): a lead or a run at a texel's start is
+// placed at compile time.
+bool q_texel_blocks(uint type) { return q_block_bytes(type) % 16u == 0u; }
 // A value's bits before its scale (4, 5, 6, 8), the offset taken off (q - offset), the table of levels
 // its code indexes (1: mxfp4's, 2: iq4_nl's; 0: none).
 uint q_row_bits(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_bits); }
@@ -166,8 +174,8 @@ float q_block_scale(uint type, uint word, uint b) {
 // compiler (q_word_run then places no words by runtime selects). iq4_xs's lead is its first 2 words (136
 // bytes: super-blocks start at a word).
 uvec4 q_lead_at(uint type, uint i) {
-  uint r[9], bytes = q_block_bytes(type), w = (i >> 8) * (bytes / 4u);
-  bool texels = bytes % 16u == 0u;
+  uint r[9], w = (i >> 8) * (q_block_bytes(type) / 4u);
+  bool texels = q_texel_blocks(type);
   q_word_run(texels ? w & ~3u : w, texels ? 4u : 2u, r);
   return uvec4(r[0], r[1], r[2], r[3]);
 }
@@ -177,7 +185,7 @@ uvec4 q_lead_at(uint type, uint i) {
 // half chunks (32 values, one run: one nibble and one qh bit of each byte), so that a step's quant and qh
 // words (16 per column) stay in registers: a 64-value q5_K step spilled on RDNA3's decode tile.
 QStep q4k_step(uint type, uvec4 head, uint i) {
-  QStep s;
+  QStep s = q_step_none();
   uint c = (i >> 6) & 3u, base = (i >> 8) * q_block_bytes(type);
   uint second = q_step_values(type) == 32u ? (i >> 5) & 1u : 0u;  // q5_K: the chunk's high nibbles
   bool q5 = type == VKGMM_DT_Q5_K;
@@ -185,7 +193,6 @@ QStep q4k_step(uint type, uvec4 head, uint i) {
   s.hi_run = q5 ? base + 16u : 0u;
   s.shift = 4u * second;
   s.hi_shift = 2u * c + second;
-  s.bits = 0u;
   uvec2 lo = q4k_scale_min(head.yzw, 2u * c + second), hi = q4k_scale_min(head.yzw, 2u * c + 1u);
   vec2 dm = unpackHalf2x16(head.x);
   s.scale = dm.x * vec2(lo.x, hi.x);
@@ -197,14 +204,9 @@ QStep q4k_step(uint type, uvec4 head, uint i) {
 // scales_l (head.x, head.y). A step is a 32-value sub-block ib, its 16 quant bytes packed as iq4_nl's, its
 // scale d * (ls - 32) with ls nibble ib of scales_l topped by bits 2 ib, 2 ib + 1 of scales_h.
 QStep iq4xs_step(uvec4 head, uint i) {
-  QStep s;
+  QStep s = q_step_none();
   uint ib = (i >> 5) & 7u;
   s.run = (i >> 8) * q_block_bytes(VKGMM_DT_IQ4_XS) + 8u + 16u * ib;
-  s.hi_run = 0u;
-  s.shift = 0u;
-  s.hi_shift = 0u;
-  s.bits = 0u;
-  s.mins = vec2(0.0);
   uint ls = ((head.y >> (4u * ib)) & 15u) | (((head.x >> (16u + 2u * ib)) & 3u) << 4);
   s.scale = vec2(unpackHalf2x16(head.x).x * float(int(ls) - 32), 0.0);
   return s;
@@ -224,36 +226,59 @@ void q_head_fields(uint type, uvec2 hw, inout QStep s) {
 }
 bool q_head_wide(uint type) { return q_scale_bytes(type) > 2u; }
 
+// The step at i of a super-block without a lead: its scales read with each step. Halves h = i / 128 of
+// 128 values, steps t = (i / 32) % 4 of a half, runs of 16 values (l = i % 32 < 16, or not).
+// q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Step t takes ql's low (t < 2) or high nibbles of
+// bytes l (+ 32 for odd t) and qh's bits 2t, 2t + 1 of byte l as bits 4, 5; value = d * scale[8h + 2t + l /
+// 16] * (q - 32).
+// q2_K: {uint8 scales[16]; uint8 qs[64]; fp16 d, dmin}, 84 bytes. Step t takes bits 2t, 2t + 1 of qs[32 h + l];
+// scale byte j = 8h + 2t + l / 16 holds the run's scale (low nibble) and min (high nibble): value =
+// d * (sc & 15) * q - dmin * (sc >> 4).
+// q3_K: {uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; fp16 d}, 110 bytes. Step t takes q2_K's two bits
+// and bit 4h + t of hmask[l] as bit 2; value = d * (sc_j - 32) * (q - 4), sc_j (j as q2_K's) 6 bits: the
+// nibble 4 (j / 8) of scales[j % 8], topped by bits 2 (j / 4), + 1 of scales[8 + j % 4].
+// Each step's two scale bytes are adjacent at an even byte (and in q3_K, their top bits too): one word
+// read each.
+QStep q_sub_step(uint type, uint i) {
+  QStep s = q_step_none();
+  uint base = (i >> 8) * q_block_bytes(type), h = (i >> 7) & 1u, t = (i >> 5) & 3u;
+  if (type == VKGMM_DT_Q6_K) {
+    s.run = base + h * 64u + (t & 1u) * 32u;
+    s.hi_run = base + 128u + h * 32u;
+    s.shift = t >= 2u ? 4u : 0u;
+    s.hi_shift = 2u * t;
+    int both = int(q_pair(base + 192u + h * 8u + 2u * t));
+    s.scale = q_half(base + 208u) * vec2(bitfieldExtract(both, 0, 8), bitfieldExtract(both, 8, 8));
+  } else if (type == VKGMM_DT_Q2_K) {
+    s.run = base + 16u + 32u * h;
+    s.shift = 2u * t;
+    uint sc = q_pair(base + 8u * h + 2u * t);
+    vec2 dm = unpackHalf2x16(q_word((base >> 2) + 20u));  // d, dmin: bytes 80-83 (84-byte blocks start at a word)
+    s.scale = dm.x * vec2(sc & 15u, (sc >> 8) & 15u);
+    s.mins = dm.y * vec2((sc >> 4) & 15u, (sc >> 12) & 15u);
+  } else {
+    s.run = base + 32u + 32u * h;
+    s.hi_run = base;
+    s.shift = 2u * t;
+    s.hi_shift = 4u * h + t;
+    uint lo = q_pair(base + 96u + 2u * t) >> (4u * h), top = q_pair(base + 104u + 2u * (t & 1u)) >> (2u * (2u * h + (t >> 1)));
+    ivec2 sc = ivec2((lo & 15u) | ((top & 3u) << 4), ((lo >> 8) & 15u) | (((top >> 8) & 3u) << 4)) - 32;
+    s.scale = q_half(base + 108u) * vec2(sc);
+  }
+  return s;
+}
+
 QStep q_step(uint type, uint i) {
   if (q_has_lead(type)) return q_lead_step(type, q_lead_at(type, i), i);
-  QStep s;
-  s.hi_run = 0u;
-  s.shift = 0u;
-  s.hi_shift = 0u;
-  s.mins = vec2(0.0);
-  s.bits = 0u;
-  if (q_whole_block(type)) {
-    // q8_0 {fp16 d; int8 q[32]}: d * q. q4_0 {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low
-    // first), d * (q - 8). mxfp4 {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values times the scale.
-    // iq4_nl {fp16 d; uint8 q[16]}: nibbles as q4_0, d * kvalues_iq4nl[q]. q4_1, q5_0, q5_1: above.
-    uint base = (i >> 5) * q_block_bytes(type);
-    s.run = base + q_scale_bytes(type);
-    s.scale = vec2(q_block_scale(type, q_word(base >> 2), base), 0.0);
-    if (q_head_wide(type)) q_head_fields(type, uvec2(q_bytes4(base), q_bytes4(base + 4u)), s);
-  } else {
-    // q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Halves h of 128 values; quarter qq of a
-    // half takes ql's low (qq < 2) or high nibbles of bytes l (+ 32 for odd qq) and qh's bits 2qq, 2qq + 1
-    // of byte l as bits 4, 5; value = d * scale[8h + l / 16 + 2qq] * (q - 32).
-    uint base = (i >> 8) * q_block_bytes(VKGMM_DT_Q6_K), h = (i >> 7) & 1u, qq = (i >> 5) & 3u;
-    s.run = base + h * 64u + (qq & 1u) * 32u;
-    s.hi_run = base + 128u + h * 32u;
-    s.shift = qq >= 2u ? 4u : 0u;
-    s.hi_shift = 2u * qq;
-    // The step's two scale bytes share one word (they start at an even byte): one read for both.
-    uint sc = base + 192u + h * 8u + 2u * qq;
-    int both = int(q_word(sc >> 2) >> ((sc & 2u) * 8u));
-    s.scale = q_half(base + 208u) * vec2(bitfieldExtract(both, 0, 8), bitfieldExtract(both, 8, 8));
-  }
+  if (!q_whole_block(type)) return q_sub_step(type, i);
+  // q8_0 {fp16 d; int8 q[32]}: d * q. q4_0 {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low first),
+  // d * (q - 8). mxfp4 {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values times the scale. iq4_nl {fp16 d;
+  // uint8 q[16]}: nibbles as q4_0, d * kvalues_iq4nl[q]. q4_1, q5_0, q5_1: above.
+  QStep s = q_step_none();
+  uint base = (i >> 5) * q_block_bytes(type);
+  s.run = base + q_scale_bytes(type);
+  s.scale = vec2(q_block_scale(type, q_word(base >> 2), base), 0.0);
+  if (q_head_wide(type)) q_head_fields(type, uvec2(q_bytes4(base), q_bytes4(base + 4u)), s);
   return s;
 }
 
@@ -277,21 +302,27 @@ vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
   // specialized type rules out, so its compile time grows with the code here.
   uint bits = q_row_bits(type);
   if (bits == 8u) return q_fields(word, 0u, 8);
+  // Each value's code u (one per byte), then q - offset as the field with its top bit flipped read
+  // signed, or q itself.
+  uint u;
   if (bits == 6u) {
-    // q6_K's q - 32: its 6-bit field with the top bit flipped, signed.
-    uint top = (hi_word >> s.hi_shift) & 0x03030303u;
-    return q_fields((((word >> s.shift) & 0x0f0f0f0fu) | (top << 4)) ^ 0x20202020u, 0u, 6);
+    // q6_K: a nibble topped by two high bits.
+    u = ((word >> s.shift) & 0x0f0f0f0fu) | (((hi_word >> s.hi_shift) & 0x03030303u) << 4);
+  } else if (bits <= 3u) {
+    // q2_K, q3_K: two bits by the step's shift, q3_K's third from hmask.
+    u = (word >> s.shift) & 0x03030303u;
+    if (q_has_high(type)) u |= ((hi_word >> s.hi_shift) & 0x01010101u) << 2;
+  } else {
+    // The nibble formats: the quads past the step's words take the high nibbles (q4_K's 16 quads over 8
+    // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, by its shift); a fifth bit from
+    // qh (q5_K) or the block's bits (q5_0, q5_1); or a level from a table (mxfp4, iq4_nl).
+    bool upper = q >= q_run_words(type);
+    u = q_nibbles(word >> s.shift, upper);
+    if (bits == 5u)
+      u |= (q_has_high(type) ? (hi_word >> (s.hi_shift + (upper ? 1u : 0u))) & 0x01010101u : q_spread4(s.bits >> (4u * q))) << 4;
+    uint table = q_row_table(type);
+    if (table != 0u) return vec4(q_level(table, u & 15u), q_level(table, (u >> 8) & 15u), q_level(table, (u >> 16) & 15u), q_level(table, u >> 24));
   }
-  // The nibble formats: the quads past the step's words take the high nibbles (q4_K's 16 quads over 8
-  // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, by its shift); a
-  // fifth bit from qh (q5_K) or the block's bits (q5_0, q5_1); then a level from a table (mxfp4, iq4_nl),
-  // or q - offset as the field with its top bit flipped read signed, or q itself.
-  bool upper = q >= q_run_words(type);
-  uint u = q_nibbles(word >> s.shift, upper);
-  if (bits == 5u)
-    u |= (q_has_high(type) ? (hi_word >> (s.hi_shift + (upper ? 1u : 0u))) & 0x01010101u : q_spread4(s.bits >> (4u * q))) << 4;
-  uint table = q_row_table(type);
-  if (table != 0u) return vec4(q_level(table, u & 15u), q_level(table, (u >> 8) & 15u), q_level(table, (u >> 16) & 15u), q_level(table, u >> 24));
   uint offset = q_row_offset(type);
   return offset != 0u ? q_fields(u ^ (offset * 0x01010101u), 0u, int(bits)) : q_ufields(u, 0u, int(bits));
 }
@@ -314,7 +345,8 @@ vec4 q_scaled4(uint type, QStep s, uint q, vec4 raw) {
 // its first byte (the head comes with the quants: q4_0 and mxfp4 2 texels, q5_0, q5_1 and q8_0 up to 3).
 // q4_K and q5_K take the lead of i's super-block from the caller (q_lead_at, read once per super-block: 1
 // texel per 256 values) and a step's 32 quant bytes are two aligned texels (q4_K: 2 per 64 values; q5_K: 4
-// per 32, its 32 qh bytes too).
+// per 32, its 32 qh bytes too). q6_K, q2_K and q3_K read a step's two scales with it, and its 32 quant bytes
+// (q6_K, q3_K: and 32 bytes of high bits) by words.
 void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out uint hi[8]) {
   [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = 0u;
   if (q_whole_block(type)) {
@@ -324,13 +356,9 @@ void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out 
     // 5 (3 + 17), q4_1 5, q5_0 6, q5_1 6, iq4_nl 5, q8_0 9 (2 + 34); each word holds some of its bytes.
     uint bytes = q_block_bytes(type);
     q_word_run(base >> 2, (bytes + ((bytes & 3u) == 0u ? 0u : (bytes & 1u) == 0u ? 2u : 3u) + 3u) / 4u, r);
+    s = q_step_none();
     s.run = base + q_scale_bytes(type);
-    s.hi_run = 0u;
-    s.shift = 0u;
-    s.hi_shift = 0u;
     s.scale = vec2(q_block_scale(type, r[0], base), 0.0);
-    s.mins = vec2(0.0);
-    s.bits = 0u;
     if (q_head_wide(type)) {
       uint hw[8];
       q_words_in(r, base & 3u, 2u, hw);
@@ -346,7 +374,7 @@ void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out 
   } else if (q_has_lead(type)) {
     s = q_lead_step(type, head, i);
     uint r[9];
-    if (q_block_bytes(type) % 16u == 0u) {
+    if (q_texel_blocks(type)) {
       q_word_run((s.run >> 2) & ~3u, 8u, r);
       q_words_in(r, 0u, 8u, w);
     } else {
@@ -357,9 +385,9 @@ void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out 
       q_words_in(r, 0u, 8u, hi);
     }
   } else {
-    s = q_step(type, i);
+    s = q_sub_step(type, i);
     q_words(s.run, 8u, w);
-    q_words(s.hi_run, 8u, hi);
+    if (q_has_high(type)) q_words(s.hi_run, 8u, hi);
   }
 }
 

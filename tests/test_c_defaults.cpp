@@ -94,18 +94,21 @@ TEST(CDefaults, DtypesAreTheCppOnes) {
   EXPECT_EQ(int(VKGMM_IQ4_NL), 11);
   EXPECT_EQ(int(VKGMM_Q5_K), 12);
   EXPECT_EQ(int(VKGMM_IQ4_XS), 13);
+  EXPECT_EQ(int(VKGMM_Q2_K), 14);
+  EXPECT_EQ(int(VKGMM_Q3_K), 15);
   const std::pair<vkgmm_dtype, DType> pairs[] = {
       {VKGMM_F32, DType::f32},   {VKGMM_F16, DType::f16},   {VKGMM_BF16, DType::bf16}, {VKGMM_Q8_0, DType::q8_0},
       {VKGMM_Q4_0, DType::q4_0}, {VKGMM_Q4_K, DType::q4_K}, {VKGMM_Q6_K, DType::q6_K}, {VKGMM_MXFP4, DType::mxfp4},
       {VKGMM_Q4_1, DType::q4_1}, {VKGMM_Q5_0, DType::q5_0}, {VKGMM_Q5_1, DType::q5_1}, {VKGMM_IQ4_NL, DType::iq4_nl},
-      {VKGMM_Q5_K, DType::q5_K}, {VKGMM_IQ4_XS, DType::iq4_xs}};
+      {VKGMM_Q5_K, DType::q5_K}, {VKGMM_IQ4_XS, DType::iq4_xs}, {VKGMM_Q2_K, DType::q2_K},
+      {VKGMM_Q3_K, DType::q3_K}};
   for (const auto& [c, cpp] : pairs) {
     auto g = default_c<vkgmm_gmm_problem>();
     g.rhs_type = c;
     EXPECT_EQ(c_api::to_cpp(g).rhs_type, cpp) << dtype_name(cpp);
   }
   auto g = default_c<vkgmm_gmm_problem>();
-  g.rhs_type = static_cast<vkgmm_dtype>(int(VKGMM_IQ4_XS) + 1);  // one past the last
+  g.rhs_type = static_cast<vkgmm_dtype>(int(VKGMM_Q3_K) + 1);  // one past the last
   EXPECT_THROW(c_api::to_cpp(g), Error);
 }
 
@@ -204,7 +207,7 @@ TEST(CDefaults, DTypesComeFromOneList) {
   VKGMM_DTYPES(CHECK_ROW_)
 #undef CHECK_ROW_
   EXPECT_EQ(blocks, block_format_names());
-  EXPECT_EQ(blocks, "q8_0, q4_0, q4_K, q6_K, mxfp4, q4_1, q5_0, q5_1, iq4_nl, q5_K, iq4_xs");
+  EXPECT_EQ(blocks, "q8_0, q4_0, q4_K, q6_K, mxfp4, q4_1, q5_0, q5_1, iq4_nl, q5_K, iq4_xs, q2_K, q3_K");
 }
 
 // The rules of the new fields, under their C names (the C++ checks name the C++ fields).

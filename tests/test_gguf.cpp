@@ -71,7 +71,7 @@ std::vector<std::pair<std::string, gguf::Value>> all_kvs() {
   };
 }
 
-// A file with tensors of every type vkgmm runs, of ranks 1 to 4, one of a type it does not (Q3_K), and
+// A file with tensors of every type vkgmm runs, of ranks 1 to 4, one of a type it does not (IQ2_XXS), and
 // a zero-size one.
 Writer sample(uint64_t alignment, bool with_alignment_kv) {
   Writer w(alignment);
@@ -87,7 +87,7 @@ Writer sample(uint64_t alignment, bool with_alignment_kv) {
   w.tensor(spec("bf16", {4, 2, 2}, gguf::kBF16, 8));
   w.tensor(spec("vec", {7}, gguf::kF32, 9));
   w.tensor(spec("four_d", {2, 2, 2, 2}, gguf::kF32, 10));
-  w.tensor(spec("q3_K", {256, 2}, 11, 11));
+  w.tensor(spec("iq2_xxs", {256, 2}, 16, 11));
   w.tensor(spec("empty", {32, 0, 4}, gguf::kQ8_0, 12));
   return w;
 }
@@ -200,8 +200,8 @@ TEST_F(GgufTest, TensorFields) {
   EXPECT_EQ(f.find_tensor("blk.0.ffn_down_exps.weight")->size, 2u * 6u * 34u);
   EXPECT_EQ(f.find_tensor("bf16")->dtype, DType::bf16);
   EXPECT_EQ(f.find_tensor("f16")->size, 30u);
-  EXPECT_FALSE(f.find_tensor("q3_K")->dtype.has_value());  // parsed, sized, not runnable
-  EXPECT_EQ(f.find_tensor("q3_K")->size, 2u * 110u);
+  EXPECT_FALSE(f.find_tensor("iq2_xxs")->dtype.has_value());  // parsed, sized, not runnable
+  EXPECT_EQ(f.find_tensor("iq2_xxs")->size, 2u * 66u);
   EXPECT_EQ(f.find_tensor("empty")->size, 0u);
   EXPECT_EQ(f.find_tensor("nope"), nullptr);
   EXPECT_EQ(f.find_kv("test.u32")->value.as_uint(), 4000000000u);
@@ -275,7 +275,7 @@ TEST_F(GgufTest, LoadExpertTensor) {
   };
   refused("vec", "1 dims");
   refused("four_d", "4 dims");
-  refused("q3_K", "Q3_K (ggml type 11)");
+  refused("iq2_xxs", "IQ2_XXS (ggml type 16)");
   refused("nope", "no tensor 'nope'");
 }
 

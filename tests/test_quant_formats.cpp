@@ -17,20 +17,18 @@
 #include "vkgmm/convert.hpp"
 #include "vkgmm/quant.hpp"
 #include "vkgmm/types.hpp"
+#include "quant_blocks.hpp"
 
 namespace {
 
 using vkgmm::DType;
 using vkgmm::quant::dequantize;
 using vkgmm::quant::quantize;
-using Bytes = std::vector<uint8_t>;
-using V = std::vector<float>;
+using namespace vkgmm::test::blocks;
 
 constexpr DType kNew[] = {DType::q4_1, DType::q5_0, DType::q5_1, DType::iq4_nl, DType::q5_K, DType::iq4_xs};
 constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
-float half(const uint8_t* p) { return vkgmm::f16_to_f32(uint16_t(p[0] | p[1] << 8)); }
-void put(uint8_t* p, uint16_t h) { p[0] = uint8_t(h & 0xFF), p[1] = uint8_t(h >> 8); }
 
 // ggml's get_scale_min_k4: sub-block j's 6-bit scale and min from the 12 packed bytes q.
 void scale_min_k4(int j, const uint8_t* q, int& d, int& m) {
@@ -117,30 +115,6 @@ V ggml_decode(DType t, const Bytes& b) {
   return y;
 }
 
-// Random finite fp16 bits: any sign, mantissa and exponent but the all-ones one (infinity, NaN).
-uint16_t random_half(std::mt19937& rng) {
-  uint16_t h = uint16_t(rng());
-  if ((h & 0x7C00u) == 0x7C00u) h = uint16_t(h & ~0x4000u);
-  return h;
-}
-
-void expect_same_bits(const V& got, const V& want, DType t) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    uint32_t a, b;
-    std::memcpy(&a, &got[i], 4), std::memcpy(&b, &want[i], 4);
-    ASSERT_EQ(a, b) << vkgmm::dtype_name(t) << " value " << i << ": " << got[i] << " vs " << want[i];
-  }
-}
-
-V random_data(size_t count, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nor(0, scale);
-  V x(count);
-  for (auto& v : x) v = nor(rng);
-  return x;
-}
-
 TEST(QuantFormats, RandomBlocksDecodeAsGgmlsLoopsBitForBit) {
   std::mt19937 rng(29);
   for (DType t : kNew) {
@@ -224,7 +198,7 @@ TEST(QuantFormats, Iq4XsHandMadeBlock) {
 // sub-block scale at -32 d (ls 0) or the values close to it: a round trip keeps most of the signal.
 TEST(QuantFormats, Iq4XsPutsEachValueAtItsSubBlocksNearestLevel) {
   for (float scale : {1e-3f, 1.0f, 300.0f}) {
-    V x = random_data(256 * 64, 11, scale);
+    V x = normal_values(256 * 64, 11, scale);
     for (size_t i = 0; i < x.size(); i += 389) x[i] *= 8;  // sub-blocks of other scales
     const Bytes q = quantize(DType::iq4_xs, x.data(), x.size());
     const V y = dequantize(DType::iq4_xs, q, x.size());
@@ -245,7 +219,7 @@ TEST(QuantFormats, Iq4XsPutsEachValueAtItsSubBlocksNearestLevel) {
 
 // q5_K: each value at its nearest level d * sc * q - dmin * m, q in [0, 31], of its sub-block's codes.
 TEST(QuantFormats, Q5_KPutsEachValueAtItsSubBlocksNearestLevel) {
-  const V x = random_data(256 * 64, 9, 2.0f);
+  const V x = normal_values(256 * 64, 9, 2.0f);
   const Bytes q = quantize(DType::q5_K, x.data(), x.size());
   const V y = dequantize(DType::q5_K, q, x.size());
   for (size_t i = 0; i < x.size(); ++i) {
@@ -267,7 +241,7 @@ TEST(QuantFormats, AffineFormatsPutEachValueAtItsNearestLevel) {
     int lo, hi, min_at;  // min_at: the min's byte offset, or -1
   };
   for (const Grid& g : {Grid{DType::q4_1, 0, 15, 2}, Grid{DType::q5_0, -16, 15, -1}, Grid{DType::q5_1, 0, 31, 2}}) {
-    const V x = random_data(32 * 256, 5, 3.0f);
+    const V x = normal_values(32 * 256, 5, 3.0f);
     const Bytes q = quantize(g.t, x.data(), x.size());
     const V y = dequantize(g.t, q, x.size());
     const size_t size = vkgmm::block_bytes(g.t);
@@ -285,7 +259,7 @@ TEST(QuantFormats, AffineFormatsPutEachValueAtItsNearestLevel) {
 // each value at its nearest level), which is at most 32 (14 d0)^2.
 TEST(QuantFormats, Iq4NlNoWorseThanItsPlainScale) {
   for (float scale : {1e-3f, 1.0f, 300.0f}) {
-    const V x = random_data(32 * 512, 7, scale);
+    const V x = normal_values(32 * 512, 7, scale);
     const V y = dequantize(DType::iq4_nl, quantize(DType::iq4_nl, x.data(), x.size()), x.size());
     for (size_t b = 0; b < x.size() / 32; ++b) {
       float amax = 0, max = 0;
@@ -347,7 +321,7 @@ Bytes ggml_quantize(DType t, const V& x) {
 TEST(QuantFormats, EveryValueAtLeastAsCloseAsGgmls) {
   for (DType t : {DType::q4_1, DType::q5_0, DType::q5_1})
     for (float scale : {1e-3f, 1.0f, 300.0f}) {
-      V x = random_data(32 * 2048, 13, scale);
+      V x = normal_values(32 * 2048, 13, scale);
       for (size_t i = 0; i < x.size(); i += 97) x[i] *= 20;  // rare outliers
       const V ours = dequantize(t, quantize(t, x.data(), x.size()), x.size());
       const V ref = dequantize(t, ggml_quantize(t, x), x.size());

@@ -256,7 +256,7 @@ TEST_F(DeviceTest, QuantizedQ4KWalkSteps64KeepsEachHead) {
 // in the layout the forward did not use: blocks along its rows' contiguous axis either way), no d_rhs;
 // with host and device group sizes.
 TEST_F(DeviceTest, QuantizedWeightsBackwardGivesDLhsOnly) {
-  for (DType format : {DType::q4_0, DType::q6_K, DType::q5_1})
+  for (DType format : {DType::q4_0, DType::q6_K, DType::q5_1, DType::q3_K})
     for (bool device : {false, true}) {
       SCOPED_TRACE(std::string(dtype_name(format)) + (device ? " device sizes" : " host sizes"));
       std::mt19937 rng(5);

@@ -141,7 +141,7 @@ def error_cases(d):
         ("k not a multiple of q4_K's 256", ["quantize", "--format", "q4_K"] + good, "--in"),
         ("k not a multiple of q8_0's 32", ["quantize", "--format", "q8_0", "--in", p("w48.npy"), "--out", out],
          "multiple of 32"),
-        ("unknown format", ["quantize", "--format", "q3_K"] + good, "--format"),
+        ("unknown format", ["quantize", "--format", "iq2_xxs"] + good, "--format"),
         ("element type as format", ["quantize", "--format", "f16"] + good, "--format"),
         ("missing --format", ["quantize"] + good, "--format"),
         ("missing --in", ["quantize", "--format", "q8_0", "--out", out], "--in"),
@@ -228,7 +228,7 @@ def main():
         code, stdout2, err = run(vkgmm, ["help", "quantize"])
         report("help quantize", None if code == 0 and stdout2 == stdout else "exit %s, %r" % (code, stdout2[:80]))
 
-        listed = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q6_K", "mxfp4", "q4_1", "q5_0", "q5_1", "iq4_nl", "q5_K", "iq4_xs"]
+        listed = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q6_K", "mxfp4", "q4_1", "q5_0", "q5_1", "iq4_nl", "q5_K", "iq4_xs", "q2_K", "q3_K"]
         code, stdout, err = run(vkgmm, ["info", "--json"])
         try:
             reason = None if json.loads(stdout)["rhs_formats"] == listed else "rhs_formats %r" % json.loads(

@@ -55,7 +55,7 @@ def device_input(arr, input_dtype):
 
 # ggml type id, values per block, bytes per block.
 GGML_TYPES = {"f32": (0, 1, 4), "f16": (1, 1, 2), "bf16": (30, 1, 2), "q8_0": (8, 32, 34), "q4_0": (2, 32, 18),
-              "q4_K": (12, 256, 144), "q6_K": (14, 256, 210), "mxfp4": (39, 32, 17), "q3_K": (11, 256, 110)}
+              "q4_K": (12, 256, 144), "q6_K": (14, 256, 210), "mxfp4": (39, 32, 17), "iq2_xxs": (16, 256, 66)}
 
 
 def gguf_string(s):
@@ -616,7 +616,7 @@ def error_cases(d):
     np.save(p("q8_2d.npy"), np.zeros((8, 34), np.uint8))
     write_gguf(p("w.gguf"), [("f32", [16, 8, 2], "f32", bytes(16 * 8 * 2 * 4)),
                              ("q8", [32, 8, 2], "q8_0", bytes(2 * 8 * 34)),
-                             ("q3k", [256, 8, 2], "q3_K", bytes(2 * 8 * 110)),
+                             ("iq2", [256, 8, 2], "iq2_xxs", bytes(2 * 8 * 66)),
                              ("vec", [32], "f32", bytes(128))])
     write_gguf(p("v2.gguf"), [("f32", [16, 8, 2], "f32", bytes(16 * 8 * 2 * 4))], version=2)
     with open(p("cut.gguf"), "wb") as f:
@@ -726,7 +726,7 @@ def error_cases(d):
         ("existing-out combined shape on a per-slot run", routed + ["--existing-out", p("ex_tok.npy")],
          "--existing-out"),
         # --rhs-format and --rhs FILE.gguf:TENSOR (docs/contract.md, "The command line").
-        ("rhs-format unknown", gmm_with(rhs="q8.npy") + ["--rhs-format", "q3_K"], "--rhs-format"),
+        ("rhs-format unknown", gmm_with(rhs="q8.npy") + ["--rhs-format", "iq2_xxs"], "--rhs-format"),
         ("rhs-format a float type", gmm_with(rhs="q8.npy") + ["--rhs-format", "f32"], "--rhs-format"),
         ("rhs-format with tgmm", tbase + ["--rhs-format", "q8_0"], "--rhs-format"),
         ("rhs-format with an f32 npy", ["gmm"] + base + ["--rhs-format", "q8_0"], "--rhs"),
@@ -743,8 +743,8 @@ def error_cases(d):
         ("gguf version 2", ["gmm"] + [p("v2.gguf") + ":f32" if a == p("rhs.npy") else a for a in base], "version 2"),
         ("gguf truncated", ["gmm"] + [p("cut.gguf") + ":f32" if a == p("rhs.npy") else a for a in base], "--rhs"),
         ("gguf tensor of rank 1", ["gmm"] + [p("w.gguf") + ":vec" if a == p("rhs.npy") else a for a in base], "--rhs"),
-        ("gguf tensor of a type vkgmm does not run", ["gmm"] + [p("w.gguf") + ":q3k" if a == p("rhs.npy") else a
-                                                              for a in base], "Q3_K"),
+        ("gguf tensor of a type vkgmm does not run", ["gmm"] + [p("w.gguf") + ":iq2" if a == p("rhs.npy") else a
+                                                              for a in base], "IQ2_XXS"),
         ("gguf rhs-format mismatch (q8_0 file)", ["gmm"] + [p("w.gguf") + ":q8" if a == p("rhs.npy") else a
                                                            for a in base] + ["--rhs-format", "q4_0"], "--rhs-format"),
         ("gguf rhs-format mismatch (f32 file)", ["gmm"] + [p("w.gguf") + ":f32" if a == p("rhs.npy") else a
