@@ -151,6 +151,28 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
     c.decode = w.m / w.groups < kDecodeRowsPerGroup;
     plan_into(out, c, only, [&](Case& c) { plan_gmm(ctx, c, bench::gmm_problem(w)); });
   }
+  // Every block format on the matrix units (where the device has them): moe-prefill's shape with f16
+  // activations and GGUF's [G, n, k] blocks, as a quantized prefill runs there.
+  if (!ctx.info().matrix_extension.empty())
+    for (const std::string& preset : bench::quant_preset_names()) {
+      bench::Workload w;
+      bench::make_preset(preset, w);
+      if (!w.quantized() || !w.routed()) continue;  // one per format: its ids-decode preset names it
+      const DType format = *w.rhs_format;
+      bench::make_preset("moe-prefill", w);
+      Case c;
+      c.name = std::string(vkgmm::dtype_name(format)) + " matrix f16";
+      c.quantized = true;
+      c.shape = dims({w.m, w.k, w.n, w.groups});
+      plan_into(out, c, only, [&](Case& c) {
+        vkgmm::GmmProblem p = bench::gmm_problem(w);
+        p.lhs_type = p.out_type = DType::f16;
+        p.rhs_type = format;
+        p.transpose_rhs = true;
+        p.schedule = vkgmm::Schedule::matrix;
+        plan_gmm(ctx, c, p);
+      });
+    }
   return out;
 }
 

@@ -365,12 +365,13 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
              uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n + 64;
     };
     auto in_flight = [&](int64_t st) {
-      return ((uint64_t(rows) + uint64_t(cols) * halves) * st / 4 + invocations - 1) / invocations;
+      return ((uint64_t(rows) + uint64_t(cols) * halves * (rhs_blocks ? 2 : 1)) * st / 4 + invocations - 1) / invocations;
     };
     step = asked_step;
     while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > row.chunks_in_flight))
       step = std::max(unit, step / 2 / unit * unit);
-    const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves;
+    // Block-format weights accumulate their two f16 parts apart: twice the matrices.
+    const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves * (rhs_blocks ? 2 : 1);
     if (fragments <= row.matrix_fragments && shared_bytes(step) <= info.max_shared_memory) break;
     if (rows <= cm_m && cols <= cm_n)
       throw Error(Status::unsupported, std::string(op) + ": tiling: one " + std::to_string(cm_m) + " x " +

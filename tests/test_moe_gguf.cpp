@@ -1,6 +1,6 @@
 // A quantized MoE model file read the way an engine walks one: a GGUF file whose layers and projections
-// hold formats of their own (Q4_K_M's q4_K gate and up beside q6_K down, the next layer q5_0 beside
-// q4_K), each layer's router and experts loaded through the GGUF reader into a MoeLayerPlan, the layers
+// hold formats of their own (Q4_K_M's q4_K gate and up beside q6_K down, then iq4_xs beside q3_K, then
+// q5_0 beside q2_K), each layer's router and experts loaded through the GGUF reader into a MoeLayerPlan, the layers
 // chained (each takes the previous one's y), every y checked against the float64 layer of the weights the
 // file holds.
 #include <gtest/gtest.h>
@@ -134,7 +134,8 @@ Buffer upload_bytes(Context& ctx, const void* data, size_t bytes) {
 }
 
 TEST_F(DeviceTest, MoeModelWithMixedFormatsRunsLayerByLayerFromGguf) {
-  const std::vector<LayerFormats> formats = {{DType::q4_K, DType::q6_K}, {DType::q5_0, DType::q4_K}};
+  const std::vector<LayerFormats> formats = {
+      {DType::q4_K, DType::q6_K}, {DType::iq4_xs, DType::q3_K}, {DType::q5_0, DType::q2_K}};
   std::mt19937 rng(47);
   const gguf::File file = gguf::read(write_model(formats, rng));
   ASSERT_EQ(uint_kv(file, "qwen3moe.block_count"), int64_t(formats.size()));
