@@ -10,6 +10,7 @@
 #include "info.hpp"
 #include "quantize.hpp"
 #include "run.hpp"
+#include "vkgmm/vkgmm.h"
 
 namespace {
 
@@ -23,6 +24,7 @@ const char kUsage[] =
     "  gpu-report     the compiled code of vkgmm's pipelines on a device, RADV's null GPUs included (vkgmm gpu-report --help)\n"
     "  quantize       expert weights (.npy) to GGUF's block formats (vkgmm quantize --help)\n"
     "  help [command] show this, or a command's help\n"
+    "  --version      the library's version\n"
     "\n"
     "Environment: VKGMM_DEVICE (device index or name substring), VKGMM_VALIDATE=1 (validation layer).\n";
 
@@ -46,6 +48,10 @@ int main(int argc, char** argv) {
     const std::string cmd = argv[1];
     if (cmd == "--help" || cmd == "-h" || (cmd == "help" && argc == 2)) {
       std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (cmd == "--version") {
+      std::printf("vkgmm %s\n", vkgmm_version_string());
       return 0;
     }
     if (cmd == "help") {

@@ -161,9 +161,10 @@ uint q_row_table(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_table); 
 
 // The formats whose step is a whole block, its scale (fp16 d, or mxfp4's E8M0 byte) before the quants.
 bool q_whole_block(uint type) { return q_scale_bytes(type) != 0u; }
-// A whole block's scale from the word holding its first byte, at byte b & 3 of it.
+// A whole block's scale from the word holding its first byte, at byte b & 3 of it: an fp16 d, or where the
+// head is one byte (mxfp4), an E8M0 exponent.
 float q_block_scale(uint type, uint word, uint b) {
-  return type == VKGMM_DT_MXFP4 ? q_e8m0_half((word >> ((b & 3u) * 8u)) & 0xffu) : q_half_of(word, b);
+  return q_scale_bytes(type) == 1u ? q_e8m0_half((word >> ((b & 3u) * 8u)) & 0xffu) : q_half_of(word, b);
 }
 
 // q4_K: {fp16 d, dmin; uint8 scales[12]; uint8 q[128]}, 144 bytes; value = d * scale * q - dmin * min.
@@ -188,7 +189,7 @@ QStep q4k_step(uint type, uvec4 head, uint i) {
   QStep s = q_step_none();
   uint c = (i >> 6) & 3u, base = (i >> 8) * q_block_bytes(type);
   uint second = q_step_values(type) == 32u ? (i >> 5) & 1u : 0u;  // q5_K: the chunk's high nibbles
-  bool q5 = type == VKGMM_DT_Q5_K;
+  bool q5 = q_has_high(type);
   s.run = base + (q5 ? 48u : 16u) + c * 32u;
   s.hi_run = q5 ? base + 16u : 0u;
   s.shift = 4u * second;
@@ -217,12 +218,15 @@ QStep q_lead_step(uint type, uvec4 head, uint i) {
 }
 
 // A whole block's min and high bits from the 8 bytes of its head hw (.x: bytes 0-3): q4_1 {fp16 d, m;
-// uint8 q[16]} and q5_1 {fp16 d, m; uint8 qh[4]; uint8 q[16]}: d * q + m, so the min is -m; q5_0 {fp16 d;
-// uint8 qh[4]; uint8 q[16]}: qh's bit j is value j's fifth bit.
+// uint8 q[16]} and q5_1 {fp16 d, m; uint8 qh[4]; uint8 q[16]}: d * q + m, so a format with mins has its
+// min -m in the fp16 after d; q5_0 {fp16 d; uint8 qh[4]; uint8 q[16]}: a 5-bit format's fifth bits are
+// the head's last 4 bytes, qh, whose bit j is value j's.
 void q_head_fields(uint type, uvec2 hw, inout QStep s) {
-  if (type == VKGMM_DT_Q4_1 || type == VKGMM_DT_Q5_1) s.mins = vec2(-unpackHalf2x16(hw.x).y, 0.0);
-  if (type == VKGMM_DT_Q5_0) s.bits = (hw.x >> 16) | (hw.y << 16);
-  if (type == VKGMM_DT_Q5_1) s.bits = hw.y;
+  if (q_has_mins(type)) s.mins = vec2(-unpackHalf2x16(hw.x).y, 0.0);
+  if (q_row_bits(type) == 5u) {
+    uint at = (q_scale_bytes(type) - 4u) * 8u;  // 16 (q5_0) or 32 (q5_1): qh's first bit in hw
+    s.bits = at == 32u ? hw.y : (hw.x >> at) | (hw.y << (32u - at));
+  }
 }
 bool q_head_wide(uint type) { return q_scale_bytes(type) > 2u; }
 

@@ -2,6 +2,8 @@
 // signatures on numpy arrays. Everything checked or computed here is the library's; this layer converts.
 #include <pybind11/pybind11.h>
 
+#include "vkgmm/vkgmm.h"
+
 #include "array.hpp"
 #include "context.hpp"
 #include "errors.hpp"
@@ -12,6 +14,7 @@
 
 PYBIND11_MODULE(_vkgmm, m) {
   m.doc() = "vkgmm's C++ API, bound (use the vkgmm package)";
+  m.attr("__version__") = vkgmm_version_string();  // the library's: one version everywhere
   vkgmm_py::bind_errors(m);
   vkgmm_py::bind_context(m);
   vkgmm_py::bind_array(m);

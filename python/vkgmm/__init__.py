@@ -12,7 +12,7 @@ raises ContractError (a ValueError) with the library's message naming the argume
 DeviceError (a RuntimeError). The device waits release the GIL; one Context serves any number of threads.
 """
 
-from ._vkgmm import Array, Context, ContractError, DeviceError
+from ._vkgmm import Array, Context, ContractError, DeviceError, __version__
 from ._context import default_context, set_default_context
 from ._ops import GmmBackwardPlan, GmmPlan, TgmmPlan, gmm, gmm_backward, tgmm
 from ._moe import moe_layer, moe_layer_vjp
@@ -23,5 +23,5 @@ __all__ = [
     "Array", "Context", "ContractError", "DeviceError", "default_context", "set_default_context",
     "GmmPlan", "TgmmPlan", "GmmBackwardPlan", "IdsGmmPlan", "gmm", "tgmm", "gmm_backward", "gmm_ids",
     "gmm_ids_vjp", "top_k", "top_k_backward", "moe_layer", "moe_layer_vjp",
-    "quantize", "dequantize", "read_gguf", "to_float32", "bf16_bits", "BLOCK_FORMATS",
+    "quantize", "dequantize", "read_gguf", "to_float32", "bf16_bits", "BLOCK_FORMATS", "__version__",
 ]
