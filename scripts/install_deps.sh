@@ -7,6 +7,7 @@ packages=(cmake g++ make libvulkan-dev glslc spirv-tools mesa-vulkan-drivers vul
           libgtest-dev googletest python3-numpy libopenblas-dev pkg-config
           libopenmpi-dev openmpi-bin   # MPI: examples/expert_parallel and its tests
           pybind11-dev python3-dev python3-pytest  # the Python package (python/) and its tests
+          python3-venv python3-pip python3-setuptools python3-wheel  # pip install . (scripts/check_pip_install.sh)
           python3-matplotlib  # scripts/roofline.py: the bench's roofline (ctest bench_roofline)
           libglvnd0 libglx0 libopengl0 libegl1 libxext6)  # scripts/bundle.sh carries these: the GL
                                                           # dispatch and X libraries NVIDIA's Vulkan driver loads

@@ -1,0 +1,52 @@
+"""The vkgmm Python package built through CMake (pyproject.toml names this backend): the extension module
+vkgmm._vkgmm is CMake's vkgmm_python target (self-contained: the library is linked in statically), the
+pure-Python files are python/vkgmm/, and the version is CMake's project(VERSION), the one the library
+reports."""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = pathlib.Path(__file__).resolve().parent
+
+
+def project_version():
+    text = (ROOT / "CMakeLists.txt").read_text()
+    return re.search(r"project\(vkgmm VERSION (\d+\.\d+\.\d+)", text).group(1)
+
+
+class CMakeBuild(build_ext):
+    """Configures a Release build of the library and the extension alone (no tests, examples or tools) for
+    the interpreter running pip, then copies the module to where setuptools packs it."""
+
+    def build_extension(self, ext):
+        build = pathlib.Path(self.build_temp).resolve() / "cmake"
+        config = ["-DCMAKE_BUILD_TYPE=Release", "-DVKGMM_BUILD_TESTS=OFF", "-DVKGMM_BUILD_EXAMPLES=OFF",
+                  "-DVKGMM_BUILD_PYTHON=ON", f"-DPython3_EXECUTABLE={sys.executable}"]
+        subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build)] + config, check=True)
+        jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
+        subprocess.run(["cmake", "--build", str(build), "--target", "vkgmm_python", "--parallel", jobs], check=True)
+        built = sorted((build / "python" / "vkgmm").glob("_vkgmm*.so"))
+        if len(built) != 1:
+            raise RuntimeError(f"expected one extension module in {build / 'python' / 'vkgmm'}, found {built}")
+        target = pathlib.Path(self.get_ext_fullpath(ext.name))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built[0], target)
+
+
+setup(
+    version=project_version(),
+    packages=["vkgmm"],
+    package_dir={"vkgmm": "python/vkgmm"},
+    package_data={"vkgmm": ["__init__.pyi", "py.typed"]},
+    ext_modules=[Extension("vkgmm._vkgmm", sources=[])],
+    cmdclass={"build_ext": CMakeBuild},
+    # setuptools' build tree beside CMake's build/, not inside it.
+    options={"build": {"build_base": "build-pip"}, "egg_info": {"egg_base": "build-pip"}},
+    zip_safe=False,
+)
