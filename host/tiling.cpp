@@ -341,6 +341,9 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   const int64_t asked_step = round_up(std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1))), unit);
   const DeviceClass& row = device_class(info);
   const uint32_t most = std::max(1u, std::min(row.matrix_subgroups, info.max_workgroup_invocations / lanes));
+  // Block-format weights accumulate their two f16 parts apart and stage a chunk for each: twice the
+  // accumulators and twice the staged rhs.
+  const uint32_t f16_parts = rhs_blocks ? 2 : 1;
   // The block shrinks, its longer side halved in whole matrices, until each subgroup holds at most the
   // class's accumulator matrices and the stage fits shared memory (beside the dead schedules' few words:
   // 64 bytes).
@@ -361,17 +364,16 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
     const uint32_t invocations = s.sg_m * s.sg_n * lanes;
     auto shared_bytes = [&](int64_t st) {
       const uint64_t ld = uint64_t(st) + VKGMM_MATRIX_STAGE_PAD;
-      return uint64_t(2) * (uint64_t(rows) * ld + ld * cols * halves * (rhs_blocks ? 2 : 1)) +
+      return uint64_t(2) * (uint64_t(rows) * ld + ld * cols * halves * f16_parts) +
              uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n + 64;
     };
     auto in_flight = [&](int64_t st) {
-      return ((uint64_t(rows) + uint64_t(cols) * halves * (rhs_blocks ? 2 : 1)) * st / 4 + invocations - 1) / invocations;
+      return ((uint64_t(rows) + uint64_t(cols) * halves * f16_parts) * st / 4 + invocations - 1) / invocations;
     };
     step = asked_step;
     while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > row.chunks_in_flight))
       step = std::max(unit, step / 2 / unit * unit);
-    // Block-format weights accumulate their two f16 parts apart: twice the matrices.
-    const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves * (rhs_blocks ? 2 : 1);
+    const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves * f16_parts;
     if (fragments <= row.matrix_fragments && shared_bytes(step) <= info.max_shared_memory) break;
     if (rows <= cm_m && cols <= cm_n)
       throw Error(Status::unsupported, std::string(op) + ": tiling: one " + std::to_string(cm_m) + " x " +
@@ -394,7 +396,7 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // The stage line-major, each line's step at a stride of the step and the pad (shaders/stage.glsl).
   const int64_t ld = step + VKGMM_MATRIX_STAGE_PAD;
   s.shared_a = static_cast<uint32_t>(rows * ld);
-  s.shared_b = static_cast<uint32_t>(ld * cols * halves * (rhs_blocks ? 2 : 1));
+  s.shared_b = static_cast<uint32_t>(ld * cols * halves * f16_parts);
   return s;
 }
 

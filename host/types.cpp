@@ -104,7 +104,7 @@ size_t block_elements(DType t) {
 }
 
 size_t block_walk_step(DType t) {
-#define VKGMM_WALK_STEP_(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) \
+#define VKGMM_WALK_STEP_(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) \
   if (t == DType(VKGMM_##NAME)) return step;
   VKGMM_BLOCK_FORMATS(VKGMM_WALK_STEP_)
 #undef VKGMM_WALK_STEP_

@@ -163,24 +163,34 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 //   mins       1 where each run has a min taken off its values,
 //   high       1 where a step reads a second run of high bits, 8 words (q6_K's and q5_K's qh, q3_K's
 //              hmask),
-//   lead       1 where a super-block starts with its scales, read once per super-block (q4_K, q5_K: 16
-//              bytes, their super-blocks whole texels; iq4_xs: 8 bytes),
+//   scales     the decoder of a step's scales (VKGMM_QS_*): in its whole block's head; in a
+//              super-block's lead, read once per super-block (q4_K's packed 6-bit scales and mins, 16
+//              bytes of whole-texel super-blocks; iq4_xs's d and 6-bit scales, 8 bytes); or read with
+//              each step from the super-block (q6_K's int8 scales, q2_K's nibbles, q3_K's 6-bit scales),
 //   bits       a value's bits before its scale, offset: what is taken off them (q - offset),
 //   table      the levels a 4-bit code indexes (1: mxfp4's e2m1, 2: iq4_nl's; 0: none)).
-#define VKGMM_BLOCK_FORMATS(X)                \
-  X(Q8_0, 32, 2, 8, 8, 0, 0, 0, 8, 0, 0)      \
-  X(Q4_0, 32, 2, 8, 4, 0, 0, 0, 4, 8, 0)      \
-  X(Q4_K, 64, 0, 8, 8, 1, 0, 1, 4, 0, 0)      \
-  X(Q6_K, 32, 0, 4, 8, 0, 1, 0, 6, 32, 0)     \
-  X(MXFP4, 32, 1, 8, 4, 0, 0, 0, 4, 0, 1)     \
-  X(Q4_1, 32, 4, 8, 4, 1, 0, 0, 4, 0, 0)      \
-  X(Q5_0, 32, 6, 8, 4, 0, 0, 0, 5, 16, 0)     \
-  X(Q5_1, 32, 8, 8, 4, 1, 0, 0, 5, 0, 0)      \
-  X(IQ4_NL, 32, 2, 8, 4, 0, 0, 0, 4, 0, 2)    \
-  X(Q5_K, 32, 0, 8, 8, 1, 1, 1, 5, 0, 0)     \
-  X(IQ4_XS, 32, 0, 8, 4, 0, 0, 1, 4, 0, 2)    \
-  X(Q2_K, 32, 0, 4, 8, 1, 0, 0, 2, 0, 0)      \
-  X(Q3_K, 32, 0, 4, 8, 0, 1, 0, 3, 4, 0)
+// The scales decoders (shaders/quant.glsl, q_step): a whole block's head, a super-block's lead (q4_K's
+// layout, iq4_xs's), or each step's own (q6_K's, q2_K's, q3_K's layout).
+#define VKGMM_QS_HEAD 0
+#define VKGMM_QS_K_LEAD 1
+#define VKGMM_QS_IQ4XS_LEAD 2
+#define VKGMM_QS_Q6K 3
+#define VKGMM_QS_Q2K 4
+#define VKGMM_QS_Q3K 5
+#define VKGMM_BLOCK_FORMATS(X)                                \
+  X(Q8_0, 32, 2, 8, 8, 0, 0, VKGMM_QS_HEAD, 8, 0, 0)          \
+  X(Q4_0, 32, 2, 8, 4, 0, 0, VKGMM_QS_HEAD, 4, 8, 0)          \
+  X(Q4_K, 64, 0, 8, 8, 1, 0, VKGMM_QS_K_LEAD, 4, 0, 0)        \
+  X(Q6_K, 32, 0, 4, 8, 0, 1, VKGMM_QS_Q6K, 6, 32, 0)          \
+  X(MXFP4, 32, 1, 8, 4, 0, 0, VKGMM_QS_HEAD, 4, 0, 1)         \
+  X(Q4_1, 32, 4, 8, 4, 1, 0, VKGMM_QS_HEAD, 4, 0, 0)          \
+  X(Q5_0, 32, 6, 8, 4, 0, 0, VKGMM_QS_HEAD, 5, 16, 0)         \
+  X(Q5_1, 32, 8, 8, 4, 1, 0, VKGMM_QS_HEAD, 5, 0, 0)          \
+  X(IQ4_NL, 32, 2, 8, 4, 0, 0, VKGMM_QS_HEAD, 4, 0, 2)        \
+  X(Q5_K, 32, 0, 8, 8, 1, 1, VKGMM_QS_K_LEAD, 5, 0, 0)        \
+  X(IQ4_XS, 32, 0, 8, 4, 0, 0, VKGMM_QS_IQ4XS_LEAD, 4, 0, 2)  \
+  X(Q2_K, 32, 0, 4, 8, 1, 0, VKGMM_QS_Q2K, 2, 0, 0)           \
+  X(Q3_K, 32, 0, 4, 8, 0, 1, VKGMM_QS_Q3K, 3, 4, 0)
 
 // ----- push constants -----------------------------------------------------------------------------------
 // Every op's block starts with its operands' element offsets (relative to where each descriptor is

@@ -125,17 +125,17 @@ QStep q_step_none() { return QStep(0u, 0u, 0u, 0u, vec2(0.0), vec2(0.0), 0u); }
 // rows.)
 #define VKGMM_Q_VALUES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && type == uint(value)) * uint(values)
 #define VKGMM_Q_BYTES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && type == uint(value)) * uint(bytes)
-#define VKGMM_Q_ROW_any(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME)
-#define VKGMM_Q_ROW_step(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(step)
-#define VKGMM_Q_ROW_head(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(head)
-#define VKGMM_Q_ROW_run_quads(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(run_quads)
-#define VKGMM_Q_ROW_run_words(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(run_words)
-#define VKGMM_Q_ROW_mins(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(mins)
-#define VKGMM_Q_ROW_high(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(high)
-#define VKGMM_Q_ROW_lead(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(lead)
-#define VKGMM_Q_ROW_bits(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(bits)
-#define VKGMM_Q_ROW_offset(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(offset)
-#define VKGMM_Q_ROW_table(NAME, step, head, run_quads, run_words, mins, high, lead, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(table)
+#define VKGMM_Q_ROW_any(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME)
+#define VKGMM_Q_ROW_step(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(step)
+#define VKGMM_Q_ROW_head(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(head)
+#define VKGMM_Q_ROW_run_quads(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(run_quads)
+#define VKGMM_Q_ROW_run_words(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(run_words)
+#define VKGMM_Q_ROW_mins(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(mins)
+#define VKGMM_Q_ROW_high(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(high)
+#define VKGMM_Q_ROW_scales(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(scales)
+#define VKGMM_Q_ROW_bits(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(bits)
+#define VKGMM_Q_ROW_offset(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(offset)
+#define VKGMM_Q_ROW_table(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(table)
 uint q_block_values(uint type) { return 0u VKGMM_DTYPES(VKGMM_Q_VALUES); }
 uint q_block_bytes(uint type) { return 0u VKGMM_DTYPES(VKGMM_Q_BYTES); }
 bool q_is_block(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_any)) != 0u; }
@@ -149,7 +149,10 @@ uint q_run_words(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_wor
 // super-blocks led by 16 bytes of scales read once per super-block (q4_K, q5_K).
 bool q_has_mins(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_mins)) != 0u; }
 bool q_has_high(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_high)) != 0u; }
-bool q_has_lead(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_lead)) != 0u; }
+// The decoder of a step's scales (VKGMM_QS_*), and whether it reads a super-block's lead once per
+// super-block.
+uint q_scales(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_scales); }
+bool q_has_lead(uint type) { return q_scales(type) == VKGMM_QS_K_LEAD || q_scales(type) == VKGMM_QS_IQ4XS_LEAD; }
 // Super-blocks of whole texels (q4_K, q5_K: 144 and 176 bytes): a lead or a run at a texel's start is
 // placed at compile time.
 bool q_texel_blocks(uint type) { return q_block_bytes(type) % 16u == 0u; }
@@ -204,17 +207,17 @@ QStep q4k_step(uint type, uvec4 head, uint i) {
 // iq4_xs: {fp16 d; uint16 scales_h; uint8 scales_l[4]; uint8 q[128]}, 136 bytes, led by d, scales_h and
 // scales_l (head.x, head.y). A step is a 32-value sub-block ib, its 16 quant bytes packed as iq4_nl's, its
 // scale d * (ls - 32) with ls nibble ib of scales_l topped by bits 2 ib, 2 ib + 1 of scales_h.
-QStep iq4xs_step(uvec4 head, uint i) {
+QStep iq4xs_step(uint type, uvec4 head, uint i) {
   QStep s = q_step_none();
   uint ib = (i >> 5) & 7u;
-  s.run = (i >> 8) * q_block_bytes(VKGMM_DT_IQ4_XS) + 8u + 16u * ib;
+  s.run = (i >> 8) * q_block_bytes(type) + 8u + 16u * ib;
   uint ls = ((head.y >> (4u * ib)) & 15u) | (((head.x >> (16u + 2u * ib)) & 3u) << 4);
   s.scale = vec2(unpackHalf2x16(head.x).x * float(int(ls) - 32), 0.0);
   return s;
 }
 // The step at i of a super-block led by `head` (the formats with a lead).
 QStep q_lead_step(uint type, uvec4 head, uint i) {
-  return type == VKGMM_DT_IQ4_XS ? iq4xs_step(head, i) : q4k_step(type, head, i);
+  return q_scales(type) == VKGMM_QS_IQ4XS_LEAD ? iq4xs_step(type, head, i) : q4k_step(type, head, i);
 }
 
 // A whole block's min and high bits from the 8 bytes of its head hw (.x: bytes 0-3): q4_1 {fp16 d, m;
@@ -246,14 +249,14 @@ bool q_head_wide(uint type) { return q_scale_bytes(type) > 2u; }
 QStep q_sub_step(uint type, uint i) {
   QStep s = q_step_none();
   uint base = (i >> 8) * q_block_bytes(type), h = (i >> 7) & 1u, t = (i >> 5) & 3u;
-  if (type == VKGMM_DT_Q6_K) {
+  if (q_scales(type) == VKGMM_QS_Q6K) {
     s.run = base + h * 64u + (t & 1u) * 32u;
     s.hi_run = base + 128u + h * 32u;
     s.shift = t >= 2u ? 4u : 0u;
     s.hi_shift = 2u * t;
     int both = int(q_pair(base + 192u + h * 8u + 2u * t));
     s.scale = q_half(base + 208u) * vec2(bitfieldExtract(both, 0, 8), bitfieldExtract(both, 8, 8));
-  } else if (type == VKGMM_DT_Q2_K) {
+  } else if (q_scales(type) == VKGMM_QS_Q2K) {
     s.run = base + 16u + 32u * h;
     s.shift = 2u * t;
     uint sc = q_pair(base + 8u * h + 2u * t);
@@ -335,9 +338,9 @@ vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
 float q_run_scale(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.scale.y : s.scale.x; }
 float q_run_min(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.mins.y : s.mins.x; }
 
-// Whether the walk scales each value as it decodes it rather than each run's sum (gmm.comp): q4_K with 16
-// rows per invocation.
-bool q_values_scaled(uint type, uint rows) { return type == VKGMM_DT_Q4_K && rows >= 16u; }
+// Whether the walk scales each value as it decodes it rather than each run's sum (gmm.comp): steps of 64
+// values (q4_K's two 32-value runs) with 16 rows per invocation.
+bool q_values_scaled(uint type, uint rows) { return q_step_values(type) == 64u && rows >= 16u; }
 
 // Quad q of step s scaled: its raw values (q_raw4) times its run's scale, less its run's min.
 vec4 q_scaled4(uint type, QStep s, uint q, vec4 raw) {
