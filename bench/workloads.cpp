@@ -54,8 +54,7 @@ const std::vector<std::string>& quant_preset_names() {
   // ids-decode beside every block format's (the type list's order), then prefill: bf16 beside q8_0, q4_K.
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v = {"ids-decode"};
-    for (uint32_t t = 0; vkgmm::is_known(vkgmm::DType(t)); ++t)
-      if (vkgmm::is_quantized(vkgmm::DType(t))) v.push_back(std::string(vkgmm::dtype_name(vkgmm::DType(t))) + "-ids-decode");
+    for (vkgmm::DType t : vkgmm::block_formats()) v.push_back(std::string(vkgmm::dtype_name(t)) + "-ids-decode");
     for (const char* p : {"bf16-prefill", "q8_0-prefill", "q4_K-prefill"}) v.push_back(p);
     return v;
   }();

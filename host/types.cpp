@@ -88,10 +88,7 @@ bool is_quantized(DType t) {
 const char* block_format_names() {
   static const std::string names = [] {
     std::string s;
-#define VKGMM_BLOCK_NAME_(name, NAME, value, values, bytes, ggml) \
-  if (values > 1) s += (s.empty() ? "" : ", ") + std::string(#name);
-    VKGMM_DTYPES(VKGMM_BLOCK_NAME_)
-#undef VKGMM_BLOCK_NAME_
+    for (DType t : block_formats()) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
     return s;
   }();
   return names.c_str();

@@ -9,12 +9,8 @@
 namespace vkgmm::test {
 
 inline std::vector<DType> block_formats() {
-  std::vector<DType> out;
-#define VKGMM_TEST_BLOCK_FORMAT_(name, NAME, value, values, bytes, ggml) \
-  if (values > 1) out.push_back(DType::name);
-  VKGMM_DTYPES(VKGMM_TEST_BLOCK_FORMAT_)
-#undef VKGMM_TEST_BLOCK_FORMAT_
-  return out;
+  const auto formats = vkgmm::block_formats();
+  return std::vector<DType>(formats.begin(), formats.end());
 }
 
 // Every type: the element types, then the block formats.

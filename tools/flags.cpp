@@ -32,11 +32,9 @@ void replace_all(std::string& text, std::string_view key, const std::string& wit
 // "q8_0 32/34, q4_0 32/18, ...": each block format's values and bytes per block.
 std::string block_sizes() {
   std::string sizes;
-  for (uint32_t v = 0; vkgmm::is_known(vkgmm::DType(v)); ++v)
-    if (vkgmm::is_quantized(vkgmm::DType(v)))
-      sizes += (sizes.empty() ? "" : ", ") + std::string(vkgmm::dtype_name(vkgmm::DType(v))) + " " +
-               std::to_string(vkgmm::block_elements(vkgmm::DType(v))) + "/" +
-               std::to_string(vkgmm::block_bytes(vkgmm::DType(v)));
+  for (vkgmm::DType t : vkgmm::block_formats())
+    sizes += (sizes.empty() ? "" : ", ") + std::string(vkgmm::dtype_name(t)) + " " +
+             std::to_string(vkgmm::block_elements(t)) + "/" + std::to_string(vkgmm::block_bytes(t));
   return sizes;
 }
 

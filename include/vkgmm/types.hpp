@@ -1,6 +1,7 @@
 // Element types, status codes, errors and tilings: the vocabulary every other header uses.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,22 @@ constexpr bool is_known(DType t) {
 #define VKGMM_DTYPE_IS_(name, NAME, value, values, bytes, ggml) t == DType::name ||
   return VKGMM_DTYPES(VKGMM_DTYPE_IS_) false;
 #undef VKGMM_DTYPE_IS_
+}
+
+// Every block format, in VKGMM_DTYPES's order: `for (DType t : block_formats())`.
+constexpr size_t block_format_count() {
+#define VKGMM_DTYPE_COUNT_(name, NAME, value, values, bytes, ggml) +size_t(values > 1)
+  return 0 VKGMM_DTYPES(VKGMM_DTYPE_COUNT_);
+#undef VKGMM_DTYPE_COUNT_
+}
+constexpr std::array<DType, block_format_count()> block_formats() {
+  std::array<DType, block_format_count()> formats{};
+  size_t at = 0;
+#define VKGMM_DTYPE_BLOCK_(name, NAME, value, values, bytes, ggml) \
+  if (values > 1) formats[at++] = DType::name;
+  VKGMM_DTYPES(VKGMM_DTYPE_BLOCK_)
+#undef VKGMM_DTYPE_BLOCK_
+  return formats;
 }
 
 // Bytes of one element; throws Error(invalid_argument) for a block format (see storage_bytes).
