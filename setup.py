@@ -4,7 +4,6 @@ pure-Python files are python/vkgmm/, and the version is CMake's project(VERSION)
 reports."""
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
@@ -13,11 +12,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = pathlib.Path(__file__).resolve().parent
-
-
-def project_version():
-    text = (ROOT / "CMakeLists.txt").read_text()
-    return re.search(r"project\(vkgmm VERSION (\d+\.\d+\.\d+)", text).group(1)
+sys.path.insert(0, str(ROOT / "scripts"))
+from project_version import project_version  # noqa: E402
 
 
 class CMakeBuild(build_ext):

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Python package as a Python user installs it from a clone: `pip install --no-build-isolation .` into a
 # fresh virtual environment (--system-site-packages: Debian's numpy; --no-index: no package index), then,
-# from a directory away from the tree, `vkgmm.__version__` against CMake's and the README's Python example
-# with its printed shapes. It builds the library and the extension in Release in build-pip/ (about 2
-# minutes on 2 cores); ctest runs it as python_pip_install.
+# from a directory away from the tree, scripts/check_python_package.py: imported from the venv, the
+# project's version, the README's Python example. It builds the library and the extension in Release in
+# build-pip/ (about 2 minutes on 2 cores); ctest runs it as python_pip_install.
 # Needs python3-venv, python3-pip, python3-setuptools and python3-wheel (scripts/install_deps.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,15 +13,4 @@ trap 'rm -rf "$work"' EXIT
 "$work/venv/bin/pip" install --no-build-isolation --no-index "$root" >"$work/pip.log" 2>&1 ||
   { tail -40 "$work/pip.log"; exit 1; }
 cd "$work"
-"$work/venv/bin/python" - "$root" <<'PY'
-import pathlib, re, sys
-import vkgmm
-root = pathlib.Path(sys.argv[1])
-assert pathlib.Path(vkgmm.__file__).is_relative_to(pathlib.Path(sys.prefix)), vkgmm.__file__
-declared = re.search(r"project\(vkgmm VERSION (\d+\.\d+\.\d+)", (root / "CMakeLists.txt").read_text()).group(1)
-assert vkgmm.__version__ == declared, (vkgmm.__version__, declared)
-readme = (root / "README.md").read_text()
-code = re.search(r"```python\n(.*?)```", readme[readme.index("\n## Python\n"):], re.S).group(1)
-exec(compile(code, "README.md", "exec"), {})
-print("pip-installed vkgmm", vkgmm.__version__, "at", vkgmm.__file__)
-PY
+"$work/venv/bin/python" "$root/scripts/check_python_package.py" "$root" "$work/venv"

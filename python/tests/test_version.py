@@ -1,12 +1,18 @@
 """One version: the package's __version__ is the library's, which is CMake's project(VERSION)."""
+import importlib.util
 import pathlib
-import re
 
 import vkgmm
 
 
+def declared_version():
+    path = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "project_version.py"
+    spec = importlib.util.spec_from_file_location("project_version", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.project_version()
+
+
 def test_version_is_the_projects():
-    cmake = (pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
-    declared = re.search(r"project\(vkgmm VERSION (\d+\.\d+\.\d+)", cmake).group(1)
-    assert vkgmm.__version__ == declared
+    assert vkgmm.__version__ == declared_version()
     assert "__version__" in vkgmm.__all__
