@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """End-to-end check of `vkgmm quantize`: random <f4 weights quantized by the CLI, the blocks read back by
 numpy dequantizers written here from the format definitions (q8_0, q4_0, mxfp4) and compared with the
-input within each format's error; the output shape of every format; the error contract (exit 1 or 2, one
-stderr line naming the argument, no output file); and `vkgmm info` listing the formats.
+input within each format's error; every format's output shape, and its blocks read back by `vkgmm run
+gmm` (identity lhs rows, so the output is the decoded weights; --check against the CPU reference) within
+the format's relative RMS error; the error contract (exit 1 or 2, one stderr line naming the argument,
+no output file); and `vkgmm info` listing the formats.
 
 usage: check_quantize.py /path/to/vkgmm [--keep]
 """
@@ -18,7 +20,12 @@ import numpy as np
 
 TIMEOUT_S = 300
 # (values per block, bytes per block), docs/contract.md, "Quantized expert weights".
-FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_K": (256, 144), "q6_K": (256, 210), "mxfp4": (32, 17)}
+FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_K": (256, 144), "q6_K": (256, 210), "mxfp4": (32, 17),
+           "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "iq4_nl": (32, 18), "q5_K": (256, 176),
+           "iq4_xs": (256, 136), "q2_K": (256, 84), "q3_K": (256, 110)}
+# Relative RMS error of a format's quantizer on normal values, at most (the codecs' own tests bound them
+# tighter: tests/test_quant*.cpp); 4 bits or more: 0.15.
+RMS_BOUND = {"q2_K": 0.40, "q3_K": 0.22}
 
 
 def run(vkgmm, args):
@@ -122,6 +129,29 @@ def check_good(vkgmm, d, rng, fmt, shape):
     return within_format_error(fmt, x.reshape(E, n, k), values_of(fmt, q, (E, n, k)))
 
 
+def check_decoded_by_gmm(vkgmm, d, rng, fmt):
+    """Weights [E = 2, n = 8, k = 256] quantized by the CLI, then `vkgmm run gmm` of identity rows over
+    them (out = lhs @ W_g^T, so group g's rows give W_g^T): the decoded weights, checked by --check against
+    the CPU reference and here against the input within the format's relative RMS error."""
+    E, n, k = 2, 8, 256
+    x = rng.standard_normal((E, n, k)).astype(np.float32)
+    paths = {name: os.path.join(d, name + ".npy") for name in ("w", "q", "lhs", "gs", "out")}
+    np.save(paths["w"], x)
+    code, _, err = run(vkgmm, ["quantize", "--format", fmt, "--in", paths["w"], "--out", paths["q"]])
+    if code != 0:
+        return "quantize: exit %s: %s" % (code, err.strip())
+    np.save(paths["lhs"], np.tile(np.eye(k, dtype=np.float32), (E, 1)))
+    np.save(paths["gs"], np.full(E, k, np.int32))
+    code, _, err = run(vkgmm, ["run", "gmm", "--lhs", paths["lhs"], "--rhs", paths["q"], "--rhs-format", fmt,
+                               "--group-sizes", paths["gs"], "--out", paths["out"], "--check"])
+    if code != 0:
+        return "run gmm: exit %s: %s" % (code, err.strip())
+    y = np.load(paths["out"]).reshape(E, k, n).transpose(0, 2, 1)
+    rms = float(np.sqrt(np.mean((y.astype(np.float64) - x) ** 2) / np.mean(x.astype(np.float64) ** 2)))
+    bound = RMS_BOUND.get(fmt, 0.15)
+    return None if rms <= bound else "relative RMS error %.3f > %.2f" % (rms, bound)
+
+
 def error_cases(d):
     """(name, args, needle): each must exit 1 or 2 with one stderr line containing needle, and leave no
     output file."""
@@ -187,6 +217,15 @@ def main():
             except Exception as e:
                 reason = "%s: %s" % (type(e).__name__, e)
             report(name, reason)
+
+        for fmt in FORMATS:
+            d = os.path.join(tmp, "gmm_" + fmt)
+            os.makedirs(d)
+            try:
+                reason = check_decoded_by_gmm(vkgmm, d, rng, fmt)
+            except Exception as e:
+                reason = "%s: %s" % (type(e).__name__, e)
+            report(fmt + " [2, 8, 256] read back by run gmm", reason)
 
         # The numpy dequantizers themselves, on a hand-made q8_0 and q4_0 block (fp16 0x3800 = 0.5).
         q8 = np.zeros(34, np.uint8)
