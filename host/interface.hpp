@@ -15,33 +15,6 @@ using uint = uint32_t;  // the GLSL type name the field lists use
 struct OperandOffsets {
   VKGMM_PUSH_OPERAND_OFFSETS(VKGMM_PUSH_FIELD)
 };
-struct GmmPush {
-  VKGMM_GMM_PUSH(VKGMM_PUSH_FIELD)
-};
-struct TgmmPush {
-  VKGMM_TGMM_PUSH(VKGMM_PUSH_FIELD)
-};
-struct CeilingPush {
-  VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD)
-};
-struct ReadPush {
-  VKGMM_READ_PUSH(VKGMM_PUSH_FIELD)
-};
-struct MetadataPush {
-  VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD)
-};
-struct CombinePush {
-  VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD)
-};
-struct TopKPush {
-  VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD)
-};
-struct TopKGradPush {
-  VKGMM_TOPK_GRAD_PUSH(VKGMM_PUSH_FIELD)
-};
-struct GradPush {
-  VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD)
-};
 
 // A push-constant field by name and byte offset, as the host lays it out (what the interface test
 // compares with the offsets glslc gave the shader's block).
@@ -49,54 +22,30 @@ struct PushField {
   const char* name;
   uint32_t offset;
 };
-#define VKGMM_PUSH_FIELD_ENTRY(type, name) {#name, static_cast<uint32_t>(offsetof(Struct, name))},
-template <class Struct>
+template <class Push>
 struct PushLayout;
-template <>
-struct PushLayout<GmmPush> {
-  using Struct = GmmPush;
-  static constexpr PushField fields[] = {VKGMM_GMM_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
-struct PushLayout<TgmmPush> {
-  using Struct = TgmmPush;
-  static constexpr PushField fields[] = {VKGMM_TGMM_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
-struct PushLayout<CeilingPush> {
-  using Struct = CeilingPush;
-  static constexpr PushField fields[] = {VKGMM_CEILING_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
-struct PushLayout<ReadPush> {
-  using Struct = ReadPush;
-  static constexpr PushField fields[] = {VKGMM_READ_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
-struct PushLayout<MetadataPush> {
-  using Struct = MetadataPush;
-  static constexpr PushField fields[] = {VKGMM_METADATA_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
-struct PushLayout<CombinePush> {
-  using Struct = CombinePush;
-  static constexpr PushField fields[] = {VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
-struct PushLayout<TopKPush> {
-  using Struct = TopKPush;
-  static constexpr PushField fields[] = {VKGMM_TOPK_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
-struct PushLayout<TopKGradPush> {
-  using Struct = TopKGradPush;
-  static constexpr PushField fields[] = {VKGMM_TOPK_GRAD_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
-template <>
-struct PushLayout<GradPush> {
-  using Struct = GradPush;
-  static constexpr PushField fields[] = {VKGMM_GRAD_PUSH(VKGMM_PUSH_FIELD_ENTRY)};
-};
+
+// Each op's push block: its struct from the shader's field list, and the list's names and offsets.
+#define VKGMM_PUSH_FIELD_ENTRY(type, name) {#name, static_cast<uint32_t>(offsetof(Struct, name))},
+#define VKGMM_PUSH_BLOCK(Name, FIELDS)                                      \
+  struct Name {                                                             \
+    FIELDS(VKGMM_PUSH_FIELD)                                                \
+  };                                                                        \
+  template <>                                                               \
+  struct PushLayout<Name> {                                                 \
+    using Struct = Name;                                                    \
+    static constexpr PushField fields[] = {FIELDS(VKGMM_PUSH_FIELD_ENTRY)}; \
+  };
+VKGMM_PUSH_BLOCK(GmmPush, VKGMM_GMM_PUSH)
+VKGMM_PUSH_BLOCK(TgmmPush, VKGMM_TGMM_PUSH)
+VKGMM_PUSH_BLOCK(CeilingPush, VKGMM_CEILING_PUSH)
+VKGMM_PUSH_BLOCK(ReadPush, VKGMM_READ_PUSH)
+VKGMM_PUSH_BLOCK(MetadataPush, VKGMM_METADATA_PUSH)
+VKGMM_PUSH_BLOCK(CombinePush, VKGMM_COMBINE_PUSH)
+VKGMM_PUSH_BLOCK(TopKPush, VKGMM_TOPK_PUSH)
+VKGMM_PUSH_BLOCK(TopKGradPush, VKGMM_TOPK_GRAD_PUSH)
+VKGMM_PUSH_BLOCK(GradPush, VKGMM_GRAD_PUSH)
+#undef VKGMM_PUSH_BLOCK
 #undef VKGMM_PUSH_FIELD_ENTRY
 
 // Every op's push block starts with its operands' offsets, where the plan core writes them.

@@ -170,13 +170,14 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 //   bits       a value's bits before its scale, offset: what is taken off them (q - offset),
 //   table      the levels a 4-bit code indexes (1: mxfp4's e2m1, 2: iq4_nl's; 0: none)).
 // The scales decoders (shaders/quant.glsl, q_step): a whole block's head, a super-block's lead (q4_K's
-// layout, iq4_xs's), or each step's own (q6_K's, q2_K's, q3_K's layout).
-#define VKGMM_QS_HEAD 0
-#define VKGMM_QS_K_LEAD 1
-#define VKGMM_QS_IQ4XS_LEAD 2
-#define VKGMM_QS_Q6K 3
-#define VKGMM_QS_Q2K 4
-#define VKGMM_QS_Q3K 5
+// layout, iq4_xs's), or each step's own (q6_K's, q2_K's, q3_K's layout). From 1: an element type's
+// q_scales is 0, none of them.
+#define VKGMM_QS_HEAD 1
+#define VKGMM_QS_K_LEAD 2
+#define VKGMM_QS_IQ4XS_LEAD 3
+#define VKGMM_QS_Q6K 4
+#define VKGMM_QS_Q2K 5
+#define VKGMM_QS_Q3K 6
 #define VKGMM_BLOCK_FORMATS(X)                                \
   X(Q8_0, 32, 2, 8, 8, 0, 0, VKGMM_QS_HEAD, 8, 0, 0)          \
   X(Q4_0, 32, 2, 8, 4, 0, 0, VKGMM_QS_HEAD, 4, 8, 0)          \

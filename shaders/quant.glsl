@@ -145,8 +145,8 @@ uint q_scale_bytes(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_head);
 uint q_run_quads(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_quads)) + uint(!q_is_block(type)) * 8u; }
 // Words of quant bytes per step: word q % q_run_words holds quad q (q4_K: quads q and q + 8, nibbles).
 uint q_run_words(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_words)) + uint(!q_is_block(type)) * 8u; }
-// Runs with a min taken off (q4_K, q5_K, q4_1, q5_1); steps with a run of high bits, 8 words (q6_K, q5_K);
-// super-blocks led by 16 bytes of scales read once per super-block (q4_K, q5_K).
+// Runs with a min taken off (q4_K, q5_K, q4_1, q5_1); steps with a run of high bits, 8 words (q6_K, q5_K,
+// q3_K).
 bool q_has_mins(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_mins)) != 0u; }
 bool q_has_high(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_high)) != 0u; }
 // The decoder of a step's scales (VKGMM_QS_*), and whether it reads a super-block's lead once per

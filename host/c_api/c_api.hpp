@@ -27,35 +27,18 @@ struct VKGMM_HIDDEN vkgmm_buffer {
 };
 
 // Plans remember their context's device, so *_run can refuse a context the plan was not made on.
-struct VKGMM_HIDDEN vkgmm_gmm_plan {
-  vkgmm::GmmPlan plan;
-  std::shared_ptr<vkgmm::Context::Impl> owner;
-};
-
-struct VKGMM_HIDDEN vkgmm_tgmm_plan {
-  vkgmm::TgmmPlan plan;
-  std::shared_ptr<vkgmm::Context::Impl> owner;
-};
-
-struct VKGMM_HIDDEN vkgmm_gmm_backward_plan {
-  vkgmm::GmmBackwardPlan plan;
-  std::shared_ptr<vkgmm::Context::Impl> owner;
-};
-
-struct VKGMM_HIDDEN vkgmm_top_k_plan {
-  vkgmm::TopKPlan plan;
-  std::shared_ptr<vkgmm::Context::Impl> owner;
-};
-
-struct VKGMM_HIDDEN vkgmm_moe_layer_plan {
-  vkgmm::MoeLayerPlan plan;
-  std::shared_ptr<vkgmm::Context::Impl> owner;
-};
-
-struct VKGMM_HIDDEN vkgmm_top_k_backward_plan {
-  vkgmm::TopKBackwardPlan plan;
-  std::shared_ptr<vkgmm::Context::Impl> owner;
-};
+#define VKGMM_C_PLAN(c_name, Plan)               \
+  struct VKGMM_HIDDEN c_name {                   \
+    Plan plan;                                   \
+    std::shared_ptr<vkgmm::Context::Impl> owner; \
+  };
+VKGMM_C_PLAN(vkgmm_gmm_plan, vkgmm::GmmPlan)
+VKGMM_C_PLAN(vkgmm_tgmm_plan, vkgmm::TgmmPlan)
+VKGMM_C_PLAN(vkgmm_gmm_backward_plan, vkgmm::GmmBackwardPlan)
+VKGMM_C_PLAN(vkgmm_top_k_plan, vkgmm::TopKPlan)
+VKGMM_C_PLAN(vkgmm_moe_layer_plan, vkgmm::MoeLayerPlan)
+VKGMM_C_PLAN(vkgmm_top_k_backward_plan, vkgmm::TopKBackwardPlan)
+#undef VKGMM_C_PLAN
 
 namespace vkgmm::c_api {
 
