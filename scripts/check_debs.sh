@@ -1,44 +1,43 @@
 #!/usr/bin/env bash
 # The Debian packages as an engine author gets them, by the README's lines: scripts/build_debs.sh builds
-# the four .debs (lintian's errors fail it), then they are installed on this machine with apt-get and used
-# from outside the tree:
-#   - the shared library's SONAME and symbols file, and its exports (the public API only);
-#   - a C consumer built through pkg-config: tests/test_c_api.c, each op against plain loops;
-#   - the C++ app examples/app_record built through find_package(vkgmm), run against /usr's libvkgmm.so.0;
-#   - `vkgmm --version` and `vkgmm info` from /usr/bin, and its man page naming every command;
-#   - Debian's python3 importing python3-vkgmm and running the README's Python example.
-# The packages are purged at the end. Run as root (apt-get). About 11 minutes on 2 cores, so not part of
-# every CI run: run it after changing debian/, cmake/install.cmake, the public headers or what the
-# library exports (docs/packaging.md).
+# the four .debs, then they are installed on this machine with apt-get and used from outside the tree
+# (docs/packaging.md says what is checked, and when to run this). Packages this script installed are
+# purged at the end. Run as root (apt-get).
 # usage: scripts/check_debs.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "check_debs.sh installs packages with apt-get: run it as root"; exit 1; }
-work=$(mktemp -d "${TMPDIR:-/tmp}/vkgmm-debs-check.XXXXXX")
 packages=(libvkgmm0 libvkgmm-dev vkgmm python3-vkgmm)
+for p in "${packages[@]}"; do
+  ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    { echo "$p is installed already: check_debs.sh installs and purges its own; remove it first"; exit 1; }
+done
+work=$(mktemp -d "${TMPDIR:-/tmp}/vkgmm-debs-check.XXXXXX")
+installed=0
 cleanup() {
-  if dpkg-query -W "${packages[@]}" >/dev/null 2>&1; then apt-get purge -y -qq "${packages[@]}" >/dev/null; fi
+  if [ "$installed" = 1 ]; then apt-get purge -y -qq "${packages[@]}" >/dev/null || echo "purging failed"; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 step() { echo "--- $*"; }
 export DEBIAN_FRONTEND=noninteractive
-version=$(/usr/bin/python3 "$root/scripts/project_version.py")
 
 step "scripts/build_debs.sh"
 "$root/scripts/build_debs.sh" "$work/debs"
+version=$(/usr/bin/python3 "$root/scripts/project_version.py")
 debs=()
 for p in "${packages[@]}"; do debs+=("$(ls "$work/debs/${p}_${version}_"*.deb)"); done
 
 step "the shared library: SONAME, symbols file, exports"
 dpkg-deb -x "${debs[0]}" "$work/lib0"
 so=$(ls "$work"/lib0/usr/lib/*/libvkgmm.so.0)
-readelf -d "$so" | grep -q 'SONAME.*\[libvkgmm\.so\.0\]' || { echo "SONAME is not libvkgmm.so.0"; exit 1; }
-dpkg-deb -I "${debs[0]}" symbols | head -1 | grep -q '^libvkgmm.so.0 libvkgmm0 ' ||
-  { echo "libvkgmm0 has no symbols file"; exit 1; }
+readelf -d "$so" | grep 'SONAME.*\[libvkgmm\.so\.0\]' >/dev/null || { echo "SONAME is not libvkgmm.so.0"; exit 1; }
+dpkg-deb -I "${debs[0]}" symbols >"$work/symbols" 2>&1 || true
+grep -q '^libvkgmm.so.0 libvkgmm0 ' "$work/symbols" || { echo "libvkgmm0 has no symbols file"; exit 1; }
 python3 "$root/tests/install/check_exports.py" "$so" "$root/include"
 
 step "apt-get install ./*.deb"
+installed=1
 apt-get install -y -qq "${debs[@]}" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
 for p in "${packages[@]}"; do
   [ "$(dpkg-query -W -f='${Version}' "$p")" = "$version" ] || { echo "$p is not at $version"; exit 1; }
@@ -62,13 +61,13 @@ step "C through pkg-config: tests/test_c_api.c"
 # shellcheck disable=SC2046  # pkg-config's flags are words
 cc -std=c11 -Wall -Wextra -Wno-missing-field-initializers -O2 -DVKGMM_PROJECT_VERSION="\"$version\"" -o c_api "$root/tests/test_c_api.c" \
   $(pkg-config --cflags --libs vkgmm) -lm
-ldd ./c_api | grep -Eq '=> (/usr)?/lib/[^ ]*/libvkgmm\.so\.0 ' || { ldd ./c_api; exit 1; }
+ldd ./c_api | grep -E '=> (/usr)?/lib/[^ ]*/libvkgmm\.so\.0 ' >/dev/null || { ldd ./c_api; exit 1; }
 ./c_api
 
 step "C++ through find_package(vkgmm): examples/app_record"
 { cmake -S "$root/examples/app_record" -B cxx -DCMAKE_BUILD_TYPE=Release &&
   cmake --build cxx -j"$(nproc)"; } >"$work/cxx.log" 2>&1 || { cat "$work/cxx.log"; exit 1; }
-ldd cxx/vkgmm_example_app | grep -Eq '=> (/usr)?/lib/[^ ]*/libvkgmm\.so\.0 ' || { ldd cxx/vkgmm_example_app; exit 1; }
+ldd cxx/vkgmm_example_app | grep -E '=> (/usr)?/lib/[^ ]*/libvkgmm\.so\.0 ' >/dev/null || { ldd cxx/vkgmm_example_app; exit 1; }
 cxx/vkgmm_example_app
 
 step "python3-vkgmm: the README's example"

@@ -11,6 +11,7 @@ usage: check_quantize.py /path/to/vkgmm [--keep]
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,10 +20,9 @@ import tempfile
 import numpy as np
 
 TIMEOUT_S = 300
-# (values per block, bytes per block), docs/contract.md, "Quantized expert weights".
-FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_K": (256, 144), "q6_K": (256, 210), "mxfp4": (32, 17),
-           "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "iq4_nl": (32, 18), "q5_K": (256, 176),
-           "iq4_xs": (256, 136), "q2_K": (256, 84), "q3_K": (256, 110)}
+# {format: (values per block, bytes per block)}, as `vkgmm quantize --help` gives them (main reads them
+# there, so that every format it offers is checked; `vkgmm info`'s list below pins which those are).
+FORMATS = {}
 # Relative RMS error of a format's quantizer on normal values, at most (the codecs' own tests bound them
 # tighter: tests/test_quant*.cpp); 4 bits or more: 0.15.
 RMS_BOUND = {"q2_K": 0.40, "q3_K": 0.22}
@@ -129,6 +129,16 @@ def check_good(vkgmm, d, rng, fmt, shape):
     return within_format_error(fmt, x.reshape(E, n, k), values_of(fmt, q, (E, n, k)))
 
 
+def block_sizes(vkgmm):
+    """{format: (values, bytes)} from `vkgmm quantize --help`: "(values per block B, bytes per block S: q8_0
+    32/34, ..., q3_K 256/110)"."""
+    code, stdout, err = run(vkgmm, ["quantize", "--help"])
+    found = re.search(r"bytes per block S:(.*?)\)", stdout, re.S)
+    if code != 0 or not found:
+        raise RuntimeError("vkgmm quantize --help: exit %s, no block sizes in %r %r" % (code, stdout[:200], err))
+    return {name: (int(b), int(s)) for name, b, s in re.findall(r"(\w+) (\d+)/(\d+)", found.group(1))}
+
+
 def check_decoded_by_gmm(vkgmm, d, rng, fmt):
     """Weights [E = 2, n = 8, k = 256] quantized by the CLI, then `vkgmm run gmm` of identity rows over
     them (out = lhs @ W_g^T, so group g's rows give W_g^T): the decoded weights, checked by --check against
@@ -208,6 +218,7 @@ def main():
             print("FAIL  %s: %s" % (name, reason), flush=True)
 
     try:
+        FORMATS.update(block_sizes(vkgmm))
         rng = np.random.default_rng(4321)
         for i, (name, fmt, shape) in enumerate(good_cases()):
             d = os.path.join(tmp, "case%02d" % i)
@@ -275,6 +286,8 @@ def main():
         except (ValueError, KeyError) as e:
             reason = "exit %s, not the JSON expected (%s): %r %r" % (code, e, stdout[:200], err)
         report("info --json lists the formats", reason)
+        report("quantize --help sizes every format", None if list(FORMATS) == listed[3:] else
+               "quantize --help: %r, info: %r" % (list(FORMATS), listed[3:]))
         code, stdout, err = run(vkgmm, ["info"])
         line = [l for l in stdout.splitlines() if l.startswith("rhs_formats:")]
         report("info lists the formats", None if code == 0 and line and " ".join(listed) in line[0] else
