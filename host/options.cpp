@@ -17,11 +17,23 @@ bool flag(EnvLookup getenv, const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-Grid checked_grid(Grid g, const char* what) {
-  if (g != Grid::automatic && g != Grid::per_visit && g != Grid::persistent)
+// `value` if `rows` name it; else an error naming `what`.
+template <typename E, size_t N>
+E checked_choice(const NamedChoice<E> (&rows)[N], E value, const std::string& what) {
+  if (!choice_name(rows, value))
     throw Error(Status::invalid_argument,
-                std::string(what) + ": " + std::to_string(static_cast<int>(g)) + " is not automatic, per_visit or persistent");
-  return g;
+                what + ": " + std::to_string(static_cast<int>(value)) + " is not " + choice_names(rows));
+  return value;
+}
+
+// A choice given in the options (checked), else the one `env` names; text that names none leaves the
+// automatic choice, as before the option existed.
+template <typename E, size_t N>
+E resolved_choice(const NamedChoice<E> (&rows)[N], const std::optional<E>& given, const char* field, const char* env,
+                  EnvLookup getenv) {
+  if (given) return checked_choice(rows, *given, std::string("ContextOptions.") + field);
+  const char* text = getenv(env);
+  return text ? choice_of_name(rows, text).value_or(E::automatic) : E::automatic;
 }
 
 bool known_matrix_extension(const std::string& name) {
@@ -36,39 +48,12 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
   if (r.device.empty())
     if (const char* d = getenv("VKGMM_DEVICE")) r.device = d;
   r.validate = o.validate.value_or(flag(getenv, "VKGMM_VALIDATE"));
-  if (o.schedule) {
-    const Schedule s = *o.schedule;
-    if (s != Schedule::automatic && s != Schedule::shared && s != Schedule::direct && s != Schedule::matrix)
-      throw Error(Status::invalid_argument, "ContextOptions.schedule: " + std::to_string(static_cast<int>(s)) +
-                                                " is not automatic, shared, direct or matrix");
-    r.schedule = s;
-  } else if (const char* s = getenv("VKGMM_SCHEDULE")) {
-    // Unknown values leave the choice to each problem, as before the option existed.
-    if (std::strcmp(s, "shared") == 0) r.schedule = Schedule::shared;
-    if (std::strcmp(s, "direct") == 0) r.schedule = Schedule::direct;
-    if (std::strcmp(s, "matrix") == 0) r.schedule = Schedule::matrix;
-  }
+  r.schedule = resolved_choice(kSchedules, o.schedule, "schedule", "VKGMM_SCHEDULE", getenv);
   r.storage16 = o.storage16.value_or(!flag(getenv, "VKGMM_DISABLE_16BIT_STORAGE"));
   r.vec4_loads = o.vec4_loads.value_or(!flag(getenv, "VKGMM_DISABLE_VEC4"));
   r.texel_loads = o.texel_loads.value_or(!flag(getenv, "VKGMM_DISABLE_TEXEL"));
-  if (o.device_grid) {
-    const DeviceGrid g = *o.device_grid;
-    if (g != DeviceGrid::automatic && g != DeviceGrid::indirect && g != DeviceGrid::upper_bound)
-      throw Error(Status::invalid_argument, "ContextOptions.device_grid: " + std::to_string(static_cast<int>(g)) +
-                                                " is not automatic, indirect or upper_bound");
-    r.device_grid = g;
-  } else if (const char* g = getenv("VKGMM_DEVICE_GRID")) {
-    // As $VKGMM_SCHEDULE: unknown values leave the automatic choice.
-    if (std::strcmp(g, "indirect") == 0) r.device_grid = DeviceGrid::indirect;
-    if (std::strcmp(g, "upper_bound") == 0) r.device_grid = DeviceGrid::upper_bound;
-  }
-  if (o.grid) {
-    r.grid = checked_grid(*o.grid, "ContextOptions.grid");
-  } else if (const char* g = getenv("VKGMM_GRID")) {
-    // As $VKGMM_SCHEDULE: unknown values leave the choice to each problem.
-    if (std::strcmp(g, "per_visit") == 0) r.grid = Grid::per_visit;
-    if (std::strcmp(g, "persistent") == 0) r.grid = Grid::persistent;
-  }
+  r.device_grid = resolved_choice(kDeviceGrids, o.device_grid, "device_grid", "VKGMM_DEVICE_GRID", getenv);
+  r.grid = resolved_choice(kGrids, o.grid, "grid", "VKGMM_GRID", getenv);
   if (o.persistent_workgroups) {
     r.persistent_workgroups = *o.persistent_workgroups;
   } else if (const char* w = getenv("VKGMM_PERSISTENT_WORKGROUPS")) {
@@ -138,7 +123,7 @@ DeviceGrid device_grid(const ResolvedOptions& o, const DeviceInfo& info) {
 }
 
 bool persistent_grid(const char* op, Grid requested, const ResolvedOptions& o, const DeviceInfo& info) {
-  checked_grid(requested, (std::string(op) + ": grid").c_str());
+  checked_choice(kGrids, requested, std::string(op) + ": grid");
   (void)info;
   if (o.grid != Grid::automatic) return o.grid == Grid::persistent;
   if (requested != Grid::automatic) return requested == Grid::persistent;

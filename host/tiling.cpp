@@ -15,13 +15,8 @@
 namespace vkgmm {
 
 const char* schedule_name(Schedule s) {
-  switch (s) {
-    case Schedule::automatic: return "auto";
-    case Schedule::shared: return "shared";
-    case Schedule::direct: return "direct";
-    case Schedule::matrix: return "matrix";
-  }
-  return "?";
+  const char* name = choice_name(kSchedules, s);
+  return name ? name : "?";
 }
 
 namespace {
@@ -73,10 +68,9 @@ RegisterTile shared_register_tile(const DeviceInfo& info) {
 }
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule forced) {
-  if (requested != Schedule::automatic && requested != Schedule::shared && requested != Schedule::direct &&
-      requested != Schedule::matrix)
-    throw Error(Status::invalid_argument, "schedule: " + std::to_string(static_cast<int>(requested)) +
-                                              " is not automatic, shared, direct or matrix");
+  if (!choice_name(kSchedules, requested))
+    throw Error(Status::invalid_argument, "schedule: " + std::to_string(static_cast<int>(requested)) + " is not " +
+                                              choice_names(kSchedules));
   if (forced != Schedule::automatic) return forced;
   if (requested != Schedule::automatic) return requested;
   // Measured on lavapipe: shared-memory staging and barriers cost more than they save on a CPU.

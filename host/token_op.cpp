@@ -64,7 +64,12 @@ TokenOpCore::TokenOpCore(Context& ctx, const char* op, const TopKProblem& p, con
     check_operand_limits(op, info, {{rows[i].name, token_operand_elements(p, rows[i].extent) * 4}});
   if (p.tokens <= 0) return;
   groups_ = token_groups(info, p.tokens);
-  pipeline_ = ctx_->pipeline(module.code.code, module.code.words, module.constants);
+  std::vector<uint32_t> constants;
+  for (const auto& [id, value] : module.constants) {
+    if (constants.size() <= id) constants.resize(id + 1, 0);
+    constants[id] = value;
+  }
+  pipeline_ = ctx_->pipeline(module.code.code, module.code.words, constants);
   ctx_->log.throw_if_any();
 }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "context_impl.hpp"
@@ -34,7 +35,8 @@ uint64_t tokens_per_invocation(const DeviceInfo& info, int64_t tokens);
 // What an op adds to its table: its module, constants and the CPU loop budget's terms.
 struct TokenOpModule {
   ShaderCode code;
-  std::vector<uint32_t> constants;
+  // The module's specialization constants, {id, value}; the others are 0.
+  std::vector<std::pair<uint32_t, uint32_t>> constants;
   // Loop iterations of one invocation that takes `tokens` tokens (tiling.hpp, check_cpu_loop_budget).
   uint64_t (*loop_iterations)(const TopKProblem& p, uint64_t tokens) = nullptr;
   const char* advice = "";  // what the loop budget's refusal tells the app to do

@@ -21,14 +21,9 @@ uint64_t loop_iterations(const TopKProblem& p, uint64_t tokens) {
 }
 
 TokenOpModule module(const TopKProblem& p, const TopKBackwardOptions& options) {
-  TokenOpModule m;
-  m.code = topk_grad_shader();
-  m.constants.assign(VKGMM_ID_TOPK_GRAD_ACCUMULATE + 1, 0);
-  m.constants[VKGMM_ID_TOPK_RENORMALIZE] = p.renormalize;
-  m.constants[VKGMM_ID_TOPK_GRAD_ACCUMULATE] = options.accumulate;
-  m.loop_iterations = loop_iterations;
-  m.advice = "differentiate over fewer experts per call, or fewer of them per token";
-  return m;
+  return {topk_grad_shader(),
+          {{VKGMM_ID_TOPK_RENORMALIZE, p.renormalize}, {VKGMM_ID_TOPK_GRAD_ACCUMULATE, options.accumulate}},
+          loop_iterations, "differentiate over fewer experts per call, or fewer of them per token"};
 }
 }  // namespace
 

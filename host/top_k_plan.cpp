@@ -19,14 +19,9 @@ uint64_t loop_iterations(const TopKProblem& p, uint64_t tokens) {
 }
 
 TokenOpModule module(const TopKProblem& p) {
-  TokenOpModule m;
-  m.code = topk_shader();
-  m.constants.assign(VKGMM_ID_TOPK_RENORMALIZE + 1, 0);
-  m.constants[VKGMM_ID_TOPK_RENORMALIZE] = p.renormalize;
-  m.loop_iterations = loop_iterations;
   // An invocation reads each of its tokens' logits top_k + 2 times: no existing_out to split that over calls.
-  m.advice = "choose among fewer experts per call, or fewer of them per token";
-  return m;
+  return {topk_shader(), {{VKGMM_ID_TOPK_RENORMALIZE, p.renormalize}}, loop_iterations,
+          "choose among fewer experts per call, or fewer of them per token"};
 }
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "options.hpp"
+#include "vkgmm/vkgmm.h"
 
 namespace vkgmm {
 namespace {
@@ -102,6 +103,42 @@ TEST(Options, GridAndPersistentWorkgroups) {
   EXPECT_FALSE(persistent_grid("gmm", Grid::per_visit, none, cpu));
   EXPECT_FALSE(persistent_grid("gmm", Grid::persistent, forced, cpu));
   EXPECT_THROW(persistent_grid("gmm", static_cast<Grid>(4), none, cpu), Error);
+}
+
+// Every choice's name is what its variable takes and what its names give back, the C enumerators are
+// its values, and a number outside the list is refused with the list named.
+template <typename E, size_t N>
+void each_choice_round_trips(const NamedChoice<E> (&rows)[N], const char* env, E ResolvedOptions::*field) {
+  for (const NamedChoice<E>& r : rows) {
+    EXPECT_STREQ(choice_name(rows, r.value), r.name);
+    EXPECT_EQ(choice_of_name(rows, r.name), r.value) << r.name;
+    EXPECT_EQ(resolve({}, {{env, r.name}}).*field, r.value) << env << "=" << r.name;
+  }
+  EXPECT_EQ(choice_name(rows, static_cast<E>(N)), nullptr);
+  EXPECT_EQ(choice_of_name(rows, "auto"), std::nullopt);
+  EXPECT_EQ(choice_of_name(rows, ""), std::nullopt);
+}
+
+TEST(Options, ChoicesAreOneVocabulary) {
+  each_choice_round_trips(kSchedules, "VKGMM_SCHEDULE", &ResolvedOptions::schedule);
+  each_choice_round_trips(kDeviceGrids, "VKGMM_DEVICE_GRID", &ResolvedOptions::device_grid);
+  each_choice_round_trips(kGrids, "VKGMM_GRID", &ResolvedOptions::grid);
+  EXPECT_STREQ(schedule_name(Schedule::automatic), "automatic");
+  EXPECT_STREQ(schedule_name(static_cast<Schedule>(9)), "?");
+  EXPECT_EQ(choice_names(kSchedules), "automatic, shared, direct or matrix");
+  EXPECT_EQ(choice_names(kGrids), "automatic, per_visit or persistent");
+  static_assert(int(VKGMM_SCHEDULE_MATRIX) == int(Schedule::matrix) && int(VKGMM_DEVICE_GRID_UPPER_BOUND) ==
+                int(DeviceGrid::upper_bound) && int(VKGMM_GRID_PERSISTENT) == int(Grid::persistent));
+  ContextOptions o;
+  o.schedule = static_cast<Schedule>(4);
+  try {
+    resolve(o, {});
+    ADD_FAILURE() << "schedule 4 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ContextOptions.schedule: 4 is not automatic, shared, direct or matrix"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // "0" and "" switch nothing; values that mean nothing keep the defaults, as the variables always did.

@@ -205,35 +205,22 @@ inline void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::
     throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
 }
 
+// A C choice field as its C++ choice: both enums are made from one list of vkgmm/vocabulary.h, so the
+// values are the same; a number the list lacks is refused, naming the field and its C type.
+template <typename C, typename E, size_t N>
+E choice(const char* op, const char* name, const char* c_type, const C& field, const NamedChoice<E> (&rows)[N]) {
+  const int v = raw_enum(field);
+  if (!choice_name(rows, static_cast<E>(v))) bad(op, std::string(name) + " = " + std::to_string(v) + " is not a " + c_type);
+  return static_cast<E>(v);
+}
 inline vkgmm::Schedule schedule(const char* op, const vkgmm_schedule& field) {
-  const int s = raw_enum(field);
-  switch (s) {
-    case VKGMM_SCHEDULE_AUTO: return vkgmm::Schedule::automatic;
-    case VKGMM_SCHEDULE_SHARED: return vkgmm::Schedule::shared;
-    case VKGMM_SCHEDULE_DIRECT: return vkgmm::Schedule::direct;
-    case VKGMM_SCHEDULE_MATRIX: return vkgmm::Schedule::matrix;
-  }
-  bad(op, "schedule = " + std::to_string(int(s)) + " is not a vkgmm_schedule");
+  return choice(op, "schedule", "vkgmm_schedule", field, vkgmm::kSchedules);
 }
-
 inline vkgmm::DeviceGrid device_grid(const char* what, const vkgmm_device_grid& field) {
-  const int g = raw_enum(field);
-  switch (g) {
-    case VKGMM_DEVICE_GRID_AUTO: return vkgmm::DeviceGrid::automatic;
-    case VKGMM_DEVICE_GRID_INDIRECT: return vkgmm::DeviceGrid::indirect;
-    case VKGMM_DEVICE_GRID_UPPER_BOUND: return vkgmm::DeviceGrid::upper_bound;
-  }
-  bad(what, "device_grid = " + std::to_string(g) + " is not a vkgmm_device_grid");
+  return choice(what, "device_grid", "vkgmm_device_grid", field, vkgmm::kDeviceGrids);
 }
-
 inline vkgmm::Grid grid(const char* what, const vkgmm_grid& field) {
-  const int g = raw_enum(field);
-  switch (g) {
-    case VKGMM_GRID_AUTO: return vkgmm::Grid::automatic;
-    case VKGMM_GRID_PER_VISIT: return vkgmm::Grid::per_visit;
-    case VKGMM_GRID_PERSISTENT: return vkgmm::Grid::persistent;
-  }
-  bad(what, "grid = " + std::to_string(g) + " is not a vkgmm_grid");
+  return choice(what, "grid", "vkgmm_grid", field, vkgmm::kGrids);
 }
 
 }  // namespace vkgmm::c_api

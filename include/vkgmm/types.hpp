@@ -117,20 +117,61 @@ struct TilingChoice {
 // bound in parts; a backward's parts that cannot run shared instead);
 // forced on a context ($VKGMM_SCHEDULE=shared|direct|matrix, ContextOptions::schedule, to exercise each
 // path on one device), the calls that cannot take it run the shared schedule.
-enum class Schedule { automatic, shared, direct, matrix };
-VKGMM_API const char* schedule_name(Schedule s);
+#define VKGMM_CPP_CHOICE_(name, NAME, value) name = value,
+enum class Schedule { VKGMM_SCHEDULES(VKGMM_CPP_CHOICE_) };
 
 // gmm's grid when its group sizes are on the device (DeviceGroupSizes): the visit count is known only
 // there. indirect: the metadata build writes the grid and the op runs with vkCmdDispatchIndirect.
 // upper_bound: the host dispatches the plan's bound on the visits and the surplus workgroups exit at
 // once. automatic: indirect, on every device (docs/device-group-sizes.md).
-enum class DeviceGrid { automatic, indirect, upper_bound };
+enum class DeviceGrid { VKGMM_DEVICE_GRIDS(VKGMM_CPP_CHOICE_) };
 
 // How an op's workgroups take its work items (gmm: a visit's n tile; tgmm: a group's output block).
 // per_visit: one workgroup per item. persistent: a fixed number of workgroups, about one per compute unit
 // (ContextOptions::persistent_workgroups), each looping over the items from its index by their count.
 // automatic: per_visit, the persistent grid having measured slower on lavapipe (docs/architecture.md,
 // "The persistent grid"; no GPU measured).
-enum class Grid { automatic, per_visit, persistent };
+enum class Grid { VKGMM_GRIDS(VKGMM_CPP_CHOICE_) };
+#undef VKGMM_CPP_CHOICE_
+
+// Each choice's names, a table made from its list in vkgmm/vocabulary.h: {value, name} in value order.
+template <typename E>
+struct NamedChoice {
+  E value;
+  const char* name;
+};
+#define VKGMM_SCHEDULE_ROW_(name, NAME, value) NamedChoice<Schedule>{Schedule::name, #name},
+inline constexpr NamedChoice<Schedule> kSchedules[] = {VKGMM_SCHEDULES(VKGMM_SCHEDULE_ROW_)};
+#undef VKGMM_SCHEDULE_ROW_
+#define VKGMM_DEVICE_GRID_ROW_(name, NAME, value) NamedChoice<DeviceGrid>{DeviceGrid::name, #name},
+inline constexpr NamedChoice<DeviceGrid> kDeviceGrids[] = {VKGMM_DEVICE_GRIDS(VKGMM_DEVICE_GRID_ROW_)};
+#undef VKGMM_DEVICE_GRID_ROW_
+#define VKGMM_GRID_ROW_(name, NAME, value) NamedChoice<Grid>{Grid::name, #name},
+inline constexpr NamedChoice<Grid> kGrids[] = {VKGMM_GRIDS(VKGMM_GRID_ROW_)};
+#undef VKGMM_GRID_ROW_
+
+// The name of `value` in `rows` (kSchedules, kDeviceGrids, kGrids), nullptr for a number that is none.
+template <typename E, size_t N>
+constexpr const char* choice_name(const NamedChoice<E> (&rows)[N], E value) {
+  for (const NamedChoice<E>& r : rows)
+    if (r.value == value) return r.name;
+  return nullptr;
+}
+// The choice `name` names in `rows`; nullopt for any other text.
+template <typename E, size_t N>
+constexpr std::optional<E> choice_of_name(const NamedChoice<E> (&rows)[N], std::string_view name) {
+  for (const NamedChoice<E>& r : rows)
+    if (name == r.name) return r.value;
+  return std::nullopt;
+}
+// The names for messages: "automatic, shared, direct or matrix".
+template <typename E, size_t N>
+std::string choice_names(const NamedChoice<E> (&rows)[N]) {
+  std::string text;
+  for (size_t i = 0; i < N; ++i) text += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + rows[i].name;
+  return text;
+}
+// The schedule's name ("?" for a number that is no Schedule).
+VKGMM_API const char* schedule_name(Schedule s);
 
 }  // namespace vkgmm

@@ -65,26 +65,20 @@ VKGMM_API const char* vkgmm_version_string(void);
 typedef enum vkgmm_dtype { VKGMM_DTYPES(VKGMM_C_DTYPE_) } vkgmm_dtype;
 #undef VKGMM_C_DTYPE_
 
-typedef enum vkgmm_schedule {
-  VKGMM_SCHEDULE_AUTO = 0,   /* by device type */
-  VKGMM_SCHEDULE_SHARED = 1, /* tiles staged in shared memory (GPUs) */
-  VKGMM_SCHEDULE_DIRECT = 2, /* register micro-tiles, reads straight from the buffers (CPU drivers) */
-  VKGMM_SCHEDULE_MATRIX = 3  /* gmm and tgmm on the matrix units (f16 inputs; vkgmm::Schedule::matrix) */
-} vkgmm_schedule;
-
-/* gmm's grid with device group sizes (vkgmm::DeviceGrid). */
-typedef enum vkgmm_device_grid {
-  VKGMM_DEVICE_GRID_AUTO = 0,       /* indirect (docs/device-group-sizes.md) */
-  VKGMM_DEVICE_GRID_INDIRECT = 1,   /* vkCmdDispatchIndirect with the grid the metadata build writes */
-  VKGMM_DEVICE_GRID_UPPER_BOUND = 2 /* the plan's bound on the grid; surplus workgroups exit at once */
-} vkgmm_device_grid;
-
-/* How an op's workgroups take its work items (vkgmm::Grid). */
-typedef enum vkgmm_grid {
-  VKGMM_GRID_AUTO = 0,       /* per-visit (docs/architecture.md, "The persistent grid") */
-  VKGMM_GRID_PER_VISIT = 1,  /* one workgroup per work item */
-  VKGMM_GRID_PERSISTENT = 2  /* a fixed count of workgroups (persistent_workgroups), each looping over items */
-} vkgmm_grid;
+/* The kernel choices a context or a problem may force: VKGMM_SCHEDULE_AUTO, _SHARED, _DIRECT, _MATRIX
+ * (vkgmm::Schedule); gmm's grid with device group sizes, VKGMM_DEVICE_GRID_AUTO, _INDIRECT, _UPPER_BOUND
+ * (vkgmm::DeviceGrid); how an op's workgroups take its work items, VKGMM_GRID_AUTO, _PER_VISIT,
+ * _PERSISTENT (vkgmm::Grid). Listed, with what each does, in vkgmm/vocabulary.h; the values match the C++
+ * enums. */
+#define VKGMM_C_SCHEDULE_(name, NAME, value) VKGMM_SCHEDULE_##NAME = value,
+typedef enum vkgmm_schedule { VKGMM_SCHEDULES(VKGMM_C_SCHEDULE_) } vkgmm_schedule;
+#undef VKGMM_C_SCHEDULE_
+#define VKGMM_C_DEVICE_GRID_(name, NAME, value) VKGMM_DEVICE_GRID_##NAME = value,
+typedef enum vkgmm_device_grid { VKGMM_DEVICE_GRIDS(VKGMM_C_DEVICE_GRID_) } vkgmm_device_grid;
+#undef VKGMM_C_DEVICE_GRID_
+#define VKGMM_C_GRID_(name, NAME, value) VKGMM_GRID_##NAME = value,
+typedef enum vkgmm_grid { VKGMM_GRIDS(VKGMM_C_GRID_) } vkgmm_grid;
+#undef VKGMM_C_GRID_
 
 typedef struct vkgmm_context vkgmm_context;
 typedef struct vkgmm_buffer vkgmm_buffer;

@@ -26,6 +26,19 @@
  *   ggml    the type's number in GGUF files (ggml_type).
  * A new block format is a row here, its decoder's facts in shaders/interface.h (VKGMM_BLOCK_FORMATS), its
  * head's fields in shaders/quant.glsl where its layout is new, and its codec in reference/quant_*.cpp.
+ *
+ * VKGMM_SCHEDULES(X), VKGMM_DEVICE_GRIDS(X), VKGMM_GRIDS(X): the kernel choices a context or a problem may
+ * force (vkgmm::Schedule, DeviceGrid, Grid; vkgmm/types.hpp says what each does), X(name, NAME, value), in
+ * value order:
+ *   name   the C++ enumerator and its text: what the names give (schedule_name, choice_name) and what
+ *          every parser takes ($VKGMM_SCHEDULE, $VKGMM_DEVICE_GRID, $VKGMM_GRID, Python's Context);
+ *   NAME   the C enumerator's suffix (VKGMM_SCHEDULE_NAME, VKGMM_DEVICE_GRID_NAME, VKGMM_GRID_NAME).
+ * Schedules: automatic (by device type and problem), shared (tiles staged in shared memory), direct
+ * (register micro-tiles read straight from the buffers), matrix (the matrix units, f16 inputs). Device
+ * grids, for gmm's group sizes on the device: automatic (indirect), indirect (vkCmdDispatchIndirect with
+ * the grid the metadata build writes), upper_bound (the plan's bound; surplus workgroups exit at once).
+ * Grids: automatic (per_visit), per_visit (a workgroup per work item), persistent (a fixed count of
+ * workgroups, each looping over the items).
  */
 #ifndef VKGMM_VOCABULARY_H
 #define VKGMM_VOCABULARY_H
@@ -53,5 +66,21 @@
   X(iq4_xs, IQ4_XS, 13, 256, 136, 23) \
   X(q2_K, Q2_K, 14, 256, 84, 10)      \
   X(q3_K, Q3_K, 15, 256, 110, 11)
+
+#define VKGMM_SCHEDULES(X) \
+  X(automatic, AUTO, 0)    \
+  X(shared, SHARED, 1)     \
+  X(direct, DIRECT, 2)     \
+  X(matrix, MATRIX, 3)
+
+#define VKGMM_DEVICE_GRIDS(X) \
+  X(automatic, AUTO, 0)       \
+  X(indirect, INDIRECT, 1)    \
+  X(upper_bound, UPPER_BOUND, 2)
+
+#define VKGMM_GRIDS(X)      \
+  X(automatic, AUTO, 0)     \
+  X(per_visit, PER_VISIT, 1) \
+  X(persistent, PERSISTENT, 2)
 
 #endif /* VKGMM_VOCABULARY_H */

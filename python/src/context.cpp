@@ -16,11 +16,9 @@ namespace {
 
 std::optional<vkgmm::Schedule> schedule_of(const std::optional<std::string>& name) {
   if (!name) return std::nullopt;
-  if (*name == "automatic") return vkgmm::Schedule::automatic;
-  if (*name == "shared") return vkgmm::Schedule::shared;
-  if (*name == "direct") return vkgmm::Schedule::direct;
-  if (*name == "matrix") return vkgmm::Schedule::matrix;
-  contract_error("Context: schedule: unknown schedule '" + *name + "' (expected automatic, shared, direct or matrix)");
+  if (const auto s = vkgmm::choice_of_name(vkgmm::kSchedules, *name)) return s;
+  contract_error("Context: schedule: unknown schedule '" + *name + "' (expected " + vkgmm::choice_names(vkgmm::kSchedules) +
+                 ")");
 }
 
 ContextRef make_context(std::optional<std::string> device, std::optional<bool> validate,

@@ -210,6 +210,10 @@ def test_matrix_schedule_context(rng):
     assert c.take_validation_messages() == []
     with pytest.raises(ValueError, match="expected automatic, shared, direct or matrix"):
         vkgmm.Context(schedule="tensor")
+    # A context's schedule reads back as a name the constructor takes, the automatic one too.
+    default = vkgmm.Context()
+    assert default.options["schedule"] == "automatic"
+    assert vkgmm.Context(schedule=default.options["schedule"]).options["schedule"] == "automatic"
     # The matrix extension: one of the two, reported as given; any other refused by name.
     assert vkgmm.Context(matrix_extension="VK_NV_cooperative_matrix").options["matrix_extension"] == \
         "VK_NV_cooperative_matrix"
