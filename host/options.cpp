@@ -17,15 +17,6 @@ bool flag(EnvLookup getenv, const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-// `value` if `rows` name it; else an error naming `what`.
-template <typename E, size_t N>
-E checked_choice(const NamedChoice<E> (&rows)[N], E value, const std::string& what) {
-  if (!choice_name(rows, value))
-    throw Error(Status::invalid_argument,
-                what + ": " + std::to_string(static_cast<int>(value)) + " is not " + choice_names(rows));
-  return value;
-}
-
 // A choice given in the options (checked), else the one `env` names; text that names none leaves the
 // automatic choice, as before the option existed.
 template <typename E, size_t N>

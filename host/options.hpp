@@ -30,6 +30,16 @@ struct ResolvedOptions {
   void check_records(const char* op) const;
 };
 
+// `value` if `rows` (kSchedules, kDeviceGrids, kGrids) name it; else Error(invalid_argument) naming `what`
+// and the list: "ContextOptions.grid: 9 is not automatic, per_visit or persistent".
+template <typename E, size_t N>
+E checked_choice(const NamedChoice<E> (&rows)[N], E value, const std::string& what) {
+  if (!choice_name(rows, value))
+    throw Error(Status::invalid_argument,
+                what + ": " + std::to_string(static_cast<int>(value)) + " is not " + choice_names(rows));
+  return value;
+}
+
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
 // $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S,

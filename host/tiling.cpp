@@ -11,6 +11,7 @@
 
 #include "device_class.hpp"
 #include "interface.hpp"
+#include "options.hpp"
 
 namespace vkgmm {
 
@@ -68,9 +69,7 @@ RegisterTile shared_register_tile(const DeviceInfo& info) {
 }
 
 Schedule resolve_schedule(Schedule requested, const DeviceInfo& info, Schedule forced) {
-  if (!choice_name(kSchedules, requested))
-    throw Error(Status::invalid_argument, "schedule: " + std::to_string(static_cast<int>(requested)) + " is not " +
-                                              choice_names(kSchedules));
+  checked_choice(kSchedules, requested, "schedule");
   if (forced != Schedule::automatic) return forced;
   if (requested != Schedule::automatic) return requested;
   // Measured on lavapipe: shared-memory staging and barriers cost more than they save on a CPU.

@@ -78,8 +78,8 @@
   X(indirect, INDIRECT, 1)    \
   X(upper_bound, UPPER_BOUND, 2)
 
-#define VKGMM_GRIDS(X)      \
-  X(automatic, AUTO, 0)     \
+#define VKGMM_GRIDS(X)       \
+  X(automatic, AUTO, 0)      \
   X(per_visit, PER_VISIT, 1) \
   X(persistent, PERSISTENT, 2)
 
