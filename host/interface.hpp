@@ -12,6 +12,11 @@ namespace vkgmm::abi {
 
 using uint = uint32_t;  // the GLSL type name the field lists use
 
+// The matrix builds' stage layout, the functions the shaders compile (shaders/stage_layout.h).
+#define VKGMM_STAGE_FN inline
+#include "stage_layout.h"
+#undef VKGMM_STAGE_FN
+
 struct OperandOffsets {
   VKGMM_PUSH_OPERAND_OFFSETS(VKGMM_PUSH_FIELD)
 };

@@ -312,6 +312,13 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
   return s;
 }
 
+// The f16 values of a matrix build's stage of `lines` lines by `step` (shaders/stage_layout.h), where they
+// fit the shader's 32-bit arithmetic; else more than any device's shared memory holds.
+uint64_t stage_values(int64_t lines, int64_t step) {
+  if (lines * (step + VKGMM_MATRIX_STAGE_PAD) >= (int64_t(1) << 31)) return uint64_t(1) << 31;
+  return abi::vkgmm_stage_values(static_cast<uint32_t>(lines), static_cast<uint32_t>(step));
+}
+
 }  // namespace
 
 KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
@@ -356,8 +363,7 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
     }
     const uint32_t invocations = s.sg_m * s.sg_n * lanes;
     auto shared_bytes = [&](int64_t st) {
-      const uint64_t ld = uint64_t(st) + VKGMM_MATRIX_STAGE_PAD;
-      return uint64_t(2) * (uint64_t(rows) * ld + ld * cols * halves * f16_parts) +
+      return uint64_t(2) * (stage_values(rows, st) + stage_values(cols * halves, st) * f16_parts) +
              uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n + 64;
     };
     auto in_flight = [&](int64_t st) {
@@ -386,10 +392,9 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   s.rm = round_up4((rows + s.ty - 1) / s.ty);
   s.rn = round_up4((cols + s.tx - 1) / s.tx);
   s.step = static_cast<uint32_t>(step);
-  // The stage line-major, each line's step at a stride of the step and the pad (shaders/stage.glsl).
-  const int64_t ld = step + VKGMM_MATRIX_STAGE_PAD;
-  s.shared_a = static_cast<uint32_t>(rows * ld);
-  s.shared_b = static_cast<uint32_t>(ld * cols * halves * f16_parts);
+  // Each operand's stage line-major, each line's step contiguous (shaders/stage_layout.h).
+  s.shared_a = static_cast<uint32_t>(stage_values(rows, step));
+  s.shared_b = static_cast<uint32_t>(stage_values(cols * halves, step) * f16_parts);
   return s;
 }
 

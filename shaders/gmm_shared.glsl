@@ -37,7 +37,7 @@ VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
 VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
 // rhs [k, n]: the chunk's K row within a step.
-uint b_krow(uint e) { return e / (TNH / 4); }
+uint b_krow(uint e) { return vkgmm_across_k(e, TNH); }
 
 // Where invocation lid's chunks come from and go, for the tile at (m0, n0) of group g_local. Where the
 // invocations divide a K step's chunks of one row (column), all of an invocation's chunks share its first
@@ -56,7 +56,7 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
-    uint j = TRANSPOSE_RHS ? kmajor_line(e, TNH) : (e % (TNH / 4)) * 4u;  // the chunk's (first) product column
+    uint j = TRANSPOSE_RHS ? kmajor_line(e, TNH) : vkgmm_across_line(e, TNH);  // the chunk's (first) product column
     uint col = n0 + j % TN;
     b_cols[s] = run_in(col, pc.out_n);
     if (TRANSPOSE_RHS) {

@@ -4,9 +4,9 @@
 //   MT_ROWS, MT_COLS, MT_STEP: the block's rows and output columns and the step's depth (its constants);
 //   MT_HALVES: product columns per output column (gmm's gated activation: 2, the gate's and the up
 //     projection's, staged half after half);
-// and includes stage.glsl first: its stage As16 [MT_ROWS][STAGE_LD] (row-major A) and Bs16
-// [MT_COLS * MT_HALVES][STAGE_LD] (column-major B), with STAGE_SPLIT_B a block format's second parts from
-// B_LO, scaled by B_LO_SCALE. Also:
+// and includes stage.glsl first: its stage As16 [MT_ROWS][STAGE_STRIDE] (row-major A) and Bs16
+// [MT_COLS * MT_HALVES][STAGE_STRIDE] (column-major B; stage_layout.h), with STAGE_SPLIT_B a block format's
+// second parts from B_LO, scaled by B_LO_SCALE. Also:
 //   void matrix_store4(uint r, uint c, vec4 v, vec4 u): the epilogue of block row r, output columns
 //     c .. c + 3 (below MT_COLS; the includer checks the problem's bounds), v the products (the gate's)
 //     and u the up projection's (MT_HALVES 2; else v again).
@@ -23,6 +23,8 @@ const uint WM = MT_ROWS / SG_M, WN = MT_COLS / SG_N;
 const uint FM = WM / CM_M, FN = WN / CM_N;
 const uint FRAGMENT = CM_M * CM_N;
 const uint FRAGMENTS = FM * FN * MT_HALVES;
+// The places between the stage's lines (stage_layout.h).
+const uint STAGE_STRIDE = VKGMM_STAGE_STRIDE(MT_STEP);
 // Each subgroup's accumulators on their way to the epilogue: MT_HALVES at a time (a column block's gate and
 // up products meet there).
 shared float Cs[SG_M * SG_N * MT_HALVES * FRAGMENT];
@@ -44,12 +46,13 @@ void matrix_step() {
     VKGMM_CM_A a[FM];
     VKGMM_CM_B b[FN * MT_HALVES];
     [[unroll]] for (uint fm = 0; fm < FM; ++fm)
-      VKGMM_CM_LOAD_ROWS(a[fm], As16, (sg_m * WM + fm * CM_M) * STAGE_LD + kk, STAGE_LD);
+      VKGMM_CM_LOAD_ROWS(a[fm], As16, vkgmm_stage_place(sg_m * WM + fm * CM_M, kk, MT_STEP), STAGE_STRIDE);
     [[unroll]] for (uint part = 0; part < ((STAGE_SPLIT_B) ? 2u : 1u); ++part) {
       [[unroll]] for (uint h = 0; h < MT_HALVES; ++h)
         [[unroll]] for (uint fn = 0; fn < FN; ++fn)
-          VKGMM_CM_LOAD_COLUMNS(b[h * FN + fn], Bs16, part * B_LO + (h * MT_COLS + sg_n * WN + fn * CM_N) * STAGE_LD + kk,
-                                STAGE_LD);
+          VKGMM_CM_LOAD_COLUMNS(b[h * FN + fn], Bs16,
+                                part * B_LO + vkgmm_stage_place(h * MT_COLS + sg_n * WN + fn * CM_N, kk, MT_STEP),
+                                STAGE_STRIDE);
       [[unroll]] for (uint fm = 0; fm < FM; ++fm)
         [[unroll]] for (uint j = 0; j < FN * MT_HALVES; ++j) {
           const uint f = fm * FN * MT_HALVES + j;

@@ -6,9 +6,8 @@
 //  - The FMA builds: f32, step-major ([step row][line]), as vec4s, so that an invocation's 4 adjacent
 //    lines are one 16-byte read.
 //  - The matrix builds (VKGMM_MATRIX): f16, the cooperative matrices' inputs, line-major: each line's step
-//    contiguous at a stride of STAGE_LD (interface.h's pad past the step), the layout matrix units read A's
-//    rows and B's columns from without transposing. They keep As4 and Bs4 at one vec4 for the other
-//    schedules' code, dead there.
+//    contiguous (stage_layout.h), the layout matrix units read A's rows and B's columns from without
+//    transposing. They keep As4 and Bs4 at one vec4 for the other schedules' code, dead there.
 //
 // The includer defines (constant expressions) STAGE_DEPTH, the step's rows, and STAGE_SPLIT_B: with the
 // matrix units, Bs holds a block format's weights. A dequantized weight needs more bits than f16's 11
@@ -23,8 +22,9 @@
 //   stage_put_along(to_b, place, lines, v): v at step rows k .. k + 3 of the line, from `place` (k's);
 //   stage_put_across(to_b, place, v): v at lines line .. line + 3 of the step row, from `place` (line's);
 // `to_b` (a constant where it is called: a shared array cannot be passed to a function) picks Bs, else As.
+#define VKGMM_STAGE_FN
+#include "stage_layout.h"
 #ifdef VKGMM_MATRIX
-const uint STAGE_LD = STAGE_DEPTH + VKGMM_MATRIX_STAGE_PAD;
 const uint B_LO = SHARED_B / 2u;
 const float B_LO_SCALE = 2048.0;
 shared float16_t As16[SHARED_A];
@@ -32,7 +32,7 @@ shared float16_t Bs16[SHARED_B];
 shared vec4 As4[1];
 shared vec4 Bs4[1];
 
-uint stage_place(uint line, uint k, uint lines) { return line * STAGE_LD + k; }
+uint stage_place(uint line, uint k, uint lines) { return vkgmm_stage_place(line, k, STAGE_DEPTH); }
 uint stage_step_stride(uint lines) { return 1u; }
 
 void stage_put(const bool to_b, uint i, float v) {
@@ -55,7 +55,7 @@ void stage_put_along(const bool to_b, uint place, uint lines, vec4 v) {
   [[unroll]] for (uint q = 0; q < 4; ++q) stage_put(to_b, place + q, v[q]);
 }
 void stage_put_across(const bool to_b, uint place, vec4 v) {
-  [[unroll]] for (uint q = 0; q < 4; ++q) stage_put(to_b, place + q * STAGE_LD, v[q]);
+  [[unroll]] for (uint q = 0; q < 4; ++q) stage_put(to_b, place + q * vkgmm_stage_stride(STAGE_DEPTH), v[q]);
 }
 #else
 shared vec4 As4[(SHARED_A + 3) / 4];

@@ -115,8 +115,8 @@ VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
 VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
 // The chunk's first group row within a step.
-uint a_row(uint e) { return LHS_MK ? e / (TK / 4) : kmajor_k(e, TK); }
-uint b_row(uint e) { return e / (TN / 4); }
+uint a_row(uint e) { return LHS_MK ? vkgmm_across_k(e, TK) : kmajor_k(e, TK); }
+uint b_row(uint e) { return vkgmm_across_k(e, TN); }
 
 // Where the invocations divide a step's chunks of one k run (k row, column run), all of an invocation's
 // chunks share its first chunk's and lie a constant number of group rows after it: one address, constant
@@ -142,10 +142,10 @@ void stage_sources(uint lid, uint k0, uint n0) {
       a_dst[s] = a_dst[0] + s * NT / (TK / 4) * stage_step_stride(TK);
       continue;
     }
-    uint kk = k0 + (e % (TK / 4)) * 4u;
+    uint kk = k0 + vkgmm_across_line(e, TK);
     a_k[s] = run_in(kk, pc.k);
     a_src[s] = pc.lhs_off + a_row(e) * pc.k + (kk < pc.k ? kk : k0);
-    a_dst[s] = stage_place((e % (TK / 4)) * 4u, a_row(e), TK);
+    a_dst[s] = stage_place(vkgmm_across_line(e, TK), a_row(e), TK);
   }
   [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
     uint e = lid + s * NT;
@@ -155,10 +155,10 @@ void stage_sources(uint lid, uint k0, uint n0) {
       b_dst[s] = b_dst[0] + s * NT / (TN / 4) * stage_step_stride(TN);
       continue;
     }
-    uint col = n0 + (e % (TN / 4)) * 4u;
+    uint col = n0 + vkgmm_across_line(e, TN);
     b_cols[s] = run_in(col, pc.n);
     b_src[s] = pc.rhs_off + b_row(e) * pc.n + (col < pc.n ? col : n0);
-    b_dst[s] = stage_place((e % (TN / 4)) * 4u, b_row(e), TN);
+    b_dst[s] = stage_place(vkgmm_across_line(e, TN), b_row(e), TN);
   }
 }
 
