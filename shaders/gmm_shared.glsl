@@ -15,11 +15,14 @@
 // is the ragged one, starting before K = 0 (its values there are zero), so every later step lies in K.
 const uint NT = TX * TY * K_SLICES;  // the workgroup's invocations
 #include "stage_kmajor.glsl"
+#include "stage_lines.glsl"
 const uint TNH = TN * HALVES;  // the tile's product columns
 const uint A_CHUNKS = TM * TK / 4, B_CHUNKS = TK * TNH / 4;
 const uint CA = (A_CHUNKS + NT - 1) / NT, CB = (B_CHUNKS + NT - 1) / NT;
 // Every invocation has all its chunks (no check) when the invocations divide them.
 const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
+// rhs [k, n] in quads (stage_lines.glsl; read only where rhs is [k, n]).
+const bool B_QUADS = LINES_QUADS(B_CHUNKS);
 uint a_src[CA], b_src[CB];
 uint a_dst[CA], b_dst[CB];  // the chunk's first value's place in the stage (stage.glsl)
 bvec4 b_cols[CB];           // rhs [k, n] without VEC4: which of the chunk's 4 columns are in the problem
@@ -36,8 +39,9 @@ VKGMM_DEFINE_PACKED16_LOAD4(rhs4_packed, rhs)
 VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
 VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
-// rhs [k, n]: the chunk's K row within a step.
-uint b_krow(uint e) { return vkgmm_across_k(e, TNH); }
+// rhs [k, n]: invocation lid's chunk s's K row within a step.
+uint b_krow(uint lid, uint s) { return lines_k(B_QUADS, lid, s, TNH); }
+vec4 b_values(uvec4 chunk) { return staged_values(chunk, B_PACKED, RHS_TYPE); }
 
 // Where invocation lid's chunks come from and go, for the tile at (m0, n0) of group g_local. Where the
 // invocations divide a K step's chunks of one row (column), all of an invocation's chunks share its first
@@ -56,7 +60,7 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = lid + s * NT;
-    uint j = TRANSPOSE_RHS ? kmajor_line(e, TNH) : vkgmm_across_line(e, TNH);  // the chunk's (first) product column
+    uint j = TRANSPOSE_RHS ? kmajor_line(e, TNH) : lines_line(B_QUADS, lid, s, TNH);  // the chunk's (first) product column
     uint col = n0 + j % TN;
     b_cols[s] = run_in(col, pc.out_n);
     if (TRANSPOSE_RHS) {
@@ -69,14 +73,19 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
       b_dst[s] = kmajor_place(e, TNH);
       continue;
     }
-    // rhs [k, n]: the chunks of one K row.
-    if (s > 0 && NT % (TNH / 4) == 0) {
-      b_src[s] = b_src[0] + (b_krow(e) - b_krow(lid)) * pc.n;
+    // rhs [k, n]: in quads, the quad's lines, K rows after its first chunk's.
+    if (lines_in_quad(B_QUADS, s)) {
+      b_src[s] = b_src[lines_quad_first(s)] + (s % 4u) * pc.n;
+      continue;
+    }
+    // One by one: the chunks of one K row.
+    if (lines_one_by_one(B_QUADS) && s > 0 && NT % (TNH / 4) == 0) {
+      b_src[s] = b_src[0] + (b_krow(lid, s) - b_krow(lid, 0u)) * pc.n;
       b_dst[s] = b_dst[0] + s * NT / (TNH / 4) * stage_step_stride(TNH);
       continue;
     }
-    b_src[s] = rhs_index(g_local, b_krow(e), product_col(j / TN, col < pc.out_n ? col : n0));
-    b_dst[s] = stage_place(j, b_krow(e), TNH);
+    b_src[s] = rhs_index(g_local, b_krow(lid, s), product_col(j / TN, col < pc.out_n ? col : n0));
+    b_dst[s] = stage_place(j, b_krow(lid, s), TNH);
   }
 }
 
@@ -95,13 +104,13 @@ void stage_load(int k0, const bool first) {
       b_next[s] = rhs4_staged(b_src[s] + uint(k0), kmajor_reads(k0 + int(kmajor_k(e, TNH)), 0, first));
     } else {
       bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
-      b_next[s] = rhs4_staged(b_src[s] + uint(k0) * pc.n, first && k0 + int(b_krow(e)) < 0 ? bvec4(false) : cols);
+      b_next[s] = rhs4_staged(b_src[s] + uint(k0) * pc.n, first && k0 + int(b_krow(gl_LocalInvocationIndex, s)) < 0 ? bvec4(false) : cols);
     }
   }
 }
 
 // Store a_next / b_next into the stage: lhs chunks and rhs [n, k]'s along their line (4 K rows), rhs
-// [k, n]'s across 4 lines (one K row).
+// [k, n]'s as stage_lines.glsl stores them.
 void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
@@ -111,11 +120,10 @@ void stage_store() {
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
-    vec4 v = staged_values(b_next[s], B_PACKED, RHS_TYPE);
     if (TRANSPOSE_RHS) {
-      kmajor_store(true, b_dst[s], TNH, v);
+      kmajor_store(true, b_dst[s], TNH, b_values(b_next[s]));
     } else {
-      stage_put_across(true, b_dst[s], v);  // K row e / (TNH / 4), columns from (e % (TNH / 4)) * 4
+      LINES_STORE(B_QUADS, true, s, CB, b_dst[s], b_next, b_values);
     }
   }
 }

@@ -31,7 +31,19 @@ VKGMM_STAGE_FN uint vkgmm_kmajor_k(bool along_step, uint e, uint lines, uint dep
   return along_step ? (e % (depth / 4u)) * 4u : (e / lines) * 4u;
 }
 
-// A source contiguous along the lines is read in chunks of 4 adjacent lines of one step row, consecutive
-// chunks along the step row: chunk e's first line and its step row (both builds).
-VKGMM_STAGE_FN uint vkgmm_across_line(uint e, uint lines) { return (e % (lines / 4u)) * 4u; }
-VKGMM_STAGE_FN uint vkgmm_across_k(uint e, uint lines) { return e / (lines / 4u); }
+// A source contiguous along the lines is read in chunks of 4 adjacent lines of one step row: invocation
+// lid's chunk s (of nt invocations) begins at a line and a step row:
+//  - one by one (`quads` false): chunk lid + s * nt, consecutive chunks along the step row;
+//  - in quads (the matrix builds, where each of the nt invocations takes a multiple of 4 chunks:
+//    VKGMM_LINES_IN_QUADS): an invocation's chunks 4t .. 4t + 3 are the 4 step rows of one 4 x 4 block,
+//    quad lid + t * nt, quads along the step, so that the invocation stores the block transposed, 4 step
+//    values of a line at a time (adjacent places, 8 bytes aligned), the warp's lanes on neighbouring runs
+//    of the same lines; each load instruction still reads whole 32-byte sectors (4 lanes' 8 bytes of
+//    adjacent lines, f16).
+#define VKGMM_LINES_IN_QUADS(chunks, nt) ((chunks) % (4u * (nt)) == 0u)
+VKGMM_STAGE_FN uint vkgmm_lines_line(bool quads, uint lid, uint s, uint nt, uint lines, uint depth) {
+  return quads ? ((lid + (s / 4u) * nt) / (depth / 4u)) * 4u : ((lid + s * nt) % (lines / 4u)) * 4u;
+}
+VKGMM_STAGE_FN uint vkgmm_lines_k(bool quads, uint lid, uint s, uint nt, uint lines, uint depth) {
+  return quads ? ((lid + (s / 4u) * nt) % (depth / 4u)) * 4u + s % 4u : (lid + s * nt) / (lines / 4u);
+}

@@ -85,8 +85,8 @@ uint lhs_index(uint kk, uint row) {
 #define STAGE_SPLIT_B false
 #include "stage.glsl"
 // Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
-// k, stored whole; lhs [k, m] K-major (stage_kmajor.glsl: the group's rows are the reduction), TK k rows
-// per step; rhs as TM x TN/4 chunks along n. Invocation lid takes chunks lid + s * NT, whose sources from
+// k (stage_lines.glsl); lhs [k, m] K-major (stage_kmajor.glsl: the group's rows are the reduction), TK k rows
+// per step; rhs as TM x TN/4 chunks along n (stage_lines.glsl). Invocation lid takes chunks lid + s * NT, whose sources from
 // the group's row 0 (a_src, b_src) and places in the stage (a_dst, b_dst) are computed once; a step adds its
 // first row. The next step's chunks are loaded into a_next / b_next while the current one computes.
 //
@@ -96,10 +96,13 @@ uint lhs_index(uint kk, uint row) {
 // [k, m] is read 4 elements at a time but not as one vec4: the steps start at any row.
 const uint NT = TX * TY;
 #include "stage_kmajor.glsl"
+#include "stage_lines.glsl"
 const uint A_CHUNKS = TK * TM / 4, B_CHUNKS = TM * TN / 4;
 // The chunks each invocation copies per K step.
 const uint A_CHUNKS_EACH = (A_CHUNKS + NT - 1) / NT, B_CHUNKS_EACH = (B_CHUNKS + NT - 1) / NT;
 const bool A_EVEN = A_CHUNKS % NT == 0, B_EVEN = B_CHUNKS % NT == 0;
+// lhs [m, k] and rhs in quads (stage_lines.glsl; A_QUADS read only where lhs is [m, k]).
+const bool A_QUADS = LINES_QUADS(A_CHUNKS), B_QUADS = LINES_QUADS(B_CHUNKS);
 uint a_src[A_CHUNKS_EACH], b_src[B_CHUNKS_EACH];
 uint a_dst[A_CHUNKS_EACH], b_dst[B_CHUNKS_EACH];  // the chunk's first value's place in the stage (stage.glsl)
 bvec4 a_k[A_CHUNKS_EACH], b_cols[B_CHUNKS_EACH];  // LHS_MK without VEC4_LHS: which of its 4 k values are in the problem; rhs: columns
@@ -114,9 +117,11 @@ VKGMM_DEFINE_PACKED16_LOAD4(rhs4_packed, rhs)
 VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
 VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
-// The chunk's first group row within a step.
-uint a_row(uint e) { return LHS_MK ? vkgmm_across_k(e, TK) : kmajor_k(e, TK); }
-uint b_row(uint e) { return vkgmm_across_k(e, TN); }
+// Invocation lid's chunk s's first group row within a step.
+uint a_row(uint lid, uint s) { return LHS_MK ? lines_k(A_QUADS, lid, s, TK) : kmajor_k(lid + s * NT, TK); }
+uint b_row(uint lid, uint s) { return lines_k(B_QUADS, lid, s, TN); }
+vec4 a_values(uvec4 chunk) { return staged_values(chunk, A_PACKED, LHS_TYPE); }
+vec4 b_values(uvec4 chunk) { return staged_values(chunk, B_PACKED, RHS_TYPE); }
 
 // Where the invocations divide a step's chunks of one k run (k row, column run), all of an invocation's
 // chunks share its first chunk's and lie a constant number of group rows after it: one address, constant
@@ -135,30 +140,41 @@ void stage_sources(uint lid, uint k0, uint n0) {
       a_dst[s] = kmajor_place(e, TK);
       continue;
     }
-    // lhs [m, k]: the chunks of one group row.
-    if (s > 0 && NT % (TK / 4) == 0) {
+    // lhs [m, k]: in quads, the quad's k rows, group rows after its first chunk's.
+    if (lines_in_quad(A_QUADS, s)) {
+      a_k[s] = a_k[lines_quad_first(s)];
+      a_src[s] = a_src[lines_quad_first(s)] + (s % 4u) * pc.k;
+      continue;
+    }
+    // One by one: the chunks of one group row.
+    if (lines_one_by_one(A_QUADS) && s > 0 && NT % (TK / 4) == 0) {
       a_k[s] = a_k[0];
-      a_src[s] = a_src[0] + (a_row(e) - a_row(lid)) * pc.k;
+      a_src[s] = a_src[0] + (a_row(lid, s) - a_row(lid, 0u)) * pc.k;
       a_dst[s] = a_dst[0] + s * NT / (TK / 4) * stage_step_stride(TK);
       continue;
     }
-    uint kk = k0 + vkgmm_across_line(e, TK);
+    uint kk = k0 + lines_line(A_QUADS, lid, s, TK);
     a_k[s] = run_in(kk, pc.k);
-    a_src[s] = pc.lhs_off + a_row(e) * pc.k + (kk < pc.k ? kk : k0);
-    a_dst[s] = stage_place(vkgmm_across_line(e, TK), a_row(e), TK);
+    a_src[s] = pc.lhs_off + a_row(lid, s) * pc.k + (kk < pc.k ? kk : k0);
+    a_dst[s] = stage_place(lines_line(A_QUADS, lid, s, TK), a_row(lid, s), TK);
   }
   [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
     uint e = lid + s * NT;
-    if (s > 0 && NT % (TN / 4) == 0) {
+    if (lines_in_quad(B_QUADS, s)) {
+      b_cols[s] = b_cols[lines_quad_first(s)];
+      b_src[s] = b_src[lines_quad_first(s)] + (s % 4u) * pc.n;
+      continue;
+    }
+    if (lines_one_by_one(B_QUADS) && s > 0 && NT % (TN / 4) == 0) {
       b_cols[s] = b_cols[0];
-      b_src[s] = b_src[0] + (b_row(e) - b_row(lid)) * pc.n;
+      b_src[s] = b_src[0] + (b_row(lid, s) - b_row(lid, 0u)) * pc.n;
       b_dst[s] = b_dst[0] + s * NT / (TN / 4) * stage_step_stride(TN);
       continue;
     }
-    uint col = n0 + vkgmm_across_line(e, TN);
+    uint col = n0 + lines_line(B_QUADS, lid, s, TN);
     b_cols[s] = run_in(col, pc.n);
-    b_src[s] = pc.rhs_off + b_row(e) * pc.n + (col < pc.n ? col : n0);
-    b_dst[s] = stage_place(vkgmm_across_line(e, TN), b_row(e), TN);
+    b_src[s] = pc.rhs_off + b_row(lid, s) * pc.n + (col < pc.n ? col : n0);
+    b_dst[s] = stage_place(lines_line(B_QUADS, lid, s, TN), b_row(lid, s), TN);
   }
 }
 
@@ -168,7 +184,7 @@ void stage_load(int r0, uint gstart, const bool first) {
   [[unroll]] for (uint s = 0; s < A_CHUNKS_EACH; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
-    int row = r0 + int(a_row(e));
+    int row = r0 + int(a_row(gl_LocalInvocationIndex, s));
     if (LHS_MK) {
       bvec4 ks = VEC4_LHS ? bvec4(true) : a_k[s];
       a_next[s] = lhs4_staged(a_src[s] + uint(r0) * pc.k, first && row < int(gstart) ? bvec4(false) : ks);
@@ -180,7 +196,7 @@ void stage_load(int r0, uint gstart, const bool first) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
-    bool before = first && r0 + int(b_row(e)) < int(gstart);
+    bool before = first && r0 + int(b_row(gl_LocalInvocationIndex, s)) < int(gstart);
     b_next[s] = rhs4_staged(b_src[s] + uint(r0) * pc.n, before ? bvec4(false) : cols);
   }
 }
@@ -189,17 +205,16 @@ void stage_store() {
   [[unroll]] for (uint s = 0; s < A_CHUNKS_EACH; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
-    vec4 v = staged_values(a_next[s], A_PACKED, LHS_TYPE);
     if (LHS_MK) {
-      stage_put_across(false, a_dst[s], v);  // row e / (TK / 4), k values from (e % (TK / 4)) * 4
+      LINES_STORE(A_QUADS, false, s, A_CHUNKS_EACH, a_dst[s], a_next, a_values);
     } else {
-      kmajor_store(false, a_dst[s], TK, v);
+      kmajor_store(false, a_dst[s], TK, a_values(a_next[s]));
     }
   }
   [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
-    // row e / (TN / 4), columns from (e % (TN / 4)) * 4
-    if (B_EVEN || e < B_CHUNKS) stage_put_across(true, b_dst[s], staged_values(b_next[s], B_PACKED, RHS_TYPE));
+    if (!B_EVEN && e >= B_CHUNKS) continue;
+    LINES_STORE(B_QUADS, true, s, B_CHUNKS_EACH, b_dst[s], b_next, b_values);
   }
 }
 

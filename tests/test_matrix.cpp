@@ -7,33 +7,10 @@
 // without a compiler for the one it has) these are skipped, saying why; the refusals and the fallback of a
 // forced schedule run on every device.
 #include "block_formats.hpp"
-#include "gpu_harness.hpp"
-#include "interface.hpp"
-#include "plan_internals.hpp"
+#include "matrix_harness.hpp"
 
 namespace vkgmm::test {
 namespace {
-
-// Whether the plan's kernel is the matrix build.
-template <typename Plan>
-bool runs_on_matrix_units(const Plan& plan) {
-  for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
-    if (std::string(pp.role) == "op")
-      return pp.constants.size() > VKGMM_ID_MATRIX_M && pp.constants[VKGMM_ID_MATRIX_M] != 0;
-  return false;
-}
-
-class MatrixTest : public DeviceTest {
- protected:
-  void SetUp() override {
-    const DeviceInfo& info = ctx().info();
-    if (!info.matrix_extension.empty()) return;
-    std::string listed;
-    for (const std::string& s : info.matrix_shapes) listed += (listed.empty() ? "" : ", ") + s;
-    GTEST_SKIP() << info.name << " has no matrix units vkgmm uses (cooperative-matrix shapes listed: "
-                 << (listed.empty() ? "none" : listed) << ")";
-  }
-};
 
 struct MatrixCase {
   int64_t m, k, n, G;
