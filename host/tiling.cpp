@@ -41,6 +41,10 @@ constexpr uint32_t kMaxAccumulators = 256;
 // one). It keeps 128-row tiles for groups of a few hundred rows and small tiles for few-row (decode) visits.
 constexpr int64_t kVisitOverheadRows = 2;
 constexpr int64_t kSharedVisitOverheadRows = 64;
+// A GPU decode visit's, not measured: each visit streams its group's weights from memory (a 32-column
+// tile's k x 32 values), where a row more costs its k values of lhs from cache and FMAs the bandwidth
+// hides. Large enough that a group of up to kGpuDecodeRows rows takes one visit: its weights read once.
+constexpr int64_t kGpuDecodeVisitOverheadRows = 64;
 
 // Registers an invocation needs beside its accumulators in the shared schedule: the K step's operands
 // (4 + 4 vec4s), the next step's chunks in flight (4 vec4s at 128 x 128) and addresses, as ACO allocated
@@ -173,7 +177,7 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // streamed by visits x n / 32 workgroups of up to kSliceInvocations invocations.
   // Elsewhere (a direct schedule forced on a GPU's larger groups) the tiles below, their K sliced too.
   if (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU && few_rows_per_group(groups))
-    return {pick_tm(groups, 1, kGpuDecodeRows, kVisitOverheadRows), 4, 32};
+    return {pick_tm(groups, 1, kGpuDecodeRows, kGpuDecodeVisitOverheadRows), 4, 32};
   Tiling t{128, 4, 128};
   // Direct: at most 32 rows (more measured no faster). With rhs [n, k], 32-row tiles get 64 columns,
   // so each invocation holds 32 rows x 8 columns instead of 16 x 16 (make_kernel_shape) and each load

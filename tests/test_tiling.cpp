@@ -102,6 +102,23 @@ TEST(SharedTiling, SwigluHalvesShareTheRegisterTile) {
   EXPECT_EQ(gmm_auto_tiling(Schedule::shared, gpu(512), groups, true, 1024, 1).tn, 128);
 }
 
+// A GPU's decode: each group of up to 8 rows in one visit, so that its weights are streamed once (a group
+// of 5 rows in 2-row tiles would stream them 3 times); groups of 2 keep 2-row tiles. lavapipe's visits
+// cost it about 2 rows each (measured): there 5 rows take 2-row tiles.
+TEST(DirectTiling, GpuDecodeReadsEachGroupsWeightsOnce) {
+  DeviceInfo cpu = gpu(0);
+  cpu.type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  auto tm = [](const DeviceInfo& info, std::vector<int32_t> sizes) {
+    const ActiveGroups groups{&sizes, 0, int64_t(sizes.size())};
+    return gmm_auto_tiling(Schedule::direct, info, groups, true, 1024, 1, false).tm;
+  };
+  EXPECT_EQ(tm(gpu(512), {5, 5, 5, 1}), 8);
+  EXPECT_EQ(tm(gpu(512), {3, 1, 0, 2}), 4);
+  EXPECT_EQ(tm(gpu(512), {2, 2, 2, 2}), 2);
+  EXPECT_EQ(tm(gpu(512), {8, 1, 1, 1}), 8);
+  EXPECT_EQ(tm(cpu, {5, 5, 5, 1}), 2);
+}
+
 // Direct schedule, 32-row tiles over rhs [n, k]: 64 columns (32 x 8 per invocation) for element types,
 // 128 (16 x 16) for block formats, whose per-column block walk then serves 16 rows.
 TEST(DirectTiling, BlockFormatsKeep128ColumnsAt32Rows) {
