@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""What vkgmm's kernels should take on an H100/H200, from waves, bytes and FLOPs, beside the last measured
+times (docs/gpu-results.md): the table the next GPU run checks, the model as well as the kernels.
+
+    scripts/gpu_estimates.py            print the table (markdown)
+
+The model, per preset, with the tiles the device-class tables choose for NVIDIA (tests/test_kernel_choice.cpp):
+  - compute: the tiles spread over the SMs, each SM's share at its part of the device's rate (fp32 FMAs, or
+    f16 matrix units), the busiest SM setting the time: ceil(tiles / SMs) x a tile's FLOPs / (rate / SMs);
+  - memory: every input read once and the output written once at the measured streaming read;
+  - the estimate is the larger of the two. Fixed costs (a dispatch, a barrier, the routing build) are left
+    out: where the measured time is many times the estimate, they or the kernel's own loop are the cause.
+The device's figures are the H200 run's own (2026-11-28): FMA ceiling 64.3 TFLOP/s, streaming read 4.47 TB/s,
+132 SMs; the f16 matrix rate is the register-only HMMA loop measured on an H100 (402 TFLOP/s).
+"""
+import math
+
+SMS = 132
+FP32 = 64.3e12
+F16_MATRIX = 402e12
+READ = 4.47e12
+
+
+def tiles_of(groups, tm, n, tn):
+    return sum(math.ceil(g / tm) for g in groups if g > 0) * math.ceil(n / tn)
+
+
+def estimate(flops, tiles, tile_flops, rate, bytes_moved):
+    compute = math.ceil(tiles / SMS) * tile_flops / (rate / SMS)
+    memory = bytes_moved / READ
+    return max(compute, memory), compute, memory
+
+
+def gmm_case(name, groups, k, n, tm, tn, rate, in_bytes, w_bytes, out_bytes, measured, experts=None):
+    rows = sum(groups)
+    used = experts if experts is not None else sum(1 for g in groups if g > 0)
+    flops = 2 * rows * k * n
+    tiles = tiles_of(groups, tm, n, tn)
+    moved = rows * k * in_bytes + used * k * n * w_bytes + rows * n * out_bytes
+    total, compute, memory = estimate(flops, tiles, 2 * tm * tn * k, rate, moved)
+    return name, flops, moved, tiles, compute, memory, total, measured
+
+
+def rows():
+    prefill = [512] * 8
+    out = [
+        gmm_case("moe-prefill f32", prefill, 1024, 1024, 128, 128, FP32, 4, 4, 4, 1.92e-3),
+        gmm_case("moe-prefill f16, matrix units", prefill, 1024, 1024, 128, 128, F16_MATRIX, 2, 2, 2, None),
+        gmm_case("decode f32 (2 rows x 8 groups)", [2] * 8, 1024, 1024, 2, 32, FP32, 4, 4, 4, 0.060e-3),
+        # ids-decode: 8 tokens, top-2 of 8 experts: 16 slots (as if 2 per expert), every expert's weights.
+        gmm_case("ids-decode f32 (16 slots, 8 experts)", [2] * 8, 1024, 1024, 2, 32, FP32, 4, 4, 4, 0.136e-3),
+        # qwen3-ids-t1: 1 token, top-8 of 128 experts, k = 2048, n = 768: 8 experts' weights.
+        gmm_case("qwen3-ids-t1 f32", [1] * 8, 2048, 768, 1, 32, FP32, 4, 4, 4, 0.188e-3),
+        # qwen3-ids-t8: 64 slots over 128 experts, about 50 of them distinct (uniform routing).
+        gmm_case("qwen3-ids-t8 f32", [1] * 64, 2048, 768, 1, 32, FP32, 4, 4, 4, 0.283e-3,
+                 experts=round(128 * (1 - (1 - 1 / 128) ** 64))),
+    ]
+    # moe-grad: d_lhs (a gmm) and d_rhs (a tgmm) of moe-prefill, each its FLOPs, on the FMA tiles.
+    fwd = out[0]
+    # Each part reads two of the three operands and writes the third: the forward's bytes each.
+    out.append(("moe-grad f32 (d_lhs + d_rhs)", 2 * fwd[1], 2 * fwd[2], 2 * fwd[3], 2 * fwd[4], 2 * fwd[5], 2 * fwd[6],
+                1.65e-3))
+    return out
+
+
+def main():
+    print("| preset | GFLOP | MB moved | tiles | compute ms | memory ms | estimate ms | measured ms | measured / estimate |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, flops, moved, tiles, compute, memory, total, measured in rows():
+        ratio = f"{measured / total:.1f}" if measured else "-"
+        shown = f"{measured * 1e3:.3f}" if measured else "- (wrong results)"
+        print(f"| {name} | {flops / 1e9:.2f} | {moved / 1e6:.1f} | {tiles} | {compute * 1e3:.4f} | {memory * 1e3:.4f} | "
+              f"{total * 1e3:.4f} | {shown} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
