@@ -2,7 +2,11 @@
 """What vkgmm's kernels should take on an H100/H200, from waves, bytes and FLOPs, beside the last measured
 times (docs/gpu-results.md): the table the next GPU run checks, the model as well as the kernels.
 
-    scripts/gpu_estimates.py            print the table (markdown)
+    scripts/gpu_estimates.py                       the table for the H200 run of 2026-11-28 (markdown)
+    scripts/gpu_estimates.py --bench-json F [F...]  the same for a new run: the device's FMA ceiling and
+                                                   streaming read, and the measured times, from its
+                                                   `vkgmm bench --json` files (scripts/gpu_session.sh's
+                                                   bench_*.out); presets it did not run show "-"
 
 The model, per preset, with the tiles the device-class tables choose for NVIDIA (tests/test_kernel_choice.cpp):
   - compute: the tiles spread over the SMs, each SM's share at its part of the device's rate (fp32 FMAs, or
@@ -13,6 +17,8 @@ The model, per preset, with the tiles the device-class tables choose for NVIDIA 
 The device's figures are the H200 run's own (2026-11-28): FMA ceiling 64.3 TFLOP/s, streaming read 4.47 TB/s,
 132 SMs; the f16 matrix rate is the register-only HMMA loop measured on an H100 (402 TFLOP/s).
 """
+import argparse
+import json
 import math
 
 SMS = 132
@@ -29,6 +35,36 @@ def estimate(flops, tiles, tile_flops, rate, bytes_moved):
     compute = math.ceil(tiles / SMS) * tile_flops / (rate / SMS)
     memory = bytes_moved / READ
     return max(compute, memory), compute, memory
+
+
+# Each row's bench workload (name, dtype) in `vkgmm bench --json`, the f16 matrix row's under
+# VKGMM_SCHEDULE=matrix (scripts/gpu_session.sh's bench_matrix).
+BENCH_NAMES = {
+    "moe-prefill f32": ("moe-prefill", "f32"),
+    "moe-prefill f16, matrix units": ("moe-prefill", "f16"),
+    "decode f32 (2 rows x 8 groups)": ("decode", "f32"),
+    "ids-decode f32 (16 slots, 8 experts)": ("ids-decode", "f32"),
+    "qwen3-ids-t1 f32": ("qwen3-ids-t1", "f32"),
+    "qwen3-ids-t8 f32": ("qwen3-ids-t8", "f32"),
+    "moe-grad f32 (d_lhs + d_rhs)": ("moe-grad", "f32"),
+}
+
+
+def from_bench(files):
+    """The device's rates and each workload's median time (s) from `vkgmm bench --json` files."""
+    global FP32, READ
+    times = {}
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            run = json.load(f)
+        if run.get("ceiling_gflops"):
+            FP32 = run["ceiling_gflops"] * 1e9
+        if run.get("read_gbps"):
+            READ = run["read_gbps"] * 1e9
+        for w in run.get("workloads", []):
+            if w.get("gpu_ms_median") is not None:
+                times[(w["name"], w["dtype"])] = w["gpu_ms_median"] * 1e-3
+    return times
 
 
 def gmm_case(name, groups, k, n, tm, tn, rate, in_bytes, w_bytes, out_bytes, measured, experts=None):
@@ -64,11 +100,18 @@ def rows():
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench-json", nargs="+", metavar="FILE", help="a run's `vkgmm bench --json` output")
+    args = parser.parse_args()
+    table = rows()
+    if args.bench_json:
+        times = from_bench(args.bench_json)
+        table = [(*r[:-1], times.get(BENCH_NAMES[r[0]])) for r in rows()]
     print("| preset | GFLOP | MB moved | tiles | compute ms | memory ms | estimate ms | measured ms | measured / estimate |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name, flops, moved, tiles, compute, memory, total, measured in rows():
+    for name, flops, moved, tiles, compute, memory, total, measured in table:
         ratio = f"{measured / total:.1f}" if measured else "-"
-        shown = f"{measured * 1e3:.3f}" if measured else "- (wrong results)"
+        shown = f"{measured * 1e3:.3f}" if measured else "-" if args.bench_json else "- (wrong results)"
         print(f"| {name} | {flops / 1e9:.2f} | {moved / 1e6:.1f} | {tiles} | {compute * 1e3:.4f} | {memory * 1e3:.4f} | "
               f"{total * 1e3:.4f} | {shown} | {ratio} |")
 

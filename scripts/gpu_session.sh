@@ -256,5 +256,13 @@ if rows:
         gb = f"{gb:.1f}" if isinstance(gb, (int, float)) else str(gb or "-")
         print(f"{str(who):12} {str(wl):28} {str(t):6} {str(op):22} {ms:>10} {gf:>10} {gb:>9}")
 EOF
+    # The model of docs/gpu-results.md against this run's own rates and times.
+    estimates=$(find_first "$root/scripts/gpu_estimates.py" "$here/gpu_estimates.py") || estimates=""
+    jsons=()
+    for f in "$out/bench.out" "$out/bench_ids.out" "$out/bench_matrix.out"; do [ -s "$f" ] && jsons+=("$f"); done
+    if [ -n "$estimates" ] && [ ${#jsons[@]} -gt 0 ]; then
+      echo "the model (scripts/gpu_estimates.py) against this run:"
+      python3 "$estimates" --bench-json "${jsons[@]}" || echo "gpu_estimates.py failed"
+    fi
   fi
 } 2>&1 | tee "$out/summary.txt"
