@@ -43,7 +43,9 @@ constexpr int64_t kVisitOverheadRows = 2;
 constexpr int64_t kSharedVisitOverheadRows = 64;
 // A GPU decode visit's, not measured: each visit streams its group's weights from memory (a 32-column
 // tile's k x 32 values), where a row more costs its k values of lhs from cache and FMAs the bandwidth
-// hides. Large enough that a group of up to kGpuDecodeRows rows takes one visit: its weights read once.
+// hides. Large enough that groups of up to kGpuDecodeRows rows take one visit each, their weights read
+// once, where they are alike: one tile height serves every group, so beside many 1-row groups an 8-row
+// group may still take two 4-row visits.
 constexpr int64_t kGpuDecodeVisitOverheadRows = 64;
 
 // Registers an invocation needs beside its accumulators in the shared schedule: the K step's operands

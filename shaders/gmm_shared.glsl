@@ -4,7 +4,8 @@
 // ----- the shared schedule's staging: chunks of 4 elements along each operand's contiguous axis ----------
 // lhs [TM, TK] K-major (stage_kmajor.glsl), TM rows per K step; rhs [TK, TN * HALVES] as TK x TN*HALVES/4 chunks
 // along N, stored whole, or transposed (rhs [n, k]) K-major, TN * HALVES product columns per K step.
-// Invocation lid takes chunks lid + s * NT: their sources and their places in the stage stay the same
+// Invocation lid takes chunks lid + s * NT (rhs [k, n] in the matrix builds: stage_lines.glsl's quads, where
+// the invocations divide its chunks in fours): their sources and their places in the stage stay the same
 // from one K step to the next, so both are computed once (a_src / b_src: the chunk's first element at K
 // step 0; a_dst / b_dst) and a step only adds its K offset, the same for the whole workgroup. The next
 // step's chunks are loaded into registers (a_next, b_next) while the current one is computed from shared

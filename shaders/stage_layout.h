@@ -38,8 +38,8 @@ VKGMM_STAGE_FN uint vkgmm_kmajor_k(bool along_step, uint e, uint lines, uint dep
 //    VKGMM_LINES_IN_QUADS): an invocation's chunks 4t .. 4t + 3 are the 4 step rows of one 4 x 4 block,
 //    quad lid + t * nt, quads along the step, so that the invocation stores the block transposed, 4 step
 //    values of a line at a time (adjacent places, 8 bytes aligned), the warp's lanes on neighbouring runs
-//    of the same lines; each load instruction still reads whole 32-byte sectors (4 lanes' 8 bytes of
-//    adjacent lines, f16).
+//    of the same lines. A 32-lane load instruction reads, per step row, the 8 bytes (f16) of each of its
+//    32 / (depth / 4) groups of 4 lines: a whole 32-byte sector at steps of 32, half of one at 64.
 #define VKGMM_LINES_IN_QUADS(chunks, nt) ((chunks) % (4u * (nt)) == 0u)
 VKGMM_STAGE_FN uint vkgmm_lines_line(bool quads, uint lid, uint s, uint nt, uint lines, uint depth) {
   return quads ? ((lid + (s / 4u) * nt) / (depth / 4u)) * 4u : ((lid + s * nt) % (lines / 4u)) * 4u;

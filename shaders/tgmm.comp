@@ -86,7 +86,8 @@ uint lhs_index(uint kk, uint row) {
 #include "stage.glsl"
 // Chunks of 4 elements along each operand's contiguous axis: lhs [m, k] (LHS_MK) as TM x TK/4 chunks along
 // k (stage_lines.glsl); lhs [k, m] K-major (stage_kmajor.glsl: the group's rows are the reduction), TK k rows
-// per step; rhs as TM x TN/4 chunks along n (stage_lines.glsl). Invocation lid takes chunks lid + s * NT, whose sources from
+// per step; rhs as TM x TN/4 chunks along n (stage_lines.glsl). Invocation lid takes chunks lid + s * NT
+// (lhs [m, k] and rhs in the matrix builds: stage_lines.glsl's quads, where they divide in fours), whose sources from
 // the group's row 0 (a_src, b_src) and places in the stage (a_dst, b_dst) are computed once; a step adds its
 // first row. The next step's chunks are loaded into a_next / b_next while the current one computes.
 //
