@@ -85,8 +85,9 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
       b_dst[s] = b_dst[0] + s * NT / (TNH / 4) * stage_step_stride(TNH);
       continue;
     }
-    b_src[s] = rhs_index(g_local, b_krow(lid, s), product_col(j / TN, col < pc.out_n ? col : n0));
-    b_dst[s] = stage_place(j, b_krow(lid, s), TNH);
+    const uint krow = b_krow(lid, s);
+    b_src[s] = rhs_index(g_local, krow, product_col(j / TN, col < pc.out_n ? col : n0));
+    b_dst[s] = stage_place(j, krow, TNH);
   }
 }
 

@@ -154,13 +154,13 @@ void stage_sources(uint lid, uint k0, uint n0) {
       a_dst[s] = a_dst[0] + s * NT / (TK / 4) * stage_step_stride(TK);
       continue;
     }
-    uint kk = k0 + lines_line(A_QUADS, lid, s, TK);
+    const uint line = lines_line(A_QUADS, lid, s, TK), row = a_row(lid, s);
+    uint kk = k0 + line;
     a_k[s] = run_in(kk, pc.k);
-    a_src[s] = pc.lhs_off + a_row(lid, s) * pc.k + (kk < pc.k ? kk : k0);
-    a_dst[s] = stage_place(lines_line(A_QUADS, lid, s, TK), a_row(lid, s), TK);
+    a_src[s] = pc.lhs_off + row * pc.k + (kk < pc.k ? kk : k0);
+    a_dst[s] = stage_place(line, row, TK);
   }
   [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
-    uint e = lid + s * NT;
     if (lines_in_quad(B_QUADS, s)) {
       b_cols[s] = b_cols[lines_quad_first(s)];
       b_src[s] = b_src[lines_quad_first(s)] + (s % 4u) * pc.n;
@@ -172,10 +172,11 @@ void stage_sources(uint lid, uint k0, uint n0) {
       b_dst[s] = b_dst[0] + s * NT / (TN / 4) * stage_step_stride(TN);
       continue;
     }
-    uint col = n0 + lines_line(B_QUADS, lid, s, TN);
+    const uint line = lines_line(B_QUADS, lid, s, TN), row = b_row(lid, s);
+    uint col = n0 + line;
     b_cols[s] = run_in(col, pc.n);
-    b_src[s] = pc.rhs_off + b_row(lid, s) * pc.n + (col < pc.n ? col : n0);
-    b_dst[s] = stage_place(lines_line(B_QUADS, lid, s, TN), b_row(lid, s), TN);
+    b_src[s] = pc.rhs_off + row * pc.n + (col < pc.n ? col : n0);
+    b_dst[s] = stage_place(line, row, TN);
   }
 }
 
