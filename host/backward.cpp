@@ -31,23 +31,12 @@ GmmProblem d_lhs_problem(const GmmProblem& f, const GmmBackwardOptions& o) {
 
 TgmmProblem d_rhs_problem(const GmmProblem& f) {
   if (routed_backward(f)) return routed_d_rhs_problem(f);
-  TgmmProblem p;
-  p.m = f.m;
-  p.k = f.k;
-  p.n = f.n;
-  p.group_sizes = f.group_sizes;
-  p.device_group_sizes = f.device_group_sizes;
-  p.group_offset = f.group_offset;
-  p.num_actual_groups = f.num_rhs_groups;  // -1 stays "G - group_offset", as for the forward's rhs
-  p.lhs_mk = true;                 // the forward's lhs [m, k] read as lhs^T
-  p.out_nk = f.transpose_rhs;      // the gradient has rhs's layout
-  p.lhs_type = f.lhs_type;
-  p.rhs_type = f.out_type;         // d_out
-  p.out_type = f.rhs_type;
-  p.tiling = f.tiling;
-  p.schedule = part_schedule(f.schedule, p.lhs_type, p.rhs_type);
-  p.grid = f.grid;
-  return p;
+  // The forward's lhs [m, k] read as lhs^T, d_out as rhs; the gradient has rhs's type and layout, and
+  // num_rhs_groups -1 stays "G - group_offset", as for the forward's rhs.
+  return {.m = f.m, .k = f.k, .n = f.n, .group_sizes = f.group_sizes, .device_group_sizes = f.device_group_sizes,
+          .group_offset = f.group_offset, .num_actual_groups = f.num_rhs_groups, .lhs_mk = true,
+          .out_nk = f.transpose_rhs, .lhs_type = f.lhs_type, .rhs_type = f.out_type, .out_type = f.rhs_type,
+          .tiling = f.tiling, .schedule = part_schedule(f.schedule, f.lhs_type, f.out_type), .grid = f.grid};
 }
 
 }  // namespace

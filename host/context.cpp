@@ -301,12 +301,9 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
   dev.owns = false;
   dev.options = std::move(resolved);
   impl->submitter.faults.configure(dev.options.inject_fault);
-  dev.instance = d.instance;
-  dev.physical = d.physical_device;
-  dev.device = d.device;
-  dev.queue = d.queue;
-  dev.queue_family = d.queue_family;
-  dev.app_get_instance_proc_addr = d.get_instance_proc_addr;
+  // The app's handles, as they are.
+  dev.instance = d.instance, dev.physical = d.physical_device, dev.device = d.device;
+  dev.queue = d.queue, dev.queue_family = d.queue_family, dev.app_get_instance_proc_addr = d.get_instance_proc_addr;
   dev.query();
   dev.info.matrix_shapes = units.listed;
   impl->pipelines.init(dev.device);

@@ -239,18 +239,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   state_ = std::move(st);
 }
 
-std::vector<PlannedPipeline> PlanInternals::pipelines(const GmmPlan& plan) { return plan.state_->core.pipelines(); }
-GmmPlan PlanInternals::part_of_another(Context& ctx, const GmmProblem& problem) { return GmmPlan(ctx, problem, false); }
-
-const GmmProblem& GmmPlan::problem() const { return state_->problem; }
-Tiling GmmPlan::tiling() const { return state_->tiling; }
-OperandSizes GmmPlan::sizes() const { return state_->core.sizes(); }
-VkDeviceSize GmmPlan::metadata_bytes() const { return state_->core.metadata_bytes(); }
-VkDeviceSize GmmPlan::workspace_bytes() const { return state_->core.workspace_bytes(); }
+VKGMM_GROUPED_PLAN_FORWARDS(GmmPlan, GmmProblem, GmmOperands, gmm)
 int64_t GmmPlan::num_tiles() const { return state_->num_tiles; }
-void GmmPlan::check(const GmmOperands& ops) const { state_->core.check(views_of(ops)); }
-bool GmmPlan::texel_loads(const GmmOperands& ops) const { return state_->core.texel_loads(views_of(ops)); }
-void GmmPlan::record(VkCommandBuffer cb, const GmmOperands& ops) const { state_->core.record(cb, views_of(ops)); }
 void PlanInternals::record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops) {
   plan.state_->core.record(cb, views_of(ops), true);
 }
@@ -272,11 +262,6 @@ BufferView GmmPlan::saved_pre_activation(const BufferView& workspace) const {
   const BufferView work = st.core.workspace_view(workspace);
   const VkDeviceSize bytes = VkDeviceSize(p.m) * VkDeviceSize(p.routing.top_k) * VkDeviceSize(p.n) * 4;
   return {work.buffer, work.offset + st.core.workspace_layout().pre * 4, work.buffer ? bytes : 0};
-}
-
-void gmm(Context& ctx, const GmmProblem& problem, const GmmOperands& ops) {
-  GmmPlan plan(ctx, problem);
-  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
 }
 
 }  // namespace vkgmm

@@ -69,42 +69,21 @@ namespace {
 
 // logits = x @ router_w: one group of all T rows.
 GmmProblem router_problem(const MoeLayerProblem& p) {
-  GmmProblem g;
-  g.m = p.tokens;
-  g.k = p.d_model;
-  g.n = p.num_experts;
-  g.group_sizes = {int32_t(p.tokens)};
-  g.lhs_type = p.dtype;
-  return g;
+  return {.m = p.tokens, .k = p.d_model, .n = p.num_experts, .group_sizes = {int32_t(p.tokens)}, .lhs_type = p.dtype};
 }
 
 // d_x += d_logits @ router_w^T, added to the up projection's d_x: gmm adds existing_out only where it
 // combines routed slots, so this is one: each token one slot of the one expert router_w^T (router_w [d, E]
 // read as [1, n = d, k = E]), its weight 1 (the plan's constant ids and ones).
 GmmProblem router_dx_problem(const MoeLayerProblem& p) {
-  GmmProblem g;
-  g.m = p.tokens;
-  g.k = p.num_experts;
-  g.n = p.d_model;
-  g.num_rhs_groups = 1;
-  g.transpose_rhs = true;
-  g.out_type = p.dtype;
-  g.existing_out = true;
-  g.routing = {1, false, true, 1};
-  return g;
+  return {.m = p.tokens, .k = p.num_experts, .n = p.d_model, .num_rhs_groups = 1, .transpose_rhs = true,
+          .out_type = p.dtype, .existing_out = true, .routing = {1, false, true, 1}};
 }
 
 // d_router_w [d, E] = x^T @ d_logits.
 TgmmProblem router_weights_problem(const MoeLayerProblem& p) {
-  TgmmProblem t;
-  t.m = p.tokens;
-  t.k = p.d_model;
-  t.n = p.num_experts;
-  t.group_sizes = {int32_t(p.tokens)};
-  t.lhs_mk = true;
-  t.lhs_type = p.dtype;
-  t.existing_out = p.accumulate;
-  return t;
+  return {.m = p.tokens, .k = p.d_model, .n = p.num_experts, .group_sizes = {int32_t(p.tokens)}, .lhs_mk = true,
+          .lhs_type = p.dtype, .existing_out = p.accumulate};
 }
 
 TopKProblem routing_problem(const MoeLayerProblem& p) { return {p.tokens, p.num_experts, p.top_k, p.renormalize}; }

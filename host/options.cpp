@@ -84,20 +84,10 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
 }
 
 ContextOptions to_public(const ResolvedOptions& r) {
-  ContextOptions o;
-  o.device = r.device;
-  o.validate = r.validate;
-  o.schedule = r.schedule;
-  o.storage16 = r.storage16;
-  o.vec4_loads = r.vec4_loads;
-  o.texel_loads = r.texel_loads;
-  o.device_grid = r.device_grid;
-  o.grid = r.grid;
-  o.persistent_workgroups = r.persistent_workgroups;
-  o.timeout_s = r.timeout_s;
-  o.eager_pipelines = r.eager_pipelines;
-  o.matrix_extension = r.matrix_extension;
-  return o;
+  return {.device = r.device, .validate = r.validate, .schedule = r.schedule, .storage16 = r.storage16,
+          .vec4_loads = r.vec4_loads, .texel_loads = r.texel_loads, .device_grid = r.device_grid, .grid = r.grid,
+          .persistent_workgroups = r.persistent_workgroups, .timeout_s = r.timeout_s,
+          .eager_pipelines = r.eager_pipelines, .matrix_extension = r.matrix_extension};
 }
 
 bool eager_pipelines(const ResolvedOptions& o, const DeviceInfo& info) {

@@ -41,4 +41,23 @@ struct PlanInternals {
   static void check_backward(const GmmBackwardPlan& plan, const GmmBackwardOperands& ops, const RoutingSource& routing);
 };
 
+// What gmm's and tgmm's plans forward alike, written once: their internals for other plans, their public
+// accessors (the State's problem and tiling, the rest the core's), and the one-call op (plan, run, wait). Used
+// at namespace scope in each plan's source, where its State and views_of are defined.
+#define VKGMM_GROUPED_PLAN_FORWARDS(Plan, Problem, Operands, op)                                                    \
+  std::vector<PlannedPipeline> PlanInternals::pipelines(const Plan& plan) { return plan.state_->core.pipelines(); } \
+  Plan PlanInternals::part_of_another(Context& ctx, const Problem& problem) { return Plan(ctx, problem, false); }   \
+  const Problem& Plan::problem() const { return state_->problem; }                                                 \
+  Tiling Plan::tiling() const { return state_->tiling; }                                                           \
+  OperandSizes Plan::sizes() const { return state_->core.sizes(); }                                                \
+  VkDeviceSize Plan::metadata_bytes() const { return state_->core.metadata_bytes(); }                              \
+  VkDeviceSize Plan::workspace_bytes() const { return state_->core.workspace_bytes(); }                            \
+  void Plan::check(const Operands& ops) const { state_->core.check(views_of(ops)); }                               \
+  bool Plan::texel_loads(const Operands& ops) const { return state_->core.texel_loads(views_of(ops)); }            \
+  void Plan::record(VkCommandBuffer cb, const Operands& ops) const { state_->core.record(cb, views_of(ops)); }     \
+  void op(Context& ctx, const Problem& problem, const Operands& ops) {                                              \
+    Plan plan(ctx, problem);                                                                                       \
+    ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });                                        \
+  }
+
 }  // namespace vkgmm

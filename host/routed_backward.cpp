@@ -89,22 +89,11 @@ GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOpti
   // d_lhs(t, j) = d_h(t, j) @ W(ids[t, j])^T from the per-slot d_h (f32 [T, top_k, n] in the
   // workspace); a token-level lhs sums its slots' (a combine with unit weights).
   const GmmProblem f = routed_form(forward);
-  GmmProblem p;
-  p.m = f.m;
-  p.k = f.n;
-  p.n = f.k;
-  p.num_rhs_groups = f.num_rhs_groups;
-  p.group_offset = f.group_offset;
-  p.transpose_rhs = !f.transpose_rhs;
-  p.lhs_type = DType::f32;
-  p.rhs_type = f.rhs_type;
-  p.out_type = f.lhs_type;
-  p.existing_out = o.accumulate;
-  p.tiling = f.tiling;
-  p.schedule = part_schedule(f.schedule, p.lhs_type, p.rhs_type);
-  p.grid = f.grid;
-  p.routing = {f.routing.top_k, true, !f.routing.lhs_per_slot, f.routing.num_experts};
-  return p;
+  return {.m = f.m, .k = f.n, .n = f.k, .num_rhs_groups = f.num_rhs_groups, .group_offset = f.group_offset,
+          .transpose_rhs = !f.transpose_rhs, .lhs_type = DType::f32, .rhs_type = f.rhs_type, .out_type = f.lhs_type,
+          .existing_out = o.accumulate, .tiling = f.tiling,
+          .schedule = part_schedule(f.schedule, DType::f32, f.rhs_type), .grid = f.grid,
+          .routing = {f.routing.top_k, true, !f.routing.lhs_per_slot, f.routing.num_experts}};
 }
 
 namespace {

@@ -134,21 +134,6 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   state_ = std::move(st);
 }
 
-std::vector<PlannedPipeline> PlanInternals::pipelines(const TgmmPlan& plan) { return plan.state_->core.pipelines(); }
-TgmmPlan PlanInternals::part_of_another(Context& ctx, const TgmmProblem& problem) { return TgmmPlan(ctx, problem, false); }
-
-const TgmmProblem& TgmmPlan::problem() const { return state_->problem; }
-Tiling TgmmPlan::tiling() const { return state_->tiling; }
-OperandSizes TgmmPlan::sizes() const { return state_->core.sizes(); }
-VkDeviceSize TgmmPlan::metadata_bytes() const { return state_->core.metadata_bytes(); }
-VkDeviceSize TgmmPlan::workspace_bytes() const { return state_->core.workspace_bytes(); }
-void TgmmPlan::check(const TgmmOperands& ops) const { state_->core.check(views_of(ops)); }
-bool TgmmPlan::texel_loads(const TgmmOperands& ops) const { return state_->core.texel_loads(views_of(ops)); }
-void TgmmPlan::record(VkCommandBuffer cb, const TgmmOperands& ops) const { state_->core.record(cb, views_of(ops)); }
-
-void tgmm(Context& ctx, const TgmmProblem& problem, const TgmmOperands& ops) {
-  TgmmPlan plan(ctx, problem);
-  ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
-}
+VKGMM_GROUPED_PLAN_FORWARDS(TgmmPlan, TgmmProblem, TgmmOperands, tgmm)
 
 }  // namespace vkgmm

@@ -205,6 +205,27 @@ inline void same_context(const vkgmm_context* ctx, const std::shared_ptr<vkgmm::
     throw Error(Status::invalid_argument, "ctx: the plan was created on another context");
 }
 
+// A plan's handle from make(cpp_context), which reads the C structs and makes the C++ plan; the handle shares
+// the context's ownership (same_context).
+template <typename Handle, typename Make>
+vkgmm_status create_plan_with(vkgmm_context* ctx, Handle** out, Make make) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(ctx, "ctx");
+    *out = new Handle{make(ctx->ctx), vkgmm::ContextInternals::shared(ctx->ctx)};
+  });
+}
+
+// A plan's sizes as the C struct to_c(plan) makes, written to out (a `type_name`).
+template <typename Handle, typename CSizes, typename ToC>
+vkgmm_status plan_sizes_as(const Handle* plan, CSizes* out, const char* type_name, ToC to_c) {
+  return guarded([&] {
+    require(plan, "plan");
+    write_struct(out, to_c(plan->plan), "out", type_name);
+  });
+}
+
 // A C choice field as its C++ choice: both enums are made from one list of vkgmm/vocabulary.h, so the
 // values are the same; a number the list lacks is refused, naming the field and its C type.
 template <typename C, typename E, size_t N>

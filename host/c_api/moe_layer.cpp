@@ -42,23 +42,18 @@ vkgmm::MoeLayerGradients gradients(const vkgmm_moe_layer_gradients* grads) {
 
 vkgmm_status vkgmm_moe_layer_plan_create(vkgmm_context* ctx, const vkgmm_moe_layer_problem* problem,
                                          vkgmm_moe_layer_plan** out) {
-  return guarded([&] {
-    require(out, "out");
-    *out = nullptr;
-    require(ctx, "ctx");
-    const vkgmm_moe_layer_problem c = read_struct(problem, "problem", "vkgmm_moe_layer_problem");
-    *out = new vkgmm_moe_layer_plan{vkgmm::MoeLayerPlan(ctx->ctx, to_cpp(c)), vkgmm::ContextInternals::shared(ctx->ctx)};
+  return create_plan_with(ctx, out, [&](vkgmm::Context& cpp) {
+    return vkgmm::MoeLayerPlan(cpp, to_cpp(read_struct(problem, "problem", "vkgmm_moe_layer_problem")));
   });
 }
 
 void vkgmm_moe_layer_plan_destroy(vkgmm_moe_layer_plan* plan) { delete plan; }
 
 vkgmm_status vkgmm_moe_layer_plan_sizes(const vkgmm_moe_layer_plan* plan, vkgmm_moe_layer_sizes* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    const vkgmm::MoeLayerSizes s = plan->plan.sizes();
-    const vkgmm_moe_layer_sizes c{sizeof c, s.x, s.router_w, s.w_up, s.w_down, s.b_up, s.b_down, s.y, s.workspace};
-    write_struct(out, c, "out", "vkgmm_moe_layer_sizes");
+  return plan_sizes_as(plan, out, "vkgmm_moe_layer_sizes", [](const vkgmm::MoeLayerPlan& p) {
+    const vkgmm::MoeLayerSizes s = p.sizes();
+    return vkgmm_moe_layer_sizes{sizeof(vkgmm_moe_layer_sizes), s.x, s.router_w, s.w_up, s.w_down, s.b_up, s.b_down,
+                                 s.y, s.workspace};
   });
 }
 

@@ -22,6 +22,8 @@ using vkgmm::c_api::view;
 using vkgmm::c_api::same_context;
 using vkgmm::c_api::dtype;
 using vkgmm::c_api::activation;
+using vkgmm::c_api::create_plan_with;
+using vkgmm::c_api::plan_sizes_as;
 
 namespace {
 
@@ -93,21 +95,14 @@ vkgmm::TopKBackwardOperands top_k_backward_ops(const vkgmm_top_k_backward_operan
 template <typename Handle, typename Plan, typename CProblem>
 vkgmm_status create_plan(vkgmm_context* ctx, const CProblem* problem, const char* problem_name,
                          const char* type_name, Handle** out) {
-  return guarded([&] {
-    require(out, "out");
-    *out = nullptr;
-    require(ctx, "ctx");
-    const CProblem c = read_struct(problem, problem_name, type_name);
-    *out = new Handle{Plan(ctx->ctx, to_cpp(c)), vkgmm::ContextInternals::shared(ctx->ctx)};
+  return create_plan_with(ctx, out, [&](vkgmm::Context& c) {
+    return Plan(c, to_cpp(read_struct(problem, problem_name, type_name)));
   });
 }
 
 template <typename Handle>
 vkgmm_status plan_sizes(const Handle* plan, vkgmm_operand_sizes* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    write_struct(out, sizes(plan->plan), "out", "vkgmm_operand_sizes");
-  });
+  return plan_sizes_as(plan, out, "vkgmm_operand_sizes", [](const auto& p) { return sizes(p); });
 }
 
 template <typename Handle>
@@ -272,7 +267,26 @@ TopKBackwardOptions to_cpp(const vkgmm_top_k_backward_options& c) {
 
 }  // namespace vkgmm::c_api
 
+// What every plan kind's handle does the same way: destroy, record into the caller's command buffer, and run
+// (record, submit and wait), the C operands read by to_ops. One definition for the five kinds' entry points.
+#define VKGMM_C_PLAN_ENTRY_POINTS(kind, to_ops)                                                              \
+  void vkgmm_##kind##_plan_destroy(vkgmm_##kind##_plan* plan) { delete plan; }                               \
+  vkgmm_status vkgmm_##kind##_plan_record(const vkgmm_##kind##_plan* plan, VkCommandBuffer cmd,              \
+                                          const vkgmm_##kind##_operands* ops) {                              \
+    return plan_record(plan, cmd, ops, to_ops);                                                              \
+  }                                                                                                          \
+  vkgmm_status vkgmm_##kind##_plan_run(vkgmm_context* ctx, const vkgmm_##kind##_plan* plan,                  \
+                                       const vkgmm_##kind##_operands* ops) {                                 \
+    return plan_run(ctx, plan, ops, to_ops);                                                                 \
+  }
+
 extern "C" {
+
+VKGMM_C_PLAN_ENTRY_POINTS(gmm, gmm_ops)
+VKGMM_C_PLAN_ENTRY_POINTS(tgmm, tgmm_ops)
+VKGMM_C_PLAN_ENTRY_POINTS(gmm_backward, backward_ops)
+VKGMM_C_PLAN_ENTRY_POINTS(top_k, top_k_ops)
+VKGMM_C_PLAN_ENTRY_POINTS(top_k_backward, top_k_backward_ops)
 
 // ----- gmm ---------------------------------------------------------------------------------------------
 
@@ -280,19 +294,9 @@ vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* 
   return create_plan<vkgmm_gmm_plan, vkgmm::GmmPlan>(ctx, problem, "problem", "vkgmm_gmm_problem", out);
 }
 
-void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan) { delete plan; }
-
 vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out) { return plan_sizes(plan, out); }
 
 vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out) { return plan_tiling(plan, out); }
-
-vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops) {
-  return plan_record(plan, cmd, ops, gmm_ops);
-}
-
-vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops) {
-  return plan_run(ctx, plan, ops, gmm_ops);
-}
 
 vkgmm_status vkgmm_gmm_plan_saved_pre_activation(const vkgmm_gmm_plan* plan, vkgmm_buffer_view workspace,
                                                  vkgmm_buffer_view* out) {
@@ -310,20 +314,9 @@ vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem
   return create_plan<vkgmm_tgmm_plan, vkgmm::TgmmPlan>(ctx, problem, "problem", "vkgmm_tgmm_problem", out);
 }
 
-void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan) { delete plan; }
-
 vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out) { return plan_sizes(plan, out); }
 
 vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out) { return plan_tiling(plan, out); }
-
-vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd,
-                                    const vkgmm_tgmm_operands* ops) {
-  return plan_record(plan, cmd, ops, tgmm_ops);
-}
-
-vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops) {
-  return plan_run(ctx, plan, ops, tgmm_ops);
-}
 
 // ----- backward ----------------------------------------------------------------------------------------
 
@@ -335,10 +328,7 @@ vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_
 vkgmm_status vkgmm_gmm_backward_plan_create_with_options(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,
                                                          const vkgmm_gmm_backward_options* options,
                                                          vkgmm_gmm_backward_plan** out) {
-  return guarded([&] {
-    require(out, "out");
-    *out = nullptr;
-    require(ctx, "ctx");
+  return create_plan_with(ctx, out, [&](vkgmm::Context& cpp) {
     const vkgmm_gmm_problem c = read_struct(forward, "forward", "vkgmm_gmm_problem");
     vkgmm::GmmBackwardOptions o;
     if (options) {
@@ -346,32 +336,17 @@ vkgmm_status vkgmm_gmm_backward_plan_create_with_options(vkgmm_context* ctx, con
       if (copy.reserved_tail != 0) bad("options", "reserved_tail must be 0");
       o.accumulate = copy.accumulate != 0;
     }
-    *out = new vkgmm_gmm_backward_plan{vkgmm::GmmBackwardPlan(ctx->ctx, to_cpp(c), o),
-                                       vkgmm::ContextInternals::shared(ctx->ctx)};
+    return vkgmm::GmmBackwardPlan(cpp, to_cpp(c), o);
   });
 }
-
-void vkgmm_gmm_backward_plan_destroy(vkgmm_gmm_backward_plan* plan) { delete plan; }
 
 vkgmm_status vkgmm_gmm_backward_plan_sizes(const vkgmm_gmm_backward_plan* plan, vkgmm_gmm_backward_sizes* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    const vkgmm::GmmBackwardSizes s = plan->plan.sizes();
-    const vkgmm_gmm_backward_sizes c{sizeof c,  s.lhs, s.rhs, s.d_out, s.d_lhs, s.d_rhs, plan->plan.metadata_bytes(),
-                                     plan->plan.workspace_bytes(), s.ids, s.weights, s.bias, s.d_bias, s.d_weights,
-                                     s.pre_activation};
-    write_struct(out, c, "out", "vkgmm_gmm_backward_sizes");
+  return plan_sizes_as(plan, out, "vkgmm_gmm_backward_sizes", [](const vkgmm::GmmBackwardPlan& p) {
+    const vkgmm::GmmBackwardSizes s = p.sizes();
+    return vkgmm_gmm_backward_sizes{sizeof(vkgmm_gmm_backward_sizes), s.lhs, s.rhs, s.d_out, s.d_lhs, s.d_rhs,
+                                    p.metadata_bytes(), p.workspace_bytes(), s.ids, s.weights, s.bias, s.d_bias,
+                                    s.d_weights, s.pre_activation};
   });
-}
-
-vkgmm_status vkgmm_gmm_backward_plan_record(const vkgmm_gmm_backward_plan* plan, VkCommandBuffer cmd,
-                                            const vkgmm_gmm_backward_operands* ops) {
-  return plan_record(plan, cmd, ops, backward_ops);
-}
-
-vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkgmm_gmm_backward_plan* plan,
-                                         const vkgmm_gmm_backward_operands* ops) {
-  return plan_run(ctx, plan, ops, backward_ops);
 }
 
 // ----- top-k routing -----------------------------------------------------------------------------------
@@ -380,23 +355,11 @@ vkgmm_status vkgmm_top_k_plan_create(vkgmm_context* ctx, const vkgmm_top_k_probl
   return create_plan<vkgmm_top_k_plan, vkgmm::TopKPlan>(ctx, problem, "problem", "vkgmm_top_k_problem", out);
 }
 
-void vkgmm_top_k_plan_destroy(vkgmm_top_k_plan* plan) { delete plan; }
-
 vkgmm_status vkgmm_top_k_plan_sizes(const vkgmm_top_k_plan* plan, vkgmm_top_k_sizes* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    const vkgmm::TopKSizes s = plan->plan.sizes();
-    write_struct(out, vkgmm_top_k_sizes{sizeof(vkgmm_top_k_sizes), s.logits, s.ids, s.weights}, "out",
-                 "vkgmm_top_k_sizes");
+  return plan_sizes_as(plan, out, "vkgmm_top_k_sizes", [](const vkgmm::TopKPlan& p) {
+    const vkgmm::TopKSizes s = p.sizes();
+    return vkgmm_top_k_sizes{sizeof(vkgmm_top_k_sizes), s.logits, s.ids, s.weights};
   });
-}
-
-vkgmm_status vkgmm_top_k_plan_record(const vkgmm_top_k_plan* plan, VkCommandBuffer cmd, const vkgmm_top_k_operands* ops) {
-  return plan_record(plan, cmd, ops, top_k_ops);
-}
-
-vkgmm_status vkgmm_top_k_plan_run(vkgmm_context* ctx, const vkgmm_top_k_plan* plan, const vkgmm_top_k_operands* ops) {
-  return plan_run(ctx, plan, ops, top_k_ops);
 }
 
 // ----- top-k routing's backward -------------------------------------------------------------------------
@@ -404,37 +367,20 @@ vkgmm_status vkgmm_top_k_plan_run(vkgmm_context* ctx, const vkgmm_top_k_plan* pl
 vkgmm_status vkgmm_top_k_backward_plan_create(vkgmm_context* ctx, const vkgmm_top_k_problem* forward,
                                               const vkgmm_top_k_backward_options* options,
                                               vkgmm_top_k_backward_plan** out) {
-  return guarded([&] {
-    require(out, "out");
-    *out = nullptr;
-    require(ctx, "ctx");
+  return create_plan_with(ctx, out, [&](vkgmm::Context& cpp) {
     const vkgmm::TopKProblem p = to_cpp(read_struct(forward, "forward", "vkgmm_top_k_problem"));
     const vkgmm::TopKBackwardOptions o =
         options ? to_cpp(read_struct(options, "options", "vkgmm_top_k_backward_options")) : vkgmm::TopKBackwardOptions{};
-    *out = new vkgmm_top_k_backward_plan{vkgmm::TopKBackwardPlan(ctx->ctx, p, o),
-                                         vkgmm::ContextInternals::shared(ctx->ctx)};
+    return vkgmm::TopKBackwardPlan(cpp, p, o);
   });
 }
-
-void vkgmm_top_k_backward_plan_destroy(vkgmm_top_k_backward_plan* plan) { delete plan; }
 
 vkgmm_status vkgmm_top_k_backward_plan_sizes(const vkgmm_top_k_backward_plan* plan, vkgmm_top_k_backward_sizes* out) {
-  return guarded([&] {
-    require(plan, "plan");
-    const vkgmm::TopKBackwardSizes s = plan->plan.sizes();
-    const vkgmm_top_k_backward_sizes c{sizeof c, s.logits, s.ids, s.weights, s.d_weights, s.d_logits};
-    write_struct(out, c, "out", "vkgmm_top_k_backward_sizes");
+  return plan_sizes_as(plan, out, "vkgmm_top_k_backward_sizes", [](const vkgmm::TopKBackwardPlan& p) {
+    const vkgmm::TopKBackwardSizes s = p.sizes();
+    return vkgmm_top_k_backward_sizes{sizeof(vkgmm_top_k_backward_sizes), s.logits, s.ids, s.weights, s.d_weights,
+                                      s.d_logits};
   });
-}
-
-vkgmm_status vkgmm_top_k_backward_plan_record(const vkgmm_top_k_backward_plan* plan, VkCommandBuffer cmd,
-                                              const vkgmm_top_k_backward_operands* ops) {
-  return plan_record(plan, cmd, ops, top_k_backward_ops);
-}
-
-vkgmm_status vkgmm_top_k_backward_plan_run(vkgmm_context* ctx, const vkgmm_top_k_backward_plan* plan,
-                                           const vkgmm_top_k_backward_operands* ops) {
-  return plan_run(ctx, plan, ops, top_k_backward_ops);
 }
 
 }  // extern "C"
