@@ -62,6 +62,7 @@ constexpr DeviceClass intel(const char* architecture, uint32_t lanes) {
     c.matrix_fragments = 4;
   }
   c.decode_walk_rows = 1;
+  c.decode_load_floats = 48;
   return c;
 }
 

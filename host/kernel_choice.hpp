@@ -40,6 +40,7 @@ struct KernelRequest {
   bool rhs_blocks = false;           // rhs in a block format
   uint32_t halves = 1;               // product columns per output column (2: a gated activation)
   uint32_t k_walk_step = 4;          // the direct schedule's step along K (a block format's walk)
+  uint32_t lhs_value_bytes = 4, rhs_value_bytes = 4;  // bytes per value of lhs, and of an element-type rhs
   // tgmm:
   bool lhs_mk = false;         // lhs stored [m, k]
   bool vec4_lhs_rows = false;  // lhs [m, k] read 4 of the block's k rows at a time

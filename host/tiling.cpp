@@ -404,6 +404,16 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   return s;
 }
 
+uint32_t gpu_decode_step_quads(const KernelShape& s, int64_t k, uint32_t halves, size_t lhs_bytes, size_t rhs_bytes,
+                               uint32_t most_floats) {
+  const uint64_t values = 4 * (uint64_t(s.rm) + uint64_t(s.rn) * halves);  // a quad's, lhs's and rhs's
+  const uint64_t bytes = 4 * (uint64_t(s.rm) * lhs_bytes + uint64_t(s.rn) * halves * rhs_bytes);
+  uint32_t quads = 1;
+  while (quads < 4 && bytes * quads < kDecodeBytesInFlight && values * quads * 2 <= most_floats) quads *= 2;
+  while (quads > 1 && (k % (4 * quads) != 0 || uint64_t(s.slices) * 4 * quads > uint64_t(k))) quads /= 2;
+  return quads;
+}
+
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
                               uint32_t col_group, uint32_t row_group, uint32_t halves, uint32_t k_slice_step) {

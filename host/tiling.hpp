@@ -18,6 +18,9 @@ struct KernelShape {
   // The direct schedule's K slices (gmm on GPUs): slices sets of TX x TY invocations, each reducing every
   // slices-th step of K, summed in shared memory (shared_a floats) before the store.
   uint32_t slices = 1;
+  // The direct schedule's quads (4 values of K) per step of an element-type rhs, loaded together
+  // (gmm's STEP_QUADS; gpu_decode_step_quads).
+  uint32_t step_quads = 1;
   bool use_shared = false;
   uint32_t shared_a = 1, shared_b = 1;  // shared array lengths (1 when unused)
   // gmm's matrix schedule (use_shared too: its staging and fill visits are the shared schedule's): the
@@ -124,6 +127,14 @@ size_t block_walk_step(DType t);
 // format's walk step), which it does on GPUs (never on CPU devices) up to kSliceInvocations invocations,
 // each slice taking at least 2 steps, with the slices' sums within half the shared memory.
 constexpr uint32_t kSliceInvocations = 256;
+// gmm's sliced GPU decode over an element-type rhs: the quads (4 values of K) per step that bring each
+// invocation's loads per step (its rm rows of lhs, `lhs_bytes` a value, and rn x halves columns of rhs,
+// `rhs_bytes`) to kDecodeBytesInFlight, as long as their values stay within `most_floats` registers (the
+// device class's decode_load_floats); at most 4, fewer where k is not a multiple of the step or a slice
+// would take none.
+constexpr uint32_t kDecodeBytesInFlight = 128;
+uint32_t gpu_decode_step_quads(const KernelShape& s, int64_t k, uint32_t halves, size_t lhs_bytes, size_t rhs_bytes,
+                               uint32_t most_floats);
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
                               uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1,

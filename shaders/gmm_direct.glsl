@@ -112,7 +112,9 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   const bool values_scaled = q_values_scaled(RHS_TYPE, RM);
   const bool WALK_RUNS = WALK_STEPS && !values_scaled;
   const bool WALK_MINS = WALK_RUNS && q_has_mins(RHS_TYPE);
-  const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
+  // An element type's step: STEP_QUADS quads (the host makes k a multiple of it), unrolled below, so their
+  // loads are in flight together.
+  const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u * STEP_QUADS;
   const uint run_quads = q_run_quads(RHS_TYPE);
   // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
   // of every row that use it, so 16 values are live at a time instead of the quad's 16 * ACC4_COLS, which a

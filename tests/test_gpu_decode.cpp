@@ -12,9 +12,11 @@
 #include <utility>
 
 #include "context_impl.hpp"
+#include "device_class.hpp"
 #include "gpu_harness.hpp"
 #include "interface.h"
 #include "plan_internals.hpp"
+#include "tiling.hpp"
 #include "vkgmm/convert.hpp"
 #include "vkgmm/quant.hpp"
 
@@ -185,6 +187,7 @@ std::vector<DecodeCase> decode_cases() {
       {"f32_nk_k37_scalar", 37, 40, f32, f32, f32, true},
       {"bf16_kn", 256, 64, bf16, bf16, bf16, false},
       {"f16_nk", 256, 36, f16, f16, f16, true},
+      {"f16_nk_k52", 52, 36, f16, f16, f16, true},
       {"q8_0_nk", 256, 40, f32, DType::q8_0, f32, true},
       {"q4_0_nk_f16", 256, 40, f16, DType::q4_0, f32, true},
       {"q4_K_nk", 512, 33, f32, DType::q4_K, f32, true},
@@ -196,6 +199,58 @@ std::vector<DecodeCase> decode_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuDecode, ::testing::ValuesIn(decode_cases()),
                          [](const ::testing::TestParamInfo<DecodeCase>& info) { return std::string(info.param.name); });
+
+// An element-type decode loads its quads of K together, so that each invocation has 128 bytes in flight
+// per step (kDecodeBytesInFlight): STEP_QUADS quads of its RM rows of lhs and RN columns of rhs (twice
+// with a gated activation), up to 4 and the device class's decode_load_floats values, fewer where k is not
+// a multiple of the step (or too short for the slices to take a step each); the results as the
+// reference's (the cases above run these plans too).
+TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
+  Context cx = gpu_context();
+  struct Case {
+    DType type;
+    bool transpose, gated;
+    int64_t k;
+    uint32_t quads;  // expected
+  };
+  // 2 rows per invocation: 96 bytes a quad in f32, 48 in 16 bits, 160 gated.
+  for (const Case& c : {Case{DType::f32, true, false, 512, 2}, Case{DType::f32, false, false, 512, 2},
+                        Case{DType::f16, true, false, 1024, 4}, Case{DType::bf16, false, false, 1024, 4},
+                        Case{DType::f32, true, true, 512, 1}, Case{DType::f16, true, false, 52, 1},
+                        Case{DType::f16, true, false, 56, 2}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.type)) + (c.transpose ? " [n, k]" : " [k, n]") + (c.gated ? " gated" : "") +
+                 " k " + std::to_string(c.k));
+    GmmProblem p;
+    p.m = 3, p.k = c.k, p.n = c.gated ? 128 : 64;
+    p.lhs_type = p.rhs_type = p.out_type = c.type;
+    p.transpose_rhs = c.transpose;
+    p.group_sizes = {1, 2};
+    if (c.gated) {
+      p.num_rhs_groups = 2;
+      p.epilogue = {false, Activation::swiglu};
+    }
+    const GmmPlan plan(cx, p);
+    for (const PlannedPipeline& pp : PlanInternals::pipelines(plan)) {
+      if (std::string(pp.role) != "op") continue;
+      const uint32_t quads = pp.constants[VKGMM_ID_GMM_STEP_QUADS], rn = pp.constants[VKGMM_ID_COLS_PER_INV];
+      const uint32_t rm = pp.constants[VKGMM_ID_ROWS_PER_INV];
+      ASSERT_GT(pp.constants[VKGMM_ID_GMM_K_SLICES], 1u) << "not the sliced decode";
+      ASSERT_EQ(rm, 2u);
+      EXPECT_EQ(quads, c.quads);
+      EXPECT_EQ(c.k % (4 * quads), 0);
+      const uint32_t bytes = 4 * quads * (rm + rn * (c.gated ? 2 : 1)) * uint32_t(dtype_size(c.type));
+      if (c.k % 16 == 0) EXPECT_GE(bytes, kDecodeBytesInFlight) << "rn " << rn << ", quads " << quads;
+      const uint32_t most = device_class(*ContextInternals::of(cx).tiling_device.as).decode_load_floats;
+      const uint32_t values = 4 * quads * (rm + rn * (c.gated ? 2 : 1));
+      EXPECT_TRUE(quads == 1 || values <= most) << "rn " << rn << ", quads " << quads;
+    }
+    std::mt19937 rng(47);
+    const auto lhs = random_values(size_t(p.m * p.k), c.type, rng);
+    const auto rhs = random_values(size_t(2 * p.k * p.n), c.type, rng);
+    const Tolerance tol = tolerance_for(c.type, c.type, c.type);
+    EXPECT_TRUE(all_close(run_gmm(cx, p, lhs, rhs), reference::gmm(p, lhs, rhs), tol.atol, tol.rtol));
+  }
+}
 
 // The routing build's per-invocation counts: in shared memory on a GPU where they fit (8 local experts),
 // in the workspace where they do not (300, past this device's shared memory); the same results either
