@@ -43,7 +43,7 @@ struct PlanInternals {
 
 // What gmm's and tgmm's plans forward alike, written once: their internals for other plans, their public
 // accessors (the State's problem and tiling, the rest the core's), and the one-call op (plan, run, wait). Used
-// at namespace scope in each plan's source, where its State and views_of are defined.
+// at namespace scope in each plan's source, where its State is defined.
 #define VKGMM_GROUPED_PLAN_FORWARDS(Plan, Problem, Operands, op)                                                    \
   std::vector<PlannedPipeline> PlanInternals::pipelines(const Plan& plan) { return plan.state_->core.pipelines(); } \
   Plan PlanInternals::part_of_another(Context& ctx, const Problem& problem) { return Plan(ctx, problem, false); }   \

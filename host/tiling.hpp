@@ -33,8 +33,8 @@ struct KernelShape {
 // A bound on the loop iterations one invocation of a kernel of this shape runs to reduce `along`
 // elements (gmm: k; tgmm: a group's rows): the K steps of the shared schedule with their staging and
 // inner loops (`halves` of the block's columns staged: 2 with SwiGLU), or the direct schedule's steps of
-// 1 or, with vec4, 4 elements (and its peeled ones). PlanCore::choose_grid needs it where a driver
-// caps them.
+// 1 or, with vec4, 4 elements (and its peeled ones; steps of more quads only take fewer). PlanCore::choose_grid
+// needs it where a driver caps them.
 uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_t halves, bool vec4);
 // llvmpipe (lavapipe) ends every loop of an invocation, silently, once the invocation has run 65535 loop
 // iterations in all (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS): a kernel that needs more would return partial

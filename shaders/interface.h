@@ -128,7 +128,8 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 #define VKGMM_ID_GMM_SAVE_PRE 24
 // The direct schedule's quads (4 values of K) per step of an element-type rhs: each slice loads a step's
 // quads, all in flight, before their FMAs. 1, except on GPUs' sliced decode, where it brings each
-// invocation's loads of rhs per step to 128 bytes (host/tiling.cpp, gpu_decode_step_quads).
+// invocation's loads of lhs and rhs per step to 128 bytes within the device class's registers, k a
+// multiple of the step (host/tiling.cpp, gpu_decode_step_quads).
 #define VKGMM_ID_GMM_STEP_QUADS 32
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
