@@ -42,10 +42,10 @@ struct DeviceClass {
   // The most rows an invocation of the decode schedule takes while walking a block format: each row holds
   // its step of lhs beside the columns' decoded words.
   uint32_t decode_walk_rows = 2;
-  // The most values of lhs and rhs (as fp32 registers) an invocation of the decode schedule over an element
-  // type loads per step before their FMAs (gpu_decode_step_quads): NAK (GA102) and ACO (NAVI31) hold 96
-  // beside the accumulators without spills; ANV's SIMD8 build (DG2) spilled at 96 (f16 lhs, 8 rows) and
-  // holds 48.
+  // The most registers an invocation of the decode schedule fills with loads before their FMAs (an
+  // element type's values of lhs and rhs, a block walk's quant words and scales: make_kernel_shape's steps
+  // in flight): NAK (GA102) and ACO (NAVI31) hold 96 beside the accumulators without spills; ANV's SIMD8
+  // build (DG2) spilled at 96 (f16 lhs, 8 rows) and holds 48.
   uint32_t decode_load_floats = 96;
 };
 

@@ -99,9 +99,8 @@ KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
   q.rhs_rows_contiguous = !p.transpose_rhs;
   q.rhs_blocks = is_quantized(p.rhs_type);
   q.halves = r.gate_up ? 2 : 1;
-  q.k_walk_step = p.transpose_rhs ? static_cast<uint32_t>(block_walk_step(p.rhs_type)) : 4u;
-  q.lhs_value_bytes = static_cast<uint32_t>(dtype_size(p.lhs_type));
-  if (!q.rhs_blocks) q.rhs_value_bytes = static_cast<uint32_t>(dtype_size(p.rhs_type));
+  q.k_walk = k_walk_step(p.rhs_type, p.transpose_rhs);
+  if (!vec4) q.k_walk.most_steps = 1;  // scalar loads walk K a value at a time (gmm_direct.glsl's reduce_direct)
   return choose_kernel(q, core.info(), core.tiling_info(), core.options());
 }
 
@@ -228,7 +227,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
         {VKGMM_ID_GMM_ACTIVATION, static_cast<uint32_t>(p.epilogue.activation)},
         {VKGMM_ID_GMM_FUSED_COMBINE, fused_combine},
         {VKGMM_ID_GMM_K_SLICES, shape.slices},
-        {VKGMM_ID_GMM_STEP_QUADS, shape.step_quads},
+        {VKGMM_ID_GMM_STEPS_IN_FLIGHT, shape.steps_in_flight},
         {VKGMM_ID_GMM_SAVE_PRE, p.epilogue.save_pre_activation},
         // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
         {VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0},

@@ -117,7 +117,7 @@ inline constexpr SpecConstant kGmmConstants[] = {
     {VKGMM_ID_GMM_VEC4_OUT, "VEC4_OUT"},
     {VKGMM_ID_GMM_K_SLICES, "K_SLICES"},
     {VKGMM_ID_GMM_SAVE_PRE, "SAVE_PRE"},
-    {VKGMM_ID_GMM_STEP_QUADS, "STEP_QUADS"},
+    {VKGMM_ID_GMM_STEPS_IN_FLIGHT, "STEPS_IN_FLIGHT"},
 };
 inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_BLOCK_ROWS, "TK"},

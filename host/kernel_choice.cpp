@@ -40,11 +40,7 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
   c.shape = c.schedule == Schedule::matrix
                 ? make_matrix_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, info, op_name(r.op), r.halves, r.rhs_blocks)
                 : make_kernel_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, c.schedule, tiling_info, op_name(r.op),
-                                    r.vec4 ? 4 : 1, 1, r.halves, r.k_walk_step);
-  // GPU decode (K slices) over an element type: several quads per step, in flight together.
-  if (c.schedule != Schedule::matrix && !c.shape.use_shared && c.shape.slices > 1 && r.vec4 && !r.rhs_blocks)
-    c.shape.step_quads = gpu_decode_step_quads(c.shape, r.k, r.halves, r.lhs_value_bytes, r.rhs_value_bytes,
-                                               device_class(tiling_info).decode_load_floats);
+                                    r.vec4 ? 4 : 1, 1, r.halves, &r.k_walk);
   return c;
 }
 

@@ -39,8 +39,7 @@ struct KernelRequest {
   bool rhs_rows_contiguous = false;  // rhs [k, n]
   bool rhs_blocks = false;           // rhs in a block format
   uint32_t halves = 1;               // product columns per output column (2: a gated activation)
-  uint32_t k_walk_step = 4;          // the direct schedule's step along K (a block format's walk)
-  uint32_t lhs_value_bytes = 4, rhs_value_bytes = 4;  // bytes per value of lhs, and of an element-type rhs
+  KWalkStep k_walk;                  // the direct schedule's walk along K (k_walk_step)
   // tgmm:
   bool lhs_mk = false;         // lhs stored [m, k]
   bool vec4_lhs_rows = false;  // lhs [m, k] read 4 of the block's k rows at a time

@@ -12,6 +12,7 @@
 #include "device_class.hpp"
 #include "interface.hpp"
 #include "options.hpp"
+#include "vkgmm/vkgmm.h"
 
 namespace vkgmm {
 
@@ -404,19 +405,51 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   return s;
 }
 
-uint32_t gpu_decode_step_quads(const KernelShape& s, int64_t k, uint32_t halves, size_t lhs_bytes, size_t rhs_bytes,
-                               uint32_t most_floats) {
-  const uint64_t values = 4 * (uint64_t(s.rm) + uint64_t(s.rn) * halves);  // a quad's, lhs's and rhs's
-  const uint64_t bytes = 4 * (uint64_t(s.rm) * lhs_bytes + uint64_t(s.rn) * halves * rhs_bytes);
-  uint32_t quads = 1;
-  while (quads < 4 && bytes * quads < kDecodeBytesInFlight && values * quads * 2 <= most_floats) quads *= 2;
-  while (quads > 1 && (k % (4 * quads) != 0 || uint64_t(s.slices) * 4 * quads > uint64_t(k))) quads /= 2;
-  return quads;
+KWalkStep k_walk_step(DType rhs, bool rhs_nk) {
+  KWalkStep w;
+  if (!is_quantized(rhs)) {
+    w.column_bytes = 4.0 * double(dtype_size(rhs));
+    return w;
+  }
+  if (!rhs_nk) {
+    // Blocks along n: each quad decoded on its own (dequant4), one in flight.
+    w.column_bytes = 4.0 * double(block_bytes(rhs)) / double(block_elements(rhs));
+    w.most_steps = 1;
+    return w;
+  }
+  w.blocks = true;
+  // A step holds its run's quant words, q6_K's, q5_K's and q3_K's 8 words of high bits, and its QStep
+  // (two scales, two mins, the shifts: about 4 registers once folded).
+#define VKGMM_WALK_STEP_(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) \
+  if (rhs == DType(VKGMM_##NAME)) w.values = step, w.column_registers = run_words + 8 * high + 4;
+  VKGMM_BLOCK_FORMATS(VKGMM_WALK_STEP_)
+#undef VKGMM_WALK_STEP_
+  w.column_bytes = double(w.values) * double(block_bytes(rhs)) / double(block_elements(rhs));
+  return w;
 }
+
+namespace {
+
+// gmm's sliced GPU decode: its steps in flight (kDecodeBytesInFlight, above). An element type's step also
+// holds its rm rows' quad of lhs; a block walk loads lhs a quad at a time within its steps (4 x rm
+// registers, whatever the steps in flight).
+uint32_t gpu_decode_steps_in_flight(const KernelShape& s, const KWalkStep& w, int64_t k, uint32_t halves,
+                                    uint32_t most_floats) {
+  const double bytes = double(s.rn) * halves * w.column_bytes;
+  const uint64_t held = uint64_t(s.rn) * halves * w.column_registers + (w.blocks ? 0 : 4 * uint64_t(s.rm));
+  const uint64_t lhs_quad = w.blocks ? 4 * uint64_t(s.rm) : 0;
+  uint32_t steps = 1;
+  while (steps < w.most_steps && bytes * steps < kDecodeBytesInFlight && held * steps * 2 + lhs_quad <= most_floats &&
+         k % (int64_t(w.values) * steps * 2) == 0)
+    steps *= 2;
+  return steps;
+}
+
+}  // namespace
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
-                              uint32_t col_group, uint32_t row_group, uint32_t halves, uint32_t k_slice_step) {
+                              uint32_t col_group, uint32_t row_group, uint32_t halves, const KWalkStep* k_walk) {
   KernelShape s;
   s.use_shared = schedule == Schedule::shared;
   // A tile larger than the problem only wastes work: shrink it to the problem's next power of two. The
@@ -462,22 +495,25 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // The direct schedule has no reduction step (it walks K, or tgmm's rows, 4 at a time): one value for
   // every requested step keeps its pipelines, and the tilings a sweep tries, distinct only where they differ.
   s.step = 4u;
-  if (k_slice_step > 0 && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+  if (k_walk && info.type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
     // A decode tile's block-format walk (a step of more than 4 values) holds each of its columns' step
     // words beside the accumulators (q6_K: 16 words per column): at most the device class's rows per
     // invocation, the tile's other rows on more invocations, whose loads of the same words hit the cache.
-    const uint32_t walk_rows = device_class(info).decode_walk_rows;
-    while (k_slice_step > 4 && rows <= kGpuDecodeRows && s.rm > walk_rows &&
+    const DeviceClass& row = device_class(info);
+    while (k_walk->blocks && rows <= kGpuDecodeRows && s.rm > row.decode_walk_rows &&
            s.invocations() * 2 <= info.max_workgroup_invocations) {
       s.ty *= 2;
       s.rm = static_cast<uint32_t>((rows + s.ty - 1) / s.ty);
     }
+    s.steps_in_flight = gpu_decode_steps_in_flight(s, *k_walk, step_extent, halves, row.decode_load_floats);
+    const uint64_t slice_values = uint64_t(k_walk->values) * std::max(2u, s.steps_in_flight);
     const uint64_t sums = uint64_t(s.rm) * s.rn * halves * s.invocations() * sizeof(float);  // one slice's
     const uint32_t most = std::min(kSliceInvocations, info.max_workgroup_invocations);
-    while (uint64_t(s.invocations()) * 2 <= most && uint64_t(s.slices) * 2 * 2 * k_slice_step <= uint64_t(step_extent) &&
+    while (uint64_t(s.invocations()) * 2 <= most && uint64_t(s.slices) * 2 * slice_values <= uint64_t(step_extent) &&
            sums * s.slices <= info.max_shared_memory / 2)
       s.slices *= 2;
     if (s.slices > 1) s.shared_a = static_cast<uint32_t>(sums / sizeof(float) * (s.slices / 2));
+    else s.steps_in_flight = 1;
   }
   return s;
 }

@@ -18,9 +18,9 @@ struct KernelShape {
   // The direct schedule's K slices (gmm on GPUs): slices sets of TX x TY invocations, each reducing every
   // slices-th step of K, summed in shared memory (shared_a floats) before the store.
   uint32_t slices = 1;
-  // The direct schedule's quads (4 values of K) per step of an element-type rhs, loaded together
-  // (gmm's STEP_QUADS; gpu_decode_step_quads).
-  uint32_t step_quads = 1;
+  // The direct schedule's steps of its K walk per iteration, their loads issued together (gmm's
+  // STEPS_IN_FLIGHT; make_kernel_shape).
+  uint32_t steps_in_flight = 1;
   bool use_shared = false;
   uint32_t shared_a = 1, shared_b = 1;  // shared array lengths (1 when unused)
   // gmm's matrix schedule (use_shared too: its staging and fill visits are the shared schedule's): the
@@ -111,9 +111,6 @@ constexpr int64_t kGpuDecodeRows = 8;
 Schedule gmm_schedule(Schedule requested, const DeviceInfo& info, Schedule forced, const ActiveGroups& groups,
                       bool automatic_tiling);
 
-// The direct schedule's walk along K through a block format's rows (rhs [n, k]): values per step, from
-// interface.h's table (host/types.cpp); 4 for element types.
-size_t block_walk_step(DType t);
 // rows/cols: the output block; step: the reduction step; extents: the problem's sizes along each, used to
 // shrink tiles larger than the problem (to a power of two, so pipelines stay few; a tile the caller or
 // gmm_auto_tiling sized to the problem, such as a decode tile of n columns, is kept). col_group / row_group:
@@ -122,23 +119,34 @@ size_t block_walk_step(DType t);
 // multiply the accumulators and the staged rhs columns. The shared schedule always owns groups of 4 rows
 // and columns (16-byte shared-memory reads), steps a multiple of 4, and gives each invocation at most
 // shared_register_tile()'s accumulators where the tile allows.
-// k_slice_step: where not 0, the direct schedule may split the reduction over K slices of the workgroup
-// (gmm's shader has them), each slice taking whole steps of this many elements of K (4, or a block
-// format's walk step), which it does on GPUs (never on CPU devices) up to kSliceInvocations invocations,
-// each slice taking at least 2 steps, with the slices' sums within half the shared memory.
+// k_walk: where set, the direct schedule may split the reduction over K slices of the workgroup (gmm's
+// shader has them), which it does on GPUs (never on CPU devices) up to kSliceInvocations invocations, the
+// slices' sums within half the shared memory, each slice taking whole iterations of the walk
+// (steps_in_flight steps of k_walk's) and at least 2 steps.
 constexpr uint32_t kSliceInvocations = 256;
-// gmm's sliced GPU decode over an element-type rhs: the quads (4 values of K) per step that bring each
-// invocation's loads per step (its rm rows of lhs, `lhs_bytes` a value, and rn x halves columns of rhs,
-// `rhs_bytes`) to kDecodeBytesInFlight, as long as their values stay within `most_floats` registers (the
-// device class's decode_load_floats); at most 4, fewer where k is not a multiple of the step or a slice
-// would take none.
+// One step of the direct schedule's walk along K, as gmm's sliced GPU decode sees it when it picks its
+// steps in flight (KernelShape::steps_in_flight): the step's values of K and, per rhs column, the bytes of
+// weights it reads and the 32-bit registers it holds until its FMAs.
+struct KWalkStep {
+  uint32_t values = 4;            // a quad of an element type; a block format's walk step (q_step_values)
+  double column_bytes = 16;       // bytes of weights per column and step
+  uint32_t column_registers = 4;  // per column and step: its values, or a block's quant words and scales
+  bool blocks = false;            // a block format's walk, whose lhs is loaded a quad at a time in the step
+  uint32_t most_steps = 4;        // the most steps in flight the kernel takes
+};
+// The walk of gmm over `rhs` (rhs_nk: stored [n, k]): an element type's quads, a block format's steps
+// along [n, k] rows from interface.h's table (host/types.cpp), or blocks along n read a quad at a time
+// and one step in flight.
+KWalkStep k_walk_step(DType rhs, bool rhs_nk);
+// gmm's sliced GPU decode doubles its steps in flight (up to most_steps) until each invocation's weights
+// per iteration (its rn x halves columns' bytes) reach kDecodeBytesInFlight, as long as the registers
+// they hold stay within the device class's decode_load_floats and k is a multiple of the iteration. The
+// weights stream from memory; lhs's few rows are read by every column's invocations, from the cache.
 constexpr uint32_t kDecodeBytesInFlight = 128;
-uint32_t gpu_decode_step_quads(const KernelShape& s, int64_t k, uint32_t halves, size_t lhs_bytes, size_t rhs_bytes,
-                               uint32_t most_floats);
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
                               uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1,
-                              uint32_t k_slice_step = 0);
+                              const KWalkStep* k_walk = nullptr);
 // The matrix schedule (shaders/matrix_tile.glsl) on `info`'s matrix units (DeviceInfo::matrix_m, n, k):
 // the block [rows, cols] (cols output columns, `halves` product columns each) shrunk to the problem's
 // extents as make_kernel_shape does and rounded up to whole matrices, over the device class's subgroups (fewer

@@ -100,14 +100,6 @@ size_t block_elements(DType t) {
   return s->values;
 }
 
-size_t block_walk_step(DType t) {
-#define VKGMM_WALK_STEP_(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) \
-  if (t == DType(VKGMM_##NAME)) return step;
-  VKGMM_BLOCK_FORMATS(VKGMM_WALK_STEP_)
-#undef VKGMM_WALK_STEP_
-  return 4;
-}
-
 size_t block_bytes(DType t) {
   const Sizes* s = sizes_of(t);
   if (!s) unknown_type(t);

@@ -73,9 +73,9 @@ layout(constant_id = VKGMM_ID_GMM_VEC4_OUT) const bool VEC4_OUT = false;
 layout(constant_id = VKGMM_ID_GMM_K_SLICES) const uint K_SLICES = 1;
 // Routed: each slot's pre-activation saved in the workspace too (interface.h).
 layout(constant_id = VKGMM_ID_GMM_SAVE_PRE) const bool SAVE_PRE = false;
-// The direct schedule's quads per K step of an element-type rhs (interface.h); k is a multiple of the
-// step's 4 * STEP_QUADS values.
-layout(constant_id = VKGMM_ID_GMM_STEP_QUADS) const uint STEP_QUADS = 1;
+// The direct schedule's steps of its K walk per iteration (interface.h); k is a multiple of the
+// iteration's values.
+layout(constant_id = VKGMM_ID_GMM_STEPS_IN_FLIGHT) const uint STEPS_IN_FLIGHT = 1;
 const uint HALVES = GATED ? 2u : 1u;
 const uint ACC_COLS = RN * HALVES;  // accumulator columns per row: half h, column j at h * RN + j
 

@@ -13,21 +13,22 @@ struct Walk {
 // reduce_direct4's state, at module scope (as acc4) so that its quad of K is a function of its own:
 // glslang's copy of an array sized by a specialization-constant expression into a function's parameter
 // does not validate. The loads' first elements, per tile: lhs's rows (lhs_row_start), rhs [k, n]'s column
-// groups (rhs_group_start) and rhs [n, k]'s columns (rhs_col_start; see reduce_direct4). Per step of the
-// block walk: each column's scales, quant words and high bits (q6_K's, q5_K's qh). Per run of one scale: the partial
-// sums and, for formats with mins, the sums of lhs.
+// groups (rhs_group_start) and rhs [n, k]'s columns (rhs_col_start; see reduce_direct4). Per step in flight
+// of the block walk (the iteration's step f, column e at f * 4 * ACC4_COLS + e): each column's scales, quant
+// words and high bits (q6_K's and q5_K's qh, q3_K's hmask). Per run of one scale: the partial sums and, for
+// formats with mins, the sums of lhs.
 uint lhs_row_start[RM];
 uint rhs_group_start[ACC4_COLS];
 uint rhs_col_start[4 * ACC4_COLS];
-QStep col_scales[4 * ACC4_COLS];
-uint col_quant_words[4 * ACC4_COLS][8], col_high_bits[4 * ACC4_COLS][8];
+QStep col_scales[STEPS_IN_FLIGHT * 4 * ACC4_COLS];
+uint col_quant_words[STEPS_IN_FLIGHT * 4 * ACC4_COLS][8], col_high_bits[STEPS_IN_FLIGHT * 4 * ACC4_COLS][8];
 vec4 run_sums[RM * ACC4_COLS];
 float run_lhs_sums[RM];
 
-// Quad s (K values k0 + 4s .. k0 + 4s + 3) of the step at k0: lhs's 4 values per row, rhs's 4 x 4 block per
+// Quad s (K values k0 + 4s .. k0 + 4s + 3) of the step at k0, the iteration's step f: lhs's 4 values per row, rhs's 4 x 4 block per
 // column group, a batch of groups at a time, into acc4, or with runs into part and, at a run's end, part
 // scaled into acc4. qh is q6_K's or q5_K's, whose steps are 8 quads (its index wraps only in formats that never read it).
-void walk_quad(Walk walk, uint k0, uint s, uint rbase) {
+void walk_quad(Walk walk, uint k0, uint s, uint rbase, uint f) {
   uint kk = k0 + 4 * s;
   vec4 a[RM];
   [[unroll]] for (uint i = 0; i < RM; ++i) a[i] = load4_lhs(lhs_row_start[i] + kk);
@@ -40,12 +41,12 @@ void walk_quad(Walk walk, uint k0, uint s, uint rbase) {
       uint v = v0 + w;
       if (TRANSPOSE_RHS) {
         [[unroll]] for (uint c = 0; c < 4; ++c) {
-          uint e = 4 * v + c;
+          uint e = 4 * v + c, fe = f * 4 * ACC4_COLS + e;
 #ifdef VKGMM_BLOCK_RHS
-          uint word = col_quant_words[e][s % q_run_words(RHS_TYPE)], hi_word = col_high_bits[e][s % 8u];
+          uint word = col_quant_words[fe][s % q_run_words(RHS_TYPE)], hi_word = col_high_bits[fe][s % 8u];
           // One decoder call (it is inlined at each): scaled here unless the run's sum is.
-          vec4 t = q_raw4(RHS_TYPE, col_scales[e], word, hi_word, s);
-          if (!walk.runs) t = q_scaled4(RHS_TYPE, col_scales[e], s, t);
+          vec4 t = q_raw4(RHS_TYPE, col_scales[fe], word, hi_word, s);
+          if (!walk.runs) t = q_scaled4(RHS_TYPE, col_scales[fe], s, t);
 #else
           vec4 t = load4_rhs(rhs_col_start[e] + kk);
 #endif
@@ -66,7 +67,7 @@ void walk_quad(Walk walk, uint k0, uint s, uint rbase) {
   }
   if (walk.runs && s % walk.run_quads == walk.run_quads - 1u)
     [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v) {
-      uint e = 4 * v;
+      uint e = f * 4 * ACC4_COLS + 4 * v;
       vec4 scale = vec4(q_run_scale(RHS_TYPE, col_scales[e], s), q_run_scale(RHS_TYPE, col_scales[e + 1], s),
                         q_run_scale(RHS_TYPE, col_scales[e + 2], s), q_run_scale(RHS_TYPE, col_scales[e + 3], s));
       vec4 mins = vec4(q_run_min(RHS_TYPE, col_scales[e], s), q_run_min(RHS_TYPE, col_scales[e + 1], s),
@@ -112,9 +113,11 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   const bool values_scaled = q_values_scaled(RHS_TYPE, RM);
   const bool WALK_RUNS = WALK_STEPS && !values_scaled;
   const bool WALK_MINS = WALK_RUNS && q_has_mins(RHS_TYPE);
-  // An element type's step: STEP_QUADS quads (the host makes k a multiple of it), unrolled below, so their
-  // loads are in flight together.
-  const uint kstep = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u * STEP_QUADS;
+  // A step: a block walk's q_step_values, an element type's quad. An iteration takes STEPS_IN_FLIGHT steps
+  // (the host makes k a multiple of it), unrolled below, so that their loads are in flight together: a
+  // block walk reads every step's words before the first quad's FMAs.
+  const uint step_values = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
+  const uint kstep = step_values * STEPS_IN_FLIGHT;
   const uint run_quads = q_run_quads(RHS_TYPE);
   // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
   // of every row that use it, so 16 values are live at a time instead of the quad's 16 * ACC4_COLS, which a
@@ -126,27 +129,37 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   const uint VB = (WALK_STEPS && values_scaled) || (TRANSPOSE_RHS && !WALK_STEPS) ? ACC4_COLS : 1u;
   const Walk walk = Walk(WALK_RUNS, WALK_MINS, run_quads, VB);
   uvec4 qhead[4 * ACC4_COLS];
-  // K slices take every K_SLICES-th step, whole steps (a block format's steps lie in whole blocks).
+  // K slices take every K_SLICES-th iteration, whole steps (a block format's steps lie in whole blocks).
   for (uint k0 = slice * kstep; k0 < pc.k; k0 += K_SLICES * kstep) {
-    // A lead (q4_K's scales) once per super-block; a slice's steps are K_SLICES steps apart, so with more
-    // than one slice each step may be in a super-block of its own.
 #ifdef VKGMM_BLOCK_RHS
-    if (WALK_STEPS && q_has_lead(RHS_TYPE) && (K_SLICES > 1u || k0 % q_block_values(RHS_TYPE) == 0u))
-      [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q_lead_at(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + k0);
     if (WALK_STEPS)
-      [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e)
-        q_step_walk(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + k0, qhead[e], col_scales[e], col_quant_words[e], col_high_bits[e]);
+      [[unroll]] for (uint f = 0; f < STEPS_IN_FLIGHT; ++f) {
+        uint at = k0 + f * step_values;
+        // A lead (q4_K's scales) once per super-block: at a step that starts one, and at an iteration's
+        // first step when there is more than one slice, whose iterations are K_SLICES apart, each maybe in a
+        // super-block of its own.
+        if (q_has_lead(RHS_TYPE) && ((f == 0u && K_SLICES > 1u) || at % q_block_values(RHS_TYPE) == 0u))
+          [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q_lead_at(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + at);
+        [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) {
+          uint fe = f * 4 * ACC4_COLS + e;
+          q_step_walk(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + at, qhead[e], col_scales[fe], col_quant_words[fe],
+                      col_high_bits[fe]);
+        }
+      }
 #endif
-    // One quad of K (walk_quad), in a loop of two shapes. q4_K's 64-value steps where each value is
+    // Each step's quads (walk_quad), in a loop of two shapes. q4_K's 64-value steps where each value is
     // scaled as it is decoded (16 rows per invocation) run their 16 quads as a loop: unrolled, a step
     // (16 x 16 x 16 FMAs and the decoding) is machine code far beyond a CPU's instruction cache; looped,
     // q4_K prefill took ~12 % less CPU time on lavapipe (alternated against bf16 in one process, 5 rounds
     // each). q8_0's 8-quad steps took 4-8 % more looped, and the other loads (one quad per K step) were
     // 1.7x slower: they stay unrolled, as do the per-run sums, whose run boundaries fold away unrolled.
-    if (WALK_STEPS && !WALK_RUNS && kstep > 32u) {
-      [[dont_unroll]] for (uint s = 0; s < kstep / 4; ++s) walk_quad(walk, k0, s, rbase);
-    } else {
-      [[unroll]] for (uint s = 0; s < kstep / 4; ++s) walk_quad(walk, k0, s, rbase);
+    [[unroll]] for (uint f = 0; f < STEPS_IN_FLIGHT; ++f) {
+      uint at = k0 + f * step_values;
+      if (WALK_STEPS && !WALK_RUNS && step_values > 32u) {
+        [[dont_unroll]] for (uint s = 0; s < step_values / 4; ++s) walk_quad(walk, at, s, rbase, f);
+      } else {
+        [[unroll]] for (uint s = 0; s < step_values / 4; ++s) walk_quad(walk, at, s, rbase, f);
+      }
     }
   }
 }

@@ -126,11 +126,11 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // Routed: each slot's pre-activation (the product + bias, before the activation and the weight) also
 // goes to the workspace as f32 [slots, n] at pre_off (the META binding): the backward's input, saved.
 #define VKGMM_ID_GMM_SAVE_PRE 24
-// The direct schedule's quads (4 values of K) per step of an element-type rhs: each slice loads a step's
-// quads, all in flight, before their FMAs. 1, except on GPUs' sliced decode, where it brings each
-// invocation's loads of lhs and rhs per step to 128 bytes within the device class's registers, k a
-// multiple of the step (host/tiling.cpp, gpu_decode_step_quads).
-#define VKGMM_ID_GMM_STEP_QUADS 32
+// The direct schedule's steps of its K walk per iteration (an element type's quads, a block format's walk
+// steps): each slice loads an iteration's steps, all in flight, before their FMAs. 1, except on GPUs'
+// sliced decode, where it brings each invocation's weights per iteration to 128 bytes within the device
+// class's registers, k a multiple of the iteration (host/tiling.cpp, make_kernel_shape).
+#define VKGMM_ID_GMM_STEPS_IN_FLIGHT 32
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18

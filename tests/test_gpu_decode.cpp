@@ -176,8 +176,9 @@ TEST_P(GpuDecode, RoutedSwigluBias) {
 }
 
 // k: many steps per slice (4-element loads), odd (scalar loads), one block or several of a block format
-// (its steps lie in whole blocks; q4_K's super-blocks of 256 each reread per step); n: one 32-column
-// tile or several with a ragged last one.
+// (its steps lie in whole blocks; q4_K's super-blocks of 256 each reread per step; q4_0, mxfp4, iq4_xs and
+// q5_1 two steps in flight, iq4_xs's second step in its first's super-block, q5_1's iterations 3, an odd
+// count for the slices); n: one 32-column tile or several with a ragged last one.
 std::vector<DecodeCase> decode_cases() {
   const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
   return {
@@ -193,6 +194,8 @@ std::vector<DecodeCase> decode_cases() {
       {"q4_K_nk", 512, 33, f32, DType::q4_K, f32, true},
       {"q6_K_nk_bf16", 256, 33, bf16, DType::q6_K, f32, true},
       {"mxfp4_nk", 128, 33, f32, DType::mxfp4, f32, true},
+      {"iq4_xs_nk", 512, 33, f32, DType::iq4_xs, f32, true},
+      {"q5_1_nk_k192", 192, 40, f32, DType::q5_1, f32, true},
       {"q8_0_kn", 64, 64, f32, DType::q8_0, f32, false},
   };
 }
@@ -200,61 +203,81 @@ std::vector<DecodeCase> decode_cases() {
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuDecode, ::testing::ValuesIn(decode_cases()),
                          [](const ::testing::TestParamInfo<DecodeCase>& info) { return std::string(info.param.name); });
 
-// An element-type decode loads its quads of K together, so that each invocation has 128 bytes in flight
-// per step (kDecodeBytesInFlight): STEP_QUADS quads of its RM rows of lhs and RN columns of rhs (twice
-// with a gated activation), up to 4 and the device class's decode_load_floats values, fewer where k is not
-// a multiple of the step (or too short for the slices to take a step each); the results as the
-// reference's (the cases above run these plans too).
+// The sliced decode issues several steps of its K walk at once, so that each invocation has 128 bytes of
+// weights in flight per iteration (kDecodeBytesInFlight): STEPS_IN_FLIGHT steps (an element type's quads,
+// a block format's walk steps along [n, k] rows) of its RN columns (twice with a gated activation), within
+// the device class's decode_load_floats registers and k a multiple of the iteration, each slice taking
+// whole iterations and at least 2 steps; the results as the reference's (the GpuDecode cases run such
+// plans too).
 TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
   Context cx = gpu_context();
   struct Case {
-    DType type;
+    DType lhs, rhs;
     bool transpose, gated;
     int64_t k;
-    uint32_t quads;  // expected
-    bool full;       // k long enough for the 128 bytes
+    uint32_t steps;  // expected
+    bool full;       // the iteration's weights reach the 128 bytes
   };
-  // 2 rows and 4 columns per invocation: 96 bytes a quad in f32, 48 in 16 bits, 160 gated. k = 52: not a
-  // multiple of 2 quads; 56: of 2, not 4; 16: of 4, but its 2 slices would leave one with no step.
-  for (const Case& c : {Case{DType::f32, true, false, 512, 2, true}, Case{DType::f32, false, false, 512, 2, true},
-                        Case{DType::f16, true, false, 1024, 4, true}, Case{DType::bf16, false, false, 1024, 4, true},
-                        Case{DType::f32, true, true, 512, 1, true}, Case{DType::f16, true, false, 52, 1, false},
-                        Case{DType::f16, true, false, 56, 2, false}, Case{DType::f16, true, false, 16, 2, false}}) {
-    SCOPED_TRACE(std::string(dtype_name(c.type)) + (c.transpose ? " [n, k]" : " [k, n]") + (c.gated ? " gated" : "") +
+  const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  // 4 columns per invocation, 2 rows. Element types: a quad is 64 bytes of f32 weights, 32 of 16 bits,
+  // 128 gated; k = 52 is not a multiple of 2 quads, 56 of 2 and not 4, 32 of 4 (2 slices of one iteration
+  // each). Block formats: a step is 72 bytes of q4_0, 96 of q5_1, 68 of iq4_xs and mxfp4 (two steps in
+  // flight); 136 of q8_0 and 144 of q4_K and of q4_0 gated (one); q6_K's (105) and q2_K's (42) hold more
+  // registers than two steps may (their quant words and high bits, 12-20 per column); k = 160 is not a
+  // multiple of two q4_0 steps.
+  const Case cases[] = {
+      {f32, f32, true, false, 512, 2, true},          {f32, f32, false, false, 512, 2, true},
+      {f16, f16, true, false, 1024, 4, true},         {bf16, bf16, false, false, 1024, 4, true},
+      {f32, f32, true, true, 512, 1, true},           {f16, f16, true, false, 52, 1, false},
+      {f16, f16, true, false, 56, 2, false},          {f16, f16, true, false, 32, 4, true},
+      {f32, DType::q4_0, true, false, 1024, 2, true}, {f16, DType::q5_1, true, false, 512, 2, true},
+      {f32, DType::iq4_xs, true, false, 512, 2, true}, {f32, DType::mxfp4, true, false, 512, 2, true},
+      {f32, DType::q8_0, true, false, 512, 1, true},  {f32, DType::q4_K, true, false, 512, 1, true},
+      {f32, DType::q4_0, true, true, 512, 1, true},   {f32, DType::q6_K, true, false, 512, 1, false},
+      {f32, DType::q2_K, true, false, 512, 1, false}, {f32, DType::q4_0, true, false, 160, 1, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.rhs)) + (c.transpose ? " [n, k]" : " [k, n]") + (c.gated ? " gated" : "") +
                  " k " + std::to_string(c.k));
+    const bool blocks = is_quantized(c.rhs);
     GmmProblem p;
     p.m = 3, p.k = c.k, p.n = c.gated ? 128 : 64;
-    p.lhs_type = p.rhs_type = p.out_type = c.type;
+    p.lhs_type = c.lhs, p.rhs_type = c.rhs, p.out_type = blocks ? DType::f32 : c.rhs;
     p.transpose_rhs = c.transpose;
     p.group_sizes = {1, 2};
     if (c.gated) {
       p.num_rhs_groups = 2;
       p.epilogue = {false, Activation::swiglu};
     }
+    // A step's values and one column's bytes of weights in it: q4_K's walk steps 64 values, the others
+    // here 32.
+    const uint32_t values = !blocks ? 4 : c.rhs == DType::q4_K ? 64 : 32;
+    const double column_bytes = double(values) * double(block_bytes(c.rhs)) / double(block_elements(c.rhs));
     const GmmPlan plan(cx, p);
     bool planned = false;
     for (const PlannedPipeline& pp : PlanInternals::pipelines(plan)) {
       if (std::string(pp.role) != "op") continue;
       planned = true;
-      const uint32_t quads = pp.constants[VKGMM_ID_GMM_STEP_QUADS], rn = pp.constants[VKGMM_ID_COLS_PER_INV];
+      const uint32_t steps = pp.constants[VKGMM_ID_GMM_STEPS_IN_FLIGHT], rn = pp.constants[VKGMM_ID_COLS_PER_INV];
       const uint32_t rm = pp.constants[VKGMM_ID_ROWS_PER_INV], slices = pp.constants[VKGMM_ID_GMM_K_SLICES];
+      const uint32_t halves = c.gated ? 2 : 1;
       ASSERT_GT(slices, 1u) << "not the sliced decode";
       ASSERT_EQ(rm, 2u);
       ASSERT_EQ(rn, 4u);
-      EXPECT_EQ(quads, c.quads);
-      EXPECT_EQ(c.k % (4 * quads), 0);
-      EXPECT_LE(slices * 4 * quads, uint32_t(c.k)) << "a slice with no step";
-      const uint32_t bytes = 4 * quads * (rm + rn * (c.gated ? 2 : 1)) * uint32_t(dtype_size(c.type));
-      if (c.full) EXPECT_GE(bytes, kDecodeBytesInFlight) << "quads " << quads;
+      EXPECT_EQ(steps, c.steps);
+      EXPECT_EQ(c.k % (values * steps), 0);
+      EXPECT_LE(slices * values * std::max(2u, steps), uint32_t(c.k)) << "a slice with less than 2 steps";
+      const double bytes = steps * rn * halves * column_bytes;
+      if (c.full) EXPECT_GE(bytes, double(kDecodeBytesInFlight)) << "steps " << steps;
+      // An element type's step holds its quad of lhs and rhs values.
       const uint32_t most = device_class(*ContextInternals::of(cx).tiling_device.as).decode_load_floats;
-      const uint32_t values = 4 * quads * (rm + rn * (c.gated ? 2 : 1));
-      EXPECT_TRUE(quads == 1 || values <= most) << "quads " << quads;
+      if (!blocks) EXPECT_TRUE(steps == 1 || 4 * steps * (rm + rn * halves) <= most) << "steps " << steps;
     }
     if (!planned) ADD_FAILURE() << "the plan has no op pipeline";
     std::mt19937 rng(47);
-    const auto lhs = random_values(size_t(p.m * p.k), c.type, rng);
-    const auto rhs = random_values(size_t(2 * p.k * p.n), c.type, rng);
-    const Tolerance tol = tolerance_for(c.type, c.type, c.type);
+    const auto lhs = random_values(size_t(p.m * p.k), c.lhs, rng);
+    const auto rhs = random_values(size_t(2 * p.k * p.n), c.rhs, rng);
+    const Tolerance tol = tolerance_for(c.lhs, c.rhs, p.out_type);
     EXPECT_TRUE(all_close(run_gmm(cx, p, lhs, rhs), reference::gmm(p, lhs, rhs), tol.atol, tol.rtol));
   }
 }

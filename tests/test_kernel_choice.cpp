@@ -103,6 +103,7 @@ std::string text(const KernelChoice& c) {
                     ", " + std::to_string(t.tn) + ") " + std::to_string(s.tx) + "x" + std::to_string(s.ty) + " of " +
                     std::to_string(s.rm) + "x" + std::to_string(s.rn);
   if (s.slices > 1) out += " slices " + std::to_string(s.slices);
+  if (s.steps_in_flight > 1) out += " in flight " + std::to_string(s.steps_in_flight);
   if (s.matrix)
     out += " matrix " + std::to_string(s.sg_m) + "x" + std::to_string(s.sg_n) + " of " + std::to_string(s.cm_m) + "x" +
            std::to_string(s.cm_n) + "x" + std::to_string(s.cm_k);
@@ -123,26 +124,27 @@ struct Pinned {
 // NVIDIA the 8 x 8 register tile; AMD's tile from its register file (GCN's 256 registers: 8 x 8 at two
 // waves); the matrix block 128 x 128 over 8 subgroups, except on Intel, whose 4 accumulator matrices per
 // subgroup at the DPAS width shrink it (32 x 64 on DG2's 8 x 8 matrices, 32 x 128 on BMG's 8 x 16) and
-// its step to 16; Intel's shared tile 4 x 8; GPUs' decode 2 rows by 32 columns over 32 K slices.
+// its step to 16; Intel's shared tile 4 x 8; GPUs' decode 2 rows by 32 columns over 32 K slices, two quads
+// of K in flight (64 bytes of f32 weights each per invocation).
 const Pinned kPinned[] = {
     {"lavapipe", "direct (32, 4, 128) 8x2 of 16x16", "direct (32, 4, 128) 8x2 of 16x16", "direct (4, 128, 128) 8x8 of 16x16",
      "direct (4, 128, 128) 8x8 of 16x16", "direct (2, 4, 1024) 8x1 of 2x128"},
     {"H100", "shared (128, 16, 128) 16x16 of 8x8", "shared (128, 16, 128) 16x16 of 8x8",
-     "shared (16, 128, 128) 16x16 of 8x8", "shared (16, 128, 128) 16x16 of 8x8", "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+     "shared (16, 128, 128) 16x16 of 8x8", "shared (16, 128, 128) 16x16 of 8x8", "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
     {"NVK GA102", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x8x16",
      "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x8x16",
-     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
     {"RADV NAVI31", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
      "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
-     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
     {"RADV VEGA10", "shared (128, 16, 128) 16x16 of 8x8", "shared (128, 16, 128) 16x16 of 8x8",
-     "shared (16, 128, 128) 16x16 of 8x8", "shared (16, 128, 128) 16x16 of 8x8", "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+     "shared (16, 128, 128) 16x16 of 8x8", "shared (16, 128, 128) 16x16 of 8x8", "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
     {"ANV DG2", "shared (64, 16, 128) 16x16 of 4x8", "matrix (32, 16, 64) 16x4 of 8x4 matrix 2x4 of 8x8x16",
      "shared (16, 64, 128) 16x16 of 4x8", "matrix (16, 32, 64) 16x4 of 8x4 matrix 2x4 of 8x8x16",
-     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
     {"ANV BMG", "shared (64, 16, 128) 16x16 of 4x8", "matrix (32, 16, 128) 32x4 of 8x4 matrix 1x8 of 8x16x16",
      "shared (16, 64, 128) 16x16 of 4x8", "matrix (16, 32, 128) 32x4 of 8x4 matrix 1x8 of 8x16x16",
-     "direct (2, 4, 32) 8x1 of 2x4 slices 32"},
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
 };
 
 TEST(KernelChoice, EachDeviceClassGetsItsPinnedKernel) {
@@ -165,7 +167,8 @@ TEST(KernelChoice, EachDeviceClassGetsItsPinnedKernel) {
 
 // A gated activation's two accumulator halves and a block format's decode walk (its rows per invocation
 // are the row's decode_walk_rows: Intel walks one, the others two), on the generic rows too (Intel, AMD
-// and any other GPU that names no known chip).
+// and any other GPU that names no known chip). q4_0's walk takes two steps in flight (72 bytes of weights
+// each per invocation), except on Intel, whose decode_load_floats hold one.
 TEST(KernelChoice, GatedPrefillAndBlockDecode) {
   const ResolvedOptions options;
   std::vector<Described> all = devices();
@@ -179,15 +182,15 @@ TEST(KernelChoice, GatedPrefillAndBlockDecode) {
   };
   const Want wants[] = {
       {"lavapipe", "direct (32, 4, 128) 8x4 of 8x16", "direct (2, 4, 128) 8x1 of 2x16"},
-      {"H100", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
-      {"NVK GA102", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
-      {"RADV NAVI31", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
-      {"RADV VEGA10", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
+      {"H100", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
+      {"NVK GA102", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
+      {"RADV NAVI31", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
+      {"RADV VEGA10", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
       {"ANV DG2", "shared (64, 16, 64) 16x16 of 4x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
       {"ANV BMG", "shared (64, 16, 64) 16x16 of 4x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
       {"Intel MTL", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
-      {"AMD RX 6800", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
-      {"Mali", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16"},
+      {"AMD RX 6800", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
+      {"Mali", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
   };
   ASSERT_EQ(all.size(), std::size(wants));
   for (size_t i = 0; i < all.size(); ++i) {
@@ -200,7 +203,7 @@ TEST(KernelChoice, GatedPrefillAndBlockDecode) {
     KernelRequest q4_0 = gmm_request(kDecodeGroups, false, d);
     q4_0.rhs_rows_contiguous = false;  // rhs [n, k], GGUF's layout
     q4_0.rhs_blocks = true;
-    q4_0.k_walk_step = 32;
+    q4_0.k_walk = k_walk_step(DType::q4_0, true);
     EXPECT_EQ(text(choose_kernel(q4_0, d, d, options)), wants[i].q4_0_decode);
   }
 }
