@@ -25,12 +25,19 @@ Terms build_terms(const PlanCore::DeviceMetadata& d, const PlanCore::Routing* r)
   Terms t;
   // The fused combine's tile counters zeroed, a lane's share.
   t.rest += loop(up(r ? r->fused_tiles : 0, kLanes));
-  if (r) {
+  const uint64_t slots = r ? uint64_t(r->tokens) * r->top_k : 0;
+  if (r && slots <= kLanes) {
+    // route_few_slots: its slot's row (a loop over the slots), its share of the experts' sizes (a loop over
+    // the slots each).
+    const uint64_t expert_share = up(r->num_local, kLanes);
+    t.slots += loop(slots);
+    t.groups += loop(expert_share) + expert_share * loop(slots);
+  } else if (r) {
     // route_slots: its row of counts zeroed (every bucket), its chunk of slots counted, its chunk of
     // buckets scanned across the lanes then offset (a loop over the lanes per bucket), invocation 0's scan
     // of the buckets' totals, its chunk of slots placed.
     const uint64_t buckets = uint64_t(r->num_local) + 1, bucket_chunk = up(buckets, kLanes);
-    const uint64_t slot_chunk = up(uint64_t(r->tokens) * r->top_k, kLanes);
+    const uint64_t slot_chunk = up(slots, kLanes);
     t.groups += loop(buckets) + 2 * (loop(bucket_chunk) + bucket_chunk * loop(kLanes));
     t.slots += 2 * loop(slot_chunk);
     t.rest += loop(kLanes);

@@ -48,8 +48,10 @@ std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
   constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
   constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
   // Its counts in shared memory on GPUs where they fit beside the build's own few words (on CPU devices
-  // shared memory is the host's memory, as the workspace is).
-  if (routing_ && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
+  // shared memory is the host's memory, as the workspace is); none where each invocation places at most
+  // one slot itself (routing.glsl's route_few_slots).
+  const bool counts = routing_ && uint64_t(routing_->tokens) * routing_->top_k > VKGMM_METADATA_INVOCATIONS;
+  if (counts && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
     const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (routing_->num_local + 1);
     constexpr uint64_t kBuildSharedBytes = 1024;  // part[], flags, total_tiles, with room to spare
     if ((words + 1) * 4 + kBuildSharedBytes <= info().max_shared_memory)

@@ -249,8 +249,9 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 #define VKGMM_ID_META_ROUTE 17
 #define VKGMM_ID_META_ROUTE_WEIGHTED 18
 // The routing's per-invocation counts (VKGMM_METADATA_INVOCATIONS * (route_experts + 1) words) in shared
-// memory, this many words (0: at counts_off of the workspace). Its scans walk every invocation's count of
-// each bucket in turn: from the workspace, each step a round trip to memory on a GPU.
+// memory, this many words (0: at counts_off of the workspace, or none counted: with at most one slot per
+// invocation each places its own). Its scans walk every invocation's count of each bucket in turn: from
+// the workspace, each step a round trip to memory on a GPU.
 #define VKGMM_ID_META_ROUTE_SHARED_COUNTS 19
 // With ROUTE: the routing is given, built by another plan for the same ids, window and experts (its
 // workspace at VKGMM_BINDING_META_GIVEN: the counts at given_counts_off, the row map at given_map_off).

@@ -9,7 +9,8 @@
 // makes its slot a row of no expert, filled like any row outside the active groups.
 //
 // Each invocation counts a contiguous chunk of slots per bucket (the local experts and one bucket for the
-// rest) into the workspace; per bucket, the chunks' counts are scanned across invocations, offset by the
+// rest) into the workspace (or, with at most one slot per invocation, places its slot directly:
+// route_few_slots); per bucket, the chunks' counts are scanned across invocations, offset by the
 // buckets before it; then each invocation places its chunk's slots in order. Every loop is bounded by
 // the slot count or the bucket count. The includer declares ids, weights, work (coherent), given, part[] and pc.
 
@@ -33,10 +34,41 @@ uint bucket_of(uint s, inout uint bad) {
   return e < pc.route_experts ? e : pc.route_experts;
 }
 
+// At most one slot per invocation (a decode's few tokens): invocation lid places slot lid itself. Its row
+// is the count of the slots before it in that order (every slot of an earlier bucket, and the earlier
+// slots of its own), each expert's size the count of its slots: the rows and sizes of the counting path
+// below, from one read of each id (the buckets in part[]), with no counts to zero, no scans and two
+// barriers. Every loop is bounded by the slot count (at most the invocations), the sizes' by
+// route_experts / invocations too.
+void route_few_slots(inout uint bad) {
+  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x, S = pc.slots;
+  if (lid < S) part[lid] = bucket_of(lid, bad);
+  barrier();
+  if (lid < S) {
+    const uint mine = part[lid];
+    uint row = 0u;
+    for (uint s = 0u; s < S; ++s) row += part[s] < mine || (part[s] == mine && s < lid) ? 1u : 0u;
+    work[pc.map_off + row] = int(lid);
+    if (ROUTE_WEIGHTED) work[pc.weight_rows_off + row] = int(weights[pc.weights_off + lid]);
+  }
+  for (uint e = lid; e < pc.route_experts; e += lanes) {
+    uint n = 0u;
+    for (uint s = 0u; s < S; ++s) n += part[s] == e ? 1u : 0u;
+    work[pc.sizes_off + e] = int(n);
+  }
+  // The sizes and the map visible to the whole workgroup, and part[] read, before the build goes on.
+  memoryBarrierBuffer();
+  barrier();
+}
+
 // The routing prologue: counts (as group sizes), row map, rows' weights; bad gets VKGMM_STATUS_BAD_ID.
 void route_slots(inout uint bad) {
   const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
   const uint B = pc.route_experts + 1u, S = pc.slots;
+  if (S <= lanes) {
+    route_few_slots(bad);
+    return;
+  }
 
   // 1. Counts of this invocation's chunk of slots, per bucket: row lid of counts[lanes][B].
   const uint chunk = (S + lanes - 1u) / lanes;

@@ -282,38 +282,74 @@ TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
   }
 }
 
-// The routing build's per-invocation counts: in shared memory on a GPU where they fit (8 local experts),
-// in the workspace where they do not (300, past this device's shared memory); the same results either
-// way, against the reference, with ids outside the window, -1 and a window offset.
-TEST_F(DeviceTest, GpuRoutingCountsInSharedMemoryOrTheWorkspace) {
-  Context cx = gpu_context();
-  // The most local experts whose counts fit beside the build's words, and 20 more.
-  const int64_t fit = int64_t((cx.info().max_shared_memory - 1024) / 4 / VKGMM_METADATA_INVOCATIONS) - 2;
-  for (int64_t experts : {int64_t(8), fit + 20}) {
-    SCOPED_TRACE(std::to_string(experts) + " local experts");
-    std::mt19937 rng(44);
-    GmmProblem p;
-    p.m = 5, p.k = 64, p.n = 40;
-    p.num_rhs_groups = experts;
-    p.group_offset = 2;
-    p.routing = {3, false, true, experts + 4};
-    std::vector<int32_t> ids;
-    for (int64_t t = 0; t < p.m; ++t)
-      for (int32_t j = 0; j < 3; ++j)
-        ids.push_back(j == 1 && t == 3 ? -1 : int32_t((7 * t + 5 * j) % (experts + 4)));
-    const GmmPlan plan(cx, p);
-    uint32_t shared_words = ~0u;
-    for (const PlannedPipeline& x : PlanInternals::pipelines(plan))
-      if (std::string(x.role) == "metadata") shared_words = x.constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS];
-    const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (experts + 1);
-    const bool fits = (words + 1) * 4 + 1024 <= cx.info().max_shared_memory;
-    EXPECT_EQ(shared_words, fits ? words : 0u);
-    EXPECT_EQ(fits, experts == 8);
-    const auto weights = random_values(ids.size(), DType::f32, rng);
-    const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
-    const auto rhs = random_values(size_t(experts * p.k * p.n), DType::f32, rng);
-    EXPECT_TRUE(all_close(run_gmm_routed(cx, p, lhs, rhs, ids, weights),
-                          reference::gmm_routed(p, lhs, rhs, ids, weights), 1e-3, 1e-5));
+// The routing build's order: the local experts' slots, expert by expert, then every other slot, each in
+// slot order, and the experts' sizes. Where the slots are at most the build's invocations, each places
+// its own (routing.glsl's route_few_slots, no counts); past that they are counted and scanned, on a GPU in
+// shared memory where the counts fit (8 local experts) and in the workspace where they do not (20 experts
+// past this device's shared memory), and on this device as it plans itself (a CPU: the workspace). The
+// words the build leaves in the app's workspace against the order computed here, and the results against
+// the reference, with ids outside the window, -1 and a window offset.
+TEST_F(DeviceTest, GpuRoutingOrdersTheSlotsOnEveryPath) {
+  for (bool gpu : {true, false}) {
+    Context cx = gpu ? gpu_context() : make_context({});
+    // The most local experts whose counts fit beside the build's words, and 20 more.
+    const int64_t fit = int64_t((cx.info().max_shared_memory - 1024) / 4 / VKGMM_METADATA_INVOCATIONS) - 2;
+    for (int64_t tokens : {5, 12})  // 15 slots, 36: fewer and more than the build's invocations
+      for (int64_t experts : {int64_t(8), fit + 20}) {
+        SCOPED_TRACE(std::string(gpu ? "planned as a GPU, " : "") + std::to_string(tokens) + " tokens, " +
+                     std::to_string(experts) + " local experts");
+        std::mt19937 rng(44);
+        GmmProblem p;
+        p.m = tokens, p.k = 64, p.n = 40;
+        p.num_rhs_groups = experts;
+        p.group_offset = 2;
+        p.routing = {3, false, true, experts + 4};
+        const int64_t slots = p.m * 3;
+        std::vector<int32_t> ids;
+        for (int64_t t = 0; t < p.m; ++t)
+          for (int32_t j = 0; j < 3; ++j)
+            ids.push_back(j == 1 && t == 3 ? -1 : int32_t((7 * t + 5 * j) % (experts + 4)));
+        const GmmPlan plan(cx, p);
+        uint32_t shared_words = ~0u;
+        for (const PlannedPipeline& x : PlanInternals::pipelines(plan))
+          if (std::string(x.role) == "metadata") shared_words = x.constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS];
+        const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (experts + 1);
+        const bool counted = slots > VKGMM_METADATA_INVOCATIONS;
+        const bool fits = (words + 1) * 4 + 1024 <= cx.info().max_shared_memory;
+        EXPECT_EQ(shared_words, gpu && counted && fits ? words : 0u);
+        EXPECT_EQ(fits, experts == 8);
+
+        const auto weights = random_values(ids.size(), DType::f32, rng);
+        const auto lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+        const auto rhs = random_values(size_t(experts * p.k * p.n), DType::f32, rng);
+        Guarded l = guarded_floats(cx, lhs), w = guarded_floats(cx, rhs), wt = guarded_floats(cx, weights),
+                o(cx, gmm_out_elements(p) * 4), id(cx, ids.size() * 4), work(cx, plan.workspace_bytes());
+        id.set(ids.data(), ids.size() * 4);
+        GmmOperands ops{l.view(), w.view(), o.view()};
+        ops.ids = id.view(), ops.weights = wt.view(), ops.workspace = work.view();
+        cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+        EXPECT_TRUE(all_close(floats(o), reference::gmm_routed(p, lhs, rhs, ids, weights), 1e-3, 1e-5));
+
+        // The order computed here: each slot's bucket (its local expert, or `experts` for the rest).
+        std::vector<int32_t> sizes(size_t(experts), 0), map;
+        std::vector<int64_t> bucket(ids.size());
+        for (int64_t s = 0; s < slots; ++s) {
+          const int64_t e = ids[size_t(s)] - p.group_offset;
+          bucket[size_t(s)] = ids[size_t(s)] >= 0 && e >= 0 && e < experts ? e : experts;
+          if (bucket[size_t(s)] < experts) ++sizes[size_t(e)];
+        }
+        for (int64_t b = 0; b <= experts; ++b)
+          for (int64_t s = 0; s < slots; ++s)
+            if (bucket[size_t(s)] == b) map.push_back(int32_t(s));
+        const RoutingSource built = PlanInternals::routing_source(plan, work.view());
+        const std::vector<uint8_t> bytes = work.get();
+        std::vector<int32_t> got_sizes(sizes.size()), got_map(map.size());
+        std::memcpy(got_sizes.data(), bytes.data() + built.sizes * 4, got_sizes.size() * 4);
+        std::memcpy(got_map.data(), bytes.data() + built.map * 4, got_map.size() * 4);
+        EXPECT_EQ(got_sizes, sizes);
+        EXPECT_EQ(got_map, map);
+        for (const Guarded* g : {&l, &w, &wt, &o, &id, &work}) EXPECT_TRUE(g->guards_intact());
+      }
   }
 }
 

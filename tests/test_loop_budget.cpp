@@ -231,8 +231,10 @@ GmmProblem routed(int64_t T, int64_t top_k, int64_t e_local, bool combine = fals
 // The routing build's busiest invocation counts and places 1 / 32 of the slots (twice 1 / 32 in all) and
 // writes the visits, 1 / 64 of them per row: 829856 slots over 8 experts take 65535 iterations.
 constexpr int64_t kMostSlots = 829856;
-// Its scans over the 32 lanes per expert: 19551 local experts take 65493.
+// Its scans over the 32 lanes per expert, where the slots are more than its 32 invocations (33 here; with
+// fewer each places one slot, its loops over the slots): 19551 local experts take 65493.
 constexpr int64_t kMostExperts = 19551;
+constexpr int64_t kCountedSlots = 33;
 // gmm with device group sizes, 16-row tiles: the visits of 1013632 rows take 65535.
 constexpr int64_t kMostDeviceRows = 1013632;
 // The combine's sum over a token's slots: top_k = 65532 takes 65535.
@@ -252,7 +254,7 @@ TEST_F(LoopBudget, MetadataBuildsPastItAreRefused) {
   Context& c = ctx();
   expect_past_budget([&] { GmmPlan(c, routed(kMostSlots + 1, 1, 8)); },
                      "gmm: the metadata build for T * top_k = 829857 slots");
-  expect_past_budget([&] { GmmPlan(c, routed(2, 1, kMostExperts + 1)); },
+  expect_past_budget([&] { GmmPlan(c, routed(kCountedSlots, 1, kMostExperts + 1)); },
                      "gmm: the metadata build for num_rhs_groups = 19552 local experts");
   expect_past_budget([&] { GmmPlan(c, device_sizes(kMostDeviceRows + 1)); },
                      "gmm: the metadata build for m = 1013633 rows in m tiles of 16");
@@ -282,7 +284,7 @@ TEST_F(LoopBudget, MetadataBuildsInsideItRunCorrectly) {
   Context& c = ctx();
   std::mt19937 rng(11);
   expect_routed_matches_reference(c, routed(kMostSlots, 1, 8), rng);
-  expect_routed_matches_reference(c, routed(2, 1, kMostExperts), rng);
+  expect_routed_matches_reference(c, routed(kCountedSlots, 1, kMostExperts), rng);
   expect_routed_matches_reference(c, routed(1, kMostTopK, 4, true), rng);
   const GmmProblem p = device_sizes(kMostDeviceRows);
   GmmProblem host = p;
