@@ -117,6 +117,8 @@ bench_args() {  # the vkgmm bench arguments of step $1
   case $quick:$1 in
     0:bench) echo "" ;;  # the default presets
     0:bench_ids) echo "--presets ids" ;;
+    # Every block format's decode (FMT-ids-decode) beside the f32 peer, and the block-format prefills.
+    0:bench_quant) echo "--presets quant --reps 20" ;;
     0:bench_models) echo "--model all --scale 8 --train" ;;
     # f16 (block-format weights with f16 activations): on the matrix units (bench_matrix, VKGMM_SCHEDULE=matrix:
     # also where the automatic schedule keeps off them, DeviceInfo::matrix_automatic), and the same calls on
@@ -125,6 +127,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
       echo "--preset moe-prefill --preset moe-fine --preset moe-grad --preset q8_0-prefill --preset q4_K-prefill --dtype f16 --reps 30" ;;
     1:bench) echo "--preset decode --reps 2 --metadata host" ;;
     1:bench_ids) echo "--preset ids-decode --reps 2" ;;
+    1:bench_quant) echo "--preset q4_K-ids-decode --reps 2" ;;
     1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2 --train" ;;
     1:bench_matrix | 1:bench_fma16) echo "--preset moe-fine --reps 2 --metadata host --dtype f16" ;;
     # decode with group sizes on the device, on both of its grids: where the device path's cost shows most
@@ -135,7 +138,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_ids ggml torch jax bench_models ggml_perf gpu_report}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report}
 for s in $steps; do
   case $s in
     info)
@@ -146,7 +149,7 @@ for s in $steps; do
       icd=$(sed -n 's/^run.sh: Vulkan driver[^:]*: //p' "$out/info.err" | tail -1)
       if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
       machine >"$out/machine.txt" 2>&1 ;;
-    bench | bench_ids | bench_models | bench_device)
+    bench | bench_ids | bench_quant | bench_models | bench_device)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046  # the arguments are words
       step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
@@ -229,7 +232,8 @@ def lines(name):
             except ValueError:
                 pass
     return [o for o in objs if isinstance(o, dict)]
-for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_ids.out", "bench_models.out"):
+for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_ids.out", "bench_quant.out",
+          "bench_models.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"
