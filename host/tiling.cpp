@@ -430,7 +430,7 @@ KWalkStep k_walk_step(DType rhs, bool rhs_nk) {
 
 namespace {
 
-// gmm's sliced GPU decode: its steps in flight (kDecodeBytesInFlight, above). An element type's step also
+// gmm's sliced GPU decode: its steps in flight (kDecodeBytesInFlight, tiling.hpp). An element type's step also
 // holds its rm rows' quad of lhs; a block walk loads lhs a quad at a time within its steps (4 x rm
 // registers, whatever the steps in flight).
 uint32_t gpu_decode_steps_in_flight(const KernelShape& s, const KWalkStep& w, int64_t k, uint32_t halves,

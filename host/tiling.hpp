@@ -16,7 +16,8 @@ struct KernelShape {
   uint32_t rows = 0, step = 0, cols = 0;
   uint32_t tx = 0, ty = 0, rm = 0, rn = 0;
   // The direct schedule's K slices (gmm on GPUs): slices sets of TX x TY invocations, each reducing every
-  // slices-th step of K, summed in shared memory (shared_a floats) before the store.
+  // slices-th iteration of its K walk (steps_in_flight steps), summed in shared memory (shared_a floats)
+  // before the store.
   uint32_t slices = 1;
   // The direct schedule's steps of its K walk per iteration, their loads issued together (gmm's
   // STEPS_IN_FLIGHT; make_kernel_shape).
@@ -33,7 +34,7 @@ struct KernelShape {
 // A bound on the loop iterations one invocation of a kernel of this shape runs to reduce `along`
 // elements (gmm: k; tgmm: a group's rows): the K steps of the shared schedule with their staging and
 // inner loops (`halves` of the block's columns staged: 2 with SwiGLU), or the direct schedule's steps of
-// 1 or, with vec4, 4 elements (and its peeled ones; steps of more quads only take fewer). PlanCore::choose_grid
+// 1 or, with vec4, 4 elements (and its peeled ones; several steps in flight only take fewer). PlanCore::choose_grid
 // needs it where a driver caps them.
 uint64_t reduction_loop_iterations(const KernelShape& s, uint64_t along, uint32_t halves, bool vec4);
 // llvmpipe (lavapipe) ends every loop of an invocation, silently, once the invocation has run 65535 loop

@@ -117,7 +117,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
   case $quick:$1 in
     0:bench) echo "" ;;  # the default presets
     0:bench_ids) echo "--presets ids" ;;
-    # Every block format's decode (FMT-ids-decode) beside the f32 peer, and the block-format prefills.
+    # Every block format's decode (FMT-ids-decode) beside the f32 peer, and q8_0's and q4_K's prefill beside bf16's.
     0:bench_quant) echo "--presets quant --reps 20" ;;
     0:bench_models) echo "--model all --scale 8 --train" ;;
     # f16 (block-format weights with f16 activations): on the matrix units (bench_matrix, VKGMM_SCHEDULE=matrix:

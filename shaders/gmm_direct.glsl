@@ -1,5 +1,5 @@
 // gmm's direct schedule (included by gmm.comp): each invocation reads its micro-tile's operands straight
-// from the buffers, its K steps every K_SLICES-th one (the slices' sums are added after the reduction).
+// from the buffers, every K_SLICES-th iteration of its K walk (the slices' sums are added after the reduction).
 
 // The block walk's choices for this pipeline (reduce_direct4 gives the reasons), made once there and
 // handed to walk_quad.

@@ -221,8 +221,8 @@ TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
   const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
   // 4 columns per invocation, 2 rows. Element types: a quad is 64 bytes of f32 weights, 32 of 16 bits,
   // 128 gated; k = 52 is not a multiple of 2 quads, 56 of 2 and not 4, 32 of 4 (2 slices of one iteration
-  // each). Block formats: a step is 72 bytes of q4_0, 96 of q5_1, 68 of iq4_xs and mxfp4 (two steps in
-  // flight); 136 of q8_0 and 144 of q4_K and of q4_0 gated (one); q6_K's (105) and q2_K's (42) hold more
+  // each). Block formats: a step is 72 bytes of q4_0 and iq4_nl, 80 of q4_1, 88 of q5_0, 96 of q5_1, 68 of
+  // iq4_xs and mxfp4 (two steps in flight); 136 of q8_0 and 144 of q4_K and of q4_0 gated (one); q6_K's (105) and q2_K's (42) hold more
   // registers than two steps may (their quant words and high bits, 12-20 per column); k = 160 is not a
   // multiple of two q4_0 steps.
   const Case cases[] = {
@@ -235,6 +235,8 @@ TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
       {f32, DType::q8_0, true, false, 512, 1, true},  {f32, DType::q4_K, true, false, 512, 1, true},
       {f32, DType::q4_0, true, true, 512, 1, true},   {f32, DType::q6_K, true, false, 512, 1, false},
       {f32, DType::q2_K, true, false, 512, 1, false}, {f32, DType::q4_0, true, false, 160, 1, false},
+      {f32, DType::q4_1, true, false, 256, 2, true},  {bf16, DType::q5_0, true, false, 256, 2, true},
+      {f32, DType::iq4_nl, true, false, 256, 2, true},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(dtype_name(c.rhs)) + (c.transpose ? " [n, k]" : " [k, n]") + (c.gated ? " gated" : "") +

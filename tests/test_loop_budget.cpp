@@ -232,7 +232,7 @@ GmmProblem routed(int64_t T, int64_t top_k, int64_t e_local, bool combine = fals
 // writes the visits, 1 / 64 of them per row: 829856 slots over 8 experts take 65535 iterations.
 constexpr int64_t kMostSlots = 829856;
 // Its scans over the 32 lanes per expert, where the slots are more than its 32 invocations (33 here; with
-// fewer each places one slot, its loops over the slots): 19551 local experts take 65493.
+// fewer each places one slot, its loops over the slots): 19551 local experts take 65495.
 constexpr int64_t kMostExperts = 19551;
 constexpr int64_t kCountedSlots = 33;
 // gmm with device group sizes, 16-row tiles: the visits of 1013632 rows take 65535.
