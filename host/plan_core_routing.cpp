@@ -18,8 +18,9 @@ uint64_t PlanCore::layout_routing(const Routing& r, uint64_t words, Workspace& w
   const uint64_t slots = uint64_t(r.tokens) * r.top_k;
   w.sizes = words;
   words += r.num_local;
+  // The counting path's per-invocation counts (none where each invocation places one slot itself).
   w.counts = words;
-  words += uint64_t(VKGMM_METADATA_INVOCATIONS) * (r.num_local + 1);
+  if (slots > VKGMM_METADATA_INVOCATIONS) words += uint64_t(VKGMM_METADATA_INVOCATIONS) * (r.num_local + 1);
   w.map = words;
   words += slots;
   w.weight_rows = words;

@@ -245,7 +245,8 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 // every other slot in slot order; with ROUTE_WEIGHTED, weights (f32 [slots], at VKGMM_BINDING_RHS, from
 // weights_off) in that order at weight_rows_off. The window of local experts is [window_offset,
 // window_offset + route_experts), ids >= num_experts (when not 0) or below -1 are flagged
-// (VKGMM_STATUS_BAD_ID). counts_off: scratch of VKGMM_METADATA_INVOCATIONS * (route_experts + 1) words.
+// (VKGMM_STATUS_BAD_ID). counts_off: scratch of VKGMM_METADATA_INVOCATIONS * (route_experts + 1) words
+// where the slots are more than VKGMM_METADATA_INVOCATIONS (none otherwise: each invocation places its own).
 #define VKGMM_ID_META_ROUTE 17
 #define VKGMM_ID_META_ROUTE_WEIGHTED 18
 // The routing's per-invocation counts (VKGMM_METADATA_INVOCATIONS * (route_experts + 1) words) in shared
