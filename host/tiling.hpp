@@ -136,14 +136,17 @@ struct KWalkStep {
   uint32_t most_steps = 4;        // the most steps in flight the kernel takes
 };
 // The walk of gmm over `rhs` (rhs_nk: stored [n, k]): an element type's quads, a block format's steps
-// along [n, k] rows from interface.h's table (host/types.cpp), or blocks along n read a quad at a time
-// and one step in flight.
+// along [n, k] rows from interface.h's table, or blocks along n read a quad at a time and one step in
+// flight.
 KWalkStep k_walk_step(DType rhs, bool rhs_nk);
 // gmm's sliced GPU decode doubles its steps in flight (up to most_steps) until each invocation's weights
 // per iteration (its rn x halves columns' bytes) reach kDecodeBytesInFlight, as long as the registers
 // they hold stay within the device class's decode_load_floats and k is a multiple of the iteration. The
 // weights stream from memory; lhs's few rows are read by every column's invocations, from the cache.
 constexpr uint32_t kDecodeBytesInFlight = 128;
+// That rule for a shape of rm rows and rn columns per invocation (host/tiling_k_walk.cpp).
+uint32_t gpu_decode_steps_in_flight(const KernelShape& s, const KWalkStep& w, int64_t k, uint32_t halves,
+                                    uint32_t most_floats);
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
                               uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1,
