@@ -99,8 +99,7 @@ KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
   q.rhs_rows_contiguous = !p.transpose_rhs;
   q.rhs_blocks = is_quantized(p.rhs_type);
   q.halves = r.gate_up ? 2 : 1;
-  q.k_walk = k_walk_step(p.rhs_type, p.transpose_rhs);
-  if (!vec4) q.k_walk.most_steps = 1;  // scalar loads walk K a value at a time (gmm_direct.glsl's reduce_direct)
+  q.k_walk = k_walk_step(p.rhs_type, p.transpose_rhs, vec4);
   return choose_kernel(q, core.info(), core.tiling_info(), core.options());
 }
 

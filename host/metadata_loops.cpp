@@ -25,8 +25,8 @@ Terms build_terms(const PlanCore::DeviceMetadata& d, const PlanCore::Routing* r)
   Terms t;
   // The fused combine's tile counters zeroed, a lane's share.
   t.rest += loop(up(r ? r->fused_tiles : 0, kLanes));
-  const uint64_t slots = r ? uint64_t(r->tokens) * r->top_k : 0;
-  if (r && slots <= kLanes) {
+  const uint64_t slots = r ? r->slots() : 0;
+  if (r && !r->counts_slots()) {
     // route_few_slots: its slot's row (a loop over the slots), its share of the experts' sizes (a loop over
     // the slots each).
     const uint64_t expert_share = up(r->num_local, kLanes);
@@ -64,7 +64,7 @@ LoopCount metadata_build_loops(const PlanCore::DeviceMetadata& d, const PlanCore
   const Terms t = build_terms(d, r);
   LoopCount c;
   c.iterations = t.groups + t.rows + t.slots + t.rest;
-  const std::string slots = r ? "T * top_k = " + std::to_string(uint64_t(r->tokens) * r->top_k) + " slots" : "";
+  const std::string slots = r ? "T * top_k = " + std::to_string(r->slots()) + " slots" : "";
   if (t.slots >= std::max(t.rows, t.groups)) {
     c.what = slots;
     c.remedy = "route fewer tokens per call";

@@ -102,6 +102,12 @@ class PlanCore {
     bool combine = false;
     uint32_t fused_tiles = 0;
     uint32_t pre_n = 0;  // > 0: the kernel saves each slot's pre-activation, pre_n f32 words (SAVE_PRE)
+    uint64_t slots() const { return uint64_t(tokens) * top_k; }
+    // Whether the routing build counts the slots (routing.glsl's route_slots: per-invocation counts over
+    // the experts and a bucket) rather than each invocation placing at most one slot itself
+    // (route_few_slots), and those counts in words (0 where it places them itself).
+    bool counts_slots() const { return slots() > VKGMM_METADATA_INVOCATIONS; }
+    uint64_t count_words() const { return counts_slots() ? uint64_t(VKGMM_METADATA_INVOCATIONS) * (num_local + 1) : 0; }
   };
   // The workspace in 32-bit words: the group metadata (offsets, visits, the indirect command and the
   // visit count), then with routing the counts as group sizes, the routing build's scratch, the row map

@@ -15,12 +15,11 @@
 namespace vkgmm {
 
 uint64_t PlanCore::layout_routing(const Routing& r, uint64_t words, Workspace& w) {
-  const uint64_t slots = uint64_t(r.tokens) * r.top_k;
+  const uint64_t slots = r.slots();
   w.sizes = words;
   words += r.num_local;
-  // The counting path's per-invocation counts (none where each invocation places one slot itself).
   w.counts = words;
-  if (slots > VKGMM_METADATA_INVOCATIONS) words += uint64_t(VKGMM_METADATA_INVOCATIONS) * (r.num_local + 1);
+  words += r.count_words();
   w.map = words;
   words += slots;
   w.weight_rows = words;
@@ -51,9 +50,8 @@ std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
   // Its counts in shared memory on GPUs where they fit beside the build's own few words (on CPU devices
   // shared memory is the host's memory, as the workspace is); none where each invocation places at most
   // one slot itself (routing.glsl's route_few_slots).
-  const bool counts = routing_ && uint64_t(routing_->tokens) * routing_->top_k > VKGMM_METADATA_INVOCATIONS;
-  if (counts && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
-    const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * (routing_->num_local + 1);
+  const uint64_t words = routing_ ? routing_->count_words() : 0;
+  if (words > 0 && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
     constexpr uint64_t kBuildSharedBytes = 1024;  // part[], flags, total_tiles, with room to spare
     if ((words + 1) * 4 + kBuildSharedBytes <= info().max_shared_memory)
       constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS] = static_cast<uint32_t>(words);
@@ -76,7 +74,7 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
     // Another plan's order of the same slots: its counts and row map, bound from its workspace's start.
     const bool same = given->tokens == r.tokens && given->top_k == r.top_k && given->group_offset == r.group_offset &&
                       given->num_local == r.num_local && given->num_experts == r.num_experts;
-    if (!same || given->map + uint64_t(r.tokens) * r.top_k > given->words.size / 4 ||
+    if (!same || given->map + r.slots() > given->words.size / 4 ||
         given->sizes + r.num_local > given->words.size / 4)
       throw Error(Status::internal, std::string(op) + ": a given routing is not of this problem's slots");
     const BoundOperand src = bind_operand(*ctx_, op, "workspace", given->words, DType::f32, given->words.size / 4, 0, false);
@@ -89,7 +87,7 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
     // It reads what the other plan's build wrote (the callers put a barrier after that build too).
     build.before_own |= VK_ACCESS_SHADER_READ_BIT;
   }
-  const uint32_t slots = r.tokens * r.top_k;
+  const uint32_t slots = static_cast<uint32_t>(r.slots());
   // ids (int32) and weights (f32): words at any 4-byte offset, read by the metadata build's routing
   // prologue at the sizes' and an unused binding. A problem of no tokens reads neither.
   abi::MetadataPush& m = build.push.as<abi::MetadataPush>();
@@ -150,7 +148,7 @@ RoutingSource PlanCore::routing_source(const BufferView& workspace) const {
   const Routing& r = *routing_;
   const BufferView work = workspace_view(workspace);
   RoutingSource s;
-  s.words = {work.buffer, work.offset, (workspace_.map + uint64_t(r.tokens) * r.top_k) * 4};
+  s.words = {work.buffer, work.offset, (workspace_.map + r.slots()) * 4};
   s.sizes = workspace_.sizes;
   s.map = workspace_.map;
   s.tokens = r.tokens, s.top_k = r.top_k, s.group_offset = r.group_offset, s.num_local = r.num_local;

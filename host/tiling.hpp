@@ -135,10 +135,10 @@ struct KWalkStep {
   bool blocks = false;            // a block format's walk, whose lhs is loaded a quad at a time in the step
   uint32_t most_steps = 4;        // the most steps in flight the kernel takes
 };
-// The walk of gmm over `rhs` (rhs_nk: stored [n, k]): an element type's quads, a block format's steps
-// along [n, k] rows from interface.h's table, or blocks along n read a quad at a time and one step in
-// flight.
-KWalkStep k_walk_step(DType rhs, bool rhs_nk);
+// The walk of gmm over `rhs` (rhs_nk: stored [n, k]; vec4: the kernel loads 4 elements at a time, else
+// one at a time with one step in flight): an element type's quads, a block format's steps along [n, k]
+// rows from interface.h's table, or blocks along n read a quad at a time and one step in flight.
+KWalkStep k_walk_step(DType rhs, bool rhs_nk, bool vec4);
 // gmm's sliced GPU decode doubles its steps in flight (up to most_steps) until each invocation's weights
 // per iteration (its rn x halves columns' bytes) reach kDecodeBytesInFlight, as long as the registers
 // they hold stay within the device class's decode_load_floats and k is a multiple of the iteration. The

@@ -6,8 +6,10 @@
 
 namespace vkgmm {
 
-KWalkStep k_walk_step(DType rhs, bool rhs_nk) {
+KWalkStep k_walk_step(DType rhs, bool rhs_nk, bool vec4) {
   KWalkStep w;
+  // Scalar loads walk K a value at a time (gmm_direct.glsl's reduce_direct), one in flight.
+  if (!vec4) w.most_steps = 1;
   if (!is_quantized(rhs)) {
     w.column_bytes = 4.0 * double(dtype_size(rhs));
     return w;

@@ -1,5 +1,6 @@
 // gmm's direct schedule (included by gmm.comp): each invocation reads its micro-tile's operands straight
-// from the buffers, every K_SLICES-th iteration of its K walk (the slices' sums are added after the reduction).
+// from the buffers, every K_SLICES-th iteration of its K walk (the slices' sums are added after the
+// reduction).
 
 // The block walk's choices for this pipeline (reduce_direct4 gives the reasons), made once there and
 // handed to walk_quad.
@@ -14,7 +15,7 @@ struct Walk {
 // glslang's copy of an array sized by a specialization-constant expression into a function's parameter
 // does not validate. The loads' first elements, per tile: lhs's rows (lhs_row_start), rhs [k, n]'s column
 // groups (rhs_group_start) and rhs [n, k]'s columns (rhs_col_start; see reduce_direct4). Per step in flight
-// of the block walk (the iteration's step f, column e at f * 4 * ACC4_COLS + e): each column's scales, quant
+// of the block walk (the iteration's step f, column e at step_col(f, e)): each column's scales, quant
 // words and high bits (q6_K's and q5_K's qh, q3_K's hmask). Per run of one scale: the partial sums and, for
 // formats with mins, the sums of lhs.
 uint lhs_row_start[RM];
@@ -24,10 +25,12 @@ QStep col_scales[STEPS_IN_FLIGHT * 4 * ACC4_COLS];
 uint col_quant_words[STEPS_IN_FLIGHT * 4 * ACC4_COLS][8], col_high_bits[STEPS_IN_FLIGHT * 4 * ACC4_COLS][8];
 vec4 run_sums[RM * ACC4_COLS];
 float run_lhs_sums[RM];
+uint step_col(uint f, uint e) { return f * 4 * ACC4_COLS + e; }
 
-// Quad s (K values k0 + 4s .. k0 + 4s + 3) of the step at k0, the iteration's step f: lhs's 4 values per row, rhs's 4 x 4 block per
-// column group, a batch of groups at a time, into acc4, or with runs into part and, at a run's end, part
-// scaled into acc4. qh is q6_K's or q5_K's, whose steps are 8 quads (its index wraps only in formats that never read it).
+// Quad s (K values k0 + 4s .. k0 + 4s + 3) of the step at k0, the iteration's step f: lhs's 4 values per
+// row, rhs's 4 x 4 block per column group, a batch of groups at a time, into acc4, or with runs into part
+// and, at a run's end, part scaled into acc4. The high bits' word is q6_K's or q5_K's qh, whose steps are 8
+// quads (its index wraps only in formats that never read it).
 void walk_quad(Walk walk, uint k0, uint s, uint rbase, uint f) {
   uint kk = k0 + 4 * s;
   vec4 a[RM];
@@ -41,7 +44,7 @@ void walk_quad(Walk walk, uint k0, uint s, uint rbase, uint f) {
       uint v = v0 + w;
       if (TRANSPOSE_RHS) {
         [[unroll]] for (uint c = 0; c < 4; ++c) {
-          uint e = 4 * v + c, fe = f * 4 * ACC4_COLS + e;
+          uint e = 4 * v + c, fe = step_col(f, e);
 #ifdef VKGMM_BLOCK_RHS
           uint word = col_quant_words[fe][s % q_run_words(RHS_TYPE)], hi_word = col_high_bits[fe][s % 8u];
           // One decoder call (it is inlined at each): scaled here unless the run's sum is.
@@ -67,7 +70,7 @@ void walk_quad(Walk walk, uint k0, uint s, uint rbase, uint f) {
   }
   if (walk.runs && s % walk.run_quads == walk.run_quads - 1u)
     [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v) {
-      uint e = f * 4 * ACC4_COLS + 4 * v;
+      uint e = step_col(f, 4 * v);
       vec4 scale = vec4(q_run_scale(RHS_TYPE, col_scales[e], s), q_run_scale(RHS_TYPE, col_scales[e + 1], s),
                         q_run_scale(RHS_TYPE, col_scales[e + 2], s), q_run_scale(RHS_TYPE, col_scales[e + 3], s));
       vec4 mins = vec4(q_run_min(RHS_TYPE, col_scales[e], s), q_run_min(RHS_TYPE, col_scales[e + 1], s),
@@ -141,7 +144,7 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
         if (q_has_lead(RHS_TYPE) && ((f == 0u && K_SLICES > 1u) || at % q_block_values(RHS_TYPE) == 0u))
           [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q_lead_at(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + at);
         [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) {
-          uint fe = f * 4 * ACC4_COLS + e;
+          uint fe = step_col(f, e);
           q_step_walk(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + at, qhead[e], col_scales[fe], col_quant_words[fe],
                       col_high_bits[fe]);
         }

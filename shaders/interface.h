@@ -119,9 +119,10 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // 4 elements. A constant, not a test of the pushed offset: a CPU driver runs both sides of a branch.
 #define VKGMM_ID_GMM_VEC4_OUT 22
 // The direct schedule's K slices: the workgroup's invocations are K_SLICES sets of TX x TY, each set
-// reducing every K_SLICES-th iteration of its K walk (STEPS_IN_FLIGHT steps) into its own accumulators, summed into the first set's in shared
-// memory (SHARED_A floats) before the store. 1 on CPU devices and on the shared schedule; on GPUs it fills
-// the workgroup where a visit's few rows (decode) leave its tile a few dozen invocations.
+// reducing every K_SLICES-th iteration of its K walk (STEPS_IN_FLIGHT steps) into its own accumulators,
+// summed into the first set's in shared memory (SHARED_A floats) before the store. 1 on CPU devices and on
+// the shared schedule; on GPUs it fills the workgroup where a visit's few rows (decode) leave its tile a
+// few dozen invocations.
 #define VKGMM_ID_GMM_K_SLICES 23
 // Routed: each slot's pre-activation (the product + bias, before the activation and the weight) also
 // goes to the workspace as f32 [slots, n] at pre_off (the META binding): the backward's input, saved.

@@ -203,7 +203,7 @@ TEST(KernelChoice, GatedPrefillAndBlockDecode) {
     KernelRequest q4_0 = gmm_request(kDecodeGroups, false, d);
     q4_0.rhs_rows_contiguous = false;  // rhs [n, k], GGUF's layout
     q4_0.rhs_blocks = true;
-    q4_0.k_walk = k_walk_step(DType::q4_0, true);
+    q4_0.k_walk = k_walk_step(DType::q4_0, true, true);
     EXPECT_EQ(text(choose_kernel(q4_0, d, d, options)), wants[i].q4_0_decode);
   }
 }
