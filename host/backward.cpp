@@ -141,8 +141,9 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
     if (record_it) d_lhs_.record(cb, d_lhs_ops);
     return;
   }
-  // Device group sizes: both read them; the workspace is split between the two; the status word is
-  // d_rhs's to write (its tgmm always runs, even with m = 0).
+  // Device group sizes: both read them; the workspace is split between the two (with the sizes on the
+  // host, d_rhs's split reduction alone may have a share); the status word is d_rhs's to write (its tgmm
+  // always runs, even with m = 0).
   BufferView lhs_work, rhs_work;
   if (ops.workspace.buffer) {
     // Its offset is each share's plan's to check.
@@ -150,8 +151,10 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
       throw Error(Status::invalid_argument, "gmm_backward: workspace: view of " + std::to_string(ops.workspace.size) +
                                                 " bytes is too small: the plan needs " +
                                                 std::to_string(workspace_bytes()) + " (workspace_bytes())");
-    lhs_work = {ops.workspace.buffer, ops.workspace.offset, d_lhs_.workspace_bytes()};
-    rhs_work = {ops.workspace.buffer, ops.workspace.offset + d_rhs_workspace_offset_, d_rhs_->workspace_bytes()};
+    // A part with no workspace (group sizes on the host; d_rhs without a split reduction) gets no view.
+    if (d_lhs_.workspace_bytes()) lhs_work = {ops.workspace.buffer, ops.workspace.offset, d_lhs_.workspace_bytes()};
+    if (d_rhs_->workspace_bytes())
+      rhs_work = {ops.workspace.buffer, ops.workspace.offset + d_rhs_workspace_offset_, d_rhs_->workspace_bytes()};
   }
   const GmmOperands d_lhs_ops = d_lhs_operands(ops, lhs_work, {}, accumulate);
   const TgmmOperands d_rhs_ops = d_rhs_operands(ops, rhs_work);

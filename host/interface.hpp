@@ -127,6 +127,7 @@ inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_TGMM_OUT_NK, "OUT_NK"},
     {VKGMM_ID_TGMM_VEC4_LHS, "VEC4_LHS"},
     {VKGMM_ID_TGMM_VEC4_OUT, "VEC4_OUT"},
+    {VKGMM_ID_TGMM_SPLIT, "SPLIT"},
 };
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};

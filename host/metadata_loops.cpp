@@ -80,10 +80,10 @@ LoopCount metadata_build_loops(const PlanCore::DeviceMetadata& d, const PlanCore
   return c;
 }
 
-LoopCount combine_loops(const PlanCore::Routing& r, uint32_t columns) {
+LoopCount combine_loops(uint32_t top_k, uint32_t out_n, uint32_t columns) {
   // An invocation's columns, each a sum over the token's top_k slots.
-  const uint64_t trips = up(r.out_n, uint64_t(columns) * VKGMM_COMBINE_INVOCATIONS);
-  return {loop(trips) + trips * loop(r.top_k), "top_k = " + std::to_string(r.top_k) + " slots per token",
+  const uint64_t trips = up(out_n, uint64_t(columns) * VKGMM_COMBINE_INVOCATIONS);
+  return {loop(trips) + trips * loop(top_k), "top_k = " + std::to_string(top_k) + " slots per token",
           "fewer experts per token"};
 }
 

@@ -21,8 +21,8 @@ struct LoopCount {
 // invocation 0, which takes a full chunk of every chunked loop and runs the scans. `routing` may be null.
 LoopCount metadata_build_loops(const PlanCore::DeviceMetadata& d, const PlanCore::Routing* routing);
 
-// The combine's (shaders/combine.comp): each invocation's columns, `columns` workgroups of
+// The combine's (shaders/combine.comp): each invocation's columns of out_n, `columns` workgroups of
 // VKGMM_COMBINE_INVOCATIONS apart, each summing top_k slots.
-LoopCount combine_loops(const PlanCore::Routing& r, uint32_t columns);
+LoopCount combine_loops(uint32_t top_k, uint32_t out_n, uint32_t columns);
 
 }  // namespace vkgmm

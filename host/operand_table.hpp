@@ -22,7 +22,7 @@ namespace vkgmm {
   X(out, true, bound)                       \
   X(existing_out, false, existing)          \
   X(group_sizes, false, device_sizes)       \
-  X(workspace, true, device_metadata)       \
+  X(workspace, true, workspace)             \
   X(status, true, device_metadata)          \
   X(ids, false, routed)                     \
   X(weights, false, combined)               \
@@ -34,6 +34,7 @@ enum class OperandWhen {
   existing,         // exactly the problems with existing_out
   device_sizes,     // group sizes on the device, unrouted (a routed problem's sizes are the ids' counts)
   device_metadata,  // group sizes on the device, routed or not; optional (the plan's own otherwise)
+  workspace,        // a plan with a workspace (workspace_bytes() > 0); optional (the plan's own otherwise)
   routed,           // routed by expert ids
   combined,         // routed, combining each token's slots (Routing::combine)
   bias,             // an epilogue bias; read where the plan has local experts
@@ -42,6 +43,7 @@ enum class OperandWhen {
 // What check_operand_presence asks of the plan.
 struct PlanFacts {
   bool existing = false, device_metadata = false, routed = false, combine = false, bias = false;
+  bool workspace = false;  // the plan uses a workspace: device metadata, or a reduction split over work items
   // A bias the kernel reads: of at least one element (a shard with no local expert reads none), in a plan
   // with something to dispatch.
   bool bias_read = false;

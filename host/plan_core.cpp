@@ -93,7 +93,7 @@ void PlanCore::check_loop_budget() const {
   const LoopCount build = metadata_build_loops(*device_meta_, routing_ ? &*routing_ : nullptr);
   check_cpu_loop_budget(info(), name(), build.iterations, "the metadata build for " + build.what, build.remedy);
   if (!combines()) return;
-  const LoopCount sum = combine_loops(*routing_, combine_columns());
+  const LoopCount sum = combine_loops(routing_->top_k, routing_->out_n, combine_columns(routing_->out_n));
   check_cpu_loop_budget(info(), name(), sum.iterations, "the combine of " + sum.what, sum.remedy);
 }
 
@@ -151,6 +151,14 @@ void PlanCore::build(const Launch& l) {
       host_metadata_ = ContextInternals::adopt(ctx_).create_buffer(bytes);
       host_metadata_.upload(l.host_metadata.data(), bytes);
     }
+    if (l.split_reduction) {
+      split_ = l.split_reduction;
+      // The slots from word 0; the status word, unused, last.
+      workspace_ = Workspace{};
+      workspace_.status = split_->words();
+      if (workspace_.bytes() > info().max_storage_buffer_range)
+        throw Error(Status::internal, std::string(name()) + ": the split reduction's workspace exceeds maxStorageBufferRange");
+    }
   }
   // The grid: per item, or on the persistent grid one row of workgroups looping over the items.
   if (l.grid[0] && l.grid[1] && l.grid[2]) {
@@ -186,10 +194,10 @@ void PlanCore::build(const Launch& l) {
     kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, kernel_out_type());
     kernel_.create(*ctx_, part_bytes_, eager_pipelines(options(), info()));
   }
+  // The plan's own workspace, for operands that bring none.
+  if (uses_workspace() && !options().compile_only && workspace_owner_ == WorkspaceOwner::self)
+    own_workspace_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
   if (device_meta_) {
-    // The plan's own workspace, for operands that bring none.
-    if (!options().compile_only && workspace_owner_ == WorkspaceOwner::self)
-      own_workspace_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
     const ShaderCode code = metadata_shader();
     meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
     // A routed plan's build of another plan's routing (record() with a RoutingSource: the MoE layer's and
@@ -198,9 +206,12 @@ void PlanCore::build(const Launch& l) {
     // listing that asks for it.
     if (routing_ && eager_pipelines(options(), info())) ctx_->pipeline(code.code, code.words, meta_constants(true));
   }
-  if (combines()) {
-    const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(routing_->tokens, info().max_workgroup_count[1]), 1);
-    check_grid(name(), info(), combine_columns(), y, (routing_->tokens + y - 1) / y);
+  const std::vector<CombineRows> sums = dispatches() ? combine_rows() : std::vector<CombineRows>{};
+  for (const CombineRows& c : sums) {
+    const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(c.rows, info().max_workgroup_count[1]), 1);
+    check_grid(name(), info(), combine_columns(c.out_n), y, (c.rows + y - 1) / y);
+  }
+  if (!sums.empty()) {
     const ShaderCode code = combine_shader();
     combine_pipeline_ = ctx_->pipeline(code.code, code.words, combine_constants());
   }

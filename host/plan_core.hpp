@@ -22,6 +22,7 @@
 #include "operand_table.hpp"
 #include "planned_pipeline.hpp"
 #include "routing_source.hpp"
+#include "split_reduction.hpp"
 #include "dispatch.hpp"
 #include "vkgmm/ops.hpp"
 #include "workspace_arena.hpp"
@@ -150,6 +151,7 @@ class PlanCore {
     std::vector<int32_t> host_metadata;
     std::optional<DeviceMetadata> device_metadata;
     std::optional<Routing> routing;
+    std::optional<SplitReduction> split_reduction;  // with host metadata only
     Workspace workspace;  // with device_metadata: its layout, whose offsets the op pushes (use_device_metadata)
     template <class Push>
     void set_push(const Push& p) {
@@ -164,7 +166,7 @@ class PlanCore {
   // ----- what the op's plan forwards -----
   const OperandSizes& sizes() const { return sizes_; }
   VkDeviceSize metadata_bytes() const { return host_metadata_.size() + own_workspace_.size(); }
-  VkDeviceSize workspace_bytes() const { return device_meta_ ? workspace_.bytes() : 0; }
+  VkDeviceSize workspace_bytes() const { return uses_workspace() ? workspace_.bytes() : 0; }
   const Workspace& workspace_layout() const { return workspace_; }
   // With `given`: also the build that copies that routing (compiled here, so that record() with it cannot
   // fail after a check that passed).
@@ -200,20 +202,29 @@ class PlanCore {
   void bind_routing(const OperandViews& ops, Dispatch& build, const RoutingSource* given) const;
   // The routing's words, laid out in the workspace from `words` on (layout_workspace); the next free word.
   static uint64_t layout_routing(const Routing& r, uint64_t words, Workspace& w);
-  // The combine dispatch over out and existing_out, reading the per-slot results in the workspace (meta).
-  Dispatch bind_combine(const OperandViews& ops, const VkDescriptorBufferInfo& meta) const;
+  // A combine dispatch over out and existing_out from output row first_row on (rows of out_n elements),
+  // reading `rows` x top_k results from word `partial` of the workspace.
+  struct CombineRows {
+    uint32_t first_row = 0, rows = 0, top_k = 0, out_n = 0;
+    uint64_t partial = 0;
+  };
+  Dispatch bind_combine(const OperandViews& ops, const VkDescriptorBufferInfo& work, const CombineRows& c) const;
+  // The combines after the kernel, in order: the routing's, or the split reduction's runs.
+  std::vector<CombineRows> combine_rows() const;
+  // The workgroups along a combine's columns: one per 64, at most the device's limit (the shader strides
+  // over the rest).
+  uint32_t combine_columns(uint32_t out_n) const {
+    const uint64_t x = (uint64_t(out_n) + VKGMM_COMBINE_INVOCATIONS - 1) / VKGMM_COMBINE_INVOCATIONS;
+    return static_cast<uint32_t>(std::min<uint64_t>(x, info().max_workgroup_count[0]));
+  }
   bool dispatches() const { return grid_[0] != 0; }
   // Where the metadata build writes the indirect grid's command, then the visit count (kDispatchWords).
   static uint64_t dispatch_word(const DeviceMetadata& d) { return uint64_t(d.num_groups) + 1 + 2 * uint64_t(d.max_visits); }
   uint32_t dispatch_word() const { return static_cast<uint32_t>(dispatch_word(*device_meta_)); }
-  // A combine dispatch runs after the kernel (a combine the kernel does not fuse).
+  // A combine dispatch of the slots runs after the kernel (a routed combine the kernel does not fuse).
   bool combines() const { return routing_ && routing_->combine && !routing_->fused_tiles; }
-  // The combine's workgroups along the columns: one per 64, at most the device's limit (the shader
-  // strides over the rest).
-  uint32_t combine_columns() const {
-    const uint64_t x = (uint64_t(routing_->out_n) + VKGMM_COMBINE_INVOCATIONS - 1) / VKGMM_COMBINE_INVOCATIONS;
-    return static_cast<uint32_t>(std::min<uint64_t>(x, info().max_workgroup_count[0]));
-  }
+  // The plan reads and writes a workspace (the app's or its own).
+  bool uses_workspace() const { return device_meta_ || split_; }
   // The kernel's output: out, or with a combine the fp32 per-slot results in the workspace.
   DType kernel_out_type() const { return combines() ? DType::f32 : operands_[2].type; }
 
@@ -234,6 +245,7 @@ class PlanCore {
   // Device metadata: its parameters, the workspace's layout and the metadata module's pipeline.
   std::optional<DeviceMetadata> device_meta_;
   std::optional<Routing> routing_;
+  std::optional<SplitReduction> split_;
   Workspace workspace_;
   // On CPU devices, refuses a metadata build or combine that would run past the driver's loop budget
   // (tiling.hpp, check_cpu_loop_budget), naming the argument that drives it (build(), before anything

@@ -20,8 +20,9 @@ struct PlanCore::Bound {
   std::optional<Dispatch> build;
   // The op's kernel; count 0: nothing to dispatch. Its pipeline is op_pipeline's, chosen at record.
   Dispatch op;
-  // A combine the kernel does not fuse: the ordered sum of the slots' results into out.
-  std::optional<Dispatch> combine;
+  // The combines after the kernel: the ordered sums of the slots' results (a routed combine the kernel
+  // does not fuse) or of a split reduction's chunks, into out.
+  std::vector<Dispatch> combines;
   const abi::OperandOffsets& offsets() const { return op.push.as<abi::OperandOffsets>(); }
 };
 
@@ -34,6 +35,7 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   facts.existing = has_existing_, facts.device_metadata = device_meta_.has_value(), facts.routed = routing_.has_value();
   facts.combine = routing_ && routing_->combine, facts.bias = has_bias_;
   facts.bias_read = bias_count_ > 0 && dispatches();  // nothing to dispatch (m = 0): nothing reads it
+  facts.workspace = uses_workspace();
   check_operand_presence(op, ops, facts);
   check_existing_view(op, ops.existing_out, ops.out);
   for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);
@@ -41,9 +43,16 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   Bound b;
   VkDescriptorBufferInfo meta{host_metadata_.handle(), 0, host_metadata_.size()};
   if (device_meta_) meta = bind_device_metadata(ops, b, given);
+  // The workspace: the metadata's buffer with device metadata; a split reduction's, the app's or the plan's own.
+  VkDescriptorBufferInfo work = meta;
+  if (split_) {
+    check_workspace_view(op, ops.workspace, workspace_.bytes(), info());
+    const BufferView w = workspace_view(ops.workspace);
+    work = {w.buffer, w.offset, workspace_.bytes()};
+  }
   // The overlap rules over the views as bound: the workspace as far as the plan uses it, or the plan's own.
   OperandViews bound_views = ops;
-  if (device_meta_) bound_views.workspace = {meta.buffer, meta.offset, meta.range};
+  if (uses_workspace()) bound_views.workspace = {work.buffer, work.offset, work.range};
   check_operand_overlaps(op, bound_views);
   if (!dispatches()) return b;
 
@@ -87,10 +96,15 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
                               !kernel_.storage16);
     }
   }
+  for (const CombineRows& c : combine_rows()) {
+    Dispatch sum = bind_combine(ops, work, c);
+    if (!sum.grid[1]) continue;  // no rows: nothing to sum
+    // One barrier after the kernel: the combines write disjoint rows of out.
+    if (!b.combines.empty()) sum.wait_for = sum.before_own = 0;
+    b.combines.push_back(sum);
+  }
   if (combines()) {
     // The kernel writes the per-slot results into the workspace: out and existing_out are the combine's.
-    b.combine = bind_combine(ops, meta);
-    if (!b.combine->grid[1]) b.combine.reset();  // no tokens: nothing to sum
     bound[2] = BoundOperand{};
     bound[2].info = meta;
     bound[2].element_offset = static_cast<uint32_t>(workspace_.partial);
@@ -99,6 +113,11 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   BoundOperand bias;
   bias.info = meta;  // no bias (or one of no elements: no local expert): any valid descriptor
   if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
+  if (split_) {
+    // The split reduction's chunk slots (VKGMM_BINDING_TGMM_PARTIAL), which the kernel writes.
+    bias.info = work;
+    bias.element_offset = static_cast<uint32_t>(workspace_.partial);
+  }
   b.op.count = layout_descriptors(bound, meta, bias.info, split, b.op.infos);
   b.op.push = push_;
   abi::OperandOffsets& off = b.op.push.as<abi::OperandOffsets>();
@@ -209,7 +228,8 @@ void PlanCore::record(VkCommandBuffer cb, const OperandViews& ops, bool build_on
   // is written by every record().
   if (b.build) b.build->record(*ctx_, cb);
   if (op) b.op.record(*ctx_, cb);
-  if (op && b.combine) b.combine->record(*ctx_, cb);
+  if (op)
+    for (const Dispatch& sum : b.combines) sum.record(*ctx_, cb);
   // A build with no op after it (gmm with m = 0, or only the build asked for) still ends in the barrier
   // that makes its writes (the status word, the routing) visible to what follows in the same queue.
   if (b.build && !op) compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT);
@@ -217,7 +237,7 @@ void PlanCore::record(VkCommandBuffer cb, const OperandViews& ops, bool build_on
 
 BufferView PlanCore::workspace_view(const BufferView& given) const {
   if (given.buffer) return {given.buffer, given.offset, workspace_bytes()};
-  if (device_meta_ && workspace_owner_ == WorkspaceOwner::composite)
+  if (uses_workspace() && workspace_owner_ == WorkspaceOwner::composite)
     throw Error(Status::internal, std::string(name()) + ": workspace: a part of another plan was given none");
   return own_workspace_.handle() ? BufferView{own_workspace_.handle(), 0, workspace_bytes()} : BufferView{};
 }

@@ -1,7 +1,8 @@
 // The plan core's routing and combine (see plan_core.hpp): a routed op's stage before it, the routing
 // build (shaders/routing.glsl, the metadata module's prologue: the slots ordered by expert into a row map
-// and counts), and after it the ordered sum of each token's slots (shaders/combine.comp): their words in
-// the workspace, the metadata build's and the combine's constants, and their bindings.
+// and counts), and after it the ordered sum of each token's slots (shaders/combine.comp), which a split
+// reduction's chunks take too: their words in the workspace, the metadata build's and the combine's
+// constants, and their bindings.
 #include "plan_core.hpp"
 
 #include <algorithm>
@@ -112,13 +113,23 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
   m.tile_counts = r.fused_tiles;
 }
 
-Dispatch PlanCore::bind_combine(const OperandViews& ops, const VkDescriptorBufferInfo& meta) const {
+std::vector<PlanCore::CombineRows> PlanCore::combine_rows() const {
+  std::vector<CombineRows> rows;
+  if (combines()) rows.push_back({0, routing_->tokens, routing_->top_k, routing_->out_n, workspace_.partial});
+  if (split_)
+    for (const SplitReduction::Run& r : split_->runs)
+      rows.push_back({r.first_group, r.groups, split_->chunks, split_->group_elements,
+                      workspace_.partial + uint64_t(r.first_slot) * split_->group_elements});
+  return rows;
+}
+
+Dispatch PlanCore::bind_combine(const OperandViews& ops, const VkDescriptorBufferInfo& work, const CombineRows& rows) const {
   const char* op = name();
-  // The combine reads the per-slot results in the workspace and writes out (its module packs 16-bit
-  // elements in words), adding existing_out.
+  // The combine reads the results in the workspace and writes out (its module packs 16-bit elements in
+  // words), adding existing_out.
   Dispatch sum;
-  sum.bind_all(meta);  // COMBINE_PARTIAL and the unused ones
-  // out and existing_out [T, n_out] bound whole (the plain layout), in words.
+  sum.bind_all(work);  // COMBINE_PARTIAL and the unused ones
+  // out and existing_out bound whole (the plain layout), in words.
   const BoundOperand o = bind_operand(*ctx_, op, "out", ops.out, operands_[2].type, operands_[2].count, 0, true);
   const BoundOperand e = has_existing_ ? bind_operand(*ctx_, op, "existing_out", ops.existing_out,
                                                       operands_[2].type, operands_[2].count, 0, true)
@@ -126,17 +137,18 @@ Dispatch PlanCore::bind_combine(const OperandViews& ops, const VkDescriptorBuffe
   sum.infos[VKGMM_BINDING_COMBINE_OUT] = o.info;
   sum.infos[VKGMM_BINDING_COMBINE_EXISTING] = e.info;
   abi::CombinePush& c = sum.push.start<abi::CombinePush>();
-  c.out_off = o.element_offset;
-  c.ex_off = e.element_offset;
-  c.lhs_off = static_cast<uint32_t>(workspace_.partial);
-  c.tokens = routing_->tokens;
-  c.top_k = routing_->top_k;
-  c.out_n = routing_->out_n;
-  const uint32_t y = std::min<uint32_t>(routing_->tokens, info().max_workgroup_count[1]);
-  sum.grid[0] = combine_columns();
+  const uint64_t first = uint64_t(rows.first_row) * rows.out_n;  // below out's count, a 32-bit element offset
+  c.out_off = static_cast<uint32_t>(o.element_offset + first);
+  c.ex_off = static_cast<uint32_t>(e.element_offset + first);
+  c.lhs_off = static_cast<uint32_t>(rows.partial);
+  c.tokens = rows.rows;
+  c.top_k = rows.top_k;
+  c.out_n = rows.out_n;
+  const uint32_t y = std::min<uint32_t>(rows.rows, info().max_workgroup_count[1]);
+  sum.grid[0] = combine_columns(rows.out_n);
   sum.grid[1] = y;
-  sum.grid[2] = y ? (routing_->tokens + y - 1) / y : 0;
-  // Every slot's result written, then summed per token in slot order.
+  sum.grid[2] = y ? (rows.rows + y - 1) / y : 0;
+  // Every slot's result written, then summed per row in slot order.
   sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
   sum.before_own = VK_ACCESS_SHADER_READ_BIT;
   sum.pipeline = combine_pipeline_;

@@ -172,6 +172,10 @@ Rule presence_rule(OperandWhen when, const PlanFacts& p) {
                       : Rule{Presence::required, "the problem's group sizes are on the device"};
     case OperandWhen::device_metadata:
       return p.device_metadata ? Rule{Presence::optional} : Rule{Presence::refused, host_sizes};
+    case OperandWhen::workspace:
+      return p.workspace ? Rule{Presence::optional}
+                         : Rule{Presence::refused, "the plan needs none (workspace_bytes() is 0: the group sizes are on "
+                                                   "the host and no group's reduction is split)"};
     case OperandWhen::routed:
       return p.routed ? Rule{Presence::required, "the problem is routed"} : Rule{Presence::refused, unrouted};
     case OperandWhen::combined:

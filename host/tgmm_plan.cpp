@@ -7,6 +7,7 @@
 #include "matrix_schedule.hpp"
 #include "plan_internals.hpp"
 #include "problem_checks.hpp"
+#include "tgmm_items.hpp"
 #include "tiling.hpp"
 #include "vkgmm/metadata.hpp"
 
@@ -95,26 +96,46 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   // (at most 32 rows' worth of iterations with the direct schedule's peeled rows), plus the loop itself;
   // counted for scalar loads, which record() may fall back to. One block of every group is also the most
   // a persistent workgroup can take beyond its even share (a group's blocks are consecutive items).
+  // On a GPU, with the sizes on the host, a group with far more rows than the others is reduced in chunks
+  // by several work items at once (tgmm_items.hpp), where out is bound whole (the combine binds it so).
+  // The chunks' partial sums take at most out's size again in f32.
+  TgmmItems items;
+  const std::vector<int32_t> offsets = p.device_group_sizes.count > 0 ? std::vector<int32_t>{}
+                                                                          : make_group_offsets(p.group_sizes);
+  if (!offsets.empty() && core.tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU && !layout.split) {
+    TgmmSplitLimits limits;
+    limits.step = shape.step;
+    limits.group_elements = uint64_t(p.k) * p.n;
+    limits.group_blocks = tiles_n * tiles_k;
+    // Two workgroups at once per compute unit: the register tiles are sized for two waves (tiling.cpp).
+    limits.concurrent_workgroups = 2 * uint64_t(std::max<uint32_t>(core.tiling_info().compute_units, 1));
+    limits.budget_bytes = std::min<uint64_t>(core.info().max_storage_buffer_range - 4, uint64_t(groups) * limits.group_elements * 4);
+    items = split_skewed_groups(offsets, p.group_offset, groups, limits);
+    if (items.count() > core.info().max_workgroup_count[2]) items = TgmmItems{};
+  }
+  const uint64_t work_items = items.split ? items.count() : uint64_t(groups);
   const uint64_t pad = std::max<uint64_t>(shape.step, 32);
-  const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + uint64_t(groups) * pad, 1, false) + groups;
-  launch.grid_choice = core.choose_grid(p.grid, tiles_n * tiles_k * uint64_t(groups), tiles_n * tiles_k * loops, loops);
+  const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + work_items * pad, 1, false) + work_items;
+  launch.grid_choice = core.choose_grid(p.grid, tiles_n * tiles_k * work_items, tiles_n * tiles_k * loops, loops);
   if (p.device_group_sizes.count > 0)
     core.use_device_metadata(
         launch, PlanCore::DeviceMetadata{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false},
         std::nullopt);
   else
-    launch.host_metadata = make_group_offsets(p.group_sizes);
+    launch.host_metadata = items.split ? items.items : offsets;
+  launch.split_reduction = items.split;
   abi::TgmmPush push{};
   push.m = uint32_t(p.m);
   push.k = uint32_t(p.k);
   push.n = uint32_t(p.n);
   push.num_groups = uint32_t(groups);
   push.group_offset = uint32_t(p.group_offset);
+  push.num_items = uint32_t(work_items);
   launch.set_push(push);
-  // Grid: (n blocks) x (k blocks) x (active groups), or the persistent grid over those blocks.
+  // Grid: (n blocks) x (k blocks) x (work items), or the persistent grid over those blocks.
   launch.grid[0] = tiles_n;
   launch.grid[1] = tiles_k;
-  launch.grid[2] = uint64_t(groups);
+  launch.grid[2] = work_items;
   launch.constants = {
       {VKGMM_ID_TGMM_LHS_MK, p.lhs_mk},
       {VKGMM_ID_TGMM_OUT_NK, p.out_nk},
@@ -123,6 +144,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
       // The block's columns in groups of 4 adjacent ones (the 4-element loads' or the shared schedule's),
       // adjacent in out only where it is stored [k, n].
       {VKGMM_ID_TGMM_VEC4_OUT, (vec4 || shape.use_shared) && !p.out_nk && p.n % 4 == 0},
+      {VKGMM_ID_TGMM_SPLIT, items.split.has_value()},
   };
   launch.alignment.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
   launch.alignment.vec4_out_id = VKGMM_ID_TGMM_VEC4_OUT;

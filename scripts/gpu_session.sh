@@ -132,13 +132,17 @@ bench_args() {  # the vkgmm bench arguments of step $1
     1:bench_matrix | 1:bench_fma16) echo "--preset moe-fine --reps 2 --metadata host --dtype f16" ;;
     # decode with group sizes on the device, on both of its grids: where the device path's cost shows most
     0:bench_device) echo "--preset decode --metadata device --device-grid both --reps 30" ;;
+    # tgmm alone at moe-fine's shape and zipf groups (its longest groups' reductions split over
+    # workgroups); a preset always runs its own op, so the shape is given.
+    0:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 20" ;;
+    1:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 2" ;;
     1:bench_device) echo "--preset decode --metadata device --device-grid both --reps 2" ;;
   esac
 }
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report}
 for s in $steps; do
   case $s in
     info)
@@ -149,7 +153,7 @@ for s in $steps; do
       icd=$(sed -n 's/^run.sh: Vulkan driver[^:]*: //p' "$out/info.err" | tail -1)
       if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
       machine >"$out/machine.txt" 2>&1 ;;
-    bench | bench_ids | bench_quant | bench_models | bench_device)
+    bench | bench_ids | bench_quant | bench_models | bench_device | bench_tgmm)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046  # the arguments are words
       step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
@@ -232,8 +236,8 @@ def lines(name):
             except ValueError:
                 pass
     return [o for o in objs if isinstance(o, dict)]
-for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_ids.out", "bench_quant.out",
-          "bench_models.out"):
+for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_ids.out",
+          "bench_quant.out", "bench_models.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"

@@ -45,6 +45,8 @@
 #define VKGMM_BINDING_COMBINE_PARTIAL VKGMM_BINDING_LHS
 #define VKGMM_BINDING_COMBINE_OUT VKGMM_BINDING_OUT
 #define VKGMM_BINDING_COMBINE_EXISTING VKGMM_BINDING_EXISTING
+// tgmm's chunk partial sums (SPLIT: in the workspace; tgmm has no bias).
+#define VKGMM_BINDING_TGMM_PARTIAL VKGMM_BINDING_BIAS
 // Top-k routing (shaders/topk.comp): the logits it reads, the ids and weights it writes.
 #define VKGMM_BINDING_TOPK_LOGITS VKGMM_BINDING_LHS
 #define VKGMM_BINDING_TOPK_WEIGHTS VKGMM_BINDING_RHS
@@ -136,6 +138,7 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18
 #define VKGMM_ID_TGMM_VEC4_OUT 19    // the block stored 4 adjacent columns at a time (as gmm's VEC4_OUT)
+#define VKGMM_ID_TGMM_SPLIT 20       // work items from the metadata: a group's rows in chunks (VKGMM_TGMM_ITEM_WORDS)
 // Operands bound in parts (VKGMM_SPLIT): words per part = 2^PART_SHIFT.
 #define VKGMM_ID_PART_SHIFT 31
 // The ops' matrix-unit builds (VKGMM_MATRIX, shaders/matrix_tile.glsl): the cooperative matrices' shape,
@@ -229,9 +232,20 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 #define VKGMM_FILL_VISIT (-1)  // rows outside the active groups: existing_out or 0
 #define VKGMM_NO_VISIT (-2)    // padding of a list built on the device: the workgroup exits
 
-// tgmm: num_groups output groups, the first being global group group_offset.
+// tgmm: num_groups output groups, the first being global group group_offset; num_items work items along
+// the grid's z (or the persistent loop): the groups, or with SPLIT the metadata's items.
+// SPLIT (a reduction split over work items, for skewed groups): item i is VKGMM_TGMM_ITEM_WORDS int32
+// words of the metadata from 4i: its output group (0 .. num_groups - 1), its rows [begin, end), and its
+// chunk slot: -1, the group's whole sum, stored to out (+ existing_out); else an fp32 partial sum stored
+// in out's layout at element slot * k * n of the partials (VKGMM_BINDING_TGMM_PARTIAL, from bias_off),
+// which the combine (shaders/combine.comp) sums for each group in slot order into out.
 #define VKGMM_TGMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
-  F(uint, m) F(uint, k) F(uint, n) F(uint, num_groups) F(uint, group_offset)
+  F(uint, m) F(uint, k) F(uint, n) F(uint, num_groups) F(uint, group_offset) F(uint, num_items)
+#define VKGMM_TGMM_ITEM_WORDS 4
+#define VKGMM_TGMM_ITEM_GROUP 0
+#define VKGMM_TGMM_ITEM_BEGIN 1
+#define VKGMM_TGMM_ITEM_END 2
+#define VKGMM_TGMM_ITEM_SLOT 3
 
 // The metadata build on the device (shaders/metadata.comp), for group sizes that live in a device
 // buffer: group_offsets[G + 1] (clamped prefix sums) into the workspace and, for gmm, the visit list

@@ -1,8 +1,8 @@
 #version 450
 // tgmm: out[j, k, n] = lhs[:, rows(g)] @ rhs[rows(g), :] for g = group_offset + j (+ existing_out[j]).
 //
-// The grid is (n tiles) x (k tiles) x (active groups), or with PERSISTENT a fixed number of workgroups
-// looping over those blocks. A workgroup owns one [TK, TN] block of one group's
+// The grid is (n tiles) x (k tiles) x (active groups), or with SPLIT x (work items, each a run of one
+// group's rows), or with PERSISTENT a fixed number of workgroups looping over those blocks. A workgroup owns one [TK, TN] block of one group's
 // output, walks that group's rows TM at a time (the last chunk masked at the group's end), accumulates
 // in fp32 registers and stores the block once. An empty group's block is still stored (0 or existing_out).
 //
@@ -54,6 +54,10 @@ layout(constant_id = VKGMM_ID_TGMM_VEC4_LHS) const bool VEC4_LHS = false;
 layout(constant_id = VKGMM_ID_TGMM_VEC4_OUT) const bool VEC4_OUT = false;
 // The persistent grid (interface.h): main() loops over the work items instead of running one.
 layout(constant_id = VKGMM_ID_PERSISTENT) const bool PERSISTENT = false;
+// Work items from the metadata (interface.h's VKGMM_TGMM_ITEM_*): a long group's rows are reduced in
+// chunks by several workgroups, each storing its fp32 partial sum to a slot the combine then sums in order.
+layout(constant_id = VKGMM_ID_TGMM_SPLIT) const bool SPLIT = false;
+layout(std430, set = 0, binding = VKGMM_BINDING_TGMM_PARTIAL) buffer PartialBuf { uint partial_buf[]; };
 
 layout(push_constant) uniform Params { VKGMM_TGMM_PUSH(VKGMM_PUSH_FIELD) } pc;
 
@@ -238,21 +242,32 @@ const uint VN = (RN + 3) / 4;
       acc4[i * VN + v] = fma(vec4(a1), load4_rhs(pc.rhs_off + (row) * pc.n + bcol[v]), acc4[i * VN + v]); \
   }
 
+// The work item's chunk slot (SPLIT), -1 where its block is the group's whole sum.
+int item_slot = -1;
+
+// Element idx of output group j_group's block (out's layout): the sum v plus existing_out into out, or a
+// chunk's partial sum into its slot.
+void store_element(uint j_group, uint idx, float v) {
+  if (SPLIT && item_slot >= 0) {
+    partial_buf[pc.bias_off + uint(item_slot) * pc.k * pc.n + idx] = floatBitsToUint(v);
+    return;
+  }
+  idx += j_group * pc.k * pc.n;
+  store_out(pc.out_off + idx, HAS_EXISTING ? v + load_ex(pc.ex_off + idx) : v, OUT_TYPE);
+}
+
 // Block row kk, columns col .. col + 3 (col a multiple of 4 with VEC4_OUT) of output group j_group: the
 // sums v, plus existing_out, stored 4 at a time with VEC4_OUT (out [k, n]), else those below n one by one.
 void store_block4(uint j_group, uint kk, uint col, vec4 v) {
   const uint block = j_group * pc.k * pc.n;
-  if (VEC4_OUT && !OUT_NK) {
+  if (VEC4_OUT && !OUT_NK && !(SPLIT && item_slot >= 0)) {
     const uint idx = block + kk * pc.n + col;
     if (HAS_EXISTING) [[unroll]] for (uint q = 0; q < 4; ++q) v[q] += load_ex(pc.ex_off + idx + q);
     store4_out(pc.out_off + idx, v, OUT_TYPE);
     return;
   }
-  [[unroll]] for (uint q = 0; q < 4; ++q) {
-    if (col + q >= pc.n) continue;
-    const uint idx = block + (OUT_NK ? (col + q) * pc.k + kk : kk * pc.n + col + q);
-    store_out(pc.out_off + idx, HAS_EXISTING ? v[q] + load_ex(pc.ex_off + idx) : v[q], OUT_TYPE);
-  }
+  [[unroll]] for (uint q = 0; q < 4; ++q)
+    if (col + q < pc.n) store_element(j_group, OUT_NK ? (col + q) * pc.k + kk : kk * pc.n + col + q, v[q]);
 }
 
 #ifdef VKGMM_MATRIX
@@ -301,12 +316,23 @@ void reduce_shared(uint lid, uint k0, uint n0, uint gstart, uint gend, uint tx, 
   }
 }
 
-// One work item: block (k_block, n_block) of output group j_group (the workgroup's whole job on the
-// per-block grid). Its barriers stay in uniform control flow: the arguments are the workgroup's.
-void run_block(uint j_group, uint k_block, uint n_block) {
-  if (j_group >= pc.num_groups) return;
-  uint group = pc.group_offset + j_group;
-  uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
+// One work item's block (k_block, n_block) (the workgroup's whole job on the per-block grid): output group
+// `item`'s, or with SPLIT the metadata's item's. Its barriers stay in uniform control flow: the arguments
+// are the workgroup's.
+void run_block(uint item, uint k_block, uint n_block) {
+  if (item >= pc.num_items) return;
+  uint j_group = item, gstart, gend;
+  if (SPLIT) {
+    const uint at = item * VKGMM_TGMM_ITEM_WORDS;
+    j_group = uint(meta[at + VKGMM_TGMM_ITEM_GROUP]);
+    gstart = uint(meta[at + VKGMM_TGMM_ITEM_BEGIN]);
+    gend = uint(meta[at + VKGMM_TGMM_ITEM_END]);
+    item_slot = meta[at + VKGMM_TGMM_ITEM_SLOT];
+  } else {
+    uint group = pc.group_offset + j_group;
+    gstart = uint(meta[group]);
+    gend = uint(meta[group + 1]);
+  }
   uint k0 = k_block * TK;
   uint n0 = n_block * TN;
   uint lid = gl_LocalInvocationIndex;
@@ -385,7 +411,6 @@ void run_block(uint j_group, uint k_block, uint n_block) {
     }
   }
 
-  uint block = j_group * pc.k * pc.n;
   [[unroll]] for (uint i = 0; i < RK; ++i) {
     uint r = krow_of(ty, i);
     uint kk = k0 + r;
@@ -406,10 +431,7 @@ void run_block(uint j_group, uint k_block, uint n_block) {
       uint c = col_of(tx, j);
       uint col = n0 + c;
       if (c >= TN || col >= pc.n) continue;
-      uint idx = block + (OUT_NK ? col * pc.k + kk : kk * pc.n + col);
-      float v = acc[i * RN + j];
-      if (HAS_EXISTING) v += load_ex(pc.ex_off + idx);
-      store_out(pc.out_off + idx, v, OUT_TYPE);
+      store_element(j_group, OUT_NK ? col * pc.k + kk : kk * pc.n + col, acc[i * RN + j]);
     }
   }
 }
@@ -419,8 +441,8 @@ void main() {
     run_block(gl_WorkGroupID.z, gl_WorkGroupID.y, gl_WorkGroupID.x);
     return;
   }
-  // Work item w: n block fastest, then k block, then group (the host keeps their product < 2^32).
+  // Work item w: n block fastest, then k block, then item (the host keeps their product < 2^32).
   const uint tiles_n = (pc.n + TN - 1u) / TN, tiles_k = (pc.k + TK - 1u) / TK;
-  for (uint w = gl_WorkGroupID.x; w < pc.num_groups * tiles_k * tiles_n; w += gl_NumWorkGroups.x)
+  for (uint w = gl_WorkGroupID.x; w < pc.num_items * tiles_k * tiles_n; w += gl_NumWorkGroups.x)
     run_block(w / (tiles_k * tiles_n), (w / tiles_n) % tiles_k, w % tiles_n);
 }

@@ -708,7 +708,9 @@ TEST_F(DeviceTest, GmmTakesEachOperandExactlyWhereTheProblemSaysSo) {
   host_plan.check(h);
   const std::string on_host = "a view was given but the problem's group sizes are on the host";
   refused(host_plan, h, [&](GmmOperands& o) { o.group_sizes = extra; }, "group_sizes: " + on_host);
-  refused(host_plan, h, [&](GmmOperands& o) { o.workspace = extra; }, "workspace: " + on_host);
+  refused(host_plan, h, [&](GmmOperands& o) { o.workspace = extra; },
+          "workspace: a view was given but the plan needs none (workspace_bytes() is 0: the group sizes are on the host "
+          "and no group's reduction is split)");
   refused(host_plan, h, [&](GmmOperands& o) { o.status = extra; }, "status: " + on_host);
   const std::string unrouted = "a view was given but the problem is not routed (Routing::top_k is 0)";
   refused(host_plan, h, [&](GmmOperands& o) { o.ids = extra; }, "ids: " + unrouted);

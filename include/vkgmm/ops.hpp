@@ -152,7 +152,9 @@ struct TgmmProblem {
   Grid grid = Grid::automatic;  // ContextOptions::grid, when set, overrides it
 };
 
-struct TgmmOperands {  // as GmmOperands
+// As GmmOperands; workspace also where the plan splits a long group's reduction (workspace_bytes() > 0
+// with the sizes on the host), with the same rules (null: the plan's own).
+struct TgmmOperands {
   BufferView lhs, rhs, out, existing_out;
   BufferView group_sizes, workspace, status;
 };
@@ -209,7 +211,10 @@ class VKGMM_API TgmmPlan {
   Tiling tiling() const;
   OperandSizes sizes() const;
   VkDeviceSize metadata_bytes() const;   // as GmmPlan::metadata_bytes()
-  VkDeviceSize workspace_bytes() const;  // as GmmPlan::workspace_bytes()
+  // With device group sizes as GmmPlan::workspace_bytes(). On GPUs, with the sizes on the host, a group
+  // with far more rows than the others is reduced in chunks by several workgroups, whose f32 partial sums
+  // the workspace holds (at most out's elements again; docs/architecture.md); else 0.
+  VkDeviceSize workspace_bytes() const;
   void check(const TgmmOperands& ops) const;
   bool texel_loads(const TgmmOperands& ops) const;  // as GmmPlan::texel_loads()
   void record(VkCommandBuffer cb, const TgmmOperands& ops) const;

@@ -303,7 +303,8 @@ typedef enum vkgmm_device_status_bits {
 typedef struct vkgmm_operand_sizes {
   size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, out, existing_out, metadata;
-  /* With device group sizes: the bytes of the workspace view (GmmPlan::workspace_bytes()); else 0. */
+  /* With device group sizes, or a tgmm plan that splits a long group's reduction: the bytes of the
+   * workspace view (GmmPlan::workspace_bytes(), TgmmPlan::workspace_bytes()); else 0. */
   VkDeviceSize workspace;
 } vkgmm_operand_sizes;
 
@@ -331,7 +332,8 @@ typedef struct vkgmm_gmm_operands {
 typedef struct vkgmm_tgmm_operands {
   size_t struct_size;
   vkgmm_buffer_view lhs, rhs, out, existing_out;
-  vkgmm_buffer_view group_sizes, workspace, status; /* as vkgmm_gmm_operands' */
+  /* As vkgmm_gmm_operands'; workspace also where vkgmm_operand_sizes.workspace > 0 with the sizes on the host. */
+  vkgmm_buffer_view group_sizes, workspace, status;
 } vkgmm_tgmm_operands;
 typedef struct vkgmm_gmm_backward_operands {
   size_t struct_size;

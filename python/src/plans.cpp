@@ -252,7 +252,13 @@ TgmmPlanPy make_tgmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::
 }
 
 void run_tgmm(const TgmmPlanPy& t, const Array& lhs, const Array& rhs, const Array& out, const Array* existing_out) {
-  const vkgmm::TgmmOperands ops = bind_common<vkgmm::TgmmOperands>(*t.plan, lhs, rhs, out, existing_out);
+  vkgmm::TgmmOperands ops = bind_common<vkgmm::TgmmOperands>(*t.plan, lhs, rhs, out, existing_out);
+  // A split reduction's workspace of the run's own, as a routed run's.
+  vkgmm::Buffer workspace;
+  if (t.plan->workspace_bytes()) {
+    workspace = t.ctx->create_buffer(t.plan->workspace_bytes());
+    ops.workspace = workspace.view();
+  }
   run(*t.ctx, [&](VkCommandBuffer cb) { t.plan->record(cb, ops); });
 }
 
@@ -306,6 +312,12 @@ uint32_t run_backward(const BackwardPlanPy& b, const Array* lhs, const Array& rh
     ops.ids = scratch->ids.view();
     ops.workspace = scratch->workspace_view();
     ops.status = scratch->status_view();
+  }
+  // Unrouted: d_rhs's split reduction's workspace, of the run's own.
+  vkgmm::Buffer workspace;
+  if (!scratch && b.plan->workspace_bytes()) {
+    workspace = b.ctx->create_buffer(b.plan->workspace_bytes());
+    ops.workspace = workspace.view();
   }
   run(*b.ctx, [&](VkCommandBuffer cb) { b.plan->record(cb, ops); });
   return scratch && routed ? scratch->word() : 0;
