@@ -99,8 +99,8 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   for (const CombineRows& c : combine_rows()) {
     Dispatch sum = bind_combine(ops, work, c);
     if (!sum.grid[1]) continue;  // no rows: nothing to sum
-    // One barrier after the kernel: the combines write disjoint rows of out.
-    if (!b.combines.empty()) sum.wait_for = sum.before_own = 0;
+    // Each after a barrier: the combines write disjoint rows of out, but each binds out and existing_out
+    // whole.
     b.combines.push_back(sum);
   }
   if (combines()) {
@@ -127,6 +127,11 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   off.ex_off = bound[3].element_offset;
   off.bias_off = bias.element_offset;
   std::copy(grid_, grid_ + 3, b.op.grid);
+  if (split_) {
+    // Earlier work of this plan may still read or write the slots of the workspace (its combines) and
+    // out: the kernel writes both.
+    b.op.wait_for = b.op.before_own = VK_ACCESS_SHADER_WRITE_BIT;
+  }
   if (b.build) {
     // The metadata visible to the dispatch (read after write), the command to its indirect read.
     b.op.wait_for = VK_ACCESS_SHADER_WRITE_BIT;

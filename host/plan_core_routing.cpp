@@ -148,9 +148,10 @@ Dispatch PlanCore::bind_combine(const OperandViews& ops, const VkDescriptorBuffe
   sum.grid[0] = combine_columns(rows.out_n);
   sum.grid[1] = y;
   sum.grid[2] = y ? (rows.rows + y - 1) / y : 0;
-  // Every slot's result written, then summed per row in slot order.
+  // Every slot's result written, then summed per row in slot order; out written after the kernel's
+  // writes to it (a split reduction's kernel stores the groups it does not split).
   sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
-  sum.before_own = VK_ACCESS_SHADER_READ_BIT;
+  sum.before_own = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   sum.pipeline = combine_pipeline_;
   return sum;
 }

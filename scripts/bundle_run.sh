@@ -116,7 +116,7 @@ variants=(
   "test_device.packed32|*Types*|VKGMM_DISABLE_16BIT_STORAGE=1"
   "test_device.scalar|Sweep/*|VKGMM_DISABLE_VEC4=1"
   "test_device.ssbo|Sweep/*:*Types*|VKGMM_DISABLE_TEXEL=1"
-  "test_device.sync|*Rout*:*TopK*:*DeviceSizes*|VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"
+  "test_device.sync|*Rout*:*TopK*:*DeviceSizes*:TgmmSplit*|VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"
   "test_device.persistent|Sweep/*:Variants/*:Formats/*:*Hostile*:*DeviceSizes*|VKGMM_GRID=persistent VKGMM_PERSISTENT_WORKGROUPS=3"
 )
 run_tests() {

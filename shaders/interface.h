@@ -20,7 +20,7 @@
 #define VKGMM_BINDING_OUT 2
 #define VKGMM_BINDING_EXISTING 3
 #define VKGMM_BINDING_META 4   // the plan's metadata (workspace), int32 words
-#define VKGMM_BINDING_BIAS 5   // gmm's epilogue bias, f32 [G_local, n] (other modules: any valid view)
+#define VKGMM_BINDING_BIAS 5   // gmm's epilogue bias, f32 [G_local, n]; tgmm's chunk slots (SPLIT); else any valid view
 #define VKGMM_NUM_BINDINGS 6
 // The plain layout adds uniform texel views of lhs and rhs (only VKGMM_TEXEL modules declare them).
 #define VKGMM_BINDING_LHS_TEXEL 6

@@ -213,7 +213,8 @@ class VKGMM_API TgmmPlan {
   VkDeviceSize metadata_bytes() const;   // as GmmPlan::metadata_bytes()
   // With device group sizes as GmmPlan::workspace_bytes(). On GPUs, with the sizes on the host, a group
   // with far more rows than the others is reduced in chunks by several workgroups, whose f32 partial sums
-  // the workspace holds (at most out's elements again; docs/architecture.md); else 0.
+  // the workspace holds (at most out's elements again; docs/architecture.md); else 0. Executions that
+  // overlap in time each need their own workspace view, as with device group sizes.
   VkDeviceSize workspace_bytes() const;
   void check(const TgmmOperands& ops) const;
   bool texel_loads(const TgmmOperands& ops) const;  // as GmmPlan::texel_loads()

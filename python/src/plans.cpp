@@ -315,7 +315,7 @@ uint32_t run_backward(const BackwardPlanPy& b, const Array* lhs, const Array& rh
   }
   // Unrouted: d_rhs's split reduction's workspace, of the run's own.
   vkgmm::Buffer workspace;
-  if (!scratch && b.plan->workspace_bytes()) {
+  if (!ops.workspace.buffer && b.plan->workspace_bytes()) {
     workspace = b.ctx->create_buffer(b.plan->workspace_bytes());
     ops.workspace = workspace.view();
   }
