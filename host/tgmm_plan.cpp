@@ -92,13 +92,9 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   // m = 0 still writes every group's block (zeros or existing_out).
   // With the sizes on the device, record() builds the offsets there.
   const uint64_t tiles_n = (p.n + shape.cols - 1) / shape.cols, tiles_k = (p.k + shape.rows - 1) / shape.rows;
-  // Each block position walks every group's rows: all m of them, plus each group's partial last step
-  // (at most 32 rows' worth of iterations with the direct schedule's peeled rows), plus the loop itself;
-  // counted for scalar loads, which record() may fall back to. One block of every group is also the most
-  // a persistent workgroup can take beyond its even share (a group's blocks are consecutive items).
   // On a GPU, with the sizes on the host, a group with far more rows than the others is reduced in chunks
-  // by several work items at once (tgmm_items.hpp), where out is bound whole (the combine binds it so).
-  // The chunks' partial sums take at most out's size again in f32.
+  // by several work items at once (tgmm_items.hpp), where no operand is bound in parts (the combine binds
+  // out whole). The chunks' f32 partial sums take at most out's elements again.
   TgmmItems items;
   const std::vector<int32_t> offsets = p.device_group_sizes.count > 0 ? std::vector<int32_t>{}
                                                                           : make_group_offsets(p.group_sizes);
@@ -114,6 +110,10 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
     if (items.count() > core.info().max_workgroup_count[2]) items = TgmmItems{};
   }
   const uint64_t work_items = items.split ? items.count() : uint64_t(groups);
+  // Each block position walks every work item's rows: all m of them, plus each item's partial last step
+  // (at most 32 rows' worth of iterations with the direct schedule's peeled rows), plus the loop itself;
+  // counted for scalar loads, which record() may fall back to. One block of every item is also the most
+  // a persistent workgroup can take beyond its even share (an item's blocks are consecutive).
   const uint64_t pad = std::max<uint64_t>(shape.step, 32);
   const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + work_items * pad, 1, false) + work_items;
   launch.grid_choice = core.choose_grid(p.grid, tiles_n * tiles_k * work_items, tiles_n * tiles_k * loops, loops);
