@@ -48,14 +48,15 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
                                  bool own_workspace)
     : d_lhs_(own_workspace ? GmmPlan(ctx, d_lhs_problem(forward, options))
                            : PlanInternals::part_of_another(ctx, d_lhs_problem(forward, options))),
-      frozen_(is_quantized(forward.rhs_type)) {
+      frozen_(is_quantized(forward.rhs_type)),
+      app_workspace_(own_workspace && app_plan_owner(ctx) == WorkspaceOwner::app) {
   // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
   // A routed shard with no local expert has no weights to differentiate (backward_facts).
   if (backward_facts(forward).d_rhs)
     d_rhs_.emplace(own_workspace ? TgmmPlan(ctx, d_rhs_problem(forward)) : PlanInternals::part_of_another(ctx, d_rhs_problem(forward)));
   if (routed_backward(forward)) {
     routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr,
-                                                     own_workspace ? WorkspaceOwner::self : WorkspaceOwner::composite);
+                                                     own_workspace ? app_plan_owner(ctx) : WorkspaceOwner::composite);
     return;
   }
   // The workspace holds d_lhs's share, then d_rhs's.
@@ -133,6 +134,9 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
     return;
   }
   if (routing) throw Error(Status::internal, "gmm_backward: a routing given to the backward of an unrouted forward");
+  if (!ops.workspace.buffer && app_workspace_ && workspace_bytes())
+    throw Error(Status::invalid_argument, "gmm_backward: workspace: the plan has none of its own "
+                                          "(ContextOptions::app_workspaces) but no view was given");
   const bool accumulate = d_lhs_.problem().existing_out;
   if (!d_rhs_) {
     // Frozen weights: d_lhs alone, which then writes the status word.

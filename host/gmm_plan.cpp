@@ -108,7 +108,7 @@ KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) : GmmPlan(ctx, p, true) {}
 
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
-  auto st = std::make_shared<State>(ctx, p, own_workspace ? WorkspaceOwner::self : WorkspaceOwner::composite);
+  auto st = std::make_shared<State>(ctx, p, own_workspace ? app_plan_owner(ctx) : WorkspaceOwner::composite);
   PlanCore& core = st->core;
   const DeviceInfo& info = core.info();
   const char* op = core.name();

@@ -103,7 +103,7 @@ struct MoeLayerPlan::State {
   Region logits, ids, weights, hidden, d_hidden, d_weights, d_logits, up_ws, down_ws, down_bw_ws, up_bw_ws, router_dx_ws;
   VkDeviceSize total = 0;
   DeviceInfo info;
-  Buffer own;
+  Buffer own;  // none where the app gives every workspace (ContextOptions::app_workspaces)
   Buffer zeros, ones;  // router_dx's ids and weights, [T] each
 
   // The plans that use a workspace are parts of this one: each takes its share of the layer's, and
@@ -147,7 +147,7 @@ MoeLayerPlan::MoeLayerPlan(Context& ctx, const MoeLayerProblem& problem) {
   st->up_bw_ws = arena.take(st->up_bw.workspace_bytes());
   st->router_dx_ws = arena.take(st->router_dx.workspace_bytes());
   st->total = arena.bytes();
-  if (st->total) st->own = ctx.create_buffer(st->total);
+  if (st->total && !ctx.options().app_workspaces) st->own = ctx.create_buffer(st->total);
   {
     // At least one word each: with no tokens the views are still given (and bound), of nothing to read.
     const VkDeviceSize count = std::max<VkDeviceSize>(T, 1);
@@ -184,6 +184,8 @@ void between(VkCommandBuffer cb) {
 
 BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDeviceSize bytes, const DeviceInfo& info) {
   check_workspace_view(kOp, ops.workspace, bytes, info);
+  if (!ops.workspace.buffer && bytes && !own.handle())
+    refuse("workspace: the plan has none of its own (ContextOptions::app_workspaces) but no view was given");
   if (!ops.workspace.buffer) return own.handle() ? own.view() : BufferView{};
   return ops.workspace;
 }

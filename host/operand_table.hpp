@@ -34,7 +34,8 @@ enum class OperandWhen {
   existing,         // exactly the problems with existing_out
   device_sizes,     // group sizes on the device, unrouted (a routed problem's sizes are the ids' counts)
   device_metadata,  // group sizes on the device, routed or not; optional (the plan's own otherwise)
-  workspace,        // a plan with a workspace (workspace_bytes() > 0); optional (the plan's own otherwise)
+  workspace,        // a plan with a workspace (workspace_bytes() > 0); optional (the plan's own otherwise),
+                    // except on a context whose app gives every workspace (ContextOptions::app_workspaces)
   routed,           // routed by expert ids
   combined,         // routed, combining each token's slots (Routing::combine)
   bias,             // an epilogue bias; read where the plan has local experts
@@ -44,6 +45,7 @@ enum class OperandWhen {
 struct PlanFacts {
   bool existing = false, device_metadata = false, routed = false, combine = false, bias = false;
   bool workspace = false;  // the plan uses a workspace: device metadata, or a reduction split over work items
+  bool app_workspace = false;  // and has none of its own: the app gives every record() one
   // A bias the kernel reads: of at least one element (a shard with no local expert reads none), in a plan
   // with something to dispatch.
   bool bias_read = false;

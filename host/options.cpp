@@ -80,6 +80,7 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
     // As $VKGMM_SCHEDULE: unknown values leave the default.
     if (known_matrix_extension(e)) r.matrix_extension = e;
   }
+  r.app_workspaces = o.app_workspaces;
   return r;
 }
 
@@ -87,7 +88,8 @@ ContextOptions to_public(const ResolvedOptions& r) {
   return {.device = r.device, .validate = r.validate, .schedule = r.schedule, .storage16 = r.storage16,
           .vec4_loads = r.vec4_loads, .texel_loads = r.texel_loads, .device_grid = r.device_grid, .grid = r.grid,
           .persistent_workgroups = r.persistent_workgroups, .timeout_s = r.timeout_s,
-          .eager_pipelines = r.eager_pipelines, .matrix_extension = r.matrix_extension};
+          .eager_pipelines = r.eager_pipelines, .matrix_extension = r.matrix_extension,
+          .app_workspaces = r.app_workspaces};
 }
 
 bool eager_pipelines(const ResolvedOptions& o, const DeviceInfo& info) {

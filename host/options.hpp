@@ -22,6 +22,7 @@ struct ResolvedOptions {
   double timeout_s = 600;                   // every wait on the device
   std::optional<bool> eager_pipelines;      // unset: by device type (eager_pipelines())
   std::string matrix_extension;             // "" = KHR where vkgmm has its build, else NV
+  bool app_workspaces = false;              // plans allocate no workspace: every record() gives one
   std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.

@@ -36,6 +36,7 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   facts.combine = routing_ && routing_->combine, facts.bias = has_bias_;
   facts.bias_read = bias_count_ > 0 && dispatches();  // nothing to dispatch (m = 0): nothing reads it
   facts.workspace = uses_workspace();
+  facts.app_workspace = workspace_owner_ == WorkspaceOwner::app;
   check_operand_presence(op, ops, facts);
   check_existing_view(op, ops.existing_out, ops.out);
   for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);
@@ -242,8 +243,8 @@ void PlanCore::record(VkCommandBuffer cb, const OperandViews& ops, bool build_on
 
 BufferView PlanCore::workspace_view(const BufferView& given) const {
   if (given.buffer) return {given.buffer, given.offset, workspace_bytes()};
-  if (uses_workspace() && workspace_owner_ == WorkspaceOwner::composite)
-    throw Error(Status::internal, std::string(name()) + ": workspace: a part of another plan was given none");
+  if (uses_workspace() && workspace_owner_ != WorkspaceOwner::self)
+    throw Error(Status::internal, std::string(name()) + ": workspace: a plan without its own was given none");
   return own_workspace_.handle() ? BufferView{own_workspace_.handle(), 0, workspace_bytes()} : BufferView{};
 }
 

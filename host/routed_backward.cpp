@@ -206,6 +206,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     ctx->log.throw_if_any();
   }
   if (total && owner == WorkspaceOwner::self) own_workspace = context.create_buffer(total);
+  workspace_owner = owner;
 }
 
 GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
@@ -242,6 +243,9 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   BufferView work = ops.workspace;
   check_workspace_view(kOp, work, total, ctx->dev.info);
   if (!work.buffer && total) {
+    if (workspace_owner == WorkspaceOwner::app)
+      refuse(Status::invalid_argument, "workspace: the plan has none of its own (ContextOptions::app_workspaces) but "
+                                       "no view was given");
     if (!own_workspace.handle()) refuse(Status::internal, "workspace: a part of another plan was given none");
     work = own_workspace.view();
   }

@@ -22,7 +22,8 @@ GmmProblem routed_d_lhs_problem(const GmmProblem& forward, const GmmBackwardOpti
 TgmmProblem routed_d_rhs_problem(const GmmProblem& forward);
 
 struct RoutedBackward {
-  // `owner` composite: a part of another plan, which always gives it a workspace (none allocated).
+  // `owner` composite: a part of another plan, which always gives it a workspace; app: the app gives every
+  // record() one (none allocated either way).
   RoutedBackward(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, const GmmPlan& d_lhs,
                  const TgmmPlan* d_rhs, WorkspaceOwner owner);
   GmmBackwardSizes sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const;
@@ -62,7 +63,8 @@ struct RoutedBackward {
   struct {
     Region d_h, sorted, gathered, small;
   } area;
-  Buffer own_workspace;  // none for a part of another plan
+  Buffer own_workspace;  // none for a part of another plan, or where the app gives every workspace
+  WorkspaceOwner workspace_owner;
   Buffer own_ids;  // a forward with group sizes: each row's group, as ids [m, 1]
   BackwardFacts facts_;
 };

@@ -58,7 +58,7 @@ struct TgmmPlan::State {
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p) : TgmmPlan(ctx, p, true) {}
 
 TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
-  auto st = std::make_shared<State>(ctx, p, own_workspace ? WorkspaceOwner::self : WorkspaceOwner::composite);
+  auto st = std::make_shared<State>(ctx, p, own_workspace ? app_plan_owner(ctx) : WorkspaceOwner::composite);
   PlanCore& core = st->core;
   const char* op = core.name();
 

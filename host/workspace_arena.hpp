@@ -12,9 +12,14 @@
 
 namespace vkgmm {
 
-// Who allocates a plan's workspace: the plan itself (for an app that gives none), or the composite it is a
-// part of, which always gives it its region.
-enum class WorkspaceOwner { self, composite };
+// Who allocates a plan's workspace: the plan itself (for an app that gives none); the composite it is a
+// part of, which always gives it its region; or the app, which gives every record() one
+// (ContextOptions::app_workspaces), so that a record() without one is the app's error.
+enum class WorkspaceOwner { self, composite, app };
+// The owner of a plan the app makes on `ctx`.
+inline WorkspaceOwner app_plan_owner(const Context& ctx) {
+  return ctx.options().app_workspaces ? WorkspaceOwner::app : WorkspaceOwner::self;
+}
 
 class WorkspaceArena {
  public:

@@ -90,6 +90,12 @@ Context cpu_planned_context(ContextOptions options) {
   return c;
 }
 
+Context gpu_planned_context(ContextOptions options) {
+  Context c = DeviceTest::make_context(options);
+  ContextInternals::of(c).tiling_device.as = discrete_gpu_like(c.info(), 512, 16, 64);
+  return c;
+}
+
 Context& DeviceTest::grid_ctx(DeviceGrid grid, Schedule schedule) {
   Context& shared = ctx(schedule);
   const Context::Impl& im = ContextInternals::of(shared);

@@ -552,6 +552,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
     EXPECT_EQ(a.persistent_workgroups, b.persistent_workgroups);
     EXPECT_EQ(a.eager_pipelines, b.eager_pipelines);
     EXPECT_EQ(a.matrix_extension, b.matrix_extension);
+    EXPECT_EQ(a.app_workspaces, b.app_workspaces);
   };
   vkgmm_context_options c;
   std::memset(&c, 0, sizeof c);
@@ -572,6 +573,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   c.persistent_workgroups = 3;
   c.eager_pipelines = 1;
   c.matrix_extension = "VK_NV_cooperative_matrix";
+  c.app_workspaces = 1;
   ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
   o.schedule = Schedule::direct;
   o.storage16 = o.vec4_loads = o.texel_loads = false;
@@ -581,6 +583,7 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   o.persistent_workgroups = 3;
   o.eager_pipelines = true;
   o.matrix_extension = "VK_NV_cooperative_matrix";
+  o.app_workspaces = true;
   same(c_ctx->ctx.options(), Context(o).options());
   vkgmm_context_destroy(c_ctx);
 
@@ -599,6 +602,17 @@ TEST(CDefaults, ContextOptionsAreTheCppDefault) {
   EXPECT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_INVALID_ARGUMENT);
   EXPECT_NE(std::string(vkgmm_last_error_message()).find("grid = 6"), std::string::npos);
   c.grid = VKGMM_GRID_AUTO;
+  c.reserved_end = 1;
+  EXPECT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(vkgmm_last_error_message()).find("reserved_end"), std::string::npos);
+  c.reserved_end = 0;
+  // A caller built before app_workspaces passes the older size: accepted, plans with their own workspaces.
+  c.app_workspaces = 1;
+  c.struct_size = offsetof(vkgmm_context_options, app_workspaces);
+  ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();
+  EXPECT_FALSE(c_ctx->ctx.options().app_workspaces);
+  vkgmm_context_destroy(c_ctx);
+  c.app_workspaces = 0;
   // A caller built before grid passes the older size: accepted, the automatic grid and count.
   c.struct_size = offsetof(vkgmm_context_options, grid);
   ASSERT_EQ(vkgmm_context_create(&c, &c_ctx), VKGMM_OK) << vkgmm_last_error_message();

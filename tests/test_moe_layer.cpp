@@ -8,6 +8,8 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "context_impl.hpp"
 #include "gpu_harness.hpp"
@@ -24,9 +26,9 @@ struct DeviceLayer {
 std::vector<float> as_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 
 // The plan's forward and backward in one submit; `start` holds y's, d_x's and d_router_w's starting values
-// with accumulate.
+// with accumulate. give_workspace: a workspace of the test's own (else the plan's).
 DeviceLayer run_layer(Context& ctx, const MoeLayerProblem& p, const MoeWeights& w, const std::vector<float>& d_y,
-                      const DeviceLayer* start = nullptr) {
+                      const DeviceLayer* start = nullptr, bool give_workspace = false) {
   const MoeLayerPlan plan(ctx, p);
   const MoeLayerSizes s = plan.sizes();
   auto up = [&](const std::vector<double>& v) { return upload(ctx, DType::f32, as_float(v)); };
@@ -41,6 +43,8 @@ DeviceLayer run_layer(Context& ctx, const MoeLayerProblem& p, const MoeWeights& 
   MoeLayerOperands ops;
   ops.x = x.view(), ops.router_w = rw.view(), ops.w_up = wu.view(), ops.w_down = wd.view(), ops.y = y.view(0, s.y);
   ops.status = status.view();
+  Buffer work;
+  if (give_workspace) ops.workspace = (work = ctx.create_buffer(plan.workspace_bytes())).view();
   MoeLayerGradients g;
   g.d_y = dy.view(), g.d_x = dx.view(0, s.x), g.d_router_w = drw.view(0, s.router_w);
   g.d_w_up = dwu.view(0, s.w_up), g.d_w_down = dwd.view(0, s.w_down);
@@ -119,6 +123,37 @@ MoeLayerProblem small_layer(Activation a, bool renormalize, bool biases) {
   p.tokens = 7, p.d_model = 6, p.d_ff = 5, p.num_experts = 4, p.top_k = 2;
   p.activation = a, p.renormalize = renormalize, p.up_bias = p.down_bias = biases;
   return p;
+}
+
+// On a context whose app gives every workspace (ContextOptions::app_workspaces) the layer allocates none,
+// refuses a pass without one, and with the app's gives the bits of a default context's layer.
+TEST_F(DeviceTest, MoeLayerTakesTheAppsWorkspace) {
+  const MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
+  std::mt19937 rng(4);
+  const MoeWeights w = make_params(p, rng);
+  const std::vector<float> d_y = random_values(size_t(p.tokens * p.d_model), DType::f32, rng);
+  ContextOptions o;
+  o.app_workspaces = true;
+  Context app = make_context(o);
+  // The device memory each layer holds: the app's, less the workspace, than the default's.
+  auto held = [&](Context& c) {
+    const BufferRegistry& buffers = ContextInternals::of(c).buffers;
+    const uint64_t before = buffers.held_bytes();
+    const MoeLayerPlan layer(c, p);
+    return buffers.held_bytes() - before;
+  };
+  const MoeLayerPlan plan(app, p);
+  EXPECT_LE(held(app) + plan.workspace_bytes(), held(ctx()));
+  const std::string refusal = "moe_layer: workspace: the plan has none of its own (ContextOptions::app_workspaces)";
+  expect_invalid_argument([&] { app.submit_and_wait([&](VkCommandBuffer cb) { plan.record_forward(cb, {}); }); },
+                          refusal);
+  expect_invalid_argument(
+      [&] { app.submit_and_wait([&](VkCommandBuffer cb) { plan.record_backward(cb, {}, {}); }); }, refusal);
+  const DeviceLayer mine = run_layer(ctx(), p, w, d_y), theirs = run_layer(app, p, w, d_y, nullptr, true);
+  for (const auto& [a, b] : {std::pair{&mine.y, &theirs.y}, {&mine.d_x, &theirs.d_x}, {&mine.d_router_w, &theirs.d_router_w},
+                             {&mine.d_w_up, &theirs.d_w_up}, {&mine.d_b_up, &theirs.d_b_up},
+                             {&mine.d_w_down, &theirs.d_w_down}, {&mine.d_b_down, &theirs.d_b_down}})
+    EXPECT_TRUE(same_bits(*a, *b));
 }
 
 TEST_F(DeviceTest, MoeLayerGradientsMatchFiniteDifferences) {

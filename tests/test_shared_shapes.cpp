@@ -55,9 +55,7 @@ Context shared_context(bool texel) {
 Context gpu_context(bool texel) {
   ContextOptions o;
   o.texel_loads = texel;
-  Context c = DeviceTest::make_context(o);
-  ContextInternals::of(c).tiling_device.as = discrete_gpu_like(c.info(), 512, 16, 64);
-  return c;
+  return gpu_planned_context(o);
 }
 
 const char* loads_name(bool texel) { return texel ? "texel views" : "storage buffers"; }

@@ -10,12 +10,6 @@
 namespace vkgmm::test {
 namespace {
 
-Context gpu_planned_context(ContextOptions o = {}) {
-  Context c = DeviceTest::make_context(o);
-  ContextInternals::of(c).tiling_device.as = discrete_gpu_like(c.info(), 512, 16, 64);
-  return c;
-}
-
 // Three long groups (two adjacent: one combine run, one apart: another) among short and empty ones.
 const std::vector<int32_t> kSkewed = {1200, 1100, 5, 9, 0, 14, 3, 1000, 6, 11, 2, 7};
 

@@ -57,7 +57,7 @@ void require(const void* p, const char* what);
 // old callers from new ones (a field placed in tail padding would hide behind an unchanged size).
 #define VKGMM_NO_TAIL_PADDING(T, last) \
   static_assert(sizeof(T) == offsetof(T, last) + sizeof(T::last), #T " ends in padding: add a reserved field")
-VKGMM_NO_TAIL_PADDING(vkgmm_context_options, matrix_extension);
+VKGMM_NO_TAIL_PADDING(vkgmm_context_options, reserved_end);
 VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, reserved_tail);
 VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, matrix_extension);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, reserved_tail);

@@ -84,6 +84,8 @@ vkgmm::ContextOptions context_options(const vkgmm_context_options* options, cons
   o.eager_pipelines = tri_state(c.eager_pipelines);
   if (c.reserved_tail != 0) vkgmm::c_api::bad(what, "reserved_tail must be 0");
   if (c.matrix_extension) o.matrix_extension = c.matrix_extension;
+  o.app_workspaces = c.app_workspaces > 0;
+  if (c.reserved_end != 0) vkgmm::c_api::bad(what, "reserved_end must be 0");
   return o;
 }
 

@@ -73,6 +73,13 @@ struct ContextOptions {
   // NV. Names the build to compare where a driver has both (NVIDIA's). Ignored by Context::wrap (the app
   // enabled what device_requirements() named).
   std::string matrix_extension;
+  // Plans made on this context allocate no workspace of their own: the app gives every record() of a plan
+  // with a workspace (workspace_bytes() > 0) a view of one, from memory it manages itself (its own pool,
+  // one workspace shared by plans that never run at the same time), and a record() or check() without one
+  // is refused with Status::invalid_argument naming the workspace. Off: each such plan also allocates its
+  // own, used by the records that give none. No environment variable: an app written to give no
+  // workspace would then fail.
+  bool app_workspaces = false;
 };
 
 // Handles of an application's device. vkgmm uses them and destroys none of them. The device must have

@@ -44,7 +44,8 @@ struct MoeLayerOperands {
   BufferView y;
   // workspace_bytes(): the router's logits, the ids and weights, the up projection's output and both
   // projections' pre-activations (saved for the backward: record_backward reads what the last
-  // record_forward into the same workspace wrote) and each pass's own words. Null: the plan's own (executions of the plan that overlap in time then race).
+  // record_forward into the same workspace wrote) and each pass's own words. Null: the plan's own (executions
+  // of the plan that overlap in time then race; refused where ContextOptions::app_workspaces is set).
   BufferView workspace;
   // Optional uint32 word: the routing's device_status bits (0 for ids the top-k wrote), written by the
   // forward's routing build and again by the backward's first pass (bad_routing: the workspace's routing

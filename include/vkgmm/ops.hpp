@@ -125,7 +125,8 @@ struct GmmProblem {
 // With device group sizes: group_sizes is the int32 [G] view (written before the commands record()
 // adds run: your barrier, shader write -> shader read); workspace a view of the plan's
 // workspace_bytes() whose offset is a multiple of minStorageBufferOffsetAlignment (null: the plan's own,
-// which then makes executions of the plan that overlap in time race); status an optional uint32 word
+// which then makes executions of the plan that overlap in time race; refused on a context whose app gives
+// every workspace, ContextOptions::app_workspaces); status an optional uint32 word
 // (null: none). All three stay null on the host path.
 // With routing: ids (int32 [T, top_k], written before record()'s commands run, like device group sizes),
 // weights (f32 [T, top_k], with Routing::combine), workspace and status as with device group sizes.
@@ -309,6 +310,7 @@ class VKGMM_API GmmBackwardPlan {
   friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
   GmmPlan d_lhs_;
   bool frozen_ = false;            // block-format weights: no d_rhs
+  bool app_workspace_ = false;     // unrouted, on a context whose app gives every workspace: its parts have none
   std::optional<TgmmPlan> d_rhs_;  // none: frozen weights, or no local expert
   VkDeviceSize d_rhs_workspace_offset_ = 0;  // unrouted: the workspace holds d_lhs's share, then d_rhs's
   std::shared_ptr<const RoutedBackward> routed_;  // routed by expert ids (internal)

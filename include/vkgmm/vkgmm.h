@@ -145,6 +145,11 @@ typedef struct vkgmm_context_options {
    * "VK_NV_cooperative_matrix" (any other: VKGMM_INVALID_ARGUMENT). NULL or "": $VKGMM_MATRIX_EXTENSION,
    * else KHR where vkgmm has its build, else NV. */
   const char* matrix_extension;
+  /* 1: plans made on the context allocate no workspace of their own; every record of a plan with a workspace
+   * (workspace_bytes > 0) gives one, else it is VKGMM_INVALID_ARGUMENT naming the workspace. 0 or -1: each
+   * such plan also allocates its own, for the records that give none. */
+  int app_workspaces;
+  int32_t reserved_end; /* must be 0 */
 } vkgmm_context_options;
 
 /* An app's device; vkgmm destroys none of these handles. */
