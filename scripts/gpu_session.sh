@@ -267,7 +267,7 @@ EOF
     # The model of docs/gpu-results.md against this run's own rates and times.
     estimates=$(find_first "$root/scripts/gpu_estimates.py" "$here/gpu_estimates.py") || estimates=""
     jsons=()
-    for f in "$out/bench.out" "$out/bench_ids.out" "$out/bench_matrix.out"; do [ -s "$f" ] && jsons+=("$f"); done
+    for f in "$out/bench.out" "$out/bench_ids.out" "$out/bench_matrix.out" "$out/bench_tgmm.out"; do [ -s "$f" ] && jsons+=("$f"); done
     if [ -n "$estimates" ] && [ ${#jsons[@]} -gt 0 ]; then
       echo "the model (scripts/gpu_estimates.py) against this run:"
       python3 "$estimates" --bench-json "${jsons[@]}" || echo "gpu_estimates.py failed"
