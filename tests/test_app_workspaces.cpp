@@ -2,6 +2,8 @@
 // record or check without one (before recording anything), and with the app's give the same bits as a
 // default context's plans with theirs. The split tgmm and its backward plan as a discrete GPU
 // (tiling_device.hpp), where they take a workspace with the group sizes on the host.
+#include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <utility>
@@ -28,6 +30,20 @@ int64_t total_rows() {
 }
 
 constexpr const char* kRefusal = "workspace: the plan has none of its own (ContextOptions::app_workspaces)";
+
+// Expects `record` to be refused inside a command buffer that is then submitted anyway: whatever it recorded
+// before refusing would run, and the caller checks that the outputs kept their poison.
+void expect_refused_record(Context& c, const std::function<void(VkCommandBuffer)>& record, const std::string& needle) {
+  c.submit_and_wait([&](VkCommandBuffer cb) { expect_invalid_argument([&] { record(cb); }, needle); });
+}
+bool still_poisoned(const Buffer& b, size_t bytes) {
+  const std::vector<float> got = download(b, DType::f32, bytes / 4);
+  uint32_t poison;
+  std::memset(&poison, 0xA5, 4);
+  for (float v : got)
+    if (std::memcmp(&v, &poison, 4) != 0) return false;
+  return true;
+}
 
 TEST(AppWorkspaces, OptionIsReported) {
   ContextOptions o;
@@ -59,7 +75,8 @@ TEST(AppWorkspaces, TgmmTakesTheAppsWorkspaceOnly) {
   Buffer l = upload(app, p.lhs_type, lhs), r = upload(app, p.rhs_type, rhs), o = poisoned(app, out_count * 4);
   TgmmOperands ops{l.view(), r.view(), o.view(), {}};
   expect_invalid_argument([&] { theirs.check(ops); }, std::string("tgmm: ") + kRefusal);
-  expect_invalid_argument([&] { app.submit_and_wait([&](VkCommandBuffer cb) { theirs.record(cb, ops); }); }, kRefusal);
+  expect_refused_record(app, [&](VkCommandBuffer cb) { theirs.record(cb, ops); }, std::string("tgmm: ") + kRefusal);
+  EXPECT_TRUE(still_poisoned(o, out_count * 4));
   Buffer work = app.create_buffer(theirs.workspace_bytes());
   ops.workspace = work.view();
   app.submit_and_wait([&](VkCommandBuffer cb) { theirs.record(cb, ops); });
@@ -87,6 +104,12 @@ TEST(AppWorkspaces, BackwardTakesTheAppsWorkspaceOnly) {
   GmmBackwardOperands ops;
   ops.lhs = l.view(), ops.rhs = r.view(), ops.d_out = d.view(), ops.d_lhs = dl.view(), ops.d_rhs = dr.view();
   expect_invalid_argument([&] { theirs.check(ops); }, std::string("gmm_backward: ") + kRefusal);
+  expect_refused_record(app, [&](VkCommandBuffer cb) { theirs.record(cb, ops); }, std::string("gmm_backward: ") + kRefusal);
+  EXPECT_TRUE(still_poisoned(dl, want.d_lhs.size() * 4));
+  EXPECT_TRUE(still_poisoned(dr, want.d_rhs.size() * 4));
+  // Its d_rhs plan recorded on its own refuses too.
+  TgmmOperands t{l.view(), d.view(), dr.view(), {}};
+  expect_invalid_argument([&] { theirs.d_rhs_plan().check(t); }, std::string("tgmm: ") + kRefusal);
   Buffer work = app.create_buffer(theirs.workspace_bytes());
   ops.workspace = work.view();
   app.submit_and_wait([&](VkCommandBuffer cb) { theirs.record(cb, ops); });
@@ -129,6 +152,8 @@ TEST(AppWorkspaces, RoutedGmmAndBackwardTakeTheAppsWorkspaceOnly) {
   GmmOperands ops{xb.view(), wb.view(), y.view()};
   ops.ids = ib.view(), ops.weights = gb.view();
   expect_invalid_argument([&] { plan.check(ops); }, std::string("gmm: ") + kRefusal);
+  expect_refused_record(app, [&](VkCommandBuffer cb) { plan.record(cb, ops); }, std::string("gmm: ") + kRefusal);
+  EXPECT_TRUE(still_poisoned(y, want.size() * 4));
   Buffer work = app.create_buffer(plan.workspace_bytes());
   ops.workspace = work.view();
   app.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
@@ -138,7 +163,9 @@ TEST(AppWorkspaces, RoutedGmmAndBackwardTakeTheAppsWorkspaceOnly) {
   // default context's backward with its own.
   const GmmBackwardPlan bw_own(own, f), bw_app(app, f);
   EXPECT_EQ(bw_app.workspace_bytes(), bw_own.workspace_bytes());
-  EXPECT_LT(bw_app.metadata_bytes(), bw_own.metadata_bytes());
+  // Neither the routed backward nor its two plans hold a workspace (routed: no host metadata either).
+  EXPECT_GT(bw_own.metadata_bytes(), 0u);
+  EXPECT_EQ(bw_app.metadata_bytes(), 0u);
   const auto d_y = random_values(size_t(f.m) * f.n, f.out_type, rng);
   const GmmBackwardSizes s = bw_app.sizes();
   auto run = [&](Context& c, const GmmBackwardPlan& bw, bool give_workspace) {
@@ -152,6 +179,9 @@ TEST(AppWorkspaces, RoutedGmmAndBackwardTakeTheAppsWorkspaceOnly) {
     b.ids = i.view(), b.weights = g.view(), b.d_weights = dg.view();
     if (!give_workspace) {
       expect_invalid_argument([&] { bw.check(b); }, std::string("gmm_backward: ") + kRefusal);
+      expect_refused_record(c, [&](VkCommandBuffer cb) { bw.record(cb, b); }, std::string("gmm_backward: ") + kRefusal);
+      EXPECT_TRUE(still_poisoned(dx, s.d_lhs));
+      EXPECT_TRUE(still_poisoned(dw, s.d_rhs));
       return std::vector<float>{};
     }
     b.workspace = ws.view();
@@ -164,6 +194,10 @@ TEST(AppWorkspaces, RoutedGmmAndBackwardTakeTheAppsWorkspaceOnly) {
     return all;
   };
   run(app, bw_app, false);
+  GmmProblem saving = f;
+  saving.epilogue.save_pre_activation = true;
+  expect_invalid_argument([&] { GmmPlan(app, saving).saved_pre_activation(); }, std::string("gmm: ") + kRefusal);
+  EXPECT_EQ(GmmPlan(app, saving).saved_pre_activation(work.view()).buffer, work.handle());
   const std::vector<float> got = run(app, bw_app, true), mine = run(own, bw_own, true);
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(same_bits(got, mine));

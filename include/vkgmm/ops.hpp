@@ -181,7 +181,8 @@ class VKGMM_API GmmPlan {
   int64_t num_tiles() const;       // megablox's num_tiles: m-tile visits of the active groups (-1: on the device)
   // Device memory the plan holds for its group metadata, allocated on the context's device at
   // construction and read by every dispatch it records; 0 when there is nothing to run. With device
-  // group sizes, the plan's own workspace (used when the operands give none).
+  // group sizes, the plan's own workspace (used when the operands give none; none where
+  // ContextOptions::app_workspaces is set).
   VkDeviceSize metadata_bytes() const;
   // With device group sizes: the bytes of the workspace record() builds the metadata in; else 0.
   VkDeviceSize workspace_bytes() const;
@@ -194,7 +195,8 @@ class VKGMM_API GmmPlan {
   void record(VkCommandBuffer cb, const GmmOperands& ops) const;
   // With Epilogue::save_pre_activation: where record() left the pre-activation, f32 [T, top_k, n], in
   // `workspace` (the operands' workspace, or null for the plan's own); valid until the workspace is
-  // next written. Throws Error(invalid_argument) for a plan that saves none.
+  // next written. Throws Error(invalid_argument) for a plan that saves none, and for a null workspace
+  // where ContextOptions::app_workspaces is set.
   BufferView saved_pre_activation(const BufferView& workspace = {}) const;
 
  private:
@@ -251,7 +253,8 @@ class VKGMM_API TgmmPlan {
 // gathers each local slot's lhs row in expert order, then tgmm gives d_rhs (and d_bias) and
 // a routed gmm with the flipped transpose d_lhs: every sum in a fixed order, the same bits on every run.
 // The workspace is always used (the plan's own when the operands give none: executions that overlap in
-// time then race); the status word reports the ids as the forward's does.
+// time then race; refused where ContextOptions::app_workspaces is set); the status word reports the ids
+// as the forward's does.
 struct GmmBackwardOperands {
   BufferView lhs, rhs, d_out, d_lhs, d_rhs;
   BufferView group_sizes, workspace, status;

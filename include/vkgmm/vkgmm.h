@@ -319,7 +319,7 @@ typedef struct vkgmm_operand_sizes {
  *   barrier: the writer's stage and access -> COMPUTE_SHADER + SHADER_READ);
  * - workspace: optional, at least vkgmm_operand_sizes.workspace bytes at an offset that is a multiple of
  *   minStorageBufferOffsetAlignment (a zero view: the plan's own, so that executions of the plan that
- *   overlap in time race);
+ *   overlap in time race; VKGMM_INVALID_ARGUMENT on a context with app_workspaces);
  * - status: optional, one uint32 word the metadata build overwrites with vkgmm_device_status_bits (a
  *   zero view: none).
  * All three stay zero views on the host path.
@@ -381,7 +381,8 @@ VKGMM_API vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_t
 VKGMM_API vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops);
 VKGMM_API vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops);
 /* With save_pre_activation: where record() leaves the pre-activation in `workspace` (the operands'
- * workspace; a zero view: the plan's own), into *out. */
+ * workspace; a zero view: the plan's own, VKGMM_INVALID_ARGUMENT on a context with app_workspaces), into
+ * *out. */
 VKGMM_API vkgmm_status vkgmm_gmm_plan_saved_pre_activation(const vkgmm_gmm_plan* plan, vkgmm_buffer_view workspace,
                                                            vkgmm_buffer_view* out);
 

@@ -27,7 +27,8 @@ typedef struct vkgmm_moe_layer_problem {
   vkgmm_dtype down_weight_type;
 } vkgmm_moe_layer_problem;
 
-/* workspace: a zero view takes the plan's own (executions that overlap in time then race). */
+/* workspace: a zero view takes the plan's own (executions that overlap in time then race); on a context
+ * with app_workspaces it is VKGMM_INVALID_ARGUMENT. */
 typedef struct vkgmm_moe_layer_operands {
   size_t struct_size;
   vkgmm_buffer_view x, router_w, w_up, w_down, b_up, b_down, y, workspace, status;

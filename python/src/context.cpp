@@ -36,6 +36,9 @@ ContextRef make_context(std::optional<std::string> device, std::optional<bool> v
   o.timeout_s = timeout_s;
   o.eager_pipelines = eager_pipelines;
   if (matrix_extension) o.matrix_extension = *matrix_extension;
+  // Every run gives its plan a workspace of the run's own (plans.cpp, moe_layer.cpp: one plan may run from
+  // several threads at once), so the plans need none of their own.
+  o.app_workspaces = true;
   py::gil_scoped_release unlocked;  // instance and device creation take a while; other threads may run
   return std::make_shared<vkgmm::Context>(o);
 }
@@ -83,6 +86,7 @@ py::dict options_of(const vkgmm::Context& c) {
   d["timeout_s"] = o.timeout_s.value_or(0);
   d["eager_pipelines"] = o.eager_pipelines.value_or(false);
   d["matrix_extension"] = o.matrix_extension;
+  d["app_workspaces"] = o.app_workspaces;
   return d;
 }
 

@@ -181,6 +181,7 @@ def test_eager_pipelines_context(rng):
     # A context that compiles every variant when a plan is made runs the same products, and reports it.
     eager = vkgmm.Context(validate=True, eager_pipelines=True)
     assert eager.options["eager_pipelines"] is True
+    assert eager.options["app_workspaces"] is True  # each run gives its plan a workspace of its own
     lhs, rhs = inputs(rng, 24, 16, 12, 3)
     gs = np.array([10, 0, 14], np.int32)
     assert_close(vkgmm.gmm(lhs, rhs, gs, context=eager), ref_gmm(lhs, rhs, gs), 16)
