@@ -134,9 +134,7 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
     return;
   }
   if (routing) throw Error(Status::internal, "gmm_backward: a routing given to the backward of an unrouted forward");
-  if (!ops.workspace.buffer && app_workspace_ && workspace_bytes())
-    throw Error(Status::invalid_argument, "gmm_backward: workspace: the plan has none of its own "
-                                          "(ContextOptions::app_workspaces) but no view was given");
+  if (!ops.workspace.buffer && app_workspace_ && workspace_bytes()) refuse_missing_workspace("gmm_backward");
   const bool accumulate = d_lhs_.problem().existing_out;
   if (!d_rhs_) {
     // Frozen weights: d_lhs alone, which then writes the status word.

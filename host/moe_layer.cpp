@@ -184,8 +184,7 @@ void between(VkCommandBuffer cb) {
 
 BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDeviceSize bytes, const DeviceInfo& info) {
   check_workspace_view(kOp, ops.workspace, bytes, info);
-  if (!ops.workspace.buffer && bytes && !own.handle())
-    refuse("workspace: the plan has none of its own (ContextOptions::app_workspaces) but no view was given");
+  if (!ops.workspace.buffer && bytes && !own.handle()) refuse_missing_workspace(kOp);
   if (!ops.workspace.buffer) return own.handle() ? own.view() : BufferView{};
   return ops.workspace;
 }

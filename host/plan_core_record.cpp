@@ -243,9 +243,7 @@ void PlanCore::record(VkCommandBuffer cb, const OperandViews& ops, bool build_on
 
 BufferView PlanCore::workspace_view(const BufferView& given) const {
   if (given.buffer) return {given.buffer, given.offset, workspace_bytes()};
-  if (uses_workspace() && workspace_owner_ == WorkspaceOwner::app)
-    throw Error(Status::invalid_argument, std::string(name()) + ": workspace: the plan has none of its own "
-                                                                "(ContextOptions::app_workspaces) but no view was given");
+  if (uses_workspace() && workspace_owner_ == WorkspaceOwner::app) refuse_missing_workspace(name());
   if (uses_workspace() && workspace_owner_ == WorkspaceOwner::composite)
     throw Error(Status::internal, std::string(name()) + ": workspace: a part of another plan was given none");
   return own_workspace_.handle() ? BufferView{own_workspace_.handle(), 0, workspace_bytes()} : BufferView{};

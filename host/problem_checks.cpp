@@ -6,6 +6,7 @@
 
 #include "operand_table.hpp"
 #include "operands.hpp"
+#include "workspace_arena.hpp"
 
 namespace vkgmm {
 
@@ -173,8 +174,7 @@ Rule presence_rule(OperandWhen when, const PlanFacts& p) {
     case OperandWhen::device_metadata:
       return p.device_metadata ? Rule{Presence::optional} : Rule{Presence::refused, host_sizes};
     case OperandWhen::workspace:
-      if (p.workspace && p.app_workspace)
-        return {Presence::required, "the plan has none of its own (ContextOptions::app_workspaces)"};
+      if (p.workspace && p.app_workspace) return {Presence::required, kNoOwnWorkspace};
       return p.workspace ? Rule{Presence::optional}
                          : Rule{Presence::refused, "the plan needs none (workspace_bytes() is 0: the group sizes are on "
                                                    "the host and no group's reduction is split)"};

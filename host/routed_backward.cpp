@@ -243,9 +243,7 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   BufferView work = ops.workspace;
   check_workspace_view(kOp, work, total, ctx->dev.info);
   if (!work.buffer && total) {
-    if (workspace_owner == WorkspaceOwner::app)
-      refuse(Status::invalid_argument, "workspace: the plan has none of its own (ContextOptions::app_workspaces) but "
-                                       "no view was given");
+    if (workspace_owner == WorkspaceOwner::app) refuse_missing_workspace(kOp);
     if (!own_workspace.handle()) refuse(Status::internal, "workspace: a part of another plan was given none");
     work = own_workspace.view();
   }

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 
 #include <vulkan/vulkan.h>
 
 #include "vkgmm/context.hpp"
+#include "vkgmm/types.hpp"  // Error
 
 namespace vkgmm {
 
@@ -19,6 +21,12 @@ enum class WorkspaceOwner { self, composite, app };
 // The owner of a plan the app makes on `ctx`.
 inline WorkspaceOwner app_plan_owner(const Context& ctx) {
   return ctx.options().app_workspaces ? WorkspaceOwner::app : WorkspaceOwner::self;
+}
+// Why such a plan requires a workspace view (the operand table's rule), and the refusal of a record() or
+// check() without one by the plans that check it themselves (the composites, saved_pre_activation).
+inline constexpr const char* kNoOwnWorkspace = "the plan has none of its own (ContextOptions::app_workspaces)";
+[[noreturn]] inline void refuse_missing_workspace(const std::string& op) {
+  throw Error(Status::invalid_argument, op + ": workspace: " + kNoOwnWorkspace + " but no view was given");
 }
 
 class WorkspaceArena {
