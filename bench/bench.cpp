@@ -237,6 +237,12 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
     // would size its tiles from m / G): the ratio is the cost of building the metadata on the device.
     // A backward whose two plans differ cannot pass both: it keeps the choice, sized from m / G.
     const std::optional<vkgmm::Tiling> host_tiling = inst.single_tiling();
+    // Tile heights per group are the host path's only: the device path runs the first one for every group.
+    const size_t heights = r.plan.find(" heights=");
+    if (o.metadata != Metadata::device && heights != std::string::npos)
+      r.notes.push_back("the host path took tile heights per group (" +
+                        r.plan.substr(heights + 1, r.plan.find(' ', heights + 1) - heights - 1) +
+                        "), the device path the first for every group: the device ratio counts that too");
     const vkgmm::TilingChoice device_tiling = host_tiling ? vkgmm::TilingChoice::of(*host_tiling) : tiling;
     inst.plan(device_tiling, true);
     const std::string ran = inst.tiling_text();

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "vkgmm/internals.hpp"  // the memory-type choice of the app copies
+#include "vkgmm/plan_pipelines.hpp"  // a gmm plan's tile heights per group (describe)
 
 #include <algorithm>
 #include <random>
@@ -323,6 +324,17 @@ std::string Instance::describe() const {
     const vkgmm::GmmOperands ops{a, b, o0, {}, sizes, workspace_view(), {}};
     s += " texel=" + std::to_string(gmm_->texel_loads(ops)) + " tiles=" + std::to_string(gmm_->num_tiles()) +
          " metadata=" + std::to_string(gmm_->metadata_bytes()) + " workspace=" + std::to_string(gmm_->workspace_bytes());
+    // Tile heights per group: the op's passes, each its block's rows (tiling= is the first's).
+    std::string heights;
+    size_t passes = 0;
+    for (const vkgmm::internals::PlanPipeline& p : vkgmm::internals::plan_pipelines(*gmm_))
+      if (p.role == "op")
+        for (const vkgmm::internals::PipelineConstant& k : p.constants)
+          if (k.name == "TM") {
+            if (passes++) heights += ",";
+            heights += std::to_string(k.value);
+          }
+    if (passes > 1) s += " heights=" + heights;
   }
   if (tgmm_) {
     const vkgmm::TgmmOperands ops{a, b, o0, {}, sizes, workspace_view(), {}};

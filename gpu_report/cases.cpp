@@ -16,10 +16,16 @@ using vkgmm::DType;
 
 constexpr int64_t kDecodeRowsPerGroup = 16;
 
+// A later pass of gmm (its tile heights per group) shows its own block rows as the tiling's tm.
 template <class Plan>
 void add_pipelines(Case& c, const std::string& label, const Plan& plan) {
-  for (const vkgmm::internals::PlanPipeline& p : vkgmm::internals::plan_pipelines(plan))
-    c.pipelines.push_back({label, tool::tiling_text(plan.tiling()), p});
+  for (const vkgmm::internals::PlanPipeline& p : vkgmm::internals::plan_pipelines(plan)) {
+    vkgmm::Tiling t = plan.tiling();
+    if (p.pass)
+      for (const vkgmm::internals::PipelineConstant& k : p.constants)
+        if (k.name == "TM") t.tm = k.value;
+    c.pipelines.push_back({label + (p.pass ? " pass " + std::to_string(p.pass + 1) : ""), tool::tiling_text(t), p});
+  }
 }
 
 // Plans the case with `plan` (which adds its pipelines); a refusal becomes the case's error.

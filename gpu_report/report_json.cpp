@@ -85,7 +85,7 @@ std::string case_json(const Report& r, const Case& c) {
     const CasePipeline& p = c.pipelines[j];
     s += std::string(j ? ", " : "") + "{\"plan\": " + json_string(p.plan) + ", \"role\": " + json_string(p.pipeline.role) +
          ", \"tiling\": " + json_string(p.tiling) + ", \"pipeline\": " + json_string(r.of(p).id) +
-         ", \"gated\": " + flag(gated(c, p)) + "}";
+         ", \"pass\": " + std::to_string(p.pipeline.pass) + ", \"gated\": " + flag(gated(c, p)) + "}";
   }
   return s + "]}";
 }

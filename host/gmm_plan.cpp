@@ -100,6 +100,7 @@ KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
   q.rhs_blocks = is_quantized(p.rhs_type);
   q.halves = r.gate_up ? 2 : 1;
   q.k_walk = k_walk_step(p.rhs_type, p.transpose_rhs, vec4);
+  q.heights_per_group = !r.on_device;
   return choose_kernel(q, core.info(), core.tiling_info(), core.options());
 }
 
@@ -166,9 +167,11 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   // for the scalar loads a record() with views at unaligned offsets falls back to, the most: the check,
   // and the persistent grid's workgroups, must hold them (with 4-element ones sized for, one workgroup
   // taking 60 items of k = 4096 returned partial sums for an unaligned lhs).
+  uint64_t reduction_loops = reduction_loop_iterations(shape, p.k, r.gate_up ? 2 : 1, false);
+  for (const KernelShape& later : kernel.later_shapes)
+    reduction_loops = std::max(reduction_loops, reduction_loop_iterations(later, p.k, r.gate_up ? 2 : 1, false));
   const uint64_t item_loops =
-      std::max<uint64_t>(reduction_loop_iterations(shape, p.k, r.gate_up ? 2 : 1, false), push.fill_rows / tm) +
-      (fused_combine ? fused_loops : 0) + 1;
+      std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + (fused_combine ? fused_loops : 0) + 1;
   check_cpu_loop_budget(info, op, item_loops, "k = " + std::to_string(p.k));
   if (r.on_device) {
     // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
@@ -199,16 +202,40 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     }
   } else if (rows > 0) {
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
-    // outside the active groups' (see make_gmm_visits).
+    // outside the active groups' (see make_gmm_visits). With tile heights per group, a pass of the kernel
+    // per height, each over its own visits (the first one's with the fill visits), laid out one after another.
     GroupMetadata md = make_group_metadata(p.group_sizes, p.m, tm, p.group_offset, r.g_local, false);
     st->num_tiles = md.num_tiles;
-    const GmmVisits visits = make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, r.g_local, push.fill_rows);
-    push.num_visits = static_cast<uint32_t>(visits.groups.size());
-    launch.grid_choice =
-        core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
     launch.host_metadata = md.group_offsets;
-    launch.host_metadata.insert(launch.host_metadata.end(), visits.groups.begin(), visits.groups.end());
-    launch.host_metadata.insert(launch.host_metadata.end(), visits.row_starts.begin(), visits.row_starts.end());
+    const ActiveGroups active{&p.group_sizes, r.group_offset, r.g_local};
+    const size_t passes = std::max<size_t>(kernel.heights.heights.size(), 1);
+    uint64_t visits_in_all = 0;
+    for (size_t pass = 0; pass < passes; ++pass) {
+      const int64_t height = pass ? kernel.later_shapes[pass - 1].rows : tm;
+      const GmmVisits visits =
+          passes == 1 ? make_gmm_visits(md.group_offsets, p.m, tm, p.group_offset, r.g_local, push.fill_rows)
+                      : make_gmm_visits(md.group_offsets, p.m, height, p.group_offset, r.g_local, push.fill_rows,
+                                        kernel.heights.rows(pass, active), pass == 0);
+      abi::GmmPush pass_push = push;
+      pass_push.visits_off = static_cast<uint32_t>(launch.host_metadata.size());
+      pass_push.num_visits = static_cast<uint32_t>(visits.groups.size());
+      launch.host_metadata.insert(launch.host_metadata.end(), visits.groups.begin(), visits.groups.end());
+      launch.host_metadata.insert(launch.host_metadata.end(), visits.row_starts.begin(), visits.row_starts.end());
+      visits_in_all += pass_push.num_visits;
+      if (pass == 0) {
+        push = pass_push;
+        continue;
+      }
+      PlanCore::Launch::Pass& later = launch.later_passes.emplace_back();
+      later.shape = kernel.later_shapes[pass - 1];
+      later.push.start<abi::GmmPush>() = pass_push;
+      const uint64_t y = std::min<uint64_t>(pass_push.num_visits, info.max_workgroup_count[1]);
+      later.grid[0] = tiles_n;
+      later.grid[1] = y;
+      later.grid[2] = y ? (pass_push.num_visits + y - 1) / y : 0;
+    }
+    launch.grid_choice =
+        core.choose_grid(p.grid, tiles_n * visits_in_all, tiles_n * visits_in_all * item_loops, item_loops);
   }
   if (rows > 0) {
     launch.set_push(push);

@@ -37,10 +37,40 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
   const Tiling t = resolve_tiling(tiling, r.m, r.k, r.n, op_name(r.op), [&] {
     return gmm_auto_tiling(c.schedule, tiling_info, r.groups, r.rhs_rows_contiguous, r.n, r.halves, r.rhs_blocks);
   });
-  c.shape = c.schedule == Schedule::matrix
-                ? make_matrix_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, info, op_name(r.op), r.halves, r.rhs_blocks)
-                : make_kernel_shape(t.tm, t.tk, t.tn, r.m, r.k, r.n, c.schedule, tiling_info, op_name(r.op),
-                                    r.vec4 ? 4 : 1, 1, r.halves, &r.k_walk);
+  auto shape_of = [&](int64_t tm) {
+    return c.schedule == Schedule::matrix
+               ? make_matrix_shape(tm, t.tk, t.tn, r.m, r.k, r.n, info, op_name(r.op), r.halves, r.rhs_blocks)
+               : make_kernel_shape(tm, t.tk, t.tn, r.m, r.k, r.n, c.schedule, tiling_info, op_name(r.op),
+                                   r.vec4 ? 4 : 1, 1, r.halves, &r.k_walk);
+  };
+  c.shape = shape_of(t.tm);
+  const bool automatic = !tiling.fixed && !tiling.lookup;
+  const bool gpu = tiling_info.type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+  if (r.heights_per_group && automatic && c.schedule != Schedule::direct && gpu) {
+    // Two workgroups at once per compute unit: the register tiles are sized for two waves (tiling.cpp).
+    const VisitSlots slots{(r.n + c.shape.cols - 1) / c.shape.cols,
+                           2 * int64_t(std::max<uint32_t>(tiling_info.compute_units, 1))};
+    // The largest height the block takes: Intel's matrix units keep fewer rows than the class's block.
+    MTileRange range = gmm_m_tile_range(c.schedule, tiling_info);
+    range.largest = std::min<int64_t>(range.largest, shape_of(range.largest).rows);
+    c.heights = gmm_tile_heights(r.groups, range, slots);
+  }
+  if (c.heights.heights.size() < 2) {
+    c.heights = GmmTileHeights{};
+    return c;
+  }
+  c.shape = shape_of(c.heights.heights[0]);
+  for (size_t i = 1; i < c.heights.heights.size(); ++i) c.later_shapes.push_back(shape_of(c.heights.heights[i]));
+  // The passes share the grid's n tiles, and each steps through its groups' rows by its height: a block
+  // that would take other columns, or shrink its rows below the height, keeps one height.
+  bool fits = c.shape.rows == c.heights.heights[0];
+  for (size_t i = 0; i < c.later_shapes.size(); ++i)
+    fits = fits && c.later_shapes[i].cols == c.shape.cols && c.later_shapes[i].rows == c.heights.heights[i + 1];
+  if (!fits) {
+    c.heights = GmmTileHeights{};
+    c.later_shapes.clear();
+    c.shape = shape_of(t.tm);
+  }
   return c;
 }
 

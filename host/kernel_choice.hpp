@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "gmm_tile_heights.hpp"
 #include "op.hpp"
 #include "options.hpp"
 #include "tiling.hpp"
@@ -40,6 +41,9 @@ struct KernelRequest {
   bool rhs_blocks = false;           // rhs in a block format
   uint32_t halves = 1;               // product columns per output column (2: a gated activation)
   KWalkStep k_walk;                  // the direct schedule's walk along K (k_walk_step)
+  // The group sizes are the call's own (on the host): on a GPU's shared and matrix schedules, with the
+  // tiling automatic, its groups may take tile heights of their own (gmm_tile_heights.hpp).
+  bool heights_per_group = false;
   // tgmm:
   bool lhs_mk = false;         // lhs stored [m, k]
   bool vec4_lhs_rows = false;  // lhs [m, k] read 4 of the block's k rows at a time
@@ -51,6 +55,10 @@ struct KernelChoice {
   // What runs: the tiling asked for (the caller's or the automatic one) shrunk to the problem and mapped
   // on invocations.
   KernelShape shape;
+  // gmm's tile heights per group, where the request allows them and they pay: the heights, each the rows of
+  // its shape (the first `shape`, the others `later_shapes` in the same order). Empty: every group in `shape`.
+  GmmTileHeights heights;
+  std::vector<KernelShape> later_shapes;
   // The tiling the plan reports (GmmPlan::tiling, TgmmPlan::tiling): the shape's, as (tm, tk, tn).
   Tiling tiling() const;
 };

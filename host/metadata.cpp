@@ -92,7 +92,17 @@ GroupMetadata make_group_metadata(std::span<const int32_t> group_sizes, int64_t 
 
 GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int64_t tm, int64_t first_group,
                           int64_t num_groups, int64_t fill_rows) {
+  assert(first_group >= 0 && num_groups >= 0 && first_group + num_groups + 1 <= int64_t(group_offsets.size()));
+  std::vector<GroupRows> whole(static_cast<size_t>(num_groups));
+  for (int64_t i = 0; i < num_groups; ++i)
+    whole[size_t(i)] = {0, group_offsets[first_group + i + 1] - group_offsets[first_group + i]};
+  return make_gmm_visits(group_offsets, m, tm, first_group, num_groups, fill_rows, whole, true);
+}
+
+GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int64_t tm, int64_t first_group,
+                          int64_t num_groups, int64_t fill_rows, std::span<const GroupRows> rows, bool fills) {
   assert(tm >= 1 && fill_rows >= 1 && first_group >= 0 && first_group + num_groups + 1 <= int64_t(group_offsets.size()));
+  assert(int64_t(rows.size()) == num_groups);
   GmmVisits v;
   auto cover = [&](int32_t group, int64_t begin, int64_t end) {
     const int64_t stride = group < 0 ? fill_rows : tm;
@@ -101,8 +111,12 @@ GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int
       v.row_starts.push_back(static_cast<int32_t>(r));
     }
   };
-  for (int64_t g = first_group; g < first_group + num_groups; ++g)
-    cover(static_cast<int32_t>(g), group_offsets[g], group_offsets[g + 1]);
+  for (int64_t i = 0; i < num_groups; ++i) {
+    const int64_t start = group_offsets[first_group + i];
+    assert(rows[size_t(i)].begin >= 0 && rows[size_t(i)].end <= group_offsets[first_group + i + 1] - start);
+    cover(static_cast<int32_t>(first_group + i), start + rows[size_t(i)].begin, start + rows[size_t(i)].end);
+  }
+  if (!fills) return v;
   cover(-1, 0, group_offsets[first_group]);
   cover(-1, group_offsets[first_group + num_groups], m);
   return v;

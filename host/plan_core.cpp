@@ -160,19 +160,11 @@ void PlanCore::build(const Launch& l) {
         throw Error(Status::internal, std::string(name()) + ": the split reduction's workspace exceeds maxStorageBufferRange");
     }
   }
+  if (!l.later_passes.empty() && (l.device_metadata || l.split_reduction))
+    throw Error(Status::internal, std::string(name()) + ": later passes of the kernel need host metadata");
   // The grid: per item, or on the persistent grid one row of workgroups looping over the items.
   if (l.grid[0] && l.grid[1] && l.grid[2]) {
-    uint64_t x = l.grid[0], y = l.grid[1], z = l.grid[2];
-    if (persistent_) {
-      const uint64_t items = x * y * z;
-      const uint64_t wanted = std::max<uint64_t>(persistent_workgroups(options(), info()), l.grid_choice.min_workgroups);
-      x = std::min<uint64_t>({items, wanted, info().max_workgroup_count[0]});
-      y = z = 1;
-    }
-    check_grid(name(), info(), x, y, z);
-    grid_[0] = static_cast<uint32_t>(x);
-    grid_[1] = static_cast<uint32_t>(y);
-    grid_[2] = static_cast<uint32_t>(z);
+    dispatch_grid(l.grid, l.grid_choice.min_workgroups, grid_);
     if (!l.push.bytes) throw Error(Status::internal, std::string(name()) + ": the op set no push constants");
     push_ = l.push;
     // The kernel's constants: its shape, the ones every op shares (types, existing_out), the op's own.
@@ -188,11 +180,23 @@ void PlanCore::build(const Launch& l) {
     constexpr VkSubgroupFeatureFlags kSliceOperations = VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT;
     kernel_.subgroup_slices =
         l.slices_across_lanes && (ctx_->dev.compute_subgroup_operations & kSliceOperations) == kSliceOperations;
+    for (const Launch::Pass& pass : l.later_passes) {
+      if (!pass.grid[0] || !pass.grid[1] || !pass.grid[2]) continue;  // no visits: nothing to dispatch
+      LaterPass& later = later_.emplace_back();
+      later.kernel = kernel_;
+      later.kernel.set_shape(pass.shape);
+      dispatch_grid(pass.grid, l.grid_choice.min_workgroups, later.grid);
+      later.push = pass.push;
+    }
   }
   if (device_meta_) check_loop_budget();
   if (dispatches()) {
     kernel_.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, kernel_out_type());
     kernel_.create(*ctx_, part_bytes_, eager_pipelines(options(), info()));
+    for (LaterPass& later : later_) {
+      later.kernel.choose_modules(op_, info(), options(), operands_[0].type, operands_[1].type, kernel_out_type());
+      later.kernel.create(*ctx_, part_bytes_, eager_pipelines(options(), info()));
+    }
   }
   // The plan's own workspace, for operands that bring none.
   if (uses_workspace() && !options().compile_only && workspace_owner_ == WorkspaceOwner::self)
@@ -218,6 +222,19 @@ void PlanCore::build(const Launch& l) {
   ctx_->log.throw_if_any();
 }
 
+void PlanCore::dispatch_grid(const uint64_t (&items)[3], uint64_t min_workgroups, uint32_t (&grid)[3]) const {
+  uint64_t x = items[0], y = items[1], z = items[2];
+  if (persistent_) {
+    const uint64_t wanted = std::max<uint64_t>(persistent_workgroups(options(), info()), min_workgroups);
+    x = std::min<uint64_t>({x * y * z, wanted, info().max_workgroup_count[0]});
+    y = z = 1;
+  }
+  check_grid(name(), info(), x, y, z);
+  grid[0] = static_cast<uint32_t>(x);
+  grid[1] = static_cast<uint32_t>(y);
+  grid[2] = static_cast<uint32_t>(z);
+}
+
 // The status word's bits as the shaders set them are the public ones.
 static_assert(VKGMM_STATUS_NEGATIVE_SIZE == device_status::negative_size);
 static_assert(VKGMM_STATUS_SUM_ABOVE_M == device_status::sum_above_m);
@@ -233,6 +250,11 @@ std::vector<PlannedPipeline> PlanCore::pipelines() const {
     const Kernel::Variant v = kernel_.planned();
     out.push_back({"op", v.texel ? kernel_.texel_code : kernel_.code, kernel_.constants, kernel_.split && !v.texel,
                    kernel_.pipeline(*ctx_, v)});
+    for (size_t i = 0; i < later_.size(); ++i) {
+      const Kernel& k = later_[i].kernel;
+      out.push_back({"op", v.texel ? k.texel_code : k.code, k.constants, k.split && !v.texel, k.pipeline(*ctx_, v),
+                     static_cast<uint32_t>(i + 1)});
+    }
   }
   if (combine_pipeline_) out.push_back({"combine", combine_shader(), combine_constants(), false, combine_pipeline_});
   // A routed plan's build of another plan's routing (record() with a RoutingSource), from the context's

@@ -152,6 +152,16 @@ class PlanCore {
     std::optional<DeviceMetadata> device_metadata;
     std::optional<Routing> routing;
     std::optional<SplitReduction> split_reduction;  // with host metadata only
+    // Later passes of the op's kernel (gmm's tile heights per group, gmm_tile_heights.hpp), with host
+    // metadata only: each its own shape, per-item grid and push constants (its visits), its other constants
+    // and the grid choice the first pass's. They follow the first pass without a barrier: each writes rows
+    // of out that no other pass writes.
+    struct Pass {
+      KernelShape shape;
+      uint64_t grid[3] = {0, 0, 0};
+      PushBlock push;
+    };
+    std::vector<Pass> later_passes;
     Workspace workspace;  // with device_metadata: its layout, whose offsets the op pushes (use_device_metadata)
     template <class Push>
     void set_push(const Push& p) {
@@ -192,8 +202,8 @@ class PlanCore {
   PlanCore(Context& ctx, Op op, WorkspaceOwner owner);
   struct Bound;
   Bound bind(const OperandViews& ops, const RoutingSource* given = nullptr) const;
-  // The op's pipeline for b's buffers and offsets (Kernel::variant_for).
-  VkPipeline op_pipeline(const Bound& b) const;
+  // The pipeline of the op's kernel (or a later pass's) for b's buffers and offsets (Kernel::variant_for).
+  VkPipeline op_pipeline(const Kernel& kernel, const Bound& b) const;
   // Checks the group sizes (or ids), workspace and status views, fills b's metadata and routing
   // dispatches; returns the workspace's descriptor (what the op's kernel reads as its metadata).
   VkDescriptorBufferInfo bind_device_metadata(const OperandViews& ops, Bound& b, const RoutingSource* given) const;
@@ -218,6 +228,9 @@ class PlanCore {
     return static_cast<uint32_t>(std::min<uint64_t>(x, info().max_workgroup_count[0]));
   }
   bool dispatches() const { return grid_[0] != 0; }
+  // The grid a launch's per-item grid dispatches: itself, or on the persistent grid one row of workgroups
+  // (at least min_workgroups, at most one per item), checked against the device's limits.
+  void dispatch_grid(const uint64_t (&items)[3], uint64_t min_workgroups, uint32_t (&grid)[3]) const;
   // Where the metadata build writes the indirect grid's command, then the visit count (kDispatchWords).
   static uint64_t dispatch_word(const DeviceMetadata& d) { return uint64_t(d.num_groups) + 1 + 2 * uint64_t(d.max_visits); }
   uint32_t dispatch_word() const { return static_cast<uint32_t>(dispatch_word(*device_meta_)); }
@@ -240,6 +253,13 @@ class PlanCore {
   WorkspaceOwner workspace_owner_;
   uint32_t grid_[3] = {0, 0, 0};
   PushBlock push_;  // the op's, its operand offsets filled in at record
+  // The later passes of the op's kernel (Launch::later_passes), as built.
+  struct LaterPass {
+    Kernel kernel;
+    uint32_t grid[3] = {0, 0, 0};
+    PushBlock push;
+  };
+  std::vector<LaterPass> later_;
   bool has_bias_ = false;
   uint64_t bias_count_ = 0;  // 0 with a bias: one of no elements, never read
   // Device metadata: its parameters, the workspace's layout and the metadata module's pipeline.

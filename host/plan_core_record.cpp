@@ -20,6 +20,9 @@ struct PlanCore::Bound {
   std::optional<Dispatch> build;
   // The op's kernel; count 0: nothing to dispatch. Its pipeline is op_pipeline's, chosen at record.
   Dispatch op;
+  // The later passes of the op's kernel (Launch::later_passes), bound as `op` with their own grids and
+  // push constants; their pipelines op_pipeline's too.
+  std::vector<Dispatch> later;
   // The combines after the kernel: the ordered sums of the slots' results (a routed combine the kernel
   // does not fuse) or of a split reduction's chunks, into out.
   std::vector<Dispatch> combines;
@@ -133,6 +136,12 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     // out: the kernel writes both.
     b.op.wait_for = b.op.before_own = VK_ACCESS_SHADER_WRITE_BIT;
   }
+  for (const LaterPass& pass : later_) {
+    Dispatch& d = b.later.emplace_back(b.op);
+    d.push = pass.push;
+    d.push.as<abi::OperandOffsets>() = off;
+    std::copy(pass.grid, pass.grid + 3, d.grid);
+  }
   if (b.build) {
     // The metadata visible to the dispatch (read after write), the command to its indirect read.
     b.op.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
@@ -212,12 +221,14 @@ void PlanCore::check(const OperandViews& ops, const RoutingSource* given) const 
   // Also compiles the pipeline these offsets need where the plan has not, so record() cannot fail after a
   // check that passed.
   Bound b = bind(ops, given);
-  if (b.op.count) op_pipeline(b);
+  if (!b.op.count) return;
+  op_pipeline(kernel_, b);
+  for (const LaterPass& pass : later_) op_pipeline(pass.kernel, b);
 }
 
-VkPipeline PlanCore::op_pipeline(const Bound& b) const {
+VkPipeline PlanCore::op_pipeline(const Kernel& kernel, const Bound& b) const {
   const abi::OperandOffsets& o = b.offsets();
-  return kernel_.pipeline(*ctx_, kernel_.variant_for(o.lhs_off, o.rhs_off, o.out_off, b.op.texel));
+  return kernel.pipeline(*ctx_, kernel.variant_for(o.lhs_off, o.rhs_off, o.out_off, b.op.texel));
 }
 
 bool PlanCore::texel_loads(const OperandViews& ops) const { return bind(ops).op.texel; }
@@ -229,11 +240,16 @@ void PlanCore::record(VkCommandBuffer cb, const OperandViews& ops, bool build_on
   Bound b = bind(ops, given);
   const bool op = b.op.count && !build_only;
   // The op's pipeline for these offsets first: they may be refused, and nothing is recorded then.
-  if (op) b.op.pipeline = op_pipeline(b);
+  if (op) {
+    b.op.pipeline = op_pipeline(kernel_, b);
+    for (size_t i = 0; i < later_.size(); ++i) b.later[i].pipeline = op_pipeline(later_[i].kernel, b);
+  }
   // The metadata build runs even when the op has nothing to dispatch (gmm with m = 0): the status word
   // is written by every record().
   if (b.build) b.build->record(*ctx_, cb);
   if (op) b.op.record(*ctx_, cb);
+  if (op)
+    for (const Dispatch& pass : b.later) pass.record(*ctx_, cb);
   if (op)
     for (const Dispatch& sum : b.combines) sum.record(*ctx_, cb);
   // A build with no op after it (gmm with m = 0, or only the build asked for) still ends in the barrier

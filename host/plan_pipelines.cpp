@@ -55,6 +55,7 @@ std::vector<PlanPipeline> named(const std::vector<PlannedPipeline>& planned) {
     n.split = p.split;
     n.matrix = p.constants.size() > VKGMM_ID_MATRIX_M && p.constants[VKGMM_ID_MATRIX_M] != 0;
     n.pipeline = p.pipeline;
+    n.pass = p.pass;
     out.push_back(std::move(n));
   }
   return out;

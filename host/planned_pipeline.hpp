@@ -19,6 +19,8 @@ struct PlannedPipeline {
   std::vector<uint32_t> constants;
   bool split;
   VkPipeline pipeline;
+  // The op's pass: 0, or a later one (gmm's tile heights per group: 1, 2, ... in dispatch order).
+  uint32_t pass = 0;
 };
 
 }  // namespace vkgmm

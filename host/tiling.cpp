@@ -132,6 +132,12 @@ int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, i
   return best_tm;
 }
 
+MTileRange gmm_m_tile_range(Schedule schedule, const DeviceInfo& info) {
+  if (schedule == Schedule::matrix)
+    return {std::max<int64_t>(16, info.matrix_m), device_class(info).matrix_rows, kSharedVisitOverheadRows};
+  return {16, 16 * int64_t(shared_register_tile(info).rows), kSharedVisitOverheadRows};
+}
+
 Tiling resolve_tiling(const TilingChoice& choice, int64_t m, int64_t k, int64_t n, const char* op,
                       const std::function<Tiling()>& automatic) {
   Tiling t;
@@ -163,16 +169,13 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   // and moe-prefill); the shared schedule wants at least 16 rows per tile.
   // Matrix: the device class's block (product columns), its rows sized to the groups.
   const DeviceClass& row = device_class(info);
-  if (schedule == Schedule::matrix) {
-    Tiling t{row.matrix_rows, row.matrix_step, row.matrix_cols / halves};
-    t.tm = pick_tm(groups, std::max<int64_t>(16, info.matrix_m), t.tm, kSharedVisitOverheadRows);
-    return t;
-  }
   if (schedule != Schedule::direct) {
-    const RegisterTile r = shared_register_tile(info);
-    Tiling t{16 * r.rows, row.shared_step, 16 * std::max<int64_t>(4, r.cols / halves)};
-    t.tm = pick_tm(groups, 16, t.tm, kSharedVisitOverheadRows);
-    return t;
+    const MTileRange m = gmm_m_tile_range(schedule, info);
+    const int64_t step = schedule == Schedule::matrix ? row.matrix_step : row.shared_step;
+    const int64_t cols = schedule == Schedule::matrix
+                             ? row.matrix_cols / halves
+                             : 16 * std::max<int64_t>(4, shared_register_tile(info).cols / halves);
+    return {pick_tm(groups, m.smallest, m.largest, m.overhead), step, cols};
   }
   // Direct on a GPU for groups of a few rows (gmm_schedule's decode): tiles of the visit's rows and 32 columns, a
   // workgroup each, their K split over slices of the workgroup (make_kernel_shape): a decode's weights

@@ -99,6 +99,12 @@ RegisterTile shared_register_tile(const DeviceInfo& info);
 // visits (make_gmm_visits: ceil(rows / tm) per group), each costing tm rows plus a fixed overhead of
 // `overhead` rows' worth (loading the group's weights); ties go to the smaller tile.
 int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead);
+// The m tiles gmm's automatic tiling picks among on the shared and matrix schedules (pick_tm's bounds and
+// each visit's overhead in rows), which gmm_tile_heights also takes.
+struct MTileRange {
+  int64_t smallest = 1, largest = 1, overhead = 0;
+};
+MTileRange gmm_m_tile_range(Schedule schedule, const DeviceInfo& info);
 
 // The problem's schedule: `forced` (ContextOptions::schedule) when not automatic, else `requested`,
 // else by device type.

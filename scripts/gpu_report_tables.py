@@ -50,19 +50,21 @@ def table(r):
             if c["name"] != name:
                 continue
             for cp in c["pipelines"]:
-                if cp["plan"] != plan or cp["role"] != "op":
+                # A plan's later passes (gmm's tile heights per group) are labelled "<plan> pass N".
+                if cp["plan"].split(" pass ")[0] != plan or cp["role"] != "op":
                     continue
+                label = f"{name}, {cp['tiling'].split(',')[0]}-row pass" if cp["pass"] else name
                 p = pipelines[cp["pipeline"]]
                 comp, m = p.get("compiled") or {}, p["main_loop"]
                 spills = "-" if comp.get("spills") is None and comp.get("fills") is None else \
                     f"{cell(comp.get('spills'))}/{cell(comp.get('fills'))}"
                 if m is None:
-                    rows.append(f"| {name} | {p['module']} | {cell(comp.get('registers'))} | {spills} | "
+                    rows.append(f"| {label} | {p['module']} | {cell(comp.get('registers'))} | {spills} | "
                                 f"{cell(comp.get('local_bytes'))} | - | - | - | - | - | - |")
                     continue
                 ops = m["matrix"] or m["fma"] or 1
                 share = "-" if m["matrix"] else f"{100 * m['fma_share']:.1f} %"
-                rows.append(f"| {name} | {p['module']} | {cell(comp.get('registers'))} | {spills} | "
+                rows.append(f"| {label} | {p['module']} | {cell(comp.get('registers'))} | {spills} | "
                             f"{cell(comp.get('local_bytes'))} | {m['instructions']:.0f} | {m['k_per_iteration']} | "
                             f"{share} | {m['matrix']:.0f} | {widths(m['shared_load_bits'], ops)} | "
                             f"{widths(m['global_load_bits'], ops)} |")

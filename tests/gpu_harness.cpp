@@ -90,9 +90,9 @@ Context cpu_planned_context(ContextOptions options) {
   return c;
 }
 
-Context gpu_planned_context(ContextOptions options) {
+Context gpu_planned_context(ContextOptions options, uint32_t compute_units) {
   Context c = DeviceTest::make_context(options);
-  ContextInternals::of(c).tiling_device.as = discrete_gpu_like(c.info(), 512, 16, 64);
+  ContextInternals::of(c).tiling_device.as = discrete_gpu_like(c.info(), 512, compute_units, 64);
   return c;
 }
 

@@ -136,9 +136,9 @@ Context binding_limited_context(uint64_t bytes, ContextOptions options = {});
 // device's own. What may run (texel views, the loop budget, the grid's limits) stays the real device's.
 Context cpu_planned_context(ContextOptions options = {});
 // A context of the test's own whose plans choose as a discrete GPU's with 512 registers per lane, 16 compute
-// units and subgroups of 64 do (tiling_device.hpp: discrete_gpu_like), where the real device is a CPU: the
-// GPU tilings and the split reductions, checked and run on lavapipe.
-Context gpu_planned_context(ContextOptions options = {});
+// units (or `compute_units`) and subgroups of 64 do (tiling_device.hpp: discrete_gpu_like), where the real
+// device is a CPU: the GPU tilings and the split reductions, checked and run on lavapipe.
+Context gpu_planned_context(ContextOptions options = {}, uint32_t compute_units = 16);
 
 // Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.
 void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed);

@@ -269,6 +269,46 @@ TEST(KernelChoice, UntrustedMatrixUnitsRunOnlyWhenAsked) {
 
 // The schedule rules the choice owns: matrix asked of a call that cannot take it is refused by name;
 // forced on the context, the call runs shared; the caller's tiling is kept where it can run.
+// One long group among 24 of a few rows, on a GPU of 2 compute units (a grid of many waves): every class's
+// shared and matrix blocks of 64 rows or more take tile heights of their own (Intel's 32-row matrix blocks
+// gain too little from 16-row ones), each height's shape with that height's rows and the first one's
+// columns and schedule. Not where the sizes are on the device, nor on lavapipe.
+TEST(KernelChoice, TileHeightsPerGroup) {
+  std::vector<int32_t> skewed = {900};
+  for (int32_t i = 0; i < 24; ++i) skewed.push_back(1 + i % 9);
+  const ResolvedOptions options;
+  for (Described d : devices()) {
+    d.info.compute_units = 2;
+    for (bool f16 : {false, true}) {
+      SCOPED_TRACE(std::string(d.what) + (f16 ? " f16" : " f32"));
+      KernelRequest q = gmm_request(skewed, f16, d.info);
+      const KernelChoice one = choose_kernel(q, d.info, d.info, options);
+      EXPECT_TRUE(one.heights.heights.empty());
+      q.heights_per_group = true;
+      const KernelChoice c = choose_kernel(q, d.info, d.info, options);
+      if (d.info.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        EXPECT_TRUE(c.heights.heights.empty());
+        continue;
+      }
+      // The rows the class's block keeps (a fixed tiling of the range's largest height, shrunk as it runs).
+      KernelRequest largest = q;
+      const TilingChoice fixed = TilingChoice::of({gmm_m_tile_range(one.schedule, d.info).largest, 16, 128});
+      largest.tiling = &fixed;
+      if (choose_kernel(largest, d.info, d.info, options).shape.rows < 64) continue;
+      ASSERT_GE(c.heights.heights.size(), 2u) << text(one);
+      ASSERT_EQ(c.later_shapes.size(), c.heights.heights.size() - 1);
+      EXPECT_EQ(c.schedule, one.schedule);
+      EXPECT_EQ(c.shape.rows, c.heights.heights[0]);
+      for (size_t i = 0; i < c.later_shapes.size(); ++i) {
+        EXPECT_EQ(c.later_shapes[i].rows, c.heights.heights[i + 1]);
+        EXPECT_LT(c.later_shapes[i].rows, c.shape.rows);
+        EXPECT_EQ(c.later_shapes[i].cols, c.shape.cols);
+        EXPECT_EQ(c.later_shapes[i].matrix, c.shape.matrix);
+      }
+    }
+  }
+}
+
 TEST(KernelChoice, ScheduleRules) {
   const DeviceInfo h100 = devices()[1].info;
   ResolvedOptions options;

@@ -176,9 +176,13 @@ class VKGMM_API GmmPlan {
  public:
   GmmPlan(Context& ctx, const GmmProblem& problem);
   const GmmProblem& problem() const;
-  Tiling tiling() const;           // the tiling that runs (after clamping to the shape and shared memory)
+  // The tiling that runs (after clamping to the shape and shared memory); where skewed groups take tile
+  // heights of their own (a GPU, group sizes on the host: docs/architecture.md), the first pass's, whose
+  // tm is the largest height.
+  Tiling tiling() const;
   OperandSizes sizes() const;
-  int64_t num_tiles() const;       // megablox's num_tiles: m-tile visits of the active groups (-1: on the device)
+  // megablox's num_tiles: m-tile visits of the active groups at tiling()'s tm (-1: on the device).
+  int64_t num_tiles() const;
   // Device memory the plan holds for its group metadata, allocated on the context's device at
   // construction and read by every dispatch it records; 0 when there is nothing to run. With device
   // group sizes, the plan's own workspace (used when the operands give none; none where

@@ -394,7 +394,8 @@ VKGMM_API vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCom
 VKGMM_API vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops);
 
 /* The gradients of out = gmm(lhs, rhs, ...) (the forward problem): d_lhs [m, k] and d_rhs [G_local, k, n]
- * ([G_local, n, k] with transpose_rhs); two independent dispatches. A forward routed by expert ids or
+ * ([G_local, n, k] with transpose_rhs); two independent dispatches (d_lhs's gmm may take one per tile
+ * height on a GPU, side by side). A forward routed by expert ids or
  * with an epilogue adds d_bias and d_weights, in passes with their barriers (vkgmm::GmmBackwardOperands).
  * options may be NULL (the defaults). */
 VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_create(vkgmm_context* ctx, const vkgmm_gmm_problem* forward,

@@ -139,7 +139,8 @@ class GmmPlan:
 
     @property
     def tiling(self) -> tuple[int, int, int]:
-        """The tiling that runs (after clamping to the shape and the device's shared memory)."""
+        """The tiling that runs (after clamping to the shape and the device's shared memory); where skewed
+        groups take tile heights of their own (a GPU, sizes on the host), the first pass's."""
         return self._plan.tiling
 
     def __call__(self, lhs, rhs, existing_out=None, *, bias=None, out=None):

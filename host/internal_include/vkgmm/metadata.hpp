@@ -44,4 +44,14 @@ struct GmmVisits {
 GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int64_t tm, int64_t first_group,
                           int64_t num_groups, int64_t fill_rows);
 
+// Some of each group's rows, relative to its first row: [begin, end).
+struct GroupRows {
+  int64_t begin = 0, end = 0;
+};
+// One pass of gmm's tile heights per group (host/gmm_tile_heights.hpp): rows[i] of active group
+// first_group + i, tm at a time from rows[i].begin, and with `fills` the fill visits as above. The passes
+// of a plan take every row of [0, m) once between them.
+GmmVisits make_gmm_visits(std::span<const int32_t> group_offsets, int64_t m, int64_t tm, int64_t first_group,
+                          int64_t num_groups, int64_t fill_rows, std::span<const GroupRows> rows, bool fills);
+
 }  // namespace vkgmm

@@ -36,6 +36,9 @@ struct PlanPipeline {
   std::vector<PipelineConstant> constants;  // every constant the module declares, as the pipeline sets it
   bool split = false;   // the split layout (operands bound in parts), else the plain one
   bool matrix = false;  // the matrix schedule: its main loop is matrix instructions, not FMAs
+  // The op's pass: 0, or a later one in dispatch order (gmm's tile heights per group: where skewed
+  // groups take tiles of their own heights, each height after the first is a pass of its own).
+  uint32_t pass = 0;
   VkPipeline pipeline = VK_NULL_HANDLE;
 };
 
