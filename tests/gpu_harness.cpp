@@ -250,7 +250,7 @@ std::vector<float> download(const Buffer& b, DType t, size_t count) {
 // A poisoned output buffer: any element the kernel fails to write shows up as NaN-ish garbage.
 Buffer poisoned(Context& ctx, size_t bytes) {
   Buffer b = ctx.create_buffer(std::max<size_t>(bytes, 4));
-  std::vector<uint8_t> junk(b.size(), 0xA5);
+  std::vector<uint8_t> junk(b.size(), Guarded::kPoison);
   b.upload(junk.data(), junk.size());
   return b;
 }

@@ -39,7 +39,7 @@ void expect_refused_record(Context& c, const std::function<void(VkCommandBuffer)
 bool still_poisoned(const Buffer& b, size_t bytes) {
   const std::vector<float> got = download(b, DType::f32, bytes / 4);
   uint32_t poison;
-  std::memset(&poison, 0xA5, 4);
+  std::memset(&poison, Guarded::kPoison, 4);
   for (float v : got)
     if (std::memcmp(&v, &poison, 4) != 0) return false;
   return true;

@@ -288,7 +288,7 @@ TEST_F(DeviceTest, GmmStoresAtEveryOutOffset) {
           r.upload(rhs.data(), rhs.size() * 4);
           const size_t oo = off == unit ? 0 : off;
           Buffer o = ctx().create_buffer((oo + count + tail) * es);
-          const std::vector<uint8_t> poison(o.size(), 0xa5);
+          const std::vector<uint8_t> poison(o.size(), Guarded::kPoison);
           o.upload(poison.data(), poison.size());
           gmm(ctx(), p, {l.view(lo * 4, lhs.size() * 4), r.view(), o.view(oo * es, count * es), {}});
           std::vector<uint8_t> bytes(o.size());
@@ -299,7 +299,8 @@ TEST_F(DeviceTest, GmmStoresAtEveryOutOffset) {
               << dtype_name(out) << " " << (schedule == Schedule::direct ? "direct" : "shared") << " n " << n
               << " offset " << oo << " lhs offset " << lo;
           for (size_t b = 0; b < bytes.size(); ++b)
-            if (b < oo * es || b >= (oo + count) * es) ASSERT_EQ(bytes[b], 0xa5) << "byte " << b << " offset " << oo;
+            if (b < oo * es || b >= (oo + count) * es)
+              ASSERT_EQ(bytes[b], Guarded::kPoison) << "byte " << b << " offset " << oo;
         }
       }
 }
