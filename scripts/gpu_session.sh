@@ -136,13 +136,21 @@ bench_args() {  # the vkgmm bench arguments of step $1
     # workgroups); a preset always runs its own op, so the shape is given.
     0:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 20" ;;
     1:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 2" ;;
+    # gmm on zipf groups at twice moe-fine's rows (about 2 waves on 132 SMs): tile heights per group, where
+    # the plan takes them (its plan text: heights=), against one height of 128 rows for every group.
+    0:bench_heights) echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 30" ;;
+    0:bench_one_height)
+      echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --tiling 128,16,128 --reps 30" ;;
+    1:bench_heights) echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 2" ;;
+    1:bench_one_height)
+      echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --tiling 128,16,128 --reps 2" ;;
     1:bench_device) echo "--preset decode --metadata device --device-grid both --reps 2" ;;
   esac
 }
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_heights bench_one_height bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report}
 for s in $steps; do
   case $s in
     info)
@@ -153,7 +161,7 @@ for s in $steps; do
       icd=$(sed -n 's/^run.sh: Vulkan driver[^:]*: //p' "$out/info.err" | tail -1)
       if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
       machine >"$out/machine.txt" 2>&1 ;;
-    bench | bench_ids | bench_quant | bench_models | bench_device | bench_tgmm)
+    bench | bench_ids | bench_quant | bench_models | bench_device | bench_tgmm | bench_heights | bench_one_height)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046  # the arguments are words
       step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
@@ -236,14 +244,16 @@ def lines(name):
             except ValueError:
                 pass
     return [o for o in objs if isinstance(o, dict)]
-for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_ids.out",
-          "bench_quant.out", "bench_models.out"):
+for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_heights.out",
+          "bench_one_height.out", "bench_ids.out", "bench_quant.out", "bench_models.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"
                   f" FMA ceiling {o.get('ceiling_gflops')} GFLOP/s")
         for w in o.get("workloads", []):
-            rows.append(("vkgmm", w.get("name"), w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
+            # A custom workload is named by its step (bench_tgmm, bench_heights, bench_one_height).
+            name = w.get("name") if w.get("name") != "custom" else f"custom ({f[:-4]})"
+            rows.append(("vkgmm", name, w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
             t = w.get("train")
             if t and t.get("backward_ms") is not None:  # --train: the layer's backward, its ratio in the op column
                 rows.append(("vkgmm", w.get("name"), w.get("dtype", ""), f"train bwd {t.get('backward_over_forward', 0):.2f}x fwd",
