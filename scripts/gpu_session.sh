@@ -136,8 +136,8 @@ bench_args() {  # the vkgmm bench arguments of step $1
     # workgroups); a preset always runs its own op, so the shape is given.
     0:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 20" ;;
     1:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 2" ;;
-    # gmm on zipf groups at twice moe-fine's rows (about 2 waves on 132 SMs): tile heights per group, where
-    # the plan takes them (its plan text: heights=), against one height of 128 rows for every group.
+    # gmm on zipf groups at twice moe-fine's rows: tile heights per group, where the plan takes them (its plan
+    # text: heights=), against one height of 128 rows for every group.
     0:bench_heights) echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 30" ;;
     0:bench_one_height)
       echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --tiling 128,16,128 --reps 30" ;;
@@ -150,7 +150,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_heights bench_one_height bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height}
 for s in $steps; do
   case $s in
     info)

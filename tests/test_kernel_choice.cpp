@@ -267,8 +267,6 @@ TEST(KernelChoice, UntrustedMatrixUnitsRunOnlyWhenAsked) {
   EXPECT_EQ(text(choose_kernel(gmm_request(kPrefillGroups, true, trusted), trusted, trusted, options)), block);
 }
 
-// The schedule rules the choice owns: matrix asked of a call that cannot take it is refused by name;
-// forced on the context, the call runs shared; the caller's tiling is kept where it can run.
 // One long group among 24 of a few rows, on a GPU of 2 compute units (a grid of many waves): every class's
 // shared and matrix blocks of 64 rows or more take tile heights of their own (Intel's 32-row matrix blocks
 // gain too little from 16-row ones), each height's shape with that height's rows and the first one's
@@ -309,6 +307,8 @@ TEST(KernelChoice, TileHeightsPerGroup) {
   }
 }
 
+// The schedule rules the choice owns: matrix asked of a call that cannot take it is refused by name;
+// forced on the context, the call runs shared; the caller's tiling is kept where it can run.
 TEST(KernelChoice, ScheduleRules) {
   const DeviceInfo h100 = devices()[1].info;
   ResolvedOptions options;
