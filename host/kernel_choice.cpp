@@ -47,15 +47,15 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
   const bool automatic = !tiling.fixed && !tiling.lookup;
   const bool gpu = tiling_info.type != VK_PHYSICAL_DEVICE_TYPE_CPU;
   if (r.heights_per_group && automatic && c.schedule != Schedule::direct && gpu) {
-    // Two workgroups at once per compute unit: the register tiles are sized for two waves (tiling.cpp).
-    const VisitSlots slots{(r.n + c.shape.cols - 1) / c.shape.cols,
-                           2 * int64_t(std::max<uint32_t>(tiling_info.compute_units, 1))};
+    const VisitSlots slots{(r.n + c.shape.cols - 1) / c.shape.cols, int64_t(tiling_info.compute_units)};
     // The largest height the block takes: Intel's matrix units keep fewer rows than the class's block.
     MTileRange range = gmm_m_tile_range(c.schedule, tiling_info);
     range.largest = std::min<int64_t>(range.largest, shape_of(range.largest).rows);
     c.heights = gmm_tile_heights(r.groups, range, slots);
   }
   if (c.heights.heights.size() < 2) {
+    // One height, by time (gmm_tile_heights), where it is not the work's pick.
+    if (c.heights.heights.size() == 1 && c.heights.heights[0] != t.tm) c.shape = shape_of(c.heights.heights[0]);
     c.heights = GmmTileHeights{};
     return c;
   }

@@ -123,10 +123,9 @@ void check_cpu_loop_budget(const DeviceInfo& info, const char* op, uint64_t iter
 int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead) {
   int64_t best_tm = largest, best_cost = INT64_MAX;
   for (int64_t tm = smallest; tm <= largest; tm *= 2) {
-    int64_t tiles = 0;
+    int64_t cost = 0;
     for (int64_t g = groups.offset; g < groups.offset + groups.count; ++g)
-      tiles += ((*groups.sizes)[g] + tm - 1) / tm;
-    const int64_t cost = tiles * (tm + overhead);
+      cost += visits_cost((*groups.sizes)[g], tm, overhead);
     if (cost < best_cost) best_cost = cost, best_tm = tm;
   }
   return best_tm;

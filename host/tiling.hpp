@@ -95,9 +95,14 @@ struct RegisterTile {
 };
 RegisterTile shared_register_tile(const DeviceInfo& info);
 
-// The m tile (a power of two from `smallest` to `largest`) that minimises the estimated cost of gmm's
-// visits (make_gmm_visits: ceil(rows / tm) per group), each costing tm rows plus a fixed overhead of
-// `overhead` rows' worth (loading the group's weights); ties go to the smaller tile.
+// The cost of a group's visits (make_gmm_visits: ceil(rows / tm) of them), in rows' worth: each visit tm
+// rows plus a fixed overhead of `overhead` rows' worth (loading the group's weights).
+inline int64_t visits_cost(int64_t rows, int64_t tm, int64_t overhead) {
+  return (rows + tm - 1) / tm * (tm + overhead);
+}
+// The m tile (a power of two from `smallest` to `largest`) that minimises the visits' cost over the
+// active groups (the work: on CPU devices, and where the groups are estimates); ties go to the smaller
+// tile. A GPU's shared and matrix schedules weigh the waves as well (gmm_tile_heights.hpp).
 int64_t pick_tm(const ActiveGroups& groups, int64_t smallest, int64_t largest, int64_t overhead);
 // The m tiles gmm's automatic tiling picks among on the shared and matrix schedules (pick_tm's bounds and
 // each visit's overhead in rows), which gmm_tile_heights also takes.

@@ -14,6 +14,8 @@ The model, per preset, with the tiles the device-class tables choose for NVIDIA 
   - memory: every input read once and the output written once at the measured streaming read;
   - the estimate is the larger of the two. Fixed costs (a dispatch, a barrier, the routing build) are left
     out: where the measured time is many times the estimate, they or the kernel's own loop are the cause.
+gmm over the same skewed groups takes the tile heights the plan takes (host/gmm_tile_heights.cpp), the passes'
+tiles largest first, each on the SM that frees first; beside it the same gmm in 64-row tiles alone.
 tgmm over skewed groups (the bench's moe-fine zipf sizes) takes its work items instead of equal tiles: each
 output block of a group (or, where host/tgmm_items.cpp splits the group's reduction, of a chunk of its rows)
 is one item, the items placed longest first on the least loaded SM; the split's partial sums are written and
@@ -52,6 +54,8 @@ BENCH_NAMES = {
     "qwen3-ids-t1 f32": ("qwen3-ids-t1", "f32"),
     "qwen3-ids-t8 f32": ("qwen3-ids-t8", "f32"),
     "moe-grad f32 (d_lhs + d_rhs)": ("moe-grad", "f32"),
+    "gmm moe-fine f32 (zipf), tile heights": ("moe-fine", "f32"),
+    "gmm moe-fine f32 (zipf), 64-row tiles": None,  # one height: estimated only
     "tgmm moe-fine f32 (zipf), split": ("bench_tgmm", "f32"),
     "tgmm moe-fine f32 (zipf), unsplit": None,  # the plan no longer takes it: estimated only
 }
@@ -107,6 +111,41 @@ def tgmm_chunks(groups, step, blocks, concurrent):
     return out
 
 
+def gmm_heights(groups, largest, smallest, overhead):
+    """host/gmm_tile_heights.cpp's passes: each group's whole tiles of the largest height, its remainder at the
+    height whose visits cost least (ties to the larger); {height: visits}."""
+    visits = {}
+    for g in groups:
+        if g >= largest:
+            visits[largest] = visits.get(largest, 0) + g // largest
+        rest = g % largest
+        if rest:
+            best, t = largest, largest // 2
+            while t >= smallest:
+                if math.ceil(rest / t) * (t + overhead) < math.ceil(rest / best) * (best + overhead):
+                    best = t
+                t //= 2
+            visits[best] = visits.get(best, 0) + math.ceil(rest / best)
+    return visits
+
+
+def gmm_passes_case(name, groups, k, n, tn, visits, measured):
+    """gmm with `visits` ({height: visits}), the passes dispatched largest first, each workgroup on the SM that
+    frees first (host/gmm_tile_heights.cpp's visits_time, with each tile's FLOPs as its cost)."""
+    tiles_n = math.ceil(n / tn)
+    free_at = [0.0] * SMS
+    for height in sorted(visits, reverse=True):
+        for _ in range(visits[height] * tiles_n):
+            at = free_at.index(min(free_at))
+            free_at[at] += 2 * height * tn * k / (FP32 / SMS)
+    compute = max(free_at)
+    rows = sum(groups)
+    moved = rows * k * 4 + sum(1 for g in groups if g > 0) * k * n * 4 + rows * n * 4
+    memory = moved / READ
+    tiles = sum(visits.values()) * tiles_n
+    return name, 2 * rows * k * n, moved, tiles, compute, memory, max(compute, memory), measured
+
+
 def tgmm_case(name, groups, k, n, tk, tn, step, split, measured):
     blocks = math.ceil(k / tk) * math.ceil(n / tn)
     chunks = tgmm_chunks(groups, step, blocks, 2 * SMS) if split else [[g] for g in groups]
@@ -153,6 +192,12 @@ def rows():
     # Each part reads two of the three operands and writes the third: the forward's bytes each.
     out.append(("moe-grad f32 (d_lhs + d_rhs)", 2 * fwd[1], 2 * fwd[2], 2 * fwd[3], 2 * fwd[4], 2 * fwd[5], 2 * fwd[6],
                 1.65e-3))
+    # gmm on moe-fine's groups, k = n = 512, NVIDIA's 128-column FMA tiles of 16 to 128 rows (64 rows' overhead
+    # per visit): the heights the plan takes on 132 SMs, and the 64-row tiles it took before by work alone.
+    out.append(gmm_passes_case("gmm moe-fine f32 (zipf), tile heights", MOE_FINE, 512, 512, 128,
+                               gmm_heights(MOE_FINE, 128, 16, 64), None))
+    out.append(gmm_passes_case("gmm moe-fine f32 (zipf), 64-row tiles", MOE_FINE, 512, 512, 128,
+                               {64: sum(math.ceil(g / 64) for g in MOE_FINE)}, None))
     # tgmm on moe-fine's groups, k = n = 512, NVIDIA's 128 x 128 blocks stepping 16 rows: not yet run on a GPU.
     out.append(tgmm_case("tgmm moe-fine f32 (zipf), split", MOE_FINE, 512, 512, 128, 128, 16, True, None))
     out.append(tgmm_case("tgmm moe-fine f32 (zipf), unsplit", MOE_FINE, 512, 512, 128, 128, 16, False, None))

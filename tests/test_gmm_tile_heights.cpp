@@ -17,7 +17,7 @@ const std::vector<int32_t> kMoeFine = {110, 12, 26, 12, 0,  160, 0,  1025, 308, 
                                        18,  0,  9,  28, 21, 23,  18, 12,   15,  0,   13, 56,  34, 35, 14, 26,
                                        186, 0,  29, 78, 246, 12, 23, 63,   0,   13,  21, 15,  46, 10, 21, 23};
 constexpr MTileRange kMatrix{16, 128, 64};  // NVIDIA's class: 16- to 128-row blocks
-// A grid of many waves: the visits' cost alone sets the time.
+// One unit: the visits' cost alone sets the time.
 constexpr VisitSlots kManyWaves{1, 1};
 
 int64_t cost_of(int64_t rows, int64_t height, int64_t overhead) {
@@ -88,15 +88,63 @@ TEST(GmmTileHeights, SkewedGroupsTakeHeightsOfTheirOwn) {
   expect_rows_once(kMoeFine, 4096, 0, int64_t(kMoeFine.size()), h);
 }
 
-// moe-fine (n = 512: 4 tiles of 128 columns) is about one wave on an H100's 132 SMs (2 workgroups each):
-// its time is the largest tiles', 128 rows and the overhead against 64-row tiles' 1.4 waves, so it keeps
-// one height. On 16 SMs it is several waves, and the passes pay.
-TEST(GmmTileHeights, OneWaveKeepsOneHeight) {
+// One height's least time, ties to the larger: what gmm_tile_heights takes where the passes do not pay.
+int64_t least_time_height(const std::vector<int32_t>& sizes, const MTileRange& range, const VisitSlots& slots) {
+  int64_t best = 0, best_time = INT64_MAX;
+  for (int64_t t = range.smallest; t <= range.largest; t *= 2) {
+    int64_t visits = 0;
+    for (int32_t s : sizes) visits += (s + t - 1) / t;
+    const VisitRun run{visits, t + range.overhead};
+    const int64_t time = visits_time({&run, 1}, slots);
+    if (time <= best_time) best = t, best_time = time;
+  }
+  return best;
+}
+
+// Workgroups take the unit that frees first, in dispatch order: whole waves, and a later run's smaller
+// tiles in the gaps an earlier run leaves.
+TEST(GmmTileHeights, VisitsTimeCountsWaves) {
+  const VisitRun wave{264, 10}, just_over{265, 10};
+  EXPECT_EQ(visits_time({&wave, 1}, VisitSlots{1, 132}), 20);
+  EXPECT_EQ(visits_time({&just_over, 1}, VisitSlots{1, 132}), 30);
+  EXPECT_EQ(visits_time({&wave, 1}, VisitSlots{2, 132}), 40);  // each visit a workgroup per n tile
+  const VisitRun tall_first[] = {{1, 10}, {2, 5}}, short_first[] = {{2, 5}, {1, 10}};
+  EXPECT_EQ(visits_time(tall_first, VisitSlots{1, 2}), 10);
+  EXPECT_EQ(visits_time(short_first, VisitSlots{1, 2}), 15);
+  const VisitRun none{0, 10};
+  EXPECT_EQ(visits_time({&none, 1}, VisitSlots{4, 132}), 0);
+  // Past the listed workgroups: the work spread over the units, or the costliest workgroup.
+  const VisitRun many{kListedWorkgroups + 1, 3};
+  EXPECT_EQ(visits_time({&many, 1}, VisitSlots{1, 7}), (3 * (kListedWorkgroups + 1) + 6) / 7);
+  EXPECT_EQ(visits_time({&many, 1}, VisitSlots{1, 1 << 30}), 3);
+}
+
+// One height by time where work alone would wait on a last wave: three 128-row groups and two of 64 rows
+// on 4 units compute the fewest rows in 128-row tiles (5 visits, 960 rows' worth against 1,024), but take
+// two waves of them (384) where 64-row tiles take two waves of 128 (256).
+TEST(GmmTileHeights, OneHeightByTime) {
+  const std::vector<int32_t> sizes = {128, 128, 128, 64, 64};
+  const ActiveGroups all{&sizes, 0, int64_t(sizes.size())};
+  EXPECT_EQ(pick_tm(all, 16, 128, 64), 128);
+  const GmmTileHeights h = gmm_tile_heights(all, kMatrix, VisitSlots{1, 4});
+  ASSERT_EQ(h.heights.size(), 1u);
+  EXPECT_EQ(h.heights[0], 64);
+  expect_rows_once(sizes, 512, 0, int64_t(sizes.size()), h);
+}
+
+// moe-fine at n = 512 (4 tiles of 128 columns) on an H100's or H200's 132 SMs: 64-row tiles alone take
+// 380 workgroups, three waves (384 rows' worth); the passes, the 128-row tiles first and the smaller ones
+// in the gaps, 304. At n = 128 every 64-row visit runs at once (95 of them, 128) and the passes' 128-row
+// tiles alone take longer: one height.
+TEST(GmmTileHeights, WavesDecideThePasses) {
   const ActiveGroups all{&kMoeFine, 0, int64_t(kMoeFine.size())};
-  const GmmTileHeights h100 = gmm_tile_heights(all, kMatrix, VisitSlots{4, 264});
-  ASSERT_EQ(h100.heights.size(), 1u);
-  EXPECT_EQ(h100.heights[0], 64);
-  EXPECT_GE(gmm_tile_heights(all, kMatrix, VisitSlots{4, 32}).heights.size(), 2u);
+  const GmmTileHeights h200 = gmm_tile_heights(all, kMatrix, VisitSlots{4, 132});
+  ASSERT_GE(h200.heights.size(), 2u);
+  EXPECT_EQ(h200.heights[0], 128);
+  const GmmTileHeights one_wave = gmm_tile_heights(all, kMatrix, VisitSlots{1, 132});
+  ASSERT_EQ(one_wave.heights.size(), 1u);
+  EXPECT_EQ(one_wave.heights[0], 64);
+  EXPECT_EQ(one_wave.heights[0], least_time_height(kMoeFine, kMatrix, VisitSlots{1, 132}));
 }
 
 TEST(GmmTileHeights, AlikeGroupsKeepOneHeight) {
@@ -104,11 +152,13 @@ TEST(GmmTileHeights, AlikeGroupsKeepOneHeight) {
        {std::vector<int32_t>(8, 512), std::vector<int32_t>(16, 40), std::vector<int32_t>{0, 0, 0},
         std::vector<int32_t>{300, 0, 290, 310}}) {
     const ActiveGroups all{&sizes, 0, int64_t(sizes.size())};
-    const GmmTileHeights h = gmm_tile_heights(all, kMatrix, kManyWaves);
-    ASSERT_EQ(h.heights.size(), 1u);
-    EXPECT_EQ(h.heights[0], pick_tm(all, 16, 128, 64));
-    const int64_t m = std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) + 7;  // rows past the groups too
-    expect_rows_once(sizes, m, 0, int64_t(sizes.size()), h);
+    for (const VisitSlots& slots : {kManyWaves, VisitSlots{8, 132}}) {
+      const GmmTileHeights h = gmm_tile_heights(all, kMatrix, slots);
+      ASSERT_EQ(h.heights.size(), 1u);
+      EXPECT_EQ(h.heights[0], least_time_height(sizes, kMatrix, slots));
+      const int64_t m = std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) + 7;  // rows past the groups too
+      expect_rows_once(sizes, m, 0, int64_t(sizes.size()), h);
+    }
   }
 }
 

@@ -157,8 +157,8 @@ TEST(GmmTilePasses, ViewsAtOffsets) {
   }
 }
 
-// A tiling the caller fixed, groups alike in rows, or a grid of about one wave (16 compute units) keep one
-// height; so does a CPU device's plan.
+// A tiling the caller fixed, groups alike in rows, or a grid of one wave (on 64 compute units 64-row tiles
+// alone run at once, where the passes wait on their 128-row tiles) keep one height; so does a CPU device's.
 TEST(GmmTilePasses, OneHeightWhereTheyDoNotPay) {
   Context gpu = one_unit_gpu_context();
   GmmProblem fixed = skewed_problem(16, 16);
@@ -168,7 +168,7 @@ TEST(GmmTilePasses, OneHeightWhereTheyDoNotPay) {
   alike.group_sizes = std::vector<int32_t>(8, 256);
   alike.m = 2048;
   EXPECT_EQ(pass_heights(GmmPlan(gpu, alike)).size(), 1u);
-  Context wide = gpu_planned_context();
+  Context wide = gpu_planned_context(ContextOptions{}, 64);
   EXPECT_EQ(pass_heights(GmmPlan(wide, skewed_problem(16, 16))).size(), 1u);
   Context cpu = DeviceTest::make_context(ContextOptions{});
   EXPECT_EQ(pass_heights(GmmPlan(cpu, skewed_problem(16, 16))).size(), 1u);

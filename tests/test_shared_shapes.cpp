@@ -169,14 +169,18 @@ std::vector<GmmShapeCase> gpu_gmm_cases() {
   const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
   // rows, step, cols, rm, rn, invocations, shared
   return {
+      // The m tiles of these cases are given: their grids are a fraction of a wave on the planned GPU's 16
+      // units, where the automatic tiling takes smaller tiles (gmm_tile_heights.hpp). The rest is the plan's.
       // Groups of a few hundred rows: 128-row tiles, 16 x 16 invocations of 8 x 8, K steps of 16 (40: 2.5).
-      {"t128_f32", 300, 40, 72, {256, 44}, f32, false, false, std::nullopt, {128, 16, 128, 8, 8, 256, true}},
+      {"t128_f32", 300, 40, 72, {256, 44}, f32, false, false, Tiling{128, 16, 128}, {128, 16, 128, 8, 8, 256, true}},
       // The same with rhs [n, k] and k = 37: scalar loads, a ragged first step of 5.
-      {"t128_bf16_T_k37", 300, 37, 72, {44, 256}, bf16, true, false, std::nullopt, {128, 16, 128, 8, 8, 256, true}},
+      {"t128_bf16_T_k37", 300, 37, 72, {44, 256}, bf16, true, false, Tiling{128, 16, 128},
+       {128, 16, 128, 8, 8, 256, true}},
       // Groups of ~30 rows: 32-row tiles of 8 x 8, 16 invocations (fewer than the rows), K steps of 8.
-      {"t32_f16", 120, 20, 24, {31, 29, 30, 30}, f16, false, false, std::nullopt, {32, 8, 32, 8, 8, 16, true}},
+      {"t32_f16", 120, 20, 24, {31, 29, 30, 30}, f16, false, false, Tiling{32, 16, 128}, {32, 8, 32, 8, 8, 16, true}},
       // SwiGLU (+ bias), rhs [n, k]: 8 x 4 per half, 32 invocations.
-      {"t32_bf16_T_swiglu", 120, 20, 48, {31, 29, 30, 30}, bf16, true, true, std::nullopt, {32, 8, 32, 8, 4, 32, true}},
+      {"t32_bf16_T_swiglu", 120, 20, 48, {31, 29, 30, 30}, bf16, true, true, Tiling{32, 16, 128},
+       {32, 8, 32, 8, 4, 32, true}},
       // Routed by expert ids (74 slots, about 19 per expert), combined, on 32-row tiles given explicitly:
       // the automatic routed tiling assumes routers concentrate (2 * top_k / E of the slots per expert,
       // here all 37 tokens) and would take 64 rows.
