@@ -34,6 +34,13 @@ struct DeviceClass {
   uint32_t tile_rows = 0, tile_cols = 0;
   uint32_t shared_step = 16;
   uint32_t chunks_in_flight = 8;
+  // The shared schedule's stage buffers (FMA builds), where they fit the device's shared memory: 2 on
+  // GPUs, so that each step stores the next one beside it and waits at one barrier, not two. At the step
+  // of 16 the largest stage (128 x 128 f32) is 16 KiB, 32 KiB in two: AMD's compute units (64 KiB) and
+  // Intel's Xe-cores (64 KiB or more) hold two such workgroups; a device of 32 KiB per workgroup keeps
+  // one buffer for it. NVIDIA 1 (device_class.cpp); CPU drivers 1 (shared memory is their cache, and
+  // their shared schedule runs only where it is forced).
+  uint32_t stage_buffers = 2;
   // The matrix schedule's automatic block (rows x product columns, and its step), the most subgroups it
   // spreads over, and the most accumulator matrices one subgroup holds.
   uint32_t matrix_rows = 128, matrix_cols = 128, matrix_step = 32;

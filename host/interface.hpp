@@ -103,6 +103,7 @@ inline constexpr SpecConstant kCommonConstants[] = {
     {VKGMM_ID_SHARED_B, "SHARED_B"},
     {VKGMM_ID_VEC4, "VEC4"},
     {VKGMM_ID_PERSISTENT, "PERSISTENT"},
+    {VKGMM_ID_STAGES, "STAGES"},
 };
 inline constexpr SpecConstant kGmmConstants[] = {
     {VKGMM_ID_BLOCK_ROWS, "TM"},

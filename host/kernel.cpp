@@ -29,6 +29,7 @@ void Kernel::set_shape(const KernelShape& s) {
   set(VKGMM_ID_USE_SHARED, s.use_shared);
   set(VKGMM_ID_SHARED_A, s.shared_a);
   set(VKGMM_ID_SHARED_B, s.shared_b);
+  set(VKGMM_ID_STAGES, s.stages);
   matrix = s.matrix;
   if (matrix) {
     set(VKGMM_ID_MATRIX_M, s.cm_m);

@@ -23,7 +23,8 @@ struct KernelShape {
   // STEPS_IN_FLIGHT; make_kernel_shape).
   uint32_t steps_in_flight = 1;
   bool use_shared = false;
-  uint32_t shared_a = 1, shared_b = 1;  // shared array lengths (1 when unused)
+  uint32_t shared_a = 1, shared_b = 1;  // shared array lengths (1 when unused), per stage buffer
+  uint32_t stages = 1;                   // the shared schedule's stage buffers (STAGES: 2 on GPUs where they fit)
   // gmm's matrix schedule (use_shared too: its staging and fill visits are the shared schedule's): the
   // cooperative matrices' M x N x K and the block's subgroups, sg_m x sg_n (make_matrix_shape).
   bool matrix = false;

@@ -1,8 +1,9 @@
 // The shared schedules' stage (gmm.comp, tgmm.comp): one step of each operand in shared memory, As
-// (SHARED_A values) and Bs (SHARED_B). An operand's values are lines (lhs rows, rhs product columns,
-// tgmm's k rows) by the step's rows (the reduction). The staging code (stage_kmajor.glsl and each op's
-// own) puts 4 values at a time, 4 step rows of one line or 4 adjacent lines (the first a multiple of 4)
-// of one step row, at a place (stage_place: an element index) it computes once per tile.
+// (SHARED_A values) and Bs (SHARED_B), in the FMA builds once per buffer (STAGES). An operand's values are
+// lines (lhs rows, rhs product columns, tgmm's k rows) by the step's rows (the reduction). The staging code
+// (stage_kmajor.glsl and each op's own) puts 4 values at a time, 4 step rows of one line or 4 adjacent
+// lines (the first a multiple of 4) of one step row, at a place (stage_place: an element index) it
+// computes once per tile.
 //  - The FMA builds: f32, step-major ([step row][line]), as vec4s, so that an invocation's 4 adjacent
 //    lines are one 16-byte read.
 //  - The matrix builds (VKGMM_MATRIX): f16, the cooperative matrices' inputs, line-major: each line's step
@@ -24,6 +25,14 @@
 // `to_b` (a constant where it is called: a shared array cannot be passed to a function) picks Bs, else As.
 #define VKGMM_STAGE_FN
 #include "stage_layout.h"
+// The FMA builds' buffers of the stage (interface.h). With 2, each op's loop runs a step from one buffer
+// while the next step's chunks, loaded meanwhile, go into the other one, then waits at one barrier: the
+// other buffer's last reader finished before the barrier before. Its loop is unrolled by two steps, so
+// that each step's buffer is a constant and every read a constant offset from the invocation's base,
+// which compilers keep in the load; its last step stores its chunks once more, into the buffer no step
+// reads again. stage_buffer: the buffer the staging code writes (stage_put_*), 0 with one buffer.
+layout(constant_id = VKGMM_ID_STAGES) const uint STAGES = 1;
+uint stage_buffer = 0u;
 #ifdef VKGMM_MATRIX
 const uint B_LO = SHARED_B / 2u;
 const float B_LO_SCALE = 2048.0;
@@ -57,23 +66,27 @@ void stage_put_along(const bool to_b, uint place, uint lines, vec4 v) {
 void stage_put_across(const bool to_b, uint place, vec4 v) {
   [[unroll]] for (uint q = 0; q < 4; ++q) stage_put(to_b, place + q * vkgmm_stage_stride(STAGE_DEPTH), v[q]);
 }
+const uint STAGE_A4 = 1u, STAGE_B4 = 1u;
 #else
-shared vec4 As4[(SHARED_A + 3) / 4];
-shared vec4 Bs4[(SHARED_B + 3) / 4];
+// Each buffer's vec4s; buffer b from b * STAGE_A4 (STAGE_B4) on.
+const uint STAGE_A4 = (SHARED_A + 3) / 4, STAGE_B4 = (SHARED_B + 3) / 4;
+shared vec4 As4[STAGES * STAGE_A4];
+shared vec4 Bs4[STAGES * STAGE_B4];
 
 uint stage_place(uint line, uint k, uint lines) { return k * lines + line; }
 uint stage_step_stride(uint lines) { return lines; }
 
 // Component place & 3 (line & 3) of 4 vec4s a step row apart: lines is a multiple of 4.
 void stage_put_along(const bool to_b, uint place, uint lines, vec4 v) {
-  const uint at = place >> 2, c = place & 3u;
+  const uint c = place & 3u;
+  const uint at = (place >> 2) + stage_buffer * (to_b ? STAGE_B4 : STAGE_A4);
   [[unroll]] for (uint q = 0; q < 4; ++q) {
     if (!to_b) As4[at + q * (lines / 4u)][c] = v[q];
     else Bs4[at + q * (lines / 4u)][c] = v[q];
   }
 }
 void stage_put_across(const bool to_b, uint place, vec4 v) {
-  if (!to_b) As4[place >> 2] = v;
-  else Bs4[place >> 2] = v;
+  if (!to_b) As4[(place >> 2) + stage_buffer * STAGE_A4] = v;
+  else Bs4[(place >> 2) + stage_buffer * STAGE_B4] = v;
 }
 #endif

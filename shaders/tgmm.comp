@@ -289,6 +289,30 @@ void matrix_store4(uint r, uint c, vec4 v, vec4 u) {
 // The shared schedule's and the VEC4 schedule's accumulators: k row i, column group v at i * VN + v.
 vec4 acc4[RK * VN];
 
+#ifndef VKGMM_MATRIX
+// One step's FMAs from the stage, the invocation's operands at As4[a_at + ...] and Bs4[b_at + ...] (as
+// gmm_shared.glsl's fma_step).
+void fma_step(uint a_at, uint b_at) {
+  [[unroll]] for (uint c = 0; c < TM; ++c) {
+    vec4 a[(RK + 3) / 4], b[VN];  // RK is a multiple of 4 here; never 0 where this branch is dead
+    [[unroll]] for (uint u = 0; u < RK / 4; ++u) a[u] = As4[a_at + c * (TK / 4) + u * TY];
+    [[unroll]] for (uint v = 0; v < VN; ++v) b[v] = Bs4[b_at + c * (TN / 4) + v * TX];
+    [[unroll]] for (uint i = 0; i < RK; ++i)
+      [[unroll]] for (uint v = 0; v < VN; ++v) acc4[i * VN + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VN + v]);
+  }
+}
+
+// Two stage buffers (stage.glsl): the step from group row r0 in buffer `buf` (a constant where it is
+// called), the next step's chunks loaded meanwhile and stored into the other buffer, then its one barrier.
+void two_buffer_step(int r0, uint gstart, uint gend, const uint buf, uint tx, uint ty) {
+  if (r0 + int(TM) < int(gend)) stage_load(r0 + int(TM), gstart, false);
+  fma_step(buf * STAGE_A4 + ty, buf * STAGE_B4 + tx);
+  stage_buffer = 1u - buf;
+  stage_store();
+  barrier();
+}
+#endif
+
 // One block's reduction over the group's rows (gstart .. gend) on the stage: into acc4, or in the matrix
 // builds into the cooperative matrices' accumulators (matrix_tile.glsl's, which the caller zeroes and
 // finishes).
@@ -297,6 +321,21 @@ void reduce_shared(uint lid, uint k0, uint n0, uint gstart, uint gend, uint tx, 
   uint steps;
   int r0 = first_row_step(gstart, gend, steps);
   if (steps > 0) stage_load(r0, gstart, true);
+#ifndef VKGMM_MATRIX
+  if (STAGES == 2u) {
+    if (steps > 0) {
+      stage_buffer = 0u;
+      stage_store();
+      barrier();
+    }
+    for (; r0 < int(gend); r0 += int(2u * TM)) {
+      two_buffer_step(r0, gstart, gend, 0u, tx, ty);
+      if (r0 + int(TM) >= int(gend)) break;
+      two_buffer_step(r0 + int(TM), gstart, gend, 1u, tx, ty);
+    }
+    return;
+  }
+#endif
   for (; r0 < int(gend); r0 += int(TM)) {
     stage_store();
     barrier();
@@ -304,13 +343,7 @@ void reduce_shared(uint lid, uint k0, uint n0, uint gstart, uint gend, uint tx, 
 #ifdef VKGMM_MATRIX
     matrix_step();
 #else
-    [[unroll]] for (uint c = 0; c < TM; ++c) {
-      vec4 a[(RK + 3) / 4], b[VN];  // RK is a multiple of 4 here; never 0 where this branch is dead
-      [[unroll]] for (uint u = 0; u < RK / 4; ++u) a[u] = As4[c * (TK / 4) + u * TY + ty];
-      [[unroll]] for (uint v = 0; v < VN; ++v) b[v] = Bs4[c * (TN / 4) + v * TX + tx];
-      [[unroll]] for (uint i = 0; i < RK; ++i)
-        [[unroll]] for (uint v = 0; v < VN; ++v) acc4[i * VN + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VN + v]);
-    }
+    fma_step(ty, tx);
 #endif
     barrier();
   }

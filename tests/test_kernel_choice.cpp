@@ -95,7 +95,7 @@ KernelRequest tgmm_request(bool f16, const DeviceInfo& info) {
   return q;
 }
 
-// "schedule (tm, tk, tn) tx x ty of rm x rn [slices] [matrix sg_m x sg_n of cm_m x cm_n x cm_k]".
+// "schedule (tm, tk, tn) tx x ty of rm x rn [slices] [in flight] [stages] [matrix sg_m x sg_n of cm_m x cm_n x cm_k]".
 std::string text(const KernelChoice& c) {
   const KernelShape& s = c.shape;
   const Tiling t = c.tiling();
@@ -104,6 +104,7 @@ std::string text(const KernelChoice& c) {
                     std::to_string(s.rm) + "x" + std::to_string(s.rn);
   if (s.slices > 1) out += " slices " + std::to_string(s.slices);
   if (s.steps_in_flight > 1) out += " in flight " + std::to_string(s.steps_in_flight);
+  if (s.stages > 1) out += " stages " + std::to_string(s.stages);
   if (s.matrix)
     out += " matrix " + std::to_string(s.sg_m) + "x" + std::to_string(s.sg_n) + " of " + std::to_string(s.cm_m) + "x" +
            std::to_string(s.cm_n) + "x" + std::to_string(s.cm_k);
@@ -124,8 +125,9 @@ struct Pinned {
 // NVIDIA the 8 x 8 register tile; AMD's tile from its register file (GCN's 256 registers: 8 x 8 at two
 // waves); the matrix block 128 x 128 over 8 subgroups, except on Intel, whose 4 accumulator matrices per
 // subgroup at the DPAS width shrink it (32 x 64 on DG2's 8 x 8 matrices, 32 x 128 on BMG's 8 x 16) and
-// its step to 16; Intel's shared tile 4 x 8; GPUs' decode 2 rows by 32 columns over 32 K slices, two quads
-// of K in flight (64 bytes of f32 weights each per invocation).
+// its step to 16; Intel's shared tile 4 x 8; two stage buffers on the shared schedule, except NVIDIA's;
+// GPUs' decode 2 rows by 32 columns over 32 K slices, two quads of K in flight (64 bytes of f32 weights
+// each per invocation).
 const Pinned kPinned[] = {
     {"lavapipe", "direct (32, 4, 128) 8x2 of 16x16", "direct (32, 4, 128) 8x2 of 16x16", "direct (4, 128, 128) 8x8 of 16x16",
      "direct (4, 128, 128) 8x8 of 16x16", "direct (2, 4, 1024) 8x1 of 2x128"},
@@ -134,16 +136,18 @@ const Pinned kPinned[] = {
     {"NVK GA102", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x8x16",
      "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x8x16",
      "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
-    {"RADV NAVI31", "shared (128, 16, 128) 16x16 of 8x8", "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
-     "shared (16, 128, 128) 16x16 of 8x8", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
+    {"RADV NAVI31", "shared (128, 16, 128) 16x16 of 8x8 stages 2",
+     "matrix (128, 32, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
+     "shared (16, 128, 128) 16x16 of 8x8 stages 2", "matrix (32, 128, 128) 32x8 of 16x4 matrix 2x4 of 16x16x16",
      "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
-    {"RADV VEGA10", "shared (128, 16, 128) 16x16 of 8x8", "shared (128, 16, 128) 16x16 of 8x8",
-     "shared (16, 128, 128) 16x16 of 8x8", "shared (16, 128, 128) 16x16 of 8x8", "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
-    {"ANV DG2", "shared (64, 16, 128) 16x16 of 4x8", "matrix (32, 16, 64) 16x4 of 8x4 matrix 2x4 of 8x8x16",
-     "shared (16, 64, 128) 16x16 of 4x8", "matrix (16, 32, 64) 16x4 of 8x4 matrix 2x4 of 8x8x16",
+    {"RADV VEGA10", "shared (128, 16, 128) 16x16 of 8x8 stages 2", "shared (128, 16, 128) 16x16 of 8x8 stages 2",
+     "shared (16, 128, 128) 16x16 of 8x8 stages 2", "shared (16, 128, 128) 16x16 of 8x8 stages 2",
      "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
-    {"ANV BMG", "shared (64, 16, 128) 16x16 of 4x8", "matrix (32, 16, 128) 32x4 of 8x4 matrix 1x8 of 8x16x16",
-     "shared (16, 64, 128) 16x16 of 4x8", "matrix (16, 32, 128) 32x4 of 8x4 matrix 1x8 of 8x16x16",
+    {"ANV DG2", "shared (64, 16, 128) 16x16 of 4x8 stages 2", "matrix (32, 16, 64) 16x4 of 8x4 matrix 2x4 of 8x8x16",
+     "shared (16, 64, 128) 16x16 of 4x8 stages 2", "matrix (16, 32, 64) 16x4 of 8x4 matrix 2x4 of 8x8x16",
+     "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
+    {"ANV BMG", "shared (64, 16, 128) 16x16 of 4x8 stages 2", "matrix (32, 16, 128) 32x4 of 8x4 matrix 1x8 of 8x16x16",
+     "shared (16, 64, 128) 16x16 of 4x8 stages 2", "matrix (16, 32, 128) 32x4 of 8x4 matrix 1x8 of 8x16x16",
      "direct (2, 4, 32) 8x1 of 2x4 slices 32 in flight 2"},
 };
 
@@ -184,12 +188,16 @@ TEST(KernelChoice, GatedPrefillAndBlockDecode) {
       {"lavapipe", "direct (32, 4, 128) 8x4 of 8x16", "direct (2, 4, 128) 8x1 of 2x16"},
       {"H100", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
       {"NVK GA102", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
-      {"RADV NAVI31", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
-      {"RADV VEGA10", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
-      {"ANV DG2", "shared (64, 16, 64) 16x16 of 4x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
-      {"ANV BMG", "shared (64, 16, 64) 16x16 of 4x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
-      {"Intel MTL", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
-      {"AMD RX 6800", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
+      {"RADV NAVI31", "shared (128, 16, 64) 16x16 of 8x4 stages 2",
+       "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
+      {"RADV VEGA10", "shared (128, 16, 64) 16x16 of 8x4 stages 2",
+       "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
+      {"ANV DG2", "shared (64, 16, 64) 16x16 of 4x4 stages 2", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
+      {"ANV BMG", "shared (64, 16, 64) 16x16 of 4x4 stages 2", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
+      {"Intel MTL", "shared (128, 16, 64) 16x16 of 8x4 stages 2", "direct (2, 4, 32) 8x2 of 1x4 slices 16"},
+      {"AMD RX 6800", "shared (128, 16, 64) 16x16 of 8x4 stages 2",
+       "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
+      // Mali's 32 KiB per workgroup holds one 16 KiB stage beside the rest, not two.
       {"Mali", "shared (128, 16, 64) 16x16 of 8x4", "direct (2, 4, 32) 8x1 of 2x4 slices 16 in flight 2"},
   };
   ASSERT_EQ(all.size(), std::size(wants));
@@ -240,6 +248,38 @@ TEST(KernelChoice, RowFieldsReachTheKernel) {
   EXPECT_LE((matrix.shape.rows / (matrix.shape.sg_m * matrix.shape.cm_m)) *
                 (matrix.shape.cols / (matrix.shape.sg_n * matrix.shape.cm_n)),
             row.matrix_fragments);
+}
+
+// The shared schedule's stage takes the class's two buffers where both fit the device's shared memory and
+// each invocation holds at most half the class's chunks in flight: RDNA3's 128 x 128 f32 block (16 KiB, 4
+// chunks) takes two, but keeps one on a device of 32 KiB per workgroup; its 32-row block for short groups
+// (5 chunks per invocation, 64 invocations) keeps one. CPU devices keep one (the shared schedule forced on
+// lavapipe), and so do NVIDIA's (its row) and the matrix builds.
+TEST(KernelChoice, StageBuffersWhereTheyFit) {
+  const ResolvedOptions options;
+  const DeviceInfo navi31 = devices()[3].info;
+  auto stages = [&](const std::vector<int32_t>& groups, bool f16, const DeviceInfo& d) {
+    const KernelChoice c = choose_kernel(gmm_request(groups, f16, d), d, d, options);
+    return std::make_pair(c.shape.stages, text(c));
+  };
+  EXPECT_EQ(stages(kPrefillGroups, false, navi31).first, device_class(navi31).stage_buffers);
+  EXPECT_EQ(device_class(navi31).stage_buffers, 2u);
+  DeviceInfo small = navi31;
+  small.max_shared_memory = 32768;
+  EXPECT_EQ(stages(kPrefillGroups, false, small).first, 1u);
+  const auto short_rows = stages(std::vector<int32_t>(64, 30), false, navi31);
+  EXPECT_EQ(short_rows.second, "shared (32, 8, 128) 16x4 of 8x8");
+  EXPECT_EQ(short_rows.first, 1u);
+  EXPECT_EQ(stages(kPrefillGroups, false, devices()[1].info).first, 1u);  // H100
+  const auto matrix = stages(kPrefillGroups, true, navi31);
+  EXPECT_NE(matrix.second.find("matrix"), std::string::npos) << matrix.second;
+  EXPECT_EQ(matrix.first, 1u);
+  const DeviceInfo lavapipe = devices()[0].info;
+  KernelRequest forced = gmm_request(kPrefillGroups, false, lavapipe);
+  forced.requested = Schedule::shared;
+  const KernelChoice cpu = choose_kernel(forced, lavapipe, lavapipe, options);
+  EXPECT_TRUE(cpu.shape.use_shared);
+  EXPECT_EQ(cpu.shape.stages, 1u);
 }
 
 // On a driver whose matrix results are not trusted (the H100's, NVIDIA's own), the automatic schedule

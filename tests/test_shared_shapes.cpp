@@ -11,6 +11,7 @@
 #include <string>
 
 #include "context_impl.hpp"
+#include "device_class.hpp"
 #include "gpu_harness.hpp"
 #include "interface.h"
 #include "plan_internals.hpp"
@@ -22,6 +23,9 @@ namespace {
 struct OpShape {
   uint32_t rows = 0, step = 0, cols = 0, rm = 0, rn = 0, invocations = 0;
   bool shared = false;
+  // The stage's buffers (STAGES; in a case's want, 2: pinned wherever the device can hold them) and each
+  // buffer's lengths.
+  uint32_t stages = 1, shared_a = 0, shared_b = 0;
 };
 
 template <class Plan>
@@ -29,8 +33,10 @@ OpShape op_shape(const Plan& plan) {
   for (const PlannedPipeline& p : PlanInternals::pipelines(plan))
     if (std::string(p.role) == "op") {
       const std::vector<uint32_t>& c = p.constants;
-      return {c[VKGMM_ID_BLOCK_ROWS], c[VKGMM_ID_STEP],          c[VKGMM_ID_BLOCK_COLS], c[VKGMM_ID_ROWS_PER_INV],
-              c[VKGMM_ID_COLS_PER_INV], c[VKGMM_ID_INVOCATIONS], c[VKGMM_ID_USE_SHARED] != 0};
+      return {c[VKGMM_ID_BLOCK_ROWS],   c[VKGMM_ID_STEP],        c[VKGMM_ID_BLOCK_COLS],
+              c[VKGMM_ID_ROWS_PER_INV], c[VKGMM_ID_COLS_PER_INV], c[VKGMM_ID_INVOCATIONS],
+              c[VKGMM_ID_USE_SHARED] != 0, c[VKGMM_ID_STAGES],   c[VKGMM_ID_SHARED_A],
+              c[VKGMM_ID_SHARED_B]};
     }
   ADD_FAILURE() << "the plan has no op pipeline";
   return {};
@@ -39,7 +45,7 @@ OpShape op_shape(const Plan& plan) {
 std::string shape_text(const OpShape& s) {
   return std::to_string(s.rows) + "x" + std::to_string(s.step) + "x" + std::to_string(s.cols) + " by " +
          std::to_string(s.invocations) + " invocations of " + std::to_string(s.rm) + "x" + std::to_string(s.rn) +
-         (s.shared ? " (shared)" : " (direct)");
+         (s.shared ? " (shared, " + std::to_string(s.stages) + " stage buffers)" : " (direct)");
 }
 
 // Contexts of the test's own: the shared schedule forced (as a CPU device plans it), or planning as a
@@ -61,14 +67,23 @@ Context gpu_context(bool texel) {
 const char* loads_name(bool texel) { return texel ? "texel views" : "storage buffers"; }
 
 // Runs a case (against the reference; `run` returns its plan's shape) on contexts planning as a GPU, both
-// ways the inputs are read, and expects the plan to have chosen `want`.
-void expect_gpu_shape(const OpShape& want, const std::function<OpShape(Context&)>& run) {
+// ways the inputs are read, and expects the plan to have chosen `want`. Its stage buffers: 2 where both fit
+// the device's shared memory beside 64 bytes and each invocation holds at most half the class's chunks in
+// flight, pinned in the cases that want 2 (the 128 x 128 and 128 x 64 blocks stepping 8); elsewhere the
+// class's where that holds, else 1.
+void expect_gpu_shape(OpShape want, const std::function<OpShape(Context&)>& run) {
   for (bool texel : {true, false}) {
     SCOPED_TRACE(loads_name(texel));
     Context ctx = gpu_context(texel);
     const OpShape s = run(ctx);
+    // A step's 4-value chunks (shared_a + shared_b values) over the invocations, within half the class's.
+    const uint64_t stage_bytes = (uint64_t(s.shared_a) + s.shared_b) * sizeof(float);
+    const uint64_t chunks_each = ((uint64_t(s.shared_a) + s.shared_b) / 4 + s.invocations - 1) / s.invocations;
+    const DeviceClass& row = device_class(*ContextInternals::of(ctx).tiling_device.as);
+    const bool room = 2 * stage_bytes + 64 <= ctx.info().max_shared_memory && 2 * chunks_each <= row.chunks_in_flight;
+    if (want.stages != 2u || !room) want.stages = room ? row.stage_buffers : 1;
     EXPECT_TRUE(s.shared && s.rows == want.rows && s.step == want.step && s.cols == want.cols && s.rm == want.rm &&
-                s.rn == want.rn && s.invocations == want.invocations)
+                s.rn == want.rn && s.invocations == want.invocations && s.stages == want.stages)
         << "planned " << shape_text(s) << ", expected " << shape_text(want);
   }
 }
@@ -186,6 +201,17 @@ std::vector<GmmShapeCase> gpu_gmm_cases() {
       // here all 37 tokens) and would take 64 rows.
       {"t32_f16_routed", 37, 28, 24, {}, f16, false, false, Tiling{32, 8, 32}, {32, 8, 32, 8, 8, 16, true}},
       {"t32_f32_T_routed_swiglu", 37, 44, 32, {}, f32, true, true, Tiling{32, 8, 16}, {32, 8, 16, 8, 4, 16, true}},
+      // K steps of 8: the 128 x 128 block's 8 KiB stage fits twice in 32 KiB, 2 chunks per invocation. k = 40
+      // is 5 steps (the two-buffer loop ends after buffer 0's step), 32 is 4 (after buffer 1's), 37 a ragged
+      // first step of 5 and 4 more, 4 one step shrunk to 4. A 128 x 64 block's stages differ in length.
+      {"t128_step8_two_buffers_f32", 300, 40, 72, {256, 44}, f32, false, false, Tiling{128, 8, 128},
+       {128, 8, 128, 8, 8, 256, true, 2}},
+      {"t128x64_step8_two_buffers_f32", 300, 32, 60, {256, 44}, f32, false, false, Tiling{128, 8, 64},
+       {128, 8, 64, 8, 8, 128, true, 2}},
+      {"t128_step8_two_buffers_bf16_T_k37", 300, 37, 72, {44, 256}, bf16, true, false, Tiling{128, 8, 128},
+       {128, 8, 128, 8, 8, 256, true, 2}},
+      {"t128_step8_one_step_bf16_T", 300, 4, 72, {44, 256}, bf16, true, false, Tiling{128, 8, 128},
+       {128, 4, 128, 8, 8, 256, true, 2}},
       // A 16 x 24 tile: 12 invocations of 4 x 8; the chunks do not split evenly over them.
       {"t16x24_uneven_bf16_T", 50, 36, 24, {20, 30}, bf16, true, false, Tiling{16, 16, 24}, {16, 8, 24, 4, 8, 12, true}},
   };
@@ -206,6 +232,7 @@ struct TgmmShapeCase {
   DType type;
   bool lhs_mk;
   OpShape want;
+  std::optional<Tiling> tiling = std::nullopt;  // (rows per step, block k, block n); unset: automatic
 };
 
 void PrintTo(const TgmmShapeCase& c, std::ostream* os) { *os << c.name; }
@@ -218,6 +245,7 @@ OpShape expect_tgmm_case(Context& ctx, const TgmmShapeCase& c, uint32_t seed) {
   p.group_sizes = c.sizes;
   p.lhs_type = p.rhs_type = p.out_type = c.type;
   p.lhs_mk = c.lhs_mk;
+  if (c.tiling) p.tiling = TilingChoice::of(*c.tiling);
   const auto lhs = random_values(size_t(p.k * p.m), c.type, rng);
   const auto rhs = random_values(size_t(p.m * p.n), c.type, rng);
   const Tolerance tol = tolerance_for(c.type, c.type, c.type);
@@ -308,6 +336,12 @@ std::vector<TgmmShapeCase> gpu_tgmm_cases() {
       {"t128_f16_lhs_mk", 72, 20, longer, f16, true, {128, 8, 32, 8, 8, 64, true}},
       {"t32_bf16_lhs_mk", 24, 24, kShortGroups, bf16, true, {32, 8, 32, 8, 8, 16, true}},
       {"t32_f32_scalar", 21, 23, kShortGroups, f32, false, {32, 8, 32, 8, 8, 16, true}},
+      // Steps of 8 rows: the 128 x 128 block's 8 KiB stage fits twice in 32 KiB, 2 chunks per invocation.
+      // Groups of 1 to 49 rows (one step to 7, ragged first steps) and of 16 and 32 (2 and 4 steps).
+      {"t128_step8_two_buffers_f32", 72, 72, longer, f32, false, {128, 8, 128, 8, 8, 256, true, 2},
+       Tiling{8, 128, 128}},
+      {"t128_step8_two_buffers_f16_lhs_mk", 72, 72, {0, 16, 3, 32, 40, 0, 9}, f16, true,
+       {128, 8, 128, 8, 8, 256, true, 2}, Tiling{8, 128, 128}},
   };
 }
 
