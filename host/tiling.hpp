@@ -141,7 +141,7 @@ constexpr uint32_t kSliceInvocations = 256;
 // steps in flight (KernelShape::steps_in_flight): the step's values of K and, per rhs column, the bytes of
 // weights it reads and the 32-bit registers it holds until its FMAs.
 struct KWalkStep {
-  uint32_t values = 4;            // a quad of an element type; a block format's walk step (q_step_values)
+  uint32_t values = 4;            // a quad of an element type; a block format's walk step (Q_STEP_VALUES)
   double column_bytes = 16;       // bytes of weights per column and step
   uint32_t column_registers = 4;  // per column and step: its values, or a block's quant words and scales
   bool blocks = false;            // a block format's walk, whose lhs is loaded a quad at a time in the step

@@ -92,8 +92,8 @@ VKGMM_DEFINE_INPUT_LOADS(load_lhs, load4_lhs, lhs, LHS_TYPE)
 #ifdef VKGMM_BLOCK_RHS
 const bool RHS_BLOCKS = true;
 // i counts values from rhs_off, which for blocks counts words (quant.glsl's q_word adds it).
-float load_rhs(uint i) { return dequant4(RHS_TYPE, (i - pc.rhs_off) & ~3u)[(i - pc.rhs_off) & 3u]; }
-vec4 load4_rhs(uint i) { return dequant4(RHS_TYPE, i - pc.rhs_off); }
+float load_rhs(uint i) { return dequant4((i - pc.rhs_off) & ~3u)[(i - pc.rhs_off) & 3u]; }
+vec4 load4_rhs(uint i) { return dequant4(i - pc.rhs_off); }
 #else
 const bool RHS_BLOCKS = false;
 VKGMM_DEFINE_INPUT_LOADS(load_rhs, load4_rhs, rhs, RHS_TYPE)

@@ -46,10 +46,10 @@ void walk_quad(Walk walk, uint k0, uint s, uint rbase, uint f) {
         [[unroll]] for (uint c = 0; c < 4; ++c) {
           uint e = 4 * v + c, fe = step_col(f, e);
 #ifdef VKGMM_BLOCK_RHS
-          uint word = col_quant_words[fe][s % q_run_words(RHS_TYPE)], hi_word = col_high_bits[fe][s % 8u];
+          uint word = col_quant_words[fe][s % Q_RUN_WORDS], hi_word = col_high_bits[fe][s % 8u];
           // One decoder call (it is inlined at each): scaled here unless the run's sum is.
-          vec4 t = q_raw4(RHS_TYPE, col_scales[fe], word, hi_word, s);
-          if (!walk.runs) t = q_scaled4(RHS_TYPE, col_scales[fe], s, t);
+          vec4 t = q_raw4(col_scales[fe], word, hi_word, s);
+          if (!walk.runs) t = q_scaled4(col_scales[fe], s, t);
 #else
           vec4 t = load4_rhs(rhs_col_start[e] + kk);
 #endif
@@ -71,10 +71,10 @@ void walk_quad(Walk walk, uint k0, uint s, uint rbase, uint f) {
   if (walk.runs && s % walk.run_quads == walk.run_quads - 1u)
     [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v) {
       uint e = step_col(f, 4 * v);
-      vec4 scale = vec4(q_run_scale(RHS_TYPE, col_scales[e], s), q_run_scale(RHS_TYPE, col_scales[e + 1], s),
-                        q_run_scale(RHS_TYPE, col_scales[e + 2], s), q_run_scale(RHS_TYPE, col_scales[e + 3], s));
-      vec4 mins = vec4(q_run_min(RHS_TYPE, col_scales[e], s), q_run_min(RHS_TYPE, col_scales[e + 1], s),
-                       q_run_min(RHS_TYPE, col_scales[e + 2], s), q_run_min(RHS_TYPE, col_scales[e + 3], s));
+      vec4 scale = vec4(q_run_scale(col_scales[e], s), q_run_scale(col_scales[e + 1], s),
+                        q_run_scale(col_scales[e + 2], s), q_run_scale(col_scales[e + 3], s));
+      vec4 mins = vec4(q_run_min(col_scales[e], s), q_run_min(col_scales[e + 1], s),
+                       q_run_min(col_scales[e + 2], s), q_run_min(col_scales[e + 3], s));
       [[unroll]] for (uint i = 0; i < RM; ++i) {
         vec4 c = fma(scale, run_sums[i * ACC4_COLS + v], acc4[i * ACC4_COLS + v]);
         acc4[i * ACC4_COLS + v] = walk.mins ? fma(-mins, vec4(run_lhs_sums[i]), c) : c;
@@ -113,15 +113,15 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
   // Not a specialization-constant expression (glslang emitted one whose id spirv-val found undefined
   // where the loops below use it); folded all the same once the constants are specialized.
-  const bool values_scaled = q_values_scaled(RHS_TYPE, RM);
+  const bool values_scaled = q_values_scaled(RM);
   const bool WALK_RUNS = WALK_STEPS && !values_scaled;
-  const bool WALK_MINS = WALK_RUNS && q_has_mins(RHS_TYPE);
-  // A step: a block walk's q_step_values, an element type's quad. An iteration takes STEPS_IN_FLIGHT steps
+  const bool WALK_MINS = WALK_RUNS && Q_HAS_MINS;
+  // A step: a block walk's Q_STEP_VALUES, an element type's quad. An iteration takes STEPS_IN_FLIGHT steps
   // (the host makes k a multiple of it), unrolled below, so that their loads are in flight together: a
   // block walk reads every step's words before the first quad's FMAs.
-  const uint step_values = WALK_STEPS ? q_step_values(RHS_TYPE) : 4u;
+  const uint step_values = WALK_STEPS ? Q_STEP_VALUES : 4u;
   const uint kstep = step_values * STEPS_IN_FLIGHT;
-  const uint run_quads = q_run_quads(RHS_TYPE);
+  const uint run_quads = Q_RUN_QUADS;
   // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
   // of every row that use it, so 16 values are live at a time instead of the quad's 16 * ACC4_COLS, which a
   // CPU driver spills; measured on lavapipe it is faster than loading every group first on the gmm
@@ -141,11 +141,11 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
         // A lead (q4_K's scales) once per super-block: at a step that starts one, and at an iteration's
         // first step when there is more than one slice, whose iterations are K_SLICES apart, each maybe in a
         // super-block of its own.
-        if (q_has_lead(RHS_TYPE) && ((f == 0u && K_SLICES > 1u) || at % q_block_values(RHS_TYPE) == 0u))
-          [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q_lead_at(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + at);
+        if (Q_HAS_LEAD && ((f == 0u && K_SLICES > 1u) || at % Q_BLOCK_VALUES == 0u))
+          [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q_lead_at(rhs_col_start[e] - pc.rhs_off + at);
         [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) {
           uint fe = step_col(f, e);
-          q_step_walk(RHS_TYPE, rhs_col_start[e] - pc.rhs_off + at, qhead[e], col_scales[fe], col_quant_words[fe],
+          q_step_walk(rhs_col_start[e] - pc.rhs_off + at, qhead[e], col_scales[fe], col_quant_words[fe],
                       col_high_bits[fe]);
         }
       }

@@ -34,7 +34,14 @@ uvec4 a_next[CA], b_next[CB];
 
 // With VEC4 a chunk's 4 elements are all in range or all out (k, n multiples of 4): one load.
 VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4)
+#ifdef VKGMM_BLOCK_RHS
+// A block format's chunks are always 4 values of one quad (dequant4's), all in range or all out: its rows
+// are whole blocks along rhs's contiguous axis, and a chunk's first value there is a multiple of 4 (a K
+// row in [n, k]; in [k, n] a product column, whose halves are n / 2, a multiple of 16, apart).
+vec4 rhs4_masked(uint i, bvec4 ok) { return ok.x ? load4_rhs(i) : vec4(0.0); }
+#else
 VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)
+#endif
 VKGMM_DEFINE_PACKED16_LOAD4(lhs4_packed, lhs)
 VKGMM_DEFINE_PACKED16_LOAD4(rhs4_packed, rhs)
 VKGMM_DEFINE_STAGED_LOAD4(lhs4_staged, lhs4_masked, lhs4_packed, A_PACKED)
@@ -102,12 +109,13 @@ void stage_load(int k0, const bool first) {
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
-    if (TRANSPOSE_RHS) {
-      b_next[s] = rhs4_staged(b_src[s] + uint(k0), kmajor_reads(k0 + int(kmajor_k(e, TNH)), 0, first));
-    } else {
-      bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
-      b_next[s] = rhs4_staged(b_src[s] + uint(k0) * pc.n, first && k0 + int(b_krow(gl_LocalInvocationIndex, s)) < 0 ? bvec4(false) : cols);
-    }
+    // One call for both layouts: drivers inline a call before they drop the layout not taken, and a
+    // block format's decoder is most of this pipeline's code.
+    bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
+    uint at = b_src[s] + (TRANSPOSE_RHS ? uint(k0) : uint(k0) * pc.n);
+    bvec4 ok = TRANSPOSE_RHS ? kmajor_reads(k0 + int(kmajor_k(e, TNH)), 0, first)
+                             : first && k0 + int(b_krow(gl_LocalInvocationIndex, s)) < 0 ? bvec4(false) : cols;
+    b_next[s] = rhs4_staged(at, ok);
   }
 }
 

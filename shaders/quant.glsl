@@ -98,7 +98,7 @@ void q_words(uint b, uint count, out uint w[8]) {
   q_words_in(r, b & 3u, count, w);
 }
 
-// A step: q_step_values(type) consecutive values at a multiple of that many. The whole-block formats
+// A step: Q_STEP_VALUES consecutive values at a multiple of that many. The whole-block formats
 // (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4): a block of 32, its head (scales; q5's high bits) before
 // its quants. q6_K and q5_K: a 32-value sub-block of a 256-value super-block. q4_K: 64 values, the two
 // sub-blocks 2c and 2c + 1 that share chunk c's 32 quant bytes (the low nibbles, then the high ones), so
@@ -117,57 +117,56 @@ struct QStep {
 // A step with no fields set: each reader fills those its format has.
 QStep q_step_none() { return QStep(0u, 0u, 0u, 0u, vec2(0.0), vec2(0.0), 0u); }
 
-// The block formats' sizes (VKGMM_DTYPES) and walk (VKGMM_BLOCK_FORMATS), one field at a time: the
-// type's row, else 0 (the step: 4) for an element type.
-// Each is a sum over the rows of (type is the row) * its field: arithmetic without branches, which a
-// driver folds to the row's constant once the type is specialized. (A chain of ?: would be a cascade of
-// branches at every call, inlined everywhere before the type is known: compile time that grows with the
-// rows.)
-#define VKGMM_Q_VALUES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && type == uint(value)) * uint(values)
-#define VKGMM_Q_BYTES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && type == uint(value)) * uint(bytes)
-#define VKGMM_Q_ROW_any(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME)
-#define VKGMM_Q_ROW_step(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(step)
-#define VKGMM_Q_ROW_head(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(head)
-#define VKGMM_Q_ROW_run_quads(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(run_quads)
-#define VKGMM_Q_ROW_run_words(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(run_words)
-#define VKGMM_Q_ROW_mins(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(mins)
-#define VKGMM_Q_ROW_high(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(high)
-#define VKGMM_Q_ROW_scales(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(scales)
-#define VKGMM_Q_ROW_bits(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(bits)
-#define VKGMM_Q_ROW_offset(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(offset)
-#define VKGMM_Q_ROW_table(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(type == VKGMM_DT_##NAME) * uint(table)
-uint q_block_values(uint type) { return 0u VKGMM_DTYPES(VKGMM_Q_VALUES); }
-uint q_block_bytes(uint type) { return 0u VKGMM_DTYPES(VKGMM_Q_BYTES); }
-bool q_is_block(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_any)) != 0u; }
-uint q_step_values(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_step)) + uint(!q_is_block(type)) * 4u; }  // element types: 4
-uint q_scale_bytes(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_head); }  // a whole block's head
+// rhs's format (gmm.comp's RHS_TYPE): its row of sizes (VKGMM_DTYPES) and walk (VKGMM_BLOCK_FORMATS),
+// field by field, else 0 (the step: 4) for an element type. Each is a specialization-constant expression,
+// a sum over the rows of (RHS_TYPE is the row) * its field, which the driver's SPIR-V reader evaluates to
+// one constant before it inlines anything. Functions of a type argument had each sum inlined at every call
+// and folded only later: a block-format pipeline took twice as long to create on lavapipe (1.6 s, 0.85 s).
+#define VKGMM_Q_VALUES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && RHS_TYPE == uint(value)) * uint(values)
+#define VKGMM_Q_BYTES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && RHS_TYPE == uint(value)) * uint(bytes)
+#define VKGMM_Q_ROW_any(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME)
+#define VKGMM_Q_ROW_step(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(step)
+#define VKGMM_Q_ROW_head(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(head)
+#define VKGMM_Q_ROW_run_quads(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(run_quads)
+#define VKGMM_Q_ROW_run_words(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(run_words)
+#define VKGMM_Q_ROW_mins(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(mins)
+#define VKGMM_Q_ROW_high(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(high)
+#define VKGMM_Q_ROW_scales(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(scales)
+#define VKGMM_Q_ROW_bits(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(bits)
+#define VKGMM_Q_ROW_offset(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(offset)
+#define VKGMM_Q_ROW_table(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(table)
+const uint Q_BLOCK_VALUES = 0u VKGMM_DTYPES(VKGMM_Q_VALUES);
+const uint Q_BLOCK_BYTES = 0u VKGMM_DTYPES(VKGMM_Q_BYTES);
+const bool Q_IS_BLOCK = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_any)) != 0u;
+const uint Q_STEP_VALUES = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_step)) + uint(!Q_IS_BLOCK) * 4u;  // element types: 4
+const uint Q_SCALE_BYTES = 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_head);  // a whole block's head
 // Quads per run of one scale: q6_K's 16-value halves of a sub-block, the K formats' sub-blocks, blocks.
-uint q_run_quads(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_quads)) + uint(!q_is_block(type)) * 8u; }
-// Words of quant bytes per step: word q % q_run_words holds quad q (q4_K: quads q and q + 8, nibbles).
-uint q_run_words(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_words)) + uint(!q_is_block(type)) * 8u; }
+const uint Q_RUN_QUADS = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_quads)) + uint(!Q_IS_BLOCK) * 8u;
+// Words of quant bytes per step: word q % Q_RUN_WORDS holds quad q (q4_K: quads q and q + 8, nibbles).
+const uint Q_RUN_WORDS = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_words)) + uint(!Q_IS_BLOCK) * 8u;
 // Runs with a min taken off (q4_K, q5_K, q4_1, q5_1); steps with a run of high bits, 8 words (q6_K, q5_K,
 // q3_K).
-bool q_has_mins(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_mins)) != 0u; }
-bool q_has_high(uint type) { return (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_high)) != 0u; }
+const bool Q_HAS_MINS = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_mins)) != 0u;
+const bool Q_HAS_HIGH = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_high)) != 0u;
 // The decoder of a step's scales (VKGMM_QS_*), and whether it reads a super-block's lead once per
 // super-block.
-uint q_scales(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_scales); }
-bool q_has_lead(uint type) { return q_scales(type) == VKGMM_QS_K_LEAD || q_scales(type) == VKGMM_QS_IQ4XS_LEAD; }
+const uint Q_SCALES = 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_scales);
+const bool Q_HAS_LEAD = Q_SCALES == VKGMM_QS_K_LEAD || Q_SCALES == VKGMM_QS_IQ4XS_LEAD;
 // Super-blocks of whole texels (q4_K, q5_K: 144 and 176 bytes): a lead or a run at a texel's start is
 // placed at compile time.
-bool q_texel_blocks(uint type) { return q_block_bytes(type) % 16u == 0u; }
+const bool Q_TEXEL_BLOCKS = Q_BLOCK_BYTES % 16u == 0u;
 // A value's bits before its scale (4, 5, 6, 8), the offset taken off (q - offset), the table of levels
 // its code indexes (1: mxfp4's, 2: iq4_nl's; 0: none).
-uint q_row_bits(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_bits); }
-uint q_row_offset(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_offset); }
-uint q_row_table(uint type) { return 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_table); }
+const uint Q_ROW_BITS = 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_bits);
+const uint Q_ROW_OFFSET = 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_offset);
+const uint Q_ROW_TABLE = 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_table);
 
 // The formats whose step is a whole block, its scale (fp16 d, or mxfp4's E8M0 byte) before the quants.
-bool q_whole_block(uint type) { return q_scale_bytes(type) != 0u; }
+const bool Q_WHOLE_BLOCK = Q_SCALE_BYTES != 0u;
 // A whole block's scale from the word holding its first byte, at byte b & 3 of it: an fp16 d, or where the
 // head is one byte (mxfp4), an E8M0 exponent.
-float q_block_scale(uint type, uint word, uint b) {
-  return q_scale_bytes(type) == 1u ? q_e8m0_half((word >> ((b & 3u) * 8u)) & 0xffu) : q_half_of(word, b);
+float q_block_scale(uint word, uint b) {
+  return Q_SCALE_BYTES == 1u ? q_e8m0_half((word >> ((b & 3u) * 8u)) & 0xffu) : q_half_of(word, b);
 }
 
 // q4_K: {fp16 d, dmin; uint8 scales[12]; uint8 q[128]}, 144 bytes; value = d * scale * q - dmin * min.
@@ -177,9 +176,9 @@ float q_block_scale(uint type, uint word, uint b) {
 // rhs starts at a texel (texel_views.cpp), so the word index is rounded down to a texel to say so to the
 // compiler (q_word_run then places no words by runtime selects). iq4_xs's lead is its first 2 words (136
 // bytes: super-blocks start at a word).
-uvec4 q_lead_at(uint type, uint i) {
-  uint r[9], w = (i >> 8) * (q_block_bytes(type) / 4u);
-  bool texels = q_texel_blocks(type);
+uvec4 q_lead_at(uint i) {
+  uint r[9], w = (i >> 8) * (Q_BLOCK_BYTES / 4u);
+  bool texels = Q_TEXEL_BLOCKS;
   q_word_run(texels ? w & ~3u : w, texels ? 4u : 2u, r);
   return uvec4(r[0], r[1], r[2], r[3]);
 }
@@ -188,11 +187,11 @@ uvec4 q_lead_at(uint type, uint i) {
 // q4_K's steps are whole chunks (64 values, two runs: the low nibbles, then the high ones); q5_K's are
 // half chunks (32 values, one run: one nibble and one qh bit of each byte), so that a step's quant and qh
 // words (16 per column) stay in registers: a 64-value q5_K step spilled on RDNA3's decode tile.
-QStep q4k_step(uint type, uvec4 head, uint i) {
+QStep q4k_step(uvec4 head, uint i) {
   QStep s = q_step_none();
-  uint c = (i >> 6) & 3u, base = (i >> 8) * q_block_bytes(type);
-  uint second = q_step_values(type) == 32u ? (i >> 5) & 1u : 0u;  // q5_K: the chunk's high nibbles
-  bool q5 = q_has_high(type);
+  uint c = (i >> 6) & 3u, base = (i >> 8) * Q_BLOCK_BYTES;
+  uint second = Q_STEP_VALUES == 32u ? (i >> 5) & 1u : 0u;  // q5_K: the chunk's high nibbles
+  bool q5 = Q_HAS_HIGH;
   s.run = base + (q5 ? 48u : 16u) + c * 32u;
   s.hi_run = q5 ? base + 16u : 0u;
   s.shift = 4u * second;
@@ -207,31 +206,31 @@ QStep q4k_step(uint type, uvec4 head, uint i) {
 // iq4_xs: {fp16 d; uint16 scales_h; uint8 scales_l[4]; uint8 q[128]}, 136 bytes, led by d, scales_h and
 // scales_l (head.x, head.y). A step is a 32-value sub-block ib, its 16 quant bytes packed as iq4_nl's, its
 // scale d * (ls - 32) with ls nibble ib of scales_l topped by bits 2 ib, 2 ib + 1 of scales_h.
-QStep iq4xs_step(uint type, uvec4 head, uint i) {
+QStep iq4xs_step(uvec4 head, uint i) {
   QStep s = q_step_none();
   uint ib = (i >> 5) & 7u;
-  s.run = (i >> 8) * q_block_bytes(type) + 8u + 16u * ib;
+  s.run = (i >> 8) * Q_BLOCK_BYTES + 8u + 16u * ib;
   uint ls = ((head.y >> (4u * ib)) & 15u) | (((head.x >> (16u + 2u * ib)) & 3u) << 4);
   s.scale = vec2(unpackHalf2x16(head.x).x * float(int(ls) - 32), 0.0);
   return s;
 }
 // The step at i of a super-block led by `head` (the formats with a lead).
-QStep q_lead_step(uint type, uvec4 head, uint i) {
-  return q_scales(type) == VKGMM_QS_IQ4XS_LEAD ? iq4xs_step(type, head, i) : q4k_step(type, head, i);
+QStep q_lead_step(uvec4 head, uint i) {
+  return Q_SCALES == VKGMM_QS_IQ4XS_LEAD ? iq4xs_step(head, i) : q4k_step(head, i);
 }
 
 // A whole block's min and high bits from the 8 bytes of its head hw (.x: bytes 0-3): q4_1 {fp16 d, m;
 // uint8 q[16]} and q5_1 {fp16 d, m; uint8 qh[4]; uint8 q[16]}: d * q + m, so a format with mins has its
 // min -m in the fp16 after d; q5_0 {fp16 d; uint8 qh[4]; uint8 q[16]}: a 5-bit format's fifth bits are
 // the head's last 4 bytes, qh, whose bit j is value j's.
-void q_head_fields(uint type, uvec2 hw, inout QStep s) {
-  if (q_has_mins(type)) s.mins = vec2(-unpackHalf2x16(hw.x).y, 0.0);
-  if (q_row_bits(type) == 5u) {
-    uint at = (q_scale_bytes(type) - 4u) * 8u;  // 16 (q5_0) or 32 (q5_1): qh's first bit in hw
+void q_head_fields(uvec2 hw, inout QStep s) {
+  if (Q_HAS_MINS) s.mins = vec2(-unpackHalf2x16(hw.x).y, 0.0);
+  if (Q_ROW_BITS == 5u) {
+    uint at = (Q_SCALE_BYTES - 4u) * 8u;  // 16 (q5_0) or 32 (q5_1): qh's first bit in hw
     s.bits = at == 32u ? hw.y : (hw.x >> at) | (hw.y << (32u - at));
   }
 }
-bool q_head_wide(uint type) { return q_scale_bytes(type) > 2u; }
+const bool Q_HEAD_WIDE = Q_SCALE_BYTES > 2u;
 
 // The step at i of a super-block without a lead: its scales read with each step. Halves h = i / 128 of
 // 128 values, steps t = (i / 32) % 4 of a half, runs of 16 values (l = i % 32 < 16, or not).
@@ -246,17 +245,17 @@ bool q_head_wide(uint type) { return q_scale_bytes(type) > 2u; }
 // nibble 4 (j / 8) of scales[j % 8], topped by bits 2 (j / 4), + 1 of scales[8 + j % 4].
 // Each step's two scale bytes are adjacent at an even byte (and in q3_K, their top bits too): one word
 // read each.
-QStep q_sub_step(uint type, uint i) {
+QStep q_sub_step(uint i) {
   QStep s = q_step_none();
-  uint base = (i >> 8) * q_block_bytes(type), h = (i >> 7) & 1u, t = (i >> 5) & 3u;
-  if (q_scales(type) == VKGMM_QS_Q6K) {
+  uint base = (i >> 8) * Q_BLOCK_BYTES, h = (i >> 7) & 1u, t = (i >> 5) & 3u;
+  if (Q_SCALES == VKGMM_QS_Q6K) {
     s.run = base + h * 64u + (t & 1u) * 32u;
     s.hi_run = base + 128u + h * 32u;
     s.shift = t >= 2u ? 4u : 0u;
     s.hi_shift = 2u * t;
     int both = int(q_pair(base + 192u + h * 8u + 2u * t));
     s.scale = q_half(base + 208u) * vec2(bitfieldExtract(both, 0, 8), bitfieldExtract(both, 8, 8));
-  } else if (q_scales(type) == VKGMM_QS_Q2K) {
+  } else if (Q_SCALES == VKGMM_QS_Q2K) {
     s.run = base + 16u + 32u * h;
     s.shift = 2u * t;
     uint sc = q_pair(base + 8u * h + 2u * t);
@@ -275,17 +274,17 @@ QStep q_sub_step(uint type, uint i) {
   return s;
 }
 
-QStep q_step(uint type, uint i) {
-  if (q_has_lead(type)) return q_lead_step(type, q_lead_at(type, i), i);
-  if (!q_whole_block(type)) return q_sub_step(type, i);
+QStep q_step(uint i) {
+  if (Q_HAS_LEAD) return q_lead_step(q_lead_at(i), i);
+  if (!Q_WHOLE_BLOCK) return q_sub_step(i);
   // q8_0 {fp16 d; int8 q[32]}: d * q. q4_0 {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low first),
   // d * (q - 8). mxfp4 {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values times the scale. iq4_nl {fp16 d;
   // uint8 q[16]}: nibbles as q4_0, d * kvalues_iq4nl[q]. q4_1, q5_0, q5_1: above.
   QStep s = q_step_none();
-  uint base = (i >> 5) * q_block_bytes(type);
-  s.run = base + q_scale_bytes(type);
-  s.scale = vec2(q_block_scale(type, q_word(base >> 2), base), 0.0);
-  if (q_head_wide(type)) q_head_fields(type, uvec2(q_bytes4(base), q_bytes4(base + 4u)), s);
+  uint base = (i >> 5) * Q_BLOCK_BYTES;
+  s.run = base + Q_SCALE_BYTES;
+  s.scale = vec2(q_block_scale(q_word(base >> 2), base), 0.0);
+  if (Q_HEAD_WIDE) q_head_fields(uvec2(q_bytes4(base), q_bytes4(base + 4u)), s);
   return s;
 }
 
@@ -303,12 +302,12 @@ float q_level(uint t, uint n) { return t == 1u ? q_e2m1x2(n) : q_iq4nl(n); }
 
 // Quad q of step s before the scales: q8_0's q, q4_0's q - 8, q4_1's q, q5_0's q - 16, q5_1's q, iq4_nl's
 // level, q4_K's and q5_K's q, q6_K's q - 32, mxfp4's e2m1 values doubled; from the run's word
-// q % q_run_words and the high bits (q6_K, q5_K: qh's word q % 8; q5_0, q5_1: the step's bits).
-vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
+// q % Q_RUN_WORDS and the high bits (q6_K, q5_K: qh's word q % 8; q5_0, q5_1: the step's bits).
+vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
   // One body for every format, steered by its row (bits, offset, table), not a branch per format: a
   // driver inlines this at every load site of every block-format pipeline before it drops what the
   // specialized type rules out, so its compile time grows with the code here.
-  uint bits = q_row_bits(type);
+  uint bits = Q_ROW_BITS;
   if (bits == 8u) return q_fields(word, 0u, 8);
   // Each value's code u (one per byte), then q - offset as the field with its top bit flipped read
   // signed, or q itself.
@@ -319,91 +318,91 @@ vec4 q_raw4(uint type, QStep s, uint word, uint hi_word, uint q) {
   } else if (bits <= 3u) {
     // q2_K, q3_K: two bits by the step's shift, q3_K's third from hmask.
     u = (word >> s.shift) & 0x03030303u;
-    if (q_has_high(type)) u |= ((hi_word >> s.hi_shift) & 0x01010101u) << 2;
+    if (Q_HAS_HIGH) u |= ((hi_word >> s.hi_shift) & 0x01010101u) << 2;
   } else {
     // The nibble formats: the quads past the step's words take the high nibbles (q4_K's 16 quads over 8
     // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, by its shift); a fifth bit from
     // qh (q5_K) or the block's bits (q5_0, q5_1); or a level from a table (mxfp4, iq4_nl).
-    bool upper = q >= q_run_words(type);
+    bool upper = q >= Q_RUN_WORDS;
     u = q_nibbles(word >> s.shift, upper);
     if (bits == 5u)
-      u |= (q_has_high(type) ? (hi_word >> (s.hi_shift + (upper ? 1u : 0u))) & 0x01010101u : q_spread4(s.bits >> (4u * q))) << 4;
-    uint table = q_row_table(type);
+      u |= (Q_HAS_HIGH ? (hi_word >> (s.hi_shift + (upper ? 1u : 0u))) & 0x01010101u : q_spread4(s.bits >> (4u * q))) << 4;
+    uint table = Q_ROW_TABLE;
     if (table != 0u) return vec4(q_level(table, u & 15u), q_level(table, (u >> 8) & 15u), q_level(table, (u >> 16) & 15u), q_level(table, u >> 24));
   }
-  uint offset = q_row_offset(type);
+  uint offset = Q_ROW_OFFSET;
   return offset != 0u ? q_fields(u ^ (offset * 0x01010101u), 0u, int(bits)) : q_ufields(u, 0u, int(bits));
 }
-// A value is q_run_scale * raw - q_run_min, both fixed over a run of q_run_quads quads, so a sum of lhs
+// A value is q_run_scale * raw - q_run_min, both fixed over a run of Q_RUN_QUADS quads, so a sum of lhs
 // times raw values over a run is scaled once (the walk), and its mins come off lhs's sum over the run.
-float q_run_scale(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.scale.y : s.scale.x; }
-float q_run_min(uint type, QStep s, uint q) { return q >= q_run_quads(type) ? s.mins.y : s.mins.x; }
+float q_run_scale(QStep s, uint q) { return q >= Q_RUN_QUADS ? s.scale.y : s.scale.x; }
+float q_run_min(QStep s, uint q) { return q >= Q_RUN_QUADS ? s.mins.y : s.mins.x; }
 
 // Whether the walk scales each value as it decodes it rather than each run's sum (gmm.comp): steps of 64
 // values (q4_K's two 32-value runs) with 16 rows per invocation.
-bool q_values_scaled(uint type, uint rows) { return q_step_values(type) == 64u && rows >= 16u; }
+bool q_values_scaled(uint rows) { return Q_STEP_VALUES == 64u && rows >= 16u; }
 
 // Quad q of step s scaled: its raw values (q_raw4) times its run's scale, less its run's min.
-vec4 q_scaled4(uint type, QStep s, uint q, vec4 raw) {
-  return fma(vec4(q_run_scale(type, s, q)), raw, vec4(-q_run_min(type, s, q)));
+vec4 q_scaled4(QStep s, uint q, vec4 raw) {
+  return fma(vec4(q_run_scale(s, q)), raw, vec4(-q_run_min(s, q)));
 }
 
-// The block walk's read of step i (a multiple of q_step_values): the step's scales and quant words (run
+// The block walk's read of step i (a multiple of Q_STEP_VALUES): the step's scales and quant words (run
 // and, q6_K and q5_K, qh), each texel fetched once. A whole block is read in one run from the word holding
 // its first byte (the head comes with the quants: q4_0 and mxfp4 2 texels, q5_0, q5_1 and q8_0 up to 3).
 // q4_K and q5_K take the lead of i's super-block from the caller (q_lead_at, read once per super-block: 1
 // texel per 256 values) and a step's 32 quant bytes are two aligned texels (q4_K: 2 per 64 values; q5_K: 4
 // per 32, its 32 qh bytes too). q6_K, q2_K and q3_K read a step's two scales with it, and its 32 quant bytes
 // (q6_K, q3_K: and 32 bytes of high bits) by words.
-void q_step_walk(uint type, uint i, uvec4 head, out QStep s, out uint w[8], out uint hi[8]) {
+void q_step_walk(uint i, uvec4 head, out QStep s, out uint w[8], out uint hi[8]) {
   [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = 0u;
-  if (q_whole_block(type)) {
-    uint base = (i >> 5) * q_block_bytes(type), r[9];
+  if (Q_WHOLE_BLOCK) {
+    uint base = (i >> 5) * Q_BLOCK_BYTES, r[9];
     // Its bytes from byte base & 3 of the first word on: the words a block spans at worst (blocks of a
     // multiple of 4 bytes start at a word, of an even size at an even byte): q4_0 5 (2 + 18 bytes), mxfp4
     // 5 (3 + 17), q4_1 5, q5_0 6, q5_1 6, iq4_nl 5, q8_0 9 (2 + 34); each word holds some of its bytes.
-    uint bytes = q_block_bytes(type);
+    uint bytes = Q_BLOCK_BYTES;
     q_word_run(base >> 2, (bytes + ((bytes & 3u) == 0u ? 0u : (bytes & 1u) == 0u ? 2u : 3u) + 3u) / 4u, r);
     s = q_step_none();
-    s.run = base + q_scale_bytes(type);
-    s.scale = vec2(q_block_scale(type, r[0], base), 0.0);
-    if (q_head_wide(type)) {
+    s.run = base + Q_SCALE_BYTES;
+    s.scale = vec2(q_block_scale(r[0], base), 0.0);
+    if (Q_HEAD_WIDE) {
       uint hw[8];
       q_words_in(r, base & 3u, 2u, hw);
-      q_head_fields(type, uvec2(hw[0], hw[1]), s);
+      q_head_fields(uvec2(hw[0], hw[1]), s);
     }
     // The quants from byte b of the run on; b < 12 (a head of at most 8 bytes), so whole words are
     // dropped by selects over constant indices (an indexed copy would put r in memory).
-    uint b = (base & 3u) + q_scale_bytes(type), drop = b >> 2;
+    uint b = (base & 3u) + Q_SCALE_BYTES, drop = b >> 2;
     uint r1[9];
     [[unroll]] for (uint j = 0u; j < 9u; ++j)
       r1[j] = drop == 0u ? r[j] : drop == 1u ? (j < 8u ? r[j + 1u] : 0u) : (j < 7u ? r[j + 2u] : 0u);
-    q_words_in(r1, b & 3u, q_run_words(type), w);
-  } else if (q_has_lead(type)) {
-    s = q_lead_step(type, head, i);
+    q_words_in(r1, b & 3u, Q_RUN_WORDS, w);
+  } else if (Q_HAS_LEAD) {
+    s = q_lead_step(head, i);
     uint r[9];
-    if (q_texel_blocks(type)) {
+    if (Q_TEXEL_BLOCKS) {
       q_word_run((s.run >> 2) & ~3u, 8u, r);
       q_words_in(r, 0u, 8u, w);
     } else {
-      q_words(s.run, q_run_words(type), w);  // iq4_xs: 16 bytes at a word
+      q_words(s.run, Q_RUN_WORDS, w);  // iq4_xs: 16 bytes at a word
     }
-    if (q_has_high(type)) {
+    if (Q_HAS_HIGH) {
       q_word_run((s.hi_run >> 2) & ~3u, 8u, r);
       q_words_in(r, 0u, 8u, hi);
     }
   } else {
-    s = q_sub_step(type, i);
+    s = q_sub_step(i);
     q_words(s.run, 8u, w);
-    if (q_has_high(type)) q_words(s.hi_run, 8u, hi);
+    if (Q_HAS_HIGH) q_words(s.hi_run, 8u, hi);
   }
 }
 
 // Values i .. i+3 (i a multiple of 4) on their own: the step's scales and the one or two words they need.
-vec4 dequant4(uint type, uint i) {
-  uint n = q_step_values(type);
-  QStep s = q_step(type, i - i % n);
+vec4 dequant4(uint i) {
+  uint n = Q_STEP_VALUES;
+  QStep s = q_step(i - i % n);
   uint q = (i % n) >> 2;
-  uint word = q_bytes4(s.run + 4u * (q % q_run_words(type)));
-  return q_scaled4(type, s, q, q_raw4(type, s, word, q_has_high(type) ? q_bytes4(s.hi_run + 4u * (q % 8u)) : 0u, q));
+  uint word = q_bytes4(s.run + 4u * (q % Q_RUN_WORDS));
+  return q_scaled4(s, q, q_raw4(s, word, Q_HAS_HIGH ? q_bytes4(s.hi_run + 4u * (q % 8u)) : 0u, q));
 }
