@@ -1,5 +1,5 @@
 // Reads the few instructions the interface test needs (SPIR-V 1.x, section 2.3 "Physical Layout"):
-// names, decorations, pointer and image types, variables and functions.
+// names, decorations, pointer and image types, variables, functions and their calls.
 #include "spirv_reflect.hpp"
 
 #include <stdexcept>
@@ -21,6 +21,7 @@ enum : uint32_t {
   kOpTypePointer = 32,
   kOpConstant = 43,
   kOpFunction = 54,
+  kOpFunctionCall = 57,
   kOpVariable = 59,
   kOpDecorate = 71,
   kOpMemberDecorate = 72,
@@ -63,6 +64,7 @@ Reflection reflect(const uint32_t* words, size_t count) {
   };
   std::vector<Var> vars;
   std::vector<uint32_t> functions;
+  std::map<uint32_t, std::map<uint32_t, uint32_t>> calls;  // caller id -> callee id -> call sites
   std::map<uint32_t, uint32_t> scalar_bytes, constants;               // type id -> bytes; constant id -> value
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> vectors, arrays;  // (element type, count / length id)
   for (size_t i = 5; i < count;) {
@@ -83,6 +85,9 @@ Reflection reflect(const uint32_t* words, size_t count) {
       case kOpTypePointer: pointers[a[0]] = {a[1], a[2]}; break;
       case kOpVariable: vars.push_back({a[1], a[0], a[2]}); break;
       case kOpFunction: functions.push_back(a[1]); break;
+      case kOpFunctionCall:
+        if (!functions.empty()) ++calls[functions.back()][a[2]];
+        break;
       case kOpDecorate:
         if (a[1] == kDecorationSpecId) spec_ids[a[0]] = a[2];
         if (a[1] == kDecorationBinding) binding_of[a[0]] = a[2];
@@ -97,8 +102,13 @@ Reflection reflect(const uint32_t* words, size_t count) {
   }
   Reflection r;
   for (const auto& [id, spec] : spec_ids) r.spec_constants[spec] = names.count(id) ? names[id] : "";
+  auto name_of = [&](uint32_t f) {
+    return names.count(f) ? names[f].substr(0, names[f].find('(')) : std::to_string(f);
+  };
   for (const uint32_t f : functions)
-    if (names.count(f)) r.functions.insert(names[f].substr(0, names[f].find('(')));
+    if (names.count(f)) r.functions.insert(name_of(f));
+  for (const auto& [caller, callees] : calls)
+    for (const auto& [callee, sites] : callees) r.calls[name_of(caller)][name_of(callee)] += sites;
   for (const Var& v : vars) {
     const auto [storage, pointee] = pointers.at(v.pointer);
     if (storage == kStorageWorkgroup) {
@@ -135,6 +145,21 @@ Reflection reflect(const uint32_t* words, size_t count) {
     r.bindings[b] = kind;
   }
   return r;
+}
+
+uint64_t inlined_copies(const Reflection& r, const std::string& function) {
+  // Copies of a function = the sum over its call sites of its caller's copies; main has one. The call
+  // graph is acyclic (GLSL has no recursion); memoized per function.
+  std::map<std::string, uint64_t> memo;
+  auto copies = [&](auto&& self, const std::string& f) -> uint64_t {
+    if (f == "main") return 1;
+    if (auto it = memo.find(f); it != memo.end()) return it->second;
+    uint64_t n = 0;
+    for (const auto& [caller, callees] : r.calls)
+      if (auto it = callees.find(f); it != callees.end()) n += uint64_t(it->second) * self(self, caller);
+    return memo[f] = n;
+  };
+  return copies(copies, function);
 }
 
 }  // namespace vkgmm::test

@@ -34,9 +34,15 @@ struct Reflection {
   bool other_sets = false;                          // some variable is in a set other than 0
   std::vector<SharedVariable> shared;               // the Workgroup variables, in declaration order
   std::set<std::string> functions;                  // each function's name, up to the "(" glslang adds
+  // Per function (named as above), its calls: callee -> call sites.
+  std::map<std::string, std::map<std::string, uint32_t>> calls;
 };
 
 // Throws std::runtime_error on words that are not a SPIR-V module.
 Reflection reflect(const uint32_t* words, size_t count);
+
+// The copies of `function` that inlining every call into main makes: drivers inline all calls before they
+// drop what the specialization constants rule out, so each copy is compiled at least that far.
+uint64_t inlined_copies(const Reflection& r, const std::string& function);
 
 }  // namespace vkgmm::test

@@ -113,6 +113,39 @@ TEST(Interface, OnlyTheBlockBuildsDecodeBlocks) {
   EXPECT_GE(block_builds, 9u);
 }
 
+// A block format's decoder is most of a block build's code, and drivers inline every call of it before they
+// drop the calls the specialization rules out (Mesa's SPIR-V reader prunes no branch on a constant): a
+// pipeline's creation grows with the decoder's copies. The FMA builds: main's two calls of run_visit
+// (per-visit and persistent grids), each with the shared stage's four loads of a step (one call for both
+// rhs layouts; the one-buffer loop's two, the two-buffer loop's two), the block walk's two loop shapes and
+// the direct schedule's scalar loads; the matrix builds stage through one buffer. More copies than these
+// cost every block-format pipeline's creation (lavapipe: ~0.02 s each).
+TEST(Interface, BlockBuildsInlineTheDecoderAtFewPlaces) {
+  size_t checked = 0;
+  for (const EmbeddedModule& m : embedded_op_modules()) {
+    if (!m.blocks) continue;
+    const Reflection r = reflect(m.code);
+    EXPECT_LE(inlined_copies(r, "dequant4"), m.matrix ? 4u : 14u) << m.name;
+    EXPECT_LE(inlined_copies(r, "q_step_walk"), m.matrix ? 0u : 2u) << m.name;
+    EXPECT_LE(inlined_copies(r, "q_raw4"), m.matrix ? 4u : 18u) << m.name;
+    EXPECT_GE(inlined_copies(r, "dequant4"), 1u) << m.name << ": the decoder is never called";
+    ++checked;
+  }
+  EXPECT_GE(checked, 9u);
+}
+
+// The reader counts a function's copies as inlining makes them: one per call path from main.
+TEST(Interface, InlinedCopiesFollowEveryCallPath) {
+  Reflection r;
+  r.calls["main"] = {{"a", 2}, {"b", 1}};
+  r.calls["a"] = {{"c", 3}};
+  r.calls["b"] = {{"c", 1}, {"a", 1}};
+  EXPECT_EQ(inlined_copies(r, "main"), 1u);
+  EXPECT_EQ(inlined_copies(r, "a"), 3u);   // main twice, b once
+  EXPECT_EQ(inlined_copies(r, "c"), 10u);  // 3 per copy of a, 1 per copy of b
+  EXPECT_EQ(inlined_copies(r, "d"), 0u);
+}
+
 // The matrix builds' shared variables each take a multiple of 16 bytes: cooperative-matrix loads and
 // stores need 16-byte-aligned addresses (VUID-RuntimeSpirv-OpCooperativeMatrixLoadKHR-08986), and a
 // driver places shared variables in an order of its own, so a variable of 4 bytes before the stage could
