@@ -36,8 +36,9 @@ uvec4 a_next[CA], b_next[CB];
 VKGMM_DEFINE_MASKED_LOAD4(lhs4_masked, load_lhs, load4_lhs, VEC4)
 #ifdef VKGMM_BLOCK_RHS
 // A block format's chunks are always 4 values of one quad (dequant4's), all in range or all out: its rows
-// are whole blocks along rhs's contiguous axis, and a chunk's first value there is a multiple of 4 (a K
-// row in [n, k]; in [k, n] a product column, whose halves are n / 2, a multiple of 16, apart).
+// are whole blocks along rhs's contiguous axis (the host's check: k or n a multiple of 32), and a chunk's
+// first value there is a multiple of 4. In [n, k] a K offset, TK and the ragged first step's k0 being
+// multiples of 4; in [k, n] a product column, n or (gated) its halves, n / 2 apart, multiples of 16.
 vec4 rhs4_masked(uint i, bvec4 ok) { return ok.x ? load4_rhs(i) : vec4(0.0); }
 #else
 VKGMM_DEFINE_MASKED_LOAD4(rhs4_masked, load_rhs, load4_rhs, VEC4)

@@ -186,7 +186,7 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 //   table      the levels a 4-bit code indexes (1: mxfp4's e2m1, 2: iq4_nl's; 0: none)).
 // The scales decoders (shaders/quant.glsl, q_step): a whole block's head, a super-block's lead (q4_K's
 // layout, iq4_xs's), or each step's own (q6_K's, q2_K's, q3_K's layout). From 1: an element type's
-// q_scales is 0, none of them.
+// Q_SCALES is 0, none of them.
 #define VKGMM_QS_HEAD 1
 #define VKGMM_QS_K_LEAD 2
 #define VKGMM_QS_IQ4XS_LEAD 3

@@ -120,9 +120,10 @@ QStep q_step_none() { return QStep(0u, 0u, 0u, 0u, vec2(0.0), vec2(0.0), 0u); }
 // rhs's format (gmm.comp's RHS_TYPE): its row of sizes (VKGMM_DTYPES) and walk (VKGMM_BLOCK_FORMATS),
 // field by field, else 0 (the step: 4) for an element type. Each is a specialization-constant expression,
 // a sum over the rows of (RHS_TYPE is the row) * its field, which the driver's SPIR-V reader evaluates to
-// one constant before it inlines anything. Functions of a type argument had each sum inlined at every call
-// and folded only later: a block-format pipeline took twice as long to create on lavapipe (1.6 s, 0.85 s).
-#define VKGMM_Q_VALUES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && RHS_TYPE == uint(value)) * uint(values)
+// one constant before it inlines anything; a function of a type argument would be inlined at every call as
+// the whole sum and folded only after, which multiplies a block-format pipeline's compile.
+#define VKGMM_Q_VALUES(name, NAME, value, values, bytes, ggml) \
+  +uint(values > 1 && RHS_TYPE == uint(value)) * uint(values)
 #define VKGMM_Q_BYTES(name, NAME, value, values, bytes, ggml) +uint(values > 1 && RHS_TYPE == uint(value)) * uint(bytes)
 #define VKGMM_Q_ROW_any(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME)
 #define VKGMM_Q_ROW_step(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) +uint(RHS_TYPE == VKGMM_DT_##NAME) * uint(step)

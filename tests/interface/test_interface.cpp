@@ -117,9 +117,10 @@ TEST(Interface, OnlyTheBlockBuildsDecodeBlocks) {
 // drop the calls the specialization rules out (Mesa's SPIR-V reader prunes no branch on a constant): a
 // pipeline's creation grows with the decoder's copies. The FMA builds: main's two calls of run_visit
 // (per-visit and persistent grids), each with the shared stage's four loads of a step (one call for both
-// rhs layouts; the one-buffer loop's two, the two-buffer loop's two), the block walk's two loop shapes and
-// the direct schedule's scalar loads; the matrix builds stage through one buffer. More copies than these
-// cost every block-format pipeline's creation (lavapipe: ~0.02 s each).
+// rhs layouts: the first step's, the one-buffer loop's and the two-buffer loop's two), the block walk's two
+// loop shapes and the direct schedule's scalar loads; the matrix builds stage through one buffer. More
+// copies than these cost every block-format pipeline's creation (lavapipe: ~0.02 s each). The reader names
+// functions up to glslang's "(", so overloads would merge: a count too high, never too low.
 TEST(Interface, BlockBuildsInlineTheDecoderAtFewPlaces) {
   size_t checked = 0;
   for (const EmbeddedModule& m : embedded_op_modules()) {
