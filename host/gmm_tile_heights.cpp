@@ -51,7 +51,7 @@ GmmTileHeights gmm_tile_heights(const ActiveGroups& groups, const MTileRange& ra
   int64_t single = range.largest, single_time = INT64_MAX;
   for (int64_t t = range.largest; t >= range.smallest; t /= 2) {
     int64_t visits = 0;
-    for (int64_t i = 0; i < groups.count; ++i) visits += (size_of(i) + t - 1) / t;
+    for (int64_t i = 0; i < groups.count; ++i) visits += visits_of(size_of(i), t);
     const VisitRun run{visits, t + range.overhead};
     const int64_t time = visits_time({&run, 1}, slots);
     if (time < single_time) single = t, single_time = time;
@@ -59,6 +59,7 @@ GmmTileHeights gmm_tile_heights(const ActiveGroups& groups, const MTileRange& ra
   // Heights per group: whole tiles of the largest, each remainder at the height that covers it cheapest.
   GmmTileHeights h;
   h.largest = range.largest;
+  h.single = single;
   h.remainder.assign(size_t(groups.count), 0);
   std::vector<VisitRun> runs;  // by height, largest first: the passes' dispatch order
   for (int64_t t = range.largest; t >= range.smallest; t /= 2) runs.push_back({0, t + range.overhead});
@@ -75,13 +76,13 @@ GmmTileHeights gmm_tile_heights(const ActiveGroups& groups, const MTileRange& ra
     for (int64_t t = range.largest / 2; t >= range.smallest; t /= 2)
       if (visits_cost(rest, t, range.overhead) < visits_cost(rest, best, range.overhead)) best = t;
     h.remainder[size_t(i)] = best;
-    run_of(best).visits += (rest + best - 1) / best;
+    run_of(best).visits += visits_of(rest, best);
   }
   for (const VisitRun& r : runs)
     if (r.visits > 0) h.heights.push_back(r.cost - range.overhead);
   const bool pays = h.heights.size() >= 2 && visits_time(runs, slots) * kTileHeightsGainDenominator <=
                                                  single_time * kTileHeightsGainNumerator;
-  if (!pays) return GmmTileHeights{{single}, single, {}};
+  if (!pays) return GmmTileHeights{{single}, single, single, {}};
   return h;
 }
 

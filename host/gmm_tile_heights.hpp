@@ -19,6 +19,9 @@ struct GmmTileHeights {
   // The passes' heights, largest first; one: a single pass, every group in tiles of heights[0].
   std::vector<int64_t> heights;
   int64_t largest = 0;  // the height of each group's whole tiles (the range's largest)
+  // The one height whose visits take the least time, whether or not the passes were taken: what a plan
+  // that cannot run the passes takes instead.
+  int64_t single = 0;
   // Per active group: the height of the tiles after its whole tiles of `largest` (0: no rows left).
   std::vector<int64_t> remainder;
   // The rows of each active group that the pass of heights[pass] takes, relative to the group's first row.

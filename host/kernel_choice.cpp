@@ -67,9 +67,9 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
   for (size_t i = 0; i < c.later_shapes.size(); ++i)
     fits = fits && c.later_shapes[i].cols == c.shape.cols && c.later_shapes[i].rows == c.heights.heights[i + 1];
   if (!fits) {
-    c.heights = GmmTileHeights{};
     c.later_shapes.clear();
-    c.shape = shape_of(t.tm);
+    c.shape = shape_of(c.heights.single);  // the one height by time, as where the passes do not pay
+    c.heights = GmmTileHeights{};
   }
   return c;
 }

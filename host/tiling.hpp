@@ -24,7 +24,10 @@ struct KernelShape {
   uint32_t steps_in_flight = 1;
   bool use_shared = false;
   uint32_t shared_a = 1, shared_b = 1;  // shared array lengths (1 when unused), per stage buffer
-  uint32_t stages = 1;                   // the shared schedule's stage buffers (STAGES: 2 on GPUs where they fit)
+  // The shared schedule's stage buffers (FMA builds' STAGES): the device class's (DeviceClass::stage_buffers:
+  // 2 on AMD's and Intel's GPUs) where they all fit shared memory and each invocation's chunks in flight
+  // stay within half the class's; else 1, as on NVIDIA's GPUs, CPU devices and in the matrix builds.
+  uint32_t stages = 1;
   // gmm's matrix schedule (use_shared too: its staging and fill visits are the shared schedule's): the
   // cooperative matrices' M x N x K and the block's subgroups, sg_m x sg_n (make_matrix_shape).
   bool matrix = false;
@@ -96,11 +99,11 @@ struct RegisterTile {
 };
 RegisterTile shared_register_tile(const DeviceInfo& info);
 
-// The cost of a group's visits (make_gmm_visits: ceil(rows / tm) of them), in rows' worth: each visit tm
-// rows plus a fixed overhead of `overhead` rows' worth (loading the group's weights).
-inline int64_t visits_cost(int64_t rows, int64_t tm, int64_t overhead) {
-  return (rows + tm - 1) / tm * (tm + overhead);
-}
+// A group's visits of tm rows (make_gmm_visits): ceil(rows / tm).
+inline int64_t visits_of(int64_t rows, int64_t tm) { return (rows + tm - 1) / tm; }
+// The cost of a group's visits in rows' worth: each visit tm rows plus a fixed overhead of `overhead` rows'
+// worth (loading the group's weights).
+inline int64_t visits_cost(int64_t rows, int64_t tm, int64_t overhead) { return visits_of(rows, tm) * (tm + overhead); }
 // The m tile (a power of two from `smallest` to `largest`) that minimises the visits' cost over the
 // active groups (the work: on CPU devices, and where the groups are estimates); ties go to the smaller
 // tile. A GPU's shared and matrix schedules weigh the waves as well (gmm_tile_heights.hpp).

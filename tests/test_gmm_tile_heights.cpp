@@ -129,6 +129,7 @@ TEST(GmmTileHeights, OneHeightByTime) {
   const GmmTileHeights h = gmm_tile_heights(all, kMatrix, VisitSlots{1, 4});
   ASSERT_EQ(h.heights.size(), 1u);
   EXPECT_EQ(h.heights[0], 64);
+  EXPECT_EQ(h.single, 64);
   expect_rows_once(sizes, 512, 0, int64_t(sizes.size()), h);
 }
 
@@ -141,10 +142,14 @@ TEST(GmmTileHeights, WavesDecideThePasses) {
   const GmmTileHeights h200 = gmm_tile_heights(all, kMatrix, VisitSlots{4, 132});
   ASSERT_GE(h200.heights.size(), 2u);
   EXPECT_EQ(h200.heights[0], 128);
+  // Beside the passes, the one height a plan that cannot run them takes: 64-row tiles, by time.
+  EXPECT_EQ(h200.single, 64);
+  EXPECT_EQ(h200.single, least_time_height(kMoeFine, kMatrix, VisitSlots{4, 132}));
   const GmmTileHeights one_wave = gmm_tile_heights(all, kMatrix, VisitSlots{1, 132});
   ASSERT_EQ(one_wave.heights.size(), 1u);
   EXPECT_EQ(one_wave.heights[0], 64);
   EXPECT_EQ(one_wave.heights[0], least_time_height(kMoeFine, kMatrix, VisitSlots{1, 132}));
+  EXPECT_EQ(one_wave.single, one_wave.heights[0]);
 }
 
 TEST(GmmTileHeights, AlikeGroupsKeepOneHeight) {
