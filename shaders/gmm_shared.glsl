@@ -9,7 +9,8 @@
 // from one K step to the next, so both are computed once (a_src / b_src: the chunk's first element at K
 // step 0; a_dst / b_dst) and a step only adds its K offset, the same for the whole workgroup. The next
 // step's chunks are loaded into registers (a_next, b_next) while the current one is computed from shared
-// memory, and with two buffers (stage.glsl's STAGES) stored into the other one before the step's barrier.
+// memory, and with two buffers (stage.glsl's STAGES) stored into the other one before the step's barrier:
+// stage.glsl's stage_steps, the loop of both ops.
 //
 // No bounds check runs in the main loop: rows past m read row m - 1 and columns past n the tile's first
 // column instead (in bounds; their products are never stored), and the K steps end at k: the first step
@@ -160,17 +161,10 @@ void fma_step(uint a_at, uint b_at) {
         acc4[i * ACC4_COLS + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * ACC4_COLS + v]);
   }
 }
-
-// Two stage buffers (stage.glsl): the step at k0 from buffer `buf` (a constant where it is called), the next
-// step's chunks loaded meanwhile and stored into the other buffer, then the step's one barrier.
-void two_buffer_step(int k0, const uint buf, uint tx, uint ty) {
-  if (k0 + int(TK) < int(pc.k)) stage_load(k0 + int(TK), false);
-  fma_step(buf * STAGE_A4 + ty, buf * STAGE_B4 + tx);
-  stage_buffer = 1u - buf;
-  stage_store();
-  barrier();
-}
 #endif
+
+// The staged loop's next chunks (stage.glsl's stage_steps).
+void stage_load_next(int k0) { stage_load(k0, false); }
 
 // One tile's reduction over K: into acc4 (row i, column group v at i * ACC4_COLS + v), or in the matrix builds
 // into the cooperative matrices' accumulators (matrix_tile.glsl's, which the includer zeroes and finishes).
@@ -179,30 +173,5 @@ void reduce_shared(uint lid, uint m0, uint n0, uint g_local, uint tx, uint ty) {
   uint steps;
   int k0 = first_k_step(steps);
   if (steps > 0) stage_load(k0, true);
-#ifndef VKGMM_MATRIX
-  if (STAGES == 2u) {
-    if (steps > 0) {
-      stage_buffer = 0u;
-      stage_store();
-      barrier();
-    }
-    for (; k0 < int(pc.k); k0 += int(2u * TK)) {
-      two_buffer_step(k0, 0u, tx, ty);
-      if (k0 + int(TK) >= int(pc.k)) break;
-      two_buffer_step(k0 + int(TK), 1u, tx, ty);
-    }
-    return;
-  }
-#endif
-  for (; k0 < int(pc.k); k0 += int(TK)) {
-    stage_store();
-    barrier();
-    if (k0 + int(TK) < int(pc.k)) stage_load(k0 + int(TK), false);  // in flight while this step computes
-#ifdef VKGMM_MATRIX
-    matrix_step();
-#else
-    fma_step(ty, tx);
-#endif
-    barrier();
-  }
+  stage_steps(k0, int(pc.k), int(TK), steps > 0, tx, ty);
 }

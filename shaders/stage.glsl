@@ -25,12 +25,10 @@
 // `to_b` (a constant where it is called: a shared array cannot be passed to a function) picks Bs, else As.
 #define VKGMM_STAGE_FN
 #include "stage_layout.h"
-// The FMA builds' buffers of the stage (interface.h). With 2, each op's loop runs a step from one buffer
-// while the next step's chunks, loaded meanwhile, go into the other one, then waits at one barrier: the
-// other buffer's last reader finished before the barrier before. Its loop is unrolled by two steps, so
-// that each step's buffer is a constant and every read a constant offset from the invocation's base,
-// which compilers keep in the load; its last step stores its chunks once more, into the buffer no step
-// reads again. stage_buffer: the buffer the staging code writes (stage_put_*), 0 with one buffer.
+// The FMA builds' buffers of the stage (interface.h). With 2, the loop (stage_steps, below) runs a step from
+// one buffer while the next step's chunks, loaded meanwhile, go into the other one, then waits at one
+// barrier: the other buffer's last reader finished before the barrier before. stage_buffer: the buffer
+// the staging code writes (stage_put_*), 0 with one buffer.
 layout(constant_id = VKGMM_ID_STAGES) const uint STAGES = 1;
 uint stage_buffer = 0u;
 #ifdef VKGMM_MATRIX
@@ -90,3 +88,65 @@ void stage_put_across(const bool to_b, uint place, vec4 v) {
   else Bs4[(place >> 2) + stage_buffer * STAGE_B4] = v;
 }
 #endif
+
+// ----- the staged loop, the same for every op (gmm.comp's over K, tgmm.comp's over a group's rows) -----
+// The includer defines these after including this file:
+//   stage_load_next(at): the chunks of the step at `at` (never the first, ragged, step) into registers;
+//   stage_store(): the chunks in registers into buffer stage_buffer;
+//   fma_step(a_at, b_at): the FMA builds' products of one step, the invocation's operands from As4[a_at]
+//   and Bs4[b_at] on (the matrix builds' matrix_step is matrix_tile.glsl's).
+void stage_load_next(int at);
+void stage_store();
+#ifdef VKGMM_MATRIX
+void matrix_step();
+#else
+void fma_step(uint a_at, uint b_at);
+#endif
+
+// The step's products from buffer `buf` (a constant where it is called).
+void stage_compute(const uint buf, uint tx, uint ty) {
+#ifdef VKGMM_MATRIX
+  matrix_step();
+#else
+  fma_step(buf * STAGE_A4 + ty, buf * STAGE_B4 + tx);
+#endif
+}
+
+// The step at `at` from buffer `buf`: with one buffer, the step's chunks stored and, past a barrier,
+// the next step's loaded while this one computes; with two, the next step's loaded while this one computes
+// and stored into the other buffer. Then the step's barrier.
+void stage_step(int at, int end, int step, const uint buf, uint tx, uint ty) {
+  if (STAGES == 1u) {
+    stage_store();
+    barrier();
+  }
+  if (at + step < end) stage_load_next(at + step);
+  stage_compute(buf, tx, ty);
+  if (STAGES == 2u) {
+    stage_buffer = 1u - buf;
+    stage_store();
+  }
+  barrier();
+}
+
+// The steps from `at` up to `end`, `step` apart (`any`: at least one), the first one's chunks already in
+// registers. With two buffers the first step's go into buffer 0 first, and the loop is unrolled by two
+// steps, so that each step's buffer is a constant and every read a constant offset from the invocation's
+// base, which compilers keep in the load; its last step stores its chunks once more, into the buffer no
+// step reads again. Uniform control flow: the arguments are the workgroup's.
+void stage_steps(int at, int end, int step, bool any, uint tx, uint ty) {
+  if (STAGES == 2u && any) {
+    stage_buffer = 0u;
+    stage_store();
+    barrier();
+  }
+  for (; at < end; at += int(STAGES) * step) {
+    stage_step(at, end, step, 0u, tx, ty);
+#ifndef VKGMM_MATRIX
+    if (STAGES == 2u) {
+      if (at + step >= end) break;
+      stage_step(at + step, end, step, 1u, tx, ty);
+    }
+#endif
+  }
+}

@@ -301,17 +301,10 @@ void fma_step(uint a_at, uint b_at) {
       [[unroll]] for (uint v = 0; v < VN; ++v) acc4[i * VN + v] = fma(vec4(a[i / 4][i % 4]), b[v], acc4[i * VN + v]);
   }
 }
-
-// Two stage buffers (stage.glsl): the step from group row r0 in buffer `buf` (a constant where it is
-// called), the next step's chunks loaded meanwhile and stored into the other buffer, then its one barrier.
-void two_buffer_step(int r0, uint gstart, uint gend, const uint buf, uint tx, uint ty) {
-  if (r0 + int(TM) < int(gend)) stage_load(r0 + int(TM), gstart, false);
-  fma_step(buf * STAGE_A4 + ty, buf * STAGE_B4 + tx);
-  stage_buffer = 1u - buf;
-  stage_store();
-  barrier();
-}
 #endif
+
+// The staged loop's next chunks (stage.glsl's stage_steps): gstart bounds only the first step's reads.
+void stage_load_next(int r0) { stage_load(r0, 0u, false); }
 
 // One block's reduction over the group's rows (gstart .. gend) on the stage: into acc4, or in the matrix
 // builds into the cooperative matrices' accumulators (matrix_tile.glsl's, which the caller zeroes and
@@ -321,32 +314,7 @@ void reduce_shared(uint lid, uint k0, uint n0, uint gstart, uint gend, uint tx, 
   uint steps;
   int r0 = first_row_step(gstart, gend, steps);
   if (steps > 0) stage_load(r0, gstart, true);
-#ifndef VKGMM_MATRIX
-  if (STAGES == 2u) {
-    if (steps > 0) {
-      stage_buffer = 0u;
-      stage_store();
-      barrier();
-    }
-    for (; r0 < int(gend); r0 += int(2u * TM)) {
-      two_buffer_step(r0, gstart, gend, 0u, tx, ty);
-      if (r0 + int(TM) >= int(gend)) break;
-      two_buffer_step(r0 + int(TM), gstart, gend, 1u, tx, ty);
-    }
-    return;
-  }
-#endif
-  for (; r0 < int(gend); r0 += int(TM)) {
-    stage_store();
-    barrier();
-    if (r0 + int(TM) < int(gend)) stage_load(r0 + int(TM), gstart, false);  // in flight while this step computes
-#ifdef VKGMM_MATRIX
-    matrix_step();
-#else
-    fma_step(ty, tx);
-#endif
-    barrier();
-  }
+  stage_steps(r0, int(gend), int(TM), steps > 0, tx, ty);
 }
 
 // One work item's block (k_block, n_block) (the workgroup's whole job on the per-block grid): output group
