@@ -139,7 +139,8 @@ void PlanCore::build(const Launch& l) {
     routing_ = l.routing;
     // gmm's list may run on the indirect grid (options; record() may still fall back per workspace); the
     // persistent grid's dispatch is direct.
-    indirect_ = device_meta_->visits && !persistent_ && device_grid(options(), info()) == DeviceGrid::indirect;
+    const DeviceGrid grid = ctx_->tiling_device.grid.value_or(device_grid(options(), info()));
+    indirect_ = device_meta_->visits && !persistent_ && grid == DeviceGrid::indirect;
     workspace_ = l.workspace;
   } else {
     if (l.routing) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata");

@@ -1,5 +1,5 @@
-// Test-only: the device a Context's plans choose their schedule and tiles for, when a test wants the
-// shapes another device would get (a GPU's 8 x 8 register tiles, its short K steps) run on this one.
+// Test-only: the device a Context's plans choose their schedule and tiles for (and their grid with device
+// group sizes), when a test wants the shapes another device would get (a GPU's 8 x 8 register tiles, its short K steps) run on this one.
 // lavapipe is a CPU device, so without this the GPU shapes would only ever be compiled (gpu-report),
 // never checked against the reference. Internal: tests reach it through the Context's internals
 // (ContextInternals::of(ctx).tiling_device); nothing else sets it.
@@ -16,6 +16,9 @@ struct TilingDevice {
   // that decide what may run, such as CPU drivers' loop budget and the grid's, stay the real device's).
   std::optional<DeviceInfo> as;
   const DeviceInfo& of(const DeviceInfo& real) const { return as ? *as : real; }
+  // Set: the grid plans with device group sizes take (ContextOptions::device_grid's choice otherwise), so
+  // that a test runs both grids on one Context, whose pipelines (the same for either grid) compile once.
+  std::optional<DeviceGrid> grid;
 };
 
 // `real` as a discrete GPU with this register file (DeviceInfo::vector_registers), compute units and

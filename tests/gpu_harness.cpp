@@ -12,6 +12,7 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace vkgmm::test {
@@ -392,29 +393,22 @@ void expect_clean_status(const Buffer& s) { expect_status(s, 0); }
 
 namespace {
 
-// ctx's grid first, then the other one's context: DeviceTest::grid_ctx, or for a context that plans as
-// another device (tiling_device.hpp) a twin of it forced to the other grid, made for the call (the
-// shared contexts plan as this device, and another plan would sum in another order).
-struct BothGrids {
-  std::vector<Context*> contexts;
-  std::unique_ptr<Context> twin;
-};
-BothGrids both_grids(Context& ctx) {
-  const Context::Impl& im = ContextInternals::of(ctx);
-  const DeviceGrid mine = device_grid(im.dev.options, im.dev.info);
-  const DeviceGrid other = mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect;
-  BothGrids b;
-  if (!im.tiling_device.as) {
-    b.contexts = {&ctx, &DeviceTest::grid_ctx(other, im.dev.options.schedule)};
-    return b;
+// While it lives, ctx's plans with device group sizes take the grid its options do not (tiling_device.hpp):
+// both grids on one context, which compiles their pipelines (the same for either) once.
+class OtherGrid {
+ public:
+  explicit OtherGrid(Context& ctx) : t_(ContextInternals::of(ctx).tiling_device) {
+    const Context::Impl& im = ContextInternals::of(ctx);
+    t_.grid = device_grid(im.dev.options, im.dev.info) == DeviceGrid::indirect ? DeviceGrid::upper_bound
+                                                                                 : DeviceGrid::indirect;
   }
-  ContextOptions o = to_public(im.dev.options);
-  o.device_grid = other;
-  b.twin = std::make_unique<Context>(DeviceTest::make_context(o));
-  ContextInternals::of(*b.twin).tiling_device = im.tiling_device;
-  b.contexts = {&ctx, b.twin.get()};
-  return b;
-}
+  ~OtherGrid() { t_.grid.reset(); }
+  OtherGrid(const OtherGrid&) = delete;
+  OtherGrid& operator=(const OtherGrid&) = delete;
+
+ private:
+  TilingDevice& t_;
+};
 
 }  // namespace
 
@@ -422,11 +416,12 @@ std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out,
                                   const std::vector<float>& bias) {
   std::vector<std::vector<float>> outs;
-  const BothGrids grids = both_grids(ctx);
-  for (Context* c : grids.contexts) {
+  for (bool other : {false, true}) {
+    std::optional<OtherGrid> grid;
+    if (other) grid.emplace(ctx);
     GmmProblem q;
-    Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(*c, p, q), status = status_word(*c);
-    outs.push_back(gmm_on(*c, q, p, lhs, rhs, existing_out, bias, {sizes.view(), {}, status.view()}));
+    Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
+    outs.push_back(gmm_on(ctx, q, p, lhs, rhs, existing_out, bias, {sizes.view(), {}, status.view()}));
     expect_clean_status(status);  // written even when m = 0 (the metadata build runs)
   }
   EXPECT_TRUE(same_bits(outs[1], outs[0])) << "the indirect and upper-bound grids must agree";
@@ -472,14 +467,15 @@ std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                          const std::vector<float>& rhs, const std::vector<float>& d_out) {
   std::vector<reference::Gradients> gs;
-  const BothGrids grids = both_grids(ctx);
-  for (Context* c : grids.contexts) {
+  for (bool other : {false, true}) {
+    std::optional<OtherGrid> grid;
+    if (other) grid.emplace(ctx);
     GmmProblem q;
-    Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(*c, p, q), status = status_word(*c);
+    Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
     // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.
     q.tiling = p.tiling;
     // An app workspace this time (the plans' own are tested by gmm and tgmm above).
-    gs.push_back(backward_on(*c, q, p, lhs, rhs, d_out, {sizes.view(), {}, status.view()}, true));
+    gs.push_back(backward_on(ctx, q, p, lhs, rhs, d_out, {sizes.view(), {}, status.view()}, true));
     expect_clean_status(status);
   }
   EXPECT_TRUE(same_bits(gs[1].d_lhs, gs[0].d_lhs)) << "d_lhs: the indirect and upper-bound grids must agree";

@@ -61,8 +61,8 @@ reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::
 
 // The same runs with the group sizes in a device buffer (DeviceGroupSizes), with the tiling the host path's
 // plan chose; each also expects the device status word to read 0 and the plans' tilings to agree. gmm and
-// the backward (whose d_lhs is a gmm) run on both grids (DeviceGrid), ctx's and the other's, which must
-// agree bit for bit; the result is ctx's.
+// the backward (whose d_lhs is a gmm) run on both grids (DeviceGrid) on ctx, its options' and the other
+// (the tests' grid hook, tiling_device.hpp), which must agree bit for bit; the result is the options' grid's.
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out = {},
                                   const std::vector<float>& bias = {});

@@ -5,6 +5,7 @@
 // contract: the sweeps and type tests run the device path beside the host path and compare bits.)
 #include <cstring>
 
+#include "context_impl.hpp"  // the tests' grid hook
 #include "gpu_harness.hpp"
 #include "interface.h"  // VKGMM_DISPATCH_WORDS
 
@@ -262,6 +263,39 @@ TEST_F(DeviceTest, AppWorkspacesTakeTheIndirectGridOnlyWhenLentAsIndirectBuffers
   uint32_t plain_command[VKGMM_DISPATCH_WORDS];
   std::memcpy(plain_command, static_cast<const uint8_t*>(plain.mapped) + at, sizeof plain_command);
   EXPECT_EQ(plain_command[0], 0u);
+}
+
+// The tests' grid hook (tiling_device.hpp's grid), with which run_gmm_device runs both grids on one
+// context: a plan made under it takes that grid whatever the context's options say. The indirect grid's
+// build writes its command into the workspace (lent as an indirect buffer); the upper-bound grid's leaves
+// it as it was.
+TEST_F(DeviceTest, TheTestGridHookPicksThePlansGrid) {
+  Context& c = ctx();
+  GmmProblem dev;
+  dev.m = 40;
+  dev.k = 8;
+  dev.n = 12;
+  dev.device_group_sizes.count = 2;
+  const std::vector<int32_t> group_sizes = {30, 10};
+  Buffer l = c.create_buffer(size_t(dev.m) * dev.k * 4), r = c.create_buffer(2 * size_t(dev.k) * dev.n * 4);
+  Buffer o = c.create_buffer(size_t(dev.m) * dev.n * 4), sizes = c.create_buffer(8);
+  sizes.upload(group_sizes.data(), 8);
+  for (DeviceGrid grid : {DeviceGrid::indirect, DeviceGrid::upper_bound}) {
+    ContextInternals::of(c).tiling_device.grid = grid;
+    const GmmPlan plan(c, dev);
+    ContextInternals::of(c).tiling_device.grid.reset();
+    const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
+    AppBuffer work(c, std::vector<uint8_t>(plan.workspace_bytes()), usage);
+    Buffer lent = c.borrow_buffer(work.buffer, plan.workspace_bytes(), false, true);
+    c.submit_and_wait([&](VkCommandBuffer cb) {
+      plan.record(cb, {l.view(), r.view(), o.view(), {}, sizes.view(), {work.buffer, 0, plan.workspace_bytes()}, {}});
+    });
+    uint32_t groups_x = ~0u;  // the command's x, before its y, z, the visit count and the status word
+    const size_t at = plan.workspace_bytes() - (VKGMM_DISPATCH_WORDS + 1) * sizeof(uint32_t);
+    std::memcpy(&groups_x, static_cast<const uint8_t*>(work.mapped) + at, sizeof groups_x);
+    if (grid == DeviceGrid::indirect) EXPECT_GE(groups_x, 1u) << "indirect: the build writes the command";
+    else EXPECT_EQ(groups_x, 0u) << "upper bound: no command";
+  }
 }
 
 }  // namespace
