@@ -1,5 +1,6 @@
 // Test-only: the device a Context's plans choose their schedule and tiles for (and their grid with device
-// group sizes), when a test wants the shapes another device would get (a GPU's 8 x 8 register tiles, its short K steps) run on this one.
+// group sizes), when a test wants the shapes another device would get (a GPU's 8 x 8 register tiles, its
+// short K steps) run on this one.
 // lavapipe is a CPU device, so without this the GPU shapes would only ever be compiled (gpu-report),
 // never checked against the reference. Internal: tests reach it through the Context's internals
 // (ContextInternals::of(ctx).tiling_device); nothing else sets it.

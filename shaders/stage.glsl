@@ -112,40 +112,50 @@ void stage_compute(const uint buf, uint tx, uint ty) {
 #endif
 }
 
+// The loop's buffers: the matrix builds stage through one (the host never gives them STAGES = 2). An
+// expression, not STAGES itself, which glslang would emit as the constant under this name.
+#ifdef VKGMM_MATRIX
+const uint STAGE_BUFFERS = 1u;
+#else
+const uint STAGE_BUFFERS = STAGES == 2u ? 2u : 1u;
+#endif
+
 // The step at `at` from buffer `buf`: with one buffer, the step's chunks stored and, past a barrier,
 // the next step's loaded while this one computes; with two, the next step's loaded while this one computes
 // and stored into the other buffer. Then the step's barrier.
-void stage_step(int at, int end, int step, const uint buf, uint tx, uint ty) {
-  if (STAGES == 1u) {
+void stage_step(int at, int end, int stride, const uint buf, uint tx, uint ty) {
+  if (STAGE_BUFFERS == 1u) {
     stage_store();
     barrier();
   }
-  if (at + step < end) stage_load_next(at + step);
+  if (at + stride < end) stage_load_next(at + stride);
   stage_compute(buf, tx, ty);
-  if (STAGES == 2u) {
+  if (STAGE_BUFFERS == 2u) {
     stage_buffer = 1u - buf;
     stage_store();
   }
   barrier();
 }
 
-// The steps from `at` up to `end`, `step` apart (`any`: at least one), the first one's chunks already in
-// registers. With two buffers the first step's go into buffer 0 first, and the loop is unrolled by two
+// The steps from `at` up to `end`, `stride` apart (has_steps: at least one), the first one's chunks already
+// in registers. With two buffers the first step's go into buffer 0 first, and the loop is unrolled by two
 // steps, so that each step's buffer is a constant and every read a constant offset from the invocation's
 // base, which compilers keep in the load; its last step stores its chunks once more, into the buffer no
 // step reads again. Uniform control flow: the arguments are the workgroup's.
-void stage_steps(int at, int end, int step, bool any, uint tx, uint ty) {
-  if (STAGES == 2u && any) {
+void stage_steps(int at, int end, int stride, bool has_steps, uint tx, uint ty) {
+  if (STAGE_BUFFERS == 2u && has_steps) {
     stage_buffer = 0u;
     stage_store();
     barrier();
   }
-  for (; at < end; at += int(STAGES) * step) {
-    stage_step(at, end, step, 0u, tx, ty);
+  for (; at < end; at += int(STAGE_BUFFERS) * stride) {
+    stage_step(at, end, stride, 0u, tx, ty);
 #ifndef VKGMM_MATRIX
-    if (STAGES == 2u) {
-      if (at + step >= end) break;
-      stage_step(at + step, end, step, 1u, tx, ty);
+    // Not compiled into the matrix builds: glslang keeps a call under a constant-false condition, and
+    // the driver would inline it before dropping it.
+    if (STAGE_BUFFERS == 2u) {
+      if (at + stride >= end) break;
+      stage_step(at + stride, end, stride, 1u, tx, ty);
     }
 #endif
   }

@@ -12,7 +12,6 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <sstream>
 
 namespace vkgmm::test {
@@ -391,34 +390,27 @@ void expect_status(const Buffer& s, uint32_t want) {
 
 void expect_clean_status(const Buffer& s) { expect_status(s, 0); }
 
-namespace {
+GridHook::GridHook(Context& ctx, DeviceGrid grid) : ctx_(ctx) {
+  std::optional<DeviceGrid>& hook = ContextInternals::of(ctx).tiling_device.grid;
+  previous_ = hook;
+  hook = grid;
+}
 
-// While it lives, ctx's plans with device group sizes take the grid its options do not (tiling_device.hpp):
-// both grids on one context, which compiles their pipelines (the same for either) once.
-class OtherGrid {
- public:
-  explicit OtherGrid(Context& ctx) : t_(ContextInternals::of(ctx).tiling_device) {
-    const Context::Impl& im = ContextInternals::of(ctx);
-    t_.grid = device_grid(im.dev.options, im.dev.info) == DeviceGrid::indirect ? DeviceGrid::upper_bound
-                                                                                 : DeviceGrid::indirect;
-  }
-  ~OtherGrid() { t_.grid.reset(); }
-  OtherGrid(const OtherGrid&) = delete;
-  OtherGrid& operator=(const OtherGrid&) = delete;
+GridHook::~GridHook() { ContextInternals::of(ctx_).tiling_device.grid = previous_; }
 
- private:
-  TilingDevice& t_;
-};
+DeviceGrid GridHook::options_grid(const Context& ctx) {
+  const Context::Impl& im = ContextInternals::of(ctx);
+  return device_grid(im.dev.options, im.dev.info);
+}
 
-}  // namespace
 
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out,
                                   const std::vector<float>& bias) {
   std::vector<std::vector<float>> outs;
-  for (bool other : {false, true}) {
-    std::optional<OtherGrid> grid;
-    if (other) grid.emplace(ctx);
+  const DeviceGrid mine = GridHook::options_grid(ctx);
+  for (DeviceGrid g : {mine, mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect}) {
+    const GridHook grid(ctx, g);
     GmmProblem q;
     Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
     outs.push_back(gmm_on(ctx, q, p, lhs, rhs, existing_out, bias, {sizes.view(), {}, status.view()}));
@@ -467,9 +459,9 @@ std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                          const std::vector<float>& rhs, const std::vector<float>& d_out) {
   std::vector<reference::Gradients> gs;
-  for (bool other : {false, true}) {
-    std::optional<OtherGrid> grid;
-    if (other) grid.emplace(ctx);
+  const DeviceGrid mine = GridHook::options_grid(ctx);
+  for (DeviceGrid g : {mine, mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect}) {
+    const GridHook grid(ctx, g);
     GmmProblem q;
     Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
     // The backward's two plans pick their own tilings from the forward's: give it the forward's choice.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -139,6 +140,22 @@ Context cpu_planned_context(ContextOptions options = {});
 // units (or `compute_units`) and subgroups of 64 do (tiling_device.hpp: discrete_gpu_like), where the real
 // device is a CPU: the GPU tilings and the split reductions, checked and run on lavapipe.
 Context gpu_planned_context(ContextOptions options = {}, uint32_t compute_units = 16);
+
+// While it lives, the plans ctx makes with device group sizes take `grid`, whatever ctx's options choose (the
+// tests' grid hook, tiling_device.hpp's); it restores the hook's previous value when it goes.
+class GridHook {
+ public:
+  GridHook(Context& ctx, DeviceGrid grid);
+  ~GridHook();
+  GridHook(const GridHook&) = delete;
+  GridHook& operator=(const GridHook&) = delete;
+  // The grid ctx's options give its plans (automatic resolved for the device), the hook aside.
+  static DeviceGrid options_grid(const Context& ctx);
+
+ private:
+  Context& ctx_;
+  std::optional<DeviceGrid> previous_;
+};
 
 // Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.
 void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed);

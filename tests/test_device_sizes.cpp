@@ -5,7 +5,6 @@
 // contract: the sweeps and type tests run the device path beside the host path and compare bits.)
 #include <cstring>
 
-#include "context_impl.hpp"  // the tests' grid hook
 #include "gpu_harness.hpp"
 #include "interface.h"  // VKGMM_DISPATCH_WORDS
 
@@ -281,9 +280,10 @@ TEST_F(DeviceTest, TheTestGridHookPicksThePlansGrid) {
   Buffer o = c.create_buffer(size_t(dev.m) * dev.n * 4), sizes = c.create_buffer(8);
   sizes.upload(group_sizes.data(), 8);
   for (DeviceGrid grid : {DeviceGrid::indirect, DeviceGrid::upper_bound}) {
-    ContextInternals::of(c).tiling_device.grid = grid;
-    const GmmPlan plan(c, dev);
-    ContextInternals::of(c).tiling_device.grid.reset();
+    const GmmPlan plan = [&] {
+      const GridHook hook(c, grid);
+      return GmmPlan(c, dev);
+    }();
     const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
     AppBuffer work(c, std::vector<uint8_t>(plan.workspace_bytes()), usage);
     Buffer lent = c.borrow_buffer(work.buffer, plan.workspace_bytes(), false, true);
