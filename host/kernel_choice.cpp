@@ -41,7 +41,7 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
     return c.schedule == Schedule::matrix
                ? make_matrix_shape(tm, t.tk, t.tn, r.m, r.k, r.n, info, op_name(r.op), r.halves, r.rhs_blocks)
                : make_kernel_shape(tm, t.tk, t.tn, r.m, r.k, r.n, c.schedule, tiling_info, op_name(r.op),
-                                   r.vec4 ? 4 : 1, 1, r.halves, &r.k_walk);
+                                   r.vec4 ? 4 : 1, 1, r.halves, &r.k_walk, options.stage_buffers);
   };
   c.shape = shape_of(t.tm);
   const bool automatic = !tiling.fixed && !tiling.lookup;
@@ -86,7 +86,8 @@ KernelChoice choose_tgmm(const KernelRequest& r, const DeviceInfo& info, const D
   c.shape = c.schedule == Schedule::matrix
                 ? make_matrix_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, info, op_name(r.op), 1, false)
                 : make_kernel_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, c.schedule, tiling_info,
-                                    op_name(r.op), r.vec4 ? 4 : 1, r.vec4_lhs_rows ? 4 : 1);
+                                    op_name(r.op), r.vec4 ? 4 : 1, r.vec4_lhs_rows ? 4 : 1, 1, nullptr,
+                                    options.stage_buffers);
   return c;
 }
 

@@ -71,6 +71,10 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
     if (std::strcmp(e, "0") == 0) r.eager_pipelines = false;
   }
   if (const char* f = getenv("VKGMM_INJECT_FAULT")) r.inject_fault = f;
+  if (const char* b = getenv("VKGMM_STAGE_BUFFERS")) {
+    if (std::strcmp(b, "1") == 0) r.stage_buffers = 1;
+    if (std::strcmp(b, "2") == 0) r.stage_buffers = 2;
+  }
   if (!o.matrix_extension.empty()) {
     if (!known_matrix_extension(o.matrix_extension))
       throw Error(Status::invalid_argument, "ContextOptions.matrix_extension: '" + o.matrix_extension +

@@ -24,6 +24,9 @@ struct ResolvedOptions {
   std::string matrix_extension;             // "" = KHR where vkgmm has its build, else NV
   bool app_workspaces = false;              // plans allocate no workspace: every record() gives one
   std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
+  // For timing the shared schedule's other stage count on a device: $VKGMM_STAGE_BUFFERS, 1 or 2, where
+  // they fit (KernelShape::stages); 0, anything else: the device class's.
+  uint32_t stage_buffers = 0;
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
   bool compile_only = false;
@@ -44,7 +47,8 @@ E checked_choice(const NamedChoice<E> (&rows)[N], E value, const std::string& wh
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
 // $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S,
-// $VKGMM_EAGER_PIPELINES, $VKGMM_MATRIX_EXTENSION. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
+// $VKGMM_EAGER_PIPELINES, $VKGMM_MATRIX_EXTENSION; and $VKGMM_INJECT_FAULT, $VKGMM_STAGE_BUFFERS, which no
+// option sets. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
 // an option out of range (a schedule that is no Schedule, a timeout that is not positive).
 using EnvLookup = const char* (*)(const char*);
 ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);

@@ -278,7 +278,7 @@ std::string accumulators_error(const char* op, int64_t rows, int64_t cols, uint3
 // tile, as many as the tile needs (within the device's limit); a step of whole 4-element chunks whose
 // stage fits half the device's shared memory (two workgroups resident), else all of it.
 KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t cols, const DeviceInfo& info,
-                              const char* op, uint32_t halves) {
+                              const char* op, uint32_t halves, uint32_t stage_buffers) {
   const RegisterTile tile = shared_register_tile(info);
   // Tiles of under 32 rows take 4 rows per invocation: each invocation stages TK * RM * RN / (4 * rows)
   // rhs chunks per step, and 8 rows of a 16-row tile made that 8-16 chunks in flight (spills on gfx1100);
@@ -317,11 +317,11 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
   while (s.step > 4 && in_flight(s.step) > most_in_flight) s.step = round_up4(s.step / 2);
   s.shared_a = s.rows * s.step;
   s.shared_b = s.step * s.cols * halves;
-  // Two buffers where the class takes them, both fit beside the kernel's few other words (64 bytes), and
+  // Two buffers where the class (or the options) takes them, both fit beside the kernel's few other words (64 bytes), and
   // each invocation holds at most half the chunks in flight the class allows: the two-buffer loop keeps
   // more registers live, and ACO (gfx1100) spilled a 64-row tile's (128 invocations, 6 chunks each).
   const uint64_t stage_bytes = (uint64_t(s.shared_a) + s.shared_b) * sizeof(float);
-  const uint32_t buffers = device_class(info).stage_buffers;
+  const uint32_t buffers = stage_buffers ? stage_buffers : device_class(info).stage_buffers;
   if (buffers > 1 && buffers * stage_bytes + 64 <= info.max_shared_memory && 2 * in_flight(s.step) <= most_in_flight)
     s.stages = buffers;
   return s;
@@ -415,7 +415,8 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
 
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
-                              uint32_t col_group, uint32_t row_group, uint32_t halves, const KWalkStep* k_walk) {
+                              uint32_t col_group, uint32_t row_group, uint32_t halves, const KWalkStep* k_walk,
+                              uint32_t stage_buffers) {
   KernelShape s;
   s.use_shared = schedule == Schedule::shared;
   // A tile larger than the problem only wastes work: shrink it to the problem's next power of two. The
@@ -426,7 +427,7 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   step = std::min(step, pow2_at_least(std::max<int64_t>(step_extent, 1)));
   if (rows > 65536 || cols > 65536 || step > 65536)
     throw Error(Status::invalid_argument, std::string(op) + ": tiling: tile sizes above 65536 cannot run");
-  if (s.use_shared) return make_shared_shape(s, rows, step, cols, info, op, halves);
+  if (s.use_shared) return make_shared_shape(s, rows, step, cols, info, op, halves, stage_buffers);
   // Invocations: the direct schedule puts the 8 lanes of a SIMD group along the columns (measured best
   // on lavapipe) and gives each invocation as many rows as its accumulators allow with its columns (at
   // least 16: 32 rows with 8 columns each, 16 with 16), so short tiles keep their rows in one invocation

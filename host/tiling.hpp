@@ -162,10 +162,12 @@ constexpr uint32_t kDecodeBytesInFlight = 128;
 // That rule for a shape of rm rows and rn columns per invocation (host/tiling_k_walk.cpp).
 uint32_t gpu_decode_steps_in_flight(const KernelShape& s, const KWalkStep& w, int64_t k, uint32_t halves,
                                     uint32_t most_floats);
+// stage_buffers: the shared schedule's stage buffers it takes where they fit (KernelShape::stages); 0: the
+// device class's.
 KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, Schedule schedule, const DeviceInfo& info, const char* op,
                               uint32_t col_group = 1, uint32_t row_group = 1, uint32_t halves = 1,
-                              const KWalkStep* k_walk = nullptr);
+                              const KWalkStep* k_walk = nullptr, uint32_t stage_buffers = 0);
 // The matrix schedule (shaders/matrix_tile.glsl) on `info`'s matrix units (DeviceInfo::matrix_m, n, k):
 // the block [rows, cols] (cols output columns, `halves` product columns each) shrunk to the problem's
 // extents as make_kernel_shape does and rounded up to whole matrices, over the device class's subgroups (fewer

@@ -282,6 +282,27 @@ TEST(KernelChoice, StageBuffersWhereTheyFit) {
   EXPECT_EQ(cpu.shape.stages, 1u);
 }
 
+// $VKGMM_STAGE_BUFFERS (ResolvedOptions::stage_buffers) asks for the other count, for timing it: two on
+// the H100, whose class keeps one, and one on NAVI31; still only where two fit, and never on the matrix
+// units. tgmm follows it too.
+TEST(KernelChoice, StageBuffersAsTheOptionsSay) {
+  const DeviceInfo h100 = devices()[1].info, navi31 = devices()[3].info;
+  ResolvedOptions two, one;
+  two.stage_buffers = 2;
+  one.stage_buffers = 1;
+  auto gmm = [&](const DeviceInfo& d, const ResolvedOptions& o, bool f16 = false) {
+    return choose_kernel(gmm_request(kPrefillGroups, f16, d), d, d, o).shape.stages;
+  };
+  EXPECT_EQ(gmm(h100, ResolvedOptions{}), 1u);
+  EXPECT_EQ(gmm(h100, two), 2u);
+  EXPECT_EQ(choose_kernel(tgmm_request(false, h100), h100, h100, two).shape.stages, 2u);
+  EXPECT_EQ(gmm(navi31, one), 1u);
+  EXPECT_EQ(gmm(navi31, two, true), 1u);  // the matrix schedule
+  DeviceInfo small = h100;
+  small.max_shared_memory = 32768;  // 16 KiB per buffer at 128 x 128: one
+  EXPECT_EQ(gmm(small, two), 1u);
+}
+
 // On a driver whose matrix results are not trusted (the H100's, NVIDIA's own), the automatic schedule
 // keeps f16 on the FMAs; the matrix units run where the problem asks for them or the context forces them,
 // with the block a trusted driver would get.

@@ -199,6 +199,15 @@ TEST(Options, BadFieldsAreRefusedNamingThem) {
   EXPECT_THROW(resolve(o, {}), Error);
 }
 
+// The stage-buffer count for timing: 1 or 2, anything else the device class's (0).
+TEST(Options, StageBuffersFromTheEnvironmentOnly) {
+  EXPECT_EQ(resolve({}, {}).stage_buffers, 0u);
+  EXPECT_EQ(resolve({}, {{"VKGMM_STAGE_BUFFERS", "2"}}).stage_buffers, 2u);
+  EXPECT_EQ(resolve({}, {{"VKGMM_STAGE_BUFFERS", "1"}}).stage_buffers, 1u);
+  EXPECT_EQ(resolve({}, {{"VKGMM_STAGE_BUFFERS", "3"}}).stage_buffers, 0u);
+  EXPECT_EQ(resolve({}, {{"VKGMM_STAGE_BUFFERS", "two"}}).stage_buffers, 0u);
+}
+
 // Plans compile every variant up front on GPUs, lazily on CPU devices, unless told.
 TEST(Options, EagerPipelinesByDeviceTypeUnlessSet) {
   DeviceInfo cpu, gpu;
