@@ -317,9 +317,9 @@ KernelShape make_shared_shape(KernelShape s, int64_t rows, int64_t step, int64_t
   while (s.step > 4 && in_flight(s.step) > most_in_flight) s.step = round_up4(s.step / 2);
   s.shared_a = s.rows * s.step;
   s.shared_b = s.step * s.cols * halves;
-  // Two buffers where the class (or the options) takes them, both fit beside the kernel's few other words (64 bytes), and
-  // each invocation holds at most half the chunks in flight the class allows: the two-buffer loop keeps
-  // more registers live, and ACO (gfx1100) spilled a 64-row tile's (128 invocations, 6 chunks each).
+  // Two buffers where the class (or the options) takes them, both fit beside the kernel's few other words
+  // (64 bytes), and each invocation holds at most half the chunks in flight the class allows: the two-buffer
+  // loop keeps more registers live, and ACO (gfx1100) spilled a 64-row tile's (128 invocations, 6 chunks each).
   const uint64_t stage_bytes = (uint64_t(s.shared_a) + s.shared_b) * sizeof(float);
   const uint32_t buffers = stage_buffers ? stage_buffers : device_class(info).stage_buffers;
   if (buffers > 1 && buffers * stage_bytes + 64 <= info.max_shared_memory && 2 * in_flight(s.step) <= most_in_flight)

@@ -25,19 +25,12 @@ std::unique_ptr<Context>& context_slot(Schedule schedule) {
 }
 constexpr Schedule kSchedules[] = {Schedule::automatic, Schedule::shared, Schedule::direct, Schedule::matrix};
 
-// Per schedule, the context forced to the grid ctx(schedule) does not take (grid_ctx), made when first
-// asked for.
-std::unique_ptr<Context>& other_grid_context(Schedule schedule) {
-  static std::unique_ptr<Context> contexts[4];
-  return contexts[static_cast<size_t>(schedule)];
-}
-
 // The shared Contexts are destroyed before the program's result is final, and whatever the validation
 // layer reports while they go (vkDestroyDevice / vkDestroyInstance list leaked objects) fails the run.
 class TeardownCheck : public ::testing::Environment {
  public:
   void TearDown() override {
-    for (Schedule s : kSchedules) other_grid_context(s).reset(), context_slot(s).reset();
+    for (Schedule s : kSchedules) context_slot(s).reset();
     for (const auto& m : take_teardown_messages()) ADD_FAILURE() << "at Context teardown: " << m;
   }
 };
@@ -96,31 +89,11 @@ Context gpu_planned_context(ContextOptions options, uint32_t compute_units) {
   return c;
 }
 
-Context& DeviceTest::grid_ctx(DeviceGrid grid, Schedule schedule) {
-  Context& shared = ctx(schedule);
-  const Context::Impl& im = ContextInternals::of(shared);
-  if (device_grid(im.dev.options, im.dev.info) == grid) return shared;
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
-  auto& context = other_grid_context(schedule);
-  if (!context) {
-    ContextOptions o = to_public(im.dev.options);
-    o.validate = true;
-    o.device_grid = grid;
-    if (schedule != Schedule::automatic) o.schedule = schedule;
-    context = std::make_unique<Context>(o);
-  }
-  return *context;
-}
-
 void DeviceTest::TearDown() {
   for (Schedule s : kSchedules) {
     if (s != Schedule::automatic && !context_slot(s)) continue;
     for (auto& m : ctx(s).take_validation_messages()) ADD_FAILURE() << "validation message: " << m;
   }
-  for (Schedule s : kSchedules)
-    if (auto& other = other_grid_context(s))
-      for (auto& m : other->take_validation_messages()) ADD_FAILURE() << "validation message: " << m;
 }
 
 const char* sizes_name(Sizes kind) {
@@ -398,18 +371,17 @@ GridHook::GridHook(Context& ctx, DeviceGrid grid) : ctx_(ctx) {
 
 GridHook::~GridHook() { ContextInternals::of(ctx_).tiling_device.grid = previous_; }
 
-DeviceGrid GridHook::options_grid(const Context& ctx) {
+std::array<DeviceGrid, 2> GridHook::both(const Context& ctx) {
   const Context::Impl& im = ContextInternals::of(ctx);
-  return device_grid(im.dev.options, im.dev.info);
+  const DeviceGrid mine = device_grid(im.dev.options, im.dev.info);
+  return {mine, mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect};
 }
-
 
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out,
                                   const std::vector<float>& bias) {
   std::vector<std::vector<float>> outs;
-  const DeviceGrid mine = GridHook::options_grid(ctx);
-  for (DeviceGrid g : {mine, mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect}) {
+  for (DeviceGrid g : GridHook::both(ctx)) {
     const GridHook grid(ctx, g);
     GmmProblem q;
     Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);
@@ -459,8 +431,7 @@ std::vector<float> run_tgmm_device(Context& ctx, const TgmmProblem& p, const std
 reference::Gradients run_backward_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                          const std::vector<float>& rhs, const std::vector<float>& d_out) {
   std::vector<reference::Gradients> gs;
-  const DeviceGrid mine = GridHook::options_grid(ctx);
-  for (DeviceGrid g : {mine, mine == DeviceGrid::indirect ? DeviceGrid::upper_bound : DeviceGrid::indirect}) {
+  for (DeviceGrid g : GridHook::both(ctx)) {
     const GridHook grid(ctx, g);
     GmmProblem q;
     Buffer sizes = to_device_sizes<GmmProblem, GmmPlan>(ctx, p, q), status = status_word(ctx);

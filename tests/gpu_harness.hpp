@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <random>
@@ -25,10 +26,6 @@ class DeviceTest : public ::testing::Test {
   // A context of the test's own with these options, to force a path. Validation is forced on: a message
   // becomes an Error at the next plan or submission on it.
   static Context make_context(ContextOptions options);
-  // A shared context whose gmm takes this grid with device group sizes: ctx(schedule) where its automatic
-  // choice is that grid, else one more context forced to it and to the schedule (validation on, checked
-  // like ctx()'s).
-  static Context& grid_ctx(DeviceGrid grid, Schedule schedule = Schedule::automatic);
 
  protected:
   void TearDown() override;
@@ -149,8 +146,8 @@ class GridHook {
   ~GridHook();
   GridHook(const GridHook&) = delete;
   GridHook& operator=(const GridHook&) = delete;
-  // The grid ctx's options give its plans (automatic resolved for the device), the hook aside.
-  static DeviceGrid options_grid(const Context& ctx);
+  // Both grids: the one ctx's options give its plans (automatic resolved for the device), then the other.
+  static std::array<DeviceGrid, 2> both(const Context& ctx);
 
  private:
   Context& ctx_;

@@ -41,7 +41,8 @@ TEST_F(DeviceTest, HostileGmmSizesStayInsideTheViews) {
   for (DeviceGrid grid : {DeviceGrid::indirect, DeviceGrid::upper_bound})
   for (Schedule schedule : {Schedule::direct, Schedule::shared})
     for (const auto& sizes : kHostile) {
-      Context& c = grid_ctx(grid);
+      Context& c = ctx();
+      const GridHook hook(c, grid);
       std::mt19937 rng(7);
       GmmProblem host;
       host.m = 64;
@@ -213,7 +214,8 @@ TEST_F(DeviceTest, DeviceSizesErrors) {
 // the indirect grid. Each is checked against the host path, with the validation layer watching the
 // indirect dispatch's buffer usage.
 TEST_F(DeviceTest, AppWorkspacesTakeTheIndirectGridOnlyWhenLentAsIndirectBuffers) {
-  Context& c = grid_ctx(DeviceGrid::indirect);
+  Context& c = ctx();
+  const GridHook hook(c, DeviceGrid::indirect);
   std::mt19937 rng(11);
   GmmProblem host;
   host.m = 96;
