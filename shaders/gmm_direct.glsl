@@ -114,12 +114,15 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
   // Not a specialization-constant expression (glslang emitted one whose id spirv-val found undefined
   // where the loops below use it); folded all the same once the constants are specialized.
   const bool values_scaled = q_values_scaled(RM);
+  // q2_K's and q3_K's wide steps (Q_WIDE_PARTS) under 16 rows per invocation (decode): at 16 rows
+  // (prefill) four parts measured no faster on lavapipe than one.
+  const uint walk_parts = RM < 16u ? Q_WIDE_PARTS : 1u;
   const bool WALK_RUNS = WALK_STEPS && !values_scaled;
   const bool WALK_MINS = WALK_RUNS && Q_HAS_MINS;
-  // A step: a block walk's Q_STEP_VALUES, an element type's quad. An iteration takes STEPS_IN_FLIGHT steps
-  // (the host makes k a multiple of it), unrolled below, so that their loads are in flight together: a
-  // block walk reads every step's words before the first quad's FMAs.
-  const uint step_values = WALK_STEPS ? Q_STEP_VALUES : 4u;
+  // A step: a block walk's Q_STEP_VALUES (times its parts: q2_K's, q3_K's), an element type's quad. An
+  // iteration takes STEPS_IN_FLIGHT steps (the host makes k a multiple of it), unrolled below, so that
+  // their loads are in flight together: a block walk reads every step's words before the first quad's FMAs.
+  const uint step_values = WALK_STEPS ? Q_STEP_VALUES * walk_parts : 4u;
   const uint kstep = step_values * STEPS_IN_FLIGHT;
   const uint run_quads = Q_RUN_QUADS;
   // Column groups per batch of rhs loads (b below): one, its 4 x 4 block loaded right before the FMAs
@@ -145,7 +148,7 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
           [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) qhead[e] = q_lead_at(rhs_col_start[e] - pc.rhs_off + at);
         [[unroll]] for (uint e = 0; e < 4 * ACC4_COLS; ++e) {
           uint fe = step_col(f, e);
-          q_step_walk(rhs_col_start[e] - pc.rhs_off + at, qhead[e], col_scales[fe], col_quant_words[fe],
+          q_step_walk(rhs_col_start[e] - pc.rhs_off + at, walk_parts, qhead[e], col_scales[fe], col_quant_words[fe],
                       col_high_bits[fe]);
         }
       }

@@ -102,20 +102,27 @@ void q_words(uint b, uint count, out uint w[8]) {
 // (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4): a block of 32, its head (scales; q5's high bits) before
 // its quants. q6_K and q5_K: a 32-value sub-block of a 256-value super-block. q4_K: 64 values, the two
 // sub-blocks 2c and 2c + 1 that share chunk c's 32 quant bytes (the low nibbles, then the high ones), so
-// the walk reads each quant word once for both. Within a step every format decodes 4 values (a quad)
-// from one 32-bit word of its quant bytes (and, q6_K and q5_K, one word of its high bits), and a step is
-// one or two runs of one scale (and one min). QStep is what a step's values need beside those words: read
-// once per step by the block walk (q_step_walk, gmm.comp), or per 4 values by dequant4.
+// the walk reads each quant word once for both. q2_K and q3_K: a 32-value part of a half super-block, two
+// bits of each of its 32 quant bytes (q3_K: and a bit of each of its 32 hmask bytes), or where the walk
+// takes four parts a step (Q_WIDE_PARTS), the whole half. Within a step every format decodes 4 values (a
+// quad) from one 32-bit word of its quant bytes (and, q6_K, q5_K and q3_K, one word of its high bits), and
+// a step is one, two or (q2_K, q3_K of four parts) eight runs of one scale (and one min). QStep is what a
+// step's values need beside those words: read once per step by the block walk (q_step_walk, gmm.comp), or
+// per 4 values by dequant4.
 struct QStep {
   uint run, hi_run;      // byte offsets of the quant bytes (q6_K: ql) and of the high bits (qh)
   // q6_K, q5_K: the quants' nibble (0: low, 4: high); the high bits' place in qh's bytes
   uint shift, hi_shift;
-  vec2 scale;            // each run's scale (a step of one run: .x)
-  vec2 mins;             // each run's min, taken off its values (q4_K, q5_K: dmin * m; q4_1, q5_1: -m)
+  vec2 scale;            // each run's scale (a step of one run: .x); q2_K, q3_K: d
+  vec2 mins;             // each run's min, taken off its values (q4_K, q5_K: dmin * m; q4_1, q5_1: -m);
+                         // q2_K: dmin
   uint bits;             // q5_0, q5_1: the block's 32 high bits (bit j: value j's fifth bit)
+  // q2_K, q3_K: the step's runs' codes, run r in byte r % 4 of codes[r / 4] (q2_K: scale nibble, min
+  // nibble; q3_K: the 6-bit scale before its - 32), scaled by d (and dmin) at the run's end
+  uvec2 codes;
 };
 // A step with no fields set: each reader fills those its format has.
-QStep q_step_none() { return QStep(0u, 0u, 0u, 0u, vec2(0.0), vec2(0.0), 0u); }
+QStep q_step_none() { return QStep(0u, 0u, 0u, 0u, vec2(0.0), vec2(0.0), 0u, uvec2(0u)); }
 
 // rhs's format (gmm.comp's RHS_TYPE): its row of sizes (VKGMM_DTYPES) and walk (VKGMM_BLOCK_FORMATS),
 // field by field, else 0 (the step: 4) for an element type. Each is a specialization-constant expression,
@@ -141,9 +148,10 @@ const uint Q_BLOCK_BYTES = 0u VKGMM_DTYPES(VKGMM_Q_BYTES);
 const bool Q_IS_BLOCK = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_any)) != 0u;
 const uint Q_STEP_VALUES = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_step)) + uint(!Q_IS_BLOCK) * 4u;  // element types: 4
 const uint Q_SCALE_BYTES = 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_head);  // a whole block's head
-// Quads per run of one scale: q6_K's 16-value halves of a sub-block, the K formats' sub-blocks, blocks.
+// Quads per run of one scale: q6_K's, q2_K's and q3_K's 16 values, the other K formats' sub-blocks, blocks.
 const uint Q_RUN_QUADS = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_quads)) + uint(!Q_IS_BLOCK) * 8u;
-// Words of quant bytes per step: word q % Q_RUN_WORDS holds quad q (q4_K: quads q and q + 8, nibbles).
+// Words of quant bytes per step: word q % Q_RUN_WORDS holds quad q (q4_K: quads q and q + 8, nibbles; q2_K,
+// q3_K of four parts: quads q, q + 8, q + 16 and q + 24, two bits each).
 const uint Q_RUN_WORDS = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_run_words)) + uint(!Q_IS_BLOCK) * 8u;
 // Runs with a min taken off (q4_K, q5_K, q4_1, q5_1); steps with a run of high bits, 8 words (q6_K, q5_K,
 // q3_K).
@@ -153,6 +161,19 @@ const bool Q_HAS_HIGH = (0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_high)) != 0u;
 // super-block.
 const uint Q_SCALES = 0u VKGMM_BLOCK_FORMATS(VKGMM_Q_ROW_scales);
 const bool Q_HAS_LEAD = Q_SCALES == VKGMM_QS_K_LEAD || Q_SCALES == VKGMM_QS_IQ4XS_LEAD;
+// The formats whose steps hold their runs' scales as codes (QStep::codes).
+const bool Q_CODED_RUNS = Q_SCALES == VKGMM_QS_Q2K || Q_SCALES == VKGMM_QS_Q3K;
+// The steps of Q_STEP_VALUES that one step of the block walk may take (gmm_direct.glsl takes them or 1 by
+// its rows per invocation): 4 for q2_K and q3_K (a half super-block, whose four 32-value parts take two
+// bits each of the same 32 quant bytes, q3_K a bit each of the same 32 hmask bytes: read once for the
+// four) in the texel build (CPU drivers, whose texel fetch costs more than the arithmetic around it), else
+// 1. GPU builds keep the table's step, which the host sizes their decode by (k_walk_step: registers, K
+// slices); with four parts ANV DG2's q3_K decode build spilled.
+#ifdef VKGMM_TEXEL
+const uint Q_WIDE_PARTS = Q_CODED_RUNS ? 4u : 1u;
+#else
+const uint Q_WIDE_PARTS = 1u;
+#endif
 // Super-blocks of whole texels (q4_K, q5_K: 144 and 176 bytes): a lead or a run at a texel's start is
 // placed at compile time.
 const bool Q_TEXEL_BLOCKS = Q_BLOCK_BYTES % 16u == 0u;
@@ -233,20 +254,20 @@ void q_head_fields(uvec2 hw, inout QStep s) {
 }
 const bool Q_HEAD_WIDE = Q_SCALE_BYTES > 2u;
 
-// The step at i of a super-block without a lead: its scales read with each step. Halves h = i / 128 of
-// 128 values, steps t = (i / 32) % 4 of a half, runs of 16 values (l = i % 32 < 16, or not).
-// q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Step t takes ql's low (t < 2) or high nibbles of
-// bytes l (+ 32 for odd t) and qh's bits 2t, 2t + 1 of byte l as bits 4, 5; value = d * scale[8h + 2t + l /
-// 16] * (q - 32).
-// q2_K: {uint8 scales[16]; uint8 qs[64]; fp16 d, dmin}, 84 bytes. Step t takes bits 2t, 2t + 1 of qs[32 h + l];
-// scale byte j = 8h + 2t + l / 16 holds the run's scale (low nibble) and min (high nibble): value =
-// d * (sc & 15) * q - dmin * (sc >> 4).
-// q3_K: {uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; fp16 d}, 110 bytes. Step t takes q2_K's two bits
-// and bit 4h + t of hmask[l] as bit 2; value = d * (sc_j - 32) * (q - 4), sc_j (j as q2_K's) 6 bits: the
-// nibble 4 (j / 8) of scales[j % 8], topped by bits 2 (j / 4), + 1 of scales[8 + j % 4].
-// Each step's two scale bytes are adjacent at an even byte (and in q3_K, their top bits too): one word
-// read each.
-QStep q_sub_step(uint i) {
+// A super-block without a lead: its scales read with each step. Halves h = i / 128 of 128 values, parts
+// t = (i / 32) % 4 of a half, runs of 16 values (l = i % 32 < 16, or not).
+// q6_K: {uint8 ql[128], qh[64]; int8 scales[16]; fp16 d}. Its step is part t: ql's low (t < 2) or high
+// nibbles of bytes l (+ 32 for odd t) and qh's bits 2t, 2t + 1 of byte l as bits 4, 5; value = d *
+// scale[8h + 2t + l / 16] * (q - 32). The step's two scale bytes are adjacent at an even byte: one word.
+// q2_K: {uint8 scales[16]; uint8 qs[64]; fp16 d, dmin}, 84 bytes; q3_K: {uint8 hmask[32]; uint8 qs[64];
+// uint8 scales[12]; fp16 d}, 110 bytes. Their step is `parts` parts from part t on: part t + p takes bits
+// 2 (t + p), + 1 of qs[32h + l] (q3_K: and bit 4h + t + p of hmask[l] as bit 2), and the step's run r has
+// scale j = 8h + 2t + r. q2_K's scale byte j holds the scale (low nibble) and the min (high nibble): value =
+// d * (sc & 15) * q - dmin * (sc >> 4). q3_K's value = d * (sc_j - 32) * (q - 4), sc_j 6 bits: nibble h of
+// scales[j % 8], topped by bits 2 (j / 4), + 1 of scales[8 + j % 4]. A part's two scale bytes (and q3_K's
+// top bits of them) are adjacent at an even byte: one word read each; a half's are 8 bytes at a word
+// (q3_K: at an even byte, and 4 bytes of top bits).
+QStep q_sub_step(uint i, uint parts) {
   QStep s = q_step_none();
   uint base = (i >> 8) * Q_BLOCK_BYTES, h = (i >> 7) & 1u, t = (i >> 5) & 3u;
   if (Q_SCALES == VKGMM_QS_Q6K) {
@@ -259,25 +280,38 @@ QStep q_sub_step(uint i) {
   } else if (Q_SCALES == VKGMM_QS_Q2K) {
     s.run = base + 16u + 32u * h;
     s.shift = 2u * t;
-    uint sc = q_pair(base + 8u * h + 2u * t);
-    vec2 dm = unpackHalf2x16(q_word((base >> 2) + 20u));  // d, dmin: bytes 80-83 (84-byte blocks start at a word)
-    s.scale = dm.x * vec2(sc & 15u, (sc >> 8) & 15u);
-    s.mins = dm.y * vec2((sc >> 4) & 15u, (sc >> 12) & 15u);
+    // 84-byte blocks start at a word: a half's 8 scale bytes are words base / 4 + 2h, + 1.
+    uint w = (base >> 2) + 2u * h;
+    s.codes = parts == 1u ? uvec2(q_pair(base + 8u * h + 2u * t)) : uvec2(q_word(w), q_word(w + 1u));
+    vec2 dm = unpackHalf2x16(q_word((base >> 2) + 20u));  // d, dmin: bytes 80-83
+    s.scale.x = dm.x;
+    s.mins.x = dm.y;
   } else {
     s.run = base + 32u + 32u * h;
     s.hi_run = base;
     s.shift = 2u * t;
     s.hi_shift = 4u * h + t;
-    uint lo = q_pair(base + 96u + 2u * t) >> (4u * h), top = q_pair(base + 104u + 2u * (t & 1u)) >> (2u * (2u * h + (t >> 1)));
-    ivec2 sc = ivec2((lo & 15u) | ((top & 3u) << 4), ((lo >> 8) & 15u) | (((top >> 8) & 3u) << 4)) - 32;
-    s.scale = q_half(base + 108u) * vec2(sc);
+    // The bytes of the runs' low nibbles (lo0: runs 0-3, lo1: 4-7) and of their top bits, which lie at
+    // bits 0-1 of top's bytes for runs 0-3 and 2-3 for runs 4-7 once top is shifted by 4h.
+    uint lo0, lo1, top;
+    if (parts == 1u) {
+      lo0 = lo1 = q_pair(base + 96u + 2u * t);
+      top = q_pair(base + 104u + 2u * (t & 1u)) >> (2u * (t >> 1));
+    } else {
+      uint w[8];
+      q_words(base + 96u, 3u, w);
+      lo0 = w[0], lo1 = w[1], top = w[2];
+    }
+    top >>= 4u * h;
+    s.codes = ((uvec2(lo0, lo1) >> (4u * h)) & 0x0f0f0f0fu) | ((uvec2(top, top >> 2) & 0x03030303u) << 4);
+    s.scale.x = q_half(base + 108u);
   }
   return s;
 }
 
 QStep q_step(uint i) {
   if (Q_HAS_LEAD) return q_lead_step(q_lead_at(i), i);
-  if (!Q_WHOLE_BLOCK) return q_sub_step(i);
+  if (!Q_WHOLE_BLOCK) return q_sub_step(i, 1u);
   // q8_0 {fp16 d; int8 q[32]}: d * q. q4_0 {fp16 d; uint8 q[16]}: value j is nibble j % 16 (low first),
   // d * (q - 8). mxfp4 {uint8 e; uint8 q[16]}: nibbles as q4_0, e2m1 values times the scale. iq4_nl {fp16 d;
   // uint8 q[16]}: nibbles as q4_0, d * kvalues_iq4nl[q]. q4_1, q5_0, q5_1: above.
@@ -317,9 +351,10 @@ vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
     // q6_K: a nibble topped by two high bits.
     u = ((word >> s.shift) & 0x0f0f0f0fu) | (((hi_word >> s.hi_shift) & 0x03030303u) << 4);
   } else if (bits <= 3u) {
-    // q2_K, q3_K: two bits by the step's shift, q3_K's third from hmask.
-    u = (word >> s.shift) & 0x03030303u;
-    if (Q_HAS_HIGH) u |= ((hi_word >> s.hi_shift) & 0x01010101u) << 2;
+    // q2_K, q3_K: two bits by the quad's part, q3_K's third from hmask.
+    uint part = q / Q_RUN_WORDS;
+    u = (word >> (s.shift + 2u * part)) & 0x03030303u;
+    if (Q_HAS_HIGH) u |= ((hi_word >> (s.hi_shift + part)) & 0x01010101u) << 2;
   } else {
     // The nibble formats: the quads past the step's words take the high nibbles (q4_K's 16 quads over 8
     // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, by its shift); a fifth bit from
@@ -336,8 +371,20 @@ vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
 }
 // A value is q_run_scale * raw - q_run_min, both fixed over a run of Q_RUN_QUADS quads, so a sum of lhs
 // times raw values over a run is scaled once (the walk), and its mins come off lhs's sum over the run.
-float q_run_scale(QStep s, uint q) { return q >= Q_RUN_QUADS ? s.scale.y : s.scale.x; }
-float q_run_min(QStep s, uint q) { return q >= Q_RUN_QUADS ? s.mins.y : s.mins.x; }
+// q2_K's and q3_K's run code for quad q (QStep::codes).
+uint q_run_code(QStep s, uint q) {
+  uint r = q / Q_RUN_QUADS;
+  return ((r < 4u ? s.codes.x : s.codes.y) >> (8u * (r & 3u))) & 0xffu;
+}
+float q_run_scale(QStep s, uint q) {
+  if (!Q_CODED_RUNS) return q >= Q_RUN_QUADS ? s.scale.y : s.scale.x;
+  uint c = q_run_code(s, q);
+  return s.scale.x * float(Q_HAS_MINS ? int(c & 15u) : int(c) - 32);
+}
+float q_run_min(QStep s, uint q) {
+  if (!Q_CODED_RUNS) return q >= Q_RUN_QUADS ? s.mins.y : s.mins.x;
+  return Q_HAS_MINS ? s.mins.x * float(int(q_run_code(s, q) >> 4)) : 0.0;
+}
 
 // Whether the walk scales each value as it decodes it rather than each run's sum (gmm.comp): steps of 64
 // values (q4_K's two 32-value runs) with 16 rows per invocation.
@@ -348,14 +395,16 @@ vec4 q_scaled4(QStep s, uint q, vec4 raw) {
   return fma(vec4(q_run_scale(s, q)), raw, vec4(-q_run_min(s, q)));
 }
 
-// The block walk's read of step i (a multiple of Q_STEP_VALUES): the step's scales and quant words (run
-// and, q6_K and q5_K, qh), each texel fetched once. A whole block is read in one run from the word holding
-// its first byte (the head comes with the quants: q4_0 and mxfp4 2 texels, q5_0, q5_1 and q8_0 up to 3).
+// The block walk's read of step i (a multiple of parts * Q_STEP_VALUES, parts 1 or Q_WIDE_PARTS): the
+// step's scales and quant words (run and, q6_K and q5_K, qh), each texel fetched once. A whole block is
+// read in one run from the word holding its first byte (the head comes with the quants: q4_0 and mxfp4 2
+// texels, q5_0, q5_1 and q8_0 up to 3).
 // q4_K and q5_K take the lead of i's super-block from the caller (q_lead_at, read once per super-block: 1
 // texel per 256 values) and a step's 32 quant bytes are two aligned texels (q4_K: 2 per 64 values; q5_K: 4
-// per 32, its 32 qh bytes too). q6_K, q2_K and q3_K read a step's two scales with it, and its 32 quant bytes
-// (q6_K, q3_K: and 32 bytes of high bits) by words.
-void q_step_walk(uint i, uvec4 head, out QStep s, out uint w[8], out uint hi[8]) {
+// per 32, its 32 qh bytes too). q6_K reads a step's two scales with it, q2_K and q3_K the codes of their
+// step's runs and d (and dmin), and each its 32 quant bytes (q6_K, q3_K: and 32 bytes of high bits)
+// by words.
+void q_step_walk(uint i, uint parts, uvec4 head, out QStep s, out uint w[8], out uint hi[8]) {
   [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = 0u;
   if (Q_WHOLE_BLOCK) {
     uint base = (i >> 5) * Q_BLOCK_BYTES, r[9];
@@ -393,7 +442,7 @@ void q_step_walk(uint i, uvec4 head, out QStep s, out uint w[8], out uint hi[8])
       q_words_in(r, 0u, 8u, hi);
     }
   } else {
-    s = q_sub_step(i);
+    s = q_sub_step(i, parts);
     q_words(s.run, 8u, w);
     if (Q_HAS_HIGH) q_words(s.hi_run, 8u, hi);
   }

@@ -196,6 +196,8 @@ std::vector<DecodeCase> decode_cases() {
       {"mxfp4_nk", 128, 33, f32, DType::mxfp4, f32, true},
       {"iq4_xs_nk", 512, 33, f32, DType::iq4_xs, f32, true},
       {"q5_1_nk_k192", 192, 40, f32, DType::q5_1, f32, true},
+      {"q2_K_nk", 512, 33, f32, DType::q2_K, f32, true},
+      {"q3_K_nk_f16", 256, 40, f16, DType::q3_K, f32, true},
       {"q8_0_kn", 64, 64, f32, DType::q8_0, f32, false},
   };
 }
