@@ -29,8 +29,9 @@ uint step_col(uint f, uint e) { return f * 4 * ACC4_COLS + e; }
 
 // Quad s (K values k0 + 4s .. k0 + 4s + 3) of the step at k0, the iteration's step f: lhs's 4 values per
 // row, rhs's 4 x 4 block per column group, a batch of groups at a time, into acc4, or with runs into part
-// and, at a run's end, part scaled into acc4. The high bits' word is q6_K's or q5_K's qh, whose steps are 8
-// quads (its index wraps only in formats that never read it).
+// and, at a run's end, part scaled into acc4. The high bits' word is q6_K's or q5_K's qh, or q3_K's hmask,
+// word s % 8: q6_K's and q5_K's steps are 8 quads, q3_K's four-part step reads each hmask word for each of
+// its parts, and formats without high bits never read it.
 void walk_quad(Walk walk, uint k0, uint s, uint rbase, uint f) {
   uint kk = k0 + 4 * s;
   vec4 a[RM];
@@ -99,28 +100,30 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
     rhs_group_start[v] = min(col, pc.n - 4u);
     [[unroll]] for (uint c = 0; c < 4; ++c) rhs_col_start[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
   }
-  // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64) at a
-  // time, and each column's step (its scales, its quant words) is read once per step into registers and
-  // decoded 4 values at a time from there; q4_K's super-block head (d, dmin, the packed scales) is read
-  // once per 256 values and kept. The walk sums the products of lhs with the unscaled values in part
-  // over each run of one scale, which then scales the run's sum once per accumulator (a run's min comes
-  // off as min * the row's sum of lhs over the run), except q4_K at 16 rows per invocation (prefill's
-  // 32 x 128 tiles), which scales each value as it decodes it: its runs cost 2 * 16 * 16 FMAs and
-  // 16 * 32 adds per run of 8 quads beside a second set of accumulators, where scaling each value costs
-  // 16 * 32 FMAs. Measured on lavapipe against the unquantized peer: scaling each value is faster for
-  // q4_K at 16 rows; runs are faster at 2 rows (decode) for q4_0 and q4_K, and q8_0 at 16 rows keeps runs
-  // (even by CPU time, slower per value scaled by gpu ms).
+  // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64, q2_K and
+  // q3_K 128 in the texel build under 16 rows) at a time, and each column's step (its scales, its quant
+  // words) is read once per step into registers and decoded 4 values at a time from there; q4_K's
+  // super-block head (d, dmin, the packed scales) is read once per 256 values and kept. The walk sums the
+  // products of lhs with the unscaled values in part over each run of one scale, which then scales the
+  // run's sum once per accumulator (a run's min comes off as min * the row's sum of lhs over the run),
+  // except q4_K at 16 rows per invocation (prefill's 32 x 128 tiles), which scales each value as it decodes
+  // it: its runs cost 2 * 16 * 16 FMAs and 16 * 32 adds per run of 8 quads beside a second set of
+  // accumulators, where scaling each value costs 16 * 32 FMAs. Measured on lavapipe against the unquantized
+  // peer: scaling each value is faster for q4_K at 16 rows; runs are faster at 2 rows (decode) for q4_0 and
+  // q4_K, and q8_0 at 16 rows keeps runs (even by CPU time, slower per value scaled by gpu ms).
   const bool WALK_STEPS = RHS_BLOCKS && TRANSPOSE_RHS;
   // Not a specialization-constant expression (glslang emitted one whose id spirv-val found undefined
   // where the loops below use it); folded all the same once the constants are specialized.
   const bool values_scaled = q_values_scaled(RM);
   // q2_K's and q3_K's wide steps (Q_WIDE_PARTS) under 16 rows per invocation (decode): at 16 rows
-  // (prefill) four parts measured no faster on lavapipe than one.
-  const uint walk_parts = RM < 16u ? Q_WIDE_PARTS : 1u;
+  // (prefill) four parts measured no faster on lavapipe than one. Only with one step in flight: the host
+  // makes k a multiple of the table's step times the steps in flight, and a wide step divides k (whole
+  // super-blocks) only alone.
+  const uint walk_parts = RM < 16u && STEPS_IN_FLIGHT == 1u ? Q_WIDE_PARTS : 1u;
   const bool WALK_RUNS = WALK_STEPS && !values_scaled;
   const bool WALK_MINS = WALK_RUNS && Q_HAS_MINS;
   // A step: a block walk's Q_STEP_VALUES (times its parts: q2_K's, q3_K's), an element type's quad. An
-  // iteration takes STEPS_IN_FLIGHT steps (the host makes k a multiple of it), unrolled below, so that
+  // iteration takes STEPS_IN_FLIGHT steps (k a multiple of it: above), unrolled below, so that
   // their loads are in flight together: a block walk reads every step's words before the first quad's FMAs.
   const uint step_values = WALK_STEPS ? Q_STEP_VALUES * walk_parts : 4u;
   const uint kstep = step_values * STEPS_IN_FLIGHT;

@@ -111,14 +111,15 @@ void q_words(uint b, uint count, out uint w[8]) {
 // per 4 values by dequant4.
 struct QStep {
   uint run, hi_run;      // byte offsets of the quant bytes (q6_K: ql) and of the high bits (qh)
-  // q6_K, q5_K: the quants' nibble (0: low, 4: high); the high bits' place in qh's bytes
+  // q6_K, q5_K: the quants' nibble (0: low, 4: high); the high bits' place in qh's bytes; q2_K, q3_K: the
+  // first part's bit pair and hmask bit
   uint shift, hi_shift;
   vec2 scale;            // each run's scale (a step of one run: .x); q2_K, q3_K: d
   vec2 mins;             // each run's min, taken off its values (q4_K, q5_K: dmin * m; q4_1, q5_1: -m);
                          // q2_K: dmin
   uint bits;             // q5_0, q5_1: the block's 32 high bits (bit j: value j's fifth bit)
   // q2_K, q3_K: the step's runs' codes, run r in byte r % 4 of codes[r / 4] (q2_K: scale nibble, min
-  // nibble; q3_K: the 6-bit scale before its - 32), scaled by d (and dmin) at the run's end
+  // nibble; q3_K: the 6-bit scale before its - 32), scaled by d (and dmin) by q_run_scale, q_run_min
   uvec2 codes;
 };
 // A step with no fields set: each reader fills those its format has.
@@ -167,8 +168,8 @@ const bool Q_CODED_RUNS = Q_SCALES == VKGMM_QS_Q2K || Q_SCALES == VKGMM_QS_Q3K;
 // its rows per invocation): 4 for q2_K and q3_K (a half super-block, whose four 32-value parts take two
 // bits each of the same 32 quant bytes, q3_K a bit each of the same 32 hmask bytes: read once for the
 // four) in the texel build (CPU drivers, whose texel fetch costs more than the arithmetic around it), else
-// 1. GPU builds keep the table's step, which the host sizes their decode by (k_walk_step: registers, K
-// slices); with four parts ANV DG2's q3_K decode build spilled.
+// 1. The host sizes a sliced decode by the table's step (k_walk_step: registers, K slices of at least one
+// wide step), which GPU builds keep: with four parts ANV DG2's q3_K decode build spilled.
 #ifdef VKGMM_TEXEL
 const uint Q_WIDE_PARTS = Q_CODED_RUNS ? 4u : 1u;
 #else
@@ -336,8 +337,9 @@ float q_iq4nl(uint n) {
 float q_level(uint t, uint n) { return t == 1u ? q_e2m1x2(n) : q_iq4nl(n); }
 
 // Quad q of step s before the scales: q8_0's q, q4_0's q - 8, q4_1's q, q5_0's q - 16, q5_1's q, iq4_nl's
-// level, q4_K's and q5_K's q, q6_K's q - 32, mxfp4's e2m1 values doubled; from the run's word
-// q % Q_RUN_WORDS and the high bits (q6_K, q5_K: qh's word q % 8; q5_0, q5_1: the step's bits).
+// level, q4_K's and q5_K's q, q6_K's q - 32, mxfp4's e2m1 values doubled, q2_K's q, q3_K's q - 4; from the
+// run's word q % Q_RUN_WORDS and the high bits (q6_K, q5_K: qh's word q % 8; q3_K: hmask's word q % 8;
+// q5_0, q5_1: the step's bits).
 vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
   // One body for every format, steered by its row (bits, offset, table), not a branch per format: a
   // driver inlines this at every load site of every block-format pipeline before it drops what the
