@@ -270,7 +270,8 @@ const bool Q_HEAD_WIDE = Q_SCALE_BYTES > 2u;
 // (q3_K: at an even byte, and 4 bytes of top bits).
 QStep q_sub_step(uint i, uint parts) {
   QStep s = q_step_none();
-  uint base = (i >> 8) * Q_BLOCK_BYTES, h = (i >> 7) & 1u, t = (i >> 5) & 3u;
+  // A step of four parts starts a half (part 0): a constant, which the decoders' shifts fold.
+  uint base = (i >> 8) * Q_BLOCK_BYTES, h = (i >> 7) & 1u, t = parts == 1u ? (i >> 5) & 3u : 0u;
   if (Q_SCALES == VKGMM_QS_Q6K) {
     s.run = base + h * 64u + (t & 1u) * 32u;
     s.hi_run = base + 128u + h * 32u;
@@ -324,6 +325,12 @@ QStep q_step(uint i) {
   return s;
 }
 
+// A step's word of high bits as q_raw4 takes it: q3_K's hmask inverted and shifted to the step's first part's
+// bit, so that a value's third bit is that of q - 4 in three bits' two's complement (q3_K's offset taken
+// off with no operation per value) and each part's bit is a constant shift away; q6_K's and q5_K's qh as
+// they are.
+uint q_high_word(QStep s, uint raw) { return Q_SCALES == VKGMM_QS_Q3K ? ~raw >> s.hi_shift : raw; }
+
 // The low four bits of h, bit c moved to bit 8c of a word (a quad's fifth bits, one per byte).
 uint q_spread4(uint h) { return (h & 1u) | ((h & 2u) << 7) | ((h & 4u) << 14) | ((h & 8u) << 21); }
 // iq4_nl's 16 levels (-127 .. 113): a quartic in n - 7.5 (least squares over the 16 codes) is within
@@ -339,7 +346,7 @@ float q_level(uint t, uint n) { return t == 1u ? q_e2m1x2(n) : q_iq4nl(n); }
 // Quad q of step s before the scales: q8_0's q, q4_0's q - 8, q4_1's q, q5_0's q - 16, q5_1's q, iq4_nl's
 // level, q4_K's and q5_K's q, q6_K's q - 32, mxfp4's e2m1 values doubled, q2_K's q, q3_K's q - 4; from the
 // run's word q % Q_RUN_WORDS and the high bits (q6_K, q5_K: qh's word q % 8; q3_K: hmask's word q % 8;
-// q5_0, q5_1: the step's bits).
+// q5_0, q5_1: the step's bits), each as q_high_word gives it.
 vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
   // One body for every format, steered by its row (bits, offset, table), not a branch per format: a
   // driver inlines this at every load site of every block-format pipeline before it drops what the
@@ -353,10 +360,10 @@ vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
     // q6_K: a nibble topped by two high bits.
     u = ((word >> s.shift) & 0x0f0f0f0fu) | (((hi_word >> s.hi_shift) & 0x03030303u) << 4);
   } else if (bits <= 3u) {
-    // q2_K, q3_K: two bits by the quad's part, q3_K's third from hmask.
+    // q2_K, q3_K: two bits by the quad's part, q3_K's third from hmask (inverted: q - 4's).
     uint part = q / Q_RUN_WORDS;
     u = (word >> (s.shift + 2u * part)) & 0x03030303u;
-    if (Q_HAS_HIGH) u |= ((hi_word >> (s.hi_shift + part)) & 0x01010101u) << 2;
+    if (Q_HAS_HIGH) u |= ((hi_word >> part) & 0x01010101u) << 2;
   } else {
     // The nibble formats: the quads past the step's words take the high nibbles (q4_K's 16 quads over 8
     // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, by its shift); a fifth bit from
@@ -368,8 +375,9 @@ vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
     uint table = Q_ROW_TABLE;
     if (table != 0u) return vec4(q_level(table, u & 15u), q_level(table, (u >> 8) & 15u), q_level(table, (u >> 16) & 15u), q_level(table, u >> 24));
   }
-  uint offset = Q_ROW_OFFSET;
-  return offset != 0u ? q_fields(u ^ (offset * 0x01010101u), 0u, int(bits)) : q_ufields(u, 0u, int(bits));
+  // q3_K's codes already hold q - 4 (q_high_word); the others' offsets flip their top bit here.
+  uint offset = Q_ROW_OFFSET, flip = bits == 3u ? 0u : offset;
+  return offset != 0u ? q_fields(u ^ (flip * 0x01010101u), 0u, int(bits)) : q_ufields(u, 0u, int(bits));
 }
 // A value is q_run_scale * raw - q_run_min, both fixed over a run of Q_RUN_QUADS quads, so a sum of lhs
 // times raw values over a run is scaled once (the walk), and its mins come off lhs's sum over the run.
@@ -446,7 +454,10 @@ void q_step_walk(uint i, uint parts, uvec4 head, out QStep s, out uint w[8], out
   } else {
     s = q_sub_step(i, parts);
     q_words(s.run, 8u, w);
-    if (Q_HAS_HIGH) q_words(s.hi_run, 8u, hi);
+    if (Q_HAS_HIGH) {
+      q_words(s.hi_run, 8u, hi);
+      [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = q_high_word(s, hi[j]);
+    }
   }
 }
 
@@ -456,5 +467,6 @@ vec4 dequant4(uint i) {
   QStep s = q_step(i - i % n);
   uint q = (i % n) >> 2;
   uint word = q_bytes4(s.run + 4u * (q % Q_RUN_WORDS));
-  return q_scaled4(s, q, q_raw4(s, word, Q_HAS_HIGH ? q_bytes4(s.hi_run + 4u * (q % 8u)) : 0u, q));
+  uint hi = Q_HAS_HIGH ? q_high_word(s, q_bytes4(s.hi_run + 4u * (q % 8u))) : 0u;
+  return q_scaled4(s, q, q_raw4(s, word, hi, q));
 }
