@@ -325,11 +325,17 @@ QStep q_step(uint i) {
   return s;
 }
 
-// A step's word of high bits as q_raw4 takes it: q3_K's hmask inverted and shifted to the step's first part's
-// bit, so that a value's third bit is that of q - 4 in three bits' two's complement (q3_K's offset taken
-// off with no operation per value) and each part's bit is a constant shift away; q6_K's and q5_K's qh as
-// they are.
-uint q_high_word(QStep s, uint raw) { return Q_SCALES == VKGMM_QS_Q3K ? ~raw >> s.hi_shift : raw; }
+// A step's words as q_raw4 takes them, prepared once where the step is read: the quant word shifted to the
+// step's field (q6_K's and q5_K's nibble, q2_K's and q3_K's first part's bit pair), the high bits' word to
+// its bits (q6_K's pair, q5_K's bit, q3_K's first part's bit), so that no step's shift stays live through
+// its quads and each part's field is a constant shift away. Where the high bits hold a value's top bit,
+// it comes flipped (q3_K's hmask bits, the top bit of q6_K's pair): the code is then q - offset in
+// two's complement, the offset taken off with no operation per value.
+uint q_low_word(QStep s, uint raw) { return raw >> s.shift; }
+uint q_high_word(QStep s, uint raw) {
+  uint flip = Q_SCALES == VKGMM_QS_Q3K ? 0x0f0f0f0fu : Q_SCALES == VKGMM_QS_Q6K ? 0x02020202u : 0u;
+  return (raw >> s.hi_shift) ^ flip;
+}
 
 // The low four bits of h, bit c moved to bit 8c of a word (a quad's fifth bits, one per byte).
 uint q_spread4(uint h) { return (h & 1u) | ((h & 2u) << 7) | ((h & 4u) << 14) | ((h & 8u) << 21); }
@@ -346,7 +352,7 @@ float q_level(uint t, uint n) { return t == 1u ? q_e2m1x2(n) : q_iq4nl(n); }
 // Quad q of step s before the scales: q8_0's q, q4_0's q - 8, q4_1's q, q5_0's q - 16, q5_1's q, iq4_nl's
 // level, q4_K's and q5_K's q, q6_K's q - 32, mxfp4's e2m1 values doubled, q2_K's q, q3_K's q - 4; from the
 // run's word q % Q_RUN_WORDS and the high bits (q6_K, q5_K: qh's word q % 8; q3_K: hmask's word q % 8;
-// q5_0, q5_1: the step's bits), each as q_high_word gives it.
+// q5_0, q5_1: the step's bits), each as q_low_word and q_high_word give them.
 vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
   // One body for every format, steered by its row (bits, offset, table), not a branch per format: a
   // driver inlines this at every load site of every block-format pipeline before it drops what the
@@ -358,25 +364,25 @@ vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
   uint u;
   if (bits == 6u) {
     // q6_K: a nibble topped by two high bits.
-    u = ((word >> s.shift) & 0x0f0f0f0fu) | (((hi_word >> s.hi_shift) & 0x03030303u) << 4);
+    u = (word & 0x0f0f0f0fu) | ((hi_word & 0x03030303u) << 4);
   } else if (bits <= 3u) {
     // q2_K, q3_K: two bits by the quad's part, q3_K's third from hmask (inverted: q - 4's).
     uint part = q / Q_RUN_WORDS;
-    u = (word >> (s.shift + 2u * part)) & 0x03030303u;
+    u = (word >> (2u * part)) & 0x03030303u;
     if (Q_HAS_HIGH) u |= ((hi_word >> part) & 0x01010101u) << 2;
   } else {
     // The nibble formats: the quads past the step's words take the high nibbles (q4_K's 16 quads over 8
     // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, by its shift); a fifth bit from
     // qh (q5_K) or the block's bits (q5_0, q5_1); or a level from a table (mxfp4, iq4_nl).
     bool upper = q >= Q_RUN_WORDS;
-    u = q_nibbles(word >> s.shift, upper);
+    u = q_nibbles(word, upper);
     if (bits == 5u)
-      u |= (Q_HAS_HIGH ? (hi_word >> (s.hi_shift + (upper ? 1u : 0u))) & 0x01010101u : q_spread4(s.bits >> (4u * q))) << 4;
+      u |= (Q_HAS_HIGH ? (hi_word >> (upper ? 1u : 0u)) & 0x01010101u : q_spread4(s.bits >> (4u * q))) << 4;
     uint table = Q_ROW_TABLE;
     if (table != 0u) return vec4(q_level(table, u & 15u), q_level(table, (u >> 8) & 15u), q_level(table, (u >> 16) & 15u), q_level(table, u >> 24));
   }
-  // q3_K's codes already hold q - 4 (q_high_word); the others' offsets flip their top bit here.
-  uint offset = Q_ROW_OFFSET, flip = bits == 3u ? 0u : offset;
+  // With high bits the code already holds q - offset (q_high_word); the others' offsets flip its top bit here.
+  uint offset = Q_ROW_OFFSET, flip = Q_HAS_HIGH ? 0u : offset;
   return offset != 0u ? q_fields(u ^ (flip * 0x01010101u), 0u, int(bits)) : q_ufields(u, 0u, int(bits));
 }
 // A value is q_run_scale * raw - q_run_min, both fixed over a run of Q_RUN_QUADS quads, so a sum of lhs
@@ -454,10 +460,11 @@ void q_step_walk(uint i, uint parts, uvec4 head, out QStep s, out uint w[8], out
   } else {
     s = q_sub_step(i, parts);
     q_words(s.run, 8u, w);
-    if (Q_HAS_HIGH) {
-      q_words(s.hi_run, 8u, hi);
-      [[unroll]] for (uint j = 0u; j < 8u; ++j) hi[j] = q_high_word(s, hi[j]);
-    }
+    if (Q_HAS_HIGH) q_words(s.hi_run, 8u, hi);
+  }
+  [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+    w[j] = q_low_word(s, w[j]);
+    if (Q_HAS_HIGH) hi[j] = q_high_word(s, hi[j]);
   }
 }
 
@@ -466,7 +473,7 @@ vec4 dequant4(uint i) {
   uint n = Q_STEP_VALUES;
   QStep s = q_step(i - i % n);
   uint q = (i % n) >> 2;
-  uint word = q_bytes4(s.run + 4u * (q % Q_RUN_WORDS));
+  uint word = q_low_word(s, q_bytes4(s.run + 4u * (q % Q_RUN_WORDS)));
   uint hi = Q_HAS_HIGH ? q_high_word(s, q_bytes4(s.hi_run + 4u * (q % 8u))) : 0u;
   return q_scaled4(s, q, q_raw4(s, word, hi, q));
 }
