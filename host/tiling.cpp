@@ -473,7 +473,8 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
       s.rm = static_cast<uint32_t>((rows + s.ty - 1) / s.ty);
     }
     s.steps_in_flight = gpu_decode_steps_in_flight(s, *k_walk, step_extent, halves, row.decode_load_floats);
-    const uint64_t slice_values = uint64_t(k_walk->values) * std::max(2u, s.steps_in_flight);
+    const uint64_t slice_values =
+        std::max(uint64_t(k_walk->values) * s.steps_in_flight, uint64_t(k_walk->least_slice_values));
     const uint64_t sums = uint64_t(s.rm) * s.rn * halves * s.invocations() * sizeof(float);  // one slice's
     const uint32_t most = std::min(kSliceInvocations, info.max_workgroup_invocations);
     while (uint64_t(s.invocations()) * 2 <= most && uint64_t(s.slices) * 2 * slice_values <= uint64_t(step_extent) &&

@@ -149,6 +149,7 @@ struct KWalkStep {
   uint32_t column_registers = 4;  // per column and step: its values, or a block's quant words and scales
   bool blocks = false;            // a block format's walk, whose lhs is loaded a quad at a time in the step
   uint32_t most_steps = 4;        // the most steps in flight the kernel takes
+  uint32_t least_slice_values = 8;  // the fewest values a K slice takes: two of the table's steps
 };
 // The walk of gmm over `rhs` (rhs_nk: stored [n, k]; vec4: the kernel loads 4 elements at a time, else
 // one at a time with one step in flight): an element type's quads, a block format's steps along [n, k]

@@ -100,8 +100,8 @@ void reduce_direct4(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice
     rhs_group_start[v] = min(col, pc.n - 4u);
     [[unroll]] for (uint c = 0; c < 4; ++c) rhs_col_start[4 * v + c] = rbase + min(col + c, pc.n - 1) * pc.k;
   }
-  // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64, q2_K and
-  // q3_K 128 in the texel build under 16 rows) at a time, and each column's step (its scales, its quant
+  // Block-format rhs [n, k] (blocks along K): K is walked a step (quant.glsl: 32 values, q4_K 64, under 16
+  // rows q2_K 128, and q3_K 128 in the texel build) at a time, and each column's step (its scales, its quant
   // words) is read once per step into registers and decoded 4 values at a time from there; q4_K's
   // super-block head (d, dmin, the packed scales) is read once per 256 values and kept. The walk sums the
   // products of lhs with the unscaled values in part over each run of one scale, which then scales the

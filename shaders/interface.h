@@ -193,6 +193,13 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 #define VKGMM_QS_Q6K 4
 #define VKGMM_QS_Q2K 5
 #define VKGMM_QS_Q3K 6
+// Steps of the table's size that one step of a decode's block walk takes (rows per invocation under 16,
+// one step in flight): q2_K's four parts of a half super-block, which share its quant bytes, and q3_K's
+// (and its hmask bytes) on CPU devices (`cpu`: the texel builds); 1 for the others. On GPUs q3_K's four
+// spilled on ANV DG2 and took ACO navi21 to 224 VGPRs.
+// Ternaries only: glslang's specialization-constant form of || and && names an undefined id.
+#define VKGMM_WIDE_PARTS(scales, cpu) \
+  ((scales) == VKGMM_QS_Q2K ? 4u : (cpu) ? ((scales) == VKGMM_QS_Q3K ? 4u : 1u) : 1u)
 #define VKGMM_BLOCK_FORMATS(X)                                \
   X(Q8_0, 32, 2, 8, 8, 0, 0, VKGMM_QS_HEAD, 8, 0, 0)          \
   X(Q4_0, 32, 2, 8, 4, 0, 0, VKGMM_QS_HEAD, 4, 8, 0)          \

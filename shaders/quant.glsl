@@ -165,15 +165,14 @@ const bool Q_HAS_LEAD = Q_SCALES == VKGMM_QS_K_LEAD || Q_SCALES == VKGMM_QS_IQ4X
 // The formats whose steps hold their runs' scales as codes (QStep::codes).
 const bool Q_CODED_RUNS = Q_SCALES == VKGMM_QS_Q2K || Q_SCALES == VKGMM_QS_Q3K;
 // The steps of Q_STEP_VALUES that one step of the block walk may take (gmm_direct.glsl takes them or 1 by
-// its rows per invocation): 4 for q2_K and q3_K (a half super-block, whose four 32-value parts take two
-// bits each of the same 32 quant bytes, q3_K a bit each of the same 32 hmask bytes: read once for the
-// four) in the texel build (CPU drivers, whose texel fetch costs more than the arithmetic around it), else
-// 1. The host sizes a sliced decode by the table's step (k_walk_step: registers, K slices of at least one
-// wide step), which GPU builds keep: with four parts ANV DG2's q3_K decode build spilled.
+// its rows per invocation): q2_K's four parts of a half super-block, which take two bits each of the same
+// 32 quant bytes (read once for the four: 4x the bytes in flight for the same registers), and in the texel
+// build (CPU drivers) q3_K's, whose hmask words GPUs' registers do not hold beside them; else 1
+// (interface.h, by which the host's GPU decode sizes its K slices and steps in flight: k_walk_step).
 #ifdef VKGMM_TEXEL
-const uint Q_WIDE_PARTS = Q_CODED_RUNS ? 4u : 1u;
+const uint Q_WIDE_PARTS = VKGMM_WIDE_PARTS(Q_SCALES, true);
 #else
-const uint Q_WIDE_PARTS = 1u;
+const uint Q_WIDE_PARTS = VKGMM_WIDE_PARTS(Q_SCALES, false);
 #endif
 // Super-blocks of whole texels (q4_K, q5_K: 144 and 176 bytes): a lead or a run at a texel's start is
 // placed at compile time.

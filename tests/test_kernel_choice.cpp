@@ -216,6 +216,39 @@ TEST(KernelChoice, GatedPrefillAndBlockDecode) {
   }
 }
 
+// q2_K's GPU decode walks a half super-block per step (VKGMM_WIDE_PARTS: four 32-value parts sharing
+// their quant words), one step in flight, each K slice at least one such step: at k = 1024, 8 slices of
+// 128 values. q3_K keeps the table's 32-value step on GPUs (its hmask words beside four parts spilled on
+// ANV), its slices two steps; so do the other formats. On the CPU device (the texel build) both take four
+// parts; the host does not size CPU decode by the walk.
+TEST(KernelChoice, WideStepsSizeTheGpuDecodeSlices) {
+  const ResolvedOptions options;
+  const KWalkStep q2 = k_walk_step(DType::q2_K, true, true), q3 = k_walk_step(DType::q3_K, true, true);
+  EXPECT_EQ(q2.values, 128u);
+  EXPECT_EQ(q2.least_slice_values, 64u);
+  EXPECT_EQ(q2.most_steps, 1u);
+  EXPECT_EQ(q3.values, 32u);
+  EXPECT_EQ(q3.least_slice_values, 64u);
+  const KWalkStep q4_0 = k_walk_step(DType::q4_0, true, true);
+  EXPECT_EQ(q4_0.least_slice_values, 2 * q4_0.values);
+  for (const Described& dev : devices()) {
+    const DeviceInfo& d = dev.info;
+    if (d.type == VK_PHYSICAL_DEVICE_TYPE_CPU) continue;
+    SCOPED_TRACE(dev.what);
+    auto decode = [&](DType t) {
+      KernelRequest q = gmm_request(kDecodeGroups, false, d);
+      q.rhs_rows_contiguous = false;
+      q.rhs_blocks = true;
+      q.k_walk = k_walk_step(t, true, true);
+      return choose_kernel(q, d, d, options).shape;
+    };
+    const KernelShape s2 = decode(DType::q2_K), s3 = decode(DType::q3_K);
+    EXPECT_EQ(s2.steps_in_flight, 1u);
+    EXPECT_EQ(s2.slices, 8u);
+    EXPECT_EQ(s3.slices, 16u);
+  }
+}
+
 // Planned as another device (tiling_device.hpp): the schedule and tiles are that device's, what may run
 // the real one's.
 TEST(KernelChoice, PlansAsTheTilingDevice) {
