@@ -22,8 +22,16 @@ const char* schedule_name(Schedule s) {
 
 namespace {
 
+// Appended piece by piece: GCC 12 warns (-Wrestrict, wrongly) where a literal is prepended to a temporary.
 std::string tiling_text(const Tiling& t) {
-  return "(" + std::to_string(t.tm) + ", " + std::to_string(t.tk) + ", " + std::to_string(t.tn) + ")";
+  std::string s = "(";
+  s += std::to_string(t.tm);
+  s += ", ";
+  s += std::to_string(t.tk);
+  s += ", ";
+  s += std::to_string(t.tn);
+  s += ")";
+  return s;
 }
 
 int64_t pow2_at_least(int64_t x) {
