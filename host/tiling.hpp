@@ -138,13 +138,14 @@ Schedule gmm_schedule(Schedule requested, const DeviceInfo& info, Schedule force
 // k_walk: where set, the direct schedule may split the reduction over K slices of the workgroup (gmm's
 // shader has them), which it does on GPUs (never on CPU devices) up to kSliceInvocations invocations, the
 // slices' sums within half the shared memory, each slice taking whole iterations of the walk
-// (steps_in_flight steps of k_walk's) and at least 2 steps.
+// (steps_in_flight steps of k_walk's) and at least its least_slice_values (two of the table's steps: one
+// wide step of q2_K's).
 constexpr uint32_t kSliceInvocations = 256;
 // One step of the direct schedule's walk along K, as gmm's sliced GPU decode sees it when it picks its
 // steps in flight (KernelShape::steps_in_flight): the step's values of K and, per rhs column, the bytes of
 // weights it reads and the 32-bit registers it holds until its FMAs.
 struct KWalkStep {
-  uint32_t values = 4;            // a quad of an element type; a block format's walk step (Q_STEP_VALUES)
+  uint32_t values = 4;            // a quad; a block format's walk step (Q_STEP_VALUES * VKGMM_WIDE_PARTS)
   double column_bytes = 16;       // bytes of weights per column and step
   uint32_t column_registers = 4;  // per column and step: its values, or a block's quant words and scales
   bool blocks = false;            // a block format's walk, whose lhs is loaded a quad at a time in the step

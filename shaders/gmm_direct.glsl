@@ -16,8 +16,8 @@ struct Walk {
 // does not validate. The loads' first elements, per tile: lhs's rows (lhs_row_start), rhs [k, n]'s column
 // groups (rhs_group_start) and rhs [n, k]'s columns (rhs_col_start; see reduce_direct4). Per step in flight
 // of the block walk (the iteration's step f, column e at step_col(f, e)): each column's scales, quant
-// words and high bits (q6_K's and q5_K's qh, q3_K's hmask). Per run of one scale: the partial sums and, for
-// formats with mins, the sums of lhs.
+// words and high bits (q6_K's and q5_K's qh, q3_K's hmask), prepared (quant.glsl's q_high_word). Per run
+// of one scale: the partial sums and, for formats with mins, the sums of lhs.
 uint lhs_row_start[RM];
 uint rhs_group_start[ACC4_COLS];
 uint rhs_col_start[4 * ACC4_COLS];

@@ -170,7 +170,7 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 #undef VKGMM_DT_CONSTANT_
 #endif
 // What the kernels need of each block format beyond its sizes, its decoder's facts, for the host
-// (host/types.cpp: gmm's walk step) and the shaders (shaders/quant.glsl): X(NAME as in VKGMM_DTYPES,
+// (host/tiling_k_walk.cpp: gmm's walk step) and the shaders (shaders/quant.glsl): X(NAME as in VKGMM_DTYPES,
 //   step       values per step of the kernel's block walk,
 //   head       bytes before a whole block's quants (its scales; q5's high bits); 0: a super-block,
 //   run_quads  quads (4 values) per run of one scale,

@@ -371,7 +371,7 @@ vec4 q_raw4(QStep s, uint word, uint hi_word, uint q) {
     if (Q_HAS_HIGH) u |= ((hi_word >> part) & 0x01010101u) << 2;
   } else {
     // The nibble formats: the quads past the step's words take the high nibbles (q4_K's 16 quads over 8
-    // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, by its shift); a fifth bit from
+    // words, the 8 of a 32-value block over 4; q5_K's step is one nibble, shifted by q_low_word); a fifth bit from
     // qh (q5_K) or the block's bits (q5_0, q5_1); or a level from a table (mxfp4, iq4_nl).
     bool upper = q >= Q_RUN_WORDS;
     u = q_nibbles(word, upper);
@@ -411,7 +411,8 @@ vec4 q_scaled4(QStep s, uint q, vec4 raw) {
 }
 
 // The block walk's read of step i (a multiple of parts * Q_STEP_VALUES, parts 1 or Q_WIDE_PARTS): the
-// step's scales and quant words (run and, q6_K and q5_K, qh), each texel fetched once. A whole block is
+// step's scales and quant words (run and, q6_K, q5_K and q3_K, the high bits), each texel fetched once and
+// each word prepared as q_raw4 takes it (q_low_word, q_high_word). A whole block is
 // read in one run from the word holding its first byte (the head comes with the quants: q4_0 and mxfp4 2
 // texels, q5_0, q5_1 and q8_0 up to 3).
 // q4_K and q5_K take the lead of i's super-block from the caller (q_lead_at, read once per super-block: 1

@@ -224,9 +224,10 @@ TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
   // 4 columns per invocation, 2 rows. Element types: a quad is 64 bytes of f32 weights, 32 of 16 bits,
   // 128 gated; k = 52 is not a multiple of 2 quads, 56 of 2 and not 4, 32 of 4 (2 slices of one iteration
   // each). Block formats: a step is 72 bytes of q4_0 and iq4_nl, 80 of q4_1, 88 of q5_0, 96 of q5_1, 68 of
-  // iq4_xs and mxfp4 (two steps in flight); 136 of q8_0 and 144 of q4_K and of q4_0 gated (one); q6_K's (105) and q2_K's (42) hold more
-  // registers than two steps may (their quant words and high bits, 12-20 per column); k = 160 is not a
-  // multiple of two q4_0 steps.
+  // iq4_xs and mxfp4 (two steps in flight); 136 of q8_0 and 144 of q4_K and of q4_0 gated (one); q6_K's (105)
+  // holds more registers than two steps may (its quant words and high bits, 20 per column); q2_K's is a
+  // half super-block (four 32-value parts from the same quant words, 168 bytes), one in flight, each slice
+  // one such step; k = 160 is not a multiple of two q4_0 steps.
   const Case cases[] = {
       {f32, f32, true, false, 512, 2, true},          {f32, f32, false, false, 512, 2, true},
       {f16, f16, true, false, 1024, 4, true},         {bf16, bf16, false, false, 1024, 4, true},
@@ -236,7 +237,7 @@ TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
       {f32, DType::iq4_xs, true, false, 512, 2, true}, {f32, DType::mxfp4, true, false, 512, 2, true},
       {f32, DType::q8_0, true, false, 512, 1, true},  {f32, DType::q4_K, true, false, 512, 1, true},
       {f32, DType::q4_0, true, true, 512, 1, true},   {f32, DType::q6_K, true, false, 512, 1, false},
-      {f32, DType::q2_K, true, false, 512, 1, false}, {f32, DType::q4_0, true, false, 160, 1, false},
+      {f32, DType::q2_K, true, false, 512, 1, true}, {f32, DType::q4_0, true, false, 160, 1, false},
       {f32, DType::q4_1, true, false, 256, 2, true},  {bf16, DType::q5_0, true, false, 256, 2, true},
       {f32, DType::iq4_nl, true, false, 256, 2, true},
   };
@@ -253,9 +254,12 @@ TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
       p.num_rhs_groups = 2;
       p.epilogue = {false, Activation::swiglu};
     }
-    // A step's values and one column's bytes of weights in it: q4_K's walk steps 64 values, the others
+    // A step's values and one column's bytes of weights in it: an element type's quad, q4_K's walk 64
+    // values, q2_K's 128 (its wide step: the shader takes it under 16 rows, with one in flight), the others
     // here 32.
-    const uint32_t values = !blocks ? 4 : c.rhs == DType::q4_K ? 64 : 32;
+    const KWalkStep walk = k_walk_step(c.rhs, c.transpose, true);
+    const uint32_t values = walk.values;
+    EXPECT_EQ(values, !blocks ? 4u : c.rhs == DType::q4_K ? 64u : c.rhs == DType::q2_K ? 128u : 32u);
     const double column_bytes = double(values) * double(block_bytes(c.rhs)) / double(block_elements(c.rhs));
     const GmmPlan plan(cx, p);
     bool planned = false;
@@ -270,7 +274,9 @@ TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
       ASSERT_EQ(rn, 4u);
       EXPECT_EQ(steps, c.steps);
       EXPECT_EQ(c.k % (values * steps), 0);
-      EXPECT_LE(slices * values * std::max(2u, steps), uint32_t(c.k)) << "a slice with less than 2 steps";
+      if (values > 32u && c.rhs == DType::q2_K) EXPECT_LT(rm, 16u) << "a wide step the shader would not take";
+      EXPECT_LE(slices * std::max(values * steps, walk.least_slice_values), uint32_t(c.k))
+          << "a slice under its least values";
       const double bytes = steps * rn * halves * column_bytes;
       if (c.full) EXPECT_GE(bytes, double(kDecodeBytesInFlight)) << "steps " << steps;
       // An element type's step holds its quad of lhs and rhs values.

@@ -219,8 +219,8 @@ TEST(KernelChoice, GatedPrefillAndBlockDecode) {
 // q2_K's GPU decode walks a half super-block per step (VKGMM_WIDE_PARTS: four 32-value parts sharing
 // their quant words), one step in flight, each K slice at least one such step: at k = 1024, 8 slices of
 // 128 values. q3_K keeps the table's 32-value step on GPUs (its hmask words beside four parts spilled on
-// ANV), its slices two steps; so do the other formats. On the CPU device (the texel build) both take four
-// parts; the host does not size CPU decode by the walk.
+// ANV), its slices two steps; so do the other formats. CPU devices take four parts for both in the
+// texel build (q3_K one in the storage build); the host does not size CPU decode by the walk.
 TEST(KernelChoice, WideStepsSizeTheGpuDecodeSlices) {
   const ResolvedOptions options;
   const KWalkStep q2 = k_walk_step(DType::q2_K, true, true), q3 = k_walk_step(DType::q3_K, true, true);
@@ -244,6 +244,7 @@ TEST(KernelChoice, WideStepsSizeTheGpuDecodeSlices) {
     };
     const KernelShape s2 = decode(DType::q2_K), s3 = decode(DType::q3_K);
     EXPECT_EQ(s2.steps_in_flight, 1u);
+    EXPECT_LT(s2.rm, 16u) << "the shader's wide step is taken under 16 rows";
     EXPECT_EQ(s2.slices, 8u);
     EXPECT_EQ(s3.slices, 16u);
   }
