@@ -22,14 +22,15 @@ KWalkStep k_walk_step(DType rhs, bool rhs_nk, bool vec4) {
   }
   w.blocks = true;
   // A step holds its run's quant words, q6_K's, q5_K's and q3_K's 8 words of high bits, and its QStep
-  // (two scales, two mins, the shifts: about 4 registers once folded), whatever its parts (q2_K's four
-  // share the words), a wide step four of the table's steps, which the kernel takes only with one in
-  // flight. A K slice takes at least two of the table's steps. (A GPU's builds: VKGMM_WIDE_PARTS's `cpu`.)
+  // (two scales, two mins, the shifts: about 4 registers once folded), whatever its parts: a wide step
+  // (q2_K's four parts, VKGMM_WIDE_PARTS of a GPU's build) shares its words and is taken only alone in
+  // flight. A K slice takes at least two of the table's steps.
 #define VKGMM_WALK_STEP_(NAME, step, head, run_quads, run_words, mins, high, scales, bits, offset, table) \
-  if (rhs == DType(VKGMM_##NAME)) {                                                                     \
-    w.values = step * VKGMM_WIDE_PARTS(scales, false), w.least_slice_values = 2 * step;                         \
-    w.column_registers = run_words + 8 * high + 4;                                                       \
-    if (VKGMM_WIDE_PARTS(scales, false) > 1) w.most_steps = 1;                                                  \
+  if (rhs == DType(VKGMM_##NAME)) {                                                                       \
+    const uint32_t parts = VKGMM_WIDE_PARTS(scales, false);                                               \
+    w.values = step * parts, w.least_slice_values = 2 * step;                                             \
+    w.column_registers = run_words + 8 * high + 4;                                                        \
+    if (parts > 1) w.most_steps = 1;                                                                      \
   }
   VKGMM_BLOCK_FORMATS(VKGMM_WALK_STEP_)
 #undef VKGMM_WALK_STEP_

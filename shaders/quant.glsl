@@ -412,9 +412,9 @@ vec4 q_scaled4(QStep s, uint q, vec4 raw) {
 
 // The block walk's read of step i (a multiple of parts * Q_STEP_VALUES, parts 1 or Q_WIDE_PARTS): the
 // step's scales and quant words (run and, q6_K, q5_K and q3_K, the high bits), each texel fetched once and
-// each word prepared as q_raw4 takes it (q_low_word, q_high_word). A whole block is
-// read in one run from the word holding its first byte (the head comes with the quants: q4_0 and mxfp4 2
-// texels, q5_0, q5_1 and q8_0 up to 3).
+// each word prepared as q_raw4 takes it (q_low_word, q_high_word). A whole block is read in one run from
+// the word holding its first byte (the head comes with the quants: q4_0 and mxfp4 2 texels, q5_0, q5_1
+// and q8_0 up to 3).
 // q4_K and q5_K take the lead of i's super-block from the caller (q_lead_at, read once per super-block: 1
 // texel per 256 values) and a step's 32 quant bytes are two aligned texels (q4_K: 2 per 64 values; q5_K: 4
 // per 32, its 32 qh bytes too). q6_K reads a step's two scales with it, q2_K and q3_K the codes of their
