@@ -39,7 +39,8 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
   });
   auto shape_of = [&](int64_t tm) {
     return c.schedule == Schedule::matrix
-               ? make_matrix_shape(tm, t.tk, t.tn, r.m, r.k, r.n, info, op_name(r.op), r.halves, r.rhs_blocks)
+               ? make_matrix_shape(tm, t.tk, t.tn, r.m, r.k, r.n, info, op_name(r.op), r.halves, r.rhs_blocks,
+                                   options.stage_buffers)
                : make_kernel_shape(tm, t.tk, t.tn, r.m, r.k, r.n, c.schedule, tiling_info, op_name(r.op),
                                    r.vec4 ? 4 : 1, 1, r.halves, &r.k_walk, options.stage_buffers);
   };
@@ -84,7 +85,8 @@ KernelChoice choose_tgmm(const KernelRequest& r, const DeviceInfo& info, const D
     return tgmm_auto_tiles(c.schedule, tiling_info, r.lhs_mk, r.n).tiling();
   }));
   c.shape = c.schedule == Schedule::matrix
-                ? make_matrix_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, info, op_name(r.op), 1, false)
+                ? make_matrix_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, info, op_name(r.op), 1, false,
+                                    options.stage_buffers)
                 : make_kernel_shape(t.block_k, t.rows_per_step, t.block_n, r.k, r.m, r.n, c.schedule, tiling_info,
                                     op_name(r.op), r.vec4 ? 4 : 1, r.vec4_lhs_rows ? 4 : 1, 1, nullptr,
                                     options.stage_buffers);

@@ -24,8 +24,8 @@ struct ResolvedOptions {
   std::string matrix_extension;             // "" = KHR where vkgmm has its build, else NV
   bool app_workspaces = false;              // plans allocate no workspace: every record() gives one
   std::string inject_fault;                 // test-only: $VKGMM_INJECT_FAULT (faults.hpp)
-  // For timing the shared schedule's other stage count on a device: $VKGMM_STAGE_BUFFERS, 1 or 2, where
-  // they fit (KernelShape::stages); 0, anything else: the device class's.
+  // For timing the shared and matrix schedules' other stage count on a device: $VKGMM_STAGE_BUFFERS, 1 or
+  // 2, where they fit (KernelShape::stages); 0, anything else: the device class's (the matrix builds: 1).
   uint32_t stage_buffers = 0;
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.

@@ -10,6 +10,9 @@
 
 namespace vkgmm {
 
+// The least power of two at or above x (1 for x <= 1): tiles shrink to the problem's.
+int64_t pow2_at_least(int64_t x);
+
 // A kernel's output block [rows, cols], reduced `step` at a time, and how invocations cover the block:
 // TX x TY invocations, each holding RM x RN fp32 accumulators.
 struct KernelShape {
@@ -24,9 +27,10 @@ struct KernelShape {
   uint32_t steps_in_flight = 1;
   bool use_shared = false;
   uint32_t shared_a = 1, shared_b = 1;  // shared array lengths (1 when unused), per stage buffer
-  // The shared schedule's stage buffers (FMA builds' STAGES): the device class's (DeviceClass::stage_buffers:
-  // 2 on AMD's and Intel's GPUs) where they all fit shared memory and each invocation's chunks in flight
-  // stay within half the class's; else 1, as on NVIDIA's GPUs, CPU devices and in the matrix builds.
+  // The shared schedules' stage buffers (STAGES): in the FMA builds the device class's
+  // (DeviceClass::stage_buffers: 2 on AMD's and Intel's GPUs) where they all fit shared memory and each
+  // invocation's chunks in flight stay within half the class's, else 1, as on NVIDIA's GPUs and CPU
+  // devices; in the matrix builds 1 unless the options ask for 2 (make_matrix_shape).
   uint32_t stages = 1;
   // gmm's matrix schedule (use_shared too: its staging and fill visits are the shared schedule's): the
   // cooperative matrices' M x N x K and the block's subgroups, sg_m x sg_n (make_matrix_shape).
@@ -178,9 +182,10 @@ KernelShape make_kernel_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
 // f16 stage (rhs's twice over for a block format, `rhs_blocks`: its rounding and the rest), the
 // accumulators' way out and the chunks in flight fit; and the block's longer side halved until each
 // subgroup holds at most the class's accumulator matrices and the stage fits. Throws Error(unsupported)
-// where not even one matrix per subgroup can be staged.
+// where not even one matrix per subgroup can be staged. Its stage buffers: stage_buffers (the options')
+// where they all fit shared memory at that block and step, else 1.
 KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t rows_extent, int64_t step_extent,
                               int64_t cols_extent, const DeviceInfo& info, const char* op, uint32_t halves,
-                              bool rhs_blocks);
+                              bool rhs_blocks, uint32_t stage_buffers = 0);
 
 }  // namespace vkgmm

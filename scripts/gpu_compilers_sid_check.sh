@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # vkgmm on Debian sid's Mesa of the day (scripts/gpu_compilers.sh's sid suite, fetched here first):
-#   - the matrix tests of BUILD/tests/test_device on lavapipe (target lvp), with sid's validation layer;
+#   - the matrix tests of BUILD/tests/test_device on lavapipe (target lvp), with sid's validation layer, on
+#     one stage buffer and on two;
 #   - `vkgmm gpu-report` under tests/gpu_report/check_gpu_report.py (f16 on the matrix units, main-loop
 #     FMA share 0.80) on NVK for Ampere, Ada and Blackwell (nvk-ga102, nvk-ad102, nvk-gb202).
 # One summary line per check; exit 1 if any fails. The first run needs the network to Debian's archive
@@ -29,21 +30,26 @@ logs="$(mktemp -d "${TMPDIR:-/tmp}/vkgmm-sid-check.XXXXXX")"
 summary=()
 failed=0
 
-# (a) The environment is ctest's for test_device (validation on, two lavapipe threads).
-log="$logs/lvp-matrix.log"
-echo "lvp: test_device --gtest_filter='Matrix*:MatrixTest*'"
-if VKGMM_VALIDATE=1 LP_NUM_THREADS=2 "$gc" run lvp -- "$build/tests/test_device" \
-    --gtest_filter='Matrix*:MatrixTest*' >"$log" 2>&1; then rc=0; else rc=$?; fi
-passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\.$/\1/p' "$log")"
-# A filter that matches nothing passes too, so a pass must have run tests.
-if [ "$rc" = 0 ] && [ "${passed:-0}" -gt 0 ]; then
-  summary+=("pass  lvp        test_device Matrix*:MatrixTest* ($passed tests)")
-else
-  failed=1
-  summary+=("FAIL  lvp        test_device Matrix*:MatrixTest* (exit $rc; $log)")
-  lines="$(grep -E '^\[  FAILED  \]|Failure$|error' "$log" | head -40)" || true
-  echo "${lines:-$(tail -20 "$log")}"
-fi
+# (a) The environment is ctest's for test_device (validation on, two lavapipe threads), and again with
+# the stage of two buffers (ctest's .stages2 run, which lavapipe 22 skips).
+for buffers in 0 2; do
+  log="$logs/lvp-matrix-stages$buffers.log"
+  label="test_device Matrix*:MatrixTest*"
+  [ "$buffers" = 0 ] || label="$label, VKGMM_STAGE_BUFFERS=$buffers"
+  echo "lvp: $label"
+  if VKGMM_STAGE_BUFFERS=$buffers VKGMM_VALIDATE=1 LP_NUM_THREADS=2 "$gc" run lvp -- "$build/tests/test_device" \
+      --gtest_filter='Matrix*:MatrixTest*' >"$log" 2>&1; then rc=0; else rc=$?; fi
+  passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\.$/\1/p' "$log")"
+  # A filter that matches nothing passes too, so a pass must have run tests.
+  if [ "$rc" = 0 ] && [ "${passed:-0}" -gt 0 ]; then
+    summary+=("pass  lvp        $label ($passed tests)")
+  else
+    failed=1
+    summary+=("FAIL  lvp        $label (exit $rc; $log)")
+    lines="$(grep -E '^\[  FAILED  \]|Failure$|error' "$log" | head -40)" || true
+    echo "${lines:-$(tail -20 "$log")}"
+  fi
+done
 
 # (b) As ctest's gpu_report tests call the check (tests/CMakeLists.txt), at the 0.80 share.
 for target in nvk-ga102 nvk-ad102 nvk-gb202; do

@@ -123,13 +123,15 @@ bench_args() {  # the vkgmm bench arguments of step $1
     # f16 (block-format weights with f16 activations): on the matrix units (bench_matrix, VKGMM_SCHEDULE=matrix:
     # also where the automatic schedule keeps off them, DeviceInfo::matrix_automatic), and the same calls on
     # the FMA schedule (bench_fma16, VKGMM_SCHEDULE=shared) for the ratio in one run.
-    0:bench_matrix | 0:bench_fma16)
+    # bench_matrix2: the same matrix calls on two stage buffers (VKGMM_STAGE_BUFFERS=2), which no device
+    # class takes untimed, beside bench_matrix's one.
+    0:bench_matrix | 0:bench_fma16 | 0:bench_matrix2)
       echo "--preset moe-prefill --preset moe-fine --preset moe-grad --preset q8_0-prefill --preset q4_K-prefill --dtype f16 --reps 30" ;;
     1:bench) echo "--preset decode --reps 2 --metadata host" ;;
     1:bench_ids) echo "--preset ids-decode --reps 2" ;;
     1:bench_quant) echo "--preset q4_K-ids-decode --reps 2" ;;
     1:bench_models) echo "--model qwen3-30b-a3b --tokens 1 --reps 2 --train" ;;
-    1:bench_matrix | 1:bench_fma16) echo "--preset moe-fine --reps 2 --metadata host --dtype f16" ;;
+    1:bench_matrix | 1:bench_fma16 | 1:bench_matrix2) echo "--preset moe-fine --reps 2 --metadata host --dtype f16" ;;
     # The FMA presets with two stage buffers (VKGMM_STAGE_BUFFERS=2), which NVIDIA's device class does not
     # take untimed: beside bench's one-buffer figures of the same presets.
     0:bench_stages2) echo "--preset moe-prefill --preset moe-fine --preset moe-grad --reps 30" ;;
@@ -154,7 +156,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 bench_matrix2}
 for s in $steps; do
   case $s in
     info)
@@ -173,6 +175,10 @@ for s in $steps; do
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046
       step "$s" env VKGMM_SCHEDULE=matrix "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    bench_matrix2)
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      # shellcheck disable=SC2046
+      step "$s" env VKGMM_SCHEDULE=matrix VKGMM_STAGE_BUFFERS=2 "$bundle/run.sh" bench --json $(bench_args "$s") ;;
     bench_fma16)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046
@@ -253,7 +259,8 @@ def lines(name):
                 pass
     return [o for o in objs if isinstance(o, dict)]
 for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_heights.out",
-          "bench_one_height.out", "bench_ids.out", "bench_quant.out", "bench_models.out", "bench_stages2.out"):
+          "bench_one_height.out", "bench_ids.out", "bench_quant.out", "bench_models.out", "bench_stages2.out",
+          "bench_matrix2.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"

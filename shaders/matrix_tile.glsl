@@ -39,19 +39,21 @@ void matrix_zero() {
   if (STAGE_SPLIT_B) [[unroll]] for (uint f = 0; f < FRAGMENTS; ++f) accs_lo[f] = VKGMM_CM_ACC(0.0);
 }
 
-// The staged step's products into the accumulators (between the barriers of the staging).
-void matrix_step() {
+// The step's products from stage buffer `buf` into the accumulators.
+void matrix_step(const uint buf) {
   const uint sg_m = gl_SubgroupID % SG_M, sg_n = gl_SubgroupID / SG_M;
   [[unroll]] for (uint kk = 0; kk < MT_STEP; kk += CM_K) {
     VKGMM_CM_A a[FM];
     VKGMM_CM_B b[FN * MT_HALVES];
     [[unroll]] for (uint fm = 0; fm < FM; ++fm)
-      VKGMM_CM_LOAD_ROWS(a[fm], As16, vkgmm_stage_place(sg_m * WM + fm * CM_M, kk, MT_STEP), STAGE_STRIDE);
+      VKGMM_CM_LOAD_ROWS(a[fm], As16, buf * SHARED_A + vkgmm_stage_place(sg_m * WM + fm * CM_M, kk, MT_STEP),
+                         STAGE_STRIDE);
     [[unroll]] for (uint part = 0; part < ((STAGE_SPLIT_B) ? 2u : 1u); ++part) {
       [[unroll]] for (uint h = 0; h < MT_HALVES; ++h)
         [[unroll]] for (uint fn = 0; fn < FN; ++fn)
           VKGMM_CM_LOAD_COLUMNS(b[h * FN + fn], Bs16,
-                                part * B_LO + vkgmm_stage_place(h * MT_COLS + sg_n * WN + fn * CM_N, kk, MT_STEP),
+                                buf * SHARED_B + part * B_LO +
+                                    vkgmm_stage_place(h * MT_COLS + sg_n * WN + fn * CM_N, kk, MT_STEP),
                                 STAGE_STRIDE);
       [[unroll]] for (uint fm = 0; fm < FM; ++fm)
         [[unroll]] for (uint j = 0; j < FN * MT_HALVES; ++j) {

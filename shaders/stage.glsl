@@ -1,6 +1,6 @@
 // The shared schedules' stage (gmm.comp, tgmm.comp): one step of each operand in shared memory, As
-// (SHARED_A values) and Bs (SHARED_B), in the FMA builds once per buffer (STAGES). An operand's values are
-// lines (lhs rows, rhs product columns, tgmm's k rows) by the step's rows (the reduction). The staging code
+// (SHARED_A values) and Bs (SHARED_B), once per buffer (STAGES). An operand's values are lines (lhs rows,
+// rhs product columns, tgmm's k rows) by the step's rows (the reduction). The staging code
 // (stage_kmajor.glsl and each op's own) puts 4 values at a time, 4 step rows of one line or 4 adjacent
 // lines (the first a multiple of 4) of one step row, at a place (stage_place: an element index) it
 // computes once per tile.
@@ -8,7 +8,8 @@
 //    lines are one 16-byte read.
 //  - The matrix builds (VKGMM_MATRIX): f16, the cooperative matrices' inputs, line-major: each line's step
 //    contiguous (stage_layout.h), the layout matrix units read A's rows and B's columns from without
-//    transposing. They keep As4 and Bs4 at one vec4 for the other schedules' code, dead there.
+//    transposing; buffer b from b * SHARED_A (SHARED_B) on. They keep As4 and Bs4 at one vec4 for the other
+//    schedules' code, dead there.
 //
 // The includer defines (constant expressions) STAGE_DEPTH, the step's rows, and STAGE_SPLIT_B: with the
 // matrix units, Bs holds a block format's weights. A dequantized weight needs more bits than f16's 11
@@ -25,7 +26,7 @@
 // `to_b` (a constant where it is called: a shared array cannot be passed to a function) picks Bs, else As.
 #define VKGMM_STAGE_FN
 #include "stage_layout.h"
-// The FMA builds' buffers of the stage (interface.h). With 2, the loop (stage_steps, below) runs a step from
+// The stage's buffers (interface.h). With 2, the loop (stage_steps, below) runs a step from
 // one buffer while the next step's chunks, loaded meanwhile, go into the other one, then waits at one
 // barrier: the other buffer's last reader finished before the barrier before. stage_buffer: the buffer
 // the staging code writes (stage_put_*), 0 with one buffer.
@@ -34,15 +35,17 @@ uint stage_buffer = 0u;
 #ifdef VKGMM_MATRIX
 const uint B_LO = SHARED_B / 2u;
 const float B_LO_SCALE = 2048.0;
-shared float16_t As16[SHARED_A];
-shared float16_t Bs16[SHARED_B];
+shared float16_t As16[STAGES * SHARED_A];
+shared float16_t Bs16[STAGES * SHARED_B];
 shared vec4 As4[1];
 shared vec4 Bs4[1];
 
 uint stage_place(uint line, uint k, uint lines) { return vkgmm_stage_place(line, k, STAGE_DEPTH); }
 uint stage_step_stride(uint lines) { return 1u; }
 
+// Place i of As16 (Bs16 with to_b) in the buffer being written.
 void stage_put(const bool to_b, uint i, float v) {
+  i += stage_buffer * (to_b ? SHARED_B : SHARED_A);
   if (!to_b) {
     As16[i] = float16_t(v);
   } else if (!(STAGE_SPLIT_B)) {
@@ -98,31 +101,27 @@ void stage_put_across(const bool to_b, uint place, vec4 v) {
 void stage_load_next(int at);
 void stage_store();
 #ifdef VKGMM_MATRIX
-void matrix_step();
+void matrix_step(const uint buf);
 #else
 void fma_step(uint a_at, uint b_at);
 #endif
 
-// The step's products from buffer `buf` (a constant where it is called).
+// The step's products from buffer `buf` (in the FMA builds a constant where it is called).
 void stage_compute(const uint buf, uint tx, uint ty) {
 #ifdef VKGMM_MATRIX
-  matrix_step();
+  matrix_step(buf);
 #else
   fma_step(buf * STAGE_A4 + ty, buf * STAGE_B4 + tx);
 #endif
 }
 
-// The loop's buffers: the matrix builds stage through one (the host never gives them STAGES = 2). An
-// expression, not STAGES itself, which glslang would emit as the constant under this name.
-#ifdef VKGMM_MATRIX
-const uint STAGE_BUFFERS = 1u;
-#else
+// The loop's buffers. An expression, not STAGES itself, which glslang would emit as the constant under
+// this name.
 const uint STAGE_BUFFERS = STAGES == 2u ? 2u : 1u;
-#endif
 
-// The step at `at` from buffer `buf`: with one buffer, the step's chunks stored and, past a barrier,
-// the next step's loaded while this one computes; with two, the next step's loaded while this one computes
-// and stored into the other buffer. Then the step's barrier.
+// The step at `at` from buffer `buf` (a constant in the FMA builds): with one buffer, the step's chunks
+// stored and, past a barrier, the next step's loaded while this one computes; with two, the next step's
+// loaded while this one computes and stored into the other buffer. Then the step's barrier.
 void stage_step(int at, int end, int stride, const uint buf, uint tx, uint ty) {
   if (STAGE_BUFFERS == 1u) {
     stage_store();
@@ -138,25 +137,29 @@ void stage_step(int at, int end, int stride, const uint buf, uint tx, uint ty) {
 }
 
 // The steps from `at` up to `end`, `stride` apart (has_steps: at least one), the first one's chunks already
-// in registers. With two buffers the first step's go into buffer 0 first, and the loop is unrolled by two
-// steps, so that each step's buffer is a constant and every read a constant offset from the invocation's
-// base, which compilers keep in the load; its last step stores its chunks once more, into the buffer no
-// step reads again. Uniform control flow: the arguments are the workgroup's.
+// in registers. With two buffers the first step's go into buffer 0 first, and the last step stores its
+// chunks once more, into the buffer no step reads again. The FMA builds' loop is unrolled by two steps, so
+// that each step's buffer is a constant and every read a constant offset from the invocation's base, which
+// compilers keep in the load. The matrix builds' alternates the buffer at run time, one add per matrix
+// load: unrolled, ACO (navi31) took 240 VGPRs for a 128 x 128 block, where one buffer takes 168, and
+// spilled the block formats', and ANV (DG2) spilled every matrix build. Uniform control flow: the arguments
+// are the workgroup's.
 void stage_steps(int at, int end, int stride, bool has_steps, uint tx, uint ty) {
   if (STAGE_BUFFERS == 2u && has_steps) {
     stage_buffer = 0u;
     stage_store();
     barrier();
   }
+#ifdef VKGMM_MATRIX
+  // With one buffer, buf ^ 0: a constant 0 once the driver has specialized the module.
+  for (uint buf = 0u; at < end; at += stride, buf ^= STAGE_BUFFERS - 1u) stage_step(at, end, stride, buf, tx, ty);
+#else
   for (; at < end; at += int(STAGE_BUFFERS) * stride) {
     stage_step(at, end, stride, 0u, tx, ty);
-#ifndef VKGMM_MATRIX
-    // Not compiled into the matrix builds: glslang keeps a call under a constant-false condition, and
-    // the driver would inline it before dropping it.
     if (STAGE_BUFFERS == 2u) {
       if (at + stride >= end) break;
       stage_step(at + stride, end, stride, 1u, tx, ty);
     }
-#endif
   }
+#endif
 }

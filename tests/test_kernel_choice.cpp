@@ -317,8 +317,8 @@ TEST(KernelChoice, StageBuffersWhereTheyFit) {
 }
 
 // $VKGMM_STAGE_BUFFERS (ResolvedOptions::stage_buffers) asks for the other count, for timing it: two on
-// the H100, whose class keeps one, and one on NAVI31; still only where two fit, and never on the matrix
-// units. tgmm follows it too.
+// the H100, whose class keeps one, and one on NAVI31; on the matrix units two where they are asked for
+// (make_matrix_shape: no class takes them); still only where two fit. tgmm follows it too.
 TEST(KernelChoice, StageBuffersAsTheOptionsSay) {
   const DeviceInfo h100 = devices()[1].info, navi31 = devices()[3].info;
   ResolvedOptions two, one;
@@ -331,10 +331,20 @@ TEST(KernelChoice, StageBuffersAsTheOptionsSay) {
   EXPECT_EQ(gmm(h100, two), 2u);
   EXPECT_EQ(choose_kernel(tgmm_request(false, h100), h100, h100, two).shape.stages, 2u);
   EXPECT_EQ(gmm(navi31, one), 1u);
-  EXPECT_EQ(gmm(navi31, two, true), 1u);  // the matrix schedule
+  // The matrix schedule's 128 x 128 f16 block: 20 KiB per buffer and 8 KiB of accumulators on their way
+  // out.
+  EXPECT_EQ(gmm(navi31, ResolvedOptions{}, true), 1u);
+  EXPECT_EQ(gmm(navi31, two, true), 2u);
+  EXPECT_EQ(choose_kernel(tgmm_request(true, navi31), navi31, navi31, two).shape.stages, 2u);
   DeviceInfo small = h100;
   small.max_shared_memory = 32768;  // 16 KiB per buffer at 128 x 128: one
   EXPECT_EQ(gmm(small, two), 1u);
+  DeviceInfo small_matrix = navi31;
+  small_matrix.max_shared_memory = 40960;  // one buffer's 28 KiB fits, two do not
+  EXPECT_EQ(choose_kernel(gmm_request(kPrefillGroups, true, small_matrix), small_matrix, small_matrix, two)
+                .shape.rows,
+            128u);
+  EXPECT_EQ(gmm(small_matrix, two, true), 1u);
 }
 
 // On a driver whose matrix results are not trusted (the H100's, NVIDIA's own), the automatic schedule

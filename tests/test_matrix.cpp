@@ -7,6 +7,7 @@
 // without a compiler for the one it has) these are skipped, saying why; the refusals and the fallback of a
 // forced schedule run on every device.
 #include "block_formats.hpp"
+#include "context_impl.hpp"
 #include "matrix_harness.hpp"
 
 namespace vkgmm::test {
@@ -106,6 +107,37 @@ TEST_P(MatrixSweep, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Matrix, MatrixSweep, ::testing::ValuesIn(matrix_cases()),
                          [](const ::testing::TestParamInfo<MatrixCase>& info) { return case_name(info.param); });
+
+// The stage's buffers: one, or two where the options ask for them ($VKGMM_STAGE_BUFFERS=2: ctest's .stages2
+// run of these tests); a 32-row block of 32 columns fits two in any device's shared memory. Over K steps
+// enough to use each buffer several times, both rhs layouts, a block format's two parts too.
+TEST_F(MatrixTest, StageBuffersAsTheOptionsAsk) {
+  const uint32_t asked = ContextInternals::of(ctx()).dev.options.stage_buffers;
+  for (const DType rhs_type : {DType::f16, DType::q4_K})
+    for (const bool transpose : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(rhs_type)) + (transpose ? " rhs [n, k]" : " rhs [k, n]"));
+      std::mt19937 rng(transpose + 60);
+      GmmProblem p;
+      p.m = 45;
+      p.k = 512;
+      p.n = rhs_type == DType::q4_K && !transpose ? 256 : 40;  // blocks along n: whole ones
+      p.lhs_type = DType::f16;
+      p.rhs_type = rhs_type;
+      p.out_type = DType::f32;
+      p.group_sizes = {20, 0, 25};
+      p.transpose_rhs = transpose;
+      p.schedule = Schedule::matrix;
+      p.tiling = TilingChoice::of({32, 32, 32});
+      const GmmPlan plan(ctx(), p);
+      ASSERT_TRUE(runs_on_matrix_units(plan));
+      EXPECT_EQ(op_constants(plan)[VKGMM_ID_STAGES], asked == 2 ? 2u : 1u);
+      const auto lhs = random_values(size_t(p.m * p.k), p.lhs_type, rng);
+      const auto rhs = random_values(size_t(3 * p.k * p.n), p.rhs_type, rng);
+      const auto got = run_gmm(ctx(), p, lhs, rhs, {});
+      const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+      EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs, {}), tol.atol, tol.rtol));
+    }
+}
 
 // Routed by expert ids with the whole epilogue: a bias, SwiGLU's gate and up halves meeting in one
 // column block, the routing weights and the combine in token order over existing_out; per slot too.

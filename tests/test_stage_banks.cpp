@@ -155,6 +155,10 @@ std::vector<Stage> stages() {
             for (bool blocks : {false, true}) {
               const KernelShape s = make_matrix_shape(rows, step, cols, 4096, 4096, 4096, info, "gmm", halves, blocks);
               EXPECT_EQ(s.shared_a, s.rows * vkgmm_stage_stride(s.step)) << tile;
+              // A second buffer (STAGES 2) begins a whole number of 16-byte groups after the first, each
+              // operand's: every place keeps its bank phase, so the replay below holds for both.
+              EXPECT_EQ(s.shared_a % 8u, 0u) << tile;
+              EXPECT_EQ(s.shared_b % 8u, 0u) << tile;
               for (bool rhs_kn : {true, false})
                 add(s, false, rhs_kn, s.cols * halves,
                     tile + " gmm" + (rhs_kn ? " rhs [k, n]" : " rhs [n, k]") + (blocks ? " blocks" : "") +
