@@ -51,7 +51,12 @@ VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 
 // rhs [k, n]: invocation lid's chunk s's K row within a step.
 uint b_krow(uint lid, uint s) { return lines_k(B_QUADS, lid, s, TNH); }
+// A block format's values stay f32 to the stage, which splits them (STAGE_SPLIT_B).
+#ifdef VKGMM_BLOCK_RHS
 vec4 b_values(uvec4 chunk) { return staged_values(chunk, B_PACKED, RHS_TYPE); }
+#else
+STAGE_VALUES b_values(uvec4 chunk) { return stage_values(chunk, B_PACKED, RHS_TYPE); }
+#endif
 
 // Where invocation lid's chunks come from and go, for the tile at (m0, n0) of group g_local. Where the
 // invocations divide a K step's chunks of one row (column), all of an invocation's chunks share its first
@@ -127,7 +132,7 @@ void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
-    kmajor_store(false, a_dst[s], TM, staged_values(a_next[s], A_PACKED, LHS_TYPE));
+    kmajor_store(false, a_dst[s], TM, stage_values(a_next[s], A_PACKED, LHS_TYPE));
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
     uint e = gl_LocalInvocationIndex + s * NT;

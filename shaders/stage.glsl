@@ -44,8 +44,11 @@ uint stage_place(uint line, uint k, uint lines) { return vkgmm_stage_place(line,
 uint stage_step_stride(uint lines) { return 1u; }
 
 // Place i of As16 (Bs16 with to_b) in the buffer being written.
+uint stage_at(const bool to_b, uint i) { return i + stage_buffer * (to_b ? SHARED_B : SHARED_A); }
+
+// v at place i, converted to f16; a block format's split into its two parts.
 void stage_put(const bool to_b, uint i, float v) {
-  i += stage_buffer * (to_b ? SHARED_B : SHARED_A);
+  i = stage_at(to_b, i);
   if (!to_b) {
     As16[i] = float16_t(v);
   } else if (!(STAGE_SPLIT_B)) {
@@ -67,6 +70,29 @@ void stage_put_along(const bool to_b, uint place, uint lines, vec4 v) {
 void stage_put_across(const bool to_b, uint place, vec4 v) {
   [[unroll]] for (uint q = 0; q < 4; ++q) stage_put(to_b, place + q * vkgmm_stage_stride(STAGE_DEPTH), v[q]);
 }
+
+// A staged chunk (dtype.glsl) as the values the stage holds: in these builds f16, a 16-bit f16 chunk's
+// bits as they were loaded. Through f32 (staged_values) ACO kept both conversions, f16 -> f32 -> f16 (they
+// differ for a signalling NaN): 64 of the 289 instructions of a 128 x 128 f16 block's step on navi31.
+// The overloads below store them; a block format's weights (vec4, above) are split from their f32 values.
+#define STAGE_VALUES f16vec4
+f16vec4 stage_values(uvec4 w, bool packed, uint type) {
+  if (packed && type == DT_F16) return f16vec4(unpackFloat2x16(w.x), unpackFloat2x16(w.y));
+  return f16vec4(staged_values(w, packed, type));
+}
+void stage_put_along(const bool to_b, uint place, uint lines, f16vec4 h) {
+  [[unroll]] for (uint q = 0; q < 4; ++q) {
+    if (!to_b) As16[stage_at(false, place + q)] = h[q];
+    else Bs16[stage_at(true, place + q)] = h[q];
+  }
+}
+void stage_put_across(const bool to_b, uint place, f16vec4 h) {
+  [[unroll]] for (uint q = 0; q < 4; ++q) {
+    const uint i = place + q * vkgmm_stage_stride(STAGE_DEPTH);
+    if (!to_b) As16[stage_at(false, i)] = h[q];
+    else Bs16[stage_at(true, i)] = h[q];
+  }
+}
 const uint STAGE_A4 = 1u, STAGE_B4 = 1u;
 #else
 // Each buffer's vec4s; buffer b from b * STAGE_A4 (STAGE_B4) on.
@@ -76,6 +102,10 @@ shared vec4 Bs4[STAGES * STAGE_B4];
 
 uint stage_place(uint line, uint k, uint lines) { return k * lines + line; }
 uint stage_step_stride(uint lines) { return lines; }
+
+// A staged chunk as the values the stage holds: f32.
+#define STAGE_VALUES vec4
+vec4 stage_values(uvec4 w, bool packed, uint type) { return staged_values(w, packed, type); }
 
 // Component place & 3 (line & 3) of 4 vec4s a step row apart: lines is a multiple of 4.
 void stage_put_along(const bool to_b, uint place, uint lines, vec4 v) {

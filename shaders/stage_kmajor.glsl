@@ -38,4 +38,8 @@ bvec4 kmajor_reads(int at, int begin, const bool first) {
 
 // The chunk's values v into the lhs stage, or the rhs one with `to_b` (a constant where it is called):
 // 4 step rows of its line, from its place.
+// (STAGE_VALUES; in the matrix builds also a block format's f32 values.)
 void kmajor_store(const bool to_b, uint place, uint lines, vec4 v) { stage_put_along(to_b, place, lines, v); }
+#ifdef VKGMM_MATRIX
+void kmajor_store(const bool to_b, uint place, uint lines, f16vec4 h) { stage_put_along(to_b, place, lines, h); }
+#endif

@@ -28,11 +28,16 @@ bool lines_one_by_one(const bool quads) { return !quads; }
 uint lines_quad_first(uint s) { return s & ~3u; }
 
 // The quad of chunks v0 .. v3 (step rows k .. k + 3 of 4 lines, the first line's k at `place`), a line at a
-// time.
-void lines_store_quad(const bool to_b, uint place, vec4 v0, vec4 v1, vec4 v2, vec4 v3) {
-  [[unroll]] for (uint j = 0; j < 4; ++j)
-    stage_put_along(to_b, place + j * vkgmm_stage_stride(STAGE_DEPTH), 4u, vec4(v0[j], v1[j], v2[j], v3[j]));
-}
+// time, for chunks of each type the stage takes (STAGE_VALUES; in the matrix builds also f32).
+#define LINES_STORE_QUAD(T)                                                                                  \
+  void lines_store_quad(const bool to_b, uint place, T v0, T v1, T v2, T v3) {                               \
+    [[unroll]] for (uint j = 0; j < 4; ++j)                                                                  \
+      stage_put_along(to_b, place + j * vkgmm_stage_stride(STAGE_DEPTH), 4u, T(v0[j], v1[j], v2[j], v3[j])); \
+  }
+LINES_STORE_QUAD(vec4)
+#ifdef VKGMM_MATRIX
+LINES_STORE_QUAD(f16vec4)
+#endif
 
 // Chunk s of the includer's `next`, its `count` chunks in flight (an array sized by specialization
 // constants, which a function cannot take), converted by `values` (a function of a chunk), into the stage

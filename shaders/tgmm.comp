@@ -125,8 +125,8 @@ VKGMM_DEFINE_STAGED_LOAD4(rhs4_staged, rhs4_masked, rhs4_packed, B_PACKED)
 // Invocation lid's chunk s's first group row within a step.
 uint a_row(uint lid, uint s) { return LHS_MK ? lines_k(A_QUADS, lid, s, TK) : kmajor_k(lid + s * NT, TK); }
 uint b_row(uint lid, uint s) { return lines_k(B_QUADS, lid, s, TN); }
-vec4 a_values(uvec4 chunk) { return staged_values(chunk, A_PACKED, LHS_TYPE); }
-vec4 b_values(uvec4 chunk) { return staged_values(chunk, B_PACKED, RHS_TYPE); }
+STAGE_VALUES a_values(uvec4 chunk) { return stage_values(chunk, A_PACKED, LHS_TYPE); }
+STAGE_VALUES b_values(uvec4 chunk) { return stage_values(chunk, B_PACKED, RHS_TYPE); }
 
 // Where the invocations divide a step's chunks of one k run (k row, column run), all of an invocation's
 // chunks share its first chunk's and lie a constant number of group rows after it: one address, constant
