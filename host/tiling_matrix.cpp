@@ -99,8 +99,8 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // buffer after its products, and the step waits at one barrier, not two. No class takes them: the buffer
   // alternates at run time (stage.glsl's stage_steps), and its offset in every stage address cost more
   // than the barrier it saves in each compiler's loop (instructions per step, one buffer -> two: NAK
-  // GA102's 64 x 128 f16 block 101 -> 187, ACO navi31's 128 x 128 289 -> 334, ANV DG2's 32 x 64
-  // 625 -> 660), besides the shared memory that two take (navi31: 9 -> 6 subgroups per SIMD).
+  // GA102's 64 x 128 f16 block 101 -> 187, ACO navi31's 128 x 128 216 -> 266, ANV DG2's 32 x 64
+  // 551 -> 592), besides the shared memory that two take (navi31: 9 -> 6 subgroups per SIMD).
   const uint64_t stage_bytes = (uint64_t(s.shared_a) + s.shared_b) * 2;
   const uint64_t way_out = uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n;
   if (stage_buffers > 1 && stage_buffers * stage_bytes + way_out + 64 <= info.max_shared_memory)
