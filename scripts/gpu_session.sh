@@ -156,7 +156,8 @@ bench_args() {  # the vkgmm bench arguments of step $1
 peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
-steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 bench_matrix2}
+steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids \
+  bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 bench_matrix2}
 for s in $steps; do
   case $s in
     info)
@@ -268,7 +269,7 @@ for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out"
         for w in o.get("workloads", []):
             # A custom workload is named by its step (bench_tgmm, bench_heights, bench_one_height).
             name = w.get("name") if w.get("name") != "custom" else f"custom ({f[:-4]})"
-            if f == "bench_stages2.out":
+            if f in ("bench_stages2.out", "bench_matrix2.out"):
                 name += " (2 stage buffers)"
             rows.append(("vkgmm", name, w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
             t = w.get("train")

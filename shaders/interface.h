@@ -99,11 +99,12 @@
 // work items (gmm: (visit, n tile); tgmm: (group, k block, n block)) from its index, stepping by their
 // count; else one workgroup per work item.
 #define VKGMM_ID_PERSISTENT 30
-// The shared schedule's stage buffers (stage.glsl), 1 or 2: with 2 the FMA builds store each next step into
-// the other buffer while the current one computes, one barrier per step where one buffer takes two. 2 where
-// the device class takes them (not NVIDIA's, not CPU devices'), both fit the device's shared memory and
-// each invocation holds few chunks in flight (host/tiling.cpp, make_shared_shape); the matrix builds and
-// the direct schedule keep 1.
+// The shared schedules' stage buffers (stage.glsl), 1 or 2: with 2 each next step is stored into the other
+// buffer while the current one computes, one barrier per step where one buffer takes two. The FMA builds: 2
+// where the device class takes them (not NVIDIA's, not CPU devices'), both fit the device's shared memory
+// and each invocation holds few chunks in flight (host/tiling.cpp, make_shared_shape). The matrix builds: 2
+// only where the options ask and both fit (host/tiling_matrix.cpp, make_matrix_shape). The direct schedule
+// keeps 1.
 #define VKGMM_ID_STAGES 33
 // Per op, from 16 on.
 #define VKGMM_ID_GMM_TRANSPOSE_RHS 16

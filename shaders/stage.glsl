@@ -74,7 +74,8 @@ void stage_put_across(const bool to_b, uint place, vec4 v) {
 // A staged chunk (dtype.glsl) as the values the stage holds: in these builds f16, a 16-bit f16 chunk's
 // bits as they were loaded. Through f32 (staged_values) ACO kept both conversions, f16 -> f32 -> f16 (they
 // differ for a signalling NaN): 64 of the 289 instructions of a 128 x 128 f16 block's step on navi31.
-// The overloads below store them; a block format's weights (vec4, above) are split from their f32 values.
+// The overloads below store them as they are: never a block format's weights, which the vec4 ones above
+// split from their f32 values (gmm_shared.glsl's b_values keeps those f32).
 #define STAGE_VALUES f16vec4
 f16vec4 stage_values(uvec4 w, bool packed, uint type) {
   if (packed && type == DT_F16) return f16vec4(unpackFloat2x16(w.x), unpackFloat2x16(w.y));

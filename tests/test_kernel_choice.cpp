@@ -335,7 +335,10 @@ TEST(KernelChoice, StageBuffersAsTheOptionsSay) {
   // out.
   EXPECT_EQ(gmm(navi31, ResolvedOptions{}, true), 1u);
   EXPECT_EQ(gmm(navi31, two, true), 2u);
-  EXPECT_EQ(choose_kernel(tgmm_request(true, navi31), navi31, navi31, two).shape.stages, 2u);
+  EXPECT_TRUE(choose_kernel(gmm_request(kPrefillGroups, true, navi31), navi31, navi31, two).shape.matrix);
+  const KernelChoice tgmm_two = choose_kernel(tgmm_request(true, navi31), navi31, navi31, two);
+  EXPECT_TRUE(tgmm_two.shape.matrix);
+  EXPECT_EQ(tgmm_two.shape.stages, 2u);
   DeviceInfo small = h100;
   small.max_shared_memory = 32768;  // 16 KiB per buffer at 128 x 128: one
   EXPECT_EQ(gmm(small, two), 1u);
@@ -344,6 +347,8 @@ TEST(KernelChoice, StageBuffersAsTheOptionsSay) {
   EXPECT_EQ(choose_kernel(gmm_request(kPrefillGroups, true, small_matrix), small_matrix, small_matrix, two)
                 .shape.rows,
             128u);
+  EXPECT_TRUE(choose_kernel(gmm_request(kPrefillGroups, true, small_matrix), small_matrix, small_matrix, two)
+                  .shape.matrix);
   EXPECT_EQ(gmm(small_matrix, two, true), 1u);
 }
 

@@ -156,7 +156,8 @@ std::vector<Stage> stages() {
               const KernelShape s = make_matrix_shape(rows, step, cols, 4096, 4096, 4096, info, "gmm", halves, blocks);
               EXPECT_EQ(s.shared_a, s.rows * vkgmm_stage_stride(s.step)) << tile;
               // A second buffer (STAGES 2) begins a whole number of 16-byte groups after the first, each
-              // operand's: every place keeps its bank phase, so the replay below holds for both.
+              // operand's: a uniform shift, which keeps each access's conflicts and the 16-byte alignment of
+              // the matrix loads, so the replay below holds for both buffers.
               EXPECT_EQ(s.shared_a % 8u, 0u) << tile;
               EXPECT_EQ(s.shared_b % 8u, 0u) << tile;
               for (bool rhs_kn : {true, false})

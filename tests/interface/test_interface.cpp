@@ -118,7 +118,8 @@ TEST(Interface, OnlyTheBlockBuildsDecodeBlocks) {
 // pipeline's creation grows with the decoder's copies. The FMA builds: main's two calls of run_visit
 // (per-visit and persistent grids), each with the shared stage's three loads of a step (one call for both
 // rhs layouts: the first step's and the staged loop's two, one per buffer), the block walk's two loop
-// shapes and the direct schedule's scalar loads; the matrix builds' loop stages through one buffer. More
+// shapes and the direct schedule's scalar loads; the matrix builds' loop, one stage_step call per iteration
+// whatever its buffers. More
 // copies than these cost every block-format pipeline's creation (lavapipe: ~0.02 s each). The reader names
 // functions up to glslang's "(", so overloads would merge: a count too high, never too low.
 TEST(Interface, BlockBuildsInlineTheDecoderAtFewPlaces) {
