@@ -157,7 +157,8 @@ peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
 steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids \
-  bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 bench_matrix2}
+  bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 \
+  bench_matrix2}
 for s in $steps; do
   case $s in
     info)
