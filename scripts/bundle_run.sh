@@ -118,6 +118,7 @@ variants=(
   "test_device.ssbo|Sweep/*:*Types*|VKGMM_DISABLE_TEXEL=1"
   "test_device.sync|*Rout*:*TopK*:*DeviceSizes*:TgmmSplit*|VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"
   "test_device.persistent|Sweep/*:Variants/*:Formats/*:*Hostile*:*DeviceSizes*|VKGMM_GRID=persistent VKGMM_PERSISTENT_WORKGROUPS=3"
+  "test_device.stages2|Matrix*:MatrixTest*|VKGMM_STAGE_BUFFERS=2"
 )
 run_tests() {
   mkdir -p "$out"
