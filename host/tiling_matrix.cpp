@@ -43,9 +43,14 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // Block-format weights accumulate their two f16 parts apart and stage a chunk for each: twice the
   // accumulators and twice the staged rhs.
   const uint32_t f16_parts = rhs_blocks ? 2 : 1;
+  // The shared memory of the block [rows, cols] over the subgroups sg_m x sg_n, at a step of st: `buffers`
+  // stages, the accumulators' way out and the dead schedules' few words (64 bytes).
+  auto shared_bytes = [&](int64_t st, uint32_t buffers) {
+    return uint64_t(2) * buffers * (stage_values(rows, st) + stage_values(cols * halves, st) * f16_parts) +
+           uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n + 64;
+  };
   // The block shrinks, its longer side halved in whole matrices, until each subgroup holds at most the
-  // class's accumulator matrices and the stage fits shared memory (beside the dead schedules' few words:
-  // 64 bytes).
+  // class's accumulator matrices and one buffer's stage fits shared memory.
   for (;;) {
     // The split of the subgroups between rows and columns with the squarest parts; fewer subgroups where
     // none divides the block into whole matrices.
@@ -61,18 +66,14 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
       if (best >= 0 || subgroups == 1) break;
     }
     const uint32_t invocations = s.sg_m * s.sg_n * lanes;
-    auto shared_bytes = [&](int64_t st) {
-      return uint64_t(2) * (stage_values(rows, st) + stage_values(cols * halves, st) * f16_parts) +
-             uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n + 64;
-    };
     auto in_flight = [&](int64_t st) {
       return ((uint64_t(rows) + uint64_t(cols) * halves * f16_parts) * st / 4 + invocations - 1) / invocations;
     };
     step = asked_step;
-    while (step > unit && (shared_bytes(step) > info.max_shared_memory || in_flight(step) > row.chunks_in_flight))
+    while (step > unit && (shared_bytes(step, 1) > info.max_shared_memory || in_flight(step) > row.chunks_in_flight))
       step = std::max(unit, step / 2 / unit * unit);
     const uint64_t fragments = uint64_t(rows / (s.sg_m * cm_m)) * (cols / (s.sg_n * cm_n)) * halves * f16_parts;
-    if (fragments <= row.matrix_fragments && shared_bytes(step) <= info.max_shared_memory) break;
+    if (fragments <= row.matrix_fragments && shared_bytes(step, 1) <= info.max_shared_memory) break;
     if (rows <= cm_m && cols <= cm_n)
       throw Error(Status::unsupported, std::string(op) + ": tiling: one " + std::to_string(cm_m) + " x " +
                                            std::to_string(cm_n) + " matrix per subgroup cannot be staged in " +
@@ -101,10 +102,7 @@ KernelShape make_matrix_shape(int64_t rows, int64_t step, int64_t cols, int64_t 
   // than the barrier it saves in each compiler's loop (instructions per step, one buffer -> two: NAK
   // GA102's 64 x 128 f16 block 101 -> 187, ACO navi31's 128 x 128 216 -> 266, ANV DG2's 32 x 64
   // 551 -> 592), besides the shared memory that two take (navi31: 9 -> 6 subgroups per SIMD).
-  const uint64_t stage_bytes = (uint64_t(s.shared_a) + s.shared_b) * 2;
-  const uint64_t way_out = uint64_t(4) * s.sg_m * s.sg_n * halves * cm_m * cm_n;
-  if (stage_buffers > 1 && stage_buffers * stage_bytes + way_out + 64 <= info.max_shared_memory)
-    s.stages = stage_buffers;
+  if (stage_buffers > 1 && shared_bytes(step, stage_buffers) <= info.max_shared_memory) s.stages = stage_buffers;
   return s;
 }
 

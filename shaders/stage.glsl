@@ -43,24 +43,25 @@ shared vec4 Bs4[1];
 uint stage_place(uint line, uint k, uint lines) { return vkgmm_stage_place(line, k, STAGE_DEPTH); }
 uint stage_step_stride(uint lines) { return 1u; }
 
-// Place i of As16 (Bs16 with to_b) in the buffer being written.
-uint stage_at(const bool to_b, uint i) { return i + stage_buffer * (to_b ? SHARED_B : SHARED_A); }
+// h at place i of As16 (Bs16 with to_b) in the buffer being written.
+void stage_set(const bool to_b, uint i, float16_t h) {
+  i += stage_buffer * (to_b ? SHARED_B : SHARED_A);
+  if (!to_b) As16[i] = h;
+  else Bs16[i] = h;
+}
 
 // v at place i, converted to f16; a block format's split into its two parts.
 void stage_put(const bool to_b, uint i, float v) {
-  i = stage_at(to_b, i);
-  if (!to_b) {
-    As16[i] = float16_t(v);
-  } else if (!(STAGE_SPLIT_B)) {
-    Bs16[i] = float16_t(v);
+  if (!to_b || !(STAGE_SPLIT_B)) {
+    stage_set(to_b, i, float16_t(v));
   } else {
     // v rounded to f16's 11 bits (to nearest even) in f32, by its bits: compilers fold
     // v - float(float16_t(v)) to 0 (lavapipe's does, `precise` or not). Below f16's normal range
     // (|v| < 2^-14) the rounding keeps more bits than the f16 store does, an error below 2^-24 per weight.
     const uint b = floatBitsToUint(v);
     const float hi = uintBitsToFloat((b + 0xfffu + ((b >> 13) & 1u)) & ~0x1fffu);
-    Bs16[i] = float16_t(hi);
-    Bs16[B_LO + i] = float16_t((v - hi) * B_LO_SCALE);
+    stage_set(true, i, float16_t(hi));
+    stage_set(true, B_LO + i, float16_t((v - hi) * B_LO_SCALE));
   }
 }
 
@@ -82,17 +83,10 @@ f16vec4 stage_values(uvec4 w, bool packed, uint type) {
   return f16vec4(staged_values(w, packed, type));
 }
 void stage_put_along(const bool to_b, uint place, uint lines, f16vec4 h) {
-  [[unroll]] for (uint q = 0; q < 4; ++q) {
-    if (!to_b) As16[stage_at(false, place + q)] = h[q];
-    else Bs16[stage_at(true, place + q)] = h[q];
-  }
+  [[unroll]] for (uint q = 0; q < 4; ++q) stage_set(to_b, place + q, h[q]);
 }
 void stage_put_across(const bool to_b, uint place, f16vec4 h) {
-  [[unroll]] for (uint q = 0; q < 4; ++q) {
-    const uint i = place + q * vkgmm_stage_stride(STAGE_DEPTH);
-    if (!to_b) As16[stage_at(false, i)] = h[q];
-    else Bs16[stage_at(true, i)] = h[q];
-  }
+  [[unroll]] for (uint q = 0; q < 4; ++q) stage_set(to_b, place + q * vkgmm_stage_stride(STAGE_DEPTH), h[q]);
 }
 const uint STAGE_A4 = 1u, STAGE_B4 = 1u;
 #else
