@@ -22,7 +22,8 @@ void Dispatch::bind_all(const VkDescriptorBufferInfo& info) {
 
 void Dispatch::record(Context::Impl& ctx, VkCommandBuffer cb) const {
   if (wait_for || before_own) compute_barrier(cb, wait_for, before_own, extra_before, extra_after);
-  bind_and_push(ctx, cb, pipeline, infos, count, push.words, push.bytes, texel ? texels : nullptr);
+  bind_and_push(ctx, cb, pipeline, infos, count, push.words, push.bytes, texel ? texels : nullptr,
+                routes ? route : nullptr);
   if (indirect_buffer) vkCmdDispatchIndirect(cb, indirect_buffer, indirect_offset);
   else vkCmdDispatch(cb, grid[0], grid[1], grid[2]);
 }

@@ -51,6 +51,9 @@ struct Dispatch {
   // The inputs' texel views, pushed with the plain layout's descriptors for a texel build.
   bool texel = false;
   VkBufferView texels[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  // The route bindings (gmm's module declares them: every gmm dispatch pushes them), when `routes`.
+  bool routes = false;
+  VkDescriptorBufferInfo route[kNumRouteBindings]{};
   uint32_t grid[3] = {0, 0, 0};
   VkBuffer indirect_buffer = VK_NULL_HANDLE;  // set: vkCmdDispatchIndirect with the command there
   VkDeviceSize indirect_offset = 0;

@@ -16,6 +16,10 @@ namespace {
 // takes calls of up to ~8 tokens with tiles of up to 1024 columns and top-8 (the decode presets), and
 // keeps the kernel far inside lavapipe's loop budget (kCpuLoopIterations).
 constexpr uint64_t kFusedCombineLoops = 8192;
+// Where the options ask, a combined call of at most this many slots (a decode's tokens: 8 tokens of top-8)
+// reads its ids in the kernel (ROUTE_IN_KERNEL, interface.h): its tiles are one row, each slot a visit of
+// its own, and each token's workgroups take its slots in turn.
+constexpr int64_t kRouteInKernelSlots = 64;
 }  // namespace
 
 struct GmmPlan::State {
@@ -32,6 +36,10 @@ namespace {
 // The problem as the kernel sees it, once its rules are checked.
 struct GmmRows {
   bool routed = false, on_device = false, gate_up = false;
+  // Routed, combined, few slots (kRouteInKernelSlots), and the options ask for the ids read in the kernel:
+  // tiles of one row and narrow columns, which the routing build's path takes too where the kernel's
+  // schedule cannot read them (the same bits either way).
+  bool few_slots = false;
   int64_t G = 0, g_local = 0, group_offset = 0;
   int64_t rows = 0;   // the kernel's rows: the problem's, or routed the T * top_k slots in expert order
   int64_t out_n = 0;  // output columns (a gated activation's product has 2 * out_n)
@@ -75,6 +83,13 @@ GmmRows validate(const PlanCore& core, const GmmProblem& p) {
   // A gated activation reads two product columns, [gate | up], per output column: two accumulator halves.
   r.gate_up = gated(p.epilogue.activation);
   r.on_device = r.routed || p.device_group_sizes.count > 0;
+  // A token's top-k ids are distinct experts: one token's slots read each expert's weights once on either
+  // path. Several tokens' slots may share experts, which the routing build's visits read once and the
+  // slots in the kernel once each: only where the slots are at most an eighth of the experts (about 6 %
+  // read twice, the ids drawn evenly).
+  const int64_t experts = p.routing.num_experts > 0 ? p.routing.num_experts : r.g_local;
+  r.few_slots = core.options().route_in_kernel && r.routed && p.routing.combine && !p.epilogue.save_pre_activation &&
+                r.rows > 0 && r.out_n > 0 && r.rows <= kRouteInKernelSlots && (p.m == 1 || r.rows * 8 <= experts);
   return r;
 }
 
@@ -85,7 +100,10 @@ GmmRows validate(const PlanCore& core, const GmmProblem& p) {
 KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
                     const PlanCore::OperandLayout& layout, bool vec4) {
   std::vector<int32_t> expected;
-  if (r.routed) {
+  if (r.few_slots) {
+    // Each slot a visit of its own (ROUTE_IN_KERNEL).
+    expected.assign(size_t(r.g_local), 1);
+  } else if (r.routed) {
     // Without num_experts, the window is taken as all the experts.
     expected = routed_expected_sizes(p.m, p.routing.top_k, p.routing.num_experts > 0 ? p.routing.num_experts : r.g_local);
   } else if (r.on_device && r.G > 0) {
@@ -101,6 +119,14 @@ KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
   q.halves = r.gate_up ? 2 : 1;
   q.k_walk = k_walk_step(p.rhs_type, p.transpose_rhs, vec4);
   q.heights_per_group = !r.on_device;
+  if (r.few_slots) {
+    // Each token's workgroups walk all its slots (ROUTE_IN_KERNEL): columns narrow enough that the tokens'
+    // tiles are 4 workgroups per compute unit, 4 columns at least (a power of two, as tiles are).
+    const int64_t want_tiles = (4 * std::max<int64_t>(core.tiling_info().compute_units, 1) + p.m - 1) / p.m;
+    int64_t cols = 4;
+    while (cols * 2 * want_tiles <= r.out_n) cols *= 2;
+    q.most_cols = cols;
+  }
   return choose_kernel(q, core.info(), core.tiling_info(), core.options());
 }
 
@@ -161,19 +187,36 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   // atomic count after a buffer memory barrier, the workgroups' stores coherent.
   const uint64_t fused_loops =
       routed ? (uint64_t(p.m) * shape.cols + shape.invocations() - 1) / shape.invocations() * (route.top_k + 1) : 0;
-  const bool fused_combine = routed && route.combine && !shape.use_shared && fused_loops <= kFusedCombineLoops;
+  // A call of few slots reads the ids in the kernel on the direct schedule where the options ask, within a
+  // CPU driver's loop budget: each invocation walks its token's top_k slots.
+  uint64_t reduction_loops = reduction_loop_iterations(shape, p.k, r.gate_up ? 2 : 1, false);
+  const uint64_t token_loops = uint64_t(route.top_k) * (reduction_loops + 1) + 1;
+  const bool in_kernel = r.few_slots && !shape.use_shared &&
+                         (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU || token_loops <= kCpuLoopIterations);
+  const bool fused_combine =
+      routed && route.combine && !in_kernel && !shape.use_shared && fused_loops <= kFusedCombineLoops;
   // An item's loops: its K steps, or a fill visit's row tiles; the fused combine's, which the same
   // invocation runs after its reduction; and the persistent loop's own iteration. The K steps counted
   // for the scalar loads a record() with views at unaligned offsets falls back to, the most: the check,
   // and the persistent grid's workgroups, must hold them (with 4-element ones sized for, one workgroup
   // taking 60 items of k = 4096 returned partial sums for an unaligned lhs).
-  uint64_t reduction_loops = reduction_loop_iterations(shape, p.k, r.gate_up ? 2 : 1, false);
   for (const KernelShape& later : kernel.later_shapes)
     reduction_loops = std::max(reduction_loops, reduction_loop_iterations(later, p.k, r.gate_up ? 2 : 1, false));
   const uint64_t item_loops =
-      std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + (fused_combine ? fused_loops : 0) + 1;
+      in_kernel ? token_loops
+                : std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + (fused_combine ? fused_loops : 0) + 1;
   check_cpu_loop_budget(info, op, item_loops, "k = " + std::to_string(p.k));
-  if (r.on_device) {
+  if (in_kernel) {
+    // No metadata: the grid is (n tiles) x tokens, on the per-item grid whatever the options ask (a few
+    // workgroups per token).
+    launch.routing = PlanCore::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
+                                       uint32_t(r.g_local), uint32_t(route.num_experts), uint32_t(out_n), true};
+    launch.routing->in_kernel = true;
+    push.top_k = uint32_t(route.top_k);
+    push.window_offset = uint32_t(p.group_offset);
+    push.route_experts = uint32_t(r.g_local);
+    push.num_experts = uint32_t(route.num_experts);
+  } else if (r.on_device) {
     // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
     // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows
     // fill visits (fill_rows >= tm), so fewer than m / tm + G_local + 2 visits in all.
@@ -239,11 +282,13 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   }
   if (rows > 0) {
     launch.set_push(push);
-    // Grid: (n tiles) x (visits), the visits spread over y and z beyond y's limit (or the persistent grid).
-    const uint64_t y = std::min<uint64_t>(push.num_visits, info.max_workgroup_count[1]);
+    // Grid: (n tiles) x (visits, or routed in the kernel tokens), spread over y and z beyond y's limit (or
+    // the persistent grid).
+    const uint64_t items = in_kernel ? uint64_t(p.m) : push.num_visits;
+    const uint64_t y = std::min<uint64_t>(items, info.max_workgroup_count[1]);
     launch.grid[0] = tiles_n;
     launch.grid[1] = y;
-    launch.grid[2] = (push.num_visits + y - 1) / y;
+    launch.grid[2] = (items + y - 1) / y;
     launch.constants = {
         {VKGMM_ID_GMM_TRANSPOSE_RHS, p.transpose_rhs},
         {VKGMM_ID_VEC4, vec4},
@@ -252,6 +297,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
         {VKGMM_ID_GMM_BIAS, p.epilogue.bias},
         {VKGMM_ID_GMM_ACTIVATION, static_cast<uint32_t>(p.epilogue.activation)},
         {VKGMM_ID_GMM_FUSED_COMBINE, fused_combine},
+        {VKGMM_ID_GMM_ROUTE_IN_KERNEL, in_kernel},
         {VKGMM_ID_GMM_K_SLICES, shape.slices},
         {VKGMM_ID_GMM_STEPS_IN_FLIGHT, shape.steps_in_flight},
         {VKGMM_ID_GMM_SAVE_PRE, p.epilogue.save_pre_activation},

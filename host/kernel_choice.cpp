@@ -34,9 +34,10 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
   KernelChoice c;
   c.schedule = gmm_schedule(r.requested, tiling_info, options.schedule, r.groups, !tiling.fixed && !tiling.lookup);
   c.schedule = matrix_or_fallback(c.schedule, r.requested, options.schedule, r.matrix_refusal, info);
-  const Tiling t = resolve_tiling(tiling, r.m, r.k, r.n, op_name(r.op), [&] {
+  Tiling t = resolve_tiling(tiling, r.m, r.k, r.n, op_name(r.op), [&] {
     return gmm_auto_tiling(c.schedule, tiling_info, r.groups, r.rhs_rows_contiguous, r.n, r.halves, r.rhs_blocks);
   });
+  if (r.most_cols > 0 && !tiling.fixed && !tiling.lookup) t.tn = std::min(t.tn, r.most_cols);
   auto shape_of = [&](int64_t tm) {
     return c.schedule == Schedule::matrix
                ? make_matrix_shape(tm, t.tk, t.tn, r.m, r.k, r.n, info, op_name(r.op), r.halves, r.rhs_blocks,

@@ -44,6 +44,9 @@ struct KernelRequest {
   // The group sizes are the call's own (on the host): on a GPU's shared and matrix schedules, with the
   // tiling automatic, its groups may take tile heights of their own (gmm_tile_heights.hpp).
   bool heights_per_group = false;
+  // > 0, with the tiling automatic: the most columns per tile (a call whose few rows each take all their
+  // tiles in one workgroup, gmm's slots routed in the kernel, spreads its columns over more workgroups).
+  int64_t most_cols = 0;
   // tgmm:
   bool lhs_mk = false;         // lhs stored [m, k]
   bool vec4_lhs_rows = false;  // lhs [m, k] read 4 of the block's k rows at a time

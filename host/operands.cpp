@@ -169,10 +169,11 @@ void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
 }
 
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
-                   uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels) {
+                   uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels,
+                   const VkDescriptorBufferInfo* route) {
   const bool split = count == kNumSplitBindings;
   VkPipelineLayout layout = ctx.pipelines.layout(split);
-  VkWriteDescriptorSet writes[kNumSplitBindings + 2];
+  VkWriteDescriptorSet writes[kNumSplitBindings + 2 + kNumRouteBindings];
   for (uint32_t b = 0; b < count; ++b) {
     writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[b].dstBinding = b;
@@ -190,6 +191,14 @@ void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, 
       w.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
       w.pTexelBufferView = &texels[t];
     }
+  }
+  for (uint32_t r = 0; route && r < kNumRouteBindings; ++r) {
+    VkWriteDescriptorSet& w = writes[n++];
+    w = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w.dstBinding = kRouteWeights + r;
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &route[r];
   }
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
   ctx.dev.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, n, writes);

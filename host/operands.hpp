@@ -82,9 +82,11 @@ uint32_t layout_descriptors(const BoundOperand (&operands)[4], const VkDescripto
 
 // Bind `pipeline` and push its descriptors: `count` infos in binding order, for the plain layout
 // (kNumBindings) or the split one (kNumSplitBindings); for a texel pipeline also the texel views of lhs
-// and rhs (`texels`, plain layout only).
+// and rhs (`texels`, plain layout only); for a gmm pipeline also the route bindings (`route`:
+// kNumRouteBindings infos, either layout).
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline, const VkDescriptorBufferInfo* infos,
-                   uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels = nullptr);
+                   uint32_t count, const void* push, uint32_t push_bytes, const VkBufferView* texels = nullptr,
+                   const VkDescriptorBufferInfo* route = nullptr);
 // The plain layout's kNumBindings descriptors (unused bindings repeat a valid one).
 void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
                    const VkDescriptorBufferInfo (&infos)[kNumBindings], const void* push, uint32_t push_bytes,

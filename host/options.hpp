@@ -27,6 +27,11 @@ struct ResolvedOptions {
   // For timing the shared and matrix schedules' other stage count on a device: $VKGMM_STAGE_BUFFERS, 1 or
   // 2, where they fit (KernelShape::stages); 0, anything else: the device class's (the matrix builds: 1).
   uint32_t stage_buffers = 0;
+  // For timing on a device: $VKGMM_ROUTE_IN_KERNEL=1 has a combined call of few slots read its ids in the
+  // kernel (one dispatch, gmm_plan.cpp) instead of taking the routing build, the same bits as the build's
+  // path with the same tiles. Off by default: on lavapipe it is slower (one workgroup walks a token's
+  // slots where the build's visits run side by side), and no GPU has timed it.
+  bool route_in_kernel = false;
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
   bool compile_only = false;
@@ -47,8 +52,8 @@ E checked_choice(const NamedChoice<E> (&rows)[N], E value, const std::string& wh
 // Where an option is unset, the environment gives the default: $VKGMM_DEVICE, $VKGMM_VALIDATE,
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
 // $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S,
-// $VKGMM_EAGER_PIPELINES, $VKGMM_MATRIX_EXTENSION; and $VKGMM_INJECT_FAULT, $VKGMM_STAGE_BUFFERS, which no
-// option sets. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
+// $VKGMM_EAGER_PIPELINES, $VKGMM_MATRIX_EXTENSION; and $VKGMM_INJECT_FAULT, $VKGMM_STAGE_BUFFERS,
+// $VKGMM_ROUTE_IN_KERNEL, which no option sets. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
 // an option out of range (a schedule that is no Schedule, a timeout that is not positive).
 using EnvLookup = const char* (*)(const char*);
 ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);

@@ -11,12 +11,14 @@ void PipelineCache::init(VkDevice device, VkPipelineCreateFlags flags) {
   flags_ = flags;
   // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
   // inputs' texel views) and the split one of storage buffers for operands bound in parts
-  // (kNumSplitBindings must stay within maxPushDescriptors, >= 32).
+  // (kNumSplitBindings + kNumRouteBindings must stay within maxPushDescriptors, >= 32), each ending with
+  // the route bindings.
   auto make_layouts = [&](bool split, VkDescriptorSetLayout& set, VkPipelineLayout& layout) {
-    VkDescriptorSetLayoutBinding bindings[kNumSplitBindings];
-    const uint32_t count = binding_count(split);
-    for (uint32_t b = 0; b < count; ++b)
-      bindings[b] = {b, binding_type(b, split), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutBinding bindings[kNumSplitBindings + kNumRouteBindings];
+    uint32_t count = 0;
+    for (uint32_t b = 0; b < kRouteWeights + kNumRouteBindings; ++b)
+      if (layout_has_binding(b, split))
+        bindings[count++] = {b, binding_type(b, split), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
     VkDescriptorSetLayoutCreateInfo sl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
     sl.bindingCount = count;

@@ -38,12 +38,26 @@ constexpr uint32_t kMaxParts = VKGMM_MAX_PARTS;
 constexpr uint32_t kNumSplitBindings = VKGMM_NUM_SPLIT_BINDINGS;
 static_assert(kNumSplitBindings == kNumBindings + 4 * (kMaxParts - 1));
 static_assert(uint32_t(kLhsTexel) == uint32_t(kNumBindings) && uint32_t(kNumPlainBindings) == kNumBindings + 2u);
-// What the host's layouts declare at `binding`: the plain layout (kNumPlainBindings) or the split one.
+// Both layouts end with gmm's bindings for its slots routed in the kernel: the router weights and the
+// status word, storage buffers past the split layout's parts (so at the same numbers in each).
+enum RouteBinding : uint32_t {
+  kRouteWeights = VKGMM_BINDING_ROUTE_WEIGHTS,
+  kRouteStatus = VKGMM_BINDING_ROUTE_STATUS,
+};
+constexpr uint32_t kNumRouteBindings = VKGMM_NUM_ROUTE_BINDINGS;
+static_assert(uint32_t(kRouteWeights) == kNumSplitBindings && uint32_t(kRouteStatus) == kNumSplitBindings + 1 &&
+              kNumRouteBindings == 2);
+// The leading bindings of a layout, 0 .. binding_count(split) - 1: the plain layout (kNumPlainBindings) or
+// the split one; the route bindings follow either.
+inline uint32_t binding_count(bool split) { return split ? kNumSplitBindings : kNumPlainBindings; }
+inline bool layout_has_binding(uint32_t binding, bool split) {
+  return binding < binding_count(split) || (binding >= kRouteWeights && binding < kRouteWeights + kNumRouteBindings);
+}
+// What the host's layouts declare at `binding` (one layout_has_binding says it has).
 inline VkDescriptorType binding_type(uint32_t binding, bool split) {
   const bool texel = !split && (binding == kLhsTexel || binding == kRhsTexel);
   return texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
 }
-inline uint32_t binding_count(bool split) { return split ? kNumSplitBindings : kNumPlainBindings; }
 
 
 class PipelineCache {

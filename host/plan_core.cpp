@@ -143,7 +143,9 @@ void PlanCore::build(const Launch& l) {
     indirect_ = device_meta_->visits && !persistent_ && grid == DeviceGrid::indirect;
     workspace_ = l.workspace;
   } else {
-    if (l.routing) throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata");
+    if (l.routing && !l.routing->in_kernel)
+      throw Error(Status::internal, std::string(name()) + ": routing needs the device metadata");
+    routing_ = l.routing;
     const VkDeviceSize bytes = l.host_metadata.size() * sizeof(int32_t);
     if (bytes > info().max_storage_buffer_range)
       throw Error(Status::unsupported, std::string(name()) + ": the metadata (" + std::to_string(bytes) +

@@ -97,12 +97,15 @@ class PlanCore {
   // metadata build first orders the slots on the device (shaders/routing.glsl); with `combine` the kernel
   // writes fp32 per-slot results into the workspace and an ordered sum (shaders/combine.comp) writes out;
   // with fused_tiles > 0 the kernel sums them itself (FUSED_COMBINE, interface.h), counting in
-  // fused_tiles workspace words the build zeroes, and there is no combine dispatch.
+  // fused_tiles workspace words the build zeroes, and there is no combine dispatch. With in_kernel (a
+  // combined call of few slots, without device metadata) the kernel reads the ids, weights and status
+  // word itself (ROUTE_IN_KERNEL, interface.h): no build, no combine dispatch, no workspace.
   struct Routing {
     uint32_t tokens = 0, top_k = 0, group_offset = 0, num_local = 0, num_experts = 0, out_n = 0;
     bool combine = false;
     uint32_t fused_tiles = 0;
     uint32_t pre_n = 0;  // > 0: the kernel saves each slot's pre-activation, pre_n f32 words (SAVE_PRE)
+    bool in_kernel = false;
     uint64_t slots() const { return uint64_t(tokens) * top_k; }
     // Whether the routing build counts the slots (routing.glsl's route_slots: per-invocation counts over
     // the experts and a bucket) rather than each invocation placing at most one slot itself
@@ -210,6 +213,10 @@ class PlanCore {
   // The routing prologue's ids and weights and its push constants, into the metadata build (with `given`,
   // the build that copies that routing).
   void bind_routing(const OperandViews& ops, Dispatch& build, const RoutingSource* given) const;
+  // A routing in the kernel: the ids (the kernel's META binding, returned), weights and status word
+  // bound into the op's dispatch, their offsets into its push constants (set after them).
+  VkDescriptorBufferInfo bind_routing_in_kernel(const OperandViews& ops, Dispatch& op) const;
+  bool routes_in_kernel() const { return routing_ && routing_->in_kernel; }
   // The routing's words, laid out in the workspace from `words` on (layout_workspace); the next free word.
   static uint64_t layout_routing(const Routing& r, uint64_t words, Workspace& w);
   // A combine dispatch over out and existing_out from output row first_row on (rows of out_n elements),
@@ -235,7 +242,7 @@ class PlanCore {
   static uint64_t dispatch_word(const DeviceMetadata& d) { return uint64_t(d.num_groups) + 1 + 2 * uint64_t(d.max_visits); }
   uint32_t dispatch_word() const { return static_cast<uint32_t>(dispatch_word(*device_meta_)); }
   // A combine dispatch of the slots runs after the kernel (a routed combine the kernel does not fuse).
-  bool combines() const { return routing_ && routing_->combine && !routing_->fused_tiles; }
+  bool combines() const { return routing_ && routing_->combine && !routing_->fused_tiles && !routing_->in_kernel; }
   // The plan reads and writes a workspace (the app's or its own).
   bool uses_workspace() const { return device_meta_ || split_; }
   // The kernel's output: out, or with a combine the fp32 per-slot results in the workspace.

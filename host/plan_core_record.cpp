@@ -1,6 +1,7 @@
 // The plan core at record time (see plan_core.hpp): the views checked and bound, and the plan's dispatches
 // (metadata build, op, combine) recorded in order with their barriers.
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "plan_core.hpp"
@@ -35,7 +36,9 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   // Which views the plan takes, then every given view inside its buffer, before the rules between views
   // (binding checks each again).
   PlanFacts facts;
-  facts.existing = has_existing_, facts.device_metadata = device_meta_.has_value(), facts.routed = routing_.has_value();
+  // A routing in the kernel takes a status word as the device metadata's build does.
+  facts.existing = has_existing_, facts.device_metadata = device_meta_.has_value() || routes_in_kernel();
+  facts.routed = routing_.has_value();
   facts.combine = routing_ && routing_->combine, facts.bias = has_bias_;
   facts.bias_read = bias_count_ > 0 && dispatches();  // nothing to dispatch (m = 0): nothing reads it
   facts.workspace = uses_workspace();
@@ -45,8 +48,11 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   for (size_t o = 0; o < kOperandCount; ++o) check_view_in_buffer(*ctx_, op, kOperandRows[o].name, ops[OperandId(o)]);
   if (given && !routing_) throw Error(Status::internal, std::string(op) + ": a routing given to an unrouted plan");
   Bound b;
+  b.op.push = push_;  // the operands' offsets filled in below
   VkDescriptorBufferInfo meta{host_metadata_.handle(), 0, host_metadata_.size()};
   if (device_meta_) meta = bind_device_metadata(ops, b, given);
+  // Routed in the kernel: its META binding holds the ids (and a given routing is not read: there is no build).
+  if (routes_in_kernel() && dispatches()) meta = bind_routing_in_kernel(ops, b.op);
   // The workspace: the metadata's buffer with device metadata; a split reduction's, the app's or the plan's own.
   VkDescriptorBufferInfo work = meta;
   if (split_) {
@@ -123,7 +129,11 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     bias.element_offset = static_cast<uint32_t>(workspace_.partial);
   }
   b.op.count = layout_descriptors(bound, meta, bias.info, split, b.op.infos);
-  b.op.push = push_;
+  if (op_ == Op::gmm) {
+    // gmm's module declares the route bindings: any valid descriptor where the kernel reads neither.
+    b.op.routes = true;
+    if (!routes_in_kernel()) std::fill(std::begin(b.op.route), std::end(b.op.route), meta);
+  }
   abi::OperandOffsets& off = b.op.push.as<abi::OperandOffsets>();
   off.lhs_off = bound[0].element_offset;
   off.rhs_off = bound[1].element_offset;

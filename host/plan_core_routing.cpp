@@ -113,6 +113,28 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
   m.tile_counts = r.fused_tiles;
 }
 
+VkDescriptorBufferInfo PlanCore::bind_routing_in_kernel(const OperandViews& ops, Dispatch& op) const {
+  const char* op_name = name();
+  const Routing& r = *routing_;
+  const uint32_t slots = static_cast<uint32_t>(r.slots());
+  // ids (int32) and weights (f32) at any 4-byte offset; the status word where the app gives one.
+  const BoundOperand ids = bind_operand(*ctx_, op_name, "ids", ops.ids, DType::f32, slots, 0, false);
+  const BoundOperand w = bind_operand(*ctx_, op_name, "weights", ops.weights, DType::f32, slots, 0, false);
+  // The route bindings in order: the weights, the status word (none: any valid descriptor, never written).
+  op.route[0] = w.info;
+  op.route[1] = ids.info;
+  abi::GmmPush& p = op.push.as<abi::GmmPush>();
+  p.ids_off = ids.element_offset;
+  p.route_weights_off = w.element_offset;
+  p.status_off = VKGMM_NO_STATUS;
+  if (ops.status.buffer) {
+    const BoundOperand s = bind_operand(*ctx_, op_name, "status", ops.status, DType::f32, 1, 0, false);
+    op.route[1] = s.info;
+    p.status_off = s.element_offset;
+  }
+  return ids.info;
+}
+
 std::vector<PlanCore::CombineRows> PlanCore::combine_rows() const {
   std::vector<CombineRows> rows;
   if (combines()) rows.push_back({0, routing_->tokens, routing_->top_k, routing_->out_n, workspace_.partial});
@@ -157,7 +179,8 @@ Dispatch PlanCore::bind_combine(const OperandViews& ops, const VkDescriptorBuffe
 }
 
 RoutingSource PlanCore::routing_source(const BufferView& workspace) const {
-  if (!routing_) throw Error(Status::internal, std::string(name()) + ": routing_source of an unrouted plan");
+  if (!routing_ || routing_->in_kernel)
+    throw Error(Status::internal, std::string(name()) + ": routing_source of a plan with no routing build");
   const Routing& r = *routing_;
   const BufferView work = workspace_view(workspace);
   RoutingSource s;

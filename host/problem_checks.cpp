@@ -175,9 +175,11 @@ Rule presence_rule(OperandWhen when, const PlanFacts& p) {
       return p.device_metadata ? Rule{Presence::optional} : Rule{Presence::refused, host_sizes};
     case OperandWhen::workspace:
       if (p.workspace && p.app_workspace) return {Presence::required, kNoOwnWorkspace};
-      return p.workspace ? Rule{Presence::optional}
-                         : Rule{Presence::refused, "the plan needs none (workspace_bytes() is 0: the group sizes are on "
-                                                   "the host and no group's reduction is split)"};
+      // A routed plan that reads its ids in the kernel (a combined call of few slots) has none, and leaves
+      // one given unused: an app routes every call with one, whatever its size.
+      if (p.workspace || p.routed) return {Presence::optional};
+      return {Presence::refused, "the plan needs none (workspace_bytes() is 0: the group sizes are on the host "
+                                 "and no group's reduction is split)"};
     case OperandWhen::routed:
       return p.routed ? Rule{Presence::required, "the problem is routed"} : Rule{Presence::refused, unrouted};
     case OperandWhen::combined:

@@ -135,6 +135,10 @@ bench_args() {  # the vkgmm bench arguments of step $1
     # The FMA presets with two stage buffers (VKGMM_STAGE_BUFFERS=2), which NVIDIA's device class does not
     # take untimed: beside bench's one-buffer figures of the same presets.
     0:bench_stages2) echo "--preset moe-prefill --preset moe-fine --preset moe-grad --reps 30" ;;
+    # The decode-sized routed calls with their ids read in the kernel (VKGMM_ROUTE_IN_KERNEL=1), which no
+    # device takes untimed: beside bench_ids' routing build of the same presets.
+    0:bench_ids_in_kernel) echo "--preset qwen3-ids-t1 --preset qwen3-ids-t8 --reps 30" ;;
+    1:bench_ids_in_kernel) echo "--preset qwen3-ids-t1 --reps 2" ;;
     1:bench_stages2) echo "--preset moe-fine --reps 2 --metadata host" ;;
     # decode with group sizes on the device, on both of its grids: where the device path's cost shows most
     0:bench_device) echo "--preset decode --metadata device --device-grid both --reps 30" ;;
@@ -157,7 +161,7 @@ peer_quick=()
 [ $quick = 0 ] || peer_quick=(--quick)
 
 steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids \
-  bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 \
+  bench_ids_in_kernel bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 \
   bench_matrix2}
 for s in $steps; do
   case $s in
@@ -189,6 +193,10 @@ for s in $steps; do
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046
       step "$s" env VKGMM_STAGE_BUFFERS=2 "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    bench_ids_in_kernel)
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      # shellcheck disable=SC2046
+      step "$s" env VKGMM_ROUTE_IN_KERNEL=1 "$bundle/run.sh" bench --json $(bench_args "$s") ;;
     gpu_report)
       # What the driver's compiler made of every pipeline (registers, spills, shared memory; the
       # disassembly where it gives one): compile-only, the first device; the f16 cases in a quick run.
@@ -262,7 +270,7 @@ def lines(name):
     return [o for o in objs if isinstance(o, dict)]
 for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_heights.out",
           "bench_one_height.out", "bench_ids.out", "bench_quant.out", "bench_models.out", "bench_stages2.out",
-          "bench_matrix2.out"):
+          "bench_matrix2.out", "bench_ids_in_kernel.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"
@@ -272,6 +280,8 @@ for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out"
             name = w.get("name") if w.get("name") != "custom" else f"custom ({f[:-4]})"
             if f in ("bench_stages2.out", "bench_matrix2.out"):
                 name += " (2 stage buffers)"
+            if f == "bench_ids_in_kernel.out":
+                name += " (ids in the kernel)"
             rows.append(("vkgmm", name, w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
             t = w.get("train")
             if t and t.get("backward_ms") is not None:  # --train: the layer's backward, its ratio in the op column

@@ -76,6 +76,8 @@ layout(constant_id = VKGMM_ID_GMM_SAVE_PRE) const bool SAVE_PRE = false;
 // The direct schedule's steps of its K walk per iteration (interface.h); k is a multiple of the
 // iteration's values.
 layout(constant_id = VKGMM_ID_GMM_STEPS_IN_FLIGHT) const uint STEPS_IN_FLIGHT = 1;
+// A combined call of few slots routed in the kernel (interface.h): the ids at the META binding, no row map.
+layout(constant_id = VKGMM_ID_GMM_ROUTE_IN_KERNEL) const bool ROUTE_IN_KERNEL = false;
 const uint HALVES = GATED ? 2u : 1u;
 const uint ACC_COLS = RN * HALVES;  // accumulator columns per row: half h, column j at h * RN + j
 
@@ -130,10 +132,15 @@ void store_row_values4(uint orow, uint col, vec4 v) {
   else store4_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
 }
 
-// Row r's slot (routed) or r itself: where its output goes.
-uint slot_of_row(uint r) { return ROUTED ? uint(meta[pc.map_off + r]) : r; }
+// ROUTE_IN_KERNEL: the router weights and the status word (interface.h's route bindings).
+layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WEIGHTS) readonly buffer RouteWeightsBuf { float route_weights[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_STATUS) writeonly buffer RouteStatusBuf { uint route_status[]; };
+
+// Row r's slot (routed: through the row map, or in the kernel the row is the slot) or r itself: where its
+// output goes.
+uint slot_of_row(uint r) { return ROUTED && !ROUTE_IN_KERNEL ? uint(meta[pc.map_off + r]) : r; }
 // Row r's lhs row: the slot's token (lhs [T, k]) or the slot itself (lhs per slot).
-uint lhs_row(uint r) { return ROUTED ? uint(meta[pc.map_off + r]) / pc.lhs_div : r; }
+uint lhs_row(uint r) { return ROUTED ? slot_of_row(r) / pc.lhs_div : r; }
 
 // Element index of rhs[g][kk][col] (or rhs[g][col][kk] transposed), g relative to group_offset.
 uint rhs_index(uint g_local, uint kk, uint col) {
@@ -269,22 +276,59 @@ void finish_tile(uint n_tile, uint rows) {
 }
 
 
-// One work item: n tile n_tile of visit `visit` (the workgroup's whole job on the per-visit grid). Its
-// barriers stay in uniform control flow: both arguments are the same for the whole workgroup.
+#include "gmm_reduce.glsl"
+
+// ROUTE_IN_KERNEL (interface.h). Slot s's id: its local expert's group (group_offset is 0 when routed),
+// or VKGMM_NO_VISIT for any other id: outside the window, -1, or one the routing build flags
+// (route_id_bad), which the slot then skips as that build's order puts it past every expert's rows.
+bool route_id_bad(int id) { return id < -1 || (pc.num_experts > 0u && id >= 0 && uint(id) >= pc.num_experts); }
+int route_group(uint s) {
+  const int id = meta[pc.ids_off + s];
+  if (id < 0 || route_id_bad(id) || uint(id) < pc.window_offset || uint(id) - pc.window_offset >= pc.route_experts)
+    return VKGMM_NO_VISIT;
+  return id - int(pc.window_offset);
+}
+
+// ROUTE_IN_KERNEL: the status word from every slot's id, by one workgroup. 16 bytes, as tile_complete.
+shared uvec4 route_flags;
+void write_route_status() {
+  if (gl_LocalInvocationIndex == 0u) route_flags.x = 0u;
+  barrier();
+  // Every invocation that finds a bad id stores the same bit: no read-modify-write is needed.
+  for (uint s = gl_LocalInvocationIndex; s < pc.m; s += NT)
+    if (route_id_bad(meta[pc.ids_off + s])) route_flags.x = VKGMM_STATUS_BAD_ID;
+  barrier();
+  if (gl_LocalInvocationIndex == 0u) route_status[pc.status_off] = route_flags.x;
+}
+
+// ROUTE_IN_KERNEL: the sums of a token's weighted slot results at the invocation's columns, which the
+// invocations holding the tile's row 0 (the slot's own; the tile's other rows read clamped rows and are
+// never stored) add each slot's epilogue to, in slot order, and store as the combine stores its sums.
+float route_sums[RN];
+bool holds_route_row(uint slice, uint ty) { return slice == 0u && ty == 0u; }
+void route_add(uint s, uint n0, uint tx, uint g_local) {
+  const float weight = route_weights[pc.route_weights_off + s];
+  [[unroll]] for (uint c = 0; c < RN; ++c) {
+    uint col = n0 + col_of(tx, c);
+    if (col_of(tx, c) >= TN || col >= pc.out_n) continue;
+    // Rounded before it is added, as the per-slot results the combine reads are: never fused into the add.
+    precise float sum = route_sums[c] + epilogue(acc[c], acc[(HALVES - 1u) * RN + c], g_local, col, weight, s);
+    route_sums[c] = sum;
+  }
+}
+
+// One work item: n tile n_tile of visit `visit` (the workgroup's whole job on the per-visit grid), or with
+// ROUTE_IN_KERNEL of slot `visit`, a visit of one row: the slot, of its expert. Its barriers stay in
+// uniform control flow: both arguments (and so a slot's id) are the same for the whole workgroup.
 void run_visit(uint visit, uint n_tile) {
-  if (visit >= pc.num_visits) return;
-  int group = meta[pc.visits_off + visit];
+  if (!ROUTE_IN_KERNEL && visit >= pc.num_visits) return;
+  int group = ROUTE_IN_KERNEL ? route_group(visit) : meta[pc.visits_off + visit];
   // Visit lists built on the device are padded to the plan's bound with VKGMM_NO_VISIT entries.
   if (group < VKGMM_FILL_VISIT) return;
-  uint m0 = uint(meta[pc.visits_off + pc.num_visits + visit]);
+  uint m0 = ROUTE_IN_KERNEL ? visit : uint(meta[pc.visits_off + pc.num_visits + visit]);
   uint n0 = n_tile * TN;  // the tile's first output column
   uint lid = gl_LocalInvocationIndex;
-  // With K slices, neighbouring lanes take neighbouring K steps where rhs runs along K ([n, k]: a column's
-  // K run is contiguous, so a subgroup's lanes read one run, as a GEMV's would), else neighbouring columns
-  // (rhs [k, n]: a K row is contiguous). Without slices both are the same.
-  const bool SLICE_FASTEST = TRANSPOSE_RHS && K_SLICES > 1u;
-  uint w = SLICE_FASTEST ? lid / K_SLICES : lid % (TX * TY);  // the lane's place in its slice
-  uint slice = SLICE_FASTEST ? lid % K_SLICES : lid / (TX * TY);
+  uint w = lane_in_slice(lid), slice = slice_of_lane(lid);
   uint tx = w % TX, ty = w / TX;
 
   if (group == VKGMM_FILL_VISIT) {
@@ -292,7 +336,8 @@ void run_visit(uint visit, uint n_tile) {
     if (FUSED_COMBINE) finish_tile(n_tile, rows);
     return;
   }
-  uint gstart = uint(meta[group]), gend = uint(meta[group + 1]);
+  uint gstart = ROUTE_IN_KERNEL ? visit : uint(meta[group]);
+  uint gend = ROUTE_IN_KERNEL ? visit + 1u : uint(meta[group + 1]);
   uint g_local = uint(group) - pc.group_offset;
 #ifdef VKGMM_MATRIX
   matrix_zero();
@@ -303,80 +348,10 @@ void run_visit(uint visit, uint n_tile) {
   return;
 #endif
 
-  [[unroll]] for (uint e = 0; e < RM * ACC_COLS; ++e) acc[e] = 0.0;
-  [[unroll]] for (uint e = 0; e < RM * ACC4_COLS; ++e) acc4[e] = vec4(0.0);
-
-  if (USE_SHARED) reduce_shared(lid, m0, n0, g_local, tx, ty);
-  else if (VEC4) reduce_direct4(m0, n0, g_local, tx, ty, slice);
-  else reduce_direct(m0, n0, g_local, tx, ty, slice);
-
-  // Column j of half h is acc4 group h * VN + j / 4 (RN = 4 * VN): the same layout, h * RN + j.
-  if (USE_SHARED || VEC4)
-    [[unroll]] for (uint i = 0; i < RM; ++i)
-      [[unroll]] for (uint v = 0; v < ACC4_COLS; ++v)
-        [[unroll]] for (uint c = 0; c < 4; ++c) acc[i * ACC_COLS + v * 4 + c] = acc4[i * ACC4_COLS + v][c];
-
-  // K_SLICES > 1: the slices' accumulators summed into the first slice's. In run_visit itself: glslang's
-  // copy of a spec-constant-sized array into a function's parameter does not validate. Uniform control
-  // flow: the barriers are reached by every invocation.
-#ifdef VKGMM_SUBGROUP_SLICES
-  // Slices fastest (the host takes this build only there): a subgroup's lanes are runs of one lane w's
-  // slices (lid = w * K_SLICES + slice, subgroups of consecutive invocations, sizes powers of two), so a
-  // butterfly of shuffles sums each run of min(K_SLICES, lanes) slices in registers, the same bits in
-  // every lane of the run. `lanes` counts the subgroup's active lanes, not gl_SubgroupSize: a driver may
-  // fill fewer (Intel's SIMD8 or SIMD16 under a reported 32). The workgroup's invocations (a power of two)
-  // fill its subgroups alike, so `run` and the branch are the same for the whole workgroup. Where a
-  // subgroup holds fewer slices than K_SLICES, one shared round adds the K_SLICES / run partial sums in
-  // slice order: E * W * K_SLICES / run floats of As4, within its SHARED_A (half the slices') for run >= 2.
-  const uint lanes = subgroupBallotBitCount(subgroupBallot(true));
-  const uint run = min(K_SLICES, lanes);
-  if (K_SLICES > 1u && SLICE_FASTEST && run >= 2u) {
-    const uint E = RM * ACC_COLS, W = TX * TY;
-    const uint parts = K_SLICES / run;
-    // The rounds outermost: NIR unrolls only innermost loops, and an accumulator indexed by a variable
-    // goes to local memory.
-    for (uint d = run / 2u; d > 0u; d /= 2u)
-      [[unroll]] for (uint e = 0; e < E; ++e) acc[e] += subgroupShuffleXor(acc[e], d);
-    if (parts > 1u) {
-      barrier();  // a persistent workgroup's previous visit has read its sums
-      if (slice % run == 0u)
-        [[unroll]] for (uint e = 0; e < E; ++e) {
-          uint at = (e * W + w) * parts + slice / run;
-          As4[at / 4u][at % 4u] = acc[e];
-        }
-      barrier();
-      // The parts' loop outermost: NIR unrolls only innermost loops, so the accumulators stay indexed by
-      // constants.
-      if (slice == 0u)
-        for (uint p = 0u; p < parts; ++p)
-          [[unroll]] for (uint e = 0; e < E; ++e) {
-            uint at = (e * W + w) * parts + p;
-            float part = As4[at / 4u][at % 4u];
-            acc[e] = p == 0u ? part : acc[e] + part;
-          }
-    }
-  } else
-#endif
-  // Else a tree over the slices (a power of two) through As4, which the direct schedule does not stage
-  // in (SHARED_A floats: half the slices' accumulators). A round's stores and loads are consecutive words
-  // across neighbouring lanes: indexed by slice fastest where the lanes run over the slices
-  // (SLICE_FASTEST), else by lane w of the W in a slice.
-  if (K_SLICES > 1u) {
-    const uint E = RM * ACC_COLS, W = TX * TY;
-    for (uint half_ = K_SLICES / 2u; half_ > 0u; half_ /= 2u) {
-      barrier();
-      if (slice >= half_ && slice < 2u * half_)
-        [[unroll]] for (uint e = 0; e < E; ++e) {
-          uint at = SLICE_FASTEST ? (e * W + w) * half_ + (slice - half_) : ((slice - half_) * E + e) * W + w;
-          As4[at / 4u][at % 4u] = acc[e];
-        }
-      barrier();
-      if (slice < half_)
-        [[unroll]] for (uint e = 0; e < E; ++e) {
-          uint at = SLICE_FASTEST ? (e * W + w) * half_ + slice : (slice * E + e) * W + w;
-          acc[e] += As4[at / 4u][at % 4u];
-        }
-    }
+  reduce_item(m0, n0, g_local, tx, ty, slice, w);
+  if (ROUTE_IN_KERNEL) {
+    if (holds_route_row(slice, ty)) route_add(visit, n0, tx, g_local);
+    return;
   }
 
   // Store only this group's rows: the tile's other rows belong to other visits. With K slices, the
@@ -408,7 +383,8 @@ void run_visit(uint visit, uint n_tile) {
       uint c = col_of(tx, j);
       uint col = n0 + c;
       if (c >= TN || col >= pc.out_n) continue;
-      store_row_value(orow, col, epilogue(acc[i * ACC_COLS + j], acc[i * ACC_COLS + (HALVES - 1u) * RN + j], g_local, col, weight, orow));
+      const float up = acc[i * ACC_COLS + (HALVES - 1u) * RN + j];
+      store_row_value(orow, col, epilogue(acc[i * ACC_COLS + j], up, g_local, col, weight, orow));
     }
   }
   // The visit's rows: from its first row (a group's first row, or tm rows past one) to the group's end.
@@ -416,14 +392,38 @@ void run_visit(uint visit, uint n_tile) {
 }
 
 void main() {
-  if (!PERSISTENT) {
-    // Visits past 65535 are folded into the z dimension of the grid.
-    run_visit(gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y, gl_WorkGroupID.x);
+  // Visits (ROUTE_IN_KERNEL: tokens) past 65535 are folded into the z dimension of the grid.
+  const uint item = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
+  if (!PERSISTENT && !ROUTE_IN_KERNEL) {
+    run_visit(item, gl_WorkGroupID.x);
     return;
   }
-  // Work item w is n tile w % tiles_n of visit w / tiles_n (the host keeps visits * tiles_n < 2^32). A list
-  // built on the device holds its real visits first and their count: never more than its slots are read.
+  // The persistent grid's loop, or with ROUTE_IN_KERNEL token `item`'s slots in slot order at n tile x
+  // (the loop holds the reduction's second call: drivers inline every call, so a third would compile the
+  // whole reduction again).
+  // Persistent, work item w is n tile w % tiles_n of visit w / tiles_n (the host keeps visits * tiles_n <
+  // 2^32). A list built on the device holds its real visits first and their count: never more than its
+  // slots are read.
   const uint tiles_n = (pc.out_n + TN - 1u) / TN;
-  const uint visits = pc.visit_count_off == 0u ? pc.num_visits : min(uint(meta[pc.visit_count_off]), pc.num_visits);
-  for (uint w = gl_WorkGroupID.x; w < visits * tiles_n; w += gl_NumWorkGroups.x) run_visit(w / tiles_n, w % tiles_n);
+  uint first = gl_WorkGroupID.x, end = 0u, step = gl_NumWorkGroups.x;
+  if (ROUTE_IN_KERNEL) {
+    if (pc.status_off != VKGMM_NO_STATUS && gl_WorkGroupID.x == 0u && item == 0u) write_route_status();
+    [[unroll]] for (uint c = 0; c < RN; ++c) route_sums[c] = 0.0;
+    const bool token = item < pc.m / pc.top_k;
+    first = token ? item * pc.top_k : 0u;
+    end = token ? first + pc.top_k : 0u;
+    step = 1u;
+  } else {
+    const uint visits = pc.visit_count_off == 0u ? pc.num_visits : min(uint(meta[pc.visit_count_off]), pc.num_visits);
+    end = visits * tiles_n;
+  }
+  for (uint w = first; w < end; w += step)
+    run_visit(ROUTE_IN_KERNEL ? w : w / tiles_n, ROUTE_IN_KERNEL ? gl_WorkGroupID.x : w % tiles_n);
+  if (!ROUTE_IN_KERNEL || item >= pc.m / pc.top_k) return;
+  const uint lid = gl_LocalInvocationIndex, w = lane_in_slice(lid), n0 = gl_WorkGroupID.x * TN;
+  if (holds_route_row(slice_of_lane(lid), w / TX))
+    [[unroll]] for (uint c = 0; c < RN; ++c) {
+      uint col = n0 + col_of(w % TX, c);
+      if (col_of(w % TX, c) < TN && col < pc.out_n) combine_store(item, col, pc.out_n, route_sums[c]);
+    }
 }

@@ -75,6 +75,13 @@
 #define VKGMM_BINDING_GRAD_SORTED (VKGMM_NUM_BINDINGS + 2)
 #define VKGMM_BINDING_GRAD_GATHERED (VKGMM_NUM_BINDINGS + 3)
 
+// gmm with its slots routed in the kernel (VKGMM_ID_GMM_ROUTE_IN_KERNEL): the router weights (f32 [slots])
+// and the status word. Past both layouts' bindings, in each: the gmm module declares them in every build,
+// so every gmm dispatch pushes a valid view at both (the META binding's where it reads neither).
+#define VKGMM_BINDING_ROUTE_WEIGHTS VKGMM_NUM_SPLIT_BINDINGS
+#define VKGMM_BINDING_ROUTE_STATUS (VKGMM_NUM_SPLIT_BINDINGS + 1)
+#define VKGMM_NUM_ROUTE_BINDINGS 2
+
 // ----- specialization constants ------------------------------------------------------------------------
 // Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced
 // STEP at a time by TX x TY invocations, each holding ROWS_PER_INV x COLS_PER_INV accumulators.
@@ -141,6 +148,17 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // sliced decode, where it brings each invocation's weights per iteration to 128 bytes within the device
 // class's registers, k a multiple of the iteration (host/tiling.cpp, make_kernel_shape).
 #define VKGMM_ID_GMM_STEPS_IN_FLIGHT 32
+// Routed and combined, a call of few slots reads the ids in the kernel where the options ask
+// (host/gmm_plan.cpp) instead of a routing build's row map: no metadata dispatch, no barrier, no workspace. The grid is (n tiles) x tokens;
+// each workgroup takes its token's top_k slots in slot order, each a visit of one row (the slot's, row 0
+// of the tile) of its expert when the id is a local one (ids_off at the META binding, window_offset,
+// route_experts, num_experts as the routing build reads them), and sums their weighted results
+// (route_weights_off at VKGMM_BINDING_ROUTE_WEIGHTS) in registers as the combine does (combine.glsl: from
+// 0 in slot order, a slot of no local expert adding nothing, then existing_out), into out: the bits of
+// the routing build's path with the same tiles. Workgroup (0, 0, 0) writes the status word (status_off at
+// VKGMM_BINDING_ROUTE_STATUS; VKGMM_NO_STATUS: none): VKGMM_STATUS_BAD_ID or 0, from every slot's id.
+#define VKGMM_ID_GMM_ROUTE_IN_KERNEL 34
+#define VKGMM_NO_STATUS 0xFFFFFFFFu
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
 #define VKGMM_ID_TGMM_VEC4_LHS 18
@@ -233,7 +251,10 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 #define VKGMM_GMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
   F(uint, m) F(uint, k) F(uint, n) F(uint, num_visits) F(uint, group_offset) F(uint, visits_off) \
   F(uint, fill_rows) F(uint, out_n) F(uint, lhs_div) F(uint, map_off) F(uint, weight_off) \
-  F(uint, visit_count_off) F(uint, top_k) F(uint, partial_off) F(uint, tile_count_off) F(uint, pre_off)
+  F(uint, visit_count_off) F(uint, top_k) F(uint, partial_off) F(uint, tile_count_off) F(uint, pre_off) \
+  F(uint, ids_off) F(uint, route_weights_off) F(uint, status_off) F(uint, window_offset) F(uint, route_experts) \
+  F(uint, num_experts)
+// ids_off to num_experts: ROUTE_IN_KERNEL's (VKGMM_ID_GMM_ROUTE_IN_KERNEL), 0 otherwise.
 // visit_count_off (PERSISTENT only): 0, num_visits visits; else the count of real visits is
 // meta[visit_count_off], written by the device's metadata build and taken at most num_visits.
 // FUSED_COMBINE (small routed calls, combined): each row's weighted fp32 result goes to the workspace's

@@ -302,6 +302,7 @@ TEST_F(DeviceTest, GpuDecodeKeepsItsBytesInFlight) {
 TEST_F(DeviceTest, GpuRoutingOrdersTheSlotsOnEveryPath) {
   for (bool gpu : {true, false}) {
     Context cx = gpu ? gpu_context() : make_context({});
+    ContextInternals::of(cx).dev.options.route_in_kernel = false;  // the build, whatever $VKGMM_ROUTE_IN_KERNEL says
     // The most local experts whose counts fit beside the build's words, and 20 more.
     const int64_t fit = int64_t((cx.info().max_shared_memory - 1024) / 4 / VKGMM_METADATA_INVOCATIONS) - 2;
     for (int64_t tokens : {5, 12})  // 15 slots, 36: fewer and more than the build's invocations

@@ -462,6 +462,156 @@ TEST_F(DeviceTest, RoutingHostileIdsAreSkippedAndReported) {
       }
 }
 
+// Contexts whose plans read a combined call's ids in the kernel where they can (the options' route_in_kernel,
+// $VKGMM_ROUTE_IN_KERNEL=1) and take the routing build (the default).
+struct BothPaths {
+  Context in_kernel, built;
+};
+BothPaths both_paths(bool gpu) {
+  BothPaths b{gpu ? gpu_planned_context() : DeviceTest::make_context({}),
+              gpu ? gpu_planned_context() : DeviceTest::make_context({})};
+  ContextInternals::of(b.in_kernel).dev.options.route_in_kernel = true;
+  ContextInternals::of(b.built).dev.options.route_in_kernel = false;  // whatever $VKGMM_ROUTE_IN_KERNEL says
+  return b;
+}
+// The direct schedule (the one that reads ids in the kernel) and, for the routing build's plan, the tiles
+// the in-kernel plan took (`tiles`).
+Routed on_direct(Routed r, std::optional<Tiling> tiles = std::nullopt) {
+  r.p.schedule = Schedule::direct;
+  if (tiles) r.p.tiling = TilingChoice::of(*tiles);
+  return r;
+}
+
+// Where the options ask, a combined call of at most 64 slots reads its ids in the kernel (ROUTE_IN_KERNEL):
+// one dispatch, no metadata build, no combine, no workspace. Its results are the routing build's path's
+// bits with the same tiles, and the reference's values, planned as this device and as a GPU (K slices,
+// 4-column groups): one token of top-8, 8 tokens of top-8 (the bound) among 128 experts, windows with ids
+// outside them and -1, an expert every token chose, repeats within a token, existing_out, bias and SwiGLU,
+// 16-bit operands, lhs per slot, both rhs layouts, widths and depths that are no multiple of 4.
+TEST_F(DeviceTest, RouteInKernelGivesTheRoutingBuildsBits) {
+  using R = Route;
+  const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  const Schedule a = Schedule::automatic;
+  const RoutingCase cases[] = {
+      {1, 8, 16, 0, 16, 64, 96, R::top_k, f32, f32, f32, true, false, true, false, false, false, a, 51},
+      {8, 8, 512, 2, 90, 40, 74, R::dropped, f32, f32, f32, true, false, true, true, true, true, a, 52},
+      {3, 2, 48, 2, 30, 33, 74, R::uniform, f16, f16, f16, false, false, true, true, false, false, a, 53},
+      {5, 4, 160, 0, 12, 48, 130, R::skewed, bf16, bf16, bf16, true, true, true, false, true, false, a, 54},
+      {1, 8, 8, 1, 6, 64, 48, R::top_k, f32, f16, bf16, false, true, true, true, true, true, a, 55},
+      {4, 4, 128, 0, 128, 24, 8, R::uniform, bf16, f32, f32, true, false, true, false, false, true, a, 56},
+  };
+  for (bool gpu : {false, true}) {
+    BothPaths cx = both_paths(gpu);
+    for (const RoutingCase& c : cases) {
+      SCOPED_TRACE(std::string(gpu ? "planned as a GPU, " : "") + case_name(c));
+      const Routed r = on_direct(make_routed(c));
+      const GmmPlan in(cx.in_kernel, r.p);
+      const Routed rb = on_direct(r, in.tiling());
+      const GmmPlan built(cx.built, rb.p);
+      const std::vector<PlannedPipeline> mine = PlanInternals::pipelines(in);
+      ASSERT_EQ(mine.size(), 1u) << "one dispatch: no metadata build, no combine";
+      EXPECT_STREQ(mine[0].role, "op");
+      EXPECT_EQ(mine[0].constants[VKGMM_ID_GMM_ROUTE_IN_KERNEL], 1u);
+      EXPECT_EQ(in.workspace_bytes(), 0u);
+      EXPECT_EQ(in.tiling().tm, 1) << "each slot a visit of its own";
+      const std::vector<PlannedPipeline> theirs = PlanInternals::pipelines(built);
+      ASSERT_GE(theirs.size(), 2u);
+      EXPECT_STREQ(theirs[0].role, "metadata");
+      EXPECT_EQ(theirs[1].constants[VKGMM_ID_GMM_ROUTE_IN_KERNEL], 0u);
+      EXPECT_EQ(theirs[1].constants[VKGMM_ID_GMM_K_SLICES], mine[0].constants[VKGMM_ID_GMM_K_SLICES]);
+      EXPECT_EQ(built.tiling().tm, in.tiling().tm);
+      EXPECT_EQ(built.tiling().tn, in.tiling().tn);
+      const std::vector<float> got = run(cx.in_kernel, r), want_bits = run(cx.built, rb);
+      EXPECT_TRUE(close_to_reference(r, got));
+      EXPECT_TRUE(same_bits(got, want_bits));
+    }
+  }
+}
+
+// Which calls read their ids in the kernel where the options ask: combined ones of 1 to 64 slots with no
+// saved pre-activation, one token's or at most an eighth of the experts' (several tokens' slots may share
+// experts, which the routing build's visits read once). Else, and by default, the routing build orders them.
+TEST_F(DeviceTest, RouteInKernelTakesOnlyFewCombinedSlots) {
+  BothPaths cx = both_paths(false);
+  auto in_kernel = [&](Context& c, int64_t T, int64_t top_k, bool combine, bool save_pre, int64_t E = 512) {
+    const Routed r = make_routed({T, top_k, E, 0, 8, 16, 24, Route::top_k, DType::f32, DType::f32, DType::f32, false,
+                                  false, combine, false, false, false, Schedule::automatic, 57});
+    GmmProblem p = r.p;
+    p.epilogue.save_pre_activation = save_pre;
+    const std::vector<PlannedPipeline> pipes = PlanInternals::pipelines(GmmPlan(c, p));
+    for (const PlannedPipeline& x : pipes)
+      if (std::string(x.role) == "op") return x.constants[VKGMM_ID_GMM_ROUTE_IN_KERNEL] == 1u;
+    return false;
+  };
+  EXPECT_TRUE(in_kernel(cx.in_kernel, 1, 1, true, false));
+  EXPECT_TRUE(in_kernel(cx.in_kernel, 8, 8, true, false));
+  EXPECT_TRUE(in_kernel(cx.in_kernel, 1, 8, true, false, 8)) << "one token's slots, all the experts";
+  EXPECT_FALSE(in_kernel(cx.in_kernel, 2, 8, true, false, 127)) << "16 slots, more than an eighth of 127 experts";
+  EXPECT_FALSE(in_kernel(cx.in_kernel, 13, 5, true, false)) << "65 slots";
+  EXPECT_FALSE(in_kernel(cx.in_kernel, 8, 8, false, false)) << "per slot";
+  EXPECT_FALSE(in_kernel(cx.in_kernel, 8, 8, true, true)) << "the pre-activation saved in the workspace";
+  EXPECT_FALSE(in_kernel(cx.built, 8, 8, true, false)) << "the option off";
+}
+
+// Read in the kernel, ids that break the contract are skipped as the routing build skips them (the bits of
+// a run with -1 in their place) and the status word, which the kernel writes over whatever it held, says
+// bad_id where the routing build's would. Every operand between guard regions; twice, the same bits; a
+// workspace given all the same (this plan has none) left as it was.
+TEST_F(DeviceTest, RouteInKernelSkipsHostileIdsAndWritesTheStatus) {
+  const HostileCase hostile[] = {
+      {"below_and_above", 16, {-2, 16, INT32_MAX, INT32_MIN, 1 << 20, -1000}, device_status::bad_id},
+      {"above_unknown_E", 0, {16, INT32_MAX, 1 << 20}, 0},
+      {"below_unknown_E", 0, {-2, INT32_MIN}, device_status::bad_id},
+      {"none", 16, {-1}, 0},
+  };
+  for (bool gpu : {false, true}) {
+    BothPaths cx = both_paths(gpu);
+    for (const HostileCase& h : hostile) {
+      // One token's 8 slots: the in-kernel path whatever the experts.
+      RoutingCase c{1, 8, 16, 3, 9, 40, 38, Route::uniform, DType::f32, DType::f32, DType::f32,
+                    true, false, true, true, true, true, Schedule::automatic, 58};
+      SCOPED_TRACE(std::string(gpu ? "planned as a GPU, " : "") + h.name);
+      Routed r = on_direct(make_routed(c));
+      r.p.routing.num_experts = h.num_experts;
+      Routed clean = r;
+      for (size_t s = 0, i = 0; s < r.ids.size(); s += 3, ++i) {
+        r.ids[s] = h.bad[i % h.bad.size()];
+        clean.ids[s] = -1;
+      }
+      const GmmPlan plan(cx.in_kernel, r.p);
+      ASSERT_EQ(plan.workspace_bytes(), 0u);
+      ASSERT_EQ(PlanInternals::pipelines(plan)[0].constants[VKGMM_ID_GMM_ROUTE_IN_KERNEL], 1u);
+      const std::vector<float> want_bits = run(cx.built, on_direct(clean, plan.tiling()));
+      EXPECT_TRUE(close_to_reference(clean, want_bits));
+
+      Context& x = cx.in_kernel;
+      Guarded l = guarded_floats(x, r.lhs), w = guarded_floats(x, r.rhs), e = guarded_floats(x, r.existing_out),
+              b = guarded_floats(x, r.bias), wt = guarded_floats(x, r.weights), o(x, want_bits.size() * 4),
+              ids(x, r.ids.size() * 4), status(x, 4);
+      ids.set(r.ids.data(), r.ids.size() * 4);
+      GmmOperands ops{l.view(), w.view(), o.view(), e.view()};
+      ops.ids = ids.view(), ops.weights = wt.view(), ops.bias = b.view(), ops.status = status.view();
+      for (int rep = 0; rep < 2; ++rep) {
+        const uint32_t stale = 0xdeadbeefu;
+        status.set(&stale, 4);
+        x.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+        EXPECT_TRUE(same_bits(floats(o), want_bits)) << "run " << rep;
+        uint32_t word = ~0u;
+        std::memcpy(&word, status.get().data(), 4);
+        EXPECT_EQ(word, h.status) << "run " << rep;
+      }
+      for (const Guarded* g : {&l, &w, &e, &b, &wt, &o, &ids, &status}) EXPECT_TRUE(g->guards_intact());
+      // A workspace, as an app routing every call with one gives it, is left alone.
+      Guarded work(x, 64);
+      const std::vector<uint8_t> before = work.get();
+      ops.workspace = work.view();
+      x.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+      EXPECT_TRUE(same_bits(floats(o), want_bits));
+      EXPECT_EQ(work.get(), before);
+    }
+  }
+}
+
 // A routed plan given another plan's routing of the same slots (PlanInternals::record_routed_from: the MoE
 // layer's down projection, the routed backward's passes) copies that order instead of building its own:
 // the bits and the status word of its own build, windowed, with bad ids, per slot and combined (the

@@ -129,7 +129,9 @@ struct GmmProblem {
 // every workspace, ContextOptions::app_workspaces); status an optional uint32 word
 // (null: none). All three stay null on the host path.
 // With routing: ids (int32 [T, top_k], written before record()'s commands run, like device group sizes),
-// weights (f32 [T, top_k], with Routing::combine), workspace and status as with device group sizes.
+// weights (f32 [T, top_k], with Routing::combine), workspace and status as with device group sizes. A
+// combined call that reads its ids in the kernel ($VKGMM_ROUTE_IN_KERNEL=1, few slots) has no workspace
+// (workspace_bytes() is 0): a workspace given is left unused.
 // bias: f32 [G_local, n] with Epilogue::bias.
 struct GmmOperands {
   BufferView lhs, rhs, out, existing_out;

@@ -51,7 +51,7 @@ std::vector<std::string> compare(const Reflection& r, bool op_module, const abi:
                     std::to_string(fields[i].offset) + " on the host");
   if (r.other_sets) bad.push_back("a binding outside descriptor set 0");
   for (const auto& [b, kind] : r.bindings) {
-    if (b >= binding_count(split)) {
+    if (!layout_has_binding(b, split)) {
       bad.push_back("binding " + std::to_string(b) + " is past the host's layout");
       continue;
     }
@@ -116,7 +116,7 @@ TEST(Interface, OnlyTheBlockBuildsDecodeBlocks) {
 // A block format's decoder is most of a block build's code, and drivers inline every call of it before they
 // drop the calls the specialization rules out (Mesa's SPIR-V reader prunes no branch on a constant): a
 // pipeline's creation grows with the decoder's copies. The FMA builds: main's two calls of run_visit
-// (per-visit and persistent grids), each with the shared stage's three loads of a step (one call for both
+// (per-visit grid; persistent grid, whose loop also walks a token's slots routed in the kernel), each with the shared stage's three loads of a step (one call for both
 // rhs layouts: the first step's and the staged loop's two, one per buffer), the block walk's two loop
 // shapes and the direct schedule's scalar loads; the matrix builds' loop, one stage_step call per iteration
 // whatever its buffers. More
