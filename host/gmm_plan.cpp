@@ -301,8 +301,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
         {VKGMM_ID_GMM_K_SLICES, shape.slices},
         {VKGMM_ID_GMM_STEPS_IN_FLIGHT, shape.steps_in_flight},
         {VKGMM_ID_GMM_SAVE_PRE, p.epilogue.save_pre_activation},
-        // Vector stores on the schedules whose invocations own groups of 4 adjacent columns.
-        {VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0},
+        // Vector stores on the schedules whose invocations own groups of 4 adjacent columns (routed in the
+        // kernel, the store adds each column to the token's sums instead).
+        {VKGMM_ID_GMM_VEC4_OUT, (vec4 || shape.use_shared) && out_n % 4 == 0 && !in_kernel},
     };
     launch.slices_across_lanes = shape.slices > 1 && p.transpose_rhs;  // gmm.comp's SLICE_FASTEST
     launch.alignment.vec4_out_id = VKGMM_ID_GMM_VEC4_OUT;

@@ -301,21 +301,11 @@ void write_route_status() {
   if (gl_LocalInvocationIndex == 0u) route_status[pc.status_off] = route_flags.x;
 }
 
-// ROUTE_IN_KERNEL: the sums of a token's weighted slot results at the invocation's columns, which the
-// invocations holding the tile's row 0 (the slot's own; the tile's other rows read clamped rows and are
-// never stored) add each slot's epilogue to, in slot order, and store as the combine stores its sums.
+// ROUTE_IN_KERNEL: the sums of a token's weighted slot results at the invocation's columns (a visit's
+// store adds its slot's to them; VEC4_OUT is off), which the invocations holding the tile's row 0 (the
+// slot's own: the tile's other rows read clamped rows and are never stored) store as the combine stores
+// its sums.
 float route_sums[RN];
-bool holds_route_row(uint slice, uint ty) { return slice == 0u && ty == 0u; }
-void route_add(uint s, uint n0, uint tx, uint g_local) {
-  const float weight = route_weights[pc.route_weights_off + s];
-  [[unroll]] for (uint c = 0; c < RN; ++c) {
-    uint col = n0 + col_of(tx, c);
-    if (col_of(tx, c) >= TN || col >= pc.out_n) continue;
-    // Rounded before it is added, as the per-slot results the combine reads are: never fused into the add.
-    precise float sum = route_sums[c] + epilogue(acc[c], acc[(HALVES - 1u) * RN + c], g_local, col, weight, s);
-    route_sums[c] = sum;
-  }
-}
 
 // One work item: n tile n_tile of visit `visit` (the workgroup's whole job on the per-visit grid), or with
 // ROUTE_IN_KERNEL of slot `visit`, a visit of one row: the slot, of its expert. Its barriers stay in
@@ -349,10 +339,6 @@ void run_visit(uint visit, uint n_tile) {
 #endif
 
   reduce_item(m0, n0, g_local, tx, ty, slice, w);
-  if (ROUTE_IN_KERNEL) {
-    if (holds_route_row(slice, ty)) route_add(visit, n0, tx, g_local);
-    return;
-  }
 
   // Store only this group's rows: the tile's other rows belong to other visits. With K slices, the
   // first slice holds the sums.
@@ -363,7 +349,9 @@ void run_visit(uint visit, uint n_tile) {
     if (r >= TM || row < gstart || row >= gend) continue;
     uint orow = slot_of_row(row);
     // Read once per row: the compiler cannot keep a buffer value across the stores to out (they may alias).
-    const float weight = WEIGHTED ? intBitsToFloat(meta[pc.weight_off + row]) : 1.0;
+    const float weight = ROUTE_IN_KERNEL ? route_weights[pc.route_weights_off + row]
+                         : WEIGHTED      ? intBitsToFloat(meta[pc.weight_off + row])
+                                         : 1.0;
     if (VEC4_OUT) {
       // The invocation's columns in groups of 4 adjacent ones (col_of), each group in or out whole.
       [[unroll]] for (uint v = 0; v < RN / 4; ++v) {
@@ -384,7 +372,14 @@ void run_visit(uint visit, uint n_tile) {
       uint col = n0 + c;
       if (c >= TN || col >= pc.out_n) continue;
       const float up = acc[i * ACC_COLS + (HALVES - 1u) * RN + j];
-      store_row_value(orow, col, epilogue(acc[i * ACC_COLS + j], up, g_local, col, weight, orow));
+      const float value = epilogue(acc[i * ACC_COLS + j], up, g_local, col, weight, orow);
+      if (ROUTE_IN_KERNEL) {
+        // The token's sum (route_sums): rounded before it is added, as the combine's per-slot results are.
+        precise float sum = route_sums[j] + value;
+        route_sums[j] = sum;
+      } else {
+        store_row_value(orow, col, value);
+      }
     }
   }
   // The visit's rows: from its first row (a group's first row, or tm rows past one) to the group's end.
@@ -421,7 +416,7 @@ void main() {
     run_visit(ROUTE_IN_KERNEL ? w : w / tiles_n, ROUTE_IN_KERNEL ? gl_WorkGroupID.x : w % tiles_n);
   if (!ROUTE_IN_KERNEL || item >= pc.m / pc.top_k) return;
   const uint lid = gl_LocalInvocationIndex, w = lane_in_slice(lid), n0 = gl_WorkGroupID.x * TN;
-  if (holds_route_row(slice_of_lane(lid), w / TX))
+  if (slice_of_lane(lid) == 0u && w / TX == 0u)
     [[unroll]] for (uint c = 0; c < RN; ++c) {
       uint col = n0 + col_of(w % TX, c);
       if (col_of(w % TX, c) < TN && col < pc.out_n) combine_store(item, col, pc.out_n, route_sums[c]);
