@@ -206,11 +206,21 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
       in_kernel ? token_loops
                 : std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + (fused_combine ? fused_loops : 0) + 1;
   check_cpu_loop_budget(info, op, item_loops, "k = " + std::to_string(p.k));
+  // The routing's slots, window and output, which both routed paths take.
+  PlanCore::Routing routing_facts;
+  if (routed) {
+    routing_facts.tokens = uint32_t(p.m);
+    routing_facts.top_k = uint32_t(route.top_k);
+    routing_facts.group_offset = uint32_t(p.group_offset);
+    routing_facts.num_local = uint32_t(r.g_local);
+    routing_facts.num_experts = uint32_t(route.num_experts);
+    routing_facts.out_n = uint32_t(out_n);
+    routing_facts.combine = route.combine;
+  }
   if (in_kernel) {
     // No metadata: the grid is (n tiles) x tokens, on the per-item grid whatever the options ask (a few
     // workgroups per token).
-    launch.routing = PlanCore::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
-                                       uint32_t(r.g_local), uint32_t(route.num_experts), uint32_t(out_n), true};
+    launch.routing = routing_facts;
     launch.routing->in_kernel = true;
     push.top_k = uint32_t(route.top_k);
     push.window_offset = uint32_t(p.group_offset);
@@ -227,11 +237,11 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     const PlanCore::DeviceMetadata d{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local), uint32_t(rows),
                                          uint32_t(tm), push.fill_rows, push.num_visits, true};
     std::optional<PlanCore::Routing> routing;
-    if (routed)
-      routing = PlanCore::Routing{uint32_t(p.m), uint32_t(route.top_k), uint32_t(p.group_offset),
-                                      uint32_t(r.g_local), uint32_t(route.num_experts), uint32_t(out_n),
-                                      route.combine, fused_combine ? uint32_t(tiles_n) : 0u,
-                                      p.epilogue.save_pre_activation ? uint32_t(p.n) : 0u};
+    if (routed) {
+      routing = routing_facts;
+      routing->fused_tiles = fused_combine ? uint32_t(tiles_n) : 0u;
+      routing->pre_n = p.epilogue.save_pre_activation ? uint32_t(p.n) : 0u;
+    }
     const PlanCore::Workspace& words = core.use_device_metadata(launch, d, routing);
     // The persistent grid loops over the real visits only, their count read where the build wrote it.
     if (launch.grid_choice.persistent) push.visit_count_off = static_cast<uint32_t>(words.visit_count);

@@ -278,15 +278,15 @@ void finish_tile(uint n_tile, uint rows) {
 
 #include "gmm_reduce.glsl"
 
-// ROUTE_IN_KERNEL (interface.h). Slot s's id: its local expert's group (group_offset is 0 when routed),
-// or VKGMM_NO_VISIT for any other id: outside the window, -1, or one the routing build flags
-// (route_id_bad), which the slot then skips as that build's order puts it past every expert's rows.
-bool route_id_bad(int id) { return id < -1 || (pc.num_experts > 0u && id >= 0 && uint(id) >= pc.num_experts); }
+#include "route_ids.glsl"
+
+// ROUTE_IN_KERNEL (interface.h). Slot s's local expert's group (group_offset is 0 when routed), or
+// VKGMM_NO_VISIT for any other id, which the slot then skips as the routing build's order puts it past
+// every expert's rows. The status word comes from write_route_status.
 int route_group(uint s) {
-  const int id = meta[pc.ids_off + s];
-  if (id < 0 || route_id_bad(id) || uint(id) < pc.window_offset || uint(id) - pc.window_offset >= pc.route_experts)
-    return VKGMM_NO_VISIT;
-  return id - int(pc.window_offset);
+  uint flagged = 0u;
+  const uint e = route_local_expert(meta[pc.ids_off + s], flagged);
+  return e < pc.route_experts ? int(e) : VKGMM_NO_VISIT;
 }
 
 // ROUTE_IN_KERNEL: the status word from every slot's id, by one workgroup. 16 bytes, as tile_complete.
@@ -401,10 +401,11 @@ void main() {
   // slots are read.
   const uint tiles_n = (pc.out_n + TN - 1u) / TN;
   uint first = gl_WorkGroupID.x, end = 0u, step = gl_NumWorkGroups.x;
+  // With ROUTE_IN_KERNEL: whether `item` is a token (the grid's z folding may give one past the last).
+  const bool token = ROUTE_IN_KERNEL && item < pc.m / pc.top_k;
   if (ROUTE_IN_KERNEL) {
     if (pc.status_off != VKGMM_NO_STATUS && gl_WorkGroupID.x == 0u && item == 0u) write_route_status();
     [[unroll]] for (uint c = 0; c < RN; ++c) route_sums[c] = 0.0;
-    const bool token = item < pc.m / pc.top_k;
     first = token ? item * pc.top_k : 0u;
     end = token ? first + pc.top_k : 0u;
     step = 1u;
@@ -414,7 +415,7 @@ void main() {
   }
   for (uint w = first; w < end; w += step)
     run_visit(ROUTE_IN_KERNEL ? w : w / tiles_n, ROUTE_IN_KERNEL ? gl_WorkGroupID.x : w % tiles_n);
-  if (!ROUTE_IN_KERNEL || item >= pc.m / pc.top_k) return;
+  if (!token) return;
   const uint lid = gl_LocalInvocationIndex, w = lane_in_slice(lid), n0 = gl_WorkGroupID.x * TN;
   if (slice_of_lane(lid) == 0u && w / TX == 0u)
     [[unroll]] for (uint c = 0; c < RN; ++c) {

@@ -22,17 +22,10 @@ void set_count(uint i, int v) {
   else work[pc.counts_off + i] = v;
 }
 
-// Slot s's bucket: its local expert (id - group_offset), or num_local for every other slot.
-uint bucket_of(uint s, inout uint bad) {
-  int id = ids[pc.ids_off + s];
-  if (id < -1 || (pc.num_experts > 0u && id >= 0 && uint(id) >= pc.num_experts)) {
-    bad |= VKGMM_STATUS_BAD_ID;
-    return pc.route_experts;
-  }
-  if (id < 0 || uint(id) < pc.window_offset) return pc.route_experts;
-  uint e = uint(id) - pc.window_offset;
-  return e < pc.route_experts ? e : pc.route_experts;
-}
+#include "route_ids.glsl"
+
+// Slot s's bucket: its local expert, or route_experts (the bucket of every other slot).
+uint bucket_of(uint s, inout uint bad) { return route_local_expert(ids[pc.ids_off + s], bad); }
 
 // At most one slot per invocation (a decode's few tokens): invocation lid places slot lid itself. Its row
 // is the count of the slots before it in that order (every slot of an earlier bucket, and the earlier
