@@ -338,12 +338,12 @@ uint q_high_word(QStep s, uint raw) {
 
 // The low four bits of h, bit c moved to bit 8c of a word (a quad's fifth bits, one per byte).
 uint q_spread4(uint h) { return (h & 1u) | ((h & 2u) << 7) | ((h & 4u) << 14) | ((h & 8u) << 21); }
-// iq4_nl's 16 levels (-127 .. 113): a quartic in n - 7.5 (least squares over the 16 codes) is within
-// 0.477 of every level, so rounded it is the level exactly, in 7 operations. A CPU driver turns an
+// iq4_nl's 16 levels (-127 .. 113): a quartic in n (least squares over the 16 codes) is within 0.477 of
+// every level, fused or not, so rounded it is the level exactly, in 6 operations. A CPU driver turns an
 // indexed table into a gather per value; four constant words picked by selects took 13.
 float q_iq4nl(uint n) {
-  float x = float(int(n)) - 7.5;
-  return round(fma(fma(fma(fma(0.00132472022, x, 0.080958426), x, -0.125711977), x, 11.4312963), x, -4.27473974));
+  float x = float(int(n));
+  return round(fma(fma(fma(fma(0.00132472022, x, 0.0412168205), x, -1.50018346), x, 24.7432442), x, -127.043602));
 }
 // Level n of table t (1: mxfp4's e2m1 values doubled, 2: iq4_nl's).
 float q_level(uint t, uint n) { return t == 1u ? q_e2m1x2(n) : q_iq4nl(n); }
