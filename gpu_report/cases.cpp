@@ -110,6 +110,24 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
         add_pipelines(c, "tgmm", plan);
       });
     }
+  // tgmm with moe-fine's group sizes on the device: its split reduction built there
+  // (shaders/tgmm_split.glsl) and summed by the listed combine.
+  for (DType t : kTypes) {
+    bench::Workload w;
+    bench::make_preset("moe-fine", w);
+    w.dtype = t;
+    w.op = bench::Op::tgmm;
+    Case c;
+    c.name = std::string("tgmm moe-fine ") + vkgmm::dtype_name(t) + " device sizes";
+    c.shape = dims({w.m, w.k, w.n, w.groups});
+    plan_into(out, c, only, [&](Case& c) {
+      vkgmm::TgmmProblem p = bench::tgmm_problem(w);
+      p.device_group_sizes.count = int64_t(p.group_sizes.size());
+      p.group_sizes.clear();
+      const vkgmm::TgmmPlan plan(ctx, p);
+      add_pipelines(c, "tgmm", plan);
+    });
+  }
   // Routed by expert ids, combined in token order (the bench's main times), in the experts' first window
   // of one binding (the bench's windows; every later window differs only in adding existing_out); of the
   // routed backward (moe-grad-ids) its forward alone: a routed GmmBackwardPlan makes its own workspace,

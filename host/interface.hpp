@@ -148,11 +148,13 @@ inline constexpr SpecConstant kMetadataConstants[] = {
     {VKGMM_ID_META_ROUTE_WEIGHTED, "ROUTE_WEIGHTED"},
     {VKGMM_ID_META_ROUTE_SHARED_COUNTS, "ROUTE_SHARED_COUNTS"},
     {VKGMM_ID_META_ROUTE_GIVEN, "ROUTE_GIVEN"},
+    {VKGMM_ID_META_TGMM_SPLIT, "TGMM_SPLIT"},
 };
 inline constexpr SpecConstant kCombineConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
     {VKGMM_ID_OUT_TYPE, "OUT_TYPE"},
     {VKGMM_ID_HAS_EXISTING, "HAS_EXISTING"},
+    {VKGMM_ID_COMBINE_LISTED, "LISTED"},
 };
 // The workgroup size is fixed in the module (VKGMM_TOPK_INVOCATIONS).
 inline constexpr SpecConstant kTopKConstants[] = {

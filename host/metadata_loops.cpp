@@ -55,6 +55,14 @@ Terms build_terms(const PlanCore::DeviceMetadata& d, const PlanCore::Routing* r)
     t.rows += up(d.m, d.tm) + loop(up(up(d.m, d.fill_rows) + 1, kLanes)) + loop(up(d.max_visits, kLanes));
     t.rest += loop(kLanes);
   }
+  if (d.split.slots) {
+    // tgmm_split.glsl: a chunk of the active groups summed, its long ones counted, its items counted, two
+    // scans of the chunks' counts, its items written (at most `slots` chunks per group); the padding, a
+    // lane's share.
+    const uint64_t chunk = up(d.num_local, kLanes);
+    t.groups += 4 * loop(chunk) + chunk * loop(d.split.slots) + loop(up(d.max_visits, kLanes));
+    t.rest += 2 * loop(kLanes);
+  }
   return t;
 }
 

@@ -61,6 +61,16 @@ PlanCore::Workspace PlanCore::layout_workspace(const DeviceMetadata& d, const st
   // count (there whichever grid runs, so the workspace's size does not depend on the option).
   uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) + kDispatchWords : 0);
   w.visit_count = dispatch_word(d) + 3;
+  if (d.split.slots) {
+    // The work items, the combine's list, then the chunks' slots from a multiple of 4 words (the kernel
+    // stores them as out, 4 columns at a time).
+    w.items = words;
+    words += uint64_t(VKGMM_TGMM_ITEM_WORDS) * d.max_visits;
+    w.split_list = words;
+    words = (words + VKGMM_SPLIT_LIST_HEAD + d.split.slots + 3) / 4 * 4;
+    w.partial = words;
+    words += uint64_t(d.split.slots) * d.split.group_elements;
+  }
   if (routing) words = layout_routing(*routing, words, w);
   w.status = words;
   if (w.bytes() > info().max_storage_buffer_range)

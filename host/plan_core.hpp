@@ -89,9 +89,16 @@ class PlanCore {
   // group_offsets[G + 1] and, with `visits`, the visit list padded to max_visits at visits_off = G + 1,
   // into the workspace (the operands' or the plan's own), then the dispatch reads it there. With the
   // indirect grid (options), the build writes the op's grid there too and the dispatch is indirect.
+  // tgmm's split reduction built on the device (shaders/tgmm_split.glsl): the rule's inputs
+  // (tgmm_items.hpp), the slots the workspace holds (none: no split); the work items are the list, at most
+  // max_visits of them.
+  struct DeviceSplit {
+    uint32_t slots = 0, step = 1, blocks = 1, concurrent = 1, group_elements = 0;
+  };
   struct DeviceMetadata {
     uint32_t num_groups = 0, group_offset = 0, num_local = 0, m = 0, tm = 1, fill_rows = 1, max_visits = 0;
     bool visits = false;
+    DeviceSplit split;
   };
   // Routing by expert ids (with device metadata, whose group sizes are then the routing's counts): the
   // metadata build first orders the slots on the device (shaders/routing.glsl); with `combine` the kernel
@@ -120,6 +127,7 @@ class PlanCore {
   struct Workspace {
     uint64_t sizes = 0, counts = 0, map = 0, weight_rows = 0, partial = 0, tile_counts = 0, pre = 0, status = 0;
     uint64_t visit_count = 0;  // with visits: the count of real visits, which the persistent grid loops up to
+    uint64_t items = 0, split_list = 0;  // with a device split: its work items and the combine's list
     VkDeviceSize bytes() const { return (status + 1) * 4; }
   };
   Workspace layout_workspace(const DeviceMetadata& d, const std::optional<Routing>& routing) const;
@@ -224,6 +232,7 @@ class PlanCore {
   struct CombineRows {
     uint32_t first_row = 0, rows = 0, top_k = 0, out_n = 0;
     uint64_t partial = 0;
+    bool listed = false;  // the device split's: rows from its list, at most `rows` of them (out_rows: the groups)
   };
   Dispatch bind_combine(const OperandViews& ops, const VkDescriptorBufferInfo& work, const CombineRows& c) const;
   // The combines after the kernel, in order: the routing's, or the split reduction's runs.
@@ -245,6 +254,9 @@ class PlanCore {
   bool combines() const { return routing_ && routing_->combine && !routing_->fused_tiles && !routing_->in_kernel; }
   // The plan reads and writes a workspace (the app's or its own).
   bool uses_workspace() const { return device_meta_ || split_; }
+  // tgmm's split reduction is built on the device (the kernel stores chunks' partial sums, a listed
+  // combine sums them).
+  bool device_split() const { return device_meta_ && device_meta_->split.slots > 0; }
   // The kernel's output: out, or with a combine the fp32 per-slot results in the workspace.
   DType kernel_out_type() const { return combines() ? DType::f32 : operands_[2].type; }
 

@@ -123,7 +123,7 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   BoundOperand bias;
   bias.info = meta;  // no bias (or one of no elements: no local expert): any valid descriptor
   if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
-  if (split_) {
+  if (split_ || device_split()) {
     // The split reduction's chunk slots (VKGMM_BINDING_TGMM_PARTIAL), which the kernel writes.
     bias.info = work;
     bias.element_offset = static_cast<uint32_t>(workspace_.partial);
@@ -201,6 +201,14 @@ VkDescriptorBufferInfo PlanCore::bind_device_metadata(const OperandViews& ops, B
   m.fill_rows = d.fill_rows;
   m.visits_off = d.num_groups + 1;
   m.max_visits = d.max_visits;
+  if (d.split.slots) {
+    m.visits_off = static_cast<uint32_t>(workspace_.items);
+    m.split_off = static_cast<uint32_t>(workspace_.split_list);
+    m.split_slots = d.split.slots;
+    m.split_step = d.split.step;
+    m.split_blocks = d.split.blocks;
+    m.split_concurrent = d.split.concurrent;
+  }
   // The indirect grid, when the plan takes it and the workspace can be read as an indirect buffer:
   // vkgmm's own buffers can; an app's only when lent with indirect_usage; an unregistered VkBuffer's
   // usage cannot be seen, so it gets the upper-bound grid.

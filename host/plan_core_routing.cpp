@@ -41,10 +41,11 @@ uint64_t PlanCore::layout_routing(const Routing& r, uint64_t words, Workspace& w
 }
 
 std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
-  std::vector<uint32_t> constants(VKGMM_ID_META_ROUTE_GIVEN + 1, 0);
+  std::vector<uint32_t> constants(VKGMM_ID_META_TGMM_SPLIT + 1, 0);
   constants[VKGMM_ID_META_ROUTE_GIVEN] = given_routing;
   constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
   constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
+  constants[VKGMM_ID_META_TGMM_SPLIT] = device_split();
   // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
   constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
   constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
@@ -61,10 +62,11 @@ std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
 }
 
 std::vector<uint32_t> PlanCore::combine_constants() const {
-  std::vector<uint32_t> constants(VKGMM_ID_HAS_EXISTING + 1, 0);
+  std::vector<uint32_t> constants(VKGMM_ID_COMBINE_LISTED + 1, 0);
   constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
   constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
   constants[VKGMM_ID_HAS_EXISTING] = has_existing_;
+  constants[VKGMM_ID_COMBINE_LISTED] = device_split();
   return constants;
 }
 
@@ -138,6 +140,10 @@ VkDescriptorBufferInfo PlanCore::bind_routing_in_kernel(const OperandViews& ops,
 std::vector<PlanCore::CombineRows> PlanCore::combine_rows() const {
   std::vector<CombineRows> rows;
   if (combines()) rows.push_back({0, routing_->tokens, routing_->top_k, routing_->out_n, workspace_.partial});
+  // The device split's list holds at most one entry per 2 slots (each split group has 2 chunks or more).
+  if (device_split())
+    rows.push_back({0, device_meta_->split.slots / 2, device_meta_->split.slots, device_meta_->split.group_elements,
+                    workspace_.partial, true});
   if (split_)
     for (const SplitReduction::Run& r : split_->runs)
       rows.push_back({r.first_group, r.groups, split_->chunks, split_->group_elements,
@@ -166,6 +172,10 @@ Dispatch PlanCore::bind_combine(const OperandViews& ops, const VkDescriptorBuffe
   c.tokens = rows.rows;
   c.top_k = rows.top_k;
   c.out_n = rows.out_n;
+  if (rows.listed) {
+    c.list_off = static_cast<uint32_t>(workspace_.split_list);
+    c.out_rows = device_meta_->num_local;
+  }
   const uint32_t y = std::min<uint32_t>(rows.rows, info().max_workgroup_count[1]);
   sum.grid[0] = combine_columns(rows.out_n);
   sum.grid[1] = y;

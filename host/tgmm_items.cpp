@@ -9,6 +9,11 @@ namespace {
 uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 }  // namespace
 
+uint64_t tgmm_split_slots(const TgmmSplitLimits& limits) {
+  if (!limits.group_elements) return 0;
+  return std::min<uint64_t>(kMostTgmmChunks, limits.budget_bytes / (limits.group_elements * 4));
+}
+
 TgmmItems split_skewed_groups(const std::vector<int32_t>& offsets, int64_t group_offset, int64_t groups,
                               const TgmmSplitLimits& limits) {
   const uint64_t step = limits.step, group_elements = limits.group_elements;
@@ -30,8 +35,7 @@ TgmmItems split_skewed_groups(const std::vector<int32_t>& offsets, int64_t group
   if (longest <= 2 * chunk) return out;
   uint64_t split_groups = 0;
   for (int64_t j = 0; j < groups; ++j) split_groups += rows(j) > chunk;
-  const uint64_t most_by_budget = limits.budget_bytes / (split_groups * group_elements * 4);
-  const uint64_t chunks = std::min<uint64_t>({(longest + chunk - 1) / chunk, kMostTgmmChunks, most_by_budget});
+  const uint64_t chunks = std::min<uint64_t>((longest + chunk - 1) / chunk, tgmm_split_slots(limits) / split_groups);
   if (chunks < 2) return out;
 
   SplitReduction split;

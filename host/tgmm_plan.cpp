@@ -92,24 +92,51 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   // m = 0 still writes every group's block (zeros or existing_out).
   // With the sizes on the device, record() builds the offsets there.
   const uint64_t tiles_n = (p.n + shape.cols - 1) / shape.cols, tiles_k = (p.k + shape.rows - 1) / shape.rows;
-  // On a GPU, with the sizes on the host, a group with far more rows than the others is reduced in chunks
-  // by several work items at once (tgmm_items.hpp), where no operand is bound in parts (the combine binds
-  // out whole). The chunks' f32 partial sums take at most out's elements again.
+  // On a GPU a group with far more rows than the others is reduced in chunks by several work items at
+  // once (tgmm_items.hpp), where no operand is bound in parts (the combine binds out whole): with the
+  // sizes on the host, split now; with them on the device, by the metadata build, into a workspace sized
+  // for the most slots the rule may take. One rule and one budget for both, so both give the same bits:
+  // the chunks' f32 partial sums take at most out's bytes and kTgmmSplitBytes (a device-sized plan holds
+  // them whatever the sizes), within one binding beside the metadata.
   TgmmItems items;
-  const std::vector<int32_t> offsets = p.device_group_sizes.count > 0 ? std::vector<int32_t>{}
-                                                                          : make_group_offsets(p.group_sizes);
-  if (!offsets.empty() && core.tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU && !layout.split) {
+  uint64_t device_slots = 0;
+  PlanCore::DeviceSplit device_split;
+  const bool device_sizes = p.device_group_sizes.count > 0;
+  const std::vector<int32_t> offsets = device_sizes ? std::vector<int32_t>{} : make_group_offsets(p.group_sizes);
+  if (core.tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU && !layout.split) {
     TgmmSplitLimits limits;
     limits.step = shape.step;
     limits.group_elements = uint64_t(p.k) * p.n;
     limits.group_blocks = tiles_n * tiles_k;
     // Two workgroups at once per compute unit: the register tiles are sized for two waves (tiling.cpp).
     limits.concurrent_workgroups = 2 * uint64_t(std::max<uint32_t>(core.tiling_info().compute_units, 1));
-    limits.budget_bytes = std::min<uint64_t>(core.info().max_storage_buffer_range - 4, uint64_t(groups) * limits.group_elements * 4);
-    items = split_skewed_groups(offsets, p.group_offset, groups, limits);
-    if (items.count() > core.info().max_workgroup_count[2]) items = TgmmItems{};
+    const uint64_t metadata_bytes =
+        4 * (uint64_t(G) + 1 + VKGMM_TGMM_ITEM_WORDS * (uint64_t(groups) + kMostTgmmChunks) + VKGMM_SPLIT_LIST_HEAD +
+             kMostTgmmChunks + 4 + 1);
+    const uint64_t range = core.info().max_storage_buffer_range;
+    limits.budget_bytes =
+        range > metadata_bytes
+            ? std::min<uint64_t>({range - metadata_bytes, uint64_t(groups) * limits.group_elements * 4, kTgmmSplitBytes})
+            : 0;
+    if (!device_sizes) {
+      items = split_skewed_groups(offsets, p.group_offset, groups, limits);
+      if (items.count() > core.info().max_workgroup_count[2]) items = TgmmItems{};
+    } else if (p.m > 0) {
+      // The build's arithmetic stays in 32 bits (shaders/tgmm_split.glsl).
+      device_slots = tgmm_split_slots(limits);
+      if (device_slots < 2 || uint64_t(groups) + device_slots > core.info().max_workgroup_count[2] ||
+          limits.group_blocks * limits.concurrent_workgroups > UINT32_MAX || limits.step > kMostTgmmChunks * 16)
+        device_slots = 0;
+      if (device_slots) {
+        device_split.slots = uint32_t(device_slots);
+        device_split.step = uint32_t(limits.step);
+        device_split.blocks = uint32_t(limits.group_blocks);
+        device_split.concurrent = uint32_t(limits.concurrent_workgroups);
+        device_split.group_elements = uint32_t(limits.group_elements);
+      }
+    }
   }
-  const uint64_t work_items = items.split ? items.count() : uint64_t(groups);
+  const uint64_t work_items = items.split ? items.count() : uint64_t(groups) + device_slots;
   // Each block position walks every work item's rows: all m of them, plus each item's partial last step
   // (at most 32 rows' worth of iterations with the direct schedule's peeled rows), plus the loop itself;
   // counted for scalar loads, which record() may fall back to. One block of every item is also the most
@@ -117,14 +144,18 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   const uint64_t pad = std::max<uint64_t>(shape.step, 32);
   const uint64_t loops = reduction_loop_iterations(shape, uint64_t(p.m) + work_items * pad, 1, false) + work_items;
   launch.grid_choice = core.choose_grid(p.grid, tiles_n * tiles_k * work_items, tiles_n * tiles_k * loops, loops);
-  if (p.device_group_sizes.count > 0)
-    core.use_device_metadata(
-        launch, PlanCore::DeviceMetadata{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false},
-        std::nullopt);
-  else
-    launch.host_metadata = items.split ? items.items : offsets;
-  launch.split_reduction = items.split;
   abi::TgmmPush push{};
+  if (device_sizes) {
+    PlanCore::DeviceMetadata d{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false};
+    if (device_slots) {
+      d.max_visits = uint32_t(work_items);
+      d.split = device_split;
+    }
+    push.items_off = static_cast<uint32_t>(core.use_device_metadata(launch, d, std::nullopt).items);
+  } else {
+    launch.host_metadata = items.split ? items.items : offsets;
+  }
+  launch.split_reduction = items.split;
   push.m = uint32_t(p.m);
   push.k = uint32_t(p.k);
   push.n = uint32_t(p.n);
@@ -144,7 +175,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
       // The block's columns in groups of 4 adjacent ones (the 4-element loads' or the shared schedule's),
       // adjacent in out only where it is stored [k, n].
       {VKGMM_ID_TGMM_VEC4_OUT, (vec4 || shape.use_shared) && !p.out_nk && p.n % 4 == 0},
-      {VKGMM_ID_TGMM_SPLIT, items.split.has_value()},
+      {VKGMM_ID_TGMM_SPLIT, items.split.has_value() || device_slots > 0},
   };
   launch.alignment.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
   launch.alignment.vec4_out_id = VKGMM_ID_TGMM_VEC4_OUT;

@@ -12,9 +12,11 @@
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
 layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_HAS_EXISTING) const bool HAS_EXISTING = false;
+// The rows from the metadata build's split list (interface.h, VKGMM_ID_COMBINE_LISTED).
+layout(constant_id = VKGMM_ID_COMBINE_LISTED) const bool LISTED = false;
 
 // lhs_off: the per-slot results [T * top_k, out_n] (f32, at VKGMM_BINDING_LHS); out and existing_out
-// [T, out_n] of OUT_TYPE.
+// [T, out_n] of OUT_TYPE. With LISTED a split reduction's chunks: see interface.h.
 layout(push_constant) uniform Params { VKGMM_COMBINE_PUSH(VKGMM_PUSH_FIELD) } pc;
 
 VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
@@ -26,6 +28,17 @@ void main() {
   // Tokens past 65535 are folded into the z dimension of the grid.
   uint t = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
   if (t >= pc.tokens) return;
+  if (LISTED) {
+    // Entry t of the list: its output row and its chunks' slots, each checked against the plan's bounds
+    // (the build writes them within those; a workspace rewritten meanwhile must not send a write past out).
+    const uint chunks = lhs_word(pc.list_off), count = lhs_word(pc.list_off + 1u);
+    if (t >= count || chunks == 0u || chunks > pc.top_k || t >= pc.top_k / chunks) return;
+    const uint row = lhs_word(pc.list_off + VKGMM_SPLIT_LIST_HEAD + t);
+    if (row >= pc.out_rows) return;
+    for (uint col = gl_GlobalInvocationID.x; col < pc.out_n; col += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+      combine_row_element(row, t * chunks, col, chunks, pc.out_n);
+    return;
+  }
   // Columns past the grid's (maxComputeWorkGroupCount[0] workgroups of 64) are strided over.
   for (uint col = gl_GlobalInvocationID.x; col < pc.out_n; col += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
     combine_element(t, col, pc.top_k, pc.out_n);

@@ -11,12 +11,13 @@ void combine_store(uint t, uint col, uint out_n, float sum) {
   if (HAS_EXISTING) sum += load_ex(pc.ex_off + idx);
   store_out(pc.out_off + idx, sum, OUT_TYPE);
 }
-void combine_element(uint t, uint col, uint top_k, uint out_n) {
-  uint slot = t * top_k;
+// Output row `row`'s sum of the top_k slots from `slot` on.
+void combine_row_element(uint row, uint slot, uint col, uint top_k, uint out_n) {
   float sum = 0.0;
   for (uint j = 0u; j < top_k; ++j) sum += uintBitsToFloat(VKGMM_PARTIAL_WORD((slot + j) * out_n + col));
-  combine_store(t, col, out_n, sum);
+  combine_store(row, col, out_n, sum);
 }
+void combine_element(uint t, uint col, uint top_k, uint out_n) { combine_row_element(t, t * top_k, col, top_k, out_n); }
 // Columns col to col + 3 at once (col and out_n multiples of 4): a CPU driver gathers one 16-byte vector
 // per lane instead of four words, and with vector_store stores one; each column's sum is the same as
 // combine_element's.

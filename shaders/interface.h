@@ -270,12 +270,13 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 // tgmm: num_groups output groups, the first being global group group_offset; num_items work items along
 // the grid's z (or the persistent loop): the groups, or with SPLIT the metadata's items.
 // SPLIT (a reduction split over work items, for skewed groups): item i is VKGMM_TGMM_ITEM_WORDS int32
-// words of the metadata from 4i: its output group (0 .. num_groups - 1), its rows [begin, end), and its
+// words of the metadata from items_off + 4i: its output group (0 .. num_groups - 1; VKGMM_NO_VISIT: padding
+// of a list built on the device, skipped), its rows [begin, end), and its
 // chunk slot: -1, the group's whole sum, stored to out (+ existing_out); else an fp32 partial sum stored
 // in out's layout at element slot * k * n of the partials (VKGMM_BINDING_TGMM_PARTIAL, from bias_off),
 // which the combine (shaders/combine.comp) sums for each group in slot order into out.
 #define VKGMM_TGMM_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) \
-  F(uint, m) F(uint, k) F(uint, n) F(uint, num_groups) F(uint, group_offset) F(uint, num_items)
+  F(uint, m) F(uint, k) F(uint, n) F(uint, num_groups) F(uint, group_offset) F(uint, num_items) F(uint, items_off)
 #define VKGMM_TGMM_ITEM_WORDS 4
 #define VKGMM_TGMM_ITEM_GROUP 0
 #define VKGMM_TGMM_ITEM_BEGIN 1
@@ -310,6 +311,14 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 // order, and still reads every id for VKGMM_STATUS_BAD_ID. A map entry past the slots (words rewritten
 // between the passes) is taken as its own row's slot and flagged (VKGMM_STATUS_BAD_ROUTING).
 #define VKGMM_ID_META_ROUTE_GIVEN 20
+// tgmm's split reduction for skewed groups (host/tgmm_items.hpp's rule, on the offsets just built): the
+// work items (VKGMM_TGMM_ITEM_WORDS each) at visits_off, max_visits of them, the real ones first and the
+// rest VKGMM_NO_VISIT; and the combine's list at split_off: the chunks per split group (0: none split),
+// the count of split groups, then each one's output group, in order, its chunks taking slots
+// i * chunks .. + chunks. The rule's inputs: split_slots (the most slots the workspace holds, at most
+// kMostTgmmChunks), split_step (rows per step of the kernel), split_blocks and split_concurrent (an output
+// group's blocks, the workgroups the device runs at once: the even share of the rows).
+#define VKGMM_ID_META_TGMM_SPLIT 21
 // The gmm grid has two forms (ContextOptions::device_grid), chosen per record() by dispatch_off:
 // - 0, the upper-bound grid: the host dispatches (n tiles) x max_visits, the R real visits are spread
 //   over the max_visits slots and the surplus workgroups exit at once;
@@ -326,7 +335,9 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
   F(uint, max_visits) F(uint, dispatch_off) F(uint, grid_x) F(uint, grid_y) \
   F(uint, ids_off) F(uint, weights_off) F(uint, slots) F(uint, window_offset) F(uint, route_experts) \
   F(uint, num_experts) F(uint, counts_off) F(uint, map_off) F(uint, weight_rows_off) \
-  F(uint, tile_count_off) F(uint, tile_counts) F(uint, given_counts_off) F(uint, given_map_off)
+  F(uint, tile_count_off) F(uint, tile_counts) F(uint, given_counts_off) F(uint, given_map_off) \
+  F(uint, split_off) F(uint, split_slots) F(uint, split_step) F(uint, split_blocks) F(uint, split_concurrent)
+#define VKGMM_SPLIT_LIST_HEAD 2  // the split list's words before its groups: chunks, count
 // tile_counts words from tile_count_off of the workspace are zeroed (a gmm with FUSED_COMBINE counts there).
 // Invocations of the metadata build: few, because on CPU drivers every barrier() of a workgroup switches
 // between all its invocations (decode with its device sizes, lavapipe: dev/host 1.04-1.36 with 32,
@@ -343,7 +354,13 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 // per-slot fp32 results part[t * top_k + j, c] (at VKGMM_BINDING_LHS), + existing_out[t, c] with
 // HAS_EXISTING, rounded once to OUT_TYPE. One invocation per output element: (out_n / 64) x tokens.
 #define VKGMM_COMBINE_INVOCATIONS 64
-#define VKGMM_COMBINE_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) F(uint, tokens) F(uint, top_k) F(uint, out_n)
+// With LISTED (tgmm's split reduction built on the device) the rows come from the metadata build's split
+// list at word list_off of the same binding (VKGMM_ID_META_TGMM_SPLIT): entry t (below its count and
+// `tokens`) sums slots t * chunks .. + chunks into out's row (output group) list[t], below out_rows; top_k
+// is the most slots the list may use.
+#define VKGMM_ID_COMBINE_LISTED 16
+#define VKGMM_COMBINE_PUSH(F) VKGMM_PUSH_OPERAND_OFFSETS(F) F(uint, tokens) F(uint, top_k) F(uint, out_n) \
+  F(uint, list_off) F(uint, out_rows)
 
 // Top-k routing of router logits (shaders/topk.comp, TopKPlan): for each token t, the top_k experts of
 // logits[t, 0 .. experts) (f32, at VKGMM_BINDING_LHS) by logit, highest first (ties: the lower expert

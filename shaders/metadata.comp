@@ -9,6 +9,7 @@
 //   VKGMM_NO_VISIT in the others, which the gmm kernel's workgroups skip. For the upper-bound grid the
 //   visits are spread evenly over the slots; for the indirect and persistent grids (dispatch_off > 0) they
 //   fill the first R slots and the dispatch command for R visits is written too, then R (interface.h).
+// - with TGMM_SPLIT (tgmm): the work items of its split reduction and the combine's list (tgmm_split.glsl).
 // - the status word: VKGMM_STATUS_* bits, 0 for sizes that keep the contract.
 // With ROUTE the sizes are not the app's: a prologue (shaders/routing.glsl) counts the router's ids per
 // local expert into the workspace and orders the slots, in the same dispatch, or with ROUTE_GIVEN copies
@@ -27,6 +28,7 @@ layout(constant_id = VKGMM_ID_META_ROUTE) const bool ROUTE = false;
 layout(constant_id = VKGMM_ID_META_ROUTE_WEIGHTED) const bool ROUTE_WEIGHTED = false;
 layout(constant_id = VKGMM_ID_META_ROUTE_SHARED_COUNTS) const uint ROUTE_SHARED_COUNTS = 0;
 layout(constant_id = VKGMM_ID_META_ROUTE_GIVEN) const bool ROUTE_GIVEN = false;
+layout(constant_id = VKGMM_ID_META_TGMM_SPLIT) const bool TGMM_SPLIT = false;
 
 // The app's group sizes, or with ROUTE its ids (the same binding).
 layout(std430, set = 0, binding = VKGMM_BINDING_META_SIZES) readonly buffer SizesBuf { int sizes[]; };
@@ -92,6 +94,8 @@ bool slot_used(uint s, uint R, uint V) {
   uint e = (s * R + V - 1u) / V;
   return e < R && (e * V) / R == s;
 }
+
+#include "tgmm_split.glsl"
 
 void main() {
   const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
@@ -176,6 +180,8 @@ void main() {
       work[pc.dispatch_off + 3u] = int(R);
     }
   }
+
+  if (TGMM_SPLIT) build_tgmm_items(bad);
 
   atomicOr(flags, bad);
   barrier();

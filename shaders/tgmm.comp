@@ -324,8 +324,10 @@ void run_block(uint item, uint k_block, uint n_block) {
   if (item >= pc.num_items) return;
   uint j_group = item, gstart, gend;
   if (SPLIT) {
-    const uint at = item * VKGMM_TGMM_ITEM_WORDS;
+    const uint at = pc.items_off + item * VKGMM_TGMM_ITEM_WORDS;
     j_group = uint(meta[at + VKGMM_TGMM_ITEM_GROUP]);
+    // The padding of a list built on the device (VKGMM_NO_VISIT), or any group past the plan's.
+    if (j_group >= pc.num_groups) return;
     gstart = uint(meta[at + VKGMM_TGMM_ITEM_BEGIN]);
     gend = uint(meta[at + VKGMM_TGMM_ITEM_END]);
     item_slot = meta[at + VKGMM_TGMM_ITEM_SLOT];

@@ -125,6 +125,21 @@ std::vector<int32_t> random_split(int64_t total, int64_t G, std::mt19937& rng) {
 }
 }  // namespace
 
+std::vector<int32_t> sizes_taken(const std::vector<int32_t>& sizes, int64_t m, uint32_t& status) {
+  std::vector<int32_t> t;
+  int64_t at = 0;
+  status = 0;
+  for (int32_t s : sizes) {
+    if (s < 0) status |= device_status::negative_size;
+    const int64_t want = at + std::max<int32_t>(s, 0);
+    if (want > m) status |= device_status::sum_above_m;
+    const int64_t end = std::min<int64_t>(want, m);
+    t.push_back(static_cast<int32_t>(end - at));
+    at = end;
+  }
+  return t;
+}
+
 std::vector<int32_t> make_group_sizes(Sizes kind, int64_t G, int64_t m, std::mt19937& rng) {
   switch (kind) {
     case Sizes::random:

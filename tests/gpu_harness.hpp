@@ -40,6 +40,9 @@ enum class Sizes {
   sum_below_m,     // random, with rows left over at the end
 };
 std::vector<int32_t> make_group_sizes(Sizes kind, int64_t G, int64_t m, std::mt19937& rng);
+// What the device makes of group sizes in a device buffer (vkgmm::DeviceGroupSizes): negative -> 0,
+// offsets clamped at m; `status` gets the status word's bits that says so.
+std::vector<int32_t> sizes_taken(const std::vector<int32_t>& sizes, int64_t m, uint32_t& status);
 const char* sizes_name(Sizes kind);
 
 // Values exactly representable in t, in [-1, 1].

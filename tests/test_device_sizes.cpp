@@ -11,22 +11,6 @@
 namespace vkgmm::test {
 namespace {
 
-// What the device makes of `sizes` (vkgmm::DeviceGroupSizes): negative -> 0, offsets clamped at m.
-std::vector<int32_t> taken(const std::vector<int32_t>& sizes, int64_t m, uint32_t& status) {
-  std::vector<int32_t> t;
-  int64_t at = 0;
-  status = 0;
-  for (int32_t s : sizes) {
-    if (s < 0) status |= device_status::negative_size;
-    const int64_t want = at + std::max<int32_t>(s, 0);
-    if (want > m) status |= device_status::sum_above_m;
-    const int64_t end = std::min<int64_t>(want, m);
-    t.push_back(static_cast<int32_t>(end - at));
-    at = end;
-  }
-  return t;
-}
-
 const std::vector<std::vector<int32_t>> kHostile = {
     {5, -3, 20, 4},                          // a negative size
     {30, 30, 30, 30},                        // sum 120 > m
@@ -53,7 +37,7 @@ TEST_F(DeviceTest, HostileGmmSizesStayInsideTheViews) {
       host.existing_out = true;
       host.schedule = schedule;
       uint32_t want_status = 0;
-      host.group_sizes = taken(sizes, host.m, want_status);
+      host.group_sizes = sizes_taken(sizes, host.m, want_status);
       const auto lhs = random_values(size_t(host.m) * host.k, DType::f32, rng);
       const auto rhs = random_values(2 * size_t(host.k) * host.n, DType::f32, rng);
       const auto ex = random_values(size_t(host.m) * host.n, DType::f32, rng);
@@ -88,7 +72,7 @@ TEST_F(DeviceTest, HostileTgmmSizesStayInsideTheViews) {
     host.group_offset = 1;
     host.num_actual_groups = 3;
     uint32_t want_status = 0;
-    host.group_sizes = taken(sizes, host.m, want_status);
+    host.group_sizes = sizes_taken(sizes, host.m, want_status);
     const auto lhs = random_values(size_t(host.k) * host.m, DType::f32, rng);
     const auto rhs = random_values(size_t(host.m) * host.n, DType::f32, rng);
     const std::vector<float> want = run_tgmm(ctx(), host, lhs, rhs);

@@ -132,7 +132,8 @@ TEST(TgmmSplit, EvenGroupsAreNotSplit) {
   EXPECT_EQ(TgmmPlan(c, p).workspace_bytes(), 0u);
 }
 
-// The backward's d_rhs is the split tgmm: the plan's own workspace and an app's share of the backward's.
+// The backward's d_rhs is the split tgmm: the plan's own workspace and an app's share of the backward's;
+// with the sizes on the device too.
 TEST(TgmmSplit, BackwardWeightGradient) {
   Context c = gpu_planned_context();
   GmmProblem f;
@@ -162,6 +163,11 @@ TEST(TgmmSplit, BackwardWeightGradient) {
   c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
   EXPECT_TRUE(same_bits(download(dl, DType::f32, got.d_lhs.size()), got.d_lhs)) << "d_lhs, the app's workspace";
   EXPECT_TRUE(same_bits(download(dr, DType::f32, got.d_rhs.size()), got.d_rhs)) << "d_rhs, the app's workspace";
+
+  // The sizes on the device: d_rhs split there alike (tests/test_tgmm_device_split.cpp), the same bits.
+  const reference::Gradients dev = run_backward_device(c, f, lhs, rhs, d_out);
+  EXPECT_TRUE(same_bits(dev.d_rhs, got.d_rhs)) << "d_rhs, device group sizes";
+  EXPECT_TRUE(same_bits(dev.d_lhs, got.d_lhs)) << "d_lhs, device group sizes";
 }
 
 }  // namespace

@@ -220,10 +220,12 @@ class VKGMM_API TgmmPlan {
   Tiling tiling() const;
   OperandSizes sizes() const;
   VkDeviceSize metadata_bytes() const;   // as GmmPlan::metadata_bytes()
-  // With device group sizes as GmmPlan::workspace_bytes(). On GPUs, with the sizes on the host, a group
-  // with far more rows than the others is reduced in chunks by several workgroups, whose f32 partial sums
-  // the workspace holds (at most out's elements again; docs/architecture.md); else 0. Executions that
-  // overlap in time each need their own workspace view, as with device group sizes.
+  // On GPUs a group with far more rows than the others is reduced in chunks by several workgroups, whose
+  // f32 partial sums the workspace holds (at most 16 slots of one output group each, within out's
+  // elements again and 256 MiB; docs/architecture.md): with the sizes on the host where they are skewed,
+  // else 0; with device group sizes GmmPlan::workspace_bytes()'s metadata plus those slots whatever the
+  // sizes hold, the split decided on the device (the host path's bits). Executions that overlap in time
+  // each need their own workspace view, as with device group sizes.
   VkDeviceSize workspace_bytes() const;
   void check(const TgmmOperands& ops) const;
   bool texel_loads(const TgmmOperands& ops) const;  // as GmmPlan::texel_loads()
