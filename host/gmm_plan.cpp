@@ -188,9 +188,11 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   const uint64_t fused_loops =
       routed ? (uint64_t(p.m) * shape.cols + shape.invocations() - 1) / shape.invocations() * (route.top_k + 1) : 0;
   // A call of few slots reads the ids in the kernel on the direct schedule where the options ask, within a
-  // CPU driver's loop budget: each invocation walks its token's top_k slots.
+  // CPU driver's loop budget: each invocation walks its token's top_k slots, and workgroup (0, 0) first
+  // reads the ids for the status word (counted as a loop over all T * top_k slots, whether or not a status
+  // view is given at record).
   uint64_t reduction_loops = reduction_loop_iterations(shape, p.k, r.gate_up ? 2 : 1, false);
-  const uint64_t token_loops = uint64_t(route.top_k) * (reduction_loops + 1) + 1;
+  const uint64_t token_loops = uint64_t(route.top_k) * (reduction_loops + 1) + 1 + uint64_t(p.m) * route.top_k + 1;
   const bool in_kernel = r.few_slots && !shape.use_shared &&
                          (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU || token_loops <= kCpuLoopIterations);
   const bool fused_combine =
@@ -222,6 +224,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     // workgroups per token).
     launch.routing = routing_facts;
     launch.routing->in_kernel = true;
+    st->num_tiles = -1;  // the visits follow the ids, read on the device
     push.top_k = uint32_t(route.top_k);
     push.window_offset = uint32_t(p.group_offset);
     push.route_experts = uint32_t(r.g_local);

@@ -294,9 +294,8 @@ shared uvec4 route_flags;
 void write_route_status() {
   if (gl_LocalInvocationIndex == 0u) route_flags.x = 0u;
   barrier();
-  // Every invocation that finds a bad id stores the same bit: no read-modify-write is needed.
   for (uint s = gl_LocalInvocationIndex; s < pc.m; s += NT)
-    if (route_id_bad(meta[pc.ids_off + s])) route_flags.x = VKGMM_STATUS_BAD_ID;
+    if (route_id_bad(meta[pc.ids_off + s])) atomicOr(route_flags.x, VKGMM_STATUS_BAD_ID);
   barrier();
   if (gl_LocalInvocationIndex == 0u) route_status[pc.status_off] = route_flags.x;
 }

@@ -553,6 +553,25 @@ TEST_F(DeviceTest, RouteInKernelTakesOnlyFewCombinedSlots) {
   EXPECT_FALSE(in_kernel(cx.built, 8, 8, true, false)) << "the option off";
 }
 
+// Near lavapipe's loop budget (65535 iterations an invocation, every loop together), the status word's read
+// of the ids counts with the slots' K loops: a call that would pass it takes the routing build instead, so
+// its K loops are never cut short. All ones in, so each output is exactly top_k * k, with a status view
+// (the status loop runs only then).
+TEST_F(DeviceTest, RouteInKernelStaysWithinTheLoopBudget) {
+  BothPaths cx = both_paths(false);
+  for (int64_t k : {8189, 8188, 8100}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    Routed r = make_routed({1, 8, 512, 0, 64, k, 8, Route::uniform, DType::f32, DType::f32, DType::f32, false,
+                            false, true, false, false, false, Schedule::automatic, 59});
+    for (int64_t s = 0; s < 8; ++s) r.ids[s] = int32_t(s * 7);  // eight local experts
+    std::fill(r.lhs.begin(), r.lhs.end(), 1.f);
+    std::fill(r.rhs.begin(), r.rhs.end(), 1.f);
+    std::fill(r.weights.begin(), r.weights.end(), 1.f);
+    const std::vector<float> got = run_gmm_routed(cx.in_kernel, r.p, r.lhs, r.rhs, r.ids, r.weights);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], float(8 * k)) << "column " << i;
+  }
+}
+
 // Read in the kernel, ids that break the contract are skipped as the routing build skips them (the bits of
 // a run with -1 in their place) and the status word, which the kernel writes over whatever it held, says
 // bad_id where the routing build's would. Every operand between guard regions; twice, the same bits; a
