@@ -143,9 +143,10 @@ bench_args() {  # the vkgmm bench arguments of step $1
     # decode with group sizes on the device, on both of its grids: where the device path's cost shows most
     0:bench_device) echo "--preset decode --metadata device --device-grid both --reps 30" ;;
     # tgmm alone at moe-fine's shape and zipf groups (its longest groups' reductions split over
-    # workgroups); a preset always runs its own op, so the shape is given.
-    0:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 20" ;;
-    1:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 2" ;;
+    # workgroups), the sizes on the host and, timed alternately, on the device (the split decided by the
+    # metadata build: dev/host); a preset always runs its own op, so the shape is given.
+    0:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata both --reps 20" ;;
+    1:bench_tgmm) echo "--op tgmm --m 4096 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata both --reps 2" ;;
     # gmm on zipf groups at twice moe-fine's rows: tile heights per group, where the plan takes them (its plan
     # text: heights=), against one height of 128 rows for every group.
     0:bench_heights) echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 30" ;;
@@ -283,6 +284,9 @@ for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out"
             if f == "bench_ids_in_kernel.out":
                 name += " (ids in the kernel)"
             rows.append(("vkgmm", name, w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
+            if w.get("device_gpu_ms_median") is not None:  # --metadata both: the sizes on the device, alternated
+                rows.append(("vkgmm", name, w.get("dtype", ""), f"device sizes {w.get('device_ratio') or 0:.2f}x",
+                             w["device_gpu_ms_median"], None, None))
             t = w.get("train")
             if t and t.get("backward_ms") is not None:  # --train: the layer's backward, its ratio in the op column
                 rows.append(("vkgmm", w.get("name"), w.get("dtype", ""), f"train bwd {t.get('backward_over_forward', 0):.2f}x fwd",
