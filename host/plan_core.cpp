@@ -71,6 +71,8 @@ PlanCore::Workspace PlanCore::layout_workspace(const DeviceMetadata& d, const st
     w.partial = words;
     words += uint64_t(d.split.slots) * d.split.group_elements;
   }
+  // (A routing's per-slot results would take `partial` too: no routed plan splits its reduction.)
+  if (routing && d.split.slots) throw Error(Status::internal, std::string(name()) + ": a routed split reduction");
   if (routing) words = layout_routing(*routing, words, w);
   w.status = words;
   if (w.bytes() > info().max_storage_buffer_range)

@@ -118,22 +118,20 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
         range > metadata_bytes
             ? std::min<uint64_t>({range - metadata_bytes, uint64_t(groups) * limits.group_elements * 4, kTgmmSplitBytes})
             : 0;
-    if (!device_sizes) {
+    // Where both paths may split: the most items the slots allow within the grid's z, and the device
+    // build's even share in 32 bits (shaders/tgmm_split.glsl).
+    const uint64_t slots = tgmm_split_slots(limits);
+    const bool may_split = uint64_t(groups) + slots <= core.info().max_workgroup_count[2] &&
+                           limits.group_blocks * limits.concurrent_workgroups <= UINT32_MAX;
+    if (may_split && !device_sizes) {
       items = split_skewed_groups(offsets, p.group_offset, groups, limits);
-      if (items.count() > core.info().max_workgroup_count[2]) items = TgmmItems{};
-    } else if (p.m > 0) {
-      // The build's arithmetic stays in 32 bits (shaders/tgmm_split.glsl).
-      device_slots = tgmm_split_slots(limits);
-      if (device_slots < 2 || uint64_t(groups) + device_slots > core.info().max_workgroup_count[2] ||
-          limits.group_blocks * limits.concurrent_workgroups > UINT32_MAX || limits.step > kMostTgmmChunks * 16)
-        device_slots = 0;
-      if (device_slots) {
-        device_split.slots = uint32_t(device_slots);
-        device_split.step = uint32_t(limits.step);
-        device_split.blocks = uint32_t(limits.group_blocks);
-        device_split.concurrent = uint32_t(limits.concurrent_workgroups);
-        device_split.group_elements = uint32_t(limits.group_elements);
-      }
+    } else if (may_split && p.m > 0 && slots >= 2) {
+      device_slots = slots;
+      device_split.slots = uint32_t(device_slots);
+      device_split.step = uint32_t(limits.step);
+      device_split.blocks = uint32_t(limits.group_blocks);
+      device_split.concurrent = uint32_t(limits.concurrent_workgroups);
+      device_split.group_elements = uint32_t(limits.group_elements);
     }
   }
   const uint64_t work_items = items.split ? items.count() : uint64_t(groups) + device_slots;

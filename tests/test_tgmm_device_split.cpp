@@ -60,6 +60,15 @@ const std::vector<int32_t> kThreeLong = {1200, 1100, 5, 9, 0, 14, 3, 1000, 6, 11
 const std::vector<int32_t> kOneLong = {3, 0, 1500, 40, 12, 0, 25};
 const std::vector<int32_t> kEven = {300, 280, 0, 310, 295};
 
+// 100 groups (each of the metadata build's 32 lanes takes several): short ones, empty ones and `long_groups`
+// long ones spread among them.
+std::vector<int32_t> many_groups(int long_groups) {
+  std::vector<int32_t> sizes(100);
+  for (size_t g = 0; g < sizes.size(); ++g) sizes[g] = g % 7 == 3 ? 0 : int32_t(3 + g % 9);
+  for (int i = 0; i < long_groups; ++i) sizes[size_t(7 + i * 97 % 93)] = 700 + 40 * i;
+  return sizes;
+}
+
 TEST(TgmmDeviceSplit, TheHostPathsBits) {
   Context c = gpu_planned_context();
   for (Schedule s : {Schedule::direct, Schedule::shared}) {
@@ -75,6 +84,10 @@ TEST(TgmmDeviceSplit, TheHostPathsBits) {
     p.schedule = s;
     expect_host_bits(c, p, false, 23);
   }
+  // Many groups: three long ones share the 16 slots (at most 5 chunks each);
+  // nine long ones leave fewer than 2 each, and neither path splits.
+  expect_host_bits(c, problem(many_groups(3), 12, 8), true, 29);
+  expect_host_bits(c, problem(many_groups(9), 12, 8), false, 30);
 }
 
 // existing_out (added by the combine for split groups) in a 16-bit out, odd k and n; a window of the
@@ -111,6 +124,7 @@ TEST(TgmmDeviceSplit, HostileSizesStayInsideTheViews) {
   const std::vector<std::vector<int32_t>> hostile = {
       {20, -7, 800, 10, 0, 30},                    // a negative size
       {10, 850, 15, 400, 3, 3},                    // sum past m: the fourth group clamped
+      {-5, 450, 3, 440, 2, 10},                    // two long groups, a negative size before them
       {-INT32_MAX - 1, INT32_MAX, 5, 5, 5, 5},     // the most negative, then more than m
       {880, 0, 0, 0, 0, 20},                       // exactly m
   };

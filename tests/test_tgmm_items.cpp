@@ -149,5 +149,22 @@ TEST(TgmmItems, NoSplitWhereNothingIsLongOrNothingFits) {
   EXPECT_FALSE(split_skewed_groups(skewed, 0, 8, limits(16, 100, 2 * 2 * 100 * 4 - 1)).split);
 }
 
+// The split groups share kMostTgmmChunks slots, whatever the budget: three long groups take 5 chunks each
+// (of the 12 that would bring each to about a chunk), nine take fewer than 2 and none is split.
+TEST(TgmmItems, SplitGroupsShareTheSlots) {
+  EXPECT_EQ(tgmm_split_slots(limits(16, 100, 1 << 30)), kMostTgmmChunks);
+  EXPECT_EQ(tgmm_split_slots(limits(16, 100, 3 * 100 * 4 + 399)), 3u);
+  std::vector<int32_t> sizes(40, 20);
+  for (int g : {3, 17, 30}) sizes[g] = 2000;
+  const std::vector<int32_t> three = offsets_of(sizes);
+  const TgmmItems t = split_skewed_groups(three, 0, 40, limits(16, 100, 1 << 30));
+  ASSERT_TRUE(t.split);
+  EXPECT_EQ(t.split->chunks, 5u);
+  EXPECT_EQ(t.split->slots(), 15u);
+  expect_well_formed(t, three, 0, 40);
+  for (int g : {5, 9, 12, 21, 25, 33}) sizes[g] = 2000;
+  EXPECT_FALSE(split_skewed_groups(offsets_of(sizes), 0, 40, limits(16, 100, 1 << 30)).split);
+}
+
 }  // namespace
 }  // namespace vkgmm
