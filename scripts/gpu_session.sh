@@ -140,8 +140,9 @@ bench_args() {  # the vkgmm bench arguments of step $1
     0:bench_ids_in_kernel) echo "--preset qwen3-ids-t1 --preset qwen3-ids-t8 --reps 30" ;;
     1:bench_ids_in_kernel) echo "--preset qwen3-ids-t1 --reps 2" ;;
     1:bench_stages2) echo "--preset moe-fine --reps 2 --metadata host" ;;
-    # decode with group sizes on the device, on both of its grids: where the device path's cost shows most
-    0:bench_device) echo "--preset decode --metadata device --device-grid both --reps 30" ;;
+    # decode with group sizes on the device, on both of its grids, beside the host path (dev/host): where
+    # the device path's cost shows most
+    0:bench_device) echo "--preset decode --metadata both --device-grid both --reps 30" ;;
     # tgmm alone at moe-fine's shape and zipf groups (its longest groups' reductions split over
     # workgroups), the sizes on the host and, timed alternately, on the device (the split decided by the
     # metadata build: dev/host); a preset always runs its own op, so the shape is given.
@@ -155,7 +156,7 @@ bench_args() {  # the vkgmm bench arguments of step $1
     1:bench_heights) echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --reps 2" ;;
     1:bench_one_height)
       echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --tiling 128,16,128 --reps 2" ;;
-    1:bench_device) echo "--preset decode --metadata device --device-grid both --reps 2" ;;
+    1:bench_device) echo "--preset decode --metadata both --device-grid both --reps 2" ;;
   esac
 }
 peer_quick=()
