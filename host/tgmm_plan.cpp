@@ -99,8 +99,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   // the chunks' f32 partial sums take at most out's bytes and kTgmmSplitBytes (a device-sized plan holds
   // them whatever the sizes), within one binding beside the metadata.
   TgmmItems items;
-  uint64_t device_slots = 0;
-  PlanCore::DeviceSplit device_split;
+  PlanCore::DeviceSplit device_split;  // slots 0: none
   const bool device_sizes = p.device_group_sizes.count > 0;
   const std::vector<int32_t> offsets = device_sizes ? std::vector<int32_t>{} : make_group_offsets(p.group_sizes);
   if (core.tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU && !layout.split) {
@@ -126,15 +125,14 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
     if (may_split && !device_sizes) {
       items = split_skewed_groups(offsets, p.group_offset, groups, limits);
     } else if (may_split && p.m > 0 && slots >= 2) {
-      device_slots = slots;
-      device_split.slots = uint32_t(device_slots);
+      device_split.slots = uint32_t(slots);
       device_split.step = uint32_t(limits.step);
       device_split.blocks = uint32_t(limits.group_blocks);
       device_split.concurrent = uint32_t(limits.concurrent_workgroups);
       device_split.group_elements = uint32_t(limits.group_elements);
     }
   }
-  const uint64_t work_items = items.split ? items.count() : uint64_t(groups) + device_slots;
+  const uint64_t work_items = items.split ? items.count() : uint64_t(groups) + device_split.slots;
   // Each block position walks every work item's rows: all m of them, plus each item's partial last step
   // (at most 32 rows' worth of iterations with the direct schedule's peeled rows), plus the loop itself;
   // counted for scalar loads, which record() may fall back to. One block of every item is also the most
@@ -145,7 +143,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   abi::TgmmPush push{};
   if (device_sizes) {
     PlanCore::DeviceMetadata d{uint32_t(G), uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1, 0, false};
-    if (device_slots) {
+    if (device_split.slots) {
       d.max_visits = uint32_t(work_items);
       d.split = device_split;
     }
@@ -173,7 +171,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
       // The block's columns in groups of 4 adjacent ones (the 4-element loads' or the shared schedule's),
       // adjacent in out only where it is stored [k, n].
       {VKGMM_ID_TGMM_VEC4_OUT, (vec4 || shape.use_shared) && !p.out_nk && p.n % 4 == 0},
-      {VKGMM_ID_TGMM_SPLIT, items.split.has_value() || device_slots > 0},
+      {VKGMM_ID_TGMM_SPLIT, items.split.has_value() || device_split.slots > 0},
   };
   launch.alignment.vec4_lhs_id = VKGMM_ID_TGMM_VEC4_LHS;
   launch.alignment.vec4_out_id = VKGMM_ID_TGMM_VEC4_OUT;

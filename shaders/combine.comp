@@ -28,18 +28,19 @@ void main() {
   // Tokens past 65535 are folded into the z dimension of the grid.
   uint t = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
   if (t >= pc.tokens) return;
+  // Output row t's sum of its top_k slots, or with LISTED entry t of the list: its output row and its
+  // chunks' slots, each checked against the plan's bounds (the build writes them within those; a
+  // workspace rewritten meanwhile must not send a write past out).
+  uint row = t, slot = t * pc.top_k, slots = pc.top_k;
   if (LISTED) {
-    // Entry t of the list: its output row and its chunks' slots, each checked against the plan's bounds
-    // (the build writes them within those; a workspace rewritten meanwhile must not send a write past out).
     const uint chunks = lhs_word(pc.list_off), count = lhs_word(pc.list_off + 1u);
     if (t >= count || chunks == 0u || chunks > pc.top_k || t >= pc.top_k / chunks) return;
-    const uint row = lhs_word(pc.list_off + VKGMM_SPLIT_LIST_HEAD + t);
+    row = lhs_word(pc.list_off + VKGMM_SPLIT_LIST_HEAD + t);
     if (row >= pc.out_rows) return;
-    for (uint col = gl_GlobalInvocationID.x; col < pc.out_n; col += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
-      combine_row_element(row, t * chunks, col, chunks, pc.out_n);
-    return;
+    slot = t * chunks;
+    slots = chunks;
   }
   // Columns past the grid's (maxComputeWorkGroupCount[0] workgroups of 64) are strided over.
   for (uint col = gl_GlobalInvocationID.x; col < pc.out_n; col += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
-    combine_element(t, col, pc.top_k, pc.out_n);
+    combine_row_element(row, slot, col, slots, pc.out_n);
 }
