@@ -1,6 +1,7 @@
 // gmm's part of its plan: the problem's rules, the tiling, the visit list, the constants and push
 // constants. Everything else is the plan core's (plan_core.hpp).
 #include <algorithm>
+#include <bit>
 
 #include "plan_core.hpp"
 #include "plan_internals.hpp"
@@ -118,7 +119,8 @@ KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
   q.rhs_blocks = is_quantized(p.rhs_type);
   q.halves = r.gate_up ? 2 : 1;
   q.k_walk = k_walk_step(p.rhs_type, p.transpose_rhs, vec4);
-  q.heights_per_group = !r.on_device;
+  q.heights_per_group = !r.few_slots;
+  q.groups_expected = r.on_device;
   if (r.few_slots) {
     // Each token's workgroups walk all its slots (ROUTE_IN_KERNEL): columns narrow enough that the tokens'
     // tiles are 4 workgroups per compute unit, 4 columns at least (a power of two, as tiles are).
@@ -128,6 +130,19 @@ KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
     q.most_cols = cols;
   }
   return choose_kernel(q, core.info(), core.tiling_info(), core.options());
+}
+
+// A later pass of the kernel (tile heights per group) over its visits: (n tiles) x its visits, spread over
+// y and z beyond y's limit.
+void add_later_pass(PlanCore::Launch& launch, const KernelShape& shape, const abi::GmmPush& push, uint64_t tiles_n,
+                    const DeviceInfo& info) {
+  PlanCore::Launch::Pass& later = launch.later_passes.emplace_back();
+  later.shape = shape;
+  later.push.start<abi::GmmPush>() = push;
+  const uint64_t y = std::min<uint64_t>(push.num_visits, info.max_workgroup_count[1]);
+  later.grid[0] = tiles_n;
+  later.grid[1] = y;
+  later.grid[2] = y ? (push.num_visits + y - 1) / y : 0;
 }
 
 }  // namespace
@@ -235,10 +250,23 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     // fill visits (fill_rows >= tm), so fewer than m / tm + G_local + 2 visits in all.
     st->num_tiles = -1;
     push.num_visits = rows > 0 ? static_cast<uint32_t>((rows + tm - 1) / tm + r.g_local + 2) : 0;
+    PlanCore::DeviceMetadata d{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local), uint32_t(rows),
+                               uint32_t(tm), push.fill_rows, push.num_visits, true};
+    if (rows > 0 && !kernel.later_shapes.empty()) {
+      // Tile heights per group, divided by the build: a group's rows past its whole tiles of tm take
+      // fewer than tm / h tiles of a smaller height h (that many would cost more than one tile of tm), and
+      // no pass takes more tiles than the rows' plus one per group. Each later list holds the most the
+      // smallest height could take.
+      const uint64_t smallest = uint64_t(kernel.later_shapes.back().rows);
+      d.later_visits = static_cast<uint32_t>(std::min<uint64_t>(uint64_t(r.g_local) * (uint64_t(tm) / smallest - 1),
+                                                                (uint64_t(rows) + smallest - 1) / smallest + r.g_local));
+      for (const KernelShape& later : kernel.later_shapes)
+        d.heights |= 1u << std::countr_zero(uint64_t(tm / later.rows));
+      d.overhead = static_cast<uint32_t>(kernel.heights.overhead);
+    }
+    const uint64_t visits_in_all = push.num_visits + uint64_t(std::popcount(d.heights)) * d.later_visits;
     launch.grid_choice =
-        core.choose_grid(p.grid, tiles_n * push.num_visits, tiles_n * push.num_visits * item_loops, item_loops);
-    const PlanCore::DeviceMetadata d{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local), uint32_t(rows),
-                                         uint32_t(tm), push.fill_rows, push.num_visits, true};
+        core.choose_grid(p.grid, tiles_n * visits_in_all, tiles_n * visits_in_all * item_loops, item_loops);
     std::optional<PlanCore::Routing> routing;
     if (routed) {
       routing = routing_facts;
@@ -255,6 +283,14 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
       push.partial_off = static_cast<uint32_t>(words.partial);
       push.tile_count_off = static_cast<uint32_t>(words.tile_counts);
       push.pre_off = static_cast<uint32_t>(words.pre);
+    }
+    for (size_t i = 0; d.heights && i < kernel.later_shapes.size(); ++i) {
+      abi::GmmPush pass_push = push;
+      const uint64_t list = PlanCore::later_visits_word(d, uint32_t(i + 1));
+      pass_push.visits_off = static_cast<uint32_t>(list);
+      pass_push.num_visits = d.later_visits;
+      if (launch.grid_choice.persistent) pass_push.visit_count_off = static_cast<uint32_t>(list + 2 * uint64_t(d.later_visits) + 3);
+      add_later_pass(launch, kernel.later_shapes[i], pass_push, tiles_n, info);
     }
   } else if (rows > 0) {
     // Visits: tiles starting at each active group's first row, then the fill visits (group -1) of the rows
@@ -282,13 +318,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
         push = pass_push;
         continue;
       }
-      PlanCore::Launch::Pass& later = launch.later_passes.emplace_back();
-      later.shape = kernel.later_shapes[pass - 1];
-      later.push.start<abi::GmmPush>() = pass_push;
-      const uint64_t y = std::min<uint64_t>(pass_push.num_visits, info.max_workgroup_count[1]);
-      later.grid[0] = tiles_n;
-      later.grid[1] = y;
-      later.grid[2] = y ? (pass_push.num_visits + y - 1) / y : 0;
+      add_later_pass(launch, kernel.later_shapes[pass - 1], pass_push, tiles_n, info);
     }
     launch.grid_choice =
         core.choose_grid(p.grid, tiles_n * visits_in_all, tiles_n * visits_in_all * item_loops, item_loops);

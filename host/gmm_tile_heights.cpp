@@ -59,6 +59,7 @@ GmmTileHeights gmm_tile_heights(const ActiveGroups& groups, const MTileRange& ra
   // Heights per group: whole tiles of the largest, each remainder at the height that covers it cheapest.
   GmmTileHeights h;
   h.largest = range.largest;
+  h.overhead = range.overhead;
   h.single = single;
   h.remainder.assign(size_t(groups.count), 0);
   std::vector<VisitRun> runs;  // by height, largest first: the passes' dispatch order
@@ -82,7 +83,7 @@ GmmTileHeights gmm_tile_heights(const ActiveGroups& groups, const MTileRange& ra
     if (r.visits > 0) h.heights.push_back(r.cost - range.overhead);
   const bool pays = h.heights.size() >= 2 && visits_time(runs, slots) * kTileHeightsGainDenominator <=
                                                  single_time * kTileHeightsGainNumerator;
-  if (!pays) return GmmTileHeights{{single}, single, single, {}};
+  if (!pays) return GmmTileHeights{{single}, single, range.overhead, single, {}};
   return h;
 }
 

@@ -19,6 +19,7 @@ struct GmmTileHeights {
   // The passes' heights, largest first; one: a single pass, every group in tiles of heights[0].
   std::vector<int64_t> heights;
   int64_t largest = 0;  // the height of each group's whole tiles (the range's largest)
+  int64_t overhead = 0;  // each visit's cost beside its rows (the range's), which the remainders weigh
   // The one height whose visits take the least time, whether or not the passes were taken: what a plan
   // that cannot run the passes takes instead.
   int64_t single = 0;

@@ -149,6 +149,8 @@ inline constexpr SpecConstant kMetadataConstants[] = {
     {VKGMM_ID_META_ROUTE_SHARED_COUNTS, "ROUTE_SHARED_COUNTS"},
     {VKGMM_ID_META_ROUTE_GIVEN, "ROUTE_GIVEN"},
     {VKGMM_ID_META_TGMM_SPLIT, "TGMM_SPLIT"},
+    {VKGMM_ID_META_HEIGHTS, "HEIGHTS"},
+    {VKGMM_ID_META_VISIT_OVERHEAD, "VISIT_OVERHEAD"},
 };
 inline constexpr SpecConstant kCombineConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},

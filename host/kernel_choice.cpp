@@ -54,10 +54,15 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
     MTileRange range = gmm_m_tile_range(c.schedule, tiling_info);
     range.largest = std::min<int64_t>(range.largest, shape_of(range.largest).rows);
     c.heights = gmm_tile_heights(r.groups, range, slots);
+    // Estimated sizes: the build gives each group whole tiles of the largest height, whichever heights the
+    // estimate's remainders took.
+    std::vector<int64_t>& h = c.heights.heights;
+    if (r.groups_expected && h.size() >= 2 && h[0] != range.largest) h.insert(h.begin(), range.largest);
   }
   if (c.heights.heights.size() < 2) {
-    // One height, by time (gmm_tile_heights), where it is not the work's pick.
-    if (c.heights.heights.size() == 1 && c.heights.heights[0] != t.tm) c.shape = shape_of(c.heights.heights[0]);
+    // One height, by time (gmm_tile_heights), where it is not the work's pick (and the sizes are known).
+    if (c.heights.heights.size() == 1 && c.heights.heights[0] != t.tm && !r.groups_expected)
+      c.shape = shape_of(c.heights.heights[0]);
     c.heights = GmmTileHeights{};
     return c;
   }
@@ -70,7 +75,8 @@ KernelChoice choose_gmm(const KernelRequest& r, const DeviceInfo& info, const De
     fits = fits && c.later_shapes[i].cols == c.shape.cols && c.later_shapes[i].rows == c.heights.heights[i + 1];
   if (!fits) {
     c.later_shapes.clear();
-    c.shape = shape_of(c.heights.single);  // the one height by time, as where the passes do not pay
+    // The one height by time, as where the passes do not pay (with estimated sizes the work's pick).
+    c.shape = shape_of(r.groups_expected ? t.tm : c.heights.single);
     c.heights = GmmTileHeights{};
   }
   return c;

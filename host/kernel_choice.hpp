@@ -41,9 +41,13 @@ struct KernelRequest {
   bool rhs_blocks = false;           // rhs in a block format
   uint32_t halves = 1;               // product columns per output column (2: a gated activation)
   KWalkStep k_walk;                  // the direct schedule's walk along K (k_walk_step)
-  // The group sizes are the call's own (on the host): on a GPU's shared and matrix schedules, with the
-  // tiling automatic, its groups may take tile heights of their own (gmm_tile_heights.hpp).
+  // On a GPU's shared and matrix schedules, with the tiling automatic, the groups may take tile heights of
+  // their own (gmm_tile_heights.hpp). With `groups_expected` (sizes on the device: `groups` are an estimate)
+  // the metadata build divides each group's rows among the heights: the first pass takes the range's largest
+  // height (the whole tiles), the estimate only says whether to take the passes, and where they are not
+  // taken the tile stays the work's pick.
   bool heights_per_group = false;
+  bool groups_expected = false;
   // > 0, with the tiling automatic: the most columns per tile (a call whose few rows each take all their
   // tiles in one workgroup, gmm's slots routed in the kernel, spreads its columns over more workgroups).
   int64_t most_cols = 0;

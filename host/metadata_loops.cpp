@@ -3,6 +3,7 @@
 #include "metadata_loops.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace vkgmm {
 
@@ -54,6 +55,16 @@ Terms build_terms(const PlanCore::DeviceMetadata& d, const PlanCore::Routing* r)
     t.groups += loop(chunk) + loop(chunk) + 2 * chunk;
     t.rows += up(d.m, d.tm) + loop(up(up(d.m, d.fill_rows) + 1, kLanes)) + loop(up(d.max_visits, kLanes));
     t.rest += loop(kLanes);
+    // Tile heights per group: each later pass's list the same way, without fill visits; every group's
+    // rows in each list ask for its remainder's height (a loop over the heights' bits).
+    for (uint32_t j = 1; j < 32; ++j) {
+      if (!(d.heights >> j & 1u)) continue;
+      const uint64_t height = std::max<uint64_t>(d.tm >> j, 1);
+      t.groups += loop(chunk) + loop(chunk) + 2 * chunk;
+      t.rows += up(d.m, height) + loop(0) + loop(up(d.later_visits, kLanes));
+      t.rest += loop(kLanes);
+    }
+    if (d.heights) t.groups += 2 * chunk * (std::popcount(d.heights) + 1) * loop(31);
   }
   if (d.split.slots) {
     // tgmm_split.glsl: a chunk of the active groups summed, its long ones counted, its items counted, two

@@ -3,6 +3,7 @@
 #include "plan_core.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 
 #include "metadata_loops.hpp"
@@ -61,6 +62,8 @@ PlanCore::Workspace PlanCore::layout_workspace(const DeviceMetadata& d, const st
   // count (there whichever grid runs, so the workspace's size does not depend on the option).
   uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) + kDispatchWords : 0);
   w.visit_count = dispatch_word(d) + 3;
+  // The later passes' lists, each with its command and count (tile heights per group).
+  if (d.visits && d.heights) words = later_visits_word(d, uint32_t(std::popcount(d.heights)) + 1);
   if (d.split.slots) {
     // The work items, the combine's list, then the chunks' slots from a multiple of 4 words (the kernel
     // stores them as out, 4 columns at a time).
@@ -175,8 +178,10 @@ void PlanCore::build(const Launch& l) {
         throw Error(Status::internal, std::string(name()) + ": the split reduction's workspace exceeds maxStorageBufferRange");
     }
   }
-  if (!l.later_passes.empty() && (l.device_metadata || l.split_reduction))
-    throw Error(Status::internal, std::string(name()) + ": later passes of the kernel need host metadata");
+  if (!l.later_passes.empty() && l.split_reduction)
+    throw Error(Status::internal, std::string(name()) + ": later passes of the kernel with a split reduction");
+  if (l.device_metadata && l.later_passes.size() != size_t(std::popcount(l.device_metadata->heights)))
+    throw Error(Status::internal, std::string(name()) + ": later passes other than the device metadata's heights");
   // The grid: per item, or on the persistent grid one row of workgroups looping over the items.
   if (l.grid[0] && l.grid[1] && l.grid[2]) {
     dispatch_grid(l.grid, l.grid_choice.min_workgroups, grid_);
@@ -195,9 +200,11 @@ void PlanCore::build(const Launch& l) {
     constexpr VkSubgroupFeatureFlags kSliceOperations = VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT;
     kernel_.subgroup_slices =
         l.slices_across_lanes && (ctx_->dev.compute_subgroup_operations & kSliceOperations) == kSliceOperations;
-    for (const Launch::Pass& pass : l.later_passes) {
+    for (size_t i = 0; i < l.later_passes.size(); ++i) {
+      const Launch::Pass& pass = l.later_passes[i];
       if (!pass.grid[0] || !pass.grid[1] || !pass.grid[2]) continue;  // no visits: nothing to dispatch
       LaterPass& later = later_.emplace_back();
+      if (l.device_metadata) later.list = later_visits_word(*l.device_metadata, uint32_t(i + 1));
       later.kernel = kernel_;
       later.kernel.set_shape(pass.shape);
       dispatch_grid(pass.grid, l.grid_choice.min_workgroups, later.grid);

@@ -95,11 +95,19 @@ class PlanCore {
   struct DeviceSplit {
     uint32_t slots = 0, step = 1, blocks = 1, concurrent = 1, group_elements = 0;
   };
+  // gmm's tile heights per group (VKGMM_ID_META_HEIGHTS): `heights` bit j set, a later pass of the kernel
+  // in tiles of tm >> j rows, each with a list of later_visits slots; `overhead`, each visit's cost beside
+  // its rows.
   struct DeviceMetadata {
     uint32_t num_groups = 0, group_offset = 0, num_local = 0, m = 0, tm = 1, fill_rows = 1, max_visits = 0;
     bool visits = false;
     DeviceSplit split;
+    uint32_t heights = 0, overhead = 0, later_visits = 0;
   };
+  // Where later pass `pass` (1, 2, ...) of d's kernel finds its visit list (its command and count after it).
+  static uint64_t later_visits_word(const DeviceMetadata& d, uint32_t pass) {
+    return dispatch_word(d) + kDispatchWords + uint64_t(pass - 1) * (2 * uint64_t(d.later_visits) + kDispatchWords);
+  }
   // Routing by expert ids (with device metadata, whose group sizes are then the routing's counts): the
   // metadata build first orders the slots on the device (shaders/routing.glsl); with `combine` the kernel
   // writes fp32 per-slot results into the workspace and an ordered sum (shaders/combine.comp) writes out;
@@ -163,16 +171,16 @@ class PlanCore {
     std::optional<DeviceMetadata> device_metadata;
     std::optional<Routing> routing;
     std::optional<SplitReduction> split_reduction;  // with host metadata only
-    // Later passes of the op's kernel (gmm's tile heights per group, gmm_tile_heights.hpp), with host
-    // metadata only: each its own shape, per-item grid and push constants (its visits), its other constants
-    // and the grid choice the first pass's. They follow the first pass without a barrier: each writes rows
-    // of out that no other pass writes.
+    // Later passes of the op's kernel (gmm's tile heights per group, gmm_tile_heights.hpp): each its own
+    // shape, per-item grid and push constants (its visits), its other constants and the grid choice the
+    // first pass's. They follow the first pass without a barrier: each writes rows of out that no other
+    // pass writes.
     struct Pass {
       KernelShape shape;
       uint64_t grid[3] = {0, 0, 0};
       PushBlock push;
     };
-    std::vector<Pass> later_passes;
+    std::vector<Pass> later_passes;  // with device metadata, one per bit of its heights, in order
     Workspace workspace;  // with device_metadata: its layout, whose offsets the op pushes (use_device_metadata)
     template <class Push>
     void set_push(const Push& p) {
@@ -277,6 +285,7 @@ class PlanCore {
     Kernel kernel;
     uint32_t grid[3] = {0, 0, 0};
     PushBlock push;
+    uint64_t list = 0;  // with device metadata: its visit list's word (later_visits_word)
   };
   std::vector<LaterPass> later_;
   bool has_bias_ = false;

@@ -151,6 +151,9 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     d.push = pass.push;
     d.push.as<abi::OperandOffsets>() = off;
     std::copy(pass.grid, pass.grid + 3, d.grid);
+    // On the indirect grid, its own command, after its list (the first pass's barrier after the build
+    // makes every list and command visible).
+    if (d.indirect_buffer) d.indirect_offset = work.offset + (pass.list + 2 * uint64_t(device_meta_->later_visits)) * 4;
   }
   if (b.build) {
     // The metadata visible to the dispatch (read after write), the command to its indirect read.
@@ -201,6 +204,7 @@ VkDescriptorBufferInfo PlanCore::bind_device_metadata(const OperandViews& ops, B
   m.fill_rows = d.fill_rows;
   m.visits_off = d.num_groups + 1;
   m.max_visits = d.max_visits;
+  m.later_visits = d.later_visits;
   if (d.split.slots) {
     m.visits_off = static_cast<uint32_t>(workspace_.items);
     m.split_off = static_cast<uint32_t>(workspace_.split_list);

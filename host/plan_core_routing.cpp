@@ -41,11 +41,13 @@ uint64_t PlanCore::layout_routing(const Routing& r, uint64_t words, Workspace& w
 }
 
 std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
-  std::vector<uint32_t> constants(VKGMM_ID_META_TGMM_SPLIT + 1, 0);
+  std::vector<uint32_t> constants(VKGMM_ID_META_VISIT_OVERHEAD + 1, 0);
   constants[VKGMM_ID_META_ROUTE_GIVEN] = given_routing;
   constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
   constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
   constants[VKGMM_ID_META_TGMM_SPLIT] = device_split();
+  constants[VKGMM_ID_META_HEIGHTS] = device_meta_->heights;
+  constants[VKGMM_ID_META_VISIT_OVERHEAD] = device_meta_->heights ? device_meta_->overhead : 0;
   // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
   constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
   constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;

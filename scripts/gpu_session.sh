@@ -157,6 +157,11 @@ bench_args() {  # the vkgmm bench arguments of step $1
     1:bench_one_height)
       echo "--op gmm --m 8192 --k 512 --n 512 --groups 64 --dist zipf --empty-groups 8 --metadata host --tiling 128,16,128 --reps 2" ;;
     1:bench_device) echo "--preset decode --metadata both --device-grid both --reps 2" ;;
+    # qwen3-ids-t512 at one height of 64 rows (the work's pick), beside bench_ids' same preset, whose plan
+    # takes tile heights per group from its estimate of the rows per expert and the routing build divides
+    # the rows (its plan text: heights=).
+    0:bench_ids_one_height) echo "--preset qwen3-ids-t512 --tiling 64,16,128 --reps 30" ;;
+    1:bench_ids_one_height) echo "--preset qwen3-ids-t512 --tiling 64,16,128 --reps 2" ;;
   esac
 }
 peer_quick=()
@@ -164,7 +169,7 @@ peer_quick=()
 
 steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids \
   bench_ids_in_kernel bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 \
-  bench_matrix2}
+  bench_matrix2 bench_ids_one_height}
 for s in $steps; do
   case $s in
     info)
@@ -175,7 +180,8 @@ for s in $steps; do
       icd=$(sed -n 's/^run.sh: Vulkan driver[^:]*: //p' "$out/info.err" | tail -1)
       if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd VK_ICD_FILENAMES=$icd; fi
       machine >"$out/machine.txt" 2>&1 ;;
-    bench | bench_ids | bench_quant | bench_models | bench_device | bench_tgmm | bench_heights | bench_one_height)
+    bench | bench_ids | bench_quant | bench_models | bench_device | bench_tgmm | bench_heights | bench_one_height | \
+      bench_ids_one_height)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046  # the arguments are words
       step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
@@ -272,7 +278,7 @@ def lines(name):
     return [o for o in objs if isinstance(o, dict)]
 for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_heights.out",
           "bench_one_height.out", "bench_ids.out", "bench_quant.out", "bench_models.out", "bench_stages2.out",
-          "bench_matrix2.out", "bench_ids_in_kernel.out"):
+          "bench_matrix2.out", "bench_ids_in_kernel.out", "bench_ids_one_height.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"
@@ -284,6 +290,8 @@ for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out"
                 name += " (2 stage buffers)"
             if f == "bench_ids_in_kernel.out":
                 name += " (ids in the kernel)"
+            if f == "bench_ids_one_height.out":
+                name += " (one height)"
             rows.append(("vkgmm", name, w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
             if w.get("device_gpu_ms_median") is not None:  # --metadata both: the sizes on the device, alternated
                 rows.append(("vkgmm", name, w.get("dtype", ""), f"device sizes {w.get('device_ratio') or 0:.2f}x",

@@ -319,6 +319,16 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 // kMostTgmmChunks), split_step (rows per step of the kernel), split_blocks and split_concurrent (an output
 // group's blocks, the workgroups the device runs at once: the even share of the rows).
 #define VKGMM_ID_META_TGMM_SPLIT 21
+// gmm's tile heights per group (host/gmm_tile_heights.hpp's rule on the offsets just built): bit j (j >= 1)
+// set, a later pass of the kernel in tiles of tm >> j rows. Each active group's whole tiles of tm are the
+// first pass's; its last rows (past them) take the height, tm or a later pass's, whose visits cost least,
+// each visit costing its rows plus VISIT_OVERHEAD (ties to the larger height). Later pass p (1, 2, ... from
+// the largest height down) has its visit list of later_visits slots (groups, then first rows, as the first
+// pass's) at word visits_off + 2 * max_visits + VKGMM_DISPATCH_WORDS + (p - 1) * (2 * later_visits +
+// VKGMM_DISPATCH_WORDS), its indirect command and visit count after its list; the fill visits are the first
+// pass's. 0: one pass.
+#define VKGMM_ID_META_HEIGHTS 22
+#define VKGMM_ID_META_VISIT_OVERHEAD 23
 // The gmm grid has two forms (ContextOptions::device_grid), chosen per record() by dispatch_off:
 // - 0, the upper-bound grid: the host dispatches (n tiles) x max_visits, the R real visits are spread
 //   over the max_visits slots and the surplus workgroups exit at once;
@@ -336,7 +346,8 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
   F(uint, ids_off) F(uint, weights_off) F(uint, slots) F(uint, window_offset) F(uint, route_experts) \
   F(uint, num_experts) F(uint, counts_off) F(uint, map_off) F(uint, weight_rows_off) \
   F(uint, tile_count_off) F(uint, tile_counts) F(uint, given_counts_off) F(uint, given_map_off) \
-  F(uint, split_off) F(uint, split_slots) F(uint, split_step) F(uint, split_blocks) F(uint, split_concurrent)
+  F(uint, split_off) F(uint, split_slots) F(uint, split_step) F(uint, split_blocks) F(uint, split_concurrent) \
+  F(uint, later_visits)
 #define VKGMM_SPLIT_LIST_HEAD 2  // the split list's words before its groups: chunks, count
 // tile_counts words from tile_count_off of the workspace are zeroed (a gmm with FUSED_COMBINE counts there).
 // Invocations of the metadata build: few, because on CPU drivers every barrier() of a workgroup switches

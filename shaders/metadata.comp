@@ -9,6 +9,7 @@
 //   VKGMM_NO_VISIT in the others, which the gmm kernel's workgroups skip. For the upper-bound grid the
 //   visits are spread evenly over the slots; for the indirect and persistent grids (dispatch_off > 0) they
 //   fill the first R slots and the dispatch command for R visits is written too, then R (interface.h).
+//   With HEIGHTS, a list per pass of the kernel, each group's rows divided among the passes' heights.
 // - with TGMM_SPLIT (tgmm): the work items of its split reduction and the combine's list (tgmm_split.glsl).
 // - the status word: VKGMM_STATUS_* bits, 0 for sizes that keep the contract.
 // With ROUTE the sizes are not the app's: a prologue (shaders/routing.glsl) counts the router's ids per
@@ -29,6 +30,8 @@ layout(constant_id = VKGMM_ID_META_ROUTE_WEIGHTED) const bool ROUTE_WEIGHTED = f
 layout(constant_id = VKGMM_ID_META_ROUTE_SHARED_COUNTS) const uint ROUTE_SHARED_COUNTS = 0;
 layout(constant_id = VKGMM_ID_META_ROUTE_GIVEN) const bool ROUTE_GIVEN = false;
 layout(constant_id = VKGMM_ID_META_TGMM_SPLIT) const bool TGMM_SPLIT = false;
+layout(constant_id = VKGMM_ID_META_HEIGHTS) const uint HEIGHTS = 0;
+layout(constant_id = VKGMM_ID_META_VISIT_OVERHEAD) const uint VISIT_OVERHEAD = 0;
 
 // The app's group sizes, or with ROUTE its ids (the same binding).
 layout(std430, set = 0, binding = VKGMM_BINDING_META_SIZES) readonly buffer SizesBuf { int sizes[]; };
@@ -95,6 +98,94 @@ bool slot_used(uint s, uint R, uint V) {
   return e < R && (e * V) / R == s;
 }
 
+// The height of the tiles that take a group's last `rest` rows (0 < rest < tm), past its whole tiles of
+// tm: tm's or a later pass's (HEIGHTS), the least visits_cost, ties to the larger (host/gmm_tile_heights).
+uint remainder_height(uint rest) {
+  uint best = pc.tm, best_cost = pc.tm + VISIT_OVERHEAD;
+  for (uint j = 1u; j < 32u; ++j) {
+    if ((HEIGHTS & (1u << j)) == 0u) continue;
+    const uint h = pc.tm >> j, cost = ((rest + h - 1u) / h) * (h + VISIT_OVERHEAD);
+    if (cost < best_cost) best = h, best_cost = cost;
+  }
+  return best;
+}
+
+// The rows of a group of `rows` rows that the pass of tiles of `height` takes, from its first row:
+// [first, end) (none: first = end). One pass: all of them.
+void pass_rows(uint rows, uint height, out uint first, out uint end) {
+  first = 0u;
+  end = height == pc.tm ? rows : 0u;
+  if (HEIGHTS == 0u) return;
+  const uint whole = rows / pc.tm * pc.tm, rest = rows - whole;
+  const uint h = rest == 0u ? 0u : remainder_height(rest);
+  if (height == pc.tm) end = h == pc.tm ? rows : whole;
+  else if (h == height) first = whole, end = rows;
+}
+
+// One pass's visit list, V slots at word `list` (groups, then first rows, then the indirect command and
+// the count): the active groups' tiles of `height` rows from their rows in this pass, then with `fill` the
+// fill visits of the rows outside the active groups (below them, then above them).
+void build_visits(uint height, uint list, uint V, bool fill, inout uint bad) {
+  const uint lanes = gl_WorkGroupSize.x, lid = gl_LocalInvocationIndex;
+  const uint GL = pc.num_local, go = pc.group_offset;
+  const uint groups_off = list, rows_off = list + V;
+  const uint achunk = (GL + lanes - 1u) / lanes;
+  const uint a0 = min(lid * achunk, GL), a1 = min(a0 + achunk, GL);
+  uint tiles = 0u;
+  for (uint j = a0; j < a1; ++j) {
+    uint first, end;
+    pass_rows(uint(work[go + j + 1u]) - uint(work[go + j]), height, first, end);
+    tiles += (end - first + height - 1u) / height;
+  }
+  part[lid] = tiles;
+  scan_parts(false, bad);
+  // R real visits: the tiles, then the fill visits. They are spread over the V slots (slot_of) with the
+  // padding between them, so that a driver handing each thread a contiguous range of workgroups (lavapipe
+  // does) gives each about the same work: padding left at the end cost decode 1.5x its host-path time on
+  // 2 threads.
+  const uint T = total_tiles, fr = pc.fill_rows;
+  const uint below = uint(work[go]), above = uint(work[go + GL]);
+  const uint f1 = fill ? (below + fr - 1u) / fr : 0u, f2 = fill ? (pc.m - above + fr - 1u) / fr : 0u;
+  if (T + f1 + f2 > V) bad |= VKGMM_STATUS_VISITS_CUT;
+  const uint R = min(T + f1 + f2, V);
+  uint v = part[lid];
+  for (uint j = a0; j < a1; ++j) {
+    const uint start = uint(work[go + j]);
+    uint first, end;
+    pass_rows(uint(work[go + j + 1u]) - start, height, first, end);
+    for (uint r = start + first; r < start + end; r += height, ++v) {
+      if (v < R) {
+        work[groups_off + slot_of(v, R, V)] = int(go + j);
+        work[rows_off + slot_of(v, R, V)] = int(r);
+      }
+    }
+  }
+  for (uint i = lid; i < f1 + f2; i += lanes) {
+    uint at = T + i;
+    if (at < R) {
+      work[groups_off + slot_of(at, R, V)] = VKGMM_FILL_VISIT;
+      work[rows_off + slot_of(at, R, V)] = int(i < f1 ? i * fr : above + (i - f1) * fr);
+    }
+  }
+  for (uint at = lid; at < V; at += lanes) {
+    if (!slot_used(at, R, V)) {
+      work[groups_off + at] = VKGMM_NO_VISIT;
+      work[rows_off + at] = 0;
+    }
+  }
+  // The indirect grid's command: (n tiles) x R visits, folded into z past grid_y (<= the device's
+  // maxComputeWorkGroupCount[1]) as the plan's upper-bound grid is, so z <= the plan's checked z.
+  // The gmm kernel's workgroups past R (y * z > R) read VKGMM_NO_VISIT slots or stop at V.
+  // R after it: the persistent grid's loop bound.
+  if (!spread() && lid == 0u) {
+    const uint command = list + 2u * V, y = min(R, pc.grid_y);
+    work[command] = int(R == 0u ? 0u : pc.grid_x);
+    work[command + 1u] = int(y);
+    work[command + 2u] = int(y == 0u ? 0u : (R + y - 1u) / y);
+    work[command + 3u] = int(R);
+  }
+}
+
 #include "tgmm_split.glsl"
 
 void main() {
@@ -124,60 +215,14 @@ void main() {
   barrier();
 
   if (VISITS) {
-    // Tiles of the active groups, from each group's first row, tm rows each.
-    const uint GL = pc.num_local, go = pc.group_offset, V = pc.max_visits;
-    const uint groups_off = pc.visits_off, rows_off = pc.visits_off + V;
-    const uint achunk = (GL + lanes - 1u) / lanes;
-    const uint a0 = min(lid * achunk, GL), a1 = min(a0 + achunk, GL);
-    uint tiles = 0u;
-    for (uint j = a0; j < a1; ++j) {
-      uint rows = uint(work[go + j + 1u]) - uint(work[go + j]);
-      tiles += (rows + pc.tm - 1u) / pc.tm;
-    }
-    part[lid] = tiles;
-    scan_parts(false, bad);
-    // R real visits: the tiles, then the fill visits of the rows outside the active groups (below them,
-    // then above them). They are spread over the V slots (slot_of) with the padding between them, so
-    // that a driver handing each thread a contiguous range of workgroups (lavapipe does) gives each about
-    // the same work: padding left at the end cost decode 1.5x its host-path time on 2 threads.
-    const uint T = total_tiles, fr = pc.fill_rows;
-    const uint below = uint(work[go]), above = uint(work[go + GL]);
-    const uint f1 = (below + fr - 1u) / fr, f2 = (pc.m - above + fr - 1u) / fr;
-    if (T + f1 + f2 > V) bad |= VKGMM_STATUS_VISITS_CUT;
-    const uint R = min(T + f1 + f2, V);
-    uint v = part[lid];
-    for (uint j = a0; j < a1; ++j) {
-      uint end = uint(work[go + j + 1u]);
-      for (uint r = uint(work[go + j]); r < end; r += pc.tm, ++v) {
-        if (v < R) {
-          work[groups_off + slot_of(v, R, V)] = int(go + j);
-          work[rows_off + slot_of(v, R, V)] = int(r);
-        }
-      }
-    }
-    for (uint i = lid; i < f1 + f2; i += lanes) {
-      uint at = T + i;
-      if (at < R) {
-        work[groups_off + slot_of(at, R, V)] = VKGMM_FILL_VISIT;
-        work[rows_off + slot_of(at, R, V)] = int(i < f1 ? i * fr : above + (i - f1) * fr);
-      }
-    }
-    for (uint at = lid; at < V; at += lanes) {
-      if (!slot_used(at, R, V)) {
-        work[groups_off + at] = VKGMM_NO_VISIT;
-        work[rows_off + at] = 0;
-      }
-    }
-    // The indirect grid's command: (n tiles) x R visits, folded into z past grid_y (<= the device's
-    // maxComputeWorkGroupCount[1]) as the plan's upper-bound grid is, so z <= the plan's checked z.
-    // The gmm kernel's workgroups past R (y * z > R) read VKGMM_NO_VISIT slots or stop at max_visits.
-    // R after it: the persistent grid's loop bound.
-    if (!spread() && lid == 0u) {
-      const uint y = min(R, pc.grid_y);
-      work[pc.dispatch_off] = int(R == 0u ? 0u : pc.grid_x);
-      work[pc.dispatch_off + 1u] = int(y);
-      work[pc.dispatch_off + 2u] = int(y == 0u ? 0u : (R + y - 1u) / y);
-      work[pc.dispatch_off + 3u] = int(R);
+    // The first pass's list (with the fill visits), then each later pass's, from the largest height down.
+    uint list = pc.visits_off;
+    build_visits(pc.tm, list, pc.max_visits, true, bad);
+    list += 2u * pc.max_visits + VKGMM_DISPATCH_WORDS;
+    for (uint j = 1u; j < 32u; ++j) {
+      if ((HEIGHTS & (1u << j)) == 0u) continue;
+      build_visits(pc.tm >> j, list, pc.later_visits, false, bad);
+      list += 2u * pc.later_visits + VKGMM_DISPATCH_WORDS;
     }
   }
 

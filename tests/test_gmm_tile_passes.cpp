@@ -2,7 +2,8 @@
 // one compute unit (tiling_device.hpp: a CPU device takes one height, and a grid of many waves is where the
 // passes pay) and run there: skewed groups' whole tiles in one pass of the kernel, their remainders in
 // passes of smaller tiles. Each case checks that the plan took several heights and the result against the
-// reference.
+// reference. The same with the sizes on the device, and routed, below.
+#include <cstring>
 #include <set>
 #include <string>
 
@@ -45,24 +46,31 @@ GmmProblem skewed_problem(int64_t k, int64_t n) {
   return p;
 }
 
+struct Data {
+  std::vector<float> lhs, rhs, ex, bias;
+};
+
+Data draw(const GmmProblem& p, int64_t groups, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Data d;
+  d.lhs = random_values(size_t(p.m) * p.k, p.lhs_type, rng);
+  d.rhs = random_values(size_t(groups) * p.k * p.n, p.rhs_type, rng);
+  if (p.existing_out) d.ex = random_values(size_t(p.m) * reference::out_columns(p), p.out_type, rng);
+  if (p.epilogue.bias) d.bias = random_values(size_t(groups) * p.n, DType::f32, rng);
+  return d;
+}
+
 // Expects the plan to take several heights, largest first, and the reference's result.
 void expect_passes_match(Context& c, const GmmProblem& p, uint32_t seed) {
   const std::vector<uint32_t> heights = pass_heights(GmmPlan(c, p));
   ASSERT_GE(heights.size(), 2u) << "the plan took one tile height";
   EXPECT_EQ(std::set<uint32_t>(heights.begin(), heights.end()).size(), heights.size());
   for (size_t i = 1; i < heights.size(); ++i) EXPECT_LT(heights[i], heights[i - 1]);
-  std::mt19937 rng(seed);
   const int64_t G = int64_t(p.group_sizes.size());
-  const int64_t groups = p.num_rhs_groups > 0 ? p.num_rhs_groups : G - p.group_offset;
-  const int64_t n_out = reference::out_columns(p);
-  const std::vector<float> lhs = random_values(size_t(p.m) * p.k, p.lhs_type, rng);
-  const std::vector<float> rhs = random_values(size_t(groups) * p.k * p.n, p.rhs_type, rng);
-  std::vector<float> ex, bias;
-  if (p.existing_out) ex = random_values(size_t(p.m) * n_out, p.out_type, rng);
-  if (p.epilogue.bias) bias = random_values(size_t(groups) * p.n, DType::f32, rng);
+  const Data d = draw(p, p.num_rhs_groups > 0 ? p.num_rhs_groups : G - p.group_offset, seed);
   const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
-  const std::vector<float> want = reference::gmm(p, lhs, rhs, ex, bias);
-  EXPECT_TRUE(all_close(run_gmm(c, p, lhs, rhs, ex, bias), want, tol.atol * 4, tol.rtol));
+  const std::vector<float> want = reference::gmm(p, d.lhs, d.rhs, d.ex, d.bias);
+  EXPECT_TRUE(all_close(run_gmm(c, p, d.lhs, d.rhs, d.ex, d.bias), want, tol.atol * 4, tol.rtol));
 }
 
 // Both rhs layouts, the inputs read through texel views (vkgmm's buffers on lavapipe) and as storage
@@ -81,50 +89,47 @@ TEST(GmmTilePasses, BothRhsLayoutsAndLoads) {
   }
 }
 
-// existing_out and 16-bit types; a bias and a gated activation; a window of the groups with rows past
-// them (the fill visits, in the first pass); the persistent grid.
+// The cases both paths run: existing_out and 16-bit types; a bias and a gated activation; windows of the
+// groups with rows past them (the fill visits, in the first pass); the persistent grid; three n tiles.
+struct PassCase {
+  std::string name;
+  GmmProblem p;
+  uint32_t seed;
+};
+
+std::vector<PassCase> epilogue_window_grid_cases() {
+  std::vector<PassCase> cases;
+  GmmProblem p = skewed_problem(24, 20);
+  p.lhs_type = p.rhs_type = p.out_type = DType::bf16;
+  p.existing_out = true;
+  cases.push_back({"existing_out, bf16", p, 22});
+  p = skewed_problem(16, 48);
+  p.epilogue.bias = true;
+  p.epilogue.activation = Activation::swiglu;
+  cases.push_back({"bias and SwiGLU", p, 23});
+  p = skewed_problem(20, 12);
+  p.m += 37;
+  p.num_rhs_groups = 6;
+  cases.push_back({"a window: groups 0 .. 5 of rows past them", p, 24});
+  p = skewed_problem(12, 16);
+  p.group_offset = 1, p.num_rhs_groups = 7;
+  p.existing_out = true;
+  cases.push_back({"a window from group 1, existing_out", p, 25});
+  p = skewed_problem(20, 16);
+  p.grid = Grid::persistent;
+  cases.push_back({"the persistent grid", p, 26});
+  p = skewed_problem(8, 300);
+  cases.push_back({"three n tiles", p, 27});
+  p.grid = Grid::persistent;
+  cases.push_back({"three n tiles, persistent", p, 28});
+  return cases;
+}
+
 TEST(GmmTilePasses, EpiloguesWindowsAndGrids) {
   Context c = one_unit_gpu_context();
-  {
-    SCOPED_TRACE("existing_out, bf16");
-    GmmProblem p = skewed_problem(24, 20);
-    p.lhs_type = p.rhs_type = p.out_type = DType::bf16;
-    p.existing_out = true;
-    expect_passes_match(c, p, 22);
-  }
-  {
-    SCOPED_TRACE("bias and SwiGLU");
-    GmmProblem p = skewed_problem(16, 48);
-    p.epilogue.bias = true;
-    p.epilogue.activation = Activation::swiglu;
-    expect_passes_match(c, p, 23);
-  }
-  {
-    SCOPED_TRACE("a window: groups 0 .. 5 of rows past them");
-    GmmProblem p = skewed_problem(20, 12);
-    p.m += 37;
-    p.num_rhs_groups = 6;
-    expect_passes_match(c, p, 24);
-  }
-  {
-    SCOPED_TRACE("a window from group 1, existing_out");
-    GmmProblem p = skewed_problem(12, 16);
-    p.group_offset = 1, p.num_rhs_groups = 7;
-    p.existing_out = true;
-    expect_passes_match(c, p, 25);
-  }
-  {
-    SCOPED_TRACE("the persistent grid");
-    GmmProblem p = skewed_problem(20, 16);
-    p.grid = Grid::persistent;
-    expect_passes_match(c, p, 26);
-  }
-  {
-    SCOPED_TRACE("three n tiles, per visit and persistent");
-    GmmProblem p = skewed_problem(8, 300);
-    expect_passes_match(c, p, 27);
-    p.grid = Grid::persistent;
-    expect_passes_match(c, p, 28);
+  for (const PassCase& k : epilogue_window_grid_cases()) {
+    SCOPED_TRACE(k.name);
+    expect_passes_match(c, k.p, k.seed);
   }
 }
 
@@ -172,6 +177,157 @@ TEST(GmmTilePasses, OneHeightWhereTheyDoNotPay) {
   EXPECT_EQ(pass_heights(GmmPlan(wide, skewed_problem(16, 16))).size(), 1u);
   Context cpu = DeviceTest::make_context(ContextOptions{});
   EXPECT_EQ(pass_heights(GmmPlan(cpu, skewed_problem(16, 16))).size(), 1u);
+}
+
+// With the group sizes on the device (and routed calls), the plan takes the passes from its estimate of
+// the sizes (VKGMM_ID_META_HEIGHTS), and the metadata build divides each group's rows among them by the
+// same rule on the sizes it finds: on the indirect, upper-bound and persistent grids, several heights, the
+// reference's values and the host path's bits (which takes its own heights, from the sizes themselves).
+// Sizes that break the contract are divided as the sizes taken and touch nothing outside the views.
+
+// p with its sizes moved to the device, the automatic tiling estimating groups of `expected_rows` (groups
+// of a whole tile and a few rows: a remainder that a smaller height covers for less).
+GmmProblem on_device(GmmProblem p, int64_t expected_rows = 130) {
+  p.device_group_sizes.count = int64_t(p.group_sizes.size());
+  p.device_group_sizes.expected_rows = expected_rows;
+  p.group_sizes.clear();
+  return p;
+}
+
+// The device-sized plan of `host` (its sizes in a buffer) run on `grid`: out, its status word clean.
+std::vector<float> run_device(Context& c, const GmmProblem& host, const GmmProblem& dev, const Data& d) {
+  const GmmPlan plan(c, dev);
+  Buffer l = upload(c, host.lhs_type, d.lhs), r = upload(c, host.rhs_type, d.rhs);
+  Buffer sizes = c.create_buffer(host.group_sizes.size() * 4), status = status_word(c);
+  sizes.upload(host.group_sizes.data(), host.group_sizes.size() * 4);
+  const size_t out_count = size_t(host.m) * reference::out_columns(host);
+  Buffer o = poisoned(c, out_count * dtype_size(host.out_type)), e, b;
+  GmmOperands ops{l.view(), r.view(), o.view()};
+  ops.group_sizes = sizes.view();
+  ops.status = status.view();
+  if (host.existing_out) ops.existing_out = (e = upload(c, host.out_type, d.ex)).view();
+  if (host.epilogue.bias) ops.bias = (b = upload(c, DType::f32, d.bias)).view();
+  c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  expect_clean_status(status);
+  return download(o, host.out_type, out_count);
+}
+
+// On each grid: several heights, largest first; the reference's values; the host path's bits.
+void expect_device_heights(Context& c, const GmmProblem& host, uint32_t seed, int64_t expected_rows = 130) {
+  const GmmProblem dev = on_device(host, expected_rows);
+  const int64_t G = int64_t(host.group_sizes.size());
+  const int64_t groups = host.num_rhs_groups > 0 ? host.num_rhs_groups : G - host.group_offset;
+  const Data d = draw(host, groups, seed);
+  const std::vector<float> want = reference::gmm(host, d.lhs, d.rhs, d.ex, d.bias);
+  const std::vector<float> host_bits = run_gmm(c, host, d.lhs, d.rhs, d.ex, d.bias);
+  const Tolerance tol = tolerance_for(host.lhs_type, host.rhs_type, host.out_type);
+  for (DeviceGrid grid : {DeviceGrid::indirect, DeviceGrid::upper_bound}) {
+    SCOPED_TRACE(grid == DeviceGrid::indirect ? "indirect grid" : "upper-bound grid");
+    const GridHook hook(c, grid);
+    const std::vector<uint32_t> heights = pass_heights(GmmPlan(c, dev));
+    ASSERT_GE(heights.size(), 2u) << "the device-sized plan took one tile height";
+    for (size_t i = 1; i < heights.size(); ++i) EXPECT_LT(heights[i], heights[i - 1]);
+    const std::vector<float> got = run_device(c, host, dev, d);
+    EXPECT_TRUE(all_close(got, want, tol.atol * 4, tol.rtol));
+    EXPECT_TRUE(same_bits(got, host_bits)) << "the host path's bits";
+  }
+}
+
+// Both rhs layouts, the cases the host path runs, groups of whole tiles only and no active rows.
+TEST(GmmTilePasses, DeviceSizesTheHostPathsValuesAndBits) {
+  Context c = one_unit_gpu_context();
+  for (bool transpose : {false, true}) {
+    SCOPED_TRACE(transpose ? "rhs [n, k]" : "rhs [k, n]");
+    GmmProblem p = skewed_problem(40, 36);
+    p.transpose_rhs = transpose;
+    expect_device_heights(c, p, 31);
+  }
+  for (const PassCase& k : epilogue_window_grid_cases()) {
+    SCOPED_TRACE(k.name);
+    expect_device_heights(c, k.p, k.seed + 10);
+  }
+  GmmProblem p = skewed_problem(8, 16);
+  p.group_sizes = {256, 0, 128, 384};
+  p.m = 768;
+  expect_device_heights(c, p, 38);
+  p.group_sizes = {0, 0, 0};
+  p.m = 40;
+  expect_device_heights(c, p, 39);
+  // No rows at all: nothing to dispatch, the build still writes the status word.
+  p.m = 0;
+  const Data d = draw(p, 3, 40);
+  EXPECT_TRUE(run_device(c, p, on_device(p), d).empty());
+}
+
+// Groups alike near a whole tile keep one height: the estimate's remainders take no smaller tile.
+TEST(GmmTilePasses, DeviceSizesOneHeightWhereTheEstimateSaysSo) {
+  Context c = one_unit_gpu_context();
+  EXPECT_EQ(pass_heights(GmmPlan(c, on_device(skewed_problem(16, 16), 256))).size(), 1u);
+  Context cpu = DeviceTest::make_context(ContextOptions{});
+  EXPECT_EQ(pass_heights(GmmPlan(cpu, on_device(skewed_problem(16, 16)))).size(), 1u);
+  GmmProblem fixed = on_device(skewed_problem(16, 16));
+  fixed.tiling = TilingChoice::of({64, 16, 64});
+  EXPECT_EQ(pass_heights(GmmPlan(c, fixed)).size(), 1u);
+}
+
+// Routed by ids, the routing build's counts are the sizes: 540 tokens of top-2 over 8 experts (the estimate:
+// about 270 slots per expert carrying them, a few rows past whole tiles), most of them on a few experts,
+// combined with weights.
+TEST(GmmTilePasses, DeviceSizesRoutedSlots) {
+  Context c = one_unit_gpu_context();
+  GmmProblem p;
+  p.m = 540, p.k = 16, p.n = 24;
+  p.routing.top_k = 2;
+  p.routing.num_experts = 8;
+  p.routing.combine = true;
+  p.num_rhs_groups = 8;
+  ASSERT_GE(pass_heights(GmmPlan(c, p)).size(), 2u) << "the routed plan took one tile height";
+  std::mt19937 rng(40);
+  std::vector<int32_t> ids(size_t(p.m) * 2);
+  for (size_t t = 0; t < size_t(p.m); ++t) {
+    // Expert 0 for three tokens of four, 3 for a third, the rest spread: 405 slots, 180 and a few dozen each.
+    ids[2 * t] = t % 4 == 3 ? int32_t(t % 7) + 1 : 0;
+    ids[2 * t + 1] = t % 3 == 0 ? 3 : int32_t(4 + t % 4);
+  }
+  const auto lhs = random_values(size_t(p.m) * p.k, p.lhs_type, rng);
+  const auto rhs = random_values(size_t(8) * p.k * p.n, p.rhs_type, rng);
+  const auto weights = random_values(ids.size(), DType::f32, rng);
+  const std::vector<float> got = run_gmm_routed(c, p, lhs, rhs, ids, weights);
+  EXPECT_TRUE(all_close(got, reference::gmm_routed(p, lhs, rhs, ids, weights), 1e-3, 1e-5));
+  EXPECT_TRUE(same_bits(run_gmm_routed(c, p, lhs, rhs, ids, weights), got)) << "a second run";
+}
+
+// Negative sizes, sizes past m and sums past m, divided as taken, inside guard regions, with the status word.
+TEST(GmmTilePasses, DeviceSizesHostileStayInsideTheViews) {
+  const std::vector<std::vector<int32_t>> hostile = {
+      {-5, 300, 140, 2000}, {INT32_MIN, INT32_MAX, 7, 131}, {200, -1, 200, 200}, {130, 129, 0, 500}};
+  Context c = one_unit_gpu_context();
+  for (DeviceGrid grid : {DeviceGrid::indirect, DeviceGrid::upper_bound})
+    for (const std::vector<int32_t>& sizes : hostile) {
+      SCOPED_TRACE(std::to_string(sizes[0]) + ", " + std::to_string(sizes[1]) + ", ...");
+      const GridHook hook(c, grid);
+      GmmProblem host = skewed_problem(12, 20);
+      host.m = 600;
+      host.existing_out = true;
+      uint32_t want_status = 0;
+      host.group_sizes = sizes_taken(sizes, host.m, want_status);
+      const Data d = draw(host, 4, 41);
+      const std::vector<float> want = run_gmm(c, host, d.lhs, d.rhs, d.ex);
+      GmmProblem dev = on_device(host);
+      GmmPlan plan(c, dev);
+      ASSERT_GE(pass_heights(plan).size(), 2u);
+      Guarded l = guarded_floats(c, d.lhs), r = guarded_floats(c, d.rhs), e = guarded_floats(c, d.ex);
+      Guarded o(c, want.size() * 4), s(c, 16), status(c, 4), work(c, plan.workspace_bytes());
+      s.set(sizes.data(), 16);
+      c.submit_and_wait([&](VkCommandBuffer cb) {
+        plan.record(cb, {l.view(), r.view(), o.view(), e.view(), s.view(), work.view(), status.view()});
+      });
+      EXPECT_TRUE(same_bits(floats(o), want));
+      uint32_t got_status = 0;
+      std::memcpy(&got_status, status.get().data(), 4);
+      EXPECT_EQ(got_status, want_status);
+      for (const Guarded* g : {&l, &r, &e, &o, &s, &status, &work}) EXPECT_TRUE(g->guards_intact());
+    }
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <random>
 
 #include "gpu_harness.hpp"
+#include "interface.h"
+#include "plan_internals.hpp"
 
 namespace vkgmm::test {
 namespace {
@@ -239,6 +241,23 @@ TEST(RoutedBackwardReference, MatchesFiniteDifferences) {
     if (c.combine) check(w, g.d_weights, "d_weights");
     if (c.bias) check(b, g.d_bias, "d_bias");
   }
+}
+
+// Planned as a discrete GPU of one compute unit, the forward's gmm takes tile heights per group (its
+// estimate: about 270 slots per expert carrying them, tests/test_gmm_tile_passes.cpp), its rows divided
+// by the routing build's counts (3 experts named, about 315 slots each): the same gradients.
+TEST(RoutedBackwardGpuPlanned, TileHeightsPerGroup) {
+  Context c = gpu_planned_context(ContextOptions{}, 1);
+  Case k{"heights", 540, 2, 8, 0, 8, 16, 24, false, true, true, Activation::swiglu};
+  k.hit_experts = 3;
+  const GmmProblem p = problem_of(k);
+  size_t passes = 0;
+  for (const PlannedPipeline& pp : PlanInternals::pipelines(GmmPlan(c, p))) passes += std::string(pp.role) == "op";
+  ASSERT_GE(passes, 2u) << "the forward took one tile height";
+  std::mt19937 rng(k.seed);
+  const reference::RoutedInputs in = make_inputs(k, rng);
+  const std::vector<float> d_out = make_d_out(k, rng);
+  expect_matches(k, run_routed_backward(c, p, in, d_out), reference::gmm_routed_backward(p, in, d_out));
 }
 
 // Shards of the experts (each a window, accumulating d_lhs and d_weights) add up to the whole layer's
