@@ -359,6 +359,12 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
 
 VKGMM_GROUPED_PLAN_FORWARDS(GmmPlan, GmmProblem, GmmOperands, gmm)
 int64_t GmmPlan::num_tiles() const { return state_->num_tiles; }
+std::vector<PlanInternals::VisitList> PlanInternals::visit_lists(const GmmPlan& plan) {
+  std::vector<VisitList> lists;
+  for (PushBlock push : plan.state_->core.pass_pushes())
+    lists.push_back({push.as<abi::GmmPush>().visits_off, push.as<abi::GmmPush>().num_visits});
+  return lists;
+}
 void PlanInternals::record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops) {
   plan.state_->core.record(cb, views_of(ops), true);
 }

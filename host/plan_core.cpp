@@ -264,6 +264,14 @@ static_assert(VKGMM_STATUS_VISITS_CUT == device_status::visits_cut);
 static_assert(VKGMM_STATUS_BAD_ID == device_status::bad_id);
 static_assert(VKGMM_STATUS_BAD_ROUTING == device_status::bad_routing);
 
+std::vector<PushBlock> PlanCore::pass_pushes() const {
+  std::vector<PushBlock> out;
+  if (!dispatches()) return out;
+  out.push_back(push_);
+  for (const LaterPass& pass : later_) out.push_back(pass.push);
+  return out;
+}
+
 std::vector<PlannedPipeline> PlanCore::pipelines() const {
   std::vector<PlannedPipeline> out;
   if (meta_pipeline_) out.push_back({"metadata", metadata_shader(), meta_constants(), false, meta_pipeline_});

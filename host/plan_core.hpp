@@ -216,6 +216,8 @@ class PlanCore {
   // the plan chose them; offsets that are not multiples of 4 take a variant of it, Kernel::variant_for),
   // then a routed plan's "metadata given", the build record() binds instead of its own with a given routing.
   std::vector<PlannedPipeline> pipelines() const;
+  // The push constants of the op's passes as planned (their operand offsets unset), in dispatch order.
+  std::vector<PushBlock> pass_pushes() const;
 
  private:
   PlanCore(Context& ctx, Op op, WorkspaceOwner owner);

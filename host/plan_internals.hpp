@@ -23,6 +23,12 @@ struct PlanInternals {
   // plan's own (PlanCore::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp
+  // gmm's visit lists, one per pass of its kernel in dispatch order: each one's first word in the metadata
+  // (its groups; the first rows follow) and its slots.
+  struct VisitList {
+    uint32_t offset = 0, slots = 0;
+  };
+  static std::vector<VisitList> visit_lists(const GmmPlan& plan);  // host/gmm_plan.cpp
   // Records only a routed plan's routing build (and its barrier): the row map and counts another pass
   // reads, the product not needed.
   static void record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops);

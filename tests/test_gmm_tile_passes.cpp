@@ -259,6 +259,73 @@ TEST(GmmTilePasses, DeviceSizesTheHostPathsValuesAndBits) {
   EXPECT_TRUE(run_device(c, p, on_device(p), d).empty());
 }
 
+// The build's lists, read back from an app workspace on the indirect grid (each list packed, its count
+// after its command): each active group's whole tiles of the first pass's height in the first pass, its
+// remainder in the pass whose visits cost least (the height plus the build's VISIT_OVERHEAD rows each, ties
+// to the larger), as host/gmm_tile_heights.cpp divides a group's rows. 100 groups of random sizes (several
+// per lane of the build), a window of 90 from group 3, rows past them.
+TEST(GmmTilePasses, DeviceSizesDivideTheRowsByTheHostRule) {
+  Context c = one_unit_gpu_context();
+  const GridHook hook(c, DeviceGrid::indirect);
+  std::mt19937 rng(50);
+  for (int trial = 0; trial < 3; ++trial) {
+    GmmProblem p = skewed_problem(4, 8);
+    p.group_sizes.assign(100, 0);
+    for (int32_t& size : p.group_sizes) size = rng() % 5 == 0 ? 0 : int32_t(rng() % 400);
+    p.m = total_rows(p.group_sizes) + 21;
+    p.group_offset = 3, p.num_rhs_groups = 90;
+    const GmmProblem dev = on_device(p);
+    const GmmPlan plan(c, dev);
+    const std::vector<uint32_t> heights = pass_heights(plan);
+    ASSERT_GE(heights.size(), 2u);
+    uint32_t overhead = 0;
+    for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
+      if (std::string(pp.role) == "metadata") overhead = pp.constants[VKGMM_ID_META_VISIT_OVERHEAD];
+    ASSERT_GT(overhead, 0u);
+    const std::vector<PlanInternals::VisitList> lists = PlanInternals::visit_lists(plan);
+    ASSERT_EQ(lists.size(), heights.size());
+
+    // What each pass should visit: (group, first row), groups in order.
+    auto cost = [&](int64_t rows, int64_t h) { return (rows + h - 1) / h * (h + int64_t(overhead)); };
+    std::vector<std::vector<std::pair<int32_t, int32_t>>> want(heights.size());
+    int64_t start = 0;
+    for (int64_t g = 0; g < int64_t(p.group_sizes.size()); ++g) {
+      const int64_t size = p.group_sizes[size_t(g)], H = heights[0];
+      const bool active = g >= p.group_offset && g < p.group_offset + p.num_rhs_groups;
+      const int64_t whole = size / H * H, rest = size - whole;
+      size_t best = 0;
+      for (size_t i = 1; rest > 0 && i < heights.size(); ++i)
+        if (cost(rest, heights[i]) < cost(rest, heights[best])) best = i;
+      for (int64_t r = 0; active && r < (best == 0 ? size : whole); r += H) want[0].push_back({int32_t(g), int32_t(start + r)});
+      for (int64_t r = whole; active && best > 0 && r < size; r += heights[best])
+        want[best].push_back({int32_t(g), int32_t(start + r)});
+      start += size;
+    }
+
+    const Data d = draw(p, p.num_rhs_groups, 51);
+    Buffer l = upload(c, p.lhs_type, d.lhs), r = upload(c, p.rhs_type, d.rhs);
+    Buffer sizes = c.create_buffer(p.group_sizes.size() * 4), status = status_word(c);
+    sizes.upload(p.group_sizes.data(), p.group_sizes.size() * 4);
+    Buffer o = poisoned(c, size_t(p.m) * p.n * 4), work = c.create_buffer(plan.workspace_bytes());
+    c.submit_and_wait([&](VkCommandBuffer cb) {
+      plan.record(cb, {l.view(), r.view(), o.view(), {}, sizes.view(), work.view(), status.view()});
+    });
+    expect_clean_status(status);
+    std::vector<int32_t> words(plan.workspace_bytes() / 4);
+    work.download(words.data(), words.size() * 4);
+    for (size_t i = 0; i < lists.size(); ++i) {
+      SCOPED_TRACE("pass " + std::to_string(i) + " of " + std::to_string(heights[i]) + " rows");
+      const uint32_t at = lists[i].offset, V = lists[i].slots, R = uint32_t(words.at(at + 2 * V + 3));
+      ASSERT_LE(R, V);
+      std::vector<std::pair<int32_t, int32_t>> got;
+      for (uint32_t v = 0; v < R; ++v)
+        if (words[at + v] >= 0) got.push_back({words[at + v], words[at + V + v]});
+      EXPECT_EQ(got, want[i]);
+    }
+    EXPECT_TRUE(all_close(download(o, p.out_type, size_t(p.m) * p.n), reference::gmm(p, d.lhs, d.rhs), 1e-4, 1e-5));
+  }
+}
+
 // Groups alike near a whole tile keep one height: the estimate's remainders take no smaller tile.
 TEST(GmmTilePasses, DeviceSizesOneHeightWhereTheEstimateSaysSo) {
   Context c = one_unit_gpu_context();
