@@ -253,16 +253,24 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     PlanCore::DeviceMetadata d{uint32_t(r.G), uint32_t(r.group_offset), uint32_t(r.g_local), uint32_t(rows),
                                uint32_t(tm), push.fill_rows, push.num_visits, true};
     if (rows > 0 && !kernel.later_shapes.empty()) {
-      // Tile heights per group, divided by the build: a group's rows past its whole tiles of tm take
-      // fewer than tm / h tiles of a smaller height h (that many would cost more than one tile of tm), and
-      // no pass takes more tiles than the rows' plus one per group. Each later list holds the most the
-      // smallest height could take.
-      const uint64_t smallest = uint64_t(kernel.later_shapes.back().rows);
-      d.later_visits = static_cast<uint32_t>(std::min<uint64_t>(uint64_t(r.g_local) * (uint64_t(tm) / smallest - 1),
+      // Tile heights per group, divided by the build: a group's rows past its whole tiles of tm go to a
+      // smaller height h only where their c tiles cost less than one tile of tm, c (h + overhead) < tm +
+      // overhead, so c <= (tm + overhead - 1) / (h + overhead), and c < tm / h; no pass takes more tiles
+      // than the rows' plus one per group. Each later list holds the most any later height could take.
+      const uint64_t o = uint64_t(kernel.heights.overhead), smallest = uint64_t(kernel.later_shapes.back().rows);
+      uint64_t per_group = 0;
+      for (const KernelShape& later : kernel.later_shapes) {
+        const uint64_t h = uint64_t(later.rows);
+        per_group = std::max(per_group, std::min(uint64_t(tm) / h - 1, (uint64_t(tm) + o - 1) / (h + o)));
+        d.heights |= 1u << std::countr_zero(uint64_t(tm) / h);
+      }
+      d.later_visits = static_cast<uint32_t>(std::min<uint64_t>(uint64_t(r.g_local) * per_group,
                                                                 (uint64_t(rows) + smallest - 1) / smallest + r.g_local));
-      for (const KernelShape& later : kernel.later_shapes)
-        d.heights |= 1u << std::countr_zero(uint64_t(tm / later.rows));
-      d.overhead = static_cast<uint32_t>(kernel.heights.overhead);
+      d.overhead = static_cast<uint32_t>(o);
+      // The build's indirect command for a later pass folds its visits into z past the first pass's y:
+      // where that z could pass the device's limit, one height.
+      const uint64_t y = std::min<uint64_t>(push.num_visits, info.max_workgroup_count[1]);
+      if ((d.later_visits + y - 1) / y > info.max_workgroup_count[2]) d.heights = d.later_visits = d.overhead = 0;
     }
     const uint64_t visits_in_all = push.num_visits + uint64_t(std::popcount(d.heights)) * d.later_visits;
     launch.grid_choice =

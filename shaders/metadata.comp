@@ -18,7 +18,7 @@
 //
 // One workgroup: each invocation takes a contiguous chunk of groups, the chunks' sums are scanned in
 // shared memory by invocation 0 (VKGMM_METADATA_INVOCATIONS terms). Every loop is bounded by G,
-// G_local or max_visits.
+// G_local, max_visits or later_visits.
 #extension GL_GOOGLE_include_directive : require
 
 #include "interface.h"
@@ -173,8 +173,9 @@ void build_visits(uint height, uint list, uint V, bool fill, inout uint bad) {
       work[rows_off + at] = 0;
     }
   }
-  // The indirect grid's command: (n tiles) x R visits, folded into z past grid_y (<= the device's
-  // maxComputeWorkGroupCount[1]) as the plan's upper-bound grid is, so z <= the plan's checked z.
+  // The indirect grid's command: (n tiles) x R visits, folded into z past grid_y (the first pass's y,
+  // <= the device's maxComputeWorkGroupCount[1]) as the plan's upper-bound grid is: the first pass's z
+  // <= the plan's checked z, a later pass's <= ceil(V / grid_y), which the plan checks too.
   // The gmm kernel's workgroups past R (y * z > R) read VKGMM_NO_VISIT slots or stop at V.
   // R after it: the persistent grid's loop bound.
   if (!spread() && lid == 0u) {
