@@ -259,43 +259,64 @@ TEST(GmmTilePasses, DeviceSizesTheHostPathsValuesAndBits) {
   EXPECT_TRUE(run_device(c, p, on_device(p), d).empty());
 }
 
-// The build's lists, read back from an app workspace on the indirect grid (each list packed, its count
-// after its command): each active group's whole tiles of the first pass's height in the first pass, its
-// remainder in the pass whose visits cost least (the height plus the build's VISIT_OVERHEAD rows each, ties
-// to the larger), as host/gmm_tile_heights.cpp divides a group's rows. 100 groups of random sizes (several
-// per lane of the build), a window of 90 from group 3, rows past them.
+// The build's lists, read back from an app workspace on the indirect and persistent grids (each list
+// packed, its count after its command): each active group's whole tiles of the first pass's height in the
+// first pass, its remainder in the pass whose visits cost least (the height plus the build's VISIT_OVERHEAD
+// rows each, ties to the larger), as host/gmm_tile_heights.cpp divides a group's rows. 100 groups (several
+// per lane of the build) in a window of 90 from group 3, rows past them: of random sizes, and of one size
+// whose remainder takes the most tiles any later pass takes of a group, in every group.
 TEST(GmmTilePasses, DeviceSizesDivideTheRowsByTheHostRule) {
   Context c = one_unit_gpu_context();
   const GridHook hook(c, DeviceGrid::indirect);
   std::mt19937 rng(50);
-  for (int trial = 0; trial < 3; ++trial) {
+  for (int trial = 0; trial < 5; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
     GmmProblem p = skewed_problem(4, 8);
     p.group_sizes.assign(100, 0);
     for (int32_t& size : p.group_sizes) size = rng() % 5 == 0 ? 0 : int32_t(rng() % 400);
     p.m = total_rows(p.group_sizes) + 21;
     p.group_offset = 3, p.num_rhs_groups = 90;
-    const GmmProblem dev = on_device(p);
-    const GmmPlan plan(c, dev);
-    const std::vector<uint32_t> heights = pass_heights(plan);
+    if (trial == 3) p.grid = Grid::persistent;
+    std::vector<uint32_t> heights = pass_heights(GmmPlan(c, on_device(p)));
     ASSERT_GE(heights.size(), 2u);
     uint32_t overhead = 0;
-    for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
+    for (const PlannedPipeline& pp : PlanInternals::pipelines(GmmPlan(c, on_device(p))))
       if (std::string(pp.role) == "metadata") overhead = pp.constants[VKGMM_ID_META_VISIT_OVERHEAD];
     ASSERT_GT(overhead, 0u);
+    auto cost = [&](int64_t rows, int64_t h) { return (rows + h - 1) / h * (h + int64_t(overhead)); };
+    // The pass a remainder of `rest` rows goes to (0: the first, in one tile of its height).
+    auto pass_of = [&](int64_t rest) {
+      size_t best = 0;
+      for (size_t i = 1; rest > 0 && i < heights.size(); ++i)
+        if (cost(rest, heights[i]) < cost(rest, heights[best])) best = i;
+      return best;
+    };
+    const int64_t H = heights[0];
+    int64_t most_tiles = 0;
+    if (trial == 4) {
+      int64_t rest = 1;
+      for (int64_t r = 1; r < H; ++r) {
+        const size_t pass = pass_of(r);
+        const int64_t tiles = pass ? (r + heights[pass] - 1) / heights[pass] : 0;
+        if (tiles > most_tiles) most_tiles = tiles, rest = r;
+      }
+      ASSERT_GT(most_tiles, 0);
+      p.group_sizes.assign(100, int32_t(H + rest));
+      p.m = total_rows(p.group_sizes) + 21;
+      ASSERT_EQ(pass_heights(GmmPlan(c, on_device(p))), heights);
+    }
+    const GmmPlan plan(c, on_device(p));
     const std::vector<PlanInternals::VisitList> lists = PlanInternals::visit_lists(plan);
     ASSERT_EQ(lists.size(), heights.size());
 
     // What each pass should visit: (group, first row), groups in order.
-    auto cost = [&](int64_t rows, int64_t h) { return (rows + h - 1) / h * (h + int64_t(overhead)); };
     std::vector<std::vector<std::pair<int32_t, int32_t>>> want(heights.size());
     int64_t start = 0;
     for (int64_t g = 0; g < int64_t(p.group_sizes.size()); ++g) {
-      const int64_t size = p.group_sizes[size_t(g)], H = heights[0];
+      const int64_t size = p.group_sizes[size_t(g)];
       const bool active = g >= p.group_offset && g < p.group_offset + p.num_rhs_groups;
-      const int64_t whole = size / H * H, rest = size - whole;
-      size_t best = 0;
-      for (size_t i = 1; rest > 0 && i < heights.size(); ++i)
-        if (cost(rest, heights[i]) < cost(rest, heights[best])) best = i;
+      const int64_t whole = size / H * H;
+      const size_t best = pass_of(size - whole);
       for (int64_t r = 0; active && r < (best == 0 ? size : whole); r += H) want[0].push_back({int32_t(g), int32_t(start + r)});
       for (int64_t r = whole; active && best > 0 && r < size; r += heights[best])
         want[best].push_back({int32_t(g), int32_t(start + r)});
