@@ -294,10 +294,11 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     }
     for (size_t i = 0; d.heights && i < kernel.later_shapes.size(); ++i) {
       abi::GmmPush pass_push = push;
-      const uint64_t list = PlanCore::later_visits_word(d, uint32_t(i + 1));
-      pass_push.visits_off = static_cast<uint32_t>(list);
+      pass_push.visits_off = static_cast<uint32_t>(PlanCore::later_visits_word(d, uint32_t(i + 1)));
       pass_push.num_visits = d.later_visits;
-      if (launch.grid_choice.persistent) pass_push.visit_count_off = static_cast<uint32_t>(list + 2 * uint64_t(d.later_visits) + 3);
+      // The persistent grid loops up to the pass's visit count, after its command.
+      if (launch.grid_choice.persistent)
+        pass_push.visit_count_off = static_cast<uint32_t>(PlanCore::later_command_word(d, uint32_t(i + 1)) + 3);
       add_later_pass(launch, kernel.later_shapes[i], pass_push, tiles_n, info);
     }
   } else if (rows > 0) {

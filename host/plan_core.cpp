@@ -204,7 +204,7 @@ void PlanCore::build(const Launch& l) {
       const Launch::Pass& pass = l.later_passes[i];
       if (!pass.grid[0] || !pass.grid[1] || !pass.grid[2]) continue;  // no visits: nothing to dispatch
       LaterPass& later = later_.emplace_back();
-      if (l.device_metadata) later.list = later_visits_word(*l.device_metadata, uint32_t(i + 1));
+      if (l.device_metadata) later.command = later_command_word(*l.device_metadata, uint32_t(i + 1));
       later.kernel = kernel_;
       later.kernel.set_shape(pass.shape);
       dispatch_grid(pass.grid, l.grid_choice.min_workgroups, later.grid);

@@ -104,9 +104,13 @@ class PlanCore {
     DeviceSplit split;
     uint32_t heights = 0, overhead = 0, later_visits = 0;
   };
-  // Where later pass `pass` (1, 2, ...) of d's kernel finds its visit list (its command and count after it).
+  // Where later pass `pass` (1, 2, ...) of d's kernel finds its visit list, and its indirect command after
+  // the list (then its visit count, kDispatchWords in all).
   static uint64_t later_visits_word(const DeviceMetadata& d, uint32_t pass) {
     return dispatch_word(d) + kDispatchWords + uint64_t(pass - 1) * (2 * uint64_t(d.later_visits) + kDispatchWords);
+  }
+  static uint64_t later_command_word(const DeviceMetadata& d, uint32_t pass) {
+    return later_visits_word(d, pass) + 2 * uint64_t(d.later_visits);
   }
   // Routing by expert ids (with device metadata, whose group sizes are then the routing's counts): the
   // metadata build first orders the slots on the device (shaders/routing.glsl); with `combine` the kernel
@@ -287,7 +291,7 @@ class PlanCore {
     Kernel kernel;
     uint32_t grid[3] = {0, 0, 0};
     PushBlock push;
-    uint64_t list = 0;  // with device metadata: its visit list's word (later_visits_word)
+    uint64_t command = 0;  // with device metadata: its indirect command's word (later_command_word)
   };
   std::vector<LaterPass> later_;
   bool has_bias_ = false;

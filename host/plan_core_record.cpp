@@ -151,9 +151,9 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     d.push = pass.push;
     d.push.as<abi::OperandOffsets>() = off;
     std::copy(pass.grid, pass.grid + 3, d.grid);
-    // On the indirect grid, its own command, after its list (the first pass's barrier after the build
-    // makes every list and command visible).
-    if (d.indirect_buffer) d.indirect_offset = work.offset + (pass.list + 2 * uint64_t(device_meta_->later_visits)) * 4;
+    // On the indirect grid, its own command (the first pass's barrier after the build makes every list
+    // and command visible).
+    if (d.indirect_buffer) d.indirect_offset = work.offset + pass.command * 4;
   }
   if (b.build) {
     // The metadata visible to the dispatch (read after write), the command to its indirect read.

@@ -277,10 +277,11 @@ TEST(GmmTilePasses, DeviceSizesDivideTheRowsByTheHostRule) {
     p.m = total_rows(p.group_sizes) + 21;
     p.group_offset = 3, p.num_rhs_groups = 90;
     if (trial == 3) p.grid = Grid::persistent;
-    std::vector<uint32_t> heights = pass_heights(GmmPlan(c, on_device(p)));
+    const GmmPlan first(c, on_device(p));
+    const std::vector<uint32_t> heights = pass_heights(first);
     ASSERT_GE(heights.size(), 2u);
     uint32_t overhead = 0;
-    for (const PlannedPipeline& pp : PlanInternals::pipelines(GmmPlan(c, on_device(p))))
+    for (const PlannedPipeline& pp : PlanInternals::pipelines(first))
       if (std::string(pp.role) == "metadata") overhead = pp.constants[VKGMM_ID_META_VISIT_OVERHEAD];
     ASSERT_GT(overhead, 0u);
     auto cost = [&](int64_t rows, int64_t h) { return (rows + h - 1) / h * (h + int64_t(overhead)); };
