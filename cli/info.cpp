@@ -141,7 +141,7 @@ std::vector<Row> rows_of(const vkgmm::DeviceInfo& d) {
        flag(d.texel_loads_32bit)},
       {"texel_loads_16bit", yes(d.texel_loads_16bit) + " (f16 / bf16 inputs likewise)", flag(d.texel_loads_16bit)},
       {"max_texel_buffer_elements", num(d.max_texel_buffer_elements), num(d.max_texel_buffer_elements)},
-      {"rhs_formats", formats_text() + " (gmm weights; the last five GGUF's blocks)", formats_json()},
+      {"rhs_formats", formats_text() + " (gmm weights: the element types, then GGUF's block formats)", formats_json()},
       {"timestamps", yes(d.timestamps), flag(d.timestamps)},
       {"timestamp_period_ns", period, period},
       {"matrix_units", matrix_text(d), matrix_json(d)},

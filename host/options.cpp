@@ -76,6 +76,7 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
     if (std::strcmp(b, "2") == 0) r.stage_buffers = 2;
   }
   if (const char* b = getenv("VKGMM_ROUTE_IN_KERNEL")) r.route_in_kernel = std::strcmp(b, "1") == 0;
+  if (const char* b = getenv("VKGMM_PASS_BARRIER")) r.pass_barrier = std::strcmp(b, "1") == 0;
   if (!o.matrix_extension.empty()) {
     if (!known_matrix_extension(o.matrix_extension))
       throw Error(Status::invalid_argument, "ContextOptions.matrix_extension: '" + o.matrix_extension +

@@ -32,6 +32,12 @@ struct ResolvedOptions {
   // path with the same tiles. Off by default: on lavapipe it is slower (one workgroup walks a token's
   // slots where the build's visits run side by side), and no GPU has timed it.
   bool route_in_kernel = false;
+  // For timing on a device: $VKGMM_PASS_BARRIER=1 puts a barrier before each later pass of an op's
+  // kernel (the tile heights per group), which otherwise run side by side, each writing its own rows of
+  // out. The same bits either way; with the barrier, synchronization validation has nothing to report
+  // between the passes (the test suite's .sync runs), without it each pass can fill the units the one
+  // before leaves idle. No GPU has timed the two yet.
+  bool pass_barrier = false;
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
   bool compile_only = false;
@@ -53,8 +59,9 @@ E checked_choice(const NamedChoice<E> (&rows)[N], E value, const std::string& wh
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
 // $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S,
 // $VKGMM_EAGER_PIPELINES, $VKGMM_MATRIX_EXTENSION; and $VKGMM_INJECT_FAULT, $VKGMM_STAGE_BUFFERS,
-// $VKGMM_ROUTE_IN_KERNEL, which no option sets. `getenv` is the lookup (tests pass their own). Throws Error(invalid_argument) on
-// an option out of range (a schedule that is no Schedule, a timeout that is not positive).
+// $VKGMM_ROUTE_IN_KERNEL, $VKGMM_PASS_BARRIER, which no option sets. `getenv` is the lookup (tests pass
+// their own). Throws Error(invalid_argument) on an option out of range (a schedule that is no Schedule,
+// a timeout that is not positive).
 using EnvLookup = const char* (*)(const char*);
 ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);
 

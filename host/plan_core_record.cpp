@@ -154,6 +154,15 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     // On the indirect grid, its own command (the first pass's barrier after the build makes every list
     // and command visible).
     if (d.indirect_buffer) d.indirect_offset = work.offset + pass.command * 4;
+    // Where the options ask (ResolvedOptions::pass_barrier): after the passes before it, which write out
+    // and may read existing_out in the same ranges, though never the same elements, and may write the
+    // workspace's binding (a routed kernel's slots) around its indirect command.
+    if (options().pass_barrier) {
+      d.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
+      d.before_own = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     (d.indirect_buffer ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0);
+      d.extra_after = d.indirect_buffer ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
+    }
   }
   if (b.build) {
     // The metadata visible to the dispatch (read after write), the command to its indirect read.

@@ -109,6 +109,7 @@ for name in "${!carried[@]}"; do cp -L "${carried[$name]}" "$stage/lib/$name"; d
 
 # --- the runner and what the bundle is
 cp "$root/scripts/bundle_run.sh" "$stage/run.sh"
+cp "$root/tests/variants.txt" "$stage/variants.txt"  # the test variants run.sh runs, as ctest does
 chmod +x "$stage/run.sh"
 newest() {  # the newest symbol version of prefix $1 that the bundle's ELF files need
   find "$stage/bin" "$stage/lib" "$stage/layers" -type f ! -name '*.json' -exec objdump -T {} + 2>/dev/null |

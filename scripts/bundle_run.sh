@@ -13,8 +13,8 @@ usage: run.sh info                  vkgmm info: the device, its limits, its meas
        run.sh bench [ARGS]          vkgmm bench ARGS (run.sh vkgmm bench --help)
        run.sh test [GTEST ARGS]     the test programs, validation on; JSON results in $VKGMM_OUT
                                     (default ./vkgmm-results). With no --gtest_filter, also the variant
-                                    runs ctest makes (packed32, scalar, ssbo, sync, persistent), the C API
-                                    and the examples; with one, only the gtest programs, each filtered
+                                    runs ctest makes (variants.txt: packed32, sync, ...), the C API and
+                                    the examples; with one, only the gtest programs, each filtered
        run.sh all OUTDIR [ARGS] [-- GTEST ARGS]
                                     info, bench --json ARGS and test GTEST ARGS into OUTDIR, going on
                                     past failures; every step's exit code in OUTDIR/exit_codes.txt
@@ -111,15 +111,11 @@ plain() {  # plain NAME PROGRAM "VAR=VALUE ...": a program that is not a gtest o
   limited env "${envs[@]}" "$bin/$2"
   record "$1" $?
 }
-# The runs ctest makes again with a switch (tests/CMakeLists.txt, the TEST_SUFFIX ones): name|filter|env.
-variants=(
-  "test_device.packed32|*Types*|VKGMM_DISABLE_16BIT_STORAGE=1"
-  "test_device.scalar|Sweep/*|VKGMM_DISABLE_VEC4=1"
-  "test_device.ssbo|Sweep/*:*Types*|VKGMM_DISABLE_TEXEL=1"
-  "test_device.sync|*Rout*:*TopK*:*DeviceSizes*:TgmmSplit*|VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"
-  "test_device.persistent|Sweep/*:Variants/*:Formats/*:*Hostile*:*DeviceSizes*|VKGMM_GRID=persistent VKGMM_PERSISTENT_WORKGROUPS=3"
-  "test_device.stages2|Matrix*:MatrixTest*|VKGMM_STAGE_BUFFERS=2"
-)
+# The runs ctest makes again with a switch: the bundle's copy of tests/variants.txt, suffix|filter|env.
+variants=()
+while IFS= read -r line; do
+  [[ $line =~ ^[a-z0-9]+\| ]] && variants+=("test_device.$line")
+done <"$here/variants.txt"
 run_tests() {
   mkdir -p "$out"
   export VKGMM_VALIDATE=${VKGMM_VALIDATE:-1}  # as ctest runs them: any validation message fails a test

@@ -162,6 +162,12 @@ bench_args() {  # the vkgmm bench arguments of step $1
     # the rows (its plan text: heights=).
     0:bench_ids_one_height) echo "--preset qwen3-ids-t512 --tiling 64,16,128 --reps 30" ;;
     1:bench_ids_one_height) echo "--preset qwen3-ids-t512 --tiling 64,16,128 --reps 2" ;;
+    # The tile-height passes of bench_heights and of bench_ids' qwen3-ids-t512 with a barrier before each
+    # later pass (VKGMM_PASS_BARRIER=1), beside the same calls whose passes run side by side.
+    0:bench_heights_barrier) bench_args bench_heights ;;
+    1:bench_heights_barrier) bench_args bench_heights ;;
+    0:bench_ids_barrier) echo "--preset qwen3-ids-t512 --reps 30" ;;
+    1:bench_ids_barrier) echo "--preset qwen3-ids-t512 --reps 2" ;;
   esac
 }
 peer_quick=()
@@ -169,7 +175,7 @@ peer_quick=()
 
 steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids \
   bench_ids_in_kernel bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 \
-  bench_matrix2 bench_ids_one_height}
+  bench_matrix2 bench_ids_one_height bench_heights_barrier bench_ids_barrier}
 for s in $steps; do
   case $s in
     info)
@@ -205,6 +211,10 @@ for s in $steps; do
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046
       step "$s" env VKGMM_ROUTE_IN_KERNEL=1 "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    bench_heights_barrier | bench_ids_barrier)
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      # shellcheck disable=SC2046
+      step "$s" env VKGMM_PASS_BARRIER=1 "$bundle/run.sh" bench --json $(bench_args "$s") ;;
     gpu_report)
       # What the driver's compiler made of every pipeline (registers, spills, shared memory; the
       # disassembly where it gives one): compile-only, the first device; the f16 cases in a quick run.
@@ -278,7 +288,8 @@ def lines(name):
     return [o for o in objs if isinstance(o, dict)]
 for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_heights.out",
           "bench_one_height.out", "bench_ids.out", "bench_quant.out", "bench_models.out", "bench_stages2.out",
-          "bench_matrix2.out", "bench_ids_in_kernel.out", "bench_ids_one_height.out"):
+          "bench_matrix2.out", "bench_ids_in_kernel.out", "bench_ids_one_height.out", "bench_heights_barrier.out",
+          "bench_ids_barrier.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"
@@ -292,6 +303,8 @@ for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out"
                 name += " (ids in the kernel)"
             if f == "bench_ids_one_height.out":
                 name += " (one height)"
+            if f in ("bench_heights_barrier.out", "bench_ids_barrier.out"):
+                name += " (a barrier between passes)"
             rows.append(("vkgmm", name, w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
             if w.get("device_gpu_ms_median") is not None:  # --metadata both: the sizes on the device, alternated
                 rows.append(("vkgmm", name, w.get("dtype", ""), f"device sizes {w.get('device_ratio') or 0:.2f}x",

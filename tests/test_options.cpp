@@ -208,6 +208,19 @@ TEST(Options, StageBuffersFromTheEnvironmentOnly) {
   EXPECT_EQ(resolve({}, {{"VKGMM_STAGE_BUFFERS", "two"}}).stage_buffers, 0u);
 }
 
+// The timing switches that only the environment sets: the ids read in the kernel, and a barrier before
+// each later pass; "1" turns either on, anything else leaves it off.
+TEST(Options, TimingSwitchesFromTheEnvironmentOnly) {
+  EXPECT_FALSE(resolve({}, {}).route_in_kernel);
+  EXPECT_TRUE(resolve({}, {{"VKGMM_ROUTE_IN_KERNEL", "1"}}).route_in_kernel);
+  EXPECT_FALSE(resolve({}, {{"VKGMM_ROUTE_IN_KERNEL", "yes"}}).route_in_kernel);
+  EXPECT_FALSE(resolve({}, {}).pass_barrier);
+  EXPECT_TRUE(resolve({}, {{"VKGMM_PASS_BARRIER", "1"}}).pass_barrier);
+  EXPECT_FALSE(resolve({}, {{"VKGMM_PASS_BARRIER", "0"}}).pass_barrier);
+  EXPECT_FALSE(resolve({}, {{"VKGMM_PASS_BARRIER", "on"}}).pass_barrier);
+  EXPECT_FALSE(resolve({}, {{"VKGMM_ROUTE_IN_KERNEL", "1"}}).pass_barrier);
+}
+
 // Plans compile every variant up front on GPUs, lazily on CPU devices, unless told.
 TEST(Options, EagerPipelinesByDeviceTypeUnlessSet) {
   DeviceInfo cpu, gpu;
