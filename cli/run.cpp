@@ -115,12 +115,8 @@ vkgmm::Buffer run_plan(vkgmm::Context& ctx, const Problem& p, const Plan& plan, 
   const std::vector<int32_t>& gs = p.group_sizes;  // G >= 1: the host plan refuses G = 0
   vkgmm::Buffer sizes = ctx.create_buffer(gs.size() * 4), status = zero_word(ctx);
   sizes.upload(gs.data(), gs.size() * 4);
-  // A device-path plan with nothing to run (gmm with m = 0) has no workspace, and its record() refuses
-  // the views (as if the sizes were on the host): it gets none, and dispatches nothing either way.
-  if (device_plan.workspace_bytes() > 0) {
-    b.ops.group_sizes = sizes.view();
-    b.ops.status = status.view();  // no workspace view: the plan's own
-  }
+  b.ops.group_sizes = sizes.view();
+  b.ops.status = status.view();  // no workspace view: the plan's own, where it has one
   ctx.submit_and_wait([&](VkCommandBuffer cb) { device_plan.record(cb, b.ops); });
   // the host plan accepted these sizes: the device must have taken them as they are
   expect_clean_status(status, "--device-metadata", "sizes");

@@ -21,6 +21,12 @@ constexpr uint64_t kFusedCombineLoops = 8192;
 // reads its ids in the kernel (ROUTE_IN_KERNEL, interface.h): its tiles are one row, each slot a visit of
 // its own, and each token's workgroups take its slots in turn.
 constexpr int64_t kRouteInKernelSlots = 64;
+// A call of at most this many rows with its group sizes on the device reads them in the kernel
+// (SIZES_IN_KERNEL, interface.h): each local group's rows are one workgroup's, TM at a time, so the
+// rows a skewed group can pile on one workgroup stay a decode's.
+constexpr int64_t kSizesInKernelRows = 64;
+// ... and at most this many groups: each workgroup sums the sizes before its group.
+constexpr int64_t kSizesInKernelGroups = 1024;
 }  // namespace
 
 struct GmmPlan::State {
@@ -41,6 +47,9 @@ struct GmmRows {
   // tiles of one row and narrow columns, which the routing build's path takes too where the kernel's
   // schedule cannot read them (the same bits either way).
   bool few_slots = false;
+  // Group sizes on the device, unrouted, at most kSizesInKernelRows rows, and the options allow it: the
+  // kernel reads the sizes itself where its schedule and the CPU loop budget let it.
+  bool few_rows = false;
   int64_t G = 0, g_local = 0, group_offset = 0;
   int64_t rows = 0;   // the kernel's rows: the problem's, or routed the T * top_k slots in expert order
   int64_t out_n = 0;  // output columns (a gated activation's product has 2 * out_n)
@@ -91,6 +100,8 @@ GmmRows validate(const PlanCore& core, const GmmProblem& p) {
   const int64_t experts = p.routing.num_experts > 0 ? p.routing.num_experts : r.g_local;
   r.few_slots = core.options().route_in_kernel && r.routed && p.routing.combine && !p.epilogue.save_pre_activation &&
                 r.rows > 0 && r.out_n > 0 && r.rows <= kRouteInKernelSlots && (p.m == 1 || r.rows * 8 <= experts);
+  r.few_rows = core.options().sizes_in_kernel && !r.routed && r.on_device && r.rows > 0 && r.out_n > 0 &&
+               r.rows <= kSizesInKernelRows && r.G <= kSizesInKernelGroups;
   return r;
 }
 
@@ -212,6 +223,14 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
                          (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU || token_loops <= kCpuLoopIterations);
   const bool fused_combine =
       routed && route.combine && !in_kernel && !shape.use_shared && fused_loops <= kFusedCombineLoops;
+  // A call of few rows reads its device sizes in the kernel on the direct schedule, with one tile height
+  // (where the estimate takes several, the build divides the rows), within a CPU driver's loop budget:
+  // a group's workgroup walks its rows' tiles (a fill workgroup its stretch's), after summing the sizes
+  // before its group twice at most; workgroup (0, 0) sums them all for the status word.
+  const uint64_t row_tiles = (uint64_t(rows) + tm - 1) / tm;
+  const uint64_t sizes_loops = 3 * uint64_t(r.G) + row_tiles * (std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + 1) + 1;
+  const bool sizes_in_kernel = r.few_rows && !shape.use_shared && kernel.later_shapes.empty() &&
+                               (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU || sizes_loops <= kCpuLoopIterations);
   // An item's loops: its K steps, or a fill visit's row tiles; the fused combine's, which the same
   // invocation runs after its reduction; and the persistent loop's own iteration. The K steps counted
   // for the scalar loads a record() with views at unaligned offsets falls back to, the most: the check,
@@ -220,8 +239,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   for (const KernelShape& later : kernel.later_shapes)
     reduction_loops = std::max(reduction_loops, reduction_loop_iterations(later, p.k, r.gate_up ? 2 : 1, false));
   const uint64_t item_loops =
-      in_kernel ? token_loops
-                : std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + (fused_combine ? fused_loops : 0) + 1;
+      in_kernel          ? token_loops
+      : sizes_in_kernel ? sizes_loops
+                        : std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + (fused_combine ? fused_loops : 0) + 1;
   check_cpu_loop_budget(info, op, item_loops, "k = " + std::to_string(p.k));
   // The routing's slots, window and output, which both routed paths take.
   PlanCore::Routing routing_facts;
@@ -244,6 +264,13 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     push.window_offset = uint32_t(p.group_offset);
     push.route_experts = uint32_t(r.g_local);
     push.num_experts = uint32_t(route.num_experts);
+  } else if (sizes_in_kernel) {
+    // No metadata: the grid is (n tiles) x (the local groups and two fill stretches), on the per-item grid
+    // whatever the options ask.
+    launch.kernel_sizes = uint32_t(r.G);
+    st->num_tiles = -1;  // the visits follow the sizes, read on the device
+    push.route_experts = uint32_t(r.g_local);
+    push.num_groups = uint32_t(r.G);
   } else if (r.on_device) {
     // The list is built by record(), padded to a bound: each active group has at most ceil(rows / tm)
     // tiles, its rows adding up to at most m, and the rest of the rows at most 2 + rows / fill_rows
@@ -334,9 +361,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   }
   if (rows > 0) {
     launch.set_push(push);
-    // Grid: (n tiles) x (visits, or routed in the kernel tokens), spread over y and z beyond y's limit (or
-    // the persistent grid).
-    const uint64_t items = in_kernel ? uint64_t(p.m) : push.num_visits;
+    // Grid: (n tiles) x (visits; routed in the kernel, tokens; sized in the kernel, the local groups and two
+    // fill stretches), spread over y and z beyond y's limit (or the persistent grid).
+    const uint64_t items = in_kernel ? uint64_t(p.m) : sizes_in_kernel ? uint64_t(r.g_local) + 2 : push.num_visits;
     const uint64_t y = std::min<uint64_t>(items, info.max_workgroup_count[1]);
     launch.grid[0] = tiles_n;
     launch.grid[1] = y;
@@ -350,6 +377,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
         {VKGMM_ID_GMM_ACTIVATION, static_cast<uint32_t>(p.epilogue.activation)},
         {VKGMM_ID_GMM_FUSED_COMBINE, fused_combine},
         {VKGMM_ID_GMM_ROUTE_IN_KERNEL, in_kernel},
+        {VKGMM_ID_GMM_SIZES_IN_KERNEL, sizes_in_kernel},
         {VKGMM_ID_GMM_K_SLICES, shape.slices},
         {VKGMM_ID_GMM_STEPS_IN_FLIGHT, shape.steps_in_flight},
         {VKGMM_ID_GMM_SAVE_PRE, p.epilogue.save_pre_activation},

@@ -120,6 +120,7 @@ inline constexpr SpecConstant kGmmConstants[] = {
     {VKGMM_ID_GMM_SAVE_PRE, "SAVE_PRE"},
     {VKGMM_ID_GMM_STEPS_IN_FLIGHT, "STEPS_IN_FLIGHT"},
     {VKGMM_ID_GMM_ROUTE_IN_KERNEL, "ROUTE_IN_KERNEL"},
+    {VKGMM_ID_GMM_SIZES_IN_KERNEL, "SIZES_IN_KERNEL"},
 };
 inline constexpr SpecConstant kTgmmConstants[] = {
     {VKGMM_ID_BLOCK_ROWS, "TK"},

@@ -38,6 +38,10 @@ struct ResolvedOptions {
   // between the passes (the test suite's .sync runs), without it each pass can fill the units the one
   // before leaves idle. No GPU has timed the two yet.
   bool pass_barrier = false;
+  // A gmm of few rows with its group sizes on the device reads them in the kernel (one dispatch,
+  // gmm_plan.cpp) instead of taking the metadata build, the same bits with the same tiles.
+  // $VKGMM_SIZES_IN_KERNEL=0 keeps the build, for timing the two.
+  bool sizes_in_kernel = true;
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
   bool compile_only = false;
@@ -59,9 +63,9 @@ E checked_choice(const NamedChoice<E> (&rows)[N], E value, const std::string& wh
 // $VKGMM_SCHEDULE, $VKGMM_DISABLE_16BIT_STORAGE, $VKGMM_DISABLE_VEC4, $VKGMM_DISABLE_TEXEL,
 // $VKGMM_DEVICE_GRID, $VKGMM_GRID, $VKGMM_PERSISTENT_WORKGROUPS, $VKGMM_TIMEOUT_S,
 // $VKGMM_EAGER_PIPELINES, $VKGMM_MATRIX_EXTENSION; and $VKGMM_INJECT_FAULT, $VKGMM_STAGE_BUFFERS,
-// $VKGMM_ROUTE_IN_KERNEL, $VKGMM_PASS_BARRIER, which no option sets. `getenv` is the lookup (tests pass
-// their own). Throws Error(invalid_argument) on an option out of range (a schedule that is no Schedule,
-// a timeout that is not positive).
+// $VKGMM_ROUTE_IN_KERNEL, $VKGMM_PASS_BARRIER, $VKGMM_SIZES_IN_KERNEL, which no option sets. `getenv` is
+// the lookup (tests pass their own). Throws Error(invalid_argument) on an option out of range (a schedule
+// that is no Schedule, a timeout that is not positive).
 using EnvLookup = const char* (*)(const char*);
 ResolvedOptions resolve_options(const ContextOptions& options, EnvLookup getenv);
 

@@ -178,6 +178,9 @@ void PlanCore::build(const Launch& l) {
         throw Error(Status::internal, std::string(name()) + ": the split reduction's workspace exceeds maxStorageBufferRange");
     }
   }
+  if (l.kernel_sizes && (l.device_metadata || l.routing || l.split_reduction))
+    throw Error(Status::internal, std::string(name()) + ": sizes read in the kernel with metadata, routing or a split");
+  kernel_sizes_ = l.kernel_sizes;
   if (!l.later_passes.empty() && l.split_reduction)
     throw Error(Status::internal, std::string(name()) + ": later passes of the kernel with a split reduction");
   if (l.device_metadata && l.later_passes.size() != size_t(std::popcount(l.device_metadata->heights)))

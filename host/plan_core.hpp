@@ -185,6 +185,9 @@ class PlanCore {
       PushBlock push;
     };
     std::vector<Pass> later_passes;  // with device metadata, one per bit of its heights, in order
+    // Group sizes on the device that the kernel reads itself (gmm's SIZES_IN_KERNEL, interface.h), this
+    // many of them (0: none), without device metadata: no build, no workspace.
+    uint32_t kernel_sizes = 0;
     Workspace workspace;  // with device_metadata: its layout, whose offsets the op pushes (use_device_metadata)
     template <class Push>
     void set_push(const Push& p) {
@@ -235,10 +238,12 @@ class PlanCore {
   // The routing prologue's ids and weights and its push constants, into the metadata build (with `given`,
   // the build that copies that routing).
   void bind_routing(const OperandViews& ops, Dispatch& build, const RoutingSource* given) const;
-  // A routing in the kernel: the ids (the kernel's META binding, returned), weights and status word
-  // bound into the op's dispatch, their offsets into its push constants (set after them).
-  VkDescriptorBufferInfo bind_routing_in_kernel(const OperandViews& ops, Dispatch& op) const;
+  // A kernel that reads its routing's ids or its group sizes itself: those (the kernel's META binding,
+  // returned), a routing's weights and the status word bound into the op's dispatch, their offsets into
+  // its push constants (set after them).
+  VkDescriptorBufferInfo bind_kernel_reads(const OperandViews& ops, Dispatch& op) const;
   bool routes_in_kernel() const { return routing_ && routing_->in_kernel; }
+  bool reads_in_kernel() const { return routes_in_kernel() || kernel_sizes_ > 0; }
   // The routing's words, laid out in the workspace from `words` on (layout_workspace); the next free word.
   static uint64_t layout_routing(const Routing& r, uint64_t words, Workspace& w);
   // A combine dispatch over out and existing_out from output row first_row on (rows of out_n elements),
@@ -293,6 +298,7 @@ class PlanCore {
     PushBlock push;
     uint64_t command = 0;  // with device metadata: its indirect command's word (later_command_word)
   };
+  uint32_t kernel_sizes_ = 0;  // Launch::kernel_sizes
   std::vector<LaterPass> later_;
   bool has_bias_ = false;
   uint64_t bias_count_ = 0;  // 0 with a bias: one of no elements, never read

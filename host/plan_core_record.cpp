@@ -37,7 +37,7 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   // (binding checks each again).
   PlanFacts facts;
   // A routing in the kernel takes a status word as the device metadata's build does.
-  facts.existing = has_existing_, facts.device_metadata = device_meta_.has_value() || routes_in_kernel();
+  facts.existing = has_existing_, facts.device_metadata = device_meta_.has_value() || reads_in_kernel();
   facts.routed = routing_.has_value();
   facts.combine = routing_ && routing_->combine, facts.bias = has_bias_;
   facts.bias_read = bias_count_ > 0 && dispatches();  // nothing to dispatch (m = 0): nothing reads it
@@ -51,8 +51,9 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   b.op.push = push_;  // the operands' offsets filled in below
   VkDescriptorBufferInfo meta{host_metadata_.handle(), 0, host_metadata_.size()};
   if (device_meta_) meta = bind_device_metadata(ops, b, given);
-  // Routed in the kernel: its META binding holds the ids (and a given routing is not read: there is no build).
-  if (routes_in_kernel() && dispatches()) meta = bind_routing_in_kernel(ops, b.op);
+  // Routed or sized in the kernel: its META binding holds the ids or the sizes (and a given routing is not
+  // read: there is no build).
+  if (reads_in_kernel() && dispatches()) meta = bind_kernel_reads(ops, b.op);
   // The workspace: the metadata's buffer with device metadata; a split reduction's, the app's or the plan's own.
   VkDescriptorBufferInfo work = meta;
   if (split_) {
@@ -132,7 +133,7 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   if (op_ == Op::gmm) {
     // gmm's module declares the route bindings: any valid descriptor where the kernel reads neither.
     b.op.routes = true;
-    if (!routes_in_kernel()) std::fill(std::begin(b.op.route), std::end(b.op.route), meta);
+    if (!reads_in_kernel()) std::fill(std::begin(b.op.route), std::end(b.op.route), meta);
   }
   abi::OperandOffsets& off = b.op.push.as<abi::OperandOffsets>();
   off.lhs_off = bound[0].element_offset;

@@ -117,19 +117,23 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
   m.tile_counts = r.fused_tiles;
 }
 
-VkDescriptorBufferInfo PlanCore::bind_routing_in_kernel(const OperandViews& ops, Dispatch& op) const {
+VkDescriptorBufferInfo PlanCore::bind_kernel_reads(const OperandViews& ops, Dispatch& op) const {
   const char* op_name = name();
-  const Routing& r = *routing_;
-  const uint32_t slots = static_cast<uint32_t>(r.slots());
-  // ids (int32) and weights (f32) at any 4-byte offset; the status word where the app gives one.
-  const BoundOperand ids = bind_operand(*ctx_, op_name, "ids", ops.ids, DType::f32, slots, 0, false);
-  const BoundOperand w = bind_operand(*ctx_, op_name, "weights", ops.weights, DType::f32, slots, 0, false);
-  // The route bindings in order: the weights, the status word (none: any valid descriptor, never written).
-  op.route[0] = w.info;
+  // ids or group sizes (int32) and weights (f32) at any 4-byte offset; the status word where the app gives one.
+  const BoundOperand ids = routes_in_kernel()
+                               ? bind_operand(*ctx_, op_name, "ids", ops.ids, DType::f32, routing_->slots(), 0, false)
+                               : bind_operand(*ctx_, op_name, "group_sizes", ops.group_sizes, DType::f32, kernel_sizes_, 0, false);
+  // The route bindings in order: the weights (group sizes: none), the status word (none: any valid
+  // descriptor, never written or read).
+  op.route[0] = ids.info;
   op.route[1] = ids.info;
   abi::GmmPush& p = op.push.as<abi::GmmPush>();
   p.ids_off = ids.element_offset;
-  p.route_weights_off = w.element_offset;
+  if (routes_in_kernel()) {
+    const BoundOperand w = bind_operand(*ctx_, op_name, "weights", ops.weights, DType::f32, routing_->slots(), 0, false);
+    op.route[0] = w.info;
+    p.route_weights_off = w.element_offset;
+  }
   p.status_off = VKGMM_NO_STATUS;
   if (ops.status.buffer) {
     const BoundOperand s = bind_operand(*ctx_, op_name, "status", ops.status, DType::f32, 1, 0, false);

@@ -176,8 +176,9 @@ Rule presence_rule(OperandWhen when, const PlanFacts& p) {
     case OperandWhen::workspace:
       if (p.workspace && p.app_workspace) return {Presence::required, kNoOwnWorkspace};
       // A routed plan that reads its ids in the kernel (a combined call of few slots) has none, and leaves
-      // one given unused: an app routes every call with one, whatever its size.
-      if (p.workspace || p.routed) return {Presence::optional};
+      // one given unused: an app routes every call with one, whatever its size; likewise a plan that reads
+      // its group sizes on the device in the kernel (a call of few rows).
+      if (p.workspace || p.routed || p.device_metadata) return {Presence::optional};
       return {Presence::refused, "the plan needs none (workspace_bytes() is 0: the group sizes are on the host "
                                  "and no group's reduction is split)"};
     case OperandWhen::routed:

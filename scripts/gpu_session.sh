@@ -140,9 +140,12 @@ bench_args() {  # the vkgmm bench arguments of step $1
     0:bench_ids_in_kernel) echo "--preset qwen3-ids-t1 --preset qwen3-ids-t8 --reps 30" ;;
     1:bench_ids_in_kernel) echo "--preset qwen3-ids-t1 --reps 2" ;;
     1:bench_stages2) echo "--preset moe-fine --reps 2 --metadata host" ;;
-    # decode with group sizes on the device, on both of its grids, beside the host path (dev/host): where
-    # the device path's cost shows most
+    # decode with group sizes on the device, beside the host path (dev/host): where the device path's cost
+    # shows most. Its kernel reads the sizes itself; bench_device_build times the metadata build instead
+    # (VKGMM_SIZES_IN_KERNEL=0), on both of its grids.
     0:bench_device) echo "--preset decode --metadata both --device-grid both --reps 30" ;;
+    0:bench_device_build) bench_args bench_device ;;
+    1:bench_device_build) bench_args bench_device ;;
     # tgmm alone at moe-fine's shape and zipf groups (its longest groups' reductions split over
     # workgroups), the sizes on the host and, timed alternately, on the device (the split decided by the
     # metadata build: dev/host); a preset always runs its own op, so the shape is given.
@@ -175,7 +178,7 @@ peer_quick=()
 
 steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids \
   bench_ids_in_kernel bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 \
-  bench_matrix2 bench_ids_one_height bench_heights_barrier bench_ids_barrier}
+  bench_matrix2 bench_ids_one_height bench_heights_barrier bench_ids_barrier bench_device_build}
 for s in $steps; do
   case $s in
     info)
@@ -215,6 +218,10 @@ for s in $steps; do
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046
       step "$s" env VKGMM_PASS_BARRIER=1 "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    bench_device_build)
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      # shellcheck disable=SC2046
+      step "$s" env VKGMM_SIZES_IN_KERNEL=0 "$bundle/run.sh" bench --json $(bench_args "$s") ;;
     gpu_report)
       # What the driver's compiler made of every pipeline (registers, spills, shared memory; the
       # disassembly where it gives one): compile-only, the first device; the f16 cases in a quick run.
@@ -289,7 +296,7 @@ def lines(name):
 for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_heights.out",
           "bench_one_height.out", "bench_ids.out", "bench_quant.out", "bench_models.out", "bench_stages2.out",
           "bench_matrix2.out", "bench_ids_in_kernel.out", "bench_ids_one_height.out", "bench_heights_barrier.out",
-          "bench_ids_barrier.out"):
+          "bench_ids_barrier.out", "bench_device_build.out"):
     for o in lines(f):
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"
@@ -305,6 +312,8 @@ for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out"
                 name += " (one height)"
             if f in ("bench_heights_barrier.out", "bench_ids_barrier.out"):
                 name += " (a barrier between passes)"
+            if f == "bench_device_build.out":
+                name += " (device sizes: the metadata build)"
             rows.append(("vkgmm", name, w.get("dtype", ""), "gpu", w.get("gpu_ms_median"), w.get("gflops"), w.get("gbps")))
             if w.get("device_gpu_ms_median") is not None:  # --metadata both: the sizes on the device, alternated
                 rows.append(("vkgmm", name, w.get("dtype", ""), f"device sizes {w.get('device_ratio') or 0:.2f}x",

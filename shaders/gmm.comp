@@ -78,6 +78,8 @@ layout(constant_id = VKGMM_ID_GMM_SAVE_PRE) const bool SAVE_PRE = false;
 layout(constant_id = VKGMM_ID_GMM_STEPS_IN_FLIGHT) const uint STEPS_IN_FLIGHT = 1;
 // A combined call of few slots routed in the kernel (interface.h): the ids at the META binding, no row map.
 layout(constant_id = VKGMM_ID_GMM_ROUTE_IN_KERNEL) const bool ROUTE_IN_KERNEL = false;
+// Group sizes on the device read in the kernel (interface.h): the sizes at the META binding, no visit list.
+layout(constant_id = VKGMM_ID_GMM_SIZES_IN_KERNEL) const bool SIZES_IN_KERNEL = false;
 const uint HALVES = GATED ? 2u : 1u;
 const uint ACC_COLS = RN * HALVES;  // accumulator columns per row: half h, column j at h * RN + j
 
@@ -223,8 +225,7 @@ void store_chunk(uint orow, uint col, float weight, vec4 v, vec4 u, uint g_local
 // packed 16-bit path a second read-modify-write of a half-word could race with the first). Returns how
 // many rows it wrote. With FUSED_COMBINE the rows are slots of no local expert: 0 (the combine adds
 // existing_out once per token).
-uint fill_rows(uint m0, uint n0, uint tx, uint ty, uint slice) {
-  uint active_begin = uint(meta[pc.group_offset]);
+uint fill_rows(uint m0, uint active_begin, uint n0, uint tx, uint ty, uint slice) {
   uint end = m0 < active_begin ? active_begin : pc.m;
   for (uint s = slice * TM; s < pc.fill_rows; s += K_SLICES * TM) {
     [[unroll]] for (uint i = 0; i < RM; ++i) {
@@ -300,6 +301,31 @@ void write_route_status() {
   if (gl_LocalInvocationIndex == 0u) route_status[pc.status_off] = route_flags.x;
 }
 
+#include "group_sizes.glsl"
+
+// SIZES_IN_KERNEL: the work item's group (VKGMM_FILL_VISIT for the fill items) and rows, and the active
+// groups' first row, which run_visit takes instead of the visit list's.
+int item_group;
+uint item_gstart, item_gend, item_active_begin;
+
+// SIZES_IN_KERNEL: the first row of global group g, the taken sizes of the groups before it summed (the
+// build's offsets: group_sizes.glsl).
+uint group_first_row(uint g) {
+  uint bad = 0u, run = 0u;
+  for (uint j = 0u; j < g; ++j) run = group_sizes_add(run, group_size_taken(meta[pc.ids_off + j], pc.m, bad), pc.m, bad);
+  return run;
+}
+
+// SIZES_IN_KERNEL: the status word from every size, by one workgroup (its invocation 0 sums them in order).
+void write_sizes_status() {
+  if (gl_LocalInvocationIndex == 0u) {
+    uint bad = 0u, run = 0u;
+    for (uint g = 0u; g < pc.num_groups; ++g)
+      run = group_sizes_add(run, group_size_taken(meta[pc.ids_off + g], pc.m, bad), pc.m, bad);
+    route_status[pc.status_off] = bad;
+  }
+}
+
 // ROUTE_IN_KERNEL: the sums of a token's weighted slot results at the invocation's columns (a visit's
 // store adds its slot's to them; VEC4_OUT is off), which the invocations holding the tile's row 0 (the
 // slot's own: the tile's other rows read clamped rows and are never stored) store as the combine stores
@@ -307,26 +333,28 @@ void write_route_status() {
 float route_sums[RN];
 
 // One work item: n tile n_tile of visit `visit` (the workgroup's whole job on the per-visit grid), or with
-// ROUTE_IN_KERNEL of slot `visit`, a visit of one row: the slot, of its expert. Its barriers stay in
-// uniform control flow: both arguments (and so a slot's id) are the same for the whole workgroup.
+// ROUTE_IN_KERNEL of slot `visit`, a visit of one row: the slot, of its expert, or with SIZES_IN_KERNEL
+// the visit from row `visit` of the work item's group (item_group). Its barriers stay in uniform control
+// flow: both arguments (and so a slot's id) are the same for the whole workgroup.
 void run_visit(uint visit, uint n_tile) {
-  if (!ROUTE_IN_KERNEL && visit >= pc.num_visits) return;
-  int group = ROUTE_IN_KERNEL ? route_group(visit) : meta[pc.visits_off + visit];
+  const bool listed = !ROUTE_IN_KERNEL && !SIZES_IN_KERNEL;
+  if (listed && visit >= pc.num_visits) return;
+  int group = ROUTE_IN_KERNEL ? route_group(visit) : SIZES_IN_KERNEL ? item_group : meta[pc.visits_off + visit];
   // Visit lists built on the device are padded to the plan's bound with VKGMM_NO_VISIT entries.
   if (group < VKGMM_FILL_VISIT) return;
-  uint m0 = ROUTE_IN_KERNEL ? visit : uint(meta[pc.visits_off + pc.num_visits + visit]);
+  uint m0 = listed ? uint(meta[pc.visits_off + pc.num_visits + visit]) : visit;
   uint n0 = n_tile * TN;  // the tile's first output column
   uint lid = gl_LocalInvocationIndex;
   uint w = lane_in_slice(lid), slice = slice_of_lane(lid);
   uint tx = w % TX, ty = w / TX;
 
   if (group == VKGMM_FILL_VISIT) {
-    uint rows = fill_rows(m0, n0, tx, ty, slice);
+    uint rows = fill_rows(m0, SIZES_IN_KERNEL ? item_active_begin : uint(meta[pc.group_offset]), n0, tx, ty, slice);
     if (FUSED_COMBINE) finish_tile(n_tile, rows);
     return;
   }
-  uint gstart = ROUTE_IN_KERNEL ? visit : uint(meta[group]);
-  uint gend = ROUTE_IN_KERNEL ? visit + 1u : uint(meta[group + 1]);
+  uint gstart = ROUTE_IN_KERNEL ? visit : SIZES_IN_KERNEL ? item_gstart : uint(meta[group]);
+  uint gend = ROUTE_IN_KERNEL ? visit + 1u : SIZES_IN_KERNEL ? item_gend : uint(meta[group + 1]);
   uint g_local = uint(group) - pc.group_offset;
 #ifdef VKGMM_MATRIX
   matrix_zero();
@@ -388,13 +416,13 @@ void run_visit(uint visit, uint n_tile) {
 void main() {
   // Visits (ROUTE_IN_KERNEL: tokens) past 65535 are folded into the z dimension of the grid.
   const uint item = gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y;
-  if (!PERSISTENT && !ROUTE_IN_KERNEL) {
+  if (!PERSISTENT && !ROUTE_IN_KERNEL && !SIZES_IN_KERNEL) {
     run_visit(item, gl_WorkGroupID.x);
     return;
   }
-  // The persistent grid's loop, or with ROUTE_IN_KERNEL token `item`'s slots in slot order at n tile x
-  // (the loop holds the reduction's second call: drivers inline every call, so a third would compile the
-  // whole reduction again).
+  // The persistent grid's loop, or with ROUTE_IN_KERNEL token `item`'s slots in slot order at n tile x,
+  // or with SIZES_IN_KERNEL work item `item`'s rows (the loop holds the reduction's second call: drivers
+  // inline every call, so a third would compile the whole reduction again).
   // Persistent, work item w is n tile w % tiles_n of visit w / tiles_n (the host keeps visits * tiles_n <
   // 2^32). A list built on the device holds its real visits first and their count: never more than its
   // slots are read.
@@ -402,7 +430,28 @@ void main() {
   uint first = gl_WorkGroupID.x, end = 0u, step = gl_NumWorkGroups.x;
   // With ROUTE_IN_KERNEL: whether `item` is a token (the grid's z folding may give one past the last).
   const bool token = ROUTE_IN_KERNEL && item < pc.m / pc.top_k;
-  if (ROUTE_IN_KERNEL) {
+  if (SIZES_IN_KERNEL) {
+    // Local group `item`'s rows, TM at a time, or a stretch of rows outside the active groups' (item
+    // num_local: below them, num_local + 1: above them), fill_rows at a time; items past those (z's
+    // folding) have none.
+    if (pc.status_off != VKGMM_NO_STATUS && gl_WorkGroupID.x == 0u && item == 0u) write_sizes_status();
+    const uint GL = pc.route_experts, go = pc.group_offset;
+    uint bad = 0u;
+    item_active_begin = group_first_row(go);
+    if (item < GL) {
+      item_group = int(go + item);
+      item_gstart = item == 0u ? item_active_begin : group_first_row(go + item);
+      item_gend = group_sizes_add(item_gstart, group_size_taken(meta[pc.ids_off + go + item], pc.m, bad), pc.m, bad);
+      first = item_gstart;
+      end = item_gend;
+      step = TM;
+    } else {
+      item_group = VKGMM_FILL_VISIT;
+      first = item == GL ? 0u : item == GL + 1u ? group_first_row(go + GL) : pc.m;
+      end = item == GL ? item_active_begin : pc.m;
+      step = pc.fill_rows;
+    }
+  } else if (ROUTE_IN_KERNEL) {
     if (pc.status_off != VKGMM_NO_STATUS && gl_WorkGroupID.x == 0u && item == 0u) write_route_status();
     [[unroll]] for (uint c = 0; c < RN; ++c) route_sums[c] = 0.0;
     first = token ? item * pc.top_k : 0u;
@@ -412,8 +461,8 @@ void main() {
     const uint visits = pc.visit_count_off == 0u ? pc.num_visits : min(uint(meta[pc.visit_count_off]), pc.num_visits);
     end = visits * tiles_n;
   }
-  for (uint w = first; w < end; w += step)
-    run_visit(ROUTE_IN_KERNEL ? w : w / tiles_n, ROUTE_IN_KERNEL ? gl_WorkGroupID.x : w % tiles_n);
+  const bool walks = ROUTE_IN_KERNEL || SIZES_IN_KERNEL;
+  for (uint w = first; w < end; w += step) run_visit(walks ? w : w / tiles_n, walks ? gl_WorkGroupID.x : w % tiles_n);
   if (!token) return;
   const uint lid = gl_LocalInvocationIndex, w = lane_in_slice(lid), n0 = gl_WorkGroupID.x * TN;
   if (slice_of_lane(lid) == 0u && w / TX == 0u)

@@ -158,6 +158,16 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // the routing build's path with the same tiles. Workgroup (0, 0, 0) writes the status word (status_off at
 // VKGMM_BINDING_ROUTE_STATUS; VKGMM_NO_STATUS: none): VKGMM_STATUS_BAD_ID or 0, from every slot's id.
 #define VKGMM_ID_GMM_ROUTE_IN_KERNEL 34
+// Group sizes on the device, a call of few rows reads them in the kernel (host/gmm_plan.cpp) instead of
+// the metadata build's offsets and visits: no build, no barrier, no workspace. The grid is (n tiles) x
+// (num_local + 2) (num_local in route_experts): workgroup y < num_local takes local group y's rows (global
+// group group_offset + y), TM at a time from its first; the last two fill the rows below the active
+// groups and above them (fill_rows at a time). Each takes its rows from the sizes (ids_off at the META
+// binding: int32 [num_groups], from global group 0) by the build's rule (group_sizes.glsl), so the
+// visits, and the bits, are the build's with the same tiles.
+// Workgroup (0, 0, 0) writes the status word (status_off at VKGMM_BINDING_ROUTE_STATUS; VKGMM_NO_STATUS:
+// none) from every size: VKGMM_STATUS_NEGATIVE_SIZE, VKGMM_STATUS_SUM_ABOVE_M, as the build does.
+#define VKGMM_ID_GMM_SIZES_IN_KERNEL 35
 #define VKGMM_NO_STATUS 0xFFFFFFFFu
 #define VKGMM_ID_TGMM_LHS_MK 16
 #define VKGMM_ID_TGMM_OUT_NK 17
@@ -253,8 +263,9 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
   F(uint, fill_rows) F(uint, out_n) F(uint, lhs_div) F(uint, map_off) F(uint, weight_off) \
   F(uint, visit_count_off) F(uint, top_k) F(uint, partial_off) F(uint, tile_count_off) F(uint, pre_off) \
   F(uint, ids_off) F(uint, route_weights_off) F(uint, status_off) F(uint, window_offset) F(uint, route_experts) \
-  F(uint, num_experts)
-// ids_off to num_experts: ROUTE_IN_KERNEL's (VKGMM_ID_GMM_ROUTE_IN_KERNEL), 0 otherwise.
+  F(uint, num_experts) F(uint, num_groups)
+// ids_off to num_experts: ROUTE_IN_KERNEL's (VKGMM_ID_GMM_ROUTE_IN_KERNEL), 0 otherwise; ids_off,
+// status_off, route_experts and num_groups also SIZES_IN_KERNEL's (VKGMM_ID_GMM_SIZES_IN_KERNEL).
 // visit_count_off (PERSISTENT only): 0, num_visits visits; else the count of real visits is
 // meta[visit_count_off], written by the device's metadata build and taken at most num_visits.
 // FUSED_COMBINE (small routed calls, combined): each row's weighted fp32 result goes to the workspace's

@@ -51,21 +51,16 @@ shared uint total_tiles;
 
 #include "routing.glsl"
 
-// Group g's size as taken: negative -> 0, more than m -> m (both flagged).
+#include "group_sizes.glsl"
+
+// Group g's size as taken (group_sizes.glsl).
 uint size_of(uint g, inout uint bad) {
   // Routed, the prologue's counts (in [0, slots]) in the workspace.
-  int s = ROUTE ? work[pc.sizes_off + g] : sizes[pc.sizes_off + g];
-  if (s < 0) bad |= VKGMM_STATUS_NEGATIVE_SIZE;
-  if (s > 0 && uint(s) > pc.m) bad |= VKGMM_STATUS_SUM_ABOVE_M;  // one size past m: the sum is too
-  return s < 0 ? 0u : min(uint(s), pc.m);
+  return group_size_taken(ROUTE ? work[pc.sizes_off + g] : sizes[pc.sizes_off + g], pc.m, bad);
 }
 
-// a + b clamped at m (a, b <= m < 2^31, so a + b does not wrap).
-uint add_clamped(uint a, uint b, inout uint bad) {
-  uint t = a + b;
-  if (t > pc.m) bad |= VKGMM_STATUS_SUM_ABOVE_M;
-  return min(t, pc.m);
-}
+// a + b clamped at m.
+uint add_clamped(uint a, uint b, inout uint bad) { return group_sizes_add(a, b, pc.m, bad); }
 
 // Exclusive scan of part[] (invocation 0; the others wait at the barriers around it). Returns nothing:
 // part[i] becomes the sum before chunk i, clamped at `limit` when `clamp` (offsets), else plain (tiles).

@@ -64,6 +64,8 @@ reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::
 // plan chose; each also expects the device status word to read 0 and the plans' tilings to agree. gmm and
 // the backward (whose d_lhs is a gmm) run on both grids (DeviceGrid) on ctx, its options' and the other
 // (the tests' grid hook, tiling_device.hpp), which must agree bit for bit; the result is the options' grid's.
+// gmm's metadata build runs on both grids, then where its plan takes it the sizes read in the kernel
+// (SizesInKernelHook), which must agree too.
 std::vector<float> run_gmm_device(Context& ctx, const GmmProblem& p, const std::vector<float>& lhs,
                                   const std::vector<float>& rhs, const std::vector<float>& existing_out = {},
                                   const std::vector<float>& bias = {});
@@ -155,6 +157,21 @@ class GridHook {
  private:
   Context& ctx_;
   std::optional<DeviceGrid> previous_;
+};
+
+// While it lives, the gmm plans ctx makes with device group sizes read them in the kernel where they can
+// (`on`, the default: ResolvedOptions::sizes_in_kernel) or always take the metadata build; it restores the
+// previous choice when it goes.
+class SizesInKernelHook {
+ public:
+  SizesInKernelHook(Context& ctx, bool on);
+  ~SizesInKernelHook();
+  SizesInKernelHook(const SizesInKernelHook&) = delete;
+  SizesInKernelHook& operator=(const SizesInKernelHook&) = delete;
+
+ private:
+  Context& ctx_;
+  bool previous_;
 };
 
 // Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.

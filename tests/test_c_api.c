@@ -293,7 +293,9 @@ static void test_device_sizes(vkgmm_context* ctx) {
   CHECK(vkgmm_tgmm_plan_create(ctx, &q, &tplan) == VKGMM_OK);
   if (!plan || !tplan) return;
   vkgmm_operand_sizes s = {sizeof s}, ts = {sizeof ts};
-  CHECK(vkgmm_gmm_plan_sizes(plan, &s) == VKGMM_OK && s.workspace > 0);
+  /* gmm's M rows are a decode's: it reads the sizes in the kernel, with no workspace (given one, it leaves it
+   * alone); tgmm's build needs one. */
+  CHECK(vkgmm_gmm_plan_sizes(plan, &s) == VKGMM_OK);
   CHECK(vkgmm_tgmm_plan_sizes(tplan, &ts) == VKGMM_OK && ts.workspace > 0);
 
   float d[M * N], tout[G * K * N];

@@ -59,11 +59,22 @@ TEST(CompileOnly, DeviceSizesAndRoutingListTheirBuildsAndCombine) {
   GmmProblem p = small_gmm();
   p.group_sizes.clear();
   p.device_group_sizes.count = 3;
+  // A call of few rows (a decode's: the direct schedule on any device) reads its sizes in the kernel: one
+  // pipeline.
+  p.m = 8;
+  const std::vector<PlannedPipeline> in_kernel = PlanInternals::pipelines(GmmPlan(ctx, p));
+  ASSERT_EQ(in_kernel.size(), 1u);
+  EXPECT_STREQ(in_kernel[0].role, "op");
+  EXPECT_EQ(in_kernel[0].constants[VKGMM_ID_GMM_SIZES_IN_KERNEL], 1u);
+  // The build's, where the options keep it.
+  ContextInternals::of(ctx).dev.options.sizes_in_kernel = false;
   const std::vector<PlannedPipeline> sized = PlanInternals::pipelines(GmmPlan(ctx, p));
+  ContextInternals::of(ctx).dev.options.sizes_in_kernel = true;
   ASSERT_EQ(sized.size(), 2u);
   EXPECT_STREQ(sized[0].role, "metadata");
   EXPECT_STREQ(sized[1].role, "op");
   EXPECT_EQ(sized[0].constants[VKGMM_ID_META_VISITS], 1u);
+  EXPECT_EQ(sized[1].constants[VKGMM_ID_GMM_SIZES_IN_KERNEL], 0u);
 
   GmmProblem r = small_gmm();
   r.group_sizes.clear();

@@ -20,13 +20,16 @@ const std::vector<std::vector<int32_t>> kHostile = {
     {64, 0, 0, 0},                           // exactly m in the first group
 };
 
-// On both grids (DeviceGrid): the indirect one's command is written in the workspace, inside its view.
+// On both grids (DeviceGrid): the indirect one's command is written in the workspace, inside its view;
+// and read in the kernel (a call of 64 rows on the direct schedule), with no workspace.
 TEST_F(DeviceTest, HostileGmmSizesStayInsideTheViews) {
-  for (DeviceGrid grid : {DeviceGrid::indirect, DeviceGrid::upper_bound})
+  for (int path = 0; path < 3; ++path)
   for (Schedule schedule : {Schedule::direct, Schedule::shared})
     for (const auto& sizes : kHostile) {
+      if (path == 2 && schedule == Schedule::shared) continue;  // the build's, as path 0
       Context& c = ctx();
-      const GridHook hook(c, grid);
+      const GridHook hook(c, path == 1 ? DeviceGrid::upper_bound : DeviceGrid::indirect);
+      const SizesInKernelHook in_kernel(c, path == 2);
       std::mt19937 rng(7);
       GmmProblem host;
       host.m = 64;
@@ -48,6 +51,7 @@ TEST_F(DeviceTest, HostileGmmSizesStayInsideTheViews) {
       dev.group_sizes.clear();
       dev.device_group_sizes.count = 4;
       GmmPlan plan(c, dev);
+      EXPECT_EQ(plan.workspace_bytes() == 0, path == 2);
       Guarded l = guarded_floats(c, lhs), r = guarded_floats(c, rhs), e = guarded_floats(c, ex);
       Guarded o(c, want.size() * 4), s(c, 16), status(c, 4), work(c, plan.workspace_bytes());
       s.set(sizes.data(), 16);
@@ -138,6 +142,10 @@ TEST_F(DeviceTest, DeviceSizesErrors) {
   hint.device_group_sizes.expected_rows = -1;
   expect_invalid_argument([&] { GmmPlan(ctx(), hint); }, "expected_rows = -1");
 
+  // A call this small reads its sizes in the kernel, with no workspace; the workspace's rules are the
+  // build's.
+  EXPECT_EQ(GmmPlan(ctx(), p).workspace_bytes(), 0u);
+  const SizesInKernelHook build(ctx(), false);
   GmmPlan plan(ctx(), p);
   EXPECT_GT(plan.workspace_bytes(), 0u);
   EXPECT_EQ(plan.num_tiles(), -1);

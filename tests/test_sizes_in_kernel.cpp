@@ -1,0 +1,168 @@
+// A gmm of few rows with its group sizes on the device reads them in the kernel (SIZES_IN_KERNEL,
+// interface.h): one dispatch, no metadata build and no workspace, the build's bits with the same tiles.
+// run_gmm_device runs every device-size problem of the suite on this path too where the plan takes it;
+// here: which plans take it, and the cases that exercise its walk (windows and the fill stretches on
+// both sides, a skewed group walking several tiles, the epilogues, block-format weights), on lavapipe's
+// own tiles and on a GPU's decode tiles (K slices), against the host path's bits and the reference.
+#include <cstring>
+
+#include "context_impl.hpp"
+#include "gpu_harness.hpp"
+#include "interface.h"
+#include "plan_internals.hpp"
+
+namespace vkgmm::test {
+namespace {
+
+// The plan `host` makes with its sizes on the device (count of them, none on the host).
+GmmPlan device_plan(Context& c, GmmProblem host) {
+  host.device_group_sizes.count = int64_t(host.group_sizes.size());
+  host.group_sizes.clear();
+  return GmmPlan(c, host);
+}
+
+bool reads_sizes_in_kernel(const GmmPlan& plan) {
+  const std::vector<PlannedPipeline> pipes = PlanInternals::pipelines(plan);
+  return pipes.size() == 1 && pipes[0].constants[VKGMM_ID_GMM_SIZES_IN_KERNEL] == 1u && plan.workspace_bytes() == 0;
+}
+
+struct Case {
+  const char* name;
+  GmmProblem p;
+};
+
+// At most 8 rows per group on average: a decode, which a GPU's plan runs on the direct schedule too.
+std::vector<Case> cases() {
+  std::vector<Case> list;
+  auto add = [&](const char* name, int64_t m, int64_t k, int64_t n, std::vector<int32_t> sizes) -> GmmProblem& {
+    GmmProblem p;
+    p.m = m, p.k = k, p.n = n;
+    p.group_sizes = std::move(sizes);
+    return list.push_back({name, p}), list.back().p;
+  };
+  add("decode", 16, 64, 40, {2, 2, 0, 3, 2, 1, 4, 2});
+  {
+    // Rows below the window's groups, in it (an empty one too) and above it: both fill stretches.
+    GmmProblem& p = add("window", 40, 48, 36, {5, 0, 7, 3, 9, 4});
+    p.group_offset = 2, p.num_rhs_groups = 3;
+    p.existing_out = true;
+  }
+  {
+    GmmProblem& p = add("window_no_existing", 40, 48, 36, {5, 0, 7, 3, 9, 4});
+    p.group_offset = 1, p.num_rhs_groups = 4;
+  }
+  add("rows_past_the_groups", 30, 32, 24, {4, 6, 3, 0, 2});
+  // One group holds every row: its workgroup walks its tiles in turn.
+  add("skewed", 64, 40, 28, {0, 64, 0, 0, 0, 0, 0, 0});
+  {
+    GmmProblem& p = add("swiglu_bias_bf16", 24, 64, 32, {6, 10, 0, 8});
+    p.epilogue.activation = Activation::swiglu;
+    p.epilogue.bias = true;
+    p.out_type = DType::bf16;
+    p.existing_out = true;
+  }
+  {
+    GmmProblem& p = add("q8_0_nk", 12, 64, 48, {3, 5, 4});
+    p.rhs_type = DType::q8_0;
+    p.transpose_rhs = true;
+  }
+  add("one_row", 1, 16, 8, {0, 1});
+  return list;
+}
+
+void expect_the_builds_bits(Context& c, const Case& t) {
+  SCOPED_TRACE(t.name);
+  const GmmProblem& p = t.p;
+  ASSERT_TRUE(reads_sizes_in_kernel(device_plan(c, p)));
+  std::mt19937 rng(11);
+  const size_t g_local = size_t(p.num_rhs_groups >= 0 ? p.num_rhs_groups : int64_t(p.group_sizes.size()) - p.group_offset);
+  const int64_t out_n = reference::out_columns(p);
+  const auto lhs = random_values(size_t(p.m) * p.k, p.lhs_type, rng);
+  const auto rhs = random_values(g_local * p.k * p.n, p.rhs_type, rng);
+  const auto ex = p.existing_out ? random_values(size_t(p.m) * out_n, p.out_type, rng) : std::vector<float>{};
+  const auto bias = p.epilogue.bias ? random_values(g_local * p.n, DType::f32, rng) : std::vector<float>{};
+  // The build on both grids and the sizes in the kernel, the same bits (run_gmm_device), and the host
+  // path's.
+  const std::vector<float> got = run_gmm_device(c, p, lhs, rhs, ex, bias);
+  EXPECT_TRUE(same_bits(got, run_gmm(c, p, lhs, rhs, ex, bias)));
+  const Tolerance tol = tolerance_for(p.lhs_type, p.rhs_type, p.out_type);
+  EXPECT_TRUE(all_close(got, reference::gmm(p, lhs, rhs, ex, bias), tol.atol, tol.rtol));
+}
+
+TEST_F(DeviceTest, SizesInKernelTheBuildsBits) {
+  for (const Case& t : cases()) expect_the_builds_bits(ctx(), t);
+}
+
+// A GPU's decode tiles: the reduction over K split across the workgroup.
+TEST(SizesInKernel, TheBuildsBitsOnAGpusDecodeTiles) {
+  Context c = gpu_planned_context();
+  for (const Case& t : cases()) expect_the_builds_bits(c, t);
+  for (auto& m : c.take_validation_messages()) ADD_FAILURE() << "validation message: " << m;
+}
+
+// Which plans take it: few rows, unrouted, one tile height, the direct schedule, within the CPU loop
+// budget, and the options; every other keeps the build.
+TEST_F(DeviceTest, SizesInKernelOnlyWhereThePlanCan) {
+  Context& c = ctx();
+  GmmProblem p;
+  p.m = 64, p.k = 32, p.n = 16;
+  p.group_sizes = {30, 34};
+  EXPECT_TRUE(reads_sizes_in_kernel(device_plan(c, p)));
+  GmmProblem more = p;
+  more.m = 65;
+  more.group_sizes = {30, 35};
+  EXPECT_FALSE(reads_sizes_in_kernel(device_plan(c, more)));
+  EXPECT_GT(device_plan(c, more).workspace_bytes(), 0u);
+  GmmProblem shared = p;
+  shared.schedule = Schedule::shared;
+  EXPECT_FALSE(reads_sizes_in_kernel(device_plan(c, shared)));
+  GmmProblem groups = p;
+  groups.group_sizes.assign(1025, 0);
+  groups.group_sizes[0] = 64;
+  EXPECT_FALSE(reads_sizes_in_kernel(device_plan(c, groups)));
+  groups.group_sizes.resize(1024);
+  EXPECT_TRUE(reads_sizes_in_kernel(device_plan(c, groups)));
+  {
+    const SizesInKernelHook off(c, false);
+    EXPECT_FALSE(reads_sizes_in_kernel(device_plan(c, p)));
+  }
+  // Nothing to dispatch: the build still writes the status word.
+  GmmProblem none = p;
+  none.m = 0;
+  none.group_sizes = {0, 0};
+  EXPECT_GT(device_plan(c, none).workspace_bytes(), 0u);
+}
+
+// No status view: nothing is written for it; a workspace view given anyway is accepted and left alone.
+TEST_F(DeviceTest, SizesInKernelWithoutAStatusViewOrWithAWorkspace) {
+  Context& c = ctx();
+  GmmProblem p;
+  p.m = 10, p.k = 8, p.n = 8;
+  p.group_sizes = {4, -2, 6};  // a negative size: flagged where a status view is given
+  std::mt19937 rng(5);
+  const auto lhs = random_values(size_t(p.m) * p.k, DType::f32, rng);
+  const auto rhs = random_values(3 * size_t(p.k) * p.n, DType::f32, rng);
+  uint32_t want_status = 0;
+  GmmProblem host = p;
+  host.group_sizes = sizes_taken(p.group_sizes, p.m, want_status);
+  const std::vector<float> want = run_gmm(c, host, lhs, rhs);
+  const GmmPlan plan = device_plan(c, p);
+  ASSERT_TRUE(reads_sizes_in_kernel(plan));
+  Guarded l = guarded_floats(c, lhs), r = guarded_floats(c, rhs), o(c, want.size() * 4), s(c, 12), work(c, 64);
+  s.set(p.group_sizes.data(), 12);
+  const std::vector<uint8_t> untouched = work.get();
+  c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), r.view(), o.view(), {}, s.view()}); });
+  EXPECT_TRUE(same_bits(floats(o), want));
+  c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), r.view(), o.view(), {}, s.view(), work.view()}); });
+  EXPECT_TRUE(same_bits(floats(o), want));
+  EXPECT_EQ(work.get(), untouched);
+  Buffer status = status_word(c);
+  c.submit_and_wait([&](VkCommandBuffer cb) {
+    plan.record(cb, {l.view(), r.view(), o.view(), {}, s.view(), {}, status.view()});
+  });
+  expect_status(status, want_status);
+  for (const Guarded* g : {&l, &r, &o, &s, &work}) EXPECT_TRUE(g->guards_intact());
+}
+
+}  // namespace
+}  // namespace vkgmm::test
