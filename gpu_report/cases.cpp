@@ -128,6 +128,22 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
       add_pipelines(c, "tgmm", plan);
     });
   }
+  // decode with its group sizes on the device: the kernel reads them itself (SIZES_IN_KERNEL), no build.
+  for (DType t : kTypes) {
+    bench::Workload w;
+    bench::make_preset("decode", w);
+    w.dtype = t;
+    Case c;
+    c.name = std::string("decode ") + vkgmm::dtype_name(t) + " device sizes";
+    c.shape = dims({w.m, w.k, w.n, w.groups});
+    c.decode = true;
+    plan_into(out, c, only, [&](Case& c) {
+      vkgmm::GmmProblem p = bench::gmm_problem(w);
+      p.device_group_sizes.count = int64_t(p.group_sizes.size());
+      p.group_sizes.clear();
+      plan_gmm(ctx, c, p);
+    });
+  }
   // Routed by expert ids, combined in token order (the bench's main times), in the experts' first window
   // of one binding (the bench's windows; every later window differs only in adding existing_out); of the
   // routed backward (moe-grad-ids) its forward alone: a routed GmmBackwardPlan makes its own workspace,
