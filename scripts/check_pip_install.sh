@@ -9,6 +9,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/vkgmm-pip.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# A user's build: none of the flags a sanitizer run (scripts/test.sh --sanitize) exports for the programs
+# its tests build against that build, which would instrument the extension for an interpreter that is not.
+unset CFLAGS CXXFLAGS LDFLAGS
 /usr/bin/python3 -m venv --system-site-packages "$work/venv"
 "$work/venv/bin/pip" install --no-build-isolation --no-index "$root" >"$work/pip.log" 2>&1 ||
   { tail -40 "$work/pip.log"; exit 1; }
