@@ -123,10 +123,12 @@ VkDescriptorBufferInfo PlanCore::bind_kernel_reads(const OperandViews& ops, Disp
   const BoundOperand ids = routes_in_kernel()
                                ? bind_operand(*ctx_, op_name, "ids", ops.ids, DType::f32, routing_->slots(), 0, false)
                                : bind_operand(*ctx_, op_name, "group_sizes", ops.group_sizes, DType::f32, kernel_sizes_, 0, false);
-  // The route bindings in order: the weights (group sizes: none), the status word (none: any valid
-  // descriptor, never written or read).
+  // The route bindings in order: the weights (or the group sizes: its binding is read-only, as META's is
+  // not), the status word (none: the plan's own buffer, never written, for a binding declared writable).
+  // The group sizes' META binding is the plan's own buffer too.
+  const VkDescriptorBufferInfo own{host_metadata_.handle(), 0, host_metadata_.size()};
   op.route[0] = ids.info;
-  op.route[1] = ids.info;
+  op.route[1] = routes_in_kernel() ? ids.info : own;
   abi::GmmPush& p = op.push.as<abi::GmmPush>();
   p.ids_off = ids.element_offset;
   if (routes_in_kernel()) {
@@ -140,7 +142,7 @@ VkDescriptorBufferInfo PlanCore::bind_kernel_reads(const OperandViews& ops, Disp
     op.route[1] = s.info;
     p.status_off = s.element_offset;
   }
-  return ids.info;
+  return routes_in_kernel() ? ids.info : own;
 }
 
 std::vector<PlanCore::CombineRows> PlanCore::combine_rows() const {

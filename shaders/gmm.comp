@@ -134,7 +134,8 @@ void store_row_values4(uint orow, uint col, vec4 v) {
   else store4_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
 }
 
-// ROUTE_IN_KERNEL: the router weights and the status word (interface.h's route bindings).
+// ROUTE_IN_KERNEL: the router weights (SIZES_IN_KERNEL: the group sizes) and the status word (interface.h's
+// route bindings).
 layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WEIGHTS) readonly buffer RouteWeightsBuf { float route_weights[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_STATUS) writeonly buffer RouteStatusBuf { uint route_status[]; };
 
@@ -308,11 +309,16 @@ void write_route_status() {
 int item_group;
 uint item_gstart, item_gend, item_active_begin;
 
+// SIZES_IN_KERNEL: global group g's size as the app wrote it, through the read-only route binding: the META
+// binding, which the module declares writable (a routed kernel's slots), would show the app's buffer as
+// written to synchronization validation.
+int group_size(uint g) { return floatBitsToInt(route_weights[pc.ids_off + g]); }
+
 // SIZES_IN_KERNEL: the first row of global group g, the taken sizes of the groups before it summed (the
 // build's offsets: group_sizes.glsl).
 uint group_first_row(uint g) {
   uint bad = 0u, run = 0u;
-  for (uint j = 0u; j < g; ++j) run = group_sizes_add(run, group_size_taken(meta[pc.ids_off + j], pc.m, bad), pc.m, bad);
+  for (uint j = 0u; j < g; ++j) run = group_sizes_add(run, group_size_taken(group_size(j), pc.m, bad), pc.m, bad);
   return run;
 }
 
@@ -321,7 +327,7 @@ void write_sizes_status() {
   if (gl_LocalInvocationIndex == 0u) {
     uint bad = 0u, run = 0u;
     for (uint g = 0u; g < pc.num_groups; ++g)
-      run = group_sizes_add(run, group_size_taken(meta[pc.ids_off + g], pc.m, bad), pc.m, bad);
+      run = group_sizes_add(run, group_size_taken(group_size(g), pc.m, bad), pc.m, bad);
     route_status[pc.status_off] = bad;
   }
 }
@@ -441,7 +447,7 @@ void main() {
     if (item < GL) {
       item_group = int(go + item);
       item_gstart = item == 0u ? item_active_begin : group_first_row(go + item);
-      item_gend = group_sizes_add(item_gstart, group_size_taken(meta[pc.ids_off + go + item], pc.m, bad), pc.m, bad);
+      item_gend = group_sizes_add(item_gstart, group_size_taken(group_size(go + item), pc.m, bad), pc.m, bad);
       first = item_gstart;
       end = item_gend;
       step = TM;

@@ -162,9 +162,9 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // the metadata build's offsets and visits: no build, no barrier, no workspace. The grid is (n tiles) x
 // (num_local + 2) (num_local in route_experts): workgroup y < num_local takes local group y's rows (global
 // group group_offset + y), TM at a time from its first; the last two fill the rows below the active
-// groups and above them (fill_rows at a time). Each takes its rows from the sizes (ids_off at the META
-// binding: int32 [num_groups], from global group 0) by the build's rule (group_sizes.glsl), so the
-// visits, and the bits, are the build's with the same tiles.
+// groups and above them (fill_rows at a time). Each takes its rows from the sizes (int32 [num_groups], from
+// global group 0, at ids_off of VKGMM_BINDING_ROUTE_WEIGHTS, which the module declares read-only) by the
+// build's rule (group_sizes.glsl), so the visits, and the bits, are the build's with the same tiles.
 // Workgroup (0, 0, 0) writes the status word (status_off at VKGMM_BINDING_ROUTE_STATUS; VKGMM_NO_STATUS:
 // none) from every size: VKGMM_STATUS_NEGATIVE_SIZE, VKGMM_STATUS_SUM_ABOVE_M, as the build does.
 #define VKGMM_ID_GMM_SIZES_IN_KERNEL 35
