@@ -228,6 +228,7 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
   const std::vector<Output> want = reference_for(inst);
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
   std::vector<Call> calls;  // the host path's calls, then the device path's; each rebuilds its plans
+  bool device_grids = false;  // the device path timed on both grids (--device-grid both, where it has them)
   if (o.metadata != Metadata::device) {
     check_or_refuse(timer, inst, want, "tiling " + r.tiling);
     calls.push_back(host);
@@ -250,7 +251,11 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
       r.notes.push_back("the device path ran tiling " + ran + ", the host path's is " + r.tiling);
     (o.metadata == Metadata::device ? r.tiling : r.device_tiling) = ran;
     if (o.metadata == Metadata::device) r.plan = inst.describe();
-    if (o.grid != GridRun::both) {
+    // A device path whose kernel reads the sizes itself has no metadata build, and so no grid to choose.
+    device_grids = o.grid == GridRun::both && inst.workspace_bytes() > 0;
+    if (o.grid == GridRun::both && !device_grids)
+      r.notes.push_back("the device path's kernel reads the sizes itself (no metadata build): no device grids to compare");
+    if (!device_grids) {
       check_or_refuse(timer, inst, want, "device metadata, tiling " + ran);
       calls.push_back({[&, device_tiling] { inst.plan(device_tiling, true); }, record});
     } else {
@@ -358,7 +363,7 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
   const bool device_only = o.metadata == Metadata::device;
   r.time = summarize(s.front());
   if (!device_only && per_visit_calls >= 2) r.device = summarize(s[1]);
-  if (o.grid == GridRun::both) r.bound_ms = median(s[per_visit_calls - 1].gpu_ms);
+  if (device_grids) r.bound_ms = median(s[per_visit_calls - 1].gpu_ms);
   if (o.workgroups == WorkgroupGrid::both) {
     // The persistent twins, in the order of the per-visit calls: the host path's (unless device only),
     // then the device path's.

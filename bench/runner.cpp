@@ -249,11 +249,16 @@ VkMemoryPropertyFlags Instance::own_memory_flags() const {
   return type == UINT32_MAX ? 0 : vkgmm::internals::memory_type_flags(ctx, type);
 }
 
-void Instance::make_workspaces() {
+VkDeviceSize Instance::workspace_bytes() const {
   VkDeviceSize bytes = 0;
   if (gmm_) bytes = gmm_->workspace_bytes();
   if (tgmm_) bytes = tgmm_->workspace_bytes();
   if (backward_) bytes = backward_->workspace_bytes();
+  return bytes;
+}
+
+void Instance::make_workspaces() {
+  const VkDeviceSize bytes = workspace_bytes();
   if (bytes == 0) throw std::runtime_error("device grids: the plans have no workspace (not the device path)");
   workspaces_[0] = app_buffer(bytes, VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT);
   workspaces_[1] = app_buffer(bytes, 0);

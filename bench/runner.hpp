@@ -66,6 +66,8 @@ class Instance {
   // the upper-bound grid). make_workspaces() after a plan(.., true).
   enum class Workspace { plans_own, indirect, not_indirect };
   void make_workspaces();
+  // The plans' workspace (0: none, as a device path whose kernel reads the sizes itself).
+  VkDeviceSize workspace_bytes() const;
   void use_workspace(Workspace w) { workspace_ = w; }
   // The grid the next plan() asks for (vkgmm::Grid; the context may force one).
   void use_grid(vkgmm::Grid g) { grid_ = g; }
