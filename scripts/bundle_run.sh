@@ -113,9 +113,11 @@ plain() {  # plain NAME PROGRAM "VAR=VALUE ...": a program that is not a gtest o
 }
 # The runs ctest makes again with a switch: the bundle's copy of tests/variants.txt, suffix|filter|env.
 variants=()
-while IFS= read -r line; do
-  [[ $line =~ ^[a-z0-9]+\| ]] && variants+=("test_device.$line")
-done <"$here/variants.txt"
+if [ -f "$here/variants.txt" ]; then
+  while IFS= read -r line; do
+    [[ $line =~ ^[a-z0-9]+\| ]] && variants+=("test_device.$line")
+  done <"$here/variants.txt"
+fi
 run_tests() {
   mkdir -p "$out"
   export VKGMM_VALIDATE=${VKGMM_VALIDATE:-1}  # as ctest runs them: any validation message fails a test
@@ -125,7 +127,7 @@ run_tests() {
   gtest test_device test_device "" "" "$@"
   gtest test_embedding test_embedding "" "" "$@"
   [ $filtered = 0 ] || return 0
-  for v in "${variants[@]}"; do
+  for v in ${variants[@]+"${variants[@]}"}; do
     IFS='|' read -r name filter envs <<<"$v"
     gtest "$name" test_device "$filter" "$envs" "$@"
   done

@@ -312,7 +312,8 @@ uint item_gstart, item_gend, item_active_begin;
 // SIZES_IN_KERNEL: global group g's size as the app wrote it, through the read-only route binding: the META
 // binding, which the module declares writable (a routed kernel's slots), would show the app's buffer as
 // written to synchronization validation.
-int group_size(uint g) { return floatBitsToInt(route_weights[pc.ids_off + g]); }
+layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WEIGHTS) readonly buffer RouteSizesBuf { int route_sizes[]; };
+int group_size(uint g) { return route_sizes[pc.ids_off + g]; }
 
 // SIZES_IN_KERNEL: the first row of global group g, the taken sizes of the groups before it summed (the
 // build's offsets: group_sizes.glsl).
