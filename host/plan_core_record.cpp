@@ -62,8 +62,10 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     work = {w.buffer, w.offset, workspace_.bytes()};
   }
   // The overlap rules over the views as bound: the workspace as far as the plan uses it, or the plan's own.
+  // A workspace given to a plan that uses none (one reading its ids or sizes in the kernel) is never bound:
+  // it may lie anywhere.
   OperandViews bound_views = ops;
-  if (uses_workspace()) bound_views.workspace = {work.buffer, work.offset, work.range};
+  bound_views.workspace = uses_workspace() ? BufferView{work.buffer, work.offset, work.range} : BufferView{};
   check_operand_overlaps(op, bound_views);
   if (!dispatches()) return b;
 
