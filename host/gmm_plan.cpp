@@ -226,9 +226,10 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   // A call of few rows reads its device sizes in the kernel on the direct schedule, with one tile height
   // (where the estimate takes several, the build divides the rows), within a CPU driver's loop budget:
   // a group's workgroup walks its rows' tiles (a fill workgroup its stretch's), after summing the sizes
-  // before its group twice at most; workgroup (0, 0) sums them all for the status word.
+  // before its group (two loops: at most G + 2 passes, each loop's exit counted); workgroup (0, 0)'s item
+  // 0 sums them all for the status word, then the window's first row alone (G + 1 + go + 1 <= 2 G + 1).
   const uint64_t row_tiles = (uint64_t(rows) + tm - 1) / tm;
-  const uint64_t sizes_loops = 3 * uint64_t(r.G) + row_tiles * (std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + 1) + 1;
+  const uint64_t sizes_loops = 2 * uint64_t(r.G) + 1 + row_tiles * (std::max<uint64_t>(reduction_loops, push.fill_rows / tm) + 1) + 1;
   const bool sizes_in_kernel = r.few_rows && !shape.use_shared && kernel.later_shapes.empty() &&
                                (info.type != VK_PHYSICAL_DEVICE_TYPE_CPU || sizes_loops <= kCpuLoopIterations);
   // An item's loops: its K steps, or a fill visit's row tiles; the fused combine's, which the same

@@ -38,15 +38,17 @@ constexpr uint32_t kMaxParts = VKGMM_MAX_PARTS;
 constexpr uint32_t kNumSplitBindings = VKGMM_NUM_SPLIT_BINDINGS;
 static_assert(kNumSplitBindings == kNumBindings + 4 * (kMaxParts - 1));
 static_assert(uint32_t(kLhsTexel) == uint32_t(kNumBindings) && uint32_t(kNumPlainBindings) == kNumBindings + 2u);
-// Both layouts end with gmm's bindings for its slots routed in the kernel: the router weights and the
-// status word, storage buffers past the split layout's parts (so at the same numbers in each).
+// Both layouts end with gmm's bindings for the routing it reads in the kernel: the router weights, the
+// status word and the ids or group sizes, storage buffers past the split layout's parts (so at the same
+// numbers in each).
 enum RouteBinding : uint32_t {
   kRouteWeights = VKGMM_BINDING_ROUTE_WEIGHTS,
   kRouteStatus = VKGMM_BINDING_ROUTE_STATUS,
+  kRouteReads = VKGMM_BINDING_ROUTE_READS,
 };
 constexpr uint32_t kNumRouteBindings = VKGMM_NUM_ROUTE_BINDINGS;
 static_assert(uint32_t(kRouteWeights) == kNumSplitBindings && uint32_t(kRouteStatus) == kNumSplitBindings + 1 &&
-              kNumRouteBindings == 2);
+              uint32_t(kRouteReads) == kNumSplitBindings + 2 && kNumRouteBindings == 3);
 // The leading bindings of a layout, 0 .. binding_count(split) - 1: the plain layout (kNumPlainBindings) or
 // the split one; the route bindings follow either.
 inline uint32_t binding_count(bool split) { return split ? kNumSplitBindings : kNumPlainBindings; }

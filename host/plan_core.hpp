@@ -238,10 +238,10 @@ class PlanCore {
   // The routing prologue's ids and weights and its push constants, into the metadata build (with `given`,
   // the build that copies that routing).
   void bind_routing(const OperandViews& ops, Dispatch& build, const RoutingSource* given) const;
-  // A kernel that reads its routing's ids or its group sizes itself: those (the kernel's META binding,
-  // returned), a routing's weights and the status word bound into the op's dispatch, their offsets into
-  // its push constants (set after them).
-  VkDescriptorBufferInfo bind_kernel_reads(const OperandViews& ops, Dispatch& op) const;
+  // A kernel that reads its routing's ids or its group sizes itself: those, a routing's weights and the
+  // status word bound at the op's route bindings, their offsets into its push constants (set after them).
+  // Its META binding stays the plan's own buffer.
+  void bind_kernel_reads(const OperandViews& ops, Dispatch& op) const;
   bool routes_in_kernel() const { return routing_ && routing_->in_kernel; }
   bool reads_in_kernel() const { return routes_in_kernel() || kernel_sizes_ > 0; }
   // The routing's words, laid out in the workspace from `words` on (layout_workspace); the next free word.

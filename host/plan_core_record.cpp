@@ -51,9 +51,9 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   b.op.push = push_;  // the operands' offsets filled in below
   VkDescriptorBufferInfo meta{host_metadata_.handle(), 0, host_metadata_.size()};
   if (device_meta_) meta = bind_device_metadata(ops, b, given);
-  // Routed or sized in the kernel: its META binding holds the ids or the sizes (and a given routing is not
-  // read: there is no build).
-  if (reads_in_kernel() && dispatches()) meta = bind_kernel_reads(ops, b.op);
+  // Routed or sized in the kernel: the ids or sizes at the route bindings (a given routing is not read:
+  // there is no build).
+  if (reads_in_kernel() && dispatches()) bind_kernel_reads(ops, b.op);
   // The workspace: the metadata's buffer with device metadata; a split reduction's, the app's or the plan's own.
   VkDescriptorBufferInfo work = meta;
   if (split_) {
@@ -133,7 +133,7 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   }
   b.op.count = layout_descriptors(bound, meta, bias.info, split, b.op.infos);
   if (op_ == Op::gmm) {
-    // gmm's module declares the route bindings: any valid descriptor where the kernel reads neither.
+    // gmm's module declares the route bindings: any valid descriptor where the kernel reads none.
     b.op.routes = true;
     if (!reads_in_kernel()) std::fill(std::begin(b.op.route), std::end(b.op.route), meta);
   }

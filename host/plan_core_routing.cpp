@@ -117,32 +117,33 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
   m.tile_counts = r.fused_tiles;
 }
 
-VkDescriptorBufferInfo PlanCore::bind_kernel_reads(const OperandViews& ops, Dispatch& op) const {
+void PlanCore::bind_kernel_reads(const OperandViews& ops, Dispatch& op) const {
   const char* op_name = name();
   // ids or group sizes (int32) and weights (f32) at any 4-byte offset; the status word where the app gives one.
   const BoundOperand ids = routes_in_kernel()
                                ? bind_operand(*ctx_, op_name, "ids", ops.ids, DType::f32, routing_->slots(), 0, false)
                                : bind_operand(*ctx_, op_name, "group_sizes", ops.group_sizes, DType::f32, kernel_sizes_, 0, false);
-  // The route bindings in order: the weights (or the group sizes: its binding is read-only, as META's is
-  // not), the status word (none: the plan's own buffer, never written, for a binding declared writable).
-  // The group sizes' META binding is the plan's own buffer too.
+  // The route bindings in order: the weights, the status word, the ids or sizes (its binding read-only).
+  // The weights and status word where there are none, and META, which the module declares writable: the
+  // plan's own buffer, so that no buffer of the app's looks written.
   const VkDescriptorBufferInfo own{host_metadata_.handle(), 0, host_metadata_.size()};
-  op.route[0] = ids.info;
-  op.route[1] = routes_in_kernel() ? ids.info : own;
+  auto at = [&op](RouteBinding b) -> VkDescriptorBufferInfo& { return op.route[b - kRouteWeights]; };
+  at(kRouteWeights) = own;
+  at(kRouteStatus) = own;
+  at(kRouteReads) = ids.info;
   abi::GmmPush& p = op.push.as<abi::GmmPush>();
   p.ids_off = ids.element_offset;
   if (routes_in_kernel()) {
     const BoundOperand w = bind_operand(*ctx_, op_name, "weights", ops.weights, DType::f32, routing_->slots(), 0, false);
-    op.route[0] = w.info;
+    at(kRouteWeights) = w.info;
     p.route_weights_off = w.element_offset;
   }
   p.status_off = VKGMM_NO_STATUS;
   if (ops.status.buffer) {
     const BoundOperand s = bind_operand(*ctx_, op_name, "status", ops.status, DType::f32, 1, 0, false);
-    op.route[1] = s.info;
+    at(kRouteStatus) = s.info;
     p.status_off = s.element_offset;
   }
-  return routes_in_kernel() ? ids.info : own;
 }
 
 std::vector<PlanCore::CombineRows> PlanCore::combine_rows() const {

@@ -134,10 +134,11 @@ void store_row_values4(uint orow, uint col, vec4 v) {
   else store4_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
 }
 
-// ROUTE_IN_KERNEL: the router weights (SIZES_IN_KERNEL: the group sizes) and the status word (interface.h's
-// route bindings).
+// ROUTE_IN_KERNEL: the router weights; with SIZES_IN_KERNEL too, the status word, and the ids or group sizes
+// (interface.h's route bindings).
 layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WEIGHTS) readonly buffer RouteWeightsBuf { float route_weights[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_STATUS) writeonly buffer RouteStatusBuf { uint route_status[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_READS) readonly buffer RouteReadsBuf { int route_reads[]; };
 
 // Row r's slot (routed: through the row map, or in the kernel the row is the slot) or r itself: where its
 // output goes.
@@ -287,7 +288,7 @@ void finish_tile(uint n_tile, uint rows) {
 // every expert's rows. The status word comes from write_route_status.
 int route_group(uint s) {
   uint flagged = 0u;
-  const uint e = route_local_expert(meta[pc.ids_off + s], flagged);
+  const uint e = route_local_expert(route_reads[pc.ids_off + s], flagged);
   return e < pc.route_experts ? int(e) : VKGMM_NO_VISIT;
 }
 
@@ -297,7 +298,7 @@ void write_route_status() {
   if (gl_LocalInvocationIndex == 0u) route_flags.x = 0u;
   barrier();
   for (uint s = gl_LocalInvocationIndex; s < pc.m; s += NT)
-    if (route_id_bad(meta[pc.ids_off + s])) atomicOr(route_flags.x, VKGMM_STATUS_BAD_ID);
+    if (route_id_bad(route_reads[pc.ids_off + s])) atomicOr(route_flags.x, VKGMM_STATUS_BAD_ID);
   barrier();
   if (gl_LocalInvocationIndex == 0u) route_status[pc.status_off] = route_flags.x;
 }
@@ -309,26 +310,22 @@ void write_route_status() {
 int item_group;
 uint item_gstart, item_gend, item_active_begin;
 
-// SIZES_IN_KERNEL: global group g's size as the app wrote it, through the read-only route binding: the META
-// binding, which the module declares writable (a routed kernel's slots), would show the app's buffer as
-// written to synchronization validation.
-layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WEIGHTS) readonly buffer RouteSizesBuf { int route_sizes[]; };
-int group_size(uint g) { return route_sizes[pc.ids_off + g]; }
+// SIZES_IN_KERNEL: global group g's size as the app wrote it.
+int group_size(uint g) { return route_reads[pc.ids_off + g]; }
 
-// SIZES_IN_KERNEL: the first row of global group g, the taken sizes of the groups before it summed (the
-// build's offsets: group_sizes.glsl).
-uint group_first_row(uint g) {
-  uint bad = 0u, run = 0u;
-  for (uint j = 0u; j < g; ++j) run = group_sizes_add(run, group_size_taken(group_size(j), pc.m, bad), pc.m, bad);
+// SIZES_IN_KERNEL: `run` (the first row of global group `from`) plus the taken sizes of groups from..to-1
+// by the build's rule (group_sizes.glsl): the first row of group `to`, the sizes' flags added to bad. A
+// clamped sum is the same in any grouping of its terms, so a sum may go on from an earlier one.
+uint group_rows_sum(uint from, uint to, uint run, inout uint bad) {
+  for (uint g = from; g < to; ++g) run = group_sizes_add(run, group_size_taken(group_size(g), pc.m, bad), pc.m, bad);
   return run;
 }
 
-// SIZES_IN_KERNEL: the status word from every size, by one workgroup (its invocation 0 sums them in order).
+// SIZES_IN_KERNEL: the status word from every size, by one workgroup's invocation 0.
 void write_sizes_status() {
+  uint bad = 0u;
   if (gl_LocalInvocationIndex == 0u) {
-    uint bad = 0u, run = 0u;
-    for (uint g = 0u; g < pc.num_groups; ++g)
-      run = group_sizes_add(run, group_size_taken(group_size(g), pc.m, bad), pc.m, bad);
+    group_rows_sum(0u, pc.num_groups, 0u, bad);
     route_status[pc.status_off] = bad;
   }
 }
@@ -443,18 +440,20 @@ void main() {
     // folding) have none.
     if (pc.status_off != VKGMM_NO_STATUS && gl_WorkGroupID.x == 0u && item == 0u) write_sizes_status();
     const uint GL = pc.route_experts, go = pc.group_offset;
+    // Each sum goes on from the one before it: the window's first row, then its groups' rows (one loop
+    // each, as host/gmm_plan.cpp's loop budget counts them).
     uint bad = 0u;
-    item_active_begin = group_first_row(go);
+    item_active_begin = group_rows_sum(0u, go, 0u, bad);
     if (item < GL) {
       item_group = int(go + item);
-      item_gstart = item == 0u ? item_active_begin : group_first_row(go + item);
+      item_gstart = item == 0u ? item_active_begin : group_rows_sum(go, go + item, item_active_begin, bad);
       item_gend = group_sizes_add(item_gstart, group_size_taken(group_size(go + item), pc.m, bad), pc.m, bad);
       first = item_gstart;
       end = item_gend;
       step = TM;
     } else {
       item_group = VKGMM_FILL_VISIT;
-      first = item == GL ? 0u : item == GL + 1u ? group_first_row(go + GL) : pc.m;
+      first = item == GL ? 0u : item == GL + 1u ? group_rows_sum(go, go + GL, item_active_begin, bad) : pc.m;
       end = item == GL ? item_active_begin : pc.m;
       step = pc.fill_rows;
     }

@@ -75,12 +75,16 @@
 #define VKGMM_BINDING_GRAD_SORTED (VKGMM_NUM_BINDINGS + 2)
 #define VKGMM_BINDING_GRAD_GATHERED (VKGMM_NUM_BINDINGS + 3)
 
-// gmm with its slots routed in the kernel (VKGMM_ID_GMM_ROUTE_IN_KERNEL): the router weights (f32 [slots])
-// and the status word. Past both layouts' bindings, in each: the gmm module declares them in every build,
-// so every gmm dispatch pushes a valid view at both (the META binding's where it reads neither).
+// gmm reading the app's routing in the kernel (VKGMM_ID_GMM_ROUTE_IN_KERNEL, VKGMM_ID_GMM_SIZES_IN_KERNEL):
+// the router weights (f32 [slots]), the status word, and what the kernel reads instead of a build's
+// metadata (int32, read-only: the ids, or the group sizes), each where the app's own buffer is bound to a
+// binding the module does not declare writable. Past both layouts' bindings, in each: the gmm module
+// declares them in every build, so every gmm dispatch pushes a valid view at each (the META binding's
+// where it reads none).
 #define VKGMM_BINDING_ROUTE_WEIGHTS VKGMM_NUM_SPLIT_BINDINGS
 #define VKGMM_BINDING_ROUTE_STATUS (VKGMM_NUM_SPLIT_BINDINGS + 1)
-#define VKGMM_NUM_ROUTE_BINDINGS 2
+#define VKGMM_BINDING_ROUTE_READS (VKGMM_NUM_SPLIT_BINDINGS + 2)
+#define VKGMM_NUM_ROUTE_BINDINGS 3
 
 // ----- specialization constants ------------------------------------------------------------------------
 // Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced
@@ -151,7 +155,7 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // Routed and combined, a call of few slots reads the ids in the kernel where the options ask
 // (host/gmm_plan.cpp) instead of a routing build's row map: no metadata dispatch, no barrier, no workspace. The grid is (n tiles) x tokens;
 // each workgroup takes its token's top_k slots in slot order, each a visit of one row (the slot's, row 0
-// of the tile) of its expert when the id is a local one (ids_off at the META binding, window_offset,
+// of the tile) of its expert when the id is a local one (ids_off at VKGMM_BINDING_ROUTE_READS, window_offset,
 // route_experts, num_experts as the routing build reads them), and sums their weighted results
 // (route_weights_off at VKGMM_BINDING_ROUTE_WEIGHTS) in registers as the combine does (combine.glsl: from
 // 0 in slot order, a slot of no local expert adding nothing, then existing_out), into out: the bits of
@@ -163,7 +167,7 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // (num_local + 2) (num_local in route_experts): workgroup y < num_local takes local group y's rows (global
 // group group_offset + y), TM at a time from its first; the last two fill the rows below the active
 // groups and above them (fill_rows at a time). Each takes its rows from the sizes (int32 [num_groups], from
-// global group 0, at ids_off of VKGMM_BINDING_ROUTE_WEIGHTS, which the module declares read-only) by the
+// global group 0, at ids_off of VKGMM_BINDING_ROUTE_READS) by the
 // build's rule (group_sizes.glsl), so the visits, and the bits, are the build's with the same tiles.
 // Workgroup (0, 0, 0) writes the status word (status_off at VKGMM_BINDING_ROUTE_STATUS; VKGMM_NO_STATUS:
 // none) from every size: VKGMM_STATUS_NEGATIVE_SIZE, VKGMM_STATUS_SUM_ABOVE_M, as the build does.
