@@ -235,8 +235,8 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
   }
   if (o.metadata != Metadata::host) {
     // The device path runs the tiling the host path's plans picked for these sizes (the automatic one
-    // would size its tiles from m / G): the ratio is the cost of building the metadata on the device.
-    // A backward whose two plans differ cannot pass both: it keeps the choice, sized from m / G.
+    // would size its tiles from an estimate of them): the ratio is the cost of building the metadata on
+    // the device. A backward whose two plans differ cannot pass both: it keeps the choice, the estimate's.
     const std::optional<vkgmm::Tiling> host_tiling = inst.single_tiling();
     // Tile heights per group are the host path's only: the device path runs the first one for every group.
     const size_t heights = r.plan.find(" heights=");

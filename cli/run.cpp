@@ -37,7 +37,7 @@ using tool::fail;
 
 // --device-metadata: the problem with its group sizes moved to a device buffer (the library's device
 // path), run with the tiling the host path's plan picked for those sizes, so that the output is the host
-// path's bit for bit (an automatic tiling would size its tiles from m / G instead of the sizes).
+// path's bit for bit (an automatic tiling would size its tiles from an estimate instead of the sizes).
 template <typename Problem, typename Plan>
 Problem on_device(const Problem& p, const Plan& host_plan) {
   Problem q = p;

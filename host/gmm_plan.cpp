@@ -107,7 +107,7 @@ GmmRows validate(const PlanCore& core, const GmmProblem& p) {
 
 // The kernel for the problem (kernel_choice.hpp): the m tile sized to the groups' rows (with the sizes on
 // the device, to the expected rows of each: routed, their distribution; else the hint, else the rows
-// spread evenly). The direct schedule's K step, which its K slices take whole: a block format's walk along
+// spread at random: device_expected_sizes). The direct schedule's K step, which its K slices take whole: a block format's walk along
 // K (rhs [n, k]), else 4 elements. Both schedules load 4 elements at a time where `vec4`.
 KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
                     const PlanCore::OperandLayout& layout, bool vec4) {
@@ -119,8 +119,7 @@ KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
     // Without num_experts, the window is taken as all the experts.
     expected = routed_expected_sizes(p.m, p.routing.top_k, p.routing.num_experts > 0 ? p.routing.num_experts : r.g_local);
   } else if (r.on_device && r.G > 0) {
-    const int64_t each = p.device_group_sizes.expected_rows ? p.device_group_sizes.expected_rows : (r.rows + r.G - 1) / r.G;
-    expected.assign(size_t(r.g_local), static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(each, 1), INT32_MAX)));
+    expected = device_expected_sizes(r.rows, r.G, r.g_local, p.device_group_sizes.expected_rows);
   }
   KernelRequest q(Op::gmm, p.schedule, &p.tiling, r.rows, p.k, r.out_n,
                   matrix_refusal(core, p.lhs_type, p.rhs_type, true, layout), vec4);

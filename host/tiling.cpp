@@ -229,29 +229,47 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
   return t;
 }
 
+std::vector<int32_t> binomial_quantiles(int64_t trials, double p, int64_t samples) {
+  std::vector<int32_t> sizes(size_t(std::max<int64_t>(samples, 0)), 0);
+  const auto clamp32 = [](int64_t r) { return static_cast<int32_t>(std::min<int64_t>(r, INT32_MAX)); };
+  if (trials <= 0 || p <= 0.0 || samples <= 0) return sizes;
+  if (p >= 1.0) return std::vector<int32_t>(size_t(samples), clamp32(trials));
+  // The CDF walked up from 8 standard deviations below the mean (what lies below is under 1e-7 where p
+  // is near 1, far less where it is small), each sample taking the rows where the CDF reaches its
+  // quantile (q + 1/2) / samples: the walk ends a few standard deviations past the mean, about 10 standard
+  // deviations in all (some 130,000 steps for a billion trials over 4 groups).
+  const double T = double(trials), mean = T * p, sd = std::sqrt(T * p * (1.0 - p));
+  int64_t q = 0;
+  double cdf = 0.0;
+  for (int64_t r = std::max<int64_t>(0, int64_t(mean - 8.0 * sd)); r <= trials && q < samples; ++r) {
+    const double log_pmf = std::lgamma(T + 1) - std::lgamma(double(r) + 1) - std::lgamma(T - double(r) + 1) +
+                           double(r) * std::log(p) + (T - double(r)) * std::log1p(-p);
+    cdf += std::exp(log_pmf);
+    for (; q < samples && (r == trials || cdf >= (double(q) + 0.5) / double(samples)); ++q) sizes[size_t(q)] = clamp32(r);
+  }
+  return sizes;
+}
+
 std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_t num_experts) {
-  constexpr int kSamples = 64;
+  constexpr int64_t kSamples = 64;
   // Routers concentrate tokens on fewer experts than uniform choice would: the bench's router (each
   // expert a fixed popularity) chooses 5 of ids-decode's 8 experts where uniform routing would choose
   // 7.2, and 31 of qwen3-ids-t8's 128 where it would choose 51.6. Taken as half the experts carrying
   // the slots. Measured on qwen3-ids-t8: 1-row visits (uniform's choice) 1.4-1.75x slower than 2-row
   // ones in 3 of 4 alternated runs.
   constexpr double kRouterConcentration = 2.0;
-  std::vector<int32_t> sizes(kSamples, 0);
-  if (tokens <= 0 || top_k <= 0 || num_experts <= 0) return sizes;
-  const double p = std::min(1.0, kRouterConcentration * double(top_k) / double(num_experts)), T = double(tokens);
-  if (p >= 1.0) return std::vector<int32_t>(kSamples, static_cast<int32_t>(std::min<int64_t>(tokens, INT32_MAX)));
-  // The binomial's CDF walked up from 0 rows, each sample taking the rows where it reaches its quantile
-  // (q + 1/2) / kSamples: the loop ends a few standard deviations past the mean.
-  int q = 0;
-  double cdf = 0.0;
-  for (int64_t r = 0; r <= tokens && q < kSamples; ++r) {
-    const double log_pmf = std::lgamma(T + 1) - std::lgamma(double(r) + 1) - std::lgamma(T - double(r) + 1) +
-                           double(r) * std::log(p) + (T - double(r)) * std::log1p(-p);
-    cdf += std::exp(log_pmf);
-    for (; q < kSamples && (r == tokens || cdf >= (q + 0.5) / kSamples); ++q)
-      sizes[size_t(q)] = static_cast<int32_t>(std::min<int64_t>(r, INT32_MAX));
-  }
+  if (tokens <= 0 || top_k <= 0 || num_experts <= 0) return std::vector<int32_t>(kSamples, 0);
+  return binomial_quantiles(tokens, std::min(1.0, kRouterConcentration * double(top_k) / double(num_experts)), kSamples);
+}
+
+std::vector<int32_t> device_expected_sizes(int64_t rows, int64_t groups, int64_t local_groups, int64_t hint) {
+  const int64_t n = std::max<int64_t>(local_groups, 0);
+  if (hint > 0) return std::vector<int32_t>(size_t(n), static_cast<int32_t>(std::min<int64_t>(hint, INT32_MAX)));
+  if (groups <= 0) return std::vector<int32_t>(size_t(n), 0);
+  std::vector<int32_t> sizes = binomial_quantiles(rows, 1.0 / double(groups), n);
+  // Few rows over a window of many groups may leave every quantile at 0: the rows that do come land in
+  // some group, and the tiles are sized for one at least.
+  if (rows > 0 && !sizes.empty() && sizes.back() == 0) sizes.back() = 1;
   return sizes;
 }
 

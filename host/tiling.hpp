@@ -87,6 +87,16 @@ Tiling gmm_auto_tiling(Schedule schedule, const DeviceInfo& info, const ActiveGr
 // of 19 of 128 experts counted every slot as local.
 std::vector<int32_t> routed_expected_sizes(int64_t tokens, int64_t top_k, int64_t num_experts);
 
+// What the automatic tiling takes for group sizes on the device (unrouted), one value per local group:
+// every group `hint` rows where the app gives one (device_group_sizes.expected_rows); else the rows
+// spread over the groups at random, each Binomial(rows, 1 / groups), at the distribution's quantiles. The
+// spread, not the mean: a decode of 16 rows over 8 groups holds groups of 0 to 5 rows, which 2-row
+// tiles would visit up to 3 times, each visit streaming the group's weights.
+std::vector<int32_t> device_expected_sizes(int64_t rows, int64_t groups, int64_t local_groups, int64_t hint);
+
+// `samples` values of Binomial(trials, p) at its quantiles (q + 1/2) / samples, in ascending order.
+std::vector<int32_t> binomial_quantiles(int64_t trials, double p, int64_t samples);
+
 // tgmm's tiling tuple (tm, tk, tn), by what each means: an output block of block_k x block_n per
 // workgroup, reduced over its group's rows rows_per_step at a time.
 struct TgmmTiles {

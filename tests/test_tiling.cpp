@@ -177,5 +177,38 @@ TEST(DecodeTiling, RoutedSizesFollowTheBinomial) {
   EXPECT_EQ(routed_expected_sizes(0, 8, 8), std::vector<int32_t>(64, 0));
 }
 
+TEST(DecodeTiling, DeviceSizesAreSpreadNotEven) {
+  auto groups = [](const std::vector<int32_t>& s) { return ActiveGroups{&s, 0, int64_t(s.size())}; };
+  // decode: 16 rows over 8 groups, Binomial(16, 1/8): one value per group, 0 to 5 rows, mean 2.
+  const std::vector<int32_t> d = device_expected_sizes(16, 8, 8, 0);
+  ASSERT_EQ(d.size(), 8u);
+  EXPECT_EQ(*std::min_element(d.begin(), d.end()), 0);
+  EXPECT_GE(*std::max_element(d.begin(), d.end()), 4);
+  EXPECT_NEAR(std::accumulate(d.begin(), d.end(), 0) / 8.0, 2.0, 0.5);
+  EXPECT_TRUE(std::is_sorted(d.begin(), d.end()));
+  // A GPU's decode tile then holds the groups of up to 4 rows (all but the 1-in-16 tail) in one visit,
+  // each streaming its group's weights once, where the mean alone (2 rows each) picked 2-row tiles, which
+  // visit a 3- or 4-row group twice; lavapipe's visits, which cost little, stay at 2 rows.
+  const std::vector<int32_t> even(8, 2);
+  EXPECT_EQ(pick_tm(groups(even), 1, kGpuDecodeRows, 64), 2);
+  EXPECT_EQ(pick_tm(groups(d), 1, kGpuDecodeRows, 64), 4);
+  EXPECT_EQ(pick_tm(groups(d), 1, 32, 2), 2);
+  // The hint: every group that many rows; a window of 3 local groups of 64 gets 3 values.
+  EXPECT_EQ(device_expected_sizes(16, 8, 8, 5), std::vector<int32_t>(8, 5));
+  EXPECT_EQ(device_expected_sizes(4096, 64, 3, 0).size(), 3u);
+  // One group holds every row; no rows, or no groups, hold none.
+  EXPECT_EQ(device_expected_sizes(300, 1, 1, 0), std::vector<int32_t>(1, 300));
+  EXPECT_EQ(device_expected_sizes(0, 8, 8, 0), std::vector<int32_t>(8, 0));
+  EXPECT_EQ(device_expected_sizes(10, 0, 0, 0), std::vector<int32_t>());
+  // One row over a window of 8 of 64 groups: each quantile 0, the tiles still sized for a row.
+  const std::vector<int32_t> one = device_expected_sizes(1, 64, 8, 0);
+  EXPECT_EQ(std::accumulate(one.begin(), one.end(), 0), 1);
+  EXPECT_EQ(one.back(), 1);
+  // Many rows: the walk starts near the mean (a billion rows over 4 groups: 250 million, a few seconds
+  // otherwise) and the values stay within a few standard deviations of it.
+  const std::vector<int32_t> big = device_expected_sizes(int64_t(1) << 30, 4, 4, 0);
+  for (int32_t v : big) EXPECT_NEAR(double(v), double(int64_t(1) << 28), 4.0 * 14189.0);
+}
+
 }  // namespace
 }  // namespace vkgmm

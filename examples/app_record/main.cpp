@@ -43,7 +43,7 @@ int run(app::AppDevice& dev) {
   p.k = 96;
   p.n = 80;
   p.device_group_sizes.count = G;
-  p.device_group_sizes.expected_rows = 50;  // a hint for the automatic tiling (default m / G)
+  p.device_group_sizes.expected_rows = 50;  // a hint for the automatic tiling (default: m spread over G)
   p.lhs_type = vkgmm::DType::f32;
   p.rhs_type = vkgmm::DType::bf16;
   p.out_type = vkgmm::DType::f32;

@@ -147,7 +147,7 @@ DeviceGroupSizes device_group_sizes(const char* op, const C& c) {
   if (c.device_group_count < 0)
     bad(op, "device_group_count = " + std::to_string(c.device_group_count) + " must be >= 0 (0: sizes on the host)");
   if (c.expected_group_rows < 0)
-    bad(op, "expected_group_rows = " + std::to_string(c.expected_group_rows) + " must be >= 0 (0: m / G)");
+    bad(op, "expected_group_rows = " + std::to_string(c.expected_group_rows) + " must be >= 0 (0: m spread over the groups)");
   if (c.device_group_count == 0) {
     if (c.expected_group_rows != 0)
       bad(op, "expected_group_rows = " + std::to_string(c.expected_group_rows) +

@@ -29,7 +29,7 @@ namespace vkgmm {
 // optional status word reports what was found (DeviceStatus bits; 0 for sizes that keep the contract).
 struct DeviceGroupSizes {
   int64_t count = 0;          // G; 0: the problem's group_sizes are on the host (the default)
-  int64_t expected_rows = 0;  // the automatic tiling's guess of one group's rows (0: m / G)
+  int64_t expected_rows = 0;  // the automatic tiling's guess of one group's rows (0: m spread over G at random)
 };
 // Bits of the device status word.
 namespace device_status {

@@ -249,7 +249,7 @@ typedef struct vkgmm_gmm_problem {
    * int32 [G] sizes are the operands' group_sizes view, written by the app's commands before record()'s.
    * 0: the sizes are the host's group_sizes (the default). */
   int64_t device_group_count;
-  int64_t expected_group_rows; /* the automatic tiling's guess of one group's rows; 0: m / G */
+  int64_t expected_group_rows; /* the automatic tiling's guess of one group's rows; 0: m spread over G at random */
   /* Routing by expert ids (vkgmm::Routing; docs/contract.md, "Routing by expert ids"): top_k > 0 routes the rows
    * by the operands' ids [T, top_k] (int32, on the device; an expert index or -1) instead of group sizes:
    * m is T (tokens), group_sizes NULL, num_groups 0, device_group_count 0, and num_rhs_groups is E_local, the
