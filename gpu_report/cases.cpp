@@ -46,6 +46,22 @@ std::string dims(std::initializer_list<int64_t> v) {
   return s;
 }
 
+// preset's workload (bench/workloads.cpp) in element type t.
+bench::Workload preset_workload(const std::string& preset, DType t) {
+  bench::Workload w;
+  bench::make_preset(preset, w);
+  w.dtype = t;
+  return w;
+}
+
+// A case named `name` of w's shape (m, k, n, G), its n taken as `n` where given.
+Case shaped_case(std::string name, const bench::Workload& w, int64_t n = 0) {
+  Case c;
+  c.name = std::move(name);
+  c.shape = dims({w.m, w.k, n ? n : w.n, w.groups});
+  return c;
+}
+
 void plan_gmm(vkgmm::Context& ctx, Case& c, const vkgmm::GmmProblem& p, const std::string& label = "gmm") {
   const vkgmm::GmmPlan plan(ctx, p);
   add_pipelines(c, label, plan);
@@ -60,12 +76,8 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
   for (const std::string& preset : bench::preset_names())
     for (DType t : kTypes)
       for (bool transposed : {false, true}) {
-        bench::Workload w;
-        bench::make_preset(preset, w);
-        w.dtype = t;
-        Case c;
-        c.name = preset + " " + vkgmm::dtype_name(t) + (transposed ? " rhsT" : "");
-        c.shape = dims({w.m, w.k, w.n, w.groups});
+        const bench::Workload w = preset_workload(preset, t);
+        Case c = shaped_case(preset + " " + vkgmm::dtype_name(t) + (transposed ? " rhsT" : ""), w);
         c.decode = w.m / w.groups < kDecodeRowsPerGroup;
         plan_into(out, c, only, [&](Case& c) {
           vkgmm::GmmProblem p = bench::gmm_problem(w);
@@ -81,12 +93,8 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
       }
   // The fused epilogue with group sizes: moe-prefill as an up projection, bias + SwiGLU over [gate | up].
   for (DType t : kTypes) {
-    bench::Workload w;
-    bench::make_preset("moe-prefill", w);
-    w.dtype = t;
-    Case c;
-    c.name = std::string("moe-prefill ") + vkgmm::dtype_name(t) + " bias+swiglu";
-    c.shape = dims({w.m, w.k, 2 * w.n, w.groups});
+    const bench::Workload w = preset_workload("moe-prefill", t);
+    const Case c = shaped_case(std::string("moe-prefill ") + vkgmm::dtype_name(t) + " bias+swiglu", w, 2 * w.n);
     plan_into(out, c, only, [&](Case& c) {
       vkgmm::GmmProblem p = bench::gmm_problem(w);
       p.n = 2 * w.n;
@@ -98,13 +106,9 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
   // tgmm on its own (lhs [k, m], as `vkgmm bench --op tgmm`), at moe-prefill's and moe-fine's shapes.
   for (const char* preset : {"moe-prefill", "moe-fine"})
     for (DType t : kTypes) {
-      bench::Workload w;
-      bench::make_preset(preset, w);
-      w.dtype = t;
+      bench::Workload w = preset_workload(preset, t);
       w.op = bench::Op::tgmm;
-      Case c;
-      c.name = std::string("tgmm ") + preset + " " + vkgmm::dtype_name(t);
-      c.shape = dims({w.m, w.k, w.n, w.groups});
+      const Case c = shaped_case(std::string("tgmm ") + preset + " " + vkgmm::dtype_name(t), w);
       plan_into(out, c, only, [&](Case& c) {
         const vkgmm::TgmmPlan plan(ctx, bench::tgmm_problem(w));
         add_pipelines(c, "tgmm", plan);
@@ -113,13 +117,9 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
   // tgmm with moe-fine's group sizes on the device: its split reduction built there
   // (shaders/tgmm_split.glsl) and summed by the listed combine.
   for (DType t : kTypes) {
-    bench::Workload w;
-    bench::make_preset("moe-fine", w);
-    w.dtype = t;
+    bench::Workload w = preset_workload("moe-fine", t);
     w.op = bench::Op::tgmm;
-    Case c;
-    c.name = std::string("tgmm moe-fine ") + vkgmm::dtype_name(t) + " device sizes";
-    c.shape = dims({w.m, w.k, w.n, w.groups});
+    const Case c = shaped_case(std::string("tgmm moe-fine ") + vkgmm::dtype_name(t) + " device sizes", w);
     plan_into(out, c, only, [&](Case& c) {
       vkgmm::TgmmProblem p = bench::tgmm_problem(w);
       p.device_group_sizes.count = int64_t(p.group_sizes.size());
@@ -130,12 +130,8 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
   }
   // decode with its group sizes on the device: the kernel reads them itself (SIZES_IN_KERNEL), no build.
   for (DType t : kTypes) {
-    bench::Workload w;
-    bench::make_preset("decode", w);
-    w.dtype = t;
-    Case c;
-    c.name = std::string("decode ") + vkgmm::dtype_name(t) + " device sizes";
-    c.shape = dims({w.m, w.k, w.n, w.groups});
+    const bench::Workload w = preset_workload("decode", t);
+    Case c = shaped_case(std::string("decode ") + vkgmm::dtype_name(t) + " device sizes", w);
     c.decode = true;
     plan_into(out, c, only, [&](Case& c) {
       vkgmm::GmmProblem p = bench::gmm_problem(w);
@@ -184,10 +180,8 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
       routed(preset, w.dtype, false);
       continue;
     }
-    Case c;
-    c.name = preset + " " + vkgmm::dtype_name(w.dtype);
+    Case c = shaped_case(preset + " " + vkgmm::dtype_name(w.dtype), w);
     c.quantized = true;
-    c.shape = dims({w.m, w.k, w.n, w.groups});
     c.decode = w.m / w.groups < kDecodeRowsPerGroup;
     plan_into(out, c, only, [&](Case& c) { plan_gmm(ctx, c, bench::gmm_problem(w)); });
   }
@@ -200,10 +194,8 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
       if (!w.quantized() || !w.routed()) continue;  // one per format: its ids-decode preset names it
       const DType format = *w.rhs_format;
       bench::make_preset("moe-prefill", w);
-      Case c;
-      c.name = std::string(vkgmm::dtype_name(format)) + " matrix f16";
+      Case c = shaped_case(std::string(vkgmm::dtype_name(format)) + " matrix f16", w);
       c.quantized = true;
-      c.shape = dims({w.m, w.k, w.n, w.groups});
       plan_into(out, c, only, [&](Case& c) {
         vkgmm::GmmProblem p = bench::gmm_problem(w);
         p.lhs_type = p.out_type = DType::f16;

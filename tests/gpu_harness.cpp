@@ -379,21 +379,10 @@ void expect_status(const Buffer& s, uint32_t want) {
 
 void expect_clean_status(const Buffer& s) { expect_status(s, 0); }
 
-GridHook::GridHook(Context& ctx, DeviceGrid grid) : ctx_(ctx) {
-  std::optional<DeviceGrid>& hook = ContextInternals::of(ctx).tiling_device.grid;
-  previous_ = hook;
-  hook = grid;
-}
+GridHook::GridHook(Context& ctx, DeviceGrid grid) : Scoped(ContextInternals::of(ctx).tiling_device.grid, grid) {}
 
-GridHook::~GridHook() { ContextInternals::of(ctx_).tiling_device.grid = previous_; }
-
-SizesInKernelHook::SizesInKernelHook(Context& ctx, bool on) : ctx_(ctx) {
-  bool& option = ContextInternals::of(ctx).dev.options.sizes_in_kernel;
-  previous_ = option;
-  option = on;
-}
-
-SizesInKernelHook::~SizesInKernelHook() { ContextInternals::of(ctx_).dev.options.sizes_in_kernel = previous_; }
+SizesInKernelHook::SizesInKernelHook(Context& ctx, bool on)
+    : Scoped(ContextInternals::of(ctx).dev.options.sizes_in_kernel, on) {}
 
 std::array<DeviceGrid, 2> GridHook::both(const Context& ctx) {
   const Context::Impl& im = ContextInternals::of(ctx);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vkgmm/reference.hpp"
@@ -143,35 +144,35 @@ Context cpu_planned_context(ContextOptions options = {});
 // device is a CPU: the GPU tilings and the split reductions, checked and run on lavapipe.
 Context gpu_planned_context(ContextOptions options = {}, uint32_t compute_units = 16);
 
-// While it lives, the plans ctx makes with device group sizes take `grid`, whatever ctx's options choose (the
-// tests' grid hook, tiling_device.hpp's); it restores the hook's previous value when it goes.
-class GridHook {
+// While it lives, `place` holds `value`; it puts back what it held when it goes (the test hooks below).
+template <typename T>
+class Scoped {
  public:
-  GridHook(Context& ctx, DeviceGrid grid);
-  ~GridHook();
-  GridHook(const GridHook&) = delete;
-  GridHook& operator=(const GridHook&) = delete;
-  // Both grids: the one ctx's options give its plans (automatic resolved for the device), then the other.
-  static std::array<DeviceGrid, 2> both(const Context& ctx);
+  Scoped(T& place, T value) : place_(place), previous_(std::exchange(place, std::move(value))) {}
+  ~Scoped() { place_ = std::move(previous_); }
+  Scoped(const Scoped&) = delete;
+  Scoped& operator=(const Scoped&) = delete;
 
  private:
-  Context& ctx_;
-  std::optional<DeviceGrid> previous_;
+  T& place_;
+  T previous_;
+};
+
+// While it lives, the plans ctx makes with device group sizes take `grid`, whatever ctx's options choose (the
+// tests' grid hook, tiling_device.hpp's); it restores the hook's previous value when it goes.
+class GridHook : Scoped<std::optional<DeviceGrid>> {
+ public:
+  GridHook(Context& ctx, DeviceGrid grid);
+  // Both grids: the one ctx's options give its plans (automatic resolved for the device), then the other.
+  static std::array<DeviceGrid, 2> both(const Context& ctx);
 };
 
 // While it lives, the gmm plans ctx makes with device group sizes read them in the kernel where they can
 // (`on`, the default: ResolvedOptions::sizes_in_kernel) or always take the metadata build; it restores the
 // previous choice when it goes.
-class SizesInKernelHook {
+class SizesInKernelHook : Scoped<bool> {
  public:
   SizesInKernelHook(Context& ctx, bool on);
-  ~SizesInKernelHook();
-  SizesInKernelHook(const SizesInKernelHook&) = delete;
-  SizesInKernelHook& operator=(const SizesInKernelHook&) = delete;
-
- private:
-  Context& ctx_;
-  bool previous_;
 };
 
 // Runs gmm on f32 inputs drawn from `seed` (rhs holding every group) and expects the reference's result.
