@@ -24,6 +24,13 @@ class CMakeBuild(build_ext):
         build = pathlib.Path(self.build_temp).resolve() / "cmake"
         config = ["-DCMAKE_BUILD_TYPE=Release", "-DVKGMM_BUILD_TESTS=OFF", "-DVKGMM_BUILD_EXAMPLES=OFF",
                   "-DVKGMM_BUILD_PYTHON=ON", f"-DPython3_EXECUTABLE={sys.executable}"]
+        # CMake reads CFLAGS, CXXFLAGS and LDFLAGS at a build folder's first configure only and keeps them:
+        # each build passes this environment's, so that the folder never builds with an earlier one's (a
+        # sanitizer run's flags, say, for an interpreter that is not instrumented).
+        ldflags = os.environ.get("LDFLAGS", "")
+        config += [f"-DCMAKE_C_FLAGS={os.environ.get('CFLAGS', '')}",
+                   f"-DCMAKE_CXX_FLAGS={os.environ.get('CXXFLAGS', '')}"]
+        config += [f"-DCMAKE_{kind}_LINKER_FLAGS={ldflags}" for kind in ("EXE", "SHARED", "MODULE")]
         subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build)] + config, check=True)
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
         subprocess.run(["cmake", "--build", str(build), "--target", "vkgmm_python", "--parallel", jobs], check=True)
