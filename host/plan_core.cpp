@@ -182,8 +182,8 @@ void PlanCore::build(const Launch& l) {
     throw Error(Status::internal, std::string(name()) + ": sizes read in the kernel with metadata, routing or a split");
   kernel_sizes_ = l.kernel_sizes;
   if ((kernel_sizes_ || routes_in_kernel()) && !options().compile_only) {
-    // The descriptor of the bindings a kernel reading its sizes or ids never touches, whose module declares
-    // some writable: a buffer of the plan's own, so that no buffer of the app's looks written.
+    // The descriptor of the read-only bindings a kernel reading its sizes or ids never touches: a buffer
+    // of the plan's own.
     const uint32_t zero[4] = {0, 0, 0, 0};
     host_metadata_ = ContextInternals::adopt(ctx_).create_buffer(sizeof zero);
     host_metadata_.upload(zero, sizeof zero);

@@ -51,9 +51,6 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   b.op.push = push_;  // the operands' offsets filled in below
   VkDescriptorBufferInfo meta{host_metadata_.handle(), 0, host_metadata_.size()};
   if (device_meta_) meta = bind_device_metadata(ops, b, given);
-  // Routed or sized in the kernel: the ids or sizes at the route bindings (a given routing is not read:
-  // there is no build).
-  if (reads_in_kernel() && dispatches()) bind_kernel_reads(ops, b.op);
   // The workspace: the metadata's buffer with device metadata; a split reduction's, the app's or the plan's own.
   VkDescriptorBufferInfo work = meta;
   if (split_) {
@@ -130,6 +127,14 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     // The split reduction's chunk slots (VKGMM_BINDING_TGMM_PARTIAL), which the kernel writes.
     bias.info = work;
     bias.element_offset = static_cast<uint32_t>(workspace_.partial);
+  }
+  if (reads_in_kernel()) {
+    // Routed or sized in the kernel: the ids or sizes at the route bindings (a given routing is not read:
+    // there is no build). The bindings it never touches that the module declares writable (META, and
+    // the status word's without a view) take out's descriptor, which the op writes anyway: no other
+    // buffer looks written, so two records into different outs need no barrier between them.
+    meta = bound[2].info;
+    bind_kernel_reads(ops, meta, b.op);
   }
   b.op.count = layout_descriptors(bound, meta, bias.info, split, b.op.infos);
   if (op_ == Op::gmm) {

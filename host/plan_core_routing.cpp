@@ -117,19 +117,17 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
   m.tile_counts = r.fused_tiles;
 }
 
-void PlanCore::bind_kernel_reads(const OperandViews& ops, Dispatch& op) const {
+void PlanCore::bind_kernel_reads(const OperandViews& ops, const VkDescriptorBufferInfo& written, Dispatch& op) const {
   const char* op_name = name();
   // ids or group sizes (int32) and weights (f32) at any 4-byte offset; the status word where the app gives one.
   const BoundOperand ids = routes_in_kernel()
                                ? bind_operand(*ctx_, op_name, "ids", ops.ids, DType::f32, routing_->slots(), 0, false)
                                : bind_operand(*ctx_, op_name, "group_sizes", ops.group_sizes, DType::f32, kernel_sizes_, 0, false);
-  // The route bindings in order: the weights, the status word, the ids or sizes (its binding read-only).
-  // The weights and status word where there are none, and META, which the module declares writable: the
-  // plan's own buffer, so that no buffer of the app's looks written.
-  const VkDescriptorBufferInfo own{host_metadata_.handle(), 0, host_metadata_.size()};
+  // The route bindings in order: the weights (none: the plan's own buffer, read-only there), the status
+  // word (none: `written`, as the binding is declared writable), the ids or sizes (read-only).
   auto at = [&op](RouteBinding b) -> VkDescriptorBufferInfo& { return op.route[b - kRouteWeights]; };
-  at(kRouteWeights) = own;
-  at(kRouteStatus) = own;
+  at(kRouteWeights) = {host_metadata_.handle(), 0, host_metadata_.size()};
+  at(kRouteStatus) = written;
   at(kRouteReads) = ids.info;
   abi::GmmPush& p = op.push.as<abi::GmmPush>();
   p.ids_off = ids.element_offset;
