@@ -235,9 +235,12 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
   }
   if (o.metadata != Metadata::host) {
     // The device path runs the tiling the host path's plans picked for these sizes (the automatic one
-    // would size its tiles from an estimate of them): the ratio is the cost of building the metadata on
-    // the device. A backward whose two plans differ cannot pass both: it keeps the choice, the estimate's.
+    // would size its tiles from an estimate of them), and their schedule (with a fixed tiling a GPU's
+    // automatic one no longer follows the groups' rows): the ratio is the cost of building the metadata
+    // on the device. A backward whose two plans differ cannot pass both: it keeps the choice, the
+    // estimate's.
     const std::optional<vkgmm::Tiling> host_tiling = inst.single_tiling();
+    const vkgmm::Schedule device_schedule = host_tiling ? inst.single_schedule() : vkgmm::Schedule::automatic;
     // Tile heights per group are the host path's only: the device path runs the first one for every group.
     const size_t heights = r.plan.find(" heights=");
     if (o.metadata != Metadata::device && heights != std::string::npos)
@@ -245,7 +248,7 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
                         r.plan.substr(heights + 1, r.plan.find(' ', heights + 1) - heights - 1) +
                         "), the device path the first for every group: the device ratio counts that too");
     const vkgmm::TilingChoice device_tiling = host_tiling ? vkgmm::TilingChoice::of(*host_tiling) : tiling;
-    inst.plan(device_tiling, true);
+    inst.plan(device_tiling, true, device_schedule);
     const std::string ran = inst.tiling_text();
     if (ran != r.tiling)
       r.notes.push_back("the device path ran tiling " + ran + ", the host path's is " + r.tiling);
@@ -257,7 +260,7 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
       r.notes.push_back("the device path's kernel reads the sizes itself (no metadata build): no device grids to compare");
     if (!device_grids) {
       check_or_refuse(timer, inst, want, "device metadata, tiling " + ran);
-      calls.push_back({[&, device_tiling] { inst.plan(device_tiling, true); }, record});
+      calls.push_back({[&, device_tiling, device_schedule] { inst.plan(device_tiling, true, device_schedule); }, record});
     } else {
       // Both grids on one context (made with the indirect grid): the same call, its workspace one of the
       // bench's lent as an indirect buffer or not, so the two differ in the grid alone.
@@ -268,7 +271,7 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
                         std::string("device metadata, ") + (w == Instance::Workspace::indirect ? "indirect" : "upper-bound") +
                             " grid, tiling " + ran);
         calls.push_back({[&, device_tiling, w] {
-                           inst.plan(device_tiling, true);
+                           inst.plan(device_tiling, true, device_schedule);
                            inst.use_workspace(w);
                          },
                          record});

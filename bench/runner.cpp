@@ -129,10 +129,11 @@ vkgmm::TgmmProblem Instance::tgmm_problem() const {
 
 namespace {
 
-// The problem with `tiling`, and with device_sizes its group sizes moved to the device.
+// The problem with `tiling` and `schedule`, and with device_sizes its group sizes moved to the device.
 template <typename Problem>
-Problem planned(Problem p, const vkgmm::TilingChoice& tiling, bool device_sizes) {
+Problem planned(Problem p, const vkgmm::TilingChoice& tiling, bool device_sizes, vkgmm::Schedule schedule) {
   p.tiling = tiling;
+  if (schedule != vkgmm::Schedule::automatic) p.schedule = schedule;
   if (device_sizes) {
     p.device_group_sizes.count = static_cast<int64_t>(p.group_sizes.size());
     p.group_sizes.clear();
@@ -142,16 +143,16 @@ Problem planned(Problem p, const vkgmm::TilingChoice& tiling, bool device_sizes)
 
 }  // namespace
 
-void Instance::plan(const vkgmm::TilingChoice& tiling, bool device_sizes) {
+void Instance::plan(const vkgmm::TilingChoice& tiling, bool device_sizes, vkgmm::Schedule schedule) {
   // Drop the old plans first so that a call's cost never includes keeping two sets alive.
   gmm_.reset();
   tgmm_.reset();
   backward_.reset();
   device_sizes_ = device_sizes;
   switch (work.op) {
-    case Op::gmm: gmm_.emplace(ctx, planned(gmm_problem(), tiling, device_sizes)); break;
-    case Op::tgmm: tgmm_.emplace(ctx, planned(tgmm_problem(), tiling, device_sizes)); break;
-    case Op::backward: backward_.emplace(ctx, planned(gmm_problem(), tiling, device_sizes)); break;
+    case Op::gmm: gmm_.emplace(ctx, planned(gmm_problem(), tiling, device_sizes, schedule)); break;
+    case Op::tgmm: tgmm_.emplace(ctx, planned(tgmm_problem(), tiling, device_sizes, schedule)); break;
+    case Op::backward: backward_.emplace(ctx, planned(gmm_problem(), tiling, device_sizes, schedule)); break;
   }
 }
 
@@ -161,6 +162,14 @@ std::optional<vkgmm::Tiling> Instance::single_tiling() const {
   if (backward_ && backward_->d_lhs_plan().tiling() == backward_->d_rhs_plan().tiling())
     return backward_->d_lhs_plan().tiling();
   return std::nullopt;
+}
+
+vkgmm::Schedule Instance::single_schedule() const {
+  if (gmm_) return gmm_->schedule();
+  if (tgmm_) return tgmm_->schedule();
+  if (backward_ && backward_->d_lhs_plan().schedule() == backward_->d_rhs_plan().schedule())
+    return backward_->d_lhs_plan().schedule();
+  return vkgmm::Schedule::automatic;
 }
 
 uint32_t Instance::device_status() const {

@@ -38,13 +38,18 @@ class Instance {
   // Builds the plans for `tiling`: validation, metadata build and upload, pipeline lookup. This is the
   // host's share of a call, timed on its own. device_sizes: the device path, the group sizes read from
   // buf_sizes (the metadata is then built on the device by every recorded call, in the plans' own
-  // workspace) and the device status written to buf_status.
-  void plan(const vkgmm::TilingChoice& tiling, bool device_sizes = false);
+  // workspace) and the device status written to buf_status. schedule: the problem's (automatic: the
+  // workload's own).
+  void plan(const vkgmm::TilingChoice& tiling, bool device_sizes = false,
+            vkgmm::Schedule schedule = vkgmm::Schedule::automatic);
   // The tiling the plans run, "tm,tk,tn" (backward: "d_lhs/d_rhs" when the two differ).
   std::string tiling_text() const;
   // The tiling the plans run, when it is one (nullopt for a backward whose two plans differ): passed
   // back as a fixed choice it resolves to itself.
   std::optional<vkgmm::Tiling> single_tiling() const;
+  // The schedule the plans run, when it is one (automatic for a backward whose two plans differ): with
+  // single_tiling() fixed, a GPU's automatic schedule would no longer follow the groups' rows.
+  vkgmm::Schedule single_schedule() const;
   void record(VkCommandBuffer cb) const;
   // What record() runs, in one line: the plans' op, tiling, grid and load path, each operand's view
   // (offset and size), the metadata's path. Two Instances of one workload planned alike describe

@@ -11,12 +11,15 @@ namespace bench {
 std::vector<vkgmm::Tiling> sweep_candidates() {
   // Output blocks of 16 to 128 rows by 32 to 128 columns, K steps of 32 to 128: the range where either
   // schedule keeps its accumulators per invocation within the limit (256) without tiny tiles. Then the
-  // direct schedule's shapes (its K step is unused): 128-column blocks of 1 to 128 rows, and blocks of
-  // whole weight rows of up to 1024 columns for visits of a few rows (decode).
+  // direct schedule's shapes (its K step is unused): 128-column blocks of 1 to 128 rows, blocks of whole
+  // weight rows of up to 1024 columns for visits of a few rows (decode), and a GPU's decode tiles, 32
+  // columns of 1 to 8 rows with the reduction split over the workgroup, whose rows per visit the library
+  // picks from an overhead no GPU has measured (host/tiling.cpp, kGpuDecodeVisitOverheadRows).
   return {{64, 64, 64},  {32, 64, 64},  {64, 64, 32},  {16, 64, 64},   {128, 64, 64}, {64, 64, 128},
           {128, 64, 128}, {64, 32, 64}, {64, 128, 64}, {32, 128, 128}, {128, 32, 32},
           {128, 4, 128},  {64, 4, 128}, {32, 4, 128},  {16, 4, 128},   {4, 4, 128},   {2, 4, 128},
-          {4, 4, 256},    {4, 4, 512},  {2, 4, 512},   {2, 4, 1024},   {1, 4, 1024}};
+          {4, 4, 256},    {4, 4, 512},  {2, 4, 512},   {2, 4, 1024},   {1, 4, 1024},
+          {1, 4, 32},     {2, 4, 32},   {4, 4, 32},    {8, 4, 32}};
 }
 
 std::filesystem::path cache_path(const std::string& device_name) {

@@ -36,12 +36,14 @@ using vkgmm::DType;
 using tool::fail;
 
 // --device-metadata: the problem with its group sizes moved to a device buffer (the library's device
-// path), run with the tiling the host path's plan picked for those sizes, so that the output is the host
-// path's bit for bit (an automatic tiling would size its tiles from an estimate instead of the sizes).
+// path), run with the tiling and schedule the host path's plan picked for those sizes, so that the output
+// is the host path's bit for bit (an automatic tiling would size its tiles from an estimate instead of the
+// sizes, and with a fixed tiling a GPU's automatic schedule no longer follows the groups' rows).
 template <typename Problem, typename Plan>
 Problem on_device(const Problem& p, const Plan& host_plan) {
   Problem q = p;
   q.tiling = vkgmm::TilingChoice::of(host_plan.tiling());
+  q.schedule = host_plan.schedule();
   q.device_group_sizes.count = static_cast<int64_t>(p.group_sizes.size());
   q.group_sizes.clear();
   return q;

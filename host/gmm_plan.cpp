@@ -32,6 +32,7 @@ constexpr int64_t kSizesInKernelGroups = 1024;
 struct GmmPlan::State {
   GmmProblem problem;
   Tiling tiling;
+  Schedule schedule = Schedule::automatic;
   int64_t num_tiles = 0;
   PlanCore core;
   State(Context& ctx, const GmmProblem& p, WorkspaceOwner owner)
@@ -189,6 +190,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   const KernelChoice kernel = choose(core, p, r, layout, vec4);
   const KernelShape& shape = kernel.shape;
   st->tiling = kernel.tiling();
+  st->schedule = kernel.schedule;
   launch.shape = shape;
 
   // The visits, the grid and the push constants.

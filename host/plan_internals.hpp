@@ -48,13 +48,14 @@ struct PlanInternals {
 };
 
 // What gmm's and tgmm's plans forward alike, written once: their internals for other plans, their public
-// accessors (the State's problem and tiling, the rest the core's), and the one-call op (plan, run, wait). Used
+// accessors (the State's problem, tiling and schedule, the rest the core's), and the one-call op (plan, run, wait). Used
 // at namespace scope in each plan's source, where its State is defined.
 #define VKGMM_GROUPED_PLAN_FORWARDS(Plan, Problem, Operands, op)                                                    \
   std::vector<PlannedPipeline> PlanInternals::pipelines(const Plan& plan) { return plan.state_->core.pipelines(); } \
   Plan PlanInternals::part_of_another(Context& ctx, const Problem& problem) { return Plan(ctx, problem, false); }   \
   const Problem& Plan::problem() const { return state_->problem; }                                                 \
   Tiling Plan::tiling() const { return state_->tiling; }                                                           \
+  Schedule Plan::schedule() const { return state_->schedule; }                                                     \
   OperandSizes Plan::sizes() const { return state_->core.sizes(); }                                                \
   VkDeviceSize Plan::metadata_bytes() const { return state_->core.metadata_bytes(); }                              \
   VkDeviceSize Plan::workspace_bytes() const { return state_->core.workspace_bytes(); }                            \

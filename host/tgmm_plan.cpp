@@ -50,6 +50,7 @@ std::string check_group_loop_budget(const DeviceInfo& info, const char* op, cons
 struct TgmmPlan::State {
   TgmmProblem problem;
   Tiling tiling;
+  Schedule schedule = Schedule::automatic;
   PlanCore core;
   State(Context& ctx, const TgmmProblem& p, WorkspaceOwner owner)
       : problem(p), core(ctx, Op::tgmm, abi::kTgmmConstants, owner) {}
@@ -84,6 +85,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   const KernelChoice kernel = choose_kernel(q, core.info(), core.tiling_info(), core.options());
   const KernelShape& shape = kernel.shape;
   st->tiling = kernel.tiling();
+  st->schedule = kernel.schedule;
   launch.shape = shape;
   launch.alignment.scalar_loads_refusal = check_group_loop_budget(core.info(), op, p, groups, shape, vec4);
 

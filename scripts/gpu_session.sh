@@ -145,6 +145,11 @@ bench_args() {  # the vkgmm bench arguments of step $1
     # (VKGMM_SIZES_IN_KERNEL=0), on both of its grids.
     0:bench_device) echo "--preset decode --metadata both --device-grid both --reps 30" ;;
     0:bench_device_build) bench_args bench_device ;;
+    # decode's tilings swept on the direct schedule (the host path, each tiling timed alternately): its
+    # 32-column GPU tiles of 1, 2, 4 and 8 rows among them, whose curve measures what a visit costs beside
+    # its rows (kGpuDecodeVisitOverheadRows, which picks the rows per visit, device group sizes' estimate too).
+    0:bench_decode_tiles) echo "--preset decode --sweep-tiling --metadata host --reps 20" ;;
+    1:bench_decode_tiles) echo "--preset decode --sweep-tiling --metadata host --reps 1" ;;
     1:bench_device_build) bench_args bench_device ;;
     # tgmm alone at moe-fine's shape and zipf groups (its longest groups' reductions split over
     # workgroups), the sizes on the host and, timed alternately, on the device (the split decided by the
@@ -178,7 +183,7 @@ peer_quick=()
 
 steps=${VKGMM_GPU_STEPS:-info bench bench_matrix tests_matrix tests bench_fma16 bench_device bench_tgmm bench_ids \
   bench_ids_in_kernel bench_quant ggml torch jax bench_models ggml_perf gpu_report bench_heights bench_one_height bench_stages2 \
-  bench_matrix2 bench_ids_one_height bench_heights_barrier bench_ids_barrier bench_device_build}
+  bench_matrix2 bench_ids_one_height bench_heights_barrier bench_ids_barrier bench_device_build bench_decode_tiles}
 for s in $steps; do
   case $s in
     info)
@@ -194,6 +199,12 @@ for s in $steps; do
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046  # the arguments are words
       step "$s" "$bundle/run.sh" bench --json $(bench_args "$s") ;;
+    bench_decode_tiles)
+      # Every candidate on the direct schedule: with a fixed tiling a GPU's automatic schedule is the
+      # shared one, which would not run the decode tiles at all.
+      if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
+      # shellcheck disable=SC2046
+      step "$s" env VKGMM_SCHEDULE=direct "$bundle/run.sh" bench --json $(bench_args "$s") ;;
     bench_matrix)
       if [ -z "$bundle" ]; then skip "$s" "no bundle"; continue; fi
       # shellcheck disable=SC2046
@@ -296,8 +307,12 @@ def lines(name):
 for f in ("bench.out", "bench_matrix.out", "bench_fma16.out", "bench_device.out", "bench_tgmm.out", "bench_heights.out",
           "bench_one_height.out", "bench_ids.out", "bench_quant.out", "bench_models.out", "bench_stages2.out",
           "bench_matrix2.out", "bench_ids_in_kernel.out", "bench_ids_one_height.out", "bench_heights_barrier.out",
-          "bench_ids_barrier.out", "bench_device_build.out"):
+          "bench_ids_barrier.out", "bench_device_build.out", "bench_decode_tiles.out"):
     for o in lines(f):
+        for w in o.get("sweep", []):  # --sweep-tiling: each tiling's time, the default's first
+            for t in w.get("tried", []):
+                rows.append(("vkgmm", f"{w.get('name')} (tiling {t.get('tiling')})", "", "sweep", t.get("gpu_ms_median"),
+                             None, None))
         if o.get("device"):
             print(f"vkgmm ({f}) device: {o['device']}: read {o.get('read_gbps')} GB/s, copy {o.get('copy_gbps')} GB/s,"
                   f" FMA ceiling {o.get('ceiling_gflops')} GFLOP/s")

@@ -327,17 +327,6 @@ reference::Gradients run_backward(Context& ctx, const GmmProblem& p, const std::
 
 namespace {
 
-// The schedule a plan's kernel runs (automatic where it has none: m = 0).
-template <typename Plan>
-Schedule planned_schedule(const Plan& plan) {
-  for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
-    if (std::string(pp.role) == "op") {
-      if (pp.constants.size() > VKGMM_ID_MATRIX_M && pp.constants[VKGMM_ID_MATRIX_M]) return Schedule::matrix;
-      return pp.constants[VKGMM_ID_USE_SHARED] ? Schedule::shared : Schedule::direct;
-    }
-  return Schedule::automatic;
-}
-
 // The problem q with its host group sizes moved to a device buffer (returned), and the tiling and the
 // schedule the host path's plan chose for p. The schedule too: on a GPU, gmm's automatic schedule follows
 // the host group sizes (groups of a few rows take the direct schedule, gmm_schedule) only with an
@@ -347,17 +336,15 @@ Buffer to_device_sizes(Context& ctx, const Problem& p, Problem& q) {
   q = p;
   const Plan host(ctx, p);
   q.tiling = TilingChoice::of(host.tiling());
-  const Schedule schedule = planned_schedule(host);
-  if (schedule != Schedule::automatic) q.schedule = schedule;
+  q.schedule = host.schedule();
   q.device_group_sizes.count = static_cast<int64_t>(p.group_sizes.size());
   q.group_sizes.clear();
   Buffer sizes = ctx.create_buffer(p.group_sizes.size() * 4);
   sizes.upload(p.group_sizes.data(), p.group_sizes.size() * 4);
   const Plan device(ctx, q);
   EXPECT_EQ(device.tiling(), host.tiling()) << "the device path must run the host path's tiling";
-  if (schedule != Schedule::automatic)
-    EXPECT_STREQ(schedule_name(planned_schedule(device)), schedule_name(schedule))
-        << "the device path must run the host path's schedule";
+  EXPECT_STREQ(schedule_name(device.schedule()), schedule_name(host.schedule()))
+      << "the device path must run the host path's schedule";
   return sizes;
 }
 

@@ -106,6 +106,10 @@ static void test_gmm(vkgmm_context* ctx) {
   CHECK(s.lhs == M * K * 4 && s.rhs == G * K * N * 4 && s.out == M * N * 4 && s.metadata > 0);
   vkgmm_tiling t;
   CHECK(vkgmm_gmm_plan_tiling(plan, &t) == VKGMM_OK && t.tm > 0 && t.tk > 0 && t.tn > 0);
+  vkgmm_schedule sched = VKGMM_SCHEDULE_AUTO;
+  CHECK(vkgmm_gmm_plan_schedule(plan, &sched) == VKGMM_OK &&
+        (sched == VKGMM_SCHEDULE_DIRECT || sched == VKGMM_SCHEDULE_SHARED || sched == VKGMM_SCHEDULE_MATRIX));
+  CHECK(vkgmm_gmm_plan_schedule(plan, NULL) == VKGMM_INVALID_ARGUMENT);
 
   vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *br = make_buffer(ctx, rhs, G * K * N),
                *bo = make_buffer(ctx, NULL, M * N);

@@ -346,15 +346,23 @@ class CDefaultsPlans : public DeviceTest {
   vkgmm_context* c_ctx_ = nullptr;
 };
 
-// A C plan's tiling and sizes against a C++ plan's.
+// The C plans' schedule accessors, by handle type.
+vkgmm_status plan_schedule(const vkgmm_gmm_plan* p, vkgmm_schedule* out) { return vkgmm_gmm_plan_schedule(p, out); }
+vkgmm_status plan_schedule(const vkgmm_tgmm_plan* p, vkgmm_schedule* out) { return vkgmm_tgmm_plan_schedule(p, out); }
+
+// A C plan's tiling, schedule and sizes against a C++ plan's.
 template <typename CPlan, typename Plan>
 void expect_same_plan(const CPlan* c_plan, const Plan& plan, vkgmm_status (*tiling)(const CPlan*, vkgmm_tiling*),
                       vkgmm_status (*sizes)(const CPlan*, vkgmm_operand_sizes*)) {
   vkgmm_tiling t{};
   vkgmm_operand_sizes s{sizeof s};
+  vkgmm_schedule schedule = VKGMM_SCHEDULE_AUTO;
   ASSERT_EQ(tiling(c_plan, &t), VKGMM_OK);
   ASSERT_EQ(sizes(c_plan, &s), VKGMM_OK);
+  ASSERT_EQ(plan_schedule(c_plan, &schedule), VKGMM_OK);
   EXPECT_EQ(Tiling({t.tm, t.tk, t.tn}), plan.tiling());
+  EXPECT_EQ(int(schedule), int(plan.schedule()));
+  EXPECT_NE(schedule, VKGMM_SCHEDULE_AUTO);
   EXPECT_EQ(s.lhs, plan.sizes().lhs);
   EXPECT_EQ(s.rhs, plan.sizes().rhs);
   EXPECT_EQ(s.out, plan.sizes().out);

@@ -100,6 +100,36 @@ TEST(SizesInKernel, TheBuildsBitsOnAGpusDecodeTiles) {
   for (auto& m : c.take_validation_messages()) ADD_FAILURE() << "validation message: " << m;
 }
 
+// On a GPU a decode's automatic schedule is the direct one only with an automatic tiling: the device path
+// rerun with the host path's tiling fixed must take its schedule too (GmmPlan::schedule, as the bench and
+// the CLI do) to read its sizes in the kernel; with the tiling alone it takes the shared schedule and the
+// build. Each plan's schedule() is its kernel's.
+TEST(SizesInKernel, OnAGpuTheHostPathsScheduleWithItsTiling) {
+  Context c = gpu_planned_context();
+  GmmProblem p;
+  p.m = 16, p.k = 256, p.n = 64;
+  p.group_sizes = {2, 2, 0, 3, 2, 1, 4, 2};
+  const GmmPlan host(c, p);
+  EXPECT_EQ(host.schedule(), Schedule::direct);
+  const auto runs_shared = [](const GmmPlan& plan) {
+    for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
+      if (std::string(pp.role) == "op") return pp.constants[VKGMM_ID_USE_SHARED] != 0u;
+    return false;
+  };
+  EXPECT_FALSE(runs_shared(host));
+  GmmProblem tiled = p;
+  tiled.tiling = TilingChoice::of(host.tiling());
+  const GmmPlan tiling_alone = device_plan(c, tiled);
+  EXPECT_EQ(tiling_alone.schedule(), Schedule::shared);
+  EXPECT_TRUE(runs_shared(tiling_alone));
+  EXPECT_FALSE(reads_sizes_in_kernel(tiling_alone));
+  tiled.schedule = host.schedule();
+  const GmmPlan both = device_plan(c, tiled);
+  EXPECT_EQ(both.schedule(), Schedule::direct);
+  EXPECT_EQ(both.tiling(), host.tiling());
+  EXPECT_TRUE(reads_sizes_in_kernel(both));
+}
+
 // Which plans take it: few rows, unrouted, one tile height, the direct schedule, within the CPU loop
 // budget, and the options; every other keeps the build.
 TEST_F(DeviceTest, SizesInKernelOnlyWhereThePlanCan) {

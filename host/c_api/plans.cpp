@@ -115,6 +115,15 @@ vkgmm_status plan_tiling(const Handle* plan, vkgmm_tiling* out) {
   });
 }
 
+template <typename Handle>
+vkgmm_status plan_schedule(const Handle* plan, vkgmm_schedule* out) {
+  return guarded([&] {
+    require(plan, "plan");
+    require(out, "out");
+    *out = static_cast<vkgmm_schedule>(plan->plan.schedule());  // the values match (vkgmm.h)
+  });
+}
+
 template <typename Handle, typename COps, typename ToCpp>
 vkgmm_status plan_record(const Handle* plan, VkCommandBuffer cmd, const COps* ops, ToCpp to_ops) {
   return guarded([&] {
@@ -298,6 +307,8 @@ vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_size
 
 vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out) { return plan_tiling(plan, out); }
 
+vkgmm_status vkgmm_gmm_plan_schedule(const vkgmm_gmm_plan* plan, vkgmm_schedule* out) { return plan_schedule(plan, out); }
+
 vkgmm_status vkgmm_gmm_plan_saved_pre_activation(const vkgmm_gmm_plan* plan, vkgmm_buffer_view workspace,
                                                  vkgmm_buffer_view* out) {
   return guarded([&] {
@@ -317,6 +328,8 @@ vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tgmm_problem
 vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out) { return plan_sizes(plan, out); }
 
 vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out) { return plan_tiling(plan, out); }
+
+vkgmm_status vkgmm_tgmm_plan_schedule(const vkgmm_tgmm_plan* plan, vkgmm_schedule* out) { return plan_schedule(plan, out); }
 
 // ----- backward ----------------------------------------------------------------------------------------
 

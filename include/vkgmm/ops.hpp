@@ -182,6 +182,11 @@ class VKGMM_API GmmPlan {
   // heights of their own (a GPU, group sizes on the host: docs/architecture.md), the first pass's, whose
   // tm is the largest height.
   Tiling tiling() const;
+  // The schedule the op's kernel runs: direct, shared or matrix, the automatic choice resolved. A GPU's
+  // automatic schedule follows the groups' rows (decode-sized ones take the direct schedule) only where
+  // the tiling is automatic too: to rerun a plan's choice with its tiling fixed (say with the sizes
+  // moved to the device), fix both.
+  Schedule schedule() const;
   OperandSizes sizes() const;
   // megablox's num_tiles: m-tile visits of the active groups at tiling()'s tm (-1: on the device).
   int64_t num_tiles() const;
@@ -218,6 +223,7 @@ class VKGMM_API TgmmPlan {
   TgmmPlan(Context& ctx, const TgmmProblem& problem);
   const TgmmProblem& problem() const;
   Tiling tiling() const;
+  Schedule schedule() const;  // as GmmPlan::schedule()
   OperandSizes sizes() const;
   VkDeviceSize metadata_bytes() const;   // as GmmPlan::metadata_bytes()
   // On GPUs a group with far more rows than the others is reduced in chunks by several workgroups, whose

@@ -378,6 +378,8 @@ VKGMM_API vkgmm_status vkgmm_gmm_plan_create(vkgmm_context* ctx, const vkgmm_gmm
 VKGMM_API void vkgmm_gmm_plan_destroy(vkgmm_gmm_plan* plan);
 VKGMM_API vkgmm_status vkgmm_gmm_plan_sizes(const vkgmm_gmm_plan* plan, vkgmm_operand_sizes* out);
 VKGMM_API vkgmm_status vkgmm_gmm_plan_tiling(const vkgmm_gmm_plan* plan, vkgmm_tiling* out);
+/* The schedule the op's kernel runs, the automatic choice resolved (never AUTO): vkgmm::GmmPlan::schedule. */
+VKGMM_API vkgmm_status vkgmm_gmm_plan_schedule(const vkgmm_gmm_plan* plan, vkgmm_schedule* out);
 VKGMM_API vkgmm_status vkgmm_gmm_plan_record(const vkgmm_gmm_plan* plan, VkCommandBuffer cmd, const vkgmm_gmm_operands* ops);
 VKGMM_API vkgmm_status vkgmm_gmm_plan_run(vkgmm_context* ctx, const vkgmm_gmm_plan* plan, const vkgmm_gmm_operands* ops);
 /* With save_pre_activation: where record() leaves the pre-activation in `workspace` (the operands'
@@ -390,6 +392,7 @@ VKGMM_API vkgmm_status vkgmm_tgmm_plan_create(vkgmm_context* ctx, const vkgmm_tg
 VKGMM_API void vkgmm_tgmm_plan_destroy(vkgmm_tgmm_plan* plan);
 VKGMM_API vkgmm_status vkgmm_tgmm_plan_sizes(const vkgmm_tgmm_plan* plan, vkgmm_operand_sizes* out);
 VKGMM_API vkgmm_status vkgmm_tgmm_plan_tiling(const vkgmm_tgmm_plan* plan, vkgmm_tiling* out);
+VKGMM_API vkgmm_status vkgmm_tgmm_plan_schedule(const vkgmm_tgmm_plan* plan, vkgmm_schedule* out);
 VKGMM_API vkgmm_status vkgmm_tgmm_plan_record(const vkgmm_tgmm_plan* plan, VkCommandBuffer cmd, const vkgmm_tgmm_operands* ops);
 VKGMM_API vkgmm_status vkgmm_tgmm_plan_run(vkgmm_context* ctx, const vkgmm_tgmm_plan* plan, const vkgmm_tgmm_operands* ops);
 

@@ -336,6 +336,7 @@ void bind_plans(py::module_& m) {
            arg("out_type"), arg("existing_out"), arg("tiling"), arg("top_k"), arg("lhs_per_slot"), arg("combine"),
            arg("num_experts"), arg("bias"), arg("activation"))
       .def_property_readonly("tiling", [](const GmmPlanPy& g) { return tiling_tuple(g.plan->tiling()); })
+      .def_property_readonly("schedule", [](const GmmPlanPy& g) { return std::string(vkgmm::schedule_name(g.plan->schedule())); })
       .def_property_readonly("num_tiles", [](const GmmPlanPy& g) { return g.plan->num_tiles(); })
       .def_property_readonly("num_rhs_groups", [](const GmmPlanPy& g) { return g.g_local; })
       .def_property_readonly("n_out", [](const GmmPlanPy& g) { return g.n_out; })
@@ -346,6 +347,7 @@ void bind_plans(py::module_& m) {
            arg("group_offset"), arg("num_actual_groups"), arg("lhs_type"), arg("rhs_type"), arg("out_type"),
            arg("existing_out"), arg("tiling"))
       .def_property_readonly("tiling", [](const TgmmPlanPy& t) { return tiling_tuple(t.plan->tiling()); })
+      .def_property_readonly("schedule", [](const TgmmPlanPy& t) { return std::string(vkgmm::schedule_name(t.plan->schedule())); })
       .def_property_readonly("num_actual_groups", [](const TgmmPlanPy& t) {
         const vkgmm::TgmmProblem& p = t.plan->problem();
         return p.num_actual_groups >= 0 ? p.num_actual_groups : int64_t(p.group_sizes.size()) - p.group_offset;

@@ -84,6 +84,8 @@ def test_tilings(ctx, rng, tiling):
     gs = random_group_sizes(rng, m - 9, 4, empty=(2,))  # rows past the groups are 0
     plan = vkgmm.GmmPlan(lhs, rhs, gs, tiling=tiling)
     assert all(0 < t <= want for t, want in zip(plan.tiling, tiling))
+    assert plan.schedule in ("direct", "shared", "matrix")
+    assert vkgmm.TgmmPlan(lhs.T.copy(), lhs[:, :n], gs, tiling=tiling).schedule in ("direct", "shared", "matrix")
     assert_close(plan(lhs, rhs), ref_gmm(lhs, rhs, gs), k)
     assert_close(vkgmm.tgmm(lhs.T.copy(), lhs[:, :n], gs, tiling=tiling),
                  ref_tgmm(lhs.T, lhs[:, :n], gs), m)

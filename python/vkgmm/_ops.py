@@ -143,6 +143,11 @@ class GmmPlan:
         groups take tile heights of their own (a GPU, sizes on the host), the first pass's."""
         return self._plan.tiling
 
+    @property
+    def schedule(self) -> str:
+        """The schedule the kernel runs: "direct", "shared" or "matrix" (the automatic choice resolved)."""
+        return self._plan.schedule
+
     def __call__(self, lhs, rhs, existing_out=None, *, bias=None, out=None):
         c = self.context
         o = out_array(self.out_shape, self.out_type, c, out)
@@ -201,6 +206,10 @@ class TgmmPlan:
     @property
     def tiling(self) -> tuple[int, int, int]:
         return self._plan.tiling
+
+    @property
+    def schedule(self) -> str:
+        return self._plan.schedule
 
     def __call__(self, lhs, rhs, existing_out=None, *, out=None):
         c = self.context

@@ -57,6 +57,10 @@ class IdsGmmPlan:
     def tiling(self) -> tuple[int, int, int]:
         return self._plan.tiling
 
+    @property
+    def schedule(self) -> str:
+        return self._plan.schedule
+
     def __call__(self, lhs, rhs, ids, weights=None, existing_out=None, *, bias=None, out=None):
         c = self.context
         ids32 = checked_ids(ids, self.ids_shape, self.num_experts)
