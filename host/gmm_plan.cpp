@@ -108,8 +108,9 @@ GmmRows validate(const PlanCore& core, const GmmProblem& p) {
 
 // The kernel for the problem (kernel_choice.hpp): the m tile sized to the groups' rows (with the sizes on
 // the device, to the expected rows of each: routed, their distribution; else the hint, else the rows
-// spread at random: device_expected_sizes). The direct schedule's K step, which its K slices take whole: a block format's walk along
-// K (rhs [n, k]), else 4 elements. Both schedules load 4 elements at a time where `vec4`.
+// spread at random: device_expected_sizes). The direct schedule's K step, which its K slices take whole:
+// a block format's walk along K (rhs [n, k]), else 4 elements. Both schedules load 4 elements at a time
+// where `vec4`.
 KernelChoice choose(const PlanCore& core, const GmmProblem& p, const GmmRows& r,
                     const PlanCore::OperandLayout& layout, bool vec4) {
   std::vector<int32_t> expected;

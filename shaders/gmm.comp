@@ -134,8 +134,8 @@ void store_row_values4(uint orow, uint col, vec4 v) {
   else store4_out(pc.out_off + orow * pc.out_n + col, v, OUT_TYPE);
 }
 
-// ROUTE_IN_KERNEL: the router weights; with SIZES_IN_KERNEL too, the status word, and the ids or group sizes
-// (interface.h's route bindings).
+// The route bindings (interface.h): ROUTE_IN_KERNEL's router weights; the status word and what the kernel
+// reads in place of a build's metadata (ROUTE_IN_KERNEL's ids, SIZES_IN_KERNEL's group sizes).
 layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WEIGHTS) readonly buffer RouteWeightsBuf { float route_weights[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_STATUS) writeonly buffer RouteStatusBuf { uint route_status[]; };
 layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_READS) readonly buffer RouteReadsBuf { int route_reads[]; };
