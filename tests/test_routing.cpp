@@ -197,11 +197,15 @@ RoutingCase base_case(bool combine, Schedule schedule) {
           false, false, combine, false, true, true, schedule, 7};
 }
 
-// Experts [lo, hi) of a full problem: the window's rhs and bias rows, the same tiling as the full call
-// (so that every slot is computed the same way), existing_out = the previous shard's out.
+// Experts [lo, hi) of a full problem: the window's rhs and bias rows, the same tiling and schedule as the
+// full call (so that every slot is computed the same way: on a GPU a fixed tiling alone would take the
+// shared schedule where a decode-sized full call takes the direct one), existing_out = the previous
+// shard's out.
 Routed shard(Context& ctx, const Routed& full, int64_t lo, int64_t hi, std::vector<float> existing_out) {
   Routed s = full;
-  s.p.tiling = TilingChoice::of(GmmPlan(ctx, full.p).tiling());
+  const GmmPlan whole(ctx, full.p);
+  s.p.tiling = TilingChoice::of(whole.tiling());
+  s.p.schedule = whole.schedule();
   s.p.group_offset = lo;
   s.p.num_rhs_groups = hi - lo;
   s.p.existing_out = !existing_out.empty();
