@@ -42,9 +42,9 @@ int64_t check_routing(const char* op, const GmmProblem& p) {
   if (r.num_experts && p.group_offset + p.num_rhs_groups > r.num_experts)
     bad(op, "routing.num_experts = " + std::to_string(r.num_experts) + " is smaller than group_offset + E_local = " +
                 std::to_string(p.group_offset + p.num_rhs_groups));
-  if (p.num_rhs_groups > 65535)
+  if (p.num_rhs_groups > kMaxGroups)
     throw Error(Status::unsupported, std::string(op) + ": num_rhs_groups = " + std::to_string(p.num_rhs_groups) +
-                                         ": routing supports at most 65535 local experts");
+                                         ": routing supports at most " + std::to_string(kMaxGroups) + " local experts");
   if (p.group_offset > INT32_MAX || r.num_experts > INT32_MAX)
     throw Error(Status::unsupported, std::string(op) + ": routing: group_offset and num_experts must be below 2^31");
   if (r.top_k > INT32_MAX || (p.m > 0 && r.top_k > INT32_MAX / p.m))
@@ -65,8 +65,9 @@ int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n) {
 
 int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m) {
   if (group_sizes.empty()) bad(op, "group_sizes must hold at least one group");
-  if (group_sizes.size() > 65535)
-    throw Error(Status::unsupported, std::string(op) + ": group_sizes: at most 65535 groups are supported");
+  if (int64_t(group_sizes.size()) > kMaxGroups)
+    throw Error(Status::unsupported,
+                std::string(op) + ": group_sizes: at most " + std::to_string(kMaxGroups) + " groups are supported");
   int64_t sum = 0;
   for (size_t g = 0; g < group_sizes.size(); ++g) {
     if (group_sizes[g] < 0)
@@ -81,8 +82,9 @@ int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& hos
                                  const DeviceGroupSizes& device) {
   if (device.count < 1)
     bad(op, "device_group_sizes.count = " + std::to_string(device.count) + " must be >= 1 (G)");
-  if (device.count > 65535)
-    throw Error(Status::unsupported, std::string(op) + ": device_group_sizes.count: at most 65535 groups are supported");
+  if (device.count > kMaxGroups)
+    throw Error(Status::unsupported, std::string(op) + ": device_group_sizes.count: at most " +
+                                         std::to_string(kMaxGroups) + " groups are supported");
   if (!host_sizes.empty())
     bad(op, "group_sizes: the problem has device_group_sizes; leave the host group_sizes empty");
   if (device.expected_rows < 0)

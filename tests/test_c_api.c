@@ -615,6 +615,17 @@ static void test_routing_fields(vkgmm_context* ctx) {
   p.num_rhs_groups = 0; /* E_local is required with ids */
   expect_refused(ctx, &p, "num_rhs_groups");
 
+  /* More groups than a plan takes: refused by the count alone, before vkgmm reads that many sizes (the
+   * array holds G; a read past it fails under the sanitizers). */
+  p = gmm_problem();
+  p.num_groups = 65536;
+  vkgmm_gmm_plan* too_many = NULL;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &too_many) == VKGMM_UNSUPPORTED && too_many == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "num_groups") != NULL);
+  p.num_groups = (int64_t)1 << 40;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &too_many) == VKGMM_UNSUPPORTED && too_many == NULL);
+  CHECK(strstr(vkgmm_last_error_message(), "num_groups") != NULL);
+
   /* A problem from the vkgmm.h before routing: what lies past its struct_size is not read. */
   p = gmm_problem();
   p.struct_size = offsetof(vkgmm_gmm_problem, top_k);
@@ -790,7 +801,7 @@ static void test_top_k_backward(vkgmm_context* ctx) {
     }
     float wf[4];
     for (int j = 0; j < 4; ++j) wf[j] = (float)w[j];
-    vkgmm_top_k_problem fwd = {sizeof fwd, 2, 4, 2, renormalize};
+    vkgmm_top_k_problem fwd = {sizeof fwd, 2, 4, 2, renormalize ? 1 : -1}; /* 0 would be the default, on */
     vkgmm_top_k_backward_options add = {sizeof add, 1, 0};
     vkgmm_top_k_backward_plan *plan = NULL, *accumulating = NULL;
     CHECK(vkgmm_top_k_backward_plan_create(ctx, &fwd, NULL, &plan) == VKGMM_OK && plan != NULL);

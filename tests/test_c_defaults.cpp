@@ -329,6 +329,45 @@ TEST(CDefaults, TgmmProblemIsTheCppDefault) {
   EXPECT_EQ(c.out_nk, p.out_nk);
 }
 
+// A C switch whose C++ default is on is a tri-state: 0 the default, 1 on, -1 off.
+TEST(CDefaults, TopKProblemIsTheCppDefault) {
+  vkgmm_top_k_problem c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.tokens = 3, c.experts = 8, c.top_k = 2;
+  EXPECT_EQ(c_api::to_cpp(c).renormalize, TopKProblem{}.renormalize);
+  EXPECT_TRUE(TopKProblem{}.renormalize);
+  c.renormalize = -1;
+  EXPECT_FALSE(c_api::to_cpp(c).renormalize);
+  c.renormalize = 1;
+  EXPECT_TRUE(c_api::to_cpp(c).renormalize);
+}
+
+// A zero MoE layer problem (its sizes set) takes every expert from expert_offset on and renormalizes, as
+// C++'s default does; its activation is taken as given (0: none).
+TEST(CDefaults, MoeLayerProblemIsTheCppDefault) {
+  vkgmm_moe_layer_problem c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.tokens = 4, c.d_model = 8, c.d_ff = 8, c.num_experts = 6, c.top_k = 2, c.expert_offset = 2;
+  const MoeLayerProblem cpp = c_api::to_cpp(c), p;
+  EXPECT_EQ(cpp.local_experts, p.local_experts);
+  EXPECT_EQ(cpp.renormalize, p.renormalize);
+  EXPECT_EQ(cpp.up_bias, p.up_bias);
+  EXPECT_EQ(cpp.down_bias, p.down_bias);
+  EXPECT_EQ(cpp.dtype, p.dtype);
+  EXPECT_EQ(cpp.weight_type, p.weight_type);
+  EXPECT_EQ(cpp.down_weight_type, p.down_weight_type);
+  EXPECT_EQ(cpp.accumulate, p.accumulate);
+  EXPECT_EQ(cpp.activation, Activation::none);
+  c.local_experts = -1;
+  EXPECT_EQ(c_api::to_cpp(c).local_experts, p.local_experts);
+  c.local_experts = 3;
+  EXPECT_EQ(c_api::to_cpp(c).local_experts, 3);
+  c.renormalize = -1;
+  EXPECT_FALSE(c_api::to_cpp(c).renormalize);
+}
+
 // Through the public entry points: a plan from the default C problem and one from the default C++ problem,
 // on one device, pick the same tiling and ask for the same operand and workspace sizes.
 class CDefaultsPlans : public DeviceTest {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -146,6 +147,7 @@ GmmProblem to_cpp(const vkgmm_gmm_problem& problem);
 TgmmProblem to_cpp(const vkgmm_tgmm_problem& problem);
 TopKProblem to_cpp(const vkgmm_top_k_problem& problem);
 TopKBackwardOptions to_cpp(const vkgmm_top_k_backward_options& options);
+MoeLayerProblem to_cpp(const vkgmm_moe_layer_problem& problem);
 // The C operands (read with read_struct) as the C++ operands.
 GmmOperands to_cpp(const vkgmm_gmm_operands& ops);
 TgmmOperands to_cpp(const vkgmm_tgmm_operands& ops);
@@ -182,6 +184,11 @@ inline int raw_enum(const E& field) {
 }
 
 inline vkgmm::BufferView view(const vkgmm_buffer_view& v) { return {v.buffer, v.offset, v.size}; }
+// A C tri-state (0: the default; > 0 on; < 0 off) as an unset or set C++ option.
+inline std::optional<bool> tri_state(int v) {
+  if (v == 0) return std::nullopt;
+  return v > 0;
+}
 
 // Any vkgmm_dtype passes (the values are vkgmm::DType's, static_asserted in errors.cpp); which operand may
 // have which type (block formats: rhs only) is the plan's rule, checked there.

@@ -4,6 +4,7 @@
 #include "vkgmm/requirements.hpp"
 
 using vkgmm::c_api::guarded;
+using vkgmm::c_api::tri_state;
 using vkgmm::c_api::read_struct;
 using vkgmm::c_api::require;
 
@@ -54,12 +55,6 @@ vkgmm_status vkgmm_device_requirements_query_instance(VkInstance instance, VkPhy
 }
 
 namespace {
-
-// A C tri-state (0: the default; > 0 on; < 0 off) as an unset or set C++ option.
-std::optional<bool> tri_state(int v) {
-  if (v == 0) return std::nullopt;
-  return v > 0;
-}
 
 // NULL: every default.
 vkgmm::ContextOptions context_options(const vkgmm_context_options* options, const char* what) {

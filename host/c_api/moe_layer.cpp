@@ -3,15 +3,14 @@
 
 using namespace vkgmm::c_api;
 
-namespace {
-
-vkgmm::MoeLayerProblem to_cpp(const vkgmm_moe_layer_problem& c) {
+vkgmm::MoeLayerProblem vkgmm::c_api::to_cpp(const vkgmm_moe_layer_problem& c) {
   const char* op = "moe_layer";
   if (c.reserved_tail != 0) bad(op, "reserved_tail must be 0");
   vkgmm::MoeLayerProblem p;
   p.tokens = c.tokens, p.d_model = c.d_model, p.d_ff = c.d_ff, p.num_experts = c.num_experts, p.top_k = c.top_k;
-  p.expert_offset = c.expert_offset, p.local_experts = c.local_experts;
-  p.renormalize = c.renormalize != 0;
+  // 0 as C++'s default: every expert from expert_offset on.
+  p.expert_offset = c.expert_offset, p.local_experts = c.local_experts == 0 ? p.local_experts : c.local_experts;
+  p.renormalize = tri_state(c.renormalize).value_or(p.renormalize);
   p.activation = activation(op, c.activation);
   p.up_bias = c.up_bias != 0, p.down_bias = c.down_bias != 0;
   p.dtype = dtype(op, "dtype", c.dtype);
@@ -20,6 +19,8 @@ vkgmm::MoeLayerProblem to_cpp(const vkgmm_moe_layer_problem& c) {
   p.accumulate = c.accumulate != 0;
   return p;
 }
+
+namespace {
 
 vkgmm::MoeLayerOperands operands(const vkgmm_moe_layer_operands* ops) {
   const vkgmm_moe_layer_operands o = read_struct(ops, "ops", "vkgmm_moe_layer_operands");

@@ -7,6 +7,7 @@
 
 #include "../context_impl.hpp"
 #include "../operand_table.hpp"
+#include "../problem_checks.hpp"
 #include "../top_k_operands.hpp"
 #include "c_api.hpp"
 
@@ -19,6 +20,7 @@ using vkgmm::c_api::bad;
 using vkgmm::c_api::raw_enum;
 using vkgmm::c_api::schedule;
 using vkgmm::c_api::view;
+using vkgmm::c_api::tri_state;
 using vkgmm::c_api::same_context;
 using vkgmm::c_api::dtype;
 using vkgmm::c_api::activation;
@@ -33,6 +35,10 @@ using vkgmm::Status;
 std::vector<int32_t> group_sizes(const char* op, const int32_t* sizes, int64_t count) {
   if (count < 0) bad(op, "num_groups = " + std::to_string(count) + " must be >= 0");
   if (count > 0 && !sizes) bad(op, "group_sizes is NULL with num_groups = " + std::to_string(count));
+  // Before the copy: a count past the limit is refused without reading that many sizes.
+  if (count > vkgmm::kMaxGroups)
+    throw Error(Status::unsupported, std::string(op) + ": num_groups = " + std::to_string(count) + ": at most " +
+                                         std::to_string(vkgmm::kMaxGroups) + " groups are supported");
   return count ? std::vector<int32_t>(sizes, sizes + count) : std::vector<int32_t>{};
 }
 
@@ -264,7 +270,7 @@ TgmmProblem to_cpp(const vkgmm_tgmm_problem& c) {
 TopKProblem to_cpp(const vkgmm_top_k_problem& c) {
   if (c.reserved_tail != 0)
     bad("vkgmm_top_k_problem", "reserved_tail = " + std::to_string(c.reserved_tail) + " must be 0");
-  return {c.tokens, c.experts, c.top_k, c.renormalize != 0};
+  return {c.tokens, c.experts, c.top_k, tri_state(c.renormalize).value_or(TopKProblem{}.renormalize)};
 }
 
 TopKBackwardOptions to_cpp(const vkgmm_top_k_backward_options& c) {

@@ -78,7 +78,7 @@ VKGMM_API const char* activation_name(Activation a);
 // them, for messages: "none, swiglu, swiglu_oai, geglu".
 VKGMM_API std::optional<Activation> activation_of_name(const char* name);
 #define VKGMM_ACTIVATION_NAME_(name, NAME, value, gated) ", " #name
-inline constexpr const char* kActivationNames = VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_NAME_) + 2;  // past the first ", "
+inline constexpr const char* kActivationNames = &VKGMM_ACTIVATIONS(VKGMM_ACTIVATION_NAME_)[2];  // past the first ", "
 #undef VKGMM_ACTIVATION_NAME_
 // Whether `a` is one of the listed activations (an Activation cast from any other number is not).
 constexpr bool is_known(Activation a) {

@@ -421,7 +421,7 @@ VKGMM_API vkgmm_status vkgmm_gmm_backward_plan_run(vkgmm_context* ctx, const vkg
 typedef struct vkgmm_top_k_problem {
   size_t struct_size;
   int64_t tokens, experts, top_k;
-  int renormalize;
+  int renormalize;       /* 0: on (C++'s default); 1 on; -1 off */
   int32_t reserved_tail; /* must be 0: no struct ends in padding */
 } vkgmm_top_k_problem;
 typedef struct vkgmm_top_k_operands {

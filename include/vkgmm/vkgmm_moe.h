@@ -11,8 +11,9 @@ extern "C" {
 
 typedef struct vkgmm_moe_layer_plan vkgmm_moe_layer_plan;
 
-/* local_experts -1: num_experts - expert_offset. w_down's type is down_weight_type where
- * has_down_weight_type is nonzero, else weight_type. Block-format weights are frozen, in GGUF's layout
+/* local_experts 0 or -1: num_experts - expert_offset. renormalize 0: on (C++'s default); 1 on; -1 off.
+ * activation is taken as given: 0 is VKGMM_ACTIVATION_NONE, where C++'s default is swiglu. w_down's type
+ * is down_weight_type where has_down_weight_type is nonzero, else weight_type. Block-format weights are frozen, in GGUF's layout
  * (w_up [E_local, n_up, d], w_down [E_local, d, f]); their gradient views stay zero. */
 typedef struct vkgmm_moe_layer_problem {
   size_t struct_size;
