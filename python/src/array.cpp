@@ -170,7 +170,14 @@ void bind_array(py::module_& m) {
           "upload",
           [](Array& a, const py::object& data) {
             const char* what = "Array.upload: data";
-            upload(a, py::module_::import("vkgmm._dtypes").attr("host_input")(data, what), what);
+            const py::array values = py::module_::import("vkgmm._dtypes").attr("host_input")(data, what);
+            // Values of another shape but as many bytes would land in the wrong places; a block format's
+            // bytes have a shape of their own (numpy()'s), so only their count is checked.
+            const std::vector<int64_t> given(values.shape(), values.shape() + values.ndim());
+            if (!vkgmm::is_quantized(a.dtype) && given != a.shape)
+              contract_error(std::string(what) + ": shape " + shape_text(given) + " where the Array's is " +
+                             shape_text(a.shape));
+            upload(a, values, what);
           },
           py::arg("data"))
       .def("__repr__", [](const Array& a) {

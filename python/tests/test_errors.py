@@ -42,7 +42,9 @@ GMM_CASES = [
     ("tiling", dict(tiling="auto")),
     (r"tiling.*\(16, 8, 4\)", dict(tiling=lambda m, k, n: None)),
     ("tiling: the callable's result", dict(tiling=lambda m, k, n: (8, 8))),
-    ("dtype int32", dict(preferred_element_type=np.int32)),
+    ("preferred_element_type: int32", dict(preferred_element_type=np.int32)),
+    ("preferred_element_type: None", dict(preferred_element_type=None)),
+    ("lhs: uint8 data holds a block format", dict(lhs=np.ones((16, 8), np.uint8))),
     ("lhs: int64 data", dict(lhs=np.ones((16, 8), np.int64))),
     ("lhs: uint16 data needs dtype='bf16'", dict(lhs=np.ones((16, 8), np.uint16))),
     ("activation", dict(activation="gelu")),
@@ -94,17 +96,19 @@ def test_routing_errors(ctx):
 
 def test_array_and_plan_errors(ctx):
     refused("float16 data cannot hold bf16", vkgmm.Array, np.ones(4, np.float16), "bf16")
-    refused("unknown dtype", vkgmm.Array, np.ones(4, f32), "f64")
+    refused("Array: data: unknown type 'f64'", vkgmm.Array, np.ones(4, f32), "f64")
     refused("needs shape", vkgmm.Array, np.zeros(34, np.uint8), "q8_0")
     refused("negative dimension", vkgmm.Array.empty, (4, -1))
     refused("more elements than any device", vkgmm.Array.empty, (2**32, 2**32))
     refused("holds 68", vkgmm.Array, np.zeros(34, np.uint8), "q8_0", shape=(1, 2, 32))
     refused("Array.upload: data", vkgmm.Array(np.ones(4, f32)).upload, np.ones(5, f32))
+    refused(r"Array.upload: data: shape \(2, 3\) where the Array's is \(3, 2\)",
+            vkgmm.Array(np.ones((3, 2), f32)).upload, np.ones((2, 3), f32))
     refused("not a multiple", vkgmm.quantize, np.ones((2, 4, 30), f32), "q8_0")
     refused("block format", vkgmm.quantize, np.ones((2, 4, 32), f32), "f16")
     plan = vkgmm.GmmPlan(LHS, RHS, GS)
     refused("lhs: the plan takes f32", plan, vkgmm.Array(LHS.astype(np.float16)), RHS)
-    refused("lhs: the plan takes 512 bytes", plan, np.ones((17, 8), f32), RHS)
+    refused(r"lhs: expected shape \(16, 8\), got \(17, 8\)", plan, np.ones((17, 8), f32), RHS)
     # Which operands a plan takes is the library's operand table's rule, with its messages.
     refused("gmm: existing_out: a view was given but the problem has existing_out = false", plan, LHS, RHS,
             np.ones((16, 4), f32))
@@ -116,6 +120,10 @@ def test_array_and_plan_errors(ctx):
     refused("tgmm: existing_out: a view was given but the problem has existing_out = false",
             vkgmm.TgmmPlan(LHS.T, np.ones((16, 4), f32), GS), LHS.T, np.ones((16, 4), f32), np.ones((2, 8, 4), f32))
     refused("out: expected a f32 Array of shape", plan, LHS, RHS, out=vkgmm.Array.empty((16, 5)))
+    refused("out: expected a vkgmm.Array to write into", plan, LHS, RHS, out=np.empty((16, 4), f32))
+    refused("weights: expected a block-format vkgmm.Array", vkgmm.dequantize, np.zeros((1, 4, 34), np.uint8))
+    refused("weights: expected a block-format vkgmm.Array", vkgmm.dequantize, vkgmm.Array(LHS))
+    refused("format: unknown type 'q9_0'", vkgmm.quantize, np.ones((2, 4, 32), f32), "q9_0")
     other = vkgmm.Context(validate=True)
     refused("another Context", plan, vkgmm.Array(LHS, context=other), RHS)
     out_elsewhere = vkgmm.Array.empty((16, 4), context=other)
@@ -154,3 +162,39 @@ def test_device_errors_are_runtime_errors(fault, status):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "refused:" in r.stdout
+
+
+def test_operands_of_another_shape_with_as_many_bytes_are_refused(ctx):
+    """The library sees a buffer's bytes: a transposed or reshaped operand of the same size would be read as
+    the planned shape. Each is refused naming the operand and both shapes."""
+    plan = vkgmm.GmmPlan(LHS, RHS, GS, existing_out=True, bias=True)
+    ok = dict(existing_out=np.zeros((16, 4), f32), bias=np.zeros((2, 4), f32))
+    refused(r"lhs: expected shape \(16, 8\), got \(8, 16\)", plan, LHS.reshape(8, 16), RHS, **ok)
+    refused(r"rhs: expected shape \(2, 8, 4\), got \(2, 4, 8\)", plan, LHS, RHS.reshape(2, 4, 8), **ok)
+    refused(r"existing_out: expected shape \(16, 4\), got \(4, 16\)", plan, LHS, RHS,
+            np.zeros((4, 16), f32), bias=ok["bias"])
+    refused(r"bias: expected shape \(2, 4\), got \(4, 2\)", plan, LHS, RHS, ok["existing_out"],
+            bias=np.zeros((4, 2), f32))
+    refused(r"existing_out: expected shape \(2, 8, 4\), got \(2, 4, 8\)", vkgmm.tgmm, LHS.T, np.ones((16, 4), f32),
+            GS, existing_out=np.zeros((2, 4, 8), f32))
+    lhs, w, ids = np.ones((4, 8), f32), np.ones((3, 8, 4), f32), np.zeros((4, 2), np.int32)
+    refused(r"weights: expected shape \(4, 2\), got \(2, 4\)", vkgmm.gmm_ids, lhs, w, ids, np.ones((2, 4), f32))
+    refused(r"weights: expected shape \(4, 2\), got \(2, 4\)", vkgmm.top_k_backward, np.zeros((4, 3), f32), ids,
+            np.ones((2, 4), f32), np.ones((4, 2), f32))
+
+
+def test_big_endian_data_is_taken_by_value(ctx):
+    lhs = np.arange(16 * 8, dtype=f32).reshape(16, 8) / 64
+    rhs = np.linspace(-1, 1, RHS.size, dtype=f32).reshape(RHS.shape)
+    want = vkgmm.gmm(lhs, rhs, GS)
+    np.testing.assert_array_equal(vkgmm.gmm(lhs.astype(">f4"), rhs.astype(">f4"), GS), want)
+    np.testing.assert_array_equal(vkgmm.Array(lhs.astype(">f4")).numpy(), lhs)
+
+
+def test_routing_counts_are_checked(ctx):
+    lhs, w = np.ones((4, 8), f32), np.ones((3, 8, 4), f32)
+    refused("ids: shape \\(4, 0\\) routes no slot", vkgmm.gmm_ids, lhs, w, np.zeros((4, 0), np.int32))
+    refused("ids: shape \\(4, 0\\) routes no slot", vkgmm.gmm_ids, lhs, w, np.zeros((4, 0), np.int32),
+            np.zeros((4, 0), f32))
+    refused("num_experts: 0 experts", vkgmm.gmm_ids, lhs, w, np.zeros((4, 2), np.int32), num_experts=0)
+    refused("k: expected an integer", vkgmm.top_k, np.zeros((4, 3), f32), 1.7)

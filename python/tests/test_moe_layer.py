@@ -79,6 +79,15 @@ def test_moe_layer_refuses_mismatched_shapes(ctx, rng):
         vkgmm.moe_layer(x, rw, wu, wd[:, :, :3], top_k=2)
     with pytest.raises(vkgmm.ContractError, match="router_w"):
         vkgmm.moe_layer(x, rw[:3], wu, wd, top_k=2)
+    # Biases of another shape but as many values: refused, as are the wrong count and a fractional top_k.
+    e_local, n_up, d = wu.shape[0], wu.shape[2], wd.shape[2]
+    b_up, b_down = np.zeros((e_local, n_up), np.float32), np.zeros((e_local, d), np.float32)
+    with pytest.raises(vkgmm.ContractError, match=r"b_up: expected shape \(%d, %d\)" % (e_local, n_up)):
+        vkgmm.moe_layer(x, rw, wu, wd, top_k=2, b_up=b_up.T.copy(), b_down=b_down)
+    with pytest.raises(vkgmm.ContractError, match=r"b_down: expected shape \(%d, %d\)" % (e_local, d)):
+        vkgmm.moe_layer_vjp(x, rw, wu, wd, np.zeros_like(x), top_k=2, b_up=b_up, b_down=b_down[:1])
+    with pytest.raises(vkgmm.ContractError, match="top_k: expected an integer"):
+        vkgmm.moe_layer(x, rw, wu, wd, top_k=1.9)
 
 
 def test_moe_layer_vjp_with_a_target_is_the_squared_errors_gradient(ctx, rng):

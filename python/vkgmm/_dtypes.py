@@ -16,22 +16,26 @@ _FLOAT_NAMES = {"f32": "f32", "float32": "f32", "f16": "f16", "float16": "f16", 
 _BLOCK_FORMATS = {name.lower(): name for name in _block_format_names().split(", ")}
 
 
-def dtype_name(dtype) -> str:
-    """vkgmm's name ("f32", "f16", "bf16", "q4_K", ...) of a numpy dtype, a type, or a name."""
+def dtype_name(dtype, what: str = "dtype") -> str:
+    """vkgmm's name ("f32", "f16", "bf16", "q4_K", ...) of a numpy dtype, a type, or a name; refused naming
+    the argument `what`."""
     if isinstance(dtype, str):
         key = dtype.lower()
         if key in _FLOAT_NAMES:
             return _FLOAT_NAMES[key]
         if key in _BLOCK_FORMATS:
             return _BLOCK_FORMATS[key]
-        raise ContractError(f"unknown dtype {dtype!r} (expected f32, f16, bf16 or one of {_block_format_names()})")
+        raise ContractError(f"{what}: unknown type {dtype!r} (expected f32, f16, bf16 or one of "
+                            f"{_block_format_names()})")
+    if dtype is None:
+        raise ContractError(f"{what}: None is no type (expected float32, float16 or bfloat16)")
     try:
         name = np.dtype(dtype).name
     except TypeError:
-        raise ContractError(f"unknown dtype {dtype!r}") from None
+        raise ContractError(f"{what}: unknown type {dtype!r}") from None
     if name in _FLOAT_NAMES:
         return _FLOAT_NAMES[name]
-    raise ContractError(f"dtype {name} is not one vkgmm computes in (float32, float16, bfloat16)")
+    raise ContractError(f"{what}: {name} is not a type vkgmm computes in (float32, float16, bfloat16)")
 
 
 def _holders(name: str):
@@ -52,8 +56,11 @@ def array_dtype_name(data: np.ndarray, dtype, what: str) -> str:
     if dtype is None:
         if held == "uint16":
             raise ContractError(f"{what}: uint16 data needs dtype='bf16' (numpy has no bfloat16)")
-        return dtype_name(held)
-    name = dtype_name(dtype)
+        if held == "uint8":
+            raise ContractError(f"{what}: uint8 data holds a block format's bytes: give its dtype (one of "
+                                f"{_block_format_names()}), or pass the Array vkgmm.quantize made")
+        return dtype_name(held, what)
+    name = dtype_name(dtype, what)
     if held not in _holders(name):
         raise ContractError(f"{what}: {held} data cannot hold {name} values (expected {' or '.join(_holders(name))})")
     return name
@@ -75,6 +82,8 @@ def host_input(x, what: str):
     a = np.asarray(x)
     if a.dtype == np.float64:
         a = a.astype(np.float32)
+    if not a.dtype.isnative:  # big-endian data: its values, not its bytes, in the device's order
+        a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype.name not in ("float32", "float16", "uint16", "bfloat16", "uint8"):
         raise ContractError(f"{what}: {a.dtype.name} data; vkgmm takes float32, float16 or bfloat16 (uint16 bits)")
     return np.ascontiguousarray(a)

@@ -26,6 +26,7 @@ class _Layer:
         rank(down_shape, 3, "w_down", "[E_local, f, d]")
         T, d = x_shape
         E = scalar_count(num_experts, "num_experts", r_shape[1])
+        top_k = scalar_count(top_k, "top_k", 0)
         if tuple(r_shape) != (d, E):
             raise ContractError(f"router_w: expected shape {(d, E)} ([d, E]), got {tuple(r_shape)}")
         up_blocks, down_blocks = (t not in ("f32", "f16", "bf16") for t in (self.weight_type, self.down_type))
@@ -44,16 +45,20 @@ class _Layer:
                        "b_up": (e_local, n_up), "b_down": (e_local, d)}
         self.frozen = {"w_up": up_blocks, "w_down": down_blocks}
         self.b_up, self.b_down = b_up is not None, b_down is not None
-        self.plan = _MoeLayerPlan(c, T, d, f, E, int(top_k), scalar_count(expert_offset, "expert_offset", 0), e_local,
+        self.plan = _MoeLayerPlan(c, T, d, f, E, top_k, scalar_count(expert_offset, "expert_offset", 0), e_local,
                                   bool(renormalize), activation or "none", self.b_up, self.b_down, self.dtype,
                                   self.weight_type, self.down_type, accumulate)
 
     def inputs(self, x, router_w, w_up, w_down, b_up, b_down):
         c = self.context
-        return (on_device(x, "x", c, self.dtype), on_device(router_w, "router_w", c, "f32"),
-                on_device(w_up, "w_up", c, self.weight_type), on_device(w_down, "w_down", c, self.down_type),
-                None if b_up is None else on_device(b_up, "b_up", c, "f32"),
-                None if b_down is None else on_device(b_down, "b_down", c, "f32"))
+        s = self.shapes
+        if (b_up is not None) != self.b_up or (b_down is not None) != self.b_down:
+            raise ContractError("b_up, b_down: give the biases the layer was planned with")
+        return (on_device(x, "x", c, self.dtype, s["x"]), on_device(router_w, "router_w", c, "f32", s["router_w"]),
+                on_device(w_up, "w_up", c, self.weight_type, s["w_up"]),
+                on_device(w_down, "w_down", c, self.down_type, s["w_down"]),
+                None if b_up is None else on_device(b_up, "b_up", c, "f32", s["b_up"]),
+                None if b_down is None else on_device(b_down, "b_down", c, "f32", s["b_down"]))
 
     def empty(self, name, dtype):
         return Array.empty(list(self.shapes[name]), dtype, context=self.context)

@@ -22,8 +22,14 @@ def spec(x, what: str):
     return a.shape, _dtypes.array_dtype_name(a, None, what)
 
 
-def on_device(x, what: str, context, dtype: str | None = None) -> Array:
-    """x as a vkgmm.Array on `context`: an Array as it is (on that context), host data uploaded."""
+def on_device(x, what: str, context, dtype: str | None = None, shape=None) -> Array:
+    """x as a vkgmm.Array on `context`: an Array as it is (on that context), host data uploaded. With
+    `shape`, x must have it: the library sees only a buffer's bytes, which a transposed or reshaped operand
+    of the same size would fill."""
+    if shape is not None:
+        got = tuple(x.shape) if isinstance(x, Array) else np.shape(x)
+        if tuple(got) != tuple(shape):
+            raise ContractError(f"{what}: expected shape {tuple(shape)}, got {tuple(got)}")
     if isinstance(x, Array):
         if x.context is not context:
             raise ContractError(f"{what}: the Array lives on another Context than the plan's")
@@ -77,6 +83,8 @@ def output(out: Array, requested, into: Array | None):
 def out_array(shape, out_type: str, context, into: Array | None, what: str = "out") -> Array:
     if into is None:
         return Array.empty(list(shape), out_type, context=context)
+    if not isinstance(into, Array):
+        raise ContractError(f"{what}: expected a vkgmm.Array to write into (Array.empty), got {type(into).__name__}")
     if into.context is not context:  # another device's buffer: the plan could not even bind it
         raise ContractError(f"{what}: the Array lives on another Context than the plan's")
     if tuple(into.shape) != tuple(shape) or into.dtype != out_type:
@@ -130,7 +138,8 @@ class GmmPlan:
         lhs_shape, self.lhs_type, rhs_shape, self.rhs_type, g_local, k, n, transposed = gmm_operands(
             lhs, rhs, transpose_rhs)
         self.preferred_element_type = preferred_element_type
-        self.out_type = _dtypes.dtype_name(preferred_element_type)
+        self.out_type = _dtypes.dtype_name(preferred_element_type, "preferred_element_type")
+        self.lhs_shape, self.rhs_shape, self.bias_shape = lhs_shape, rhs_shape, (g_local, n)
         self._plan = _GmmPlan(self.context, lhs_shape[0], k, n, group_sizes_list(group_sizes), g_local,
                               scalar_count(group_offset, "group_offset", 0), transposed, self.lhs_type,
                               self.rhs_type, self.out_type, bool(existing_out), tiling, 0, False, False, 0,
@@ -151,9 +160,11 @@ class GmmPlan:
     def __call__(self, lhs, rhs, existing_out=None, *, bias=None, out=None):
         c = self.context
         o = out_array(self.out_shape, self.out_type, c, out)
-        self._plan.run(on_device(lhs, "lhs", c, self.lhs_type), on_device(rhs, "rhs", c, self.rhs_type), o,
-                       None if existing_out is None else on_device(existing_out, "existing_out", c, self.out_type),
-                       None if bias is None else on_device(bias, "bias", c, "f32"), None, None)
+        self._plan.run(on_device(lhs, "lhs", c, self.lhs_type, self.lhs_shape),
+                       on_device(rhs, "rhs", c, self.rhs_type, self.rhs_shape), o,
+                       None if existing_out is None else on_device(existing_out, "existing_out", c, self.out_type,
+                                                                   self.out_shape),
+                       None if bias is None else on_device(bias, "bias", c, "f32", self.bias_shape), None, None)
         return output(o, self.preferred_element_type, out)
 
 
@@ -195,8 +206,9 @@ class TgmmPlan:
                                 f"{lhs_shape[1]} (lhs is [k, m])")
         k, m = lhs_shape
         n = rhs_shape[1]
+        self.lhs_shape, self.rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
         self.preferred_element_type = preferred_element_type
-        self.out_type = _dtypes.dtype_name(preferred_element_type)
+        self.out_type = _dtypes.dtype_name(preferred_element_type, "preferred_element_type")
         self._plan = _TgmmPlan(self.context, m, k, n, group_sizes_list(group_sizes),
                                scalar_count(group_offset, "group_offset", 0),
                                scalar_count(num_actual_groups, "num_actual_groups", -1), self.lhs_type,
@@ -214,8 +226,10 @@ class TgmmPlan:
     def __call__(self, lhs, rhs, existing_out=None, *, out=None):
         c = self.context
         o = out_array(self.out_shape, self.out_type, c, out)
-        self._plan.run(on_device(lhs, "lhs", c, self.lhs_type), on_device(rhs, "rhs", c, self.rhs_type), o,
-                       None if existing_out is None else on_device(existing_out, "existing_out", c, self.out_type))
+        self._plan.run(on_device(lhs, "lhs", c, self.lhs_type, self.lhs_shape),
+                       on_device(rhs, "rhs", c, self.rhs_type, self.rhs_shape), o,
+                       None if existing_out is None else on_device(existing_out, "existing_out", c, self.out_type,
+                                                                   self.out_shape))
         return output(o, self.preferred_element_type, out)
 
 
@@ -247,7 +261,7 @@ class GmmBackwardPlan:
         self.context = _context.resolve(context)
         lhs_shape, self.lhs_type, rhs_shape, self.rhs_type, g_local, k, n, transposed = gmm_operands(
             lhs, rhs, transpose_rhs)
-        self.d_out_type = _dtypes.dtype_name(d_out_type)
+        self.d_out_type = _dtypes.dtype_name(d_out_type, "d_out")
         self._plan = _GmmBackwardPlan(self.context, lhs_shape[0], k, n, group_sizes_list(group_sizes), g_local,
                                       scalar_count(group_offset, "group_offset", 0), transposed, self.lhs_type, self.rhs_type, self.d_out_type,
                                       tiling)
@@ -262,8 +276,9 @@ class GmmBackwardPlan:
         frozen = self._plan.frozen_rhs
         d_lhs = Array.empty(list(self.lhs_shape), self.lhs_type, context=c)
         d_rhs = None if frozen else Array.empty(list(self.rhs_shape), self.rhs_type, context=c)
-        self._plan.run(None if frozen else on_device(lhs, "lhs", c, self.lhs_type),
-                       on_device(rhs, "rhs", c, self.rhs_type), on_device(d_out, "d_out", c, self.d_out_type),
+        self._plan.run(None if frozen else on_device(lhs, "lhs", c, self.lhs_type, self.lhs_shape),
+                       on_device(rhs, "rhs", c, self.rhs_type, self.rhs_shape),
+                       on_device(d_out, "d_out", c, self.d_out_type),
                        d_lhs, d_rhs)
         return d_lhs.numpy(), None if d_rhs is None else d_rhs.numpy()
 

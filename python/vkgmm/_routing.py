@@ -13,6 +13,8 @@ from ._vkgmm import Array, ContractError, _GmmBackwardPlan, _GmmPlan, _top_k, _t
 def ids_array(ids, shape=None) -> np.ndarray:
     """ids as int32 [T, top_k]: an expert index, or -1 for none (ids >= num_experts are the caller's to check)."""
     a = host_ints(ids, "ids", 2, "[T, top_k]")
+    if a.shape[1] == 0:
+        raise ContractError(f"ids: shape {a.shape} routes no slot: top_k (its second dimension) must be >= 1")
     if shape is not None and a.shape != tuple(shape):
         raise ContractError(f"ids: expected shape {tuple(shape)} (the plan's [T, top_k]), got {a.shape}")
     if a.size and a.min() < -1:
@@ -38,7 +40,8 @@ class IdsGmmPlan:
         self.context = _context.resolve(context)
         self.ids_shape = ids_array(ids).shape
         T, top_k = self.ids_shape
-        lhs_shape, self.lhs_type, _, self.rhs_type, g_local, k, n, transposed = gmm_operands(lhs, rhs, transpose_rhs, 0)
+        lhs_shape, self.lhs_type, rhs_shape, self.rhs_type, g_local, k, n, transposed = gmm_operands(
+            lhs, rhs, transpose_rhs, 0)
         per_slot = len(lhs_shape) == 3
         if not per_slot:
             rank(lhs_shape, 2, "lhs", "[T, k] (or [T, top_k, k])")
@@ -46,8 +49,9 @@ class IdsGmmPlan:
             raise ContractError(f"lhs: shape {lhs_shape} does not match ids {self.ids_shape}: expected "
                                 "[T, k] or [T, top_k, k]")
         self.preferred_element_type = preferred_element_type
-        self.out_type = _dtypes.dtype_name(preferred_element_type)
-        self.num_experts = scalar_count(num_experts, "num_experts", 0)
+        self.out_type = _dtypes.dtype_name(preferred_element_type, "preferred_element_type")
+        self.num_experts = experts_count(num_experts)
+        self.lhs_shape, self.rhs_shape, self.bias_shape = lhs_shape, rhs_shape, (g_local, n)
         offset = scalar_count(group_offset, "group_offset", 0)
         self._plan = _GmmPlan(self.context, T, k, n, [], g_local, offset, transposed, self.lhs_type, self.rhs_type, self.out_type, bool(existing_out), tiling, top_k, per_slot,
                               bool(combine), self.num_experts, bool(bias), activation)
@@ -66,13 +70,21 @@ class IdsGmmPlan:
         ids32 = checked_ids(ids, self.ids_shape, self.num_experts)
         o = out_array(self.out_shape, self.out_type, c, out)
         status = self._plan.run(
-            on_device(lhs, "lhs", c, self.lhs_type), on_device(rhs, "rhs", c, self.rhs_type), o,
-            None if existing_out is None else on_device(existing_out, "existing_out", c, self.out_type),
-            None if bias is None else on_device(bias, "bias", c, "f32"), ids32,
-            None if weights is None else on_device(weights, "weights", c, "f32"))
+            on_device(lhs, "lhs", c, self.lhs_type, self.lhs_shape), on_device(rhs, "rhs", c, self.rhs_type, self.rhs_shape),
+            o, None if existing_out is None else on_device(existing_out, "existing_out", c, self.out_type, self.out_shape),
+            None if bias is None else on_device(bias, "bias", c, "f32", self.bias_shape), ids32,
+            None if weights is None else on_device(weights, "weights", c, "f32", self.ids_shape))
         if status:  # the host checked the ids: a bit here is vkgmm's bug, not the caller's
             raise RuntimeError(f"ids: the device status word is {status} for valid ids")
         return output(o, self.preferred_element_type, out)
+
+
+def experts_count(num_experts) -> int:
+    """num_experts as the library takes it: None is 0, unknown (ids past the local experts are skipped)."""
+    e = scalar_count(num_experts, "num_experts", 0)
+    if num_experts is not None and e < 1:
+        raise ContractError(f"num_experts: {e} experts; give the router's E (>= 1), or None where it is unknown")
+    return e
 
 
 def checked_ids(ids, shape, num_experts: int) -> np.ndarray:
@@ -101,7 +113,7 @@ def top_k(logits, k: int, renormalize: bool = True, *, context=None):
     their logits, renormalised to sum to 1 over the k (Mixtral, Qwen3) or, with renormalize=False, not
     (DeepSeek-V2)."""
     c = _context.resolve(context)
-    return _top_k(on_device(logits, "logits", c, "f32"), int(k), bool(renormalize))
+    return _top_k(on_device(logits, "logits", c, "f32"), scalar_count(k, "k", 0), bool(renormalize))
 
 
 def gmm_ids_vjp(lhs, rhs, ids, d_out, weights=None, *, bias=None, activation=None, group_offset=0,
@@ -119,7 +131,7 @@ def gmm_ids_vjp(lhs, rhs, ids, d_out, weights=None, *, bias=None, activation=Non
         raise ContractError(f"d_out: expected shape {out.shape} (out's), got {tuple(d_shape)}")
     T, top_k = ids_array(ids).shape
     lhs_shape, lhs_type, rhs_shape, rhs_type, g_local, k, n, transposed = gmm_operands(lhs, rhs, transpose_rhs, 0)
-    experts = scalar_count(num_experts, "num_experts", 0)
+    experts = experts_count(num_experts)
     plan = _GmmBackwardPlan(c, T, k, n, [], g_local, scalar_count(group_offset, "group_offset", 0), transposed,
                             lhs_type, rhs_type, _dtypes.dtype_name(d_type), tiling, top_k=top_k,
                             lhs_per_slot=len(lhs_shape) == 3, combine=weights is not None, num_experts=experts,
@@ -128,11 +140,11 @@ def gmm_ids_vjp(lhs, rhs, ids, d_out, weights=None, *, bias=None, activation=Non
     d_rhs = Array.empty(list(rhs_shape), rhs_type, context=c) if plan.has_d_rhs else None
     d_bias = Array.empty([g_local, n], "f32", context=c) if bias is not None else None
     d_weights = Array.empty([T, top_k], "f32", context=c) if weights is not None else None
-    status = plan.run(on_device(lhs, "lhs", c, lhs_type), on_device(rhs, "rhs", c, rhs_type),
-                      on_device(d_out, "d_out", c, _dtypes.dtype_name(d_type)), d_lhs, d_rhs,
+    status = plan.run(on_device(lhs, "lhs", c, lhs_type, lhs_shape), on_device(rhs, "rhs", c, rhs_type, rhs_shape),
+                      on_device(d_out, "d_out", c, _dtypes.dtype_name(d_type, "d_out")), d_lhs, d_rhs,
                       checked_ids(ids, (T, top_k), experts),
-                      None if weights is None else on_device(weights, "weights", c, "f32"),
-                      None if bias is None else on_device(bias, "bias", c, "f32"), d_bias, d_weights)
+                      None if weights is None else on_device(weights, "weights", c, "f32", (T, top_k)),
+                      None if bias is None else on_device(bias, "bias", c, "f32", (g_local, n)), d_bias, d_weights)
     if status:  # the host checked the ids: a bit here is vkgmm's bug, not the caller's
         raise RuntimeError(f"ids: the device status word is {status} for valid ids")
     grads = {"lhs": d_lhs.numpy()}
@@ -155,6 +167,10 @@ def top_k_backward(logits, ids, weights, d_weights, renormalize: bool = True, *,
     with renormalize=False, softmax(logits)[e] * (g[e] - s), g[e] the d_weights of the slots choosing e.
     Ids outside [0, E) (-1: none) take no part."""
     c = _context.resolve(context)
-    return _top_k_backward(on_device(logits, "logits", c, "f32"), host_ints(ids, "ids", 2, "[T, top_k]"),
-                           on_device(weights, "weights", c, "f32"), on_device(d_weights, "d_weights", c, "f32"),
-                           bool(renormalize))
+    ids32 = host_ints(ids, "ids", 2, "[T, top_k]")
+    logits_shape, _ = spec(logits, "logits")
+    if len(logits_shape) == 2 and ids32.shape[0] != logits_shape[0]:
+        raise ContractError(f"ids: shape {ids32.shape} for logits {tuple(logits_shape)}: expected T = {logits_shape[0]} rows")
+    return _top_k_backward(on_device(logits, "logits", c, "f32"), ids32,
+                           on_device(weights, "weights", c, "f32", ids32.shape),
+                           on_device(d_weights, "d_weights", c, "f32", ids32.shape), bool(renormalize))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _context, _dtypes
-from ._vkgmm import Array, _block_format_names, _decode16, _dequantize, _encode16, _quantize, _read_gguf_tensor
+from ._vkgmm import Array, ContractError, _block_format_names, _decode16, _dequantize, _encode16, _quantize, _read_gguf_tensor
 
 # The block formats gmm reads as rhs, by their canonical names ("q8_0", "q4_K", ...), as the library lists them.
 BLOCK_FORMATS: tuple = tuple(_block_format_names().split(", "))
@@ -18,7 +18,7 @@ def quantize(w, format: str, *, context=None) -> Array:
     device Array of `format` with shape (experts, n, k). Round to nearest per block at least (never less
     accurate than ggml's reference quantizers where those round to nearest: docs/quantized-weights.md)."""
     w = np.asarray(w, dtype=np.float32)
-    fmt = _dtypes.dtype_name(format)
+    fmt = _dtypes.dtype_name(format, "format")
     blocks = _quantize(w, fmt)
     shape = w.shape if w.ndim == 3 else (1,) + w.shape
     return Array(blocks, fmt, context=_context.resolve(context), shape=list(shape))
@@ -26,6 +26,9 @@ def quantize(w, format: str, *, context=None) -> Array:
 
 def dequantize(weights: Array) -> np.ndarray:
     """A block-format Array's values as float32 [experts, n, k]: exactly what the kernel reads."""
+    if not isinstance(weights, Array) or weights.dtype not in BLOCK_FORMATS:
+        got = repr(weights) if isinstance(weights, Array) else type(weights).__name__
+        raise ContractError(f"weights: expected a block-format vkgmm.Array (vkgmm.quantize, vkgmm.read_gguf), got {got}")
     return _dequantize(weights.numpy(), weights.dtype)
 
 
