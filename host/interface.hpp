@@ -134,6 +134,9 @@ inline constexpr SpecConstant kTgmmConstants[] = {
 };
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
+// The modules whose subgroups share memory (gmm, tgmm, the metadata build, the routed gradient) number them
+// through shaders/invocation.glsl; the pipeline cache sets this one on every pipeline (PipelineCache::init).
+inline constexpr SpecConstant kReverseSubgroupsConstant = {VKGMM_ID_REVERSE_SUBGROUPS, "REVERSE_SUBGROUPS"};
 // Declared by the ops' matrix builds (VKGMM_MATRIX) only.
 inline constexpr SpecConstant kMatrixConstants[] = {
     {VKGMM_ID_MATRIX_M, "CM_M"},

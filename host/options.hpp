@@ -42,6 +42,9 @@ struct ResolvedOptions {
   // gmm_plan.cpp) instead of taking the metadata build, the same bits with the same tiles.
   // $VKGMM_SIZES_IN_KERNEL=0 keeps the build, for timing the two.
   bool sizes_in_kernel = true;
+  // Test-only: $VKGMM_REVERSE_SUBGROUPS=1 has the kernels that share memory between subgroups number them
+  // from the last (shaders/invocation.glsl), so that a race a CPU driver's fixed order hides shows.
+  bool reverse_subgroups = false;
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
   bool compile_only = false;

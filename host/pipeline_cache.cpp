@@ -7,8 +7,9 @@
 
 namespace vkgmm {
 
-void PipelineCache::init(VkDevice device, VkPipelineCreateFlags flags) {
+void PipelineCache::init(VkDevice device, VkPipelineCreateFlags flags, bool reverse_subgroups) {
   flags_ = flags;
+  reverse_subgroups_ = reverse_subgroups;
   // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
   // inputs' texel views) and the split one of storage buffers for operands bound in parts
   // (kNumSplitBindings + kNumRouteBindings must stay within maxPushDescriptors, >= 32), each ending with
@@ -61,13 +62,19 @@ VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t word
   VkShaderModule module = VK_NULL_HANDLE;
   check_vk(vkCreateShaderModule(device, &smi, nullptr, &module), "vkCreateShaderModule");
 
-  std::vector<VkSpecializationMapEntry> entries(constants.size());
-  for (uint32_t i = 0; i < constants.size(); ++i) entries[i] = {i, i * 4u, 4};
+  std::vector<uint32_t> values = constants;
+  std::vector<VkSpecializationMapEntry> entries(values.size());
+  for (uint32_t i = 0; i < values.size(); ++i) entries[i] = {i, i * 4u, 4};
+  // After the module's own constants, whose ids stay below it (an id may appear once).
+  if (reverse_subgroups_ && values.size() <= VKGMM_ID_REVERSE_SUBGROUPS) {
+    entries.push_back({VKGMM_ID_REVERSE_SUBGROUPS, uint32_t(values.size() * 4u), 4});
+    values.push_back(1u);
+  }
   VkSpecializationInfo spec{};
   spec.mapEntryCount = static_cast<uint32_t>(entries.size());
   spec.pMapEntries = entries.data();
-  spec.dataSize = constants.size() * 4;
-  spec.pData = constants.data();
+  spec.dataSize = values.size() * 4;
+  spec.pData = values.data();
 
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # vkgmm on Debian sid's Mesa of the day (scripts/gpu_compilers.sh's sid suite, fetched here first):
 #   - the matrix tests of BUILD/tests/test_device on lavapipe (target lvp), with sid's validation layer, on
-#     one stage buffer and on two;
+#     one stage buffer and on two, and with the subgroups numbered from the last (tests/variants.txt's
+#     .reversed runs, for the matrix builds);
 #   - `vkgmm gpu-report` under tests/gpu_report/check_gpu_report.py (f16 on the matrix units, main-loop
 #     FMA share 0.80) on NVK for Ampere, Ada and Blackwell (nvk-ga102, nvk-ad102, nvk-gb202).
 # One summary line per check; exit 1 if any fails. The first run needs the network to Debian's archive
@@ -31,14 +32,21 @@ summary=()
 failed=0
 
 # (a) The environment is ctest's for test_device (validation on, two lavapipe threads), and again with
-# the stage of two buffers (ctest's .stages2 run, which lavapipe 22 skips).
-for buffers in 0 2; do
-  log="$logs/lvp-matrix-stages$buffers.log"
+# the stage of two buffers (ctest's .stages2 run, which lavapipe 22 skips) and with the subgroups reversed
+# (ctest's .reversed runs, whose filter the matrix tests are not in: lavapipe 22 skips them).
+for run in "0 0" "2 0" "0 1"; do
+  read -r buffers reversed <<<"$run"
+  log="$logs/lvp-matrix-stages$buffers-reversed$reversed.log"
   label="test_device Matrix*:MatrixTest*"
   [ "$buffers" = 0 ] || label="$label, VKGMM_STAGE_BUFFERS=$buffers"
+  [ "$reversed" = 0 ] || label="$label, VKGMM_REVERSE_SUBGROUPS=1"
   echo "lvp: $label"
-  if VKGMM_STAGE_BUFFERS=$buffers VKGMM_VALIDATE=1 LP_NUM_THREADS=2 "$gc" run lvp -- "$build/tests/test_device" \
-      --gtest_filter='Matrix*:MatrixTest*' >"$log" 2>&1; then rc=0; else rc=$?; fi
+  if VKGMM_STAGE_BUFFERS=$buffers VKGMM_REVERSE_SUBGROUPS=$reversed VKGMM_VALIDATE=1 LP_NUM_THREADS=2 \
+      "$gc" run lvp -- "$build/tests/test_device" --gtest_filter='Matrix*:MatrixTest*' >"$log" 2>&1; then
+    rc=0
+  else
+    rc=$?
+  fi
   passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) tests\{0,1\}\.$/\1/p' "$log")"
   # A filter that matches nothing passes too, so a pass must have run tests.
   if [ "$rc" = 0 ] && [ "${passed:-0}" -gt 0 ]; then

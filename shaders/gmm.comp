@@ -17,8 +17,8 @@
 // rows and columns instead where 4-wide vectors carry them (row_of, col_of).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#ifdef VKGMM_SUBGROUP_SLICES
 #extension GL_KHR_shader_subgroup_basic : require
+#ifdef VKGMM_SUBGROUP_SLICES
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #endif
@@ -30,6 +30,7 @@
 #include "dtype.glsl"
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;  // TX * TY invocations
+#include "invocation.glsl"  // after the workgroup size it reads
 layout(constant_id = VKGMM_ID_BLOCK_ROWS) const uint TM = 64;
 layout(constant_id = VKGMM_ID_STEP) const uint TK = 16;
 layout(constant_id = VKGMM_ID_BLOCK_COLS) const uint TN = 64;
@@ -258,7 +259,7 @@ void finish_tile(uint n_tile, uint rows) {
   // This workgroup's stores visible before its count says they are done.
   memoryBarrierBuffer();
   barrier();
-  if (gl_LocalInvocationIndex == 0u) tile_complete.x = uint(atomicAdd(work[pc.tile_count_off + n_tile], rows) + rows == pc.m);
+  if (local_index() == 0u) tile_complete.x = uint(atomicAdd(work[pc.tile_count_off + n_tile], rows) + rows == pc.m);
   barrier();
   if (tile_complete.x == 0u) return;
   memoryBarrierBuffer();
@@ -266,13 +267,13 @@ void finish_tile(uint n_tile, uint rows) {
   if (TN % 4u == 0u && (pc.out_n & 3u) == 0u) {
     // 4 adjacent columns per invocation (TN and n0 are multiples of 4 wherever out_n is; the per-slot
     // results start at a multiple of 4 words, host/dispatch_plan.cpp).
-    for (uint e = gl_LocalInvocationIndex; e < tokens * (TN / 4u); e += NT) {
+    for (uint e = local_index(); e < tokens * (TN / 4u); e += NT) {
       uint col = n0 + (e % (TN / 4u)) * 4u;
       if (col < pc.out_n) combine_element4(e / (TN / 4u), col, pc.top_k, pc.out_n, VEC4_OUT);
     }
     return;
   }
-  for (uint e = gl_LocalInvocationIndex; e < tokens * TN; e += NT) {
+  for (uint e = local_index(); e < tokens * TN; e += NT) {
     uint col = n0 + e % TN;
     if (col < pc.out_n) combine_element(e / TN, col, pc.top_k, pc.out_n);
   }
@@ -295,12 +296,12 @@ int route_group(uint s) {
 // ROUTE_IN_KERNEL: the status word from every slot's id, by one workgroup. 16 bytes, as tile_complete.
 shared uvec4 route_flags;
 void write_route_status() {
-  if (gl_LocalInvocationIndex == 0u) route_flags.x = 0u;
+  if (local_index() == 0u) route_flags.x = 0u;
   barrier();
-  for (uint s = gl_LocalInvocationIndex; s < pc.m; s += NT)
+  for (uint s = local_index(); s < pc.m; s += NT)
     if (route_id_bad(route_reads[pc.ids_off + s])) atomicOr(route_flags.x, VKGMM_STATUS_BAD_ID);
   barrier();
-  if (gl_LocalInvocationIndex == 0u) route_status[pc.status_off] = route_flags.x;
+  if (local_index() == 0u) route_status[pc.status_off] = route_flags.x;
 }
 
 #include "group_sizes.glsl"
@@ -324,7 +325,7 @@ uint group_rows_sum(uint from, uint to, uint run, inout uint bad) {
 // SIZES_IN_KERNEL: the status word from every size, by one workgroup's invocation 0.
 void write_sizes_status() {
   uint bad = 0u;
-  if (gl_LocalInvocationIndex == 0u) {
+  if (local_index() == 0u) {
     group_rows_sum(0u, pc.num_groups, 0u, bad);
     route_status[pc.status_off] = bad;
   }
@@ -348,7 +349,7 @@ void run_visit(uint visit, uint n_tile) {
   if (group < VKGMM_FILL_VISIT) return;
   uint m0 = listed ? uint(meta[pc.visits_off + pc.num_visits + visit]) : visit;
   uint n0 = n_tile * TN;  // the tile's first output column
-  uint lid = gl_LocalInvocationIndex;
+  uint lid = local_index();
   uint w = lane_in_slice(lid), slice = slice_of_lane(lid);
   uint tx = w % TX, ty = w / TX;
 
@@ -470,7 +471,7 @@ void main() {
   const bool walks = ROUTE_IN_KERNEL || SIZES_IN_KERNEL;
   for (uint w = first; w < end; w += step) run_visit(walks ? w : w / tiles_n, walks ? gl_WorkGroupID.x : w % tiles_n);
   if (!token) return;
-  const uint lid = gl_LocalInvocationIndex, w = lane_in_slice(lid), n0 = gl_WorkGroupID.x * TN;
+  const uint lid = local_index(), w = lane_in_slice(lid), n0 = gl_WorkGroupID.x * TN;
   if (slice_of_lane(lid) == 0u && w / TX == 0u)
     [[unroll]] for (uint c = 0; c < RN; ++c) {
       uint col = n0 + col_of(w % TX, c);

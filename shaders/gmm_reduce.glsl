@@ -14,7 +14,7 @@ void reduce_item(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice, u
   [[unroll]] for (uint e = 0; e < RM * ACC_COLS; ++e) acc[e] = 0.0;
   [[unroll]] for (uint e = 0; e < RM * ACC4_COLS; ++e) acc4[e] = vec4(0.0);
 
-  if (USE_SHARED) reduce_shared(gl_LocalInvocationIndex, m0, n0, g_local, tx, ty);
+  if (USE_SHARED) reduce_shared(local_index(), m0, n0, g_local, tx, ty);
   else if (VEC4) reduce_direct4(m0, n0, g_local, tx, ty, slice);
   else reduce_direct(m0, n0, g_local, tx, ty, slice);
 

@@ -109,19 +109,19 @@ void stage_sources(uint lid, uint m0, uint n0, uint g_local) {
 // it is called) may start before K = 0: its values there are zero, never read; every other step lies in K.
 void stage_load(int k0, const bool first) {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    uint e = gl_LocalInvocationIndex + s * NT;
+    uint e = local_index() + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
     a_next[s] = lhs4_staged(a_src[s] + uint(k0), kmajor_reads(k0 + int(kmajor_k(e, TM)), 0, first));
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
-    uint e = gl_LocalInvocationIndex + s * NT;
+    uint e = local_index() + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     // One call for both layouts: drivers inline a call before they drop the layout not taken, and a
     // block format's decoder is most of this pipeline's code.
     bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
     uint at = b_src[s] + (TRANSPOSE_RHS ? uint(k0) : uint(k0) * pc.n);
     bvec4 ok = TRANSPOSE_RHS ? kmajor_reads(k0 + int(kmajor_k(e, TNH)), 0, first)
-                             : first && k0 + int(b_krow(gl_LocalInvocationIndex, s)) < 0 ? bvec4(false) : cols;
+                             : first && k0 + int(b_krow(local_index(), s)) < 0 ? bvec4(false) : cols;
     b_next[s] = rhs4_staged(at, ok);
   }
 }
@@ -130,12 +130,12 @@ void stage_load(int k0, const bool first) {
 // [k, n]'s as stage_lines.glsl stores them.
 void stage_store() {
   [[unroll]] for (uint s = 0; s < CA; ++s) {
-    uint e = gl_LocalInvocationIndex + s * NT;
+    uint e = local_index() + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
     kmajor_store(false, a_dst[s], TM, stage_values(a_next[s], A_PACKED, LHS_TYPE));
   }
   [[unroll]] for (uint s = 0; s < CB; ++s) {
-    uint e = gl_LocalInvocationIndex + s * NT;
+    uint e = local_index() + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     if (TRANSPOSE_RHS) {
       kmajor_store(true, b_dst[s], TNH, b_values(b_next[s]));

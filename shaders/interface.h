@@ -117,6 +117,9 @@
 // only where the options ask and both fit (host/tiling_matrix.cpp, make_matrix_shape). The direct schedule
 // keeps 1.
 #define VKGMM_ID_STAGES 33
+// The kernels whose subgroups share memory number them from the last (shaders/invocation.glsl): a test
+// switch ($VKGMM_REVERSE_SUBGROUPS), which the pipeline cache sets on every pipeline of the context.
+#define VKGMM_ID_REVERSE_SUBGROUPS 36
 // Per op, from 16 on.
 #define VKGMM_ID_GMM_TRANSPOSE_RHS 16
 #define VKGMM_ID_GMM_ROUTED 17     // rows are slots routed by expert ids: gather lhs, scatter out (map_off)

@@ -41,7 +41,7 @@ void matrix_zero() {
 
 // The step's products from stage buffer `buf` into the accumulators.
 void matrix_step(const uint buf) {
-  const uint sg_m = gl_SubgroupID % SG_M, sg_n = gl_SubgroupID / SG_M;
+  const uint sg_m = subgroup_index() % SG_M, sg_n = subgroup_index() / SG_M;
   [[unroll]] for (uint kk = 0; kk < MT_STEP; kk += CM_K) {
     VKGMM_CM_A a[FM];
     VKGMM_CM_B b[FN * MT_HALVES];
@@ -76,8 +76,8 @@ void matrix_finish() {
 // counter, accs would become indexable memory, which NAK keeps in local memory and ANV in scratch for the
 // whole kernel, main loop included.
 void matrix_store() {
-  const uint sg_m = gl_SubgroupID % SG_M, sg_n = gl_SubgroupID / SG_M;
-  const uint base = gl_SubgroupID * MT_HALVES * FRAGMENT;
+  const uint sg_m = subgroup_index() % SG_M, sg_n = subgroup_index() / SG_M;
+  const uint base = subgroup_index() * MT_HALVES * FRAGMENT;
   for (uint block = 0; block < FM * FN; ++block) {
     const uint fm = block / FN, fn = block % FN;
     [[unroll]] for (uint f = 0; f < FM * FN; ++f)

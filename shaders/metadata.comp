@@ -20,10 +20,12 @@
 // shared memory by invocation 0 (VKGMM_METADATA_INVOCATIONS terms). Every loop is bounded by G,
 // G_local, max_visits or later_visits.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
 
 #include "interface.h"
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
+#include "invocation.glsl"  // after the workgroup size it reads
 layout(constant_id = VKGMM_ID_META_VISITS) const bool VISITS = false;
 layout(constant_id = VKGMM_ID_META_ROUTE) const bool ROUTE = false;
 layout(constant_id = VKGMM_ID_META_ROUTE_WEIGHTED) const bool ROUTE_WEIGHTED = false;
@@ -66,7 +68,7 @@ uint add_clamped(uint a, uint b, inout uint bad) { return group_sizes_add(a, b, 
 // part[i] becomes the sum before chunk i, clamped at `limit` when `clamp` (offsets), else plain (tiles).
 void scan_parts(bool clamp, inout uint bad) {
   barrier();
-  if (gl_LocalInvocationIndex == 0u) {
+  if (local_index() == 0u) {
     uint run = 0u;
     for (uint i = 0u; i < gl_WorkGroupSize.x; ++i) {
       uint t = part[i];
@@ -121,7 +123,7 @@ void pass_rows(uint rows, uint height, out uint first, out uint end) {
 // the count): the active groups' tiles of `height` rows from their rows in this pass, then with `fill` the
 // fill visits of the rows outside the active groups (below them, then above them).
 void build_visits(uint height, uint list, uint V, bool fill, inout uint bad) {
-  const uint lanes = gl_WorkGroupSize.x, lid = gl_LocalInvocationIndex;
+  const uint lanes = gl_WorkGroupSize.x, lid = local_index();
   const uint GL = pc.num_local, go = pc.group_offset;
   const uint groups_off = list, rows_off = list + V;
   const uint achunk = (GL + lanes - 1u) / lanes;
@@ -185,7 +187,7 @@ void build_visits(uint height, uint list, uint V, bool fill, inout uint bad) {
 #include "tgmm_split.glsl"
 
 void main() {
-  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
+  const uint lid = local_index(), lanes = gl_WorkGroupSize.x;
   uint bad = 0u;
   if (lid == 0u) flags = 0u;
   // The fused combine's tile counters (interface.h), read by the gmm dispatch after this one.

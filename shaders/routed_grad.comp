@@ -11,11 +11,13 @@
 // 4 columns are one vector load or store each, else 4 scalar ones: the same values in the same order, so
 // both give the same bits.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
 
 #include "interface.h"
 #include "dtype16.glsl"
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;  // a power of two
+#include "invocation.glsl"  // after the workgroup size it reads
 layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;  // d_out's (the forward's out)
 layout(constant_id = VKGMM_ID_LHS_TYPE) const uint LHS_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_GRAD_COMBINED) const bool COMBINED = false;
@@ -98,7 +100,7 @@ VKGMM_GRAD_STORE4(store_sorted, sorted, sorted4)
 shared float dot_part[gl_WorkGroupSize.x];
 
 void main() {
-  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
+  const uint lid = local_index(), lanes = gl_WorkGroupSize.x;
   // The local slots' rows: the routing build's offset past the last local expert, at most the slots.
   const uint local_rows = min(uint(route[pc.offsets_off + pc.num_local]), pc.slots);
   for (uint r = gl_WorkGroupID.x; r < pc.slots; r += gl_NumWorkGroups.x) {

@@ -34,7 +34,7 @@ uint bucket_of(uint s, inout uint bad) { return route_local_expert(ids[pc.ids_of
 // barriers. Every loop is bounded by the slot count (at most the invocations), the sizes' by
 // route_experts / invocations too.
 void route_few_slots(inout uint bad) {
-  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x, S = pc.slots;
+  const uint lid = local_index(), lanes = gl_WorkGroupSize.x, S = pc.slots;
   if (lid < S) part[lid] = bucket_of(lid, bad);
   barrier();
   if (lid < S) {
@@ -56,7 +56,7 @@ void route_few_slots(inout uint bad) {
 
 // The routing prologue: counts (as group sizes), row map, rows' weights; bad gets VKGMM_STATUS_BAD_ID.
 void route_slots(inout uint bad) {
-  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x;
+  const uint lid = local_index(), lanes = gl_WorkGroupSize.x;
   const uint B = pc.route_experts + 1u, S = pc.slots;
   if (S <= lanes) {
     route_few_slots(bad);
@@ -130,7 +130,7 @@ void route_slots(inout uint bad) {
 // that the status word says what this build would; a map entry past the slots, which no build writes,
 // becomes its own row's slot (flagged): every row still reads and writes inside its views.
 void route_given(inout uint bad) {
-  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x, S = pc.slots;
+  const uint lid = local_index(), lanes = gl_WorkGroupSize.x, S = pc.slots;
   for (uint e = lid; e < pc.route_experts; e += lanes)
     work[pc.sizes_off + e] = clamp(given[pc.given_counts_off + e], 0, int(S));
   for (uint r = lid; r < S; r += lanes) {

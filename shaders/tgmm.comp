@@ -13,6 +13,7 @@
 // invocation reads its micro-tile's operands straight from the buffers.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
 #ifdef VKGMM_MATRIX
 #include "coopmat.glsl"
 #endif
@@ -21,6 +22,7 @@
 #include "dtype.glsl"
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;  // TX * TY invocations
+#include "invocation.glsl"  // after the workgroup size it reads
 layout(constant_id = VKGMM_ID_STEP) const uint TM = 64;  // rows of the group per step
 layout(constant_id = VKGMM_ID_BLOCK_ROWS) const uint TK = 64;  // output block rows (k)
 layout(constant_id = VKGMM_ID_BLOCK_COLS) const uint TN = 64;  // output block columns (n)
@@ -188,9 +190,9 @@ void stage_sources(uint lid, uint k0, uint n0) {
 // start before the group: its rows there are zero, never read; every other step lies in the group.
 void stage_load(int r0, uint gstart, const bool first) {
   [[unroll]] for (uint s = 0; s < A_CHUNKS_EACH; ++s) {
-    uint e = gl_LocalInvocationIndex + s * NT;
+    uint e = local_index() + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
-    int row = r0 + int(a_row(gl_LocalInvocationIndex, s));
+    int row = r0 + int(a_row(local_index(), s));
     if (LHS_MK) {
       bvec4 ks = VEC4_LHS ? bvec4(true) : a_k[s];
       a_next[s] = lhs4_staged(a_src[s] + uint(r0) * pc.k, first && row < int(gstart) ? bvec4(false) : ks);
@@ -199,17 +201,17 @@ void stage_load(int r0, uint gstart, const bool first) {
     }
   }
   [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
-    uint e = gl_LocalInvocationIndex + s * NT;
+    uint e = local_index() + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     bvec4 cols = VEC4 ? bvec4(true) : b_cols[s];
-    bool before = first && r0 + int(b_row(gl_LocalInvocationIndex, s)) < int(gstart);
+    bool before = first && r0 + int(b_row(local_index(), s)) < int(gstart);
     b_next[s] = rhs4_staged(b_src[s] + uint(r0) * pc.n, before ? bvec4(false) : cols);
   }
 }
 
 void stage_store() {
   [[unroll]] for (uint s = 0; s < A_CHUNKS_EACH; ++s) {
-    uint e = gl_LocalInvocationIndex + s * NT;
+    uint e = local_index() + s * NT;
     if (!A_EVEN && e >= A_CHUNKS) continue;
     if (LHS_MK) {
       LINES_STORE(A_QUADS, false, s, A_CHUNKS_EACH, a_dst[s], a_next, a_values);
@@ -218,7 +220,7 @@ void stage_store() {
     }
   }
   [[unroll]] for (uint s = 0; s < B_CHUNKS_EACH; ++s) {
-    uint e = gl_LocalInvocationIndex + s * NT;
+    uint e = local_index() + s * NT;
     if (!B_EVEN && e >= B_CHUNKS) continue;
     LINES_STORE(B_QUADS, true, s, B_CHUNKS_EACH, b_dst[s], b_next, b_values);
   }
@@ -338,7 +340,7 @@ void run_block(uint item, uint k_block, uint n_block) {
   }
   uint k0 = k_block * TK;
   uint n0 = n_block * TN;
-  uint lid = gl_LocalInvocationIndex;
+  uint lid = local_index();
   uint tx = lid % TX, ty = lid / TX;
 
 #ifdef VKGMM_MATRIX

@@ -29,7 +29,7 @@ void split_item(uint at, int group, uint begin, uint end, int slot) {
 }
 
 void build_tgmm_items(inout uint bad) {
-  const uint lid = gl_LocalInvocationIndex, lanes = gl_WorkGroupSize.x, GL = pc.num_local;
+  const uint lid = local_index(), lanes = gl_WorkGroupSize.x, GL = pc.num_local;
   const uint achunk = (GL + lanes - 1u) / lanes;
   const uint a0 = min(lid * achunk, GL), a1 = min(a0 + achunk, GL);
   if (lid == 0u) {

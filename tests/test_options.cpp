@@ -221,6 +221,14 @@ TEST(Options, TimingSwitchesFromTheEnvironmentOnly) {
   EXPECT_FALSE(resolve({}, {{"VKGMM_ROUTE_IN_KERNEL", "1"}}).pass_barrier);
 }
 
+// The tests' switch that numbers the subgroups from the last (shaders/invocation.glsl): "1" only.
+TEST(Options, ReverseSubgroupsFromTheEnvironmentOnly) {
+  EXPECT_FALSE(resolve({}, {}).reverse_subgroups);
+  EXPECT_TRUE(resolve({}, {{"VKGMM_REVERSE_SUBGROUPS", "1"}}).reverse_subgroups);
+  EXPECT_FALSE(resolve({}, {{"VKGMM_REVERSE_SUBGROUPS", "0"}}).reverse_subgroups);
+  EXPECT_FALSE(resolve({}, {{"VKGMM_REVERSE_SUBGROUPS", "yes"}}).reverse_subgroups);
+}
+
 // Plans compile every variant up front on GPUs, lazily on CPU devices, unless told.
 TEST(Options, EagerPipelinesByDeviceTypeUnlessSet) {
   DeviceInfo cpu, gpu;

@@ -19,7 +19,7 @@ namespace {
 
 template <size_t N, class Push>
 std::vector<std::string> compare(const Reflection& r, bool op_module, const abi::SpecConstant (&constants)[N],
-                                 bool split, const Push&, bool matrix = false) {
+                                 bool split, const Push&, bool matrix = false, bool numbered = false) {
   std::vector<std::string> bad;
   std::map<uint32_t, const char*> host;
   if (op_module)
@@ -30,6 +30,9 @@ std::vector<std::string> compare(const Reflection& r, bool op_module, const abi:
     for (const abi::SpecConstant& c : abi::kMatrixConstants) host[c.id] = c.name;
   // The op modules' split builds take the part size; a helper module may bind the split layout without.
   if (split && op_module) host[abi::kSplitConstant.id] = abi::kSplitConstant.name;
+  // The modules whose subgroups share memory number them through shaders/invocation.glsl: the ops' and
+  // (`numbered`) the helpers that do.
+  if (op_module || numbered) host[abi::kReverseSubgroupsConstant.id] = abi::kReverseSubgroupsConstant.name;
   for (const auto& [id, name] : r.spec_constants) {
     if (!host.count(id))
       bad.push_back("shader constant " + name + " (id " + std::to_string(id) + ") is unknown to the host");
@@ -191,7 +194,7 @@ TEST(Interface, ReadCeilingModulesMatchTheHost) {
 
 TEST(Interface, MetadataModuleMatchesTheHost) {
   const Reflection r = reflect(metadata_shader());
-  const auto bad = compare(r, false, abi::kMetadataConstants, false, abi::MetadataPush{});
+  const auto bad = compare(r, false, abi::kMetadataConstants, false, abi::MetadataPush{}, false, true);
   EXPECT_TRUE(bad.empty()) << joined(bad);
   // sizes (or ids), weights, workspace, status, and a given routing's words
   EXPECT_EQ(r.bindings.size(), 5u);
@@ -229,7 +232,7 @@ TEST(Interface, TopKGradModuleMatchesTheHost) {
 
 TEST(Interface, RoutedGradModuleMatchesTheHost) {
   const Reflection r = reflect(routed_grad_shader());
-  const auto bad = compare(r, false, abi::kGradConstants, true, abi::GradPush{});
+  const auto bad = compare(r, false, abi::kGradConstants, true, abi::GradPush{}, false, true);
   EXPECT_TRUE(bad.empty()) << joined(bad);
   // lhs, d_out, the gradient area's small words, weights, the routing words, d_weights, and past the
   // plain layout's storage bindings (storage buffers only in the split layout) the pre-activation and the
