@@ -1058,6 +1058,14 @@ int main(void) {
   CHECK(vkgmm_context_max_whole_input_bytes(ctx, VKGMM_Q4_K) >= 65536);
   CHECK(vkgmm_context_max_whole_input_bytes(NULL, VKGMM_F32) == 0);
   CHECK(vkgmm_context_max_whole_input_bytes(ctx, (vkgmm_dtype)99) == 0);
+  /* The device as vkgmm sees it: where an app's workspace may start, among others. */
+  vkgmm_device_info info;
+  memset(&info, 0, sizeof info);
+  info.struct_size = sizeof info;
+  CHECK(vkgmm_context_info(ctx, &info) == VKGMM_OK && strcmp(info.name, vkgmm_context_device_name(ctx)) == 0 &&
+        info.min_storage_buffer_offset_alignment > 0 && info.subgroup_size > 0 && info.matrix_extension != NULL);
+  info.struct_size = 0;
+  CHECK(vkgmm_context_info(ctx, &info) == VKGMM_INVALID_ARGUMENT);
   test_gmm(ctx);
   test_tgmm_and_backward(ctx);
   test_odd_counts(ctx);

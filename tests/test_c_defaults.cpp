@@ -433,6 +433,41 @@ TEST_F(CDefaultsPlans, GmmAndBackwardPlansAgree) {
   vkgmm_gmm_backward_plan_destroy(c_backward);
 }
 
+// vkgmm_context_info is the context's DeviceInfo, field for field.
+TEST_F(CDefaultsPlans, DeviceInfoIsTheContexts) {
+  vkgmm_device_info c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  ASSERT_EQ(vkgmm_context_info(c_ctx_, &c), VKGMM_OK) << vkgmm_last_error_message();
+  const DeviceInfo& i = c_ctx_->ctx.info();
+  EXPECT_EQ(c.struct_size, sizeof c);
+  EXPECT_STREQ(c.name, i.name.c_str());
+  EXPECT_STREQ(c.driver, i.driver.c_str());
+  EXPECT_STREQ(c.architecture, i.architecture.c_str());
+  EXPECT_STREQ(c.matrix_extension, i.matrix_extension.c_str());
+  EXPECT_EQ(c.vendor_id, i.vendor_id);
+  EXPECT_EQ(c.device_id, i.device_id);
+  EXPECT_EQ(c.subgroup_size, i.subgroup_size);
+  EXPECT_EQ(c.max_shared_memory, i.max_shared_memory);
+  EXPECT_EQ(c.max_storage_buffer_range, i.max_storage_buffer_range);
+  EXPECT_EQ(c.min_storage_buffer_offset_alignment, i.min_storage_buffer_offset_alignment);
+  EXPECT_EQ(c.device_local_bytes, i.device_local_bytes);
+  EXPECT_EQ(c.compute_units, i.compute_units);
+  EXPECT_EQ(c.storage_buffer_16bit, int32_t(i.storage_buffer_16bit));
+  EXPECT_EQ(c.timestamps, int32_t(i.timestamps));
+  EXPECT_EQ(c.timestamp_period_ns, i.timestamp_period_ns);
+  // The device's own limits, not placeholders.
+  EXPECT_GT(c.subgroup_size, 0u);
+  EXPECT_GT(c.min_storage_buffer_offset_alignment, 0u);
+  EXPECT_EQ(c.min_storage_buffer_offset_alignment & (c.min_storage_buffer_offset_alignment - 1), 0u);
+  // No vkgmm.h declared a smaller one: a size below it is a caller's mistake.
+  vkgmm_device_info short_one = c;
+  short_one.struct_size = offsetof(vkgmm_device_info, device_id);
+  EXPECT_EQ(vkgmm_context_info(c_ctx_, &short_one), VKGMM_INVALID_ARGUMENT);
+  EXPECT_EQ(vkgmm_context_info(nullptr, &c), VKGMM_INVALID_ARGUMENT);
+  EXPECT_EQ(vkgmm_context_info(c_ctx_, nullptr), VKGMM_INVALID_ARGUMENT);
+}
+
 TEST_F(CDefaultsPlans, TgmmPlansAgree) {
   const auto c = default_c<vkgmm_tgmm_problem>();
   vkgmm_tgmm_plan* c_plan = nullptr;

@@ -125,6 +125,23 @@ const char* vkgmm_context_device_name(const vkgmm_context* ctx) { return ctx ? c
 
 VkDevice vkgmm_context_device(const vkgmm_context* ctx) { return ctx ? ctx->ctx.device() : VK_NULL_HANDLE; }
 
+vkgmm_status vkgmm_context_info(const vkgmm_context* ctx, vkgmm_device_info* out) {
+  return guarded([&] {
+    require(ctx, "ctx");
+    const vkgmm::DeviceInfo& i = ctx->ctx.info();
+    vkgmm_device_info c{};
+    c.name = i.name.c_str(), c.driver = i.driver.c_str(), c.architecture = i.architecture.c_str();
+    c.matrix_extension = i.matrix_extension.c_str();
+    c.vendor_id = i.vendor_id, c.device_id = i.device_id, c.subgroup_size = i.subgroup_size;
+    c.max_shared_memory = i.max_shared_memory, c.max_storage_buffer_range = i.max_storage_buffer_range;
+    c.min_storage_buffer_offset_alignment = i.min_storage_buffer_offset_alignment;
+    c.device_local_bytes = i.device_local_bytes, c.compute_units = i.compute_units;
+    c.storage_buffer_16bit = i.storage_buffer_16bit, c.timestamps = i.timestamps;
+    c.timestamp_period_ns = i.timestamp_period_ns;
+    vkgmm::c_api::write_struct(out, c, "out", "vkgmm_device_info");
+  });
+}
+
 uint64_t vkgmm_context_max_whole_input_bytes(const vkgmm_context* ctx, vkgmm_dtype type) {
   const int t = static_cast<int>(type);
   if (!ctx || t < 0 || !vkgmm::is_known(static_cast<vkgmm::DType>(t))) return 0;

@@ -179,6 +179,30 @@ VKGMM_API VkDevice vkgmm_context_device(const vkgmm_context* ctx);
  * parts); 0 for a NULL ctx or an unknown type. */
 VKGMM_API uint64_t vkgmm_context_max_whole_input_bytes(const vkgmm_context* ctx, vkgmm_dtype type);
 
+/* Context::info() (vkgmm::DeviceInfo in context.hpp says what each field holds): what an app placing
+ * operands in its own buffers needs (a workspace's offset is a multiple of
+ * min_storage_buffer_offset_alignment; without storage_buffer_16bit, 16-bit data is read in whole words)
+ * and what vkgmm tunes by. The strings live while ctx does; matrix_extension is "" where gmm runs on no
+ * matrix units. */
+typedef struct vkgmm_device_info {
+  size_t struct_size; /* set by the caller; vkgmm fills the rest */
+  const char* name;
+  const char* driver;
+  const char* architecture; /* the device class vkgmm tunes for: "nvidia-ampere", "amd-rdna3", "cpu", ... */
+  const char* matrix_extension;
+  uint32_t vendor_id, device_id;
+  uint32_t subgroup_size;
+  uint32_t max_shared_memory;
+  uint64_t max_storage_buffer_range;
+  uint64_t min_storage_buffer_offset_alignment;
+  uint64_t device_local_bytes;
+  uint32_t compute_units;
+  int32_t storage_buffer_16bit;
+  int32_t timestamps;
+  float timestamp_period_ns;
+} vkgmm_device_info;
+VKGMM_API vkgmm_status vkgmm_context_info(const vkgmm_context* ctx, vkgmm_device_info* out);
+
 /* Record with `record` into a one-time command buffer, submit it and wait. A non-OK status from
  * `record` abandons the command buffer unsubmitted and is returned. */
 typedef vkgmm_status (*vkgmm_record_fn)(VkCommandBuffer cmd, void* user);
