@@ -47,6 +47,13 @@ def set_default_context(context: Optional[Context]) -> None: ...
 
 class GmmPlan:
     context: Context
+    lhs_type: str
+    rhs_type: str
+    out_type: str
+    preferred_element_type: DTypeArg
+    lhs_shape: Tuple[int, int]
+    rhs_shape: Tuple[int, int, int]
+    bias_shape: Tuple[int, int]
     out_shape: Tuple[int, int]
     def __init__(self, lhs: Operand, rhs: Operand, group_sizes: npt.ArrayLike,
                  preferred_element_type: DTypeArg = ..., tiling: TilingArg = ..., group_offset: int = ...,
@@ -61,6 +68,12 @@ class GmmPlan:
 
 class TgmmPlan:
     context: Context
+    lhs_type: str
+    rhs_type: str
+    out_type: str
+    preferred_element_type: DTypeArg
+    lhs_shape: Tuple[int, int]
+    rhs_shape: Tuple[int, int]
     out_shape: Tuple[int, int, int]
     def __init__(self, lhs: Operand, rhs: Operand, group_sizes: npt.ArrayLike,
                  preferred_element_type: DTypeArg = ..., tiling: TilingArg = ..., group_offset: int = ...,
@@ -75,6 +88,12 @@ class TgmmPlan:
 
 class GmmBackwardPlan:
     context: Context
+    lhs_type: str
+    rhs_type: str
+    d_out_type: str
+    lhs_shape: Tuple[int, int]
+    rhs_shape: Tuple[int, int, int]
+    d_out_shape: Tuple[int, int]
     def __init__(self, lhs: Operand, rhs: Operand, group_sizes: npt.ArrayLike, d_out_type: DTypeArg = ...,
                  tiling: TilingArg = ..., group_offset: int = ..., transpose_rhs: bool = ..., *,
                  context: Optional[Context] = ...) -> None: ...
@@ -82,6 +101,15 @@ class GmmBackwardPlan:
 
 class IdsGmmPlan:
     context: Context
+    lhs_type: str
+    rhs_type: str
+    out_type: str
+    preferred_element_type: DTypeArg
+    num_experts: int
+    ids_shape: Tuple[int, int]
+    lhs_shape: Tuple[int, ...]
+    rhs_shape: Tuple[int, int, int]
+    bias_shape: Tuple[int, int]
     out_shape: Tuple[int, ...]
     def __init__(self, lhs: Operand, rhs: Operand, ids: npt.ArrayLike, combine: bool = ...,
                  preferred_element_type: DTypeArg = ..., tiling: TilingArg = ..., group_offset: int = ...,

@@ -55,7 +55,8 @@ def array_dtype_name(data: np.ndarray, dtype, what: str) -> str:
     held = np.asarray(data).dtype.name
     if dtype is None:
         if held == "uint16":
-            raise ContractError(f"{what}: uint16 data needs dtype='bf16' (numpy has no bfloat16)")
+            raise ContractError(f"{what}: uint16 data needs dtype='bf16' (numpy has no bfloat16): pass "
+                                "vkgmm.Array(data, 'bf16'), or ml_dtypes.bfloat16 data")
         if held == "uint8":
             raise ContractError(f"{what}: uint8 data holds a block format's bytes: give its dtype (one of "
                                 f"{_block_format_names()}), or pass the Array vkgmm.quantize made")
