@@ -21,6 +21,7 @@ set(VKGMM_PUBLIC_HEADERS
   include/vkgmm/ops.hpp
   include/vkgmm/top_k.hpp
   include/vkgmm/moe_layer.hpp
+  include/vkgmm/vkgmm_top_k.h
   include/vkgmm/vkgmm_moe.h
   include/vkgmm/requirements.hpp
   include/vkgmm/convert.hpp
