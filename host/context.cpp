@@ -262,7 +262,7 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
                     dev.executable_properties ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
                                                     VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR
                                               : 0,
-                    dev.options.reverse_subgroups);
+                    dev.options.reverse_subgroups, dev.info.subgroup_size);
   dev.info.storage_buffer_16bit = en11.storageBuffer16BitAccess;
   dev.info.matrix_shapes = units.listed;
   if (use_matrix) set_matrix_units(dev, units, matrix.subgroup);
@@ -308,7 +308,7 @@ Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
   dev.queue = d.queue, dev.queue_family = d.queue_family, dev.app_get_instance_proc_addr = d.get_instance_proc_addr;
   dev.query();
   dev.info.matrix_shapes = units.listed;
-  impl->pipelines.init(dev.device, 0, dev.options.reverse_subgroups);
+  impl->pipelines.init(dev.device, 0, dev.options.reverse_subgroups, dev.info.subgroup_size);
   // Only the app knows which optional features it enabled; without its word, the paths that need none.
   dev.info.storage_buffer_16bit = d.storage_buffer_16bit;
   if (d.matrix_units && dev.options.storage16) set_matrix_units(dev, units, features.subgroup);

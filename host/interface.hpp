@@ -2,8 +2,10 @@
 // push-constant structs, from the very lines the shaders compile (internal).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "interface.h"
 #include "vkgmm/types.hpp"
@@ -188,5 +190,20 @@ inline constexpr SpecConstant kCeilingConstants[] = {
 inline constexpr SpecConstant kReadConstants[] = {
     {VKGMM_ID_INVOCATIONS, nullptr},
 };
+
+// The highest id a module's own constants take: the pipeline cache appends kReverseSubgroupsConstant
+// after a module's constants (one entry per id 0 .. its highest), so every other id stays below it.
+template <size_t N>
+constexpr uint32_t max_id(const SpecConstant (&list)[N]) {
+  uint32_t m = 0;
+  for (const SpecConstant& c : list) m = c.id > m ? c.id : m;
+  return m;
+}
+inline constexpr uint32_t kMaxModuleConstantId = std::max({
+    max_id(kCommonConstants), max_id(kGmmConstants), max_id(kTgmmConstants), kSplitConstant.id,
+    max_id(kMatrixConstants), max_id(kMetadataConstants), max_id(kCombineConstants), max_id(kTopKConstants),
+    max_id(kTopKGradConstants), max_id(kGradConstants), max_id(kCeilingConstants), max_id(kReadConstants)});
+static_assert(kMaxModuleConstantId < kReverseSubgroupsConstant.id,
+              "the subgroup-reversal constant must follow every module's own constants");
 
 }  // namespace vkgmm::abi

@@ -7,9 +7,11 @@
 
 namespace vkgmm {
 
-void PipelineCache::init(VkDevice device, VkPipelineCreateFlags flags, bool reverse_subgroups) {
+void PipelineCache::init(VkDevice device, VkPipelineCreateFlags flags, bool reverse_subgroups,
+                         uint32_t subgroup_size) {
   flags_ = flags;
-  reverse_subgroups_ = reverse_subgroups;
+  reverse_subgroups_ = reverse_subgroups && subgroup_size > 0;
+  subgroup_size_ = subgroup_size;
   // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
   // inputs' texel views) and the split one of storage buffers for operands bound in parts
   // (kNumSplitBindings + kNumRouteBindings must stay within maxPushDescriptors, >= 32), each ending with
@@ -65,8 +67,10 @@ VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t word
   std::vector<uint32_t> values = constants;
   std::vector<VkSpecializationMapEntry> entries(values.size());
   for (uint32_t i = 0; i < values.size(); ++i) entries[i] = {i, i * 4u, 4};
-  // After the module's own constants, whose ids stay below it (an id may appear once).
-  if (reverse_subgroups_ && values.size() <= VKGMM_ID_REVERSE_SUBGROUPS) {
+  // After the module's own constants, whose ids stay below it (abi::kMaxModuleConstantId), where the
+  // workgroup (local_size_x_id, every module's) is whole subgroups.
+  const bool whole_subgroups = !values.empty() && values[VKGMM_ID_INVOCATIONS] % subgroup_size_ == 0;
+  if (reverse_subgroups_ && whole_subgroups) {
     entries.push_back({VKGMM_ID_REVERSE_SUBGROUPS, uint32_t(values.size() * 4u), 4});
     values.push_back(1u);
   }

@@ -66,9 +66,11 @@ class PipelineCache {
  public:
   // The plain layout (storage buffers and the inputs' texel views) and the split one (operands in
   // parts), both pushed with vkCmdPushDescriptorSetKHR, and a VkPipelineCache.
-  // `flags` go to every pipeline's creation (a compile-only context's capture bits); `reverse_subgroups`
-  // sets VKGMM_ID_REVERSE_SUBGROUPS on every pipeline (ResolvedOptions::reverse_subgroups).
-  void init(VkDevice device, VkPipelineCreateFlags flags = 0, bool reverse_subgroups = false);
+  // `flags` go to every pipeline's creation (a compile-only context's capture bits). With
+  // `reverse_subgroups` (ResolvedOptions::reverse_subgroups), every pipeline whose workgroup is whole
+  // subgroups of `subgroup_size` gets VKGMM_ID_REVERSE_SUBGROUPS set (shaders/invocation.glsl).
+  void init(VkDevice device, VkPipelineCreateFlags flags = 0, bool reverse_subgroups = false,
+            uint32_t subgroup_size = 0);
   void destroy(VkDevice device);
   // `split`: the module was built with VKGMM_SPLIT and binds the split layout. constants[i] is
   // constant_id i (ids the module does not declare are ignored). `subgroup`: the
@@ -99,6 +101,7 @@ class PipelineCache {
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   VkPipelineCreateFlags flags_ = 0;
   bool reverse_subgroups_ = false;
+  uint32_t subgroup_size_ = 0;
   std::mutex mutex_;  // guards pipelines_; a pipeline is created under it on first use
   std::map<Key, VkPipeline> pipelines_;
 };

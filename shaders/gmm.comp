@@ -30,7 +30,7 @@
 #include "dtype.glsl"
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;  // TX * TY invocations
-#include "invocation.glsl"  // after the workgroup size it reads
+#include "invocation.glsl"
 layout(constant_id = VKGMM_ID_BLOCK_ROWS) const uint TM = 64;
 layout(constant_id = VKGMM_ID_STEP) const uint TK = 16;
 layout(constant_id = VKGMM_ID_BLOCK_COLS) const uint TN = 64;

@@ -25,7 +25,7 @@
 #include "interface.h"
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;
-#include "invocation.glsl"  // after the workgroup size it reads
+#include "invocation.glsl"
 layout(constant_id = VKGMM_ID_META_VISITS) const bool VISITS = false;
 layout(constant_id = VKGMM_ID_META_ROUTE) const bool ROUTE = false;
 layout(constant_id = VKGMM_ID_META_ROUTE_WEIGHTED) const bool ROUTE_WEIGHTED = false;

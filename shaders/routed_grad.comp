@@ -17,7 +17,7 @@
 #include "dtype16.glsl"
 
 layout(local_size_x_id = VKGMM_ID_INVOCATIONS) in;  // a power of two
-#include "invocation.glsl"  // after the workgroup size it reads
+#include "invocation.glsl"
 layout(constant_id = VKGMM_ID_OUT_TYPE) const uint OUT_TYPE = DT_F32;  // d_out's (the forward's out)
 layout(constant_id = VKGMM_ID_LHS_TYPE) const uint LHS_TYPE = DT_F32;
 layout(constant_id = VKGMM_ID_GRAD_COMBINED) const bool COMBINED = false;

@@ -61,6 +61,7 @@ void require(const void* p, const char* what);
 VKGMM_NO_TAIL_PADDING(vkgmm_context_options, reserved_end);
 VKGMM_NO_TAIL_PADDING(vkgmm_borrowed_device, reserved_tail);
 VKGMM_NO_TAIL_PADDING(vkgmm_device_requirements, matrix_extension);
+VKGMM_NO_TAIL_PADDING(vkgmm_device_info, timestamp_period_ns);
 VKGMM_NO_TAIL_PADDING(vkgmm_gmm_problem, reserved_tail);
 VKGMM_NO_TAIL_PADDING(vkgmm_tgmm_problem, expected_group_rows);
 VKGMM_NO_TAIL_PADDING(vkgmm_operand_sizes, workspace);

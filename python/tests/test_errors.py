@@ -188,6 +188,7 @@ def test_big_endian_data_is_taken_by_value(ctx):
     rhs = np.linspace(-1, 1, RHS.size, dtype=f32).reshape(RHS.shape)
     want = vkgmm.gmm(lhs, rhs, GS)
     np.testing.assert_array_equal(vkgmm.gmm(lhs.astype(">f4"), rhs.astype(">f4"), GS), want)
+    np.testing.assert_array_equal(vkgmm.gmm(lhs.astype(">f8"), rhs.astype(">f4"), GS), want)  # as float64 is
     np.testing.assert_array_equal(vkgmm.Array(lhs.astype(">f4")).numpy(), lhs)
 
 
@@ -198,3 +199,4 @@ def test_routing_counts_are_checked(ctx):
             np.zeros((4, 0), f32))
     refused("num_experts: 0 experts", vkgmm.gmm_ids, lhs, w, np.zeros((4, 2), np.int32), num_experts=0)
     refused("k: expected an integer", vkgmm.top_k, np.zeros((4, 3), f32), 1.7)
+    refused("k: expected an integer", vkgmm.top_k, np.zeros((4, 3), f32), None)

@@ -81,10 +81,10 @@ def host_input(x, what: str):
     """A numpy operand as vkgmm takes it: float64 (numpy's default) becomes float32; float32, float16,
     uint16 (bf16) and ml_dtypes.bfloat16 stay as they are; anything else is refused."""
     a = np.asarray(x)
-    if a.dtype == np.float64:
-        a = a.astype(np.float32)
     if not a.dtype.isnative:  # big-endian data: its values, not its bytes, in the device's order
         a = a.astype(a.dtype.newbyteorder("="))
+    if a.dtype == np.float64:
+        a = a.astype(np.float32)
     if a.dtype.name not in ("float32", "float16", "uint16", "bfloat16", "uint8"):
         raise ContractError(f"{what}: {a.dtype.name} data; vkgmm takes float32, float16 or bfloat16 (uint16 bits)")
     return np.ascontiguousarray(a)

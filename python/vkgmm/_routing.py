@@ -113,6 +113,8 @@ def top_k(logits, k: int, renormalize: bool = True, *, context=None):
     their logits, renormalised to sum to 1 over the k (Mixtral, Qwen3) or, with renormalize=False, not
     (DeepSeek-V2)."""
     c = _context.resolve(context)
+    if k is None:
+        raise ContractError("k: expected an integer, got None")
     return _top_k(on_device(logits, "logits", c, "f32"), scalar_count(k, "k", 0), bool(renormalize))
 
 
