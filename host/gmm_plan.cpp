@@ -73,7 +73,7 @@ GmmRows validate(const PlanCore& core, const GmmProblem& p) {
     r.rows = p.m * p.routing.top_k;
   } else {
     r.G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type, p.out_type);
-    r.g_local = check_group_window(op, r.G, p.group_offset, p.num_rhs_groups, "rhs groups (rhs.shape[0])");
+    r.g_local = check_group_window(op, r.G, p.group_offset, p.num_rhs_groups, "num_rhs_groups (rhs.shape[0])");
   }
   r.out_n = check_epilogue(op, p.epilogue, p.n);
   if (p.epilogue.save_pre_activation && !r.routed)

@@ -95,9 +95,14 @@ int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& hos
 void check_types(const char* op, DType lhs, DType rhs, DType out, bool rhs_blocks) {
   auto valid = [](DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; };
   if (rhs_blocks && is_quantized(rhs)) rhs = DType::f32;  // stands for any block format here
-  if (!valid(lhs)) bad(op, "lhs has an unsupported element type");
-  if (!valid(rhs)) bad(op, std::string("rhs has an unsupported element type (") + dtype_name(rhs) + ")");
-  if (!valid(out)) bad(op, "the output (preferred_element_type) has an unsupported element type");
+  const std::string takes = "; f32, f16 or bf16)";
+  if (!valid(lhs)) bad(op, std::string("lhs has an unsupported element type (") + dtype_name(lhs) + takes);
+  if (!valid(rhs))
+    bad(op, std::string("rhs has an unsupported element type (") + dtype_name(rhs) +
+                (rhs_blocks ? "; f32, f16, bf16 or a block format)" : takes));
+  if (!valid(out))
+    bad(op, std::string("out (out_type, Python's preferred_element_type) has an unsupported element type (") +
+                dtype_name(out) + takes);
 }
 
 int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int64_t requested,

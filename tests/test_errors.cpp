@@ -44,9 +44,9 @@ TEST_F(DeviceTest, GmmPlanErrorsNameTheArgument) {
   expect_refused([&] { plan(with([](GmmProblem& p) { p.group_offset = -1; })); }, Status::invalid_argument,
                "group_offset = -1");
   expect_refused([&] { plan(with([](GmmProblem& p) { p.group_offset = 1, p.num_rhs_groups = 2; })); },
-               Status::invalid_argument, "rhs groups (rhs.shape[0]) = 2 must be in [1, 1]");
+               Status::invalid_argument, "num_rhs_groups (rhs.shape[0]) = 2 must be in [1, 1]");
   expect_refused([&] { plan(with([](GmmProblem& p) { p.num_rhs_groups = 0; })); }, Status::invalid_argument,
-               "rhs groups (rhs.shape[0]) = 0");
+               "num_rhs_groups (rhs.shape[0]) = 0");
   expect_refused([&] { plan(with([](GmmProblem& p) { p.tiling = TilingChoice::of(Tiling{0, 8, 8}); })); },
                Status::invalid_argument, "tiling (0, 8, 8)");
   expect_refused([&] { plan(with([](GmmProblem& p) { p.tiling = TilingChoice::of(Tiling{8, -2, 8}); })); },
@@ -70,9 +70,12 @@ TEST_F(DeviceTest, GmmPlanErrorsNameTheArgument) {
   expect_refused([&] { plan(with([](GmmProblem& p) { p.schedule = static_cast<Schedule>(9); })); },
                Status::invalid_argument, "schedule: 9");
   expect_refused([&] { plan(with([](GmmProblem& p) { p.lhs_type = static_cast<DType>(7); })); },
-               Status::invalid_argument, "lhs has an unsupported element type");
-  expect_refused([&] { plan(with([](GmmProblem& p) { p.out_type = static_cast<DType>(9); })); },
-               Status::invalid_argument, "unsupported element type");
+               Status::invalid_argument, "lhs has an unsupported element type (");
+  expect_refused([&] { plan(with([](GmmProblem& p) { p.out_type = static_cast<DType>(99); })); },
+               Status::invalid_argument, "out (out_type, Python's preferred_element_type) has an unsupported element type");
+  // A block format is a type, but not one out takes: the message names it and what is taken.
+  expect_refused([&] { plan(with([](GmmProblem& p) { p.out_type = DType::q8_0; })); }, Status::invalid_argument,
+                 "out (out_type, Python's preferred_element_type) has an unsupported element type (q8_0; f32, f16 or bf16)");
 }
 
 // lavapipe ends an invocation's loops after 65535 iterations in all: a reduction that needs more is
