@@ -4,6 +4,7 @@ attribute they declare exists at run time in that form, and every public name th
 import ast
 import inspect
 import os
+import re
 
 import numpy as np
 import pytest
@@ -30,13 +31,42 @@ def stub_parameters(fn: ast.FunctionDef, method: bool):
     return out[1:] if method and not static else out
 
 
+def pybind_parameters(obj):
+    """The same from the signature line pybind11 writes atop a bound function's docstring ("name(self: T,
+    a: int, *, b: str = 'x') -> R"); None for an overloaded function, which has no single line."""
+    lines = (obj.__doc__ or "").strip().splitlines()
+    m = re.match(r"^\w+\((.*)\) -> ", lines[0]) if lines else None
+    if not m:
+        return None
+    params, depth, current = [], 0, ""
+    for ch in m.group(1):  # split at the commas outside brackets (List[int], defaults like (1, 2))
+        depth += ch in "[(" and 1 or ch in "])" and -1 or 0
+        if ch == "," and depth == 0:
+            params.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        params.append(current.strip())
+    out, keyword_only = [], False
+    for p in params:
+        if p == "*":
+            keyword_only = True
+            continue
+        out.append((re.split(r"[:=]", p)[0].strip(), "kw" if keyword_only else "pos", " = " in p))
+    return out
+
+
 def runtime_parameters(obj):
-    """The same of a run-time callable, or None where it has no signature to inspect (pybind's overloads)."""
+    """The same of a run-time callable (Python's, or pybind11's from its docstring), or None where it has
+    no single signature (pybind's overloads)."""
     try:
         sig = inspect.signature(obj)
+        out = [(p.name, KINDS[p.kind.name], p.default is not inspect.Parameter.empty) for p in sig.parameters.values()]
     except (TypeError, ValueError):
-        return None
-    out = [(p.name, KINDS[p.kind.name], p.default is not inspect.Parameter.empty) for p in sig.parameters.values()]
+        out = pybind_parameters(obj)
+        if out is None:
+            return None
     return out[1:] if out and out[0][0] == "self" else out
 
 
