@@ -69,8 +69,7 @@ VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t word
   for (uint32_t i = 0; i < values.size(); ++i) entries[i] = {i, i * 4u, 4};
   // After the module's own constants, whose ids stay below it (abi::kMaxModuleConstantId), where the
   // workgroup (local_size_x_id, every module's) is whole subgroups.
-  const bool whole_subgroups = !values.empty() && values[VKGMM_ID_INVOCATIONS] % subgroup_size_ == 0;
-  if (reverse_subgroups_ && whole_subgroups) {
+  if (reverse_subgroups_ && !values.empty() && values[VKGMM_ID_INVOCATIONS] % subgroup_size_ == 0) {
     entries.push_back({VKGMM_ID_REVERSE_SUBGROUPS, uint32_t(values.size() * 4u), 4});
     values.push_back(1u);
   }
