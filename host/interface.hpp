@@ -137,7 +137,8 @@ inline constexpr SpecConstant kTgmmConstants[] = {
 // Declared by the VKGMM_SPLIT builds only.
 inline constexpr SpecConstant kSplitConstant = {VKGMM_ID_PART_SHIFT, "PART_SHIFT"};
 // The modules whose subgroups share memory (gmm, tgmm, the metadata build, the routed gradient) number them
-// through shaders/invocation.glsl; the pipeline cache sets this one on every pipeline (PipelineCache::init).
+// through shaders/invocation.glsl; the pipeline cache sets this one where reversal is asked for and the
+// workgroup is whole subgroups (PipelineCache::get).
 inline constexpr SpecConstant kReverseSubgroupsConstant = {VKGMM_ID_REVERSE_SUBGROUPS, "REVERSE_SUBGROUPS"};
 // Declared by the ops' matrix builds (VKGMM_MATRIX) only.
 inline constexpr SpecConstant kMatrixConstants[] = {

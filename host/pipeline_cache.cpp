@@ -10,8 +10,7 @@ namespace vkgmm {
 void PipelineCache::init(VkDevice device, VkPipelineCreateFlags flags, bool reverse_subgroups,
                          uint32_t subgroup_size) {
   flags_ = flags;
-  reverse_subgroups_ = reverse_subgroups && subgroup_size > 0;
-  subgroup_size_ = subgroup_size;
+  reverse_subgroup_size_ = reverse_subgroups ? subgroup_size : 0;
   // Two layouts, both pushed with vkCmdPushDescriptorSetKHR: the plain one (storage buffers and the
   // inputs' texel views) and the split one of storage buffers for operands bound in parts
   // (kNumSplitBindings + kNumRouteBindings must stay within maxPushDescriptors, >= 32), each ending with
@@ -69,7 +68,7 @@ VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t word
   for (uint32_t i = 0; i < values.size(); ++i) entries[i] = {i, i * 4u, 4};
   // After the module's own constants, whose ids stay below it (abi::kMaxModuleConstantId), where the
   // workgroup (local_size_x_id, every module's) is whole subgroups.
-  if (reverse_subgroups_ && !values.empty() && values[VKGMM_ID_INVOCATIONS] % subgroup_size_ == 0) {
+  if (reverse_subgroup_size_ && !values.empty() && values[VKGMM_ID_INVOCATIONS] % reverse_subgroup_size_ == 0) {
     entries.push_back({VKGMM_ID_REVERSE_SUBGROUPS, uint32_t(values.size() * 4u), 4});
     values.push_back(1u);
   }

@@ -100,8 +100,7 @@ class PipelineCache {
   VkPipelineLayout layout_ = VK_NULL_HANDLE, split_layout_ = VK_NULL_HANDLE;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   VkPipelineCreateFlags flags_ = 0;
-  bool reverse_subgroups_ = false;
-  uint32_t subgroup_size_ = 0;
+  uint32_t reverse_subgroup_size_ = 0;  // the device's subgroup size where subgroups are reversed, else 0
   std::mutex mutex_;  // guards pipelines_; a pipeline is created under it on first use
   std::map<Key, VkPipeline> pipelines_;
 };

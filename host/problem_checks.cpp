@@ -42,9 +42,7 @@ int64_t check_routing(const char* op, const GmmProblem& p) {
   if (r.num_experts && p.group_offset + p.num_rhs_groups > r.num_experts)
     bad(op, "routing.num_experts = " + std::to_string(r.num_experts) + " is smaller than group_offset + E_local = " +
                 std::to_string(p.group_offset + p.num_rhs_groups));
-  if (p.num_rhs_groups > kMaxGroups)
-    throw Error(Status::unsupported, std::string(op) + ": num_rhs_groups = " + std::to_string(p.num_rhs_groups) +
-                                         ": routing supports at most " + std::to_string(kMaxGroups) + " local experts");
+  check_group_count(op, "num_rhs_groups (routing's local experts)", p.num_rhs_groups);
   if (p.group_offset > INT32_MAX || r.num_experts > INT32_MAX)
     throw Error(Status::unsupported, std::string(op) + ": routing: group_offset and num_experts must be below 2^31");
   if (r.top_k > INT32_MAX || (p.m > 0 && r.top_k > INT32_MAX / p.m))
@@ -63,11 +61,15 @@ int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n) {
   return n / 2;
 }
 
+void check_group_count(const char* op, const char* what, int64_t count) {
+  if (count > kMaxGroups)
+    throw Error(Status::unsupported, std::string(op) + ": " + what + " = " + std::to_string(count) + ": at most " +
+                                         std::to_string(kMaxGroups) + " groups are supported");
+}
+
 int64_t check_group_sizes(const char* op, const std::vector<int32_t>& group_sizes, int64_t m) {
   if (group_sizes.empty()) bad(op, "group_sizes must hold at least one group");
-  if (int64_t(group_sizes.size()) > kMaxGroups)
-    throw Error(Status::unsupported,
-                std::string(op) + ": group_sizes: at most " + std::to_string(kMaxGroups) + " groups are supported");
+  check_group_count(op, "group_sizes' count", int64_t(group_sizes.size()));
   int64_t sum = 0;
   for (size_t g = 0; g < group_sizes.size(); ++g) {
     if (group_sizes[g] < 0)
@@ -82,9 +84,7 @@ int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& hos
                                  const DeviceGroupSizes& device) {
   if (device.count < 1)
     bad(op, "device_group_sizes.count = " + std::to_string(device.count) + " must be >= 1 (G)");
-  if (device.count > kMaxGroups)
-    throw Error(Status::unsupported, std::string(op) + ": device_group_sizes.count: at most " +
-                                         std::to_string(kMaxGroups) + " groups are supported");
+  check_group_count(op, "device_group_sizes.count", device.count);
   if (!host_sizes.empty())
     bad(op, "group_sizes: the problem has device_group_sizes; leave the host group_sizes empty");
   if (device.expected_rows < 0)

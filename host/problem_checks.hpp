@@ -14,6 +14,8 @@ namespace vkgmm {
 // Groups (and a routed plan's local experts) a plan takes at most: tgmm's grid has a layer of workgroups
 // per group, and every device allows 65535 in each dimension (maxComputeWorkGroupCount's minimum).
 constexpr int64_t kMaxGroups = 65535;
+// Refuses (unsupported) a count of groups past kMaxGroups, naming `what` and the count.
+void check_group_count(const char* op, const char* what, int64_t count);
 
 void check_dims(const char* op, int64_t m, int64_t k, int64_t n);
 // Returns G. Rules: at least one group, every size >= 0, sum <= m.

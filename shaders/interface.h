@@ -118,7 +118,7 @@
 // keeps 1.
 #define VKGMM_ID_STAGES 33
 // The kernels whose subgroups share memory number them from the last (shaders/invocation.glsl): a test
-// switch ($VKGMM_REVERSE_SUBGROUPS), which the pipeline cache sets on every pipeline of the context.
+// switch ($VKGMM_REVERSE_SUBGROUPS), which the pipeline cache sets where a workgroup is whole subgroups.
 #define VKGMM_ID_REVERSE_SUBGROUPS 36
 // Per op, from 16 on.
 #define VKGMM_ID_GMM_TRANSPOSE_RHS 16

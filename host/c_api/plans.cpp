@@ -35,10 +35,7 @@ using vkgmm::Status;
 std::vector<int32_t> group_sizes(const char* op, const int32_t* sizes, int64_t count) {
   if (count < 0) bad(op, "num_groups = " + std::to_string(count) + " must be >= 0");
   if (count > 0 && !sizes) bad(op, "group_sizes is NULL with num_groups = " + std::to_string(count));
-  // Before the copy: a count past the limit is refused without reading that many sizes.
-  if (count > vkgmm::kMaxGroups)
-    throw Error(Status::unsupported, std::string(op) + ": num_groups = " + std::to_string(count) + ": at most " +
-                                         std::to_string(vkgmm::kMaxGroups) + " groups are supported");
+  vkgmm::check_group_count(op, "num_groups", count);  // before the copy: no read past a count too large
   return count ? std::vector<int32_t>(sizes, sizes + count) : std::vector<int32_t>{};
 }
 
