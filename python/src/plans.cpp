@@ -359,6 +359,10 @@ void bind_plans(py::module_& m) {
            arg("out_type"), arg("tiling"), arg("top_k") = 0, arg("lhs_per_slot") = false, arg("combine") = false,
            arg("num_experts") = 0, arg("bias") = false, arg("activation") = py::none(), arg("accumulate") = false)
       .def_property_readonly("frozen_rhs", [](const BackwardPlanPy& b) { return b.plan->frozen_rhs(); })
+      .def_property_readonly("n_out", [](const BackwardPlanPy& b) {
+        return vkgmm::gated(b.forward.epilogue.activation) ? b.forward.n / 2 : b.forward.n;
+      })
+      .def_property_readonly("reads_lhs", [](const BackwardPlanPy& b) { return b.plan->sizes().lhs > 0; })
       .def_property_readonly("has_d_rhs", [](const BackwardPlanPy& b) {
         return !b.plan->frozen_rhs() && b.plan->sizes().d_rhs > 0;
       })

@@ -78,6 +78,13 @@ def test_tgmm_errors(ctx, match, change):
 def test_backward_errors(ctx):
     refused(r"d_out: expected shape \(16, 4\)", vkgmm.gmm_backward, LHS, RHS, GS, np.ones((16, 5), f32))
     refused("sum", vkgmm.gmm_backward, LHS, RHS, [20, 0], np.ones((16, 4), f32))
+    # With a gated activation d_out has out's n / 2 columns; the routed vjp checks it before its forward runs.
+    refused(r"d_out: expected shape \(16, 2\)", vkgmm.gmm_backward, LHS, RHS, GS, np.ones((16, 4), f32),
+            activation="swiglu")
+    ids = np.zeros((16, 1), np.int32)
+    refused(r"d_out: expected shape \(16, 1, 4\)", vkgmm.gmm_ids_vjp, LHS, RHS, ids, np.ones((16, 4), f32))
+    refused(r"bias: the plan was made without bias", vkgmm.GmmBackwardPlan(LHS, RHS, GS), LHS, RHS,
+            np.ones((16, 4), f32), bias=np.ones((2, 4), f32))
 
 
 def test_routing_errors(ctx):

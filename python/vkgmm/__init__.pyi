@@ -94,10 +94,13 @@ class GmmBackwardPlan:
     lhs_shape: Tuple[int, int]
     rhs_shape: Tuple[int, int, int]
     d_out_shape: Tuple[int, int]
+    bias_shape: Optional[Tuple[int, int]]
     def __init__(self, lhs: Operand, rhs: Operand, group_sizes: npt.ArrayLike, d_out_type: DTypeArg = ...,
                  tiling: TilingArg = ..., group_offset: int = ..., transpose_rhs: bool = ..., *,
-                 context: Optional[Context] = ...) -> None: ...
-    def __call__(self, lhs: Operand, rhs: Operand, d_out: Operand) -> Tuple[np.ndarray, Optional[np.ndarray]]: ...
+                 bias: bool = ..., activation: Optional[str] = ..., context: Optional[Context] = ...) -> None: ...
+    # (d_lhs, d_rhs), and d_bias after them for a plan made with bias=True; d_rhs None for frozen weights.
+    def __call__(self, lhs: Operand, rhs: Operand, d_out: Operand, *,
+                 bias: Optional[Operand] = ...) -> Tuple[Optional[np.ndarray], ...]: ...
 
 class IdsGmmPlan:
     context: Context
@@ -132,8 +135,9 @@ def tgmm(lhs: Operand, rhs: Operand, group_sizes: npt.ArrayLike, preferred_eleme
          existing_out: Optional[Operand] = ..., *, context: Optional[Context] = ...,
          out: Optional[Array] = ...) -> Any: ...
 def gmm_backward(lhs: Operand, rhs: Operand, group_sizes: npt.ArrayLike, d_out: Operand, tiling: TilingArg = ...,
-                 group_offset: int = ..., transpose_rhs: bool = ..., *,
-                 context: Optional[Context] = ...) -> Tuple[np.ndarray, Optional[np.ndarray]]: ...
+                 group_offset: int = ..., transpose_rhs: bool = ..., *, bias: Optional[Operand] = ...,
+                 activation: Optional[str] = ...,
+                 context: Optional[Context] = ...) -> Tuple[Optional[np.ndarray], ...]: ...
 def gmm_ids(lhs: Operand, rhs: Operand, ids: npt.ArrayLike, weights: Optional[Operand] = ...,
             preferred_element_type: DTypeArg = ..., tiling: TilingArg = ..., group_offset: int = ...,
             num_experts: Optional[int] = ..., existing_out: Optional[Operand] = ..., transpose_rhs: bool = ..., *,

@@ -247,46 +247,59 @@ def tgmm(lhs, rhs, group_sizes, preferred_element_type=np.float32, tiling=None, 
 
 
 class GmmBackwardPlan:
-    """The gradients of out = gmm(lhs, rhs, group_sizes, ...) planned once:
-    ``plan(lhs, rhs, d_out) -> (d_lhs, d_rhs)``.
+    """The gradients of out = gmm(lhs, rhs, group_sizes, ..., bias=, activation=) planned once:
+    ``plan(lhs, rhs, d_out, *, bias=None) -> (d_lhs, d_rhs)``, or ``(d_lhs, d_rhs, d_bias)`` for a
+    forward with bias.
 
-    d_lhs = gmm(d_out, rhs, transpose_rhs=not transpose_rhs) [m, k] (rows outside the active groups 0);
-    d_rhs = tgmm(lhs.T, d_out) over the active groups [G_local, k, n] ([G_local, n, k] with transpose_rhs).
-    d_out has the forward's out type; d_lhs and d_rhs have lhs's and rhs's. Block-format weights are
-    frozen: d_rhs is None.
+    d_out has the forward's out type and shape ([m, n], or [m, n / 2] with a gated activation); d_lhs
+    [m, k] and d_rhs (as rhs) have lhs's and rhs's types, d_bias is float32 [G_local, n]. Rows outside
+    the active groups get 0 in d_lhs. Without an epilogue, d_lhs = gmm(d_out, rhs, transpose_rhs=not
+    transpose_rhs) and d_rhs = tgmm(lhs.T, d_out) over the active groups; with one (bias=True, an
+    activation), d_out is first taken through the activation at the forward's pre-activation, which the
+    plan recomputes from lhs, rhs and bias. Block-format weights are frozen: d_rhs
+    is None.
     """
 
     def __init__(self, lhs, rhs, group_sizes, d_out_type=np.float32, tiling=None, group_offset=0,
-                 transpose_rhs=False, *, context=None):
+                 transpose_rhs=False, *, bias=False, activation=None, context=None):
         self.context = _context.resolve(context)
         lhs_shape, self.lhs_type, rhs_shape, self.rhs_type, g_local, k, n, transposed = gmm_operands(
             lhs, rhs, transpose_rhs)
         self.d_out_type = _dtypes.dtype_name(d_out_type, "d_out")
         self._plan = _GmmBackwardPlan(self.context, lhs_shape[0], k, n, group_sizes_list(group_sizes), g_local,
-                                      scalar_count(group_offset, "group_offset", 0), transposed, self.lhs_type, self.rhs_type, self.d_out_type,
-                                      tiling)
-        self.d_out_shape = (lhs_shape[0], n)
+                                      scalar_count(group_offset, "group_offset", 0), transposed, self.lhs_type,
+                                      self.rhs_type, self.d_out_type, tiling, bias=bool(bias),
+                                      activation=activation)
+        self.d_out_shape = (lhs_shape[0], self._plan.n_out)
         self.lhs_shape, self.rhs_shape = lhs_shape, rhs_shape
+        self.bias_shape = (g_local, n) if bias else None
 
-    def __call__(self, lhs, rhs, d_out):
+    def __call__(self, lhs, rhs, d_out, *, bias=None):
         c = self.context
-        d_shape, _ = spec(d_out, "d_out")
-        if tuple(d_shape) != self.d_out_shape:
-            raise ContractError(f"d_out: expected shape {self.d_out_shape} (out's), got {tuple(d_shape)}")
+        if (bias is None) != (self.bias_shape is None):
+            raise ContractError("bias: the plan was made " + ("with bias=True: give the forward's bias" if bias is None
+                                                              else "without bias: make it with bias=True"))
         frozen = self._plan.frozen_rhs
         d_lhs = Array.empty(list(self.lhs_shape), self.lhs_type, context=c)
         d_rhs = None if frozen else Array.empty(list(self.rhs_shape), self.rhs_type, context=c)
-        self._plan.run(None if frozen else on_device(lhs, "lhs", c, self.lhs_type, self.lhs_shape),
+        d_bias = None if bias is None else Array.empty(list(self.bias_shape), "f32", context=c)
+        # Frozen weights without an epilogue read no lhs (nothing to recompute, no d_rhs).
+        self._plan.run(on_device(lhs, "lhs", c, self.lhs_type, self.lhs_shape) if self._plan.reads_lhs else None,
                        on_device(rhs, "rhs", c, self.rhs_type, self.rhs_shape),
-                       on_device(d_out, "d_out", c, self.d_out_type),
-                       d_lhs, d_rhs)
-        return d_lhs.numpy(), None if d_rhs is None else d_rhs.numpy()
+                       on_device(d_out, "d_out", c, self.d_out_type, self.d_out_shape),
+                       d_lhs, d_rhs, bias=None if bias is None else on_device(bias, "bias", c, "f32", self.bias_shape),
+                       d_bias=d_bias)
+        grads = (d_lhs.numpy(), None if d_rhs is None else d_rhs.numpy())
+        return grads if d_bias is None else grads + (d_bias.numpy(),)
 
 
-def gmm_backward(lhs, rhs, group_sizes, d_out, tiling=None, group_offset=0, transpose_rhs=False, *, context=None):
+def gmm_backward(lhs, rhs, group_sizes, d_out, tiling=None, group_offset=0, transpose_rhs=False, *, bias=None,
+                 activation=None, context=None):
     """(d_lhs, d_rhs) of out = gmm(lhs, rhs, group_sizes, group_offset=..., transpose_rhs=...) for the
-    cotangent d_out [m, n] (megablox's custom VJP): see GmmBackwardPlan. d_out's type is the forward's
+    cotangent d_out (megablox's custom VJP), or (d_lhs, d_rhs, d_bias) of a forward with bias=; with the
+    forward's activation= its gradient is taken too: see GmmBackwardPlan. d_out's type is the forward's
     out type (preferred_element_type)."""
     _, d_type = spec(d_out, "d_out")
-    plan = GmmBackwardPlan(lhs, rhs, group_sizes, d_type, tiling, group_offset, transpose_rhs, context=context)
-    return plan(lhs, rhs, d_out)
+    plan = GmmBackwardPlan(lhs, rhs, group_sizes, d_type, tiling, group_offset, transpose_rhs,
+                           bias=bias is not None, activation=activation, context=context)
+    return plan(lhs, rhs, d_out, bias=bias)

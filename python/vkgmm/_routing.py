@@ -126,12 +126,12 @@ def gmm_ids_vjp(lhs, rhs, ids, d_out, weights=None, *, bias=None, activation=Non
     0 for slots outside [group_offset, group_offset + E_local)). Every sum runs in a fixed order: the same
     bits on every run. Shards of the experts give d_lhs and d_weights shares that add up to the layer's."""
     c = _context.resolve(context)
-    d_shape, d_type = spec(d_out, "d_out")
-    out = gmm_ids(lhs, rhs, ids, weights, d_type, tiling, group_offset, num_experts, None, transpose_rhs,
-                  bias=bias, activation=activation, context=c)
-    if tuple(d_shape) != out.shape:
-        raise ContractError(f"d_out: expected shape {out.shape} (out's), got {tuple(d_shape)}")
-    T, top_k = ids_array(ids).shape
+    _, d_type = spec(d_out, "d_out")
+    forward = IdsGmmPlan(lhs, rhs, ids, weights is not None, d_type, tiling, group_offset, num_experts, False,
+                         transpose_rhs, bias=bias is not None, activation=activation, context=c)
+    d_out = on_device(d_out, "d_out", c, _dtypes.dtype_name(d_type, "d_out"), forward.out_shape)  # before any run
+    out = forward(lhs, rhs, ids, weights, bias=bias)
+    T, top_k = forward.ids_shape
     lhs_shape, lhs_type, rhs_shape, rhs_type, g_local, k, n, transposed = gmm_operands(lhs, rhs, transpose_rhs, 0)
     experts = experts_count(num_experts)
     plan = _GmmBackwardPlan(c, T, k, n, [], g_local, scalar_count(group_offset, "group_offset", 0), transposed,
@@ -143,7 +143,7 @@ def gmm_ids_vjp(lhs, rhs, ids, d_out, weights=None, *, bias=None, activation=Non
     d_bias = Array.empty([g_local, n], "f32", context=c) if bias is not None else None
     d_weights = Array.empty([T, top_k], "f32", context=c) if weights is not None else None
     status = plan.run(on_device(lhs, "lhs", c, lhs_type, lhs_shape), on_device(rhs, "rhs", c, rhs_type, rhs_shape),
-                      on_device(d_out, "d_out", c, _dtypes.dtype_name(d_type, "d_out")), d_lhs, d_rhs,
+                      d_out, d_lhs, d_rhs,
                       checked_ids(ids, (T, top_k), experts),
                       None if weights is None else on_device(weights, "weights", c, "f32", (T, top_k)),
                       None if bias is None else on_device(bias, "bias", c, "f32", (g_local, n)), d_bias, d_weights)
