@@ -1,10 +1,12 @@
-// vkgmm's own buffers: host-visible device memory, refused up front (out_of_memory, naming the size and
-// the heap) when a request cannot fit, registered so that views of them are checked against their real
-// size, and destroyed only once no pending submission can still read them.
+// vkgmm's own buffers: mapped memory, or device-local memory reached through staging copies where the
+// host's window on device memory is small (buffer_memory.hpp); refused up front (out_of_memory, naming the
+// size and the heap) when a request cannot fit, registered so that views of them are checked against their
+// real size, and destroyed only once no pending submission can still read them.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "buffer_memory.hpp"
 #include "context_impl.hpp"
 #include "texel_views.hpp"
 #include "operands.hpp"
@@ -17,8 +19,9 @@ struct Buffer::State {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize allocated = 0;  // bytes counted against `heap` (0 until the allocation succeeded)
   uint32_t heap = 0;
-  uint8_t* mapped = nullptr;  // null for a borrowed buffer
+  uint8_t* mapped = nullptr;  // null for a borrowed or staged buffer
   bool borrowed = false;      // the VkBuffer is the app's: only the views are vkgmm's to destroy
+  bool staged = false;        // device-local, not mapped: upload and download copy through staging
   ~State() {
     if (!ctx) return;
     // Forget the buffer first (its texel views go with it), then free it now or once parked work is done.
@@ -42,11 +45,75 @@ Buffer& Buffer::operator=(Buffer&&) noexcept = default;
 Buffer::~Buffer() = default;
 VkBuffer Buffer::handle() const { return state_ ? state_->buffer : VK_NULL_HANDLE; }
 
+namespace {
+
+// Staging copies move at most this much at a time (a staging buffer of this size at most).
+constexpr VkDeviceSize kStagingPiece = VkDeviceSize(64) << 20;
+
+// `bytes` between the host's `host` and a staged buffer's `offset`, through a host-visible buffer of the
+// call's own, a piece at a time, each piece one submission that waits. The copy waits for every earlier
+// submission's writes and makes its own visible to later work (the barriers around it).
+void staged_copy(Context::Impl& im, VkBuffer target, VkDeviceSize offset, const uint8_t* from_host, uint8_t* to_host,
+                 VkDeviceSize bytes) {
+  const bool to_device = from_host != nullptr;
+  const Device& dev = im.dev;
+  const VkDeviceSize piece_bytes = std::min(bytes, kStagingPiece);
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = piece_bytes;
+  bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  DeadBuffer staging{VK_NULL_HANDLE, VK_NULL_HANDLE, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
+  // Retired, not destroyed: a submission that timed out may still read it.
+  struct Retire {
+    Context::Impl& im;
+    DeadBuffer& b;
+    ~Retire() { im.submitter.retire(b); }
+  } retire{im, staging};
+  const char* what = to_device ? "upload (staged)" : "download (staged)";
+  check_vk(vkCreateBuffer(dev.device, &bci, nullptr, &staging.buffer), what);
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(dev.device, staging.buffer, &req);
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = staging_memory_type(dev.memory, req.memoryTypeBits);
+  if (mai.memoryTypeIndex == UINT32_MAX) throw Error(Status::unsupported, std::string(what) + ": no host-visible coherent memory type");
+  check_vk(vkAllocateMemory(dev.device, &mai, nullptr, &staging.memory), what);
+  check_vk(vkBindBufferMemory(dev.device, staging.buffer, staging.memory, 0), what);
+  void* p = nullptr;
+  check_vk(vkMapMemory(dev.device, staging.memory, 0, VK_WHOLE_SIZE, 0, &p), what);
+  uint8_t* window = static_cast<uint8_t*>(p);
+  for (VkDeviceSize done = 0; done < bytes; done += piece_bytes) {
+    const VkDeviceSize n = std::min(piece_bytes, bytes - done);
+    if (to_device) std::memcpy(window, from_host + done, size_t(n));
+    im.submitter.submit_and_wait([&](VkCommandBuffer cb) {
+      VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      before.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+      before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0,
+                           nullptr, 0, nullptr);
+      const VkBufferCopy region{to_device ? 0 : offset + done, to_device ? offset + done : 0, n};
+      vkCmdCopyBuffer(cb, to_device ? staging.buffer : target, to_device ? target : staging.buffer, 1, &region);
+      VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+      after.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+      vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &after, 0,
+                           nullptr, 0, nullptr);
+    });
+    if (!to_device) std::memcpy(to_host + done, window, size_t(n));
+  }
+}
+
+}  // namespace
+
 void Buffer::upload(const void* data, size_t bytes, size_t offset) {
   if (!state_) throw Error(Status::invalid_argument, "upload: empty buffer");
   if (offset > size_ || bytes > size_ - offset)
     throw Error(Status::invalid_argument, "upload: " + std::to_string(bytes) + " bytes at offset " +
                                               std::to_string(offset) + " exceed the buffer's " + std::to_string(size_));
+  if (state_->staged) {
+    if (bytes) staged_copy(*state_->ctx, state_->buffer, offset, static_cast<const uint8_t*>(data), nullptr, bytes);
+    return;
+  }
   if (!state_->mapped) throw Error(Status::invalid_argument, "upload: a borrowed buffer has no host mapping");
   if (bytes) std::memcpy(state_->mapped + offset, data, bytes);
 }
@@ -56,6 +123,10 @@ void Buffer::download(void* data, size_t bytes, size_t offset) const {
   if (offset > size_ || bytes > size_ - offset)
     throw Error(Status::invalid_argument, "download: " + std::to_string(bytes) + " bytes at offset " +
                                               std::to_string(offset) + " exceed the buffer's " + std::to_string(size_));
+  if (state_->staged) {
+    if (bytes) staged_copy(*state_->ctx, state_->buffer, offset, nullptr, static_cast<uint8_t*>(data), bytes);
+    return;
+  }
   if (!state_->mapped) throw Error(Status::invalid_argument, "download: a borrowed buffer has no host mapping");
   if (bytes) std::memcpy(data, state_->mapped + offset, bytes);
 }
@@ -77,14 +148,18 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   if (im.submitter.lost()) throw Error(Status::device_lost,
                                 "create_buffer: the device was lost earlier (VK_ERROR_DEVICE_LOST); create a new Context");
   // Drivers may accept a huge allocation lazily (lavapipe does) and fail later, or the OS may; a request
-  // no heap could hold is refused here, before any Vulkan call.
+  // no heap could hold is refused here, before any Vulkan call: a heap of a mapped type, or where buffers
+  // can be staged (a queue to copy on), of a device-local one.
+  const bool can_stage = dev.queue != VK_NULL_HANDLE;
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   VkDeviceSize largest_heap = 0;
-  for (uint32_t t = 0; t < dev.memory.memoryTypeCount; ++t)
-    if ((dev.memory.memoryTypes[t].propertyFlags & hv) == hv)
+  for (uint32_t t = 0; t < dev.memory.memoryTypeCount; ++t) {
+    const VkMemoryPropertyFlags f = dev.memory.memoryTypes[t].propertyFlags;
+    if ((f & hv) == hv || (can_stage && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)))
       largest_heap = std::max(largest_heap, dev.memory.memoryHeaps[dev.memory.memoryTypes[t].heapIndex].size);
+  }
   if (bytes > largest_heap)
-    out_of_memory(bytes, "larger than the largest host-visible memory heap (" + std::to_string(largest_heap) +
+    out_of_memory(bytes, "larger than the largest memory heap vkgmm's buffers can use (" + std::to_string(largest_heap) +
                              " bytes)");
   const VkDeviceSize max_alloc = dev.max_allocation;
   if (max_alloc && bytes > max_alloc)
@@ -111,7 +186,9 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   st->buffer = buffer;
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev.device, st->buffer, &req);
-  const uint32_t type = dev.buffer_memory_type(req.memoryTypeBits);
+  const BufferMemory choice =
+      choose_buffer_memory(dev.memory, req.memoryTypeBits, req.size, can_stage, can_stage && dev.options.staged_memory);
+  const uint32_t type = choice.type;
   if (type == UINT32_MAX) throw Error(Status::unsupported, "create_buffer: no host-visible coherent memory type");
   const uint32_t heap = dev.memory.memoryTypes[type].heapIndex;
   const VkDeviceSize heap_size = dev.memory.memoryHeaps[heap].size;
@@ -136,10 +213,14 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   }
   im.buffers.count_allocation(+1);
   check_vk(vkBindBufferMemory(dev.device, st->buffer, st->memory, 0), "create_buffer: vkBindBufferMemory");
-  void* p = nullptr;
-  check_vk(vkMapMemory(dev.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
-  st->mapped = static_cast<uint8_t*>(p);
-  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, false, true};
+  if (choice.mapped) {
+    void* p = nullptr;
+    check_vk(vkMapMemory(dev.device, st->memory, 0, VK_WHOLE_SIZE, 0, &p), "create_buffer: vkMapMemory");
+    st->mapped = static_cast<uint8_t*>(p);
+  } else {
+    st->staged = true;
+  }
+  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, false, true, st->staged};
   create_texel_views(dev, st->buffer, bci.size, own.texel_views);  // destroys its own views if it throws
   // From here on, ~State destroys the views with the buffer. A new VkBuffer cannot be known already
   // unless an app destroyed a VkBuffer it had lent (borrow_buffer) before its vkgmm Buffer and the

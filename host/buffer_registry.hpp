@@ -18,6 +18,8 @@ struct OwnBuffer {
   bool borrowed = false;  // an app's VkBuffer (Context::borrow_buffer): exactly `size`, not padded
   // Made with VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT: a workspace here can hold the indirect grid's command.
   bool indirect = false;
+  // In device-local memory that upload and download reach through staging copies (buffer_memory.hpp).
+  bool staged = false;
 };
 
 class BufferRegistry {

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "buffer_memory.hpp"
 #include "device_class.hpp"
 #include "texel_views.hpp"
 
@@ -147,9 +148,7 @@ uint32_t Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags want
 }
 
 uint32_t Device::buffer_memory_type(uint32_t type_bits) const {
-  const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  const uint32_t local = find_memory_type(type_bits, hv | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  return local != UINT32_MAX ? local : find_memory_type(type_bits, hv);
+  return choose_buffer_memory(memory, type_bits, 0, false, false).type;
 }
 
 void Device::destroy() {

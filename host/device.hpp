@@ -44,9 +44,10 @@ struct Device {
   // After the handles are set: fills info and memory, resolves push_descriptor_set (required).
   void query();
   uint32_t find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags want) const;
-  // The memory type of vkgmm's own buffers among `type_bits`: host-visible and coherent, device-local
-  // where the device has such memory (UMA, ReBAR, lavapipe); UINT32_MAX when none is host-visible. The
-  // bench gives the buffers it lends vkgmm the same, so that borrowing is all they differ in.
+  // The memory type of vkgmm's mapped buffers among `type_bits` (buffer_memory.hpp; large ones may be
+  // staged instead): host-visible and coherent, device-local where the device has such memory (UMA,
+  // ReBAR, lavapipe, a small BAR window); UINT32_MAX when none is host-visible. The bench gives the
+  // buffers it lends vkgmm the same, so that borrowing is all they differ in.
   uint32_t buffer_memory_type(uint32_t type_bits) const;
   // Destroys the messenger, the device and the instance when vkgmm owns them.
   void destroy();

@@ -79,6 +79,7 @@ ResolvedOptions resolve_options(const ContextOptions& o, EnvLookup getenv) {
   if (const char* b = getenv("VKGMM_PASS_BARRIER")) r.pass_barrier = std::strcmp(b, "1") == 0;
   if (const char* b = getenv("VKGMM_SIZES_IN_KERNEL")) r.sizes_in_kernel = std::strcmp(b, "0") != 0;
   if (const char* b = getenv("VKGMM_REVERSE_SUBGROUPS")) r.reverse_subgroups = std::strcmp(b, "1") == 0;
+  if (const char* b = getenv("VKGMM_STAGED_MEMORY")) r.staged_memory = std::strcmp(b, "1") == 0;
   if (!o.matrix_extension.empty()) {
     if (!known_matrix_extension(o.matrix_extension))
       throw Error(Status::invalid_argument, "ContextOptions.matrix_extension: '" + o.matrix_extension +

@@ -45,6 +45,9 @@ struct ResolvedOptions {
   // Test-only: $VKGMM_REVERSE_SUBGROUPS=1 has the kernels that share memory between subgroups number them
   // from the last (shaders/invocation.glsl), so that a race a CPU driver's fixed order hides shows.
   bool reverse_subgroups = false;
+  // Test-only: $VKGMM_STAGED_MEMORY=1 puts every buffer vkgmm makes in device-local memory reached through
+  // staging copies, as a discrete GPU without a resizable BAR does for large ones (buffer_memory.hpp).
+  bool staged_memory = false;
   // Internal, never from the environment (open_compile_only, context_impl.hpp): plans only compile their
   // pipelines, capturing ACO-style statistics where the driver offers them; no memory, no submission.
   bool compile_only = false;

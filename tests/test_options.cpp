@@ -229,6 +229,13 @@ TEST(Options, ReverseSubgroupsFromTheEnvironmentOnly) {
   EXPECT_FALSE(resolve({}, {{"VKGMM_REVERSE_SUBGROUPS", "yes"}}).reverse_subgroups);
 }
 
+// The tests' switch that stages every buffer (host/buffer_memory.hpp): "1" only.
+TEST(Options, StagedMemoryFromTheEnvironmentOnly) {
+  EXPECT_FALSE(resolve({}, {}).staged_memory);
+  EXPECT_TRUE(resolve({}, {{"VKGMM_STAGED_MEMORY", "1"}}).staged_memory);
+  EXPECT_FALSE(resolve({}, {{"VKGMM_STAGED_MEMORY", "0"}}).staged_memory);
+}
+
 // Plans compile every variant up front on GPUs, lazily on CPU devices, unless told.
 TEST(Options, EagerPipelinesByDeviceTypeUnlessSet) {
   DeviceInfo cpu, gpu;

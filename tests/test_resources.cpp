@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "buffer_memory.hpp"
 #include "context_impl.hpp"
 #include "gpu_harness.hpp"
 
@@ -57,21 +58,22 @@ GmmProblem small_gmm() {
 
 void expect_gmm_works(Context& c) { expect_gmm_matches_reference(c, small_gmm(), 11); }
 
-// The largest heap holding a host-visible coherent memory type: what create_buffer measures a request
-// against (vkgmm's buffers are mapped). lavapipe has one heap; a discrete GPU's largest may be device
-// memory that the host cannot map (without resizable BAR), larger than any heap a buffer could come from.
-VkDeviceSize largest_host_visible_heap(const Context& c) {
-  const VkPhysicalDeviceMemoryProperties& memory = ContextInternals::of(c).dev.memory;
+// The largest heap holding a host-visible coherent memory type or, with a queue to stage copies on, a
+// device-local one: what create_buffer measures a request against. lavapipe has one heap.
+VkDeviceSize largest_usable_heap(const Context& c) {
+  const Device& dev = ContextInternals::of(c).dev;
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   VkDeviceSize h = 0;
-  for (uint32_t t = 0; t < memory.memoryTypeCount; ++t)
-    if ((memory.memoryTypes[t].propertyFlags & hv) == hv)
-      h = std::max(h, memory.memoryHeaps[memory.memoryTypes[t].heapIndex].size);
+  for (uint32_t t = 0; t < dev.memory.memoryTypeCount; ++t) {
+    const VkMemoryPropertyFlags f = dev.memory.memoryTypes[t].propertyFlags;
+    if ((f & hv) == hv || (dev.queue && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)))
+      h = std::max(h, dev.memory.memoryHeaps[dev.memory.memoryTypes[t].heapIndex].size);
+  }
   return h;
 }
 
 TEST_F(DeviceTest, BufferLargerThanDeviceMemoryIsOutOfMemory) {
-  const VkDeviceSize heap = largest_host_visible_heap(ctx());
+  const VkDeviceSize heap = largest_usable_heap(ctx());
   ASSERT_GT(heap, 0u);
   expect_error([&] { ctx().create_buffer(heap + 1); }, Status::out_of_memory,
                {"create_buffer", std::to_string(heap + 1), "heap", std::to_string(heap)});
@@ -106,6 +108,78 @@ TEST_F(DeviceTest, BuffersPastTheHeapTogetherAreOutOfMemory) {
   held.clear();
   expect_gmm_works(c);
   EXPECT_EQ(ContextInternals::of(c).buffers.live_allocations(), 0);
+}
+
+// Memory layouts as drivers report them, and where each buffer goes.
+VkPhysicalDeviceMemoryProperties memory_layout(std::vector<VkDeviceSize> heaps, std::vector<VkMemoryHeapFlags> heap_flags,
+                                               std::vector<std::pair<VkMemoryPropertyFlags, uint32_t>> types) {
+  VkPhysicalDeviceMemoryProperties m{};
+  m.memoryHeapCount = uint32_t(heaps.size());
+  for (size_t h = 0; h < heaps.size(); ++h) m.memoryHeaps[h] = {heaps[h], heap_flags[h]};
+  m.memoryTypeCount = uint32_t(types.size());
+  for (size_t t = 0; t < types.size(); ++t) m.memoryTypes[t] = {types[t].first, types[t].second};
+  return m;
+}
+
+TEST(BufferMemory, StagedOnlyWhereTheHostWindowIsSmall) {
+  constexpr VkMemoryPropertyFlags L = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                                  HV = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                  C = VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+  constexpr VkMemoryHeapFlags DL = VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+  constexpr VkDeviceSize GiB = VkDeviceSize(1) << 30, MiB = VkDeviceSize(1) << 20, big = 64 * MiB, small = 4096;
+  // A discrete GPU without resizable BAR: 24 GiB of device memory, system memory, a 256 MiB window.
+  const auto bar = memory_layout({24 * GiB, 64 * GiB, 256 * MiB}, {DL, 0, DL}, {{L, 0}, {HV, 1}, {HV | C, 1}, {L | HV, 2}});
+  EXPECT_EQ(choose_buffer_memory(bar, ~0u, big, true, false).type, 0u);
+  EXPECT_FALSE(choose_buffer_memory(bar, ~0u, big, true, false).mapped);
+  EXPECT_EQ(choose_buffer_memory(bar, ~0u, kStagedBufferBytes - 1, true, false).type, 3u);  // the window
+  EXPECT_TRUE(choose_buffer_memory(bar, ~0u, small, true, false).mapped);
+  EXPECT_EQ(choose_buffer_memory(bar, ~0u, big, false, false).type, 3u);  // no queue to stage on: mapped
+  EXPECT_TRUE(choose_buffer_memory(bar, ~0u, big, false, false).mapped);
+  EXPECT_EQ(choose_buffer_memory(bar, ~0u & ~1u, big, true, false).type, 3u);  // the buffer takes no unmapped type
+  EXPECT_EQ(staging_memory_type(bar, ~0u), 2u);                               // host-cached first
+  // The same GPU with resizable BAR: the whole of device memory is mapped.
+  const auto rebar = memory_layout({24 * GiB, 64 * GiB, 24 * GiB}, {DL, 0, DL}, {{L, 0}, {HV, 1}, {L | HV, 2}});
+  EXPECT_EQ(choose_buffer_memory(rebar, ~0u, big, true, false).type, 2u);
+  EXPECT_TRUE(choose_buffer_memory(rebar, ~0u, big, true, false).mapped);
+  // No window at all: large buffers staged, small ones in system memory.
+  const auto none = memory_layout({8 * GiB, 16 * GiB}, {DL, 0}, {{L, 0}, {HV, 1}});
+  EXPECT_FALSE(choose_buffer_memory(none, ~0u, big, true, false).mapped);
+  EXPECT_EQ(choose_buffer_memory(none, ~0u, small, true, false).type, 1u);
+  // An integrated GPU or a CPU driver (one heap, mapped): never staged unless forced, which takes the
+  // device-local type and leaves it unmapped.
+  const auto uma = memory_layout({16 * GiB}, {DL}, {{L | HV | C, 0}});
+  EXPECT_TRUE(choose_buffer_memory(uma, ~0u, 4 * GiB, true, false).mapped);
+  EXPECT_EQ(choose_buffer_memory(uma, ~0u, small, true, true).type, 0u);
+  EXPECT_FALSE(choose_buffer_memory(uma, ~0u, small, true, true).mapped);
+  // Nothing the buffer may take.
+  EXPECT_EQ(choose_buffer_memory(uma, 0u, small, true, false).type, UINT32_MAX);
+}
+
+// Upload and download at any offset and length, across the staging copies' pieces (64 MiB) where the
+// buffer is staged (the .staged runs: every buffer), byte for byte.
+TEST_F(DeviceTest, BuffersRoundTripAtAnyOffset) {
+  constexpr size_t kBytes = (size_t(64) << 20) + 4099;
+  Buffer b = ctx().create_buffer(kBytes);
+  const std::optional<OwnBuffer> own = ContextInternals::of(ctx()).buffers.find(b.handle());
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(own->staged, ContextInternals::of(ctx()).dev.options.staged_memory);
+  std::vector<uint8_t> data(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) data[i] = uint8_t(i * 2654435761u >> 24);
+  b.upload(data.data(), kBytes);
+  std::vector<uint8_t> got(kBytes, 0);
+  b.download(got.data(), kBytes);
+  EXPECT_TRUE(got == data);
+  // A part that crosses the first piece's end, at odd offsets both ways.
+  const size_t at = (size_t(64) << 20) - 33, n = 101;
+  std::vector<uint8_t> patch(n, 0xa5);
+  b.upload(patch.data(), n, at);
+  std::copy(patch.begin(), patch.end(), data.begin() + long(at));
+  std::vector<uint8_t> part(n + 10);
+  b.download(part.data(), part.size(), at - 5);
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), data.begin() + long(at - 5)));
+  b.download(got.data(), kBytes);
+  EXPECT_TRUE(got == data);
+  expect_gmm_works(ctx());  // a gmm on the same context's buffers (staged in the .staged runs)
 }
 
 // 10,000 calls: a reused plan (record + submit), plans made and dropped, the tgmm and gmm conveniences.

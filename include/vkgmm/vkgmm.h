@@ -215,7 +215,7 @@ typedef struct vkgmm_buffer_view {
   VkDeviceSize size;
 } vkgmm_buffer_view;
 
-/* A host-visible, coherent storage buffer on the context's device. */
+/* A storage buffer on the context's device, mapped or staged as vkgmm::Buffer (vkgmm/context.hpp). */
 VKGMM_API vkgmm_status vkgmm_buffer_create(vkgmm_context* ctx, VkDeviceSize bytes, vkgmm_buffer** out);
 /* The app's own VkBuffer of `bytes`, known to vkgmm until vkgmm_buffer_destroy (Context::borrow_buffer):
  * views of it are checked exactly and, on CPU devices, read through texel views (the fast path). The app

@@ -18,8 +18,9 @@ namespace vkgmm::internals {
 // clears them. The tests, Python's included, fail on any.
 std::vector<std::string> take_teardown_messages();
 
-// The memory type vkgmm gives its own buffers among `type_bits` (host-visible and coherent, device-local
-// where there is such a type); UINT32_MAX when none is host-visible. Lets a program's own buffers differ
+// The memory type vkgmm gives its own mapped buffers among `type_bits` (host-visible and coherent,
+// device-local where there is such a type; large ones may be staged in device-local memory instead, as
+// create_buffer says); UINT32_MAX when none is host-visible. Lets a program's own buffers differ
 // from vkgmm's only in being borrowed.
 uint32_t buffer_memory_type(const Context& ctx, uint32_t type_bits);
 // The property flags of memory type `type` of ctx's device.
