@@ -176,7 +176,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
   const int64_t out_rows = routed && route.combine ? p.m : rows;
   launch.lhs = {p.lhs_type, uint64_t(lhs_rows) * p.k};
-  launch.rhs = {p.rhs_type, uint64_t(r.g_local) * p.k * p.n};
+  launch.rhs = {p.rhs_type, element_count(core.name(), "rhs", r.g_local, p.k, p.n)};
   launch.out = {p.out_type, uint64_t(out_rows) * out_n};
   launch.existing_out = p.existing_out;
   const PlanCore::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);

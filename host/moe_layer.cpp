@@ -23,13 +23,16 @@ constexpr const char* kOp = "moe_layer";
 
 [[noreturn]] void refuse(const std::string& what) { throw Error(Status::invalid_argument, std::string(kOp) + ": " + what); }
 
-int64_t local_experts(const MoeLayerProblem& p) { return p.local_experts < 0 ? p.num_experts - p.expert_offset : p.local_experts; }
+int64_t local_experts(const MoeLayerProblem& p) { return p.local_experts == -1 ? p.num_experts - p.expert_offset : p.local_experts; }
 
 void check_problem(const MoeLayerProblem& p) {
   const std::pair<const char*, int64_t> dims[] = {{"tokens", p.tokens}, {"d_model", p.d_model}, {"d_ff", p.d_ff}};
   for (const auto& [name, v] : dims)
     if (v < (std::string(name) == "tokens" ? 0 : 1))
       refuse(std::string(name) + ": " + std::to_string(v) + (std::string(name) == "tokens" ? " is negative" : " must be at least 1"));
+  if (p.num_experts < 1) refuse("num_experts: " + std::to_string(p.num_experts) + " must be at least 1");
+  if (p.top_k < 1 || p.top_k > p.num_experts)
+    refuse("top_k: " + std::to_string(p.top_k) + " must be in [1, num_experts = " + std::to_string(p.num_experts) + "]");
   if (p.expert_offset < 0 || p.expert_offset > p.num_experts)
     refuse("expert_offset: " + std::to_string(p.expert_offset) + " must be in [0, num_experts = " +
            std::to_string(p.num_experts) + "]");
@@ -37,7 +40,9 @@ void check_problem(const MoeLayerProblem& p) {
   if (e_local < 0 || p.expert_offset + e_local > p.num_experts)
     refuse("local_experts: " + std::to_string(p.local_experts) + " must be in [0, num_experts - expert_offset = " +
            std::to_string(p.num_experts - p.expert_offset) + "] (or -1)");
-  if (is_quantized(p.dtype)) refuse(std::string("dtype: ") + dtype_name(p.dtype) + " is a block format (x and y take f32, f16 or bf16)");
+  if (!is_known(p.dtype) || is_quantized(p.dtype))
+    refuse(std::string("dtype: ") + (is_known(p.dtype) ? std::string(dtype_name(p.dtype)) + " is a block format" : std::to_string(int(p.dtype)) + " is not a vkgmm type") +
+           " (x and y take f32, f16 or bf16)");
   const std::pair<const char*, DType> weights[] = {{"weight_type", p.weight_type}, {"down_weight_type", p.down_type()}};
   for (const auto& [name, t] : weights)
     if (!is_known(t)) refuse(std::string(name) + ": " + std::to_string(int(t)) + " is not a vkgmm type");
@@ -182,6 +187,34 @@ void between(VkCommandBuffer cb) {
   compute_barrier(cb, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
+// The call's views against one another, before any pass is checked or recorded: the passes read and write
+// them in an order of their own (x after top-k has written the workspace's ids, y before the backward reads
+// x), so a written view (y, the workspace, status, a gradient) may share no byte with any other view the
+// call takes. Null views (an absent bias) share none.
+struct LayerRow {
+  const char* name;
+  bool written;
+};
+void check_layer_overlaps(const MoeLayerOperands& ops, const BufferView& work, const MoeLayerGradients* g) {
+  std::vector<LayerRow> rows = {{"x", false},      {"router_w", false}, {"w_up", false},     {"w_down", false},
+                                {"b_up", false},   {"b_down", false},   {"workspace", true}, {"status", true}};
+  std::vector<BufferView> views = {ops.x, ops.router_w, ops.w_up, ops.w_down, ops.b_up, ops.b_down, work, ops.status};
+  if (!g) {
+    rows.push_back({"y", true});
+    views.push_back(ops.y);
+  } else {
+    const std::pair<const char*, BufferView> grads[] = {{"d_y", g->d_y},           {"d_x", g->d_x},
+                                                        {"d_router_w", g->d_router_w}, {"d_w_up", g->d_w_up},
+                                                        {"d_b_up", g->d_b_up},     {"d_w_down", g->d_w_down},
+                                                        {"d_b_down", g->d_b_down}};
+    for (const auto& [name, view] : grads) {
+      rows.push_back({name, std::string(name) != "d_y"});
+      views.push_back(view);
+    }
+  }
+  check_table_overlaps(kOp, rows.data(), views.data(), rows.size());
+}
+
 BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDeviceSize bytes, const DeviceInfo& info) {
   check_workspace_view(kOp, ops.workspace, bytes, info);
   if (!ops.workspace.buffer && bytes && !own.handle()) refuse_missing_workspace(kOp);
@@ -194,6 +227,7 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
   const State& st = *state_;
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info);
+  check_layer_overlaps(ops, work, nullptr);
   const BufferView logits = st.logits.in(work), ids = st.ids.in(work), weights = st.weights.in(work);
   const BufferView hidden = st.hidden.in(work);
   GmmOperands r;
@@ -226,6 +260,7 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   const State& st = *state_;
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info);
+  check_layer_overlaps(ops, work, &g);
   const BufferView logits = st.logits.in(work), ids = st.ids.in(work), weights = st.weights.in(work);
   const BufferView hidden = st.hidden.in(work), d_hidden = st.d_hidden.in(work);
   const BufferView d_weights = st.d_weights.in(work), d_logits = st.d_logits.in(work);

@@ -39,11 +39,14 @@ int64_t check_routing(const char* op, const GmmProblem& p) {
     bad(op, "num_rhs_groups: a routed problem must give the experts rhs holds (E_local >= 0)");
   if (p.group_offset < 0) bad(op, "group_offset = " + std::to_string(p.group_offset) + " must be >= 0");
   if (r.num_experts < 0) bad(op, "routing.num_experts = " + std::to_string(r.num_experts) + " must be >= 0 (0: unknown)");
+  if (p.group_offset > INT32_MAX)  // before the window's sum, which could overflow
+    throw Error(Status::unsupported, std::string(op) + ": routing: group_offset = " + std::to_string(p.group_offset) +
+                                         " must be below 2^31");
+  check_group_count(op, "num_rhs_groups (routing's local experts)", p.num_rhs_groups);
   if (r.num_experts && p.group_offset + p.num_rhs_groups > r.num_experts)
     bad(op, "routing.num_experts = " + std::to_string(r.num_experts) + " is smaller than group_offset + E_local = " +
                 std::to_string(p.group_offset + p.num_rhs_groups));
-  check_group_count(op, "num_rhs_groups (routing's local experts)", p.num_rhs_groups);
-  if (p.group_offset > INT32_MAX || r.num_experts > INT32_MAX)
+  if (r.num_experts > INT32_MAX)
     throw Error(Status::unsupported, std::string(op) + ": routing: group_offset and num_experts must be below 2^31");
   if (r.top_k > INT32_MAX || (p.m > 0 && r.top_k > INT32_MAX / p.m))
     throw Error(Status::unsupported, std::string(op) + ": routing: T * top_k = " + std::to_string(p.m * r.top_k) +
@@ -105,10 +108,24 @@ void check_types(const char* op, DType lhs, DType rhs, DType out, bool rhs_block
                 dtype_name(out) + takes);
 }
 
+uint64_t element_count(const char* op, const char* what, int64_t groups, int64_t rows, int64_t cols) {
+  constexpr uint64_t kMost = uint64_t(1) << 62;
+  const uint64_t g = uint64_t(std::max<int64_t>(groups, 0)), r = uint64_t(std::max<int64_t>(rows, 0)),
+                 c = uint64_t(std::max<int64_t>(cols, 0));
+  const uint64_t rc = r * c;  // below 2^62: rows and cols are below 2^31
+  if (g && rc > kMost / g)
+    throw Error(Status::unsupported, std::string(op) + ": " + what + ": " + std::to_string(g) + " x " +
+                                         std::to_string(r) + " x " + std::to_string(c) +
+                                         " elements, more than 2^32 elements are supported");
+  return g * rc;
+}
+
 int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int64_t requested,
                            const char* count_name) {
   if (group_offset < 0 || group_offset >= G)
     bad(op, "group_offset = " + std::to_string(group_offset) + " must be in [0, " + std::to_string(G) + ")");
+  if (requested < -1)
+    bad(op, std::string(count_name) + " = " + std::to_string(requested) + " must be >= 0, or -1 (G - group_offset)");
   const int64_t count = requested < 0 ? G - group_offset : requested;
   if (count < 1 || group_offset + count > G)
     bad(op, std::string(count_name) + " = " + std::to_string(count) + " must be in [1, " +

@@ -69,7 +69,7 @@ GmmProblem routed_form(const GmmProblem& f) {
   GmmProblem p = f;
   const int64_t G = int64_t(f.group_sizes.size());
   p.group_sizes.clear();
-  p.num_rhs_groups = f.num_rhs_groups < 0 ? G - f.group_offset : f.num_rhs_groups;
+  p.num_rhs_groups = f.num_rhs_groups == -1 ? G - f.group_offset : f.num_rhs_groups;
   p.routing = {1, false, false, G};
   return p;
 }

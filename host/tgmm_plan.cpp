@@ -70,7 +70,7 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   PlanCore::Launch launch;
   launch.lhs = {p.lhs_type, uint64_t(p.k) * p.m};
   launch.rhs = {p.rhs_type, uint64_t(p.m) * p.n};
-  launch.out = {p.out_type, uint64_t(groups) * p.k * p.n};
+  launch.out = {p.out_type, element_count(op, "out", groups, p.k, p.n)};
   launch.existing_out = p.existing_out;
   const PlanCore::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
   // rhs is read as vec4 along N where N allows (see VEC4 in shaders/tgmm.comp).

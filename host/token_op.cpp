@@ -17,14 +17,14 @@ void check_top_k_problem(const char* op, const TopKProblem& p) {
   if (p.tokens < 0) refuse_top_k(op, "tokens: " + std::to_string(p.tokens) + " is negative");
   if (p.experts < 1) refuse_top_k(op, "experts: " + std::to_string(p.experts) + " must be at least 1");
   if (p.top_k < 1 || p.top_k > p.experts)
-    refuse_top_k(op, "top_k: " + std::to_string(p.top_k) + " must be in [1, experts = " + std::to_string(p.experts) + "]");
+    refuse_top_k(op, "top_k = " + std::to_string(p.top_k) + " must be in [1, experts = " + std::to_string(p.experts) + "]");
   // The forward's invocation reads a token's logits top_k + 2 times (the backward's fewer): bounded, so
   // that no problem keeps a GPU busy long enough to be reset (the largest routers run 256 experts, top-8).
   if (p.experts > TopKProblem::max_experts)
     refuse_top_k(op, "experts: " + std::to_string(p.experts) + " is more than top_k routing takes (" +
                          std::to_string(TopKProblem::max_experts) + ")");
   if (p.top_k > TopKProblem::max_top_k)
-    refuse_top_k(op, "top_k: " + std::to_string(p.top_k) + " is more than top_k routing takes (" +
+    refuse_top_k(op, "top_k = " + std::to_string(p.top_k) + " is more than top_k routing takes (" +
                          std::to_string(TopKProblem::max_top_k) + ")");
   // The shaders index words with 32-bit integers; one binding addresses less anyway.
   constexpr int64_t kWords = int64_t(1) << 32;

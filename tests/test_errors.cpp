@@ -309,6 +309,30 @@ TEST_F(DeviceTest, BackwardNamesTheViewsItNeeds) {
   no_expert.check(shard_ops);
 }
 
+// Operands whose element count passes 2^64 as a 64-bit product of their dimensions (each below 2^31, at
+// most 65,535 groups) are refused before their count could wrap to a small size that passes the size checks.
+TEST_F(DeviceTest, ElementCountsPastTwoToTheSixtyFourAreRefused) {
+  TgmmProblem t;
+  t.m = 0, t.k = 16648831, t.n = 16906849;  // 65535 * k * n = 2^64 + 1966049
+  t.group_sizes.assign(65535, 0);
+  expect_refused([&] { TgmmPlan(ctx(), t); }, Status::unsupported, "tgmm: out: 65535 x 16648831 x 16906849 elements");
+  GmmProblem g;
+  g.m = 1, g.k = 16648831, g.n = 16906849;
+  g.group_sizes.assign(65535, 0);
+  g.group_sizes[0] = 1;
+  expect_refused([&] { GmmPlan(ctx(), g); }, Status::unsupported, "gmm: rhs: 65535 x 16648831 x 16906849 elements");
+}
+
+// -1 is the one sentinel of a group count; other negative values are refused, naming the field.
+TEST_F(DeviceTest, NegativeGroupCountsOtherThanMinusOneAreRefused) {
+  GmmProblem g = good_gmm();
+  g.num_rhs_groups = -2;
+  expect_refused([&] { GmmPlan(ctx(), g); }, Status::invalid_argument, "num_rhs_groups (rhs.shape[0]) = -2 must be >= 0, or -1");
+  TgmmProblem t = good_tgmm();
+  t.num_actual_groups = -5;
+  expect_refused([&] { TgmmPlan(ctx(), t); }, Status::invalid_argument, "num_actual_groups = -5 must be >= 0, or -1");
+}
+
 TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {
   GmmProblem p = good_gmm();
   p.k = 1 << 20;

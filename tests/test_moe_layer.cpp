@@ -292,7 +292,67 @@ TEST_F(DeviceTest, MoeLayerRefusesBadProblems) {
   expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "d_ff: 0 must be at least 1");
   p = small_layer(Activation::swiglu, true, false);
   p.top_k = 5;
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "top_k");
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: top_k: 5 must be in [1, num_experts = 4]");
+  p.top_k = 0;
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: top_k: 0 must be in [1, num_experts = 4]");
+  p = small_layer(Activation::swiglu, true, false);
+  p.num_experts = 0;
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: num_experts: 0 must be at least 1");
+  p = small_layer(Activation::swiglu, true, false);
+  p.local_experts = -7;  // -1 is the only sentinel
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: local_experts: -7 must be in [0, num_experts");
+  p = small_layer(Activation::swiglu, true, false);
+  p.dtype = DType(77);
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: dtype: 77 is not a vkgmm type");
+  p.dtype = DType::q4_0;
+  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: dtype: q4_0 is a block format");
+}
+
+// The passes read and write the layer's views in an order of their own, so a written view that shares
+// bytes with another one is refused before anything is recorded, naming both: y on x (the backward would
+// read y's values as x) or on the weights, x inside the workspace (top-k writes its ids there before the
+// up projection reads x), a gradient inside the workspace or on a weight.
+TEST_F(DeviceTest, MoeLayerRefusesOverlappingViews) {
+  const MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
+  const MoeLayerPlan plan(ctx(), p);
+  const MoeLayerSizes s = plan.sizes();
+  const VkDeviceSize work_bytes = plan.workspace_bytes();
+  // One buffer of regions 256 bytes apart (every view's offset aligned), each as large as the largest view.
+  const VkDeviceSize region = (std::max({s.x, s.router_w, s.w_up, s.w_down, s.b_up, s.b_down, s.y, work_bytes}) + 255) / 256 * 256;
+  Buffer all = ctx().create_buffer(region * 16);
+  auto at = [&](int i, VkDeviceSize bytes) { return all.view(VkDeviceSize(i) * region, bytes); };
+  MoeLayerOperands ops;
+  ops.x = at(0, s.x), ops.router_w = at(1, s.router_w), ops.w_up = at(2, s.w_up), ops.w_down = at(3, s.w_down);
+  ops.b_up = at(4, s.b_up), ops.b_down = at(5, s.b_down), ops.y = at(6, s.y), ops.workspace = at(7, work_bytes);
+  MoeLayerGradients g;
+  g.d_y = at(8, s.y), g.d_x = at(9, s.x), g.d_router_w = at(10, s.router_w), g.d_w_up = at(11, s.w_up);
+  g.d_b_up = at(12, s.b_up), g.d_w_down = at(13, s.w_down), g.d_b_down = at(14, s.b_down);
+  auto forward = [&](const MoeLayerOperands& o) {
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record_forward(cb, o); });
+  };
+  auto backward = [&](const MoeLayerOperands& o, const MoeLayerGradients& d) {
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record_backward(cb, o, d); });
+  };
+  forward(ops);  // apart, they are taken
+  backward(ops, g);
+  MoeLayerOperands o = ops;
+  o.y = at(0, s.y);
+  expect_invalid_argument([&] { forward(o); }, "moe_layer: y overlaps x");
+  o = ops;
+  o.y = at(2, s.y);
+  expect_invalid_argument([&] { forward(o); }, "moe_layer: y overlaps w_up");
+  o = ops;
+  o.x = all.view(7 * region + 64, s.x);
+  expect_invalid_argument([&] { forward(o); }, "moe_layer: workspace overlaps x");
+  MoeLayerGradients d = g;
+  d.d_x = at(7, s.x);
+  expect_invalid_argument([&] { backward(ops, d); }, "moe_layer: workspace overlaps d_x");
+  d = g;
+  d.d_b_down = at(1, s.b_down);
+  expect_invalid_argument([&] { backward(ops, d); }, "moe_layer: d_b_down overlaps router_w");
+  d = g;
+  d.d_router_w = at(8, s.router_w);
+  expect_invalid_argument([&] { backward(ops, d); }, "moe_layer: d_router_w overlaps d_y");
 }
 
 }  // namespace
