@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -281,31 +282,22 @@ TEST_F(DeviceTest, MoeLayerOfNoTokens) {
 }
 
 TEST_F(DeviceTest, MoeLayerRefusesBadProblems) {
-  MoeLayerProblem p = small_layer(Activation::swiglu, true, false);
-  p.expert_offset = 5;
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "expert_offset: 5 must be in [0, num_experts = 4]");
-  p = small_layer(Activation::swiglu, true, false);
-  p.local_experts = 9;
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "local_experts: 9");
-  p = small_layer(Activation::swiglu, true, false);
-  p.d_ff = 0;
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "d_ff: 0 must be at least 1");
-  p = small_layer(Activation::swiglu, true, false);
-  p.top_k = 5;
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: top_k: 5 must be in [1, num_experts = 4]");
-  p.top_k = 0;
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: top_k: 0 must be in [1, num_experts = 4]");
-  p = small_layer(Activation::swiglu, true, false);
-  p.num_experts = 0;
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: num_experts: 0 must be at least 1");
-  p = small_layer(Activation::swiglu, true, false);
-  p.local_experts = -7;  // -1 is the only sentinel
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: local_experts: -7 must be in [0, num_experts");
-  p = small_layer(Activation::swiglu, true, false);
-  p.dtype = DType(77);
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: dtype: 77 is not a vkgmm type");
-  p.dtype = DType::q4_0;
-  expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, "moe_layer: dtype: q4_0 is a block format");
+  const std::pair<std::function<void(MoeLayerProblem&)>, const char*> cases[] = {
+      {[](MoeLayerProblem& p) { p.expert_offset = 5; }, "expert_offset: 5 must be in [0, num_experts = 4]"},
+      {[](MoeLayerProblem& p) { p.local_experts = 9; }, "local_experts: 9"},
+      {[](MoeLayerProblem& p) { p.local_experts = -7; }, "moe_layer: local_experts: -7 must be in [0, num_experts"},
+      {[](MoeLayerProblem& p) { p.d_ff = 0; }, "d_ff: 0 must be at least 1"},
+      {[](MoeLayerProblem& p) { p.top_k = 5; }, "moe_layer: top_k: 5 must be in [1, num_experts = 4]"},
+      {[](MoeLayerProblem& p) { p.top_k = 0; }, "moe_layer: top_k: 0 must be in [1, num_experts = 4]"},
+      {[](MoeLayerProblem& p) { p.num_experts = 0; }, "moe_layer: num_experts: 0 must be at least 1"},
+      {[](MoeLayerProblem& p) { p.dtype = DType(77); }, "moe_layer: dtype: 77 is not a vkgmm type"},
+      {[](MoeLayerProblem& p) { p.dtype = DType::q4_0; }, "moe_layer: dtype: q4_0 is a block format"},
+  };
+  for (const auto& [change, message] : cases) {
+    MoeLayerProblem p = small_layer(Activation::swiglu, true, false);
+    change(p);
+    expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, message);
+  }
 }
 
 // The passes read and write the layer's views in an order of their own, so a written view that shares
