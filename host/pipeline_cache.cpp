@@ -54,9 +54,22 @@ void PipelineCache::destroy(VkDevice device) {
 VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t words,
                               const std::vector<uint32_t>& constants, bool split, MatrixSubgroup subgroup) {
   Key key{code, constants, subgroup};
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  }
+  // Compiled outside the lock (a driver takes up to seconds), so that other threads' lookups of compiled
+  // pipelines do not wait; VkPipelineCache synchronizes itself. Of two threads compiling the same pipeline,
+  // the first to store it wins and the other's is destroyed.
+  const VkPipeline p = create(device, code, words, constants, split, subgroup);
   std::lock_guard lock(mutex_);
-  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  const auto [it, stored] = pipelines_.emplace(std::move(key), p);
+  if (!stored) vkDestroyPipeline(device, p, nullptr);
+  return it->second;
+}
 
+VkPipeline PipelineCache::create(VkDevice device, const uint32_t* code, size_t words,
+                                 const std::vector<uint32_t>& constants, bool split, MatrixSubgroup subgroup) const {
   VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   smi.codeSize = words * sizeof(uint32_t);
   smi.pCode = code;
@@ -97,7 +110,6 @@ VkPipeline PipelineCache::get(VkDevice device, const uint32_t* code, size_t word
   VkResult r = vkCreateComputePipelines(device, cache_, 1, &ci, nullptr, &p);
   vkDestroyShaderModule(device, module, nullptr);
   check_vk(r, "vkCreateComputePipelines");
-  pipelines_.emplace(std::move(key), p);
   return p;
 }
 

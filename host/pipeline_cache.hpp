@@ -101,7 +101,10 @@ class PipelineCache {
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   VkPipelineCreateFlags flags_ = 0;
   uint32_t reverse_subgroup_size_ = 0;  // the device's subgroup size where subgroups are reversed, else 0
-  std::mutex mutex_;  // guards pipelines_; a pipeline is created under it on first use
+  // The pipeline of this module and these constants, compiled (get's first use, outside the lock).
+  VkPipeline create(VkDevice device, const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
+                    bool split, MatrixSubgroup subgroup) const;
+  std::mutex mutex_;  // guards pipelines_ (lookups and stores; pipelines are compiled outside it)
   std::map<Key, VkPipeline> pipelines_;
 };
 

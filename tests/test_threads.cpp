@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "context_impl.hpp"
 #include "gpu_harness.hpp"
 
 namespace vkgmm::test {
@@ -89,6 +90,31 @@ TEST_F(DeviceTest, EightThreadsShareOneContext) {
   for (auto& th : threads) th.join();
   for (const auto& f : failures) ADD_FAILURE() << f;
   // DeviceTest::TearDown fails the test on any validation message (thread-safety ones included).
+}
+
+// Pipelines compile outside the cache's lock: threads making the same plan on a fresh Context at once may
+// each compile its pipelines, and the cache keeps one of each (as many as one thread's plan makes), every
+// plan computing the reference's values.
+TEST_F(DeviceTest, ThreadsCompilingOnePipelineKeepOne) {
+  GmmProblem p;
+  p.m = 40, p.k = 24, p.n = 20, p.group_sizes = {9, 0, 31};
+  Context alone = make_context({});
+  { const GmmPlan plan(alone, p); }
+  const size_t one = ContextInternals::of(alone).pipelines.size();
+  Context c = make_context({});
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(4);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        expect_gmm_matches_reference(c, p, uint32_t(t + 1));
+      } catch (const std::exception& e) {
+        failures[size_t(t)] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (const auto& f : failures) EXPECT_EQ(f, "");
+  EXPECT_EQ(ContextInternals::of(c).pipelines.size(), one);
 }
 
 }  // namespace

@@ -13,7 +13,9 @@
 
 namespace vkgmm {
 
-// A range of an application's (or vkgmm's) VkBuffer. Offsets need only be element-aligned.
+// A range of an application's (or vkgmm's) VkBuffer. Offsets need only be element-aligned. A plan takes
+// views of buffers on its own Context's device only: vkgmm's Buffers of that Context, or the app's own
+// VkBuffers made on that device (vkgmm cannot tell another device's handle from one of its own).
 struct BufferView {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceSize offset = 0;
@@ -198,7 +200,9 @@ class VKGMM_API Context {
 
   explicit Context(const ContextOptions& options = {});
   // Wrap an application's device: the handles stay the application's. `options.device` and
-  // `options.validate` do not apply (the app made the device and the instance).
+  // `options.validate` do not apply (the app made the device and the instance). Every plan and Buffer of
+  // the wrapped Context (each keeps it alive) must be destroyed before the app destroys its device: they
+  // destroy their Vulkan objects on it.
   static Context wrap(const BorrowedDevice& device, const ContextOptions& options = {});
 
   Context(Context&&) noexcept;
