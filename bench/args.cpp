@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <set>
 
 #include "flags.hpp"
 #include "tuning.hpp"
@@ -159,6 +160,7 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   long long seed = 1;
   std::vector<const ModelSpec*> models;
   std::vector<int64_t> tokens = default_model_tokens();
+  std::set<std::string> given;  // the options that take one value
 
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -183,6 +185,11 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
     }
     if (i + 1 >= argc) {
       error = a + " needs a value";
+      return 2;
+    }
+    // --preset and --model add one each; any other option given twice would keep its last value unseen.
+    if (a != "--preset" && a != "--model" && !given.insert(a).second) {
+      error = a + " given twice";
       return 2;
     }
     const std::string v = argv[++i];
@@ -237,9 +244,13 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
       if (!(x = tool::parse_int(v, 1, 1024))) return bad("must be an integer in [1, 1024]");
       custom.top_k = *x;
       has_custom = true;
-    } else if (a == "--m" || a == "--k" || a == "--n" || a == "--groups") {
+    } else if (a == "--groups") {
+      if (!(x = tool::parse_int(v, 1, 65535))) return bad("must be an integer in [1, 65535] (the most groups vkgmm takes)");
+      custom.groups = *x;
+      has_custom = true;
+    } else if (a == "--m" || a == "--k" || a == "--n") {
       if (!(x = tool::parse_int(v, 1, INT32_MAX))) return bad("must be an integer in [1, 2^31)");
-      (a == "--m" ? custom.m : a == "--k" ? custom.k : a == "--n" ? custom.n : custom.groups) = *x;
+      (a == "--m" ? custom.m : a == "--k" ? custom.k : custom.n) = *x;
       has_custom = true;
     } else if (a == "--empty-groups") {
       if (!(x = tool::parse_int(v, 0, INT32_MAX))) return bad("must be an integer >= 0");

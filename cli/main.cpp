@@ -59,6 +59,10 @@ int main(int argc, char** argv) {
       if (argc > 3) {
         return tool::fail(2, "help takes at most one command");
       }
+      if (std::string(argv[2]) == "help") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      }
       char help_flag[] = "--help";
       char* sub_argv[] = {argv[2], help_flag, nullptr};
       const int status = dispatch(argv[2], 2, sub_argv);

@@ -16,6 +16,7 @@
 #include "fail.hpp"
 #include "flags.hpp"
 #include "npy.hpp"
+#include "run_output.hpp"
 #include "usage_error.hpp"
 #include "vkgmm/quant.hpp"
 #include "vkgmm/types.hpp"
@@ -51,16 +52,24 @@ struct Options {
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
+    // --flag value or --flag=value, as vkgmm run takes them.
+    const std::string arg = argv[i];
+    const size_t eq = arg.rfind("--", 0) == 0 ? arg.find('=') : std::string::npos;
+    const std::string a = arg.substr(0, eq);
     std::optional<std::string>* slot = a == "--format" ? &o.format : a == "--in" ? &o.in : a == "--out" ? &o.out : nullptr;
-    if (!slot) throw UsageError("unknown argument '" + a + "' for quantize (see vkgmm quantize --help)");
+    if (!slot) throw UsageError("unknown argument '" + arg + "' for quantize (see vkgmm quantize --help)");
     if (*slot) throw UsageError(a + " given twice");
+    if (eq != std::string::npos) {
+      *slot = arg.substr(eq + 1);
+      continue;
+    }
     if (i + 1 >= argc) throw UsageError(a + " needs a value");
     *slot = argv[++i];
   }
   if (!o.format) throw UsageError(tool::with_block_formats("--format is required (one of {formats})"));
   if (!o.in) throw UsageError("--in is required (an <f4 .npy of shape [E, n, k] or [n, k])");
   if (!o.out) throw UsageError("--out is required");
+  check_out_path(*o.out);
   return o;
 }
 
@@ -104,7 +113,7 @@ int quantize(const Options& o) {
   out.shape = {E, n, k / B * S};
   out.data = vkgmm::quant::quantize(t, x.data(), x.size());
   try {
-    npy::write(*o.out, out);
+    write_npy_out(*o.out, out);
   } catch (const std::exception& e) {
     return fail(1, "--out: " + std::string(e.what()));
   }

@@ -1,6 +1,7 @@
 #include "run_output.hpp"
 
 #include <filesystem>
+#include <stdexcept>
 
 #include "npy.hpp"
 #include "run_operands.hpp"
@@ -21,7 +22,15 @@ std::vector<uint8_t> download_output(const vkgmm::Buffer& buf, vkgmm::DType t, u
   return out;
 }
 
+void write_npy_out(const std::string& path, const npy::Array& array) {
+  try {
+    npy::write(path, array);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("--out: ") + e.what());
+  }
+}
+
 void write_output(const std::string& path, vkgmm::DType t, const std::vector<uint8_t>& bytes,
                   std::vector<int64_t> shape) {
-  npy::write(path, output_array(t, bytes, std::move(shape)));
+  write_npy_out(path, output_array(t, bytes, std::move(shape)));
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "npy.hpp"
 #include "vkgmm/context.hpp"
 #include "vkgmm/types.hpp"
 
@@ -15,6 +16,9 @@ void check_out_path(const std::string& out);
 
 // The first `elements` elements of type t in `buf`, as bytes (exactly those: no padding).
 std::vector<uint8_t> download_output(const vkgmm::Buffer& buf, vkgmm::DType t, uint64_t elements);
+
+// npy::write to --out's `path`, its errors naming --out (vkgmm run's and vkgmm quantize's output).
+void write_npy_out(const std::string& path, const npy::Array& array);
 
 // Writes `bytes` (elements of type t) to `path` as an .npy of `shape`.
 void write_output(const std::string& path, vkgmm::DType t, const std::vector<uint8_t>& bytes,

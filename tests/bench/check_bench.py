@@ -94,6 +94,13 @@ def check_refuse(exe):
     code, out, err = run(exe, TINY)
     if code != 0:
         fail(f"the unperturbed run failed with status {code}", out, err)
+    # Usage errors, before any device work: an option that takes one value given twice (--preset and
+    # --model add), more groups than vkgmm takes.
+    for args, needle in ((TINY + ["--m", "8"], "--m given twice"),
+                         (["--groups", "70000"], "--groups 70000: must be an integer in [1, 65535]")):
+        code, out, err = run(exe, args)
+        if code != 2 or needle not in err or out.strip():
+            fail(f"{args}: exit status {code}, expected 2 and '{needle}'", out, err)
 
 
 def positive(x):

@@ -196,6 +196,9 @@ def error_cases(d):
         ("--in not finite", ["quantize", "--format", "q4_0", "--in", p("w_nan.npy"), "--out", out], "--in"),
         ("--out in a missing directory", ["quantize", "--format", "q8_0", "--in", p("w64.npy"), "--out",
                                           p("nodir/out.npy")], "--out"),
+        ("--out where nothing can be written", ["quantize", "--format", "q8_0", "--in", p("w64.npy"), "--out",
+                                                "/proc/vkgmm_out.npy"], "--out: /proc/vkgmm_out.npy"),
+        ("--format=F, then --format", ["quantize", "--format=q8_0", "--format", "q4_0"] + good, "--format given twice"),
     ]
 
 
