@@ -211,7 +211,7 @@ GmmInputs read_gmm(const Job& j) {
   p.transpose_rhs = rhs.transposed;  // implied by a quantized or GGUF rhs
   p.epilogue.activation = j.activation;
   if (j.routed) {
-    if (j.num_experts > 0 && j.num_experts < p.group_offset + g_local)
+    if (j.num_experts > 0 && j.num_experts - g_local < p.group_offset)  // no sum that could overflow
       throw UsageError("--num-experts " + std::to_string(j.num_experts) + " is smaller than --group-offset " +
                        std::to_string(p.group_offset) + " + the " + std::to_string(g_local) +
                        " experts --rhs holds");
@@ -308,7 +308,7 @@ void run_tgmm(Job& j) {
   if (!groups_valid)  // the plan should have refused this; never size buffers from bad counts
     throw vkgmm::Error(vkgmm::Status::internal, "--group-offset / --num-actual-groups out of range");
   if (p.existing_out) E = existing_operand(std::move(e_arr), j.out_type);
-  const uint64_t out_elements = uint64_t(groups * k * n);
+  const uint64_t out_elements = uint64_t(groups) * uint64_t(k) * uint64_t(n);  // the plan bounded it
   const vkgmm::Buffer ob = run_plan<vkgmm::TgmmPlan, vkgmm::TgmmOperands>(
       ctx, p, plan, a.device_metadata, out_elements * vkgmm::dtype_size(j.out_type), L, R, E);
 
