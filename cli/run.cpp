@@ -292,7 +292,7 @@ void run_tgmm(Job& j) {
   // The number of output groups, when the offsets are in range (the plan refuses them otherwise).
   const int64_t G = static_cast<int64_t>(group_sizes.size());
   const int64_t groups = p.num_actual_groups >= 0 ? p.num_actual_groups : G - p.group_offset;
-  const bool groups_valid = groups >= 0 && p.group_offset + groups <= G;
+  const bool groups_valid = groups >= 0 && groups <= G - p.group_offset;
   std::optional<Operand> E;
   npy::Array e_arr;
   if (a.get("existing-out")) {
