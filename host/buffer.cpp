@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "buffer_memory.hpp"
 #include "context_impl.hpp"
@@ -40,8 +41,13 @@ struct Buffer::State {
 };
 
 Buffer::Buffer() = default;
-Buffer::Buffer(Buffer&&) noexcept = default;
-Buffer& Buffer::operator=(Buffer&&) noexcept = default;
+// A moved-from Buffer is empty: no handle, size 0.
+Buffer::Buffer(Buffer&& o) noexcept : state_(std::move(o.state_)), size_(std::exchange(o.size_, 0)) {}
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  state_ = std::move(o.state_);
+  size_ = std::exchange(o.size_, 0);
+  return *this;
+}
 Buffer::~Buffer() = default;
 VkBuffer Buffer::handle() const { return state_ ? state_->buffer : VK_NULL_HANDLE; }
 

@@ -423,6 +423,7 @@ BufferView GmmPlan::saved_pre_activation(const BufferView& workspace) const {
   const GmmProblem& p = st.problem;
   if (!p.epilogue.save_pre_activation)
     throw Error(Status::invalid_argument, "gmm: saved_pre_activation: the plan saves none (epilogue.save_pre_activation)");
+  check_workspace_view("gmm: saved_pre_activation", workspace, st.core.workspace_bytes(), st.core.info());
   const BufferView work = st.core.workspace_view(workspace);
   const VkDeviceSize bytes = VkDeviceSize(p.m) * VkDeviceSize(p.routing.top_k) * VkDeviceSize(p.n) * 4;
   return {work.buffer, work.offset + st.core.workspace_layout().pre * 4, work.buffer ? bytes : 0};

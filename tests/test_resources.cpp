@@ -179,6 +179,11 @@ TEST_F(DeviceTest, BuffersRoundTripAtAnyOffset) {
   EXPECT_TRUE(std::equal(part.begin(), part.end(), data.begin() + long(at - 5)));
   b.download(got.data(), kBytes);
   EXPECT_TRUE(got == data);
+  // Moved from, a Buffer is empty: no handle, no size.
+  Buffer moved = std::move(b);
+  EXPECT_EQ(moved.size(), kBytes);
+  EXPECT_EQ(b.handle(), VK_NULL_HANDLE);
+  EXPECT_EQ(b.size(), 0u);
   expect_gmm_works(ctx());  // a gmm on the same context's buffers (staged in the .staged runs)
 }
 

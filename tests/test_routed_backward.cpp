@@ -583,6 +583,11 @@ TEST_F(DeviceTest, SavedPreActivationIsChecked) {
   EXPECT_EQ(in_app.buffer, w.handle());
   EXPECT_GE(in_app.offset, 256u);
   EXPECT_LE(in_app.offset + in_app.size, 256 + forward.workspace_bytes());
+  // A workspace too small for the plan, or off the offset alignment, gives no view into it.
+  expect_invalid_argument([&] { forward.saved_pre_activation(w.view(256, forward.workspace_bytes() - 4)); },
+                          "saved_pre_activation: workspace: view of");
+  expect_invalid_argument([&] { forward.saved_pre_activation(w.view(2, forward.workspace_bytes())); },
+                          "saved_pre_activation: workspace: offset 2");
 
   const GmmBackwardPlan plan(cx, p);
   const GmmBackwardSizes s = plan.sizes();
