@@ -74,12 +74,14 @@ VkPhysicalDevice pick_device(VkInstance instance, const std::string& want) {
   std::vector<VkPhysicalDeviceProperties> props(n);
   for (uint32_t i = 0; i < n; ++i) vkGetPhysicalDeviceProperties(devices[i], &props[i]);
   if (!want.empty()) {
+    const std::string what = "device (ContextOptions::device, $VKGMM_DEVICE): ";
     if (std::all_of(want.begin(), want.end(), ::isdigit)) {
-      size_t idx = std::stoul(want);
-      if (idx >= n)
-        throw Error(Status::invalid_argument, "device: index " + want + " is out of range (" + std::to_string(n) +
+      // Digits past the device count are out of range however many there are (no stoul overflow).
+      const bool in_range = want.size() <= 9 && std::stoul(want) < n;
+      if (!in_range)
+        throw Error(Status::invalid_argument, what + "index " + want + " is out of range (" + std::to_string(n) +
                                                   " devices)");
-      return devices[idx];
+      return devices[std::stoul(want)];
     }
     auto lower = [](std::string s) {
       std::transform(s.begin(), s.end(), s.begin(), ::tolower);
@@ -87,7 +89,7 @@ VkPhysicalDevice pick_device(VkInstance instance, const std::string& want) {
     };
     for (uint32_t i = 0; i < n; ++i)
       if (lower(props[i].deviceName).find(lower(want)) != std::string::npos) return devices[i];
-    throw Error(Status::invalid_argument, "device: no device name contains '" + want + "'");
+    throw Error(Status::invalid_argument, what + "no device name contains '" + want + "'");
   }
   uint32_t best = 0;
   for (uint32_t i = 1; i < n; ++i)

@@ -333,6 +333,15 @@ TEST_F(DeviceTest, NegativeGroupCountsOtherThanMinusOneAreRefused) {
   expect_refused([&] { TgmmPlan(ctx(), t); }, Status::invalid_argument, "num_actual_groups = -5 must be >= 0, or -1");
 }
 
+// A device that no index or name picks is refused naming the option and the variable.
+TEST_F(DeviceTest, UnknownDeviceIsRefusedNamingTheOption) {
+  for (const std::string& want : {std::string("99999999999999999999"), std::string("4096"), std::string("no such gpu")}) {
+    ContextOptions o;
+    o.device = want;
+    expect_refused([&] { Context c(o); }, Status::invalid_argument, "device (ContextOptions::device, $VKGMM_DEVICE): ");
+  }
+}
+
 TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {
   GmmProblem p = good_gmm();
   p.k = 1 << 20;
