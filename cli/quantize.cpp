@@ -115,7 +115,7 @@ int quantize(const Options& o) {
   try {
     write_npy_out(*o.out, out);
   } catch (const std::exception& e) {
-    return fail(1, "--out: " + std::string(e.what()));
+    return fail(1, e.what());  // write_npy_out names --out
   }
   return 0;
 }

@@ -76,14 +76,19 @@ void staged_copy(Context::Impl& im, VkBuffer target, VkDeviceSize offset, const 
     ~Retire() { im.submitter.retire(b); }
   } retire{im, staging};
   const char* what = to_device ? "upload (staged)" : "download (staged)";
-  check_vk(vkCreateBuffer(dev.device, &bci, nullptr, &staging.buffer), what);
+  // Handles are created into locals and kept only on success: a failed call leaves its output undefined.
+  VkBuffer made = VK_NULL_HANDLE;
+  check_vk(vkCreateBuffer(dev.device, &bci, nullptr, &made), what);
+  staging.buffer = made;
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev.device, staging.buffer, &req);
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = staging_memory_type(dev.memory, req.memoryTypeBits);
   if (mai.memoryTypeIndex == UINT32_MAX) throw Error(Status::unsupported, std::string(what) + ": no host-visible coherent memory type");
-  check_vk(vkAllocateMemory(dev.device, &mai, nullptr, &staging.memory), what);
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  check_vk(vkAllocateMemory(dev.device, &mai, nullptr, &memory), what);
+  staging.memory = memory;
   check_vk(vkBindBufferMemory(dev.device, staging.buffer, staging.memory, 0), what);
   void* p = nullptr;
   check_vk(vkMapMemory(dev.device, staging.memory, 0, VK_WHOLE_SIZE, 0, &p), what);
@@ -105,6 +110,7 @@ void staged_copy(Context::Impl& im, VkBuffer target, VkDeviceSize offset, const 
       vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &after, 0,
                            nullptr, 0, nullptr);
     });
+    im.log.throw_if_any();  // the copy's validation messages, here rather than at a later call
     if (!to_device) std::memcpy(to_host + done, window, size_t(n));
   }
 }
@@ -155,8 +161,9 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
                                 "create_buffer: the device was lost earlier (VK_ERROR_DEVICE_LOST); create a new Context");
   // Drivers may accept a huge allocation lazily (lavapipe does) and fail later, or the OS may; a request
   // no heap could hold is refused here, before any Vulkan call: a heap of a mapped type, or where buffers
-  // can be staged (a queue to copy on), of a device-local one.
-  const bool can_stage = dev.queue != VK_NULL_HANDLE;
+  // can be staged, of a device-local one. Staging copies go to vkgmm's own device's queue only: a wrapped
+  // device's queue is the app's, which vkgmm uses for submit_and_wait alone.
+  const bool can_stage = dev.owns && dev.queue != VK_NULL_HANDLE;
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   VkDeviceSize largest_heap = 0;
   for (uint32_t t = 0; t < dev.memory.memoryTypeCount; ++t) {

@@ -21,7 +21,7 @@ struct BufferMemory {
 // The memory type for a buffer of `bytes` whose VkMemoryRequirements allow `type_bits`:
 //  - host-visible, coherent device-local memory where its heap is at least half of the largest
 //    device-local heap (a resizable BAR, an integrated GPU, a CPU driver), mapped;
-//  - else, for a buffer of kStagedBufferBytes or more where staging is possible (a queue to copy on),
+//  - else, for a buffer of kStagedBufferBytes or more where staging is possible (vkgmm's own device and queue),
 //    device-local memory, staged: a host-visible window of a few hundred MiB would cap every Array,
 //    workspace and weight upload at that size, and system memory would be read over the bus;
 //  - else host-visible coherent memory, device-local first, mapped.

@@ -77,11 +77,12 @@ VkPhysicalDevice pick_device(VkInstance instance, const std::string& want) {
     const std::string what = "device (ContextOptions::device, $VKGMM_DEVICE): ";
     if (std::all_of(want.begin(), want.end(), ::isdigit)) {
       // Digits past the device count are out of range however many there are (no stoul overflow).
-      const bool in_range = want.size() <= 9 && std::stoul(want) < n;
+      const std::string digits = want.substr(std::min(want.find_first_not_of('0'), want.size() - 1));
+      const bool in_range = digits.size() <= 9 && std::stoul(digits) < n;
       if (!in_range)
         throw Error(Status::invalid_argument, what + "index " + want + " is out of range (" + std::to_string(n) +
                                                   " devices)");
-      return devices[std::stoul(want)];
+      return devices[std::stoul(digits)];
     }
     auto lower = [](std::string s) {
       std::transform(s.begin(), s.end(), s.begin(), ::tolower);

@@ -47,7 +47,8 @@ struct Device {
   // The memory type of vkgmm's mapped buffers among `type_bits` (buffer_memory.hpp; large ones may be
   // staged instead): host-visible and coherent, device-local where the device has such memory (UMA,
   // ReBAR, lavapipe, a small BAR window); UINT32_MAX when none is host-visible. The bench gives the
-  // buffers it lends vkgmm the same, so that borrowing is all they differ in.
+  // buffers it lends vkgmm the same, so that borrowing is all they differ in, except on a discrete GPU
+  // without resizable BAR, where vkgmm's large buffers are device-local and the bench's in the window.
   uint32_t buffer_memory_type(uint32_t type_bits) const;
   // Destroys the messenger, the device and the instance when vkgmm owns them.
   void destroy();

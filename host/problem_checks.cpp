@@ -47,7 +47,8 @@ int64_t check_routing(const char* op, const GmmProblem& p) {
     bad(op, "routing.num_experts = " + std::to_string(r.num_experts) + " is smaller than group_offset + E_local = " +
                 std::to_string(p.group_offset + p.num_rhs_groups));
   if (r.num_experts > INT32_MAX)
-    throw Error(Status::unsupported, std::string(op) + ": routing: group_offset and num_experts must be below 2^31");
+    throw Error(Status::unsupported, std::string(op) + ": routing: num_experts = " + std::to_string(r.num_experts) +
+                                         " must be below 2^31");
   if (r.top_k > INT32_MAX || (p.m > 0 && r.top_k > INT32_MAX / p.m))
     throw Error(Status::unsupported, std::string(op) + ": routing: T * top_k = " + std::to_string(p.m * r.top_k) +
                                          " slots, at most 2^31 - 1 are supported");
@@ -116,7 +117,7 @@ uint64_t element_count(const char* op, const char* what, int64_t groups, int64_t
   if (g && rc > kMost / g)
     throw Error(Status::unsupported, std::string(op) + ": " + what + ": " + std::to_string(g) + " x " +
                                          std::to_string(r) + " x " + std::to_string(c) +
-                                         " elements, more than 2^32 elements are supported");
+                                         " elements, past the 2^32 elements a view can hold");
   return g * rc;
 }
 

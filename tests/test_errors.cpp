@@ -340,6 +340,11 @@ TEST_F(DeviceTest, UnknownDeviceIsRefusedNamingTheOption) {
     o.device = want;
     expect_refused([&] { Context c(o); }, Status::invalid_argument, "device (ContextOptions::device, $VKGMM_DEVICE): ");
   }
+  ContextOptions first;
+  first.device = "0000000000000";  // index 0, however many zeros
+  ContextOptions zero;
+  zero.device = "0";
+  EXPECT_EQ(make_context(first).info().name, make_context(zero).info().name);
 }
 
 TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {

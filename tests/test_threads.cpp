@@ -1,6 +1,7 @@
 // One Context shared by 8 threads issuing gmm and tgmm at once: every result matches the reference and
 // the validation layer (whose thread-safety checks are on) reports nothing. Also one plan recorded from
 // every thread at once, and buffers made and dropped concurrently.
+#include <atomic>
 #include <mutex>
 #include <thread>
 
@@ -92,9 +93,10 @@ TEST_F(DeviceTest, EightThreadsShareOneContext) {
   // DeviceTest::TearDown fails the test on any validation message (thread-safety ones included).
 }
 
-// Pipelines compile outside the cache's lock: threads making the same plan on a fresh Context at once may
-// each compile its pipelines, and the cache keeps one of each (as many as one thread's plan makes), every
-// plan computing the reference's values.
+// Pipelines compile outside the cache's lock: threads making the same plan on a fresh Context at once (set
+// off together) may each compile its pipelines; the cache keeps one of each, as many as one thread's plan
+// makes, and destroys the others (at teardown the validation layer reports any pipeline left alive), and
+// every plan computes the reference's values.
 TEST_F(DeviceTest, ThreadsCompilingOnePipelineKeepOne) {
   GmmProblem p;
   p.m = 40, p.k = 24, p.n = 20, p.group_sizes = {9, 0, 31};
@@ -104,8 +106,11 @@ TEST_F(DeviceTest, ThreadsCompilingOnePipelineKeepOne) {
   Context c = make_context({});
   std::vector<std::thread> threads;
   std::vector<std::string> failures(4);
+  std::atomic<int> ready{0};
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (ready.load() < 4) std::this_thread::yield();
       try {
         expect_gmm_matches_reference(c, p, uint32_t(t + 1));
       } catch (const std::exception& e) {

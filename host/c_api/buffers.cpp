@@ -1,4 +1,4 @@
-// C API: vkgmm-made host-visible buffers, and an app's VkBuffers borrowed.
+// C API: vkgmm-made buffers (mapped or staged, as vkgmm::Buffer), and an app's VkBuffers borrowed.
 #include "c_api.hpp"
 
 using vkgmm::c_api::guarded;

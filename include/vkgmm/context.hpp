@@ -166,9 +166,9 @@ struct DeviceInfo {
 class Context;
 
 // A device buffer made by a Context: mapped, or where the host's window on device memory is small (a
-// discrete GPU without resizable BAR) and the buffer is 1 MiB or more, device-local, upload and download
-// then copying through a staging buffer (each a submission that waits, after the work submitted before
-// it). Move-only; it keeps its device alive, so it may outlive the Context object it came from.
+// discrete GPU without resizable BAR), the Context made its own device and the buffer is 1 MiB or more,
+// device-local, upload and download then copying through a staging buffer (each a submission that
+// waits, after the work submitted before it). Move-only; it keeps its device alive, so it may outlive the Context object it came from.
 class VKGMM_API Buffer {
  public:
   Buffer();
