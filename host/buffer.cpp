@@ -23,11 +23,12 @@ struct Buffer::State {
   uint8_t* mapped = nullptr;  // null for a borrowed or staged buffer
   bool borrowed = false;      // the VkBuffer is the app's: only the views are vkgmm's to destroy
   bool staged = false;        // device-local, not mapped: upload and download copy through staging
+  bool registered = false;    // in the registry under `buffer` (an entry of another Buffer is not this one's)
   ~State() {
     if (!ctx) return;
     // Forget the buffer first (its texel views go with it), then free it now or once parked work is done.
     DeadBuffer dead{borrowed ? VK_NULL_HANDLE : buffer, memory, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
-    if (buffer) {
+    if (registered) {
       const OwnBuffer own = ctx->buffers.remove(buffer);
       dead.texel_views[0] = own.texel_views[0];
       dead.texel_views[1] = own.texel_views[1];
@@ -244,6 +245,7 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
     throw Error(Status::internal, "create_buffer: the new VkBuffer's handle is still lent to vkgmm (an app "
                                   "destroyed a borrowed VkBuffer before its vkgmm Buffer)");
   }
+  st->registered = true;
   Buffer b;
   b.state_ = std::move(st);
   b.size_ = bytes;
@@ -273,6 +275,7 @@ Buffer Context::borrow_buffer(VkBuffer buffer, VkDeviceSize bytes, bool texel_us
   st->ctx = impl_;
   st->buffer = buffer;
   st->borrowed = true;
+  st->registered = true;
   Buffer b;
   b.state_ = std::move(st);
   b.size_ = bytes;
