@@ -200,30 +200,40 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   st->buffer = buffer;
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev.device, st->buffer, &req);
-  const BufferMemory choice =
+  BufferMemory choice =
       choose_buffer_memory(dev.memory, req.memoryTypeBits, req.size, can_stage, can_stage && dev.options.staged_memory);
-  const uint32_t type = choice.type;
-  if (type == UINT32_MAX) throw Error(Status::unsupported, "create_buffer: no host-visible coherent memory type");
-  const uint32_t heap = dev.memory.memoryTypes[type].heapIndex;
-  const VkDeviceSize heap_size = dev.memory.memoryHeaps[heap].size;
-  uint64_t held = 0;
-  if (!im.buffers.charge(heap, req.size, heap_size, held))
-    out_of_memory(bytes, "memory heap " + std::to_string(heap) + " holds " + std::to_string(heap_size) +
-                             " bytes, of which vkgmm's buffers already use " + std::to_string(held));
-  st->allocated = req.size;  // released by ~State, whatever happens below
-  st->heap = heap;
-  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  mai.allocationSize = req.size;
-  mai.memoryTypeIndex = type;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  const VkResult r = vkAllocateMemory(dev.device, &mai, nullptr, &memory);
-  if (r == VK_SUCCESS) st->memory = memory;
-  if (r != VK_SUCCESS) {
-    im.buffers.refund(heap, req.size);
-    st->allocated = 0;
-    check_vk(r, ("create_buffer: vkAllocateMemory of " + std::to_string(req.size) + " bytes in heap " +
-                 std::to_string(heap))
-                    .c_str());
+  if (choice.type == UINT32_MAX) throw Error(Status::unsupported, "create_buffer: no host-visible coherent memory type");
+  // The choice, then where the host's small window on device memory is full (vkgmm's count or the
+  // driver's), the window's fallback (device-local and staged, or system memory).
+  const BufferMemory fallback = window_fallback(dev.memory, req.memoryTypeBits, can_stage, choice);
+  for (bool last = fallback.type == UINT32_MAX;; last = true) {
+    const uint32_t heap = dev.memory.memoryTypes[choice.type].heapIndex;
+    const VkDeviceSize heap_size = dev.memory.memoryHeaps[heap].size;
+    uint64_t held = 0;
+    VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    if (im.buffers.charge(heap, req.size, heap_size, held)) {
+      VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+      mai.allocationSize = req.size;
+      mai.memoryTypeIndex = choice.type;
+      r = vkAllocateMemory(dev.device, &mai, nullptr, &memory);
+      if (r == VK_SUCCESS) {
+        st->memory = memory;
+        st->allocated = req.size;  // released by ~State, whatever happens below
+        st->heap = heap;
+        break;
+      }
+      im.buffers.refund(heap, req.size);
+      const bool full = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY;
+      if (last || !full)
+        check_vk(r, ("create_buffer: vkAllocateMemory of " + std::to_string(req.size) + " bytes in heap " +
+                     std::to_string(heap))
+                        .c_str());
+    } else if (last) {
+      out_of_memory(bytes, "memory heap " + std::to_string(heap) + " holds " + std::to_string(heap_size) +
+                               " bytes, of which vkgmm's buffers already use " + std::to_string(held));
+    }
+    choice = fallback;
   }
   im.buffers.count_allocation(+1);
   check_vk(vkBindBufferMemory(dev.device, st->buffer, st->memory, 0), "create_buffer: vkBindBufferMemory");

@@ -24,6 +24,13 @@ VkDeviceSize heap_of(const VkPhysicalDeviceMemoryProperties& m, uint32_t type) {
   return m.memoryHeaps[m.memoryTypes[type].heapIndex].size;
 }
 
+VkDeviceSize largest_local_heap(const VkPhysicalDeviceMemoryProperties& m) {
+  VkDeviceSize largest = 0;
+  for (uint32_t h = 0; h < m.memoryHeapCount; ++h)
+    if (m.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) largest = std::max(largest, m.memoryHeaps[h].size);
+  return largest;
+}
+
 }  // namespace
 
 BufferMemory choose_buffer_memory(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits,
@@ -31,11 +38,8 @@ BufferMemory choose_buffer_memory(const VkPhysicalDeviceMemoryProperties& memory
   const uint32_t local = first_type(memory, type_bits, kLocal);
   if (force_staged && local != UINT32_MAX) return {local, false};
   const uint32_t mapped_local = first_type(memory, type_bits, kMapped | kLocal);
-  VkDeviceSize largest_local = 0;
-  for (uint32_t h = 0; h < memory.memoryHeapCount; ++h)
-    if (memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
-      largest_local = std::max(largest_local, memory.memoryHeaps[h].size);
-  if (mapped_local != UINT32_MAX && heap_of(memory, mapped_local) >= largest_local / 2) return {mapped_local, true};
+  if (mapped_local != UINT32_MAX && heap_of(memory, mapped_local) >= largest_local_heap(memory) / 2)
+    return {mapped_local, true};
   if (can_stage && bytes >= kStagedBufferBytes) {
     // Device-local memory outside the host's window first (the window is better left to small buffers).
     const uint32_t unmapped = first_type(memory, type_bits, kLocal, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
@@ -43,6 +47,18 @@ BufferMemory choose_buffer_memory(const VkPhysicalDeviceMemoryProperties& memory
   }
   if (mapped_local != UINT32_MAX) return {mapped_local, true};
   return {first_type(memory, type_bits, kMapped), true};
+}
+
+BufferMemory window_fallback(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits, bool can_stage,
+                             BufferMemory first) {
+  if (first.type == UINT32_MAX || !first.mapped || !(memory.memoryTypes[first.type].propertyFlags & kLocal) ||
+      heap_of(memory, first.type) >= largest_local_heap(memory) / 2)
+    return {};
+  if (can_stage) {
+    const uint32_t unmapped = first_type(memory, type_bits, kLocal, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+    if (unmapped != UINT32_MAX) return {unmapped, false};
+  }
+  return {first_type(memory, type_bits, kMapped, kLocal), true};
 }
 
 uint32_t staging_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits) {

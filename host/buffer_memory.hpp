@@ -29,6 +29,13 @@ struct BufferMemory {
 BufferMemory choose_buffer_memory(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits,
                                   VkDeviceSize bytes, bool can_stage, bool force_staged);
 
+// Where a buffer goes when `first` is the host's small window on device memory (a mapped device-local type
+// whose heap is under half the largest device-local heap) and the window cannot take it: device-local
+// memory, staged, where staging is possible, else mapped system memory. {} (type UINT32_MAX) for any other
+// `first`: there the heap that refused it was the device's own.
+BufferMemory window_fallback(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits, bool can_stage,
+                             BufferMemory first);
+
 // The host-visible coherent type for staging copies (host-cached first: downloads read it).
 uint32_t staging_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits);
 

@@ -137,10 +137,17 @@ TEST(BufferMemory, StagedOnlyWhereTheHostWindowIsSmall) {
   EXPECT_TRUE(choose_buffer_memory(bar, ~0u, big, false, false).mapped);
   EXPECT_EQ(choose_buffer_memory(bar, ~0u & ~1u, big, true, false).type, 3u);  // the buffer takes no unmapped type
   EXPECT_EQ(staging_memory_type(bar, ~0u), 2u);                               // host-cached first
+  // A full window: device-local and staged, or without staging system memory; nothing after those.
+  EXPECT_EQ(window_fallback(bar, ~0u, true, {3, true}).type, 0u);
+  EXPECT_FALSE(window_fallback(bar, ~0u, true, {3, true}).mapped);
+  EXPECT_EQ(window_fallback(bar, ~0u, false, {3, true}).type, 1u);
+  EXPECT_TRUE(window_fallback(bar, ~0u, false, {3, true}).mapped);
+  EXPECT_EQ(window_fallback(bar, ~0u, true, {0, false}).type, UINT32_MAX);
   // The same GPU with resizable BAR: the whole of device memory is mapped.
   const auto rebar = memory_layout({24 * GiB, 64 * GiB, 24 * GiB}, {DL, 0, DL}, {{L, 0}, {HV, 1}, {L | HV, 2}});
   EXPECT_EQ(choose_buffer_memory(rebar, ~0u, big, true, false).type, 2u);
   EXPECT_TRUE(choose_buffer_memory(rebar, ~0u, big, true, false).mapped);
+  EXPECT_EQ(window_fallback(rebar, ~0u, true, {2, true}).type, UINT32_MAX);  // device memory itself is full
   // No window at all: large buffers staged, small ones in system memory.
   const auto none = memory_layout({8 * GiB, 16 * GiB}, {DL, 0}, {{L, 0}, {HV, 1}});
   EXPECT_FALSE(choose_buffer_memory(none, ~0u, big, true, false).mapped);
@@ -149,6 +156,7 @@ TEST(BufferMemory, StagedOnlyWhereTheHostWindowIsSmall) {
   // device-local type and leaves it unmapped.
   const auto uma = memory_layout({16 * GiB}, {DL}, {{L | HV | C, 0}});
   EXPECT_TRUE(choose_buffer_memory(uma, ~0u, 4 * GiB, true, false).mapped);
+  EXPECT_EQ(window_fallback(uma, ~0u, true, {0, true}).type, UINT32_MAX);
   EXPECT_EQ(choose_buffer_memory(uma, ~0u, small, true, true).type, 0u);
   EXPECT_FALSE(choose_buffer_memory(uma, ~0u, small, true, true).mapped);
   // Nothing the buffer may take.
