@@ -224,7 +224,7 @@ BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDevice
 }  // namespace
 
 void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& ops) const {
-  const State& st = *state_;
+  const State& st = live_state(state_, kOp);
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info);
   check_layer_overlaps(ops, work, nullptr);
@@ -257,7 +257,7 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
 }
 
 void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& ops, const MoeLayerGradients& g) const {
-  const State& st = *state_;
+  const State& st = live_state(state_, kOp);
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info);
   check_layer_overlaps(ops, work, &g);

@@ -2,6 +2,8 @@
 // ContextInternals does for a Context's parts.
 #pragma once
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <vulkan/vulkan.h>
@@ -47,6 +49,14 @@ struct PlanInternals {
   static void check_backward(const GmmBackwardPlan& plan, const GmmBackwardOperands& ops, const RoutingSource& routing);
 };
 
+// A plan's state, or where the plan was moved from (its state null), Error(invalid_argument) naming the op:
+// plans are objects an engine moves into its own containers, and a moved-from one is easy to reach again.
+template <class State>
+const State& live_state(const std::shared_ptr<const State>& state, const char* op) {
+  if (!state) throw Error(Status::invalid_argument, std::string(op) + ": the plan is empty (moved from)");
+  return *state;
+}
+
 // What gmm's and tgmm's plans forward alike, written once: their internals for other plans, their public
 // accessors (the State's problem, tiling and schedule, the rest the core's), and the one-call op (plan, run, wait). Used
 // at namespace scope in each plan's source, where its State is defined.
@@ -56,12 +66,14 @@ struct PlanInternals {
   const Problem& Plan::problem() const { return state_->problem; }                                                 \
   Tiling Plan::tiling() const { return state_->tiling; }                                                           \
   Schedule Plan::schedule() const { return state_->schedule; }                                                     \
-  OperandSizes Plan::sizes() const { return state_->core.sizes(); }                                                \
+  OperandSizes Plan::sizes() const { return live_state(state_, #op).core.sizes(); }                                \
   VkDeviceSize Plan::metadata_bytes() const { return state_->core.metadata_bytes(); }                              \
   VkDeviceSize Plan::workspace_bytes() const { return state_->core.workspace_bytes(); }                            \
-  void Plan::check(const Operands& ops) const { state_->core.check(views_of(ops)); }                               \
+  void Plan::check(const Operands& ops) const { live_state(state_, #op).core.check(views_of(ops)); }              \
   bool Plan::texel_loads(const Operands& ops) const { return state_->core.texel_loads(views_of(ops)); }            \
-  void Plan::record(VkCommandBuffer cb, const Operands& ops) const { state_->core.record(cb, views_of(ops)); }     \
+  void Plan::record(VkCommandBuffer cb, const Operands& ops) const {                                               \
+    live_state(state_, #op).core.record(cb, views_of(ops));                                                        \
+  }                                                                                                                \
   void op(Context& ctx, const Problem& problem, const Operands& ops) {                                              \
     Plan plan(ctx, problem);                                                                                       \
     ctx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });                                        \

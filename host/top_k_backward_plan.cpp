@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "plan_internals.hpp"
 #include "token_op.hpp"
 
 namespace vkgmm {
@@ -42,10 +43,10 @@ const TopKProblem& TopKBackwardPlan::problem() const { return state_->core.probl
 const TopKBackwardOptions& TopKBackwardPlan::options() const { return state_->options; }
 TopKBackwardSizes TopKBackwardPlan::sizes() const { return token_op_sizes<TopKBackwardOperands>(problem()); }
 
-void TopKBackwardPlan::check(const TopKBackwardOperands& ops) const { bind_token_op(state_->core, ops); }
+void TopKBackwardPlan::check(const TopKBackwardOperands& ops) const { bind_token_op(live_state(state_, "top_k_backward").core, ops); }
 
 void TopKBackwardPlan::record(VkCommandBuffer cb, const TopKBackwardOperands& ops) const {
-  state_->core.check_command_buffer(cb);
+  live_state(state_, "top_k_backward").core.check_command_buffer(cb);
   state_->core.record(cb, bind_token_op(state_->core, ops));
 }
 

@@ -2,6 +2,7 @@
 // the table's (top_k_operands.hpp); one dispatch over the tokens (shaders/topk.comp).
 #include "vkgmm/top_k.hpp"
 
+#include "plan_internals.hpp"
 #include "token_op.hpp"
 
 namespace vkgmm {
@@ -37,10 +38,10 @@ TopKPlan::TopKPlan(Context& ctx, const TopKProblem& p) {
 const TopKProblem& TopKPlan::problem() const { return state_->core.problem(); }
 TopKSizes TopKPlan::sizes() const { return token_op_sizes<TopKOperands>(problem()); }
 
-void TopKPlan::check(const TopKOperands& ops) const { bind_token_op(state_->core, ops); }
+void TopKPlan::check(const TopKOperands& ops) const { bind_token_op(live_state(state_, "top_k").core, ops); }
 
 void TopKPlan::record(VkCommandBuffer cb, const TopKOperands& ops) const {
-  state_->core.check_command_buffer(cb);
+  live_state(state_, "top_k").core.check_command_buffer(cb);
   state_->core.record(cb, bind_token_op(state_->core, ops));
 }
 

@@ -1,6 +1,7 @@
 // Every error of the contract is refused before any GPU work, names its argument, writes nothing, and
 // leaves the context usable.
 #include "gpu_harness.hpp"
+#include "vkgmm/top_k.hpp"
 
 namespace vkgmm::test {
 namespace {
@@ -331,6 +332,25 @@ TEST_F(DeviceTest, NegativeGroupCountsOtherThanMinusOneAreRefused) {
   TgmmProblem t = good_tgmm();
   t.num_actual_groups = -5;
   expect_refused([&] { TgmmPlan(ctx(), t); }, Status::invalid_argument, "num_actual_groups = -5 must be >= 0, or -1");
+}
+
+// A moved-from plan (its state gone to the plan it was moved into) refuses to check or record, naming the
+// op, where it would dereference nothing; the plan it moved into runs.
+TEST_F(DeviceTest, MovedFromPlansRefuse) {
+  GmmPlan gmm(ctx(), good_gmm());
+  GmmPlan moved_gmm = std::move(gmm);
+  expect_refused([&] { gmm.check({}); }, Status::invalid_argument, "gmm: the plan is empty (moved from)");
+  expect_refused([&] { ctx().submit_and_wait([&](VkCommandBuffer cb) { gmm.record(cb, {}); }); },
+                 Status::invalid_argument, "gmm: the plan is empty (moved from)");
+  EXPECT_GT(moved_gmm.sizes().lhs, 0u);
+  TgmmPlan tgmm(ctx(), good_tgmm());
+  TgmmPlan moved_tgmm = std::move(tgmm);
+  expect_refused([&] { tgmm.sizes(); }, Status::invalid_argument, "tgmm: the plan is empty (moved from)");
+  TopKProblem k;
+  k.tokens = 4, k.experts = 4, k.top_k = 2;
+  TopKPlan top_k(ctx(), k);
+  TopKPlan moved_top_k = std::move(top_k);
+  expect_refused([&] { top_k.check({}); }, Status::invalid_argument, "top_k: the plan is empty (moved from)");
 }
 
 // A device that no index or name picks is refused naming the option and the variable.
