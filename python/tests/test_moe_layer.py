@@ -88,6 +88,14 @@ def test_moe_layer_refuses_mismatched_shapes(ctx, rng):
         vkgmm.moe_layer_vjp(x, rw, wu, wd, np.zeros_like(x), top_k=2, b_up=b_up, b_down=b_down[:1])
     with pytest.raises(vkgmm.ContractError, match="top_k: expected an integer"):
         vkgmm.moe_layer(x, rw, wu, wd, top_k=1.9)
+    # Float weights in GGUF's layout ([E, n, k], as read_gguf gives them) are named as such.
+    assert wu.shape[1] != wu.shape[2]  # d != 2f: the swapped tensor has another shape
+    with pytest.raises(vkgmm.ContractError, match=r"w_up: .*GGUF's layout .*transpose\(0, 2, 1\)"):
+        vkgmm.moe_layer(x, rw, wu.transpose(0, 2, 1).copy(), wd, top_k=2)
+    # A window of experts past the router's: named by the operand that gives the count.
+    with pytest.raises(vkgmm.ContractError, match=r"w_up: %d experts \(w_up.shape\[0\]\) from expert_offset = 3 pass "
+                       r"num_experts = %d" % (e_local, rw.shape[1])):
+        vkgmm.moe_layer(x, rw, wu, wd, top_k=2, expert_offset=3)
 
 
 def test_moe_layer_vjp_with_a_target_is_the_squared_errors_gradient(ctx, rng):

@@ -37,15 +37,25 @@ class _Layer:
         f = n_up // 2 if gated else n_up
         want_up = (e_local, n_up, d) if up_blocks else (e_local, d, n_up)
         want_down = (e_local, d, f) if down_blocks else (e_local, f, d)
+        def gguf_hint(shape, blocks):
+            # A float tensor in GGUF's layout ([E, n, k], as read_gguf gives it) has its last two dims swapped.
+            return "" if blocks or len(shape) != 3 or shape[2] != d else (
+                " (a float tensor in GGUF's layout [E, n, k]? moe_layer takes float weights as [E, k, n]: "
+                "w.transpose(0, 2, 1))")
         if tuple(up_shape) != want_up or (gated and n_up % 2):
-            raise ContractError(f"w_up: expected shape {want_up} for x {tuple(x_shape)}, got {tuple(up_shape)}")
+            raise ContractError(f"w_up: expected shape {want_up} for x {tuple(x_shape)}, got {tuple(up_shape)}"
+                                + gguf_hint(up_shape, up_blocks))
         if tuple(down_shape) != want_down:
             raise ContractError(f"w_down: expected shape {want_down}, got {tuple(down_shape)}")
+        offset = scalar_count(expert_offset, "expert_offset", 0)
+        if offset + e_local > E:
+            raise ContractError(f"w_up: {e_local} experts (w_up.shape[0]) from expert_offset = {offset} pass "
+                                f"num_experts = {E}")
         self.shapes = {"x": (T, d), "router_w": (d, E), "w_up": tuple(up_shape), "w_down": tuple(down_shape),
                        "b_up": (e_local, n_up), "b_down": (e_local, d)}
         self.frozen = {"w_up": up_blocks, "w_down": down_blocks}
         self.b_up, self.b_down = b_up is not None, b_down is not None
-        self.plan = _MoeLayerPlan(c, T, d, f, E, top_k, scalar_count(expert_offset, "expert_offset", 0), e_local,
+        self.plan = _MoeLayerPlan(c, T, d, f, E, top_k, offset, e_local,
                                   bool(renormalize), activation or "none", self.b_up, self.b_down, self.dtype,
                                   self.weight_type, self.down_type, accumulate)
 

@@ -34,8 +34,10 @@ def dequantize(weights: Array) -> np.ndarray:
 
 def read_gguf(path: str, tensor: str, *, context=None) -> Array:
     """An expert tensor of a GGUF v3 file (dims [k, n, E] or [k, n]; F32, F16, BF16 or one of
-    vkgmm.BLOCK_FORMATS) as a device Array of shape (E, n, k): gmm's rhs in the transposed layout (pass
-    transpose_rhs=True for a float tensor; a block format implies it)."""
+    vkgmm.BLOCK_FORMATS) as a device Array of shape (E, n, k), (1, n, k) for a 2-D tensor such as a
+    router's ffn_gate_inp (router_w is then .numpy()[0].T): gmm's rhs in the transposed layout (pass
+    transpose_rhs=True for a float tensor; a block format implies it). moe_layer takes float expert weights
+    as [E, k, n]: transpose a float tensor's last two dimensions for it (docs/routing-and-epilogues.md)."""
     fmt, shape, data = _read_gguf_tensor(str(path), tensor)
     c = _context.resolve(context)
     if fmt in ("f32", "f16", "bf16"):
