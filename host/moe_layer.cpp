@@ -59,7 +59,7 @@ GmmProblem moe_layer_projection(const MoeLayerProblem& p, bool up) {
   g.num_rhs_groups = local_experts(p);
   g.group_offset = p.expert_offset;
   g.rhs_type = up ? p.weight_type : p.down_type();
-  g.transpose_rhs = is_quantized(g.rhs_type);  // GGUF's [E, n, k]
+  g.transpose_rhs = is_quantized(g.rhs_type) || p.transpose_weights;  // GGUF's [E, n, k]
   g.lhs_type = up ? p.dtype : DType::f32;
   g.out_type = up ? DType::f32 : p.dtype;
   g.existing_out = !up && p.accumulate;

@@ -359,6 +359,7 @@ TEST(CDefaults, MoeLayerProblemIsTheCppDefault) {
   EXPECT_EQ(cpp.weight_type, p.weight_type);
   EXPECT_EQ(cpp.down_weight_type, p.down_weight_type);
   EXPECT_EQ(cpp.accumulate, p.accumulate);
+  EXPECT_EQ(cpp.transpose_weights, p.transpose_weights);
   EXPECT_EQ(cpp.activation, Activation::none);
   c.local_experts = -1;
   EXPECT_EQ(c_api::to_cpp(c).local_experts, p.local_experts);
@@ -366,6 +367,10 @@ TEST(CDefaults, MoeLayerProblemIsTheCppDefault) {
   EXPECT_EQ(c_api::to_cpp(c).local_experts, 3);
   c.renormalize = -1;
   EXPECT_FALSE(c_api::to_cpp(c).renormalize);
+  c.transpose_weights = 1;
+  EXPECT_TRUE(c_api::to_cpp(c).transpose_weights);
+  c.reserved_end = 1;
+  EXPECT_THROW(c_api::to_cpp(c), Error);
 }
 
 // Through the public entry points: a plan from the default C problem and one from the default C++ problem,

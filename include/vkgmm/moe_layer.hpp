@@ -22,13 +22,16 @@ namespace vkgmm {
 // [E_local, d]. x and y have type `dtype`, the expert weights `weight_type`, w_down `down_weight_type`
 // where given (GGUF files often keep the down projection in a wider format: q4_K gate and up beside q6_K
 // down). A block format freezes a projection's weights: the backward gives no gradient of them, and they
-// are in GGUF's layout, w_up [E_local, n_up, d], w_down [E_local, d, f].
+// are in GGUF's layout, w_up [E_local, n_up, d], w_down [E_local, d, f]. With transpose_weights, float
+// weights are in that layout too (GGUF's F32/F16/BF16 tensors, PyTorch's [out, in] Linear weights), and
+// so are their gradients.
 struct MoeLayerProblem {
   int64_t tokens = 0, d_model = 0, d_ff = 0;  // T, d, f
   int64_t num_experts = 0, top_k = 0;         // E (the router's), top_k
   int64_t expert_offset = 0;
   int64_t local_experts = -1;  // E_local; -1: E - expert_offset
   bool renormalize = true;
+  bool transpose_weights = false;  // float w_up [E_local, n_up, d], w_down [E_local, d, f] (block formats always)
   Activation activation = Activation::swiglu;
   bool up_bias = false, down_bias = false;
   DType dtype = DType::f32, weight_type = DType::f32;

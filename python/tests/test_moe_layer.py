@@ -90,7 +90,7 @@ def test_moe_layer_refuses_mismatched_shapes(ctx, rng):
         vkgmm.moe_layer(x, rw, wu, wd, top_k=1.9)
     # Float weights in GGUF's layout ([E, n, k], as read_gguf gives them) are named as such.
     assert wu.shape[1] != wu.shape[2]  # d != 2f: the swapped tensor has another shape
-    with pytest.raises(vkgmm.ContractError, match=r"w_up: .*GGUF's layout .*transpose\(0, 2, 1\)"):
+    with pytest.raises(vkgmm.ContractError, match=r"w_up: .*layout \[E, n, k\]\? pass transpose_weights=True"):
         vkgmm.moe_layer(x, rw, wu.transpose(0, 2, 1).copy(), wd, top_k=2)
     # A window of experts past the router's: named by the operand that gives the count.
     with pytest.raises(vkgmm.ContractError, match=r"w_up: %d experts \(w_up.shape\[0\]\) from expert_offset = 3 pass "
@@ -130,3 +130,20 @@ def test_moe_layer_projections_take_their_own_types(ctx, rng, frozen):
     np.testing.assert_allclose(y, y_ref, rtol=1e-4, atol=1e-4)
     for name, g in grads.items():
         np.testing.assert_allclose(g, grads_ref[name], rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+def test_moe_layer_takes_transposed_float_weights(ctx, rng):
+    """transpose_weights=True: w_up [E, 2f, d] and w_down [E, d, f] (GGUF's float tensors, PyTorch's Linear
+    weights) give the layer's y and gradients, the weight gradients in the weights' layout."""
+    x, rw, wu, wd, bu, bd = [a.astype(np.float32) for a in make(rng)]
+    d_y = rng.standard_normal(x.shape).astype(np.float32)
+    y, g = vkgmm.moe_layer_vjp(x, rw, wu, wd, d_y, top_k=2, b_up=bu, b_down=bd)
+    wu_t, wd_t = wu.transpose(0, 2, 1).copy(), wd.transpose(0, 2, 1).copy()
+    y_t, g_t = vkgmm.moe_layer_vjp(x, rw, wu_t, wd_t, d_y, top_k=2, b_up=bu, b_down=bd, transpose_weights=True)
+    np.testing.assert_allclose(y_t, y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(vkgmm.moe_layer(x, rw, wu_t, wd_t, top_k=2, b_up=bu, b_down=bd,
+                                               transpose_weights=True), y, rtol=1e-5, atol=1e-5)
+    for name in ("x", "router_w", "b_up", "b_down"):
+        np.testing.assert_allclose(g_t[name], g[name], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g_t["w_up"], g["w_up"].transpose(0, 2, 1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g_t["w_down"], g["w_down"].transpose(0, 2, 1), rtol=1e-5, atol=1e-5)

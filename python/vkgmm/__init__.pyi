@@ -150,11 +150,11 @@ def gmm_ids_vjp(lhs: Operand, rhs: Operand, ids: npt.ArrayLike, d_out: Operand, 
 def moe_layer(x: Operand, router_w: Operand, w_up: Operand, w_down: Operand, *, top_k: int,
               b_up: Optional[Operand] = ..., b_down: Optional[Operand] = ..., activation: Optional[str] = ...,
               renormalize: bool = ..., expert_offset: int = ..., num_experts: Optional[int] = ...,
-              context: Optional[Context] = ...) -> np.ndarray: ...
+              transpose_weights: bool = ..., context: Optional[Context] = ...) -> np.ndarray: ...
 def moe_layer_vjp(x: Operand, router_w: Operand, w_up: Operand, w_down: Operand, d_y: Optional[Operand] = ..., *,
                   top_k: int, b_up: Optional[Operand] = ..., b_down: Optional[Operand] = ...,
                   activation: Optional[str] = ..., renormalize: bool = ..., expert_offset: int = ...,
-                  num_experts: Optional[int] = ..., target: Optional[Operand] = ...,
+                  num_experts: Optional[int] = ..., target: Optional[Operand] = ..., transpose_weights: bool = ...,
                   context: Optional[Context] = ...) -> Tuple[np.ndarray, Dict[str, np.ndarray]]: ...
 
 def top_k(logits: Operand, k: int, renormalize: bool = ..., *,

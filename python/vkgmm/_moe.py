@@ -14,7 +14,7 @@ class _Layer:
     """The layer's shapes and types from its operands, and its plan."""
 
     def __init__(self, x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
-                 num_experts, context, accumulate=False):
+                 num_experts, context, accumulate=False, transpose_weights=False):
         self.context = c = _context.resolve(context)
         x_shape, self.dtype = spec(x, "x")
         rank(x_shape, 2, "x", "[T, d]")
@@ -31,20 +31,20 @@ class _Layer:
             raise ContractError(f"router_w: expected shape {(d, E)} ([d, E]), got {tuple(r_shape)}")
         up_blocks, down_blocks = (t not in ("f32", "f16", "bf16") for t in (self.weight_type, self.down_type))
         # Block-format weights keep GGUF's layout: w_up [E_local, n_up, d], w_down [E_local, d, f]; each
-        # projection's own type says which.
-        e_local, n_up = up_shape[0], (up_shape[1] if up_blocks else up_shape[2])
+        # projection's own type says which. transpose_weights puts float weights in that layout too.
+        up_nk, down_nk = up_blocks or bool(transpose_weights), down_blocks or bool(transpose_weights)
+        e_local, n_up = up_shape[0], (up_shape[1] if up_nk else up_shape[2])
         gated = activation not in (None, "none")
         f = n_up // 2 if gated else n_up
-        want_up = (e_local, n_up, d) if up_blocks else (e_local, d, n_up)
-        want_down = (e_local, d, f) if down_blocks else (e_local, f, d)
-        def gguf_hint(shape, blocks):
+        want_up = (e_local, n_up, d) if up_nk else (e_local, d, n_up)
+        want_down = (e_local, d, f) if down_nk else (e_local, f, d)
+        def gguf_hint(shape, nk):
             # A float tensor in GGUF's layout ([E, n, k], as read_gguf gives it) has its last two dims swapped.
-            return "" if blocks or len(shape) != 3 or shape[2] != d else (
-                " (a float tensor in GGUF's layout [E, n, k]? moe_layer takes float weights as [E, k, n]: "
-                "w.transpose(0, 2, 1))")
+            return "" if nk or len(shape) != 3 or shape[2] != d else (
+                " (a float tensor in GGUF's or PyTorch's layout [E, n, k]? pass transpose_weights=True)")
         if tuple(up_shape) != want_up or (gated and n_up % 2):
             raise ContractError(f"w_up: expected shape {want_up} for x {tuple(x_shape)}, got {tuple(up_shape)}"
-                                + gguf_hint(up_shape, up_blocks))
+                                + gguf_hint(up_shape, up_nk))
         if tuple(down_shape) != want_down:
             raise ContractError(f"w_down: expected shape {want_down}, got {tuple(down_shape)}")
         offset = scalar_count(expert_offset, "expert_offset", 0)
@@ -57,7 +57,7 @@ class _Layer:
         self.b_up, self.b_down = b_up is not None, b_down is not None
         self.plan = _MoeLayerPlan(c, T, d, f, E, top_k, offset, e_local,
                                   bool(renormalize), activation or "none", self.b_up, self.b_down, self.dtype,
-                                  self.weight_type, self.down_type, accumulate)
+                                  self.weight_type, self.down_type, accumulate, bool(transpose_weights))
 
     def inputs(self, x, router_w, w_up, w_down, b_up, b_down):
         c = self.context
@@ -73,26 +73,28 @@ class _Layer:
 
 
 def moe_layer(x, router_w, w_up, w_down, *, top_k, b_up=None, b_down=None, activation="swiglu",
-              renormalize=True, expert_offset=0, num_experts=None, context=None):
+              renormalize=True, expert_offset=0, num_experts=None, transpose_weights=False, context=None):
     """y [T, d] = sum over each token's top_k experts (those in [expert_offset, expert_offset + E_local)) of
     weight * (act(x @ w_up[e] + b_up[e]) @ w_down[e] + b_down[e]), routed by logits = x @ router_w (float32):
     weights the softmax over all E of the chosen logits, renormalised over them with renormalize (ties to
     the lower expert). x [T, d]; router_w [d, E]; w_up [E_local, d, 2f] ([gate | up] columns; [E_local,
     d, f] with activation None); w_down [E_local, f, d]; b_up [E_local, 2f]; b_down [E_local, d]. Weights in
     a block format (each projection its own type) are frozen and in GGUF's layout: w_up [E_local, 2f, d],
-    w_down [E_local, d, f]."""
+    w_down [E_local, d, f]; transpose_weights=True takes float weights in that layout too (GGUF's float
+    tensors, PyTorch's [out, in] Linear weights)."""
     layer = _Layer(x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
-                   num_experts, context)
+                   num_experts, context, transpose_weights=transpose_weights)
     y = layer.empty("x", layer.dtype)
     layer.plan.run(*layer.inputs(x, router_w, w_up, w_down, b_up, b_down), y)
     return y.numpy()
 
 
 def moe_layer_vjp(x, router_w, w_up, w_down, d_y=None, *, top_k, b_up=None, b_down=None, activation="swiglu",
-                  renormalize=True, expert_offset=0, num_experts=None, target=None, context=None):
+                  renormalize=True, expert_offset=0, num_experts=None, target=None, transpose_weights=False,
+                  context=None):
     """moe_layer's y and its gradients for the cotangent d_y [T, d], forward and backward in one submit:
     (y, grads), grads a dict of "x", "router_w", "w_up", "w_down" (each absent where its weights are in a
-    block format, frozen) and "b_up", "b_down" when given. Gradients flow through the routing weights to the router
+    block format, frozen; with transpose_weights in the weights' layout) and "b_up", "b_down" when given. Gradients flow through the routing weights to the router
     (the top-k choice itself has none). A shard of the experts (expert_offset, w_up's E_local) gives its
     experts' weight gradients and its share of y, "x" and "router_w": the shards' shares add up.
 
@@ -101,7 +103,7 @@ def moe_layer_vjp(x, router_w, w_up, w_down, d_y=None, *, top_k, b_up=None, b_do
     if (d_y is None) == (target is None):
         raise ContractError("d_y, target: give one of them (the cotangent, or the target of a squared error)")
     layer = _Layer(x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
-                   num_experts, context, accumulate=target is not None)
+                   num_experts, context, accumulate=target is not None, transpose_weights=transpose_weights)
     c = layer.context
     given = d_y if d_y is not None else target
     name = "d_y" if d_y is not None else "target"
