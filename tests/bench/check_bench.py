@@ -499,7 +499,8 @@ def check_quant(exe):
     if w["metadata"] != "ids" or not positive(w["chain_gpu_ms_median"]) or not positive(w["sorted_gpu_ms_median"]):
         fail("quant ids: the routed paths (chain, sorted gemm) did not run", out)
     # A wrong result is refused before anything is timed, with block-format weights too.
-    for extra in (tiny + ["--rhs-format", "mxfp4"], ids + ["--rhs-format", "q6_K", "--k", "256"]):
+    ids_k256 = [("256" if i > 0 and ids[i - 1] == "--k" else a) for i, a in enumerate(ids)]  # whole q6_K blocks
+    for extra in (tiny + ["--rhs-format", "mxfp4"], ids_k256 + ["--rhs-format", "q6_K"]):
         code, out, err = run(exe, extra, {"VKGMM_BENCH_PERTURB": "1"})
         if code != 1 or "differs from the CPU reference" not in err or out.strip() or "timing" in err:
             fail(f"quant {extra[-1]}: a perturbed result was not refused (status {code})", out, err)
