@@ -165,13 +165,7 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   // can be staged, of a device-local one. Staging copies go to vkgmm's own device's queue only: a wrapped
   // device's queue is the app's, which vkgmm uses for submit_and_wait alone.
   const bool can_stage = dev.owns && dev.queue != VK_NULL_HANDLE;
-  const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  VkDeviceSize largest_heap = 0;
-  for (uint32_t t = 0; t < dev.memory.memoryTypeCount; ++t) {
-    const VkMemoryPropertyFlags f = dev.memory.memoryTypes[t].propertyFlags;
-    if ((f & hv) == hv || (can_stage && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)))
-      largest_heap = std::max(largest_heap, dev.memory.memoryHeaps[dev.memory.memoryTypes[t].heapIndex].size);
-  }
+  const VkDeviceSize largest_heap = largest_buffer_heap(dev.memory, can_stage);
   if (bytes > largest_heap)
     out_of_memory(bytes, "larger than the largest memory heap vkgmm's buffers can use (" + std::to_string(largest_heap) +
                              " bytes)");

@@ -61,6 +61,15 @@ BufferMemory window_fallback(const VkPhysicalDeviceMemoryProperties& memory, uin
   return {first_type(memory, type_bits, kMapped, kLocal), true};
 }
 
+VkDeviceSize largest_buffer_heap(const VkPhysicalDeviceMemoryProperties& memory, bool can_stage) {
+  VkDeviceSize largest = 0;
+  for (uint32_t t = 0; t < memory.memoryTypeCount; ++t) {
+    const VkMemoryPropertyFlags f = memory.memoryTypes[t].propertyFlags;
+    if ((f & kMapped) == kMapped || (can_stage && (f & kLocal))) largest = std::max(largest, heap_of(memory, t));
+  }
+  return largest;
+}
+
 uint32_t staging_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits) {
   const uint32_t cached = first_type(memory, type_bits, kMapped | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
   return cached != UINT32_MAX ? cached : first_type(memory, type_bits, kMapped);

@@ -36,6 +36,10 @@ BufferMemory choose_buffer_memory(const VkPhysicalDeviceMemoryProperties& memory
 BufferMemory window_fallback(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits, bool can_stage,
                              BufferMemory first);
 
+// The largest heap a buffer could come from: of a mapped type or, where staging is possible, of a
+// device-local one (Context::create_buffer refuses a larger request before any Vulkan call).
+VkDeviceSize largest_buffer_heap(const VkPhysicalDeviceMemoryProperties& memory, bool can_stage);
+
 // The host-visible coherent type for staging copies (host-cached first: downloads read it).
 uint32_t staging_memory_type(const VkPhysicalDeviceMemoryProperties& memory, uint32_t type_bits);
 

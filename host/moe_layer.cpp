@@ -203,12 +203,13 @@ void check_layer_overlaps(const MoeLayerOperands& ops, const BufferView& work, c
     rows.push_back({"y", true});
     views.push_back(ops.y);
   } else {
-    const std::pair<const char*, BufferView> grads[] = {{"d_y", g->d_y},           {"d_x", g->d_x},
-                                                        {"d_router_w", g->d_router_w}, {"d_w_up", g->d_w_up},
-                                                        {"d_b_up", g->d_b_up},     {"d_w_down", g->d_w_down},
-                                                        {"d_b_down", g->d_b_down}};
-    for (const auto& [name, view] : grads) {
-      rows.push_back({name, std::string(name) != "d_y"});
+    rows.push_back({"d_y", false});
+    views.push_back(g->d_y);
+    const std::pair<const char*, BufferView> written[] = {{"d_x", g->d_x},       {"d_router_w", g->d_router_w},
+                                                          {"d_w_up", g->d_w_up}, {"d_b_up", g->d_b_up},
+                                                          {"d_w_down", g->d_w_down}, {"d_b_down", g->d_b_down}};
+    for (const auto& [name, view] : written) {
+      rows.push_back({name, true});
       views.push_back(view);
     }
   }

@@ -32,13 +32,13 @@ void check_types(const char* op, DType lhs, DType rhs, DType out, bool rhs_block
 int64_t check_routing(const char* op, const GmmProblem& p);
 // gmm's epilogue: a known activation; swiglu needs an even product width n. Returns the output width.
 int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n);
-// The window of active groups: 0 <= group_offset < G and 1 <= count <= G - group_offset, where count
-// (named `count_name` in errors) is `requested`, or G - group_offset when requested is -1 (any other
-// negative value is refused). Returns count.
 // The elements of an operand of groups x rows x cols (each >= 0, rows and cols below 2^31), refused as
 // unsupported where the count passes 2^62, where a 64-bit product of the three could wrap to a small
 // size (the operand checks refuse every count past 2^32 with their own message).
 uint64_t element_count(const char* op, const char* what, int64_t groups, int64_t rows, int64_t cols);
+// The window of active groups: 0 <= group_offset < G and 1 <= count <= G - group_offset, where count
+// (named `count_name` in errors) is `requested`, or G - group_offset when requested is -1 (any other
+// negative value is refused). Returns count.
 int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int64_t requested,
                            const char* count_name);
 // Operands vkgmm cannot bind even in parts, nor read through texel views up to `texel_reach` bytes (0:

@@ -46,8 +46,9 @@ TopKBackwardSizes TopKBackwardPlan::sizes() const { return token_op_sizes<TopKBa
 void TopKBackwardPlan::check(const TopKBackwardOperands& ops) const { bind_token_op(live_state(state_, "top_k_backward").core, ops); }
 
 void TopKBackwardPlan::record(VkCommandBuffer cb, const TopKBackwardOperands& ops) const {
-  live_state(state_, "top_k_backward").core.check_command_buffer(cb);
-  state_->core.record(cb, bind_token_op(state_->core, ops));
+  const auto& core = live_state(state_, "top_k_backward").core;
+  core.check_command_buffer(cb);
+  core.record(cb, bind_token_op(core, ops));
 }
 
 void top_k_backward(Context& ctx, const TopKProblem& forward, const TopKBackwardOperands& ops,

@@ -41,8 +41,9 @@ TopKSizes TopKPlan::sizes() const { return token_op_sizes<TopKOperands>(problem(
 void TopKPlan::check(const TopKOperands& ops) const { bind_token_op(live_state(state_, "top_k").core, ops); }
 
 void TopKPlan::record(VkCommandBuffer cb, const TopKOperands& ops) const {
-  live_state(state_, "top_k").core.check_command_buffer(cb);
-  state_->core.record(cb, bind_token_op(state_->core, ops));
+  const auto& core = live_state(state_, "top_k").core;
+  core.check_command_buffer(cb);
+  core.record(cb, bind_token_op(core, ops));
 }
 
 void top_k(Context& ctx, const TopKProblem& problem, const TopKOperands& ops) {

@@ -58,15 +58,15 @@ GmmProblem small_gmm() {
 
 void expect_gmm_works(Context& c) { expect_gmm_matches_reference(c, small_gmm(), 11); }
 
-// The largest heap holding a host-visible coherent memory type or, with a queue to stage copies on, a
-// device-local one: what create_buffer measures a request against. lavapipe has one heap.
+// The largest heap holding a host-visible coherent memory type or, on vkgmm's own device (its queue to
+// stage copies on), a device-local one: what create_buffer measures a request against. lavapipe has one heap.
 VkDeviceSize largest_usable_heap(const Context& c) {
   const Device& dev = ContextInternals::of(c).dev;
   const VkMemoryPropertyFlags hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   VkDeviceSize h = 0;
   for (uint32_t t = 0; t < dev.memory.memoryTypeCount; ++t) {
     const VkMemoryPropertyFlags f = dev.memory.memoryTypes[t].propertyFlags;
-    if ((f & hv) == hv || (dev.queue && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)))
+    if ((f & hv) == hv || (dev.owns && dev.queue && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)))
       h = std::max(h, dev.memory.memoryHeaps[dev.memory.memoryTypes[t].heapIndex].size);
   }
   return h;

@@ -63,6 +63,9 @@ vkgmm::DType dtype_of(const std::string& name, const char* what) {
   return *t;
 }
 
+// The output's columns: n, or n / 2 with a gated activation ([gate | up] in, one half out).
+int64_t out_width(const vkgmm::GmmProblem& p) { return vkgmm::gated(p.epilogue.activation) ? p.n / 2 : p.n; }
+
 vkgmm::Activation activation_of(const std::optional<std::string>& name) {
   if (!name) return vkgmm::Activation::none;
   if (const std::optional<vkgmm::Activation> a = vkgmm::activation_of_name(name->c_str())) return *a;
@@ -177,7 +180,7 @@ GmmPlanPy make_gmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::ve
   r.T = m;
   r.top_k = top_k;
   r.n = n;
-  r.n_out = vkgmm::gated(p.epilogue.activation) ? n / 2 : n;
+  r.n_out = out_width(p);
   r.g_local = q.num_rhs_groups >= 0 ? q.num_rhs_groups : int64_t(q.group_sizes.size()) - q.group_offset;
   return r;
 }
@@ -359,9 +362,7 @@ void bind_plans(py::module_& m) {
            arg("out_type"), arg("tiling"), arg("top_k") = 0, arg("lhs_per_slot") = false, arg("combine") = false,
            arg("num_experts") = 0, arg("bias") = false, arg("activation") = py::none(), arg("accumulate") = false)
       .def_property_readonly("frozen_rhs", [](const BackwardPlanPy& b) { return b.plan->frozen_rhs(); })
-      .def_property_readonly("n_out", [](const BackwardPlanPy& b) {
-        return vkgmm::gated(b.forward.epilogue.activation) ? b.forward.n / 2 : b.forward.n;
-      })
+      .def_property_readonly("n_out", [](const BackwardPlanPy& b) { return out_width(b.forward); })
       .def_property_readonly("reads_lhs", [](const BackwardPlanPy& b) { return b.plan->sizes().lhs > 0; })
       .def_property_readonly("has_d_rhs", [](const BackwardPlanPy& b) {
         return !b.plan->frozen_rhs() && b.plan->sizes().d_rhs > 0;
