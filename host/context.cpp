@@ -135,12 +135,28 @@ Context::Impl::~Impl() {
   report_teardown_messages(log.take());
 }
 
+std::vector<std::string> ValidationLog::take() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> texts;
+  texts.reserve(messages_.size());
+  for (Message& m : messages_) texts.push_back(std::move(m.text));
+  messages_.clear();
+  return texts;
+}
+
 void ValidationLog::throw_if_any() {
   std::lock_guard lock(mutex_);
   if (messages_.empty()) return;
-  std::string first = messages_.front();
-  size_t count = messages_.size();
-  messages_.clear();
+  const std::thread::id self = std::this_thread::get_id();
+  std::string first;
+  size_t count = 0;
+  std::vector<Message> others;
+  for (Message& m : messages_) {
+    if (m.thread != self) others.push_back(std::move(m));
+    else if (count++ == 0) first = std::move(m.text);
+  }
+  messages_ = std::move(others);
+  if (count == 0) return;
   throw Error(Status::validation, "validation layer: " + first +
                                       (count > 1 ? " (and " + std::to_string(count - 1) + " more)" : ""));
 }

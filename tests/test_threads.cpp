@@ -1,6 +1,7 @@
 // One Context shared by 8 threads issuing gmm and tgmm at once: every result matches the reference and
 // the validation layer (whose thread-safety checks are on) reports nothing. Also one plan recorded from
-// every thread at once, and buffers made and dropped concurrently.
+// every thread at once, buffers made and dropped concurrently, and a validation message kept to the
+// thread that caused it.
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -120,6 +121,40 @@ TEST_F(DeviceTest, ThreadsCompilingOnePipelineKeepOne) {
   for (auto& th : threads) th.join();
   for (const auto& f : failures) EXPECT_EQ(f, "");
   EXPECT_EQ(ContextInternals::of(c).pipelines.size(), one);
+}
+
+// The validation layer reports on the thread whose Vulkan call broke a rule. A message one thread caused
+// fails that thread's own call, not a gmm another thread runs meanwhile on the same Context.
+TEST_F(DeviceTest, ValidationMessagesFailTheThreadThatCausedThem) {
+  Context c = make_context({});
+  Buffer target = c.create_buffer(256);
+  GmmProblem p;
+  p.m = 12, p.k = 8, p.n = 4, p.group_sizes = {5, 7};
+  std::atomic<bool> recorded{false}, other_done{false};
+  std::string other_failure;
+  std::thread other([&] {
+    while (!recorded.load()) std::this_thread::yield();
+    try {
+      expect_gmm_matches_reference(c, p, 7);
+    } catch (const std::exception& e) {
+      other_failure = e.what();
+    }
+    other_done.store(true);
+  });
+  try {
+    c.submit_and_wait([&](VkCommandBuffer cb) {
+      vkCmdFillBuffer(cb, target.handle(), 0, 0, 0);  // a size of 0 breaks VUID-vkCmdFillBuffer-size-00026
+      recorded.store(true);
+      while (!other_done.load()) std::this_thread::yield();
+    });
+    ADD_FAILURE() << "the fill of 0 bytes was not reported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::validation) << e.what();
+    EXPECT_NE(std::string(e.what()).find("vkCmdFillBuffer"), std::string::npos) << e.what();
+  }
+  other.join();
+  EXPECT_EQ(other_failure, "");
+  EXPECT_TRUE(c.take_validation_messages().empty());
 }
 
 }  // namespace

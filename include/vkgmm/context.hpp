@@ -238,7 +238,7 @@ class VKGMM_API Context {
   // Record with `record` into a one-time command buffer, submit it and wait (bounded) for it.
   void submit_and_wait(const std::function<void(VkCommandBuffer)>& record);
 
-  // Validation messages seen since the last call (the tests fail on any).
+  // Validation messages seen since the last call, every thread's (the tests fail on any).
   std::vector<std::string> take_validation_messages();
 
   struct VKGMM_HIDDEN Impl;  // opaque: the library's, exported with nothing
