@@ -15,6 +15,13 @@ namespace vkgmm {
 
 namespace {
 
+// The forward's rules, under the backward's name and the forward's fields, before its two parts (whose
+// problems swap k and n, lhs and out) are made.
+const GmmProblem& checked_forward(const GmmProblem& f) {
+  check_gmm_problem("gmm_backward", f);
+  return f;
+}
+
 GmmProblem d_lhs_problem(const GmmProblem& f, const GmmBackwardOptions& o) {
   if (routed_backward(f)) return routed_d_lhs_problem(f, o);
   GmmProblem p = f;
@@ -46,8 +53,8 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
 
 GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options,
                                  bool own_workspace)
-    : d_lhs_(own_workspace ? GmmPlan(ctx, d_lhs_problem(forward, options))
-                           : PlanInternals::part_of_another(ctx, d_lhs_problem(forward, options))),
+    : d_lhs_(own_workspace ? GmmPlan(ctx, d_lhs_problem(checked_forward(forward), options))
+                           : PlanInternals::part_of_another(ctx, d_lhs_problem(checked_forward(forward), options))),
       frozen_(is_quantized(forward.rhs_type)),
       app_workspace_(own_workspace && app_plan_owner(ctx) == WorkspaceOwner::app) {
   // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
@@ -104,6 +111,13 @@ VkDeviceSize GmmBackwardPlan::metadata_bytes() const {
 }
 
 namespace {
+constexpr const char* kOp = "gmm_backward";
+// d_lhs's gmm reads d_out as its lhs and writes d_lhs as its out.
+constexpr const char* kDLhsPart = "d_lhs's gmm";
+constexpr std::initializer_list<PartOperand> kDLhsNames = {
+    {"lhs", "d_out"}, {"rhs", "rhs"}, {"out", "d_lhs"}, {"existing_out", "d_lhs"}, {"group_sizes", "group_sizes"},
+    {"workspace", "workspace"}, {"status", "status"}};
+
 // d_lhs = gmm(d_out, rhs, transposed) and d_rhs = tgmm(lhs, d_out): the backward's views as theirs.
 GmmOperands d_lhs_operands(const GmmBackwardOperands& ops, const BufferView& workspace, const BufferView& status,
                            bool accumulate) {
@@ -139,7 +153,7 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
   if (!d_rhs_) {
     // Frozen weights: d_lhs alone, which then writes the status word.
     const GmmOperands d_lhs_ops = d_lhs_operands(ops, ops.workspace, ops.status, accumulate);
-    d_lhs_.check(d_lhs_ops);
+    check_as_part(kOp, kDLhsPart, kDLhsNames, [&] { d_lhs_.check(d_lhs_ops); });
     if (record_it) d_lhs_.record(cb, d_lhs_ops);
     return;
   }
@@ -163,8 +177,11 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
   // Check both before recording either, so a bad view records nothing. The two dispatches run with no
   // barrier between them: that neither output overlaps anything the other reads or writes is the
   // table's overlap rule, checked above.
-  d_lhs_.check(d_lhs_ops);
-  d_rhs_->check(d_rhs_ops);
+  check_as_part(kOp, kDLhsPart, kDLhsNames, [&] { d_lhs_.check(d_lhs_ops); });
+  check_as_part(kOp, "d_rhs's tgmm",
+                {{"lhs", "lhs"}, {"rhs", "d_out"}, {"out", "d_rhs"}, {"group_sizes", "group_sizes"},
+                 {"workspace", "workspace"}, {"status", "status"}},
+                [&] { d_rhs_->check(d_rhs_ops); });
   if (!record_it) return;
   d_lhs_.record(cb, d_lhs_ops);
   d_rhs_->record(cb, d_rhs_ops);

@@ -289,8 +289,11 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
 }
 
 Context Context::wrap(const BorrowedDevice& d, const ContextOptions& options) {
-  ResolvedOptions resolved = resolve_options(options, env_lookup);
-  // The app enabled the extension device_requirements() named: options() reports no other.
+  // The app enabled the extension device_requirements() named: the option is ignored, not checked, and
+  // options() reports no other.
+  ContextOptions taken = options;
+  taken.matrix_extension.clear();
+  ResolvedOptions resolved = resolve_options(taken, env_lookup);
   resolved.matrix_extension.clear();
   if (!d.instance) throw Error(Status::invalid_argument, "BorrowedDevice.instance is null");
   if (!d.physical_device) throw Error(Status::invalid_argument, "BorrowedDevice.physical_device is null");

@@ -57,40 +57,11 @@ struct GmmRows {
 };
 
 GmmRows validate(const PlanCore& core, const GmmProblem& p) {
-  const char* op = core.name();
+  const GmmShape shape = check_gmm_problem(core.name(), p);
   GmmRows r;
-  // Routed by expert ids, the kernel's rows are the T * top_k slots in expert order (the routing build's
-  // row map) and its groups the E_local local experts, from group 0; else the problem's rows and groups.
-  const int64_t routed_experts = check_routing(op, p);
-  r.routed = routed_experts >= 0;
-  r.group_offset = p.group_offset;
-  r.rows = p.m;
-  if (r.routed) {
-    check_dims(op, p.m, p.k, p.n);
-    check_types(op, p.lhs_type, p.rhs_type, p.out_type, true);
-    r.G = r.g_local = routed_experts;
-    r.group_offset = 0;
-    r.rows = p.m * p.routing.top_k;
-  } else {
-    r.G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type, p.out_type);
-    r.g_local = check_group_window(op, r.G, p.group_offset, p.num_rhs_groups, "num_rhs_groups (rhs.shape[0])");
-  }
-  r.out_n = check_epilogue(op, p.epilogue, p.n);
-  if (p.epilogue.save_pre_activation && !r.routed)
-    throw Error(Status::invalid_argument,
-                std::string(op) + ": epilogue.save_pre_activation: only a gmm routed by ids (routing.top_k > 0) "
-                                  "keeps its pre-activation (in its workspace); with group sizes the backward "
-                                  "recomputes it");
-  if (is_quantized(p.rhs_type)) {
-    // Blocks lie along rhs's contiguous axis, each row whole blocks (GGUF's [n, k] expert rows).
-    const int64_t B = int64_t(block_elements(p.rhs_type)), along = p.transpose_rhs ? p.k : p.n;
-    if (along % B != 0)
-      throw Error(Status::invalid_argument,
-                  std::string(op) + ": rhs: " + dtype_name(p.rhs_type) + " blocks of " + std::to_string(B) +
-                      " values lie along rhs's rows: " + (p.transpose_rhs ? "k" : "n") + " = " + std::to_string(along) +
-                      " must be a multiple of " + std::to_string(B) +
-                      (p.transpose_rhs ? " (rhs [G_local, n, k])" : " (rhs [G_local, k, n])"));
-  }
+  r.routed = shape.routed;
+  r.G = shape.G, r.g_local = shape.g_local, r.group_offset = shape.group_offset;
+  r.rows = shape.rows, r.out_n = shape.out_n;
   // A gated activation reads two product columns, [gate | up], per output column: two accumulator halves.
   r.gate_up = gated(p.epilogue.activation);
   r.on_device = r.routed || p.device_group_sizes.count > 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,16 @@ namespace vkgmm {
 
 namespace {
 constexpr const char* kOp = "moe_layer";
+// The passes, as the layer's refusals name them.
+constexpr const char* kRouter = "the router (x @ router_w)";
+constexpr const char* kTopK = "the top-k of the router's logits";
+constexpr const char* kUp = "the up projection (x @ w_up)";
+constexpr const char* kDown = "the down projection (hidden @ w_down)";
+constexpr const char* kDownBackward = "the down projection's backward";
+constexpr const char* kUpBackward = "the up projection's backward";
+constexpr const char* kTopKBackward = "the top-k's backward";
+constexpr const char* kRouterDw = "the router's weight gradient (x^T @ d_logits)";
+constexpr const char* kRouterDx = "the router's input gradient (d_logits @ router_w^T)";
 
 [[noreturn]] void refuse(const std::string& what) { throw Error(Status::invalid_argument, std::string(kOp) + ": " + what); }
 
@@ -43,9 +54,41 @@ void check_problem(const MoeLayerProblem& p) {
   if (!is_known(p.dtype) || is_quantized(p.dtype))
     refuse(std::string("dtype: ") + (is_known(p.dtype) ? std::string(dtype_name(p.dtype)) + " is a block format" : std::to_string(int(p.dtype)) + " is not a vkgmm type") +
            " (x and y take f32, f16 or bf16)");
-  const std::pair<const char*, DType> weights[] = {{"weight_type", p.weight_type}, {"down_weight_type", p.down_type()}};
-  for (const auto& [name, t] : weights)
+  // Block-format weights hold whole blocks along each expert row: d_model for w_up, d_ff for w_down.
+  const std::tuple<const char*, DType, const char*, int64_t> weights[] = {
+      {"weight_type", p.weight_type, "d_model", p.d_model}, {"down_weight_type", p.down_type(), "d_ff", p.d_ff}};
+  for (const auto& [name, t, along, length] : weights) {
     if (!is_known(t)) refuse(std::string(name) + ": " + std::to_string(int(t)) + " is not a vkgmm type");
+    const int64_t B = int64_t(block_elements(t));
+    if (is_quantized(t) && length % B != 0)
+      refuse(std::string(along) + " = " + std::to_string(length) + " must be a multiple of " + std::to_string(B) +
+             ": " + name + " " + dtype_name(t) + " holds blocks of " + std::to_string(B) + " values along it");
+  }
+}
+
+// An inner plan of the layer, made by `make`: its refusal names the layer and the pass it is for.
+template <class Make>
+auto part(const char* pass, Make&& make) {
+  try {
+    return make();
+  } catch (const Error& e) {
+    throw Error(e.status(), std::string(kOp) + ": " + pass + ": " + e.what());
+  }
+}
+
+// Bias views given where the problem has no bias, and the forward's missing ones, under the layer's
+// switches (the inner plans would name their own epilogue's).
+void check_bias_views(const MoeLayerProblem& p, const MoeLayerOperands& ops, const MoeLayerGradients* g) {
+  const std::tuple<const char*, const BufferView*, bool, const char*> biases[] = {
+      {"b_up", &ops.b_up, p.up_bias, "up_bias"},
+      {"b_down", &ops.b_down, p.down_bias, "down_bias"},
+      {"d_b_up", g ? &g->d_b_up : nullptr, p.up_bias, "up_bias"},
+      {"d_b_down", g ? &g->d_b_down : nullptr, p.down_bias, "down_bias"}};
+  for (const auto& [name, view, on, flag] : biases)
+    if (view && view->buffer && !on) refuse(std::string(name) + ": a view was given but " + flag + " is off");
+  if (g) return;  // the backward reads the saved pre-activations, the biases only where its passes say
+  if (!ops.b_up.buffer && p.up_bias) refuse("b_up: up_bias is on but no view was given");
+  if (!ops.b_down.buffer && p.down_bias) refuse("b_down: down_bias is on but no view was given");
 }
 
 }  // namespace
@@ -115,15 +158,20 @@ struct MoeLayerPlan::State {
   // allocates none of its own.
   State(Context& ctx, const MoeLayerProblem& p)
       : problem(p),
-        router(ctx, router_problem(p)),
-        up(PlanInternals::part_of_another(ctx, moe_layer_projection(p, true))),
-        down(PlanInternals::part_of_another(ctx, moe_layer_projection(p, false))),
-        router_dx(PlanInternals::part_of_another(ctx, router_dx_problem(p))),
-        top_k(ctx, routing_problem(p)),
-        down_bw(PlanInternals::part_of_another(ctx, moe_layer_projection(p, false), {})),
-        up_bw(PlanInternals::part_of_another(ctx, moe_layer_projection(p, true), GmmBackwardOptions{p.accumulate})),
-        top_k_bw(ctx, routing_problem(p)),
-        router_dw(ctx, router_weights_problem(p)) {}
+        router(part(kRouter, [&] { return GmmPlan(ctx, router_problem(p)); })),
+        up(part(kUp, [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, true)); })),
+        down(part(kDown, [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, false)); })),
+        router_dx(part(kRouterDx, [&] { return PlanInternals::part_of_another(ctx, router_dx_problem(p)); })),
+        top_k(part(kTopK, [&] { return TopKPlan(ctx, routing_problem(p)); })),
+        down_bw(part(kDownBackward,
+                     [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, false), {}); })),
+        up_bw(part(kUpBackward,
+                   [&] {
+                     return PlanInternals::part_of_another(ctx, moe_layer_projection(p, true),
+                                                           GmmBackwardOptions{p.accumulate});
+                   })),
+        top_k_bw(part(kTopKBackward, [&] { return TopKBackwardPlan(ctx, routing_problem(p)); })),
+        router_dw(part(kRouterDw, [&] { return TgmmPlan(ctx, router_weights_problem(p)); })) {}
 };
 
 namespace {
@@ -229,6 +277,7 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info);
   check_layer_overlaps(ops, work, nullptr);
+  check_bias_views(st.problem, ops, nullptr);
   const BufferView logits = st.logits.in(work), ids = st.ids.in(work), weights = st.weights.in(work);
   const BufferView hidden = st.hidden.in(work);
   GmmOperands r;
@@ -244,10 +293,11 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
   // Every view checked before anything is recorded. One routing build for the layer: the down projection
   // takes the up projection's order of the slots.
   const RoutingSource routing = PlanInternals::routing_source(st.up, up.workspace);
-  st.router.check(r);
-  st.top_k.check(k);
-  st.up.check(up);
-  PlanInternals::check_routed_from(st.down, down, routing);
+  check_as_part(kOp, kRouter, {{"lhs", "x"}, {"rhs", "router_w"}}, [&] { st.router.check(r); });
+  check_as_part(kOp, kTopK, {}, [&] { st.top_k.check(k); });
+  check_as_part(kOp, kUp, {{"lhs", "x"}, {"rhs", "w_up"}, {"bias", "b_up"}, {"status", "status"}}, [&] { st.up.check(up); });
+  check_as_part(kOp, kDown, {{"rhs", "w_down"}, {"out", "y"}, {"existing_out", "y"}, {"bias", "b_down"}},
+             [&] { PlanInternals::check_routed_from(st.down, down, routing); });
   st.router.record(cb, r);
   between(cb);
   st.top_k.record(cb, k);
@@ -262,6 +312,7 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info);
   check_layer_overlaps(ops, work, &g);
+  check_bias_views(st.problem, ops, &g);
   const BufferView logits = st.logits.in(work), ids = st.ids.in(work), weights = st.weights.in(work);
   const BufferView hidden = st.hidden.in(work), d_hidden = st.d_hidden.in(work);
   const BufferView d_weights = st.d_weights.in(work), d_logits = st.d_logits.in(work);
@@ -284,11 +335,17 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   dx.workspace = st.router_dx_ws.in(work);
   // Both backwards take the forward's routing, saved in the up projection's words: no build of their own.
   const RoutingSource routing = PlanInternals::routing_source(st.up, st.up_ws.in(work));
-  PlanInternals::check_backward(st.down_bw, down, routing);
-  PlanInternals::check_backward(st.up_bw, up, routing);
-  st.top_k_bw.check(k);
-  st.router_dw.check(dw);
-  st.router_dx.check(dx);
+  check_as_part(kOp, kDownBackward,
+             {{"rhs", "w_down"}, {"d_out", "d_y"}, {"d_rhs", "d_w_down"}, {"bias", "b_down"}, {"d_bias", "d_b_down"},
+              {"status", "status"}},
+             [&] { PlanInternals::check_backward(st.down_bw, down, routing); });
+  check_as_part(kOp, kUpBackward,
+             {{"lhs", "x"}, {"rhs", "w_up"}, {"d_lhs", "d_x"}, {"d_rhs", "d_w_up"}, {"bias", "b_up"}, {"d_bias", "d_b_up"}},
+             [&] { PlanInternals::check_backward(st.up_bw, up, routing); });
+  check_as_part(kOp, kTopKBackward, {}, [&] { st.top_k_bw.check(k); });
+  check_as_part(kOp, kRouterDw, {{"lhs", "x"}, {"out", "d_router_w"}, {"existing_out", "d_router_w"}},
+             [&] { st.router_dw.check(dw); });
+  check_as_part(kOp, kRouterDx, {{"rhs", "router_w"}, {"out", "d_x"}, {"existing_out", "d_x"}}, [&] { st.router_dx.check(dx); });
   between(cb);  // the forward's saved words
   PlanInternals::record_backward(st.down_bw, cb, down, routing);
   between(cb);

@@ -65,8 +65,9 @@ struct Extent {
 };
 
 // bind_operand's checks of the view itself (all but the binding limits).
+// `values` names the elements in messages (nullptr: the type's name).
 Extent check_view(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view, DType type,
-                  uint64_t count, bool packed) {
+                  uint64_t count, bool packed, const char* values = nullptr) {
   const DeviceInfo& info = ctx.dev.info;
   auto fail = [&](const std::string& what) {
     throw Error(Status::invalid_argument, std::string(op) + ": " + name + ": " + what);
@@ -88,7 +89,7 @@ Extent check_view(const Context::Impl& ctx, const char* op, const char* name, co
   const VkDeviceSize need = storage_bytes(type, count);
   if (view.size < need)
     fail("view of " + std::to_string(view.size) + " bytes is too small: " + std::to_string(count) + " " +
-         dtype_name(type) + " values need " + std::to_string(need));
+         (values ? values : dtype_name(type)) + " values need " + std::to_string(need));
   packed = packed || blocks;
   // From the descriptor's start: the end of the last element, and of the word holding it. The word
   // holding the first element starts at or after `base`, inside the buffer.
@@ -119,10 +120,11 @@ Extent check_view(const Context::Impl& ctx, const char* op, const char* name, co
 
 }  // namespace
 
-BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
-                          DType type, uint64_t count, VkDeviceSize part_bytes, bool packed) {
+namespace {
+BoundOperand bind_checked(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                          DType type, uint64_t count, VkDeviceSize part_bytes, bool packed, const char* values) {
   const DeviceInfo& info = ctx.dev.info;
-  const auto [base, lead, end, esize] = check_view(ctx, op, name, view, type, count, packed);
+  const auto [base, lead, end, esize] = check_view(ctx, op, name, view, type, count, packed, values);
   const VkDeviceSize limit = part_bytes ? part_bytes * kMaxParts : info.max_storage_buffer_range;
   if (end > limit)
     throw Error(Status::unsupported, std::string(op) + ": " + name + ": " + std::to_string(end) +
@@ -139,6 +141,17 @@ BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* 
   for (VkDeviceSize start = part_bytes; start < end; start += part_bytes)
     b.more[b.parts++ - 1] = {view.buffer, base + start, std::min(part_bytes, end - start)};
   return b;
+}
+}  // namespace
+
+BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                          DType type, uint64_t count, VkDeviceSize part_bytes, bool packed) {
+  return bind_checked(ctx, op, name, view, type, count, part_bytes, packed, nullptr);
+}
+
+BoundOperand bind_words(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                        uint64_t count, const char* values) {
+  return bind_checked(ctx, op, name, view, DType::f32, count, 0, false, values);
 }
 
 BoundOperand bind_unread_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,

@@ -59,6 +59,11 @@ struct BoundOperand {
 // is refused (invalid_argument) rather than bound past what the app vouched for.
 BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
                           DType type, uint64_t count, VkDeviceSize part_bytes, bool packed);
+// `count` 32-bit words at any 4-byte offset (ids and group sizes, "int32"; the status word, "uint32";
+// routing weights, "f32"), one binding, checked as bind_operand checks f32 elements; `values` names them in
+// its messages.
+BoundOperand bind_words(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
+                        uint64_t count, const char* values);
 
 // An input the kernel reads only through a texel view (whose reach bind_texel_inputs checked): the same
 // checks of the view, no binding limit, and `unread` (any valid descriptor) in its storage binding.

@@ -195,7 +195,7 @@ VkDescriptorBufferInfo PlanCore::bind_device_metadata(const OperandViews& ops, B
   BoundOperand sizes;
   sizes.info = work;
   sizes.element_offset = static_cast<uint32_t>(workspace_.sizes);
-  if (!routing_) sizes = bind_operand(*ctx_, op, "group_sizes", ops.group_sizes, DType::f32, d.num_groups, 0, false);
+  if (!routing_) sizes = bind_words(*ctx_, op, "group_sizes", ops.group_sizes, d.num_groups, "int32");
   Dispatch& build = b.build.emplace();
   // Earlier work of this plan may still read the workspace (write after read), its indirect command too
   // when the plan takes that grid, or have written it (write after write: the fused combine's per-slot
@@ -209,7 +209,7 @@ VkDescriptorBufferInfo PlanCore::bind_device_metadata(const OperandViews& ops, B
   VkDescriptorBufferInfo status = work;  // no status view: the workspace's last word takes it
   m.status_off = static_cast<uint32_t>(workspace_.status);
   if (ops.status.buffer) {
-    const BoundOperand s = bind_operand(*ctx_, op, "status", ops.status, DType::f32, 1, 0, false);
+    const BoundOperand s = bind_words(*ctx_, op, "status", ops.status, 1, "uint32");
     status = s.info;
     m.status_off = s.element_offset;
   }

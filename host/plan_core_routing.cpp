@@ -97,11 +97,11 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
   // prologue at the sizes' and an unused binding. A problem of no tokens reads neither.
   abi::MetadataPush& m = build.push.as<abi::MetadataPush>();
   if (slots) {
-    const BoundOperand ids = bind_operand(*ctx_, op, "ids", ops.ids, DType::f32, slots, 0, false);
+    const BoundOperand ids = bind_words(*ctx_, op, "ids", ops.ids, slots, "int32");
     build.infos[VKGMM_BINDING_META_IDS] = ids.info;
     m.ids_off = ids.element_offset;
     if (r.combine) {
-      const BoundOperand w = bind_operand(*ctx_, op, "weights", ops.weights, DType::f32, slots, 0, false);
+      const BoundOperand w = bind_words(*ctx_, op, "weights", ops.weights, slots, "f32");
       build.infos[VKGMM_BINDING_META_WEIGHTS] = w.info;
       m.weights_off = w.element_offset;
     }
@@ -121,8 +121,8 @@ void PlanCore::bind_kernel_reads(const OperandViews& ops, const VkDescriptorBuff
   const char* op_name = name();
   // ids or group sizes (int32) and weights (f32) at any 4-byte offset; the status word where the app gives one.
   const BoundOperand ids = routes_in_kernel()
-                               ? bind_operand(*ctx_, op_name, "ids", ops.ids, DType::f32, routing_->slots(), 0, false)
-                               : bind_operand(*ctx_, op_name, "group_sizes", ops.group_sizes, DType::f32, kernel_sizes_, 0, false);
+                               ? bind_words(*ctx_, op_name, "ids", ops.ids, routing_->slots(), "int32")
+                               : bind_words(*ctx_, op_name, "group_sizes", ops.group_sizes, kernel_sizes_, "int32");
   // The route bindings in order: the weights (none: the plan's own buffer, read-only there), the status
   // word (none: `written`, as the binding is declared writable), the ids or sizes (read-only).
   auto at = [&op](RouteBinding b) -> VkDescriptorBufferInfo& { return op.route[b - kRouteWeights]; };
@@ -132,13 +132,13 @@ void PlanCore::bind_kernel_reads(const OperandViews& ops, const VkDescriptorBuff
   abi::GmmPush& p = op.push.as<abi::GmmPush>();
   p.ids_off = ids.element_offset;
   if (routes_in_kernel()) {
-    const BoundOperand w = bind_operand(*ctx_, op_name, "weights", ops.weights, DType::f32, routing_->slots(), 0, false);
+    const BoundOperand w = bind_words(*ctx_, op_name, "weights", ops.weights, routing_->slots(), "f32");
     at(kRouteWeights) = w.info;
     p.route_weights_off = w.element_offset;
   }
   p.status_off = VKGMM_NO_STATUS;
   if (ops.status.buffer) {
-    const BoundOperand s = bind_operand(*ctx_, op_name, "status", ops.status, DType::f32, 1, 0, false);
+    const BoundOperand s = bind_words(*ctx_, op_name, "status", ops.status, 1, "uint32");
     at(kRouteStatus) = s.info;
     p.status_off = s.element_offset;
   }

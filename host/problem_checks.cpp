@@ -65,6 +65,43 @@ int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n) {
   return n / 2;
 }
 
+GmmShape check_gmm_problem(const char* op, const GmmProblem& p) {
+  GmmShape r;
+  // Routed by expert ids, the kernel's rows are the T * top_k slots in expert order (the routing build's
+  // row map) and its groups the E_local local experts, from group 0; else the problem's rows and groups.
+  const int64_t routed_experts = check_routing(op, p);
+  r.routed = routed_experts >= 0;
+  r.group_offset = p.group_offset;
+  r.rows = p.m;
+  check_dims(op, p.m, p.k, p.n);
+  if (r.routed) {
+    r.G = r.g_local = routed_experts;
+    r.group_offset = 0;
+    r.rows = p.m * p.routing.top_k;
+  } else {
+    const DeviceGroupSizes& device = p.device_group_sizes;
+    r.G = device.count || device.expected_rows ? check_device_group_sizes(op, p.group_sizes, device)
+                                               : check_group_sizes(op, p.group_sizes, p.m);
+  }
+  check_types(op, p.lhs_type, p.rhs_type, p.out_type, true);
+  if (!r.routed)
+    r.g_local = check_group_window(op, r.G, p.group_offset, p.num_rhs_groups, "num_rhs_groups (rhs.shape[0])");
+  r.out_n = check_epilogue(op, p.epilogue, p.n);
+  if (p.epilogue.save_pre_activation && !r.routed)
+    bad(op, "epilogue.save_pre_activation: only a gmm routed by ids (routing.top_k > 0) keeps its pre-activation "
+            "(in its workspace); with group sizes the backward recomputes it");
+  if (is_quantized(p.rhs_type)) {
+    // Blocks lie along rhs's contiguous axis, each row whole blocks (GGUF's [n, k] expert rows).
+    const int64_t B = int64_t(block_elements(p.rhs_type)), along = p.transpose_rhs ? p.k : p.n;
+    if (along % B != 0)
+      bad(op, std::string("rhs: ") + dtype_name(p.rhs_type) + " blocks of " + std::to_string(B) +
+                  " values lie along rhs's rows: " + (p.transpose_rhs ? "k" : "n") + " = " + std::to_string(along) +
+                  " must be a multiple of " + std::to_string(B) +
+                  (p.transpose_rhs ? " (rhs [G_local, n, k])" : " (rhs [G_local, k, n])"));
+  }
+  return r;
+}
+
 void check_group_count(const char* op, const char* what, int64_t count) {
   if (count > kMaxGroups)
     throw Error(Status::unsupported, std::string(op) + ": " + what + " = " + std::to_string(count) + ": at most " +
@@ -158,6 +195,24 @@ void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, 
     throw Error(Status::unsupported, std::string(op) + ": the grid " + std::to_string(x) + " x " + std::to_string(y) +
                                          " x " + std::to_string(z) +
                                          " exceeds the device's maxComputeWorkGroupCount: use larger tiles");
+}
+
+void check_as_part(const char* op, const char* part, std::initializer_list<PartOperand> names,
+                   const std::function<void()>& check) {
+  try {
+    check();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    const size_t op_end = m.find(": ");
+    const size_t operand_end = op_end == std::string::npos ? op_end : m.find(": ", op_end + 2);
+    if (operand_end != std::string::npos) {
+      const std::string operand = m.substr(op_end + 2, operand_end - op_end - 2);
+      for (const PartOperand& n : names)
+        if (operand == n.operand)
+          throw Error(e.status(), std::string(op) + ": " + n.name + ": " + m.substr(operand_end + 2));
+    }
+    throw Error(e.status(), std::string(op) + ": " + part + ": " + m);
+  }
 }
 
 void check_existing_view(const char* op, const BufferView& existing, const BufferView& out) {

@@ -2,6 +2,7 @@
 // Error(invalid_argument or unsupported) whose message names the op, the argument and the rule.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <utility>
 #include <vector>
@@ -32,6 +33,16 @@ void check_types(const char* op, DType lhs, DType rhs, DType out, bool rhs_block
 int64_t check_routing(const char* op, const GmmProblem& p);
 // gmm's epilogue: a known activation; swiglu needs an even product width n. Returns the output width.
 int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n);
+// Every rule of a gmm problem that holds on any device (the routing, dims, group sizes or the window,
+// element types, the epilogue, block formats' rows): the plan's check, and the backward's of its forward
+// under its own name. Returns the problem as the kernel sees it.
+struct GmmShape {
+  bool routed = false;
+  // Routed: the E_local local experts from group 0, the T * top_k slots; else the problem's.
+  int64_t G = 0, g_local = 0, group_offset = 0, rows = 0;
+  int64_t out_n = 0;  // output columns (a gated activation's product has 2 * out_n)
+};
+GmmShape check_gmm_problem(const char* op, const GmmProblem& p);
 // The elements of an operand of groups x rows x cols (each >= 0, rows and cols below 2^31), refused as
 // unsupported where the count passes 2^62, where a 64-bit product of the three could wrap to a small
 // size (the operand checks refuse every count past 2^32 with their own message).
@@ -52,6 +63,16 @@ struct OperandLimit {
 };
 bool check_operand_limits(const char* op, const DeviceInfo& info, std::initializer_list<OperandLimit> operands);
 void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, uint64_t z);
+// An operand of a plan made as a part of another op, under the name the op's caller gave its view.
+struct PartOperand {
+  const char* operand;  // the part's ("out")
+  const char* name;     // the op's ("d_lhs")
+};
+// Runs `check`, a part's check of the views the op gave it. Its refusal of one of `names`' operands
+// ("gmm: out: view of ...") is the op's refusal of the caller's view ("gmm_backward: d_lhs: view of ...");
+// any other refusal is the op's, naming the part ("gmm_backward: <part>: gmm: ...").
+void check_as_part(const char* op, const char* part, std::initializer_list<PartOperand> names,
+                   const std::function<void()>& check);
 // existing_out, where given, is either `out` itself or disjoint from it (whether it is given is the
 // operand table's rule, check_operand_presence).
 void check_existing_view(const char* op, const BufferView& existing, const BufferView& out);

@@ -285,11 +285,18 @@ void RoutedBackward::record_routed(VkCommandBuffer cb, const GmmBackwardOperands
   if (!build_h) lhs_ops.status = ops.status;
 
   // Check every pass before recording any, so that a bad view records nothing.
-  if (build_h && given && !saved) PlanInternals::check_routed_from(*h, h_ops, *given);
-  else if (h) h->check(h_ops);
-  if (d_rhs) d_rhs->check(rhs_ops);
-  if (d_bias && ops.d_bias.buffer) d_bias->check(bias_ops);
-  if (h) PlanInternals::check_routed_from(d_lhs, lhs_ops, routing);
+  // The parts' refusals of the caller's views name them as the backward's operands.
+  check_as_part(kOp, "the forward's recompute", {{"lhs", "lhs"}, {"rhs", "rhs"}, {"ids", "ids"}, {"bias", "bias"},
+                                                 {"weights", "weights"}, {"status", "status"}}, [&] {
+    if (build_h && given && !saved) PlanInternals::check_routed_from(*h, h_ops, *given);
+    else if (h) h->check(h_ops);
+  });
+  if (d_rhs) check_as_part(kOp, "d_rhs's tgmm", {{"out", "d_rhs"}}, [&] { d_rhs->check(rhs_ops); });
+  if (d_bias && ops.d_bias.buffer) check_as_part(kOp, "d_bias's tgmm", {{"out", "d_bias"}}, [&] { d_bias->check(bias_ops); });
+  if (h)
+    check_as_part(kOp, "d_lhs's gmm",
+                  {{"rhs", "rhs"}, {"out", "d_lhs"}, {"existing_out", "d_lhs"}, {"ids", "ids"}, {"status", "status"}},
+                  [&] { PlanInternals::check_routed_from(d_lhs, lhs_ops, routing); });
   Dispatch grad_stage;
   if (h) grad_stage = bind_grad(ops, work, routing, pre_view);
   if (!record_it) return;

@@ -79,9 +79,8 @@ Dispatch TokenOpCore::bind(const BufferView* views, uint32_t* offsets) const {
   check_table_overlaps(op_, rows_, views, count_);
   Dispatch s;
   for (size_t i = 0; i < count_; ++i) {
-    // int32 ids take f32's checks: 4-byte elements.
-    const BoundOperand b = bind_operand(*ctx_, op_, rows_[i].name, views[i], DType::f32,
-                                        token_operand_elements(problem_, rows_[i].extent), 0, false);
+    const BoundOperand b = bind_words(*ctx_, op_, rows_[i].name, views[i],
+                                      token_operand_elements(problem_, rows_[i].extent), rows_[i].values);
     if (!s.count) s.bind_all(b.info);  // bindings the module does not declare
     s.infos[rows_[i].binding] = b.info;
     offsets[i] = b.element_offset;

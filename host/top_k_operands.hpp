@@ -21,32 +21,33 @@ struct TokenOperandRow {
   bool written;
   TokenExtent extent;
   uint32_t binding;
+  const char* values;
 };
 
-// X(name, written, extent, binding)
-#define VKGMM_TOP_K_OPERANDS(X)                           \
-  X(logits, false, logits, VKGMM_BINDING_TOPK_LOGITS)     \
-  X(ids, true, slots, VKGMM_BINDING_TOPK_IDS)             \
-  X(weights, true, slots, VKGMM_BINDING_TOPK_WEIGHTS)
+// X(name, written, extent, binding, values): values names the elements in messages (all 32-bit words).
+#define VKGMM_TOP_K_OPERANDS(X)                                  \
+  X(logits, false, logits, VKGMM_BINDING_TOPK_LOGITS, f32)       \
+  X(ids, true, slots, VKGMM_BINDING_TOPK_IDS, int32)             \
+  X(weights, true, slots, VKGMM_BINDING_TOPK_WEIGHTS, f32)
 
 // The inputs are only read and may share words; d_logits may share none with them.
-#define VKGMM_TOP_K_BACKWARD_OPERANDS(X)                              \
-  X(logits, false, logits, VKGMM_BINDING_TOPK_GRAD_LOGITS)            \
-  X(ids, false, slots, VKGMM_BINDING_TOPK_GRAD_IDS)                   \
-  X(weights, false, slots, VKGMM_BINDING_TOPK_GRAD_WEIGHTS)           \
-  X(d_weights, false, slots, VKGMM_BINDING_TOPK_GRAD_D_WEIGHTS)       \
-  X(d_logits, true, logits, VKGMM_BINDING_TOPK_GRAD_D_LOGITS)
+#define VKGMM_TOP_K_BACKWARD_OPERANDS(X)                                   \
+  X(logits, false, logits, VKGMM_BINDING_TOPK_GRAD_LOGITS, f32)            \
+  X(ids, false, slots, VKGMM_BINDING_TOPK_GRAD_IDS, int32)                 \
+  X(weights, false, slots, VKGMM_BINDING_TOPK_GRAD_WEIGHTS, f32)           \
+  X(d_weights, false, slots, VKGMM_BINDING_TOPK_GRAD_D_WEIGHTS, f32)       \
+  X(d_logits, true, logits, VKGMM_BINDING_TOPK_GRAD_D_LOGITS, f32)
 
 template <class Operands>
 struct TokenOperandTable;
 
-#define VKGMM_TOKEN_ROW(name, written, extent, binding) {#name, written, TokenExtent::extent, binding},
-#define VKGMM_TOKEN_VIEW(name, written, extent, binding) ops.name,
-#define VKGMM_TOKEN_OFFSET(name, written, extent, binding) push.name##_off = *offsets++;
-#define VKGMM_TOKEN_SIZE(name, written, extent, binding) s.name = *bytes++;
-#define VKGMM_TOKEN_COPY(name, written, extent, binding) to.name = convert(c.name);
-#define VKGMM_TOKEN_PUSH_AT(name, written, extent, binding) at = at && offsetof(Push, name##_off) == 4 * row++;
-#define VKGMM_TOKEN_FIELD(name, written, extent, binding) +1
+#define VKGMM_TOKEN_ROW(name, written, extent, binding, values) {#name, written, TokenExtent::extent, binding, #values},
+#define VKGMM_TOKEN_VIEW(name, written, extent, binding, values) ops.name,
+#define VKGMM_TOKEN_OFFSET(name, written, extent, binding, values) push.name##_off = *offsets++;
+#define VKGMM_TOKEN_SIZE(name, written, extent, binding, values) s.name = *bytes++;
+#define VKGMM_TOKEN_COPY(name, written, extent, binding, values) to.name = convert(c.name);
+#define VKGMM_TOKEN_PUSH_AT(name, written, extent, binding, values) at = at && offsetof(Push, name##_off) == 4 * row++;
+#define VKGMM_TOKEN_FIELD(name, written, extent, binding, values) +1
 
 #define VKGMM_TOKEN_OPERAND_TABLE(OPERANDS, SIZES, PUSH, LIST)                                               \
   template <>                                                                                               \

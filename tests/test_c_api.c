@@ -19,6 +19,20 @@ static int failures = 0;
     }                                                                           \
   } while (0)
 
+/* The last message, which names the C API's fields and calls, never the C++ API's. */
+static const char* message(void) {
+  static const char* const cpp[] = {"::", "ContextOptions", "BorrowedDevice", "DeviceInfo", "Python", ".shape",
+                                    "routing.", "epilogue.", "workspace_bytes", "device_group_sizes",
+                                    "create_buffer", "borrow_buffer", "device_requirements("};
+  const char* m = vkgmm_last_error_message();
+  for (size_t i = 0; i < sizeof cpp / sizeof cpp[0]; ++i)
+    if (strstr(m, cpp[i])) {
+      fprintf(stderr, "  a C message names the C++ API (%s): %s\n", cpp[i], m);
+      ++failures;
+    }
+  return m;
+}
+
 #define M 10
 #define K 8
 #define N 6
@@ -140,7 +154,7 @@ static void test_gmm(vkgmm_context* ctx) {
   vkgmm_gmm_operands small = ops;
   small.out.size = 8;
   CHECK(vkgmm_gmm_plan_run(ctx, plan, &small) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "out") != NULL);
+  CHECK(strstr(message(), "out") != NULL);
   /* The context stays usable. */
   CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_OK);
 
@@ -371,25 +385,25 @@ static void test_device_sizes(vkgmm_context* ctx) {
   vkgmm_gmm_operands bad_ops = ops;
   bad_ops.status.size = 2; /* a status word of 2 bytes */
   CHECK(vkgmm_gmm_plan_run(ctx, plan, &bad_ops) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "status") != NULL);
+  CHECK(strstr(message(), "status") != NULL);
   bad_ops = ops;
   bad_ops.status = (vkgmm_buffer_view){ops.status.buffer, 2, 4}; /* not at a word */
   CHECK(vkgmm_gmm_plan_run(ctx, plan, &bad_ops) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "status") != NULL);
+  CHECK(strstr(message(), "status") != NULL);
   bad_ops = ops;
   bad_ops.workspace.size = s.workspace - 4;
   CHECK(vkgmm_gmm_plan_run(ctx, plan, &bad_ops) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "workspace") != NULL);
+  CHECK(strstr(message(), "workspace") != NULL);
   bad_ops = ops;
   bad_ops.group_sizes.buffer = VK_NULL_HANDLE;
   CHECK(vkgmm_gmm_plan_run(ctx, plan, &bad_ops) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "group_sizes") != NULL);
+  CHECK(strstr(message(), "group_sizes") != NULL);
   /* Host and device sizes at once; a negative count. */
   vkgmm_gmm_plan* none = NULL;
   p.group_sizes = sizes;
   p.num_groups = G;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &none) == VKGMM_INVALID_ARGUMENT && none == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "device_group_count") != NULL);
+  CHECK(strstr(message(), "device_group_count") != NULL);
   p = gmm_problem();
   p.device_group_count = -1;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &none) == VKGMM_INVALID_ARGUMENT && none == NULL);
@@ -397,7 +411,7 @@ static void test_device_sizes(vkgmm_context* ctx) {
   p = gmm_problem();
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &none) == VKGMM_OK);
   CHECK(vkgmm_gmm_plan_run(ctx, none, &ops) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "on the host") != NULL);
+  CHECK(strstr(message(), "on the host") != NULL);
   vkgmm_gmm_plan_destroy(none);
 
   vkgmm_gmm_plan_destroy(plan);
@@ -413,19 +427,19 @@ static void test_errors(vkgmm_context* ctx) {
   vkgmm_gmm_plan* plan = (vkgmm_gmm_plan*)&p; /* must be reset to NULL */
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
   CHECK(plan == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "group_sizes") != NULL);
+  CHECK(strstr(message(), "group_sizes") != NULL);
 
   p = gmm_problem();
 #define COUNT_DTYPE_(name, NAME, value, values, bytes, ggml) +1
   p.lhs_type = (vkgmm_dtype)(0 VKGMM_DTYPES(COUNT_DTYPE_)); /* one past the last type */
 #undef COUNT_DTYPE_
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "lhs_type") != NULL);
+  CHECK(strstr(message(), "lhs_type") != NULL);
   p = gmm_problem();
   p.lhs_type = VKGMM_Q4_0; /* a block format is for rhs only */
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
   CHECK(plan == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "lhs") != NULL);
+  CHECK(strstr(message(), "lhs") != NULL);
   p = gmm_problem();
   p.num_rhs_groups = -2;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT);
@@ -443,7 +457,7 @@ static void test_errors(vkgmm_context* ctx) {
   vkgmm_buffer* own = NULL;
   CHECK(vkgmm_buffer_create(ctx, 16, &own) == VKGMM_OK);
   CHECK(vkgmm_buffer_borrow(ctx, vkgmm_buffer_whole(own).buffer, 16, 1, &borrowed) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "already") != NULL && borrowed == NULL);
+  CHECK(strstr(message(), "already") != NULL && borrowed == NULL);
   /* ... and so through vkgmm_buffer_borrow_usage, whatever the usage flags say. */
   CHECK(vkgmm_buffer_borrow_usage(ctx, VK_NULL_HANDLE, 16, VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT, &borrowed) ==
             VKGMM_INVALID_ARGUMENT &&
@@ -451,7 +465,7 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(vkgmm_buffer_borrow_usage(ctx, vkgmm_buffer_whole(own).buffer, 16,
                                   VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
                                   &borrowed) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "already") != NULL && borrowed == NULL);
+  CHECK(strstr(message(), "already") != NULL && borrowed == NULL);
   vkgmm_buffer_destroy(own);
 
   vkgmm_borrowed_device none;
@@ -459,16 +473,16 @@ static void test_errors(vkgmm_context* ctx) {
   none.struct_size = sizeof none;
   vkgmm_context* wrapped = NULL;
   CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
+  CHECK(strstr(message(), "instance") != NULL);
   none.reserved_tail = 1;
   CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "reserved_tail") != NULL);
+  CHECK(strstr(message(), "reserved_tail") != NULL);
   /* One built against the vkgmm.h before matrix_units: read up to there (and refused for its null
    * instance, not for its size). */
   none.reserved_tail = 0;
   none.struct_size = offsetof(vkgmm_borrowed_device, matrix_units);
   CHECK(vkgmm_context_wrap(&none, &wrapped) == VKGMM_INVALID_ARGUMENT && wrapped == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
+  CHECK(strstr(message(), "instance") != NULL);
 
   /* An unknown matrix extension is refused by name, before any device is made; an older caller's options
    * (before matrix_extension) are read up to there: the name past its struct_size is never read. */
@@ -478,7 +492,7 @@ static void test_errors(vkgmm_context* ctx) {
   bad_ext.matrix_extension = "VK_AMD_matrix";
   vkgmm_context* unmade = NULL;
   CHECK(vkgmm_context_create(&bad_ext, &unmade) == VKGMM_INVALID_ARGUMENT && unmade == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "matrix_extension: 'VK_AMD_matrix'") != NULL);
+  CHECK(strstr(message(), "matrix_extension: 'VK_AMD_matrix'") != NULL);
   bad_ext.struct_size = offsetof(vkgmm_context_options, matrix_extension);
   CHECK(vkgmm_context_create(&bad_ext, &unmade) == VKGMM_OK && unmade != NULL);
   vkgmm_context_destroy(unmade);
@@ -492,7 +506,7 @@ static void test_errors(vkgmm_context* ctx) {
   CHECK(req.matrix_extension == NULL);
   /* The matrix units take the instance: refused without one, naming it. */
   CHECK(vkgmm_device_requirements_query_instance(VK_NULL_HANDLE, VK_NULL_HANDLE, NULL, &req) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "instance") != NULL);
+  CHECK(strstr(message(), "instance") != NULL);
   /* An older caller's struct (before matrix_extension) is written up to its size. */
   union {
     vkgmm_device_requirements req;
@@ -524,7 +538,7 @@ static void test_struct_sizes(vkgmm_context* ctx) {
   vkgmm_gmm_problem p = gmm_problem();
   p.struct_size = 0;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "struct_size") != NULL);
+  CHECK(strstr(message(), "struct_size") != NULL);
   p.struct_size = offsetof(vkgmm_gmm_problem, reserved); /* before the first published size */
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
   /* One built against the vkgmm.h before device group sizes: accepted, on the host path. */
@@ -536,7 +550,7 @@ static void test_struct_sizes(vkgmm_context* ctx) {
   p = gmm_problem();
   p.reserved = 1;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "reserved") != NULL);
+  CHECK(strstr(message(), "reserved") != NULL);
 
   /* A newer caller: accepted while the fields this vkgmm does not know are zero (their defaults). */
   struct newer_problem np;
@@ -556,14 +570,14 @@ static void test_struct_sizes(vkgmm_context* ctx) {
   vkgmm_gmm_operands ops;
   memset(&ops, 0, sizeof ops);
   CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT);
-  CHECK(strstr(vkgmm_last_error_message(), "ops->struct_size") != NULL);
+  CHECK(strstr(message(), "ops->struct_size") != NULL);
   vkgmm_gmm_plan_destroy(plan);
   plan = NULL;
 
   /* A newer field set to something this vkgmm cannot honour: refused as unsupported, not ignored. */
   np.future_field = 1;
   CHECK(vkgmm_gmm_plan_create(ctx, &np.p, &plan) == VKGMM_UNSUPPORTED && plan == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "struct_size") != NULL);
+  CHECK(strstr(message(), "struct_size") != NULL);
 }
 
 /* ----- routing by expert ids and the epilogue: the fields and their rules ---------------------------- */
@@ -575,7 +589,7 @@ static void test_struct_sizes(vkgmm_context* ctx) {
 static void expect_refused(vkgmm_context* ctx, const vkgmm_gmm_problem* p, const char* field) {
   vkgmm_gmm_plan* plan = (vkgmm_gmm_plan*)&plan; /* must be reset to NULL */
   CHECK(vkgmm_gmm_plan_create(ctx, p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL);
-  if (!strstr(vkgmm_last_error_message(), field)) {
+  if (!strstr(message(), field)) {
     fprintf(stderr, "  the message does not name %s: %s\n", field, vkgmm_last_error_message());
     ++failures;
   }
@@ -621,10 +635,10 @@ static void test_routing_fields(vkgmm_context* ctx) {
   p.num_groups = 65536;
   vkgmm_gmm_plan* too_many = NULL;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &too_many) == VKGMM_UNSUPPORTED && too_many == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "num_groups") != NULL);
+  CHECK(strstr(message(), "num_groups") != NULL);
   p.num_groups = (int64_t)1 << 40;
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &too_many) == VKGMM_UNSUPPORTED && too_many == NULL);
-  CHECK(strstr(vkgmm_last_error_message(), "num_groups") != NULL);
+  CHECK(strstr(message(), "num_groups") != NULL);
 
   /* A problem from the vkgmm.h before routing: what lies past its struct_size is not read. */
   p = gmm_problem();
@@ -671,7 +685,7 @@ static void test_saved_pre_activation(vkgmm_context* ctx) {
   CHECK(vkgmm_gmm_plan_create(ctx, &p, &plain) == VKGMM_OK);
   vkgmm_buffer_view v;
   CHECK(vkgmm_gmm_plan_saved_pre_activation(plain, vkgmm_buffer_whole(NULL), &v) == VKGMM_INVALID_ARGUMENT &&
-        strstr(vkgmm_last_error_message(), "saves none"));
+        strstr(message(), "saves none"));
   vkgmm_gmm_plan_destroy(plain);
   p.save_pre_activation = 1;
   vkgmm_gmm_plan* plan = NULL;
@@ -745,7 +759,7 @@ static void test_top_k(vkgmm_context* ctx) {
   vkgmm_top_k_plan* plan = NULL;
   p.reserved_tail = 3;
   CHECK(vkgmm_top_k_plan_create(ctx, &p, &plan) == VKGMM_INVALID_ARGUMENT && plan == NULL &&
-        strstr(vkgmm_last_error_message(), "reserved_tail = 3 must be 0"));
+        strstr(message(), "reserved_tail = 3 must be 0"));
   p.reserved_tail = 0;
   CHECK(vkgmm_top_k_plan_create(ctx, &p, &plan) == VKGMM_OK && plan != NULL);
   if (!plan) return;
@@ -760,11 +774,11 @@ static void test_top_k(vkgmm_context* ctx) {
   CHECK(vkgmm_buffer_download(bw, w, sizeof w, 0) == VKGMM_OK);
   for (int i = 0; i < 4; ++i) CHECK(ids[i] == want_ids[i] && near(w[i], want_w[i]));
   ops.weights = ops.ids; /* overlapping outputs: refused, naming them */
-  CHECK(vkgmm_top_k_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT && strstr(vkgmm_last_error_message(), "ids"));
+  CHECK(vkgmm_top_k_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT && strstr(message(), "ids"));
   p.top_k = 5; /* more than the experts */
   vkgmm_top_k_plan* refused = (vkgmm_top_k_plan*)&refused;
   CHECK(vkgmm_top_k_plan_create(ctx, &p, &refused) == VKGMM_INVALID_ARGUMENT && refused == NULL &&
-        strstr(vkgmm_last_error_message(), "top_k"));
+        strstr(message(), "top_k"));
   vkgmm_top_k_plan_destroy(plan);
   vkgmm_buffer_destroy(bl);
   vkgmm_buffer_destroy(bi);
@@ -821,14 +835,14 @@ static void test_top_k_backward(vkgmm_context* ctx) {
     for (int i = 0; i < 8; ++i) CHECK(near(got[i], 2 * want[i]));
     ops.d_logits = ops.logits; /* the output over an input: refused, naming both */
     CHECK(vkgmm_top_k_backward_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT &&
-          strstr(vkgmm_last_error_message(), "top_k_backward: d_logits overlaps logits"));
+          strstr(message(), "top_k_backward: d_logits overlaps logits"));
     add.reserved = 1;
     vkgmm_top_k_backward_plan* refused = (vkgmm_top_k_backward_plan*)&refused;
     CHECK(vkgmm_top_k_backward_plan_create(ctx, &fwd, &add, &refused) == VKGMM_INVALID_ARGUMENT && refused == NULL &&
-          strstr(vkgmm_last_error_message(), "reserved"));
+          strstr(message(), "reserved"));
     fwd.top_k = 5; /* more than the experts */
     CHECK(vkgmm_top_k_backward_plan_create(ctx, &fwd, NULL, &refused) == VKGMM_INVALID_ARGUMENT && refused == NULL &&
-          strstr(vkgmm_last_error_message(), "top_k_backward: top_k"));
+          strstr(message(), "top_k_backward: top_k"));
     vkgmm_top_k_backward_plan_destroy(plan);
     vkgmm_top_k_backward_plan_destroy(accumulating);
     vkgmm_buffer_destroy(bl);
@@ -974,7 +988,7 @@ static void test_moe_layer(vkgmm_context* ctx) {
     vkgmm_moe_layer_plan_destroy(qp);
     q.down_weight_type = (vkgmm_dtype)99;
     CHECK(vkgmm_moe_layer_plan_create(ctx, &q, &qp) == VKGMM_INVALID_ARGUMENT && !qp);
-    CHECK(strstr(vkgmm_last_error_message(), "down_weight_type") != NULL);
+    CHECK(strstr(message(), "down_weight_type") != NULL);
     q.struct_size = offsetof(vkgmm_moe_layer_problem, has_down_weight_type);
     CHECK(vkgmm_moe_layer_plan_create(ctx, &q, &qp) == VKGMM_OK);
     CHECK(vkgmm_moe_layer_plan_sizes(qp, &qs) == VKGMM_OK && qs.w_down == 32 * D * 4);
@@ -1039,6 +1053,76 @@ static void test_moe_layer(vkgmm_context* ctx) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) vkgmm_buffer_destroy(all[i]);
 }
 
+/* ----- the messages a C caller gets: its own names ------------------------------------------------------ */
+
+static vkgmm_status fail_inside(VkCommandBuffer cmd, void* user) {
+  (void)cmd;
+  vkgmm_buffer* none = NULL;
+  vkgmm_buffer_create((vkgmm_context*)user, 0, &none); /* fails, and sets this thread's message */
+  return VKGMM_OK;
+}
+
+static void test_c_names(vkgmm_context* ctx) {
+  vkgmm_context_options o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.timeout_s = -1;
+  vkgmm_context* unmade = NULL;
+  CHECK(vkgmm_context_create(&o, &unmade) == VKGMM_INVALID_ARGUMENT && unmade == NULL);
+  CHECK(strstr(message(), "vkgmm_context_options.timeout_s") != NULL);
+  CHECK(vkgmm_buffer_create(ctx, 0, &(vkgmm_buffer*){NULL}) == VKGMM_INVALID_ARGUMENT);
+  CHECK(strstr(message(), "vkgmm_buffer_create") != NULL);
+
+  vkgmm_gmm_problem p = gmm_problem();
+  p.num_rhs_groups = G + 1; /* past the groups */
+  expect_refused(ctx, &p, "num_rhs_groups");
+  p = gmm_problem();
+  p.top_k = 2, p.num_rhs_groups = -2, p.num_experts = G, p.group_sizes = NULL, p.num_groups = 0;
+  expect_refused(ctx, &p, ">= -1");
+
+  /* Run-time views: a combining plan given no weights, ids too few for its slots, a bias it has none of. */
+  vkgmm_buffer *bl = make_buffer(ctx, lhs, M * K), *br = make_buffer(ctx, rhs, G * K * N),
+               *bo = make_buffer(ctx, NULL, M * N), *bw = make_buffer(ctx, NULL, 2 * M);
+  p.num_rhs_groups = G, p.combine = 1;
+  vkgmm_gmm_plan* plan = NULL;
+  CHECK(vkgmm_gmm_plan_create(ctx, &p, &plan) == VKGMM_OK);
+  vkgmm_operand_sizes need = {sizeof need};
+  if (plan) CHECK(vkgmm_gmm_plan_sizes(plan, &need) == VKGMM_OK);
+  vkgmm_buffer* bws = make_buffer(ctx, NULL, need.workspace / 4 + 1);
+  vkgmm_gmm_operands ops = {sizeof ops, vkgmm_buffer_whole(bl), vkgmm_buffer_whole(br), vkgmm_buffer_whole(bo), {0}};
+  ops.ids = vkgmm_buffer_whole(bw);
+  ops.workspace = vkgmm_buffer_whole(bws);
+  if (plan) {
+    CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT);
+    CHECK(strstr(message(), "weights") != NULL && strstr(message(), "(combine)") != NULL);
+    ops.weights = vkgmm_buffer_whole(bw);
+    ops.ids.size = 8;
+    CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT);
+    CHECK(strstr(message(), "ids") != NULL && strstr(message(), "int32 values") != NULL);
+    ops.ids = vkgmm_buffer_whole(bw);
+    if (need.workspace > 4) { /* none where the kernel reads the ids itself */
+      ops.workspace.size = 4;
+      CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT);
+      CHECK(strstr(message(), "vkgmm_operand_sizes.workspace") != NULL);
+    }
+    ops.workspace = vkgmm_buffer_whole(bws);
+    ops.bias = vkgmm_buffer_whole(bw);
+    CHECK(vkgmm_gmm_plan_run(ctx, plan, &ops) == VKGMM_INVALID_ARGUMENT);
+    CHECK(strstr(message(), "has no bias (bias)") != NULL);
+  }
+  vkgmm_gmm_plan_destroy(plan);
+
+  /* A call that succeeds clears the message, though a call nested in it (in its callback) failed. */
+  CHECK(vkgmm_submit_and_wait(ctx, fail_inside, ctx) == VKGMM_OK);
+  CHECK(strcmp(vkgmm_last_error_message(), "") == 0);
+
+  vkgmm_buffer_destroy(bl);
+  vkgmm_buffer_destroy(br);
+  vkgmm_buffer_destroy(bo);
+  vkgmm_buffer_destroy(bw);
+  vkgmm_buffer_destroy(bws);
+}
+
 int main(void) {
   CHECK(strcmp(vkgmm_status_string(VKGMM_INVALID_ARGUMENT), "VKGMM_INVALID_ARGUMENT") == 0);
   CHECK(strcmp(vkgmm_status_string((vkgmm_status)99), "VKGMM_UNKNOWN_STATUS") == 0);
@@ -1077,6 +1161,7 @@ int main(void) {
   test_top_k(ctx);
   test_top_k_backward(ctx);
   test_moe_layer(ctx);
+  test_c_names(ctx);
   vkgmm_context_destroy(ctx);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   else printf("all C API checks passed\n");

@@ -177,6 +177,17 @@ TEST(Embedding, WrapRefusesBadHandles) {
   EXPECT_EQ(status_of([&] { vkgmm::Context::wrap(d); }), vkgmm::Status::invalid_argument);
 }
 
+// The options that do not apply to a wrapped device (the app made it, and enabled its matrix extension)
+// are ignored, not checked.
+TEST(Embedding, WrapIgnoresTheOwnedDevicesOptions) {
+  App app;
+  vkgmm::ContextOptions o;
+  o.matrix_extension = "VK_bogus_matrix";
+  o.device = "no such device";
+  vkgmm::Context ctx = vkgmm::Context::wrap(app.borrowed(), o);
+  EXPECT_EQ(ctx.options().matrix_extension, "");
+}
+
 // The app's device outlives vkgmm's context and plans, and is still whole after them.
 TEST(Embedding, WrapRunsAndDestroysNothingBorrowed) {
   App app;

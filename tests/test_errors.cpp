@@ -234,6 +234,27 @@ TEST_F(DeviceTest, MoreTgmmAndBackwardPlanErrors) {
   expect_refused([&] { GmmBackwardPlan(ctx(), f); }, Status::invalid_argument, "sum(group_sizes) = 20 exceeds m = 16");
 }
 
+// The backward refuses its forward problem under its own name and the forward's fields, though its parts'
+// problems swap k with n and lhs with out.
+TEST_F(DeviceTest, BackwardNamesTheForwardsFields) {
+  auto backward = [&](auto edit) {
+    GmmProblem f = good_gmm();
+    edit(f);
+    GmmBackwardPlan(ctx(), f);
+  };
+  expect_refused([&] { backward([](GmmProblem& f) { f.n = 0; }); }, Status::invalid_argument, "gmm_backward: n = 0 must be >= 1");
+  expect_refused([&] { backward([](GmmProblem& f) { f.k = 0; }); }, Status::invalid_argument, "gmm_backward: k = 0 must be >= 1");
+  expect_refused([&] { backward([](GmmProblem& f) { f.out_type = DType::q8_0; }); }, Status::invalid_argument,
+                 "gmm_backward: out (out_type");
+  expect_refused([&] { backward([](GmmProblem& f) { f.lhs_type = DType::q8_0; }); }, Status::invalid_argument,
+                 "gmm_backward: lhs has an unsupported element type");
+  expect_refused([&] { backward([](GmmProblem& f) { f.rhs_type = DType::q8_0; }); }, Status::invalid_argument,
+                 "gmm_backward: rhs: q8_0 blocks of 32 values lie along rhs's rows: n = 8 must be a multiple of 32 "
+                 "(rhs [G_local, k, n])");
+  expect_refused([&] { backward([](GmmProblem& f) { f.num_rhs_groups = 3; }); }, Status::invalid_argument,
+                 "gmm_backward: num_rhs_groups");
+}
+
 // The backward's two dispatches have no barrier between them: outputs may not overlap the other's operands.
 TEST_F(DeviceTest, BackwardOutputsMayNotOverlapInputs) {
   GmmProblem p = good_gmm();
@@ -266,6 +287,16 @@ TEST_F(DeviceTest, BackwardNamesTheViewsItNeeds) {
   for (const auto& [ops, message] : missing)
     expect_refused([&] { plan.check(ops); }, Status::invalid_argument, std::string("gmm_backward: ") + message);
   plan.check({lhs, rhs, d_out, d_lhs, d_rhs});
+  // A view its parts refuse is named as the backward's operand: d_out is d_lhs's gmm's lhs and d_rhs's
+  // tgmm's rhs, d_lhs that gmm's out.
+  const std::pair<GmmBackwardOperands, const char*> small[] = {
+      {{b.view(0, 8), rhs, d_out, d_lhs, d_rhs}, "gmm_backward: lhs: view of 8 bytes is too small"},
+      {{lhs, b.view(512, 8), d_out, d_lhs, d_rhs}, "gmm_backward: rhs: view of 8 bytes is too small"},
+      {{lhs, rhs, b.view(1024, 8), d_lhs, d_rhs}, "gmm_backward: d_out: view of 8 bytes is too small"},
+      {{lhs, rhs, d_out, b.view(1536, 8), d_rhs}, "gmm_backward: d_lhs: view of 8 bytes is too small"},
+      {{lhs, rhs, d_out, d_lhs, b.view(2048, 8)}, "gmm_backward: d_rhs: view of 8 bytes is too small"},
+  };
+  for (const auto& [ops, message] : small) expect_refused([&] { plan.check(ops); }, Status::invalid_argument, message);
   // Without rows only the weights' gradient (zero) is written; frozen weights have none, and lhs is unread.
   GmmProblem empty = good_gmm();
   empty.m = 0, empty.group_sizes = {0, 0};

@@ -292,12 +292,21 @@ TEST_F(DeviceTest, MoeLayerRefusesBadProblems) {
       {[](MoeLayerProblem& p) { p.num_experts = 0; }, "moe_layer: num_experts: 0 must be at least 1"},
       {[](MoeLayerProblem& p) { p.dtype = DType(77); }, "moe_layer: dtype: 77 is not a vkgmm type"},
       {[](MoeLayerProblem& p) { p.dtype = DType::q4_0; }, "moe_layer: dtype: q4_0 is a block format"},
+      {[](MoeLayerProblem& p) { p.weight_type = DType::q8_0; },
+       "moe_layer: d_model = 6 must be a multiple of 32: weight_type q8_0 holds blocks of 32 values along it"},
+      {[](MoeLayerProblem& p) { p.d_model = 32, p.down_weight_type = DType::q4_K; },
+       "moe_layer: d_ff = 5 must be a multiple of 256: down_weight_type q4_K"},
   };
   for (const auto& [change, message] : cases) {
     MoeLayerProblem p = small_layer(Activation::swiglu, true, false);
     change(p);
     expect_invalid_argument([&] { MoeLayerPlan(ctx(), p); }, message);
   }
+  // A limit of a pass names the pass.
+  MoeLayerProblem many = small_layer(Activation::swiglu, true, false);
+  many.num_experts = many.local_experts = 70000;
+  expect_refused([&] { MoeLayerPlan(ctx(), many); }, Status::unsupported,
+                 "moe_layer: the up projection (x @ w_up): gmm: num_rhs_groups");
 }
 
 // The passes read and write the layer's views in an order of their own, so a written view that shares
@@ -345,6 +354,43 @@ TEST_F(DeviceTest, MoeLayerRefusesOverlappingViews) {
   d = g;
   d.d_router_w = at(8, s.router_w);
   expect_invalid_argument([&] { backward(ops, d); }, "moe_layer: d_router_w overlaps d_y");
+
+  // A view the passes refuse is named as the layer's field, not as the pass's operand.
+  const std::pair<std::function<void(MoeLayerOperands&)>, const char*> forward_cases[] = {
+      {[&](MoeLayerOperands& o) { o.x.size -= 4; }, "moe_layer: x: view of"},
+      {[&](MoeLayerOperands& o) { o.router_w.size -= 4; }, "moe_layer: router_w: view of"},
+      {[&](MoeLayerOperands& o) { o.w_up.size -= 4; }, "moe_layer: w_up: view of"},
+      {[&](MoeLayerOperands& o) { o.w_down = {}; }, "moe_layer: w_down: buffer is VK_NULL_HANDLE"},
+      {[&](MoeLayerOperands& o) { o.y.size -= 4; }, "moe_layer: y: view of"},
+      {[&](MoeLayerOperands& o) { o.b_up.offset += 2; }, "moe_layer: b_up: offset"},
+      {[&](MoeLayerOperands& o) { o.b_down = {}; }, "moe_layer: b_down: down_bias is on but no view was given"},
+  };
+  for (const auto& [change, message] : forward_cases) {
+    o = ops;
+    change(o);
+    expect_invalid_argument([&] { forward(o); }, message);
+  }
+  const std::pair<std::function<void(MoeLayerGradients&)>, const char*> backward_cases[] = {
+      {[&](MoeLayerGradients& e) { e.d_y.size -= 4; }, "moe_layer: d_y: view of"},
+      {[&](MoeLayerGradients& e) { e.d_x.size -= 4; }, "moe_layer: d_x: view of"},
+      {[&](MoeLayerGradients& e) { e.d_router_w.size -= 4; }, "moe_layer: d_router_w: view of"},
+      {[&](MoeLayerGradients& e) { e.d_w_up.size -= 4; }, "moe_layer: d_w_up: view of"},
+      {[&](MoeLayerGradients& e) { e.d_w_down = {}; }, "moe_layer: d_w_down:"},
+  };
+  for (const auto& [change, message] : backward_cases) {
+    d = g;
+    change(d);
+    expect_invalid_argument([&] { backward(ops, d); }, message);
+  }
+  // Without biases, a bias view given is refused naming the layer's switch.
+  const MoeLayerPlan plain(ctx(), small_layer(Activation::swiglu, true, false));
+  expect_invalid_argument([&] { ctx().submit_and_wait([&](VkCommandBuffer cb) { plain.record_forward(cb, ops); }); },
+                          "moe_layer: b_up: a view was given but up_bias is off");
+  MoeLayerOperands no_bias = ops;
+  no_bias.b_up = no_bias.b_down = {};
+  expect_invalid_argument(
+      [&] { ctx().submit_and_wait([&](VkCommandBuffer cb) { plain.record_backward(cb, no_bias, g); }); },
+      "moe_layer: d_b_up: a view was given but up_bias is off");
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ namespace vkgmm::c_api {
 
 void clear_error() noexcept;
 vkgmm_status set_error(vkgmm_status status, const char* message) noexcept;
+// `message` with the C++ API's names of fields and calls replaced by the C API's (errors.cpp's table).
+std::string c_names(std::string message);
 vkgmm_status to_c(Status s) noexcept;
 Status from_c(vkgmm_status s) noexcept;
 
@@ -158,9 +160,14 @@ vkgmm_status guarded(F&& body) noexcept {
   clear_error();
   try {
     body();
+    clear_error();  // a nested call the body made (a tiling or record callback's) may have failed
     return VKGMM_OK;
   } catch (const Error& e) {
-    return set_error(to_c(e.status()), e.what());
+    try {
+      return set_error(to_c(e.status()), c_names(e.what()).c_str());
+    } catch (...) {
+      return set_error(to_c(e.status()), e.what());  // no memory to rename: the C++ names
+    }
   } catch (const std::bad_alloc&) {
     return set_error(VKGMM_OUT_OF_MEMORY, "out of host memory");
   } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 // C API: status names, the thread-local error message, the version.
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "c_api.hpp"
 
@@ -10,7 +12,53 @@ namespace {
 thread_local std::string last_message;
 }  // namespace
 
+// The library's messages name the C++ API's fields and calls; a C caller knows them by the names
+// vkgmm.h gives them. Longer phrases first: each replaces every occurrence, in order.
+constexpr std::pair<const char*, const char*> kCNames[] = {
+    {"Routing::top_k", "top_k"},
+    {"Routing::combine", "combine"},
+    {"or ids (Routing)", "or ids (top_k)"},
+    {"routing: group_offset", "group_offset"},
+    {"routing: num_experts", "num_experts"},
+    {"routing: T * top_k", "T * top_k"},
+    {"routing.top_k", "top_k"},
+    {"routing.combine", "combine"},
+    {"routing.lhs_per_slot", "lhs_per_slot"},
+    {"routing.num_experts", "num_experts"},
+    {"Epilogue::bias", "bias"},
+    {"epilogue.activation", "activation"},
+    {"epilogue.save_pre_activation", "save_pre_activation"},
+    {"epilogue.bias", "bias"},
+    {"num_rhs_groups (rhs.shape[0])", "num_rhs_groups"},
+    {"num_rhs_groups (routing's local experts)", "num_rhs_groups"},
+    {"device_group_sizes.count", "device_group_count"},
+    {"device_group_sizes.expected_rows", "expected_group_rows"},
+    {"device_group_sizes:", "device_group_count:"},
+    {"out (out_type, Python's preferred_element_type)", "out (out_type)"},
+    {"ContextOptions::", "vkgmm_context_options."},
+    {"ContextOptions.", "vkgmm_context_options."},
+    {"BorrowedDevice", "vkgmm_borrowed_device"},
+    {"device_requirements(instance, physical_device).matrix_extension",
+     "vkgmm_device_requirements_query_instance's matrix_extension"},
+    {"DeviceInfo::matrix_extension", "vkgmm_device_info.matrix_extension"},
+    {"Context::create_buffer or borrow_buffer", "vkgmm_buffer_create or vkgmm_buffer_borrow"},
+    {"Context::create_buffer", "vkgmm_buffer_create"},
+    {"Context::max_whole_input_bytes", "vkgmm_context_max_whole_input_bytes"},
+    {"create_buffer: ", "vkgmm_buffer_create: "},
+    {"borrow_buffer: ", "vkgmm_buffer_borrow: "},
+    {"workspace_bytes()", "vkgmm_operand_sizes.workspace"},
+};
+
 void clear_error() noexcept { last_message.clear(); }
+
+std::string c_names(std::string message) {
+  for (const auto& [cpp, c] : kCNames) {
+    const size_t cpp_length = std::strlen(cpp), c_length = std::strlen(c);
+    for (size_t at = message.find(cpp); at != std::string::npos; at = message.find(cpp, at + c_length))
+      message.replace(at, cpp_length, c);
+  }
+  return message;
+}
 
 vkgmm_status set_error(vkgmm_status status, const char* message) noexcept {
   try {

@@ -189,6 +189,9 @@ Routing routing(const char* op, const vkgmm_gmm_problem& c) {
   // a shard of no local experts writes -1 (E_local = 0 has no other spelling in C).
   if (c.num_rhs_groups == 0 && c.num_experts == 0)
     bad(op, k + ": num_rhs_groups (E_local, the experts rhs holds) is required with routing when num_experts is 0");
+  if (c.num_rhs_groups < -1)
+    bad(op, k + ": num_rhs_groups = " + std::to_string(c.num_rhs_groups) +
+                " must be >= -1 (E_local, the experts rhs holds; 0: num_experts - group_offset; -1: none)");
   Routing r;
   r.top_k = c.top_k;
   r.lhs_per_slot = c.lhs_per_slot != 0;
@@ -239,7 +242,7 @@ GmmProblem to_cpp(const vkgmm_gmm_problem& c) {
   else if (c.num_rhs_groups == 0)
     p.num_rhs_groups = std::max<int64_t>(c.num_experts - c.group_offset, 0);  // the rest of the experts
   else
-    p.num_rhs_groups = c.num_rhs_groups;  // < -1: refused by the C++ checks
+    p.num_rhs_groups = c.num_rhs_groups;
   p.epilogue = epilogue("gmm", c);
   return p;
 }

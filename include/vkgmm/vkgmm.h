@@ -49,9 +49,10 @@ typedef enum vkgmm_status {
 
 /* A static name for a status ("VKGMM_INVALID_ARGUMENT"); "VKGMM_UNKNOWN_STATUS" for other values. */
 VKGMM_API const char* vkgmm_status_string(vkgmm_status status);
-/* The message of the last call on this thread: why it failed, "" when it succeeded (except
- * vkgmm_device_requirements_query, which leaves what an unsupported device lacks). Valid until the next
- * vkgmm call on this thread. */
+/* The message of the last call on this thread that returned a vkgmm_status: why it failed, "" when it
+ * succeeded (except vkgmm_device_requirements_query, which leaves what an unsupported device lacks). The
+ * calls that return no status (the destroys, vkgmm_buffer_whole, the context's getters) leave it as it
+ * was. Valid until the next vkgmm call on this thread. */
 VKGMM_API const char* vkgmm_last_error_message(void);
 /* The library's version, "major.minor.patch". */
 VKGMM_API const char* vkgmm_version_string(void);
