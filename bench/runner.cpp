@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "vkgmm/internals.hpp"  // the memory-type choice of the app copies
+#include "vkgmm/internals.hpp"  // the memory type of vkgmm's buffers, for the app copies
 #include "vkgmm/plan_pipelines.hpp"  // a gmm plan's tile heights per group (describe)
 
 #include <algorithm>
@@ -197,7 +197,6 @@ struct Instance::AppCopy {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkMemoryPropertyFlags flags = 0;
-  void* mapped = nullptr;
   vkgmm::Buffer borrowed;
   ~AppCopy() {
     borrowed = vkgmm::Buffer();  // vkgmm's views go before the buffer they view
@@ -206,32 +205,48 @@ struct Instance::AppCopy {
   }
 };
 
-std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage) const {
-  // The memory type vkgmm's own buffers get (host-visible and coherent, device-local where there is such
-  // a type), reached through the library's internals (the bench is vkgmm's own program): the first
-  // host-visible type alone is system memory on a discrete GPU, read over PCIe, and the app/own ratio
-  // would measure that instead of borrowing.
+std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage,
+                                                        uint32_t memory_type) const {
   auto c = std::make_shared<AppCopy>();
   c->device = ctx.device();
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = bytes;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | usage;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+              usage;
   if (vkCreateBuffer(c->device, &bci, nullptr, &c->buffer) != VK_SUCCESS)
     throw std::runtime_error("app buffers: vkCreateBuffer failed");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(c->device, c->buffer, &req);
+  if (memory_type >= 32 || !(req.memoryTypeBits & (1u << memory_type)))
+    throw std::runtime_error("app buffers: the VkBuffer cannot live in vkgmm's memory type " + std::to_string(memory_type));
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
-  mai.memoryTypeIndex = vkgmm::internals::buffer_memory_type(ctx, req.memoryTypeBits);
-  if (mai.memoryTypeIndex == UINT32_MAX) throw std::runtime_error("app buffers: no host-visible memory type");
-  c->flags = vkgmm::internals::memory_type_flags(ctx, mai.memoryTypeIndex);
+  mai.memoryTypeIndex = memory_type;
+  c->flags = vkgmm::internals::memory_type_flags(ctx, memory_type);
   if (vkAllocateMemory(c->device, &mai, nullptr, &c->memory) != VK_SUCCESS ||
-      vkBindBufferMemory(c->device, c->buffer, c->memory, 0) != VK_SUCCESS ||
-      vkMapMemory(c->device, c->memory, 0, VK_WHOLE_SIZE, 0, &c->mapped) != VK_SUCCESS)
+      vkBindBufferMemory(c->device, c->buffer, c->memory, 0) != VK_SUCCESS)
     throw std::runtime_error("app buffers: memory for a buffer failed");
   c->borrowed = ctx.borrow_buffer(c->buffer, bytes, (usage & VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT) != 0,
                                   (usage & VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT) != 0);
   return c;
+}
+
+void Instance::copy_on_device(VkBuffer from, VkBuffer to, VkDeviceSize bytes) const {
+  ctx.submit_and_wait([&](VkCommandBuffer cb) {
+    // After the earlier submissions' writes, before the later ones' reads and writes.
+    VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0,
+                         nullptr, 0, nullptr);
+    const VkBufferCopy region{0, 0, bytes};
+    vkCmdCopyBuffer(cb, from, to, 1, &region);
+    VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    after.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &after, 0,
+                         nullptr, 0, nullptr);
+  });
 }
 
 void Instance::make_app_copies() {
@@ -239,8 +254,9 @@ void Instance::make_app_copies() {
   app_.assign(5, nullptr);
   for (size_t i = 0; i < 5; ++i) {
     if (!own[i]->handle()) continue;
-    std::shared_ptr<AppCopy> c = app_buffer(own[i]->size(), VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT);
-    own[i]->download(c->mapped, own[i]->size());
+    std::shared_ptr<AppCopy> c = app_buffer(own[i]->size(), VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT,
+                                            vkgmm::internals::memory_type_of(ctx, *own[i]));
+    copy_on_device(own[i]->handle(), c->buffer, own[i]->size());
     app_[i] = std::move(c);
   }
 }
@@ -252,10 +268,7 @@ VkMemoryPropertyFlags Instance::app_memory_flags() const {
 }
 
 VkMemoryPropertyFlags Instance::own_memory_flags() const {
-  VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(ctx.device(), buf_a.handle(), &req);
-  const uint32_t type = vkgmm::internals::buffer_memory_type(ctx, req.memoryTypeBits);
-  return type == UINT32_MAX ? 0 : vkgmm::internals::memory_type_flags(ctx, type);
+  return vkgmm::internals::memory_type_flags(ctx, vkgmm::internals::memory_type_of(ctx, buf_a));
 }
 
 VkDeviceSize Instance::workspace_bytes() const {
@@ -269,8 +282,11 @@ VkDeviceSize Instance::workspace_bytes() const {
 void Instance::make_workspaces() {
   const VkDeviceSize bytes = workspace_bytes();
   if (bytes == 0) throw std::runtime_error("device grids: the plans have no workspace (not the device path)");
-  workspaces_[0] = app_buffer(bytes, VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT);
-  workspaces_[1] = app_buffer(bytes, 0);
+  // In the memory vkgmm gives the largest operand (device-local wherever buffers that large are).
+  const vkgmm::Buffer& largest = buf_a.size() >= buf_b.size() ? buf_a : buf_b;
+  const uint32_t type = vkgmm::internals::memory_type_of(ctx, largest);
+  workspaces_[0] = app_buffer(bytes, VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT, type);
+  workspaces_[1] = app_buffer(bytes, 0, type);
 }
 
 vkgmm::BufferView Instance::workspace_view() const {
@@ -283,8 +299,9 @@ const vkgmm::Buffer& Instance::pick(const vkgmm::Buffer& own, size_t index) cons
 }
 
 std::vector<float> Instance::download_from(const vkgmm::Buffer& own, size_t index, size_t count) const {
-  if (!app_mode_ || index >= app_.size() || !app_[index]) return bench::download(own, work.dtype, count);
-  return vkgmm::decode(work.dtype, static_cast<const uint8_t*>(app_[index]->mapped), count);
+  // The app's copy back into vkgmm's buffer, whose download reads it (mapped or staged).
+  if (app_mode_ && index < app_.size() && app_[index]) copy_on_device(app_[index]->buffer, own.handle(), own.size());
+  return bench::download(own, work.dtype, count);
 }
 
 void Instance::record(VkCommandBuffer cb) const {

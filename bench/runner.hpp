@@ -57,8 +57,9 @@ class Instance {
   std::string describe() const;
   // The device status word of the last call on the device path (vkgmm::device_status bits).
   uint32_t device_status() const;
-  // The inputs and outputs as an engine passes them: copies in VkBuffers of the bench's own, in the memory
-  // type vkgmm's own buffers get (Device::buffer_memory_type), borrowed with Context::borrow_buffer.
+  // The inputs and outputs as an engine passes them: copies in VkBuffers of the bench's own, each in the
+  // memory type vkgmm gave the buffer it copies (mapped, or device-local where vkgmm stages it), made and
+  // read back by device copies, borrowed with Context::borrow_buffer.
   // use_app_buffers() picks the set record() and download() use (make_app_copies() first).
   void make_app_copies();
   void use_app_buffers(bool on) { app_mode_ = on; }
@@ -99,9 +100,11 @@ class Instance {
   std::shared_ptr<AppCopy> workspaces_[2];  // lent as an indirect buffer, and not
   Workspace workspace_ = Workspace::plans_own;
   vkgmm::Grid grid_ = vkgmm::Grid::automatic;
-  // A VkBuffer of the bench's own in vkgmm's memory type, mapped, lent to vkgmm with `usage` (texel /
-  // indirect bits).
-  std::shared_ptr<AppCopy> app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage) const;
+  // A VkBuffer of the bench's own in `memory_type` (one of vkgmm's buffers'), not mapped, lent to vkgmm
+  // with `usage` (texel / indirect bits).
+  std::shared_ptr<AppCopy> app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage, uint32_t memory_type) const;
+  // `bytes` from one VkBuffer to another, in a submission of its own ordered after the earlier ones' work.
+  void copy_on_device(VkBuffer from, VkBuffer to, VkDeviceSize bytes) const;
   vkgmm::BufferView workspace_view() const;
   // The buffer record() and download() use in place of own (index: its place in app_).
   const vkgmm::Buffer& pick(const vkgmm::Buffer& own, size_t index) const;

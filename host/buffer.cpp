@@ -238,7 +238,7 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
   } else {
     st->staged = true;
   }
-  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, false, true, st->staged};
+  OwnBuffer own{bytes, {VK_NULL_HANDLE, VK_NULL_HANDLE}, false, true, st->staged, choice.type};
   create_texel_views(dev, st->buffer, bci.size, own.texel_views);  // destroys its own views if it throws
   // From here on, ~State destroys the views with the buffer. A new VkBuffer cannot be known already
   // unless an app destroyed a VkBuffer it had lent (borrow_buffer) before its vkgmm Buffer and the

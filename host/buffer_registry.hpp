@@ -20,6 +20,7 @@ struct OwnBuffer {
   bool indirect = false;
   // In device-local memory that upload and download reach through staging copies (buffer_memory.hpp).
   bool staged = false;
+  uint32_t memory_type = UINT32_MAX;  // the memory type vkgmm allocated it in; UINT32_MAX: borrowed
 };
 
 class BufferRegistry {

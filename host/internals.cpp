@@ -68,6 +68,11 @@ VkBufferView texel_view(const Context& ctx, const Buffer& buffer) {
   return own ? own->texel_views[0] : VK_NULL_HANDLE;
 }
 
+uint32_t memory_type_of(const Context& ctx, const Buffer& buffer) {
+  const std::optional<OwnBuffer> own = ContextInternals::of(ctx).buffers.find(buffer.handle());
+  return own ? own->memory_type : UINT32_MAX;
+}
+
 VkPhysicalDevice physical_device(const Context& ctx) { return ContextInternals::of(ctx).dev.physical; }
 
 uint64_t max_allocation(const Context& ctx) { return ContextInternals::of(ctx).dev.max_allocation; }

@@ -23,6 +23,9 @@ std::vector<std::string> take_teardown_messages();
 // create_buffer says); UINT32_MAX when none is host-visible. Lets a program's own buffers differ
 // from vkgmm's only in being borrowed.
 uint32_t buffer_memory_type(const Context& ctx, uint32_t type_bits);
+// The memory type a Buffer of ctx's own lives in (create_buffer's choice: mapped, or device-local and
+// staged); UINT32_MAX for a borrowed one.
+uint32_t memory_type_of(const Context& ctx, const Buffer& buffer);
 // The property flags of memory type `type` of ctx's device.
 VkMemoryPropertyFlags memory_type_flags(const Context& ctx, uint32_t type);
 
