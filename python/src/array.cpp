@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "errors.hpp"
+#include "gil.hpp"
 #include "vkgmm/convert.hpp"
 
 namespace py = pybind11;
@@ -21,11 +22,11 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return r + (s.size() == 1 ? ",)" : ")");
 }
 
-// Default context and dtype resolution live in the Python package (vkgmm/_context.py, _dtypes.py), so
-// that every entry point resolves them the same way.
+// Context resolution (the default for None, a TypeError for anything but a Context) and dtype resolution
+// live in the Python package (vkgmm/_context.py, _dtypes.py), so that every entry point resolves them the
+// same way.
 ContextRef context_or_default(const py::object& context) {
-  if (!context.is_none()) return context.cast<ContextRef>();
-  return py::module_::import("vkgmm._context").attr("default_context")().cast<ContextRef>();
+  return py::module_::import("vkgmm._context").attr("resolve")(context).cast<ContextRef>();
 }
 
 vkgmm::DType dtype_named(const std::string& name) {
@@ -109,9 +110,17 @@ Array make_array(ContextRef ctx, std::vector<int64_t> shape, vkgmm::DType dtype)
   a.ctx = std::move(ctx);
   a.shape = std::move(shape);
   a.dtype = dtype;
-  if (vkgmm::is_quantized(dtype) && a.shape.empty())
-    contract_error(std::string("Array: a ") + vkgmm::dtype_name(dtype) + " array needs at least one dimension (k)");
-  a.bytes = vkgmm::storage_bytes(dtype, a.elements());  // refuses k that is not whole blocks
+  if (vkgmm::is_quantized(dtype)) {
+    if (a.shape.empty())
+      contract_error(std::string("Array: a ") + vkgmm::dtype_name(dtype) + " array needs at least one dimension (k)");
+    // Each row holds whole blocks: a total that is whole blocks is not enough.
+    const int64_t block = int64_t(vkgmm::block_elements(dtype));
+    if (a.shape.back() % block != 0)
+      contract_error("Array: shape " + shape_text(a.shape) + ": k = " + std::to_string(a.shape.back()) +
+                     " (the last dimension) is not a multiple of " + vkgmm::dtype_name(dtype) + "'s block of " +
+                     std::to_string(block) + " values");
+  }
+  a.bytes = vkgmm::storage_bytes(dtype, a.elements());
   a.buffer = a.ctx->create_buffer(std::max<uint64_t>(4, a.bytes));
   return a;
 }
@@ -127,7 +136,7 @@ void upload(Array& a, const py::array& data, const char* what) {
                    std::to_string(a.bytes));
   if (a.bytes == 0) return;
   const void* src = data.data();
-  py::gil_scoped_release unlocked;  // `data` stays referenced by the caller meanwhile
+  ReleaseGil unlocked;  // `data` stays referenced by the caller meanwhile
   a.buffer.upload(src, a.bytes);
 }
 
@@ -161,7 +170,7 @@ void bind_array(py::module_& m) {
         if (a.bytes == 0) return out;
         void* dst = out.mutable_data();
         {
-          py::gil_scoped_release unlocked;
+          ReleaseGil unlocked;
           a.buffer.download(dst, a.bytes);
         }
         return out;

@@ -7,6 +7,7 @@
 
 #include "vkgmm/internals.hpp"  // take_teardown_messages: what the tests check after closing a Context
 #include "errors.hpp"
+#include "gil.hpp"
 
 namespace py = pybind11;
 
@@ -39,7 +40,7 @@ ContextRef make_context(std::optional<std::string> device, std::optional<bool> v
   // Every run gives its plan a workspace of the run's own (plans.cpp, moe_layer.cpp: one plan may run from
   // several threads at once), so the plans need none of their own.
   o.app_workspaces = true;
-  py::gil_scoped_release unlocked;  // instance and device creation take a while; other threads may run
+  ReleaseGil unlocked;  // instance and device creation take a while; other threads may run
   return std::make_shared<vkgmm::Context>(o);
 }
 

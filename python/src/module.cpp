@@ -7,6 +7,7 @@
 #include "array.hpp"
 #include "context.hpp"
 #include "errors.hpp"
+#include "gil.hpp"
 #include "moe_layer.hpp"
 #include "plans.hpp"
 #include "top_k.hpp"
@@ -22,4 +23,7 @@ PYBIND11_MODULE(_vkgmm, m) {
   vkgmm_py::bind_weights(m);
   vkgmm_py::bind_top_k(m);
   vkgmm_py::bind_moe_layer(m);
+  // The end of Py_Finalize waits for daemon threads inside vkgmm calls to park (gil.hpp). Py_AtExit
+  // refuses past its 32 functions: the wait is then skipped, as without this module.
+  Py_AtExit(&vkgmm_py::wait_for_released_threads);
 }

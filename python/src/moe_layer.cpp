@@ -10,6 +10,7 @@
 
 #include "array.hpp"
 #include "errors.hpp"
+#include "gil.hpp"
 #include "plans.hpp"
 #include "vkgmm/moe_layer.hpp"
 
@@ -50,7 +51,7 @@ MoeLayerPy make_plan(ContextRef ctx, int64_t tokens, int64_t d_model, int64_t d_
   p.transpose_weights = transpose_weights;
   MoeLayerPy r;
   r.ctx = ctx;
-  py::gil_scoped_release unlocked;
+  ReleaseGil unlocked;
   r.plan = std::make_unique<vkgmm::MoeLayerPlan>(*ctx, p);
   return r;
 }

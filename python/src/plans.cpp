@@ -12,6 +12,7 @@
 
 #include "array.hpp"
 #include "errors.hpp"
+#include "gil.hpp"
 #include "vkgmm/ops.hpp"
 
 namespace py = pybind11;
@@ -36,7 +37,8 @@ vkgmm::Tiling tiling_of_tuple(const py::handle& t, const char* what) {
 // released under the GIL, whichever thread drops the last copy.
 std::shared_ptr<py::object> hold(py::object fn) {
   return std::shared_ptr<py::object>(new py::object(std::move(fn)), [](py::object* p) {
-    py::gil_scoped_acquire locked;
+    AcquireGil locked;
+    drop_reference(p->release().ptr());
     delete p;
   });
 }
@@ -50,8 +52,8 @@ vkgmm::TilingChoice tiling_of(const py::object& t) {
   std::shared_ptr<py::object> fn = hold(t);
   return vkgmm::TilingChoice::of(
       vkgmm::TilingFn([fn](int64_t m, int64_t k, int64_t n) -> std::optional<vkgmm::Tiling> {
-        py::gil_scoped_acquire locked;
-        py::object r = (*fn)(m, k, n);
+        AcquireGil locked;
+        py::object r = call_python(*fn, py::make_tuple(m, k, n));
         if (r.is_none()) return std::nullopt;
         return tiling_of_tuple(r, "tiling: the callable's result");
       }));
@@ -112,7 +114,7 @@ std::atomic<bool> g_last_wait_held_gil{false};
 }  // namespace
 
 void run(vkgmm::Context& ctx, const std::function<void(VkCommandBuffer)>& record) {
-  py::gil_scoped_release unlocked;
+  ReleaseGil unlocked;
   g_last_wait_held_gil = PyGILState_Check() != 0;
   ctx.submit_and_wait(record);
 }
@@ -173,7 +175,7 @@ GmmPlanPy make_gmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::ve
   GmmPlanPy r;
   r.ctx = ctx;
   {
-    py::gil_scoped_release unlocked;  // pipelines are compiled here; the tiling callable takes the GIL back
+    ReleaseGil unlocked;  // pipelines are compiled here; the tiling callable takes the GIL back
     r.plan = std::make_unique<vkgmm::GmmPlan>(*ctx, p);
   }
   const vkgmm::GmmProblem& q = r.plan->problem();
@@ -249,7 +251,7 @@ TgmmPlanPy make_tgmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::
   p.existing_out = existing_out;
   TgmmPlanPy r;
   r.ctx = ctx;
-  py::gil_scoped_release unlocked;
+  ReleaseGil unlocked;
   r.plan = std::make_unique<vkgmm::TgmmPlan>(*ctx, p);
   return r;
 }
@@ -285,7 +287,7 @@ BackwardPlanPy make_backward_plan(ContextRef ctx, int64_t m, int64_t k, int64_t 
   options.accumulate = accumulate;
   BackwardPlanPy r;
   r.ctx = ctx;
-  py::gil_scoped_release unlocked;
+  ReleaseGil unlocked;
   r.plan = std::make_unique<vkgmm::GmmBackwardPlan>(*ctx, p, options);
   r.forward = p;
   return r;

@@ -12,6 +12,7 @@
 
 #include "array.hpp"
 #include "errors.hpp"
+#include "gil.hpp"
 #include "plans.hpp"
 #include "vkgmm/top_k.hpp"
 
@@ -31,7 +32,7 @@ std::pair<int64_t, int64_t> logits_shape(const Array& logits) {
 // The plan, made with the GIL released (its pipeline may compile).
 template <class Plan>
 std::unique_ptr<Plan> make_plan(vkgmm::Context& ctx, const vkgmm::TopKProblem& p) {
-  py::gil_scoped_release unlocked;
+  ReleaseGil unlocked;
   return std::make_unique<Plan>(ctx, p);
 }
 

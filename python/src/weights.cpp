@@ -7,6 +7,7 @@
 #include <string>
 
 #include "errors.hpp"
+#include "gil.hpp"
 #include "gguf.hpp"
 #include "vkgmm/quant.hpp"
 
@@ -42,7 +43,7 @@ py::array quantize(const F32& w, const std::string& format) {
   const uint64_t count = uint64_t(w.size());
   std::vector<uint8_t> blocks;
   {
-    py::gil_scoped_release unlocked;
+    ReleaseGil unlocked;
     blocks = vkgmm::quant::quantize(t, src, count);
   }
   std::copy(blocks.begin(), blocks.end(), out.mutable_data());

@@ -66,6 +66,7 @@ def test_gmm_errors(ctx, match, change):
     ("lhs: expected rank 2", dict(lhs=np.ones((8, 16, 1), f32))),
     ("rhs: m = 15", dict(rhs=np.ones((15, 4), f32))),
     ("num_actual_groups", dict(num_actual_groups=3)),
+    (r"num_actual_groups: -1 must be >= 0 \(None: G - group_offset\)", dict(num_actual_groups=-1)),
     ("group_offset", dict(group_offset=3)),
     ("existing_out", dict(existing_out=np.ones((1, 8, 4), f32))),
 ])
@@ -85,6 +86,19 @@ def test_backward_errors(ctx):
     refused(r"d_out: expected shape \(16, 1, 4\)", vkgmm.gmm_ids_vjp, LHS, RHS, ids, np.ones((16, 4), f32))
     refused(r"bias: the plan was made without bias", vkgmm.GmmBackwardPlan(LHS, RHS, GS), LHS, RHS,
             np.ones((16, 4), f32), bias=np.ones((2, 4), f32))
+
+
+def test_backward_with_frozen_weights_checks_the_lhs_it_does_not_read(ctx, rng):
+    w = rng.standard_normal((2, 4, 32)).astype(f32)
+    q, lhs, d_out = vkgmm.quantize(w, "q8_0"), np.ones((3, 32), f32), rng.standard_normal((3, 4)).astype(f32)
+    plan = vkgmm.GmmBackwardPlan(lhs, q, [1, 2])
+    refused(r"lhs: expected shape \(3, 32\), got \(\)", plan, "garbage", q, d_out)
+    refused(r"lhs: expected shape \(3, 32\), got \(32, 3\)", plan, lhs.T.copy(), q, d_out)
+    refused("lhs: int64 data", plan, np.ones((3, 32), np.int64), q, d_out)
+    refused("lhs: the plan takes f32, got a f16 Array", plan, vkgmm.Array(lhs.astype(np.float16)), q, d_out)
+    d_lhs, d_rhs = plan(lhs, q, d_out)
+    assert d_rhs is None  # d_lhs = d_out @ w[g] per group, w [G, n, k] as dequantized
+    np.testing.assert_allclose(d_lhs, ref_gmm(d_out, vkgmm.dequantize(q), [1, 2]), rtol=1e-5, atol=1e-5)
 
 
 def test_routing_errors(ctx):
@@ -108,6 +122,13 @@ def test_array_and_plan_errors(ctx):
     refused("negative dimension", vkgmm.Array.empty, (4, -1))
     refused("more elements than any device", vkgmm.Array.empty, (2**32, 2**32))
     refused("holds 68", vkgmm.Array, np.zeros(34, np.uint8), "q8_0", shape=(1, 2, 32))
+    # Rows of whole blocks, not only a total of them.
+    refused(r"Array: shape \(2, 2, 16\): k = 16 \(the last dimension\) is not a multiple of q8_0's block of 32",
+            vkgmm.Array, np.zeros(68, np.uint8), "q8_0", shape=(2, 2, 16))
+    refused(r"Array: shape \(2, 3\): k = 3 \(the last dimension\)", vkgmm.Array.empty, [2, 3], "q8_0")
+    refused("quantize: w: complex64 data", vkgmm.quantize, np.ones((2, 32), np.complex64), "q8_0")
+    refused(r"num_actual_groups: -1 must be >= 0", vkgmm.TgmmPlan, LHS.T, np.ones((16, 4), f32), GS,
+            num_actual_groups=-1)
     refused("Array.upload: data", vkgmm.Array(np.ones(4, f32)).upload, np.ones(5, f32))
     refused(r"Array.upload: data: shape \(2, 3\) where the Array's is \(3, 2\)",
             vkgmm.Array(np.ones((3, 2), f32)).upload, np.ones((2, 3), f32))
@@ -137,6 +158,15 @@ def test_array_and_plan_errors(ctx):
     refused("out: the Array lives on another Context", plan, LHS, RHS, out=out_elsewhere)
     refused("out: the Array lives on another Context", vkgmm.gmm_ids, LHS, RHS, np.zeros((16, 1), np.int32),
             out=vkgmm.Array.empty((16, 1, 4), context=other))
+
+
+def test_context_must_be_a_context(ctx):
+    calls = [lambda: vkgmm.Array.empty([2], context="x"), lambda: vkgmm.Array(np.ones(2, f32), context=1),
+             lambda: vkgmm.gmm(LHS, RHS, GS, context="x"), lambda: vkgmm.set_default_context("x")]
+    for call in calls:
+        with pytest.raises(TypeError, match=r"context: expected a vkgmm.Context or None, got (str|int)"):
+            call()
+    assert vkgmm.default_context() is ctx
 
 
 def test_tiling_callable_exception_propagates(ctx):
@@ -197,6 +227,19 @@ def test_big_endian_data_is_taken_by_value(ctx):
     np.testing.assert_array_equal(vkgmm.gmm(lhs.astype(">f4"), rhs.astype(">f4"), GS), want)
     np.testing.assert_array_equal(vkgmm.gmm(lhs.astype(">f8"), rhs.astype(">f4"), GS), want)  # as float64 is
     np.testing.assert_array_equal(vkgmm.Array(lhs.astype(">f4")).numpy(), lhs)
+    bits = vkgmm.bf16_bits(lhs)
+    widened = (bits.astype(np.uint32) << 16).view(f32)  # bf16 is float32's top half
+    np.testing.assert_array_equal(vkgmm.to_float32(bits.astype(">u2")), widened)
+    half = lhs.astype(np.float16)
+    np.testing.assert_array_equal(vkgmm.to_float32(half.view(np.uint16).astype(">u2"), "f16"), half.astype(f32))
+
+
+def test_zero_dimensional_data_keeps_its_shape(ctx):
+    a = vkgmm.Array(np.float32(3))
+    assert a.shape == () and a.numpy().shape == () and a.numpy() == 3
+    a.upload(np.float32(2))
+    assert a.numpy() == 2
+    refused(r"lhs: expected rank 2 \[m, k\], got shape \(\)", vkgmm.gmm, np.float32(1), np.ones((1, 1, 1), f32), [1])
 
 
 def test_routing_counts_are_checked(ctx):

@@ -88,6 +88,11 @@ def test_moe_layer_refuses_mismatched_shapes(ctx, rng):
         vkgmm.moe_layer_vjp(x, rw, wu, wd, np.zeros_like(x), top_k=2, b_up=b_up, b_down=b_down[:1])
     with pytest.raises(vkgmm.ContractError, match="top_k: expected an integer"):
         vkgmm.moe_layer(x, rw, wu, wd, top_k=1.9)
+    with pytest.raises(TypeError, match="top_k: expected an integer .* got None"):
+        vkgmm.moe_layer(x, rw, wu, wd, top_k=None)
+    # An odd [gate | up] width has the shape its own width asks for: what is wrong is the width.
+    with pytest.raises(vkgmm.ContractError, match=r"w_up: 7 columns \[gate \| up\] .* 'swiglu' takes an even"):
+        vkgmm.moe_layer(x, rw, wu[:, :, :7], wd, top_k=2)
     # Float weights in GGUF's layout ([E, n, k], as read_gguf gives them) are named as such.
     assert wu.shape[1] != wu.shape[2]  # d != 2f: the swapped tensor has another shape
     with pytest.raises(vkgmm.ContractError, match=r"w_up: .*layout \[E, n, k\]\? pass transpose_weights=True"):
@@ -108,6 +113,18 @@ def test_moe_layer_vjp_with_a_target_is_the_squared_errors_gradient(ctx, rng):
         np.testing.assert_allclose(g[name], g2[name], rtol=1e-4, atol=1e-5, err_msg=name)
     with pytest.raises(vkgmm.ContractError, match="give one of them"):
         vkgmm.moe_layer_vjp(x, rw, wu, wd, y, top_k=2, target=target)
+
+
+def test_moe_layer_vjp_takes_a_target_array(ctx, rng):
+    x, rw, wu, wd, bu, bd = make(rng)
+    f32 = [a.astype(np.float32) for a in (x, rw, wu, wd, bu, bd)]
+    target = rng.standard_normal(x.shape).astype(np.float32)
+    y, g = vkgmm.moe_layer_vjp(*f32[:4], top_k=2, b_up=f32[4], b_down=f32[5], target=vkgmm.Array(target))
+    np.testing.assert_allclose(y, ref_layer(x, rw, wu, wd, bu, bd, 2), rtol=1e-4, atol=1e-4)
+    y2, g2 = vkgmm.moe_layer_vjp(*f32[:4], top_k=2, b_up=f32[4], b_down=f32[5], target=target)
+    assert np.array_equal(y, y2) and set(g) == set(g2)
+    for name in g2:
+        np.testing.assert_array_equal(g[name], g2[name], err_msg=name)
 
 
 @pytest.mark.parametrize("frozen", ["w_up", "w_down"])

@@ -1,9 +1,14 @@
 """One Context shared by several Python threads (the waits release the GIL), one plan (and one routed
-plan) called from all of them, and nothing left alive when a Context goes."""
+plan) called from all of them, nothing left alive when a Context goes, and a daemon thread inside a call
+when the interpreter exits."""
 
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
+import pytest
 
 import vkgmm
 from conftest import assert_close, collect_teardown_messages, random_group_sizes, ref_gmm, ref_ids, ref_tgmm
@@ -63,3 +68,48 @@ def test_a_context_that_goes_leaves_nothing_alive(rng):
     assert c.take_validation_messages() == []
     del c, weights, plan
     assert collect_teardown_messages() == []
+
+
+# A daemon thread loops on gmm with a tiling callable; the main thread exits once it is inside a call.
+# Finalization then sleeps (SlowExit) with the GIL handed out to no one: the thread comes back from the
+# device, or from the sleep in its callback, and asks for the GIL, which CPython answers by ending it.
+EXIT_WITH_A_DAEMON_INSIDE = textwrap.dedent("""
+    import threading, time
+
+    class SlowExit:
+        def __del__(self, sleep=time.sleep):
+            sleep(0.5)
+
+    slow_exit = SlowExit()
+    daemon = {}  # the thread's globals, not these: at exit these are freed, slow_exit with them
+    exec('''
+    import sys, threading, time
+    import numpy as np
+    import vkgmm
+
+    inside = threading.Event()
+
+    def tiling(m, k, n):
+        inside.set()
+        if sys.argv[1] == "callback":
+            time.sleep(0.2)
+        return (16, 16, 16)
+
+    def loop():
+        lhs, rhs = np.ones((256, 256), np.float32), np.ones((2, 256, 256), np.float32)
+        while True:
+            vkgmm.gmm(lhs, rhs, [128, 128], tiling=tiling)
+
+    threading.Thread(target=loop, daemon=True).start()
+    inside.wait()
+    ''', daemon)
+    print("exiting")
+""")
+
+
+@pytest.mark.parametrize("where", ["device", "callback"])
+def test_a_daemon_thread_inside_a_call_at_exit_does_not_abort(where):
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", EXIT_WITH_A_DAEMON_INSIDE, where], capture_output=True, text=True,
+                           timeout=120)
+        assert (r.returncode, r.stdout) == (0, "exiting\n"), r.stderr

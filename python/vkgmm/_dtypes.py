@@ -87,7 +87,8 @@ def host_input(x, what: str):
         a = a.astype(np.float32)
     if a.dtype.name not in ("float32", "float16", "uint16", "bfloat16", "uint8"):
         raise ContractError(f"{what}: {a.dtype.name} data; vkgmm takes float32, float16 or bfloat16 (uint16 bits)")
-    return np.ascontiguousarray(a)
+    # Not np.ascontiguousarray, which makes 0-d data 1-d.
+    return a if a.flags.c_contiguous else np.copy(a, order="C")
 
 
 def host_output(a: np.ndarray, requested):

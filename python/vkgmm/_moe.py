@@ -8,6 +8,7 @@ import numpy as np
 from . import _context
 from ._ops import on_device, rank, scalar_count, spec
 from ._vkgmm import Array, ContractError, _MoeLayerPlan
+from ._weights import to_float32
 
 
 class _Layer:
@@ -26,6 +27,8 @@ class _Layer:
         rank(down_shape, 3, "w_down", "[E_local, f, d]")
         T, d = x_shape
         E = scalar_count(num_experts, "num_experts", r_shape[1])
+        if top_k is None:  # required, so None is a mistake, not a default
+            raise TypeError("top_k: expected an integer (the experts each token is routed to), got None")
         top_k = scalar_count(top_k, "top_k", 0)
         if tuple(r_shape) != (d, E):
             raise ContractError(f"router_w: expected shape {(d, E)} ([d, E]), got {tuple(r_shape)}")
@@ -42,9 +45,12 @@ class _Layer:
             # A float tensor in GGUF's layout ([E, n, k], as read_gguf gives it) has its last two dims swapped.
             return "" if nk or len(shape) != 3 or shape[2] != d else (
                 " (a float tensor in GGUF's or PyTorch's layout [E, n, k]? pass transpose_weights=True)")
-        if tuple(up_shape) != want_up or (gated and n_up % 2):
+        if tuple(up_shape) != want_up:
             raise ContractError(f"w_up: expected shape {want_up} for x {tuple(x_shape)}, got {tuple(up_shape)}"
                                 + gguf_hint(up_shape, up_nk))
+        if gated and n_up % 2:
+            raise ContractError(f"w_up: {n_up} columns [gate | up] (shape {tuple(up_shape)}): the gated activation "
+                                f"{activation!r} takes an even number")
         if tuple(down_shape) != want_down:
             raise ContractError(f"w_down: expected shape {want_down}, got {tuple(down_shape)}")
         offset = scalar_count(expert_offset, "expert_offset", 0)
@@ -107,7 +113,7 @@ def moe_layer_vjp(x, router_w, w_up, w_down, d_y=None, *, top_k, b_up=None, b_do
     c = layer.context
     given = d_y if d_y is not None else target
     name = "d_y" if d_y is not None else "target"
-    g_shape, _ = spec(given, name)
+    g_shape, g_type = spec(given, name)
     if tuple(g_shape) != layer.shapes["x"]:
         raise ContractError(f"{name}: expected shape {layer.shapes['x']} (y's), got {tuple(g_shape)}")
     if target is None:
@@ -118,7 +124,10 @@ def moe_layer_vjp(x, router_w, w_up, w_down, d_y=None, *, top_k, b_up=None, b_do
         # The accumulating plan adds to y, d_x and d_router_w: they start as -target and zeros.
         if layer.dtype != "f32":
             raise ContractError("target: a squared error's target takes float32 x and y")
-        y = cotangent = Array(-np.asarray(target, dtype=np.float32), "f32", context=c)
+        if g_type not in ("f32", "f16", "bf16"):
+            raise ContractError(f"target: expected float values, got a {g_type} Array")
+        target = to_float32(target)  # an Array read back: y starts as its negation
+        y = cotangent = Array(-target, "f32", context=c)
         grads = {"x": Array(np.zeros(layer.shapes["x"], np.float32), "f32", context=c),
                  "router_w": Array(np.zeros(layer.shapes["router_w"], np.float32), "f32", context=c)}
     if not layer.frozen["w_up"]:
@@ -133,5 +142,5 @@ def moe_layer_vjp(x, router_w, w_up, w_down, d_y=None, *, top_k, b_up=None, b_do
                    grads["router_w"], grads.get("w_up"), grads.get("b_up"), grads.get("w_down"), grads.get("b_down"))
     out = y.numpy()
     if target is not None:
-        out = out + np.asarray(target, dtype=np.float32)  # y itself, from the residual
+        out = out + target  # y itself, from the residual
     return out, {name: a.numpy() for name, a in grads.items()}

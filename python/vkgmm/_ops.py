@@ -22,10 +22,10 @@ def spec(x, what: str):
     return a.shape, _dtypes.array_dtype_name(a, None, what)
 
 
-def on_device(x, what: str, context, dtype: str | None = None, shape=None) -> Array:
-    """x as a vkgmm.Array on `context`: an Array as it is (on that context), host data uploaded. With
-    `shape`, x must have it: the library sees only a buffer's bytes, which a transposed or reshaped operand
-    of the same size would fill."""
+def checked_operand(x, what: str, context, dtype: str | None = None, shape=None):
+    """x checked as on_device takes it: an Array as it is, host data as numpy. With `shape`, x must have it:
+    the library sees only a buffer's bytes, which a transposed or reshaped operand of the same size would
+    fill."""
     if shape is not None:
         got = tuple(x.shape) if isinstance(x, Array) else np.shape(x)
         if tuple(got) != tuple(shape):
@@ -33,10 +33,18 @@ def on_device(x, what: str, context, dtype: str | None = None, shape=None) -> Ar
     if isinstance(x, Array):
         if x.context is not context:
             raise ContractError(f"{what}: the Array lives on another Context than the plan's")
+        if dtype is not None and x.dtype != dtype:
+            raise ContractError(f"{what}: the plan takes {dtype}, got a {x.dtype} Array")
         return x
     a = _dtypes.host_input(x, what)
     _dtypes.array_dtype_name(a, dtype, what)  # refused naming the operand, not the Array made of it
-    return Array(a, dtype, context=context)
+    return a
+
+
+def on_device(x, what: str, context, dtype: str | None = None, shape=None) -> Array:
+    """x as a vkgmm.Array on `context`: an Array as it is (on that context), host data uploaded."""
+    x = checked_operand(x, what, context, dtype, shape)
+    return x if isinstance(x, Array) else Array(x, dtype, context=context)
 
 
 def rank(shape, n: int, what: str, layout: str):
@@ -58,8 +66,8 @@ def host_ints(x, what: str, ndim: int, layout: str) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int32)
 
 
-def scalar_count(x, what: str, default: int) -> int:
-    """An int argument as megablox takes it: an int, a one-element integer array, or None (the default)."""
+def scalar_count(x, what: str, default):
+    """An int argument as megablox takes it: an int, a one-element integer array, or None (`default`)."""
     if x is None:
         return default
     a = np.asarray(x)
@@ -209,10 +217,12 @@ class TgmmPlan:
         self.lhs_shape, self.rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
         self.preferred_element_type = preferred_element_type
         self.out_type = _dtypes.dtype_name(preferred_element_type, "preferred_element_type")
+        groups = scalar_count(num_actual_groups, "num_actual_groups", None)
+        if groups is not None and groups < 0:  # the library's -1 (all groups) is None here
+            raise ContractError(f"num_actual_groups: {groups} must be >= 0 (None: G - group_offset)")
         self._plan = _TgmmPlan(self.context, m, k, n, group_sizes_list(group_sizes),
-                               scalar_count(group_offset, "group_offset", 0),
-                               scalar_count(num_actual_groups, "num_actual_groups", -1), self.lhs_type,
-                               self.rhs_type, self.out_type, bool(existing_out), tiling)
+                               scalar_count(group_offset, "group_offset", 0), -1 if groups is None else groups,
+                               self.lhs_type, self.rhs_type, self.out_type, bool(existing_out), tiling)
         self.out_shape = (self._plan.num_actual_groups, k, n)
 
     @property
@@ -283,8 +293,14 @@ class GmmBackwardPlan:
         d_lhs = Array.empty(list(self.lhs_shape), self.lhs_type, context=c)
         d_rhs = None if frozen else Array.empty(list(self.rhs_shape), self.rhs_type, context=c)
         d_bias = None if bias is None else Array.empty(list(self.bias_shape), "f32", context=c)
-        # Frozen weights without an epilogue read no lhs (nothing to recompute, no d_rhs).
-        self._plan.run(on_device(lhs, "lhs", c, self.lhs_type, self.lhs_shape) if self._plan.reads_lhs else None,
+        # Frozen weights without an epilogue read no lhs (nothing to recompute, no d_rhs): it is checked all
+        # the same, not uploaded.
+        lhs_array = None
+        if self._plan.reads_lhs:
+            lhs_array = on_device(lhs, "lhs", c, self.lhs_type, self.lhs_shape)
+        else:
+            checked_operand(lhs, "lhs", c, self.lhs_type, self.lhs_shape)
+        self._plan.run(lhs_array,
                        on_device(rhs, "rhs", c, self.rhs_type, self.rhs_shape),
                        on_device(d_out, "d_out", c, self.d_out_type, self.d_out_shape),
                        d_lhs, d_rhs, bias=None if bias is None else on_device(bias, "bias", c, "f32", self.bias_shape),

@@ -17,7 +17,10 @@ def quantize(w, format: str, *, context=None) -> Array:
     """w float32 [experts, n, k] or [n, k] (k a multiple of the block: 32, or 256 for the K formats) as a
     device Array of `format` with shape (experts, n, k). Round to nearest per block at least (never less
     accurate than ggml's reference quantizers where those round to nearest: docs/quantized-weights.md)."""
-    w = np.asarray(w, dtype=np.float32)
+    w = np.asarray(w)
+    if w.dtype.kind not in "biuf":  # a cast would drop complex values' imaginary parts
+        raise ContractError(f"quantize: w: {w.dtype.name} data; quantize takes real numbers (floats or integers)")
+    w = w.astype(np.float32)
     fmt = _dtypes.dtype_name(format, "format")
     blocks = _quantize(w, fmt)
     shape = w.shape if w.ndim == 3 else (1,) + w.shape
@@ -36,8 +39,8 @@ def read_gguf(path: str, tensor: str, *, context=None) -> Array:
     """An expert tensor of a GGUF v3 file (dims [k, n, E] or [k, n]; F32, F16, BF16 or one of
     vkgmm.BLOCK_FORMATS) as a device Array of shape (E, n, k), (1, n, k) for a 2-D tensor such as a
     router's ffn_gate_inp (router_w is then .numpy()[0].T): gmm's rhs in the transposed layout (pass
-    transpose_rhs=True for a float tensor; a block format implies it). moe_layer takes float expert weights
-    as [E, k, n]: transpose a float tensor's last two dimensions for it (docs/routing-and-epilogues.md)."""
+    transpose_rhs=True for a float tensor; a block format implies it). moe_layer takes a float tensor as
+    it is with transpose_weights=True (a block format is in that layout anyway)."""
     fmt, shape, data = _read_gguf_tensor(str(path), tensor)
     c = _context.resolve(context)
     if fmt in ("f32", "f16", "bf16"):
@@ -52,6 +55,8 @@ def to_float32(x, dtype=None) -> np.ndarray:
     if isinstance(x, Array):
         dtype, x = x.dtype, x.numpy()
     a = np.asarray(x)
+    if not a.dtype.isnative:  # big-endian bits: their values, as every other entry point takes them
+        a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype.name == "bfloat16":
         return _decode16(a.view(np.uint16), "bf16")
     if a.dtype == np.uint16:
