@@ -270,7 +270,7 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
         check_or_refuse(timer, inst, want,
                         std::string("device metadata, ") + (w == Instance::Workspace::indirect ? "indirect" : "upper-bound") +
                             " grid, tiling " + ran);
-        calls.push_back({[&, device_tiling, w] {
+        calls.push_back({[&, device_tiling, device_schedule, w] {
                            inst.plan(device_tiling, true, device_schedule);
                            inst.use_workspace(w);
                          },
