@@ -3,6 +3,7 @@
 // size and the heap) when a request cannot fit, registered so that views of them are checked against their
 // real size, and destroyed only once no pending submission can still read them.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -56,47 +57,72 @@ namespace {
 
 // Staging copies move at most this much at a time (a staging buffer of this size at most).
 constexpr VkDeviceSize kStagingPiece = VkDeviceSize(64) << 20;
+// The smallest staging buffer made: copies of a few MiB at a time reuse one.
+constexpr VkDeviceSize kStagingMinimum = VkDeviceSize(4) << 20;
 
-// `bytes` between the host's `host` and a staged buffer's `offset`, through a host-visible buffer of the
-// call's own, a piece at a time, each piece one submission that waits. The copy waits for every earlier
-// submission's writes and makes its own visible to later work (the barriers around it).
-void staged_copy(Context::Impl& im, VkBuffer target, VkDeviceSize offset, const uint8_t* from_host, uint8_t* to_host,
-                 VkDeviceSize bytes) {
-  const bool to_device = from_host != nullptr;
+// A host-visible buffer of at least `bytes` (up to kStagingPiece), mapped. A failed step retires what
+// was made before it.
+StagingBuffer make_staging(Context::Impl& im, VkDeviceSize bytes, const char* what) {
   const Device& dev = im.dev;
-  const VkDeviceSize piece_bytes = std::min(bytes, kStagingPiece);
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bci.size = piece_bytes;
+  bci.size = std::min(std::bit_ceil(std::max(bytes, kStagingMinimum)), kStagingPiece);
   bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  DeadBuffer staging{VK_NULL_HANDLE, VK_NULL_HANDLE, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
-  // Retired, not destroyed: a submission that timed out may still read it.
-  struct Retire {
+  DeadBuffer made{VK_NULL_HANDLE, VK_NULL_HANDLE, {VK_NULL_HANDLE, VK_NULL_HANDLE}};
+  struct RetireOnThrow {
     Context::Impl& im;
     DeadBuffer& b;
-    ~Retire() { im.submitter.retire(b); }
-  } retire{im, staging};
-  const char* what = to_device ? "upload (staged)" : "download (staged)";
+    bool kept = false;
+    ~RetireOnThrow() {
+      if (!kept) im.submitter.retire(b);
+    }
+  } guard{im, made};
   // Handles are created into locals and kept only on success: a failed call leaves its output undefined.
-  VkBuffer made = VK_NULL_HANDLE;
-  check_vk(vkCreateBuffer(dev.device, &bci, nullptr, &made), what);
-  staging.buffer = made;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  check_vk(vkCreateBuffer(dev.device, &bci, nullptr, &buffer), what);
+  made.buffer = buffer;
   VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(dev.device, staging.buffer, &req);
+  vkGetBufferMemoryRequirements(dev.device, made.buffer, &req);
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = staging_memory_type(dev.memory, req.memoryTypeBits);
   if (mai.memoryTypeIndex == UINT32_MAX) throw Error(Status::unsupported, std::string(what) + ": no host-visible coherent memory type");
   VkDeviceMemory memory = VK_NULL_HANDLE;
   check_vk(vkAllocateMemory(dev.device, &mai, nullptr, &memory), what);
-  staging.memory = memory;
-  check_vk(vkBindBufferMemory(dev.device, staging.buffer, staging.memory, 0), what);
+  made.memory = memory;
+  check_vk(vkBindBufferMemory(dev.device, made.buffer, made.memory, 0), what);
   void* p = nullptr;
-  check_vk(vkMapMemory(dev.device, staging.memory, 0, VK_WHOLE_SIZE, 0, &p), what);
-  uint8_t* window = static_cast<uint8_t*>(p);
+  check_vk(vkMapMemory(dev.device, made.memory, 0, VK_WHOLE_SIZE, 0, &p), what);
+  guard.kept = true;
+  return {made.buffer, made.memory, static_cast<uint8_t*>(p), bci.size};
+}
+
+DeadBuffer dead(const StagingBuffer& b) { return {b.buffer, b.memory, {VK_NULL_HANDLE, VK_NULL_HANDLE}}; }
+
+// `bytes` between the host's `host` and a staged buffer's `offset`, through the Context's staging buffer
+// (or one made for the call), a piece at a time, each piece one submission that waits. The copy waits for
+// every earlier submission's writes and makes its own visible to later work (the barriers around it).
+void staged_copy(Context::Impl& im, VkBuffer target, VkDeviceSize offset, const uint8_t* from_host, uint8_t* to_host,
+                 VkDeviceSize bytes) {
+  const bool to_device = from_host != nullptr;
+  const char* what = to_device ? "upload (staged)" : "download (staged)";
+  const VkDeviceSize piece_bytes = std::min(bytes, kStagingPiece);
+  StagingBuffer staging = im.staging.take(piece_bytes);
+  if (!staging.buffer) staging = make_staging(im, piece_bytes, what);
+  // Given back once every piece's submission completed; retired, not reused, where one failed or timed
+  // out (it may still read the buffer).
+  struct Finish {
+    Context::Impl& im;
+    const StagingBuffer& b;
+    bool completed = false;
+    ~Finish() {
+      const StagingBuffer spare = completed ? im.staging.give_back(b) : b;
+      if (spare.buffer) im.submitter.retire(dead(spare));
+    }
+  } finish{im, staging};
   for (VkDeviceSize done = 0; done < bytes; done += piece_bytes) {
     const VkDeviceSize n = std::min(piece_bytes, bytes - done);
-    if (to_device) std::memcpy(window, from_host + done, size_t(n));
+    if (to_device) std::memcpy(staging.mapped, from_host + done, size_t(n));
     im.submitter.submit_and_wait([&](VkCommandBuffer cb) {
       VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
       before.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
@@ -111,9 +137,10 @@ void staged_copy(Context::Impl& im, VkBuffer target, VkDeviceSize offset, const 
       vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &after, 0,
                            nullptr, 0, nullptr);
     });
-    im.log.throw_if_any();  // the copy's validation messages, here rather than at a later call
-    if (!to_device) std::memcpy(to_host + done, window, size_t(n));
+    if (!to_device) std::memcpy(to_host + done, staging.mapped, size_t(n));
   }
+  finish.completed = true;
+  im.log.throw_if_any();  // the copies' validation messages, here rather than at a later call
 }
 
 }  // namespace

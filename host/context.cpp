@@ -128,6 +128,9 @@ Context::Impl::~Impl() {
     // cannot run, and crashes in vkDeviceWaitIdle) is one that never submits.
     if (dev.owns && submitter.submitted_any()) vkDeviceWaitIdle(dev.device);
     pipelines.destroy(dev.device);
+    const StagingBuffer kept = staging.release();
+    if (kept.buffer) vkDestroyBuffer(dev.device, kept.buffer, nullptr);
+    if (kept.memory) vkFreeMemory(dev.device, kept.memory, nullptr);
   }
   if (!dev.owns) return;
   dev.destroy();

@@ -9,6 +9,7 @@
 #include "buffer_registry.hpp"
 #include "device.hpp"
 #include "pipeline_cache.hpp"
+#include "staging_cache.hpp"
 #include "submitter.hpp"
 #include "tiling_device.hpp"
 #include "validation_log.hpp"
@@ -23,11 +24,13 @@ struct Context::Impl {
   PipelineCache pipelines;
   BufferRegistry buffers;
   Submitter submitter{dev};
+  StagingCache staging;  // staged copies' host-visible buffer, kept for the next copy
   TilingDevice tiling_device;  // test-only (tiling_device.hpp)
 
   Impl() = default;
   Impl(const Impl&) = delete;
-  // Settles parked work (bounded), then destroys the pipelines and, when vkgmm owns it, the device.
+  // Settles parked work (bounded), then destroys the pipelines, the kept staging buffer and, when vkgmm
+  // owns it, the device.
   ~Impl();
 
   // The pipeline of `code` with these constants (PipelineCache::get on this device).

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 
@@ -198,6 +199,43 @@ TEST_F(DeviceTest, BuffersRoundTripAtAnyOffset) {
   EXPECT_EQ(b.handle(), VK_NULL_HANDLE);
   EXPECT_EQ(b.size(), 0u);
   expect_gmm_works(ctx());  // a gmm on the same context's buffers (staged in the .staged runs)
+}
+
+// Staged copies reuse the Context's staging buffer: one is made for the first copy and kept, a larger
+// copy replaces it with a larger one, and later copies of either size take that one. Every copy is
+// byte for byte.
+TEST_F(DeviceTest, StagedCopiesReuseOneStagingBuffer) {
+  const char* forced = std::getenv("VKGMM_STAGED_MEMORY");
+  const std::string before = forced ? forced : "";
+  setenv("VKGMM_STAGED_MEMORY", "1", 1);
+  Context c = make_context({});
+  if (forced) setenv("VKGMM_STAGED_MEMORY", before.c_str(), 1);
+  else unsetenv("VKGMM_STAGED_MEMORY");
+  StagingCache& cache = ContextInternals::of(c).staging;
+  const size_t small = size_t(3) << 20, large = size_t(9) << 20;
+  Buffer a = c.create_buffer(small), b = c.create_buffer(large);
+  ASSERT_TRUE(ContextInternals::of(c).buffers.find(a.handle())->staged);
+  auto round_trip = [](Buffer& buffer, size_t bytes, uint8_t seed) {
+    std::vector<uint8_t> data(bytes), got(bytes);
+    for (size_t i = 0; i < bytes; ++i) data[i] = uint8_t(i * 2654435761u >> 24) ^ seed;
+    buffer.upload(data.data(), bytes);
+    buffer.download(got.data(), bytes);
+    EXPECT_TRUE(got == data) << "seed " << int(seed);
+  };
+  EXPECT_EQ(cache.kept().buffer, VK_NULL_HANDLE);
+  round_trip(a, small, 1);
+  const StagingBuffer first = cache.kept();
+  ASSERT_NE(first.buffer, VK_NULL_HANDLE);
+  EXPECT_GE(first.bytes, small);
+  round_trip(a, small, 2);
+  EXPECT_EQ(cache.kept().buffer, first.buffer);
+  round_trip(b, large, 3);
+  const StagingBuffer second = cache.kept();
+  EXPECT_GE(second.bytes, large);
+  round_trip(a, small, 4);
+  round_trip(b, large, 5);
+  EXPECT_EQ(cache.kept().buffer, second.buffer);
+  EXPECT_EQ(cache.kept().bytes, second.bytes);
 }
 
 // 10,000 calls: a reused plan (record + submit), plans made and dropped, the tgmm and gmm conveniences.
