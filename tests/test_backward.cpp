@@ -1,5 +1,8 @@
 // The gmm backward on the device: against the reference, and against central finite differences.
+#include <climits>
 #include <cmath>
+#include <cstring>
+#include <optional>
 
 #include "gpu_harness.hpp"
 
@@ -86,6 +89,75 @@ TEST_F(DeviceTest, BackwardFiniteDifferences) {
       EXPECT_NEAR(grads.d_rhs[i], (loss(lhs, rp) - loss(lhs, rm)) / (2 * h), 2e-3) << "d_rhs " << i;
     }
   }
+}
+
+// Device group sizes that break the contract, in the backward: its parts (d_lhs's gmm, d_rhs's tgmm) take
+// them as documented, giving the host path's bits on the sizes as the device takes them, and the status
+// word (d_rhs's; with frozen block-format weights d_lhs's, whose few rows read the sizes in the kernel)
+// says what was found; every view between guard regions, on both grids.
+TEST_F(DeviceTest, BackwardTakesHostileDeviceSizes) {
+  const std::vector<std::vector<int32_t>> hostile = {{30, -4, 50, 7}, {INT32_MAX, 3, -1, 0}, {0, INT32_MIN, 10, 100}};
+  Context& c = ctx();
+  for (bool frozen : {false, true})
+    for (size_t i = 0; i < hostile.size(); ++i) {
+      const std::vector<int32_t>& sizes = hostile[i];
+      SCOPED_TRACE(std::string(frozen ? "frozen, " : "") + "sizes " + std::to_string(sizes[0]) + ", " +
+                   std::to_string(sizes[1]) + ", ...");
+      const GridHook grid(c, GridHook::both(c)[i % 2]);
+      std::mt19937 rng(37 + uint32_t(i));
+      GmmProblem host;
+      host.m = 64, host.k = 32, host.n = 12;
+      host.group_offset = 1, host.num_rhs_groups = 2;
+      host.transpose_rhs = frozen;  // a block format's blocks run along k
+      host.rhs_type = frozen ? DType::q8_0 : DType::f32;
+      uint32_t want_status = 0;
+      host.group_sizes = sizes_taken(sizes, host.m, want_status);
+      const auto lhs = random_values(size_t(host.m * host.k), DType::f32, rng);
+      const auto rhs = random_values(size_t(2 * host.k * host.n), host.rhs_type, rng);
+      const auto d_out = random_values(size_t(host.m * host.n), DType::f32, rng);
+      GmmProblem dev = host;
+      dev.group_sizes.clear();
+      dev.device_group_sizes.count = 4;
+      const GmmBackwardPlan plan(c, dev);
+      EXPECT_EQ(frozen, plan.workspace_bytes() == 0) << "frozen: d_lhs alone, reading the sizes in the kernel";
+      // Each part's host path on the sizes taken, with the tiles and schedule the device path's part chose.
+      auto on_host = [&](auto problem, const auto& part) {
+        problem.group_sizes = host.group_sizes, problem.device_group_sizes = {};
+        problem.tiling = TilingChoice::of(part.tiling()), problem.schedule = part.schedule();
+        return problem;
+      };
+      reference::Gradients want;
+      want.d_lhs = run_gmm(c, on_host(plan.d_lhs_plan().problem(), plan.d_lhs_plan()), d_out, rhs);
+      if (!frozen) want.d_rhs = run_tgmm(c, on_host(plan.d_rhs_plan().problem(), plan.d_rhs_plan()), lhs, d_out);
+      const reference::Gradients ref = reference::gmm_backward(host, lhs, rhs, d_out);
+      EXPECT_TRUE(all_close(want.d_lhs, ref.d_lhs, 1e-3, 1e-5));
+      if (!frozen) EXPECT_TRUE(all_close(want.d_rhs, ref.d_rhs, 1e-3, 1e-5));
+      // v's bytes in type t (a block format's own blocks), between guard regions.
+      auto guarded_as = [&](DType t, const std::vector<float>& v) {
+        const Buffer b = upload(c, t, v);
+        Guarded g(c, b.size());
+        std::vector<uint8_t> raw(b.size());
+        b.download(raw.data(), raw.size());
+        g.set(raw.data(), raw.size());
+        return g;
+      };
+      Guarded l = guarded_floats(c, lhs), r = guarded_as(host.rhs_type, rhs), d = guarded_floats(c, d_out);
+      Guarded dl(c, want.d_lhs.size() * 4), s(c, 16), status(c, 4);
+      s.set(sizes.data(), 16);
+      std::optional<Guarded> dr, work;
+      GmmBackwardOperands ops{l.view(), r.view(), d.view(), dl.view(), {}, s.view(), {}, status.view()};
+      if (!frozen) ops.d_rhs = dr.emplace(c, want.d_rhs.size() * 4).view();
+      if (plan.workspace_bytes()) ops.workspace = work.emplace(c, plan.workspace_bytes()).view();
+      c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+      EXPECT_TRUE(same_bits(floats(dl), want.d_lhs)) << "d_lhs";
+      if (dr) EXPECT_TRUE(same_bits(floats(*dr), want.d_rhs)) << "d_rhs";
+      uint32_t got_status = ~0u;
+      std::memcpy(&got_status, status.get().data(), 4);
+      EXPECT_EQ(got_status, want_status);
+      for (const Guarded* g : {&l, &r, &d, &dl, &s, &status}) EXPECT_TRUE(g->guards_intact());
+      for (const std::optional<Guarded>* g : {&dr, &work})
+        if (*g) EXPECT_TRUE((*g)->guards_intact());
+    }
 }
 
 // GmmBackwardPlan::sizes(): each operand's exact bytes (odd 16-bit counts included), for a sharded

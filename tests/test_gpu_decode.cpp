@@ -7,7 +7,9 @@
 // Each case checks that the plan took K slices, and over rhs [n, k] (slices across neighbouring lanes)
 // that it runs the build summing them with subgroup shuffles exactly where the device shuffles in
 // compute shaders.
+#include <climits>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -204,6 +206,58 @@ std::vector<DecodeCase> decode_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuDecode, ::testing::ValuesIn(decode_cases()),
                          [](const ::testing::TestParamInfo<DecodeCase>& info) { return std::string(info.param.name); });
+
+// Device group sizes that break the contract, on the sliced decode tiles: read in the kernel (a call of a
+// few rows, no workspace) and through the metadata build on both grids, each taken as documented (the
+// host path's bits on the sizes as the device takes them, the same tiles and K slices; the status word's
+// bits), over rhs [n, k] and [k, n], existing_out, a window, every view between guard regions.
+TEST_F(DeviceTest, GpuDecodeTakesHostileDeviceSizes) {
+  Context cx = gpu_context();
+  const std::vector<std::vector<int32_t>> hostile = {
+      {3, -2, 9, 4, 0, 7}, {INT32_MAX, 1, 0, -1, 2, 2}, {2, 2, INT32_MIN, 5, 30, 1}};
+  for (int path = 0; path < 3; ++path)
+    for (const std::vector<int32_t>& sizes : hostile) {
+      const bool transpose = sizes[0] != 3;
+      SCOPED_TRACE("path " + std::to_string(path) + ", sizes " + std::to_string(sizes[0]) + ", " +
+                   std::to_string(sizes[1]) + ", ..." + (transpose ? " [n, k]" : " [k, n]"));
+      const GridHook grid(cx, path == 1 ? DeviceGrid::upper_bound : DeviceGrid::indirect);
+      const SizesInKernelHook in_kernel(cx, path == 2);
+      GmmProblem dev = decode_problem({"", 128, 40, DType::f32, DType::f32, DType::f32, transpose}, 16, {});
+      dev.device_group_sizes.count = 6;
+      dev.group_offset = 1, dev.num_rhs_groups = 4, dev.existing_out = true;
+      const GmmPlan plan(cx, dev);
+      const Slices slices = slices_of(plan);
+      EXPECT_TRUE(slices.direct);
+      EXPECT_GT(slices.slices, 1u);
+      EXPECT_EQ(plan.workspace_bytes() == 0, path == 2) << "the sizes read in the kernel, or the build's";
+      GmmProblem host = dev;
+      uint32_t want_status = 0;
+      host.group_sizes = sizes_taken(sizes, host.m, want_status);
+      host.device_group_sizes = {};
+      host.tiling = TilingChoice::of(plan.tiling()), host.schedule = plan.schedule();
+      EXPECT_EQ(slices_of(GmmPlan(cx, host)).slices, slices.slices);
+      std::mt19937 rng(48);
+      const auto lhs = random_values(size_t(host.m * host.k), DType::f32, rng);
+      const auto rhs = random_values(size_t(4 * host.k * host.n), DType::f32, rng);
+      const auto ex = random_values(size_t(host.m * host.n), DType::f32, rng);
+      const std::vector<float> want = run_gmm(cx, host, lhs, rhs, ex);
+      Guarded l = guarded_floats(cx, lhs), r = guarded_floats(cx, rhs), e = guarded_floats(cx, ex);
+      Guarded o(cx, want.size() * 4), s(cx, sizes.size() * 4), status(cx, 4);
+      std::optional<Guarded> work;
+      if (path != 2) work.emplace(cx, plan.workspace_bytes());
+      s.set(sizes.data(), sizes.size() * 4);
+      const BufferView work_view = work ? work->view() : BufferView{};
+      cx.submit_and_wait([&](VkCommandBuffer cb) {
+        plan.record(cb, {l.view(), r.view(), o.view(), e.view(), s.view(), work_view, status.view()});
+      });
+      EXPECT_TRUE(same_bits(floats(o), want));
+      uint32_t got_status = ~0u;
+      std::memcpy(&got_status, status.get().data(), 4);
+      EXPECT_EQ(got_status, want_status);
+      for (const Guarded* g : {&l, &r, &e, &o, &s, &status}) EXPECT_TRUE(g->guards_intact());
+      if (work) EXPECT_TRUE(work->guards_intact());
+    }
+}
 
 // The sliced decode issues several steps of its K walk at once, so that each invocation has 128 bytes of
 // weights in flight per iteration (kDecodeBytesInFlight): STEPS_IN_FLIGHT steps (an element type's quads,

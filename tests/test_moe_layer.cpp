@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -205,35 +207,130 @@ TEST_F(DeviceTest, MoeLayerShardsAddUp) {
   EXPECT_TRUE(all_close(d_w_down, full.d_w_down, 1e-5, 1e-5)) << "d_w_down";
 }
 
-// The backward reads what the forward left in the workspace (its one routing build, the saved
-// pre-activations): rewritten in between (every word INT32_MAX), every pass stays inside its views and
-// the status word says the shared routing was not the forward's.
+// The layer's views for `plan`, each between guard regions (Guarded): the weights, x and d_y given, every
+// output and the app's workspace poisoned.
+struct GuardedLayer {
+  Guarded x, rw, wu, wd, bu, bd, dy, y, dx, drw, dwu, dwd, dbu, dbd, work, status;
+  MoeLayerOperands ops;
+  MoeLayerGradients g;
+  GuardedLayer(Context& c, const MoeLayerPlan& plan, const MoeWeights& w, const std::vector<float>& d_y)
+      : x(guarded_floats(c, as_float(w.x))), rw(guarded_floats(c, as_float(w.router_w))),
+        wu(guarded_floats(c, as_float(w.w_up))), wd(guarded_floats(c, as_float(w.w_down))),
+        bu(guarded_floats(c, as_float(w.b_up))), bd(guarded_floats(c, as_float(w.b_down))), dy(guarded_floats(c, d_y)),
+        y(c, plan.sizes().y), dx(c, plan.sizes().x), drw(c, plan.sizes().router_w), dwu(c, plan.sizes().w_up),
+        dwd(c, plan.sizes().w_down), dbu(c, plan.sizes().b_up), dbd(c, plan.sizes().b_down),
+        work(c, plan.workspace_bytes()), status(c, 4) {
+    ops.x = x.view(), ops.router_w = rw.view(), ops.w_up = wu.view(), ops.w_down = wd.view(), ops.y = y.view();
+    ops.workspace = work.view(), ops.status = status.view();
+    g.d_y = dy.view(), g.d_x = dx.view(), g.d_router_w = drw.view(), g.d_w_up = dwu.view(), g.d_w_down = dwd.view();
+    if (plan.problem().up_bias) ops.b_up = bu.view(), g.d_b_up = dbu.view();
+    if (plan.problem().down_bias) ops.b_down = bd.view(), g.d_b_down = dbd.view();
+  }
+  uint32_t status_word() const {
+    uint32_t word = ~0u;
+    std::memcpy(&word, status.get().data(), 4);
+    return word;
+  }
+  void expect_guards_intact() const {
+    for (const Guarded* b : {&x, &rw, &wu, &wd, &bu, &bd, &dy, &y, &dx, &drw, &dwu, &dwd, &dbu, &dbd, &work, &status})
+      EXPECT_TRUE(b->guards_intact());
+  }
+};
+
+// The backward reads what the forward left in the workspace (its one routing build, the ids and weights,
+// the saved pre-activations): rewritten in between, every pass stays inside its views and the status word
+// says what the backward's copy of the routing found (bad_routing: a row-map entry past the slots; bad_id:
+// an id below -1 or past num_experts; sum_above_m: the experts' counts add up past the slots); words that
+// each look like a routing's (below the experts, counts within the slots) go unreported, as documented.
+// Where every expert's count reads negative (taken as none), each expert's gradient is 0, as in a layer of
+// no tokens. A forward and backward over that workspace then give the bits of an untouched layer's:
+// nothing of the rewrite stays.
 TEST_F(DeviceTest, MoeLayerBackwardOfARewrittenWorkspaceStaysInside) {
   const MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
   std::mt19937 rng(9);
   const MoeWeights w = make_params(p, rng);
+  const std::vector<float> d_y = random_values(size_t(p.tokens * p.d_model), DType::f32, rng);
+  const DeviceLayer untouched = run_layer(ctx(), p, w, d_y);
   const MoeLayerPlan plan(ctx(), p);
-  const MoeLayerSizes s = plan.sizes();
-  auto in = [&](const std::vector<double>& v) { return guarded_floats(ctx(), as_float(v)); };
-  Guarded x = in(w.x), rw = in(w.router_w), wu = in(w.w_up), wd = in(w.w_down), bu = in(w.b_up), bd = in(w.b_down);
-  Guarded dy = guarded_floats(ctx(), random_values(size_t(p.tokens * p.d_model), DType::f32, rng));
-  Guarded y(ctx(), s.y), dx(ctx(), s.x), drw(ctx(), s.router_w), dwu(ctx(), s.w_up), dwd(ctx(), s.w_down),
-      dbu(ctx(), s.b_up), dbd(ctx(), s.b_down), work(ctx(), s.workspace), status(ctx(), 4);
-  MoeLayerOperands ops;
-  ops.x = x.view(), ops.router_w = rw.view(), ops.w_up = wu.view(), ops.w_down = wd.view();
-  ops.b_up = bu.view(), ops.b_down = bd.view(), ops.y = y.view(), ops.workspace = work.view(), ops.status = status.view();
-  MoeLayerGradients g;
-  g.d_y = dy.view(), g.d_x = dx.view(), g.d_router_w = drw.view(), g.d_w_up = dwu.view(), g.d_w_down = dwd.view();
-  g.d_b_up = dbu.view(), g.d_b_down = dbd.view();
-  ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record_forward(cb, ops); });
-  const std::vector<int32_t> junk(size_t(s.workspace / 4), INT32_MAX);
-  work.set(junk.data(), junk.size() * 4);
-  ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record_backward(cb, ops, g); });
-  uint32_t word = 0;
-  std::memcpy(&word, status.get().data(), 4);
-  EXPECT_NE(word & device_status::bad_routing, 0u);
-  for (const Guarded* b : {&x, &rw, &wu, &wd, &bu, &bd, &dy, &y, &dx, &drw, &dwu, &dwd, &dbu, &dbd, &work, &status})
-    EXPECT_TRUE(b->guards_intact());
+  GuardedLayer layer(ctx(), plan, w, d_y);
+  const uint32_t routing = device_status::bad_routing, id = device_status::bad_id, sum = device_status::sum_above_m;
+  // Below the experts, and num_experts counts of them add up to at most the slots.
+  const uint32_t plausible = uint32_t(std::min(p.tokens * p.top_k / p.num_experts + 1, p.num_experts));
+  struct Pattern {
+    const char* name;
+    std::function<int32_t()> word;
+    uint32_t status;
+    bool no_rows;  // every count negative
+  };
+  const Pattern patterns[] = {
+      {"INT32_MAX", [] { return INT32_MAX; }, routing | id | sum, false},
+      {"-1", [] { return -1; }, routing, true},
+      {"INT32_MIN", [] { return INT32_MIN; }, routing | id, true},
+      {"random", [&] { return int32_t(rng()); }, routing | id | sum, false},
+      {"plausible", [&] { return int32_t(rng() % plausible); }, 0, false},
+  };
+  for (const Pattern& pattern : patterns) {
+    SCOPED_TRACE(pattern.name);
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record_forward(cb, layer.ops); });
+    std::vector<int32_t> junk(size_t(plan.workspace_bytes() / 4));
+    for (int32_t& word : junk) word = pattern.word();
+    layer.work.set(junk.data(), junk.size() * 4);
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record_backward(cb, layer.ops, layer.g); });
+    EXPECT_EQ(layer.status_word(), pattern.status);
+    layer.expect_guards_intact();
+    if (pattern.no_rows)
+      for (const Guarded* b : {&layer.dwu, &layer.dwd, &layer.dbu, &layer.dbd})
+        EXPECT_EQ(b->get(), std::vector<uint8_t>(b->bytes, 0)) << "an expert's gradient of no rows";
+  }
+  ctx().submit_and_wait([&](VkCommandBuffer cb) {
+    plan.record_forward(cb, layer.ops);
+    plan.record_backward(cb, layer.ops, layer.g);
+  });
+  const std::pair<const Guarded*, const std::vector<float>*> outputs[] = {
+      {&layer.y, &untouched.y},         {&layer.dx, &untouched.d_x},          {&layer.drw, &untouched.d_router_w},
+      {&layer.dwu, &untouched.d_w_up},  {&layer.dwd, &untouched.d_w_down},    {&layer.dbu, &untouched.d_b_up},
+      {&layer.dbd, &untouched.d_b_down}};
+  for (const auto& [got, want] : outputs) EXPECT_TRUE(same_bits(floats(*got), *want));
+}
+
+// Tokens whose x holds NaN or +-inf (top-k ranks NaN logits as -inf, so their ids keep the contract and
+// the status word stays clean): the other tokens' y and d_x rows are the bits of a layer whose x is finite
+// there (a token's rows depend on its own x alone), the non-finite tokens' y rows hold no finite value,
+// and nothing outside the views is written.
+TEST_F(DeviceTest, MoeLayerNonFiniteTokensLeaveTheOthersBits) {
+  const MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
+  std::mt19937 rng(12);
+  MoeWeights w = make_params(p, rng);
+  const std::vector<float> d_y = random_values(size_t(p.tokens * p.d_model), DType::f32, rng);
+  const DeviceLayer finite = run_layer(ctx(), p, w, d_y);
+  const double inf = std::numeric_limits<double>::infinity();
+  const size_t d = size_t(p.d_model);
+  for (size_t i = 0; i < d; ++i) {
+    w.x[1 * d + i] = std::numeric_limits<double>::quiet_NaN();
+    w.x[4 * d + i] = i % 3 == 0 ? inf : i % 3 == 1 ? -inf : std::numeric_limits<double>::quiet_NaN();
+  }
+  w.x[6 * d + 2] = inf;
+  const MoeLayerPlan plan(ctx(), p);
+  GuardedLayer layer(ctx(), plan, w, d_y);
+  ctx().submit_and_wait([&](VkCommandBuffer cb) {
+    plan.record_forward(cb, layer.ops);
+    plan.record_backward(cb, layer.ops, layer.g);
+  });
+  EXPECT_EQ(layer.status_word(), 0u);
+  layer.expect_guards_intact();
+  const std::vector<float> y = floats(layer.y), d_x = floats(layer.dx);
+  for (size_t t = 0; t < size_t(p.tokens); ++t) {
+    const auto row = [&](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + std::ptrdiff_t(t * d), v.begin() + std::ptrdiff_t((t + 1) * d));
+    };
+    SCOPED_TRACE("token " + std::to_string(t));
+    if (t == 1 || t == 4 || t == 6) {
+      for (float v : row(y)) EXPECT_FALSE(std::isfinite(v));
+      continue;
+    }
+    EXPECT_TRUE(same_bits(row(y), row(finite.y))) << "y";
+    EXPECT_TRUE(same_bits(row(d_x), row(finite.d_x))) << "d_x";
+  }
 }
 
 // The layer's plans that use a workspace are parts of it, each given its share of the layer's: the device

@@ -4,7 +4,9 @@
 // word, nothing outside the views touched); determinism of the combined mode; the decode combine fused
 // into the kernel; the epilogue with group sizes; and the arguments refused before any GPU work.
 #include <climits>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -665,6 +667,165 @@ TEST_F(DeviceTest, RouteInKernelSkipsHostileIdsAndWritesTheStatus) {
       EXPECT_TRUE(same_bits(floats(o), want_bits));
       EXPECT_EQ(work.get(), before);
     }
+  }
+}
+
+// A routed plan's run with every operand (and the app's workspace, where the plan takes one) between guard
+// regions, each of them expected intact: out (f32) and the status word.
+struct GuardedRouted {
+  std::vector<float> out;
+  uint32_t status = ~0u;
+};
+GuardedRouted run_guarded(Context& cx, const GmmPlan& plan, const Routed& r) {
+  Guarded l = guarded_floats(cx, r.lhs), w = guarded_floats(cx, r.rhs), o(cx, gmm_out_elements(r.p) * 4),
+          ids(cx, r.ids.size() * 4), status(cx, 4);
+  ids.set(r.ids.data(), r.ids.size() * 4);
+  GmmOperands ops{l.view(), w.view(), o.view()};
+  ops.ids = ids.view(), ops.status = status.view();
+  std::optional<Guarded> e, b, wt, work;
+  if (r.p.existing_out) ops.existing_out = e.emplace(guarded_floats(cx, r.existing_out)).view();
+  if (r.p.epilogue.bias) ops.bias = b.emplace(guarded_floats(cx, r.bias)).view();
+  if (r.p.routing.combine) ops.weights = wt.emplace(guarded_floats(cx, r.weights)).view();
+  if (plan.workspace_bytes()) ops.workspace = work.emplace(cx, plan.workspace_bytes()).view();
+  cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+  for (const Guarded* g : {&l, &w, &o, &ids, &status}) EXPECT_TRUE(g->guards_intact());
+  for (const std::optional<Guarded>* g : {&e, &b, &wt, &work})
+    if (*g) EXPECT_TRUE((*g)->guards_intact());
+  GuardedRouted run{floats(o), 0};
+  std::memcpy(&run.status, status.get().data(), 4);
+  return run;
+}
+
+// Every element the same bits, but a NaN matches any NaN (its payload is the device's choice).
+::testing::AssertionResult same_bits_or_nan(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << got.size() << " != " << want.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::isnan(got[i]) != std::isnan(want[i]) || (!std::isnan(want[i]) && std::memcmp(&got[i], &want[i], 4)))
+      return ::testing::AssertionFailure() << "element " << i << ": " << got[i] << " vs " << want[i];
+  return ::testing::AssertionSuccess();
+}
+
+// NaN, +-inf and huge routing weights, which the router's caller may pass as they come: the combined
+// result is each token's sum, in slot order, of weight * the slot's result (the device's own per-slot
+// bits, from a per-slot run of the same tiles), + existing_out, in fp32 - NaN and inf where that sum gives
+// them, and the weights of slots the call skips (-1, outside the window) never read into it. On every
+// combine path: the separate combine pass, the one fused into the kernel (decode on the direct schedule)
+// and the ids read in the kernel; every operand between guard regions, the status word clean.
+TEST_F(DeviceTest, RoutingCombinesNonFiniteWeights) {
+  ContextOptions direct;
+  direct.schedule = Schedule::direct;
+  Context fused = cpu_planned_context(direct);
+  BothPaths in_kernel = both_paths(false);
+  struct Path { const char* name; Context* cx; RoutingCase c; };
+  const DType f32 = DType::f32;
+  const Path paths[] = {
+      {"combine pass", &ctx(Schedule::shared), {20, 3, 16, 2, 9, 24, 38, Route::top_k, f32, f32, f32,
+                                                false, false, true, true, true, true, Schedule::shared, 61}},
+      {"fused combine", &fused, {8, 3, 8, 2, 5, 64, 40, Route::top_k, f32, f32, f32,
+                                 false, false, true, true, false, false, Schedule::direct, 62}},
+      {"ids in the kernel", &in_kernel.in_kernel, {5, 3, 128, 0, 120, 24, 38, Route::uniform, f32, f32, f32,
+                                                   true, false, true, true, true, true, Schedule::direct, 63}},
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const Path& path : paths) {
+    SCOPED_TRACE(std::string(path.name) + " " + case_name(path.c));
+    Context& cx = *path.cx;
+    Routed r = make_routed(path.c);
+    r.p.schedule = path.c.schedule;
+    const int32_t first = int32_t(path.c.offset);
+    for (int64_t t = 0; t < path.c.T; ++t) {
+      int32_t* id = &r.ids[size_t(t * path.c.top_k)];
+      float* w = &r.weights[size_t(t * path.c.top_k)];
+      switch (t % 5) {
+        case 0: id[1] = -1, w[1] = nan, w[0] = inf, id[0] = first + int32_t(path.c.e_local); break;  // skipped
+        case 1: id[0] = first, w[0] = nan; break;
+        case 2: id[0] = first, w[0] = inf, id[1] = first + 1, w[1] = 3e38f; break;
+        case 3: id[0] = first, w[0] = -inf, id[1] = first + 1, w[1] = inf; break;  // inf - inf
+        default:  // finite weights, every slot local: the sum's order shows in its bits
+          for (int32_t j = 0; j < int32_t(path.c.top_k); ++j) id[j] = first + j;
+      }
+    }
+    const GmmPlan plan(cx, r.p);
+    bool fused_combine = false, combine_pass = false, ids_in_kernel = false;
+    for (const PlannedPipeline& pp : PlanInternals::pipelines(plan)) {
+      combine_pass |= std::string(pp.role) == "combine";
+      if (std::string(pp.role) != "op") continue;
+      fused_combine |= pp.constants[VKGMM_ID_GMM_FUSED_COMBINE] == 1u;
+      ids_in_kernel |= pp.constants[VKGMM_ID_GMM_ROUTE_IN_KERNEL] == 1u;
+    }
+    EXPECT_EQ(combine_pass, &path == &paths[0]);
+    EXPECT_EQ(fused_combine, &path == &paths[1]);
+    EXPECT_EQ(ids_in_kernel, &path == &paths[2]);
+
+    // Each slot's result as the combined plan computes it: a per-slot run of its tiles and schedule.
+    Routed per_slot = r;
+    per_slot.p.routing.combine = false, per_slot.p.existing_out = false;
+    per_slot.p.tiling = TilingChoice::of(plan.tiling()), per_slot.p.schedule = plan.schedule();
+    per_slot.weights.clear(), per_slot.existing_out.clear();
+    const std::vector<float> slot_results = run(cx, per_slot);
+    const int64_t n_out = reference::out_columns(r.p), top_k = path.c.top_k;
+    std::vector<float> want(size_t(path.c.T * n_out));
+    for (int64_t t = 0; t < path.c.T; ++t)
+      for (int64_t col = 0; col < n_out; ++col) {
+        float sum = 0.0f;
+        for (int64_t s = t * top_k; s < (t + 1) * top_k; ++s) {
+          const int32_t id = r.ids[size_t(s)];
+          if (id < first || id >= first + path.c.e_local) continue;
+          // Rounded before it is added, as the device's per-slot results are: no fused multiply-add.
+          volatile float weighted = r.weights[size_t(s)] * slot_results[size_t(s * n_out + col)];
+          sum += weighted;
+        }
+        want[size_t(t * n_out + col)] = sum + r.existing_out[size_t(t * n_out + col)];
+      }
+    size_t nans = 0, infs = 0;
+    for (float v : want) nans += std::isnan(v), infs += std::isinf(v);
+    EXPECT_GT(nans, 0u);
+    EXPECT_GT(infs, 0u);
+    for (int64_t col = 0; col < n_out; ++col)
+      ASSERT_TRUE(std::isfinite(want[size_t(col)])) << "token 0's non-finite weights are its skipped slots'";
+
+    const GuardedRouted got = run_guarded(cx, plan, r);
+    EXPECT_TRUE(same_bits_or_nan(got.out, want));
+    EXPECT_EQ(got.status, 0u);
+  }
+}
+
+// Routing planned as a GPU's, more slots than the build's invocations and few enough local experts that
+// their counts sit in shared memory (ROUTE_SHARED_COUNTS): ids that break the contract are skipped as
+// elsewhere (the bits of a run with -1 in their place), the status word says bad_id where one is below -1
+// or, with num_experts known, past it, and nothing outside the views is written.
+TEST_F(DeviceTest, RoutingHostileIdsWithSharedCountsAsAGpu) {
+  const HostileCase hostile[] = {
+      {"below_and_above", 16, {-2, 16, INT32_MAX, INT32_MIN, 1 << 20, -1000}, device_status::bad_id},
+      {"above_unknown_E", 0, {16, INT32_MAX, 1 << 20}, 0},
+  };
+  Context cx = gpu_planned_context();
+  ContextInternals::of(cx).dev.options.route_in_kernel = false;  // the build, whatever $VKGMM_ROUTE_IN_KERNEL says
+  for (const HostileCase& h : hostile) {
+    const bool combine = &h == &hostile[0];  // one case each: the build the ids meet is the same
+    RoutingCase c = base_case(combine, Schedule::automatic);
+    c.T = 12, c.top_k = 3, c.offset = 3, c.e_local = 9, c.existing_out = true;
+    SCOPED_TRACE(std::string(h.name) + " " + case_name(c));
+    Routed r = make_routed(c);
+    r.p.routing.num_experts = h.num_experts;
+    ASSERT_GT(c.T * c.top_k, VKGMM_METADATA_INVOCATIONS) << "more slots than invocations: they are counted";
+    const uint64_t words = uint64_t(VKGMM_METADATA_INVOCATIONS) * uint64_t(c.e_local + 1);
+    if ((words + 1) * 4 + 1024 > cx.info().max_shared_memory) GTEST_SKIP() << "the counts do not fit in shared memory";
+    const GmmPlan plan(cx, r.p);
+    uint32_t shared_words = 0;
+    for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
+      if (std::string(pp.role) == "metadata") shared_words = pp.constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS];
+    EXPECT_EQ(shared_words, words);
+    Routed clean = r;
+    for (size_t s = 0, i = 0; s < r.ids.size(); s += 3, ++i) {
+      r.ids[s] = h.bad[i % h.bad.size()];
+      clean.ids[s] = -1;
+    }
+    const std::vector<float> want_bits = run(cx, clean);
+    EXPECT_TRUE(close_to_reference(clean, want_bits));
+    const GuardedRouted got = run_guarded(cx, plan, r);
+    EXPECT_TRUE(same_bits(got.out, want_bits));
+    EXPECT_EQ(got.status, h.status);
   }
 }
 
