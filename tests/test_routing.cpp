@@ -126,6 +126,17 @@ Routed make_routed(const RoutingCase& c) {
   return r;
 }
 
+// Every third slot of r gets one of `bad` in turn; the copy returned has -1 in those slots (the clean run
+// whose bits the hostile one must give).
+Routed plant_bad_ids(Routed& r, const std::vector<int32_t>& bad) {
+  Routed clean = r;
+  for (size_t s = 0, i = 0; s < r.ids.size(); s += 3, ++i) {
+    r.ids[s] = bad[i % bad.size()];
+    clean.ids[s] = -1;
+  }
+  return clean;
+}
+
 std::vector<float> run(Context& ctx, const Routed& r, uint32_t expected_status = 0) {
   return run_gmm_routed(ctx, r.p, r.lhs, r.rhs, r.ids, r.weights, r.existing_out, r.bias, expected_status);
 }
@@ -436,11 +447,7 @@ TEST_F(DeviceTest, RoutingHostileIdsAreSkippedAndReported) {
         Routed r = make_routed(c);
         r.p.routing.num_experts = h.num_experts;
         // Every third slot gets a bad id; the same slots get -1 in the clean run.
-        Routed clean = r;
-        for (size_t s = 0, i = 0; s < r.ids.size(); s += 3, ++i) {
-          r.ids[s] = h.bad[i % h.bad.size()];
-          clean.ids[s] = -1;
-        }
+        const Routed clean = plant_bad_ids(r, h.bad);
         const std::vector<float> want_bits = run(cx, clean);
         EXPECT_TRUE(close_to_reference(clean, want_bits));
 
@@ -631,11 +638,7 @@ TEST_F(DeviceTest, RouteInKernelSkipsHostileIdsAndWritesTheStatus) {
       SCOPED_TRACE(std::string(gpu ? "planned as a GPU, " : "") + h.name);
       Routed r = on_direct(make_routed(c));
       r.p.routing.num_experts = h.num_experts;
-      Routed clean = r;
-      for (size_t s = 0, i = 0; s < r.ids.size(); s += 3, ++i) {
-        r.ids[s] = h.bad[i % h.bad.size()];
-        clean.ids[s] = -1;
-      }
+      const Routed clean = plant_bad_ids(r, h.bad);
       const GmmPlan plan(cx.in_kernel, r.p);
       ASSERT_EQ(plan.workspace_bytes(), 0u);
       ASSERT_EQ(PlanInternals::pipelines(plan)[0].constants[VKGMM_ID_GMM_ROUTE_IN_KERNEL], 1u);
@@ -816,11 +819,7 @@ TEST_F(DeviceTest, RoutingHostileIdsWithSharedCountsAsAGpu) {
     for (const PlannedPipeline& pp : PlanInternals::pipelines(plan))
       if (std::string(pp.role) == "metadata") shared_words = pp.constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS];
     EXPECT_EQ(shared_words, words);
-    Routed clean = r;
-    for (size_t s = 0, i = 0; s < r.ids.size(); s += 3, ++i) {
-      r.ids[s] = h.bad[i % h.bad.size()];
-      clean.ids[s] = -1;
-    }
+    const Routed clean = plant_bad_ids(r, h.bad);
     const std::vector<float> want_bits = run(cx, clean);
     EXPECT_TRUE(close_to_reference(clean, want_bits));
     const GuardedRouted got = run_guarded(cx, plan, r);
