@@ -1,6 +1,7 @@
 // One workload on the device: its inputs (host copies and device buffers), its plans, and one call.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
@@ -103,7 +104,9 @@ class Instance {
   // A VkBuffer of the bench's own in `memory_type` (one of vkgmm's buffers'), not mapped, lent to vkgmm
   // with `usage` (texel / indirect bits).
   std::shared_ptr<AppCopy> app_buffer(VkDeviceSize bytes, VkBufferUsageFlags usage, uint32_t memory_type) const;
-  // `bytes` from one VkBuffer to another, in a submission of its own ordered after the earlier ones' work.
+  // `op` (transfer commands) in a submission of its own, ordered after the earlier ones' work and before
+  // the later ones'; `bytes` from one VkBuffer to another that way.
+  void transfer(const std::function<void(VkCommandBuffer)>& op) const;
   void copy_on_device(VkBuffer from, VkBuffer to, VkDeviceSize bytes) const;
   vkgmm::BufferView workspace_view() const;
   // The buffer record() and download() use in place of own (index: its place in app_).

@@ -94,6 +94,7 @@ StagingBuffer make_staging(Context::Impl& im, VkDeviceSize bytes, const char* wh
   void* p = nullptr;
   check_vk(vkMapMemory(dev.device, made.memory, 0, VK_WHOLE_SIZE, 0, &p), what);
   guard.kept = true;
+  im.staging.count_made();
   return {made.buffer, made.memory, static_cast<uint8_t*>(p), bci.size};
 }
 

@@ -150,7 +150,7 @@ std::vector<std::string> ValidationLog::take() {
 void ValidationLog::throw_if_any() {
   std::lock_guard lock(mutex_);
   if (messages_.empty()) return;
-  const std::thread::id self = std::this_thread::get_id();
+  const uint64_t self = thread_serial();
   std::string first;
   size_t count = 0;
   std::vector<Message> others;

@@ -41,9 +41,9 @@ struct GmmPlan::State {
 
 namespace {
 
-// The problem as the kernel sees it, once its rules are checked.
-struct GmmRows {
-  bool routed = false, on_device = false, gate_up = false;
+// The problem as the kernel sees it, once its rules are checked: its shape, and how the plan reads it.
+struct GmmRows : GmmShape {
+  bool on_device = false, gate_up = false;
   // Routed, combined, few slots (kRouteInKernelSlots), and the options ask for the ids read in the kernel:
   // tiles of one row and narrow columns, which the routing build's path takes too where the kernel's
   // schedule cannot read them (the same bits either way).
@@ -51,17 +51,11 @@ struct GmmRows {
   // Group sizes on the device, unrouted, at most kSizesInKernelRows rows, and the options allow it: the
   // kernel reads the sizes itself where its schedule and the CPU loop budget let it.
   bool few_rows = false;
-  int64_t G = 0, g_local = 0, group_offset = 0;
-  int64_t rows = 0;   // the kernel's rows: the problem's, or routed the T * top_k slots in expert order
-  int64_t out_n = 0;  // output columns (a gated activation's product has 2 * out_n)
 };
 
 GmmRows validate(const PlanCore& core, const GmmProblem& p) {
-  const GmmShape shape = check_gmm_problem(core.name(), p);
   GmmRows r;
-  r.routed = shape.routed;
-  r.G = shape.G, r.g_local = shape.g_local, r.group_offset = shape.group_offset;
-  r.rows = shape.rows, r.out_n = shape.out_n;
+  static_cast<GmmShape&>(r) = check_gmm_problem(core.name(), p);
   // A gated activation reads two product columns, [gate | up], per output column: two accumulator halves.
   r.gate_up = gated(p.epilogue.activation);
   r.on_device = r.routed || p.device_group_sizes.count > 0;

@@ -17,15 +17,6 @@ namespace vkgmm {
 PlanCore::PlanCore(Context& ctx, Op op, WorkspaceOwner owner)
     : ctx_(ContextInternals::shared(ctx)), op_(op), workspace_owner_(owner) {}
 
-int64_t PlanCore::check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
-                                    const DeviceGroupSizes& device, DType lhs, DType rhs, DType out) const {
-  check_dims(name(), m, k, n);
-  const int64_t G = device.count || device.expected_rows ? check_device_group_sizes(name(), group_sizes, device)
-                                                          : check_group_sizes(name(), group_sizes, m);
-  check_types(name(), lhs, rhs, out, op_ == Op::gmm);  // gmm's rhs may be a block format
-  return G;
-}
-
 const DeviceInfo& PlanCore::info() const { return ctx_->dev.info; }
 const DeviceInfo& PlanCore::tiling_info() const { return ctx_->tiling_device.of(ctx_->dev.info); }
 const ResolvedOptions& PlanCore::options() const { return ctx_->dev.options; }

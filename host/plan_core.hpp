@@ -54,10 +54,6 @@ class PlanCore {
   const DeviceInfo& tiling_info() const;
   const ResolvedOptions& options() const;
   const char* name() const { return op_name(op_); }
-  // The rules every op's problem shares: dims, group sizes on the host or their count on the device
-  // (returns G), element types.
-  int64_t check_problem(int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
-                        const DeviceGroupSizes& device, DType lhs, DType rhs, DType out) const;
   // How lhs, rhs and out are bound (existing_out as out): in parts past one binding, or their inputs through
   // texel views; refuses operands no layout reaches.
   struct OperandLayout {

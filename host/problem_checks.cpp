@@ -65,6 +65,15 @@ int64_t check_epilogue(const char* op, const Epilogue& e, int64_t n) {
   return n / 2;
 }
 
+int64_t check_grouped_problem(const char* op, int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
+                              const DeviceGroupSizes& device, DType lhs, DType rhs, DType out, bool rhs_blocks) {
+  check_dims(op, m, k, n);
+  const int64_t G = device.count || device.expected_rows ? check_device_group_sizes(op, group_sizes, device)
+                                                          : check_group_sizes(op, group_sizes, m);
+  check_types(op, lhs, rhs, out, rhs_blocks);
+  return G;
+}
+
 GmmShape check_gmm_problem(const char* op, const GmmProblem& p) {
   GmmShape r;
   // Routed by expert ids, the kernel's rows are the T * top_k slots in expert order (the routing build's
@@ -73,19 +82,17 @@ GmmShape check_gmm_problem(const char* op, const GmmProblem& p) {
   r.routed = routed_experts >= 0;
   r.group_offset = p.group_offset;
   r.rows = p.m;
-  check_dims(op, p.m, p.k, p.n);
   if (r.routed) {
+    check_dims(op, p.m, p.k, p.n);
+    check_types(op, p.lhs_type, p.rhs_type, p.out_type, true);
     r.G = r.g_local = routed_experts;
     r.group_offset = 0;
     r.rows = p.m * p.routing.top_k;
   } else {
-    const DeviceGroupSizes& device = p.device_group_sizes;
-    r.G = device.count || device.expected_rows ? check_device_group_sizes(op, p.group_sizes, device)
-                                               : check_group_sizes(op, p.group_sizes, p.m);
-  }
-  check_types(op, p.lhs_type, p.rhs_type, p.out_type, true);
-  if (!r.routed)
+    r.G = check_grouped_problem(op, p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
+                                p.out_type, true);
     r.g_local = check_group_window(op, r.G, p.group_offset, p.num_rhs_groups, "num_rhs_groups (rhs.shape[0])");
+  }
   r.out_n = check_epilogue(op, p.epilogue, p.n);
   if (p.epilogue.save_pre_activation && !r.routed)
     bad(op, "epilogue.save_pre_activation: only a gmm routed by ids (routing.top_k > 0) keeps its pre-activation "

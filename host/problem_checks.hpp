@@ -27,6 +27,10 @@ int64_t check_device_group_sizes(const char* op, const std::vector<int32_t>& hos
                                  const DeviceGroupSizes& device);
 // Element types f32 / f16 / bf16; with `rhs_blocks` (gmm) rhs may also be a block format.
 void check_types(const char* op, DType lhs, DType rhs, DType out, bool rhs_blocks = false);
+// The rules gmm and tgmm share: dims, group sizes on the host or their count on the device (returns G),
+// element types.
+int64_t check_grouped_problem(const char* op, int64_t m, int64_t k, int64_t n, const std::vector<int32_t>& group_sizes,
+                              const DeviceGroupSizes& device, DType lhs, DType rhs, DType out, bool rhs_blocks);
 // gmm routed by expert ids: top_k >= 0; with top_k > 0 no group sizes, E_local (num_rhs_groups) given,
 // the window inside num_experts when that is known, T * top_k slots within what a plan supports.
 // Without routing, none of routing's switches set. Returns E_local (routed) or -1.

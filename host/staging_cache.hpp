@@ -8,6 +8,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <utility>
@@ -42,15 +43,18 @@ class StagingCache {
     std::lock_guard lock(mutex_);
     return std::exchange(kept_, {});
   }
-  // The kept buffer, still kept (the tests' view).
+  // The kept buffer, still kept, and how many were made (the tests' view).
   StagingBuffer kept() {
     std::lock_guard lock(mutex_);
     return kept_;
   }
+  void count_made() { made_.fetch_add(1); }
+  uint64_t made() const { return made_.load(); }
 
  private:
   std::mutex mutex_;
   StagingBuffer kept_;
+  std::atomic<uint64_t> made_{0};
 };
 
 }  // namespace vkgmm

@@ -63,8 +63,8 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
   PlanCore& core = st->core;
   const char* op = core.name();
 
-  const int64_t G = core.check_problem(p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type, p.rhs_type,
-                                       p.out_type);
+  const int64_t G = check_grouped_problem(op, p.m, p.k, p.n, p.group_sizes, p.device_group_sizes, p.lhs_type,
+                                          p.rhs_type, p.out_type, false);
   const int64_t groups = check_group_window(op, G, p.group_offset, p.num_actual_groups, "num_actual_groups");
 
   PlanCore::Launch launch;

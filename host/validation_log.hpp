@@ -3,22 +3,32 @@
 //
 // The layer reports from inside the Vulkan call that broke a rule, on the thread that made it, so each
 // message is kept with its thread: a call checks only the messages its own thread caused, and one
-// thread's mistake is never thrown by another thread's plan or submission.
+// thread's mistake is never thrown by another thread's plan or submission. Threads are told apart by a
+// serial of the process's own (thread_serial), never reused as std::thread::id is once a thread ends. A
+// message of a thread that makes no later checking call stays for take() (the tests, teardown).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 namespace vkgmm {
 
+// The calling thread's serial: one per thread for the process's lifetime.
+inline uint64_t thread_serial() {
+  static std::atomic<uint64_t> next{1};
+  thread_local const uint64_t serial = next.fetch_add(1);
+  return serial;
+}
+
 class ValidationLog {
  public:
   void add(std::string message) {
     std::lock_guard lock(mutex_);
-    messages_.push_back({std::this_thread::get_id(), std::move(message)});
+    messages_.push_back({thread_serial(), std::move(message)});
   }
   // Every thread's messages (the tests' check, and teardown's report).
   std::vector<std::string> take();
@@ -28,7 +38,7 @@ class ValidationLog {
 
  private:
   struct Message {
-    std::thread::id thread;
+    uint64_t thread;
     std::string text;
   };
   std::mutex mutex_;

@@ -1112,6 +1112,49 @@ static void test_c_names(vkgmm_context* ctx) {
   }
   vkgmm_gmm_plan_destroy(plan);
 
+  /* A workspace too small names the sizes struct of the op that was given it. */
+  vkgmm_gmm_backward_plan* backward = NULL;
+  CHECK(vkgmm_gmm_backward_plan_create(ctx, &p, &backward) == VKGMM_OK);
+  vkgmm_gmm_backward_sizes bneed = {sizeof bneed};
+  if (backward) CHECK(vkgmm_gmm_backward_plan_sizes(backward, &bneed) == VKGMM_OK);
+  if (backward && bneed.workspace > 4) {
+    /* Every view the routed backward takes, the workspace 4 bytes long. */
+    vkgmm_buffer *dl = make_buffer(ctx, NULL, M * K), *dr = make_buffer(ctx, NULL, G * K * N),
+                 *dw = make_buffer(ctx, NULL, 2 * M), *wt = make_buffer(ctx, NULL, 2 * M);
+    vkgmm_gmm_backward_operands bops;
+    memset(&bops, 0, sizeof bops);
+    bops.struct_size = sizeof bops;
+    bops.lhs = vkgmm_buffer_whole(bl), bops.rhs = vkgmm_buffer_whole(br), bops.d_out = vkgmm_buffer_whole(bo);
+    bops.d_lhs = vkgmm_buffer_whole(dl), bops.d_rhs = vkgmm_buffer_whole(dr), bops.d_weights = vkgmm_buffer_whole(dw);
+    bops.ids = vkgmm_buffer_whole(bw), bops.weights = vkgmm_buffer_whole(wt);
+    bops.workspace = vkgmm_buffer_whole(bws);
+    bops.workspace.size = 4;
+    CHECK(vkgmm_gmm_backward_plan_run(ctx, backward, &bops) == VKGMM_INVALID_ARGUMENT);
+    CHECK(strstr(message(), "vkgmm_gmm_backward_sizes.workspace") != NULL);
+    vkgmm_buffer_destroy(dl);
+    vkgmm_buffer_destroy(dr);
+    vkgmm_buffer_destroy(dw);
+    vkgmm_buffer_destroy(wt);
+  }
+  vkgmm_gmm_backward_plan_destroy(backward);
+  vkgmm_moe_layer_problem mp;
+  memset(&mp, 0, sizeof mp);
+  mp.struct_size = sizeof mp;
+  mp.tokens = 4, mp.d_model = 8, mp.d_ff = 6, mp.num_experts = 3, mp.top_k = 2, mp.local_experts = -1;
+  vkgmm_moe_layer_plan* layer = NULL;
+  CHECK(vkgmm_moe_layer_plan_create(ctx, &mp, &layer) == VKGMM_OK);
+  if (layer) {
+    vkgmm_moe_layer_operands mops;
+    memset(&mops, 0, sizeof mops);
+    mops.struct_size = sizeof mops;
+    mops.workspace = vkgmm_buffer_whole(bws);
+    mops.workspace.size = 4;
+    CHECK(vkgmm_moe_layer_plan_run(ctx, layer, &mops, NULL) == VKGMM_INVALID_ARGUMENT);
+    CHECK(strstr(message(), "moe_layer: workspace") != NULL &&
+          strstr(message(), "vkgmm_moe_layer_sizes.workspace") != NULL);
+  }
+  vkgmm_moe_layer_plan_destroy(layer);
+
   /* A call that succeeds clears the message, though a call nested in it (in its callback) failed. */
   CHECK(vkgmm_submit_and_wait(ctx, fail_inside, ctx) == VKGMM_OK);
   CHECK(strcmp(vkgmm_last_error_message(), "") == 0);

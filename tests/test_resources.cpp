@@ -228,12 +228,14 @@ TEST_F(DeviceTest, StagedCopiesReuseOneStagingBuffer) {
   ASSERT_NE(first.buffer, VK_NULL_HANDLE);
   EXPECT_GE(first.bytes, small);
   round_trip(a, small, 2);
+  EXPECT_EQ(cache.made(), 1u);  // four copies, one staging buffer
   EXPECT_EQ(cache.kept().buffer, first.buffer);
   round_trip(b, large, 3);
   const StagingBuffer second = cache.kept();
   EXPECT_GE(second.bytes, large);
   round_trip(a, small, 4);
   round_trip(b, large, 5);
+  EXPECT_EQ(cache.made(), 2u);
   EXPECT_EQ(cache.kept().buffer, second.buffer);
   EXPECT_EQ(cache.kept().bytes, second.bytes);
 }

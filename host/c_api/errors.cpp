@@ -46,17 +46,30 @@ constexpr std::pair<const char*, const char*> kCNames[] = {
     {"Context::max_whole_input_bytes", "vkgmm_context_max_whole_input_bytes"},
     {"create_buffer: ", "vkgmm_buffer_create: "},
     {"borrow_buffer: ", "vkgmm_buffer_borrow: "},
-    {"workspace_bytes()", "vkgmm_operand_sizes.workspace"},
 };
+
 
 void clear_error() noexcept { last_message.clear(); }
 
+namespace {
+// The struct whose `workspace` field a message's op reports its workspace size in (its message names
+// workspace_bytes()): the op is the message's first word.
+const char* workspace_size_field(const std::string& message) {
+  if (message.rfind("gmm_backward:", 0) == 0) return "vkgmm_gmm_backward_sizes.workspace";
+  if (message.rfind("moe_layer:", 0) == 0) return "vkgmm_moe_layer_sizes.workspace";
+  return "vkgmm_operand_sizes.workspace";
+}
+
+void replace_all(std::string& message, const char* cpp, const char* c) {
+  const size_t cpp_length = std::strlen(cpp), c_length = std::strlen(c);
+  for (size_t at = message.find(cpp); at != std::string::npos; at = message.find(cpp, at + c_length))
+    message.replace(at, cpp_length, c);
+}
+}  // namespace
+
 std::string c_names(std::string message) {
-  for (const auto& [cpp, c] : kCNames) {
-    const size_t cpp_length = std::strlen(cpp), c_length = std::strlen(c);
-    for (size_t at = message.find(cpp); at != std::string::npos; at = message.find(cpp, at + c_length))
-      message.replace(at, cpp_length, c);
-  }
+  for (const auto& [cpp, c] : kCNames) replace_all(message, cpp, c);
+  replace_all(message, "workspace_bytes()", workspace_size_field(message));
   return message;
 }
 

@@ -8,9 +8,10 @@
 // unwind where it starts and parks the thread: it sleeps, holding no GIL, until the process ends (what
 // CPython 3.14 does itself). The calls caught are C functions: nothing else comes out of them.
 //
-// A thread still running without the GIL when Py_Finalize ends would run on while exit() tears down the
-// libraries it is in (the Vulkan loader, its layers, the driver): the end of Py_Finalize waits for such
-// threads to park (wait_for_released_threads, registered with Py_AtExit by the module).
+// A thread still doing device work without the GIL when Py_Finalize ends would run on while exit() tears
+// down the libraries it is in (the Vulkan loader, its layers, the driver): the end of Py_Finalize waits
+// until none does (wait_for_released_threads, registered with Py_AtExit by the module), each having
+// parked or come to wait for the GIL.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -24,7 +25,9 @@ namespace vkgmm_py {
 
 namespace gil_detail {
 
-// The threads inside a ReleaseGil scope (nested scopes count once).
+// The threads doing device work without the GIL, inside a ReleaseGil scope: the ones exit waits for. A
+// thread asking for the GIL back is not among them: from Python 3.14 on, finalization leaves such a
+// thread waiting for good rather than ending it, and exit must not wait for it.
 struct Released {
   std::mutex mutex;
   std::condition_variable none;
@@ -37,12 +40,15 @@ inline Released& released() {
   return *r;
 }
 
-inline thread_local int depth = 0;  // this thread's nested ReleaseGil scopes
+inline thread_local int depth = 0;           // this thread's nested ReleaseGil scopes
+inline thread_local bool counted = false;    // this thread is among Released::threads
 
-inline void count(int delta) {
+inline void set_counted(bool on) {
+  if (on == counted) return;
+  counted = on;
   Released& r = released();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.threads += delta;
+  r.threads += on ? 1 : -1;
   if (r.threads == 0) r.none.notify_all();
 }
 
@@ -50,16 +56,13 @@ inline void count(int delta) {
 
 // This thread sleeps for good: the interpreter is finalizing and would end it.
 [[noreturn]] inline void park_thread() {
-  if (gil_detail::depth > 0) {
-    gil_detail::depth = 0;
-    gil_detail::count(-1);
-  }
+  gil_detail::set_counted(false);
   for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
 }
 
-// For Py_AtExit: waits until every thread inside a ReleaseGil scope has parked (none can take the GIL
-// back by now), for at most 10 s: a device wait that hangs is bounded by the Context's timeout_s, which
-// exit does not wait out.
+// For Py_AtExit: waits until no thread does device work without the GIL (each has parked, or waits for
+// the GIL, which it will not get), for at most 10 s: a device wait that hangs is bounded by the Context's
+// timeout_s, which exit does not wait out.
 inline void wait_for_released_threads() {
   gil_detail::Released& r = gil_detail::released();
   std::unique_lock<std::mutex> lock(r.mutex);
@@ -70,16 +73,18 @@ inline void wait_for_released_threads() {
 class ReleaseGil {
  public:
   ReleaseGil() {
-    if (gil_detail::depth++ == 0) gil_detail::count(+1);
+    ++gil_detail::depth;
     state_ = PyEval_SaveThread();
+    gil_detail::set_counted(true);
   }
   ~ReleaseGil() {
+    gil_detail::set_counted(false);
     try {
       PyEval_RestoreThread(state_);
     } catch (...) {
       park_thread();
     }
-    if (--gil_detail::depth == 0) gil_detail::count(-1);
+    --gil_detail::depth;
   }
   ReleaseGil(const ReleaseGil&) = delete;
   ReleaseGil& operator=(const ReleaseGil&) = delete;
@@ -88,16 +93,21 @@ class ReleaseGil {
   PyThreadState* state_ = nullptr;
 };
 
-// Holds the GIL for its scope, on any thread (a Python callback from inside the library).
+// Holds the GIL for its scope, on any thread (a Python callback from inside the library, maybe inside a
+// ReleaseGil scope, whose device work resumes after it).
 class AcquireGil {
  public:
   AcquireGil() : state_(ensure()) {}
-  ~AcquireGil() { PyGILState_Release(state_); }
+  ~AcquireGil() {
+    PyGILState_Release(state_);
+    gil_detail::set_counted(gil_detail::depth > 0);
+  }
   AcquireGil(const AcquireGil&) = delete;
   AcquireGil& operator=(const AcquireGil&) = delete;
 
  private:
   static PyGILState_STATE ensure() {
+    gil_detail::set_counted(false);
     try {
       return PyGILState_Ensure();
     } catch (...) {
