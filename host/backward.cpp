@@ -143,6 +143,7 @@ void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOpera
   facts.frozen = frozen_, facts.rows = d_lhs_.problem().m > 0, facts.d_rhs = d_rhs_.has_value();
   facts.local_experts = d_lhs_.sizes().rhs > 0;
   check_backward_operands(ops, routed_ ? routed_->facts() : facts);
+  PlanInternals::check_in_buffer(d_lhs_, kOp, "workspace", ops.workspace);  // its parts see slices of it
   if (routed_) {
     routed_->record(cb, ops, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr, record_it, routing);
     return;

@@ -264,8 +264,10 @@ void check_layer_overlaps(const MoeLayerOperands& ops, const BufferView& work, c
   check_table_overlaps(kOp, rows.data(), views.data(), rows.size());
 }
 
-BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDeviceSize bytes, const DeviceInfo& info) {
+BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDeviceSize bytes, const DeviceInfo& info,
+                        const GmmPlan& router) {
   check_workspace_view(kOp, ops.workspace, bytes, info);
+  PlanInternals::check_in_buffer(router, kOp, "workspace", ops.workspace);  // the passes see slices of it
   if (!ops.workspace.buffer && bytes && !own.handle()) refuse_missing_workspace(kOp);
   if (!ops.workspace.buffer) return own.handle() ? own.view() : BufferView{};
   return ops.workspace;
@@ -275,7 +277,7 @@ BufferView workspace_of(const MoeLayerOperands& ops, const Buffer& own, VkDevice
 void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& ops) const {
   const State& st = live_state(state_, kOp);
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
-  const BufferView work = workspace_of(ops, st.own, st.total, st.info);
+  const BufferView work = workspace_of(ops, st.own, st.total, st.info, st.router);
   check_layer_overlaps(ops, work, nullptr);
   check_bias_views(st.problem, ops, nullptr);
   const BufferView logits = st.logits.in(work), ids = st.ids.in(work), weights = st.weights.in(work);
@@ -310,7 +312,7 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
 void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& ops, const MoeLayerGradients& g) const {
   const State& st = live_state(state_, kOp);
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
-  const BufferView work = workspace_of(ops, st.own, st.total, st.info);
+  const BufferView work = workspace_of(ops, st.own, st.total, st.info, st.router);
   check_layer_overlaps(ops, work, &g);
   check_bias_views(st.problem, ops, &g);
   const BufferView logits = st.logits.in(work), ids = st.ids.in(work), weights = st.weights.in(work);

@@ -18,6 +18,9 @@ PlanCore::PlanCore(Context& ctx, Op op, WorkspaceOwner owner)
     : ctx_(ContextInternals::shared(ctx)), op_(op), workspace_owner_(owner) {}
 
 const DeviceInfo& PlanCore::info() const { return ctx_->dev.info; }
+void PlanCore::check_in_buffer(const char* op, const char* name, const BufferView& view) const {
+  check_view_in_buffer(*ctx_, op, name, view);
+}
 const DeviceInfo& PlanCore::tiling_info() const { return ctx_->tiling_device.of(ctx_->dev.info); }
 const ResolvedOptions& PlanCore::options() const { return ctx_->dev.options; }
 

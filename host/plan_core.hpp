@@ -54,6 +54,8 @@ class PlanCore {
   const DeviceInfo& tiling_info() const;
   const ResolvedOptions& options() const;
   const char* name() const { return op_name(op_); }
+  // Refuses a view past the end of its buffer (check_view_in_buffer), naming `op` and `name`.
+  void check_in_buffer(const char* op, const char* name, const BufferView& view) const;
   // How lhs, rhs and out are bound (existing_out as out): in parts past one binding, or their inputs through
   // texel views; refuses operands no layout reaches.
   struct OperandLayout {

@@ -31,6 +31,9 @@ struct PlanInternals {
     uint32_t offset = 0, slots = 0;
   };
   static std::vector<VisitList> visit_lists(const GmmPlan& plan);  // host/gmm_plan.cpp
+  // Refuses a view that runs past the end of its buffer, naming `op` and `name`: for an op that hands its
+  // parts slices of a view the caller gave (a workspace), which each check only their slice.
+  static void check_in_buffer(const GmmPlan& plan, const char* op, const char* name, const BufferView& view);
   // Records only a routed plan's routing build (and its barrier): the row map and counts another pass
   // reads, the product not needed.
   static void record_routing(const GmmPlan& plan, VkCommandBuffer cb, const GmmOperands& ops);

@@ -234,6 +234,25 @@ TEST_F(DeviceTest, MoreTgmmAndBackwardPlanErrors) {
   expect_refused([&] { GmmBackwardPlan(ctx(), f); }, Status::invalid_argument, "sum(group_sizes) = 20 exceeds m = 16");
 }
 
+// A workspace the backward hands its parts in slices is checked whole: one that runs past the end of its
+// buffer is refused, though each part's slice would fit.
+TEST_F(DeviceTest, BackwardWorkspacePastItsBufferIsRefused) {
+  GmmProblem f = good_gmm();
+  f.group_sizes = {};
+  f.device_group_sizes.count = 2;
+  const GmmBackwardPlan plan(ctx(), f);
+  const VkDeviceSize ws = plan.workspace_bytes();
+  ASSERT_GT(ws, 0u);
+  Buffer b = ctx().create_buffer(8192), w = ctx().create_buffer(ws);
+  GmmBackwardOperands ops{b.view(0, 512), b.view(512, 512), b.view(1024, 512), b.view(1536, 512), b.view(2048, 512)};
+  ops.group_sizes = b.view(4096, 8);
+  ops.workspace = w.view(0, ws);
+  plan.check(ops);
+  const VkDeviceSize align = std::max<VkDeviceSize>(ctx().info().min_storage_buffer_offset_alignment, 4);
+  ops.workspace = BufferView{w.handle(), align, ws};
+  expect_refused([&] { plan.check(ops); }, Status::invalid_argument, "gmm_backward: workspace: the view [");
+}
+
 // The backward refuses its forward problem under its own name and the forward's fields, though its parts'
 // problems swap k with n and lhs with out.
 TEST_F(DeviceTest, BackwardNamesTheForwardsFields) {

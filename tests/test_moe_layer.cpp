@@ -452,6 +452,12 @@ TEST_F(DeviceTest, MoeLayerRefusesOverlappingViews) {
   d.d_router_w = at(8, s.router_w);
   expect_invalid_argument([&] { backward(ops, d); }, "moe_layer: d_router_w overlaps d_y");
 
+  // A workspace the passes take in slices is checked whole.
+  o = ops;
+  o.workspace = BufferView{all.handle(), region * 16 - 256, work_bytes};
+  ASSERT_GT(work_bytes, 256u);
+  expect_invalid_argument([&] { forward(o); }, "moe_layer: workspace: the view [");
+
   // A view the passes refuse is named as the layer's field, not as the pass's operand.
   const std::pair<std::function<void(MoeLayerOperands&)>, const char*> forward_cases[] = {
       {[&](MoeLayerOperands& o) { o.x.size -= 4; }, "moe_layer: x: view of"},
