@@ -76,13 +76,16 @@ VkPhysicalDevice pick_device(VkInstance instance, const std::string& want) {
   if (!want.empty()) {
     const std::string what = "device (ContextOptions::device, $VKGMM_DEVICE): ";
     if (std::all_of(want.begin(), want.end(), ::isdigit)) {
-      // Digits past the device count are out of range however many there are (no stoul overflow).
+      // Digits past the device count are out of range however many there are (nothing overflows). Parsed
+      // by hand: std::stoul's helper template would be exported where the compiler does not inline it.
       const std::string digits = want.substr(std::min(want.find_first_not_of('0'), want.size() - 1));
-      const bool in_range = digits.size() <= 9 && std::stoul(digits) < n;
+      uint64_t index = 0;
+      for (const char d : digits) index = digits.size() <= 9 ? index * 10 + uint64_t(d - '0') : index;
+      const bool in_range = digits.size() <= 9 && index < n;
       if (!in_range)
         throw Error(Status::invalid_argument, what + "index " + want + " is out of range (" + std::to_string(n) +
                                                   " devices)");
-      return devices[std::stoul(digits)];
+      return devices[index];
     }
     auto lower = [](std::string s) {
       std::transform(s.begin(), s.end(), s.begin(), ::tolower);
