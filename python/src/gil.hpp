@@ -117,26 +117,43 @@ class AcquireGil {
   PyGILState_STATE state_;
 };
 
-// fn(*args), the GIL held. Python code hands the GIL over and asks for it back, so the thread may be ended
-// inside the call: it is parked there, before any reference is dropped without the GIL.
-inline pybind11::object call_python(const pybind11::object& fn, const pybind11::tuple& args) {
-  PyObject* r = nullptr;
+// f(), the GIL held, where f is a call into Python's C API that may run Python code (an __index__, an
+// iterator, a __repr__, a __del__). Python code hands the GIL over and asks for it back, so the thread
+// may be ended inside the call: it is parked there, before any reference is dropped without the GIL.
+// f must hold no references of its own: the unwind is caught here, with no C++ frame between.
+template <typename F>
+auto guarded(F f) -> decltype(f()) {
   try {
-    r = PyObject_Call(fn.ptr(), args.ptr(), nullptr);
+    return f();
   } catch (...) {
     park_thread();
   }
+}
+
+// fn(*args), the GIL held, guarded.
+inline pybind11::object call_python(const pybind11::object& fn, const pybind11::tuple& args) {
+  PyObject* r = guarded([&] { return PyObject_Call(fn.ptr(), args.ptr(), nullptr); });
   if (!r) throw pybind11::error_already_set();
   return pybind11::reinterpret_steal<pybind11::object>(r);
 }
 
-// Drops a reference, the GIL held (a deallocation may run Python code, as in call_python).
+// Drops a reference, the GIL held, guarded (a deallocation may run Python code).
 inline void drop_reference(PyObject* o) {
-  try {
-    Py_XDECREF(o);
-  } catch (...) {
-    park_thread();
-  }
+  guarded([o] { Py_XDECREF(o); });
 }
+
+// A reference owned by a C++ frame that runs guarded calls: dropped guarded. (pybind11's objects drop
+// theirs unguarded, from destructors, which an ended thread's unwind would run without the GIL.)
+class Reference {
+ public:
+  explicit Reference(PyObject* o) : o_(o) {}
+  ~Reference() { drop_reference(o_); }
+  Reference(const Reference&) = delete;
+  Reference& operator=(const Reference&) = delete;
+  PyObject* get() const { return o_; }
+
+ private:
+  PyObject* o_;
+};
 
 }  // namespace vkgmm_py

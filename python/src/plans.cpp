@@ -21,12 +21,37 @@ namespace vkgmm_py {
 
 namespace {
 
-vkgmm::Tiling tiling_of_tuple(const py::handle& t, const char* what) {
+// A tiling given as a sequence (tm, tk, tn) of ints, or returned as one by a tiling callable on whatever
+// thread the library calls it from. Each step that may run Python code (the sequence's iteration, an
+// item's __index__, the message's repr) is a guarded call, with the references owned guarded: a daemon
+// thread the interpreter ends inside one at exit is parked, not unwound through pybind11's casters.
+vkgmm::Tiling tiling_of_sequence(PyObject* t, const char* what) {
   std::vector<int64_t> v;
-  try {
-    v = t.cast<std::vector<int64_t>>();
-  } catch (const py::cast_error&) {
-    contract_error(std::string(what) + ": expected a tuple (tm, tk, tn) of ints, got " + std::string(py::repr(t)));
+  bool ints = false;
+  if (PyObject* items = guarded([t] { return PySequence_Fast(t, ""); })) {
+    Reference owned(items);
+    ints = true;
+    for (Py_ssize_t i = 0; ints && i < PySequence_Fast_GET_SIZE(items); ++i) {
+      PyObject* item = PySequence_Fast_GET_ITEM(items, i);
+      if (PyObject* index = guarded([item] { return PyNumber_Index(item); })) {
+        Reference owned_index(index);
+        const long long x = PyLong_AsLongLong(index);  // an exact int: no Python code runs
+        ints = !(x == -1 && PyErr_Occurred());
+        v.push_back(x);
+      } else {
+        ints = false;
+      }
+    }
+  }
+  if (!ints) {
+    guarded([] { PyErr_Clear(); });
+    std::string shown = "an object whose repr failed";
+    if (PyObject* text = guarded([t] { return PyObject_Repr(t); })) {
+      Reference owned(text);
+      if (const char* utf8 = PyUnicode_AsUTF8(text)) shown = utf8;
+    }
+    guarded([] { PyErr_Clear(); });
+    contract_error(std::string(what) + ": expected a tuple (tm, tk, tn) of ints, got " + shown);
   }
   if (v.size() != 3)
     contract_error(std::string(what) + ": expected a tuple (tm, tk, tn), got " + std::to_string(v.size()) + " values");
@@ -48,14 +73,14 @@ std::shared_ptr<py::object> hold(py::object fn) {
 // library's error naming the shape.
 vkgmm::TilingChoice tiling_of(const py::object& t) {
   if (t.is_none()) return vkgmm::TilingChoice::automatic();
-  if (!PyCallable_Check(t.ptr())) return vkgmm::TilingChoice::of(tiling_of_tuple(t, "tiling"));
+  if (!PyCallable_Check(t.ptr())) return vkgmm::TilingChoice::of(tiling_of_sequence(t.ptr(), "tiling"));
   std::shared_ptr<py::object> fn = hold(t);
   return vkgmm::TilingChoice::of(
       vkgmm::TilingFn([fn](int64_t m, int64_t k, int64_t n) -> std::optional<vkgmm::Tiling> {
         AcquireGil locked;
-        py::object r = call_python(*fn, py::make_tuple(m, k, n));
-        if (r.is_none()) return std::nullopt;
-        return tiling_of_tuple(r, "tiling: the callable's result");
+        const Reference r(call_python(*fn, py::make_tuple(m, k, n)).release().ptr());
+        if (r.get() == Py_None) return std::nullopt;
+        return tiling_of_sequence(r.get(), "tiling: the callable's result");
       }));
 }
 

@@ -72,7 +72,7 @@ def test_a_context_that_goes_leaves_nothing_alive(rng):
 
 # A daemon thread loops on gmm with a tiling callable; the main thread exits once it is inside a call.
 # Finalization then sleeps (SlowExit) with the GIL handed out to no one: the thread comes back from the
-# device, or from the sleep in its callback, and asks for the GIL, which CPython answers by ending it.
+# device, from the sleep in its callback or from converting the callback's result, and asks for the GIL, which CPython answers by ending it.
 EXIT_WITH_A_DAEMON_INSIDE = textwrap.dedent("""
     import threading, time
 
@@ -89,11 +89,16 @@ EXIT_WITH_A_DAEMON_INSIDE = textwrap.dedent("""
 
     inside = threading.Event()
 
+    class SlowIndex:  # an int whose conversion runs Python code, handing the GIL over
+        def __index__(self):
+            time.sleep(0.2)
+            return 16
+
     def tiling(m, k, n):
         inside.set()
         if sys.argv[1] == "callback":
             time.sleep(0.2)
-        return (16, 16, 16)
+        return (SlowIndex() if sys.argv[1] == "result" else 16, 16, 16)
 
     def loop():
         lhs, rhs = np.ones((256, 256), np.float32), np.ones((2, 256, 256), np.float32)
@@ -107,7 +112,7 @@ EXIT_WITH_A_DAEMON_INSIDE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("where", ["device", "callback"])
+@pytest.mark.parametrize("where", ["device", "callback", "result"])
 def test_a_daemon_thread_inside_a_call_at_exit_does_not_abort(where):
     for _ in range(3):
         r = subprocess.run([sys.executable, "-c", EXIT_WITH_A_DAEMON_INSIDE, where], capture_output=True, text=True,
