@@ -92,6 +92,8 @@ struct Guarded {
   Guarded(Context& ctx, VkDeviceSize n);
   BufferView view() const { return buffer.view(kGuard, bytes); }
   void set(const void* data, size_t n) { buffer.upload(data, n, kGuard); }
+  // The view's bytes poisoned again, so that a run that writes nothing shows against the last one's.
+  void poison();
   std::vector<uint8_t> get() const;
   ::testing::AssertionResult guards_intact() const;
 };
@@ -179,10 +181,12 @@ class SizesInKernelHook : Scoped<bool> {
 void expect_gmm_matches_reference(Context& ctx, const GmmProblem& p, uint32_t seed);
 
 // Host values to and from device buffers in an element type (exactly the elements' bytes); an output
-// buffer poisoned with 0xA5 bytes; a status word starting as all ones, and its check.
+// buffer poisoned with 0xA5 bytes, and whether its first `bytes` still are; a status word starting as all
+// ones, and its check.
 Buffer upload(Context& ctx, DType t, const std::vector<float>& values);
 std::vector<float> download(const Buffer& b, DType t, size_t count);
 Buffer poisoned(Context& ctx, size_t bytes);
+bool still_poisoned(const Buffer& b, size_t bytes);
 Buffer status_word(Context& ctx);
 void expect_status(const Buffer& s, uint32_t want);
 void expect_clean_status(const Buffer& s);

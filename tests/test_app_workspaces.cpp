@@ -2,7 +2,6 @@
 // record or check without one (before recording anything), and with the app's give the same bits as a
 // default context's plans with theirs. The split tgmm and its backward plan as a discrete GPU
 // (tiling_device.hpp), where they take a workspace with the group sizes on the host.
-#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -35,14 +34,6 @@ constexpr const char* kRefusal = "workspace: the plan has none of its own (Conte
 // before refusing would run, and the caller checks that the outputs kept their poison.
 void expect_refused_record(Context& c, const std::function<void(VkCommandBuffer)>& record, const std::string& needle) {
   c.submit_and_wait([&](VkCommandBuffer cb) { expect_invalid_argument([&] { record(cb); }, needle); });
-}
-bool still_poisoned(const Buffer& b, size_t bytes) {
-  const std::vector<float> got = download(b, DType::f32, bytes / 4);
-  uint32_t poison;
-  std::memset(&poison, Guarded::kPoison, 4);
-  for (float v : got)
-    if (std::memcmp(&v, &poison, 4) != 0) return false;
-  return true;
 }
 
 TEST(AppWorkspaces, OptionIsReported) {
@@ -98,6 +89,9 @@ TEST(AppWorkspaces, BackwardTakesTheAppsWorkspaceOnly) {
   const auto rhs = random_values(kSkewed.size() * f.k * f.n, f.rhs_type, rng);
   const auto d_out = random_values(size_t(f.m) * f.n, f.out_type, rng);
   const reference::Gradients want = run_backward(own, f, lhs, rhs, d_out);
+  const reference::Gradients ref = reference::gmm_backward(f, lhs, rhs, d_out);
+  EXPECT_TRUE(all_close(want.d_lhs, ref.d_lhs, 1e-3, 1e-5)) << "d_lhs";
+  EXPECT_TRUE(all_close(want.d_rhs, ref.d_rhs, 1e-3, 1e-5)) << "d_rhs";
 
   Buffer l = upload(app, f.lhs_type, lhs), r = upload(app, f.rhs_type, rhs), d = upload(app, f.out_type, d_out);
   Buffer dl = poisoned(app, want.d_lhs.size() * 4), dr = poisoned(app, want.d_rhs.size() * 4);
@@ -141,6 +135,7 @@ TEST(AppWorkspaces, RoutedGmmAndBackwardTakeTheAppsWorkspaceOnly) {
     weights.push_back(0.5f);
   }
   const std::vector<float> want = run_gmm_routed(own, f, x, w, ids, weights);
+  EXPECT_TRUE(all_close(want, reference::gmm_routed(f, x, w, ids, weights), 1e-3, 1e-5));
 
   const GmmPlan plan(app, f);
   ASSERT_GT(plan.workspace_bytes(), 0u);
@@ -203,6 +198,13 @@ TEST(AppWorkspaces, RoutedGmmAndBackwardTakeTheAppsWorkspaceOnly) {
   const std::vector<float> got = run(app, bw_app, true), mine = run(own, bw_own, true);
   ASSERT_FALSE(got.empty());
   EXPECT_TRUE(same_bits(got, mine));
+  reference::RoutedInputs in;
+  in.lhs = x, in.rhs = w, in.ids = ids, in.weights = weights;
+  const reference::RoutedGradients ref = reference::gmm_routed_backward(f, in, d_y);
+  std::vector<float> expected;
+  for (const std::vector<double>* part : {&ref.d_lhs, &ref.d_rhs, &ref.d_weights})
+    expected.insert(expected.end(), part->begin(), part->end());
+  EXPECT_TRUE(all_close(mine, expected, 1e-3, 1e-5)) << "d_lhs, d_rhs and d_weights against the reference";
 }
 
 }  // namespace

@@ -113,9 +113,10 @@ TEST_F(DeviceTest, GmmEmptyMWithExistingOut) {
   p.n = 4;
   p.group_sizes = {0, 0};
   p.existing_out = true;
-  Buffer in = ctx().create_buffer(4), rhs = ctx().create_buffer(2 * 4 * 4 * 4), out = ctx().create_buffer(4);
+  Buffer in = ctx().create_buffer(4), rhs = ctx().create_buffer(2 * 4 * 4 * 4), out = poisoned(ctx(), 4);
   GmmPlan plan(ctx(), p);
   ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {in.view(), rhs.view(), out.view(), out.view()}); });
+  EXPECT_TRUE(still_poisoned(out, 4)) << "an empty shard wrote to out";
   try {
     plan.check({in.view(), rhs.view(), out.view(), {}});
     ADD_FAILURE() << "a missing existing_out view was accepted";

@@ -225,6 +225,13 @@ TEST(RoutedBackwardReference, MatchesFiniteDifferences) {
     const reference::RoutedGradients g = reference::gmm_routed_backward(p, in, d_out);
     std::vector<double> lhs(in.lhs.begin(), in.lhs.end()), rhs(in.rhs.begin(), in.rhs.end());
     std::vector<double> w(in.weights.begin(), in.weights.end()), b(in.bias.begin(), in.bias.end());
+    // The forward the differences take is gmm_routed's (reference.cpp, written apart from the backward's
+    // helpers): a layout mistake the backward and its dot shared would show here.
+    const std::vector<float> y = reference::gmm_routed(p, in.lhs, in.rhs, in.ids, in.weights, {}, in.bias);
+    ASSERT_EQ(y.size(), d_out.size()) << c.name;
+    double dot = 0, scale = 0;
+    for (size_t i = 0; i < y.size(); ++i) dot += double(y[i]) * d_out[i], scale += std::abs(double(y[i]) * d_out[i]);
+    EXPECT_NEAR(reference::gmm_routed_dot(p, in, lhs, rhs, w, b, d_out), dot, 1e-6 * scale + 1e-12) << c.name;
     auto check = [&](std::vector<double>& x, const std::vector<double>& grad, const char* what) {
       for (size_t i = 0; i < x.size(); i += 1 + x.size() / 7) {
         const double keep = x[i], h = 1e-5;

@@ -344,6 +344,7 @@ TEST_F(DeviceTest, RoutingDecodeCombinesInTheKernel) {
     ops.workspace = work.view();
     // Twice on one workspace: the metadata build zeroes the tile counters the kernel counted up.
     for (int rep = 0; rep < 2; ++rep) {
+      o.poison();
       cx.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
       EXPECT_TRUE(same_bits(floats(o), a)) << "run " << rep;
     }
@@ -655,6 +656,7 @@ TEST_F(DeviceTest, RouteInKernelSkipsHostileIdsAndWritesTheStatus) {
       for (int rep = 0; rep < 2; ++rep) {
         const uint32_t stale = 0xdeadbeefu;
         status.set(&stale, 4);
+        o.poison();
         x.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
         EXPECT_TRUE(same_bits(floats(o), want_bits)) << "run " << rep;
         uint32_t word = ~0u;
@@ -666,6 +668,7 @@ TEST_F(DeviceTest, RouteInKernelSkipsHostileIdsAndWritesTheStatus) {
       Guarded work(x, 64);
       const std::vector<uint8_t> before = work.get();
       ops.workspace = work.view();
+      o.poison();
       x.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
       EXPECT_TRUE(same_bits(floats(o), want_bits));
       EXPECT_EQ(work.get(), before);
@@ -766,6 +769,7 @@ TEST_F(DeviceTest, RoutingCombinesNonFiniteWeights) {
     per_slot.p.tiling = TilingChoice::of(plan.tiling()), per_slot.p.schedule = plan.schedule();
     per_slot.weights.clear(), per_slot.existing_out.clear();
     const std::vector<float> slot_results = run(cx, per_slot);
+    EXPECT_TRUE(close_to_reference(per_slot, slot_results)) << "the per-slot results the sums are made of";
     const int64_t n_out = reference::out_columns(r.p), top_k = path.c.top_k;
     std::vector<float> want(size_t(path.c.T * n_out));
     for (int64_t t = 0; t < path.c.T; ++t)

@@ -184,9 +184,11 @@ TEST_F(DeviceTest, SizesInKernelWithoutAStatusViewOrWithAWorkspace) {
   const std::vector<uint8_t> untouched = work.get();
   c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), r.view(), o.view(), {}, s.view()}); });
   EXPECT_TRUE(same_bits(floats(o), want));
+  o.poison();
   c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), r.view(), o.view(), {}, s.view(), work.view()}); });
   EXPECT_TRUE(same_bits(floats(o), want));
   EXPECT_EQ(work.get(), untouched);
+  o.poison();
   c.submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, {l.view(), r.view(), o.view(), {}, s.view(), o.view()}); });
   EXPECT_TRUE(same_bits(floats(o), want));
   Buffer status = status_word(c);

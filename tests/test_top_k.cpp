@@ -113,6 +113,7 @@ TEST_F(DeviceTest, TopKIsDeterministic) {
   for (float& v : logits) v = d(rng);
   const TopKProblem p{97, 40, 7, true};
   const TopKResult a = run_top_k(ctx(), p, logits), b = run_top_k(ctx(), p, logits);
+  expect_matches_reference(p, logits, a, "deterministic");
   EXPECT_EQ(a.ids, b.ids);
   EXPECT_TRUE(same_bits(a.weights, b.weights));
 }
