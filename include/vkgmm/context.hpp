@@ -99,7 +99,8 @@ struct BorrowedDevice {
   // false keeps 16-bit operands on the packed 32-bit path (same results, no feature needed).
   bool storage_buffer_16bit = false;
   // Optional: the vkGetInstanceProcAddr the app loads Vulkan with (volk or similar). vkgmm resolves its
-  // extension entry point (vkCmdPushDescriptorSetKHR) through it. Core entry points are still called
+  // extension entry points through it (vkCmdPushDescriptorSetKHR, and the cooperative-matrix properties
+  // query, KHR or NV). Core entry points are still called
   // through the loader vkgmm links (libvulkan.so.1), so the handles must come from that loader.
   PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
   // Whether the app enabled the matrix units on `device`: device_requirements(instance, physical_device)'s

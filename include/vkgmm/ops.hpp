@@ -195,7 +195,8 @@ class VKGMM_API GmmPlan {
   // group sizes, the plan's own workspace (used when the operands give none; none where
   // ContextOptions::app_workspaces is set).
   VkDeviceSize metadata_bytes() const;
-  // With device group sizes: the bytes of the workspace record() builds the metadata in; else 0.
+  // With device group sizes or routing by ids: the bytes of the workspace record() builds the metadata in;
+  // 0 where the plan reads the sizes or ids in its kernel (a few rows or slots), and without either.
   VkDeviceSize workspace_bytes() const;
   // Throws what record() would throw for these operands, recording nothing.
   void check(const GmmOperands& ops) const;

@@ -60,7 +60,7 @@ VKGMM_API const char* vkgmm_version_string(void);
 /* Element types, then GGUF's block formats (gmm's rhs only: expert weights [E_local, n, k] as GGUF stores
  * them, blocks of values along k, byte for byte ggml's block_* structs; docs/quantized-weights.md). The values match
  * the C++ vkgmm::DType. */
-/* VKGMM_F32, VKGMM_F16, VKGMM_BF16, then the block formats VKGMM_Q8_0 ... VKGMM_Q5_K: listed with their
+/* VKGMM_F32, VKGMM_F16, VKGMM_BF16, then the block formats from VKGMM_Q8_0 on: listed with their
  * block sizes in vkgmm/vocabulary.h (VKGMM_DTYPES); new ones are appended. */
 #define VKGMM_C_DTYPE_(name, NAME, value, values, bytes, ggml) VKGMM_##NAME = value,
 typedef enum vkgmm_dtype { VKGMM_DTYPES(VKGMM_C_DTYPE_) } vkgmm_dtype;
@@ -331,8 +331,9 @@ typedef enum vkgmm_device_status_bits {
 typedef struct vkgmm_operand_sizes {
   size_t struct_size; /* set by the caller; vkgmm fills the rest */
   VkDeviceSize lhs, rhs, out, existing_out, metadata;
-  /* With device group sizes, or a tgmm plan that splits a long group's reduction: the bytes of the
-   * workspace view (GmmPlan::workspace_bytes(), TgmmPlan::workspace_bytes()); else 0. */
+  /* With device group sizes, routing by ids (0 where the plan reads them in its kernel), or a tgmm plan
+   * that splits a long group's reduction: the bytes of the workspace view (GmmPlan::workspace_bytes(),
+   * TgmmPlan::workspace_bytes()); else 0. */
   VkDeviceSize workspace;
 } vkgmm_operand_sizes;
 
