@@ -14,6 +14,15 @@
 
 namespace vkgmm::internals {
 
+std::string renamed(std::string message, const NameSwap* swaps, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const std::string cpp = swaps[i].cpp, own = swaps[i].own;
+    for (size_t at = message.find(cpp); at != std::string::npos; at = message.find(cpp, at + own.size()))
+      message.replace(at, cpp.size(), own);
+  }
+  return message;
+}
+
 std::vector<std::string> take_teardown_messages() { return vkgmm::take_teardown_messages(); }
 
 uint32_t buffer_memory_type(const Context& ctx, uint32_t type_bits) {

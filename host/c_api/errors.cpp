@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "c_api.hpp"
+#include "vkgmm/internals.hpp"
 
 namespace vkgmm::c_api {
 
@@ -14,7 +15,7 @@ thread_local std::string last_message;
 
 // The library's messages name the C++ API's fields and calls; a C caller knows them by the names
 // vkgmm.h gives them. Longer phrases first: each replaces every occurrence, in order.
-constexpr std::pair<const char*, const char*> kCNames[] = {
+constexpr internals::NameSwap kCNames[] = {
     {"Routing::top_k", "top_k"},
     {"Routing::combine", "combine"},
     {"or ids (Routing)", "or ids (top_k)"},
@@ -48,7 +49,6 @@ constexpr std::pair<const char*, const char*> kCNames[] = {
     {"borrow_buffer: ", "vkgmm_buffer_borrow: "},
 };
 
-
 void clear_error() noexcept { last_message.clear(); }
 
 namespace {
@@ -60,17 +60,12 @@ const char* workspace_size_field(const std::string& message) {
   return "vkgmm_operand_sizes.workspace";
 }
 
-void replace_all(std::string& message, const char* cpp, const char* c) {
-  const size_t cpp_length = std::strlen(cpp), c_length = std::strlen(c);
-  for (size_t at = message.find(cpp); at != std::string::npos; at = message.find(cpp, at + c_length))
-    message.replace(at, cpp_length, c);
-}
 }  // namespace
 
 std::string c_names(std::string message) {
-  for (const auto& [cpp, c] : kCNames) replace_all(message, cpp, c);
-  replace_all(message, "workspace_bytes()", workspace_size_field(message));
-  return message;
+  message = internals::renamed(std::move(message), kCNames);
+  const internals::NameSwap workspace{"workspace_bytes()", workspace_size_field(message)};
+  return internals::renamed(std::move(message), &workspace, 1);
 }
 
 vkgmm_status set_error(vkgmm_status status, const char* message) noexcept {

@@ -29,11 +29,7 @@ ContextRef context_or_default(const py::object& context) {
   return py::module_::import("vkgmm._context").attr("resolve")(context).cast<ContextRef>();
 }
 
-vkgmm::DType dtype_named(const std::string& name) {
-  const std::optional<vkgmm::DType> t = vkgmm::parse_dtype(name);
-  if (!t) contract_error("Array: dtype: unknown type '" + name + "'");
-  return *t;
-}
+vkgmm::DType dtype_named(const std::string& name) { return dtype_of(name, "Array: dtype"); }
 
 // The numpy array .numpy() returns: the element types as float32, float16, and bf16 as uint16 bit
 // patterns (numpy has no bfloat16; vkgmm.to_float32 widens them); a block format's raw bytes as uint8

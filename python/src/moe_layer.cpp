@@ -25,28 +25,18 @@ struct MoeLayerPy {
   std::unique_ptr<vkgmm::MoeLayerPlan> plan;
 };
 
-vkgmm::DType type_named(const std::string& name, const char* what) {
-  const std::optional<vkgmm::DType> t = vkgmm::parse_dtype(name);
-  if (!t) contract_error(std::string(what) + ": unknown type '" + name + "'");
-  return *t;
-}
-
 MoeLayerPy make_plan(ContextRef ctx, int64_t tokens, int64_t d_model, int64_t d_ff, int64_t num_experts, int64_t top_k,
-                     int64_t expert_offset, int64_t local_experts, bool renormalize, const std::string& activation,
+                     int64_t expert_offset, int64_t local_experts, bool renormalize, const py::object& activation,
                      bool up_bias, bool down_bias, const std::string& dtype, const std::string& weight_type,
                      const std::string& down_weight_type, bool accumulate, bool transpose_weights) {
   vkgmm::MoeLayerProblem p;
   p.tokens = tokens, p.d_model = d_model, p.d_ff = d_ff, p.num_experts = num_experts, p.top_k = top_k;
   p.expert_offset = expert_offset, p.local_experts = local_experts, p.renormalize = renormalize;
-  const std::optional<vkgmm::Activation> a = vkgmm::activation_of_name(activation.c_str());
-  if (!a)
-    contract_error("activation: unknown activation '" + activation + "' (expected one of " + vkgmm::kActivationNames +
-                   ")");
-  p.activation = *a;
+  p.activation = activation_of(activation);
   p.up_bias = up_bias, p.down_bias = down_bias;
-  p.dtype = type_named(dtype, "x");
-  p.weight_type = type_named(weight_type, "w_up");
-  p.down_weight_type = type_named(down_weight_type, "w_down");
+  p.dtype = dtype_of(dtype, "x");
+  p.weight_type = dtype_of(weight_type, "w_up");
+  p.down_weight_type = dtype_of(down_weight_type, "w_down");
   p.accumulate = accumulate;
   p.transpose_weights = transpose_weights;
   MoeLayerPy r;

@@ -84,21 +84,9 @@ vkgmm::TilingChoice tiling_of(const py::object& t) {
       }));
 }
 
-vkgmm::DType dtype_of(const std::string& name, const char* what) {
-  const std::optional<vkgmm::DType> t = vkgmm::parse_dtype(name);
-  if (!t) contract_error(std::string(what) + ": unknown type '" + name + "'");
-  return *t;
-}
-
 // The output's columns: n, or n / 2 with a gated activation ([gate | up] in, one half out).
 int64_t out_width(const vkgmm::GmmProblem& p) { return vkgmm::gated(p.epilogue.activation) ? p.n / 2 : p.n; }
 
-vkgmm::Activation activation_of(const std::optional<std::string>& name) {
-  if (!name) return vkgmm::Activation::none;
-  if (const std::optional<vkgmm::Activation> a = vkgmm::activation_of_name(name->c_str())) return *a;
-  contract_error("activation: unknown activation '" + *name + "' (expected None or one of " +
-                 vkgmm::kActivationNames + ")");
-}
 
 // An Array bound to a plan's operand: of the plan's type and exactly the bytes the plan computes.
 vkgmm::BufferView bind(const Array& a, vkgmm::DType want, uint64_t bytes, const char* what) {
@@ -160,6 +148,10 @@ Problem common_problem(int64_t m, int64_t k, int64_t n, std::vector<int32_t> gro
   p.lhs_type = dtype_of(lhs_type, "lhs");
   p.rhs_type = dtype_of(rhs_type, "rhs");
   p.out_type = dtype_of(out_type, out_what);
+  // Under the caller's own name: the library's message names the forward's out (preferred_element_type),
+  // which the backward's d_out only shares a type with.
+  if (vkgmm::is_quantized(p.out_type))
+    contract_error(std::string(out_what) + ": " + out_type + " is a block format, not an output type (f32, f16 or bf16)");
   p.tiling = tiling_of(tiling);
   return p;
 }
@@ -187,7 +179,7 @@ GmmPlanPy make_gmm_plan(ContextRef ctx, int64_t m, int64_t k, int64_t n, std::ve
                         int64_t num_rhs_groups, int64_t group_offset, bool transpose_rhs, const std::string& lhs_type,
                         const std::string& rhs_type, const std::string& out_type, bool existing_out,
                         const py::object& tiling, int64_t top_k, bool lhs_per_slot, bool combine,
-                        int64_t num_experts, bool bias, const std::optional<std::string>& activation) {
+                        int64_t num_experts, bool bias, const py::object& activation) {
   vkgmm::GmmProblem p = gmm_problem(m, k, n, std::move(group_sizes), num_rhs_groups, group_offset, transpose_rhs,
                                     lhs_type, rhs_type, out_type, "preferred_element_type", tiling);
   p.existing_out = existing_out;
@@ -303,7 +295,7 @@ BackwardPlanPy make_backward_plan(ContextRef ctx, int64_t m, int64_t k, int64_t 
                                   const std::string& lhs_type, const std::string& rhs_type,
                                   const std::string& out_type, const py::object& tiling, int64_t top_k,
                                   bool lhs_per_slot, bool combine, int64_t num_experts, bool bias,
-                                  const std::optional<std::string>& activation, bool accumulate) {
+                                  const py::object& activation, bool accumulate) {
   vkgmm::GmmProblem p = gmm_problem(m, k, n, std::move(group_sizes), num_rhs_groups, group_offset, transpose_rhs,
                                     lhs_type, rhs_type, out_type, "d_out", tiling);
   p.routing = {top_k, lhs_per_slot, combine, num_experts};

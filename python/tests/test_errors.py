@@ -3,6 +3,7 @@ argument, before any GPU work, the context usable afterwards; DeviceError (a Run
 failures; exceptions raised by a tiling callable reach the caller as they are."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -137,15 +138,16 @@ def test_array_and_plan_errors(ctx):
     plan = vkgmm.GmmPlan(LHS, RHS, GS)
     refused("lhs: the plan takes f32", plan, vkgmm.Array(LHS.astype(np.float16)), RHS)
     refused(r"lhs: expected shape \(16, 8\), got \(17, 8\)", plan, np.ones((17, 8), f32), RHS)
-    # Which operands a plan takes is the library's operand table's rule, with its messages.
-    refused("gmm: existing_out: a view was given but the problem has existing_out = false", plan, LHS, RHS,
+    # Which operands a plan takes is the library's operand table's rule, with its messages in Python's names.
+    refused("gmm: existing_out: an array was given but the plan was made with existing_out=False", plan, LHS, RHS,
             np.ones((16, 4), f32))
-    refused("gmm: bias: a view was given but the problem has no bias", plan, LHS, RHS, bias=np.ones((2, 4), f32))
-    refused("gmm: existing_out: the problem has existing_out but no view was given",
+    refused("gmm: bias: an array was given but the plan was made without bias=True", plan, LHS, RHS,
+            bias=np.ones((2, 4), f32))
+    refused("gmm: existing_out: the plan was made with existing_out=True but none was given",
             vkgmm.GmmPlan(LHS, RHS, GS, existing_out=True), LHS, RHS)
-    refused(r"gmm: bias: the problem has a bias \(Epilogue::bias\) but no view was given",
+    refused("gmm: bias: the plan was made with bias=True but none was given",
             vkgmm.GmmPlan(LHS, RHS, GS, bias=True), LHS, RHS)
-    refused("tgmm: existing_out: a view was given but the problem has existing_out = false",
+    refused("tgmm: existing_out: an array was given but the plan was made with existing_out=False",
             vkgmm.TgmmPlan(LHS.T, np.ones((16, 4), f32), GS), LHS.T, np.ones((16, 4), f32), np.ones((2, 8, 4), f32))
     refused("out: expected a f32 Array of shape", plan, LHS, RHS, out=vkgmm.Array.empty((16, 5)))
     refused("out: expected a vkgmm.Array to write into", plan, LHS, RHS, out=np.empty((16, 4), f32))
@@ -158,6 +160,44 @@ def test_array_and_plan_errors(ctx):
     refused("out: the Array lives on another Context", plan, LHS, RHS, out=out_elsewhere)
     refused("out: the Array lives on another Context", vkgmm.gmm_ids, LHS, RHS, np.zeros((16, 1), np.int32),
             out=vkgmm.Array.empty((16, 1, 4), context=other))
+
+
+# Messages the C++ core writes in its own names (ContextOptions::..., Routing::combine, "a view", ...),
+# each as a Python caller meets it: in the module's keyword arguments.
+CPP_NAMES = re.compile(r"::|ContextOptions|Routing|Epilogue|num_rhs_groups|out_type|\bview\b|the problem|"
+                       r"submit_and_wait|create_buffer|device_group_sizes")
+
+
+def test_messages_name_python_arguments(ctx):
+    ones = lambda *s: np.ones(s, f32)
+    ids = np.array([[0, 1], [1, 0], [0, 0]], np.int32)
+    cases = [
+        (r"^timeout_s: 0\.0+ must be a positive number", lambda: vkgmm.Context(timeout_s=0)),
+        (r"^device \(Context's device, \$VKGMM_DEVICE\): no device name contains 'nosuch'",
+         lambda: vkgmm.Context(device="nosuch")),
+        (r"^gmm: rhs\.shape\[0\] = 3 must be in \[1, 2\]", lambda: vkgmm.gmm(ones(4, 8), ones(3, 8, 4), [2, 2])),
+        (r"^preferred_element_type: q8_0 is a block format",
+         lambda: vkgmm.gmm(ones(4, 8), ones(2, 8, 4), [2, 2], preferred_element_type="q8_0")),
+        (r"^d_out: q8_0 is a block format", lambda: vkgmm.GmmBackwardPlan(ones(4, 8), ones(2, 8, 4), [2, 2], "q8_0")),
+        (r"^gmm: num_experts = 1 is smaller than group_offset \+ E_local = 2",
+         lambda: vkgmm.gmm_ids(ones(3, 8), ones(2, 8, 4), ids, num_experts=1)),
+        (r"^gmm: group_offset = 2147483648 must be below 2\^31",
+         lambda: vkgmm.gmm_ids(ones(3, 8), ones(2, 8, 4), ids, group_offset=2**31)),
+        (r"^gmm: weights: an array was given but the plan was made with combine=False",
+         lambda: vkgmm.IdsGmmPlan(ones(3, 8), ones(2, 8, 4), ids)(ones(3, 8), ones(2, 8, 4), ids, ones(3, 2))),
+        (r"^gmm: weights: the plan was made with combine=True but none was given",
+         lambda: vkgmm.IdsGmmPlan(ones(3, 8), ones(2, 8, 4), ids, combine=True)(ones(3, 8), ones(2, 8, 4), ids)),
+    ]
+    for pattern, call in cases:
+        with pytest.raises(vkgmm.ContractError) as e:
+            call()
+        message = str(e.value)
+        assert re.search(pattern, message), message
+        assert not CPP_NAMES.search(message), message
+    with pytest.raises(TypeError, match=r"^activation: expected None or a str, got int"):
+        vkgmm.gmm(ones(4, 8), ones(2, 8, 4), [2, 2], activation=5)
+    with pytest.raises(TypeError, match=r"^activation: expected None or a str, got int"):
+        vkgmm.moe_layer(ones(3, 8), ones(8, 2), ones(2, 8, 8), ones(2, 4, 8), top_k=1, activation=5)
 
 
 def test_context_must_be_a_context(ctx):
@@ -182,7 +222,7 @@ def test_tiling_callable_exception_propagates(ctx):
                                           ("timeout", "device_lost")])
 def test_device_errors_are_runtime_errors(fault, status):
     """An injected fault (vkgmm's test switch, read when a Context is made: a process of its own) is a
-    DeviceError, a RuntimeError naming the VkResult."""
+    DeviceError, a RuntimeError naming the VkResult, in Python's names."""
     code = textwrap.dedent(f"""
         import re, numpy as np, vkgmm
         try:
@@ -191,6 +231,7 @@ def test_device_errors_are_runtime_errors(fault, status):
             assert isinstance(e, vkgmm.DeviceError) and not isinstance(e, ValueError), type(e)
             assert re.fullmatch({status!r}, e.status), e.status
             assert "VK_" in str(e), str(e)
+            assert not re.search({CPP_NAMES.pattern!r}, str(e)), str(e)
             print("refused:", e)
         else:
             raise SystemExit("no error")

@@ -62,7 +62,7 @@ class _Layer:
         self.frozen = {"w_up": up_blocks, "w_down": down_blocks}
         self.b_up, self.b_down = b_up is not None, b_down is not None
         self.plan = _MoeLayerPlan(c, T, d, f, E, top_k, offset, e_local,
-                                  bool(renormalize), activation or "none", self.b_up, self.b_down, self.dtype,
+                                  bool(renormalize), activation, self.b_up, self.b_down, self.dtype,
                                   self.weight_type, self.down_type, accumulate, bool(transpose_weights))
 
     def inputs(self, x, router_w, w_up, w_down, b_up, b_down):

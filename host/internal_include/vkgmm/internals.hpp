@@ -8,11 +8,25 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vkgmm/context.hpp"
 
 namespace vkgmm::internals {
+
+// A message of the library's, which names the C++ API's fields and calls, in another API's names: each
+// swap replaces every occurrence of its C++ phrase, in the table's order (so longer phrases go first).
+// The C API's table and the Python module's use it.
+struct NameSwap {
+  const char* cpp;
+  const char* own;
+};
+std::string renamed(std::string message, const NameSwap* swaps, size_t count);
+template <size_t N>
+std::string renamed(std::string message, const NameSwap (&swaps)[N]) {
+  return renamed(std::move(message), swaps, N);
+}
 
 // Validation messages reported while Contexts were destroyed (they cannot be thrown then); returns and
 // clears them. The tests, Python's included, fail on any.
