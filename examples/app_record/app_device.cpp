@@ -37,6 +37,16 @@ uint32_t find_memory_type(VkPhysicalDevice pd, uint32_t bits, VkMemoryPropertyFl
 }  // namespace
 
 AppDevice::AppDevice(bool validate) {
+  // A constructor that throws runs no destructor: what it created so far is released here.
+  try {
+    create(validate);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void AppDevice::create(bool validate) {
   VkApplicationInfo ai{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   ai.pApplicationName = "vkgmm_example_app";
   ai.apiVersion = vkgmm::device_requirements().min_api_version;
@@ -115,7 +125,9 @@ AppDevice::AppDevice(bool validate) {
   vkGetDeviceQueue(device, queue_family, 0, &queue);
 }
 
-AppDevice::~AppDevice() {
+AppDevice::~AppDevice() { release(); }
+
+void AppDevice::release() noexcept {
   if (device) vkDestroyDevice(device, nullptr);
   if (messenger) {
     auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
@@ -123,10 +135,23 @@ AppDevice::~AppDevice() {
     if (destroy) destroy(instance, messenger, nullptr);
   }
   if (instance) vkDestroyInstance(instance, nullptr);
+  device = VK_NULL_HANDLE;
+  messenger = VK_NULL_HANDLE;
+  instance = VK_NULL_HANDLE;
 }
 
 AppDevice::Buffer AppDevice::create_buffer(VkDeviceSize bytes, bool host_visible) {
   Buffer b;
+  try {
+    fill_buffer(b, bytes, host_visible);
+  } catch (...) {
+    destroy_buffer(b);  // the buffer without its memory, or the memory unbound or unmapped
+    throw;
+  }
+  return b;
+}
+
+void AppDevice::fill_buffer(Buffer& b, VkDeviceSize bytes, bool host_visible) {
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = bytes;
   // vkgmm binds operands as storage buffers; the copies in and out need the transfer bits.
@@ -146,7 +171,6 @@ AppDevice::Buffer AppDevice::create_buffer(VkDeviceSize bytes, bool host_visible
   vk(vkAllocateMemory(device, &mai, nullptr, &b.memory), "vkAllocateMemory");
   vk(vkBindBufferMemory(device, b.buffer, b.memory, 0), "vkBindBufferMemory");
   if (host_visible) vk(vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
-  return b;
 }
 
 void AppDevice::destroy_buffer(Buffer& b) {

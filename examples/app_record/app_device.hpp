@@ -36,6 +36,11 @@ struct AppDevice {
   };
   Buffer create_buffer(VkDeviceSize bytes, bool host_visible);
   void destroy_buffer(Buffer& b);
+
+ private:
+  void create(bool validate);
+  void fill_buffer(Buffer& b, VkDeviceSize bytes, bool host_visible);
+  void release() noexcept;  // the destructor's work, also done when the constructor throws part-way
 };
 
 }  // namespace app

@@ -17,6 +17,7 @@
 
 #include <vkgmm/vkgmm.hpp>
 
+#include "../no_options.hpp"
 #include "app_device.hpp"
 #include "router.hpp"
 
@@ -32,6 +33,28 @@ void barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags s
 }
 
 VkDeviceSize align_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
+
+// The app's raw Vulkan objects of one run, destroyed on every way out of it: a throw (plan.check, a
+// failed Vulkan call) as much as a return.
+struct Resources {
+  app::AppDevice& dev;
+  app::AppDevice::Buffer activations, weights, routing, staging, readback;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  bool submitted = false;
+
+  explicit Resources(app::AppDevice& d) : dev(d) {}
+  Resources(const Resources&) = delete;
+  Resources& operator=(const Resources&) = delete;
+  ~Resources() {
+    // A wait that failed (a timeout, a lost device) may leave the command buffer pending, and what a
+    // pending command buffer uses must not be destroyed.
+    if (submitted) vkDeviceWaitIdle(dev.device);
+    if (fence) vkDestroyFence(dev.device, fence, nullptr);
+    if (pool) vkDestroyCommandPool(dev.device, pool, nullptr);
+    for (auto* b : {&activations, &weights, &routing, &staging, &readback}) dev.destroy_buffer(*b);
+  }
+};
 
 int run(app::AppDevice& dev) {
   // The problem: 4 experts, one of them empty, and rows no expert took, which must come out zero.
@@ -83,21 +106,27 @@ int run(app::AppDevice& dev) {
 
   // The app's buffers: activations and output share one device-local buffer (views at offsets), the
   // weights have their own, and one holds the routing: each row's expert, the group sizes, vkgmm's
-  // status word, and the workspace (at an offset that is a multiple of minStorageBufferOffsetAlignment,
-  // as a workspace must be). Staging and readback are host-visible.
+  // status word and the workspace. Every view bound as a storage buffer (the app's own descriptor
+  // included) starts at a multiple of minStorageBufferOffsetAlignment, as Vulkan requires of a
+  // descriptor's offset; 256 is the largest that limit may be. Staging and readback are host-visible.
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(dev.physical, &props);
+  const VkDeviceSize align = props.limits.minStorageBufferOffsetAlignment;
   const VkDeviceSize expert_bytes = p.m * sizeof(int32_t), sizes_bytes = G * sizeof(int32_t);
-  const VkDeviceSize sizes_offset = expert_bytes, status_offset = sizes_offset + sizes_bytes;
-  const VkDeviceSize workspace_offset = align_up(status_offset + 4, props.limits.minStorageBufferOffsetAlignment);
+  const VkDeviceSize sizes_offset = align_up(expert_bytes, align);
+  const VkDeviceSize status_offset = align_up(sizes_offset + sizes_bytes, align);
+  const VkDeviceSize workspace_offset = align_up(status_offset + 4, align);
   const VkDeviceSize out_offset = align_up(need.lhs, 256);
-  app::AppDevice::Buffer activations = dev.create_buffer(out_offset + need.out, false);
-  app::AppDevice::Buffer weights = dev.create_buffer(need.rhs, false);
-  app::AppDevice::Buffer routing = dev.create_buffer(workspace_offset + workspace_bytes, false);
+  Resources res(dev);  // released when run() returns or throws
+  res.activations = dev.create_buffer(out_offset + need.out, false);
+  res.weights = dev.create_buffer(need.rhs, false);
+  res.routing = dev.create_buffer(workspace_offset + workspace_bytes, false);
   const VkDeviceSize rhs_staging_offset = align_up(need.lhs, 16);
   const VkDeviceSize expert_staging_offset = align_up(rhs_staging_offset + need.rhs, 16);
-  app::AppDevice::Buffer staging = dev.create_buffer(expert_staging_offset + expert_bytes, true);
-  app::AppDevice::Buffer readback = dev.create_buffer(need.out + sizes_bytes + 4, true);
+  res.staging = dev.create_buffer(expert_staging_offset + expert_bytes, true);
+  res.readback = dev.create_buffer(need.out + sizes_bytes + 4, true);
+  const app::AppDevice::Buffer &activations = res.activations, &weights = res.weights, &routing = res.routing;
+  const app::AppDevice::Buffer &staging = res.staging, &readback = res.readback;
   auto* staged = static_cast<uint8_t*>(staging.mapped);
   std::memcpy(staged, lhs.data(), lhs.size() * sizeof(float));
   std::memcpy(staged + rhs_staging_offset, rhs_bf16.data(), rhs_bf16.size());
@@ -113,13 +142,12 @@ int run(app::AppDevice& dev) {
   plan.check(ops);  // what record() would throw, before anything is recorded
 
   app::CountRows count_rows(dev.device);
-  VkCommandPool pool = VK_NULL_HANDLE;
   VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cpi.queueFamilyIndex = dev.queue_family;
-  app::vk(vkCreateCommandPool(dev.device, &cpi, nullptr, &pool), "vkCreateCommandPool");
+  app::vk(vkCreateCommandPool(dev.device, &cpi, nullptr, &res.pool), "vkCreateCommandPool");
   VkCommandBuffer cb = VK_NULL_HANDLE;
   VkCommandBufferAllocateInfo cbai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  cbai.commandPool = pool;
+  cbai.commandPool = res.pool;
   cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cbai.commandBufferCount = 1;
   app::vk(vkAllocateCommandBuffers(dev.device, &cbai, &cb), "vkAllocateCommandBuffers");
@@ -156,22 +184,23 @@ int run(app::AppDevice& dev) {
 
   // Pass 3 (the app's): read the output, the group sizes and the status word back.
   const VkBufferCopy out_copy{out_offset, 0, need.out};
-  const VkBufferCopy routing_copy{sizes_offset, need.out, sizes_bytes + 4};  // sizes, then status
+  const VkBufferCopy routing_copies[2] = {{sizes_offset, need.out, sizes_bytes},            // the sizes,
+                                          {status_offset, need.out + sizes_bytes, 4}};  // then the status
   vkCmdCopyBuffer(cb, activations.buffer, readback.buffer, 1, &out_copy);
-  vkCmdCopyBuffer(cb, routing.buffer, readback.buffer, 1, &routing_copy);
+  vkCmdCopyBuffer(cb, routing.buffer, readback.buffer, 2, routing_copies);
   // Transfer writes -> host reads after the fence.
   barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
           VK_ACCESS_HOST_READ_BIT);
   app::vk(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
 
-  VkFence fence = VK_NULL_HANDLE;
   VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  app::vk(vkCreateFence(dev.device, &fci, nullptr, &fence), "vkCreateFence");
+  app::vk(vkCreateFence(dev.device, &fci, nullptr, &res.fence), "vkCreateFence");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
-  app::vk(vkQueueSubmit(dev.queue, 1, &si, fence), "vkQueueSubmit");
-  app::vk(vkWaitForFences(dev.device, 1, &fence, VK_TRUE, 600ull * 1000 * 1000 * 1000), "vkWaitForFences");
+  app::vk(vkQueueSubmit(dev.queue, 1, &si, res.fence), "vkQueueSubmit");
+  res.submitted = true;
+  app::vk(vkWaitForFences(dev.device, 1, &res.fence, VK_TRUE, 600ull * 1000 * 1000 * 1000), "vkWaitForFences");
 
   // What the device counted, and what vkgmm made of it (0: the sizes kept the contract).
   const auto* back = static_cast<const uint8_t*>(readback.mapped);
@@ -201,9 +230,6 @@ int run(app::AppDevice& dev) {
     row += rows;
   }
 
-  vkDestroyFence(dev.device, fence, nullptr);
-  vkDestroyCommandPool(dev.device, pool, nullptr);
-  for (auto* b : {&activations, &weights, &routing, &staging, &readback}) dev.destroy_buffer(*b);
   if (bad_sizes || status != 0) {
     std::fprintf(stderr, "FAIL: group sizes counted on the device %d %d %d %d (want 50 0 90 40), status %u\n",
                  got_sizes[0], got_sizes[1], got_sizes[2], got_sizes[3], status);
@@ -219,9 +245,18 @@ int run(app::AppDevice& dev) {
   return 0;
 }
 
+// What --help prints; the example takes no options (no_options.hpp).
+constexpr const char* kHelp =
+    "An app with its own Vulkan device records a vkgmm grouped matmul into its own command buffer, between\n"
+    "passes of its own (a shader of the app's counts the group sizes on the device), submits once and\n"
+    "checks the output against a CPU loop. Exits 1 on a mismatch or any validation message.\n"
+    "VKGMM_VALIDATE=1 turns the app's validation layer on (synchronization validation included).\n";
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (const int exit_status = handle_no_options(argc, argv, "vkgmm_example_app", kHelp); exit_status >= 0)
+    return exit_status;
   const char* v = std::getenv("VKGMM_VALIDATE");
   const bool validate = v && *v && std::strcmp(v, "0") != 0;
   int status = 1;

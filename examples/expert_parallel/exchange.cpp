@@ -22,12 +22,14 @@ struct Layout {
   int64_t total = 0;
 };
 
-Layout layout_of(const std::vector<int>& rows, int64_t width) {
+Layout layout_of(const std::vector<int64_t>& rows, int64_t width) {
   Layout l;
-  for (int r : rows) {
-    const int64_t elements = int64_t(r) * width;
-    if (l.total + elements > INT_MAX)
+  for (int64_t r : rows) {
+    if (r < 0) throw std::runtime_error("all_to_all: a negative row count (" + std::to_string(r) + ")");
+    // r <= (INT_MAX - total) / width, not r * width <= ...: the product itself must not overflow.
+    if (width > 0 && r > (INT_MAX - l.total) / width)
       throw std::runtime_error("all_to_all: more than INT_MAX floats in one exchange: fewer --tokens per rank");
+    const int64_t elements = r * width;
     l.counts.push_back(int(elements));
     l.displs.push_back(int(l.total));
     l.total += elements;
@@ -74,8 +76,13 @@ Counts exchange_counts(MPI_Comm comm, const std::vector<int32_t>& rows_per_exper
   c.recv_rows.assign(c.ranks, 0);
   for (int r = 0; r < c.ranks; ++r)
     for (int64_t e = 0; e < experts_per_rank; ++e) {
-      c.send_rows[r] += rows_per_expert[r * experts_per_rank + e];
-      c.recv_rows[r] += c.recv_rows_of_expert[r * experts_per_rank + e];
+      const int32_t sent = rows_per_expert[r * experts_per_rank + e];
+      const int32_t received = c.recv_rows_of_expert[r * experts_per_rank + e];
+      if (sent < 0 || received < 0)
+        throw std::runtime_error("exchange_counts: a negative row count for expert " +
+                                 std::to_string(r * experts_per_rank + e));
+      c.send_rows[r] += sent;
+      c.recv_rows[r] += received;
     }
   return c;
 }

@@ -24,8 +24,9 @@ struct Traffic {
 struct Counts {
   int ranks = 0;
   int64_t experts_per_rank = 0;
-  std::vector<int> send_rows;                // [ranks]: rows this rank sends to each rank
-  std::vector<int> recv_rows;                // [ranks]: rows this rank receives from each rank
+  // Sums of int32 counts, kept in 64 bits; the exchanges refuse what MPI's int counts cannot hold.
+  std::vector<int64_t> send_rows;            // [ranks]: rows this rank sends to each rank
+  std::vector<int64_t> recv_rows;            // [ranks]: rows this rank receives from each rank
   std::vector<int32_t> recv_rows_of_expert;  // [ranks, experts_per_rank]: from rank s, for local expert e
 
   int64_t total_received() const;

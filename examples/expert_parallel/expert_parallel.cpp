@@ -10,17 +10,23 @@
 // token by token (model.cpp); the run exits non-zero on any mismatch. Rank 0 prints the per-rank table.
 //
 //   mpirun -n 4 build/examples/expert_parallel/vkgmm_example_expert_parallel [--tokens 128] [--experts 8]
-//       [--top-k 2] [--d-model 128] [--d-out 96] [--steps 5] [--seed 7] [--corrupt-rank R]
+//       [--top-k 2] [--d-model 128] [--d-out 96] [--steps 5] [--seed 7] [--corrupt-rank R] [--help]
+// Sizes are refused at parse time (exit 2, naming the flag) where they would overflow the int32 routing
+// counts or MPI's int counts; a mismatch exits 1; an exception on any rank aborts the job with code 3.
 //
 // Test-only: VKGMM_EXAMPLE_PLANT_LEAK=1 (read once, at the start of main) leaks 16 bytes from this file's
 // plant_leak_for_the_sanitizer_test(), so that the sanitizer run shows LeakSanitizer still reports a leak
 // of the example's own past the MPI runtime's suppressions (scripts/lsan.supp).
 #include <mpi.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <vkgmm/vkgmm.hpp>
 
@@ -35,21 +41,50 @@ struct Options {
   int steps = 5;
   uint32_t seed = 7;
   int corrupt_rank = -1;  // the check's own test: that rank returns one wrong value
+  bool help = false;
 };
+
+const char* const kUsage =
+    "usage: mpirun -n N vkgmm_example_expert_parallel [--tokens 128] [--experts 8] [--top-k 2] [--d-model 128]\n"
+    "           [--d-out 96] [--steps 5] [--seed 7] [--corrupt-rank R]\n"
+    "One expert projection, forward and backward, with the experts split over the N ranks (--experts a\n"
+    "multiple of N) and the tokens sent to them and back over MPI; every rank checks its results against\n"
+    "the single-process answer in double. Exits 1 on a mismatch, 2 on bad arguments; an error on one rank\n"
+    "aborts the job (MPI_Abort, code 3). --corrupt-rank R: rank R returns a wrong value, which must fail.\n";
+
+// A rank may receive every slot of every token (tokens * top_k rows: int32 ids and counts), and one
+// exchange moves at most INT_MAX floats (MPI-3's int counts and displacements). Sizes are bounded so that
+// both hold whatever the routing, and so that no product the example computes overflows.
+constexpr int64_t kInt32Max = INT32_MAX;
+
+// a * b <= limit, for a, b >= 1, without computing a product that could overflow.
+bool product_within(int64_t a, int64_t b, int64_t limit) { return a <= limit / b; }
+
+// `text` as an integer in [lo, hi], or an error naming `flag`.
+bool parse_integer(const std::string& flag, const char* text, int64_t lo, int64_t hi, int64_t& value,
+                   std::string& error) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (end == text || *end) {
+    error = flag + ": '" + text + "' is not an integer";
+    return false;
+  }
+  if (errno == ERANGE || v < lo || v > hi) {
+    error = flag + ": " + text + " is out of range (" + std::to_string(lo) + ".." + std::to_string(hi) + ")";
+    return false;
+  }
+  value = v;
+  return true;
+}
 
 // Every rank parses the same arguments and reaches the same verdict: no rank is left waiting.
 bool parse(int argc, char** argv, int ranks, Options& o, std::string& error) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (i + 1 >= argc) {
-      error = flag + ": needs a value";
-      return false;
-    }
-    char* end = nullptr;
-    const long long v = std::strtoll(argv[++i], &end, 10);
-    if (*end || end == argv[i]) {
-      error = flag + ": '" + argv[i] + "' is not an integer";
-      return false;
+    if (flag == "--help" || flag == "-h") {
+      o.help = true;
+      continue;
     }
     int64_t* field = flag == "--tokens"    ? &o.shape.tokens
                      : flag == "--experts" ? &o.shape.experts
@@ -57,30 +92,58 @@ bool parse(int argc, char** argv, int ranks, Options& o, std::string& error) {
                      : flag == "--d-model" ? &o.shape.d_model
                      : flag == "--d-out"   ? &o.shape.d_out
                                            : nullptr;
-    if (field) {
-      if (v < 1) {
-        error = flag + ": must be at least 1";
-        return false;
-      }
-      *field = v;
-    } else if (flag == "--steps" && v >= 1 && v <= 1000) {
-      o.steps = int(v);
-    } else if (flag == "--seed" && v >= 0) {
-      o.seed = uint32_t(v);
-    } else if (flag == "--corrupt-rank" && v >= 0 && v < ranks) {
-      o.corrupt_rank = int(v);
-    } else {
-      error = flag + ": unknown, or out of range (--steps 1..1000, --seed >= 0, --corrupt-rank 0..ranks-1)";
+    int64_t lo = 1, hi = kInt32Max;
+    if (flag == "--steps") {
+      hi = 1000;
+    } else if (flag == "--seed") {
+      lo = 0, hi = UINT32_MAX;  // std::mt19937's seed is 32 bits: a larger one would wrap to another seed
+    } else if (flag == "--corrupt-rank") {
+      lo = 0, hi = ranks - 1;
+    } else if (!field) {
+      error = flag + ": unknown argument (see --help)";
       return false;
     }
+    if (i + 1 >= argc) {
+      error = flag + ": needs a value";
+      return false;
+    }
+    int64_t v = 0;
+    if (!parse_integer(flag, argv[++i], lo, hi, v, error)) return false;
+    if (field)
+      *field = v;
+    else if (flag == "--steps")
+      o.steps = int(v);
+    else if (flag == "--seed")
+      o.seed = uint32_t(v);
+    else
+      o.corrupt_rank = int(v);
   }
-  if (o.shape.experts % ranks) {
-    error = "--experts: " + std::to_string(o.shape.experts) + " experts do not split evenly over " +
+  const ep::Shape& sh = o.shape;
+  if (sh.experts % ranks) {
+    error = "--experts: " + std::to_string(sh.experts) + " experts do not split evenly over " +
             std::to_string(ranks) + " ranks";
     return false;
   }
-  if (o.shape.top_k > o.shape.experts) {
+  if (sh.top_k > sh.experts) {
     error = "--top-k: larger than --experts";
+    return false;
+  }
+  if (!product_within(sh.tokens, sh.top_k, kInt32Max)) {
+    error = "--tokens, --top-k: " + std::to_string(sh.tokens) + " tokens * top-" + std::to_string(sh.top_k) +
+            " is more slots than int32 ids and counts hold (" + std::to_string(kInt32Max) + ")";
+    return false;
+  }
+  if (!product_within(sh.tokens * sh.top_k, std::max(sh.d_model, sh.d_out), INT_MAX)) {
+    error = "--tokens, --top-k, --d-model, --d-out: a rank may receive all " + std::to_string(sh.tokens * sh.top_k) +
+            " slots, and rows of " + std::to_string(std::max(sh.d_model, sh.d_out)) +
+            " floats would pass the INT_MAX floats one MPI exchange can move";
+    return false;
+  }
+  if (!product_within(sh.experts, sh.d_model, kInt32Max) ||
+      !product_within(sh.experts * sh.d_model, sh.d_out, kInt32Max)) {
+    error = "--experts, --d-model, --d-out: the experts' weights, " + std::to_string(sh.experts) + " x " +
+            std::to_string(sh.d_model) + " x " + std::to_string(sh.d_out) + ", are more than " +
+            std::to_string(kInt32Max) + " floats";
     return false;
   }
   return true;
@@ -186,6 +249,9 @@ int main(int argc, char** argv) {
   int status = 2;
   if (!parse(argc, argv, ranks, o, error)) {
     if (rank == 0) std::fprintf(stderr, "vkgmm_example_expert_parallel: %s\n", error.c_str());
+  } else if (o.help) {
+    if (rank == 0) std::printf("%s", kUsage);
+    status = 0;
   } else {
     // A rank that fails alone would leave the others waiting in a collective: abort the job instead.
     try {

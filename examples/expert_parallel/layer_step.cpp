@@ -1,6 +1,7 @@
 #include "layer_step.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace ep {
 
@@ -35,7 +36,8 @@ StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertSh
   MPI_Comm_rank(comm, &rank);
   std::vector<float> y_rows = shard.forward(x_in, received_experts(counts, rank * counts.experts_per_rank), o.shard);
   o.expert_rows = counts.total_received();
-  if (corrupt && !y_rows.empty()) y_rows[0] += 1.f;
+  const bool corrupt_forward = corrupt && !y_rows.empty();
+  if (corrupt_forward) y_rows[0] = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> y_back = all_to_all(comm, counts, Direction::back_to_tokens, y_rows, dn, o.traffic);
   o.y = moe::unpermute(routing, y_back, s.size(), dn);  // y[t] = sum over t's slots of weight * row
 
@@ -48,6 +50,7 @@ StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertSh
   const std::vector<float> d_in = all_to_all(comm, counts, Direction::to_experts, d_rows, dn, o.traffic);
   const std::vector<float> d_x_rows = shard.backward(d_in, o.shard);
   o.d_w = shard.d_weights(o.shard);
+  if (corrupt && !corrupt_forward && !o.d_w.empty()) o.d_w[0] = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> d_x_back = all_to_all(comm, counts, Direction::back_to_tokens, d_x_rows, dm, o.traffic);
   // d_x[t] = sum over t's slots of the returned rows: the weights are already in them.
   moe::Routing unweighted = routing;

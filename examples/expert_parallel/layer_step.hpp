@@ -22,8 +22,11 @@ struct StepOutput {
   double seconds = 0;  // the whole step
 };
 
-// Collective over comm. `corrupt`: this rank adds 1 to the first value its experts return in the forward,
-// so that the check downstream (on the rank owning that token) must fail: the check's own test.
+// Collective over comm. `corrupt`, the check's own test: this rank makes one value it returns wrong, so
+// that a check must fail whatever the routing. Where its experts received rows, the first value they
+// return in the forward becomes a NaN, caught by the y check on the rank owning that token (the routing
+// weight times a NaN is a NaN, however small the weight); where they received none, the first value of
+// its d_W does, caught by its own d_W check (every rank holds at least one expert).
 StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertShard& shard, bool corrupt);
 
 }  // namespace ep

@@ -4,11 +4,33 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 namespace moe {
 
+namespace {
+
+// The routing's ids, token indices and per-expert counts are int32: refused where they would not fit,
+// rather than wrapped.
+void check_sizes(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k) {
+  if (tokens < 0 || experts < 1 || top_k < 1 || top_k > experts)
+    throw std::invalid_argument("routing: " + std::to_string(tokens) + " tokens, top-" + std::to_string(top_k) +
+                                " of " + std::to_string(experts) + " experts: need 1 <= top_k <= experts");
+  if (experts > INT32_MAX || tokens > INT32_MAX / top_k)
+    throw std::length_error("routing: " + std::to_string(tokens) + " tokens * top-" + std::to_string(top_k) +
+                            " slots or " + std::to_string(experts) + " experts: more than int32 ids and counts hold");
+  if (int64_t(logits.size()) / experts < tokens)
+    throw std::invalid_argument("routing: " + std::to_string(logits.size()) + " logits for " +
+                                std::to_string(tokens) + " tokens of " + std::to_string(experts) + " experts");
+}
+
+}  // namespace
+
 TopK top_k(const std::vector<float>& logits, int64_t tokens, int64_t experts, int64_t top_k) {
+  check_sizes(logits, tokens, experts, top_k);
   TopK r;
   std::vector<int32_t> order(experts);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -31,7 +53,7 @@ Routing route_top_k(const std::vector<float>& logits, int64_t tokens, int64_t ex
     int32_t token, expert;
     float weight;
   };
-  const TopK chosen = moe::top_k(logits, tokens, experts, top_k);
+  const TopK chosen = moe::top_k(logits, tokens, experts, top_k);  // which checks the sizes
   std::vector<Choice> choices;
   choices.reserve(tokens * top_k);
   for (size_t i = 0; i < chosen.ids.size(); ++i)

@@ -18,7 +18,8 @@ struct Routing {
 
 // Each token's top_k experts, best first (ties to the lower expert index), and their weights, a softmax
 // over the chosen experts' logits: ids and weights [tokens, top_k], as a router hands them to gmm's
-// routing by expert ids (and as vkgmm::TopKPlan computes them on the device).
+// routing by expert ids (and as vkgmm::TopKPlan computes them on the device). Throws where top_k is not
+// in [1, experts], or tokens * top_k slots would not fit the int32 ids, token indices and counts.
 struct TopK {
   std::vector<int32_t> ids;
   std::vector<float> weights;
