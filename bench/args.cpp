@@ -160,10 +160,15 @@ int parse_args(int argc, char** argv, Options& opts, std::string& error) {
   long long seed = 1;
   std::vector<const ModelSpec*> models;
   std::vector<int64_t> tokens = default_model_tokens();
-  std::set<std::string> given;  // the options that take one value
+  std::set<std::string> given;  // the switches and the options that take one value
 
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    // A switch given twice is a mistake in the command line (a doubled paste), refused as an option is.
+    if ((a == "--json" || a == "--sweep-tiling" || a == "--train") && !given.insert(a).second) {
+      error = a + " given twice";
+      return 2;
+    }
     if (a == "--json") {
       opts.json = true;
       continue;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache_size.hpp"
 #include "vkgmm/context.hpp"
 #include "probe.hpp"
 #include "vkgmm/types.hpp"
@@ -25,8 +26,8 @@ const char kUsage[] =
     "Prints the device vkgmm runs on (chosen by $VKGMM_DEVICE, an index or a name substring, else the\n"
     "first discrete, integrated, virtual or CPU device), its limits and the features vkgmm uses, then\n"
     "measures its fp32 FMA ceiling, streaming read bandwidth and buffer copy bandwidth (each memory probe\n"
-    "reads 8x the last-level cache per run, at least 1 GiB on GPUs; $VKGMM_CACHE_BYTES overrides the\n"
-    "cache size). rhs_formats lists the types gmm's weights\n"
+    "reads 8x the last-level cache per run, at least 1 GiB on GPUs; $VKGMM_CACHE_BYTES, a byte count\n"
+    "from 1 to 4 GiB, overrides the cache size). rhs_formats lists the types gmm's weights\n"
     "may have: f32, f16, bf16 and GGUF's block formats (vkgmm quantize makes them from .npy).\n"
     "--json prints the same as one JSON object.\n";
 
@@ -163,6 +164,13 @@ int info_main(int argc, char** argv) {
       json = true;
     else
       return fail(2, a == "--json" ? "--json given twice" : "unknown argument '" + a + "' for info (see vkgmm info --help)");
+  }
+  try {
+    // Read now, not when the memory probes want it: a bad value is the user's input (2), refused before
+    // the device is touched.
+    tool::cache_bytes_override();
+  } catch (const std::exception& e) {
+    return fail(2, e.what());
   }
   try {
     vkgmm::Context ctx;

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cmd == "--version") {
+      if (argc > 2) return tool::fail(2, "--version takes no arguments, got '" + std::string(argv[2]) + "'");
       std::printf("vkgmm %s\n", vkgmm_version_string());
       return 0;
     }
@@ -59,7 +60,9 @@ int main(int argc, char** argv) {
       if (argc > 3) {
         return tool::fail(2, "help takes at most one command");
       }
-      if (std::string(argv[2]) == "help") {
+      // Help wins, as everywhere: `vkgmm help --help` (or -h, or --version) is this usage, not an error.
+      const std::string topic = argv[2];
+      if (topic == "help" || topic == "--help" || topic == "-h" || topic == "--version") {
         std::fputs(kUsage, stdout);
         return 0;
       }

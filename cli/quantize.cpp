@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <optional>
 #include <string>
@@ -59,12 +60,9 @@ Options parse(int argc, char** argv) {
     std::optional<std::string>* slot = a == "--format" ? &o.format : a == "--in" ? &o.in : a == "--out" ? &o.out : nullptr;
     if (!slot) throw UsageError("unknown argument '" + arg + "' for quantize (see vkgmm quantize --help)");
     if (*slot) throw UsageError(a + " given twice");
-    if (eq != std::string::npos) {
-      *slot = arg.substr(eq + 1);
-      continue;
-    }
-    if (i + 1 >= argc) throw UsageError(a + " needs a value");
-    *slot = argv[++i];
+    if (eq == std::string::npos && i + 1 >= argc) throw UsageError(a + " needs a value");
+    *slot = eq != std::string::npos ? arg.substr(eq + 1) : std::string(argv[++i]);
+    if ((*slot)->empty()) throw UsageError(a + " needs a non-empty value");
   }
   if (!o.format) throw UsageError(tool::with_block_formats("--format is required (one of {formats})"));
   if (!o.in) throw UsageError("--in is required (an <f4 .npy of shape [E, n, k] or [n, k])");
@@ -97,6 +95,10 @@ int quantize(const Options& o) {
   if (k % B != 0)
     throw UsageError("--in: k = " + std::to_string(k) + " (shape " + shape_text(in.shape) + ") must be a multiple of " +
                      std::to_string(B) + ", the values per " + vkgmm::dtype_name(t) + " block");
+  // A file of no elements may claim any k; its rows' byte length must still be a dimension an .npy can have.
+  if (k / B > std::numeric_limits<int64_t>::max() / S)
+    throw UsageError("--in: k = " + std::to_string(k) + " (shape " + shape_text(in.shape) + ") is too large: a row of " +
+                     vkgmm::dtype_name(t) + " blocks would take more than 2^63 - 1 bytes");
 
   std::vector<float> x(in.data.size() / 4);
   if (!x.empty()) std::memcpy(x.data(), in.data.data(), in.data.size());

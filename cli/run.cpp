@@ -11,6 +11,7 @@
 #include "run.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <new>
 #include <optional>
@@ -160,7 +161,23 @@ Problem common_problem(const Job& j, int64_t m, int64_t k, int64_t n, const std:
   return p;
 }
 
-bool any_16bit(DType a, DType b, DType c) { return a != DType::f32 || b != DType::f32 || c != DType::f32; }
+// --check's scale (run_check.hpp) from the values the device saw.
+CheckScale check_scale(DType lhs_type, DType rhs_type, DType out_type, int64_t reduction, const std::vector<float>& L,
+                       const std::vector<float>& R) {
+  return {lhs_type, rhs_type, out_type, reduction, largest_magnitude(L) * largest_magnitude(R)};
+}
+
+// The most a token's combined output sums of |weights| (its slots' results scaled and added).
+double largest_weight_sum(const std::vector<float>& w, int64_t top_k) {
+  double most = 0;
+  for (size_t t = 0; top_k > 0 && t + size_t(top_k) <= w.size(); t += size_t(top_k)) {
+    double sum = 0;
+    for (size_t j = t; j < t + size_t(top_k); ++j)
+      if (std::isfinite(w[j])) sum += std::fabs(double(w[j]));
+    most = std::max(most, sum);
+  }
+  return most;
+}
 
 // gmm's operands read from the files of the command line and checked against each other.
 struct GmmInputs {
@@ -224,6 +241,9 @@ GmmInputs read_gmm(const Job& j) {
     in.out_shape = {m, n_out};
   }
   in.L = input_operand(std::move(lhs), "lhs", j.to_bf16);
+  // An .npy lhs is bf16 only when rounded from f32.
+  expect_something_to_round(j.to_bf16, in.L.type == DType::bf16, rhs.rounded, vkgmm::dtype_name(in.L.type),
+                            vkgmm::dtype_name(rhs.op.type));
   in.R = std::move(rhs.op);
   p.lhs_type = in.L.type;
   p.rhs_type = in.R.type;
@@ -262,11 +282,13 @@ void run_gmm(Job& j) {
   if (a.check) {
     const std::vector<float> e = in.E ? in.E->values() : std::vector<float>{};
     const std::vector<float> bias = in.B ? in.B->values() : std::vector<float>{};
+    const std::vector<float> L = in.L.values(), R = in.R.values(), W = in.W ? in.W->values() : std::vector<float>{};
+    CheckScale scale = check_scale(in.L.type, in.R.type, j.out_type, p.k, L, R);
+    if (in.W) scale.term *= largest_weight_sum(W, p.routing.top_k);
     check_against(Operand{j.out_type, out}.values(),
-                  j.routed ? vkgmm::reference::gmm_routed(p, in.L.values(), in.R.values(), in.ids,
-                                                          in.W ? in.W->values() : std::vector<float>{}, e, bias)
-                           : vkgmm::reference::gmm(p, in.L.values(), in.R.values(), e, bias),
-                  any_16bit(in.L.type, in.R.type, j.out_type));
+                  j.routed ? vkgmm::reference::gmm_routed(p, L, R, in.ids, W, e, bias)
+                           : vkgmm::reference::gmm(p, L, R, e, bias),
+                  scale);
   }
   write_output(*a.get("out"), j.out_type, out, in.out_shape);
 }
@@ -286,6 +308,8 @@ void run_tgmm(Job& j) {
   p.num_actual_groups = optional_count(a, "num-actual-groups", -1);
   const Operand L = input_operand(std::move(lhs), "lhs", j.to_bf16);
   const Operand R = input_operand(std::move(rhs), "rhs", j.to_bf16);
+  expect_something_to_round(j.to_bf16, L.type == DType::bf16, R.type == DType::bf16, vkgmm::dtype_name(L.type),
+                            vkgmm::dtype_name(R.type));
   p.lhs_type = L.type;
   p.rhs_type = R.type;
 
@@ -313,10 +337,16 @@ void run_tgmm(Job& j) {
       ctx, p, plan, a.device_metadata, out_elements * vkgmm::dtype_size(j.out_type), L, R, E);
 
   const std::vector<uint8_t> out = download_output(ob, j.out_type, out_elements);
-  if (a.check)
+  if (a.check) {
+    // Each output group sums its own rows of lhs and rhs.
+    int64_t longest = 0;
+    for (int64_t g = p.group_offset; g < p.group_offset + groups; ++g)
+      longest = std::max<int64_t>(longest, group_sizes[size_t(g)]);
+    const std::vector<float> lv = L.values(), rv = R.values();
     check_against(Operand{j.out_type, out}.values(),
-                  vkgmm::reference::tgmm(p, L.values(), R.values(), E ? E->values() : std::vector<float>{}),
-                  any_16bit(L.type, R.type, j.out_type));
+                  vkgmm::reference::tgmm(p, lv, rv, E ? E->values() : std::vector<float>{}),
+                  check_scale(L.type, R.type, j.out_type, longest, lv, rv));
+  }
   write_output(*a.get("out"), j.out_type, out, {groups, k, n});
 }
 

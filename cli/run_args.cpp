@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "flags.hpp"
+#include "run_operands.hpp"
 #include "run_output.hpp"
 #include "tiling_text.hpp"
 #include "usage_error.hpp"
@@ -44,20 +45,25 @@ const char kRunUsage[] =
     "      silu(gate) * up, or as include/vkgmm/ops.hpp says. none (the default): n_out = n.\n"
     "Quantized rhs (gmm): GGUF's blocks byte for byte, B values along k in S bytes per block (F B/S):\n"
     "      {sizes}; the transposed layout is implied. --rhs-format F reads the rhs .npy as |u1 raw blocks\n"
-    "      [G_local, n, (k/B)*S]. --rhs FILE.gguf:TENSOR (split at the last ':') reads a GGUF v3\n"
-    "      tensor of GGUF dims [k, n, E] (memory [E, n, k]; G_local = E) or [k, n] (E = 1), of type\n"
-    "      F32, F16, BF16 or a block format above, uploaded as it is (a float tensor is a\n"
-    "      transposed rhs); --rhs-format, if given, must match its type. --check dequantizes the\n"
-    "      weights on the CPU for its reference.\n"
+    "      [G_local, n, (k/B)*S]. --rhs FILE.gguf:TENSOR (split after the first '.gguf:', so TENSOR\n"
+    "      may hold ':') reads a GGUF v3 tensor of GGUF dims [k, n, E] (memory [E, n, k]; G_local = E)\n"
+    "      or [k, n] (E = 1), of type F32, F16, BF16 or a block format above, uploaded as it is (a\n"
+    "      float tensor is a transposed rhs); --rhs-format, if given, must match its type. --check\n"
+    "      dequantizes the weights on the CPU for its reference.\n"
     "tgmm: lhs [k, m], rhs [m, n], out [num_actual_groups, k, n] (+ existing_out).\n"
     "\n"
     "Inputs are .npy files (format 1.0-3.0, little-endian, C order): <f4 (f32) or <f2 (f16);\n"
-    "--input-dtype bf16 rounds f32 lhs and rhs to bf16 (never bias, weights or existing_out).\n"
+    "--input-dtype bf16 rounds f32 lhs and rhs to bf16 (never bias, weights or existing_out); <f2\n"
+    "files stay f16, and with neither lhs nor rhs f32 it is refused (it would round nothing).\n"
     "group sizes: <i4 or <i8, all G groups. existing_out: <f4 or <f2, the output's shape, converted\n"
     "to the output type. The output is <f4 for f32 and bf16 (widened exactly) and <f2 for f16; the\n"
     "default output type is f32.\n"
-    "--check compares with the CPU reference and fails (status 1) outside atol 1e-3 + rtol 1e-5\n"
-    "(rtol 1e-2 when any type is 16-bit).\n"
+    "--check compares with the CPU reference and fails (status 1) outside atol + rtol * |expected|:\n"
+    "atol 1e-3, widened by sqrt(K / 128) past sums of K = 128 terms (K: k for gmm, the largest\n"
+    "group's rows for tgmm) and by the largest |lhs| * |rhs| (times a token's sum of |weights|) when\n"
+    "above 1; rtol 1e-5, or 1e-2 when lhs, rhs or the output is f16 or bf16 (block-format weights\n"
+    "decode to exact f32 values: they count as f32). $VKGMM_RUN_PERTURB=1 adds one term's worth to one\n"
+    "output element first (a test that --check refuses a wrong result).\n"
     "--device-metadata uploads the group sizes to a device buffer and runs the library's device path\n"
     "(group metadata built on the GPU), with the tiling the host path picks for these sizes (or\n"
     "--tiling): the output file is the same, bit for bit. The sizes are still checked on the host first.\n"
@@ -122,8 +128,12 @@ Args parse_args(int argc, char** argv) {
 int64_t optional_count(const Args& a, const std::string& flag, int64_t fallback) {
   const std::string* v = a.get(flag);
   if (!v) return fallback;
-  const std::optional<int64_t> count = tool::parse_int(*v, 0, std::numeric_limits<int64_t>::max());
-  if (!count) throw UsageError("--" + flag + ": expected a non-negative integer, got '" + *v + "'");
+  // Group indices are int32 (as are group sizes and expert ids): a larger count can name no group, and
+  // the library would refuse it as a size it does not run (status 1) rather than as a bad argument.
+  const std::optional<int64_t> count = tool::parse_int(*v, 0, std::numeric_limits<int32_t>::max());
+  if (!count)
+    throw UsageError("--" + flag + ": expected an integer from 0 to " +
+                     std::to_string(std::numeric_limits<int32_t>::max()) + ", got '" + *v + "'");
   return *count;
 }
 
@@ -139,6 +149,13 @@ void routing_and_epilogue(Job& j) {
     for (const char* flag : {"bias", "activation"})
       if (a.get(flag)) throw UsageError(std::string("--") + flag + ": epilogues are gmm only, not tgmm");
     if (a.get("rhs-format")) throw UsageError("--rhs-format: quantized weights are gmm's rhs only, not tgmm's");
+    bool gguf = false;
+    try {
+      gguf = gguf_reference(*a.get("rhs")).has_value();
+    } catch (const UsageError&) {
+      gguf = true;  // FILE.gguf without a tensor: still a GGUF file
+    }
+    if (gguf) throw UsageError("--rhs: a GGUF rhs (FILE.gguf:TENSOR) is gmm's only, not tgmm's");
     if (!a.get("group-sizes")) throw UsageError("missing required option --group-sizes");
     return;
   }

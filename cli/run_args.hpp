@@ -27,8 +27,8 @@ struct Args {
 // and nothing else is looked at.
 Args parse_args(int argc, char** argv);
 
-// An optional count flag (--group-offset, --num-actual-groups): `fallback` when absent, else a
-// non-negative integer or UsageError naming the flag.
+// An optional count flag (--group-offset, --num-actual-groups): `fallback` when absent, else an integer
+// in [0, 2^31) or UsageError naming the flag.
 int64_t optional_count(const Args& a, const std::string& flag, int64_t fallback);
 
 // The options every operation shares, resolved.

@@ -74,19 +74,26 @@ Operand input_operand(npy::Array&& arr, const std::string& flag, bool to_bf16) {
   return {DType::f32, std::move(arr.data)};
 }
 
+void expect_something_to_round(bool to_bf16, bool lhs_f32, bool rhs_f32, const std::string& lhs_type,
+                               const std::string& rhs_type) {
+  // Silently doing nothing would leave the user believing the run was bf16.
+  if (to_bf16 && !lhs_f32 && !rhs_f32)
+    throw UsageError("--input-dtype bf16 rounds f32 lhs and rhs values only, and here --lhs is " + lhs_type +
+                     " and --rhs is " + rhs_type + ": nothing would be rounded (drop the flag, or give <f4 files)");
+}
+
 std::optional<std::pair<std::string, std::string>> gguf_reference(const std::string& rhs) {
-  auto ends_gguf = [](const std::string& s) {
-    if (s.size() < 5) return false;
-    std::string tail = s.substr(s.size() - 5);
-    for (char& c : tail) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return tail == ".gguf";
-  };
-  const size_t colon = rhs.rfind(':');
-  if (colon != std::string::npos && ends_gguf(rhs.substr(0, colon))) {
+  // The first ".gguf:" (any case) ends the file name, so that a tensor name may hold ':' itself; a ':'
+  // in a directory name comes before it and is kept.
+  std::string lower = rhs;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (const size_t at = lower.find(".gguf:"); at != std::string::npos) {
+    const size_t colon = at + 5;
     if (colon + 1 == rhs.size()) throw UsageError("--rhs: '" + rhs + "' names no tensor: expected FILE.gguf:TENSOR");
     return std::make_pair(rhs.substr(0, colon), rhs.substr(colon + 1));
   }
-  if (ends_gguf(rhs)) throw UsageError("--rhs: a GGUF rhs needs a tensor name: expected FILE.gguf:TENSOR, got '" + rhs + "'");
+  if (lower.size() >= 5 && lower.compare(lower.size() - 5, 5, ".gguf") == 0)
+    throw UsageError("--rhs: a GGUF rhs needs a tensor name: expected FILE.gguf:TENSOR, got '" + rhs + "'");
   return std::nullopt;
 }
 
@@ -122,6 +129,7 @@ GmmRhs gguf_rhs(const Job& j, const std::string& path, const std::string& tensor
     std::vector<float> v(t.bytes.size() / 4);
     if (!v.empty()) std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
     r.op = {DType::bf16, vkgmm::encode(DType::bf16, v)};
+    r.rounded = true;
   } else {
     r.op = {t.dtype, std::move(t.bytes)};  // as stored: never rounded when quantized or already 16-bit
   }
@@ -146,6 +154,10 @@ GmmRhs gmm_rhs(const Job& j) {
     if (rhs.shape[2] % S != 0)
       throw UsageError("--rhs: shape " + shape_str(rhs.shape) + ": the last dimension is not whole " + fmt +
                        " blocks of " + std::to_string(S) + " bytes");
+    // A file of no elements may claim any length; k, its values, must still be an int64.
+    if (rhs.shape[2] / S > std::numeric_limits<int64_t>::max() / B)
+      throw UsageError("--rhs: shape " + shape_str(rhs.shape) + ": the last dimension holds more than 2^63 - 1 " + fmt +
+                       " values (k)");
     r.g_local = rhs.shape[0];
     r.n = rhs.shape[1];
     r.k = rhs.shape[2] / S * B;
@@ -159,6 +171,7 @@ GmmRhs gmm_rhs(const Job& j) {
   r.transposed = a.transpose_rhs;
   r.k = a.transpose_rhs ? rhs.shape[2] : rhs.shape[1];
   r.n = a.transpose_rhs ? rhs.shape[1] : rhs.shape[2];
+  r.rounded = j.to_bf16 && rhs.descr == "<f4";
   r.op = input_operand(std::move(rhs), "rhs", j.to_bf16);
   return r;
 }

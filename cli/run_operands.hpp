@@ -36,17 +36,24 @@ struct Operand {
 // lhs / rhs: <f4 is f32 (or bf16, rounded, with --input-dtype bf16); <f2 is f16.
 Operand input_operand(npy::Array&& arr, const std::string& flag, bool to_bf16);
 
+// UsageError naming --input-dtype when it is given (to_bf16) but rounds nothing: neither operand came
+// from f32 values (`lhs_f32`, `rhs_f32`); `lhs_type` and `rhs_type` say what they are instead.
+void expect_something_to_round(bool to_bf16, bool lhs_f32, bool rhs_f32, const std::string& lhs_type,
+                               const std::string& rhs_type);
+
 // gmm's rhs as the plan sees it: its operand (a float type, or a block format's bytes as stored) and
 // its dims; memory [g_local, n, k] when `transposed`, else [g_local, k, n].
 struct GmmRhs {
   Operand op;
   int64_t g_local = 0, k = 0, n = 0;
   bool transposed = false;
+  bool rounded = false;  // f32 values rounded to bf16 by --input-dtype bf16
   std::string desc;  // for messages: "shape (2, 16, 8)" or "GGUF tensor 'w' with dims [k, n, E] = [...]"
 };
 
-// --rhs FILE.gguf:TENSOR split at the last ':' into the file and the tensor; nullopt for any other
-// --rhs (an .npy path, which may contain ':' too). UsageError for FILE.gguf without a tensor name.
+// --rhs FILE.gguf:TENSOR split after the first ".gguf:" (any case) into the file and the tensor, whose
+// name may hold ':'; nullopt for any other --rhs (an .npy path, which may contain ':' too). UsageError
+// for FILE.gguf without a tensor name.
 std::optional<std::pair<std::string, std::string>> gguf_reference(const std::string& rhs);
 
 // gmm's rhs from --rhs and --rhs-format (docs/contract.md, "The command line"):

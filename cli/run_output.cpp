@@ -9,11 +9,25 @@
 
 void check_out_path(const std::string& out) {
   namespace fs = std::filesystem;
+  if (out.empty()) throw UsageError("--out needs a non-empty value");
   std::error_code ec;
   if (fs::is_directory(out, ec)) throw UsageError("--out: '" + out + "' is a directory");
-  const fs::path parent = fs::path(out).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec))
+  // The nearest ancestor that exists says why the path cannot be reached: it is a file, not a directory
+  // (L.npy/x), or the directory does not exist.
+  fs::path parent = fs::path(out).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    for (fs::path p = parent; !p.empty(); p = p.parent_path()) {
+      const fs::file_status st = fs::status(p, ec);
+      if (fs::exists(st) && !fs::is_directory(st)) throw UsageError("--out: '" + p.string() + "' is not a directory");
+      if (p == p.parent_path()) break;
+    }
     throw UsageError("--out: directory '" + parent.string() + "' does not exist");
+  }
+  try {
+    npy::check_writable(out);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string("--out: ") + e.what());
+  }
 }
 
 std::vector<uint8_t> download_output(const vkgmm::Buffer& buf, vkgmm::DType t, uint64_t elements) {

@@ -11,7 +11,8 @@
 #include "vkgmm/context.hpp"
 #include "vkgmm/types.hpp"
 
-// UsageError when `out` is a directory or its directory does not exist.
+// UsageError naming --out when `out` is empty or a directory, when its directory does not exist (or a
+// file stands where a directory should), or when npy::check_writable says it cannot be written.
 void check_out_path(const std::string& out);
 
 // The first `elements` elements of type t in `buf`, as bytes (exactly those: no padding).

@@ -6,11 +6,13 @@
 #include "npy.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -230,6 +232,73 @@ struct FileCloser {
   }
 };
 
+bool write_all(int fd, const uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Where write() puts the bytes for `path`: into `file`, a regular file reached through any symbolic
+// links (renaming onto a link would replace the link, not the file it names), or, when `direct`, into
+// the existing non-regular file at `path` itself (a device such as /dev/null, or a FIFO).
+struct Destination {
+  std::string file;
+  bool direct = false;
+  bool exists = false;
+};
+
+Destination destination(const std::string& path) {
+  if (path.empty()) fail("''", "an empty path names no file");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) fail(path, "is a directory");
+    if (!S_ISREG(st.st_mode)) return {path, true, true};
+    // The file itself, whatever links lead to it. (Not for the non-regular case above: /dev/stdout's
+    // links end in names such as "pipe:[1234]" that only open() understands.)
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (!real) fail(path, "cannot resolve: " + errno_text());
+    Destination d{real, false, true};
+    std::free(real);
+    return d;
+  }
+  if (errno != ENOENT) fail(path, errno_text());
+  // Nothing there, or a link to nothing: the file is created where the last link points.
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  for (int hops = 0;; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) break;
+    if (hops == 40) fail(path, "too many levels of symbolic links");
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) fail(path, "cannot read the link " + p.string() + ": " + ec.message());
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return {p.string(), false, false};
+}
+
+// Creates a new, empty file in the directory of `file`, returning its descriptor (-1 and errno on
+// failure) and its name in `tmp`. The name is short and fixed in form, whatever the target's length
+// (a 255-byte file name is valid, and so must its temporary be); O_EXCL with the process id and a
+// counter keeps concurrent writers apart. Mode 0666 lets the umask decide permissions.
+int create_temporary(const std::string& file, std::string& tmp) {
+  static std::atomic<unsigned> counter{0};
+  const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::string name = ".vkgmm-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + ".tmp";
+    tmp = (dir / name).string();
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int64_t Array::element_count() const {
@@ -326,43 +395,28 @@ void write(const std::string& path, const Array& array) {
   for (size_t i = 0; i < pre - kMagicLen - 2; ++i) head.push_back(static_cast<uint8_t>(header.size() >> (8 * i)));
   head.insert(head.end(), header.begin(), header.end());
 
-  // The temporary sits in the target's directory so the rename is atomic (same file system). O_EXCL with
-  // a per-process counter keeps concurrent writers apart; mode 0666 lets the umask decide permissions.
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  static std::atomic<unsigned> counter{0};
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    // Appended piecewise: GCC 12 warns falsely (-Wrestrict) on "." + std::string&&.
-    std::string name = ".";
-    name += target.filename().string();
-    name += ".tmp" + std::to_string(getpid()) + "_" + std::to_string(counter++);
-    tmp = (target.parent_path() / name).string();
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
+  const Destination dest = destination(path);
+  if (dest.direct) {
+    // A device or a FIFO: written in place, since renaming a file onto it would replace the node.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, "cannot open: " + errno_text());
+    std::string problem;
+    if (!write_all(fd, head.data(), head.size()) || !write_all(fd, array.data.data(), array.data.size()))
+      problem = "write failed: " + errno_text();
+    if (::close(fd) != 0 && problem.empty()) problem = "close failed: " + errno_text();
+    if (!problem.empty()) fail(path, problem);
+    return;
   }
+  std::string tmp;
+  const int fd = create_temporary(dest.file, tmp);
   if (fd < 0) fail(path, "cannot create a temporary file next to it: " + errno_text());
-
-  auto write_all = [&](const uint8_t* p, size_t n) {
-    while (n > 0) {
-      const ssize_t w = ::write(fd, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return true;
-  };
-  bool ok = write_all(head.data(), head.size()) && write_all(array.data.data(), array.data.size());
+  bool ok = write_all(fd, head.data(), head.size()) && write_all(fd, array.data.data(), array.data.size());
   std::string problem = ok ? "" : "write failed: " + errno_text();
   if (::close(fd) != 0 && ok) {
     ok = false;
     problem = "close failed: " + errno_text();
   }
-  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (ok && std::rename(tmp.c_str(), dest.file.c_str()) != 0) {
     ok = false;
     problem = "cannot rename the temporary file into place: " + errno_text();
   }
@@ -370,6 +424,22 @@ void write(const std::string& path, const Array& array) {
     ::unlink(tmp.c_str());
     fail(path, problem);
   }
+}
+
+void check_writable(const std::string& path) {
+  const Destination dest = destination(path);
+  if (dest.direct) {
+    if (::access(path.c_str(), W_OK) != 0) fail(path, "not writable: " + errno_text());
+    return;
+  }
+  if (dest.exists && ::access(dest.file.c_str(), W_OK) != 0) fail(path, "not writable: " + errno_text());
+  // access() on the directory would say yes to root everywhere, /proc and /sys included, and knows
+  // nothing of a file system that refuses new files: creating the temporary is the only sure answer.
+  std::string tmp;
+  const int fd = create_temporary(dest.file, tmp);
+  if (fd < 0) fail(path, "cannot create a file in its directory: " + errno_text());
+  ::close(fd);
+  ::unlink(tmp.c_str());
 }
 
 }  // namespace npy

@@ -31,9 +31,16 @@ Array read(const std::string& path);
 Array parse(const std::vector<uint8_t>& bytes, const std::string& name);
 
 // Writes a format 1.0 file (2.0 only if the header could not fit 1.0's 16-bit length). The header is
-// padded with spaces to a multiple of 64 bytes and ends in '\n'. The file is written to a temporary name
-// in the target's directory and renamed into place, so a failure never leaves a partial `path`.
+// padded with spaces to a multiple of 64 bytes and ends in '\n'. A regular file (new, or existing, or
+// reached through symbolic links, which are followed and kept) is written to a temporary name in its
+// directory and renamed into place, so a failure never leaves a partial file. An existing file that is
+// not regular (a device such as /dev/null, a FIFO) is written in place: replacing it would remove the node.
 // Throws std::runtime_error naming the path on failure, std::invalid_argument on an inconsistent array.
 void write(const std::string& path, const Array& array);
+
+// Whether write(path, ...) can succeed as far as the file system goes, tried before the array exists:
+// an existing target must be writable, and for a regular one a file must be creatable in its directory
+// (the check creates and removes a temporary there). Throws std::runtime_error naming the path if not.
+void check_writable(const std::string& path);
 
 }  // namespace npy

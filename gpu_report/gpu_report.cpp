@@ -3,8 +3,14 @@
 // module and constants, registers, spills, LDS, waves per SIMD, code size and the main loop's mix.
 #include "gpu_report.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,10 +51,13 @@ int gpu_report_main(int argc, char** argv) {
   std::string device, only, dump;
   bool json = false;
   double min_share = 0;
+  std::set<std::string> given;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool takes_value = a == "--device" || a == "--only" || a == "--dump" || a == "--min-fma-share";
     if (takes_value && i + 1 >= argc) return tool::fail(2, a + " needs a value");
+    // A repeat would keep one of the values unseen (the last --device, a second --json for nothing).
+    if ((takes_value || a == "--json") && !given.insert(a).second) return tool::fail(2, a + " given twice");
     if (a == "--device") device = argv[++i];
     else if (a == "--only") only = argv[++i];
     else if (a == "--dump") dump = argv[++i];
@@ -65,6 +74,15 @@ int gpu_report_main(int argc, char** argv) {
   }
   // Never the default device: RADV_FORCE_FAMILY makes RADV's null device enumerate as a discrete GPU.
   if (device.empty()) return tool::fail(2, "--device: required (a device name substring or index)");
+  // The report takes a while to build: a --dump that cannot be written fails now, not after it.
+  if (!dump.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dump, ec))
+      return tool::fail(2, "--dump: '" + dump + "' is not a directory" +
+                               (std::filesystem::exists(dump, ec) ? "" : " (it does not exist; create it first)"));
+    if (::access(dump.c_str(), W_OK | X_OK) != 0)
+      return tool::fail(2, "--dump: directory '" + dump + "' is not writable: " + std::strerror(errno));
+  }
   try {
     vkgmm::ContextOptions options;
     options.device = device;

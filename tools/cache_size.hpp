@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "vkgmm/context.hpp"
@@ -21,10 +22,18 @@ struct CacheSize {
 // only time (a larger probe, a longer eviction), sizing to less would measure a cache.
 constexpr uint64_t kGpuCacheEstimate = 256ull << 20;
 
+// The most $VKGMM_CACHE_BYTES may say: 4 GiB, above the largest caches of current parts (about 1.1 GiB
+// of L3 on AMD's largest EPYC), and small enough that the probes' multiples of it (8x) stay far
+// from overflowing 64 bits.
+constexpr uint64_t kMaxCacheBytes = 4ull << 30;
+
+// $VKGMM_CACHE_BYTES: nothing when unset or empty, else a byte count, decimal digits only, from 1 to
+// kMaxCacheBytes; anything else throws std::runtime_error naming the variable and the range.
+std::optional<uint64_t> cache_bytes_override();
+
 // CPU devices (whose caches are the host's): the host's L3 from sysconf, else its L2. GPUs:
 // kGpuCacheEstimate; an integrated one shares the host's memory and its L3 too, so the larger of the
-// two. $VKGMM_CACHE_BYTES (a positive byte count) overrides either; a malformed value throws
-// std::runtime_error naming it.
+// two. cache_bytes_override() overrides either (and throws as it does).
 CacheSize last_level_cache(const vkgmm::DeviceInfo& info);
 
 // The host's L3 (else L2) in bytes from sysconf; 0 where the C library does not know.

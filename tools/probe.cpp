@@ -229,7 +229,9 @@ StreamSize stream_size(uint64_t want, uint64_t max_buffer) {
 }
 
 uint64_t memory_probe_bytes(const DeviceInfo& info, uint64_t cache_bytes) {
-  const uint64_t eight = 8 * cache_bytes;
+  // Saturating: a cache size is bounded where it is read (tool::kMaxCacheBytes), but a wrapped product
+  // would silently size the probe to almost nothing.
+  const uint64_t eight = cache_bytes > UINT64_MAX / 8 ? UINT64_MAX : 8 * cache_bytes;
   return info.type == VK_PHYSICAL_DEVICE_TYPE_CPU ? eight : std::max(eight, kGiB);
 }
 

@@ -94,9 +94,11 @@ def check_refuse(exe):
     code, out, err = run(exe, TINY)
     if code != 0:
         fail(f"the unperturbed run failed with status {code}", out, err)
-    # Usage errors, before any device work: an option that takes one value given twice (--preset and
-    # --model add), more groups than vkgmm takes.
+    # Usage errors, before any device work: an option that takes one value, or a switch, given twice
+    # (--preset and --model add), more groups than vkgmm takes.
     for args, needle in ((TINY + ["--m", "8"], "--m given twice"),
+                         (["--json", "--json"], "--json given twice"),
+                         (["--train", "--model", "qwen3-30b-a3b", "--train"], "--train given twice"),
                          (["--groups", "70000"], "--groups 70000: must be an integer in [1, 65535]")):
         code, out, err = run(exe, args)
         if code != 2 or needle not in err or out.strip():

@@ -19,6 +19,8 @@ import tempfile
 
 import numpy as np
 
+import cli_edges
+
 TIMEOUT_S = 300
 # {format: (values per block, bytes per block)}, as `vkgmm quantize --help` gives them (main reads them
 # there, so that every format it offers is checked; `vkgmm info`'s list below pins which those are).
@@ -274,6 +276,11 @@ def main():
             elif any(f.startswith(".out.npy") for f in os.listdir(d)):
                 reason = "a temporary output file was left behind"
             report("error: " + name, reason)
+
+        d = os.path.join(tmp, "edges")
+        os.makedirs(d)
+        for name, reason in cli_edges.quantize_cases(vkgmm, d):
+            report(name, reason)
 
         code, stdout, err = run(vkgmm, ["quantize", "--help"])
         ok = code == 0 and not err and all(s in stdout for s in ["--format", "--in", "--out", "q4_K", "mxfp4"])

@@ -17,6 +17,8 @@ import tempfile
 
 import numpy as np
 
+import cli_edges
+
 TIMEOUT_S = 600
 
 
@@ -796,6 +798,12 @@ def main():
             for name, reason in gguf_cases(vkgmm, d, rng):
                 if a.only in name:
                     report(name, reason)
+
+        if not a.only or "edge" in a.only:  # --out, --check's tolerance, bounds, the commands' arguments
+            d = os.path.join(tmp, "edges")
+            os.makedirs(d)
+            for name, reason in cli_edges.edge_cases(vkgmm, d, rng, write_gguf, a.only):
+                report(name, reason)
 
         d = os.path.join(tmp, "errors")
         os.makedirs(d)
