@@ -90,6 +90,7 @@ Extent check_view(const Context::Impl& ctx, const char* op, const char* name, co
   if (view.size < need)
     fail("view of " + std::to_string(view.size) + " bytes is too small: " + std::to_string(count) + " " +
          (values ? values : dtype_name(type)) + " values need " + std::to_string(need));
+  check_block_operand_bytes(op, name, type, need);
   packed = packed || blocks;
   // From the descriptor's start: the end of the last element, and of the word holding it. The word
   // holding the first element starts at or after `base`, inside the buffer.
@@ -131,18 +132,35 @@ BoundOperand bind_checked(const Context::Impl& ctx, const char* op, const char* 
                                          " bytes exceed what vkgmm can bind on this device (" + std::to_string(limit) +
                                          "; maxStorageBufferRange " + std::to_string(info.max_storage_buffer_range) +
                                          ")");
-  BoundOperand b;
+  BoundOperand b = bound_in_parts(view.buffer, base, end, part_bytes);
   b.element_offset = static_cast<uint32_t>(lead / esize);
-  if (!part_bytes || end <= part_bytes) {
-    b.info = {view.buffer, base, end};
-    return b;
-  }
-  b.info = {view.buffer, base, part_bytes};
-  for (VkDeviceSize start = part_bytes; start < end; start += part_bytes)
-    b.more[b.parts++ - 1] = {view.buffer, base + start, std::min(part_bytes, end - start)};
   return b;
 }
 }  // namespace
+
+void check_block_operand_bytes(const char* op, const char* name, DType type, uint64_t bytes) {
+  if (is_quantized(type) && bytes > kMaxBlockOperandBytes)
+    throw Error(Status::unsupported,
+                std::string(op) + ": " + name + ": " + std::to_string(bytes) + " bytes of " + dtype_name(type) +
+                    " blocks: vkgmm addresses block-format weights by 32-bit byte offsets, at most " +
+                    std::to_string(kMaxBlockOperandBytes) +
+                    " bytes in one call; plan the experts in windows (group_offset, num_rhs_groups)");
+}
+
+BoundOperand bound_in_parts(VkBuffer buffer, VkDeviceSize offset, VkDeviceSize range, VkDeviceSize part_bytes) {
+  BoundOperand b;
+  if (!part_bytes || range <= part_bytes) {
+    b.info = {buffer, offset, range};
+    return b;
+  }
+  if (range > part_bytes * kMaxParts)
+    throw Error(Status::internal, "vkgmm: " + std::to_string(range) + " bytes bound in parts of " +
+                                      std::to_string(part_bytes));
+  b.info = {buffer, offset, part_bytes};
+  for (VkDeviceSize start = part_bytes; start < range; start += part_bytes)
+    b.more[b.parts++ - 1] = {buffer, offset + start, std::min(part_bytes, range - start)};
+  return b;
+}
 
 BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
                           DType type, uint64_t count, VkDeviceSize part_bytes, bool packed) {

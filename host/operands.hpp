@@ -59,6 +59,17 @@ struct BoundOperand {
 // is refused (invalid_argument) rather than bound past what the app vouched for.
 BoundOperand bind_operand(const Context::Impl& ctx, const char* op, const char* name, const BufferView& view,
                           DType type, uint64_t count, VkDeviceSize part_bytes, bool packed);
+// A block-format operand's bytes, which the shaders address by 32-bit byte offsets from the view's start
+// (shaders/quant.glsl: value i's block at (i / B) * S, read a few words past its start): at most
+// kMaxBlockOperandBytes, else Error(unsupported) naming `op` and `name`. Only q8_0 (34 bytes per 32
+// values) can pass it below the 2^32 values every operand is held to.
+inline constexpr uint64_t kMaxBlockOperandBytes = (uint64_t(1) << 32) - 64;
+void check_block_operand_bytes(const char* op, const char* name, DType type, uint64_t bytes);
+
+// `range` bytes of `buffer` from `offset` as the split build addresses an operand, word i in part
+// i >> PART_SHIFT: parts of part_bytes (at most kMaxParts; the caller bounds the range), or one binding
+// where part_bytes is 0 or the range fits one part.
+BoundOperand bound_in_parts(VkBuffer buffer, VkDeviceSize offset, VkDeviceSize range, VkDeviceSize part_bytes);
 // `count` 32-bit words at any 4-byte offset (ids and group sizes, "int32"; the status word, "uint32";
 // routing weights, "f32"), one binding, checked as bind_operand checks f32 elements; `values` names them in
 // its messages.

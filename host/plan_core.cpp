@@ -31,6 +31,8 @@ PlanCore::OperandLayout PlanCore::layout_operands(OperandSpec lhs, OperandSpec r
   l.sizes.rhs = operand_bytes(rhs.type, rhs.count);
   l.sizes.out = operand_bytes(out.type, out.count);
   l.sizes.existing_out = existing_out ? l.sizes.out : 0;
+  check_block_operand_bytes(name(), "lhs", lhs.type, l.sizes.lhs);
+  check_block_operand_bytes(name(), "rhs", rhs.type, l.sizes.rhs);
   // Inputs past one binding are read through the texel views of vkgmm's buffers, where the device reads
   // inputs that way (texel_views.hpp) and out fits one binding (the texel build's plain layout): up to what
   // a view reaches (2 GiB of f32 on lavapipe, beyond the split layout's 4 parts of 128 MiB, and without its

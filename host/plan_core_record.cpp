@@ -115,8 +115,9 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   }
   if (combines()) {
     // The kernel writes the per-slot results into the workspace: out and existing_out are the combine's.
-    bound[2] = BoundOperand{};
-    bound[2].info = meta;
+    // In parts where the kernel is split, whose stores send word i to part i >> PART_SHIFT: one binding
+    // would take the words past the first part's as the first part's again.
+    bound[2] = bound_in_parts(meta.buffer, meta.offset, meta.range, split ? part_bytes_ : 0);
     bound[2].element_offset = static_cast<uint32_t>(workspace_.partial);
     bound[3] = bound[2];
   }

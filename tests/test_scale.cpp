@@ -3,6 +3,7 @@
 // past 65535 workgroups, and many rows and groups, kept quick by making the other dimensions small.
 #include <optional>
 
+#include "context_impl.hpp"
 #include "gpu_harness.hpp"
 
 namespace vkgmm::test {
@@ -166,6 +167,62 @@ TEST_F(DeviceTest, RoutedGmmRhsLargerThanOneBinding) {
                           1e-3, 1e-5))
         << (combine ? "combined" : "per slot") << (c == &limited_ctx() ? "" : ", texel loads off");
   }
+}
+
+// A binding limit that is no power of two, as an H100's (4 GiB - 1): the split layout's parts are 1 MiB
+// (the largest power of two within it), and the workspace may take the whole 1.5 MiB. A combined routed
+// gmm in parts writes its per-slot results into the workspace past the first part (768 slots x 384
+// columns, 1.2 MiB): the kernel sends those words to the second part, which must be the workspace's next
+// MiB, not its first again.
+TEST_F(DeviceTest, RoutedCombineResultsPastTheFirstPartOfTheWorkspace) {
+  ContextOptions o;
+  o.texel_loads = false;  // as on a GPU: the split layout
+  Context c = binding_limited_context(3 * kBinding / 2, o);
+  GmmProblem p;
+  p.m = 96;
+  p.k = 256;
+  p.n = 384;
+  p.num_rhs_groups = 8;
+  p.routing = {8, false, true, 8};
+  p.schedule = Schedule::shared;  // a GPU's: the combine a pass of its own (the direct one may fuse it)
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+  for (int64_t t = 0; t < p.m; ++t)
+    for (int32_t j = 0; j < 8; ++j) {
+      ids.push_back(int32_t((t * 3 + j * 5) % 8));
+      weights.push_back(0.125f * float(j + 1));
+    }
+  auto lhs = pattern(size_t(p.m) * p.k, 5), rhs = pattern(size_t(8) * p.k * p.n, 6);
+  const GmmPlan plan(c, p);
+  ASSERT_GT(rhs.size() * 4, c.info().max_storage_buffer_range) << "rhs fits one binding: no parts";
+  ASSERT_GT(plan.workspace_bytes(), kBinding) << "the per-slot results fit the first part";
+  EXPECT_TRUE(all_close(run_gmm_routed(c, p, lhs, rhs, ids, weights),
+                        reference::gmm_routed(p, lhs, rhs, ids, weights), 1e-3, 1e-5));
+  for (const std::string& m : c.take_validation_messages()) ADD_FAILURE() << "validation message: " << m;
+}
+
+// Block-format weights are addressed by 32-bit byte offsets: q8_0 (34 bytes per 32 values) past them is
+// refused when the plan is made, though its values are fewer than 2^32 and the split layout would bind
+// its bytes (a binding limit of 4 GiB - 1, as an H100's: parts of 2 GiB); q4_0 of the same shape, within
+// them, is planned. No buffer is made.
+TEST(BlockWeights, PastThirtyTwoBitByteOffsetsAreRefused) {
+  ContextOptions o;
+  o.texel_loads = false;
+  Context c = DeviceTest::make_context(o);
+  ContextInternals::of(c).dev.info.max_storage_buffer_range = 0xffffffffu;
+  GmmProblem p;
+  p.m = 8;
+  p.k = 7168;
+  p.n = 4864;
+  p.group_sizes.assign(120, 0);
+  p.group_sizes[0] = 8;
+  p.num_rhs_groups = 120;  // 4,183,818,240 values, 4,445,306,880 bytes of q8_0
+  p.transpose_rhs = true;
+  p.rhs_type = DType::q8_0;
+  expect_refused([&] { GmmPlan plan(c, p); }, Status::unsupported,
+                 "gmm: rhs: 4445306880 bytes of q8_0 blocks: vkgmm addresses block-format weights by 32-bit byte offsets");
+  p.rhs_type = DType::q4_0;
+  EXPECT_NO_THROW(GmmPlan(c, p));
 }
 
 // tgmm producing out [8, 256, 320] f32 (2.5 MiB, three bindings) with existing_out of the same size.
