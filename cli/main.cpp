@@ -1,5 +1,6 @@
 // The `vkgmm` command: dispatch to run, info, bench or quantize. Each subcommand gets argv from its own
 // name on, so argv[0] is "run", "info", "bench" or "quantize".
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -40,6 +41,8 @@ int dispatch(const std::string& cmd, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader that closes a pipe or FIFO early is a write error (EPIPE: one line, exit 1), not a signal.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     if (argc < 2) {
       std::fputs(kUsage, stderr);

@@ -246,16 +246,55 @@ bool write_all(int fd, const uint8_t* p, size_t n) {
 }
 
 // Where write() puts the bytes for `path`: into `file`, a regular file reached through any symbolic
-// links (renaming onto a link would replace the link, not the file it names), or, when `direct`, into
-// the existing non-regular file at `path` itself (a device such as /dev/null, or a FIFO).
+// links (renaming onto a link would replace the link, not the file it names); when `direct`, into the
+// existing non-regular file at `path` itself (a device such as /dev/null, or a FIFO); or into this
+// process's open descriptor `fd` (/dev/stdout, /dev/fd/N), at its offset, whatever it is open on: a
+// shell's `> log` is a regular file, which a rename would replace, and a new open would write from its
+// start.
 struct Destination {
   std::string file;
   bool direct = false;
   bool exists = false;
+  int fd = -1;
 };
+
+// N where `p` names this process's descriptor N (/proc/self/fd/N, /proc/<our pid>/fd/N, /dev/fd/N), else -1.
+int own_descriptor(const std::string& p) {
+  const std::string pid = "/proc/" + std::to_string(getpid()) + "/fd/";
+  for (const std::string& prefix : {std::string("/proc/self/fd/"), pid, std::string("/dev/fd/")}) {
+    if (p.size() <= prefix.size() || p.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string n = p.substr(prefix.size());
+    if (n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(n);
+  }
+  return -1;
+}
+
+// The descriptor a chain of links from `path` reaches (/dev/stdout -> /proc/self/fd/1), or -1.
+int descriptor_behind(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  for (int hops = 0; hops < 40; ++hops) {
+    if (const int fd = own_descriptor(p.string()); fd >= 0) return fd;
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) return -1;
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) return -1;
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  return -1;
+}
 
 Destination destination(const std::string& path) {
   if (path.empty()) fail("''", "an empty path names no file");
+  if (const int fd = descriptor_behind(path); fd >= 0) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) fail(path, "descriptor " + std::to_string(fd) + " is not open: " + errno_text());
+    if ((flags & O_ACCMODE) == O_RDONLY) fail(path, "descriptor " + std::to_string(fd) + " is not open for writing");
+    Destination d;
+    d.file = path, d.exists = true, d.fd = fd;
+    return d;
+  }
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) fail(path, "is a directory");
@@ -396,6 +435,12 @@ void write(const std::string& path, const Array& array) {
   head.insert(head.end(), header.begin(), header.end());
 
   const Destination dest = destination(path);
+  if (dest.fd >= 0) {
+    // Written where the descriptor stands, and left open: it is the process's, not ours.
+    if (!write_all(dest.fd, head.data(), head.size()) || !write_all(dest.fd, array.data.data(), array.data.size()))
+      fail(path, "write failed: " + errno_text());
+    return;
+  }
   if (dest.direct) {
     // A device or a FIFO: written in place, since renaming a file onto it would replace the node.
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -410,6 +455,9 @@ void write(const std::string& path, const Array& array) {
   std::string tmp;
   const int fd = create_temporary(dest.file, tmp);
   if (fd < 0) fail(path, "cannot create a temporary file next to it: " + errno_text());
+  // A file replaced keeps its permission bits (the temporary has the umask's).
+  struct stat old {};
+  if (dest.exists && ::stat(dest.file.c_str(), &old) == 0) ::fchmod(fd, old.st_mode & 07777);
   bool ok = write_all(fd, head.data(), head.size()) && write_all(fd, array.data.data(), array.data.size());
   std::string problem = ok ? "" : "write failed: " + errno_text();
   if (::close(fd) != 0 && ok) {
@@ -428,6 +476,7 @@ void write(const std::string& path, const Array& array) {
 
 void check_writable(const std::string& path) {
   const Destination dest = destination(path);
+  if (dest.fd >= 0) return;  // open for writing: destination() checked
   if (dest.direct) {
     if (::access(path.c_str(), W_OK) != 0) fail(path, "not writable: " + errno_text());
     return;

@@ -14,8 +14,7 @@ struct Tolerance {
 
 // rtol 1e-5 when everything is f32, 1e-2 when some operand or the output is 16-bit (about one unit in
 // the last place of bf16). atol 1e-3, widened past sums of 128 terms by sqrt(reduction / 128): fp32
-// rounding error grows about with the square root of the sum's length. reduction = 0 keeps 1e-3 (what
-// `vkgmm run --check` documents).
+// rounding error grows about with the square root of the sum's length. reduction = 0 keeps 1e-3.
 Tolerance tolerance_for(bool any_16bit, int64_t reduction = 0);
 
 struct Comparison {

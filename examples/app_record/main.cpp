@@ -117,6 +117,9 @@ int run(app::AppDevice& dev) {
   const VkDeviceSize status_offset = align_up(sizes_offset + sizes_bytes, align);
   const VkDeviceSize workspace_offset = align_up(status_offset + 4, align);
   const VkDeviceSize out_offset = align_up(need.lhs, 256);
+  // Declared before the resources, so that it outlives their release, which first waits for the device:
+  // a command buffer still pending after a failed wait uses its pipeline.
+  app::CountRows count_rows(dev.device);
   Resources res(dev);  // released when run() returns or throws
   res.activations = dev.create_buffer(out_offset + need.out, false);
   res.weights = dev.create_buffer(need.rhs, false);
@@ -141,7 +144,6 @@ int run(app::AppDevice& dev) {
   ops.status = {routing.buffer, status_offset, 4};                     // written (device_status bits)
   plan.check(ops);  // what record() would throw, before anything is recorded
 
-  app::CountRows count_rows(dev.device);
   VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cpi.queueFamilyIndex = dev.queue_family;
   app::vk(vkCreateCommandPool(dev.device, &cpi, nullptr, &res.pool), "vkCreateCommandPool");

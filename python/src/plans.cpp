@@ -28,7 +28,10 @@ namespace {
 vkgmm::Tiling tiling_of_sequence(PyObject* t, const char* what) {
   std::vector<int64_t> v;
   bool ints = false;
-  if (PyObject* items = guarded([t] { return PySequence_Fast(t, ""); })) {
+  // A sequence (tuple, list, array), not text and not any iterable: a set's or a dict's order would say
+  // which value is which.
+  const bool sequence = PySequence_Check(t) && !PyUnicode_Check(t) && !PyBytes_Check(t) && !PyByteArray_Check(t);
+  if (PyObject* items = sequence ? guarded([t] { return PySequence_Fast(t, ""); }) : nullptr) {
     Reference owned(items);
     ints = true;
     for (Py_ssize_t i = 0; ints && i < PySequence_Fast_GET_SIZE(items); ++i) {

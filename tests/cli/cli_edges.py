@@ -136,6 +136,44 @@ def out_cases(vkgmm, d, base, want, only):
             reason = "stdout holds the wrong array"
     cases.append((name, reason))
 
+    # /dev/stdout redirected to a file that holds a line already (a shell's `>> log`): the array goes
+    # after the line, through the descriptor, and the file stays the same file (a rename onto what
+    # /dev/stdout resolves to would replace the log).
+    with open(p("log.txt"), "wb") as f:
+        f.write(b"previous line\n")
+    inode = os.stat(p("log.txt")).st_ino
+    with open(p("log.txt"), "ab") as f:
+        r = subprocess.run([vkgmm] + base + ["--out", "/dev/stdout"], stdout=f, stderr=subprocess.PIPE,
+                           timeout=TIMEOUT_S)
+    reason = None if r.returncode == 0 else "exit %s: %s" % (r.returncode, r.stderr.decode(errors="replace"))
+    with open(p("log.txt"), "rb") as f:
+        logged = f.read()
+    if reason is None and os.stat(p("log.txt")).st_ino != inode:
+        reason = "the log file was replaced"
+    elif reason is None and not logged.startswith(b"previous line\n"):
+        reason = "the log's line is gone"
+    elif reason is None and not np.allclose(np.load(io.BytesIO(logged[len(b"previous line\n"):])), want, atol=1e-3):
+        reason = "the array after the line is wrong"
+    cases.append(("edge: --out /dev/stdout appended to a redirected file", reason))
+
+    # A reader that has gone (a closed pipe): a write error, one line and exit 1, not death by SIGPIPE.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    r = subprocess.run([vkgmm] + base + ["--out", "/dev/stdout"], stdout=write_end, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT_S)
+    os.close(write_end)
+    err = r.stderr.decode(errors="replace")
+    reason = None if r.returncode == 1 and "Broken pipe" in err else "exit %s: %r" % (r.returncode, err)
+    cases.append(("edge: --out into a pipe nobody reads fails with exit 1", reason))
+
+    # An existing target keeps its permission bits when its content is replaced.
+    with open(p("private.npy"), "w") as f:
+        f.write("old")
+    os.chmod(p("private.npy"), 0o600)
+    reason = succeeded(vkgmm, base + ["--out", p("private.npy")])
+    mode = stat.S_IMODE(os.stat(p("private.npy")).st_mode)
+    cases.append(("edge: --out keeps an existing file's mode", reason or (None if mode == 0o600 else "mode %o" % mode)))
+
     # A file name of 255 bytes, the most a directory entry holds: its temporary must fit too.
     long_name = p("o" * 251 + ".npy")
     reason = succeeded(vkgmm, base + ["--out", long_name])
