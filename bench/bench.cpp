@@ -119,6 +119,9 @@ Workload unquantized_peer(const Workload& w) {
 // One untimed call of the current plans; its outputs must match the reference (and the device path's
 // status word be clean: the host path never writes it) or the workload is refused.
 void check_or_refuse(GpuTimer& timer, Instance& inst, const std::vector<Output>& want, const std::string& what) {
+  // Each check after its own call only: the host path's check left the right answer in the outputs, which
+  // a device-sizes, persistent-grid or swept call that wrote nothing would pass.
+  inst.poison_outputs();
   timer.run_ms([&](VkCommandBuffer cb) { inst.record(cb); });
   if (const uint32_t status = inst.device_status())
     throw Refused("workload '" + inst.work.name + "' (" + what + "): device status word " + std::to_string(status) +
@@ -636,6 +639,9 @@ Result measure_layer(vkgmm::Context& ctx, CallTimer& clock, const Options& o, co
       timer, r.work, "down, tiling " + inst.down.tiling_text(), [&](VkCommandBuffer cb) { inst.down.record(cb); },
       status, [&] { return inst.down.download(); }, want);
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
+  // The parts' own checks left their answers in both outputs: the layer's call must write them again.
+  inst.up.poison_outputs();
+  inst.down.poison_outputs();
   check_routed_or_refuse(timer, r.work, "the layer, gate/up then down", record, status,
                          [&] { return inst.down.download(); }, want);
   const int reps = reps_for(o, timer.run_ms(record), clock);

@@ -138,6 +138,8 @@ uint32_t RoutedInstance::device_status() const {
   return word;
 }
 
+void RoutedInstance::poison_outputs() const { fill_with_nan(ctx, {&out_combined, &out_slots}); }
+
 std::vector<Output> RoutedInstance::download() const {
   const size_t T = size_t(work.m), n = size_t(work.n_out()), K = size_t(work.top_k);
   if (combine_) return {{"out", bench::download(out_combined, vkgmm::DType::f32, T * n), work.k}};

@@ -38,6 +38,7 @@ class RoutedInstance {
   void record(VkCommandBuffer cb) const;
   uint32_t device_status() const;
   std::vector<Output> download() const;  // the current plan's output
+  void poison_outputs() const;           // both outputs NaN (fill_with_nan), before a check's call
 
   // The experts are split into shards() windows of experts_per_shard() (the last may be smaller), each its
   // own rhs buffer and its own call (group_offset, E_local), the calls after the first accumulating

@@ -231,7 +231,16 @@ std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBu
   return c;
 }
 
-void Instance::transfer(const std::function<void(VkCommandBuffer)>& op) const {
+void Instance::transfer(const std::function<void(VkCommandBuffer)>& op) const { bench::transfer(ctx, op); }
+
+void fill_with_nan(vkgmm::Context& ctx, std::initializer_list<const vkgmm::Buffer*> buffers) {
+  transfer(ctx, [&](VkCommandBuffer cb) {
+    for (const vkgmm::Buffer* b : buffers)
+      if (b->handle()) vkCmdFillBuffer(cb, b->handle(), 0, VK_WHOLE_SIZE, 0xffffffffu);
+  });
+}
+
+void transfer(vkgmm::Context& ctx, const std::function<void(VkCommandBuffer)>& op) {
   ctx.submit_and_wait([&](VkCommandBuffer cb) {
     // After the earlier submissions' writes, before the later ones' reads and writes.
     VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -392,6 +401,8 @@ std::string Instance::describe() const {
   return s + view_text("lhs", a) + view_text("rhs", b) + view_text("c", c) + view_text("out", o0) +
          view_text("out1", o1);
 }
+
+void Instance::poison_outputs() const { fill_with_nan(ctx, {&pick(out0, 3), &pick(out1, 4)}); }
 
 std::vector<Output> Instance::download() const {
   const size_t m = size_t(work.m), k = size_t(work.k), n = size_t(work.n), g = size_t(work.groups);

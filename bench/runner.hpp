@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <random>
@@ -79,6 +80,9 @@ class Instance {
   // The grid the next plan() asks for (vkgmm::Grid; the context may force one).
   void use_grid(vkgmm::Grid g) { grid_ = g; }
   std::vector<Output> download() const;
+  // The outputs record() writes (vkgmm's own or the app's copies, as in use) filled with NaN, so that a
+  // check after the next record() reads only what that call wrote, not what an earlier one left.
+  void poison_outputs() const;
 
   // The problem as the forward gmm (gmm and backward) or tgmm sees it, without a tiling.
   vkgmm::GmmProblem gmm_problem() const;
@@ -133,6 +137,12 @@ size_t buffer_bytes(vkgmm::DType t, size_t count);
 
 // Host data -> bytes of type t -> a new device buffer.
 vkgmm::Buffer upload(vkgmm::Context& ctx, vkgmm::DType t, const std::vector<float>& values);
+// `op` (transfer commands) in a submission of its own, ordered after the earlier ones' work and before
+// the later ones'.
+void transfer(vkgmm::Context& ctx, const std::function<void(VkCommandBuffer)>& op);
+// Each buffer filled with NaN (all bits set) that way: an output a check reads after the next call, which
+// a call that wrote nothing would otherwise pass with what an earlier one left.
+void fill_with_nan(vkgmm::Context& ctx, std::initializer_list<const vkgmm::Buffer*> buffers);
 // A device buffer of `count` elements of type t, zero-filled.
 vkgmm::Buffer zeros(vkgmm::Context& ctx, vkgmm::DType t, size_t count);
 std::vector<float> download(const vkgmm::Buffer& buf, vkgmm::DType t, size_t count);

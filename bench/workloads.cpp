@@ -148,19 +148,21 @@ double flops(const Workload& w) {
   return w.op == Op::backward ? 2 * one : one;
 }
 
+// The weights of the groups (experts) with rows: an empty group's are never read.
 double rhs_bytes(const Workload& w) {
-  const int64_t experts = w.routed() ? distinct_experts(w) : w.groups;
-  return double(experts) * double(vkgmm::storage_bytes(w.rhs_type(), uint64_t(w.k * w.n)));
+  return double(distinct_experts(w)) * double(vkgmm::storage_bytes(w.rhs_type(), uint64_t(w.k * w.n)));
 }
 
 double bytes(const Workload& w) {
   const double e = double(vkgmm::dtype_size(w.dtype));
   const double mk = double(w.m) * w.k, mn = double(w.m) * w.n, gkn = double(w.groups) * w.k * w.n;
   if (w.routed() && w.op == Op::backward) {
-    // Reads lhs, the selected experts' weights and d_out [T, n] f32; writes d_lhs, their d_rhs and
-    // d_weights [T, top_k] f32 (no bias, no activation: what the routed backward bench runs).
+    // Reads lhs, the selected experts' weights, d_out [T, n] f32 and each slot's product [T * top_k, n]
+    // f32 its forward saved (d_weights' dot products); writes d_lhs, their d_rhs and d_weights
+    // [T, top_k] f32 (no bias, no activation: what the routed backward bench runs).
     const double slots = double(w.m * w.top_k);
-    return 2 * rhs_bytes(w) + 2 * e * double(w.m) * double(w.k) + 4.0 * double(w.m) * double(w.n) + 4.0 * slots;
+    return 2 * rhs_bytes(w) + 2 * e * double(w.m) * double(w.k) + 4.0 * double(w.m) * double(w.n) +
+           4.0 * slots * double(w.n) + 4.0 * slots;
   }
   if (w.routed()) {
     const double out = w.combine ? 4.0 * double(w.m) * double(w.n_out())  // f32, token order
@@ -170,9 +172,9 @@ double bytes(const Workload& w) {
   }
   switch (w.op) {
     case Op::gmm: return e * (mk + mn) + rhs_bytes(w);  // lhs, rhs -> out
-    case Op::tgmm: return e * (mk + mn + gkn);         // lhs, rhs -> out[G]
-    case Op::backward: return e * (mn + gkn + mk       // d_out, rhs -> d_lhs
-                                   + mk + mn + gkn);   // lhs, d_out -> d_rhs
+    case Op::tgmm: return e * (mk + mn + gkn);         // lhs, rhs -> out[G] (an empty group's zeros too)
+    case Op::backward: return e * (mn + mk + mk + mn + gkn)  // d_out, lhs -> d_lhs, d_rhs[G]
+                              + rhs_bytes(w);                 // the groups' rhs, read for d_lhs
   }
   return 0;
 }

@@ -81,10 +81,12 @@ int64_t distinct_experts(const Workload& w);
 // same over the groups' rows; backward both. Routed by ids: 2*T*top_k*k*n (every slot is local); its
 // backward 4*T*top_k*k*n (d_lhs and d_rhs; it reads the product its forward saved).
 double flops(const Workload& w);
-// Bytes one call must at least read and write: every input once, every output once. Routed by ids: the
+// Bytes one call must at least read and write: every input once (of the weights, the groups' with rows),
+// every output once. Routed by ids: the
 // selected experts' weights (and biases) once, the activations ([T, k] or per slot) and the output
 // (combined [T, n_out] f32, or per slot in slots_type); its backward: lhs, the selected experts' weights
-// and d_out [T, n] f32 read, d_lhs, their d_rhs and d_weights [T, top_k] f32 written.
+// and d_out [T, n] f32 and the slots' saved products [T * top_k, n] f32 read, d_lhs, their d_rhs and
+// d_weights [T, top_k] f32 written.
 double bytes(const Workload& w);
 
 }  // namespace bench
