@@ -1,7 +1,9 @@
 // The `vkgmm` command: dispatch to run, info, bench or quantize. Each subcommand gets argv from its own
 // name on, so argv[0] is "run", "info", "bench" or "quantize".
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -40,9 +42,7 @@ int dispatch(const std::string& cmd, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  // A reader that closes a pipe or FIFO early is a write error (EPIPE: one line, exit 1), not a signal.
-  std::signal(SIGPIPE, SIG_IGN);
+static int run_command(int argc, char** argv) {
   try {
     if (argc < 2) {
       std::fputs(kUsage, stderr);
@@ -83,4 +83,17 @@ int main(int argc, char** argv) {
     // The subcommands report their own errors; this is the last line of defence, still one line.
     return tool::fail(1, e.what());
   }
+}
+
+int main(int argc, char** argv) {
+  // A reader that closes a pipe or FIFO early is a write error (EPIPE: one line, exit 1), not a signal:
+  // --out's writes check theirs, and what went to stdout is checked here.
+  std::signal(SIGPIPE, SIG_IGN);
+  const int status = run_command(argc, argv);
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "vkgmm: error: writing to stdout: %s\n", errno ? std::strerror(errno) : "failed");
+    return status ? status : 1;
+  }
+  return status;
 }

@@ -6,6 +6,7 @@
 #include "npy.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -237,6 +238,11 @@ bool write_all(int fd, const uint8_t* p, size_t n) {
     const ssize_t w = ::write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {  // an inherited non-blocking descriptor: wait for room
+        pollfd ready{fd, POLLOUT, 0};
+        ::poll(&ready, 1, -1);
+        continue;
+      }
       return false;
     }
     p += w;
@@ -258,16 +264,24 @@ struct Destination {
   int fd = -1;
 };
 
-// N where `p` names this process's descriptor N (/proc/self/fd/N, /proc/<our pid>/fd/N, /dev/fd/N), else -1.
+// N where `p` is an entry N of a descriptor directory of this process (/proc/<our pid>/fd, or a
+// thread's, /proc/<our pid>/task/<tid>/fd), however it is spelt (/proc/self/fd/1, /dev/fd/1,
+// /proc/thread-self/fd/1, or "1" from inside one), else -1.
 int own_descriptor(const std::string& p) {
-  const std::string pid = "/proc/" + std::to_string(getpid()) + "/fd/";
-  for (const std::string& prefix : {std::string("/proc/self/fd/"), pid, std::string("/dev/fd/")}) {
-    if (p.size() <= prefix.size() || p.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string n = p.substr(prefix.size());
-    if (n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) return -1;
-    return std::stoi(n);
-  }
-  return -1;
+  namespace fs = std::filesystem;
+  const fs::path path(p);
+  const std::string n = path.filename().string();
+  if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) return -1;
+  const std::string parent = path.has_parent_path() ? path.parent_path().string() : std::string(".");
+  char* real = ::realpath(parent.c_str(), nullptr);
+  if (!real) return -1;
+  const std::string dir = real;
+  std::free(real);
+  const std::string mine = "/proc/" + std::to_string(getpid());
+  const bool process_fds = dir == mine + "/fd";
+  const bool thread_fds = dir.compare(0, mine.size() + 6, mine + "/task/") == 0 && dir.size() > 3 &&
+                          dir.compare(dir.size() - 3, 3, "/fd") == 0;
+  return process_fds || thread_fds ? std::stoi(n) : -1;
 }
 
 // The descriptor a chain of links from `path` reaches (/dev/stdout -> /proc/self/fd/1), or -1.
@@ -455,11 +469,15 @@ void write(const std::string& path, const Array& array) {
   std::string tmp;
   const int fd = create_temporary(dest.file, tmp);
   if (fd < 0) fail(path, "cannot create a temporary file next to it: " + errno_text());
-  // A file replaced keeps its permission bits (the temporary has the umask's).
-  struct stat old {};
-  if (dest.exists && ::stat(dest.file.c_str(), &old) == 0) ::fchmod(fd, old.st_mode & 07777);
   bool ok = write_all(fd, head.data(), head.size()) && write_all(fd, array.data.data(), array.data.size());
   std::string problem = ok ? "" : "write failed: " + errno_text();
+  // A file replaced keeps its permission bits (the temporary has the umask's); not set-id bits, which a
+  // file written anew should not inherit.
+  struct stat old {};
+  if (ok && dest.exists && ::stat(dest.file.c_str(), &old) == 0 && ::fchmod(fd, old.st_mode & 0777) != 0) {
+    ok = false;
+    problem = "cannot give the new file the old one's mode: " + errno_text();
+  }
   if (::close(fd) != 0 && ok) {
     ok = false;
     problem = "close failed: " + errno_text();

@@ -172,7 +172,7 @@ TEST_F(DeviceTest, RoutedGmmRhsLargerThanOneBinding) {
 // A binding limit that is no power of two, as an H100's (4 GiB - 1): the split layout's parts are 1 MiB
 // (the largest power of two within it), and the workspace may take the whole 1.5 MiB. A combined routed
 // gmm in parts writes its per-slot results into the workspace past the first part (768 slots x 384
-// columns, 1.2 MiB): the kernel sends those words to the second part, which must be the workspace's next
+// columns, 1.125 MiB): the kernel sends those words to the second part, which must be the workspace's next
 // MiB, not its first again.
 TEST_F(DeviceTest, RoutedCombineResultsPastTheFirstPartOfTheWorkspace) {
   ContextOptions o;
