@@ -168,7 +168,9 @@ int reps_for(const Options& o, double call_ms, const CallTimer& clock) {
 }
 
 // A device baseline: one call checked against `want` (a disagreement becomes a note naming `label`,
-// and no time), then the median device ms of `reps` timed calls.
+// and no time), then the median device ms of `reps` timed calls. The naive loop's outputs are not
+// poisoned first: they are its own, fresh and zero-filled, and it writes no rows of an empty group,
+// whose zeros are part of the answer.
 std::optional<double> time_checked(CallTimer& clock, int reps, int warmup, const std::string& label,
                                    const std::function<void(VkCommandBuffer)>& record,
                                    const std::function<std::vector<Output>()>& download,
@@ -342,6 +344,7 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
     try {
       dense = std::make_unique<Instance>(ctx, dw, dense_tiling);
       Call call = host_call(*dense, o, dense_tiling);
+      dense->poison_outputs();
       timer.run_ms(call.record);
       if (auto diff = compare(dense->download(), reference_for(*dense), w.dtype)) {
         r.notes.push_back("one-group baseline differs from the reference (" + *diff + "): not reported");
@@ -432,11 +435,14 @@ Result measure(vkgmm::Context& ctx, CallTimer& clock, const Options& o, const Wo
 }
 
 // One untimed call of a routed path (`what`), checked against `want`: a wrong result (or a status word
-// that is not 0) refuses the workload.
+// that is not 0) refuses the workload. `poison` fills what the call writes with NaN first: a call that
+// wrote nothing would otherwise pass with what an earlier check left.
 void check_routed_or_refuse(GpuTimer& timer, const Workload& w, const std::string& what,
-                            const std::function<void(VkCommandBuffer)>& record, const std::function<uint32_t()>& status,
+                            const std::function<void()>& poison, const std::function<void(VkCommandBuffer)>& record,
+                            const std::function<uint32_t()>& status,
                             const std::function<std::vector<Output>()>& download, const std::vector<Output>& want,
                             vkgmm::DType out_type = vkgmm::DType::f32, const char* perturb = "1") {
+  poison();
   timer.run_ms(record);
   if (const uint32_t word = status())
     throw Refused("workload '" + w.name + "' (" + what + "): device status word " + std::to_string(word) +
@@ -477,10 +483,12 @@ Result measure_routed(vkgmm::Context& ctx, CallTimer& clock, const Options& o, c
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
   const auto status = [&] { return inst.device_status(); };
   const auto download = [&] { return inst.download(); };
-  check_routed_or_refuse(timer, w, "ids, combined, tiling " + r.tiling, record, status, download, want);
+  const auto poison = [&] { inst.poison_outputs(); };
+  check_routed_or_refuse(timer, w, "ids, combined, tiling " + r.tiling, poison, record, status, download, want);
   inst.plan(tiling, false);
   if (inst.tiling_text() != r.tiling) r.notes.push_back("per slot, the plan ran tiling " + inst.tiling_text());
-  check_routed_or_refuse(timer, w, "ids, per slot, tiling " + inst.tiling_text(), record, status, download, want_slots);
+  check_routed_or_refuse(timer, w, "ids, per slot, tiling " + inst.tiling_text(), poison, record, status, download,
+                         want_slots);
   std::vector<Call> calls = {{[&] { inst.plan(tiling, true); }, record}, {[&] { inst.plan(tiling, false); }, record}};
   std::unique_ptr<UnfusedChain> chain;
   if (const std::string why = UnfusedChain::unsupported_reason(w); !why.empty()) {
@@ -491,10 +499,12 @@ Result measure_routed(vkgmm::Context& ctx, CallTimer& clock, const Options& o, c
     r.chain_tiling = chain->tiling_text();
     r.sorted_tiling = chain->sorted_tiling_text();
     check_routed_or_refuse(
-        timer, w, "unfused chain, tiling " + r.chain_tiling, [&](VkCommandBuffer cb) { chain->record(cb); },
+        timer, w, "unfused chain, tiling " + r.chain_tiling, [&] { chain->poison_outputs(); },
+        [&](VkCommandBuffer cb) { chain->record(cb); },
         [&] { return chain->device_status(); }, [&] { return chain->download(); }, want);
     check_routed_or_refuse(
-        timer, w, "sorted gmm, tiling " + r.sorted_tiling, [&](VkCommandBuffer cb) { chain->record_sorted(cb); },
+        timer, w, "sorted gmm, tiling " + r.sorted_tiling, [&] { chain->poison_outputs(); },
+        [&](VkCommandBuffer cb) { chain->record_sorted(cb); },
         [] { return 0u; }, [&] { return chain->download_sorted(); }, want_slots);
     calls.push_back({[&] { chain->plan(); }, [&](VkCommandBuffer cb) { chain->record(cb); }});
     calls.push_back({[&] { chain->plan_sorted(); }, [&](VkCommandBuffer cb) { chain->record_sorted(cb); }});
@@ -510,7 +520,8 @@ Result measure_routed(vkgmm::Context& ctx, CallTimer& clock, const Options& o, c
     try {
       peer = std::make_unique<RoutedInstance>(ctx, pw, peer_tiling, o.expert_shards);
       check_routed_or_refuse(
-          timer, w, "unquantized peer, tiling " + peer->tiling_text(), [&](VkCommandBuffer cb) { peer->record(cb); },
+          timer, w, "unquantized peer, tiling " + peer->tiling_text(), [&] { peer->poison_outputs(); },
+          [&](VkCommandBuffer cb) { peer->record(cb); },
           [&] { return peer->device_status(); }, [&] { return peer->download(); }, routed_reference(*peer, true));
       calls.push_back({[&, peer_tiling] { peer->plan(peer_tiling, true); }, [&](VkCommandBuffer cb) { peer->record(cb); }});
     } catch (const vkgmm::Error& e) {  // e.g. unquantized weights past a binding's limit: no ratio
@@ -575,14 +586,15 @@ Result measure_routed_grad(vkgmm::Context& ctx, CallTimer& clock, const Options&
   const auto sample = [&](std::vector<Output> full) { return on_sample(want.sample, w, std::move(full)); };
   // The forward first: the backward reads the pre-activation it saves.
   check_routed_or_refuse(
-      timer, w, "routed forward, tiling " + inst.forward.tiling_text(), forward,
+      timer, w, "routed forward, tiling " + inst.forward.tiling_text(), [&] { inst.forward.poison_outputs(); }, forward,
       [&] { return inst.forward.device_status(); }, [&] { return sample(inst.forward.download()); }, want.forward,
       vkgmm::DType::f32, "forward");
   check_routed_or_refuse(
-      timer, w, "routed backward, tiling " + r.tiling, backward, [&] { return inst.device_status(); },
+      timer, w, "routed backward, tiling " + r.tiling, [&] { inst.poison_outputs(); }, backward,
+      [&] { return inst.device_status(); },
       [&] { return sample(inst.download()); }, want.backward, w.dtype);
   check_routed_or_refuse(
-      timer, w, "sorted backward, tiling " + r.sorted_tiling, sorted, [] { return 0u; },
+      timer, w, "sorted backward, tiling " + r.sorted_tiling, [&] { inst.poison_outputs(); }, sorted, [] { return 0u; },
       [&] { return sample(inst.download_sorted()); }, want.sorted, w.dtype);
   r.reps = reps_for(o, timer.run_ms(backward), clock);
   progress("[%s] matches the reference; timing %d reps after %d warmup: backward, forward, sorted backward, "
@@ -630,19 +642,23 @@ Result measure_layer(vkgmm::Context& ctx, CallTimer& clock, const Options& o, co
   const auto status = [&] { return inst.up.device_status() | inst.down.device_status(); };
   const std::vector<Output> want_up = routed_reference(inst.up, false);
   check_routed_or_refuse(
-      timer, r.work, "gate/up, tiling " + inst.up.tiling_text(), [&](VkCommandBuffer cb) { inst.up.record(cb); },
+      timer, r.work, "gate/up, tiling " + inst.up.tiling_text(), [&] { inst.up.poison_outputs(); },
+      [&](VkCommandBuffer cb) { inst.up.record(cb); },
       status, [&] { return inst.up.download(); }, want_up, up.slots_type);
   inst.down.a = inst.up.download().front().values;  // what down reads, as the device wrote it
   const std::vector<Output> want = routed_reference(inst.down, true);
   progress("[%s] CPU references (gate/up, down) computed in %.1f s", name, watch.seconds());
   check_routed_or_refuse(
-      timer, r.work, "down, tiling " + inst.down.tiling_text(), [&](VkCommandBuffer cb) { inst.down.record(cb); },
+      timer, r.work, "down, tiling " + inst.down.tiling_text(), [&] { inst.down.poison_outputs(); },
+      [&](VkCommandBuffer cb) { inst.down.record(cb); },
       status, [&] { return inst.down.download(); }, want);
   const auto record = [&](VkCommandBuffer cb) { inst.record(cb); };
   // The parts' own checks left their answers in both outputs: the layer's call must write them again.
-  inst.up.poison_outputs();
-  inst.down.poison_outputs();
-  check_routed_or_refuse(timer, r.work, "the layer, gate/up then down", record, status,
+  const auto poison_both = [&] {
+    inst.up.poison_outputs();
+    inst.down.poison_outputs();
+  };
+  check_routed_or_refuse(timer, r.work, "the layer, gate/up then down", poison_both, record, status,
                          [&] { return inst.down.download(); }, want);
   const int reps = reps_for(o, timer.run_ms(record), clock);
   r.reps = reps;
@@ -683,6 +699,7 @@ TrainResult measure_train(vkgmm::Context& ctx, CallTimer& clock, const Options& 
     backward(cb);
   };
   const std::string refused = "model layer '" + l.name() + "' (--train): ";
+  inst->poison_outputs();
   timer.run_ms(step);
   if (const uint32_t word = inst->device_status())
     throw Refused(refused + "device status word " + std::to_string(word) + " for the top-k's ids; refusing to time it");

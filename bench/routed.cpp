@@ -347,6 +347,8 @@ std::vector<Output> UnfusedChain::download_sorted() const {
   return {{"out_slots", std::move(slots), s.k}};
 }
 
+void UnfusedChain::poison_outputs() const { fill_with_nan(st_->inst->ctx, {&st_->out, &st_->sorted_out}); }
+
 uint32_t UnfusedChain::device_status() const {
   uint32_t word = 0;
   st_->status.download(&word, 4);

@@ -96,6 +96,7 @@ class UnfusedChain {
   std::vector<Output> download() const;         // the chain's [T, n]
   std::vector<Output> download_sorted() const;  // the sorted gemm's rows put back in slot order [T * top_k, n]
   uint32_t device_status() const;
+  void poison_outputs() const;  // the chain's and the sorted gemm's outputs NaN, before a check's call
   std::string tiling_text() const;
   std::string sorted_tiling_text() const;
 

@@ -30,6 +30,7 @@ class RoutedGradInstance {
   std::vector<Output> download() const;          // d_lhs [T, k], d_rhs [E, k, n], d_weights [T, top_k]
   // d_lhs per slot [T, top_k, k] (the sorted rows put back in slot order) and d_rhs [E, k, n].
   std::vector<Output> download_sorted() const;
+  void poison_outputs() const;  // every gradient of both backwards NaN, before a check's call
 
   RoutedInstance forward;    // lhs, rhs, ids, routing weights, and the forward's plan (combined)
   std::vector<float> d_out;  // [T, n]

@@ -233,10 +233,14 @@ std::shared_ptr<Instance::AppCopy> Instance::app_buffer(VkDeviceSize bytes, VkBu
 
 void Instance::transfer(const std::function<void(VkCommandBuffer)>& op) const { bench::transfer(ctx, op); }
 
+void record_nan_fill(VkCommandBuffer cb, VkBuffer buffer) {
+  vkCmdFillBuffer(cb, buffer, 0, VK_WHOLE_SIZE, 0xffffffffu);
+}
+
 void fill_with_nan(vkgmm::Context& ctx, std::initializer_list<const vkgmm::Buffer*> buffers) {
   transfer(ctx, [&](VkCommandBuffer cb) {
     for (const vkgmm::Buffer* b : buffers)
-      if (b->handle()) vkCmdFillBuffer(cb, b->handle(), 0, VK_WHOLE_SIZE, 0xffffffffu);
+      if (b->handle()) record_nan_fill(cb, b->handle());
   });
 }
 
@@ -276,7 +280,7 @@ void Instance::make_app_copies() {
     } else {
       // Outputs start as NaN, not as vkgmm's results: a call that wrote nothing to them cannot pass the
       // reference check.
-      transfer([&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, c->buffer, 0, VK_WHOLE_SIZE, 0xffffffffu); });
+      transfer([&](VkCommandBuffer cb) { record_nan_fill(cb, c->buffer); });
     }
     app_[i] = std::move(c);
   }

@@ -143,6 +143,8 @@ void transfer(vkgmm::Context& ctx, const std::function<void(VkCommandBuffer)>& o
 // Each buffer filled with NaN (all bits set) that way: an output a check reads after the next call, which
 // a call that wrote nothing would otherwise pass with what an earlier one left.
 void fill_with_nan(vkgmm::Context& ctx, std::initializer_list<const vkgmm::Buffer*> buffers);
+// The same fill of one buffer (vkgmm's or the app's own VkBuffer), recorded into a transfer's `cb`.
+void record_nan_fill(VkCommandBuffer cb, VkBuffer buffer);
 // A device buffer of `count` elements of type t, zero-filled.
 vkgmm::Buffer zeros(vkgmm::Context& ctx, vkgmm::DType t, size_t count);
 std::vector<float> download(const vkgmm::Buffer& buf, vkgmm::DType t, size_t count);

@@ -111,6 +111,10 @@ uint32_t TrainInstance::device_status() const {
   return word;
 }
 
+void TrainInstance::poison_outputs() const {
+  fill_with_nan(ctx_, {&y_, &d_x_, &d_router_w_, &d_w_up_, &d_b_up_, &d_w_down_, &d_b_down_});
+}
+
 TrainInstance::Downloaded TrainInstance::download() const {
   const vkgmm::MoeLayerProblem& p = problem;
   const size_t rows = size_t(p.tokens * p.d_model);

@@ -49,6 +49,7 @@ class TrainInstance {
     std::vector<std::pair<std::string, std::vector<float>>> gradients;  // d_x included
   };
   Downloaded download() const;
+  void poison_outputs() const;  // y and every gradient NaN, before the check's step
 
   const ModelLayer& layer;
   const vkgmm::MoeLayerProblem problem;
