@@ -49,10 +49,10 @@ def estimate(flops, tiles, tile_flops, rate, bytes_moved):
 BENCH_NAMES = {
     "moe-prefill f32": ("moe-prefill", "f32"),
     "moe-prefill f16, matrix units": ("moe-prefill", "f16"),
-    "decode f32 (2 rows x 8 groups)": ("decode", "f32"),
-    "ids-decode f32 (16 slots, 8 experts)": ("ids-decode", "f32"),
+    "decode f32 (16 rows, 7 of 8 groups)": ("decode", "f32"),
+    "ids-decode f32 (16 slots, 5 experts)": ("ids-decode", "f32"),
     "qwen3-ids-t1 f32": ("qwen3-ids-t1", "f32"),
-    "qwen3-ids-t8 f32": ("qwen3-ids-t8", "f32"),
+    "qwen3-ids-t8 f32 (64 slots, 31 experts)": ("qwen3-ids-t8", "f32"),
     "moe-grad f32 (d_lhs + d_rhs)": ("moe-grad", "f32"),
     "gmm moe-fine f32 (zipf), tile heights": ("moe-fine", "f32"),
     "gmm moe-fine f32 (zipf), 64-row tiles": None,  # one height: estimated only
@@ -89,6 +89,13 @@ def from_bench(files):
 MOE_FINE = [110, 12, 26, 12, 0, 160, 0, 1025, 308, 26, 18, 21, 54, 30, 12, 22, 25, 77, 15, 62, 32, 97, 19, 0, 0, 31,
             56, 45, 33, 477, 60, 123, 18, 0, 9, 28, 21, 23, 18, 12, 15, 0, 13, 56, 34, 35, 14, 26, 186, 0, 29, 78, 246,
             12, 23, 63, 0, 13, 21, 15, 46, 10, 21, 23]
+# The small presets' rows per group (per expert: the slots its seeded router sends it), the same way.
+DECODE = [0, 3, 1, 5, 2, 1, 1, 3]
+IDS_DECODE = [2, 4, 6, 2, 2, 0, 0, 0]
+QWEN_T8 = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 4, 2, 0, 1, 0, 3, 3, 3, 0, 0, 0, 0, 0, 2, 3, 0, 4, 0, 0, 0, 0, 1, 0, 0, 2,
+           0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0, 2, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+           0, 0, 0, 0, 3, 3, 0, 1, 0, 1, 0, 2, 0, 0, 1, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+           0, 0, 0, 1, 0, 3, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
 
 
 def tgmm_chunks(groups, step, blocks, concurrent):
@@ -163,9 +170,9 @@ def tgmm_case(name, groups, k, n, tk, tn, step, split, measured):
     return name, 2 * rows * k * n, moved, len(items), compute, memory, max(compute, memory), measured
 
 
-def gmm_case(name, groups, k, n, tm, tn, rate, in_bytes, w_bytes, out_bytes, measured, experts=None):
+def gmm_case(name, groups, k, n, tm, tn, rate, in_bytes, w_bytes, out_bytes, measured):
     rows = sum(groups)
-    used = experts if experts is not None else sum(1 for g in groups if g > 0)
+    used = sum(1 for g in groups if g > 0)
     flops = 2 * rows * k * n
     tiles = tiles_of(groups, tm, n, tn)
     moved = rows * k * in_bytes + used * k * n * w_bytes + rows * n * out_bytes
@@ -178,14 +185,13 @@ def rows():
     out = [
         gmm_case("moe-prefill f32", prefill, 1024, 1024, 128, 128, FP32, 4, 4, 4, 1.92e-3),
         gmm_case("moe-prefill f16, matrix units", prefill, 1024, 1024, 128, 128, F16_MATRIX, 2, 2, 2, None),
-        gmm_case("decode f32 (2 rows x 8 groups)", [2] * 8, 1024, 1024, 2, 32, FP32, 4, 4, 4, 0.060e-3),
-        # ids-decode: 8 tokens, top-2 of 8 experts: 16 slots (as if 2 per expert), every expert's weights.
-        gmm_case("ids-decode f32 (16 slots, 8 experts)", [2] * 8, 1024, 1024, 2, 32, FP32, 4, 4, 4, 0.136e-3),
+        gmm_case("decode f32 (16 rows, 7 of 8 groups)", DECODE, 1024, 1024, 2, 32, FP32, 4, 4, 4, 0.060e-3),
+        # ids-decode: 8 tokens, top-2 of 8 experts: 16 slots on the 5 experts the router picks.
+        gmm_case("ids-decode f32 (16 slots, 5 experts)", IDS_DECODE, 1024, 1024, 2, 32, FP32, 4, 4, 4, 0.136e-3),
         # qwen3-ids-t1: 1 token, top-8 of 128 experts, k = 2048, n = 768: 8 experts' weights.
         gmm_case("qwen3-ids-t1 f32", [1] * 8, 2048, 768, 1, 32, FP32, 4, 4, 4, 0.188e-3),
-        # qwen3-ids-t8: 64 slots over 128 experts, about 50 of them distinct (uniform routing).
-        gmm_case("qwen3-ids-t8 f32", [1] * 64, 2048, 768, 1, 32, FP32, 4, 4, 4, 0.283e-3,
-                 experts=round(128 * (1 - (1 - 1 / 128) ** 64))),
+        # qwen3-ids-t8: 64 slots over 128 experts, 31 of them picked by the router (up to 4 slots each).
+        gmm_case("qwen3-ids-t8 f32 (64 slots, 31 experts)", QWEN_T8, 2048, 768, 1, 32, FP32, 4, 4, 4, 0.283e-3),
     ]
     # moe-grad: d_lhs (a gmm) and d_rhs (a tgmm) of moe-prefill, each its FLOPs, on the FMA tiles.
     fwd = out[0]
