@@ -60,7 +60,9 @@ bool routed_backward(const GmmProblem& f) {
 
 namespace {
 // A forward with group sizes and an epilogue as the routed forward it equals: each row one slot (top_k
-// = 1) whose id is its group (row_ids), every group an expert, the same window.
+// = 1) whose id is its group (row_ids), every group an expert, the same window. Its lhs and d_lhs are
+// per slot ([T, 1, k], the same memory as [T, k]): no row is shared between shards, so `accumulate`
+// keeps the rows of other groups and overwrites its own, as the backward without an epilogue does.
 GmmProblem routed_form(const GmmProblem& f) {
   if (f.routing.top_k != 0) return f;
   if (f.device_group_sizes.count > 0)
@@ -70,7 +72,7 @@ GmmProblem routed_form(const GmmProblem& f) {
   const int64_t G = int64_t(f.group_sizes.size());
   p.group_sizes.clear();
   p.num_rhs_groups = f.num_rhs_groups == -1 ? G - f.group_offset : f.num_rhs_groups;
-  p.routing = {1, false, false, G};
+  p.routing = {1, true, false, G};
   return p;
 }
 

@@ -17,7 +17,8 @@ using act::gated_value;
 using act::gelu_tanh;
 using act::sigmoid;
 
-// d activate / d gate, d activate / d up. The clamps pass no gradient where they hold the value.
+// d activate / d gate, d activate / d up. The clamps pass no gradient where they hold the value; a NaN
+// input's own derivative is NaN.
 std::pair<double, double> derivatives(Activation a, double g, double u) {
   switch (a) {
     case Activation::swiglu: {
@@ -26,11 +27,13 @@ std::pair<double, double> derivatives(Activation a, double g, double u) {
     }
     case Activation::swiglu_oai: {
       const double gc = std::min(g, 7.0), uc = std::clamp(u, -7.0, 7.0), s = sigmoid(1.702 * gc);
-      return {g < 7.0 ? (uc + 1.0) * (s + 1.702 * gc * s * (1.0 - s)) : 0.0, std::abs(u) < 7.0 ? gc * s : 0.0};
+      return {g < 7.0 ? (uc + 1.0) * (s + 1.702 * gc * s * (1.0 - s)) : std::isnan(g) ? g : 0.0,
+              std::abs(u) < 7.0 ? gc * s : std::isnan(u) ? u : 0.0};
     }
     case Activation::geglu: {
-      const double c = 0.7978845608028654, t = std::tanh(c * (g + 0.044715 * g * g * g));
-      const double d = 0.5 * (1.0 + t) + 0.5 * g * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * g * g);
+      // Saturated tanh: its term is 0, also at an infinite gate (0 * inf), as the shader takes it.
+      const double c = 0.7978845608028654, t = std::tanh(c * (g + 0.044715 * g * g * g)), sech2 = 1.0 - t * t;
+      const double d = 0.5 * (1.0 + t) + (sech2 == 0.0 ? 0.0 : 0.5 * g * sech2 * c * (1.0 + 3.0 * 0.044715 * g * g));
       return {u * d, gelu_tanh(g)};
     }
     case Activation::none: break;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -525,6 +526,106 @@ TEST_F(DeviceTest, EpilogueBackwardWithGroupSizes) {
   p.m = 8, p.k = 4, p.n = 4, p.device_group_sizes = {2, 0};
   p.epilogue = {true, Activation::none};
   expect_invalid_argument([&] { GmmBackwardPlan(ctx(), p); }, "device_group_sizes: the backward of a fused bias");
+}
+
+// GmmBackwardOptions::accumulate with group sizes: the window's rows of d_lhs written, every other row
+// (other groups', past the sizes' sum) keeping what the view held, whether the forward has an epilogue
+// (taken as the routed forward it equals) or not: no row is shared between shards, so none is added to.
+TEST_F(DeviceTest, AccumulateWritesTheWindowsRowsWithOrWithoutAnEpilogue) {
+  std::mt19937 rng(23);
+  GmmProblem p;
+  p.m = 20, p.k = 6, p.n = 8;
+  p.group_sizes = {4, 5, 3, 6};  // rows 18 and 19 belong to no group
+  p.group_offset = 1, p.num_rhs_groups = 2;  // the window: groups 1 and 2, rows 4 to 11
+  const std::vector<float> lhs = random_values(size_t(p.m * p.k), DType::f32, rng);
+  const std::vector<float> rhs = random_values(size_t(2 * p.k * p.n), DType::f32, rng);
+  const std::vector<float> bias = random_values(size_t(2 * p.n), DType::f32, rng);
+  const std::vector<float> d_out = random_values(size_t(p.m * p.n), DType::f32, rng);
+  const std::vector<float> held(size_t(p.m * p.k), 1.0f);
+  std::vector<float> want = held;  // the window's rows: d_out @ rhs[g]^T (a bias changes no d_lhs)
+  for (int64_t r = 4; r < 12; ++r)
+    for (int64_t i = 0; i < p.k; ++i) {
+      const int64_t e = r < 9 ? 0 : 1;
+      double sum = 0;
+      for (int64_t j = 0; j < p.n; ++j)
+        sum += double(d_out[size_t(r * p.n + j)]) * rhs[size_t((e * p.k + i) * p.n + j)];
+      want[size_t(r * p.k + i)] = float(sum);
+    }
+  GmmBackwardOptions accumulate;
+  accumulate.accumulate = true;
+  for (bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "with a fused bias" : "without an epilogue");
+    p.epilogue = {with_bias, Activation::none};
+    const GmmBackwardPlan plan(ctx(), p, accumulate);
+    const GmmBackwardSizes sizes = plan.sizes();
+    Buffer a = upload(ctx(), DType::f32, lhs), b = upload(ctx(), DType::f32, rhs), c = upload(ctx(), DType::f32, bias);
+    Buffer dout = upload(ctx(), DType::f32, d_out), d_lhs = upload(ctx(), DType::f32, held);
+    Buffer d_rhs = poisoned(ctx(), sizes.d_rhs), d_bias = poisoned(ctx(), std::max<size_t>(sizes.d_bias, 4));
+    GmmBackwardOperands ops;
+    ops.lhs = a.view(), ops.rhs = b.view(), ops.d_out = dout.view(), ops.d_lhs = d_lhs.view();
+    ops.d_rhs = d_rhs.view(0, sizes.d_rhs);
+    if (with_bias) ops.bias = c.view(), ops.d_bias = d_bias.view(0, sizes.d_bias);
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+    EXPECT_TRUE(all_close(download(d_lhs, DType::f32, held.size()), want, kAtol, 2e-4));
+  }
+}
+
+// The gated activations at special values, forward and backward, against the reference (NaN where it
+// has NaN): a NaN gate or up (which swiglu_oai's clamps must not turn into a bound: GLSL's min and clamp
+// of a NaN are undefined), gates whose square overflows (geglu's derivative), infinities, the clamps' own
+// bounds. Each pre-activation is its bias alone (lhs 1, rhs 0): the pairs are [gate | up] columns.
+TEST_F(DeviceTest, GatedActivationsAtSpecialValues) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::pair<float, float> pairs[] = {{nan, 1.f},  {nan, nan},    {0.f, nan},    {1.f, nan},
+                                           {8.f, nan},  {nan, 8.f},    {-3.f, nan},   {1e20f, 1.f},
+                                           {-1e20f, 1.f}, {1e30f, 2.f}, {-1e30f, 2.f}, {inf, 1.f},
+                                           {-inf, 1.f}, {7.f, 7.f},    {1.f, -0.5f}};
+  const int64_t half = int64_t(std::size(pairs));
+  for (Activation act : {Activation::swiglu, Activation::swiglu_oai, Activation::geglu}) {
+    SCOPED_TRACE(activation_name(act));
+    GmmProblem p;
+    p.m = 1, p.k = 4, p.n = 2 * half;
+    p.group_sizes = {1};
+    p.num_rhs_groups = 1;
+    p.epilogue = {true, act};
+    reference::RoutedInputs in;
+    in.ids = {0};
+    in.lhs.assign(size_t(p.k), 1.0f);
+    in.rhs.assign(size_t(p.k * p.n), 0.0f);
+    in.bias.resize(size_t(p.n));
+    for (int64_t j = 0; j < half; ++j) in.bias[size_t(j)] = pairs[j].first, in.bias[size_t(half + j)] = pairs[j].second;
+    const std::vector<float> out = run_gmm(ctx(), p, in.lhs, in.rhs, {}, in.bias);
+    const std::vector<float> want_out = reference::gmm(p, in.lhs, in.rhs, {}, in.bias);
+    EXPECT_TRUE(all_close(out, want_out, 1e-5, 1e-5)) << "forward";
+    EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[4])) << "a NaN gate or up gives NaN";
+
+    const std::vector<float> d_out(size_t(half), 1.0f);
+    GmmProblem routed = p;
+    routed.group_sizes.clear();
+    routed.routing = {1, false, false, 1};
+    const reference::RoutedGradients want = reference::gmm_routed_backward(routed, in, d_out);
+    const GmmBackwardPlan plan(ctx(), p);
+    const GmmBackwardSizes sizes = plan.sizes();
+    Buffer lhs = upload(ctx(), DType::f32, in.lhs), rhs = upload(ctx(), DType::f32, in.rhs);
+    Buffer bias = upload(ctx(), DType::f32, in.bias), dout = upload(ctx(), DType::f32, d_out);
+    Buffer d_lhs = poisoned(ctx(), sizes.d_lhs), d_rhs = poisoned(ctx(), sizes.d_rhs);
+    Buffer d_bias = poisoned(ctx(), sizes.d_bias);
+    GmmBackwardOperands ops;
+    ops.lhs = lhs.view(), ops.rhs = rhs.view(), ops.bias = bias.view(), ops.d_out = dout.view();
+    ops.d_lhs = d_lhs.view(0, sizes.d_lhs), ops.d_rhs = d_rhs.view(0, sizes.d_rhs);
+    ops.d_bias = d_bias.view(0, sizes.d_bias);
+    ctx().submit_and_wait([&](VkCommandBuffer cb) { plan.record(cb, ops); });
+    const std::vector<float> got_d_bias = download(d_bias, DType::f32, in.bias.size());
+    EXPECT_TRUE(all_close(got_d_bias, narrow(want.d_bias), 1e-5, 1e-5)) << "d_bias: the derivatives";
+    EXPECT_TRUE(all_close(download(d_rhs, DType::f32, in.rhs.size()), narrow(want.d_rhs), 1e-5, 1e-5)) << "d_rhs";
+    EXPECT_TRUE(all_close(download(d_lhs, DType::f32, in.lhs.size()), narrow(want.d_lhs), 1e-5, 1e-5)) << "d_lhs";
+    // A NaN gate's derivative is NaN (the reference's own rule, checked here, not only matched).
+    EXPECT_TRUE(std::isnan(got_d_bias[0]) && std::isnan(got_d_bias[1])) << "d gate at a NaN gate";
+    if (act == Activation::geglu) {
+      EXPECT_EQ(got_d_bias[7], 1.0f) << "geglu' at 1e20: 1, where gate^2 overflows";
+      EXPECT_EQ(got_d_bias[9], 2.0f) << "geglu' at 1e30, times up = 2";
+    }
+  }
 }
 
 TEST_F(DeviceTest, RoutedBackwardRefusesViewsItHasNoUseFor) {
