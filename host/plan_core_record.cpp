@@ -122,7 +122,10 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     bound[3] = bound[2];
   }
   BoundOperand bias;
-  bias.info = meta;  // no bias (or one of no elements: no local expert): any valid descriptor
+  // No bias (or one of no elements: no local expert): any valid descriptor. tgmm's module declares this
+  // binding writable (its chunk slots): out's, which the op writes anyway, so that the metadata does not
+  // look written (sync validation would see two records of the plan race on it).
+  bias.info = op_ == Op::tgmm ? bound[2].info : meta;
   if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
   if (split_ || device_split()) {
     // The split reduction's chunk slots (VKGMM_BINDING_TGMM_PARTIAL), which the kernel writes.
@@ -139,9 +142,13 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
   }
   b.op.count = layout_descriptors(bound, meta, bias.info, split, b.op.infos);
   if (op_ == Op::gmm) {
-    // gmm's module declares the route bindings: any valid descriptor where the kernel reads none.
+    // gmm's module declares the route bindings: any valid descriptor where the kernel reads none, out's
+    // at the status word's, which the module declares writable (as for tgmm's chunk slots above).
     b.op.routes = true;
-    if (!reads_in_kernel()) std::fill(std::begin(b.op.route), std::end(b.op.route), meta);
+    if (!reads_in_kernel()) {
+      std::fill(std::begin(b.op.route), std::end(b.op.route), meta);
+      b.op.route[kRouteStatus - kRouteWeights] = bound[2].info;
+    }
   }
   abi::OperandOffsets& off = b.op.push.as<abi::OperandOffsets>();
   off.lhs_off = bound[0].element_offset;
@@ -200,8 +207,11 @@ VkDescriptorBufferInfo PlanCore::bind_device_metadata(const OperandViews& ops, B
   Dispatch& build = b.build.emplace();
   // Earlier work of this plan may still read the workspace (write after read), its indirect command too
   // when the plan takes that grid, or have written it (write after write: the fused combine's per-slot
-  // results and tile counters; that needs the earlier writes made available, not only finished).
-  build.wait_for = build.before_own = VK_ACCESS_SHADER_WRITE_BIT;
+  // results and tile counters; that needs the earlier writes made available, not only finished). The
+  // build binds the workspace where its module reads too (the given routing's, the weights'): those
+  // reads after the earlier writes as well.
+  build.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
+  build.before_own = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   build.extra_before = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
   build.pipeline = meta_pipeline_;
   build.grid[0] = build.grid[1] = build.grid[2] = 1;

@@ -4,6 +4,7 @@
 // regions that are poisoned before and compared after (Guarded, in the harness). (Sizes that keep the
 // contract: the sweeps and type tests run the device path beside the host path and compare bits.)
 #include <cstring>
+#include <functional>
 
 #include "gpu_harness.hpp"
 #include "interface.h"  // VKGMM_DISPATCH_WORDS
@@ -122,6 +123,85 @@ TEST_F(DeviceTest, DeviceSizesWithManyGroups) {
   const auto tl = random_values(size_t(t.k) * t.m, DType::f32, rng);
   const auto tr = random_values(size_t(t.m) * t.n, DType::f32, rng);
   EXPECT_TRUE(same_bits(run_tgmm_device(ctx(), t, tl, tr), run_tgmm(ctx(), t, tl, tr)));
+}
+
+// One plan recorded twice in one command buffer, into two outs, with no barrier between the records (the
+// docs ask for none): a gmm with device sizes sharing one workspace (on both grids), a tgmm with sizes on
+// the host, a routed gmm that combines its slots. Each out against the reference; in the `sync` run
+// (tests/variants.txt) a hazard the layer sees between the records fails the test: vkgmm's build reading
+// the workspace the earlier record wrote, or a buffer that both records bind where the module declares a
+// write.
+TEST_F(DeviceTest, DeviceSizesTgmmAndRoutedPlansRecordedTwice) {
+  std::mt19937 rng(29);
+  const std::vector<int32_t> sizes = {50, 0, 90, 60};
+  auto twice = [&](const std::function<void(VkCommandBuffer, const BufferView&)>& record, size_t out_bytes) {
+    Buffer o1 = poisoned(ctx(), out_bytes), o2 = poisoned(ctx(), out_bytes);
+    ctx().submit_and_wait([&](VkCommandBuffer cb) {
+      record(cb, o1.view());
+      record(cb, o2.view());
+    });
+    return std::make_pair(download(o1, DType::f32, out_bytes / 4), download(o2, DType::f32, out_bytes / 4));
+  };
+  GmmProblem host;
+  host.m = 200, host.k = 8, host.n = 8;
+  host.group_sizes = sizes;
+  const auto lhs = random_values(size_t(host.m * host.k), DType::f32, rng);
+  const auto rhs = random_values(size_t(4 * host.k * host.n), DType::f32, rng);
+  const std::vector<float> want = reference::gmm(host, lhs, rhs);
+  Buffer a = upload(ctx(), DType::f32, lhs), b = upload(ctx(), DType::f32, rhs);
+  for (const DeviceGrid grid : GridHook::both(ctx())) {
+    const GridHook hook(ctx(), grid);
+    GmmProblem p = host;
+    p.group_sizes.clear();
+    p.device_group_sizes.count = 4;
+    const GmmPlan plan(ctx(), p);
+    Buffer gs = ctx().create_buffer(sizes.size() * 4), work = ctx().create_buffer(plan.workspace_bytes());
+    gs.upload(sizes.data(), sizes.size() * 4);
+    const auto [o1, o2] = twice(
+        [&](VkCommandBuffer cb, const BufferView& out) {
+          GmmOperands ops{a.view(), b.view(), out};
+          ops.group_sizes = gs.view(), ops.workspace = work.view();
+          plan.record(cb, ops);
+        },
+        want.size() * 4);
+    EXPECT_TRUE(all_close(o1, want, 1e-4, 1e-5) && all_close(o2, want, 1e-4, 1e-5)) << "gmm, device sizes";
+  }
+  {
+    TgmmProblem t;
+    t.m = 200, t.k = 8, t.n = 8;
+    t.group_sizes = sizes;
+    const auto tl = random_values(size_t(t.k * t.m), DType::f32, rng);
+    const auto tr = random_values(size_t(t.m * t.n), DType::f32, rng);
+    const std::vector<float> want_t = reference::tgmm(t, tl, tr);
+    const TgmmPlan plan(ctx(), t);
+    Buffer l = upload(ctx(), DType::f32, tl), r = upload(ctx(), DType::f32, tr);
+    const auto [o1, o2] = twice(
+        [&](VkCommandBuffer cb, const BufferView& out) { plan.record(cb, {l.view(), r.view(), out}); },
+        want_t.size() * 4);
+    EXPECT_TRUE(all_close(o1, want_t, 1e-4, 1e-5) && all_close(o2, want_t, 1e-4, 1e-5)) << "tgmm, host sizes";
+  }
+  {
+    GmmProblem p;
+    p.m = 24, p.k = 8, p.n = 8, p.num_rhs_groups = 4;
+    p.routing = {2, false, true, 4};
+    std::vector<int32_t> ids(size_t(p.m * 2));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t((i * 7 + i / 2) % 5) - 1;  // -1 (none) to 3
+    const auto x = random_values(size_t(p.m * p.k), DType::f32, rng);
+    const auto weights = random_values(ids.size(), DType::f32, rng);
+    const std::vector<float> want_r = reference::gmm_routed(p, x, rhs, ids, weights);
+    const GmmPlan plan(ctx(), p);
+    Buffer l = upload(ctx(), DType::f32, x), w = upload(ctx(), DType::f32, weights);
+    Buffer i = ctx().create_buffer(ids.size() * 4), work = ctx().create_buffer(plan.workspace_bytes());
+    i.upload(ids.data(), ids.size() * 4);
+    const auto [o1, o2] = twice(
+        [&](VkCommandBuffer cb, const BufferView& out) {
+          GmmOperands ops{l.view(), b.view(), out};
+          ops.ids = i.view(), ops.weights = w.view(), ops.workspace = work.view();
+          plan.record(cb, ops);
+        },
+        want_r.size() * 4);
+    EXPECT_TRUE(all_close(o1, want_r, 1e-4, 1e-5) && all_close(o2, want_r, 1e-4, 1e-5)) << "routed, combined";
+  }
 }
 
 // The rules of the device path's arguments, refused before anything is recorded.
