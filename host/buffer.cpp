@@ -77,9 +77,11 @@ StagingBuffer make_staging(Context::Impl& im, VkDeviceSize bytes, const char* wh
       if (!kept) im.submitter.retire(b);
     }
   } guard{im, made};
+  // Each failure names the staging buffer and its size (the caller's copy may be far smaller).
+  const std::string staging = std::string(what) + ": the staging buffer of " + std::to_string(bci.size) + " bytes: ";
   // Handles are created into locals and kept only on success: a failed call leaves its output undefined.
   VkBuffer buffer = VK_NULL_HANDLE;
-  check_vk(vkCreateBuffer(dev.device, &bci, nullptr, &buffer), what);
+  check_vk(vkCreateBuffer(dev.device, &bci, nullptr, &buffer), (staging + "vkCreateBuffer").c_str());
   made.buffer = buffer;
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev.device, made.buffer, &req);
@@ -88,11 +90,11 @@ StagingBuffer make_staging(Context::Impl& im, VkDeviceSize bytes, const char* wh
   mai.memoryTypeIndex = staging_memory_type(dev.memory, req.memoryTypeBits);
   if (mai.memoryTypeIndex == UINT32_MAX) throw Error(Status::unsupported, std::string(what) + ": no host-visible coherent memory type");
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  check_vk(vkAllocateMemory(dev.device, &mai, nullptr, &memory), what);
+  check_vk(vkAllocateMemory(dev.device, &mai, nullptr, &memory), (staging + "vkAllocateMemory").c_str());
   made.memory = memory;
-  check_vk(vkBindBufferMemory(dev.device, made.buffer, made.memory, 0), what);
+  check_vk(vkBindBufferMemory(dev.device, made.buffer, made.memory, 0), (staging + "vkBindBufferMemory").c_str());
   void* p = nullptr;
-  check_vk(vkMapMemory(dev.device, made.memory, 0, VK_WHOLE_SIZE, 0, &p), what);
+  check_vk(vkMapMemory(dev.device, made.memory, 0, VK_WHOLE_SIZE, 0, &p), (staging + "vkMapMemory").c_str());
   guard.kept = true;
   im.staging.count_made();
   return {made.buffer, made.memory, static_cast<uint8_t*>(p), bci.size};

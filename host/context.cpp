@@ -224,11 +224,11 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
   ici.ppEnabledLayerNames = layers.data();
   ici.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   ici.ppEnabledExtensionNames = extensions.data();
-  check_vk(vkCreateInstance(&ici, nullptr, &dev.instance), "vkCreateInstance");
+  check_created(vkCreateInstance(&ici, nullptr, &dev.instance), dev.instance, "vkCreateInstance");
   if (debug_utils) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(dev.instance, "vkCreateDebugUtilsMessengerEXT"));
-    check_vk(create(dev.instance, &dm, nullptr, &dev.messenger), "vkCreateDebugUtilsMessengerEXT");
+    check_created(create(dev.instance, &dm, nullptr, &dev.messenger), dev.messenger, "vkCreateDebugUtilsMessengerEXT");
   }
 
   dev.physical = pick_device(dev.instance, dev.options.device);
@@ -280,7 +280,7 @@ void open_owned_device(Context::Impl& im, ResolvedOptions options) {
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(device_extensions.size());
   dci.ppEnabledExtensionNames = device_extensions.data();
-  check_vk(vkCreateDevice(dev.physical, &dci, nullptr, &dev.device), "vkCreateDevice");
+  check_created(vkCreateDevice(dev.physical, &dci, nullptr, &dev.device), dev.device, "vkCreateDevice");
   vkGetDeviceQueue(dev.device, dev.queue_family, 0, &dev.queue);
   dev.query();
   im.pipelines.init(dev.device,

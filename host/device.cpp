@@ -44,7 +44,9 @@ const char* vk_result_name(VkResult r) {
 void check_vk(VkResult r, const char* what) {
   if (r == VK_SUCCESS) return;
   std::string msg = std::string(what) + " failed: " + vk_result_name(r);
-  if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY)
+  // A failed map is address space (or the host's memory) running out: the caller frees and retries, as
+  // for an allocation.
+  if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_MEMORY_MAP_FAILED)
     throw Error(Status::out_of_memory, msg);
   if (r == VK_ERROR_DEVICE_LOST || r == VK_TIMEOUT) throw Error(Status::device_lost, msg);
   throw Error(Status::vulkan_error, msg);

@@ -12,6 +12,13 @@ namespace vkgmm {
 
 // Throw an Error naming `what` when r is not VK_SUCCESS (device loss and OOM get their own codes).
 void check_vk(VkResult r, const char* what);
+// check_vk for a create or allocate call into `created`: a failed call leaves its output undefined (the
+// spec), which a cleanup that destroys non-null handles would then destroy; it is reset first.
+template <class Handle>
+void check_created(VkResult r, Handle& created, const char* what) {
+  if (r != VK_SUCCESS) created = VK_NULL_HANDLE;
+  check_vk(r, what);
+}
 const char* vk_result_name(VkResult r);
 // Whether the physical device offers the extension (host/requirements.cpp).
 bool has_device_extension(VkPhysicalDevice pd, const char* name);

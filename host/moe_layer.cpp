@@ -200,15 +200,15 @@ MoeLayerPlan::MoeLayerPlan(Context& ctx, const MoeLayerProblem& problem) {
   st->up_bw_ws = arena.take(st->up_bw.workspace_bytes());
   st->router_dx_ws = arena.take(st->router_dx.workspace_bytes());
   st->total = arena.bytes();
-  if (st->total && !ctx.options().app_workspaces) st->own = ctx.create_buffer(st->total);
+  if (st->total && !ctx.options().app_workspaces) st->own = plan_buffer(ctx, st->total, "moe_layer: its workspace");
   {
     // At least one word each: with no tokens the views are still given (and bound), of nothing to read.
     const VkDeviceSize count = std::max<VkDeviceSize>(T, 1);
     const std::vector<int32_t> zeros(count, 0);
     const std::vector<float> ones(count, 1.0f);
-    st->zeros = ctx.create_buffer(count * 4);
+    st->zeros = plan_buffer(ctx, count * 4, "moe_layer: its zeros");
     st->zeros.upload(zeros.data(), count * 4);
-    st->ones = ctx.create_buffer(count * 4);
+    st->ones = plan_buffer(ctx, count * 4, "moe_layer: its ones");
     st->ones.upload(ones.data(), count * 4);
   }
 

@@ -25,19 +25,19 @@ void PipelineCache::init(VkDevice device, VkPipelineCreateFlags flags, bool reve
     sl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
     sl.bindingCount = count;
     sl.pBindings = bindings;
-    check_vk(vkCreateDescriptorSetLayout(device, &sl, nullptr, &set), "vkCreateDescriptorSetLayout");
+    check_created(vkCreateDescriptorSetLayout(device, &sl, nullptr, &set), set, "vkCreateDescriptorSetLayout");
     VkPushConstantRange pc{VK_SHADER_STAGE_COMPUTE_BIT, 0, abi::kPushConstantBytes};
     VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     pl.setLayoutCount = 1;
     pl.pSetLayouts = &set;
     pl.pushConstantRangeCount = 1;
     pl.pPushConstantRanges = &pc;
-    check_vk(vkCreatePipelineLayout(device, &pl, nullptr, &layout), "vkCreatePipelineLayout");
+    check_created(vkCreatePipelineLayout(device, &pl, nullptr, &layout), layout, "vkCreatePipelineLayout");
   };
   make_layouts(false, set_layout_, layout_);
   make_layouts(true, split_set_layout_, split_layout_);
   VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  check_vk(vkCreatePipelineCache(device, &pci, nullptr, &cache_), "vkCreatePipelineCache");
+  check_created(vkCreatePipelineCache(device, &pci, nullptr, &cache_), cache_, "vkCreatePipelineCache");
 }
 
 
@@ -74,7 +74,7 @@ VkPipeline PipelineCache::create(VkDevice device, const uint32_t* code, size_t w
   smi.codeSize = words * sizeof(uint32_t);
   smi.pCode = code;
   VkShaderModule module = VK_NULL_HANDLE;
-  check_vk(vkCreateShaderModule(device, &smi, nullptr, &module), "vkCreateShaderModule");
+  check_created(vkCreateShaderModule(device, &smi, nullptr, &module), module, "vkCreateShaderModule");
 
   std::vector<uint32_t> values = constants;
   std::vector<VkSpecializationMapEntry> entries(values.size());

@@ -9,6 +9,7 @@
 #include "metadata_loops.hpp"
 #include "operands.hpp"
 #include "options.hpp"
+#include "plan_internals.hpp"
 #include "problem_checks.hpp"
 #include "texel_views.hpp"
 
@@ -162,7 +163,8 @@ void PlanCore::build(const Launch& l) {
       throw Error(Status::unsupported, std::string(name()) + ": the metadata (" + std::to_string(bytes) +
                                            " bytes) exceeds maxStorageBufferRange: use a larger tm");
     if (!l.host_metadata.empty() && !options().compile_only) {  // compile_only: nothing will read it
-      host_metadata_ = ContextInternals::adopt(ctx_).create_buffer(bytes);
+      Context owner = ContextInternals::adopt(ctx_);
+      host_metadata_ = plan_buffer(owner, bytes, std::string(name()) + ": its metadata");
       host_metadata_.upload(l.host_metadata.data(), bytes);
     }
     if (l.split_reduction) {
@@ -181,7 +183,8 @@ void PlanCore::build(const Launch& l) {
     // The descriptor of the read-only bindings a kernel reading its sizes or ids never touches: a buffer
     // of the plan's own.
     const uint32_t zero[4] = {0, 0, 0, 0};
-    host_metadata_ = ContextInternals::adopt(ctx_).create_buffer(sizeof zero);
+    Context owner = ContextInternals::adopt(ctx_);
+    host_metadata_ = plan_buffer(owner, sizeof zero, std::string(name()) + ": its metadata");
     host_metadata_.upload(zero, sizeof zero);
   }
   if (!l.later_passes.empty() && l.split_reduction)
@@ -227,8 +230,10 @@ void PlanCore::build(const Launch& l) {
     }
   }
   // The plan's own workspace, for operands that bring none.
-  if (uses_workspace() && !options().compile_only && workspace_owner_ == WorkspaceOwner::self)
-    own_workspace_ = ContextInternals::adopt(ctx_).create_buffer(workspace_.bytes());
+  if (uses_workspace() && !options().compile_only && workspace_owner_ == WorkspaceOwner::self) {
+    Context owner = ContextInternals::adopt(ctx_);
+    own_workspace_ = plan_buffer(owner, workspace_.bytes(), std::string(name()) + ": its workspace");
+  }
   if (device_meta_) {
     const ShaderCode code = metadata_shader();
     meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());

@@ -14,6 +14,19 @@
 
 namespace vkgmm {
 
+// A buffer a plan makes for its own use, `what` naming the plan and the buffer ("gmm: its workspace"): a
+// failure says so, where create_buffer's message would name a call its caller never made.
+inline Buffer plan_buffer(Context& ctx, VkDeviceSize bytes, const std::string& what) {
+  try {
+    return ctx.create_buffer(bytes);
+  } catch (const Error& e) {
+    std::string message = e.what();
+    const std::string call = "create_buffer: ";
+    if (message.compare(0, call.size(), call) == 0) message.erase(0, call.size());
+    throw Error(e.status(), what + " (" + std::to_string(bytes) + " bytes): " + message);
+  }
+}
+
 struct PlanInternals {
   // Plans that are parts of another (MoeLayerPlan's, the routed backward's), which always gives them a
   // workspace: none of their own is allocated, and a record() without one is refused (internal).

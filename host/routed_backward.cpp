@@ -143,7 +143,7 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   const DeviceInfo& info = ctx->dev.info;
   if (given.routing.top_k == 0 && f.m > 0) {
     const std::vector<int32_t> ids = row_ids(given);
-    own_ids = context.create_buffer(ids.size() * 4);
+    own_ids = plan_buffer(context, ids.size() * 4, std::string(kOp) + ": its rows' ids");
     own_ids.upload(ids.data(), ids.size() * 4);
   }
   slots = uint64_t(f.m) * uint64_t(f.routing.top_k);
@@ -207,7 +207,8 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     }
     ctx->log.throw_if_any();
   }
-  if (total && owner == WorkspaceOwner::self) own_workspace = context.create_buffer(total);
+  if (total && owner == WorkspaceOwner::self)
+    own_workspace = plan_buffer(context, total, std::string(kOp) + ": its workspace");
   workspace_owner = owner;
 }
 

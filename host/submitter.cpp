@@ -88,7 +88,7 @@ void Submitter::submit_and_wait(const std::function<void(VkCommandBuffer)>& reco
   VkCommandPoolCreateInfo cp{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cp.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   cp.queueFamilyIndex = dev_.queue_family;
-  check_vk(vkCreateCommandPool(device, &cp, nullptr, &pool), "submit_and_wait: vkCreateCommandPool");
+  check_created(vkCreateCommandPool(device, &cp, nullptr, &pool), pool, "submit_and_wait: vkCreateCommandPool");
   VkCommandBuffer cb = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   bool submitted = false;
@@ -97,7 +97,7 @@ void Submitter::submit_and_wait(const std::function<void(VkCommandBuffer)>& reco
     ai.commandPool = pool;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
-    check_vk(vkAllocateCommandBuffers(device, &ai, &cb), "submit_and_wait: vkAllocateCommandBuffers");
+    check_created(vkAllocateCommandBuffers(device, &ai, &cb), cb, "submit_and_wait: vkAllocateCommandBuffers");
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     check_vk(vkBeginCommandBuffer(cb, &bi), "submit_and_wait: vkBeginCommandBuffer");
@@ -111,7 +111,7 @@ void Submitter::submit_and_wait(const std::function<void(VkCommandBuffer)>& reco
                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
     check_vk(vkEndCommandBuffer(cb), "submit_and_wait: vkEndCommandBuffer");
     VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    check_vk(vkCreateFence(device, &fi, nullptr, &fence), "submit_and_wait: vkCreateFence");
+    check_created(vkCreateFence(device, &fi, nullptr, &fence), fence, "submit_and_wait: vkCreateFence");
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cb;

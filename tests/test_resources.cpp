@@ -83,15 +83,22 @@ TEST_F(DeviceTest, BufferLargerThanDeviceMemoryIsOutOfMemory) {
   EXPECT_EQ(ContextInternals::of(ctx()).buffers.live_allocations(), 0);
 }
 
-// Requests that fit one at a time but not together: vkgmm counts what it holds against the heap. The
-// heaps are lowered to 64 MiB on a context of the test's own, as vkgmm sees them (a GPU's heap of tens of
-// GiB would be allocated for real, and the driver could refuse before vkgmm's count does).
-TEST_F(DeviceTest, BuffersPastTheHeapTogetherAreOutOfMemory) {
-  constexpr VkDeviceSize kHeap = VkDeviceSize{64} << 20, kPiece = VkDeviceSize{20} << 20;
-  Context c = make_context({});
+constexpr VkDeviceSize kSmallHeap = VkDeviceSize{64} << 20;
+
+// A context of the test's own whose heaps are at most kSmallHeap, as vkgmm sees them (a GPU's heap of tens
+// of GiB would be allocated for real, and the driver could refuse before vkgmm's count does).
+Context context_with_small_heaps() {
+  Context c = DeviceTest::make_context({});
   VkPhysicalDeviceMemoryProperties& memory = ContextInternals::of(c).dev.memory;
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
-    memory.memoryHeaps[i].size = std::min(memory.memoryHeaps[i].size, kHeap);
+    memory.memoryHeaps[i].size = std::min(memory.memoryHeaps[i].size, kSmallHeap);
+  return c;
+}
+
+// Requests that fit one at a time but not together: vkgmm counts what it holds against the heap.
+TEST_F(DeviceTest, BuffersPastTheHeapTogetherAreOutOfMemory) {
+  constexpr VkDeviceSize kHeap = kSmallHeap, kPiece = VkDeviceSize{20} << 20;
+  Context c = context_with_small_heaps();
   std::vector<Buffer> held;
   bool refused = false;
   for (int i = 0; i < 8 && !refused; ++i) {
@@ -109,6 +116,20 @@ TEST_F(DeviceTest, BuffersPastTheHeapTogetherAreOutOfMemory) {
   held.clear();
   expect_gmm_works(c);
   EXPECT_EQ(ContextInternals::of(c).buffers.live_allocations(), 0);
+}
+
+// A plan that cannot make its own buffers says which plan and which buffer, not create_buffer (which its
+// caller never called): the heap lowered to 64 MiB and filled first.
+TEST_F(DeviceTest, PlansNameTheBufferTheyCouldNotMake) {
+  Context c = context_with_small_heaps();
+  std::vector<Buffer> held;
+  for (int i = 0; i < 4; ++i) held.push_back(c.create_buffer(kSmallHeap / 4));
+  GmmProblem p;
+  p.m = 64, p.k = 16, p.n = 16;
+  p.group_sizes = {30, 34};
+  expect_error([&] { GmmPlan(c, p); }, Status::out_of_memory, {"gmm: its metadata (", "bytes): "});
+  held.clear();
+  expect_gmm_works(c);
 }
 
 // Memory layouts as drivers report them, and where each buffer goes.

@@ -64,7 +64,7 @@ enum class Status {
   ok = 0,
   invalid_argument,  // the caller's input breaks a rule of docs/contract.md
   unsupported,       // valid input the device or build cannot run
-  out_of_memory,     // host or device allocation failed
+  out_of_memory,     // host or device allocation (or a memory map) failed
   device_lost,       // VK_ERROR_DEVICE_LOST or a wait that timed out
   vulkan_error,      // any other failing VkResult
   validation,        // the validation layer reported a message (VKGMM_VALIDATE=1)
