@@ -83,16 +83,19 @@ void expect_something_to_round(bool to_bf16, bool lhs_f32, bool rhs_f32, const s
 }
 
 std::optional<std::pair<std::string, std::string>> gguf_reference(const std::string& rhs) {
-  // The first ".gguf:" (any case) ends the file name, so that a tensor name may hold ':' itself; a ':'
-  // in a directory name comes before it and is kept.
+  // The last ':' ends the file name (the contract's rule): a ':' in a directory or file name is kept, and
+  // a tensor name cannot hold one (GGUF's names, "blk.N.ffn_up_exps.weight", never do).
   std::string lower = rhs;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (const size_t at = lower.find(".gguf:"); at != std::string::npos) {
-    const size_t colon = at + 5;
+  const auto gguf_file = [&](size_t end) { return end >= 5 && lower.compare(end - 5, 5, ".gguf") == 0; };
+  if (const size_t colon = lower.rfind(':'); colon != std::string::npos && gguf_file(colon)) {
     if (colon + 1 == rhs.size()) throw UsageError("--rhs: '" + rhs + "' names no tensor: expected FILE.gguf:TENSOR");
     return std::make_pair(rhs.substr(0, colon), rhs.substr(colon + 1));
   }
-  if (lower.size() >= 5 && lower.compare(lower.size() - 5, 5, ".gguf") == 0)
+  if (lower.find(".gguf:") != std::string::npos)
+    throw UsageError("--rhs: '" + rhs + "' splits at its last ':' into a file that is no .gguf: expected "
+                     "FILE.gguf:TENSOR, whose tensor name holds no ':'");
+  if (gguf_file(lower.size()))
     throw UsageError("--rhs: a GGUF rhs needs a tensor name: expected FILE.gguf:TENSOR, got '" + rhs + "'");
   return std::nullopt;
 }
