@@ -84,7 +84,8 @@ class VKGMM_API Error : public std::runtime_error {
   Status status_;
 };
 
-// Output tile rows, K step, output tile columns.
+// gmm: output tile rows, K step, output tile columns. tgmm (as megablox's): the step over a group's rows
+// (its sum's length), the output block's rows (k) and columns (n).
 struct Tiling {
   int64_t tm = 0, tk = 0, tn = 0;
   // Spelled out: the public headers are C++17 (a defaulted operator== is C++20).

@@ -71,7 +71,8 @@ def test_gmm_errors(ctx, match, change):
     ("lhs: expected rank 2", dict(lhs=np.ones((8, 16, 1), f32))),
     ("rhs: m = 15", dict(rhs=np.ones((15, 4), f32))),
     ("num_actual_groups", dict(num_actual_groups=3)),
-    (r"num_actual_groups: -1 must be >= 0 \(None: G - group_offset\)", dict(num_actual_groups=-1)),
+    (r"num_actual_groups: -1 must be >= 1 \(None: G - group_offset\)", dict(num_actual_groups=-1)),
+    (r"num_actual_groups: 0 must be >= 1", dict(num_actual_groups=0)),
     ("group_offset", dict(group_offset=3)),
     ("existing_out", dict(existing_out=np.ones((1, 8, 4), f32))),
 ])
@@ -132,7 +133,7 @@ def test_array_and_plan_errors(ctx):
             vkgmm.Array, np.zeros(68, np.uint8), "q8_0", shape=(2, 2, 16))
     refused(r"Array: shape \(2, 3\): k = 3 \(the last dimension\)", vkgmm.Array.empty, [2, 3], "q8_0")
     refused("quantize: w: complex64 data", vkgmm.quantize, np.ones((2, 32), np.complex64), "q8_0")
-    refused(r"num_actual_groups: -1 must be >= 0", vkgmm.TgmmPlan, LHS.T, np.ones((16, 4), f32), GS,
+    refused(r"num_actual_groups: -1 must be >= 1", vkgmm.TgmmPlan, LHS.T, np.ones((16, 4), f32), GS,
             num_actual_groups=-1)
     refused("Array.upload: data", vkgmm.Array(np.ones(4, f32)).upload, np.ones(5, f32))
     refused(r"Array.upload: data: shape \(2, 3\) where the Array's is \(3, 2\)",

@@ -218,8 +218,8 @@ class TgmmPlan:
         self.preferred_element_type = preferred_element_type
         self.out_type = _dtypes.dtype_name(preferred_element_type, "preferred_element_type")
         groups = scalar_count(num_actual_groups, "num_actual_groups", None)
-        if groups is not None and groups < 0:  # the library's -1 (all groups) is None here
-            raise ContractError(f"num_actual_groups: {groups} must be >= 0 (None: G - group_offset)")
+        if groups is not None and groups < 1:  # the library's -1 (all groups) is None here
+            raise ContractError(f"num_actual_groups: {groups} must be >= 1 (None: G - group_offset)")
         self._plan = _TgmmPlan(self.context, m, k, n, group_sizes_list(group_sizes),
                                scalar_count(group_offset, "group_offset", 0), -1 if groups is None else groups,
                                self.lhs_type, self.rhs_type, self.out_type, bool(existing_out), tiling)

@@ -2,6 +2,9 @@
 // Inputs are the values the device sees (already rounded to their element types), as float; sums over k
 // are accumulated in double and rounded to float; gmm's epilogue (bias, activation, routing weight, sum
 // over slots, + existing_out) follows in fp32, as on the device; the result is rounded to the out type.
+// The double sums are more than the contract's fp32 ones where fp32 would overflow: a sum whose partial
+// sums pass FLT_MAX (3e38 + 3e38 - 3e38), or products that overflow to infinities of both signs, comes
+// out finite here and inf or NaN on the device. Such inputs are no check of a kernel.
 // Not part of the library (reference/, not installed): for the tests, the CLI and the bench.
 //
 // Quantized weights (p.rhs_type a block format, q8_0 ... mxfp4): rhs is given as the float values its
