@@ -11,6 +11,7 @@
 
 #include "interface.h"
 #include "matrix_units.hpp"
+#include "op.hpp"
 
 namespace vkgmm {
 
@@ -45,15 +46,29 @@ enum RouteBinding : uint32_t {
   kRouteWeights = VKGMM_BINDING_ROUTE_WEIGHTS,
   kRouteStatus = VKGMM_BINDING_ROUTE_STATUS,
   kRouteReads = VKGMM_BINDING_ROUTE_READS,
+  kRouteWorkspace = VKGMM_BINDING_ROUTE_WORKSPACE,
 };
 constexpr uint32_t kNumRouteBindings = VKGMM_NUM_ROUTE_BINDINGS;
 static_assert(uint32_t(kRouteWeights) == kNumSplitBindings && uint32_t(kRouteStatus) == kNumSplitBindings + 1 &&
-              uint32_t(kRouteReads) == kNumSplitBindings + 2 && kNumRouteBindings == 3);
+              uint32_t(kRouteReads) == kNumSplitBindings + 2 && uint32_t(kRouteWorkspace) == kNumSplitBindings + 3 &&
+              kNumRouteBindings == 4);
+// Every layout's bindings are pushed: Vulkan guarantees maxPushDescriptors >= 32.
+static_assert(kNumSplitBindings + kNumRouteBindings <= 32);
 // The leading bindings of a layout, 0 .. binding_count(split) - 1: the plain layout (kNumPlainBindings) or
 // the split one; the route bindings follow either.
 inline uint32_t binding_count(bool split) { return split ? kNumSplitBindings : kNumPlainBindings; }
 inline bool layout_has_binding(uint32_t binding, bool split) {
   return binding < binding_count(split) || (binding >= kRouteWeights && binding < kRouteWeights + kNumRouteBindings);
+}
+// Whether an op's module declares `binding` writable: out (with its parts), gmm's status word and routed
+// workspace, tgmm's chunk slots (the interface test checks this against every module's SPIR-V). A binding
+// a dispatch leaves unused takes out's view where its module declares it writable, which the op writes
+// anyway, so that synchronization validation sees no other buffer written; a read-only view elsewhere.
+inline bool declares_writable(Op op, uint32_t binding) {
+  const bool out_part = binding >= kNumBindings + 3 * kOut && binding < kNumBindings + 3 * kOut + kMaxParts - 1;
+  if (binding == kOut || out_part) return true;
+  if (op == Op::gmm) return binding == kRouteStatus || binding == kRouteWorkspace;
+  return binding == VKGMM_BINDING_TGMM_PARTIAL;
 }
 // What the host's layouts declare at `binding` (one layout_has_binding says it has).
 inline VkDescriptorType binding_type(uint32_t binding, bool split) {

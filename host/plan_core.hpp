@@ -237,9 +237,9 @@ class PlanCore {
   // the build that copies that routing).
   void bind_routing(const OperandViews& ops, Dispatch& build, const RoutingSource* given) const;
   // A kernel that reads its routing's ids or its group sizes itself: those, a routing's weights and the
-  // status word bound at the op's route bindings, their offsets into its push constants (set after them);
-  // `written` (a descriptor the op writes anyway) where there is no status word.
-  void bind_kernel_reads(const OperandViews& ops, const VkDescriptorBufferInfo& written, Dispatch& op) const;
+  // status word where the app gives one, bound at the op's route bindings, their offsets into its push
+  // constants (set after them).
+  void bind_kernel_reads(const OperandViews& ops, Dispatch& op) const;
   bool routes_in_kernel() const { return routing_ && routing_->in_kernel; }
   bool reads_in_kernel() const { return routes_in_kernel() || kernel_sizes_ > 0; }
   // The routing's words, laid out in the workspace from `words` on (layout_workspace); the next free word.

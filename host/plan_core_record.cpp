@@ -121,34 +121,26 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     bound[2].element_offset = static_cast<uint32_t>(workspace_.partial);
     bound[3] = bound[2];
   }
+  // A binding the dispatch leaves unused: out's view or the metadata's, by the module's declared access.
+  auto unused = [&](uint32_t binding) { return declares_writable(op_, binding) ? bound[2].info : meta; };
   BoundOperand bias;
-  // No bias (or one of no elements: no local expert): any valid descriptor. tgmm's module declares this
-  // binding writable (its chunk slots): out's, which the op writes anyway, so that the metadata does not
-  // look written (sync validation would see two records of the plan race on it).
-  bias.info = op_ == Op::tgmm ? bound[2].info : meta;
+  bias.info = unused(kBias);  // no bias, or one of no elements (no local expert)
   if (bias_count_) bias = bind_operand(*ctx_, op, "bias", ops.bias, DType::f32, bias_count_, 0, false);
   if (split_ || device_split()) {
     // The split reduction's chunk slots (VKGMM_BINDING_TGMM_PARTIAL), which the kernel writes.
     bias.info = work;
     bias.element_offset = static_cast<uint32_t>(workspace_.partial);
   }
-  if (reads_in_kernel()) {
-    // Routed or sized in the kernel: the ids or sizes at the route bindings (a given routing is not read:
-    // there is no build). The bindings it never touches that the module declares writable (META, and
-    // the status word's without a view) take out's descriptor, which the op writes anyway: no other
-    // buffer looks written, so two records into different outs need no barrier between them.
-    meta = bound[2].info;
-    bind_kernel_reads(ops, meta, b.op);
-  }
   b.op.count = layout_descriptors(bound, meta, bias.info, split, b.op.infos);
   if (op_ == Op::gmm) {
-    // gmm's module declares the route bindings: any valid descriptor where the kernel reads none, out's
-    // at the status word's, which the module declares writable (as for tgmm's chunk slots above).
+    // gmm's module declares the route bindings in every build. Routed or sized in the kernel: the ids or
+    // sizes there (a given routing is not read: there is no build). Routed with a build: the workspace
+    // the kernel writes, from its first word as the metadata's view.
     b.op.routes = true;
-    if (!reads_in_kernel()) {
-      std::fill(std::begin(b.op.route), std::end(b.op.route), meta);
-      b.op.route[kRouteStatus - kRouteWeights] = bound[2].info;
-    }
+    for (uint32_t r = 0; r < kNumRouteBindings; ++r) b.op.route[r] = unused(kRouteWeights + r);
+    if (reads_in_kernel()) bind_kernel_reads(ops, b.op);
+    if (routing_ && device_meta_ && (routing_->fused_tiles || routing_->pre_n))
+      b.op.route[kRouteWorkspace - kRouteWeights] = meta;
   }
   abi::OperandOffsets& off = b.op.push.as<abi::OperandOffsets>();
   off.lhs_off = bound[0].element_offset;

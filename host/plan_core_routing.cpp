@@ -117,17 +117,14 @@ void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const Rout
   m.tile_counts = r.fused_tiles;
 }
 
-void PlanCore::bind_kernel_reads(const OperandViews& ops, const VkDescriptorBufferInfo& written, Dispatch& op) const {
+void PlanCore::bind_kernel_reads(const OperandViews& ops, Dispatch& op) const {
   const char* op_name = name();
   // ids or group sizes (int32) and weights (f32) at any 4-byte offset; the status word where the app gives one.
   const BoundOperand ids = routes_in_kernel()
                                ? bind_words(*ctx_, op_name, "ids", ops.ids, routing_->slots(), "int32")
                                : bind_words(*ctx_, op_name, "group_sizes", ops.group_sizes, kernel_sizes_, "int32");
-  // The route bindings in order: the weights (none: the plan's own buffer, read-only there), the status
-  // word (none: `written`, as the binding is declared writable), the ids or sizes (read-only).
+  // The ids or sizes, the weights and the status word where given (the caller's views elsewhere).
   auto at = [&op](RouteBinding b) -> VkDescriptorBufferInfo& { return op.route[b - kRouteWeights]; };
-  at(kRouteWeights) = {host_metadata_.handle(), 0, host_metadata_.size()};
-  at(kRouteStatus) = written;
   at(kRouteReads) = ids.info;
   abi::GmmPush& p = op.push.as<abi::GmmPush>();
   p.ids_off = ids.element_offset;

@@ -77,7 +77,7 @@ layout(constant_id = VKGMM_ID_GMM_SAVE_PRE) const bool SAVE_PRE = false;
 // The direct schedule's steps of its K walk per iteration (interface.h); k is a multiple of the
 // iteration's values.
 layout(constant_id = VKGMM_ID_GMM_STEPS_IN_FLIGHT) const uint STEPS_IN_FLIGHT = 1;
-// A combined call of few slots routed in the kernel (interface.h): the ids at the META binding, no row map.
+// A combined call of few slots routed in the kernel (interface.h): the ids at the route bindings, no row map.
 layout(constant_id = VKGMM_ID_GMM_ROUTE_IN_KERNEL) const bool ROUTE_IN_KERNEL = false;
 // Group sizes on the device read in the kernel (interface.h): the sizes at the route-weights binding, no visit list.
 layout(constant_id = VKGMM_ID_GMM_SIZES_IN_KERNEL) const bool SIZES_IN_KERNEL = false;
@@ -114,11 +114,12 @@ VKGMM_DEFINE_LOAD(load_ex, ex, OUT_TYPE)
 
 layout(std430, set = 0, binding = VKGMM_BINDING_BIAS) readonly buffer BiasBuf { float bias[]; };
 
-// FUSED_COMBINE: the workspace (the META binding) written too: per-slot results and the tiles' counters,
-// read by other workgroups (coherent).
-layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent buffer WorkBuf { uint work[]; };
-layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent readonly buffer WorkBuf4 { uvec4 work4[]; };
-layout(std430, set = 0, binding = VKGMM_BINDING_META) coherent writeonly buffer WorkBuf4w { uvec4 work4w[]; };
+// Routed: the workspace the kernel writes (interface.h), from its first word as the META binding's view:
+// FUSED_COMBINE's per-slot results and tile counters, read by other workgroups (coherent), and SAVE_PRE's
+// pre-activations.
+layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WORKSPACE) coherent buffer WorkBuf { uint work[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WORKSPACE) coherent readonly buffer WorkBuf4 { uvec4 work4[]; };
+layout(std430, set = 0, binding = VKGMM_BINDING_ROUTE_WORKSPACE) coherent writeonly buffer WorkBuf4w { uvec4 work4w[]; };
 #define VKGMM_PARTIAL_WORD(i) work[pc.partial_off + (i)]
 #define VKGMM_PARTIAL_WORD4(i) work4[pc.partial_off / 4u + (i)]
 #include "combine.glsl"

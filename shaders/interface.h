@@ -75,16 +75,18 @@
 #define VKGMM_BINDING_GRAD_SORTED (VKGMM_NUM_BINDINGS + 2)
 #define VKGMM_BINDING_GRAD_GATHERED (VKGMM_NUM_BINDINGS + 3)
 
-// gmm reading the app's routing in the kernel (VKGMM_ID_GMM_ROUTE_IN_KERNEL, VKGMM_ID_GMM_SIZES_IN_KERNEL):
-// the router weights (f32 [slots]), the status word, and what the kernel reads instead of a build's
-// metadata (int32, read-only: the ids, or the group sizes), each where the app's own buffer is bound to a
-// binding the module does not declare writable. Past both layouts' bindings, in each: the gmm module
-// declares them in every build, so every gmm dispatch pushes a valid view at each (the META binding's
-// where it reads none).
+// gmm's routing bindings, past both layouts' bindings, in each: the gmm module declares them in every
+// build, so every gmm dispatch pushes a valid view at each. Reading the app's routing in the kernel
+// (VKGMM_ID_GMM_ROUTE_IN_KERNEL, VKGMM_ID_GMM_SIZES_IN_KERNEL): the router weights (f32 [slots]), the
+// status word, and what the kernel reads instead of a build's metadata (int32, read-only: the ids, or the
+// group sizes), each where the app's own buffer is bound to a binding the module does not declare
+// writable. Routed with a build: the workspace the kernel writes (the fused combine's per-slot results and
+// tile counters, the saved pre-activations), its own binding so that the metadata's stays read-only.
 #define VKGMM_BINDING_ROUTE_WEIGHTS VKGMM_NUM_SPLIT_BINDINGS
 #define VKGMM_BINDING_ROUTE_STATUS (VKGMM_NUM_SPLIT_BINDINGS + 1)
 #define VKGMM_BINDING_ROUTE_READS (VKGMM_NUM_SPLIT_BINDINGS + 2)
-#define VKGMM_NUM_ROUTE_BINDINGS 3
+#define VKGMM_BINDING_ROUTE_WORKSPACE (VKGMM_NUM_SPLIT_BINDINGS + 3)
+#define VKGMM_NUM_ROUTE_BINDINGS 4
 
 // ----- specialization constants ------------------------------------------------------------------------
 // Every kernel's shape (host/tiling.hpp, KernelShape): an output block [BLOCK_ROWS, BLOCK_COLS] reduced

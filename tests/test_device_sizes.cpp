@@ -126,11 +126,11 @@ TEST_F(DeviceTest, DeviceSizesWithManyGroups) {
 }
 
 // One plan recorded twice in one command buffer, into two outs, with no barrier between the records (the
-// docs ask for none): a gmm with device sizes sharing one workspace (on both grids), a tgmm with sizes on
-// the host, a routed gmm that combines its slots. Each out against the reference; in the `sync` run
-// (tests/variants.txt) a hazard the layer sees between the records fails the test: vkgmm's build reading
-// the workspace the earlier record wrote, or a buffer that both records bind where the module declares a
-// write.
+// docs ask for none): a gmm with sizes on the host, one with device sizes sharing one workspace (on both
+// grids), a tgmm with sizes on the host, a routed gmm that combines its slots, one that saves its
+// pre-activations. Each out against the reference; in the `sync` run (tests/variants.txt) a hazard the
+// layer sees between the records fails the test: vkgmm's build reading the workspace the earlier record
+// wrote, or a buffer that both records bind where the module declares a write.
 TEST_F(DeviceTest, DeviceSizesTgmmAndRoutedPlansRecordedTwice) {
   std::mt19937 rng(29);
   const std::vector<int32_t> sizes = {50, 0, 90, 60};
@@ -149,6 +149,12 @@ TEST_F(DeviceTest, DeviceSizesTgmmAndRoutedPlansRecordedTwice) {
   const auto rhs = random_values(size_t(4 * host.k * host.n), DType::f32, rng);
   const std::vector<float> want = reference::gmm(host, lhs, rhs);
   Buffer a = upload(ctx(), DType::f32, lhs), b = upload(ctx(), DType::f32, rhs);
+  {
+    const GmmPlan plan(ctx(), host);
+    const auto [o1, o2] = twice([&](VkCommandBuffer cb, const BufferView& out) { plan.record(cb, {a.view(), b.view(), out}); },
+                                want.size() * 4);
+    EXPECT_TRUE(all_close(o1, want, 1e-4, 1e-5) && all_close(o2, want, 1e-4, 1e-5)) << "gmm, host sizes";
+  }
   for (const DeviceGrid grid : GridHook::both(ctx())) {
     const GridHook hook(ctx(), grid);
     GmmProblem p = host;
@@ -189,18 +195,23 @@ TEST_F(DeviceTest, DeviceSizesTgmmAndRoutedPlansRecordedTwice) {
     const auto x = random_values(size_t(p.m * p.k), DType::f32, rng);
     const auto weights = random_values(ids.size(), DType::f32, rng);
     const std::vector<float> want_r = reference::gmm_routed(p, x, rhs, ids, weights);
-    const GmmPlan plan(ctx(), p);
     Buffer l = upload(ctx(), DType::f32, x), w = upload(ctx(), DType::f32, weights);
-    Buffer i = ctx().create_buffer(ids.size() * 4), work = ctx().create_buffer(plan.workspace_bytes());
+    Buffer i = ctx().create_buffer(ids.size() * 4);
     i.upload(ids.data(), ids.size() * 4);
-    const auto [o1, o2] = twice(
-        [&](VkCommandBuffer cb, const BufferView& out) {
-          GmmOperands ops{l.view(), b.view(), out};
-          ops.ids = i.view(), ops.weights = w.view(), ops.workspace = work.view();
-          plan.record(cb, ops);
-        },
-        want_r.size() * 4);
-    EXPECT_TRUE(all_close(o1, want_r, 1e-4, 1e-5) && all_close(o2, want_r, 1e-4, 1e-5)) << "routed, combined";
+    for (const bool save : {false, true}) {
+      p.epilogue.save_pre_activation = save;  // the kernel writes the workspace at its own binding too
+      const GmmPlan plan(ctx(), p);
+      Buffer work = ctx().create_buffer(plan.workspace_bytes());
+      const auto [o1, o2] = twice(
+          [&](VkCommandBuffer cb, const BufferView& out) {
+            GmmOperands ops{l.view(), b.view(), out};
+            ops.ids = i.view(), ops.weights = w.view(), ops.workspace = work.view();
+            plan.record(cb, ops);
+          },
+          want_r.size() * 4);
+      EXPECT_TRUE(all_close(o1, want_r, 1e-4, 1e-5) && all_close(o2, want_r, 1e-4, 1e-5))
+          << "routed, combined, saving the pre-activation " << save;
+    }
   }
 }
 

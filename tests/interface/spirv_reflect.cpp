@@ -18,6 +18,7 @@ enum : uint32_t {
   kOpTypeImage = 25,
   kOpTypeSampledImage = 27,
   kOpTypeArray = 28,
+  kOpTypeStruct = 30,
   kOpTypePointer = 32,
   kOpConstant = 43,
   kOpFunction = 54,
@@ -26,6 +27,7 @@ enum : uint32_t {
   kOpDecorate = 71,
   kOpMemberDecorate = 72,
   kDecorationSpecId = 1,
+  kDecorationNonWritable = 24,
   kDecorationBinding = 33,
   kDecorationDescriptorSet = 34,
   kDecorationOffset = 35,
@@ -67,6 +69,8 @@ Reflection reflect(const uint32_t* words, size_t count) {
   std::map<uint32_t, std::map<uint32_t, uint32_t>> calls;  // caller id -> callee id -> call sites
   std::map<uint32_t, uint32_t> scalar_bytes, constants;               // type id -> bytes; constant id -> value
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> vectors, arrays;  // (element type, count / length id)
+  std::map<uint32_t, uint32_t> struct_members, read_only_members;     // struct id -> members; NonWritable ones
+  std::set<uint32_t> read_only_vars;                                  // variables decorated NonWritable
   for (size_t i = 5; i < count;) {
     const uint32_t n = words[i] >> 16, op = words[i] & 0xffff;
     if (n == 0 || i + n > count) throw std::runtime_error("truncated instruction");
@@ -79,6 +83,7 @@ Reflection reflect(const uint32_t* words, size_t count) {
       case kOpTypeFloat: scalar_bytes[a[0]] = a[1] / 8; break;
       case kOpTypeVector: vectors[a[0]] = {a[1], a[2]}; break;
       case kOpTypeArray: arrays[a[0]] = {a[1], a[2]}; break;
+      case kOpTypeStruct: struct_members[a[0]] = n - 2; break;
       case kOpConstant: constants[a[1]] = a[2]; break;
       case kOpTypeImage: image_dim[a[0]] = a[2]; break;
       case kOpTypeSampledImage: sampled_image_of[a[0]] = a[1]; break;
@@ -92,9 +97,11 @@ Reflection reflect(const uint32_t* words, size_t count) {
         if (a[1] == kDecorationSpecId) spec_ids[a[0]] = a[2];
         if (a[1] == kDecorationBinding) binding_of[a[0]] = a[2];
         if (a[1] == kDecorationDescriptorSet) set_of[a[0]] = a[2];
+        if (a[1] == kDecorationNonWritable) read_only_vars.insert(a[0]);
         break;
       case kOpMemberDecorate:
         if (a[2] == kDecorationOffset) member_offsets[{a[0], a[1]}] = a[3];
+        if (a[2] == kDecorationNonWritable) ++read_only_members[a[0]];
         break;
       default: break;
     }
@@ -143,6 +150,11 @@ Reflection reflect(const uint32_t* words, size_t count) {
     const uint32_t b = binding_of[v.id];
     if (r.bindings.count(b) && r.bindings[b] != kind) kind = BindingKind::other;
     r.bindings[b] = kind;
+    // A storage block is read-only where the variable or every member of its struct is NonWritable
+    // (glslang's `readonly` decorates the members); one writable declaration makes the binding writable.
+    const bool read_only = read_only_vars.count(v.id) ||
+                           (struct_members.count(pointee) && read_only_members[pointee] == struct_members[pointee]);
+    if (kind == BindingKind::storage_buffer && !read_only) r.writable.insert(b);
   }
   return r;
 }

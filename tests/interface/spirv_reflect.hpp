@@ -31,6 +31,7 @@ struct Reflection {
   std::map<uint32_t, std::string> spec_constants;  // SpecId -> the constant's name ("" when unnamed)
   std::vector<ReflectedMember> push_members;        // the push-constant block's members, in order
   std::map<uint32_t, BindingKind> bindings;         // set-0 binding -> what is declared there
+  std::set<uint32_t> writable;                      // the storage bindings some declaration may write
   bool other_sets = false;                          // some variable is in a set other than 0
   std::vector<SharedVariable> shared;               // the Workgroup variables, in declaration order
   std::set<std::string> functions;                  // each function's name, up to the "(" glslang adds
