@@ -236,6 +236,13 @@ Buffer Context::create_buffer(VkDeviceSize bytes) {
     uint64_t held = 0;
     VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
     VkDeviceMemory memory = VK_NULL_HANDLE;
+    // Device memory objects are few on some drivers (maxMemoryAllocationCount, 4096 on many): refused
+    // here with a reason rather than past the limit, where the driver need not fail cleanly.
+    const uint32_t max_count = dev.max_allocation_count;
+    if (max_count && im.buffers.live_allocations() >= int64_t(max_count))
+      out_of_memory(bytes, "vkgmm already holds " + std::to_string(im.buffers.live_allocations()) +
+                               " device memory allocations, the device's maxMemoryAllocationCount (each Buffer "
+                               "holds one, each plan one or more); destroy some first");
     if (im.buffers.charge(heap, req.size, heap_size, held)) {
       VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
       mai.allocationSize = req.size;

@@ -48,6 +48,8 @@ void check_vk(VkResult r, const char* what) {
   // for an allocation.
   if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_MEMORY_MAP_FAILED)
     throw Error(Status::out_of_memory, msg);
+  // Too many objects of a kind (device memory past maxMemoryAllocationCount): freeing some makes room.
+  if (r == VK_ERROR_TOO_MANY_OBJECTS) throw Error(Status::out_of_memory, msg + " (too many objects of this kind are alive)");
   if (r == VK_ERROR_DEVICE_LOST || r == VK_TIMEOUT) throw Error(Status::device_lost, msg);
   throw Error(Status::vulkan_error, msg);
 }
@@ -100,6 +102,7 @@ void Device::query() {
   max_allocation = m3.maxMemoryAllocationSize;
   if (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) compute_subgroup_operations = subgroup.supportedOperations;
   const auto& lim = props.properties.limits;
+  max_allocation_count = lim.maxMemoryAllocationCount;
   info.name = props.properties.deviceName;
   info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
   driver_id = driver.driverID;

@@ -38,6 +38,7 @@ struct Device {
   DeviceInfo info;
   VkPhysicalDeviceMemoryProperties memory{};
   VkDeviceSize max_allocation = 0;  // maxMemoryAllocationSize (Vulkan 1.1); 0 where not reported
+  uint32_t max_allocation_count = 0;  // maxMemoryAllocationCount: device memory objects alive at once
   // The subgroup operations compute shaders may use (VkPhysicalDeviceSubgroupProperties; 0 where the
   // compute stage has none).
   VkSubgroupFeatureFlags compute_subgroup_operations = 0;

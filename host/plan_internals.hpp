@@ -20,9 +20,10 @@ inline Buffer plan_buffer(Context& ctx, VkDeviceSize bytes, const std::string& w
   try {
     return ctx.create_buffer(bytes);
   } catch (const Error& e) {
+    // create_buffer's own words after its name, and after the size where it gives one first.
     std::string message = e.what();
-    const std::string call = "create_buffer: ";
-    if (message.compare(0, call.size(), call) == 0) message.erase(0, call.size());
+    for (const std::string& lead : {std::string("create_buffer: "), std::to_string(bytes) + " bytes: "})
+      if (message.compare(0, lead.size(), lead) == 0) message.erase(0, lead.size());
     throw Error(e.status(), what + " (" + std::to_string(bytes) + " bytes): " + message);
   }
 }

@@ -28,6 +28,9 @@ void Submitter::destroy_now(const DeadBuffer& b) const {
 
 void Submitter::retire(const DeadBuffer& b) {
   std::lock_guard lock(mutex_);
+  // Parked work that has finished is reaped first: an app that only records into its own command buffers
+  // may never call submit_and_wait again, and its buffers would wait for the Context's end.
+  reap_locked();
   if (!pending_.empty()) {
     // A submission that outlived its wait may still read this buffer: destroy it once that is over.
     graveyard_.push_back(b);

@@ -119,17 +119,34 @@ TEST_F(DeviceTest, BuffersPastTheHeapTogetherAreOutOfMemory) {
 }
 
 // A plan that cannot make its own buffers says which plan and which buffer, not create_buffer (which its
-// caller never called): the heap lowered to 64 MiB and filled first.
+// caller never called), and why: a heap lowered to 64 MiB and filled first; device memory objects past
+// maxMemoryAllocationCount (4096 on many drivers; lavapipe's is 2^32 - 1, so it is lowered here), which
+// create_buffer refuses too, naming the limit. Each context works again once the buffers are freed.
 TEST_F(DeviceTest, PlansNameTheBufferTheyCouldNotMake) {
-  Context c = context_with_small_heaps();
-  std::vector<Buffer> held;
-  for (int i = 0; i < 4; ++i) held.push_back(c.create_buffer(kSmallHeap / 4));
   GmmProblem p;
   p.m = 64, p.k = 16, p.n = 16;
   p.group_sizes = {30, 34};
-  expect_error([&] { GmmPlan(c, p); }, Status::out_of_memory, {"gmm: its metadata (", "bytes): "});
-  held.clear();
-  expect_gmm_works(c);
+  auto refused_then_usable = [&](Context& c, std::vector<Buffer>& held, const char* why) {
+    expect_error([&] { GmmPlan(c, p); }, Status::out_of_memory, {"gmm: its metadata (", "bytes): ", why});
+    held.clear();
+    expect_gmm_works(c);
+  };
+  {
+    Context c = context_with_small_heaps();
+    std::vector<Buffer> held;
+    for (int i = 0; i < 4; ++i) held.push_back(c.create_buffer(kSmallHeap / 4));
+    refused_then_usable(c, held, "already use");
+  }
+  {
+    Context c = make_context({});
+    uint32_t& limit = ContextInternals::of(c).dev.max_allocation_count;
+    ASSERT_GT(limit, 0u);
+    limit = uint32_t(ContextInternals::of(c).buffers.live_allocations()) + 8;  // room for one gmm, once freed
+    std::vector<Buffer> held;
+    for (int i = 0; i < 8; ++i) held.push_back(c.create_buffer(64));
+    expect_error([&] { c.create_buffer(64); }, Status::out_of_memory, {"create_buffer: 64 bytes", "maxMemoryAllocationCount"});
+    refused_then_usable(c, held, "maxMemoryAllocationCount");
+  }
 }
 
 // Memory layouts as drivers report them, and where each buffer goes.
