@@ -109,7 +109,7 @@ GmmProblem moe_layer_projection(const MoeLayerProblem& p, bool up) {
   g.routing = {p.top_k, !up, !up, p.num_experts};
   // The forward keeps each slot's pre-activation in its workspace: the backward's input (the up
   // projection's activation derivative, the down projection's y(t, j) for d_weights), not recomputed.
-  g.epilogue = {up ? p.up_bias : p.down_bias, up ? p.activation : Activation::none, true};
+  g.epilogue = {up ? p.up_bias : p.down_bias, up ? p.activation : Activation::none, !p.forward_only};
   return g;
 }
 
@@ -135,16 +135,35 @@ TgmmProblem router_weights_problem(const MoeLayerProblem& p) {
 }
 
 TopKProblem routing_problem(const MoeLayerProblem& p) { return {p.tokens, p.num_experts, p.top_k, p.renormalize}; }
+
+// The backward's plans (none with forward_only).
+struct MoeLayerBackward {
+  GmmBackwardPlan down_bw, up_bw;
+  TopKBackwardPlan top_k_bw;
+  TgmmPlan router_dw;
+  GmmPlan router_dx;
+};
+
+std::optional<MoeLayerBackward> backward_parts(Context& ctx, const MoeLayerProblem& p) {
+  if (p.forward_only) return std::nullopt;
+  return MoeLayerBackward{
+      part(kDownBackward, [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, false), {}); }),
+      part(kUpBackward,
+           [&] {
+             return PlanInternals::part_of_another(ctx, moe_layer_projection(p, true), GmmBackwardOptions{p.accumulate});
+           }),
+      part(kTopKBackward, [&] { return TopKBackwardPlan(ctx, routing_problem(p)); }),
+      part(kRouterDw, [&] { return TgmmPlan(ctx, router_weights_problem(p)); }),
+      part(kRouterDx, [&] { return PlanInternals::part_of_another(ctx, router_dx_problem(p)); })};
+}
 }  // namespace
 
 struct MoeLayerPlan::State {
   MoeLayerProblem problem;
   MoeLayerSizes sizes;
-  GmmPlan router, up, down, router_dx;
+  GmmPlan router, up, down;
   TopKPlan top_k;
-  GmmBackwardPlan down_bw, up_bw;
-  TopKBackwardPlan top_k_bw;
-  TgmmPlan router_dw;
+  std::optional<MoeLayerBackward> bw;
   // The workspace: what the forward saves, each forward plan's share, then the backward's words and each
   // backward plan's share.
   using Region = WorkspaceArena::Region;
@@ -161,17 +180,8 @@ struct MoeLayerPlan::State {
         router(part(kRouter, [&] { return GmmPlan(ctx, router_problem(p)); })),
         up(part(kUp, [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, true)); })),
         down(part(kDown, [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, false)); })),
-        router_dx(part(kRouterDx, [&] { return PlanInternals::part_of_another(ctx, router_dx_problem(p)); })),
         top_k(part(kTopK, [&] { return TopKPlan(ctx, routing_problem(p)); })),
-        down_bw(part(kDownBackward,
-                     [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, false), {}); })),
-        up_bw(part(kUpBackward,
-                   [&] {
-                     return PlanInternals::part_of_another(ctx, moe_layer_projection(p, true),
-                                                           GmmBackwardOptions{p.accumulate});
-                   })),
-        top_k_bw(part(kTopKBackward, [&] { return TopKBackwardPlan(ctx, routing_problem(p)); })),
-        router_dw(part(kRouterDw, [&] { return TgmmPlan(ctx, router_weights_problem(p)); })) {}
+        bw(backward_parts(ctx, p)) {}
 };
 
 namespace {
@@ -193,15 +203,18 @@ MoeLayerPlan::MoeLayerPlan(Context& ctx, const MoeLayerProblem& problem) {
   st->hidden = arena.take(slots * VkDeviceSize(p.d_ff) * 4);
   st->up_ws = arena.take(st->up.workspace_bytes());
   st->down_ws = arena.take(st->down.workspace_bytes());
-  st->d_hidden = arena.take(slots * VkDeviceSize(p.d_ff) * 4);
-  st->d_weights = arena.take(slots * 4);
-  st->d_logits = arena.take(T * VkDeviceSize(p.num_experts) * 4);
-  st->down_bw_ws = arena.take(st->down_bw.workspace_bytes());
-  st->up_bw_ws = arena.take(st->up_bw.workspace_bytes());
-  st->router_dx_ws = arena.take(st->router_dx.workspace_bytes());
+  if (st->bw) {
+    const MoeLayerBackward& bw = *st->bw;
+    st->d_hidden = arena.take(slots * VkDeviceSize(p.d_ff) * 4);
+    st->d_weights = arena.take(slots * 4);
+    st->d_logits = arena.take(T * VkDeviceSize(p.num_experts) * 4);
+    st->down_bw_ws = arena.take(bw.down_bw.workspace_bytes());
+    st->up_bw_ws = arena.take(bw.up_bw.workspace_bytes());
+    st->router_dx_ws = arena.take(bw.router_dx.workspace_bytes());
+  }
   st->total = arena.bytes();
   if (st->total && !ctx.options().app_workspaces) st->own = plan_buffer(ctx, st->total, "moe_layer: its workspace");
-  {
+  if (st->bw) {
     // At least one word each: with no tokens the views are still given (and bound), of nothing to read.
     const VkDeviceSize count = std::max<VkDeviceSize>(T, 1);
     const std::vector<int32_t> zeros(count, 0);
@@ -311,6 +324,8 @@ void MoeLayerPlan::record_forward(VkCommandBuffer cb, const MoeLayerOperands& op
 
 void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& ops, const MoeLayerGradients& g) const {
   const State& st = live_state(state_, kOp);
+  if (!st.bw) refuse("record_backward: the plan was made with forward_only (the forward alone)");
+  const MoeLayerBackward& bw = *st.bw;
   if (cb == VK_NULL_HANDLE) refuse("command buffer is VK_NULL_HANDLE");
   const BufferView work = workspace_of(ops, st.own, st.total, st.info, st.router);
   check_layer_overlaps(ops, work, &g);
@@ -340,26 +355,26 @@ void MoeLayerPlan::record_backward(VkCommandBuffer cb, const MoeLayerOperands& o
   check_as_part(kOp, kDownBackward,
              {{"rhs", "w_down"}, {"d_out", "d_y"}, {"d_rhs", "d_w_down"}, {"bias", "b_down"}, {"d_bias", "d_b_down"},
               {"status", "status"}},
-             [&] { PlanInternals::check_backward(st.down_bw, down, routing); });
+             [&] { PlanInternals::check_backward(bw.down_bw, down, routing); });
   check_as_part(kOp, kUpBackward,
              {{"lhs", "x"}, {"rhs", "w_up"}, {"d_lhs", "d_x"}, {"d_rhs", "d_w_up"}, {"bias", "b_up"}, {"d_bias", "d_b_up"}},
-             [&] { PlanInternals::check_backward(st.up_bw, up, routing); });
-  check_as_part(kOp, kTopKBackward, {}, [&] { st.top_k_bw.check(k); });
+             [&] { PlanInternals::check_backward(bw.up_bw, up, routing); });
+  check_as_part(kOp, kTopKBackward, {}, [&] { bw.top_k_bw.check(k); });
   check_as_part(kOp, kRouterDw, {{"lhs", "x"}, {"out", "d_router_w"}, {"existing_out", "d_router_w"}},
-             [&] { st.router_dw.check(dw); });
-  check_as_part(kOp, kRouterDx, {{"rhs", "router_w"}, {"out", "d_x"}, {"existing_out", "d_x"}}, [&] { st.router_dx.check(dx); });
+             [&] { bw.router_dw.check(dw); });
+  check_as_part(kOp, kRouterDx, {{"rhs", "router_w"}, {"out", "d_x"}, {"existing_out", "d_x"}}, [&] { bw.router_dx.check(dx); });
   between(cb);  // the forward's saved words
-  PlanInternals::record_backward(st.down_bw, cb, down, routing);
+  PlanInternals::record_backward(bw.down_bw, cb, down, routing);
   between(cb);
   // Passes that read the workspace through texel views of the whole buffer come before the next pass's
   // writes with a barrier, though their words differ.
-  PlanInternals::record_backward(st.up_bw, cb, up, routing);
+  PlanInternals::record_backward(bw.up_bw, cb, up, routing);
   between(cb);
-  st.top_k_bw.record(cb, k);
+  bw.top_k_bw.record(cb, k);
   between(cb);
-  st.router_dw.record(cb, dw);
+  bw.router_dw.record(cb, dw);
   between(cb);
-  st.router_dx.record(cb, dx);
+  bw.router_dx.record(cb, dx);
 }
 
 }  // namespace vkgmm

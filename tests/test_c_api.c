@@ -1057,6 +1057,20 @@ static void test_moe_layer(vkgmm_context* ctx) {
       bad += !near(dwd[c * D + j], want);
     }
   CHECK(bad == 0);
+  {
+    /* forward_only: a smaller workspace, the same y to the bit; the backward refused by name. */
+    vkgmm_moe_layer_problem q = p;
+    vkgmm_moe_layer_plan* fp = NULL;
+    vkgmm_moe_layer_sizes fs = {sizeof fs};
+    float y2[T * D];
+    q.forward_only = 1;
+    CHECK(vkgmm_moe_layer_plan_create(ctx, &q, &fp) == VKGMM_OK);
+    CHECK(vkgmm_moe_layer_plan_sizes(fp, &fs) == VKGMM_OK && fs.workspace < s.workspace && fs.y == s.y);
+    CHECK(vkgmm_moe_layer_plan_run(ctx, fp, &ops, &g) == VKGMM_INVALID_ARGUMENT && strstr(message(), "forward_only"));
+    CHECK(vkgmm_moe_layer_plan_run(ctx, fp, &ops, NULL) == VKGMM_OK);
+    CHECK(vkgmm_buffer_download(by, y2, sizeof y2, 0) == VKGMM_OK && memcmp(y, y2, sizeof y) == 0);
+    vkgmm_moe_layer_plan_destroy(fp);
+  }
   vkgmm_moe_layer_plan_destroy(plan);
   vkgmm_buffer* all[] = {bx, brw, bwu, bwd, bdy, by, bdx, bdrw, bdwu, bdwd};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) vkgmm_buffer_destroy(all[i]);

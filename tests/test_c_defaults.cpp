@@ -360,6 +360,7 @@ TEST(CDefaults, MoeLayerProblemIsTheCppDefault) {
   EXPECT_EQ(cpp.down_weight_type, p.down_weight_type);
   EXPECT_EQ(cpp.accumulate, p.accumulate);
   EXPECT_EQ(cpp.transpose_weights, p.transpose_weights);
+  EXPECT_EQ(cpp.forward_only, p.forward_only);
   EXPECT_EQ(cpp.activation, Activation::none);
   c.local_experts = -1;
   EXPECT_EQ(c_api::to_cpp(c).local_experts, p.local_experts);
@@ -369,7 +370,9 @@ TEST(CDefaults, MoeLayerProblemIsTheCppDefault) {
   EXPECT_FALSE(c_api::to_cpp(c).renormalize);
   c.transpose_weights = 1;
   EXPECT_TRUE(c_api::to_cpp(c).transpose_weights);
-  c.reserved_end = 1;
+  c.forward_only = 1;
+  EXPECT_TRUE(c_api::to_cpp(c).forward_only);
+  c.reserved_tail = 1;
   EXPECT_THROW(c_api::to_cpp(c), Error);
 }
 

@@ -55,7 +55,7 @@ DeviceLayer run_layer(Context& ctx, const MoeLayerProblem& p, const MoeWeights& 
   if (p.down_bias) ops.b_down = (bd = up(w.b_down)).view(), g.d_b_down = (dbd = poisoned(ctx, s.b_down)).view(0, s.b_down);
   ctx.submit_and_wait([&](VkCommandBuffer cb) {
     plan.record_forward(cb, ops);
-    plan.record_backward(cb, ops, g);
+    if (!p.forward_only) plan.record_backward(cb, ops, g);
   });
   expect_clean_status(status);
   DeviceLayer r;
@@ -331,6 +331,30 @@ TEST_F(DeviceTest, MoeLayerNonFiniteTokensLeaveTheOthersBits) {
     EXPECT_TRUE(same_bits(row(y), row(finite.y))) << "y";
     EXPECT_TRUE(same_bits(row(d_x), row(finite.d_x))) << "d_x";
   }
+}
+
+// forward_only (inference): y to the bit as the training plan's, against the reference; a smaller
+// workspace and fewer pipelines (compiled as the plans are made, on an eager context); the backward
+// refused by name before anything is recorded.
+TEST_F(DeviceTest, MoeLayerForwardOnly) {
+  std::mt19937 rng(41);
+  MoeLayerProblem p = small_layer(Activation::swiglu, true, true);
+  MoeWeights w = make_params(p, rng);
+  const std::vector<float> d_y(size_t(p.tokens * p.d_model), 0.5f);
+  MoeLayerProblem f = p;
+  f.forward_only = true;
+  const DeviceLayer full = run_layer(ctx(), p, w, d_y), forward = run_layer(ctx(), f, w, d_y);
+  EXPECT_TRUE(same_bits(forward.y, full.y));
+  EXPECT_TRUE(all_close(forward.y, as_float(reference_layer(p, w)), 2e-3, 2e-3));
+  ContextOptions eager;
+  eager.eager_pipelines = true;
+  Context a = make_context(eager), b = make_context(eager);
+  const MoeLayerPlan train(a, p), infer(b, f);
+  EXPECT_LT(infer.workspace_bytes(), train.workspace_bytes());
+  const size_t train_pipelines = ContextInternals::of(a).pipelines.size();
+  EXPECT_LT(ContextInternals::of(b).pipelines.size(), train_pipelines);
+  expect_invalid_argument([&] { infer.record_backward(VK_NULL_HANDLE, {}, {}); },
+                          "moe_layer: record_backward: the plan was made with forward_only");
 }
 
 // The layer's plans that use a workspace are parts of it, each given its share of the layer's: the device

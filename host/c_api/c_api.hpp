@@ -78,7 +78,7 @@ VKGMM_NO_TAIL_PADDING(vkgmm_top_k_sizes, weights);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_options, reserved);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_operands, d_logits);
 VKGMM_NO_TAIL_PADDING(vkgmm_top_k_backward_sizes, d_logits);
-VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_problem, reserved_end);
+VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_problem, forward_only);
 VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_operands, status);
 VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_gradients, d_b_down);
 VKGMM_NO_TAIL_PADDING(vkgmm_moe_layer_sizes, workspace);

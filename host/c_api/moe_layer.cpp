@@ -6,7 +6,6 @@ using namespace vkgmm::c_api;
 vkgmm::MoeLayerProblem vkgmm::c_api::to_cpp(const vkgmm_moe_layer_problem& c) {
   const char* op = "moe_layer";
   if (c.reserved_tail != 0) bad(op, "reserved_tail must be 0");
-  if (c.reserved_end != 0) bad(op, "reserved_end must be 0");
   vkgmm::MoeLayerProblem p;
   p.tokens = c.tokens, p.d_model = c.d_model, p.d_ff = c.d_ff, p.num_experts = c.num_experts, p.top_k = c.top_k;
   // 0 as C++'s default: every expert from expert_offset on.
@@ -19,6 +18,7 @@ vkgmm::MoeLayerProblem vkgmm::c_api::to_cpp(const vkgmm_moe_layer_problem& c) {
   if (c.has_down_weight_type) p.down_weight_type = dtype(op, "down_weight_type", c.down_weight_type);
   p.accumulate = c.accumulate != 0;
   p.transpose_weights = c.transpose_weights != 0;
+  p.forward_only = c.forward_only != 0;
   return p;
 }
 

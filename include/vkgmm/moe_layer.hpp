@@ -40,6 +40,9 @@ struct MoeLayerProblem {
   // Shards of the experts add their shares: y, and in the backward d_x and d_router_w, are added to
   // what their views hold.
   bool accumulate = false;
+  // Inference: the plan records the forward only. It compiles no backward, its workspace holds no
+  // gradient words and no saved pre-activations, and record_backward is refused.
+  bool forward_only = false;
 };
 
 struct MoeLayerOperands {

@@ -27,7 +27,7 @@ typedef struct vkgmm_moe_layer_problem {
   int32_t has_down_weight_type;
   vkgmm_dtype down_weight_type;
   int32_t transpose_weights; /* float w_up [E_local, n_up, d], w_down [E_local, d, f], as block formats */
-  int32_t reserved_end;      /* must be 0 */
+  int32_t forward_only;      /* the forward alone: no backward compiled, record_backward refused */
 } vkgmm_moe_layer_problem;
 
 /* workspace: a zero view takes the plan's own (executions that overlap in time then race); on a context

@@ -28,7 +28,8 @@ struct MoeLayerPy {
 MoeLayerPy make_plan(ContextRef ctx, int64_t tokens, int64_t d_model, int64_t d_ff, int64_t num_experts, int64_t top_k,
                      int64_t expert_offset, int64_t local_experts, bool renormalize, const py::object& activation,
                      bool up_bias, bool down_bias, const std::string& dtype, const std::string& weight_type,
-                     const std::string& down_weight_type, bool accumulate, bool transpose_weights) {
+                     const std::string& down_weight_type, bool accumulate, bool transpose_weights,
+                     bool forward_only) {
   vkgmm::MoeLayerProblem p;
   p.tokens = tokens, p.d_model = d_model, p.d_ff = d_ff, p.num_experts = num_experts, p.top_k = top_k;
   p.expert_offset = expert_offset, p.local_experts = local_experts, p.renormalize = renormalize;
@@ -39,6 +40,7 @@ MoeLayerPy make_plan(ContextRef ctx, int64_t tokens, int64_t d_model, int64_t d_
   p.down_weight_type = dtype_of(down_weight_type, "w_down");
   p.accumulate = accumulate;
   p.transpose_weights = transpose_weights;
+  p.forward_only = forward_only;
   MoeLayerPy r;
   r.ctx = ctx;
   ReleaseGil unlocked;
@@ -81,7 +83,7 @@ void bind_moe_layer(py::module_& m) {
       .def(py::init(&make_plan), arg("context"), arg("tokens"), arg("d_model"), arg("d_ff"), arg("num_experts"),
            arg("top_k"), arg("expert_offset"), arg("local_experts"), arg("renormalize"), arg("activation"),
            arg("up_bias"), arg("down_bias"), arg("dtype"), arg("weight_type"), arg("down_weight_type"),
-           arg("accumulate") = false, arg("transpose_weights") = false)
+           arg("accumulate") = false, arg("transpose_weights") = false, arg("forward_only") = false)
       .def("run", &run_layer, arg("x"), arg("router_w"), arg("w_up"), arg("w_down"), arg("b_up"), arg("b_down"),
            arg("y"), arg("d_y") = nullptr, arg("d_x") = nullptr, arg("d_router_w") = nullptr, arg("d_w_up") = nullptr,
            arg("d_b_up") = nullptr, arg("d_w_down") = nullptr, arg("d_b_down") = nullptr);

@@ -15,7 +15,7 @@ class _Layer:
     """The layer's shapes and types from its operands, and its plan."""
 
     def __init__(self, x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
-                 num_experts, context, accumulate=False, transpose_weights=False):
+                 num_experts, context, accumulate=False, transpose_weights=False, forward_only=False):
         self.context = c = _context.resolve(context)
         x_shape, self.dtype = spec(x, "x")
         rank(x_shape, 2, "x", "[T, d]")
@@ -63,7 +63,8 @@ class _Layer:
         self.b_up, self.b_down = b_up is not None, b_down is not None
         self.plan = _MoeLayerPlan(c, T, d, f, E, top_k, offset, e_local,
                                   bool(renormalize), activation, self.b_up, self.b_down, self.dtype,
-                                  self.weight_type, self.down_type, accumulate, bool(transpose_weights))
+                                  self.weight_type, self.down_type, accumulate, bool(transpose_weights),
+                                  forward_only)
 
     def inputs(self, x, router_w, w_up, w_down, b_up, b_down):
         c = self.context
@@ -89,7 +90,7 @@ def moe_layer(x, router_w, w_up, w_down, *, top_k, b_up=None, b_down=None, activ
     w_down [E_local, d, f]; transpose_weights=True takes float weights in that layout too (GGUF's float
     tensors, PyTorch's [out, in] Linear weights)."""
     layer = _Layer(x, router_w, w_up, w_down, top_k, b_up, b_down, activation, renormalize, expert_offset,
-                   num_experts, context, transpose_weights=transpose_weights)
+                   num_experts, context, transpose_weights=transpose_weights, forward_only=True)
     y = layer.empty("x", layer.dtype)
     layer.plan.run(*layer.inputs(x, router_w, w_up, w_down, b_up, b_down), y)
     return y.numpy()
