@@ -10,9 +10,11 @@
 // token by token (model.cpp); the run exits non-zero on any mismatch. Rank 0 prints the per-rank table.
 //
 //   mpirun -n 4 build/examples/expert_parallel/vkgmm_example_expert_parallel [--tokens 128] [--experts 8]
-//       [--top-k 2] [--d-model 128] [--d-out 96] [--steps 5] [--seed 7] [--corrupt-rank R] [--help]
+//       [--top-k 2] [--d-model 128] [--d-out 96] [--steps 5] [--seed 7] [--corrupt-rank R] [--stale-rank R]
+//       [--help]
 // Sizes are refused at parse time (exit 2, naming the flag) where they would overflow the int32 routing
-// counts or MPI's int counts; a mismatch exits 1; an exception on any rank aborts the job with code 3.
+// counts or MPI's int counts, and so are arguments that differ between ranks; a mismatch exits 1; an
+// exception on any rank aborts the job with code 3.
 //
 // Test-only: VKGMM_EXAMPLE_PLANT_LEAK=1 (read once, at the start of main) leaks 16 bytes from this file's
 // plant_leak_for_the_sanitizer_test(), so that the sanitizer run shows LeakSanitizer still reports a leak
@@ -40,17 +42,20 @@ struct Options {
   ep::Shape shape;
   int steps = 5;
   uint32_t seed = 7;
-  int corrupt_rank = -1;  // the check's own test: that rank returns one wrong value
+  int corrupt_rank = -1;  // the check's own tests: that rank returns one wrong value,
+  int stale_rank = -1;    // or keeps its first step's rows and ids on the device
   bool help = false;
 };
 
 const char* const kUsage =
     "usage: mpirun -n N vkgmm_example_expert_parallel [--tokens 128] [--experts 8] [--top-k 2] [--d-model 128]\n"
-    "           [--d-out 96] [--steps 5] [--seed 7] [--corrupt-rank R]\n"
+    "           [--d-out 96] [--steps 5] [--seed 7] [--corrupt-rank R] [--stale-rank R]\n"
     "One expert projection, forward and backward, with the experts split over the N ranks (--experts a\n"
-    "multiple of N) and the tokens sent to them and back over MPI; every rank checks its results against\n"
-    "the single-process answer in double. Exits 1 on a mismatch, 2 on bad arguments; an error on one rank\n"
-    "aborts the job (MPI_Abort, code 3). --corrupt-rank R: rank R returns a wrong value, which must fail.\n";
+    "multiple of N) and the tokens sent to them and back over MPI, each step on new tokens; every rank\n"
+    "checks each step's results against the single-process answer in double. Exits 1 on a mismatch, 2 on\n"
+    "bad arguments (every rank must be given the same); an error on one rank aborts the job (MPI_Abort,\n"
+    "code 3). The check's own tests, which must fail: --corrupt-rank R, rank R returns a wrong value;\n"
+    "--stale-rank R, rank R's experts compute on their first step's rows again in later steps.\n";
 
 // A rank may receive every slot of every token (tokens * top_k rows: int32 ids and counts), and one
 // exchange moves at most INT_MAX floats (MPI-3's int counts and displacements). Sizes are bounded so that
@@ -78,7 +83,7 @@ bool parse_integer(const std::string& flag, const char* text, int64_t lo, int64_
   return true;
 }
 
-// Every rank parses the same arguments and reaches the same verdict: no rank is left waiting.
+// One rank's arguments; agree_on_arguments makes the verdict the job's.
 bool parse(int argc, char** argv, int ranks, Options& o, std::string& error) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -97,7 +102,7 @@ bool parse(int argc, char** argv, int ranks, Options& o, std::string& error) {
       hi = 1000;
     } else if (flag == "--seed") {
       lo = 0, hi = UINT32_MAX;  // std::mt19937's seed is 32 bits: a larger one would wrap to another seed
-    } else if (flag == "--corrupt-rank") {
+    } else if (flag == "--corrupt-rank" || flag == "--stale-rank") {
       lo = 0, hi = ranks - 1;
     } else if (!field) {
       error = flag + ": unknown argument (see --help)";
@@ -115,8 +120,10 @@ bool parse(int argc, char** argv, int ranks, Options& o, std::string& error) {
       o.steps = int(v);
     else if (flag == "--seed")
       o.seed = uint32_t(v);
-    else
+    else if (flag == "--corrupt-rank")
       o.corrupt_rank = int(v);
+    else
+      o.stale_rank = int(v);
   }
   const ep::Shape& sh = o.shape;
   if (sh.experts % ranks) {
@@ -149,19 +156,53 @@ bool parse(int argc, char** argv, int ranks, Options& o, std::string& error) {
   return true;
 }
 
-// One quantity of every step against the one reference (every step computes the same layer), reported
-// once per rank: its worst step.
-bool report_check(int rank, const char* what, const std::vector<ep::StepOutput>& steps,
-                  std::vector<float> ep::StepOutput::*field, const std::vector<double>& want, int64_t terms) {
-  ep::Agreement worst;
-  for (const ep::StepOutput& s : steps) {
-    const ep::Agreement a = ep::agree(s.*field, want, terms);
-    if (a.bad > worst.bad || (a.bad == worst.bad && !(a.max_error < worst.max_error))) worst = a;
-  }
-  std::printf("rank %d: %-4s %7zu values, max error %.2e over %zu steps%s\n", rank, what, worst.values,
-              worst.max_error, steps.size(), worst.ok() ? "" : "  FAIL: differs from the single-process result");
-  return worst.ok();
+// The job's verdict on its arguments: every rank's parse, then every rank's options against rank 0's (an
+// MPMD launch may give ranks different ones, and a rank that went on alone would wait forever in a
+// collective). The first rank refused says why; every rank returns the same.
+bool agree_on_arguments(MPI_Comm comm, bool parsed, std::string error, const Options& o) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  auto first_refused = [&](bool ok) {
+    int mine = ok ? ranks : rank, first = ranks;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == rank) {
+      const std::string who = ranks > 1 ? "rank " + std::to_string(rank) + ": " : "";
+      std::fprintf(stderr, "vkgmm_example_expert_parallel: %s%s\n", who.c_str(), error.c_str());
+    }
+    return first == ranks;
+  };
+  if (!first_refused(parsed)) return false;
+  const std::pair<const char*, int64_t> mine[] = {
+      {"--tokens", o.shape.tokens}, {"--experts", o.shape.experts}, {"--top-k", o.shape.top_k},
+      {"--d-model", o.shape.d_model}, {"--d-out", o.shape.d_out}, {"--steps", o.steps}, {"--seed", o.seed},
+      {"--corrupt-rank", o.corrupt_rank}, {"--stale-rank", o.stale_rank}, {"--help", o.help}};
+  constexpr int kCount = int(sizeof mine / sizeof mine[0]);
+  int64_t values[kCount], first[kCount];
+  for (int i = 0; i < kCount; ++i) values[i] = first[i] = mine[i].second;
+  MPI_Bcast(first, kCount, MPI_INT64_T, 0, comm);
+  bool same = true;
+  for (int i = 0; i < kCount && same; ++i)
+    if (values[i] != first[i]) {
+      error = std::string(mine[i].first) + ": " + std::to_string(values[i]) + " here, " + std::to_string(first[i]) +
+              " on rank 0: every rank must be given the same arguments";
+      same = false;
+    }
+  return first_refused(same);
 }
+
+// Each step's agreement with its own reference, and the worst step's, per quantity.
+struct Worst {
+  ep::Agreement a;
+  void take(const ep::Agreement& s) {
+    if (s.bad > a.bad || (s.bad == a.bad && !(s.max_error < a.max_error))) a = s;
+  }
+  bool report(int rank, const char* what, int steps) const {
+    std::printf("rank %d: %-4s %7zu values, max error %.2e, worst of %d steps%s\n", rank, what, a.values, a.max_error,
+                steps, a.ok() ? "" : "  FAIL: differs from the single-process result");
+    return a.ok();
+  }
+};
 
 int run(MPI_Comm comm, const Options& o) {
   int rank = 0, ranks = 1;
@@ -169,7 +210,7 @@ int run(MPI_Comm comm, const Options& o) {
   MPI_Comm_size(comm, &ranks);
   const ep::Shape& sh = o.shape;
   const int64_t per_rank = sh.experts / ranks, first = rank * per_rank;
-  const ep::Model model = ep::make_model(sh, o.seed);
+  ep::Model model = ep::make_model(sh, o.seed);
   const ep::Slice slice = ep::token_slice(sh.tokens, rank, ranks);
 
   vkgmm::Context ctx;
@@ -182,14 +223,25 @@ int run(MPI_Comm comm, const Options& o) {
                                    model.w.begin() + first * sh.d_model * sh.d_out + shard_floats);
   ep::ExpertShard shard(ctx, {sh.tokens * sh.top_k, sh.d_model, sh.d_out, sh.experts, first, per_rank}, weights);
 
+  // Each step on inputs of its own, checked against its own reference; only its figures are kept.
   std::vector<ep::StepOutput> steps;
-  for (int i = 0; i < o.steps; ++i)
-    steps.push_back(ep::expert_parallel_step(comm, model, slice, shard, rank == o.corrupt_rank));
-
-  const ep::Reference ref = ep::reference(model, slice, first, per_rank);
-  bool ok = report_check(rank, "y", steps, &ep::StepOutput::y, ref.y, sh.top_k * sh.d_model);
-  ok = report_check(rank, "d_x", steps, &ep::StepOutput::d_x, ref.d_x, sh.top_k * sh.d_out) && ok;
-  ok = report_check(rank, "d_W", steps, &ep::StepOutput::d_w, ref.d_w, sh.tokens * sh.top_k) && ok;
+  Worst y, d_x, d_w;
+  for (int i = 0; i < o.steps; ++i) {
+    ep::draw_step(model, o.seed, i);
+    ep::Fault fault;
+    fault.wrong_value = rank == o.corrupt_rank;
+    fault.stale_rows = rank == o.stale_rank && i > 0;
+    ep::StepOutput s = ep::expert_parallel_step(comm, model, slice, shard, fault);
+    const ep::Reference ref = ep::reference(model, slice, first, per_rank);
+    y.take(ep::agree(s.y, ref.y, sh.top_k * sh.d_model));
+    d_x.take(ep::agree(s.d_x, ref.d_x, sh.top_k * sh.d_out));
+    d_w.take(ep::agree(s.d_w, ref.d_w, sh.tokens * sh.top_k));
+    s.y = s.d_x = s.d_w = {};
+    steps.push_back(std::move(s));
+  }
+  bool ok = y.report(rank, "y", o.steps);
+  ok = d_x.report(rank, "d_x", o.steps) && ok;
+  ok = d_w.report(rank, "d_W", o.steps) && ok;
   for (const std::string& m : ctx.take_validation_messages()) {
     std::printf("rank %d: validation: %s\n", rank, m.c_str());
     ok = false;
@@ -247,8 +299,9 @@ int main(int argc, char** argv) {
   Options o;
   std::string error;
   int status = 2;
-  if (!parse(argc, argv, ranks, o, error)) {
-    if (rank == 0) std::fprintf(stderr, "vkgmm_example_expert_parallel: %s\n", error.c_str());
+  const bool parsed = parse(argc, argv, ranks, o, error);
+  if (!agree_on_arguments(MPI_COMM_WORLD, parsed, error, o)) {
+    // refused on every rank, and said by the first refused
   } else if (o.help) {
     if (rank == 0) std::printf("%s", kUsage);
     status = 0;

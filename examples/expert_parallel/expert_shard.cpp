@@ -75,7 +75,7 @@ void ExpertShard::run(const std::function<void(VkCommandBuffer)>& record, ShardT
 }
 
 std::vector<float> ExpertShard::forward(const std::vector<float>& rows, const std::vector<int32_t>& experts,
-                                        ShardTime& t) {
+                                        ShardTime& t, bool restage) {
   rows_ = int64_t(rows.size()) / shape_.d_model;
   if (rows_ > shape_.capacity)
     throw std::runtime_error("ExpertShard: " + std::to_string(rows_) + " rows received, capacity " +
@@ -85,8 +85,10 @@ std::vector<float> ExpertShard::forward(const std::vector<float>& rows, const st
                              std::to_string(rows_) + " rows");
   std::vector<int32_t> ids(shape_.capacity, -1);  // rows past those received are no expert's
   std::copy(experts.begin(), experts.end(), ids.begin());
-  stage_in(ids_, ids, t);
-  stage_in(x_rows_, rows, t);
+  if (restage) {
+    stage_in(ids_, ids, t);
+    stage_in(x_rows_, rows, t);
+  }
 
   run([&](VkCommandBuffer cb) {
     vkgmm::GmmOperands ops;

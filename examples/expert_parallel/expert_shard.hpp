@@ -31,7 +31,10 @@ class ExpertShard {
   ExpertShard(vkgmm::Context& ctx, const ShardShape& shape, const std::vector<float>& weights);
 
   // rows [R, d_model] in any order, experts [R] each row's expert (one of this rank's) -> [R, d_out].
-  std::vector<float> forward(const std::vector<float>& rows, const std::vector<int32_t>& experts, ShardTime& t);
+  // restage false: the rows and ids are not copied to the device, whose buffers keep an earlier
+  // forward's (the example's check of itself: Fault::stale_rows).
+  std::vector<float> forward(const std::vector<float>& rows, const std::vector<int32_t>& experts, ShardTime& t,
+                             bool restage = true);
   // d_out [R, d_out] for the rows of the last forward, in the same order -> d_x rows [R, d_model]; the
   // shard's weight gradient is d_weights() afterwards.
   std::vector<float> backward(const std::vector<float>& d_out, ShardTime& t);

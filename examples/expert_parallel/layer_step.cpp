@@ -18,7 +18,7 @@ std::vector<int32_t> received_experts(const Counts& counts, int64_t first_expert
 }
 }  // namespace
 
-StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertShard& shard, bool corrupt) {
+StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertShard& shard, Fault fault) {
   const double start = MPI_Wtime();
   const int64_t dm = m.shape.d_model, dn = m.shape.d_out;
   int ranks = 1;
@@ -34,9 +34,10 @@ StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertSh
   // The rows stay in the order they arrived: the routed gmm gathers them by expert on the device.
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  std::vector<float> y_rows = shard.forward(x_in, received_experts(counts, rank * counts.experts_per_rank), o.shard);
+  std::vector<float> y_rows =
+      shard.forward(x_in, received_experts(counts, rank * counts.experts_per_rank), o.shard, !fault.stale_rows);
   o.expert_rows = counts.total_received();
-  const bool corrupt_forward = corrupt && !y_rows.empty();
+  const bool corrupt_forward = fault.wrong_value && !y_rows.empty();
   if (corrupt_forward) y_rows[0] = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> y_back = all_to_all(comm, counts, Direction::back_to_tokens, y_rows, dn, o.traffic);
   o.y = moe::unpermute(routing, y_back, s.size(), dn);  // y[t] = sum over t's slots of weight * row
@@ -50,7 +51,7 @@ StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertSh
   const std::vector<float> d_in = all_to_all(comm, counts, Direction::to_experts, d_rows, dn, o.traffic);
   const std::vector<float> d_x_rows = shard.backward(d_in, o.shard);
   o.d_w = shard.d_weights(o.shard);
-  if (corrupt && !corrupt_forward && !o.d_w.empty()) o.d_w[0] = std::numeric_limits<float>::quiet_NaN();
+  if (fault.wrong_value && !corrupt_forward && !o.d_w.empty()) o.d_w[0] = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> d_x_back = all_to_all(comm, counts, Direction::back_to_tokens, d_x_rows, dm, o.traffic);
   // d_x[t] = sum over t's slots of the returned rows: the weights are already in them.
   moe::Routing unweighted = routing;

@@ -22,11 +22,18 @@ struct StepOutput {
   double seconds = 0;  // the whole step
 };
 
-// Collective over comm. `corrupt`, the check's own test: this rank makes one value it returns wrong, so
-// that a check must fail whatever the routing. Where its experts received rows, the first value they
-// return in the forward becomes a NaN, caught by the y check on the rank owning that token (the routing
-// weight times a NaN is a NaN, however small the weight); where they received none, the first value of
-// its d_W does, caught by its own d_W check (every rank holds at least one expert).
-StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertShard& shard, bool corrupt);
+// The check's own tests, on one rank. wrong_value: the rank makes one value it returns wrong, so that a
+// check must fail whatever the routing. Where its experts received rows, the first value they return in
+// the forward becomes a NaN, caught by the y check on the rank owning that token (the routing weight
+// times a NaN is a NaN, however small the weight); where they received none, the first value of its d_W
+// does, caught by its own d_W check (every rank holds at least one expert). stale_rows: its shard leaves
+// an earlier step's rows and ids on the device (ExpertShard::forward's restage off), which the steps'
+// different inputs must expose.
+struct Fault {
+  bool wrong_value = false, stale_rows = false;
+};
+
+// Collective over comm.
+StepOutput expert_parallel_step(MPI_Comm comm, const Model& m, Slice s, ExpertShard& shard, Fault fault);
 
 }  // namespace ep

@@ -7,21 +7,30 @@
 
 namespace ep {
 
+namespace {
+// Uniform in [-1, 1) scaled by 1 / sqrt(fan_in), so that every product stays O(1), as a trained layer's would.
+void fill(std::mt19937& rng, std::vector<float>& v, int64_t count, double fan_in) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  v.resize(count);
+  for (float& e : v) e = float(u(rng) / std::sqrt(fan_in));
+}
+}  // namespace
+
 Model make_model(const Shape& shape, uint32_t seed) {
   Model m;
   m.shape = shape;
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  // Scaled by 1 / sqrt(fan_in) so that every product stays O(1), as a trained layer's would.
-  auto fill = [&](std::vector<float>& v, int64_t count, double fan_in) {
-    v.resize(count);
-    for (float& e : v) e = float(u(rng) / std::sqrt(fan_in));
-  };
-  fill(m.x, shape.tokens * shape.d_model, 1);
-  fill(m.router, shape.d_model * shape.experts, 1);  // wide logits: decisive, varied routing
-  fill(m.w, shape.experts * shape.d_model * shape.d_out, double(shape.d_model));
-  fill(m.d_y, shape.tokens * shape.d_out, 1);
+  fill(rng, m.w, shape.experts * shape.d_model * shape.d_out, double(shape.d_model));
+  draw_step(m, seed, 0);
   return m;
+}
+
+void draw_step(Model& m, uint32_t seed, int step) {
+  std::seed_seq seq{seed, uint32_t(step) + 1u};
+  std::mt19937 rng(seq);
+  fill(rng, m.x, m.shape.tokens * m.shape.d_model, 1);
+  fill(rng, m.router, m.shape.d_model * m.shape.experts, 1);  // wide logits: decisive, varied routing
+  fill(rng, m.d_y, m.shape.tokens * m.shape.d_out, 1);
 }
 
 Slice token_slice(int64_t tokens, int rank, int ranks) { return {tokens * rank / ranks, tokens * (rank + 1) / ranks}; }

@@ -22,7 +22,12 @@ struct Model {
   std::vector<float> d_y;     // [tokens, d_out]: the cotangent the layer's output receives
 };
 
+// The weights from `seed`, and step 0's inputs (draw_step).
 Model make_model(const Shape& shape, uint32_t seed);
+// Step `step`'s inputs x, router and d_y, drawn anew from (seed, step): every step computes another
+// layer output with the same weights, so a rank that kept an earlier step's rows or ids gives a wrong
+// answer. The weights stay: each rank uploaded its experts' once.
+void draw_step(Model& m, uint32_t seed, int step);
 
 // A rank's data-parallel share of the tokens, [begin, end).
 struct Slice {
