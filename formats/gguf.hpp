@@ -8,7 +8,7 @@
 // std::runtime_error("<name>: <problem>"), before any allocation sized by an unchecked count. Little-endian
 // files only (the spec has no marker for big-endian ones; a byte-swapped version is called out).
 //
-// Tensors of a ggml type vkgmm cannot run (Q5_K, IQ4_XS, ...) are parsed, sized and bounds-checked like
+// Tensors of a ggml type vkgmm cannot run (IQ2_XXS, Q8_K, ...) are parsed, sized and bounds-checked like
 // the others (a real model file mixes types), with `dtype` empty; load_expert_tensor refuses them. Type ids
 // ggml does not define (or has removed) are refused when the file is read.
 #pragma once

@@ -202,8 +202,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   // An item's loops: its K steps, or a fill visit's row tiles; the fused combine's, which the same
   // invocation runs after its reduction; and the persistent loop's own iteration. The K steps counted
   // for the scalar loads a record() with views at unaligned offsets falls back to, the most: the check,
-  // and the persistent grid's workgroups, must hold them (with 4-element ones sized for, one workgroup
-  // taking 60 items of k = 4096 returned partial sums for an unaligned lhs).
+  // and the persistent grid's workgroups, must hold them (sized for 4-element ones, a workgroup taking
+  // many items of a long k would run out of its budget on an unaligned lhs).
   for (const KernelShape& later : kernel.later_shapes)
     reduction_loops = std::max(reduction_loops, reduction_loop_iterations(later, p.k, r.gate_up ? 2 : 1, false));
   const uint64_t item_loops =

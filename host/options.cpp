@@ -18,7 +18,7 @@ bool flag(EnvLookup getenv, const char* name) {
 }
 
 // A choice given in the options (checked), else the one `env` names; text that names none leaves the
-// automatic choice, as before the option existed.
+// automatic choice.
 template <typename E, size_t N>
 E resolved_choice(const NamedChoice<E> (&rows)[N], const std::optional<E>& given, const char* field, const char* env,
                   EnvLookup getenv) {

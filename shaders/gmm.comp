@@ -267,7 +267,7 @@ void finish_tile(uint n_tile, uint rows) {
   const uint n0 = n_tile * TN, tokens = pc.m / pc.top_k;
   if (TN % 4u == 0u && (pc.out_n & 3u) == 0u) {
     // 4 adjacent columns per invocation (TN and n0 are multiples of 4 wherever out_n is; the per-slot
-    // results start at a multiple of 4 words, host/dispatch_plan.cpp).
+    // results start at a multiple of 4 words, host/plan_core_routing.cpp).
     for (uint e = local_index(); e < tokens * (TN / 4u); e += NT) {
       uint col = n0 + (e % (TN / 4u)) * 4u;
       if (col < pc.out_n) combine_element4(e / (TN / 4u), col, pc.top_k, pc.out_n, VEC4_OUT);

@@ -150,7 +150,7 @@ VKGMM_ACTIVATIONS(VKGMM_ACT_CONSTANT_)
 // few dozen invocations.
 #define VKGMM_ID_GMM_K_SLICES 23
 // Routed: each slot's pre-activation (the product + bias, before the activation and the weight) also
-// goes to the workspace as f32 [slots, n] at pre_off (the META binding): the backward's input, saved.
+// goes to the workspace as f32 [slots, n] at pre_off (VKGMM_BINDING_ROUTE_WORKSPACE): the backward's input.
 #define VKGMM_ID_GMM_SAVE_PRE 24
 // The direct schedule's steps of its K walk per iteration (an element type's quads, a block format's walk
 // steps): each slice loads an iteration's steps, all in flight, before their FMAs. 1, except on GPUs'
@@ -278,7 +278,7 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 // visit_count_off (PERSISTENT only): 0, num_visits visits; else the count of real visits is
 // meta[visit_count_off], written by the device's metadata build and taken at most num_visits.
 // FUSED_COMBINE (small routed calls, combined): each row's weighted fp32 result goes to the workspace's
-// per-slot results at partial_off ([m, out_n] words of the META binding), each workgroup then adds the
+// per-slot results at partial_off ([m, out_n] words at VKGMM_BINDING_ROUTE_WORKSPACE), each workgroup adds the
 // rows it wrote to its n tile's counter (word tile_count_off + n tile, zeroed by the metadata build), and
 // the workgroup that completes the count of m rows sums that tile's columns for every token, slot by slot
 // in order (shaders/combine.glsl), into out. The combine's sum without its dispatch and barrier; the

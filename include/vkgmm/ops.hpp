@@ -26,7 +26,7 @@ namespace vkgmm {
 // Sizes that break the contract are not refused (nothing reads them before the GPU runs) but taken as
 // follows, so that nothing is read or written outside the operands' views and every dispatch ends: a
 // negative size as 0, and every group offset clamped at m (rows past m belong to no group). The
-// optional status word reports what was found (DeviceStatus bits; 0 for sizes that keep the contract).
+// optional status word reports what was found (device_status bits; 0 for sizes that keep the contract).
 struct DeviceGroupSizes {
   int64_t count = 0;          // G; 0: the problem's group_sizes are on the host (the default)
   int64_t expected_rows = 0;  // the automatic tiling's guess of one group's rows (0: m spread over G at random)
