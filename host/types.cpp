@@ -1,4 +1,5 @@
 // Names and sizes of the vocabulary types in types.hpp.
+#include <cstdint>
 #include <cstring>
 #include "vkgmm/types.hpp"
 
@@ -111,7 +112,11 @@ uint64_t storage_bytes(DType t, uint64_t count) {
   if (count % per != 0)
     throw Error(Status::invalid_argument, std::to_string(count) + " values of " + dtype_name(t) +
                                               " are not whole blocks of " + std::to_string(per));
-  return count / per * block_bytes(t);
+  const uint64_t blocks = count / per, bytes = block_bytes(t);
+  if (blocks > UINT64_MAX / bytes)
+    throw Error(Status::invalid_argument, std::to_string(count) + " values of " + dtype_name(t) +
+                                              " are more than 2^64 bytes");
+  return blocks * bytes;
 }
 
 const char* status_name(Status s) {

@@ -126,7 +126,13 @@ std::vector<float> dequantize_experts(DType t, const uint8_t* data, int64_t expe
                                               "'s block of " + std::to_string(block_elements(t)) + " values");
   // Each of the experts * n rows is whole blocks, stored one after another: the tensor is one run of
   // blocks.
-  const uint64_t count = static_cast<uint64_t>(experts) * static_cast<uint64_t>(n) * static_cast<uint64_t>(k);
+  const uint64_t e = static_cast<uint64_t>(experts), rows = static_cast<uint64_t>(n), cols = static_cast<uint64_t>(k);
+  // Refused before the product wraps: more values than a vector of floats can hold.
+  const uint64_t most = std::vector<float>().max_size();
+  if (e && rows && cols && (rows > most / e || cols > most / (e * rows)))
+    throw Error(Status::invalid_argument, "dequantize_experts: " + std::to_string(experts) + " x " + std::to_string(n) +
+                                              " x " + std::to_string(k) + " values are more than a vector holds");
+  const uint64_t count = e * rows * cols;
   std::vector<float> out(static_cast<size_t>(count));
   dequantize(t, data, count, out.data());
   return out;

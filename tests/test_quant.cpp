@@ -253,6 +253,17 @@ TEST(QuantDequant, ExpertTensorIsRowsOfBlocksAlongK) {
   }
   expect_values(vkgmm::quant::dequantize_experts(DType::q8_0, all.data(), 2, 3, 64), want);
   EXPECT_THROW(vkgmm::quant::dequantize_experts(DType::q4_K, all.data(), 1, 1, 128), vkgmm::Error);
+  // Sizes whose product wraps are refused, never read as a small tensor.
+  EXPECT_THROW(vkgmm::quant::dequantize_experts(DType::q4_0, all.data(), 1, int64_t(1) << 32, int64_t(1) << 32),
+               vkgmm::Error);
+}
+
+// Counts whose bytes pass 2^64 are refused, not wrapped (f32: 2^62 values; q8_0: 32 values in 34 bytes).
+TEST(QuantDequant, StorageBytesRefuseWhatWraps) {
+  EXPECT_EQ(vkgmm::storage_bytes(DType::f32, (uint64_t(1) << 62) - 1), ((uint64_t(1) << 62) - 1) * 4);
+  EXPECT_THROW(vkgmm::storage_bytes(DType::f32, uint64_t(1) << 62), vkgmm::Error);
+  EXPECT_THROW(vkgmm::storage_bytes(DType::q8_0, (UINT64_MAX / 34 + 1) * 32), vkgmm::Error);
+  EXPECT_EQ(vkgmm::storage_bytes(DType::q8_0, 64), 68u);
 }
 
 // ---- round trips ----------------------------------------------------------------------------------

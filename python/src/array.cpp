@@ -97,8 +97,9 @@ Array make_array(ContextRef ctx, std::vector<int64_t> shape, vkgmm::DType dtype)
   uint64_t elements = 1;
   for (int64_t d : shape) {
     if (d < 0) contract_error("Array: shape " + shape_text(shape) + " has a negative dimension");
-    // More elements than 2^62 is more bytes than any device has: refused before the product wraps.
-    if (d > 0 && elements > (uint64_t(1) << 62) / uint64_t(d))
+    // More elements than 2^60 is more bytes than any device has (4 each at most): refused before the
+    // product, or its bytes, wraps.
+    if (d > 0 && elements > (uint64_t(1) << 60) / uint64_t(d))
       contract_error("Array: shape " + shape_text(shape) + " has more elements than any device can hold");
     elements *= uint64_t(d);
   }

@@ -59,7 +59,10 @@ py::array dequantize(const py::array_t<uint8_t, py::array::c_style>& blocks, con
     contract_error("dequantize: blocks: rows of " + std::to_string(row_bytes) + " bytes are not whole " +
                    vkgmm::dtype_name(t) + " blocks of " + std::to_string(vkgmm::block_bytes(t)) + " bytes");
   std::vector<py::ssize_t> shape(blocks.shape(), blocks.shape() + blocks.ndim());
-  shape.back() = py::ssize_t(row_bytes / int64_t(vkgmm::block_bytes(t)) * int64_t(vkgmm::block_elements(t)));
+  const int64_t row_blocks = row_bytes / int64_t(vkgmm::block_bytes(t)), per = int64_t(vkgmm::block_elements(t));
+  if (row_blocks > (int64_t(1) << 60) / per)
+    contract_error("dequantize: blocks: rows of " + std::to_string(row_bytes) + " bytes hold more values than an array can");
+  shape.back() = py::ssize_t(row_blocks * per);
   py::array_t<float> out(shape);
   const uint64_t count = uint64_t(out.size());
   vkgmm::quant::dequantize(t, blocks.data(), count, out.mutable_data());

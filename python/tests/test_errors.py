@@ -127,6 +127,8 @@ def test_array_and_plan_errors(ctx):
     refused("needs shape", vkgmm.Array, np.zeros(34, np.uint8), "q8_0")
     refused("negative dimension", vkgmm.Array.empty, (4, -1))
     refused("more elements than any device", vkgmm.Array.empty, (2**32, 2**32))
+    refused("more elements than any device", vkgmm.Array.empty, (2**62,))  # its bytes would wrap to 0
+    refused("more elements than any device", vkgmm.Array.empty, (2**31, 2**31))
     refused("holds 68", vkgmm.Array, np.zeros(34, np.uint8), "q8_0", shape=(1, 2, 32))
     # Rows of whole blocks, not only a total of them.
     refused(r"Array: shape \(2, 2, 16\): k = 16 \(the last dimension\) is not a multiple of q8_0's block of 32",
