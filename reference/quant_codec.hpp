@@ -28,6 +28,15 @@ inline uint16_t finite_half(float x) {
   return h;
 }
 
+// A block's scale as fp16: finite_half, and never 0 for a nonzero scale (one that rounds to 0 becomes the
+// smallest subnormal of its sign, 2^-24), so that the codes still reach a block of tiny values, each then
+// at its nearest level, which a zero scale would make 0 (and 0 is one of the levels: never further).
+inline uint16_t scale_half(float x) {
+  uint16_t h = finite_half(x);
+  if (x != 0 && (h & 0x7FFFu) == 0) h = static_cast<uint16_t>((h & 0x8000u) | 1u);
+  return h;
+}
+
 // The integer nearest v, clamped to [lo, hi] (v finite). Ties may go either way: both are equally near.
 inline int nearest(double v, int lo, int hi) { return static_cast<int>(std::clamp(std::round(v), double(lo), double(hi))); }
 

@@ -104,8 +104,8 @@ AffineCodes affine_codes(const float* x, int subs, int n, int top, int code_max,
     max_min = std::max(max_min, sub[j].min);
   }
   AffineCodes c;
-  c.d = finite_half(static_cast<float>(max_scale / code_max));
-  c.dmin = finite_half(static_cast<float>(max_min / code_max));
+  c.d = scale_half(static_cast<float>(max_scale / code_max));
+  c.dmin = scale_half(static_cast<float>(max_min / code_max));
   const float d = f16_to_f32(c.d), dmin = f16_to_f32(c.dmin);
   for (int j = 0; j < subs; ++j) {
     const float* xj = x + n * j;
@@ -114,7 +114,8 @@ AffineCodes affine_codes(const float* x, int subs, int n, int top, int code_max,
     sc = d > 0 ? nearest(sub[j].scale / d, 0, code_max) : 0;
     m = dmin > 0 ? nearest(sub[j].min / dmin, 0, code_max) : 0;
     // The codes next to the nearest ones can fit better once the values are rounded against them: the
-    // best of the 3 x 3 neighbourhood by squared error.
+    // best of the 3 x 3 neighbourhood by squared error, and of (0, 0), every value 0, so that a sub-block
+    // is never further than zeros (a tiny one whose scale the super-block's d cannot step).
     const int sc0 = sc, m0 = m;
     double best = affine_sub_error(xj, n, d, sc0, dmin, m0, top);
     for (int a = std::max(0, sc0 - 1); a <= std::min(code_max, sc0 + 1); ++a)
@@ -122,6 +123,7 @@ AffineCodes affine_codes(const float* x, int subs, int n, int top, int code_max,
         const double err = affine_sub_error(xj, n, d, a, dmin, e, top);
         if (err < best) best = err, sc = a, m = e;
       }
+    if (affine_sub_error(xj, n, d, 0, dmin, 0, top) < best) sc = 0, m = 0;
     const float dj = d * static_cast<float>(sc), mj = dmin * static_cast<float>(m);
     for (int i = 0; i < n; ++i) q[n * j + i] = affine_level(xj[i], dj, mj, top);
   }
@@ -281,18 +283,19 @@ uint16_t signed_codes(const float* x, int lo, int hi, int code_lo, int code_max,
     scale[j] = fit_signed_sub(x + 16 * j, lo, hi);
     max_abs = std::max(max_abs, std::fabs(scale[j]));
   }
-  const uint16_t dh = finite_half(static_cast<float>(max_abs / code_max));
+  const uint16_t dh = scale_half(static_cast<float>(max_abs / code_max));
   const float d = f16_to_f32(dh);
   for (int j = 0; j < 16; ++j) {
     const int c0 = d > 0 ? nearest(scale[j] / d, code_lo, code_max) : 0;
     // As the affine formats: the neighbouring codes too, by squared error once the values are rounded
-    // against them.
+    // against them, and 0 (every value 0).
     sc[j] = c0;
     double best = signed_sub_error(x + 16 * j, d, c0, lo, hi);
     for (int a = std::max(code_lo, c0 - 1); a <= std::min(code_max, c0 + 1); ++a) {
       const double e = signed_sub_error(x + 16 * j, d, a, lo, hi);
       if (e < best) best = e, sc[j] = a;
     }
+    if (signed_sub_error(x + 16 * j, d, 0, lo, hi) < best) sc[j] = 0;
     for (int i = 16 * j; i < 16 * j + 16; ++i) q[i] = signed_level(x[i], d * static_cast<float>(sc[j]), lo, hi);
   }
   return dh;

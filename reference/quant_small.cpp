@@ -48,7 +48,7 @@ void quant_affine(const float* x, int levels, uint8_t* b, int* q) {
     lo = std::min(lo, x[j]);
     hi = std::max(hi, x[j]);
   }
-  const uint16_t dh = finite_half((hi - lo) / static_cast<float>(levels - 1)), mh = finite_half(lo);
+  const uint16_t dh = scale_half((hi - lo) / static_cast<float>(levels - 1)), mh = finite_half(lo);
   put_half(b, dh);
   put_half(b + 2, mh);
   const double d = f16_to_f32(dh), m = f16_to_f32(mh);
@@ -116,7 +116,7 @@ void dequant_iq4_nl(const uint8_t* b, float* y) {
 void quant_q8_0(const float* x, uint8_t* b) {
   float amax = 0.0f;
   for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
-  const uint16_t dh = finite_half(amax / 127.0f);
+  const uint16_t dh = scale_half(amax / 127.0f);
   put_half(b, dh);
   const double d = f16_to_f32(dh);
   for (int j = 0; j < kQK; ++j) {
@@ -129,7 +129,7 @@ void quant_q8_0(const float* x, uint8_t* b) {
 // be negative), stored as fp16; each value then the nearest level (q - 8) * d, q in [0, 15].
 void quant_q4_0(const float* x, uint8_t* b) {
   const float max = signed_extreme(x);
-  const uint16_t dh = max != 0 ? finite_half(max / -8.0f) : 0;
+  const uint16_t dh = max != 0 ? scale_half(max / -8.0f) : 0;
   put_half(b, dh);
   const double d = f16_to_f32(dh);
   std::memset(b + 2, 0, 16);
@@ -142,7 +142,7 @@ void quant_q4_0(const float* x, uint8_t* b) {
 // q5_0 as q4_0 with 32 levels: the signed extreme at level -16, d = max / -16.
 void quant_q5_0(const float* x, uint8_t* b) {
   const float max = signed_extreme(x);
-  const uint16_t dh = max != 0 ? finite_half(max / -16.0f) : 0;
+  const uint16_t dh = max != 0 ? scale_half(max / -16.0f) : 0;
   put_half(b, dh);
   const double d = f16_to_f32(dh);
   int q[kQK];
@@ -173,7 +173,7 @@ namespace {
 uint16_t iq4nl_scale(const float* x) {
   const float max = signed_extreme(x);
   if (max == 0) return 0;
-  uint16_t best = finite_half(max / -127.0f);
+  uint16_t best = scale_half(max / -127.0f);
   double best_sse = iq4nl_error(x, f16_to_f32(best));
   for (int t = -7; t <= 7; ++t) {
     const double step = max / (-127.0 + t);
@@ -184,10 +184,12 @@ uint16_t iq4nl_scale(const float* x) {
       sll += l * l;
     }
     if (sll <= 0) continue;
-    const uint16_t h = finite_half(static_cast<float>(sxl / sll));
+    const uint16_t h = scale_half(static_cast<float>(sxl / sll));
     const double sse = iq4nl_error(x, f16_to_f32(h));
     if (sse < best_sse) best = h, best_sse = sse;
   }
+  // iq4_nl has no level at 0: a block far below the smallest fp16 step is nearer to zeros.
+  if (iq4nl_error(x, 0.0) < best_sse) best = 0;
   return best;
 }
 
@@ -232,7 +234,7 @@ void quant_iq4_xs(const float* x, uint8_t* b) {
     if (std::fabs(scales[ib]) > std::fabs(max)) max = scales[ib];
   }
   if (max == 0) return;
-  const uint16_t dh = finite_half(max / -32.0f);
+  const uint16_t dh = scale_half(max / -32.0f);
   put_half(b, dh);
   const double d = f16_to_f32(dh);
   int scales_h = 0;

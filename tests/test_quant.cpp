@@ -434,6 +434,28 @@ TEST(QuantRoundTrip, ExtremesStayFiniteAndSigned) {
   EXPECT_EQ(y[0], 127.0f * 65504.0f);
 }
 
+// Blocks of tiny values, whose scales fall below fp16's normal range (or its smallest step): every format
+// comes back no further than zeros would, and where the smallest fp16 step can still reach the values
+// (std 1e-5 and above) much nearer. q4_K and q5_K had given errors twice the values' own size (a super-block
+// scale rounded to 0 beside a nonzero min scale).
+TEST(QuantRoundTrip, TinyBlocksAreNoFurtherThanZeros) {
+  std::mt19937 rng(17);
+  for (DType t : kFormats) {
+    const uint64_t count = 8 * 256;
+    for (double sd : {1e-4, 1e-5, 3e-6, 1e-6, 1e-9}) {
+      std::normal_distribution<double> normal(0.0, sd);
+      V x(count);
+      for (float& v : x) v = static_cast<float>(normal(rng));
+      const V y = dequantize(t, quantize(t, x.data(), count), count);
+      double err = 0, zeros = 0;
+      for (uint64_t i = 0; i < count; ++i) err += double(y[i] - x[i]) * (y[i] - x[i]), zeros += double(x[i]) * x[i];
+      const double relative = std::sqrt(err / zeros);
+      EXPECT_LE(relative, 1.0) << vkgmm::dtype_name(t) << " std " << sd;
+      if (sd >= 1e-5) EXPECT_LT(relative, 0.75) << vkgmm::dtype_name(t) << " std " << sd;
+    }
+  }
+}
+
 // ---- against ggml's reference quantizers (re-implemented from ggml-quants.c: same arithmetic) ---------
 
 // quantize_row_q8_0_ref: d = amax / 127 stored as fp16; q = roundf(x * (1 / d)) with the unrounded d.

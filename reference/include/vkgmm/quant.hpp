@@ -28,8 +28,8 @@ std::vector<float> dequantize(DType t, const std::vector<uint8_t>& blocks, uint6
 //   q4_1, q5_1: ggml's scale ((max - min) / 15, / 31) and min, stored as fp16, each value the nearest
 //     level of the stored pair: likewise at least as close as ggml's.
 //   iq4_nl: the best by squared error of the plain scale (the signed extreme at level -127) and 15
-//     least-squares scales around it, each value at its nearest level; a block's squared error is at
-//     most 32 (14 d0)^2, d0 = amax / 127 (reference/quant_small.cpp).
+//     least-squares scales around it, and zeros, each value at its nearest level; a block's squared error
+//     is at most 32 (14 d0)^2, d0 = amax / 127, where d0 is a normal fp16 number (reference/quant_small.cpp).
 //   iq4_xs: each 32 values' scale found as iq4_nl's, stored as 6 bits against an fp16 super-block scale (the
 //     largest in magnitude at -32), each value at its nearest level of its sub-block's stored scale.
 //   mxfp4: ggml's shared exponent (floor(log2 amax) - 2, the OCP MX rule) or the next one up, whichever
