@@ -436,8 +436,8 @@ TEST(QuantRoundTrip, ExtremesStayFiniteAndSigned) {
 
 // Blocks of tiny values, whose scales fall below fp16's normal range (or its smallest step): every format
 // comes back no further than zeros would, and where the smallest fp16 step can still reach the values
-// (std 1e-5 and above) much nearer. q4_K and q5_K had given errors twice the values' own size (a super-block
-// scale rounded to 0 beside a nonzero min scale).
+// (std 1e-5 and above) much nearer: a super-block scale that rounds to 0 beside a nonzero min scale would
+// give every value -dmin * m, further than zeros.
 TEST(QuantRoundTrip, TinyBlocksAreNoFurtherThanZeros) {
   std::mt19937 rng(17);
   for (DType t : kFormats) {
