@@ -293,7 +293,8 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
       pass_push.num_visits = d.later_visits;
       // The persistent grid loops up to the pass's visit count, after its command.
       if (launch.grid_choice.persistent)
-        pass_push.visit_count_off = static_cast<uint32_t>(PlanCore::later_command_word(d, uint32_t(i + 1)) + 3);
+        pass_push.visit_count_off =
+            static_cast<uint32_t>(PlanCore::later_command_word(d, uint32_t(i + 1)) + VKGMM_DISPATCH_COUNT_WORD);
       add_later_pass(launch, kernel.later_shapes[i], pass_push, tiles_n, info);
     }
   } else if (rows > 0) {

@@ -58,7 +58,7 @@ PlanCore::Workspace PlanCore::layout_workspace(const DeviceMetadata& d, const st
   // group_offsets, the visit list (groups, then first rows), the indirect grid's command and the visit
   // count (there whichever grid runs, so the workspace's size does not depend on the option).
   uint64_t words = uint64_t(d.num_groups) + 1 + (d.visits ? 2 * uint64_t(d.max_visits) + kDispatchWords : 0);
-  w.visit_count = dispatch_word(d) + 3;
+  w.visit_count = dispatch_word(d) + VKGMM_DISPATCH_COUNT_WORD;
   // The later passes' lists, each with its command and count (tile heights per group).
   if (d.visits && d.heights) words = later_visits_word(d, uint32_t(std::popcount(d.heights)) + 1);
   if (d.split.slots) {

@@ -322,6 +322,7 @@ class PlanCore {
   bool persistent_ = false;
   bool built_ = false;
   static constexpr uint32_t kDispatchWords = VKGMM_DISPATCH_WORDS;  // VkDispatchIndirectCommand {x, y, z}, R
+  static_assert(VKGMM_DISPATCH_COUNT_WORD == 3 && kDispatchWords == 4, "the command's 3 words, then R");
 };
 
 }  // namespace vkgmm

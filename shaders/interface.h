@@ -360,6 +360,7 @@ VKGMM_DTYPES(VKGMM_DT_CONSTANT_)
 // A push field, not a specialization constant: whether the workspace can be an indirect buffer is
 // known only at record() (an app's workspace), and one pipeline then serves both.
 #define VKGMM_DISPATCH_WORDS 4
+#define VKGMM_DISPATCH_COUNT_WORD 3  // R's word after the command's first
 #define VKGMM_METADATA_PUSH(F) F(uint, sizes_off) F(uint, status_off) F(uint, num_groups) \
   F(uint, group_offset) F(uint, num_local) F(uint, m) F(uint, tm) F(uint, fill_rows) F(uint, visits_off) \
   F(uint, max_visits) F(uint, dispatch_off) F(uint, grid_x) F(uint, grid_y) \

@@ -180,7 +180,7 @@ void build_visits(uint height, uint list, uint V, bool fill, inout uint bad) {
     work[command] = int(R == 0u ? 0u : pc.grid_x);
     work[command + 1u] = int(y);
     work[command + 2u] = int(y == 0u ? 0u : (R + y - 1u) / y);
-    work[command + 3u] = int(R);
+    work[command + VKGMM_DISPATCH_COUNT_WORD] = int(R);
   }
 }
 
