@@ -173,9 +173,12 @@ PlanCore::Bound PlanCore::bind(const OperandViews& ops, const RoutingSource* giv
     }
   }
   if (b.build) {
-    // The metadata visible to the dispatch (read after write), the command to its indirect read.
+    // The metadata visible to the dispatch (read after write), the command to its indirect read; a routed
+    // kernel's writes to the workspace after the build's (the tile counters it zeroed).
+    const bool writes_workspace = routing_ && (routing_->fused_tiles || routing_->pre_n);
     b.op.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
-    b.op.before_own = VK_ACCESS_SHADER_READ_BIT | (b.op.indirect_buffer ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0);
+    b.op.before_own = VK_ACCESS_SHADER_READ_BIT | (writes_workspace ? VK_ACCESS_SHADER_WRITE_BIT : 0) |
+                      (b.op.indirect_buffer ? VK_ACCESS_INDIRECT_COMMAND_READ_BIT : 0);
     b.op.extra_after = b.op.indirect_buffer ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
   }
   return b;

@@ -79,7 +79,7 @@ layout(constant_id = VKGMM_ID_GMM_SAVE_PRE) const bool SAVE_PRE = false;
 layout(constant_id = VKGMM_ID_GMM_STEPS_IN_FLIGHT) const uint STEPS_IN_FLIGHT = 1;
 // A combined call of few slots routed in the kernel (interface.h): the ids at the route bindings, no row map.
 layout(constant_id = VKGMM_ID_GMM_ROUTE_IN_KERNEL) const bool ROUTE_IN_KERNEL = false;
-// Group sizes on the device read in the kernel (interface.h): the sizes at the route-weights binding, no visit list.
+// Group sizes on the device read in the kernel (interface.h): the sizes at the route-reads binding, no visit list.
 layout(constant_id = VKGMM_ID_GMM_SIZES_IN_KERNEL) const bool SIZES_IN_KERNEL = false;
 const uint HALVES = GATED ? 2u : 1u;
 const uint ACC_COLS = RN * HALVES;  // accumulator columns per row: half h, column j at h * RN + j

@@ -77,10 +77,9 @@
 
 // gmm's routing bindings, past both layouts' bindings, in each: the gmm module declares them in every
 // build, so every gmm dispatch pushes a valid view at each. Reading the app's routing in the kernel
-// (VKGMM_ID_GMM_ROUTE_IN_KERNEL, VKGMM_ID_GMM_SIZES_IN_KERNEL): the router weights (f32 [slots]), the
-// status word, and what the kernel reads instead of a build's metadata (int32, read-only: the ids, or the
-// group sizes), each where the app's own buffer is bound to a binding the module does not declare
-// writable. Routed with a build: the workspace the kernel writes (the fused combine's per-slot results and
+// (VKGMM_ID_GMM_ROUTE_IN_KERNEL, VKGMM_ID_GMM_SIZES_IN_KERNEL): the router weights (f32 [slots]) and what
+// the kernel reads instead of a build's metadata (int32: the ids, or the group sizes), the app's own
+// buffers at bindings the module does not declare writable, and the status word. Routed with a build: the workspace the kernel writes (the fused combine's per-slot results and
 // tile counters, the saved pre-activations), its own binding so that the metadata's stays read-only.
 #define VKGMM_BINDING_ROUTE_WEIGHTS VKGMM_NUM_SPLIT_BINDINGS
 #define VKGMM_BINDING_ROUTE_STATUS (VKGMM_NUM_SPLIT_BINDINGS + 1)

@@ -131,6 +131,10 @@ bool parse(int argc, char** argv, int ranks, Options& o, std::string& error) {
             std::to_string(ranks) + " ranks";
     return false;
   }
+  if (o.stale_rank >= 0 && o.steps < 2) {
+    error = "--stale-rank: needs --steps 2 or more (a rank's rows go stale from its second step)";
+    return false;
+  }
   if (sh.top_k > sh.experts) {
     error = "--top-k: larger than --experts";
     return false;

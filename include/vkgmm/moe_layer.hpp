@@ -49,8 +49,8 @@ struct MoeLayerOperands {
   BufferView x, router_w, w_up, w_down, b_up, b_down;
   BufferView y;
   // workspace_bytes(): the router's logits, the ids and weights, the up projection's output and both
-  // projections' pre-activations (saved for the backward: record_backward reads what the last
-  // record_forward into the same workspace wrote) and each pass's own words. Null: the plan's own (executions
+  // projections' pre-activations (saved for the backward, none with forward_only: record_backward reads
+  // what the last record_forward into the same workspace wrote) and each pass's own words. Null: the plan's own (executions
   // of the plan that overlap in time then race; refused where ContextOptions::app_workspaces is set).
   BufferView workspace;
   // Optional uint32 word: the routing's device_status bits (0 for ids the top-k wrote), written by the
