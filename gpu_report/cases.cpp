@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "problems.hpp"
 #include "tiling_text.hpp"
 #include "vkgmm/ops.hpp"
+#include "vkgmm/top_k.hpp"
 #include "workloads.hpp"
 
 namespace gpu_report {
@@ -16,16 +18,32 @@ using vkgmm::DType;
 
 constexpr int64_t kDecodeRowsPerGroup = 16;
 
-// A later pass of gmm (its tile heights per group) shows its own block rows as the tiling's tm.
+// A later pass of gmm (its tile heights per group) shows its own block rows as the tiling's tm; a pass
+// with no tiling (the backward's gradient pass, top-k) shows none.
+void add_pipelines(Case& c, const std::string& label, const std::optional<vkgmm::Tiling>& tiling,
+                   const std::vector<vkgmm::internals::PlanPipeline>& pipelines) {
+  for (const vkgmm::internals::PlanPipeline& p : pipelines) {
+    std::string text;
+    if (tiling) {
+      vkgmm::Tiling t = *tiling;
+      if (p.pass)
+        for (const vkgmm::internals::PipelineConstant& k : p.constants)
+          if (k.name == "TM") t.tm = k.value;
+      text = tool::tiling_text(t);
+    }
+    c.pipelines.push_back({label + (p.pass ? " pass " + std::to_string(p.pass + 1) : ""), text, p});
+  }
+}
+
 template <class Plan>
 void add_pipelines(Case& c, const std::string& label, const Plan& plan) {
-  for (const vkgmm::internals::PlanPipeline& p : vkgmm::internals::plan_pipelines(plan)) {
-    vkgmm::Tiling t = plan.tiling();
-    if (p.pass)
-      for (const vkgmm::internals::PipelineConstant& k : p.constants)
-        if (k.name == "TM") t.tm = k.value;
-    c.pipelines.push_back({label + (p.pass ? " pass " + std::to_string(p.pass + 1) : ""), tool::tiling_text(t), p});
-  }
+  add_pipelines(c, label, plan.tiling(), vkgmm::internals::plan_pipelines(plan));
+}
+
+// Every part of the backward, under the part's name.
+void add_backward(Case& c, const vkgmm::GmmBackwardPlan& plan) {
+  for (const vkgmm::internals::PlanPart& part : vkgmm::internals::plan_parts(plan))
+    add_pipelines(c, part.part, part.tiling, part.pipelines);
 }
 
 // Plans the case with `plan` (which adds its pipelines); a refusal becomes the case's error.
@@ -83,9 +101,7 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
           vkgmm::GmmProblem p = bench::gmm_problem(w);
           p.transpose_rhs = transposed;
           if (w.op == bench::Op::backward) {
-            const vkgmm::GmmBackwardPlan plan(ctx, p);
-            add_pipelines(c, "d_lhs", plan.d_lhs_plan());
-            add_pipelines(c, "d_rhs", plan.d_rhs_plan());
+            add_backward(c, vkgmm::GmmBackwardPlan(ctx, p));
           } else {
             plan_gmm(ctx, c, p);
           }
@@ -141,16 +157,18 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
     });
   }
   // Routed by expert ids, combined in token order (the bench's main times), in the experts' first window
-  // of one binding (the bench's windows; every later window differs only in adding existing_out); of the
-  // routed backward (moe-grad-ids) its forward alone: a routed GmmBackwardPlan makes its own workspace,
-  // which a context that only compiles cannot. Then an up projection with the fused epilogue (bias +
-  // SwiGLU over [gate | up], per slot).
-  auto routed = [&](const std::string& preset, DType t, bool epilogue) {
+  // of one binding (the bench's windows; every later window differs only in adding existing_out), and
+  // the routed backward (moe-grad-ids) whole: its recomputed forward, gradient pass, d_rhs and d_lhs. Then
+  // an up projection with the fused epilogue (bias + SwiGLU over [gate | up], per slot), and its backward
+  // (the gradient pass through SwiGLU, d_bias).
+  auto routed = [&](const std::string& preset, DType t, bool epilogue, bool backward) {
     bench::Workload w;
     bench::make_preset(preset, w);
     if (!w.quantized()) w.dtype = t;
+    backward = backward || w.op == bench::Op::backward;
     Case c;
-    c.name = preset + " " + vkgmm::dtype_name(w.dtype) + (epilogue ? " bias+swiglu" : "");
+    c.name = preset + " " + vkgmm::dtype_name(w.dtype) + (epilogue ? " bias+swiglu" : "") +
+             (backward && w.op != bench::Op::backward ? " backward" : "");
     c.quantized = w.quantized();
     const int64_t n = epilogue ? 2 * w.n : w.n;
     c.shape = dims({w.m, w.k, n, w.groups, w.top_k});
@@ -165,19 +183,38 @@ std::vector<Case> plan_cases(vkgmm::Context& ctx, const std::string& only) {
         p.epilogue.bias = true;
         p.epilogue.activation = vkgmm::Activation::swiglu;
       }
-      plan_gmm(ctx, c, p);
+      if (backward)
+        add_backward(c, vkgmm::GmmBackwardPlan(ctx, p));
+      else
+        plan_gmm(ctx, c, p);
     });
   };
   for (const std::string& preset : bench::ids_preset_names())
-    for (DType t : kTypes) routed(preset, t, false);
-  for (DType t : kTypes) routed("qwen3-ids-t64", t, true);
+    for (DType t : kTypes) routed(preset, t, false, false);
+  for (DType t : kTypes) routed("qwen3-ids-t64", t, true, false);
+  for (DType t : kTypes) routed("qwen3-ids-t64", t, true, true);
+  // Top-k routing and its backward at Qwen3's router (128 experts, top-8, renormalized) over
+  // qwen3-ids-t64's tokens.
+  {
+    bench::Workload w;
+    bench::make_preset("qwen3-ids-t64", w);
+    Case c;
+    c.name = "top_k qwen3-ids-t64";
+    c.shape = dims({w.m, w.groups, w.top_k});
+    plan_into(out, c, only, [&](Case& c) {
+      const vkgmm::TopKProblem p{.tokens = w.m, .experts = w.groups, .top_k = w.top_k};
+      add_pipelines(c, "top_k", std::nullopt, vkgmm::internals::plan_pipelines(vkgmm::TopKPlan(ctx, p)));
+      add_pipelines(c, "top_k backward", std::nullopt,
+                    vkgmm::internals::plan_pipelines(vkgmm::TopKBackwardPlan(ctx, p)));
+    });
+  }
   // The block formats (--presets quant): routed decode and prefill with GGUF blocks as weights.
   for (const std::string& preset : bench::quant_preset_names()) {
     bench::Workload w;
     bench::make_preset(preset, w);
     if (!w.quantized()) continue;  // the peers are among the cases above
     if (w.routed()) {
-      routed(preset, w.dtype, false);
+      routed(preset, w.dtype, false, false);
       continue;
     }
     Case c = shaped_case(preset + " " + vkgmm::dtype_name(w.dtype), w);

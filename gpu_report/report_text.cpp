@@ -101,7 +101,7 @@ void print_text(const Report& r) {
     }
   print_kernels("Compute-bound cases:", compute);
   print_kernels("Decode-sized cases (a few rows per expert: bandwidth-bound, outside the FMA-share target):", decode);
-  std::printf("\nAuxiliary pipelines (device metadata build, ordered combine):\n");
+  std::printf("\nAuxiliary pipelines (device metadata build, ordered combine, the routed backward's gradient pass, top-k):\n");
   std::printf("| case | plan | pipeline | module | regs | sregs | spills/fills | local B | shared B | code B |\n"
               "|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& row : aux) {

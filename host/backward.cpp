@@ -137,6 +137,7 @@ TgmmOperands d_rhs_operands(const GmmBackwardOperands& ops, const BufferView& wo
 
 void GmmBackwardPlan::check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it,
                                       const RoutingSource* routing) const {
+  PlanInternals::check_records(d_lhs_, kOp);
   // Which views this forward's backward takes, and the overlaps between them (the table's rules); each
   // part's plan then checks the views it binds.
   BackwardFacts facts;
@@ -204,6 +205,18 @@ void PlanInternals::record_backward(const GmmBackwardPlan& plan, VkCommandBuffer
 void PlanInternals::check_backward(const GmmBackwardPlan& plan, const GmmBackwardOperands& ops,
                                    const RoutingSource& routing) {
   plan.check_or_record(VK_NULL_HANDLE, ops, false, &routing);
+}
+
+std::vector<PlannedPart> PlanInternals::parts(const GmmBackwardPlan& plan) {
+  std::vector<PlannedPart> out;
+  const TgmmPlan* d_rhs = plan.d_rhs_ ? &*plan.d_rhs_ : nullptr;
+  if (plan.routed_) {
+    plan.routed_->add_parts(out, plan.d_lhs_, d_rhs);
+    return out;
+  }
+  out.push_back({"d_lhs", plan.d_lhs_.tiling(), pipelines(plan.d_lhs_)});
+  if (d_rhs) out.push_back({"d_rhs", d_rhs->tiling(), pipelines(*d_rhs)});
+  return out;
 }
 
 void gmm_backward(Context& ctx, const GmmProblem& forward, const GmmBackwardOperands& ops,

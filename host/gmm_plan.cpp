@@ -365,6 +365,10 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
 
 VKGMM_GROUPED_PLAN_FORWARDS(GmmPlan, GmmProblem, GmmOperands, gmm)
 int64_t GmmPlan::num_tiles() const { return state_->num_tiles; }
+void PlanInternals::check_records(const GmmPlan& plan, const char* op) {
+  live_state(plan.state_, op).core.options().check_records(op);
+}
+
 void PlanInternals::check_in_buffer(const GmmPlan& plan, const char* op, const char* name, const BufferView& view) {
   live_state(plan.state_, op).core.check_in_buffer(op, name, view);
 }

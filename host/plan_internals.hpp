@@ -11,6 +11,7 @@
 #include "planned_pipeline.hpp"
 #include "routing_source.hpp"
 #include "vkgmm/ops.hpp"
+#include "vkgmm/top_k.hpp"
 
 namespace vkgmm {
 
@@ -39,12 +40,21 @@ struct PlanInternals {
   // plan's own (PlanCore::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp
+  static std::vector<PlannedPipeline> pipelines(const TopKPlan& plan);          // host/top_k_plan.cpp
+  static std::vector<PlannedPipeline> pipelines(const TopKBackwardPlan& plan);  // host/top_k_backward_plan.cpp
+  // A backward's parts in dispatch order: "d_lhs" and "d_rhs" (unrouted), or a routed forward's
+  // "forward" (the recompute saving its pre-activation), "grad", "d_rhs", "d_bias" and "d_lhs"; the
+  // parts a forward has none of (frozen weights, no slots, no bias) are left out (host/backward.cpp).
+  static std::vector<PlannedPart> parts(const GmmBackwardPlan& plan);
   // gmm's visit lists, one per pass of its kernel in dispatch order: each one's first word in the metadata
   // (its groups; the first rows follow) and its slots.
   struct VisitList {
     uint32_t offset = 0, slots = 0;
   };
   static std::vector<VisitList> visit_lists(const GmmPlan& plan);  // host/gmm_plan.cpp
+  // Refuses (unsupported) on a compile-only context, naming `op`: an op made of parts refuses before it
+  // checks any view, as each plan does.
+  static void check_records(const GmmPlan& plan, const char* op);  // host/gmm_plan.cpp
   // Refuses a view that runs past the end of its buffer, naming `op` and `name`: for an op that hands its
   // parts slices of a view the caller gave (a workspace), which each check only their slice.
   static void check_in_buffer(const GmmPlan& plan, const char* op, const char* name, const BufferView& view);

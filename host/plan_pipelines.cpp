@@ -2,6 +2,7 @@
 #include "vkgmm/plan_pipelines.hpp"
 
 #include <iterator>
+#include <utility>
 
 #include "context_impl.hpp"
 #include "interface.hpp"
@@ -12,13 +13,18 @@ namespace vkgmm::internals {
 
 namespace {
 
+// The modules of one pipeline each (no build variants), by their spirv_modules() names.
+std::vector<std::pair<const char*, ShaderCode>> single_modules() {
+  return {{"metadata", metadata_shader()},   {"combine", combine_shader()}, {"routed_grad", routed_grad_shader()},
+          {"topk", topk_shader()},           {"topk_grad", topk_grad_shader()}};
+}
+
 std::string module_name(const PlannedPipeline& p) {
   for (const EmbeddedModule& m : embedded_op_modules())
     if (m.code.code == p.code.code) return m.name;
-  // The metadata build (whose given-routing variant is a role of its own) and the combine have one
-  // module each, named as their role.
-  const std::string role = p.role;
-  return role.rfind("metadata", 0) == 0 ? "metadata" : role;
+  for (const auto& [name, code] : single_modules())
+    if (code.code == p.code.code) return name;
+  return p.role;
 }
 
 // The constants the pipeline's module family declares (shaders/interface.h's names), with their values.
@@ -30,6 +36,12 @@ std::vector<PipelineConstant> named_constants(const PlannedPipeline& p, const st
     add(abi::kMetadataConstants);
   } else if (role == "combine") {
     add(abi::kCombineConstants);
+  } else if (role == "grad") {
+    add(abi::kGradConstants);
+  } else if (role == "top_k") {
+    add(abi::kTopKConstants);
+  } else if (role == "top_k backward") {
+    add(abi::kTopKGradConstants);
   } else {
     add(abi::kCommonConstants);
     if (module.rfind("tgmm", 0) == 0)
@@ -65,12 +77,21 @@ std::vector<PlanPipeline> named(const std::vector<PlannedPipeline>& planned) {
 
 std::vector<PlanPipeline> plan_pipelines(const GmmPlan& plan) { return named(PlanInternals::pipelines(plan)); }
 std::vector<PlanPipeline> plan_pipelines(const TgmmPlan& plan) { return named(PlanInternals::pipelines(plan)); }
+std::vector<PlanPipeline> plan_pipelines(const TopKPlan& plan) { return named(PlanInternals::pipelines(plan)); }
+std::vector<PlanPipeline> plan_pipelines(const TopKBackwardPlan& plan) {
+  return named(PlanInternals::pipelines(plan));
+}
+
+std::vector<PlanPart> plan_parts(const GmmBackwardPlan& plan) {
+  std::vector<PlanPart> out;
+  for (const PlannedPart& p : PlanInternals::parts(plan)) out.push_back({p.part, p.tiling, named(p.pipelines)});
+  return out;
+}
 
 std::vector<SpirvModule> spirv_modules() {
   std::vector<SpirvModule> out;
   for (const EmbeddedModule& m : embedded_op_modules()) out.push_back({m.name, m.code.code, m.code.words});
-  for (const auto& [name, code] : {std::pair{"metadata", metadata_shader()}, {"combine", combine_shader()}})
-    out.push_back({name, code.code, code.words});
+  for (const auto& [name, code] : single_modules()) out.push_back({name, code.code, code.words});
   return out;
 }
 

@@ -141,7 +141,9 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     : ctx(ContextInternals::shared(context)), forward(routed_form(given)), options(o), facts_(backward_facts(given)) {
   const GmmProblem& f = forward;
   const DeviceInfo& info = ctx->dev.info;
-  if (given.routing.top_k == 0 && f.m > 0) {
+  // A compile-only context's plans hold no memory: nothing will read the ids or the workspace.
+  const bool compile_only = ctx->dev.options.compile_only;
+  if (given.routing.top_k == 0 && f.m > 0 && !compile_only) {
     const std::vector<int32_t> ids = row_ids(given);
     own_ids = plan_buffer(context, ids.size() * 4, std::string(kOp) + ": its rows' ids");
     own_ids.upload(ids.data(), ids.size() * 4);
@@ -190,26 +192,43 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
                           "the gradient pass over " + std::to_string(slots) + " slots of " + std::to_string(out_n) +
                               " + " + std::to_string(k) + " columns",
                           "run fewer tokens per call");
-    std::vector<uint32_t> constants(VKGMM_ID_GRAD_ACTIVATION + 1, 0);
+    grad_constants.assign(VKGMM_ID_GRAD_ACTIVATION + 1, 0);
     static_assert(VKGMM_ID_VEC4 < VKGMM_ID_GRAD_ACTIVATION);
-    constants[VKGMM_ID_OUT_TYPE] = uint32_t(f.out_type);
-    constants[VKGMM_ID_LHS_TYPE] = uint32_t(f.lhs_type);
-    constants[VKGMM_ID_GRAD_COMBINED] = f.routing.combine;
-    constants[VKGMM_ID_GRAD_ACCUMULATE] = o.accumulate;
-    constants[VKGMM_ID_GRAD_ACTIVATION] = uint32_t(f.epilogue.activation);
-    constants[VKGMM_ID_INVOCATIONS] = grad_invocations(info);
+    grad_constants[VKGMM_ID_OUT_TYPE] = uint32_t(f.out_type);
+    grad_constants[VKGMM_ID_LHS_TYPE] = uint32_t(f.lhs_type);
+    grad_constants[VKGMM_ID_GRAD_COMBINED] = f.routing.combine;
+    grad_constants[VKGMM_ID_GRAD_ACCUMULATE] = o.accumulate;
+    grad_constants[VKGMM_ID_GRAD_ACTIVATION] = uint32_t(f.epilogue.activation);
+    grad_constants[VKGMM_ID_INVOCATIONS] = grad_invocations(info);
     const ShaderCode code = routed_grad_shader();
-    grad = ctx->pipeline(code.code, code.words, constants, true);
+    grad = ctx->pipeline(code.code, code.words, grad_constants, true);
     // Rows of whole 4-column groups also get the vector loads and stores, for views at such offsets.
-    if (out_n % 4 == 0 && f.k % 4 == 0) {
-      constants[VKGMM_ID_VEC4] = 1;
-      grad_vec4 = ctx->pipeline(code.code, code.words, constants, true);
-    }
+    if (out_n % 4 == 0 && f.k % 4 == 0) grad_vec4 = ctx->pipeline(code.code, code.words, vec4_constants(), true);
     ctx->log.throw_if_any();
   }
-  if (total && owner == WorkspaceOwner::self)
+  if (total && owner == WorkspaceOwner::self && !compile_only)
     own_workspace = plan_buffer(context, total, std::string(kOp) + ": its workspace");
   workspace_owner = owner;
+}
+
+std::vector<uint32_t> RoutedBackward::vec4_constants() const {
+  std::vector<uint32_t> c = grad_constants;
+  c[VKGMM_ID_VEC4] = 1;
+  return c;
+}
+
+void RoutedBackward::add_parts(std::vector<PlannedPart>& out, const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
+  if (h) out.push_back({"forward", h->tiling(), PlanInternals::pipelines(*h)});
+  if (grad) {
+    // The vector build is the one the bench's and vkgmm's own aligned views take.
+    const ShaderCode code = routed_grad_shader();
+    out.push_back({"grad", std::nullopt,
+                   {grad_vec4 ? PlannedPipeline{"grad", code, vec4_constants(), true, grad_vec4}
+                              : PlannedPipeline{"grad", code, grad_constants, true, grad}}});
+  }
+  if (d_rhs) out.push_back({"d_rhs", d_rhs->tiling(), PlanInternals::pipelines(*d_rhs)});
+  if (d_bias) out.push_back({"d_bias", d_bias->tiling(), PlanInternals::pipelines(*d_bias)});
+  out.push_back({"d_lhs", d_lhs.tiling(), PlanInternals::pipelines(d_lhs)});
 }
 
 GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {

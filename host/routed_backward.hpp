@@ -9,6 +9,7 @@
 #include "backward_operands.hpp"
 #include "routing_source.hpp"
 #include "dispatch.hpp"
+#include "planned_pipeline.hpp"
 #include "vkgmm/ops.hpp"
 #include "workspace_arena.hpp"
 
@@ -35,6 +36,9 @@ struct RoutedBackward {
   VkDeviceSize workspace_bytes() const { return total; }
   // Which views its backward takes (backward_operands.hpp), from the forward as given.
   const BackwardFacts& facts() const { return facts_; }
+  // Its passes with their pipelines in dispatch order, d_lhs's and d_rhs's among them
+  // (PlanInternals::parts).
+  void add_parts(std::vector<PlannedPart>& out, const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const;
   // The device memory it holds: its own workspace and ids, and its parts' host-built metadata.
   VkDeviceSize metadata_bytes() const {
     return own_workspace.size() + own_ids.size() + (h ? h->metadata_bytes() : 0) + (d_bias ? d_bias->metadata_bytes() : 0);
@@ -52,6 +56,8 @@ struct RoutedBackward {
   uint64_t slots = 0, out_n = 0;
   std::optional<GmmPlan> h;          // the forward, saving its pre-activation (none without slots)
   std::optional<TgmmPlan> d_bias;    // with a bias: ones^T @ d_h per expert
+  std::vector<uint32_t> vec4_constants() const;  // grad_constants with VEC4
+  std::vector<uint32_t> grad_constants;   // the gradient pass's, without VEC4
   VkPipeline grad = VK_NULL_HANDLE;       // shaders/routed_grad.comp
   VkPipeline grad_vec4 = VK_NULL_HANDLE;  // the same with VEC4 (rows of whole 4-column groups)
   uint32_t grad_groups = 0;

@@ -64,13 +64,18 @@ TokenOpCore::TokenOpCore(Context& ctx, const char* op, const TopKProblem& p, con
     check_operand_limits(op, info, {{rows[i].name, token_operand_elements(p, rows[i].extent) * 4}});
   if (p.tokens <= 0) return;
   groups_ = token_groups(info, p.tokens);
-  std::vector<uint32_t> constants;
   for (const auto& [id, value] : module.constants) {
-    if (constants.size() <= id) constants.resize(id + 1, 0);
-    constants[id] = value;
+    if (constants_.size() <= id) constants_.resize(id + 1, 0);
+    constants_[id] = value;
   }
-  pipeline_ = ctx_->pipeline(module.code.code, module.code.words, constants);
+  code_ = module.code;
+  pipeline_ = ctx_->pipeline(code_.code, code_.words, constants_);
   ctx_->log.throw_if_any();
+}
+
+std::vector<PlannedPipeline> TokenOpCore::pipelines(const char* role) const {
+  if (!pipeline_) return {};
+  return {{role, code_, constants_, false, pipeline_}};
 }
 
 Dispatch TokenOpCore::bind(const BufferView* views, uint32_t* offsets) const {

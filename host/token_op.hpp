@@ -14,6 +14,7 @@
 #include "context_impl.hpp"
 #include "shader_modules.hpp"
 #include "dispatch.hpp"
+#include "planned_pipeline.hpp"
 #include "top_k_operands.hpp"
 #include "vkgmm/top_k.hpp"
 
@@ -58,6 +59,8 @@ class TokenOpCore {
   void check_command_buffer(VkCommandBuffer cb) const;
   // The dispatch over the grid (its pipeline and grid set here); nothing without tokens.
   void record(VkCommandBuffer cb, Dispatch s) const;
+  // Its pipeline under `role` (PlanInternals::pipelines); none without tokens.
+  std::vector<PlannedPipeline> pipelines(const char* role) const;
 
  private:
   std::shared_ptr<Context::Impl> ctx_;
@@ -65,6 +68,8 @@ class TokenOpCore {
   TopKProblem problem_;
   const TokenOperandRow* rows_ = nullptr;
   size_t count_ = 0;
+  ShaderCode code_{};
+  std::vector<uint32_t> constants_;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
   uint32_t groups_ = 0;  // workgroups (0: nothing to record)
 };

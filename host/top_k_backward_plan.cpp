@@ -39,6 +39,10 @@ TopKBackwardPlan::TopKBackwardPlan(Context& ctx, const TopKProblem& p, const Top
       State{TokenOpCore(ctx, kOp, p, Table::rows, Table::count, module(p, options)), options});
 }
 
+std::vector<PlannedPipeline> PlanInternals::pipelines(const TopKBackwardPlan& plan) {
+  return live_state(plan.state_, "top_k_backward").core.pipelines("top_k backward");
+}
+
 const TopKProblem& TopKBackwardPlan::problem() const { return state_->core.problem(); }
 const TopKBackwardOptions& TopKBackwardPlan::options() const { return state_->options; }
 TopKBackwardSizes TopKBackwardPlan::sizes() const { return token_op_sizes<TopKBackwardOperands>(problem()); }

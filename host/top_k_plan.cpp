@@ -35,6 +35,10 @@ TopKPlan::TopKPlan(Context& ctx, const TopKProblem& p) {
   state_ = std::make_shared<State>(State{TokenOpCore(ctx, kOp, p, Table::rows, Table::count, module(p))});
 }
 
+std::vector<PlannedPipeline> PlanInternals::pipelines(const TopKPlan& plan) {
+  return live_state(plan.state_, "top_k").core.pipelines("top_k");
+}
+
 const TopKProblem& TopKPlan::problem() const { return state_->core.problem(); }
 TopKSizes TopKPlan::sizes() const { return token_op_sizes<TopKOperands>(problem()); }
 

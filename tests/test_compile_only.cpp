@@ -8,6 +8,7 @@
 #include "context_impl.hpp"
 #include "interface.hpp"
 #include "plan_internals.hpp"
+#include "shader_modules.hpp"
 #include "vkgmm/vkgmm.hpp"
 
 namespace vkgmm {
@@ -108,6 +109,84 @@ TEST(CompileOnly, DeviceSizesAndRoutingListTheirBuildsAndCombine) {
   EXPECT_EQ(fused[1].constants[VKGMM_ID_GMM_FUSED_COMBINE], 1u);
   EXPECT_STREQ(fused[2].role, "metadata given");
   for (const PlannedPipeline& x : fused) EXPECT_NE(x.pipeline, VK_NULL_HANDLE);
+}
+
+std::vector<std::string> part_names(const std::vector<PlannedPart>& parts) {
+  std::vector<std::string> names;
+  for (const PlannedPart& p : parts) names.push_back(p.part);
+  return names;
+}
+
+TEST(CompileOnly, TheBackwardListsEveryPassAndHoldsNoMemory) {
+  Context ctx = open_compile_only({});
+  // Routed by ids with bias + SwiGLU: the recompute, the gradient pass through the activation, d_rhs,
+  // d_bias and d_lhs, no workspace or ids allocated, every record refused.
+  GmmProblem r;
+  r.m = 8, r.k = 32, r.n = 48;
+  r.num_rhs_groups = 4;
+  r.routing = {.top_k = 2, .combine = true, .num_experts = 4};
+  r.epilogue.bias = true;
+  r.epilogue.activation = Activation::swiglu;
+  const GmmBackwardPlan routed(ctx, r);
+  const std::vector<PlannedPart> parts = PlanInternals::parts(routed);
+  EXPECT_EQ(part_names(parts), (std::vector<std::string>{"forward", "grad", "d_rhs", "d_bias", "d_lhs"}));
+  for (const PlannedPart& p : parts) {
+    EXPECT_EQ(p.tiling.has_value(), std::string(p.part) != "grad") << p.part;
+    ASSERT_FALSE(p.pipelines.empty()) << p.part;
+    for (const PlannedPipeline& x : p.pipelines) EXPECT_NE(x.pipeline, VK_NULL_HANDLE) << p.part << " " << x.role;
+  }
+  ASSERT_EQ(parts[1].pipelines.size(), 1u);
+  const PlannedPipeline& grad = parts[1].pipelines[0];
+  EXPECT_STREQ(grad.role, "grad");
+  EXPECT_EQ(grad.code.code, routed_grad_shader().code);
+  EXPECT_TRUE(grad.split);
+  EXPECT_EQ(grad.constants[VKGMM_ID_GRAD_ACTIVATION], uint32_t(Activation::swiglu));
+  EXPECT_EQ(grad.constants[VKGMM_ID_GRAD_COMBINED], 1u);
+  EXPECT_EQ(grad.constants[VKGMM_ID_VEC4], 1u);  // out_n = 24 and k = 32: whole 4-column rows
+  EXPECT_EQ(routed.metadata_bytes(), 0u);
+  auto [status, message] = error_of([&] { routed.check({}); });
+  EXPECT_EQ(status, Status::unsupported);
+  EXPECT_NE(message.find("gmm_backward: the context only compiles pipelines"), std::string::npos) << message;
+
+  // The same backward on an ordinary context makes the same gradient pass.
+  Context run_ctx;
+  const std::vector<PlannedPart> run = PlanInternals::parts(GmmBackwardPlan(run_ctx, r));
+  ASSERT_EQ(part_names(run), part_names(parts));
+  EXPECT_EQ(run[1].pipelines[0].constants, grad.constants);
+
+  // Group sizes with a bias take the routed path (each row's group its id): no ids uploaded here.
+  GmmProblem g = small_gmm();
+  g.epilogue.bias = true;
+  const GmmBackwardPlan sized(ctx, g);
+  EXPECT_EQ(part_names(PlanInternals::parts(sized)),
+            (std::vector<std::string>{"forward", "grad", "d_rhs", "d_bias", "d_lhs"}));
+  EXPECT_EQ(sized.metadata_bytes(), 0u);
+  // Without an epilogue: d_lhs's gmm and d_rhs's tgmm; frozen block-format weights: d_lhs alone.
+  EXPECT_EQ(part_names(PlanInternals::parts(GmmBackwardPlan(ctx, small_gmm()))),
+            (std::vector<std::string>{"d_lhs", "d_rhs"}));
+  GmmProblem q = small_gmm();
+  q.rhs_type = DType::q8_0;
+  q.transpose_rhs = true;
+  EXPECT_EQ(part_names(PlanInternals::parts(GmmBackwardPlan(ctx, q))), (std::vector<std::string>{"d_lhs"}));
+  EXPECT_TRUE(ctx.take_validation_messages().empty());
+}
+
+TEST(CompileOnly, TopKListsItsPipelines) {
+  Context ctx = open_compile_only({});
+  const TopKProblem p{.tokens = 8, .experts = 16, .top_k = 4, .renormalize = false};
+  const std::vector<PlannedPipeline> forward = PlanInternals::pipelines(TopKPlan(ctx, p));
+  ASSERT_EQ(forward.size(), 1u);
+  EXPECT_STREQ(forward[0].role, "top_k");
+  EXPECT_EQ(forward[0].code.code, topk_shader().code);
+  EXPECT_EQ(forward[0].constants[VKGMM_ID_TOPK_RENORMALIZE], 0u);
+  EXPECT_NE(forward[0].pipeline, VK_NULL_HANDLE);
+  const std::vector<PlannedPipeline> backward = PlanInternals::pipelines(TopKBackwardPlan(ctx, p, {.accumulate = true}));
+  ASSERT_EQ(backward.size(), 1u);
+  EXPECT_STREQ(backward[0].role, "top_k backward");
+  EXPECT_EQ(backward[0].code.code, topk_grad_shader().code);
+  EXPECT_EQ(backward[0].constants[VKGMM_ID_TOPK_GRAD_ACCUMULATE], 1u);
+  // No tokens: nothing dispatched, no pipeline.
+  EXPECT_TRUE(PlanInternals::pipelines(TopKPlan(ctx, {.tokens = 0, .experts = 16, .top_k = 4})).empty());
 }
 
 TEST(CompileOnly, RefusesMemoryRecordingAndSubmission) {

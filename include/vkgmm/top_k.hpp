@@ -54,6 +54,7 @@ class VKGMM_API TopKPlan {
  private:
   struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
+  friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
 };
 
 // Convenience: plan, record into a one-time command buffer, submit and wait.
@@ -103,6 +104,7 @@ class VKGMM_API TopKBackwardPlan {
  private:
   struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
+  friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
 };
 
 // Convenience: plan, record into a one-time command buffer, submit and wait.

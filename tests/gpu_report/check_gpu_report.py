@@ -66,7 +66,10 @@ def main():
                 p = pipelines[cp["pipeline"]]
                 check(p["role"] == cp["role"], f"{c['name']}: role {cp['role']} vs {p['role']}")
                 check(os.path.exists(os.path.join(dump, p["module"] + ".spv")), f"{p['module']}.spv not dumped")
-                check(p["layout"] == ("split" if p["module"].endswith(("_split", "_split_sg")) else "plain"), f"{p['id']}: layout")
+                # The split builds bind in parts; the routed backward's gradient pass binds its regions at
+                # the split layout's bindings.
+                split = p["module"].endswith(("_split", "_split_sg")) or p["module"] == "routed_grad"
+                check(p["layout"] == ("split" if split else "plain"), f"{p['id']}: layout")
                 check(os.path.getsize(os.path.join(dump, p["id"] + ".s")) > 0, f"{p['id']}.s empty")
                 compiled = p.get("compiled") or {}
                 check((compiled.get("registers") or 0) > 0, f"{p['id']}: no statistics")
@@ -107,6 +110,15 @@ def main():
                 check(not gated or loop["fma_share"] >= min_share,
                       f"{c['name']} {cp['plan']}: share {loop['fma_share']} < {min_share}")
         check(len(ops) >= 20, f"only {len(ops)} distinct op pipelines")
+        # Every kernel a run can record is compiled: the builds, the combine, the routed backward's
+        # gradient pass and top-k's two; and the routed backward's every part.
+        modules = {p["module"] for p in report["pipelines"]}
+        for m in ("metadata", "combine", "routed_grad", "topk", "topk_grad"):
+            check(m in modules, f"module {m} is not among the report's pipelines")
+        for case in ("moe-grad-ids f32", "qwen3-ids-t64 bf16 bias+swiglu backward"):
+            plans = {cp["plan"] for c in report["cases"] if c["name"] == case for cp in c["pipelines"]}
+            for part in ("forward", "grad", "d_rhs", "d_lhs") + (("d_bias",) if "bias" in case else ()):
+                check(part in plans, f"{case}: no {part} pipelines")
         # The gate covers the kernels that carry the FLOPs: gmm and tgmm (and the backward's), f32 and both
         # 16-bit types, the routed qwen3-ids-t512 and the bias + SwiGLU epilogue.
         gated_names = {(c["name"], cp["plan"]) for c in report["cases"] for cp in c["pipelines"] if cp["gated"]}

@@ -7,10 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "vkgmm/ops.hpp"
+#include "vkgmm/top_k.hpp"
 
 namespace vkgmm {
 // A Context whose plans compile their pipelines and nothing else (ResolvedOptions::compile_only): no
@@ -29,8 +31,9 @@ struct PipelineConstant {
 
 // One pipeline a plan made and records.
 struct PlanPipeline {
-  // Which dispatch: "op", "metadata", "combine", or "metadata given" (the metadata build that takes
-  // another plan's routing, which a routed plan compiles beside its own).
+  // Which dispatch: "op", "metadata", "combine", "metadata given" (the metadata build that takes
+  // another plan's routing, which a routed plan compiles beside its own), "grad" (the routed backward's
+  // gradient pass), "top_k" or "top_k backward".
   std::string role;
   std::string module;  // its SPIR-V module (spirv_modules()'s name): gmm, gmm_s16, tgmm_split, metadata, ...
   std::vector<PipelineConstant> constants;  // every constant the module declares, as the pipeline sets it
@@ -45,8 +48,23 @@ struct PlanPipeline {
 // The pipelines record() binds, in dispatch order, then a routed plan's "metadata given".
 std::vector<PlanPipeline> plan_pipelines(const GmmPlan& plan);
 std::vector<PlanPipeline> plan_pipelines(const TgmmPlan& plan);
+// Top-k routing's one pipeline (role "top_k", "top_k backward"); none for a problem without tokens.
+std::vector<PlanPipeline> plan_pipelines(const TopKPlan& plan);
+std::vector<PlanPipeline> plan_pipelines(const TopKBackwardPlan& plan);
 
-// Every SPIR-V module the plans' pipelines come from: each op module, the metadata build and the combine.
+// A part of the backward with its pipelines in dispatch order.
+struct PlanPart {
+  // "d_lhs", "d_rhs"; a routed forward's (or one with an epilogue) also "forward" (the product recomputed,
+  // saving its pre-activation), "grad" (the epilogue's gradient pass, role "grad") and "d_bias".
+  std::string part;
+  std::optional<Tiling> tiling;  // its plan's; none for the gradient pass, which has no plan of its own
+  std::vector<PlanPipeline> pipelines;
+};
+// The backward's parts in dispatch order (a part the forward has none of is left out).
+std::vector<PlanPart> plan_parts(const GmmBackwardPlan& plan);
+
+// Every SPIR-V module the plans' pipelines come from: each op module, the metadata build, the combine,
+// the routed backward's gradient pass and top-k's two.
 struct SpirvModule {
   std::string name;
   const uint32_t* code;
