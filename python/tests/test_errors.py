@@ -141,6 +141,13 @@ def test_array_and_plan_errors(ctx):
     refused(r"Array.upload: data: shape \(2, 3\) where the Array's is \(3, 2\)",
             vkgmm.Array(np.ones((3, 2), f32)).upload, np.ones((2, 3), f32))
     refused("not a multiple", vkgmm.quantize, np.ones((2, 4, 30), f32), "q8_0")
+    # A value that is not finite, or float64 past float32's range, named at its index in w.
+    w = np.ones((2, 4, 256), f32)
+    w[1, 2, 5] = -np.inf
+    refused(r"quantize: w\[1, 2, 5\] = -inf is not finite \(q4_K", vkgmm.quantize, w, "q4_K")
+    w = np.ones((2, 4, 32))
+    w[1, 3, 7] = 1e39
+    refused(r"quantize: w\[1, 3, 7\] = 1e\+39 is past float32's range", vkgmm.quantize, w, "q8_0")
     refused("block format", vkgmm.quantize, np.ones((2, 4, 32), f32), "f16")
     plan = vkgmm.GmmPlan(LHS, RHS, GS)
     refused("lhs: the plan takes f32", plan, vkgmm.Array(LHS.astype(np.float16)), RHS)

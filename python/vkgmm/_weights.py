@@ -20,10 +20,18 @@ def quantize(w, format: str, *, context=None) -> Array:
     w = np.asarray(w)
     if w.dtype.kind not in "biuf":  # a cast would drop complex values' imaginary parts
         raise ContractError(f"quantize: w: {w.dtype.name} data; quantize takes real numbers (floats or integers)")
-    w = w.astype(np.float32)
     fmt = _dtypes.dtype_name(format, "format")
-    blocks = _quantize(w, fmt)
-    shape = w.shape if w.ndim == 3 else (1,) + w.shape
+    with np.errstate(over="ignore"):  # a value past float32's range is refused below, by name
+        w32 = w.astype(np.float32)
+    if w.ndim in (2, 3) and w.dtype.kind == "f":  # any other rank is _quantize's to refuse
+        # Named at its index, as given: a value past float32's range would read as infinite after the cast.
+        for bad, why in ((~np.isfinite(w), f"is not finite ({fmt} holds finite values only)"),
+                         (~np.isfinite(w32), "is past float32's range (|w| <= 3.4028235e+38), which quantize reads")):
+            if bad.any():
+                i = np.unravel_index(int(np.argmax(bad)), w.shape)
+                raise ContractError(f"quantize: w[{', '.join(str(int(x)) for x in i)}] = {float(w[i])!r} {why}")
+    blocks = _quantize(w32, fmt)
+    shape = w32.shape if w32.ndim == 3 else (1,) + w32.shape
     return Array(blocks, fmt, context=_context.resolve(context), shape=list(shape))
 
 
