@@ -4,6 +4,7 @@
 
 #include "operand_table.hpp"
 #include "operands.hpp"
+#include "problem_checks.hpp"
 #include "routed_backward.hpp"
 #include "vkgmm/types.hpp"
 
@@ -84,8 +85,10 @@ BackwardFacts backward_facts(const GmmProblem& forward) {
   f.combine = forward.routing.combine;
   f.bias = forward.epilogue.bias;
   f.rows = forward.m > 0;
-  f.local_experts = (forward.num_rhs_groups >= 0 ? forward.num_rhs_groups
-                                                 : int64_t(forward.group_sizes.size()) - forward.group_offset) > 0;
+  // Read on the routed path only (GmmBackwardPlan's unrouted one counts its d_lhs plan's rhs), where group
+  // sizes are on the host (routed_form refuses them on the device).
+  f.local_experts =
+      window_count(int64_t(forward.group_sizes.size()), forward.group_offset, forward.num_rhs_groups) > 0;
   f.d_rhs = !f.frozen && !(routed_backward(forward) && forward.num_rhs_groups == 0);
   return f;
 }

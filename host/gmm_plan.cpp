@@ -137,12 +137,9 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
   const int64_t rows = r.rows, out_n = r.out_n;
 
   PlanCore::Launch launch;
-  // Outputs: every row's (every slot's), or each token's with a combine; lhs: a row per token or per slot.
-  const int64_t lhs_rows = routed && !route.lhs_per_slot ? p.m : rows;
-  const int64_t out_rows = routed && route.combine ? p.m : rows;
-  launch.lhs = {p.lhs_type, uint64_t(lhs_rows) * p.k};
+  launch.lhs = {p.lhs_type, uint64_t(r.lhs_rows) * p.k};
   launch.rhs = {p.rhs_type, element_count(core.name(), "rhs", r.g_local, p.k, p.n)};
-  launch.out = {p.out_type, uint64_t(out_rows) * out_n};
+  launch.out = {p.out_type, uint64_t(r.out_rows) * out_n};
   launch.existing_out = p.existing_out;
   const PlanCore::OperandLayout layout = core.layout_operands(launch.lhs, launch.rhs, launch.out, p.existing_out);
   if (p.epilogue.bias) {

@@ -34,7 +34,7 @@ constexpr const char* kRouterDx = "the router's input gradient (d_logits @ route
 
 [[noreturn]] void refuse(const std::string& what) { throw Error(Status::invalid_argument, std::string(kOp) + ": " + what); }
 
-int64_t local_experts(const MoeLayerProblem& p) { return p.local_experts == -1 ? p.num_experts - p.expert_offset : p.local_experts; }
+int64_t local_experts(const MoeLayerProblem& p) { return window_count(p.num_experts, p.expert_offset, p.local_experts); }
 
 void check_problem(const MoeLayerProblem& p) {
   const std::pair<const char*, int64_t> dims[] = {{"tokens", p.tokens}, {"d_model", p.d_model}, {"d_ff", p.d_ff}};

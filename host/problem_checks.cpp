@@ -94,6 +94,8 @@ GmmShape check_gmm_problem(const char* op, const GmmProblem& p) {
     r.g_local = check_group_window(op, r.G, p.group_offset, p.num_rhs_groups, "num_rhs_groups (rhs.shape[0])");
   }
   r.out_n = check_epilogue(op, p.epilogue, p.n);
+  r.lhs_rows = r.routed && !p.routing.lhs_per_slot ? p.m : r.rows;
+  r.out_rows = r.routed && p.routing.combine ? p.m : r.rows;
   if (p.epilogue.save_pre_activation && !r.routed)
     bad(op, "epilogue.save_pre_activation: only a gmm routed by ids (routing.top_k > 0) keeps its pre-activation "
             "(in its workspace); with group sizes the backward recomputes it");
@@ -171,7 +173,7 @@ int64_t check_group_window(const char* op, int64_t G, int64_t group_offset, int6
     bad(op, "group_offset = " + std::to_string(group_offset) + " must be in [0, " + std::to_string(G) + ")");
   if (requested < -1)
     bad(op, std::string(count_name) + " = " + std::to_string(requested) + " must be >= 0, or -1 (G - group_offset)");
-  const int64_t count = requested < 0 ? G - group_offset : requested;
+  const int64_t count = window_count(G, group_offset, requested);
   if (count < 1 || group_offset + count > G)
     bad(op, std::string(count_name) + " = " + std::to_string(count) + " must be in [1, " +
                 std::to_string(G - group_offset) + "] (group_offset + " + count_name +

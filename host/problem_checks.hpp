@@ -45,12 +45,20 @@ struct GmmShape {
   // Routed: the E_local local experts from group 0, the T * top_k slots; else the problem's.
   int64_t G = 0, g_local = 0, group_offset = 0, rows = 0;
   int64_t out_n = 0;  // output columns (a gated activation's product has 2 * out_n)
+  // The operands' rows: routed, lhs has a row per token (or per slot: Routing::lhs_per_slot) and out a
+  // row per slot (or per token: Routing::combine); else both the problem's m.
+  int64_t lhs_rows = 0, out_rows = 0;
 };
 GmmShape check_gmm_problem(const char* op, const GmmProblem& p);
 // The elements of an operand of groups x rows x cols (each >= 0, rows and cols below 2^31), refused as
 // unsupported where the count passes 2^62, where a 64-bit product of the three could wrap to a small
 // size (the operand checks refuse every count past 2^32 with their own message).
 uint64_t element_count(const char* op, const char* what, int64_t groups, int64_t rows, int64_t cols);
+// A window's count of groups: `requested`, or G - group_offset where it is -1 (num_rhs_groups' and
+// num_actual_groups' default). check_group_window refuses any other negative value.
+inline int64_t window_count(int64_t G, int64_t group_offset, int64_t requested) {
+  return requested == -1 ? G - group_offset : requested;
+}
 // The window of active groups: 0 <= group_offset < G and 1 <= count <= G - group_offset, where count
 // (named `count_name` in errors) is `requested`, or G - group_offset when requested is -1 (any other
 // negative value is refused). Returns count.

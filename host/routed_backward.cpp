@@ -71,7 +71,7 @@ GmmProblem routed_form(const GmmProblem& f) {
   GmmProblem p = f;
   const int64_t G = int64_t(f.group_sizes.size());
   p.group_sizes.clear();
-  p.num_rhs_groups = f.num_rhs_groups == -1 ? G - f.group_offset : f.num_rhs_groups;
+  p.num_rhs_groups = window_count(G, f.group_offset, f.num_rhs_groups);
   p.routing = {1, true, false, G};
   return p;
 }
@@ -148,8 +148,12 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     own_ids = plan_buffer(context, ids.size() * 4, std::string(kOp) + ": its rows' ids");
     own_ids.upload(ids.data(), ids.size() * 4);
   }
-  slots = uint64_t(f.m) * uint64_t(f.routing.top_k);
-  out_n = uint64_t(check_epilogue(kOp, f.epilogue, f.n));
+  // The forward's extents as its plan sees them (GmmBackwardPlan checked it).
+  const GmmShape shape = check_gmm_problem(kOp, f);
+  slots = uint64_t(shape.rows);
+  out_n = uint64_t(shape.out_n);
+  lhs_rows = uint64_t(shape.lhs_rows);
+  d_out_rows = uint64_t(shape.out_rows);
   if (f.epilogue.bias && local_experts(f) > 0) d_bias.emplace(PlanInternals::part_of_another(context, slots_tgmm(f, 1, DType::f32, false)));
   if (slots > 0) {
     // The forward itself, saving its pre-activation (the product + bias per slot, f32): the same kernel
@@ -234,10 +238,9 @@ void RoutedBackward::add_parts(std::vector<PlannedPart>& out, const GmmPlan& d_l
 GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
   const GmmProblem& f = forward;
   GmmBackwardSizes s;
-  const uint64_t lhs_rows = f.routing.lhs_per_slot ? slots : uint64_t(f.m);
   s.lhs = operand_bytes(f.lhs_type, lhs_rows * uint64_t(f.k));
   s.rhs = d_lhs.sizes().rhs;
-  s.d_out = operand_bytes(f.out_type, (f.routing.combine ? uint64_t(f.m) : slots) * out_n);
+  s.d_out = operand_bytes(f.out_type, d_out_rows * out_n);
   s.d_lhs = d_lhs.sizes().out;
   s.d_rhs = d_rhs ? d_rhs->sizes().out : 0;
   s.ids = own_ids.handle() ? 0 : slots * 4;
@@ -355,10 +358,9 @@ Dispatch RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferV
                                 const BufferView& pre_view) const {
   const GmmProblem& f = forward;
   const Context::Impl& c = *ctx;
-  const uint64_t lhs_rows = f.routing.lhs_per_slot ? slots : uint64_t(f.m);
   const BoundOperand lhs = bind_operand(c, kOp, "lhs", ops.lhs, f.lhs_type, lhs_rows * uint64_t(f.k), 0, true);
   const BoundOperand d_out = bind_operand(c, kOp, "d_out", ops.d_out, f.out_type,
-                                          (f.routing.combine ? uint64_t(f.m) : slots) * out_n, 0, true);
+                                          d_out_rows * out_n, 0, true);
   auto bind_region = [&](const Region& r) {
     return bind_operand(c, kOp, "workspace", r.in(work), DType::f32, r.bytes / 4, 0, false);
   };

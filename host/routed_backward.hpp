@@ -53,7 +53,8 @@ struct RoutedBackward {
   std::shared_ptr<Context::Impl> ctx;
   GmmProblem forward;  // routed (routed_form of a forward with group sizes)
   GmmBackwardOptions options;
-  uint64_t slots = 0, out_n = 0;
+  // The forward's extents (GmmShape): its slots, output columns, lhs rows and d_out's (its out's) rows.
+  uint64_t slots = 0, out_n = 0, lhs_rows = 0, d_out_rows = 0;
   std::optional<GmmPlan> h;          // the forward, saving its pre-activation (none without slots)
   std::optional<TgmmPlan> d_bias;    // with a bias: ones^T @ d_h per expert
   std::vector<uint32_t> vec4_constants() const;  // grad_constants with VEC4
