@@ -99,14 +99,9 @@ void check_backward_operands(const GmmBackwardOperands& ops, const BackwardFacts
       VKGMM_BACKWARD_OPERAND_TABLE(VKGMM_BACKWARD_VIEW)
 #undef VKGMM_BACKWARD_VIEW
   };
-  auto bad = [](const std::string& what) { throw Error(Status::invalid_argument, "gmm_backward: " + what); };
-  for (size_t i = 0; i < kCount; ++i) {
-    if (views[i].buffer) {
-      if (const char* why = refusal(kRows[i].when, facts)) bad(std::string(kRows[i].name) + ": a view was given but " + why);
-    } else if (const char* why = need(kRows[i].when, facts)) {
-      bad(std::string(kRows[i].name) + ": " + why + " but no view was given");
-    }
-  }
+  check_table_presence(
+      "gmm_backward", kRows, views, kCount, [&](size_t i) { return refusal(kRows[i].when, facts); },
+      [&](size_t i) { return need(kRows[i].when, facts); });
   check_table_overlaps("gmm_backward", kRows, views, kCount);
 }
 

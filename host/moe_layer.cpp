@@ -6,6 +6,7 @@
 #include "vkgmm/moe_layer.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <tuple>
 #include <string>
@@ -79,16 +80,20 @@ auto part(const char* pass, Make&& make) {
 // Bias views given where the problem has no bias, and the forward's missing ones, under the layer's
 // switches (the inner plans would name their own epilogue's).
 void check_bias_views(const MoeLayerProblem& p, const MoeLayerOperands& ops, const MoeLayerGradients* g) {
-  const std::tuple<const char*, const BufferView*, bool, const char*> biases[] = {
-      {"b_up", &ops.b_up, p.up_bias, "up_bias"},
-      {"b_down", &ops.b_down, p.down_bias, "down_bias"},
-      {"d_b_up", g ? &g->d_b_up : nullptr, p.up_bias, "up_bias"},
-      {"d_b_down", g ? &g->d_b_down : nullptr, p.down_bias, "down_bias"}};
-  for (const auto& [name, view, on, flag] : biases)
-    if (view && view->buffer && !on) refuse(std::string(name) + ": a view was given but " + flag + " is off");
-  if (g) return;  // the backward reads the saved pre-activations, the biases only where its passes say
-  if (!ops.b_up.buffer && p.up_bias) refuse("b_up: up_bias is on but no view was given");
-  if (!ops.b_down.buffer && p.down_bias) refuse("b_down: down_bias is on but no view was given");
+  struct BiasRow {
+    const char* name;
+    bool on;
+    const char *off, *needed;  // why a view is refused, and why the forward needs one
+  };
+  const BiasRow rows[] = {{"b_up", p.up_bias, "up_bias is off", "up_bias is on"},
+                          {"b_down", p.down_bias, "down_bias is off", "down_bias is on"},
+                          {"d_b_up", p.up_bias, "up_bias is off", nullptr},
+                          {"d_b_down", p.down_bias, "down_bias is off", nullptr}};
+  const BufferView views[] = {ops.b_up, ops.b_down, g ? g->d_b_up : BufferView{}, g ? g->d_b_down : BufferView{}};
+  // The backward reads the saved pre-activations, the biases only where its passes say.
+  check_table_presence(
+      kOp, rows, views, std::size(rows), [&](size_t i) { return rows[i].on ? nullptr : rows[i].off; },
+      [&](size_t i) { return !g && rows[i].on ? rows[i].needed : nullptr; });
 }
 
 }  // namespace

@@ -111,6 +111,22 @@ void bind_and_push(Context::Impl& ctx, VkCommandBuffer cb, VkPipeline pipeline,
 // Whether two views share a byte (a null view shares none).
 bool views_overlap(const BufferView& a, const BufferView& b);
 
+// Each row's view given exactly where the op takes it: `refused(i)` says why the op refuses a view of row
+// i (null: it takes one), `needed(i)` why it needs one (null: it may go without). Error(invalid_argument)
+// "<op>: <name>: a view was given but <why>" or "<op>: <name>: <why> but no view was given". Row: any
+// struct with `name`.
+template <class Row, class Refused, class Needed>
+void check_table_presence(const char* op, const Row* rows, const BufferView* views, size_t count, Refused refused,
+                          Needed needed) {
+  for (size_t i = 0; i < count; ++i) {
+    const char* why = views[i].buffer ? refused(i) : needed(i);
+    if (!why) continue;
+    throw Error(Status::invalid_argument, std::string(op) + ": " + rows[i].name + ": " +
+                                              (views[i].buffer ? std::string("a view was given but ") + why
+                                                               : std::string(why) + " but no view was given"));
+  }
+}
+
 // An operand table's overlap rule (operand_table.hpp, top_k_operands.hpp, backward_operands.hpp): each
 // written operand's view against every other row's, each pair once (of two written ones the earlier row
 // checks it and is named first), except the one pair of rows `shared` lets share words:

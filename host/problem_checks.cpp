@@ -285,14 +285,15 @@ Rule presence_rule(OperandWhen when, const PlanFacts& p) {
 }  // namespace
 
 void check_operand_presence(const char* op, const OperandViews& views, const PlanFacts& plan) {
-  for (size_t o = 0; o < kOperandCount; ++o) {
+  BufferView v[kOperandCount];
+  for (size_t o = 0; o < kOperandCount; ++o) v[o] = views[OperandId(o)];
+  auto why_if = [&](size_t o, Presence p) -> const char* {
     const Rule rule = presence_rule(kOperandRows[o].when, plan);
-    const bool given = views[OperandId(o)].buffer != VK_NULL_HANDLE;
-    if (given && rule.presence == Presence::refused)
-      bad(op, std::string(kOperandRows[o].name) + ": a view was given but " + rule.why);
-    if (!given && rule.presence == Presence::required)
-      bad(op, std::string(kOperandRows[o].name) + ": " + rule.why + " but no view was given");
-  }
+    return rule.presence == p ? rule.why : nullptr;
+  };
+  check_table_presence(
+      op, kOperandRows, v, kOperandCount, [&](size_t o) { return why_if(o, Presence::refused); },
+      [&](size_t o) { return why_if(o, Presence::required); });
 }
 
 void check_operand_overlaps(const char* op, const OperandViews& views) {

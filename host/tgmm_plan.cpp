@@ -111,9 +111,12 @@ TgmmPlan::TgmmPlan(Context& ctx, const TgmmProblem& p, bool own_workspace) {
     limits.group_blocks = tiles_n * tiles_k;
     // Two workgroups at once per compute unit: the register tiles are sized for two waves (tiling.cpp).
     limits.concurrent_workgroups = 2 * uint64_t(std::max<uint32_t>(core.tiling_info().compute_units, 1));
-    const uint64_t metadata_bytes =
-        4 * (uint64_t(G) + 1 + VKGMM_TGMM_ITEM_WORDS * (uint64_t(groups) + kMostTgmmChunks) + VKGMM_SPLIT_LIST_HEAD +
-             kMostTgmmChunks + 4 + 1);
+    // The workspace's words beside the partial sums, for the most slots and work items: the core's layout
+    // with no partial sums.
+    PlanCore::DeviceMetadata most{uint32_t(G),      uint32_t(p.group_offset), uint32_t(groups), uint32_t(p.m), 1, 1,
+                                  uint32_t(groups + kMostTgmmChunks), false};
+    most.split.slots = kMostTgmmChunks;
+    const uint64_t metadata_bytes = core.layout_workspace(most, std::nullopt).bytes();
     const uint64_t range = core.info().max_storage_buffer_range;
     limits.budget_bytes =
         range > metadata_bytes
