@@ -208,6 +208,7 @@ void PlanInternals::check_backward(const GmmBackwardPlan& plan, const GmmBackwar
 }
 
 std::vector<PlannedPart> PlanInternals::parts(const GmmBackwardPlan& plan) {
+  live_state(plan.d_lhs_.state_, kOp);  // a moved-from backward's parts are moved from too
   std::vector<PlannedPart> out;
   const TgmmPlan* d_rhs = plan.d_rhs_ ? &*plan.d_rhs_ : nullptr;
   if (plan.routed_) {

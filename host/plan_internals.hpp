@@ -42,9 +42,11 @@ struct PlanInternals {
   static std::vector<PlannedPipeline> pipelines(const TgmmPlan& plan);  // host/tgmm_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TopKPlan& plan);          // host/top_k_plan.cpp
   static std::vector<PlannedPipeline> pipelines(const TopKBackwardPlan& plan);  // host/top_k_backward_plan.cpp
-  // A backward's parts in dispatch order: "d_lhs" and "d_rhs" (unrouted), or a routed forward's
-  // "forward" (the recompute saving its pre-activation), "grad", "d_rhs", "d_bias" and "d_lhs"; the
-  // parts a forward has none of (frozen weights, no slots, no bias) are left out (host/backward.cpp).
+  // A backward's parts in dispatch order, each with the pipelines its record may bind: "d_lhs" and
+  // "d_rhs" (unrouted), or a routed forward's "forward" (the recompute saving its pre-activation), "grad",
+  // "d_rhs", "d_bias" and "d_lhs" (its build of the forward's routing, never its own); the parts that do
+  // not run are left out: d_rhs for frozen weights or no local expert, d_bias without a bias, and without
+  // slots the forward, grad and d_lhs (host/backward.cpp).
   static std::vector<PlannedPart> parts(const GmmBackwardPlan& plan);
   // gmm's visit lists, one per pass of its kernel in dispatch order: each one's first word in the metadata
   // (its groups; the first rows follow) and its slots.
@@ -88,7 +90,9 @@ const State& live_state(const std::shared_ptr<const State>& state, const char* o
 // accessors (the State's problem, tiling and schedule, the rest the core's), and the one-call op (plan, run, wait). Used
 // at namespace scope in each plan's source, where its State is defined.
 #define VKGMM_GROUPED_PLAN_FORWARDS(Plan, Problem, Operands, op)                                                    \
-  std::vector<PlannedPipeline> PlanInternals::pipelines(const Plan& plan) { return plan.state_->core.pipelines(); } \
+  std::vector<PlannedPipeline> PlanInternals::pipelines(const Plan& plan) {                                         \
+    return live_state(plan.state_, #op).core.pipelines();                                                          \
+  }                                                                                                                \
   Plan PlanInternals::part_of_another(Context& ctx, const Problem& problem) { return Plan(ctx, problem, false); }   \
   const Problem& Plan::problem() const { return state_->problem; }                                                 \
   Tiling Plan::tiling() const { return state_->tiling; }                                                           \

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "context_impl.hpp"
 #include "matrix_schedule.hpp"
@@ -222,6 +223,7 @@ std::vector<uint32_t> RoutedBackward::vec4_constants() const {
 }
 
 void RoutedBackward::add_parts(std::vector<PlannedPart>& out, const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
+  // Without slots only the tgmms run (every expert's gradient 0).
   if (h) out.push_back({"forward", h->tiling(), PlanInternals::pipelines(*h)});
   if (grad) {
     // The vector build is the one the bench's and vkgmm's own aligned views take.
@@ -232,7 +234,13 @@ void RoutedBackward::add_parts(std::vector<PlannedPart>& out, const GmmPlan& d_l
   }
   if (d_rhs) out.push_back({"d_rhs", d_rhs->tiling(), PlanInternals::pipelines(*d_rhs)});
   if (d_bias) out.push_back({"d_bias", d_bias->tiling(), PlanInternals::pipelines(*d_bias)});
-  out.push_back({"d_lhs", d_lhs.tiling(), PlanInternals::pipelines(d_lhs)});
+  if (!h) return;
+  // d_lhs takes the forward's routing: its build of a given one, never its own.
+  std::vector<PlannedPipeline> lhs = PlanInternals::pipelines(d_lhs);
+  std::erase_if(lhs, [](const PlannedPipeline& p) { return std::string_view(p.role) == "metadata"; });
+  std::stable_partition(lhs.begin(), lhs.end(),
+                        [](const PlannedPipeline& p) { return std::string_view(p.role) == "metadata given"; });
+  out.push_back({"d_lhs", d_lhs.tiling(), std::move(lhs)});
 }
 
 GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
@@ -243,10 +251,13 @@ GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_r
   s.d_out = operand_bytes(f.out_type, d_out_rows * out_n);
   s.d_lhs = d_lhs.sizes().out;
   s.d_rhs = d_rhs ? d_rhs->sizes().out : 0;
-  s.ids = own_ids.handle() ? 0 : slots * 4;
+  // A forward with group sizes: its rows' ids are the plan's (none on a compile-only context), and no
+  // pre-activation was saved.
+  const bool ids_of_sizes = facts_.group_sizes_routed;
+  s.ids = ids_of_sizes ? 0 : slots * 4;
   if (f.routing.combine) s.weights = s.d_weights = slots * 4;
   if (f.epilogue.bias) s.bias = s.d_bias = uint64_t(local_experts(f)) * uint64_t(f.n) * 4;
-  if (!own_ids.handle()) s.pre_activation = slots * uint64_t(f.n) * 4;
+  if (!ids_of_sizes) s.pre_activation = slots * uint64_t(f.n) * 4;
   return s;
 }
 
@@ -256,7 +267,7 @@ void RoutedBackward::record(VkCommandBuffer cb, const GmmBackwardOperands& ops, 
   // (backward_operands.hpp).
   GmmBackwardOperands routed_ops = ops;
   if (own_ids.handle()) routed_ops.ids = own_ids.view();  // group sizes: the plan's ids say each row's group
-  if (routing && own_ids.handle())
+  if (routing && facts_.group_sizes_routed)
     refuse(Status::internal, "a routing given to the backward of a forward with group sizes");
   record_routed(cb, routed_ops, d_lhs, d_rhs, record_it, routing);
 }

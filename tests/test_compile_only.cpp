@@ -143,10 +143,19 @@ TEST(CompileOnly, TheBackwardListsEveryPassAndHoldsNoMemory) {
   EXPECT_EQ(grad.constants[VKGMM_ID_GRAD_ACTIVATION], uint32_t(Activation::swiglu));
   EXPECT_EQ(grad.constants[VKGMM_ID_GRAD_COMBINED], 1u);
   EXPECT_EQ(grad.constants[VKGMM_ID_VEC4], 1u);  // out_n = 24 and k = 32: whole 4-column rows
+  // d_lhs takes the forward's routing: its build of a given one first, never its own.
+  ASSERT_FALSE(parts[4].pipelines.empty());
+  EXPECT_STREQ(parts[4].pipelines[0].role, "metadata given");
+  for (const PlannedPipeline& x : parts[4].pipelines) EXPECT_STRNE(x.role, "metadata");
   EXPECT_EQ(routed.metadata_bytes(), 0u);
-  auto [status, message] = error_of([&] { routed.check({}); });
-  EXPECT_EQ(status, Status::unsupported);
-  EXPECT_NE(message.find("gmm_backward: the context only compiles pipelines"), std::string::npos) << message;
+  for (bool record : {false, true}) {
+    auto [status, message] = error_of([&] {
+      if (record) routed.record(reinterpret_cast<VkCommandBuffer>(uintptr_t(1)), {});
+      else routed.check({});
+    });
+    EXPECT_EQ(status, Status::unsupported);
+    EXPECT_NE(message.find("gmm_backward: the context only compiles pipelines"), std::string::npos) << message;
+  }
 
   // The same backward on an ordinary context makes the same gradient pass.
   Context run_ctx;
@@ -161,6 +170,17 @@ TEST(CompileOnly, TheBackwardListsEveryPassAndHoldsNoMemory) {
   EXPECT_EQ(part_names(PlanInternals::parts(sized)),
             (std::vector<std::string>{"forward", "grad", "d_rhs", "d_bias", "d_lhs"}));
   EXPECT_EQ(sized.metadata_bytes(), 0u);
+  // Its sizes are an ordinary context's: the ids are the plan's, no pre-activation taken.
+  const GmmBackwardSizes compiled = sized.sizes(), run_sizes = GmmBackwardPlan(run_ctx, g).sizes();
+  EXPECT_EQ(compiled.ids, 0u);
+  EXPECT_EQ(compiled.pre_activation, 0u);
+  EXPECT_EQ(compiled.ids, run_sizes.ids);
+  EXPECT_EQ(compiled.pre_activation, run_sizes.pre_activation);
+  EXPECT_EQ(compiled.d_bias, run_sizes.d_bias);
+  // No tokens: only the tgmms run (every expert's gradient 0).
+  GmmProblem none = r;
+  none.m = 0;
+  EXPECT_EQ(part_names(PlanInternals::parts(GmmBackwardPlan(ctx, none))), (std::vector<std::string>{"d_rhs", "d_bias"}));
   // Without an epilogue: d_lhs's gmm and d_rhs's tgmm; frozen block-format weights: d_lhs alone.
   EXPECT_EQ(part_names(PlanInternals::parts(GmmBackwardPlan(ctx, small_gmm()))),
             (std::vector<std::string>{"d_lhs", "d_rhs"}));
@@ -168,6 +188,11 @@ TEST(CompileOnly, TheBackwardListsEveryPassAndHoldsNoMemory) {
   q.rhs_type = DType::q8_0;
   q.transpose_rhs = true;
   EXPECT_EQ(part_names(PlanInternals::parts(GmmBackwardPlan(ctx, q))), (std::vector<std::string>{"d_lhs"}));
+  // A moved-from plan is refused by name.
+  GmmBackwardPlan from(ctx, small_gmm());
+  const GmmBackwardPlan to = std::move(from);
+  EXPECT_EQ(error_of([&] { PlanInternals::parts(from); }).first, Status::invalid_argument);
+  EXPECT_EQ(part_names(PlanInternals::parts(to)), (std::vector<std::string>{"d_lhs", "d_rhs"}));
   EXPECT_TRUE(ctx.take_validation_messages().empty());
 }
 

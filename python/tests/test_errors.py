@@ -148,6 +148,9 @@ def test_array_and_plan_errors(ctx):
     w = np.ones((2, 4, 32))
     w[1, 3, 7] = 1e39
     refused(r"quantize: w\[1, 3, 7\] = 1e\+39 is past float32's range", vkgmm.quantize, w, "q8_0")
+    # The format's and the shape's rules come first.
+    refused("block format", vkgmm.quantize, w, "f16")
+    refused("not a multiple", vkgmm.quantize, w[:, :, :30], "q8_0")
     refused("block format", vkgmm.quantize, np.ones((2, 4, 32), f32), "f16")
     plan = vkgmm.GmmPlan(LHS, RHS, GS)
     refused("lhs: the plan takes f32", plan, vkgmm.Array(LHS.astype(np.float16)), RHS)

@@ -23,14 +23,18 @@ def quantize(w, format: str, *, context=None) -> Array:
     fmt = _dtypes.dtype_name(format, "format")
     with np.errstate(over="ignore"):  # a value past float32's range is refused below, by name
         w32 = w.astype(np.float32)
-    if w.ndim in (2, 3) and w.dtype.kind == "f":  # any other rank is _quantize's to refuse
-        # Named at its index, as given: a value past float32's range would read as infinite after the cast.
-        for bad, why in ((~np.isfinite(w), f"is not finite ({fmt} holds finite values only)"),
-                         (~np.isfinite(w32), "is past float32's range (|w| <= 3.4028235e+38), which quantize reads")):
-            if bad.any():
-                i = np.unravel_index(int(np.argmax(bad)), w.shape)
-                raise ContractError(f"quantize: w[{', '.join(str(int(x)) for x in i)}] = {float(w[i])!r} {why}")
-    blocks = _quantize(w32, fmt)
+    try:
+        blocks = _quantize(w32, fmt)
+    except ContractError as e:
+        # The quantizer refuses the first value it cannot hold (after the format's and shape's rules) by its
+        # flat index: named here at its index in w, as given (a float64 value past float32's range reads as
+        # infinite after the cast).
+        if "is not finite" not in str(e):
+            raise
+        i = np.unravel_index(int(np.argmax(~np.isfinite(w32))), w.shape)
+        why = (f"is not finite ({fmt} holds finite values only)" if not np.isfinite(w[i])
+               else "is past float32's range (|w| <= 3.4028235e+38), which quantize reads")
+        raise ContractError(f"quantize: w[{', '.join(str(int(x)) for x in i)}] = {w[i]} {why}") from None
     shape = w32.shape if w32.ndim == 3 else (1,) + w32.shape
     return Array(blocks, fmt, context=_context.resolve(context), shape=list(shape))
 

@@ -55,7 +55,8 @@ std::vector<PlanPipeline> plan_pipelines(const TopKBackwardPlan& plan);
 // A part of the backward with its pipelines in dispatch order.
 struct PlanPart {
   // "d_lhs", "d_rhs"; a routed forward's (or one with an epilogue) also "forward" (the product recomputed,
-  // saving its pre-activation), "grad" (the epilogue's gradient pass, role "grad") and "d_bias".
+  // saving its pre-activation) and "grad" (the epilogue's gradient pass, role "grad"), and with a bias
+  // and a local expert "d_bias".
   std::string part;
   std::optional<Tiling> tiling;  // its plan's; none for the gradient pass, which has no plan of its own
   std::vector<PlanPipeline> pipelines;
