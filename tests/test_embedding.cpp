@@ -55,8 +55,24 @@ struct App {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
     create(instance, &dm, nullptr, &messenger);
-    uint32_t n = 1;
-    vkEnumeratePhysicalDevices(instance, &n, &physical);  // VK_INCOMPLETE is fine: the first device
+    // The device an app would pick: a GPU before a CPU driver (as vkgmm's own contexts do), so that on a
+    // machine with both these tests wrap the GPU.
+    uint32_t n = 0;
+    vkEnumeratePhysicalDevices(instance, &n, nullptr);
+    std::vector<VkPhysicalDevice> devices(n);
+    vkEnumeratePhysicalDevices(instance, &n, devices.data());
+    auto rank = [](VkPhysicalDevice d) {
+      VkPhysicalDeviceProperties props;
+      vkGetPhysicalDeviceProperties(d, &props);
+      switch (props.deviceType) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+        default: return 3;
+      }
+    };
+    for (VkPhysicalDevice d : devices)
+      if (!physical || rank(d) < rank(physical)) physical = d;
     const vkgmm::DeviceRequirements req = vkgmm::device_requirements(physical);
     vkGetPhysicalDeviceQueueFamilyProperties(physical, &n, nullptr);
     std::vector<VkQueueFamilyProperties> fams(n);

@@ -1,6 +1,11 @@
 // Every error of the contract is refused before any GPU work, names its argument, writes nothing, and
 // leaves the context usable.
+#include <algorithm>
+
 #include "gpu_harness.hpp"
+#include "operands.hpp"
+#include "pipeline_cache.hpp"
+#include "texel_views.hpp"
 #include "vkgmm/top_k.hpp"
 
 namespace vkgmm::test {
@@ -419,8 +424,13 @@ TEST_F(DeviceTest, UnknownDeviceIsRefusedNamingTheOption) {
 
 TEST_F(DeviceTest, OversizedOperandIsUnsupportedNotACrash) {
   GmmProblem p = good_gmm();
-  p.k = 1 << 20;
-  p.n = 1 << 10;  // rhs: 2 * 2^30 * 4 bytes, far past maxStorageBufferRange
+  // rhs [2, k, n] f32 past what this device binds in its most parts of a binding each, and past what a
+  // texel view reaches, by 64 KiB or more (k within a CPU driver's loop budget).
+  const DeviceInfo& info = ctx().info();
+  p.k = 1 << 14;
+  const uint64_t most =
+      std::max<uint64_t>(uint64_t(kMaxParts) * split_part_bytes(info), texel_reach_bytes(info, DType::f32)) + (64 << 10);
+  p.n = int64_t((most + 2 * 4 * uint64_t(p.k) - 1) / (2 * 4 * uint64_t(p.k)));
   expect_refused([&] { GmmPlan(ctx(), p); }, Status::unsupported, "maxStorageBufferRange");
 }
 

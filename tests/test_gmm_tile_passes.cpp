@@ -175,7 +175,7 @@ TEST(GmmTilePasses, OneHeightWhereTheyDoNotPay) {
   EXPECT_EQ(pass_heights(GmmPlan(gpu, alike)).size(), 1u);
   Context wide = gpu_planned_context(ContextOptions{}, 64);
   EXPECT_EQ(pass_heights(GmmPlan(wide, skewed_problem(16, 16))).size(), 1u);
-  Context cpu = DeviceTest::make_context(ContextOptions{});
+  Context cpu = cpu_planned_context();
   EXPECT_EQ(pass_heights(GmmPlan(cpu, skewed_problem(16, 16))).size(), 1u);
 }
 
@@ -352,7 +352,7 @@ TEST(GmmTilePasses, DeviceSizesDivideTheRowsByTheHostRule) {
 TEST(GmmTilePasses, DeviceSizesOneHeightWhereTheEstimateSaysSo) {
   Context c = one_unit_gpu_context();
   EXPECT_EQ(pass_heights(GmmPlan(c, on_device(skewed_problem(16, 16), 256))).size(), 1u);
-  Context cpu = DeviceTest::make_context(ContextOptions{});
+  Context cpu = cpu_planned_context();
   EXPECT_EQ(pass_heights(GmmPlan(cpu, on_device(skewed_problem(16, 16)))).size(), 1u);
   GmmProblem fixed = on_device(skewed_problem(16, 16));
   fixed.tiling = TilingChoice::of({64, 16, 64});

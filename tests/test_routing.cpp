@@ -605,6 +605,8 @@ TEST_F(DeviceTest, RouteInKernelTakesOnlyFewCombinedSlots) {
 // its K loops are never cut short. All ones in, so each output is exactly top_k * k, with a status view
 // (the status loop runs only then).
 TEST_F(DeviceTest, RouteInKernelStaysWithinTheLoopBudget) {
+  if (ctx().info().type != VK_PHYSICAL_DEVICE_TYPE_CPU)
+    GTEST_SKIP() << "the loop budget (65535 iterations per invocation) is a CPU driver's, checked on CPU devices only";
   BothPaths cx = both_paths(false);
   for (int64_t k : {8189, 8188, 8100}) {
     SCOPED_TRACE("k " + std::to_string(k));

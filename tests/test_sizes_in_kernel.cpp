@@ -131,12 +131,14 @@ TEST(SizesInKernel, OnAGpuTheHostPathsScheduleWithItsTiling) {
 }
 
 // Which plans take it: few rows, unrouted, one tile height, the direct schedule, within the CPU loop
-// budget, and the options; every other keeps the build.
+// budget, and the options; every other keeps the build. The direct schedule asked for: a GPU's automatic
+// one gives 32 rows per group the shared schedule (a CPU's, the direct one).
 TEST_F(DeviceTest, SizesInKernelOnlyWhereThePlanCan) {
   Context& c = ctx();
   GmmProblem p;
   p.m = 64, p.k = 32, p.n = 16;
   p.group_sizes = {30, 34};
+  p.schedule = Schedule::direct;
   EXPECT_TRUE(reads_sizes_in_kernel(device_plan(c, p)));
   GmmProblem more = p;
   more.m = 65;
