@@ -251,7 +251,11 @@ uint fill_rows(uint m0, uint active_begin, uint n0, uint tx, uint ty, uint slice
 
 // FUSED_COMBINE, after a work item stored `rows` rows of n tile n_tile: the tile's counter takes them,
 // and the workgroup that brings it to m (every row stored: the tile's other workgroups are done) sums
-// the tile's columns for every token. Uniform control flow: the arguments are the workgroup's.
+// the tile's columns for every token. Uniform control flow: the arguments are the workgroup's. The
+// handoff is the fence-then-count pattern of the GLSL450 memory model (a device-scope buffer fence before
+// the barrier and the count, coherent bindings read after it); the matrix builds, whose modules take the
+// Vulkan memory model (where it would need release and acquire semantics on the count itself), never fuse
+// the combine: only the direct schedule does (host/gmm_plan.cpp).
 // 16 bytes (.x the flag), as every other shared variable of the matrix builds: in whatever order a driver
 // places them, the cooperative matrices' arrays then start 16-byte aligned, as their loads and stores need
 // (VUID-RuntimeSpirv-OpCooperativeMatrixLoadKHR-08986).
