@@ -2,6 +2,7 @@
 #include "problem_checks.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "operand_table.hpp"
@@ -282,25 +283,29 @@ Rule presence_rule(OperandWhen when, const PlanFacts& p) {
   }
   return {Presence::optional};
 }
+
+// The views in the table's row order, as the table checks take them.
+std::array<BufferView, kOperandCount> in_row_order(const OperandViews& views) {
+  std::array<BufferView, kOperandCount> v;
+  for (size_t o = 0; o < kOperandCount; ++o) v[o] = views[OperandId(o)];
+  return v;
+}
 }  // namespace
 
 void check_operand_presence(const char* op, const OperandViews& views, const PlanFacts& plan) {
-  BufferView v[kOperandCount];
-  for (size_t o = 0; o < kOperandCount; ++o) v[o] = views[OperandId(o)];
+  const std::array<BufferView, kOperandCount> v = in_row_order(views);
   auto why_if = [&](size_t o, Presence p) -> const char* {
     const Rule rule = presence_rule(kOperandRows[o].when, plan);
     return rule.presence == p ? rule.why : nullptr;
   };
   check_table_presence(
-      op, kOperandRows, v, kOperandCount, [&](size_t o) { return why_if(o, Presence::refused); },
+      op, kOperandRows, v.data(), kOperandCount, [&](size_t o) { return why_if(o, Presence::refused); },
       [&](size_t o) { return why_if(o, Presence::required); });
 }
 
 void check_operand_overlaps(const char* op, const OperandViews& views) {
-  BufferView v[kOperandCount];
-  for (size_t o = 0; o < kOperandCount; ++o) v[o] = views[OperandId(o)];
   // existing_out may be out itself (check_existing_view).
-  check_table_overlaps(op, kOperandRows, v, kOperandCount,
+  check_table_overlaps(op, kOperandRows, in_row_order(views).data(), kOperandCount,
                        {size_t(OperandId::out), size_t(OperandId::existing_out)});
 }
 
