@@ -46,15 +46,22 @@ TgmmProblem d_rhs_problem(const GmmProblem& f) {
           .tiling = f.tiling, .schedule = part_schedule(f.schedule, f.lhs_type, f.out_type), .grid = f.grid};
 }
 
+// d_lhs's gmm. Routed, the backward records it with the forward's routing, never its own build; its own
+// workspace all the same where the backward has one (public: an app may record it on its own).
+GmmPlan d_lhs_gmm(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, bool own_workspace) {
+  const GmmProblem p = d_lhs_problem(checked_forward(forward), options);
+  if (routed_backward(forward)) return PlanInternals::taking_routing(ctx, p, own_workspace);
+  return own_workspace ? GmmPlan(ctx, p) : PlanInternals::part_of_another(ctx, p);
+}
+
 }  // namespace
 
 GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options)
     : GmmBackwardPlan(ctx, forward, options, true) {}
 
 GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options,
-                                 bool own_workspace)
-    : d_lhs_(own_workspace ? GmmPlan(ctx, d_lhs_problem(checked_forward(forward), options))
-                           : PlanInternals::part_of_another(ctx, d_lhs_problem(checked_forward(forward), options))),
+                                 bool own_workspace, bool routing_given)
+    : d_lhs_(d_lhs_gmm(ctx, forward, options, own_workspace)),
       frozen_(is_quantized(forward.rhs_type)),
       app_workspace_(own_workspace && app_plan_owner(ctx) == WorkspaceOwner::app) {
   // Block-format weights are frozen: no gradient of theirs (it could not be stored in their format).
@@ -63,7 +70,8 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
     d_rhs_.emplace(own_workspace ? TgmmPlan(ctx, d_rhs_problem(forward)) : PlanInternals::part_of_another(ctx, d_rhs_problem(forward)));
   if (routed_backward(forward)) {
     routed_ = std::make_shared<const RoutedBackward>(ctx, forward, options, d_lhs_, d_rhs_ ? &*d_rhs_ : nullptr,
-                                                     own_workspace ? app_plan_owner(ctx) : WorkspaceOwner::composite);
+                                                     own_workspace ? app_plan_owner(ctx) : WorkspaceOwner::composite,
+                                                     routing_given);
     return;
   }
   // The workspace holds d_lhs's share, then d_rhs's.
@@ -72,9 +80,9 @@ GmmBackwardPlan::GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const 
   d_rhs_workspace_offset_ = arena.take(d_rhs_ ? d_rhs_->workspace_bytes() : 0).offset;
 }
 
-GmmBackwardPlan PlanInternals::part_of_another(Context& ctx, const GmmProblem& forward,
-                                               const GmmBackwardOptions& options) {
-  return GmmBackwardPlan(ctx, forward, options, false);
+GmmBackwardPlan PlanInternals::taking_routing(Context& ctx, const GmmProblem& forward,
+                                              const GmmBackwardOptions& options) {
+  return GmmBackwardPlan(ctx, forward, options, false, true);
 }
 
 const TgmmPlan& GmmBackwardPlan::d_rhs_plan() const {

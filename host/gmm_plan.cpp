@@ -126,7 +126,11 @@ void add_later_pass(PlanCore::Launch& launch, const KernelShape& shape, const ab
 
 GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p) : GmmPlan(ctx, p, true) {}
 
-GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
+GmmPlan PlanInternals::taking_routing(Context& ctx, const GmmProblem& problem, bool own_workspace) {
+  return GmmPlan(ctx, problem, own_workspace, true);
+}
+
+GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace, bool routing_given) {
   auto st = std::make_shared<State>(ctx, p, own_workspace ? app_plan_owner(ctx) : WorkspaceOwner::composite);
   PlanCore& core = st->core;
   const DeviceInfo& info = core.info();
@@ -356,6 +360,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace) {
     launch.alignment.vec4_needs_lhs = true;
     launch.alignment.rhs_any_offset = is_quantized(p.rhs_type);
   }
+  launch.routing_given = routing_given;
   core.build(launch);
   state_ = std::move(st);
 }

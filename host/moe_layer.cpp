@@ -152,10 +152,10 @@ struct MoeLayerBackward {
 std::optional<MoeLayerBackward> backward_parts(Context& ctx, const MoeLayerProblem& p) {
   if (p.forward_only) return std::nullopt;
   return MoeLayerBackward{
-      part(kDownBackward, [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, false), {}); }),
+      part(kDownBackward, [&] { return PlanInternals::taking_routing(ctx, moe_layer_projection(p, false), GmmBackwardOptions{}); }),
       part(kUpBackward,
            [&] {
-             return PlanInternals::part_of_another(ctx, moe_layer_projection(p, true), GmmBackwardOptions{p.accumulate});
+             return PlanInternals::taking_routing(ctx, moe_layer_projection(p, true), GmmBackwardOptions{p.accumulate});
            }),
       part(kTopKBackward, [&] { return TopKBackwardPlan(ctx, routing_problem(p)); }),
       part(kRouterDw, [&] { return TgmmPlan(ctx, router_weights_problem(p)); }),
@@ -184,7 +184,7 @@ struct MoeLayerPlan::State {
       : problem(p),
         router(part(kRouter, [&] { return GmmPlan(ctx, router_problem(p)); })),
         up(part(kUp, [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, true)); })),
-        down(part(kDown, [&] { return PlanInternals::part_of_another(ctx, moe_layer_projection(p, false)); })),
+        down(part(kDown, [&] { return PlanInternals::taking_routing(ctx, moe_layer_projection(p, false), false); })),
         top_k(part(kTopK, [&] { return TopKPlan(ctx, routing_problem(p)); })),
         bw(backward_parts(ctx, p)) {}
 };

@@ -95,10 +95,17 @@ class PipelineCache {
   VkPipeline get(VkDevice device, const uint32_t* code, size_t words, const std::vector<uint32_t>& constants,
                  bool split = false, MatrixSubgroup subgroup = {});
   VkPipelineLayout layout(bool split) const { return split ? split_layout_ : layout_; }
-  // Pipelines made so far (tests: which record() variants compile a pipeline of their own).
+  // Pipelines made so far (tests: which record() variants compile a pipeline of their own, and what
+  // planning compiled).
   size_t size() {
     std::lock_guard lock(mutex_);
     return pipelines_.size();
+  }
+  std::vector<VkPipeline> made() {
+    std::lock_guard lock(mutex_);
+    std::vector<VkPipeline> out;
+    for (const auto& entry : pipelines_) out.push_back(entry.second);
+    return out;
   }
 
  private:

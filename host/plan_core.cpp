@@ -236,12 +236,14 @@ void PlanCore::build(const Launch& l) {
   }
   if (device_meta_) {
     const ShaderCode code = metadata_shader();
-    meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
+    routing_given_ = routing_ && l.routing_given;
+    if (!routing_given_) meta_pipeline_ = ctx_->pipeline(code.code, code.words, meta_constants());
     // A routed plan's build of another plan's routing (record() with a RoutingSource: the MoE layer's and
-    // the routed backward's passes) is the same module with ROUTE_GIVEN: compiled now where the plan
-    // compiles every pipeline record() can bind, else (and cached by the context) at the first record or
-    // listing that asks for it.
-    if (routing_ && eager_pipelines(options(), info())) ctx_->pipeline(code.code, code.words, meta_constants(true));
+    // the routed backward's passes) is the same module with ROUTE_GIVEN: compiled now where the plan's
+    // owner gives the routing or the plan compiles every pipeline record() can bind, else (and cached by
+    // the context) at the first record or listing that asks for it.
+    if (routing_ && (routing_given_ || eager_pipelines(options(), info())))
+      ctx_->pipeline(code.code, code.words, meta_constants(true));
   }
   const std::vector<CombineRows> sums = dispatches() ? combine_rows() : std::vector<CombineRows>{};
   for (const CombineRows& c : sums) {
@@ -283,9 +285,23 @@ std::vector<PushBlock> PlanCore::pass_pushes() const {
   return out;
 }
 
+VkPipeline PlanCore::own_build() const {
+  if (meta_pipeline_) return meta_pipeline_;
+  const ShaderCode code = metadata_shader();
+  return ctx_->pipeline(code.code, code.words, meta_constants());
+}
+
 std::vector<PlannedPipeline> PlanCore::pipelines() const {
   std::vector<PlannedPipeline> out;
-  if (meta_pipeline_) out.push_back({"metadata", metadata_shader(), meta_constants(), false, meta_pipeline_});
+  // A routed plan's build of another plan's routing (record() with a RoutingSource), from the context's
+  // cache where build() compiled it.
+  const auto given_build = [&] {
+    const ShaderCode code = metadata_shader();
+    const std::vector<uint32_t> constants = meta_constants(true);
+    out.push_back({"metadata given", code, constants, false, ctx_->pipeline(code.code, code.words, constants)});
+  };
+  if (device_meta_ && routing_given_) given_build();
+  else if (device_meta_) out.push_back({"metadata", metadata_shader(), meta_constants(), false, meta_pipeline_});
   if (dispatches()) {
     // Where there is a texel build, vkgmm's own buffers take it, and it is the one build() compiled first.
     const Kernel::Variant v = kernel_.planned();
@@ -298,13 +314,7 @@ std::vector<PlannedPipeline> PlanCore::pipelines() const {
     }
   }
   if (combine_pipeline_) out.push_back({"combine", combine_shader(), combine_constants(), false, combine_pipeline_});
-  // A routed plan's build of another plan's routing (record() with a RoutingSource), from the context's
-  // cache where build() compiled it.
-  if (meta_pipeline_ && routing_) {
-    const ShaderCode code = metadata_shader();
-    const std::vector<uint32_t> constants = meta_constants(true);
-    out.push_back({"metadata given", code, constants, false, ctx_->pipeline(code.code, code.words, constants)});
-  }
+  if (device_meta_ && routing_ && !routing_given_) given_build();
   return out;
 }
 

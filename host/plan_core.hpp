@@ -172,6 +172,9 @@ class PlanCore {
     std::vector<int32_t> host_metadata;
     std::optional<DeviceMetadata> device_metadata;
     std::optional<Routing> routing;
+    // Routed: the plan is a part whose owner records it with another plan's routing (RoutingSource), so
+    // the build that copies one is compiled now, and its own build only by a record() given none.
+    bool routing_given = false;
     std::optional<SplitReduction> split_reduction;  // with host metadata only
     // Later passes of the op's kernel (gmm's tile heights per group, gmm_tile_heights.hpp): each its own
     // shape, per-item grid and push constants (its visits), its other constants and the grid choice the
@@ -220,6 +223,8 @@ class PlanCore {
   // The pipelines record() binds, in dispatch order (the op's as planned: with 4-element loads where
   // the plan chose them; offsets that are not multiples of 4 take a variant of it, Kernel::variant_for),
   // then a routed plan's "metadata given", the build record() binds instead of its own with a given routing.
+  // A plan whose owner gives its routing (Launch::routing_given) lists "metadata given" first, in place
+  // of its own build.
   std::vector<PlannedPipeline> pipelines() const;
   // The push constants of the op's passes as planned (their operand offsets unset), in dispatch order.
   std::vector<PushBlock> pass_pushes() const;
@@ -309,7 +314,10 @@ class PlanCore {
   // (tiling.hpp, check_cpu_loop_budget), naming the argument that drives it (build(), before anything
   // is created).
   void check_loop_budget() const;
+  // The metadata build's pipeline (null where the routing is given: own_build() compiles it on demand).
   VkPipeline meta_pipeline_ = VK_NULL_HANDLE, combine_pipeline_ = VK_NULL_HANDLE;
+  bool routing_given_ = false;  // Launch::routing_given
+  VkPipeline own_build() const;
   // The metadata build's specialization constants (given_routing: the build that copies a given routing).
   std::vector<uint32_t> meta_constants(bool given_routing = false) const;
   std::vector<uint32_t> combine_constants() const;  // the combine's

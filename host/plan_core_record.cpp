@@ -208,7 +208,8 @@ VkDescriptorBufferInfo PlanCore::bind_device_metadata(const OperandViews& ops, B
   build.wait_for = VK_ACCESS_SHADER_WRITE_BIT;
   build.before_own = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
   build.extra_before = indirect_ ? VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT : 0;
-  build.pipeline = meta_pipeline_;
+  // A given routing's build is bind_routing's.
+  build.pipeline = given ? VK_NULL_HANDLE : own_build();
   build.grid[0] = build.grid[1] = build.grid[2] = 1;
   abi::MetadataPush& m = build.push.start<abi::MetadataPush>();
   m.sizes_off = sizes.element_offset;

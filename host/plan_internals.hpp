@@ -34,8 +34,12 @@ struct PlanInternals {
   // workspace: none of their own is allocated, and a record() without one is refused (internal).
   static GmmPlan part_of_another(Context& ctx, const GmmProblem& problem);           // host/gmm_plan.cpp
   static TgmmPlan part_of_another(Context& ctx, const TgmmProblem& problem);         // host/tgmm_plan.cpp
-  static GmmBackwardPlan part_of_another(Context& ctx, const GmmProblem& forward,
-                                         const GmmBackwardOptions& options);         // host/backward.cpp
+  // Routed plans that their owner always records with another plan's routing (record_routed_from,
+  // record_backward): the build that copies it is compiled at planning, their own build only if a record()
+  // gives none. A gmm's own workspace as own_workspace says; the backward is a part of another.
+  static GmmPlan taking_routing(Context& ctx, const GmmProblem& problem, bool own_workspace);  // host/gmm_plan.cpp
+  static GmmBackwardPlan taking_routing(Context& ctx, const GmmProblem& forward,
+                                        const GmmBackwardOptions& options);  // host/backward.cpp
   // The pipelines record() binds, in dispatch order, then the build a given routing binds instead of the
   // plan's own (PlanCore::pipelines).
   static std::vector<PlannedPipeline> pipelines(const GmmPlan& plan);   // host/gmm_plan.cpp

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <string>
-#include <string_view>
 
 #include "context_impl.hpp"
 #include "matrix_schedule.hpp"
@@ -138,7 +137,8 @@ TgmmProblem routed_d_rhs_problem(const GmmProblem& forward) {
 }
 
 RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const GmmBackwardOptions& o,
-                               const GmmPlan& d_lhs, const TgmmPlan* d_rhs, WorkspaceOwner owner)
+                               const GmmPlan& d_lhs, const TgmmPlan* d_rhs, WorkspaceOwner owner,
+                               bool routing_given)
     : ctx(ContextInternals::shared(context)), forward(routed_form(given)), options(o), facts_(backward_facts(given)) {
   const GmmProblem& f = forward;
   const DeviceInfo& info = ctx->dev.info;
@@ -163,7 +163,8 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     GmmProblem hp = f;
     hp.epilogue.save_pre_activation = true;
     hp.existing_out = false;
-    h.emplace(PlanInternals::part_of_another(context, hp));
+    h.emplace(routing_given ? PlanInternals::taking_routing(context, hp, false)
+                            : PlanInternals::part_of_another(context, hp));
   }
 
   // The workspace: each plan's share at an aligned offset, then the gradient area's regions (f32), each
@@ -205,10 +206,10 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
     grad_constants[VKGMM_ID_GRAD_ACCUMULATE] = o.accumulate;
     grad_constants[VKGMM_ID_GRAD_ACTIVATION] = uint32_t(f.epilogue.activation);
     grad_constants[VKGMM_ID_INVOCATIONS] = grad_invocations(info);
-    const ShaderCode code = routed_grad_shader();
-    grad = ctx->pipeline(code.code, code.words, grad_constants, true);
     // Rows of whole 4-column groups also get the vector loads and stores, for views at such offsets.
-    if (out_n % 4 == 0 && f.k % 4 == 0) grad_vec4 = ctx->pipeline(code.code, code.words, vec4_constants(), true);
+    grad_vec4 = out_n % 4 == 0 && f.k % 4 == 0;
+    grad_pipeline(grad_vec4);
+    if (grad_vec4 && eager_pipelines(ctx->dev.options, info)) grad_pipeline(false);
     ctx->log.throw_if_any();
   }
   if (total && owner == WorkspaceOwner::self && !compile_only)
@@ -216,31 +217,30 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
   workspace_owner = owner;
 }
 
-std::vector<uint32_t> RoutedBackward::vec4_constants() const {
+std::vector<uint32_t> RoutedBackward::grad_build(bool vec4) const {
   std::vector<uint32_t> c = grad_constants;
-  c[VKGMM_ID_VEC4] = 1;
+  c[VKGMM_ID_VEC4] = vec4;
   return c;
+}
+
+VkPipeline RoutedBackward::grad_pipeline(bool vec4) const {
+  const ShaderCode code = routed_grad_shader();
+  return ctx->pipeline(code.code, code.words, grad_build(vec4), true);
 }
 
 void RoutedBackward::add_parts(std::vector<PlannedPart>& out, const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
   // Without slots only the tgmms run (every expert's gradient 0).
   if (h) out.push_back({"forward", h->tiling(), PlanInternals::pipelines(*h)});
-  if (grad) {
+  if (!grad_constants.empty()) {
     // The vector build is the one the bench's and vkgmm's own aligned views take.
-    const ShaderCode code = routed_grad_shader();
     out.push_back({"grad", std::nullopt,
-                   {grad_vec4 ? PlannedPipeline{"grad", code, vec4_constants(), true, grad_vec4}
-                              : PlannedPipeline{"grad", code, grad_constants, true, grad}}});
+                   {PlannedPipeline{"grad", routed_grad_shader(), grad_build(grad_vec4), true, grad_pipeline(grad_vec4)}}});
   }
   if (d_rhs) out.push_back({"d_rhs", d_rhs->tiling(), PlanInternals::pipelines(*d_rhs)});
   if (d_bias) out.push_back({"d_bias", d_bias->tiling(), PlanInternals::pipelines(*d_bias)});
   if (!h) return;
-  // d_lhs takes the forward's routing: its build of a given one, never its own.
-  std::vector<PlannedPipeline> lhs = PlanInternals::pipelines(d_lhs);
-  std::erase_if(lhs, [](const PlannedPipeline& p) { return std::string_view(p.role) == "metadata"; });
-  std::stable_partition(lhs.begin(), lhs.end(),
-                        [](const PlannedPipeline& p) { return std::string_view(p.role) == "metadata given"; });
-  out.push_back({"d_lhs", d_lhs.tiling(), std::move(lhs)});
+  // d_lhs takes the forward's routing: its build of a given one, never its own (taking_routing).
+  out.push_back({"d_lhs", d_lhs.tiling(), PlanInternals::pipelines(d_lhs)});
 }
 
 GmmBackwardSizes RoutedBackward::sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const {
@@ -427,7 +427,7 @@ Dispatch RoutedBackward::bind_grad(const GmmBackwardOperands& ops, const BufferV
   const bool aligned = lhs.element_offset % 4 == 0 && d_out.element_offset % 4 == 0 && pre.element_offset % 4 == 0 &&
                        d_h.element_offset % 4 == 0 && sorted.element_offset % 4 == 0 &&
                        gathered.element_offset % 4 == 0;
-  s.pipeline = grad_vec4 && aligned ? grad_vec4 : grad;
+  s.pipeline = grad_pipeline(grad_vec4 && aligned);
   s.grid[0] = grad_groups;
   s.grid[1] = s.grid[2] = 1;
   return s;

@@ -24,9 +24,10 @@ TgmmProblem routed_d_rhs_problem(const GmmProblem& forward);
 
 struct RoutedBackward {
   // `owner` composite: a part of another plan, which always gives it a workspace; app: the app gives every
-  // record() one (none allocated either way).
+  // record() one (none allocated either way). `routing_given`: its owner records it with the forward's
+  // routing (MoeLayerPlan), so the recomputing forward's own build is compiled only if a record needs it.
   RoutedBackward(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, const GmmPlan& d_lhs,
-                 const TgmmPlan* d_rhs, WorkspaceOwner owner);
+                 const TgmmPlan* d_rhs, WorkspaceOwner owner, bool routing_given);
   GmmBackwardSizes sizes(const GmmPlan& d_lhs, const TgmmPlan* d_rhs) const;
   // Checks every view, then (record_it) records the passes with their barriers.
   // `routing`: the forward's order of the slots (its metadata build's words), which every pass then takes
@@ -57,10 +58,13 @@ struct RoutedBackward {
   uint64_t slots = 0, out_n = 0, lhs_rows = 0, d_out_rows = 0;
   std::optional<GmmPlan> h;          // the forward, saving its pre-activation (none without slots)
   std::optional<TgmmPlan> d_bias;    // with a bias: ones^T @ d_h per expert
-  std::vector<uint32_t> vec4_constants() const;  // grad_constants with VEC4
-  std::vector<uint32_t> grad_constants;   // the gradient pass's, without VEC4
-  VkPipeline grad = VK_NULL_HANDLE;       // shaders/routed_grad.comp
-  VkPipeline grad_vec4 = VK_NULL_HANDLE;  // the same with VEC4 (rows of whole 4-column groups)
+  // The gradient pass (shaders/routed_grad.comp): its constants (none without slots) without VEC4, and
+  // whether rows of whole 4-column groups allow the VEC4 build, the planned one then; the other build
+  // compiled at planning only on contexts that compile every pipeline a record can bind.
+  std::vector<uint32_t> grad_constants;
+  bool grad_vec4 = false;
+  std::vector<uint32_t> grad_build(bool vec4) const;  // grad_constants, with VEC4 where `vec4`
+  VkPipeline grad_pipeline(bool vec4) const;         // that build's, from the context's cache
   uint32_t grad_groups = 0;
   // The workspace: each plan's share, then the gradient area's regions, each bound on its own
   // (small: ones [slots], then the discarded d_weights [slots]).

@@ -11,7 +11,9 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <string_view>
 
+#include "context_impl.hpp"
 #include "gpu_harness.hpp"
 #include "interface.h"
 #include "plan_internals.hpp"
@@ -316,6 +318,56 @@ TEST_F(DeviceTest, RoutedBackwardBitsEqualRunToRun) {
   EXPECT_EQ(0, std::memcmp(a.d_lhs.data(), b.d_lhs.data(), a.d_lhs.size() * 4));
   EXPECT_EQ(0, std::memcmp(a.d_rhs.data(), b.d_rhs.data(), a.d_rhs.size() * 4));
   EXPECT_EQ(0, std::memcmp(a.d_bias.data(), b.d_bias.data(), a.d_bias.size() * 4));
+}
+
+// Planning compiles what the records bind and nothing more (on a context that compiles lazily, as CPU
+// drivers do, where a compile costs about a second): every pipeline the context holds after planning is
+// one the backward lists. d_lhs copies the forward's routing and compiles no build of its own, nor does
+// the recompute where the backward's owner gives the routing (MoeLayerPlan's); the gradient pass compiles
+// its planned build only. d_lhs's plan recorded on its own compiles its own build then, and gives a fresh
+// plan's bits.
+TEST_F(DeviceTest, RoutedBackwardCompilesOnlyWhatItRecords) {
+  const Case c = kCases[1];
+  const GmmProblem f = problem_of(c);
+  ContextOptions lazy;
+  lazy.eager_pipelines = false;
+  for (const bool routing_given : {false, true}) {
+    SCOPED_TRACE(routing_given ? "a part given the routing" : "the app's plan");
+    Context cx = make_context(lazy);
+    const GmmBackwardPlan plan = routing_given ? PlanInternals::taking_routing(cx, f, GmmBackwardOptions{})
+                                                : GmmBackwardPlan(cx, f);
+    const std::vector<VkPipeline> made = ContextInternals::of(cx).pipelines.made();
+    std::vector<VkPipeline> listed;
+    for (const PlannedPart& part : PlanInternals::parts(plan)) {
+      for (const PlannedPipeline& p : part.pipelines) listed.push_back(p.pipeline);
+      if (std::string_view(part.part) == "d_lhs" || (routing_given && std::string_view(part.part) == "forward"))
+        EXPECT_STREQ(part.pipelines.at(0).role, "metadata given") << part.part;
+    }
+    for (VkPipeline p : made) EXPECT_NE(std::find(listed.begin(), listed.end(), p), listed.end()) << "unlisted";
+  }
+
+  // d_lhs's plan on its own: its own build compiled by the record that needs it, the bits a plan of its
+  // problem gives.
+  Context cx = make_context(lazy);
+  const GmmBackwardPlan plan(cx, f);
+  const GmmPlan& d_lhs = plan.d_lhs_plan();
+  const GmmProblem& q = d_lhs.problem();
+  std::mt19937 rng(23);
+  const std::vector<int32_t> ids = make_ids(c, rng);
+  const std::vector<float> lhs = random_values(d_lhs.sizes().lhs / 4, DType::f32, rng);
+  const std::vector<float> rhs = random_values(d_lhs.sizes().rhs / 4, DType::f32, rng);
+  const std::vector<float> weights(ids.size(), 1.0f);
+  Buffer l = upload(cx, DType::f32, lhs), r = upload(cx, DType::f32, rhs), w = upload(cx, DType::f32, weights);
+  Buffer i = cx.create_buffer(ids.size() * 4), o = poisoned(cx, d_lhs.sizes().out);
+  i.upload(ids.data(), ids.size() * 4);
+  GmmOperands ops{l.view(), r.view(), o.view()};
+  ops.ids = i.view();
+  if (q.routing.combine) ops.weights = w.view();
+  const size_t before = ContextInternals::of(cx).pipelines.size();
+  cx.submit_and_wait([&](VkCommandBuffer cb) { d_lhs.record(cb, ops); });
+  EXPECT_GT(ContextInternals::of(cx).pipelines.size(), before) << "its own build";
+  const std::vector<float> got = download(o, q.out_type, d_lhs.sizes().out / 4);
+  EXPECT_TRUE(same_bits(got, run_gmm_routed(cx, q, lhs, rhs, ids, q.routing.combine ? weights : std::vector<float>{})));
 }
 
 // The gradient pass reads 4 adjacent columns as one vector where every view allows (here: d_out at its

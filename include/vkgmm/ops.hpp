@@ -213,7 +213,9 @@ class VKGMM_API GmmPlan {
 
  private:
   // own_workspace false: a part of another plan, which always gives it a workspace (none allocated).
-  GmmPlan(Context& ctx, const GmmProblem& problem, bool own_workspace);
+  // routing_given: routed, and recorded by its owner with another plan's routing: its own routing build
+  // is compiled only if a record() gives none.
+  GmmPlan(Context& ctx, const GmmProblem& problem, bool own_workspace, bool routing_given = false);
   struct VKGMM_HIDDEN State;  // the library's, exported with nothing
   std::shared_ptr<const State> state_;
   friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
@@ -321,8 +323,10 @@ class VKGMM_API GmmBackwardPlan {
 
  private:
   // own_workspace false: a part of another plan, which always gives it a workspace (its passes' plans
-  // and the routed backward allocate none).
-  GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, bool own_workspace);
+  // and the routed backward allocate none). routing_given: routed, and recorded by its owner with the
+  // forward's routing (as GmmPlan's).
+  GmmBackwardPlan(Context& ctx, const GmmProblem& forward, const GmmBackwardOptions& options, bool own_workspace,
+                  bool routing_given = false);
   void check_or_record(VkCommandBuffer cb, const GmmBackwardOperands& ops, bool record_it,
                        const RoutingSource* routing = nullptr) const;
   friend struct PlanInternals;  // the library's own tools (host/plan_internals.hpp)
