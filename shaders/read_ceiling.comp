@@ -37,8 +37,10 @@ uvec4 load(uint i) {
 
 void main() {
   // Subgroups of one size, so each chunk is whole rounds of UNROLL * width vectors and only the last
-  // stream's is ragged.
-  const uint width = gl_SubgroupSize, lane = gl_SubgroupInvocationID;
+  // stream's is ragged. The width is the lanes a subgroup holds (the workgroup, a power of two, fills its
+  // subgroups alike), not gl_SubgroupSize: a driver may run fewer than it reports (Intel's SIMD8 or SIMD16
+  // under 32), and striding by the reported size would skip vectors.
+  const uint width = gl_WorkGroupSize.x / gl_NumSubgroups, lane = gl_SubgroupInvocationID;
   const uint streams = gl_NumWorkGroups.x * gl_NumSubgroups;
   const uint stream = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
   const uint round_size = UNROLL * width;

@@ -112,9 +112,12 @@ double measure_fma(Context& ctx, DeviceSeconds& seconds, uint32_t chains) {
   return groups_per_second * kLocalSize * (2.0 * (kFmasPerInvocation / chains) * chains) * 1e-9;
 }
 
+// Every word of the probes' buffers (fill).
+constexpr uint32_t kFillWord = 0x01010101u;
+
 // Fills a buffer on the device: every page touched before anything is timed, without a host copy of it.
 void fill(Context& ctx, const Buffer& b) {
-  ctx.submit_and_wait([&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, b.handle(), 0, VK_WHOLE_SIZE, 0x01010101u); });
+  ctx.submit_and_wait([&](VkCommandBuffer cb) { vkCmdFillBuffer(cb, b.handle(), 0, VK_WHOLE_SIZE, kFillWord); });
 }
 
 void measure_memory(Context& ctx, DeviceSeconds& seconds, DeviceCeilings& c) {
@@ -129,6 +132,7 @@ void measure_memory(Context& ctx, DeviceSeconds& seconds, DeviceCeilings& c) {
     const double s = shortest(kMemoryRuns, [&] {
       return seconds([&](VkCommandBuffer cb) { read.record(cb, c.read_size.passes); });
     });
+    read.check();
     const double gbps = double(c.read_size.run_bytes()) / s * 1e-9;
     if (gbps > c.read_gbps) {
       c.read_gbps = gbps;
@@ -216,6 +220,22 @@ void StreamingRead::record(VkCommandBuffer cb, uint32_t passes) const {
                                texel_ ? texels : nullptr);
       vkCmdDispatch(cb, workgroups_, 1, 1);
     }
+}
+
+void StreamingRead::check() const {
+  const uint64_t total = bytes_ / 16;
+  std::vector<uint32_t> words(size_t(windows_) * workgroups_);
+  out_.download(words.data(), words.size() * sizeof(uint32_t));  // the first pass's words
+  for (uint32_t w = 0; w < windows_; ++w) {
+    const uint64_t vectors = std::min(window_vectors_, total - w * window_vectors_);
+    uint32_t got = 0;
+    for (uint32_t g = 0; g < workgroups_; ++g) got += words[size_t(w) * workgroups_ + g];
+    const uint32_t want = static_cast<uint32_t>(vectors * 4 * kFillWord);  // mod 2^32, as the shader adds
+    if (got != want)
+      throw std::runtime_error("read probe: window " + std::to_string(w) + "'s workgroups read other than its " +
+                               std::to_string(vectors) + " vectors once each (their words add up to " +
+                               std::to_string(got) + ", not " + std::to_string(want) + ")");
+  }
 }
 
 StreamSize stream_size(uint64_t want, uint64_t max_buffer) {

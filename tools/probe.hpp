@@ -36,6 +36,10 @@ class StreamingRead {
   static bool texel_usable(const Context& ctx, uint64_t bytes);
   // Records `passes` reads of the whole buffer (bytes() each).
   void record(VkCommandBuffer cb, uint32_t passes) const;
+  // After a record()'s work has finished: throws std::runtime_error unless each window's workgroups read
+  // every vector of it once (their words add up to the window's, mod 2^32), so that no rate is reported
+  // for bytes a driver's subgroups skipped.
+  void check() const;
   uint64_t bytes() const { return bytes_; }
   bool texel() const { return texel_; }
 
