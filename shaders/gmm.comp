@@ -354,7 +354,7 @@ void run_visit(uint visit, uint n_tile) {
   if (group < VKGMM_FILL_VISIT) return;
   uint m0 = listed ? uint(meta[pc.visits_off + pc.num_visits + visit]) : visit;
   uint n0 = n_tile * TN;  // the tile's first output column
-  uint lid = local_index();
+  uint lid = tile_index();
   uint w = lane_in_slice(lid), slice = slice_of_lane(lid);
   uint tx = w % TX, ty = w / TX;
 
@@ -476,7 +476,7 @@ void main() {
   const bool walks = ROUTE_IN_KERNEL || SIZES_IN_KERNEL;
   for (uint w = first; w < end; w += step) run_visit(walks ? w : w / tiles_n, walks ? gl_WorkGroupID.x : w % tiles_n);
   if (!token) return;
-  const uint lid = local_index(), w = lane_in_slice(lid), n0 = gl_WorkGroupID.x * TN;
+  const uint lid = tile_index(), w = lane_in_slice(lid), n0 = gl_WorkGroupID.x * TN;
   if (slice_of_lane(lid) == 0u && w / TX == 0u)
     [[unroll]] for (uint c = 0; c < RN; ++c) {
       uint col = n0 + col_of(w % TX, c);

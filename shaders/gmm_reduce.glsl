@@ -5,6 +5,18 @@
 // K run is contiguous, so a subgroup's lanes read one run, as a GEMV's would), else neighbouring columns
 // (rhs [k, n]: a K row is contiguous). Without slices both are the same.
 const bool SLICE_FASTEST = TRANSPOSE_RHS && K_SLICES > 1u;
+// An invocation's number for its place in the tile (its lane w and slice). Where a butterfly sums runs
+// of slices in registers (VKGMM_SUBGROUP_SLICES), numbered by subgroup: a run of consecutive numbers is
+// then one subgroup's lanes in order, whatever lanes a driver gives gl_LocalInvocationIndex (Vulkan
+// promises no order without full subgroups). Each subgroup's count is the workgroup's share (a power of
+// two fills them alike), not gl_SubgroupSize, which a driver may report above what it runs.
+uint tile_index() {
+#ifdef VKGMM_SUBGROUP_SLICES
+  return subgroup_index() * (gl_WorkGroupSize.x / gl_NumSubgroups) + gl_SubgroupInvocationID;
+#else
+  return local_index();
+#endif
+}
 uint lane_in_slice(uint lid) { return SLICE_FASTEST ? lid / K_SLICES : lid % (TX * TY); }
 uint slice_of_lane(uint lid) { return SLICE_FASTEST ? lid % K_SLICES : lid / (TX * TY); }
 
@@ -28,7 +40,7 @@ void reduce_item(uint m0, uint n0, uint g_local, uint tx, uint ty, uint slice, u
   // copy of a spec-constant-sized array into a function's parameter does not validate.
 #ifdef VKGMM_SUBGROUP_SLICES
   // Slices fastest (the host takes this build only there): a subgroup's lanes are runs of one lane w's
-  // slices (lid = w * K_SLICES + slice, subgroups of consecutive invocations, sizes powers of two), so a
+  // slices (lid = w * K_SLICES + slice, numbered by tile_index, sizes powers of two), so a
   // butterfly of shuffles sums each run of min(K_SLICES, lanes) slices in registers, the same bits in
   // every lane of the run. `lanes` counts the subgroup's active lanes, not gl_SubgroupSize: a driver may
   // fill fewer (Intel's SIMD8 or SIMD16 under a reported 32). The workgroup's invocations (a power of two)
