@@ -116,10 +116,10 @@ void add_later_pass(PlanCore::Launch& launch, const KernelShape& shape, const ab
   PlanCore::Launch::Pass& later = launch.later_passes.emplace_back();
   later.shape = shape;
   later.push.start<abi::GmmPush>() = push;
-  const uint64_t y = std::min<uint64_t>(push.num_visits, info.max_workgroup_count[1]);
+  const SpreadYZ visits = spread_yz(push.num_visits, info);
   later.grid[0] = tiles_n;
-  later.grid[1] = y;
-  later.grid[2] = y ? (push.num_visits + y - 1) / y : 0;
+  later.grid[1] = visits.y;
+  later.grid[2] = visits.z;
 }
 
 }  // namespace
@@ -265,7 +265,7 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace, bool rou
       d.overhead = static_cast<uint32_t>(o);
       // The build's indirect command for a later pass folds its visits into z past the first pass's y:
       // where that z could pass the device's limit, one height.
-      const uint64_t y = std::min<uint64_t>(push.num_visits, info.max_workgroup_count[1]);
+      const uint64_t y = spread_yz(push.num_visits, info).y;
       if ((d.later_visits + y - 1) / y > info.max_workgroup_count[2]) d.heights = d.later_visits = d.overhead = 0;
     }
     const uint64_t visits_in_all = push.num_visits + uint64_t(std::popcount(d.heights)) * d.later_visits;
@@ -334,10 +334,10 @@ GmmPlan::GmmPlan(Context& ctx, const GmmProblem& p, bool own_workspace, bool rou
     // Grid: (n tiles) x (visits; routed in the kernel, tokens; sized in the kernel, the local groups and two
     // fill stretches), spread over y and z beyond y's limit (or the persistent grid).
     const uint64_t items = in_kernel ? uint64_t(p.m) : sizes_in_kernel ? uint64_t(r.g_local) + 2 : push.num_visits;
-    const uint64_t y = std::min<uint64_t>(items, info.max_workgroup_count[1]);
+    const SpreadYZ spread = spread_yz(items, info);
     launch.grid[0] = tiles_n;
-    launch.grid[1] = y;
-    launch.grid[2] = (items + y - 1) / y;
+    launch.grid[1] = spread.y;
+    launch.grid[2] = spread.z;
     launch.constants = {
         {VKGMM_ID_GMM_TRANSPOSE_RHS, p.transpose_rhs},
         {VKGMM_ID_VEC4, vec4},

@@ -56,10 +56,8 @@ void bind_and_push(const Context& ctx, VkCommandBuffer cb, VkPipeline pipeline, 
 
 VkPipeline fma_ceiling_pipeline(const Context& ctx, uint32_t invocations, uint32_t iterations, uint32_t chains) {
   const ShaderCode code = fma_ceiling_shader();
-  std::vector<uint32_t> constants(std::max({VKGMM_ID_INVOCATIONS, VKGMM_ID_CEILING_ITERS, VKGMM_ID_CEILING_CHAINS}) + 1);
-  constants[VKGMM_ID_INVOCATIONS] = invocations;
-  constants[VKGMM_ID_CEILING_ITERS] = iterations;
-  constants[VKGMM_ID_CEILING_CHAINS] = chains;
+  const std::vector<uint32_t> constants = spec_constants(
+      {{VKGMM_ID_INVOCATIONS, invocations}, {VKGMM_ID_CEILING_ITERS, iterations}, {VKGMM_ID_CEILING_CHAINS, chains}});
   return ContextInternals::of(ctx).pipeline(code.code, code.words, constants);
 }
 
@@ -67,9 +65,7 @@ VkPipeline read_ceiling_pipeline(const Context& ctx, bool texel, uint32_t invoca
   Context::Impl& im = ContextInternals::of(ctx);
   const bool arithmetic = (im.dev.compute_subgroup_operations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
   const ShaderCode code = read_ceiling_shader(texel, arithmetic);
-  std::vector<uint32_t> constants(VKGMM_ID_INVOCATIONS + 1);
-  constants[VKGMM_ID_INVOCATIONS] = invocations;
-  return im.pipeline(code.code, code.words, constants);
+  return im.pipeline(code.code, code.words, spec_constants({{VKGMM_ID_INVOCATIONS, invocations}}));
 }
 
 VkBufferView texel_view(const Context& ctx, const Buffer& buffer) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "interface.h"
@@ -76,6 +77,17 @@ inline VkDescriptorType binding_type(uint32_t binding, bool split) {
   return texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
 }
 
+
+// A module's specialization constants as PipelineCache::get takes them (element i is constant_id i):
+// the {id, value} pairs given, every other id up to the largest given 0.
+inline std::vector<uint32_t> spec_constants(const std::vector<std::pair<uint32_t, uint32_t>>& values) {
+  std::vector<uint32_t> out;
+  for (const auto& [id, value] : values) {
+    if (out.size() <= id) out.resize(id + 1, 0);
+    out[id] = value;
+  }
+  return out;
+}
 
 class PipelineCache {
  public:

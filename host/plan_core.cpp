@@ -247,8 +247,8 @@ void PlanCore::build(const Launch& l) {
   }
   const std::vector<CombineRows> sums = dispatches() ? combine_rows() : std::vector<CombineRows>{};
   for (const CombineRows& c : sums) {
-    const uint64_t y = std::max<uint64_t>(std::min<uint64_t>(c.rows, info().max_workgroup_count[1]), 1);
-    check_grid(name(), info(), combine_columns(c.out_n), y, (c.rows + y - 1) / y);
+    const SpreadYZ rows = spread_yz(c.rows, info());
+    check_grid(name(), info(), combine_columns(c.out_n), rows.y, rows.z);
   }
   if (!sums.empty()) {
     const ShaderCode code = combine_shader();

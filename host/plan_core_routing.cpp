@@ -11,6 +11,7 @@
 #include "context_impl.hpp"
 #include "interface.hpp"
 #include "operands.hpp"
+#include "problem_checks.hpp"
 #include "shader_modules.hpp"
 
 namespace vkgmm {
@@ -41,35 +42,32 @@ uint64_t PlanCore::layout_routing(const Routing& r, uint64_t words, Workspace& w
 }
 
 std::vector<uint32_t> PlanCore::meta_constants(bool given_routing) const {
-  std::vector<uint32_t> constants(VKGMM_ID_META_VISIT_OVERHEAD + 1, 0);
-  constants[VKGMM_ID_META_ROUTE_GIVEN] = given_routing;
-  constants[VKGMM_ID_INVOCATIONS] = VKGMM_METADATA_INVOCATIONS;
-  constants[VKGMM_ID_META_VISITS] = device_meta_->visits;
-  constants[VKGMM_ID_META_TGMM_SPLIT] = device_split();
-  constants[VKGMM_ID_META_HEIGHTS] = device_meta_->heights;
-  constants[VKGMM_ID_META_VISIT_OVERHEAD] = device_meta_->heights ? device_meta_->overhead : 0;
-  // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
-  constants[VKGMM_ID_META_ROUTE] = routing_.has_value();
-  constants[VKGMM_ID_META_ROUTE_WEIGHTED] = routing_ && routing_->combine;
-  // Its counts in shared memory on GPUs where they fit beside the build's own few words (on CPU devices
-  // shared memory is the host's memory, as the workspace is); none where each invocation places at most
-  // one slot itself (routing.glsl's route_few_slots).
+  // Routed, the routing's counts in shared memory on GPUs where they fit beside the build's own few words
+  // (on CPU devices shared memory is the host's memory, as the workspace is); none where each invocation
+  // places at most one slot itself (routing.glsl's route_few_slots).
   const uint64_t words = routing_ ? routing_->count_words() : 0;
-  if (words > 0 && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU) {
-    constexpr uint64_t kBuildSharedBytes = 1024;  // part[], flags, total_tiles, with room to spare
-    if ((words + 1) * 4 + kBuildSharedBytes <= info().max_shared_memory)
-      constants[VKGMM_ID_META_ROUTE_SHARED_COUNTS] = static_cast<uint32_t>(words);
-  }
-  return constants;
+  constexpr uint64_t kBuildSharedBytes = 1024;  // part[], flags, total_tiles, with room to spare
+  const bool shared_counts = words > 0 && !given_routing && tiling_info().type != VK_PHYSICAL_DEVICE_TYPE_CPU &&
+                             (words + 1) * 4 + kBuildSharedBytes <= info().max_shared_memory;
+  return spec_constants({
+      {VKGMM_ID_INVOCATIONS, VKGMM_METADATA_INVOCATIONS},
+      {VKGMM_ID_META_VISITS, device_meta_->visits},
+      {VKGMM_ID_META_TGMM_SPLIT, device_split()},
+      {VKGMM_ID_META_HEIGHTS, device_meta_->heights},
+      {VKGMM_ID_META_VISIT_OVERHEAD, device_meta_->heights ? device_meta_->overhead : 0},
+      // Routed: the build starts with the slots' routing (shaders/routing.glsl), in the same dispatch.
+      {VKGMM_ID_META_ROUTE, routing_.has_value()},
+      {VKGMM_ID_META_ROUTE_WEIGHTED, routing_ && routing_->combine},
+      {VKGMM_ID_META_ROUTE_GIVEN, given_routing},
+      {VKGMM_ID_META_ROUTE_SHARED_COUNTS, shared_counts ? static_cast<uint32_t>(words) : 0u},
+  });
 }
 
 std::vector<uint32_t> PlanCore::combine_constants() const {
-  std::vector<uint32_t> constants(VKGMM_ID_COMBINE_LISTED + 1, 0);
-  constants[VKGMM_ID_INVOCATIONS] = VKGMM_COMBINE_INVOCATIONS;
-  constants[VKGMM_ID_OUT_TYPE] = uint32_t(operands_[2].type);
-  constants[VKGMM_ID_HAS_EXISTING] = has_existing_;
-  constants[VKGMM_ID_COMBINE_LISTED] = device_split();
-  return constants;
+  return spec_constants({{VKGMM_ID_INVOCATIONS, VKGMM_COMBINE_INVOCATIONS},
+                         {VKGMM_ID_OUT_TYPE, uint32_t(operands_[2].type)},
+                         {VKGMM_ID_HAS_EXISTING, has_existing_},
+                         {VKGMM_ID_COMBINE_LISTED, device_split()}});
 }
 
 void PlanCore::bind_routing(const OperandViews& ops, Dispatch& build, const RoutingSource* given) const {
@@ -180,10 +178,10 @@ Dispatch PlanCore::bind_combine(const OperandViews& ops, const VkDescriptorBuffe
     c.list_off = static_cast<uint32_t>(workspace_.split_list);
     c.out_rows = device_meta_->num_local;
   }
-  const uint32_t y = std::min<uint32_t>(rows.rows, info().max_workgroup_count[1]);
+  const SpreadYZ spread = spread_yz(rows.rows, info());
   sum.grid[0] = combine_columns(rows.out_n);
-  sum.grid[1] = y;
-  sum.grid[2] = y ? (rows.rows + y - 1) / y : 0;
+  sum.grid[1] = static_cast<uint32_t>(spread.y);
+  sum.grid[2] = static_cast<uint32_t>(spread.z);
   // Every slot's result written, then summed per row in slot order; out written after the kernel's
   // writes to it (a split reduction's kernel stores the groups it does not split).
   sum.wait_for = VK_ACCESS_SHADER_WRITE_BIT;

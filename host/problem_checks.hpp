@@ -2,6 +2,7 @@
 // Error(invalid_argument or unsupported) whose message names the op, the argument and the rule.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <initializer_list>
 #include <utility>
@@ -75,6 +76,15 @@ struct OperandLimit {
 };
 bool check_operand_limits(const char* op, const DeviceInfo& info, std::initializer_list<OperandLimit> operands);
 void check_grid(const char* op, const DeviceInfo& info, uint64_t x, uint64_t y, uint64_t z);
+// `items` workgroups along y, spread into z past the device's y limit (the shaders take item
+// y + z * gl_NumWorkGroups.y): y the lesser of items and the limit, z = ceil(items / y), 0 x 0 for none.
+struct SpreadYZ {
+  uint64_t y = 0, z = 0;
+};
+inline SpreadYZ spread_yz(uint64_t items, const DeviceInfo& info) {
+  const uint64_t y = std::min<uint64_t>(items, info.max_workgroup_count[1]);
+  return {y, y ? (items + y - 1) / y : 0};
+}
 // An operand of a plan made as a part of another op, under the name the op's caller gave its view.
 struct PartOperand {
   const char* operand;  // the part's ("out")

@@ -198,14 +198,13 @@ RoutedBackward::RoutedBackward(Context& context, const GmmProblem& given, const 
                           "the gradient pass over " + std::to_string(slots) + " slots of " + std::to_string(out_n) +
                               " + " + std::to_string(k) + " columns",
                           "run fewer tokens per call");
-    grad_constants.assign(VKGMM_ID_GRAD_ACTIVATION + 1, 0);
-    static_assert(VKGMM_ID_VEC4 < VKGMM_ID_GRAD_ACTIVATION);
-    grad_constants[VKGMM_ID_OUT_TYPE] = uint32_t(f.out_type);
-    grad_constants[VKGMM_ID_LHS_TYPE] = uint32_t(f.lhs_type);
-    grad_constants[VKGMM_ID_GRAD_COMBINED] = f.routing.combine;
-    grad_constants[VKGMM_ID_GRAD_ACCUMULATE] = o.accumulate;
-    grad_constants[VKGMM_ID_GRAD_ACTIVATION] = uint32_t(f.epilogue.activation);
-    grad_constants[VKGMM_ID_INVOCATIONS] = grad_invocations(info);
+    grad_constants = spec_constants({{VKGMM_ID_INVOCATIONS, grad_invocations(info)},
+                                     {VKGMM_ID_LHS_TYPE, uint32_t(f.lhs_type)},
+                                     {VKGMM_ID_OUT_TYPE, uint32_t(f.out_type)},
+                                     {VKGMM_ID_VEC4, 0},
+                                     {VKGMM_ID_GRAD_COMBINED, f.routing.combine},
+                                     {VKGMM_ID_GRAD_ACCUMULATE, o.accumulate},
+                                     {VKGMM_ID_GRAD_ACTIVATION, uint32_t(f.epilogue.activation)}});
     // Rows of whole 4-column groups also get the vector loads and stores, for views at such offsets.
     grad_vec4 = out_n % 4 == 0 && f.k % 4 == 0;
     grad_pipeline(grad_vec4);

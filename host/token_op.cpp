@@ -64,10 +64,7 @@ TokenOpCore::TokenOpCore(Context& ctx, const char* op, const TopKProblem& p, con
     check_operand_limits(op, info, {{rows[i].name, token_operand_elements(p, rows[i].extent) * 4}});
   if (p.tokens <= 0) return;
   groups_ = token_groups(info, p.tokens);
-  for (const auto& [id, value] : module.constants) {
-    if (constants_.size() <= id) constants_.resize(id + 1, 0);
-    constants_[id] = value;
-  }
+  constants_ = spec_constants(module.constants);
   code_ = module.code;
   pipeline_ = ctx_->pipeline(code_.code, code_.words, constants_);
   ctx_->log.throw_if_any();
